@@ -1,0 +1,3 @@
+module github.com/slidegate/slidegate
+
+go 1.23

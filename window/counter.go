@@ -1,0 +1,253 @@
+package window
+
+import "time"
+
+// A Counter counts events (see Event) in a ring of time-aligned buckets: the
+// LeapArray of MetricBuckets that Sentinel's statistics are built on, without
+// locks and without losing or misplacing a count when a bucket is reused.
+//
+// The buckets have width interval/buckets and are aligned to multiples of the
+// width on the clock. The Counter's methods read the whole interval: the
+// bucket holding now and the buckets before it, buckets-1 of them. A View
+// reads a shorter stretch of the same ring.
+//
+// Summed events (Pass, Block, Success, Error, RT, OccupiedPass) are added;
+// MinRT keeps the smallest value written in a bucket, MaxConcurrency the
+// largest. One bucket holds values in [MinValue, MaxValue]; sums saturate.
+//
+// Time may be passed explicitly with the ...At methods (nanoseconds on the
+// Counter's clock). A value for a time whose bucket the ring still holds is
+// recorded there, even if later times have been seen; a value for a time whose
+// slot has since been reused by a later bucket is dropped and counted by Late,
+// since no read at a later time could see it. A time far ahead of the others
+// leaves every older bucket outside what reads at that time see, which is the
+// same as clearing them.
+//
+// A Counter is safe for concurrent use. Adding and reading allocate nothing.
+type Counter struct {
+	r   *ring
+	all View
+}
+
+// NewCounter returns a Counter over interval divided into buckets buckets.
+// interval must be a positive whole number of nanoseconds per bucket, and
+// buckets at most MaxBuckets.
+func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, error) {
+	width, err := splitInterval(buckets, interval)
+	if err != nil {
+		return nil, err
+	}
+	o := buildOptions(opts)
+	c := &Counter{r: newRing(buckets, width, counterKinds, o.clock)}
+	c.all = View{r: c.r, k: int64(buckets)}
+	return c, nil
+}
+
+// Add records v for event e at the current time. For summed events v is
+// added; for MinRT and MaxConcurrency it is compared.
+func (c *Counter) Add(e Event, v int64) { c.AddAt(c.r.clock.Now(), e, v) }
+
+// AddAt records v for event e at time now. It reports false if the value was
+// not recorded: e is not an Event, or now's bucket has already been replaced
+// by a later one (see Late).
+func (c *Counter) AddAt(now int64, e Event, v int64) bool {
+	if e < MinRT {
+		return c.r.add(now, int(e), v)
+	}
+	if e >= numEvents {
+		return false
+	}
+	return c.r.write(now, int(e), v)
+}
+
+// Sum returns event e over the whole interval at the current time. See
+// View.Sum.
+func (c *Counter) Sum(e Event) int64 { return c.all.Sum(e) }
+
+// SumAt returns event e over the whole interval at time now. See View.SumAt.
+func (c *Counter) SumAt(now int64, e Event) int64 { return c.all.SumAt(now, e) }
+
+// Sums returns every event over the whole interval at the current time.
+func (c *Counter) Sums() Sums { return c.all.Sums() }
+
+// SumsAt returns every event over the whole interval at time now.
+func (c *Counter) SumsAt(now int64) Sums { return c.all.SumsAt(now) }
+
+// All returns the view of the whole interval.
+func (c *Counter) All() View { return c.all }
+
+// View returns a view of the last d of the interval. d must be a positive
+// multiple of the bucket width and at most the interval: a 1 s view of a
+// Counter over 10 s in 100 buckets reads 10 buckets, not 100.
+func (c *Counter) View(d time.Duration) (View, error) {
+	k, err := c.r.viewBuckets(d)
+	if err != nil {
+		return View{}, err
+	}
+	return View{r: c.r, k: k}, nil
+}
+
+// Width returns the width of one bucket.
+func (c *Counter) Width() time.Duration { return time.Duration(c.r.width) }
+
+// Interval returns the length of time the Counter covers.
+func (c *Counter) Interval() time.Duration { return time.Duration(c.r.width * c.r.n) }
+
+// Late returns how many values were dropped because their bucket had already
+// been replaced by a later one.
+func (c *Counter) Late() int64 { return c.r.late.Load() }
+
+// Sums holds one value per event, indexed by Event.
+type Sums [NumEvents]int64
+
+// A View reads the last few buckets of a Counter: Sentinel's
+// SlidingWindowMetric. A view of k buckets at time now covers the bucket
+// holding now and the k-1 buckets before it, so it spans between (k-1) and k
+// bucket widths of time, the newest bucket being partly elapsed. A read costs
+// k bucket loads and allocates nothing.
+//
+// The zero View reads zero everywhere. A View is a small value; copy it
+// freely.
+type View struct {
+	r *ring
+	k int64
+}
+
+// Duration returns the length of the view: its number of buckets times the
+// bucket width.
+func (v View) Duration() time.Duration {
+	if v.r == nil {
+		return 0
+	}
+	return time.Duration(v.k * v.r.width)
+}
+
+// Sum returns event e over the view at the current time.
+func (v View) Sum(e Event) int64 {
+	if v.r == nil {
+		return 0
+	}
+	return v.SumAt(v.r.clock.Now(), e)
+}
+
+// SumAt returns event e over the view at time now. Summed events are added
+// up; MinRT is the smallest value and MaxConcurrency the largest over the
+// view's buckets. A view with nothing recorded returns 0 for every event.
+func (v View) SumAt(now int64, e Event) int64 {
+	if v.r == nil || e >= numEvents {
+		return 0
+	}
+	return finish(e.kind(), v.r.fold(now, int(e), v.k))
+}
+
+// finish maps the empty value of a min or max word to 0.
+func finish(k kind, x int64) int64 {
+	if x == k.empty() {
+		return 0
+	}
+	return x
+}
+
+// Sums returns every event over the view at the current time.
+func (v View) Sums() Sums {
+	if v.r == nil {
+		return Sums{}
+	}
+	return v.SumsAt(v.r.clock.Now())
+}
+
+// SumsAt returns every event over the view at time now, reading each bucket's
+// state once.
+func (v View) SumsAt(now int64) Sums {
+	var out Sums
+	if v.r == nil {
+		return out
+	}
+	r := v.r
+	for e := range out {
+		out[e] = Event(e).kind().empty()
+	}
+	b := r.bucketOf(now)
+	s := r.slotOf(b)
+	for j := uint64(0); j < uint64(v.k); j++ {
+		want := (b - j) << 1
+		if r.words[s].Load() == want {
+			for e := range out {
+				w := r.words[s+1+e].Load()
+				if belongs(w, b-j) {
+					out[e] = Event(e).kind().merge(out[e], value(w))
+				}
+			}
+		}
+		s = r.prevSlot(s)
+	}
+	for e := range out {
+		out[e] = finish(Event(e).kind(), out[e])
+	}
+	return out
+}
+
+// Rate returns event e per second over the view at the current time.
+func (v View) Rate(e Event) float64 {
+	if v.r == nil {
+		return 0
+	}
+	return v.RateAt(v.r.clock.Now(), e)
+}
+
+// RateAt returns event e per second over the view at time now: SumAt divided
+// by the view's duration in seconds.
+func (v View) RateAt(now int64, e Event) float64 {
+	if v.r == nil {
+		return 0
+	}
+	return float64(v.SumAt(now, e)) / v.Duration().Seconds()
+}
+
+// MaxBucket returns the largest value of event e in any one bucket of the
+// view at the current time.
+func (v View) MaxBucket(e Event) int64 {
+	if v.r == nil {
+		return 0
+	}
+	return v.MaxBucketAt(v.r.clock.Now(), e)
+}
+
+// MaxBucketAt returns the largest value of event e in any one bucket of the
+// view at time now (Sentinel's maximum of a single bucket). Buckets with
+// nothing recorded count as 0.
+func (v View) MaxBucketAt(now int64, e Event) int64 {
+	if v.r == nil || e >= numEvents {
+		return 0
+	}
+	r, k := v.r, e.kind()
+	best := int64(0)
+	b := r.bucketOf(now)
+	s := r.slotOf(b)
+	for j := uint64(0); j < uint64(v.k); j++ {
+		if x, ok := r.read(b-j, s, int(e)); ok {
+			best = max(best, finish(k, x))
+		}
+		s = r.prevSlot(s)
+	}
+	return best
+}
+
+// AvgRT returns the mean response time over the view at the current time, in
+// the unit RT is recorded in.
+func (v View) AvgRT() float64 {
+	if v.r == nil {
+		return 0
+	}
+	return v.AvgRTAt(v.r.clock.Now())
+}
+
+// AvgRTAt returns the mean response time over the view at time now: the sum
+// of RT divided by the count of Success, or 0 when there was no success.
+func (v View) AvgRTAt(now int64) float64 {
+	n := v.SumAt(now, Success)
+	if n == 0 {
+		return 0
+	}
+	return float64(v.SumAt(now, RT)) / float64(n)
+}

@@ -1,0 +1,53 @@
+package window
+
+import "strconv"
+
+// An Event is something a Counter counts in each bucket.
+type Event uint8
+
+// The events a Counter records. Summed events come first; to add one, add its
+// line above MinRT (and its name to eventNames).
+const (
+	Pass           Event = iota // requests admitted
+	Block                       // requests refused
+	Success                     // requests that finished without error
+	Error                       // requests that finished with an error
+	RT                          // summed response time, in microseconds
+	OccupiedPass                // requests admitted by borrowing from a later bucket
+	MinRT                       // smallest response time, in microseconds
+	MaxConcurrency              // largest number of requests in flight
+	numEvents
+)
+
+// NumEvents is the number of events a Counter records.
+const NumEvents = int(numEvents)
+
+var eventNames = [numEvents]string{"pass", "block", "success", "error", "rt", "occupied_pass", "min_rt", "max_concurrency"}
+
+// String returns the event's name in snake case ("pass", "min_rt").
+func (e Event) String() string {
+	if e < numEvents {
+		return eventNames[e]
+	}
+	return "event(" + strconv.Itoa(int(e)) + ")"
+}
+
+// kind returns how the event combines values within a bucket and across
+// buckets.
+func (e Event) kind() kind {
+	switch e {
+	case MinRT:
+		return kindMin
+	case MaxConcurrency:
+		return kindMax
+	}
+	return kindSum
+}
+
+var counterKinds = func() []kind {
+	k := make([]kind, numEvents)
+	for e := range k {
+		k[e] = Event(e).kind()
+	}
+	return k
+}()

@@ -1,0 +1,300 @@
+package window
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// ErrInvalidConfig is wrapped by every error a constructor returns for a bad
+// argument. The message names the argument and its value.
+var ErrInvalidConfig = errors.New("window: invalid configuration")
+
+// MaxBuckets is the largest number of buckets a ring may have.
+const MaxBuckets = 1 << 16
+
+// MinWidth is the narrowest bucket a ring may have.
+const MinWidth = time.Microsecond
+
+// MaxTime bounds the times the package accepts: times are clamped to
+// [-MaxTime, MaxTime] nanoseconds (about 36 years either side of the clock's
+// origin), so that no bucket index overflows. clock.System starts near zero
+// when the process starts.
+const MaxTime = 1 << 60
+
+// A ring is the LeapArray: n slots reused in turn by time-aligned buckets of
+// width w, in a power of two of slots no fewer than n (a mask finds a slot
+// faster than a division; the spare slots merely keep older buckets a little
+// longer). Every bucket type (counter, rolling window, histogram) is a layout
+// of words (see word.go), so one ring serves them all and no value is ever
+// boxed in an interface.
+//
+// Buckets are numbered from a shifted origin: bucket b covers the times
+// [(b-k)*w, (b-k+1)*w) for a fixed k chosen so that every accepted time has
+// b > n. Bucket starts are thus multiples of w on the clock, indexes are never
+// negative, and index 0, the state of a slot never written, belongs to no
+// time. Bucket b lives in slot b mod (number of slots).
+//
+// A slot is a state word followed by the bucket's data words. The state word
+// holds b<<1 for the bucket the slot holds, with the low bit set while the
+// slot is being reset for b. Invariants:
+//
+//   - The bucket index in a state word only grows (a writer for an older
+//     bucket never takes a slot back), so a state word never repeats.
+//   - Only the writer that moved the state word from an older bucket to b<<1|1
+//     resets the data words, and it does so exactly once: it stores the empty
+//     value with b's tag into each word, then stores b<<1.
+//   - While the state word reads b<<1, every data word carries b's tag (the
+//     reset tagged them, and a writer only ever writes its own tag, into a
+//     word that already carries it).
+//
+// Writers for b that find the slot being reset for b yield until the reset,
+// a few stores, is done; nobody else ever waits. Writers for a bucket older
+// than the slot's drop their value (counted in late): that bucket has left
+// every interval that later times can read. Readers take a bucket's word only
+// if the state word reads b<<1 and the word carries b's tag; otherwise the
+// bucket is empty to them.
+type ring struct {
+	width  int64   // bucket width in nanoseconds
+	offset int64   // k*width, added to a clamped time to number its bucket
+	n      int64   // number of buckets the ring covers
+	byW    divisor // divides by width
+	mask   uint64  // number of slots - 1
+	stride int     // words per slot: the state word, then len(kinds) data words
+	kinds  []kind
+	words  []atomic.Uint64
+	late   atomic.Int64
+	clock  clock.Clock
+}
+
+// options are the settings shared by the constructors in this package.
+type options struct {
+	clock         clock.Clock
+	ignoreCurrent bool
+}
+
+// An Option customises a Counter, Histogram or RollingWindow.
+type Option func(*options)
+
+// WithClock makes the structure read time from c instead of clock.System.
+// Tests and simulations pass a *clock.Manual. A nil c is ignored.
+func WithClock(c clock.Clock) Option {
+	return func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
+func buildOptions(opts []Option) options {
+	o := options{clock: clock.System}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// checkShape validates a bucket count and a bucket width.
+func checkShape(buckets int, width time.Duration) error {
+	if buckets < 1 || buckets > MaxBuckets {
+		return fmt.Errorf("%w: buckets = %d: must be between 1 and %d", ErrInvalidConfig, buckets, MaxBuckets)
+	}
+	if width < MinWidth {
+		return fmt.Errorf("%w: bucket width = %v: must be at least %v", ErrInvalidConfig, width, MinWidth)
+	}
+	if int64(width) > MaxTime/int64(buckets) {
+		return fmt.Errorf("%w: interval = %d × %v: longer than %v", ErrInvalidConfig, buckets, width, time.Duration(MaxTime))
+	}
+	return nil
+}
+
+// splitInterval returns the width of each of buckets buckets spanning
+// interval, or an error naming the bad argument.
+func splitInterval(buckets int, interval time.Duration) (time.Duration, error) {
+	if interval <= 0 {
+		return 0, fmt.Errorf("%w: interval = %v: must be positive", ErrInvalidConfig, interval)
+	}
+	if buckets < 1 || buckets > MaxBuckets {
+		return 0, fmt.Errorf("%w: buckets = %d: must be between 1 and %d", ErrInvalidConfig, buckets, MaxBuckets)
+	}
+	if interval%time.Duration(buckets) != 0 {
+		return 0, fmt.Errorf("%w: interval = %v: does not divide into %d buckets of whole nanoseconds", ErrInvalidConfig, interval, buckets)
+	}
+	width := interval / time.Duration(buckets)
+	return width, checkShape(buckets, width)
+}
+
+// newRing returns a ring of n buckets of the given width whose buckets are
+// laid out as kinds, every slot empty. The shape must have passed checkShape.
+func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
+	w := int64(width)
+	slots := 1 << bits.Len(uint(n-1))
+	r := &ring{
+		width:  w,
+		offset: (MaxTime/w + 2 + int64(n)) * w, // at most 4*MaxTime, so sums stay below 2^63
+		n:      int64(n),
+		byW:    newDivisor(uint64(w)),
+		mask:   uint64(slots - 1),
+		stride: 1 + len(kinds),
+		kinds:  kinds,
+		clock:  c,
+	}
+	// Zeroed state words hold bucket 0, which no time maps to: every slot
+	// starts empty and its first writer resets it.
+	r.words = make([]atomic.Uint64, slots*r.stride)
+	return r
+}
+
+// clampTime limits t to the times the package accepts.
+func clampTime(t int64) int64 {
+	if t > MaxTime {
+		return MaxTime
+	}
+	if t < -MaxTime {
+		return -MaxTime
+	}
+	return t
+}
+
+// bucketOf returns the index of the bucket holding time t.
+func (r *ring) bucketOf(t int64) uint64 {
+	// One unsigned comparison checks both bounds; a time out of range, or so
+	// far out that adding the offset wrapped, is clamped on the slow path.
+	u := uint64(t + r.offset)
+	if u-uint64(r.offset-MaxTime) > 2*MaxTime {
+		u = uint64(clampTime(t) + r.offset)
+	}
+	return r.byW.div(u)
+}
+
+// startOf returns the time at which bucket b starts.
+func (r *ring) startOf(b uint64) int64 { return int64(b)*r.width - r.offset }
+
+// slotOf returns the index in words of the state word of bucket b's slot.
+func (r *ring) slotOf(b uint64) int { return int(b&r.mask) * r.stride }
+
+// prevSlot returns the state-word index of the slot before s.
+func (r *ring) prevSlot(s int) int {
+	if s == 0 {
+		return len(r.words) - r.stride
+	}
+	return s - r.stride
+}
+
+// write combines v into data word i of the bucket holding time t. It reports
+// false, and counts the value in late, when the slot already holds a later
+// bucket.
+func (r *ring) write(t int64, i int, v int64) bool {
+	b := r.bucketOf(t)
+	return r.writeSlot(b, r.slotOf(b), i, clampValue(v))
+}
+
+// add adds v to data word i, which must be of kind kindSum, of the bucket
+// holding time t, and reports as write does. It is write's fast path, small
+// enough to inline: when the slot already holds the bucket and the sum does
+// not saturate, it is two loads and one CAS.
+func (r *ring) add(t int64, i int, v int64) bool {
+	b := r.bucketOf(t)
+	s := r.slotOf(b)
+	if r.words[s].Load() == b<<1 && v >= MinValue && v <= MaxValue {
+		w := &r.words[s+1+i]
+		old := w.Load()
+		if nv := value(old) + v; belongs(old, b) && nv >= MinValue && nv <= MaxValue &&
+			w.CompareAndSwap(old, pack(b, nv)) {
+			return true
+		}
+	}
+	return r.writeSlot(b, s, i, clampValue(v))
+}
+
+func (r *ring) writeSlot(b uint64, s, i int, v int64) bool {
+	state := &r.words[s]
+	word := &r.words[s+1+i]
+	k := r.kinds[i]
+	want := b << 1
+	for {
+		st := state.Load()
+		if st == want {
+			old := word.Load()
+			if !belongs(old, b) {
+				// The slot moved on after we read the state; look again.
+				continue
+			}
+			nv, changed := k.combine(value(old), v)
+			if !changed || word.CompareAndSwap(old, pack(b, nv)) {
+				return true
+			}
+			continue
+		}
+		switch {
+		case st>>1 > b:
+			r.late.Add(1)
+			return false
+		case st&1 != 0:
+			// A reset is in progress, for b or for an older bucket whose
+			// writer must finish before the slot can move on. It is a few
+			// stores; let its goroutine run.
+			runtime.Gosched()
+		case state.CompareAndSwap(st, want|1):
+			r.reset(s, b)
+			state.Store(want)
+		}
+	}
+}
+
+// reset tags every data word of the slot at s with bucket b and empties it.
+// Only the writer holding the slot's reset bit calls it.
+func (r *ring) reset(s int, b uint64) {
+	for i, k := range r.kinds {
+		r.words[s+1+i].Store(pack(b, k.empty()))
+	}
+}
+
+// read returns data word i of bucket b, whose slot is at s, and whether the
+// ring holds bucket b. A bucket the ring does not hold (never written, being
+// reset, or replaced by a later bucket) reads as absent.
+func (r *ring) read(b uint64, s, i int) (int64, bool) {
+	if r.words[s].Load() != b<<1 {
+		return 0, false
+	}
+	w := r.words[s+1+i].Load()
+	if !belongs(w, b) {
+		return 0, false
+	}
+	return value(w), true
+}
+
+// fold combines word i over the k buckets ending with the bucket holding t,
+// as the word's kind merges values. Buckets the ring does not hold count as
+// empty.
+func (r *ring) fold(t int64, i int, k int64) int64 {
+	kd := r.kinds[i]
+	acc := kd.empty()
+	b := r.bucketOf(t)
+	s := r.slotOf(b)
+	for j := uint64(0); j < uint64(k); j++ {
+		if v, ok := r.read(b-j, s, i); ok {
+			acc = kd.merge(acc, v)
+		}
+		s = r.prevSlot(s)
+	}
+	return acc
+}
+
+// viewBuckets returns how many buckets a view of the last d covers, or an
+// error if d is not a positive multiple of the width within the interval.
+func (r *ring) viewBuckets(d time.Duration) (int64, error) {
+	w := time.Duration(r.width)
+	if d <= 0 || d%w != 0 || int64(d/w) > r.n {
+		return 0, fmt.Errorf("%w: view = %v: must be a positive multiple of the bucket width %v, at most the interval %v",
+			ErrInvalidConfig, d, w, w*time.Duration(r.n))
+	}
+	return int64(d / w), nil
+}
