@@ -13,7 +13,9 @@ import "time"
 //
 // Summed events (Pass, Block, Success, Error, RT, OccupiedPass) are added;
 // MinRT keeps the smallest value written in a bucket, MaxConcurrency the
-// largest. One bucket holds values in [MinValue, MaxValue]; sums saturate.
+// largest. One bucket holds values in [MinValue, MaxValue]; sums saturate, and
+// values for MinRT and MaxConcurrency are clamped to lie strictly between the
+// two (the bounds themselves mark an empty bucket).
 //
 // Time may be passed explicitly with the ...At methods (nanoseconds on the
 // Counter's clock). A value for a time whose bucket the ring still holds is
@@ -167,19 +169,16 @@ func (v View) SumsAt(now int64) Sums {
 	for e := range out {
 		out[e] = Event(e).kind().empty()
 	}
-	b := r.bucketOf(now)
-	s := r.slotOf(b)
-	for j := uint64(0); j < uint64(v.k); j++ {
-		want := (b - j) << 1
-		if r.words[s].Load() == want {
+	first := r.first(now, v.k)
+	for b := first; b-first < uint64(v.k); b++ {
+		s := r.slotOf(b)
+		if r.words[s].Load() == b<<1 {
 			for e := range out {
-				w := r.words[s+1+e].Load()
-				if belongs(w, b-j) {
+				if w := r.words[s+1+e].Load(); belongs(w, b) {
 					out[e] = Event(e).kind().merge(out[e], value(w))
 				}
 			}
 		}
-		s = r.prevSlot(s)
 	}
 	for e := range out {
 		out[e] = finish(Event(e).kind(), out[e])
@@ -222,13 +221,11 @@ func (v View) MaxBucketAt(now int64, e Event) int64 {
 	}
 	r, k := v.r, e.kind()
 	best := int64(0)
-	b := r.bucketOf(now)
-	s := r.slotOf(b)
-	for j := uint64(0); j < uint64(v.k); j++ {
-		if x, ok := r.read(b-j, s, int(e)); ok {
+	first := r.first(now, v.k)
+	for b := first; b-first < uint64(v.k); b++ {
+		if x, ok := r.read(b, r.slotOf(b), int(e)); ok {
 			best = max(best, finish(k, x))
 		}
-		s = r.prevSlot(s)
 	}
 	return best
 }

@@ -10,14 +10,15 @@ import (
 // 8 ns; the first 128 units have a bin each, and every later power of two is
 // split into 64 bins of equal width. A bin is thus at most 1/64 as wide as its
 // lower edge, and reporting its midpoint is off by at most 1/128 (0.79%) of
-// the true value, for every latency from 1 µs to the top of the range, 2^36 ns
-// (68.7 s). Longer latencies fall in one overflow bin, reported as the
-// maximum, which is kept exactly.
+// the true value, for every latency from 1 µs to the top of the range, 2^39 ns
+// (9 min 10 s). Longer latencies fall in one overflow bin, reported as the
+// maximum, which is kept exactly up to MaxValue nanoseconds, the same 2^39 ns.
+// The bins, the maximum and the state word fill a slot of 2048 words, 16 KiB.
 const (
 	histUnitShift = 3 // bins count units of 2^3 ns
 	histSubBits   = 6 // 64 bins per power of two
 	histSub       = 1 << histSubBits
-	histTopShift  = 36 - histUnitShift - histSubBits - 1 // bin shift of the highest power of two covered
+	histTopShift  = 39 - histUnitShift - histSubBits - 1 // bin shift of the highest power of two covered
 	histBins      = (histTopShift+2)*histSub + 1         // regular bins and the overflow bin
 	histOverflow  = histBins - 1
 	histMax       = histBins // word index of the maximum latency, in nanoseconds
@@ -25,11 +26,12 @@ const (
 	// HistogramRange is the longest latency a Histogram resolves into bins;
 	// longer ones are counted in an overflow bin whose quantiles report the
 	// maximum.
-	HistogramRange = time.Duration(1) << 36
+	HistogramRange = time.Duration(1) << 39
 
 	// HistogramBucketBytes is the memory one time bucket of a Histogram
-	// takes: one 8-byte word per bin, the maximum, and the bucket's state.
-	HistogramBucketBytes = (histBins + 2) * 8
+	// takes: one 8-byte word per bin, the maximum and the bucket's state,
+	// rounded up to a power of two of words.
+	HistogramBucketBytes = 2048 * 8
 )
 
 var histKinds = func() []kind {
@@ -67,10 +69,10 @@ func histMid(i int) int64 {
 // A Histogram records latencies in a ring of time-aligned buckets, one
 // log-linear histogram per bucket, and answers quantiles (P50, P99, ...) and
 // the maximum over the whole interval or a HistogramView of its last part.
-// Quantiles are within 0.79% of the true value from 1 µs to HistogramRange;
-// the maximum is exact up to MaxValue nanoseconds (over nine minutes).
+// Quantiles are within 0.79% of the true value from 1 µs to HistogramRange
+// (over nine minutes); the maximum is exact up to the same bound.
 //
-// Each bucket takes HistogramBucketBytes (about 14 KiB) of memory, allocated
+// Each bucket takes HistogramBucketBytes (16 KiB) of memory, allocated
 // when the Histogram is made; the number of buckets is rounded up to a power
 // of two. Recording allocates nothing and takes no lock. Times that go
 // backwards are handled as Counter handles them.
@@ -99,10 +101,13 @@ func (h *Histogram) Record(d time.Duration) { h.RecordAt(h.r.clock.Now(), d) }
 // RecordAt records latency d at time now. It reports false if now's bucket has
 // already been replaced by a later one.
 func (h *Histogram) RecordAt(now int64, d time.Duration) bool {
-	if !h.r.add(now, histBin(int64(d)), 1) {
+	r := h.r
+	b := r.bucketOf(now)
+	s := r.slotOf(b)
+	if !r.addIn(b, s, histBin(int64(d)), 1) {
 		return false
 	}
-	return h.r.write(now, histMax, max(int64(d), 0))
+	return r.writeSlot(b, s, histMax, kindMax.clamp(max(int64(d), 0)))
 }
 
 // View returns a view of the last d of the interval; d must be a positive
@@ -163,21 +168,20 @@ type histCounts struct {
 func (v HistogramView) merge(now int64, c *histCounts) {
 	r := v.r
 	c.max = MinValue
-	b := r.bucketOf(now)
-	s := r.slotOf(b)
-	for j := uint64(0); j < uint64(v.k); j++ {
-		if r.words[s].Load() == (b-j)<<1 {
-			data := r.words[s+1 : s+r.stride]
+	first := r.first(now, v.k)
+	for b := first; b-first < uint64(v.k); b++ {
+		s := r.slotOf(b)
+		if r.words[s].Load() == b<<1 {
+			data := r.words[s+1 : s+1+len(histKinds)]
 			for i := range c.bins {
-				if w := data[i].Load(); belongs(w, b-j) {
+				if w := data[i].Load(); belongs(w, b) {
 					c.bins[i] += value(w)
 				}
 			}
-			if w := data[histMax].Load(); belongs(w, b-j) {
+			if w := data[histMax].Load(); belongs(w, b) {
 				c.max = max(c.max, value(w))
 			}
 		}
-		s = r.prevSlot(s)
 	}
 	for _, n := range c.bins {
 		c.total += n

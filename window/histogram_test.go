@@ -76,7 +76,7 @@ func TestHistogramQuantilesMatchExactOnesWithinOnePercent(t *testing.T) {
 		"log-uniform":     func() int64 { return int64(math.Exp(rng.Float64()*math.Log(6e10/1e3)) * 1e3) },
 		"bimodal":         func() int64 { return []int64{2e6, 300e6}[rng.IntN(2)] + rng.Int64N(1e5) },
 		"one value":       func() int64 { return 4321000 },
-		"heavy tail 1min": func() int64 { return min(int64(1e6/math.Pow(rng.Float64()+1e-9, 1.2)), 60e9) },
+		"heavy tail 5min": func() int64 { return min(int64(1e6/math.Pow(rng.Float64()+1e-9, 1.2)), 300e9) },
 	}
 	for name, next := range distributions {
 		t.Run(name, func(t *testing.T) {
@@ -161,20 +161,30 @@ func TestHistogramQuantileEdges(t *testing.T) {
 		t.Fatalf("empty histogram quantile = %v, want 0", got)
 	}
 	h.Record(-time.Second) // counts as 0
-	h.Record(3 * time.Minute)
-	if s := h.Summary(); s.Count != 2 || s.Max != 3*time.Minute || s.P999 != 3*time.Minute {
-		t.Fatalf("summary %+v: want count 2, max and P999 3m (beyond the binned range)", s)
+	h.Record(10 * time.Minute)
+	if s := h.Summary(); s.Count != 2 || s.Max != MaxValue-1 || s.P999 != MaxValue-1 {
+		t.Fatalf("summary %+v: want count 2, max and P999 saturated at MaxValue-1 (10m is beyond the range)", s)
 	}
 	for _, q := range []float64{math.NaN(), -1, 0} {
 		if got := h.Quantile(q); got > 10*time.Nanosecond {
 			t.Fatalf("Quantile(%v) = %v, want the smallest latency", q, got)
 		}
 	}
-	if got := h.Quantile(2); got != 3*time.Minute {
+	if got := h.Quantile(2); got != MaxValue-1 {
 		t.Fatalf("Quantile(2) = %v, want the largest latency", got)
 	}
 	var zero HistogramView
 	if zero.Summary() != (Summary{}) || zero.Quantile(0.5) != 0 || zero.Duration() != 0 {
 		t.Fatal("the zero HistogramView must read as empty")
+	}
+}
+
+func TestHistogramBucketBytesIsWhatIsAllocated(t *testing.T) {
+	h, err := NewHistogram(4, 4*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(h.r.words) * 8 / 4; got != HistogramBucketBytes {
+		t.Fatalf("a bucket takes %d bytes, HistogramBucketBytes says %d", got, HistogramBucketBytes)
 	}
 }

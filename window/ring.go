@@ -65,7 +65,7 @@ type ring struct {
 	n      int64   // number of buckets the ring covers
 	byW    divisor // divides by width
 	mask   uint64  // number of slots - 1
-	stride int     // words per slot: the state word, then len(kinds) data words
+	shift  uint    // log2 of the words per slot: the state word, the data words, padding
 	kinds  []kind
 	words  []atomic.Uint64
 	late   atomic.Int64
@@ -136,19 +136,20 @@ func splitInterval(buckets int, interval time.Duration) (time.Duration, error) {
 func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
 	w := int64(width)
 	slots := 1 << bits.Len(uint(n-1))
+	stride := 1 << bits.Len(uint(len(kinds))) // the state word and the data words, rounded up to a power of two
 	r := &ring{
 		width:  w,
 		offset: (MaxTime/w + 2 + int64(n)) * w, // at most 4*MaxTime, so sums stay below 2^63
 		n:      int64(n),
 		byW:    newDivisor(uint64(w)),
 		mask:   uint64(slots - 1),
-		stride: 1 + len(kinds),
+		shift:  uint(bits.TrailingZeros(uint(stride))),
 		kinds:  kinds,
 		clock:  c,
 	}
 	// Zeroed state words hold bucket 0, which no time maps to: every slot
 	// starts empty and its first writer resets it.
-	r.words = make([]atomic.Uint64, slots*r.stride)
+	r.words = make([]atomic.Uint64, slots*stride)
 	return r
 }
 
@@ -178,36 +179,33 @@ func (r *ring) bucketOf(t int64) uint64 {
 func (r *ring) startOf(b uint64) int64 { return int64(b)*r.width - r.offset }
 
 // slotOf returns the index in words of the state word of bucket b's slot.
-func (r *ring) slotOf(b uint64) int { return int(b&r.mask) * r.stride }
-
-// prevSlot returns the state-word index of the slot before s.
-func (r *ring) prevSlot(s int) int {
-	if s == 0 {
-		return len(r.words) - r.stride
-	}
-	return s - r.stride
-}
+func (r *ring) slotOf(b uint64) int { return int(b&r.mask) << r.shift }
 
 // write combines v into data word i of the bucket holding time t. It reports
 // false, and counts the value in late, when the slot already holds a later
 // bucket.
 func (r *ring) write(t int64, i int, v int64) bool {
 	b := r.bucketOf(t)
-	return r.writeSlot(b, r.slotOf(b), i, clampValue(v))
+	return r.writeSlot(b, r.slotOf(b), i, r.kinds[i].clamp(v))
 }
 
 // add adds v to data word i, which must be of kind kindSum, of the bucket
-// holding time t, and reports as write does. It is write's fast path, small
-// enough to inline: when the slot already holds the bucket and the sum does
-// not saturate, it is two loads and one CAS.
+// holding time t, and reports as write does.
 func (r *ring) add(t int64, i int, v int64) bool {
 	b := r.bucketOf(t)
-	s := r.slotOf(b)
+	return r.addIn(b, r.slotOf(b), i, v)
+}
+
+// addIn adds v to summed data word i of bucket b, whose slot is at s. It is
+// write's fast path: when the slot already holds the bucket and the sum does
+// not saturate, it is two loads and one CAS.
+func (r *ring) addIn(b uint64, s, i int, v int64) bool {
 	if r.words[s].Load() == b<<1 && v >= MinValue && v <= MaxValue {
 		w := &r.words[s+1+i]
 		old := w.Load()
-		if nv := value(old) + v; belongs(old, b) && nv >= MinValue && nv <= MaxValue &&
-			w.CompareAndSwap(old, pack(b, nv)) {
+		// With the bias (see word.go), the sum is an add on the whole word;
+		// if it saturates, it changes the tag and takes the slow path.
+		if nw := old + uint64(v); belongs(old, b) && belongs(nw, b) && w.CompareAndSwap(old, nw) {
 			return true
 		}
 	}
@@ -249,6 +247,10 @@ func (r *ring) writeSlot(b uint64, s, i int, v int64) bool {
 	}
 }
 
+// first returns the oldest of the k buckets ending with the bucket holding t.
+// Reads walk from it forwards: for b := first; b-first < k; b++.
+func (r *ring) first(t int64, k int64) uint64 { return r.bucketOf(t) - uint64(k) + 1 }
+
 // reset tags every data word of the slot at s with bucket b and empties it.
 // Only the writer holding the slot's reset bit calls it.
 func (r *ring) reset(s int, b uint64) {
@@ -276,14 +278,34 @@ func (r *ring) read(b uint64, s, i int) (int64, bool) {
 // empty.
 func (r *ring) fold(t int64, i int, k int64) int64 {
 	kd := r.kinds[i]
+	if kd == kindSum {
+		return r.sum(t, i, k)
+	}
 	acc := kd.empty()
-	b := r.bucketOf(t)
-	s := r.slotOf(b)
-	for j := uint64(0); j < uint64(k); j++ {
-		if v, ok := r.read(b-j, s, i); ok {
+	first := r.first(t, k)
+	for b := first; b-first < uint64(k); b++ {
+		if v, ok := r.read(b, r.slotOf(b), i); ok {
 			acc = kd.merge(acc, v)
 		}
-		s = r.prevSlot(s)
+	}
+	return acc
+}
+
+// sum adds up summed word i over the k buckets ending with the bucket holding
+// t. It is fold for the common case, written so that the loop keeps the ring's
+// fields in registers (the atomic loads stop the compiler from caching them)
+// and walks the slots forwards, oldest bucket first.
+func (r *ring) sum(t int64, i int, k int64) int64 {
+	words, shift, mask := r.words, r.shift, r.mask
+	first := r.first(t, k)
+	var acc int64
+	for b := first; b-first < uint64(k); b++ {
+		s := (b & mask) << shift
+		if words[s].Load() == b<<1 {
+			if w := words[s+1+uint64(i)].Load(); belongs(w, b) {
+				acc += value(w)
+			}
+		}
 	}
 	return acc
 }

@@ -62,10 +62,12 @@ func (rw *RollingWindow) Add(v int64) { rw.AddAt(rw.r.clock.Now(), v) }
 // bucket has already been replaced by a later one; see Counter for how times
 // that go backwards are handled.
 func (rw *RollingWindow) AddAt(now int64, v int64) bool {
-	if !rw.r.add(now, rollingCount, 1) {
+	b := rw.r.bucketOf(now)
+	s := rw.r.slotOf(b)
+	if !rw.r.addIn(b, s, rollingCount, 1) {
 		return false
 	}
-	return rw.r.add(now, rollingSum, v)
+	return rw.r.addIn(b, s, rollingSum, v)
 }
 
 // Reduce calls fn for each bucket of the window at the current time, oldest

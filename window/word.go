@@ -2,7 +2,10 @@ package window
 
 // A word is one 64-bit cell of a bucket. Its high tagBits bits hold the low
 // bits of the index of the bucket the value belongs to (the tag); its low
-// valueBits bits hold the value, in two's complement.
+// valueBits bits hold the value plus bias, so that they hold 0 for MinValue
+// and 2^valueBits-1 for MaxValue. With that offset, adding a value to a word
+// is an add on the whole word, and a sum that leaves the range carries into
+// or borrows from the tag, which the check of the tag catches.
 //
 // The tag is what makes a reused slot safe without locks. A writer changes a
 // word only with a compare-and-swap whose expected value carries the writer's
@@ -25,16 +28,18 @@ const (
 	MaxValue = 1<<(valueBits-1) - 1
 	// MinValue is the smallest value one bucket can hold for one event.
 	MinValue = -MaxValue - 1
+
+	bias = 1 << (valueBits - 1)
 )
 
 // pack returns the word holding v for bucket b. v must lie in [MinValue, MaxValue].
-func pack(b uint64, v int64) uint64 { return b<<valueBits | uint64(v)&valueMask }
+func pack(b uint64, v int64) uint64 { return b<<valueBits | uint64(v+bias) }
 
 // belongs reports whether word w carries the tag of bucket b.
 func belongs(w, b uint64) bool { return (w^b<<valueBits)>>valueBits == 0 }
 
 // value returns the value held in w.
-func value(w uint64) int64 { return int64(w<<tagBits) >> tagBits }
+func value(w uint64) int64 { return int64(w&valueMask) - bias }
 
 // clampValue limits v to what a word can hold.
 func clampValue(v int64) int64 {
@@ -45,6 +50,16 @@ func clampValue(v int64) int64 {
 		return MinValue
 	}
 	return v
+}
+
+// clamp limits v to what a word of this kind can be given. MinValue and
+// MaxValue mark an empty max or min word, so those kinds take values strictly
+// between them.
+func (k kind) clamp(v int64) int64 {
+	if k == kindSum {
+		return clampValue(v)
+	}
+	return min(max(v, MinValue+1), MaxValue-1)
 }
 
 // A kind says how a word combines the values written to it.

@@ -1,0 +1,38 @@
+# The test target is what CI runs (see .ci/run and README.md).
+
+STATICCHECK_VERSION := v0.8.2
+BENCHSTAT_VERSION   := v0.0.0-20260908200009-22c9c6c9d4da
+GOBIN               := $(shell go env GOPATH)/bin
+
+.PHONY: test fmt vet staticcheck race compare-build bench compare
+
+test: fmt vet staticcheck race compare-build
+
+fmt:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	go vet ./...
+
+$(GOBIN)/staticcheck:
+	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+staticcheck: $(GOBIN)/staticcheck
+	$(GOBIN)/staticcheck ./...
+
+race:
+	go test -race -count=1 ./...
+
+# The comparison module has its own go.mod; building it keeps it in step with
+# the library's API.
+compare-build:
+	cd benchmarks/compare && go vet ./... && go test -count=1 -run '^$$' ./...
+
+# Benchmarks of the library, baselines included, six runs for benchstat.
+bench:
+	go test -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
+	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) bench.txt
+
+# The side-by-side table against go-zero, sentinel-golang and hystrix-go.
+compare:
+	cd benchmarks/compare && go run ./cmd/comparetable -count 3

@@ -1,0 +1,97 @@
+package window_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/window"
+)
+
+// Count requests over the last 10 seconds in 100 ms buckets, and read the
+// last second of it.
+func ExampleCounter() {
+	c := clock.NewManual(0)
+	ctr, err := window.NewCounter(100, 10*time.Second, window.WithClock(c))
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 50; i++ { // 50 requests, one every 100 ms, every fifth an error
+		ctr.Add(window.Pass, 1)
+		if i%5 == 0 {
+			ctr.Add(window.Error, 1)
+		}
+		c.Advance(100 * time.Millisecond)
+	}
+	lastSecond, err := ctr.View(time.Second)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("passed in 10 s:", ctr.Sum(window.Pass))
+	fmt.Println("errors in 10 s:", ctr.Sum(window.Error))
+	fmt.Println("QPS over the last second:", lastSecond.Rate(window.Pass))
+	// Output:
+	// passed in 10 s: 50
+	// errors in 10 s: 10
+	// QPS over the last second: 9
+}
+
+// The ...At methods take the time, for code that has already read the clock
+// or that simulates traffic.
+func ExampleCounter_AddAt() {
+	ctr, _ := window.NewCounter(2, time.Second)
+	now := int64(10 * time.Second)
+	ctr.AddAt(now, window.Pass, 3)
+	ctr.AddAt(now+int64(600*time.Millisecond), window.Pass, 4)
+	fmt.Println(ctr.SumAt(now+int64(600*time.Millisecond), window.Pass))
+	fmt.Println(ctr.SumAt(now+int64(1200*time.Millisecond), window.Pass)) // the first bucket has left
+	// Output:
+	// 7
+	// 4
+}
+
+// A RollingWindow works as go-zero's does: Add values, Reduce buckets.
+func ExampleRollingWindow() {
+	c := clock.NewManual(0)
+	rw, err := window.NewRollingWindow(10, 100*time.Millisecond, window.WithClock(c))
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 20; i++ { // 20 calls over 1 s; 1 for success, 0 for failure
+		rw.Add(int64(i % 2))
+		c.Advance(50 * time.Millisecond)
+	}
+	var accepts, total int64
+	rw.Reduce(func(b window.Bucket) {
+		accepts += b.Sum
+		total += b.Count
+	})
+	fmt.Printf("%d of %d accepted\n", accepts, total)
+	// Output: 9 of 18 accepted
+}
+
+// A Histogram answers latency quantiles over the last part of its interval.
+func ExampleHistogram() {
+	c := clock.NewManual(0)
+	h, err := window.NewHistogram(10, 10*time.Second, window.WithClock(c))
+	if err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 1000; i++ { // 1 ms .. 1 s over one second
+		h.Record(time.Duration(i) * time.Millisecond)
+		c.Advance(time.Millisecond)
+	}
+	s := h.Summary()
+	fmt.Println("count:", s.Count, "max:", s.Max)
+	fmt.Println("p50 within 1%:", within(s.P50, 500*time.Millisecond))
+	fmt.Println("p99 within 1%:", within(s.P99, 990*time.Millisecond))
+	// Output:
+	// count: 1000 max: 1s
+	// p50 within 1%: true
+	// p99 within 1%: true
+}
+
+func within(got, want time.Duration) bool {
+	d := got - want
+	return d < want/100 && -d < want/100
+}
