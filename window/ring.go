@@ -53,8 +53,9 @@ const MaxTime = 1 << 60
 //     reset tagged them, and a writer only ever writes its own tag, into a
 //     word that already carries it).
 //
-// Writers for b that find the slot being reset for b yield until the reset,
-// a few stores, is done; nobody else ever waits. Writers for a bucket older
+// Writers that find the slot being reset, for their bucket or an older one,
+// yield until the reset, a few stores, is done; readers never wait, and
+// writers of other slots are not affected. Writers for a bucket older
 // than the slot's drop their value (counted in late): that bucket has left
 // every interval that later times can read. Readers take a bucket's word only
 // if the state word reads b<<1 and the word carries b's tag; otherwise the
@@ -179,7 +180,7 @@ func (r *ring) bucketOf(t int64) uint64 {
 func (r *ring) startOf(b uint64) int64 { return int64(b)*r.width - r.offset }
 
 // slotOf returns the index in words of the state word of bucket b's slot.
-func (r *ring) slotOf(b uint64) int { return int(b&r.mask) << r.shift }
+func (r *ring) slotOf(b uint64) int { return int(b&r.mask) << (r.shift & 63) }
 
 // write combines v into data word i of the bucket holding time t. It reports
 // false, and counts the value in late, when the slot already holds a later
@@ -212,6 +213,10 @@ func (r *ring) addIn(b uint64, s, i int, v int64) bool {
 	return r.writeSlot(b, s, i, clampValue(v))
 }
 
+// writeSlot combines v, already clamped for the kind of data word i, into
+// word i of bucket b, whose slot is at s, following the protocol described on
+// ring: it takes the slot over for b if it holds an older bucket, and drops v
+// if it holds a later one.
 func (r *ring) writeSlot(b uint64, s, i int, v int64) bool {
 	state := &r.words[s]
 	word := &r.words[s+1+i]
@@ -296,18 +301,23 @@ func (r *ring) fold(t int64, i int, k int64) int64 {
 // fields in registers (the atomic loads stop the compiler from caching them)
 // and walks the slots forwards, oldest bucket first.
 func (r *ring) sum(t int64, i int, k int64) int64 {
-	words, shift, mask := r.words, r.shift, r.mask
+	words, shift, mask := r.words, r.shift&63, r.mask // masking the shift spares the compiler's check for shifts of 64 and more
 	first := r.first(t, k)
-	var acc int64
-	for b := first; b-first < uint64(k); b++ {
-		s := (b & mask) << shift
+	end := first + uint64(k)
+	// Add up the biased words and take the bias off once at the end: fewer
+	// instructions per bucket, and no overflow (k × 2^40 < 2^63).
+	var raw uint64
+	var n int64
+	for b := first; b != end; b++ {
+		s := int((b & mask) << shift)
 		if words[s].Load() == b<<1 {
-			if w := words[s+1+uint64(i)].Load(); belongs(w, b) {
-				acc += value(w)
+			if w := words[s+1+i].Load(); belongs(w, b) {
+				raw += w & valueMask
+				n++
 			}
 		}
 	}
-	return acc
+	return int64(raw) - n*bias
 }
 
 // viewBuckets returns how many buckets a view of the last d covers, or an
