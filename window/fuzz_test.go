@@ -66,13 +66,13 @@ func fzCheckBucketArithmetic(t *testing.T, r *ring, x int64) {
 	if hi, lo := bits.Mul64(b, uint64(w)); hi != 0 || lo > math.MaxInt64 {
 		t.Fatalf("%s: bucketOf(%d) = %d: b*width overflows in startOf", shape, x, b)
 	}
-	if r.offset%w != 0 {
-		t.Fatalf("%s: offset %d is not a multiple of the width", shape, r.offset)
+	if r.grid.Offset%w != 0 {
+		t.Fatalf("%s: offset %d is not a multiple of the width", shape, r.grid.Offset)
 	}
-	if r.offset > 4*MaxTime {
-		t.Fatalf("%s: offset %d is above 4*MaxTime: a time plus the offset may reach 2^63, beyond the divisor's range", shape, r.offset)
+	if r.grid.Offset > 4*MaxTime {
+		t.Fatalf("%s: offset %d is above 4*MaxTime: a time plus the offset may reach 2^63, beyond the divisor's range", shape, r.grid.Offset)
 	}
-	if want := refFloorDiv(ct, w) + r.offset/w; int64(b) != want {
+	if want := refFloorDiv(ct, w) + r.grid.Offset/w; int64(b) != want {
 		t.Fatalf("%s: bucketOf(%d) = %d, want floor(%d/w) + offset/w = %d", shape, x, b, ct, want)
 	}
 	start := r.startOf(b)

@@ -121,11 +121,11 @@ func newRefSlots(t testing.TB, r *ring) refSlots {
 	if int64(r.mask)+1 != p {
 		t.Fatalf("ring of %d buckets has %d slots, want %d (the next power of two)", r.n, r.mask+1, p)
 	}
-	if r.offset%r.width != 0 {
-		t.Fatalf("ring offset %d is not a multiple of the width %d: bucket starts would not be multiples of the width", r.offset, r.width)
+	if r.grid.Offset%r.width != 0 {
+		t.Fatalf("ring offset %d is not a multiple of the width %d: bucket starts would not be multiples of the width", r.grid.Offset, r.width)
 	}
 	return refSlots{
-		w: r.width, n: r.n, p: p, shift: r.offset / r.width,
+		w: r.width, n: r.n, p: p, shift: r.grid.Offset / r.width,
 		latest: make([]int64, p), held: make([]bool, p),
 	}
 }

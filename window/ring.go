@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
 // ErrInvalidConfig is wrapped by every error a constructor returns for a bad
@@ -19,13 +20,13 @@ var ErrInvalidConfig = errors.New("window: invalid configuration")
 const MaxBuckets = 1 << 16
 
 // MinWidth is the narrowest bucket a ring may have.
-const MinWidth = time.Microsecond
+const MinWidth = timegrid.MinWidth
 
 // MaxTime bounds the times the package accepts: times are clamped to
 // [-MaxTime, MaxTime] nanoseconds (about 36 years either side of the clock's
 // origin), so that no bucket index overflows. clock.System starts near zero
 // when the process starts.
-const MaxTime = 1 << 60
+const MaxTime = timegrid.MaxTime
 
 // A ring is the LeapArray: n slots reused in turn by time-aligned buckets of
 // width w, in a power of two of slots no fewer than n (a mask finds a slot
@@ -61,12 +62,11 @@ const MaxTime = 1 << 60
 // if the state word reads b<<1 and the word carries b's tag; otherwise the
 // bucket is empty to them.
 type ring struct {
-	width  int64   // bucket width in nanoseconds
-	offset int64   // k*width, added to a clamped time to number its bucket
-	n      int64   // number of buckets the ring covers
-	byW    divisor // divides by width
-	mask   uint64  // number of slots - 1
-	shift  uint    // log2 of the words per slot: the state word, the data words, padding
+	grid   timegrid.Grid // numbers the buckets: bucket b starts at grid.Start(b)
+	width  int64         // bucket width in nanoseconds, grid.Width
+	n      int64         // number of buckets the ring covers
+	mask   uint64        // number of slots - 1
+	shift  uint          // log2 of the words per slot: the state word, the data words, padding
 	kinds  []kind
 	words  []atomic.Uint64
 	late   atomic.Int64
@@ -107,11 +107,8 @@ func checkShape(buckets int, width time.Duration) error {
 	if buckets < 1 || buckets > MaxBuckets {
 		return fmt.Errorf("%w: buckets = %d: must be between 1 and %d", ErrInvalidConfig, buckets, MaxBuckets)
 	}
-	if width < MinWidth {
-		return fmt.Errorf("%w: bucket width = %v: must be at least %v", ErrInvalidConfig, width, MinWidth)
-	}
-	if int64(width) > MaxTime/int64(buckets) {
-		return fmt.Errorf("%w: interval = %d × %v: longer than %v", ErrInvalidConfig, buckets, width, time.Duration(MaxTime))
+	if err := timegrid.Check(int64(buckets), width); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -139,10 +136,9 @@ func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
 	slots := 1 << bits.Len(uint(n-1))
 	stride := 1 << bits.Len(uint(len(kinds))) // the state word and the data words, rounded up to a power of two
 	r := &ring{
+		grid:   timegrid.New(width, int64(n)),
 		width:  w,
-		offset: (MaxTime/w + 2 + int64(n)) * w, // at most 4*MaxTime, so sums stay below 2^63
 		n:      int64(n),
-		byW:    newDivisor(uint64(w)),
 		mask:   uint64(slots - 1),
 		shift:  uint(bits.TrailingZeros(uint(stride))),
 		kinds:  kinds,
@@ -154,30 +150,11 @@ func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
 	return r
 }
 
-// clampTime limits t to the times the package accepts.
-func clampTime(t int64) int64 {
-	if t > MaxTime {
-		return MaxTime
-	}
-	if t < -MaxTime {
-		return -MaxTime
-	}
-	return t
-}
-
 // bucketOf returns the index of the bucket holding time t.
-func (r *ring) bucketOf(t int64) uint64 {
-	// One unsigned comparison checks both bounds; a time out of range, or so
-	// far out that adding the offset wrapped, is clamped on the slow path.
-	u := uint64(t + r.offset)
-	if u-uint64(r.offset-MaxTime) > 2*MaxTime {
-		u = uint64(clampTime(t) + r.offset)
-	}
-	return r.byW.div(u)
-}
+func (r *ring) bucketOf(t int64) uint64 { return r.grid.Index(t) }
 
 // startOf returns the time at which bucket b starts.
-func (r *ring) startOf(b uint64) int64 { return int64(b)*r.width - r.offset }
+func (r *ring) startOf(b uint64) int64 { return r.grid.Start(b) }
 
 // slotOf returns the index in words of the state word of bucket b's slot.
 func (r *ring) slotOf(b uint64) int { return int(b&r.mask) << (r.shift & 63) }

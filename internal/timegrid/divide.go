@@ -1,4 +1,4 @@
-package window
+package timegrid
 
 import "math/bits"
 
@@ -18,7 +18,7 @@ type divisor struct {
 // newDivisor returns a divisor for d, which must be at least 2.
 func newDivisor(d uint64) divisor {
 	if d < 2 {
-		panic("window: divisor below 2") // constructors validate first
+		panic("timegrid: divisor below 2") // constructors validate first
 	}
 	l := uint(bits.Len64(d - 1)) // ceil(log2 d), at least 1
 	// m = ceil(2^(63+l) / d), which is below 2^64 (see the paper); the
