@@ -62,15 +62,15 @@ const MaxTime = timegrid.MaxTime
 // if the state word reads b<<1 and the word carries b's tag; otherwise the
 // bucket is empty to them.
 type ring struct {
-	grid   timegrid.Grid // numbers the buckets: bucket b starts at grid.Start(b)
-	width  int64         // bucket width in nanoseconds, grid.Width
-	n      int64         // number of buckets the ring covers
-	mask   uint64        // number of slots - 1
-	shift  uint          // log2 of the words per slot: the state word, the data words, padding
-	kinds  []kind
-	words  []atomic.Uint64
-	late   atomic.Int64
-	clock  clock.Clock
+	grid  timegrid.Grid // numbers the buckets: bucket b starts at grid.Start(b)
+	width int64         // bucket width in nanoseconds, grid.Width
+	n     int64         // number of buckets the ring covers
+	mask  uint64        // number of slots - 1
+	shift uint          // log2 of the words per slot: the state word, the data words, padding
+	kinds []kind
+	words []atomic.Uint64
+	late  atomic.Int64
+	clock clock.Clock
 }
 
 // options are the settings shared by the constructors in this package.
@@ -136,13 +136,13 @@ func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
 	slots := 1 << bits.Len(uint(n-1))
 	stride := 1 << bits.Len(uint(len(kinds))) // the state word and the data words, rounded up to a power of two
 	r := &ring{
-		grid:   timegrid.New(width, int64(n)),
-		width:  w,
-		n:      int64(n),
-		mask:   uint64(slots - 1),
-		shift:  uint(bits.TrailingZeros(uint(stride))),
-		kinds:  kinds,
-		clock:  c,
+		grid:  timegrid.New(width, int64(n)),
+		width: w,
+		n:     int64(n),
+		mask:  uint64(slots - 1),
+		shift: uint(bits.TrailingZeros(uint(stride))),
+		kinds: kinds,
+		clock: c,
 	}
 	// Zeroed state words hold bucket 0, which no time maps to: every slot
 	// starts empty and its first writer resets it.
