@@ -1,0 +1,60 @@
+package flow
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by every error a constructor returns for a bad
+// argument. The message names the argument and its value.
+var ErrInvalidConfig = errors.New("flow: invalid configuration")
+
+// A Reason says why a limiter refused a request.
+type Reason uint8
+
+const (
+	// NotRefused is the Reason of an admitted request.
+	NotRefused Reason = iota
+	// RateLimited: the requests admitted in the interval have reached the
+	// limit.
+	RateLimited
+	// ConcurrencyLimited: the requests in flight have reached the limit.
+	ConcurrencyLimited
+	// ExceedsLimit: the request asks for more than the limit itself, so no
+	// amount of waiting can admit it.
+	ExceedsLimit
+)
+
+var reasonNames = [...]string{"not refused", "rate limited", "concurrency limited", "exceeds limit"}
+
+// String returns the reason in words ("rate limited").
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown reason"
+}
+
+// A Decision is a limiter's answer to one request. It is a small value;
+// deciding allocates nothing.
+type Decision struct {
+	// Allowed reports whether the request may proceed.
+	Allowed bool
+	// Reason says why it may not; NotRefused when Allowed.
+	Reason Reason
+	// RetryAfter, for a refused request, is how long from the decision's
+	// time until a retry could be admitted if nothing else were admitted
+	// meanwhile. It is 0 when no retry can succeed (ExceedsLimit) or when
+	// the limiter cannot know (ConcurrencyLimited).
+	RetryAfter time.Duration
+}
+
+// A Limiter decides whether requests may proceed. QPS and Concurrency are
+// Limiters.
+type Limiter interface {
+	// AllowNAt decides whether n requests arriving at time now (nanoseconds
+	// on the limiter's clock) may proceed, and if so counts them.
+	AllowNAt(now int64, n int64) Decision
+}
+
+var allowed = Decision{Allowed: true}

@@ -1,0 +1,17 @@
+// Package flow limits traffic: how many requests may start per interval
+// (QPS), and how many may be in flight at once (Concurrency).
+//
+// Every limiter decides in one atomic step: a request is admitted and counted
+// by the same compare-and-swap, so concurrent callers cannot all see room for
+// one more and all take it, which is how check-then-count limiters (Sentinel's
+// among them) over-admit under load.
+//
+// Limits are exact. A QPS limiter of N per interval L admits at most N in
+// every interval of length L, wherever it starts, not only in the intervals
+// that line up with its buckets: Sentinel-Go's default rule admits 2 N in some
+// intervals, and x/time/rate with a burst of N admits 1.99 N.
+//
+// Time is monotonic nanoseconds from a clock.Clock; every method that reads
+// the clock has an ...At twin that takes the time, so simulations run on a
+// clock.Manual without sleeping. Deciding allocates nothing.
+package flow
