@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -30,11 +32,43 @@ func (systemClock) Now() int64 { return int64(time.Since(base)) }
 // of the wall clock.
 var System Clock = systemClock{}
 
+// A Sleeper is a Clock that can also wait. Code that waits (a throttled
+// request, say) sleeps on its clock when the clock is a Sleeper, so that a
+// Manual clock drives it in tests; otherwise it sleeps on a real timer.
+type Sleeper interface {
+	Clock
+	// Sleep returns nil once d has passed on the clock, or ctx.Err() as soon
+	// as ctx is done, whichever comes first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Sleep waits d on clock c: on c itself if it is a Sleeper, else on a real
+// timer. It returns ctx.Err() as soon as ctx is done.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if s, ok := c.(Sleeper); ok {
+		return s.Sleep(ctx, d)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Manual is a Clock that moves only when told to. It is meant for tests and
 // simulations. The zero value reads 0. A Manual is safe for concurrent use:
-// one goroutine may advance it while others read it.
+// one goroutine may advance it while others read it or sleep on it.
 type Manual struct {
 	now atomic.Int64
+
+	mu       sync.Mutex
+	sleepers map[chan struct{}]int64 // woken when the clock reaches the time
 }
 
 // NewManual returns a Manual clock that reads start.
@@ -49,8 +83,68 @@ func (m *Manual) Now() int64 { return m.now.Load() }
 
 // Advance moves the clock forward by d and returns the new reading. A negative
 // d moves it backwards, which a real clock never does; tests use it to check
-// that callers passing an older time are handled.
-func (m *Manual) Advance(d time.Duration) int64 { return m.now.Add(int64(d)) }
+// that callers passing an older time are handled. Sleepers whose time has
+// come are woken.
+func (m *Manual) Advance(d time.Duration) int64 {
+	now := m.now.Add(int64(d))
+	m.wake(now)
+	return now
+}
 
-// Set sets the clock to t.
-func (m *Manual) Set(t int64) { m.now.Store(t) }
+// Set sets the clock to t, waking the sleepers whose time has come.
+func (m *Manual) Set(t int64) {
+	m.now.Store(t)
+	m.wake(t)
+}
+
+// Sleep returns nil once the clock has been advanced by d from now, or
+// ctx.Err() as soon as ctx is done. It implements Sleeper.
+func (m *Manual) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return nil
+	}
+	ch := make(chan struct{})
+	m.mu.Lock()
+	until := m.now.Load() + int64(d)
+	if m.sleepers == nil {
+		m.sleepers = make(map[chan struct{}]int64)
+	}
+	m.sleepers[ch] = until
+	m.mu.Unlock()
+	m.wake(m.now.Load()) // the clock may have moved before we registered
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		m.mu.Lock()
+		_, waiting := m.sleepers[ch]
+		delete(m.sleepers, ch)
+		m.mu.Unlock()
+		if !waiting { // woken at the same moment: the sleep completed
+			return nil
+		}
+		return ctx.Err()
+	}
+}
+
+// Sleepers returns how many goroutines are sleeping on the clock, so that a
+// test can wait for them to be asleep before advancing it.
+func (m *Manual) Sleepers() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sleepers)
+}
+
+func (m *Manual) wake(now int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for ch, until := range m.sleepers {
+		if until <= now {
+			close(ch)
+			delete(m.sleepers, ch)
+		}
+	}
+}

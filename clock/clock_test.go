@@ -1,6 +1,9 @@
 package clock_test
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -67,5 +70,65 @@ func TestManualConcurrentAdvance(t *testing.T) {
 	wg.Wait()
 	if got := m.Now(); got != 8000 {
 		t.Fatalf("8 goroutines advanced 1000 times each: clock reads %d, want 8000", got)
+	}
+}
+
+func TestManualSleepWakesWhenAdvancedPastTheDeadline(t *testing.T) {
+	m := clock.NewManual(0)
+	done := make(chan error, 1)
+	go func() { done <- m.Sleep(context.Background(), 100*time.Millisecond) }()
+	for m.Sleepers() == 0 {
+		runtime.Gosched()
+	}
+	m.Advance(99 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("woke 1ms early: %v", err)
+	default:
+	}
+	m.Advance(time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep = %v", err)
+	}
+	if m.Sleepers() != 0 {
+		t.Fatal("a woken sleeper is still registered")
+	}
+}
+
+func TestManualSleepReturnsWhenTheContextIsDone(t *testing.T) {
+	m := clock.NewManual(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- clock.Sleep(ctx, m, time.Hour) }()
+	for m.Sleepers() == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep = %v, want context.Canceled", err)
+	}
+	if m.Sleepers() != 0 {
+		t.Fatal("a cancelled sleeper is still registered")
+	}
+	if err := m.Sleep(ctx, time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep with a done context = %v", err)
+	}
+	if err := m.Sleep(context.Background(), 0); err != nil {
+		t.Fatalf("Sleep(0) = %v", err)
+	}
+}
+
+func TestSleepOnTheSystemClockUsesATimer(t *testing.T) {
+	start := time.Now()
+	if err := clock.Sleep(context.Background(), clock.System, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < time.Millisecond {
+		t.Fatal("woke early")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := clock.Sleep(ctx, clock.System, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep = %v", err)
 	}
 }

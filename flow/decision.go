@@ -23,9 +23,12 @@ const (
 	// ExceedsLimit: the request asks for more than the limit itself, so no
 	// amount of waiting can admit it.
 	ExceedsLimit
+	// WaitTooLong: a throttled request would have to wait longer than the
+	// throttle's maximum wait, or than its context allows.
+	WaitTooLong
 )
 
-var reasonNames = [...]string{"not refused", "rate limited", "concurrency limited", "exceeds limit"}
+var reasonNames = [...]string{"not refused", "rate limited", "concurrency limited", "exceeds limit", "wait too long"}
 
 // String returns the reason in words ("rate limited").
 func (r Reason) String() string {
@@ -42,6 +45,10 @@ type Decision struct {
 	Allowed bool
 	// Reason says why it may not; NotRefused when Allowed.
 	Reason Reason
+	// Wait, for an admitted request, is how long the caller must wait before
+	// it proceeds: a Throttle admits requests into evenly spaced places, some
+	// of them in the future. It is 0 for the other limiters.
+	Wait time.Duration
 	// RetryAfter, for a refused request, is how long from the decision's
 	// time until a retry could be admitted if nothing else were admitted
 	// meanwhile. It is 0 when no retry can succeed (ExceedsLimit) or when
@@ -58,3 +65,18 @@ type Limiter interface {
 }
 
 var allowed = Decision{Allowed: true}
+
+// A RefusedError is the error of a refused Wait: why, and when a retry could
+// succeed (see Decision). Take it apart with errors.As.
+type RefusedError struct {
+	Reason     Reason
+	RetryAfter time.Duration
+}
+
+// Error describes the refusal.
+func (e *RefusedError) Error() string {
+	if e.RetryAfter > 0 {
+		return "flow: refused: " + e.Reason.String() + ", retry after " + e.RetryAfter.String()
+	}
+	return "flow: refused: " + e.Reason.String()
+}

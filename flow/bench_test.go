@@ -1,0 +1,79 @@
+package flow
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// Baselines for the same run; see BENCHMARKS.md.
+
+var sinkTime time.Time
+
+func BenchmarkBaselineTimeNow(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		sinkTime = time.Now()
+	}
+}
+
+func BenchmarkBaselineAtomicAdd(b *testing.B) {
+	var x atomic.Int64
+	for i := 0; i < b.N; i++ {
+		x.Add(1)
+	}
+}
+
+// An unreachable limit, so that every decision admits and counts.
+func BenchmarkQPSAllow(b *testing.B) {
+	q := mustQPS(b, MaxLimit, time.Second)
+	for i := 0; i < b.N; i++ {
+		q.Allow()
+	}
+}
+
+func BenchmarkQPSAllowAt(b *testing.B) {
+	q := mustQPS(b, MaxLimit, time.Second)
+	now := clock.System.Now()
+	for i := 0; i < b.N; i++ {
+		q.AllowAt(now)
+	}
+}
+
+// A limit far below the offered rate: most decisions refuse.
+func BenchmarkQPSAllowRefusing(b *testing.B) {
+	q := mustQPS(b, 1000, time.Second)
+	for i := 0; i < b.N; i++ {
+		q.Allow()
+	}
+}
+
+func BenchmarkQPSAllowParallel(b *testing.B) {
+	q := mustQPS(b, MaxLimit, time.Second)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			q.Allow()
+		}
+	})
+}
+
+func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
+	c, _ := NewConcurrency(100)
+	for i := 0; i < b.N; i++ {
+		var p Permit
+		c.Acquire(&p)
+		p.Release()
+	}
+}
+
+func BenchmarkConcurrencyAcquireReleaseParallel(b *testing.B) {
+	c, _ := NewConcurrency(100)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			var p Permit
+			c.Acquire(&p)
+			p.Release()
+		}
+	})
+}

@@ -1,0 +1,119 @@
+package flow
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
+	const limit, goroutines = 5, 16
+	c, err := NewConcurrency(limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inside, peak, admitted atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				var p Permit
+				if !c.Acquire(&p).Allowed {
+					continue
+				}
+				admitted.Add(1)
+				now := inside.Add(1)
+				for {
+					old := peak.Load()
+					if now <= old || peak.CompareAndSwap(old, now) {
+						break
+					}
+				}
+				inside.Add(-1)
+				p.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	if p := peak.Load(); p > limit {
+		t.Fatalf("%d requests were inside at once, limit %d", p, limit)
+	}
+	if admitted.Load() == 0 {
+		t.Fatal("nothing admitted")
+	}
+	if got := c.InFlight(); got != 0 {
+		t.Fatalf("InFlight = %d after every permit was released", got)
+	}
+}
+
+func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
+	c, _ := NewConcurrency(2)
+	var a, b Permit
+	if !c.AcquireN(&a, 2).Allowed {
+		t.Fatal("AcquireN(2) refused on an empty limiter")
+	}
+	if d := c.Acquire(&b); d.Allowed || d.Reason != ConcurrencyLimited {
+		t.Fatalf("third place: %+v, want ConcurrencyLimited", d)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ { // racing releases of one permit release once
+		wg.Add(1)
+		go func() { defer wg.Done(); a.Release() }()
+	}
+	wg.Wait()
+	if got := c.InFlight(); got != 0 {
+		t.Fatalf("InFlight = %d after releasing a permit of 2 many times", got)
+	}
+	var zero Permit
+	zero.Release()
+	b.Release() // never admitted
+	if got := c.InFlight(); got != 0 {
+		t.Fatalf("InFlight = %d after releasing permits that hold nothing", got)
+	}
+	// A released Permit can be reused for a new admission.
+	if !c.Acquire(&a).Allowed || c.InFlight() != 1 {
+		t.Fatal("reusing a released Permit failed")
+	}
+	a.Release()
+	a.Release()
+	if c.InFlight() != 0 {
+		t.Fatal("reused Permit released twice")
+	}
+}
+
+func TestConcurrencyEdgeCases(t *testing.T) {
+	c, _ := NewConcurrency(3)
+	if d := c.AllowNAt(0, 4); d.Reason != ExceedsLimit {
+		t.Fatalf("4 places of 3: %+v", d)
+	}
+	if d := c.AllowNAt(0, 0); !d.Allowed || c.InFlight() != 0 {
+		t.Fatal("0 places must be admitted and take nothing")
+	}
+	c.AllowNAt(0, 3)
+	c.ReleaseN(3)
+	c.ReleaseN(-5)
+	if c.InFlight() != 0 || c.Limit() != 3 {
+		t.Fatalf("InFlight %d, Limit %d", c.InFlight(), c.Limit())
+	}
+	if _, err := NewConcurrency(-1); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("NewConcurrency(-1): %v", err)
+	}
+	var l Limiter = c
+	if !l.AllowNAt(0, 1).Allowed {
+		t.Fatal("Concurrency as a Limiter refused")
+	}
+}
+
+func TestConcurrencyDoesNotAllocate(t *testing.T) {
+	c, _ := NewConcurrency(10)
+	if n := testing.AllocsPerRun(1000, func() {
+		var p Permit
+		c.Acquire(&p)
+		p.Release()
+	}); n != 0 {
+		t.Fatalf("Acquire and Release allocate %.1f times", n)
+	}
+}

@@ -1,0 +1,183 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// A Throttle paces requests evenly, as a leaky bucket or Sentinel's
+// rate-limiter behaviour does: with a limit of N per interval, admitted
+// requests are given places interval/N apart, and a request whose place is in
+// the future waits for it. A request that would wait longer than the maximum
+// wait is refused with WaitTooLong. After a quiet spell the first request
+// goes at once; there is no burst.
+//
+// Places are at least interval/N apart, rounded up to the nanosecond: the
+// pace is never faster than the limit, and slower by at most one nanosecond
+// per request (0.1% at a million requests per second), so very high rates
+// work, unlike pacing computed in milliseconds.
+//
+// Deciding is one compare-and-swap on the time of the next free place;
+// deciding allocates nothing. Wait sleeps on the Throttle's clock (see
+// clock.Sleeper), so a clock.Manual drives it in tests.
+type Throttle struct {
+	limit   int64
+	per     uint64 // the interval, in nanoseconds
+	maxWait int64
+	clock   clock.Clock
+	next    atomic.Int64 // the earliest time the next place may be given
+}
+
+// NewThrottle returns a Throttle admitting limit requests per interval, one
+// every interval/limit, each waiting at most maxWait for its place. limit must
+// be in [1, MaxLimit], the interval positive, and maxWait at least 0 (0
+// refuses every request that would have to wait).
+func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (*Throttle, error) {
+	if limit < 1 || limit > MaxLimit {
+		return nil, fmt.Errorf("%w: limit = %d: must be between 1 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
+	}
+	if interval <= 0 {
+		return nil, fmt.Errorf("%w: interval = %v: must be positive", ErrInvalidConfig, interval)
+	}
+	if maxWait < 0 {
+		return nil, fmt.Errorf("%w: max wait = %v: must not be negative", ErrInvalidConfig, maxWait)
+	}
+	t := &Throttle{limit: limit, per: uint64(interval), maxWait: int64(maxWait), clock: buildOptions(opts).clock}
+	t.next.Store(-1 << 62) // long before any time: the first request goes at once
+	return t, nil
+}
+
+// cost returns the time n places take: ceil(n × interval / limit).
+func (t *Throttle) cost(n int64) int64 {
+	hi, lo := bits.Mul64(uint64(n), t.per)
+	q, r := bits.Div64(hi, lo, uint64(t.limit)) // hi < limit since n <= limit
+	if r != 0 {
+		q++
+	}
+	return int64(q)
+}
+
+// A Reservation is a place given by a Throttle. Its Decision says whether it
+// was given and how long to wait for it.
+type Reservation struct {
+	Decision
+	t           *Throttle
+	prev, start int64 // the next free place before the reservation, and its own place
+	end         int64 // the next free place after it
+}
+
+// Cancel gives the place back if it is still the last one given and has not
+// yet come: requests reserved after it keep their places, so a place in the
+// middle of the queue stays empty rather than let the next request in less
+// than the pace after its neighbour. It reports whether the place was given
+// back. Cancelling twice, or cancelling a refused reservation, does nothing.
+func (r *Reservation) Cancel() bool {
+	if r.t == nil {
+		return false
+	}
+	return r.CancelAt(r.t.clock.Now())
+}
+
+// CancelAt is Cancel at time now.
+func (r *Reservation) CancelAt(now int64) bool {
+	if r.t == nil || !r.Allowed || r.start <= now {
+		return false
+	}
+	if r.t.next.CompareAndSwap(r.end, r.prev) {
+		r.t = nil
+		return true
+	}
+	return false
+}
+
+// ReserveN reserves places for n requests now. See ReserveNAt.
+func (t *Throttle) ReserveN(n int64) Reservation { return t.ReserveNAt(t.clock.Now(), n) }
+
+// ReserveNAt reserves places for n requests arriving at time now: all n, next
+// to each other, or none. The Decision says how long to wait for the first
+// place. n <= 0 is admitted at once and takes nothing; n above the limit is
+// refused with ExceedsLimit.
+func (t *Throttle) ReserveNAt(now, n int64) Reservation {
+	return t.reserve(now, n, t.maxWait)
+}
+
+func (t *Throttle) reserve(now, n, maxWait int64) Reservation {
+	if n <= 0 {
+		return Reservation{Decision: allowed}
+	}
+	if n > t.limit {
+		return Reservation{Decision: Decision{Reason: ExceedsLimit}}
+	}
+	cost := t.cost(n)
+	for {
+		prev := t.next.Load()
+		start := max(prev, now)
+		if wait := start - now; wait > maxWait {
+			return Reservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
+		}
+		if t.next.CompareAndSwap(prev, start+cost) {
+			return Reservation{
+				Decision: Decision{Allowed: true, Wait: time.Duration(start - now)},
+				t:        t, prev: prev, start: start, end: start + cost,
+			}
+		}
+	}
+}
+
+// Allow decides whether one request may proceed now, as AllowNAt does.
+func (t *Throttle) Allow() Decision { return t.AllowNAt(t.clock.Now(), 1) }
+
+// AllowNAt reserves places for n requests arriving at time now, for the
+// Limiter interface: an admitted Decision's Wait says how long the caller must
+// wait before proceeding.
+func (t *Throttle) AllowNAt(now, n int64) Decision { return t.ReserveNAt(now, n).Decision }
+
+// Wait waits for a place for one request. See WaitN.
+func (t *Throttle) Wait(ctx context.Context) error { return t.WaitN(ctx, 1) }
+
+// WaitN reserves places for n requests and waits for the first. It returns
+// nil when the request may proceed, a *RefusedError when it was refused (its
+// place would be further away than the maximum wait, or than ctx's deadline,
+// which is real time whatever the throttle's clock), or ctx.Err() if ctx is
+// done first, in which case the place is given back as Cancel would.
+func (t *Throttle) WaitN(ctx context.Context, n int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := t.clock.Now()
+	maxWait := t.maxWait
+	if dl, ok := ctx.Deadline(); ok {
+		maxWait = min(maxWait, int64(time.Until(dl)))
+	}
+	r := t.reserve(now, n, maxWait)
+	if !r.Allowed {
+		if r.Reason == WaitTooLong && maxWait < t.maxWait {
+			// The deadline, not the throttle, is what refuses: retrying
+			// will not help this context.
+			return &RefusedError{Reason: WaitTooLong}
+		}
+		return &RefusedError{Reason: r.Reason, RetryAfter: r.RetryAfter}
+	}
+	if r.Wait <= 0 {
+		return nil
+	}
+	if err := clock.Sleep(ctx, t.clock, r.Wait); err != nil {
+		r.Cancel()
+		return err
+	}
+	return nil
+}
+
+// Limit returns the number of requests admitted per interval.
+func (t *Throttle) Limit() int64 { return t.limit }
+
+// Interval returns the throttle's interval.
+func (t *Throttle) Interval() time.Duration { return time.Duration(t.per) }
+
+// MaxWait returns the longest a request may wait for its place.
+func (t *Throttle) MaxWait() time.Duration { return time.Duration(t.maxWait) }
