@@ -56,10 +56,13 @@ type QPS struct {
 
 // A qpsSlot holds one bucket. Its count word is the bucket's tag, a sealed
 // bit, and the number admitted in the bucket; base is the number admitted in
-// the k buckets before it, stored before the count word is published.
+// the k buckets before it, stored before the count word is published. Its
+// borrow word, laid out as the count word, counts the prioritized requests
+// admitted into the next bucket while this one is open.
 type qpsSlot struct {
-	count atomic.Uint64
-	base  atomic.Int64
+	count  atomic.Uint64
+	borrow atomic.Uint64
+	base   atomic.Int64
 }
 
 const (
@@ -177,6 +180,19 @@ func (q *QPS) advance(ob, bn uint64) {
 			}
 		}
 	}
+	// Seal ob's borrowing too: the requests it admitted into ob+1 are now
+	// fixed.
+	var borrowed int64
+	if ob != 0 {
+		s := &q.slots[ob&q.mask]
+		for {
+			w := s.borrow.Load()
+			if w&sealedBit != 0 || s.borrow.CompareAndSwap(w, w|sealedBit) {
+				borrowed = int64(w & countMask)
+				break
+			}
+		}
+	}
 	// Every bucket opened before ob was sealed when its successor opened, so
 	// the counts summed here can no longer change. Buckets in the range that
 	// were never opened hold another bucket's tag and count as empty.
@@ -188,14 +204,88 @@ func (q *QPS) advance(ob, bn uint64) {
 			}
 		}
 	}
+	// What ob lent belongs to bucket ob+1: bn starts with it, or, if time
+	// skipped past ob+1, it is in bn's window and ob+1 is written down sealed
+	// so that the buckets after bn count it too.
+	own := borrowed
+	skipped := borrowed > 0 && bn > ob+1
+	if skipped {
+		own = 0
+		if ob+1+q.k >= bn {
+			base += borrowed
+		}
+	}
 	if !q.open.CompareAndSwap(ob, bn) {
 		return
 	}
 	// Only the caller that moved the open bucket publishes it, and it summed
 	// the base after sealing exactly the bucket it moved from.
+	if skipped && bn-(ob+1) <= q.mask {
+		q.slots[(ob+1)&q.mask].count.Store((ob+1)<<tagShift | sealedBit | uint64(borrowed))
+	}
 	s := &q.slots[bn&q.mask]
 	s.base.Store(base)
-	s.count.Store(bn << tagShift)
+	s.borrow.Store(bn << tagShift)
+	s.count.Store(bn<<tagShift | uint64(own))
+}
+
+// AllowPriority decides whether one prioritized request may proceed now. See
+// AllowPriorityNAt.
+func (q *QPS) AllowPriority(maxWait time.Duration) Decision {
+	return q.AllowPriorityNAt(q.clock.Now(), 1, maxWait)
+}
+
+// AllowPriorityNAt decides whether n prioritized requests arriving at time
+// now may proceed. When the open bucket has room, it is AllowNAt. When it has
+// none, the requests may borrow places in the next bucket (Sentinel's
+// occupiable window): they are counted in that bucket and must wait until it
+// starts, Decision.Wait, which must not exceed maxWait.
+//
+// Borrowing keeps the guarantee: the next bucket can lend no more than the
+// bucket that leaves the window when it opens held, so no interval, the ones
+// ending in the next bucket included, ever holds more than the limit.
+func (q *QPS) AllowPriorityNAt(now int64, n int64, maxWait time.Duration) Decision {
+	for {
+		d := q.AllowNAt(now, n)
+		if d.Reason != RateLimited {
+			return d
+		}
+		if b, done := q.borrow(now, n, maxWait); done {
+			if b.Allowed {
+				return b
+			}
+			return d
+		}
+	}
+}
+
+// borrow tries to admit n requests refused by the open bucket into the next
+// one. It reports done = false when the open bucket moved meanwhile, so that
+// the caller decides again.
+func (q *QPS) borrow(now, n int64, maxWait time.Duration) (d Decision, done bool) {
+	for {
+		ob := q.open.Load()
+		wait := q.grid.Start(ob+1) - now
+		if wait > int64(maxWait) {
+			return Decision{}, true
+		}
+		s := &q.slots[ob&q.mask]
+		w := s.borrow.Load()
+		if !holds(w, ob) || w&sealedBit != 0 {
+			return Decision{}, false // ob is being published or sealed
+		}
+		// The bucket that leaves the window when ob+1 opens is sealed.
+		var leaving int64
+		if lw := q.slots[(ob-q.k)&q.mask].count.Load(); holds(lw, ob-q.k) {
+			leaving = int64(lw & countMask)
+		}
+		if int64(w&countMask)+n > leaving {
+			return Decision{}, true
+		}
+		if s.borrow.CompareAndSwap(w, w+uint64(n)) {
+			return Decision{Allowed: true, Wait: time.Duration(max(wait, 0))}, true
+		}
+	}
 }
 
 // retryAfter returns how long after now the open bucket ob frees need more

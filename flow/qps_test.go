@@ -206,41 +206,41 @@ func TestQPSConcurrentCallersNeverOverAdmit(t *testing.T) {
 }
 
 // TestQPSOnAFreeRunningClock races callers against a goroutine that moves the
-// clock, for the race detector, and checks the total against the limit.
+// clock, for the race detector, and checks the total against the limit: over
+// a span S, at most limit × (S/interval + 1) can be admitted.
 func TestQPSOnAFreeRunningClock(t *testing.T) {
 	c := clock.NewManual(0)
 	q := mustQPS(t, 100, 10*time.Millisecond, WithBuckets(5), WithClock(c))
 	var admitted atomic.Int64
-	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for i := 0; i < 5000; i++ {
 				if q.Allow().Allowed {
 					admitted.Add(1)
 				}
 			}
 		}()
 	}
-	for i := 0; i < 400; i++ {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			span := c.Now()
+			if got, most := admitted.Load(), 100*(span/int64(10*time.Millisecond)+1); got > most {
+				t.Fatalf("%d admitted over %v, at most %d possible", got, time.Duration(span), most)
+			}
+			return
+		default:
+		}
 		c.Advance(100 * time.Microsecond)
 		if i%50 == 0 {
 			c.Advance(20 * time.Millisecond) // a jump over whole intervals
 		}
 		runtime.Gosched()
-	}
-	close(stop)
-	wg.Wait()
-	// The run spans 40 ms of steps and 8 jumps of 20 ms: 200 ms, 20 intervals.
-	if got := admitted.Load(); got > 100*21 {
-		t.Fatalf("%d admitted in 20 intervals of 100", got)
 	}
 }
 
