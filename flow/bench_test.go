@@ -77,3 +77,21 @@ func BenchmarkConcurrencyAcquireReleaseParallel(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkThrottleAllow(b *testing.B) {
+	th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+	for i := 0; i < b.N; i++ {
+		th.Allow()
+	}
+}
+
+func BenchmarkQPSAllowPriorityBorrowing(b *testing.B) {
+	c := clock.NewManual(0)
+	q := mustQPS(b, 1000, time.Second, WithClock(c))
+	for i := 0; i < b.N; i++ {
+		if i%64 == 0 {
+			c.Advance(time.Millisecond)
+		}
+		q.AllowPriority(time.Second)
+	}
+}

@@ -1,11 +1,17 @@
 package flow
 
-import "github.com/slidegate/slidegate/clock"
+import (
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
 
 // options are the settings shared by the constructors in this package.
 type options struct {
 	clock   clock.Clock
 	buckets int
+	warmUp  time.Duration
+	cold    float64
 }
 
 // An Option customises a limiter.
@@ -27,6 +33,15 @@ func WithClock(c clock.Clock) Option {
 // interval must divide into whole nanoseconds per bucket, each at least 1 µs.
 func WithBuckets(k int) Option {
 	return func(o *options) { o.buckets = k }
+}
+
+// WithWarmUp makes a QPS limiter start cold and warm up, as Sentinel's and
+// Guava's warm-up rules do: from cold its limit is limit/coldFactor, and it
+// rises to the full limit as traffic uses it, in period when traffic keeps
+// the limiter full. While traffic stays below limit/coldFactor, it cools
+// again, fully in period. coldFactor must exceed 1; Sentinel's default is 3.
+func WithWarmUp(period time.Duration, coldFactor float64) Option {
+	return func(o *options) { o.warmUp, o.cold = period, coldFactor }
 }
 
 func buildOptions(opts []Option) options {

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"sync/atomic"
@@ -42,6 +43,11 @@ const MaxLimit = 1<<countBits - 1
 // with a later time) is counted in the open bucket: the guarantee holds for
 // the times at which the limiter counts requests, which never go backwards.
 //
+// With WithWarmUp the limit starts lower and rises as traffic warms the
+// limiter up; each bucket's limit is fixed when it opens, so the guarantee
+// holds for it, and never exceeds the configured limit. RetryAfter then
+// assumes the limit stays as it is.
+//
 // A QPS limiter is safe for concurrent use. Deciding allocates nothing and
 // takes no lock; the one caller that opens a bucket sums k counts.
 type QPS struct {
@@ -50,6 +56,7 @@ type QPS struct {
 	grid  timegrid.Grid
 	mask  uint64 // slots - 1
 	clock clock.Clock
+	warm  *warmUp       // nil without warm-up
 	open  atomic.Uint64 // index of the bucket admitting now; 0 before the first
 	slots []qpsSlot
 }
@@ -63,6 +70,8 @@ type qpsSlot struct {
 	count  atomic.Uint64
 	borrow atomic.Uint64
 	base   atomic.Int64
+	limit  atomic.Int64  // the bucket's limit: the limiter's, or lower while it warms up
+	cold   atomic.Uint64 // with warm-up, the bucket's coldness (float64 bits)
 }
 
 const (
@@ -104,14 +113,22 @@ func NewQPS(limit int64, interval time.Duration, opts ...Option) (*QPS, error) {
 	// next bucket in yet another, so that opening it overwrites nothing a
 	// decision still reads.
 	slots := 1 << bits.Len(uint(o.buckets+1))
-	return &QPS{
+	q := &QPS{
 		limit: limit,
 		k:     uint64(o.buckets),
 		grid:  timegrid.New(interval/k, int64(o.buckets)),
 		mask:  uint64(slots - 1),
 		clock: o.clock,
 		slots: make([]qpsSlot, slots),
-	}, nil
+	}
+	if o.warmUp != 0 || o.cold != 0 {
+		w, err := newWarmUp(limit, interval, o.warmUp, o.cold, o.buckets)
+		if err != nil {
+			return nil, err
+		}
+		q.warm = w
+	}
+	return q, nil
 }
 
 // Allow decides whether one request may proceed now.
@@ -150,8 +167,8 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 			continue
 		}
 		used := s.base.Load() + int64(w&countMask)
-		if used+n > q.limit {
-			return Decision{Reason: RateLimited, RetryAfter: q.retryAfter(now, ob, used+n-q.limit)}
+		if lim := s.limit.Load(); used+n > lim {
+			return Decision{Reason: RateLimited, RetryAfter: q.retryAfter(now, ob, used+n-lim)}
 		}
 		if s.count.CompareAndSwap(w, w+uint64(n)) {
 			return allowed
@@ -163,7 +180,8 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 // k buckets before bn, and publish bn. If another caller moves the open
 // bucket first, advance gives up and the caller looks again.
 func (q *QPS) advance(ob, bn uint64) {
-	if ob != 0 { // 0 is the state before the first bucket, nothing to seal
+	var used int64 // admitted in ob
+	if ob != 0 {   // 0 is the state before the first bucket, nothing to seal
 		s := &q.slots[ob&q.mask]
 		for {
 			w := s.count.Load()
@@ -176,6 +194,7 @@ func (q *QPS) advance(ob, bn uint64) {
 				continue
 			}
 			if w&sealedBit != 0 || s.count.CompareAndSwap(w, w|sealedBit) {
+				used = int64(w & countMask)
 				break
 			}
 		}
@@ -211,9 +230,19 @@ func (q *QPS) advance(ob, bn uint64) {
 	skipped := borrowed > 0 && bn > ob+1
 	if skipped {
 		own = 0
+		used += borrowed
 		if ob+1+q.k >= bn {
 			base += borrowed
 		}
+	}
+	limit, cold := q.limit, 0.0
+	if q.warm != nil {
+		prev := q.warm.max // the limiter starts cold
+		if ob != 0 {
+			prev = math.Float64frombits(q.slots[ob&q.mask].cold.Load())
+		}
+		cold = q.warm.next(prev, used, base, bn-ob)
+		limit = q.warm.limitAt(cold)
 	}
 	if !q.open.CompareAndSwap(ob, bn) {
 		return
@@ -225,6 +254,8 @@ func (q *QPS) advance(ob, bn uint64) {
 	}
 	s := &q.slots[bn&q.mask]
 	s.base.Store(base)
+	s.limit.Store(limit)
+	s.cold.Store(math.Float64bits(cold))
 	s.borrow.Store(bn << tagShift)
 	s.count.Store(bn<<tagShift | uint64(own))
 }

@@ -29,6 +29,7 @@ type Throttle struct {
 	limit   int64
 	per     uint64 // the interval, in nanoseconds
 	maxWait int64
+	one     int64 // cost(1), precomputed: a 128-bit division is most of a decision
 	clock   clock.Clock
 	next    atomic.Int64 // the earliest time the next place may be given
 }
@@ -48,6 +49,7 @@ func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (
 		return nil, fmt.Errorf("%w: max wait = %v: must not be negative", ErrInvalidConfig, maxWait)
 	}
 	t := &Throttle{limit: limit, per: uint64(interval), maxWait: int64(maxWait), clock: buildOptions(opts).clock}
+	t.one = t.cost(1)
 	t.next.Store(-1 << 62) // long before any time: the first request goes at once
 	return t, nil
 }
@@ -103,28 +105,35 @@ func (t *Throttle) ReserveN(n int64) Reservation { return t.ReserveNAt(t.clock.N
 // place. n <= 0 is admitted at once and takes nothing; n above the limit is
 // refused with ExceedsLimit.
 func (t *Throttle) ReserveNAt(now, n int64) Reservation {
-	return t.reserve(now, n, t.maxWait)
+	d, prev, start, end := t.reserve(now, n, t.maxWait)
+	if !d.Allowed || n <= 0 {
+		return Reservation{Decision: d}
+	}
+	return Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
 }
 
-func (t *Throttle) reserve(now, n, maxWait int64) Reservation {
+// reserve takes places for n requests arriving at now if the first is at most
+// maxWait away, and returns the decision, the next free place before and
+// after, and the first place.
+func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end int64) {
 	if n <= 0 {
-		return Reservation{Decision: allowed}
+		return allowed, 0, 0, 0
 	}
 	if n > t.limit {
-		return Reservation{Decision: Decision{Reason: ExceedsLimit}}
+		return Decision{Reason: ExceedsLimit}, 0, 0, 0
 	}
-	cost := t.cost(n)
+	cost := t.one
+	if n != 1 {
+		cost = t.cost(n)
+	}
 	for {
-		prev := t.next.Load()
-		start := max(prev, now)
+		prev = t.next.Load()
+		start = max(prev, now)
 		if wait := start - now; wait > maxWait {
-			return Reservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
+			return Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}, 0, 0, 0
 		}
 		if t.next.CompareAndSwap(prev, start+cost) {
-			return Reservation{
-				Decision: Decision{Allowed: true, Wait: time.Duration(start - now)},
-				t:        t, prev: prev, start: start, end: start + cost,
-			}
+			return Decision{Allowed: true, Wait: time.Duration(start - now)}, prev, start, start + cost
 		}
 	}
 }
@@ -135,7 +144,10 @@ func (t *Throttle) Allow() Decision { return t.AllowNAt(t.clock.Now(), 1) }
 // AllowNAt reserves places for n requests arriving at time now, for the
 // Limiter interface: an admitted Decision's Wait says how long the caller must
 // wait before proceeding.
-func (t *Throttle) AllowNAt(now, n int64) Decision { return t.ReserveNAt(now, n).Decision }
+func (t *Throttle) AllowNAt(now, n int64) Decision {
+	d, _, _, _ := t.reserve(now, n, t.maxWait)
+	return d
+}
 
 // Wait waits for a place for one request. See WaitN.
 func (t *Throttle) Wait(ctx context.Context) error { return t.WaitN(ctx, 1) }
@@ -154,7 +166,8 @@ func (t *Throttle) WaitN(ctx context.Context, n int64) error {
 	if dl, ok := ctx.Deadline(); ok {
 		maxWait = min(maxWait, int64(time.Until(dl)))
 	}
-	r := t.reserve(now, n, maxWait)
+	d, prev, start, end := t.reserve(now, n, maxWait)
+	r := Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
 	if !r.Allowed {
 		if r.Reason == WaitTooLong && maxWait < t.maxWait {
 			// The deadline, not the throttle, is what refuses: retrying
