@@ -22,11 +22,11 @@ import (
 // the bucket before use it up, and, while the last interval carried fewer
 // than limit/coldFactor requests, it grows by max per period.
 type warmUp struct {
-	limit      float64
-	cold       float64 // coldFactor
-	threshold  float64
-	max        float64
-	refill     float64 // S regained per bucket while cooling
+	limit       float64
+	cold        float64 // coldFactor
+	threshold   float64
+	max         float64
+	refill      float64 // S regained per bucket while cooling
 	coldTraffic float64 // limit/coldFactor: below it the limiter cools
 }
 
@@ -42,9 +42,9 @@ func newWarmUp(limit int64, interval, period time.Duration, coldFactor float64, 
 	}
 	stable := float64(interval) / float64(limit)
 	w := &warmUp{
-		limit:      float64(limit),
-		cold:       coldFactor,
-		threshold:  float64(period) / 2 / stable,
+		limit:       float64(limit),
+		cold:        coldFactor,
+		threshold:   float64(period) / 2 / stable,
 		coldTraffic: float64(limit) / coldFactor,
 	}
 	w.max = w.threshold + 2*float64(period)/(stable*(1+coldFactor))
