@@ -35,11 +35,11 @@ func WithBuckets(k int) Option {
 	return func(o *options) { o.buckets = k }
 }
 
-// WithWarmUp makes a QPS limiter start cold and warm up, as Sentinel's and
+// WithWarmUp makes a QPS limiter or a Throttle start cold and warm up, as Sentinel's and
 // Guava's warm-up rules do: from cold its limit is limit/coldFactor, and it
 // rises to the full limit as traffic uses it, in period when traffic keeps
-// the limiter full. While traffic stays below limit/coldFactor, it cools
-// again, fully in period. coldFactor must exceed 1; Sentinel's default is 3.
+// the limiter full. Capacity left unused cools it again: an idle limiter is
+// fully cold after period. coldFactor must exceed 1; Sentinel's default is 3.
 func WithWarmUp(period time.Duration, coldFactor float64) Option {
 	return func(o *options) { o.warmUp, o.cold = period, coldFactor }
 }

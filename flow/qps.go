@@ -176,6 +176,50 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	}
 }
 
+// openAt returns the bucket admitting at time now, opening it if needed, and
+// its slot, published.
+func (q *QPS) openAt(now int64) (uint64, *qpsSlot) {
+	bn := q.grid.Index(now)
+	for {
+		ob := q.open.Load()
+		if bn > ob {
+			q.advance(ob, bn)
+			continue
+		}
+		s := &q.slots[ob&q.mask]
+		if w := s.count.Load(); holds(w, ob) && w&sealedBit == 0 {
+			return ob, s
+		}
+		runtime.Gosched() // being published or sealed
+	}
+}
+
+// limitAt returns the limit of the bucket admitting at time now: the
+// configured limit, or less while the limiter warms up.
+func (q *QPS) limitAt(now int64) int64 {
+	_, s := q.openAt(now)
+	return s.limit.Load()
+}
+
+// countAt counts n requests admitted at time now by someone else, without
+// checking the limit: a Throttle with warm-up paces its requests itself and
+// counts them here, so that they warm the curve.
+func (q *QPS) countAt(now, n int64) {
+	for {
+		ob, s := q.openAt(now)
+		w := s.count.Load()
+		if !holds(w, ob) || w&sealedBit != 0 {
+			continue
+		}
+		if int64(w&countMask)+n > MaxLimit {
+			return // the count saturates, as no limit is that high
+		}
+		if s.count.CompareAndSwap(w, w+uint64(n)) {
+			return
+		}
+	}
+}
+
 // advance tries to move the open bucket from ob to bn > ob: seal ob, sum the
 // k buckets before bn, and publish bn. If another caller moves the open
 // bucket first, advance gives up and the caller looks again.
@@ -237,11 +281,12 @@ func (q *QPS) advance(ob, bn uint64) {
 	}
 	limit, cold := q.limit, 0.0
 	if q.warm != nil {
-		prev := q.warm.max // the limiter starts cold
+		prev, prevLimit := q.warm.max, q.warm.limitAt(q.warm.max) // the limiter starts cold
 		if ob != 0 {
 			prev = math.Float64frombits(q.slots[ob&q.mask].cold.Load())
+			prevLimit = q.slots[ob&q.mask].limit.Load()
 		}
-		cold = q.warm.next(prev, used, base, bn-ob)
+		cold = q.warm.next(prev, prevLimit, used, base, bn-ob)
 		limit = q.warm.limitAt(cold)
 	}
 	if !q.open.CompareAndSwap(ob, bn) {

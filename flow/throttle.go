@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
@@ -22,14 +23,21 @@ import (
 // per request (0.1% at a million requests per second), so very high rates
 // work, unlike pacing computed in milliseconds.
 //
-// Deciding is one compare-and-swap on the time of the next free place;
-// deciding allocates nothing. Wait sleeps on the Throttle's clock (see
+// With WithWarmUp the pace starts slow and quickens as traffic warms the
+// throttle up, on the same curve as a QPS limiter's (Sentinel's warm-up rate
+// limiter): the places are interval/limit apart, where limit is what a
+// warming QPS limiter fed the same traffic would allow at the time.
+//
+// Deciding is one compare-and-swap on the time of the next free place (and,
+// with warm-up, a read and a count in the warm-up meter); deciding allocates
+// nothing. Wait sleeps on the Throttle's clock (see
 // clock.Sleeper), so a clock.Manual drives it in tests.
 type Throttle struct {
 	limit   int64
 	per     uint64 // the interval, in nanoseconds
 	maxWait int64
-	one     int64 // cost(1), precomputed: a 128-bit division is most of a decision
+	one     int64 // cost(1), precomputed
+	warm    *QPS  // with warm-up, the meter whose limit sets the pace; nil otherwise
 	clock   clock.Clock
 	next    atomic.Int64 // the earliest time the next place may be given
 }
@@ -48,16 +56,33 @@ func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (
 	if maxWait < 0 {
 		return nil, fmt.Errorf("%w: max wait = %v: must not be negative", ErrInvalidConfig, maxWait)
 	}
-	t := &Throttle{limit: limit, per: uint64(interval), maxWait: int64(maxWait), clock: buildOptions(opts).clock}
-	t.one = t.cost(1)
+	o := buildOptions(opts)
+	t := &Throttle{limit: limit, per: uint64(interval), maxWait: int64(maxWait), clock: o.clock}
+	t.one = t.cost(1, limit)
+	if o.warmUp != 0 || o.cold != 0 {
+		meter, err := NewQPS(limit, interval, opts...)
+		if err != nil {
+			return nil, err
+		}
+		t.warm = meter
+	}
 	t.next.Store(-1 << 62) // long before any time: the first request goes at once
 	return t, nil
 }
 
-// cost returns the time n places take: ceil(n × interval / limit).
-func (t *Throttle) cost(n int64) int64 {
+// cost returns the time n places take at the given limit:
+// ceil(n × interval / limit). n must not exceed the configured limit.
+func (t *Throttle) cost(n, limit int64) int64 {
 	hi, lo := bits.Mul64(uint64(n), t.per)
-	q, r := bits.Div64(hi, lo, uint64(t.limit)) // hi < limit since n <= limit
+	if hi >= uint64(limit) {
+		// n far above a warming limit: many intervals, saturating at an
+		// unreachable wait.
+		if c := (n + limit - 1) / limit; c <= math.MaxInt64/2/int64(t.per) {
+			return int64(t.per) * c
+		}
+		return math.MaxInt64 / 2
+	}
+	q, r := bits.Div64(hi, lo, uint64(limit))
 	if r != 0 {
 		q++
 	}
@@ -123,8 +148,11 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 		return Decision{Reason: ExceedsLimit}, 0, 0, 0
 	}
 	cost := t.one
-	if n != 1 {
-		cost = t.cost(n)
+	switch {
+	case t.warm != nil:
+		cost = t.cost(n, t.warm.limitAt(now))
+	case n != 1:
+		cost = t.cost(n, t.limit)
 	}
 	for {
 		prev = t.next.Load()
@@ -133,6 +161,9 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 			return Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}, 0, 0, 0
 		}
 		if t.next.CompareAndSwap(prev, start+cost) {
+			if t.warm != nil {
+				t.warm.countAt(now, n)
+			}
 			return Decision{Allowed: true, Wait: time.Duration(start - now)}, prev, start, start + cost
 		}
 	}

@@ -19,15 +19,16 @@ import (
 //	max       = threshold + 2 × period / (stable × (1 + coldFactor))
 //
 // S changes once per bucket, when the bucket opens: the requests admitted in
-// the bucket before use it up, and, while the last interval carried fewer
-// than limit/coldFactor requests, it grows by max per period.
+// the bucket before use it up, and the capacity the last interval left
+// unused gives it back, at max per period when the limiter is idle (Guava
+// refills only for idle time too). Traffic that keeps the limiter full, at
+// whatever limit it has reached, therefore warms it; idleness cools it.
 type warmUp struct {
-	limit       float64
-	cold        float64 // coldFactor
-	threshold   float64
-	max         float64
-	refill      float64 // S regained per bucket while cooling
-	coldTraffic float64 // limit/coldFactor: below it the limiter cools
+	limit     float64
+	cold      float64 // coldFactor
+	threshold float64
+	max       float64
+	refill    float64 // S regained per idle bucket
 }
 
 func newWarmUp(limit int64, interval, period time.Duration, coldFactor float64, buckets int) (*warmUp, error) {
@@ -42,10 +43,9 @@ func newWarmUp(limit int64, interval, period time.Duration, coldFactor float64, 
 	}
 	stable := float64(interval) / float64(limit)
 	w := &warmUp{
-		limit:       float64(limit),
-		cold:        coldFactor,
-		threshold:   float64(period) / 2 / stable,
-		coldTraffic: float64(limit) / coldFactor,
+		limit:     float64(limit),
+		cold:      coldFactor,
+		threshold: float64(period) / 2 / stable,
 	}
 	w.max = w.threshold + 2*float64(period)/(stable*(1+coldFactor))
 	w.refill = w.max * float64(interval) / float64(buckets) / float64(period)
@@ -63,12 +63,13 @@ func (w *warmUp) limitAt(s float64) int64 {
 	return max(int64(w.limit/slow), 1)
 }
 
-// next returns the coldness of a bucket opening after buckets buckets, from
-// the coldness s of the bucket before, which admitted used requests, given
-// traffic admitted over the interval before the new bucket.
-func (w *warmUp) next(s float64, used, traffic int64, buckets uint64) float64 {
-	if float64(traffic) < w.coldTraffic {
-		s += w.refill * float64(min(buckets, 1<<20))
-	}
+// next returns the coldness of a bucket opening buckets buckets after the
+// open one, from the open one's coldness s and limit, the requests it
+// admitted (used), and those admitted over the interval before the new bucket
+// (traffic). The open bucket gives back the share of its limit the traffic
+// left unused; the buckets skipped after it were idle.
+func (w *warmUp) next(s float64, limit, used, traffic int64, buckets uint64) float64 {
+	idle := 1 - min(float64(traffic)/float64(max(limit, 1)), 1)
+	s += w.refill * (idle + float64(min(buckets, 1<<20)-1))
 	return min(max(s-float64(used), 0), w.max)
 }

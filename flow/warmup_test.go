@@ -63,23 +63,24 @@ func TestQPSWarmUpCoolsWhenTrafficStops(t *testing.T) {
 	}
 }
 
-func TestQPSWarmUpLetsLightTrafficThroughAndStaysCold(t *testing.T) {
+func TestQPSWarmUpLetsLightTrafficThroughAndOnlyIdlenessCools(t *testing.T) {
 	q := mustQPS(t, 90, time.Second, WithWarmUp(5*time.Second, 3))
-	counts, _ := perSecond(q, 0, 20, 40*time.Millisecond) // 25/s, below 90/3
+	counts, _ := perSecond(q, 0, 20, 40*time.Millisecond) // 25/s, below the cold limit of 30
 	for i, n := range counts {
 		if n != 25 {
 			t.Fatalf("second %d admitted %d of 25 light requests", i, n)
 		}
 	}
-	// Still cold: a burst gets the cold limit, not the full one.
+	// An idle limiter, cold from the start, meets a burst with its cold limit.
+	idle := mustQPS(t, 90, time.Second, WithWarmUp(5*time.Second, 3))
 	burst := 0
 	for i := 0; i < 100; i++ {
-		if q.AllowAt(int64(20*time.Second) + int64(i)).Allowed {
+		if idle.AllowAt(int64(20*time.Second) + int64(i)).Allowed {
 			burst++
 		}
 	}
-	if burst > 31 {
-		t.Fatalf("a cold limiter admitted a burst of %d (%d of 30 with the light traffic)", burst, burst+25)
+	if burst != 30 {
+		t.Fatalf("a cold limiter admitted a burst of %d, want its cold limit 30", burst)
 	}
 }
 
@@ -125,5 +126,36 @@ func TestWarmUpRejectsBadSettings(t *testing.T) {
 	}
 	if q, err := NewQPS(0, time.Second, WithWarmUp(time.Second, 3)); err != nil || q.Allow().Allowed {
 		t.Fatal("a warm-up limiter with limit 0 must refuse everything")
+	}
+}
+
+func TestThrottleWarmUpPacesSlowlyFromCold(t *testing.T) {
+	th, err := NewThrottle(100, time.Second, 0, WithWarmUp(10*time.Second, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]int, 15)
+	var last int64 = -1
+	minGap := int64(math.MaxInt64)
+	for now := int64(0); now < int64(15*time.Second); now += int64(time.Millisecond) {
+		if d := th.AllowNAt(now, 1); d.Allowed {
+			counts[now/int64(time.Second)]++
+			if last >= 0 {
+				minGap = min(minGap, now-last)
+			}
+			last = now
+		}
+	}
+	if counts[0] < 30 || counts[0] > 40 {
+		t.Fatalf("first second from cold paced %d, want about 100/3: %v", counts[0], counts)
+	}
+	if counts[14] < 95 {
+		t.Fatalf("after 14 s of full traffic the pace is %d/s, want about 100: %v", counts[14], counts)
+	}
+	if minGap < int64(10*time.Millisecond) {
+		t.Fatalf("two places %v apart, faster than the limit's 10ms", time.Duration(minGap))
+	}
+	if _, err := NewThrottle(10, time.Second, 0, WithWarmUp(0, 3)); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("a throttle with a bad warm-up: %v", err)
 	}
 }
