@@ -88,3 +88,35 @@ func ExampleThrottle() {
 	// true 200ms not refused
 	// false 0s wait too long
 }
+
+// A QPS limiter that warms up: from cold it admits a third of its limit, and
+// it reaches the full limit after ten seconds of full traffic.
+func ExampleWithWarmUp() {
+	limiter, err := flow.NewQPS(100, time.Second, flow.WithWarmUp(10*time.Second, 3))
+	if err != nil {
+		panic(err)
+	}
+	perSecond := make([]int, 12)
+	for now := int64(0); now < int64(12*time.Second); now += int64(2 * time.Millisecond) { // 500/s offered
+		if limiter.AllowAt(now).Allowed {
+			perSecond[now/int64(time.Second)]++
+		}
+	}
+	fmt.Println(perSecond)
+	// Output: [34 36 38 40 43 46 51 57 67 85 100 100]
+}
+
+// A prioritized request that finds the window full may borrow a place in the
+// next bucket and wait for it, without ever breaking the limit.
+func ExampleQPS_AllowPriority() {
+	c := clock.NewManual(0)
+	limiter, _ := flow.NewQPS(10, time.Second, flow.WithBuckets(10), flow.WithClock(c))
+	limiter.AllowN(10)                     // the window is full until 1.1 s
+	c.Set(int64(1050 * time.Millisecond)) // bucket [1000ms, 1100ms)
+	fmt.Println(limiter.Allow().Reason)
+	d := limiter.AllowPriority(100 * time.Millisecond)
+	fmt.Println(d.Allowed, "after", d.Wait)
+	// Output:
+	// rate limited
+	// true after 50ms
+}
