@@ -111,7 +111,7 @@ func ExampleWithWarmUp() {
 func ExampleQPS_AllowPriority() {
 	c := clock.NewManual(0)
 	limiter, _ := flow.NewQPS(10, time.Second, flow.WithBuckets(10), flow.WithClock(c))
-	limiter.AllowN(10)                     // the window is full until 1.1 s
+	limiter.AllowN(10)                    // the window is full until 1.1 s
 	c.Set(int64(1050 * time.Millisecond)) // bucket [1000ms, 1100ms)
 	fmt.Println(limiter.Allow().Reason)
 	d := limiter.AllowPriority(100 * time.Millisecond)

@@ -1,5 +1,8 @@
 // Package compare benchmarks slidegate against other Go libraries that do the
-// same job: go-zero, sentinel-golang and hystrix-go.
+// same job: go-zero, sentinel-golang and hystrix-go for the sliding windows;
+// x/time/rate, go.uber.org/ratelimit, sentinel-golang's flow rules and
+// x/sync/semaphore for the flow limiters. Accuracy (accuracy.go) measures how
+// exactly the rate limiters keep their limit, with flowsim.
 //
 // Each comparison is a Shape: one operation measured on every implementation
 // that offers it, next to a baseline measured in the same run. Rows expands
@@ -49,7 +52,7 @@ type Shape struct {
 }
 
 // Shapes lists the comparisons in table order.
-var Shapes = []*Shape{addClock, addNow, sumClock, sumNow}
+var Shapes = []*Shape{addClock, addNow, sumClock, sumNow, allowClock, acquireRelease}
 
 // A Row is one benchmark: an implementation of a shape, run serially or in
 // parallel.
