@@ -36,8 +36,11 @@ type Permit struct {
 }
 
 // Release gives the permit's places back. It is idempotent: only the first
-// call, from any goroutine, releases. A Permit must not be copied; Acquire
-// hands it back through a pointer for that reason.
+// call, from any goroutine, releases. A Permit must not be copied (go vet
+// says so); Acquire fills it through a pointer for that reason. A Permit may
+// be reused once released, after which a late Release of the earlier
+// admission would release the new one: finish with a Permit before reusing
+// it.
 func (p *Permit) Release() {
 	if p.c != nil && p.released.CompareAndSwap(false, true) {
 		p.c.inflight.Add(-p.n)
@@ -46,12 +49,16 @@ func (p *Permit) Release() {
 
 // Acquire takes one place if the limit allows. On admission it fills p, which
 // must be a zero or released Permit, and the caller must call p.Release when
-// the request is done.
+// the request is done. A nil p is refused, as its places could never be given
+// back.
 func (c *Concurrency) Acquire(p *Permit) Decision { return c.AcquireN(p, 1) }
 
 // AcquireN takes n places, all or none, as Acquire does. n <= 0 is admitted
 // and takes nothing; n above the limit is refused with ExceedsLimit.
 func (c *Concurrency) AcquireN(p *Permit, n int64) Decision {
+	if p == nil {
+		return Decision{Reason: ExceedsLimit}
+	}
 	d := c.AllowNAt(0, n)
 	if d.Allowed && n > 0 {
 		p.c, p.n = c, n

@@ -29,7 +29,7 @@ func WithClock(c clock.Clock) Option {
 
 // WithBuckets sets how many buckets a QPS limiter divides its interval into
 // (default DefaultBuckets). More buckets let the limiter admit closer to its
-// limit under steady overload, k/(k+1) of it, at 16 bytes per bucket; the
+// limit under steady overload, k/(k+1) of it, at 40 bytes per bucket; the
 // interval must divide into whole nanoseconds per bucket, each at least 1 µs.
 func WithBuckets(k int) Option {
 	return func(o *options) { o.buckets = k }

@@ -32,8 +32,9 @@ const MaxLimit = 1<<countBits - 1
 // before it hold, with it, no more than the limit. The price of counting the
 // oldest bucket whole, although part of it has left the interval, is
 // throughput: under steady overload the limiter admits k/(k+1) of its limit
-// (96% with the default). Finer buckets raise that, at 16 bytes each;
-// deciding costs the same.
+// (96% with the default). Finer buckets raise that, at 40 bytes each (the
+// limiter keeps the next power of two above k+1 of them); deciding costs the
+// same.
 //
 // Only the newest bucket admits. Opening a bucket seals the one before it, so
 // the sum over the k buckets before the open one, its base, is fixed when the
@@ -57,7 +58,7 @@ type QPS struct {
 	mask  uint64 // slots - 1
 	clock clock.Clock
 	warm  *warmUp       // nil without warm-up
-	open  atomic.Uint64 // index of the bucket admitting now; 0 before the first
+	open  atomic.Uint64 // the open bucket's index << 1, | 1 once its slot is published
 	slots []qpsSlot
 }
 
@@ -82,8 +83,9 @@ const (
 )
 
 // holds reports whether count word w belongs to bucket b. Tags keep the low
-// 23 bits of the bucket index; two buckets of one slot that far apart are
-// never both in play.
+// 23 bits of the bucket index. The protocol does not rely on them to tell
+// buckets apart (see advance); they guard against a caller that stalls for
+// millions of buckets between two loads.
 func holds(w, b uint64) bool { return w>>tagShift == (b<<tagShift)>>tagShift }
 
 // NewQPS returns a limiter admitting at most limit requests in any interval
@@ -128,6 +130,13 @@ func NewQPS(limit int64, interval time.Duration, opts ...Option) (*QPS, error) {
 		}
 		q.warm = w
 	}
+	// Bucket 0, before any real one, is open, published and empty; every
+	// slot is sealed, so nothing is mistaken for an open bucket.
+	for i := range q.slots {
+		q.slots[i].count.Store(sealedBit)
+		q.slots[i].borrow.Store(sealedBit)
+	}
+	q.open.Store(1)
 	return q, nil
 }
 
@@ -143,7 +152,9 @@ func (q *QPS) AllowAt(now int64) Decision { return q.AllowNAt(now, 1) }
 // AllowNAt decides whether n requests arriving at time now may proceed, and
 // counts them if so: all n or none. n <= 0 is allowed and counts nothing; n
 // above the limit is refused with ExceedsLimit. A refusal for the rate says
-// in RetryAfter when, if nothing else is admitted, the requests would fit.
+// in RetryAfter when, if nothing else is admitted, the requests would fit;
+// while the limiter warms up and n exceeds the current limit, RetryAfter is
+// 0, as only traffic can warm it.
 func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	if n <= 0 {
 		return allowed
@@ -153,22 +164,16 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	}
 	bn := q.grid.Index(now)
 	for {
-		ob := q.open.Load()
-		if bn > ob {
-			q.advance(ob, bn)
-			continue
-		}
-		s := &q.slots[ob&q.mask]
+		ob, s := q.current(bn)
 		w := s.count.Load()
 		if !holds(w, ob) || w&sealedBit != 0 {
-			// The open bucket is being published, or sealed because a
-			// later one is opening: a few stores away. Let them finish.
+			// Sealed: a later bucket is opening, a few stores away.
 			runtime.Gosched()
 			continue
 		}
-		used := s.base.Load() + int64(w&countMask)
-		if lim := s.limit.Load(); used+n > lim {
-			return Decision{Reason: RateLimited, RetryAfter: q.retryAfter(now, ob, used+n-lim)}
+		base, own := s.base.Load(), int64(w&countMask)
+		if lim := s.limit.Load(); base+own+n > lim {
+			return Decision{Reason: RateLimited, RetryAfter: q.retryAfter(now, ob, s, base, own, n, lim)}
 		}
 		if s.count.CompareAndSwap(w, w+uint64(n)) {
 			return allowed
@@ -176,23 +181,111 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	}
 }
 
-// openAt returns the bucket admitting at time now, opening it if needed, and
-// its slot, published.
-func (q *QPS) openAt(now int64) (uint64, *qpsSlot) {
-	bn := q.grid.Index(now)
+// current returns the open bucket for a request falling in bucket bn, and its
+// slot, published: bn itself if bn is later than the open bucket, which it
+// then opens.
+func (q *QPS) current(bn uint64) (uint64, *qpsSlot) {
 	for {
-		ob := q.open.Load()
-		if bn > ob {
-			q.advance(ob, bn)
+		o := q.open.Load()
+		if o&1 == 0 {
+			runtime.Gosched() // being published, a few stores away
 			continue
 		}
-		s := &q.slots[ob&q.mask]
-		if w := s.count.Load(); holds(w, ob) && w&sealedBit == 0 {
-			return ob, s
+		if ob := o >> 1; bn <= ob {
+			return ob, &q.slots[ob&q.mask]
 		}
-		runtime.Gosched() // being published or sealed
+		q.advance(o>>1, bn)
 	}
 }
+
+// advance tries to move the open bucket from ob to bn > ob. It seals ob, sums
+// the buckets of bn's window, and moves open to bn, marked unpublished; the
+// caller whose move succeeds then writes sealed empty placeholders for the
+// buckets skipped in bn's window, publishes bn's slot, and marks open
+// published. A caller whose move fails, or who finds ob already gone, gives
+// up and looks again.
+//
+// Invariant: every slot but the open bucket's is sealed, and every bucket in
+// the window of the open bucket sits in its slot with its own tag: opened
+// buckets were sealed in place, skipped ones have placeholders. So the base
+// is exact, and nothing depends on tags telling far-apart buckets apart.
+func (q *QPS) advance(ob, bn uint64) {
+	s := &q.slots[ob&q.mask]
+	used, ok := q.seal(&s.count, ob)
+	if !ok {
+		return
+	}
+	lent, ok := q.seal(&s.borrow, ob)
+	if !ok {
+		return
+	}
+	var base int64
+	if ob+q.k >= bn {
+		for b := bn - q.k; b <= ob; b++ {
+			if w := q.slots[b&q.mask].count.Load(); holds(w, b) {
+				base += int64(w & countMask)
+			}
+		}
+	}
+	// What ob lent belongs to bucket ob+1: bn starts with it, or, if bn is
+	// later, ob+1 gets a placeholder holding it.
+	own := lent
+	if bn > ob+1 {
+		own = 0
+		used += lent
+		if ob+1+q.k >= bn {
+			base += lent
+		}
+	}
+	limit, cold := q.limit, 0.0
+	if q.warm != nil {
+		prev, prevLimit := q.warm.max, q.warm.limitAt(q.warm.max) // the limiter starts cold
+		if ob != 0 {
+			prev = math.Float64frombits(s.cold.Load())
+			prevLimit = s.limit.Load()
+		}
+		cold = q.warm.next(prev, prevLimit, used, base, bn-ob)
+		limit = q.warm.limitAt(cold)
+	}
+	if !q.open.CompareAndSwap(ob<<1|1, bn<<1) {
+		return
+	}
+	for b := max(ob+1, bn-q.k); b < bn; b++ {
+		var n uint64
+		if b == ob+1 {
+			n = uint64(lent)
+		}
+		ps := &q.slots[b&q.mask]
+		ps.borrow.Store(b<<tagShift | sealedBit)
+		ps.count.Store(b<<tagShift | sealedBit | n)
+	}
+	ns := &q.slots[bn&q.mask]
+	ns.base.Store(base)
+	ns.limit.Store(limit)
+	ns.cold.Store(math.Float64bits(cold))
+	ns.borrow.Store(bn << tagShift)
+	ns.count.Store(bn<<tagShift | uint64(own))
+	q.open.Store(bn<<1 | 1)
+}
+
+// seal seals a count or borrow word of the open bucket ob and returns its
+// final count. It reports false if ob is no longer the open bucket: the
+// caller is late, and must touch nothing.
+func (q *QPS) seal(word *atomic.Uint64, ob uint64) (int64, bool) {
+	for {
+		w := word.Load()
+		if !holds(w, ob) || q.open.Load() != ob<<1|1 {
+			return 0, false
+		}
+		if w&sealedBit != 0 || word.CompareAndSwap(w, w|sealedBit) {
+			return int64(w & countMask), true
+		}
+	}
+}
+
+// openAt returns the bucket admitting at time now, opening it if needed, and
+// its slot.
+func (q *QPS) openAt(now int64) (uint64, *qpsSlot) { return q.current(q.grid.Index(now)) }
 
 // limitAt returns the limit of the bucket admitting at time now: the
 // configured limit, or less while the limiter warms up.
@@ -209,6 +302,7 @@ func (q *QPS) countAt(now, n int64) {
 		ob, s := q.openAt(now)
 		w := s.count.Load()
 		if !holds(w, ob) || w&sealedBit != 0 {
+			runtime.Gosched()
 			continue
 		}
 		if int64(w&countMask)+n > MaxLimit {
@@ -218,91 +312,6 @@ func (q *QPS) countAt(now, n int64) {
 			return
 		}
 	}
-}
-
-// advance tries to move the open bucket from ob to bn > ob: seal ob, sum the
-// k buckets before bn, and publish bn. If another caller moves the open
-// bucket first, advance gives up and the caller looks again.
-func (q *QPS) advance(ob, bn uint64) {
-	var used int64 // admitted in ob
-	if ob != 0 {   // 0 is the state before the first bucket, nothing to seal
-		s := &q.slots[ob&q.mask]
-		for {
-			w := s.count.Load()
-			if !holds(w, ob) {
-				// ob's opener has not yet published it.
-				runtime.Gosched()
-				if q.open.Load() != ob {
-					return
-				}
-				continue
-			}
-			if w&sealedBit != 0 || s.count.CompareAndSwap(w, w|sealedBit) {
-				used = int64(w & countMask)
-				break
-			}
-		}
-	}
-	// Seal ob's borrowing too: the requests it admitted into ob+1 are now
-	// fixed.
-	var borrowed int64
-	if ob != 0 {
-		s := &q.slots[ob&q.mask]
-		for {
-			w := s.borrow.Load()
-			if w&sealedBit != 0 || s.borrow.CompareAndSwap(w, w|sealedBit) {
-				borrowed = int64(w & countMask)
-				break
-			}
-		}
-	}
-	// Every bucket opened before ob was sealed when its successor opened, so
-	// the counts summed here can no longer change. Buckets in the range that
-	// were never opened hold another bucket's tag and count as empty.
-	var base int64
-	if ob+q.k >= bn {
-		for b := bn - q.k; b <= ob; b++ {
-			if w := q.slots[b&q.mask].count.Load(); holds(w, b) {
-				base += int64(w & countMask)
-			}
-		}
-	}
-	// What ob lent belongs to bucket ob+1: bn starts with it, or, if time
-	// skipped past ob+1, it is in bn's window and ob+1 is written down sealed
-	// so that the buckets after bn count it too.
-	own := borrowed
-	skipped := borrowed > 0 && bn > ob+1
-	if skipped {
-		own = 0
-		used += borrowed
-		if ob+1+q.k >= bn {
-			base += borrowed
-		}
-	}
-	limit, cold := q.limit, 0.0
-	if q.warm != nil {
-		prev, prevLimit := q.warm.max, q.warm.limitAt(q.warm.max) // the limiter starts cold
-		if ob != 0 {
-			prev = math.Float64frombits(q.slots[ob&q.mask].cold.Load())
-			prevLimit = q.slots[ob&q.mask].limit.Load()
-		}
-		cold = q.warm.next(prev, prevLimit, used, base, bn-ob)
-		limit = q.warm.limitAt(cold)
-	}
-	if !q.open.CompareAndSwap(ob, bn) {
-		return
-	}
-	// Only the caller that moved the open bucket publishes it, and it summed
-	// the base after sealing exactly the bucket it moved from.
-	if skipped && bn-(ob+1) <= q.mask {
-		q.slots[(ob+1)&q.mask].count.Store((ob+1)<<tagShift | sealedBit | uint64(borrowed))
-	}
-	s := &q.slots[bn&q.mask]
-	s.base.Store(base)
-	s.limit.Store(limit)
-	s.cold.Store(math.Float64bits(cold))
-	s.borrow.Store(bn << tagShift)
-	s.count.Store(bn<<tagShift | uint64(own))
 }
 
 // AllowPriority decides whether one prioritized request may proceed now. See
@@ -332,23 +341,28 @@ func (q *QPS) AllowPriorityNAt(now int64, n int64, maxWait time.Duration) Decisi
 			}
 			return d
 		}
+		runtime.Gosched() // the open bucket is moving
 	}
 }
 
 // borrow tries to admit n requests refused by the open bucket into the next
-// one. It reports done = false when the open bucket moved meanwhile, so that
-// the caller decides again.
+// one. It reports done = false when the open bucket is moving, so that the
+// caller decides again.
 func (q *QPS) borrow(now, n int64, maxWait time.Duration) (d Decision, done bool) {
 	for {
-		ob := q.open.Load()
-		wait := q.grid.Start(ob+1) - now
+		o := q.open.Load()
+		if o&1 == 0 {
+			return Decision{}, false
+		}
+		ob := o >> 1
+		wait := q.grid.Start(ob+1) - timegrid.Clamp(now)
 		if wait > int64(maxWait) {
 			return Decision{}, true
 		}
 		s := &q.slots[ob&q.mask]
 		w := s.borrow.Load()
 		if !holds(w, ob) || w&sealedBit != 0 {
-			return Decision{}, false // ob is being published or sealed
+			return Decision{}, false // ob is being sealed
 		}
 		// The bucket that leaves the window when ob+1 opens is sealed.
 		var leaving int64
@@ -364,22 +378,38 @@ func (q *QPS) borrow(now, n int64, maxWait time.Duration) (d Decision, done bool
 	}
 }
 
-// retryAfter returns how long after now the open bucket ob frees need more
-// places: buckets ob-k, ob-k+1, ... leave the window as buckets ob+1, ob+2,
-// ... open, and after k+1 of them the window is empty.
-func (q *QPS) retryAfter(now int64, ob uint64, need int64) time.Duration {
-	var freed int64
+// retryAfter returns how long after now n more requests would fit, if
+// nothing else were admitted, given that the open bucket ob (slot s) has base
+// and own admitted in its window. As buckets ob+1, ob+2, ... open, buckets
+// ob-k, ob-k+1, ... leave the window; the places ob lent count from ob+1 on.
+// It returns 0 when the requests exceed the bucket's limit itself, which only
+// warming up can raise.
+func (q *QPS) retryAfter(now int64, ob uint64, s *qpsSlot, base, own, n, lim int64) time.Duration {
+	if n > lim {
+		return 0
+	}
+	var lent int64
+	if w := s.borrow.Load(); holds(w, ob) {
+		lent = int64(w & countMask)
+	}
+	total := base + own + lent
 	j := uint64(1)
-	for ; j <= q.k; j++ {
-		b := ob - q.k + j - 1
-		if w := q.slots[b&q.mask].count.Load(); holds(w, b) {
-			freed += int64(w & countMask)
+	for ; j <= q.k+2; j++ {
+		switch leaving := ob - q.k + j - 1; {
+		case leaving == ob:
+			total -= own
+		case leaving == ob+1:
+			total -= lent
+		default:
+			if w := q.slots[leaving&q.mask].count.Load(); holds(w, leaving) {
+				total -= int64(w & countMask)
+			}
 		}
-		if freed >= need {
+		if total+n <= lim {
 			break
 		}
 	}
-	return time.Duration(max(q.grid.Start(ob+j)-now, 0))
+	return time.Duration(max(q.grid.Start(ob+j)-timegrid.Clamp(now), 0))
 }
 
 // Limit returns the most requests the limiter admits in any interval.

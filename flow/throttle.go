@@ -3,12 +3,12 @@ package flow
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
 // A Throttle paces requests evenly, as a leaky bucket or Sentinel's
@@ -44,18 +44,22 @@ type Throttle struct {
 
 // NewThrottle returns a Throttle admitting limit requests per interval, one
 // every interval/limit, each waiting at most maxWait for its place. limit must
-// be in [1, MaxLimit], the interval positive, and maxWait at least 0 (0
-// refuses every request that would have to wait).
+// be in [1, MaxLimit], the interval positive and at most 36 years, and maxWait
+// at least 0 (0 refuses every request that would have to wait; waits beyond
+// 36 years count as that long).
 func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (*Throttle, error) {
 	if limit < 1 || limit > MaxLimit {
 		return nil, fmt.Errorf("%w: limit = %d: must be between 1 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
 	}
-	if interval <= 0 {
-		return nil, fmt.Errorf("%w: interval = %v: must be positive", ErrInvalidConfig, interval)
+	if interval <= 0 || interval > timegrid.MaxTime {
+		return nil, fmt.Errorf("%w: interval = %v: must be positive and at most %v", ErrInvalidConfig, interval, time.Duration(timegrid.MaxTime))
 	}
 	if maxWait < 0 {
 		return nil, fmt.Errorf("%w: max wait = %v: must not be negative", ErrInvalidConfig, maxWait)
 	}
+	// Times are clamped to ±MaxTime and waits and costs to MaxTime, so no
+	// place computed below overflows.
+	maxWait = min(maxWait, timegrid.MaxTime)
 	o := buildOptions(opts)
 	t := &Throttle{limit: limit, per: uint64(interval), maxWait: int64(maxWait), clock: o.clock}
 	t.one = t.cost(1, limit)
@@ -77,16 +81,16 @@ func (t *Throttle) cost(n, limit int64) int64 {
 	if hi >= uint64(limit) {
 		// n far above a warming limit: many intervals, saturating at an
 		// unreachable wait.
-		if c := (n + limit - 1) / limit; c <= math.MaxInt64/2/int64(t.per) {
+		if c := (n + limit - 1) / limit; c <= timegrid.MaxTime/int64(t.per) {
 			return int64(t.per) * c
 		}
-		return math.MaxInt64 / 2
+		return timegrid.MaxTime
 	}
 	q, r := bits.Div64(hi, lo, uint64(limit))
 	if r != 0 {
 		q++
 	}
-	return int64(q)
+	return min(int64(q), timegrid.MaxTime)
 }
 
 // A Reservation is a place given by a Throttle. Its Decision says whether it
@@ -103,6 +107,10 @@ type Reservation struct {
 // middle of the queue stays empty rather than let the next request in less
 // than the pace after its neighbour. It reports whether the place was given
 // back. Cancelling twice, or cancelling a refused reservation, does nothing.
+//
+// Cancel through one Reservation value only: a copy does not know that the
+// other was cancelled, and once a later request has taken the place back,
+// cancelling the copy would give that request's place away.
 func (r *Reservation) Cancel() bool {
 	if r.t == nil {
 		return false
@@ -147,6 +155,7 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 	if n > t.limit {
 		return Decision{Reason: ExceedsLimit}, 0, 0, 0
 	}
+	now = timegrid.Clamp(now)
 	cost := t.one
 	switch {
 	case t.warm != nil:
@@ -195,7 +204,11 @@ func (t *Throttle) WaitN(ctx context.Context, n int64) error {
 	now := t.clock.Now()
 	maxWait := t.maxWait
 	if dl, ok := ctx.Deadline(); ok {
-		maxWait = min(maxWait, int64(time.Until(dl)))
+		left := time.Until(dl)
+		if left <= 0 {
+			return context.DeadlineExceeded
+		}
+		maxWait = min(maxWait, int64(left))
 	}
 	d, prev, start, end := t.reserve(now, n, maxWait)
 	r := Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
