@@ -1,5 +1,6 @@
 // Package flow limits traffic: how many requests may start per interval
-// (QPS), and how many may be in flight at once (Concurrency).
+// (QPS), how many may be in flight at once (Concurrency), and how evenly they
+// are spaced (Throttle).
 //
 // Every limiter decides in one atomic step: a request is admitted and counted
 // by the same compare-and-swap, so concurrent callers cannot all see room for
@@ -9,7 +10,14 @@
 // Limits are exact. A QPS limiter of N per interval L admits at most N in
 // every interval of length L, wherever it starts, not only in the intervals
 // that line up with its buckets: Sentinel-Go's default rule admits 2 N in some
-// intervals, and x/time/rate with a burst of N admits 1.99 N.
+// intervals, and x/time/rate with a burst of N admits 1.99 N. Priority
+// borrowing (Sentinel's occupiable windows) and warm-up (Sentinel's and
+// Guava's cold start) keep that guarantee. The package flowsim measures it
+// for any limiter.
+//
+// All limiters implement Limiter, whose Decision says whether a request may
+// proceed, why not (Reason), when a retry could succeed (RetryAfter), and,
+// for a Throttle, how long to wait first (Wait).
 //
 // Time is monotonic nanoseconds from a clock.Clock; every method that reads
 // the clock has an ...At twin that takes the time, so simulations run on a

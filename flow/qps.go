@@ -49,8 +49,10 @@ const MaxLimit = 1<<countBits - 1
 // holds for it, and never exceeds the configured limit. RetryAfter then
 // assumes the limit stays as it is.
 //
-// A QPS limiter is safe for concurrent use. Deciding allocates nothing and
-// takes no lock; the one caller that opens a bucket sums k counts.
+// A QPS limiter is safe for concurrent use, and deciding allocates nothing.
+// It takes no lock, with one exception: while a bucket opens, once per bucket
+// width, callers wait for the caller opening it (a sum of at most k counts and
+// a few stores) rather than decide against a bucket half written.
 type QPS struct {
 	limit int64
 	k     uint64 // buckets per interval
