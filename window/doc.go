@@ -15,8 +15,10 @@
 //   - Histogram: one log-linear latency histogram per bucket, answering
 //     quantiles within 0.79% over any view.
 //
-// Everything here is safe for concurrent use, takes no lock, and allocates
-// nothing to record or to read. Time is monotonic nanoseconds from a
+// Everything here is safe for concurrent use and allocates nothing to record
+// or to read. Nothing takes a lock; the one wait is a writer's that finds its
+// bucket's slot being reset, a few stores done once per bucket width, and
+// readers never wait. Time is monotonic nanoseconds from a
 // clock.Clock; every method that reads the clock has an ...At twin that takes
 // the time instead, so simulations and tests run without sleeping.
 //
