@@ -166,13 +166,7 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	}
 	bn := q.grid.Index(now)
 	for {
-		ob, s := q.current(bn)
-		w := s.count.Load()
-		if !holds(w, ob) || w&sealedBit != 0 {
-			// Sealed: a later bucket is opening, a few stores away.
-			runtime.Gosched()
-			continue
-		}
+		ob, s, w := q.openCount(bn)
 		base, own := s.base.Load(), int64(w&countMask)
 		if lim := s.limit.Load(); base+own+n > lim {
 			return Decision{Reason: RateLimited, RetryAfter: q.retryAfter(now, ob, s, base, own, n, lim)}
@@ -197,6 +191,18 @@ func (q *QPS) current(bn uint64) (uint64, *qpsSlot) {
 			return ob, &q.slots[ob&q.mask]
 		}
 		q.advance(o>>1, bn)
+	}
+}
+
+// openCount returns the open bucket for a request falling in bucket bn, its
+// slot, and its count word, unsealed.
+func (q *QPS) openCount(bn uint64) (uint64, *qpsSlot, uint64) {
+	for {
+		ob, s := q.current(bn)
+		if w := s.count.Load(); holds(w, ob) && w&sealedBit == 0 {
+			return ob, s, w
+		}
+		runtime.Gosched() // sealed: a later bucket is opening, a few stores away
 	}
 }
 
@@ -285,14 +291,10 @@ func (q *QPS) seal(word *atomic.Uint64, ob uint64) (int64, bool) {
 	}
 }
 
-// openAt returns the bucket admitting at time now, opening it if needed, and
-// its slot.
-func (q *QPS) openAt(now int64) (uint64, *qpsSlot) { return q.current(q.grid.Index(now)) }
-
 // limitAt returns the limit of the bucket admitting at time now: the
 // configured limit, or less while the limiter warms up.
 func (q *QPS) limitAt(now int64) int64 {
-	_, s := q.openAt(now)
+	_, s := q.current(q.grid.Index(now))
 	return s.limit.Load()
 }
 
@@ -300,13 +302,9 @@ func (q *QPS) limitAt(now int64) int64 {
 // checking the limit: a Throttle with warm-up paces its requests itself and
 // counts them here, so that they warm the curve.
 func (q *QPS) countAt(now, n int64) {
+	bn := q.grid.Index(now)
 	for {
-		ob, s := q.openAt(now)
-		w := s.count.Load()
-		if !holds(w, ob) || w&sealedBit != 0 {
-			runtime.Gosched()
-			continue
-		}
+		_, s, w := q.openCount(bn)
 		if int64(w&countMask)+n > MaxLimit {
 			return // the count saturates, as no limit is that high
 		}

@@ -115,6 +115,15 @@ type View struct {
 	k int64
 }
 
+// now reads the view's clock; the zero View reads 0, and its ...At methods
+// return zeros.
+func (v View) now() int64 {
+	if v.r == nil {
+		return 0
+	}
+	return v.r.clock.Now()
+}
+
 // Duration returns the length of the view: its number of buckets times the
 // bucket width.
 func (v View) Duration() time.Duration {
@@ -125,12 +134,7 @@ func (v View) Duration() time.Duration {
 }
 
 // Sum returns event e over the view at the current time.
-func (v View) Sum(e Event) int64 {
-	if v.r == nil {
-		return 0
-	}
-	return v.SumAt(v.r.clock.Now(), e)
-}
+func (v View) Sum(e Event) int64 { return v.SumAt(v.now(), e) }
 
 // SumAt returns event e over the view at time now. Summed events are added
 // up; MinRT is the smallest value and MaxConcurrency the largest over the
@@ -151,12 +155,7 @@ func finish(k kind, x int64) int64 {
 }
 
 // Sums returns every event over the view at the current time.
-func (v View) Sums() Sums {
-	if v.r == nil {
-		return Sums{}
-	}
-	return v.SumsAt(v.r.clock.Now())
-}
+func (v View) Sums() Sums { return v.SumsAt(v.now()) }
 
 // SumsAt returns every event over the view at time now, reading each bucket's
 // state once.
@@ -187,12 +186,7 @@ func (v View) SumsAt(now int64) Sums {
 }
 
 // Rate returns event e per second over the view at the current time.
-func (v View) Rate(e Event) float64 {
-	if v.r == nil {
-		return 0
-	}
-	return v.RateAt(v.r.clock.Now(), e)
-}
+func (v View) Rate(e Event) float64 { return v.RateAt(v.now(), e) }
 
 // RateAt returns event e per second over the view at time now: SumAt divided
 // by the view's duration in seconds.
@@ -205,12 +199,7 @@ func (v View) RateAt(now int64, e Event) float64 {
 
 // MaxBucket returns the largest value of event e in any one bucket of the
 // view at the current time.
-func (v View) MaxBucket(e Event) int64 {
-	if v.r == nil {
-		return 0
-	}
-	return v.MaxBucketAt(v.r.clock.Now(), e)
-}
+func (v View) MaxBucket(e Event) int64 { return v.MaxBucketAt(v.now(), e) }
 
 // MaxBucketAt returns the largest value of event e in any one bucket of the
 // view at time now (Sentinel's maximum of a single bucket). Buckets with
@@ -232,12 +221,7 @@ func (v View) MaxBucketAt(now int64, e Event) int64 {
 
 // AvgRT returns the mean response time over the view at the current time, in
 // the unit RT is recorded in.
-func (v View) AvgRT() float64 {
-	if v.r == nil {
-		return 0
-	}
-	return v.AvgRTAt(v.r.clock.Now())
-}
+func (v View) AvgRT() float64 { return v.AvgRTAt(v.now()) }
 
 // AvgRTAt returns the mean response time over the view at time now: the sum
 // of RT divided by the count of Success, or 0 when there was no success.

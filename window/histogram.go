@@ -214,6 +214,15 @@ func (c *histCounts) quantile(q float64) time.Duration {
 	return time.Duration(c.max)
 }
 
+// now reads the view's clock; the zero HistogramView reads 0, and its ...At
+// methods return zeros.
+func (v HistogramView) now() int64 {
+	if v.r == nil {
+		return 0
+	}
+	return v.r.clock.Now()
+}
+
 // Duration returns the length of the view.
 func (v HistogramView) Duration() time.Duration {
 	if v.r == nil {
@@ -224,12 +233,7 @@ func (v HistogramView) Duration() time.Duration {
 
 // Summary returns the count, maximum and main quantiles over the view at the
 // current time.
-func (v HistogramView) Summary() Summary {
-	if v.r == nil {
-		return Summary{}
-	}
-	return v.SummaryAt(v.r.clock.Now())
-}
+func (v HistogramView) Summary() Summary { return v.SummaryAt(v.now()) }
 
 // SummaryAt returns the count, maximum and main quantiles over the view at
 // time now, all computed from one consistent read.
@@ -250,12 +254,7 @@ func (v HistogramView) SummaryAt(now int64) Summary {
 }
 
 // Quantile returns the q-quantile over the view at the current time.
-func (v HistogramView) Quantile(q float64) time.Duration {
-	if v.r == nil {
-		return 0
-	}
-	return v.QuantileAt(v.r.clock.Now(), q)
-}
+func (v HistogramView) Quantile(q float64) time.Duration { return v.QuantileAt(v.now(), q) }
 
 // QuantileAt returns the q-quantile over the view at time now, by nearest
 // rank: the latency below or at which a fraction q of the recorded latencies
