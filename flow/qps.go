@@ -78,16 +78,19 @@ type qpsSlot struct {
 }
 
 const (
-	countBits = 40
+	countBits = 32
 	countMask = 1<<countBits - 1
 	sealedBit = 1 << countBits
 	tagShift  = countBits + 1
 )
 
 // holds reports whether count word w belongs to bucket b. Tags keep the low
-// 23 bits of the bucket index. The protocol does not rely on them to tell
-// buckets apart (see advance); they guard against a caller that stalls for
-// millions of buckets between two loads.
+// 31 bits of the bucket index. The protocol does not rely on them to tell
+// buckets apart (see advance): they stop a caller that loaded a word and
+// stalled while later buckets opened in its slot from changing them. A stall
+// of an exact multiple of 2^31 buckets between the load and the
+// compare-and-swap (36 minutes with 1 µs buckets, 2.7 years with the default
+// 40 ms) would get past them; nothing shorter can.
 func holds(w, b uint64) bool { return w>>tagShift == (b<<tagShift)>>tagShift }
 
 // NewQPS returns a limiter admitting at most limit requests in any interval
@@ -154,9 +157,10 @@ func (q *QPS) AllowAt(now int64) Decision { return q.AllowNAt(now, 1) }
 // AllowNAt decides whether n requests arriving at time now may proceed, and
 // counts them if so: all n or none. n <= 0 is allowed and counts nothing; n
 // above the limit is refused with ExceedsLimit. A refusal for the rate says
-// in RetryAfter when, if nothing else is admitted, the requests would fit;
-// while the limiter warms up and n exceeds the current limit, RetryAfter is
-// 0, as only traffic can warm it.
+// in RetryAfter when, if nothing else is admitted, the requests would fit.
+// With warm-up, RetryAfter assumes the limit stays as it is, which warming
+// and cooling change, so a retry may fit earlier or later; and when n exceeds
+// the current limit it is 0, as only traffic can warm the limiter.
 func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	if n <= 0 {
 		return allowed

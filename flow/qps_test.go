@@ -149,7 +149,7 @@ func TestQPSRejectsBadConfigurationNamingTheField(t *testing.T) {
 		mention  string
 	}{
 		{-1, time.Second, nil, "limit = -1"},
-		{MaxLimit + 1, time.Second, nil, "limit = 1099511627776"},
+		{MaxLimit + 1, time.Second, nil, "limit = 4294967296"},
 		{10, 0, nil, "interval = 0s"},
 		{10, -time.Second, nil, "interval = -1s"},
 		{10, time.Second, []Option{WithBuckets(0)}, "buckets = 0"},
