@@ -11,8 +11,8 @@ import "time"
 // bucket holding now and the buckets before it, buckets-1 of them. A View
 // reads a shorter stretch of the same ring.
 //
-// Summed events (Pass, Block, Success, Error, RT, OccupiedPass) are added;
-// MinRT keeps the smallest value written in a bucket, MaxConcurrency the
+// Summed events (Pass, Block, Success, Error, RT, OccupiedPass, Slow) are
+// added; MinRT keeps the smallest value written in a bucket, MaxConcurrency the
 // largest. One bucket holds values in [MinValue, MaxValue]; sums saturate, and
 // values for MinRT and MaxConcurrency are clamped to lie strictly between the
 // two (the bounds themselves mark an empty bucket).

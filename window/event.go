@@ -14,6 +14,7 @@ const (
 	Error                       // requests that finished with an error
 	RT                          // summed response time, in microseconds
 	OccupiedPass                // requests admitted by borrowing from a later bucket
+	Slow                        // requests slower than a threshold (a slow-request breaker's count)
 	MinRT                       // smallest response time, in microseconds
 	MaxConcurrency              // largest number of requests in flight
 	numEvents
@@ -22,7 +23,7 @@ const (
 // NumEvents is the number of events a Counter records.
 const NumEvents = int(numEvents)
 
-var eventNames = [numEvents]string{"pass", "block", "success", "error", "rt", "occupied_pass", "min_rt", "max_concurrency"}
+var eventNames = [numEvents]string{"pass", "block", "success", "error", "rt", "occupied_pass", "slow", "min_rt", "max_concurrency"}
 
 // String returns the event's name in snake case ("pass", "min_rt").
 func (e Event) String() string {

@@ -1,0 +1,416 @@
+package breaker
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/window"
+)
+
+// A Circuit is a circuit breaker with states (Sentinel's and gobreaker's):
+//
+//   - Closed: requests pass and their outcomes are counted over a sliding
+//     window. When a failure (or, for SlowRatio, a slow request) leaves the
+//     window meeting the Strategy, with at least the minimum volume of
+//     requests, the circuit opens.
+//   - Open: requests are refused with ErrOpen until the open timeout has
+//     passed (WithOpenTimeout; WithBackoff doubles it each time probing
+//     fails). The first request at or after it turns the circuit half-open
+//     and becomes a probe.
+//   - HalfOpen: at most n probes are in flight at once (WithProbes); other
+//     requests are refused with ErrProbesBusy. Only probes decide: one
+//     failure, or one probe still unfinished after the probe timeout, opens
+//     the circuit again; n successes close it, with an empty window.
+//
+// Every state change starts a new generation, and a request's outcome counts
+// only in the generation that admitted it: a result that arrives after the
+// circuit moved on (a request admitted while closed that ends while
+// half-open, a probe that ends after another one failed) is ignored.
+// Outcomes that WithIsExcluded excludes, and Promise.Ignore, count as
+// nothing; an ignored probe gives its place back.
+//
+// State changes happen when requests observe their cause: an open circuit
+// whose timeout has passed reads Open until the next request arrives, and a
+// probe that hangs is declared failed by the next request (or by its own
+// late result). Listeners (OnStateChange) run on their own goroutine; Close
+// stops it.
+//
+// A Circuit is safe for concurrent use. Allowing and settling a request
+// allocate nothing, and take no lock unless the state changes. A closed
+// Circuit reads the clock only to settle a request, and, for SlowRatio, to
+// allow one.
+type Circuit struct {
+	calls
+	policy
+	strategy    Strategy
+	minRequests int64
+	clock       clock.Clock
+	interval    time.Duration
+	buckets     int
+	timed       bool // a closed circuit needs requests' start times (SlowRatio)
+
+	// state is the state word: generation<<2 | State. Outcomes carry the
+	// word that admitted them and count only while it is unchanged.
+	state atomic.Uint64
+	// stats is the window of the current closed generation, replaced by an
+	// empty one when the circuit closes. Writers load it before the state
+	// word, so a writer that sees the new window sees the new generation
+	// and drops an outcome of an earlier one.
+	stats     atomic.Pointer[tally]
+	openUntil atomic.Int64 // while open: when a probe may pass
+
+	probes       []probe
+	tickets      atomic.Uint64 // probe tickets are even and never repeat
+	successes    atomic.Int64  // probes that succeeded in this half-open generation
+	probeTimeout int64
+
+	mu          sync.Mutex // held to change state
+	opens       uint       // consecutive times probing failed, for the backoff
+	openTimeout time.Duration
+	maxOpen     time.Duration
+	notify      *notifier
+}
+
+// A probe is one place for a half-open circuit's probe. ticket is 0 when
+// the place is free, the holder's ticket (even) while held, and the ticket
+// with its low bit set while the holder releases it. start is the holder's
+// start time, or unset while the place is free or its holder has not yet
+// stored it, so a scan for timed-out probes never pairs a ticket with an
+// earlier holder's start.
+type probe struct {
+	ticket atomic.Uint64
+	start  atomic.Int64
+}
+
+const unset = math.MaxInt64
+
+// release frees the place if ticket t still holds it, and reports whether it
+// did: a probe's outcome is settled once however often it is reported.
+func (p *probe) release(t uint64) bool {
+	if !p.ticket.CompareAndSwap(t, t|1) {
+		return false
+	}
+	p.start.Store(unset)
+	p.ticket.Store(0)
+	return true
+}
+
+// NewCircuit returns a Circuit that opens on strategy s. The defaults: a
+// window of 10 s in 10 buckets, a minimum volume of 10 requests, an open
+// timeout of 5 s without backoff, and one probe with a probe timeout of 5 s.
+func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	st, err := build(opts, settings{
+		interval: 10 * time.Second, buckets: 10, minRequests: 10,
+		openTimeout: 5 * time.Second, probes: 1,
+	}, circuitOnly, "a Circuit")
+	if err != nil {
+		return nil, err
+	}
+	if st.openTimeout <= 0 {
+		return nil, fmt.Errorf("%w: open timeout = %v: must be positive", ErrInvalidConfig, st.openTimeout)
+	}
+	if st.given&(1<<optBackoff) == 0 {
+		st.maxOpenTimeout = st.openTimeout
+	}
+	if st.maxOpenTimeout < st.openTimeout {
+		return nil, fmt.Errorf("%w: backoff max = %v: must be at least the open timeout %v", ErrInvalidConfig, st.maxOpenTimeout, st.openTimeout)
+	}
+	if st.probes < 1 || st.probes > maxProbes {
+		return nil, fmt.Errorf("%w: probes = %d: must be between 1 and %d", ErrInvalidConfig, st.probes, maxProbes)
+	}
+	if st.given&(1<<optProbes) == 0 || st.probeTimeout == 0 {
+		st.probeTimeout = st.openTimeout
+	}
+	if st.probeTimeout < 0 {
+		return nil, fmt.Errorf("%w: probe timeout = %v: must be positive", ErrInvalidConfig, st.probeTimeout)
+	}
+	c := &Circuit{
+		policy:       policy{st.isExcluded, st.isSuccessful},
+		strategy:     s,
+		minRequests:  st.minRequests,
+		clock:        st.clock,
+		interval:     st.interval,
+		buckets:      st.buckets,
+		timed:        s.kind == slowRatio,
+		probes:       make([]probe, st.probes),
+		probeTimeout: int64(st.probeTimeout),
+		openTimeout:  st.openTimeout,
+		maxOpen:      st.maxOpenTimeout,
+	}
+	c.calls = calls{c}
+	for i := range c.probes {
+		c.probes[i].start.Store(unset)
+	}
+	c.stats.Store(newTally(c.interval, c.buckets, c.clock))
+	if st.onStateChange != nil {
+		c.notify = newNotifier(st.onStateChange)
+	}
+	return c, nil
+}
+
+// maxProbes bounds WithProbes: a half-open circuit scans its probe places on
+// every request.
+const maxProbes = 1024
+
+// Allow reports whether a request may proceed now: always while closed, only
+// as a probe while half-open, never while open (ErrOpen). Settle the Promise
+// with the request's outcome.
+func (c *Circuit) Allow() (Promise, error) {
+	if st := c.state.Load(); State(st&3) == Closed && !c.timed {
+		return Promise{r: c, gen: st}, nil
+	}
+	return c.AllowAt(c.clock.Now())
+}
+
+// AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
+func (c *Circuit) AllowAt(now int64) (Promise, error) {
+	now = clampTime(now)
+	for {
+		st := c.state.Load()
+		switch State(st & 3) {
+		case Closed:
+			return Promise{r: c, gen: st, start: now}, nil
+		case Open:
+			if now < c.openUntil.Load() {
+				c.stats.Load().add(now, window.Block)
+				return Promise{}, ErrOpen
+			}
+			c.transition(st, HalfOpen, now, OpenTimeoutPassed, counts{})
+		default:
+			if c.expired(st, now) {
+				continue
+			}
+			if p, ok := c.claim(st, now); ok {
+				return p, nil
+			}
+			if c.state.Load() != st {
+				continue
+			}
+			c.stats.Load().add(now, window.Block)
+			return Promise{}, ErrProbesBusy
+		}
+	}
+}
+
+// claim takes a free probe place for half-open state word st.
+func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
+	for i := range c.probes {
+		p := &c.probes[i]
+		if p.ticket.Load() != 0 {
+			continue
+		}
+		t := c.tickets.Add(2)
+		if !p.ticket.CompareAndSwap(0, t) {
+			continue
+		}
+		p.start.Store(now)
+		if c.state.Load() != st {
+			// The circuit moved on while we took the place: give it back.
+			p.release(t)
+			return Promise{}, false
+		}
+		return Promise{r: c, gen: st, start: now, ticket: t, slot: int32(i)}, true
+	}
+	return Promise{}, false
+}
+
+// expired opens the circuit if a probe of half-open state word st has been
+// in flight for the probe timeout, and reports whether the state changed.
+func (c *Circuit) expired(st uint64, now int64) bool {
+	for i := range c.probes {
+		p := &c.probes[i]
+		t := p.ticket.Load()
+		if t == 0 || t&1 != 0 {
+			continue
+		}
+		start := p.start.Load()
+		if start != unset && now-start >= c.probeTimeout && p.ticket.Load() == t {
+			c.transition(st, Open, now, ProbeTimedOut, counts{})
+			return c.state.Load() != st
+		}
+	}
+	return false
+}
+
+func (c *Circuit) now() int64 { return c.clock.Now() }
+
+// record settles a request admitted under state word p.gen.
+func (c *Circuit) record(p Promise, now int64, o Outcome) {
+	now = clampTime(now)
+	if p.ticket != 0 {
+		c.settleProbe(p, now, o)
+		return
+	}
+	t := c.stats.Load() // before the state word: see stats
+	if o == Ignored || c.state.Load() != p.gen {
+		return
+	}
+	slow := c.timed && c.strategy.slow(now-p.start)
+	if o == Success {
+		t.add(now, window.Success)
+	} else {
+		t.add(now, window.Error)
+	}
+	if slow {
+		t.add(now, window.Slow)
+	}
+	if slow || (o == Failure && !c.timed) {
+		if w := t.at(now); c.strategy.meets(w, c.minRequests) {
+			c.transition(p.gen, Open, now, Tripped, w)
+		}
+	}
+}
+
+// settleProbe settles a probe: a failure (or a timeout, or for SlowRatio a
+// slow probe) opens the circuit, and the last success needed closes it.
+func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
+	place := &c.probes[p.slot]
+	if c.state.Load() != p.gen {
+		place.release(p.ticket)
+		return
+	}
+	cause := ProbeFailed
+	if o != Ignored {
+		switch rt := now - p.start; {
+		case rt >= c.probeTimeout:
+			o, cause = Failure, ProbeTimedOut
+		case c.strategy.slow(rt):
+			o = Failure
+		case c.timed:
+			o = Success // SlowRatio judges time only
+		}
+	}
+	if !place.release(p.ticket) {
+		return
+	}
+	switch o {
+	case Failure:
+		c.transition(p.gen, Open, now, cause, counts{})
+	case Success:
+		if c.successes.Add(1) >= int64(len(c.probes)) {
+			c.transition(p.gen, Closed, now, ProbesSucceeded, counts{})
+		}
+	}
+}
+
+// transition moves the circuit from state word from to state to, unless the
+// state word has changed meanwhile, and reports whether it did.
+func (c *Circuit) transition(from uint64, to State, now int64, cause Cause, w counts) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Load() != from {
+		return false
+	}
+	next := (from>>2+1)<<2 | uint64(to)
+	tr := Transition{From: State(from & 3), To: to, Cause: cause, At: now, Generation: next >> 2}
+	switch to {
+	case Open:
+		if tr.From == HalfOpen {
+			c.opens++
+		} else {
+			c.opens = 0
+		}
+		tr.OpenFor = c.openTimeoutAfter(c.opens)
+		c.openUntil.Store(now + int64(tr.OpenFor))
+		if cause == Tripped {
+			tr.Requests, tr.Failures, tr.Slow = w.successes+w.failures, w.failures, w.slow
+		}
+	case HalfOpen:
+		for i := range c.probes {
+			c.probes[i].start.Store(unset)
+			c.probes[i].ticket.Store(0)
+		}
+		c.successes.Store(0)
+	case Closed:
+		c.opens = 0
+		c.stats.Store(newTally(c.interval, c.buckets, c.clock))
+	}
+	c.state.Store(next)
+	if c.notify != nil {
+		c.notify.push(tr)
+	}
+	return true
+}
+
+// openTimeoutAfter returns the open timeout after probing failed n times in
+// a row: the open timeout doubled n times, at most the backoff maximum.
+func (c *Circuit) openTimeoutAfter(n uint) time.Duration {
+	d := c.openTimeout
+	for ; n > 0 && d < c.maxOpen; n-- {
+		d *= 2
+		if d <= 0 || d > c.maxOpen { // past the maximum, or overflowed
+			return c.maxOpen
+		}
+	}
+	return d
+}
+
+// State returns the circuit's state. It changes when requests observe a
+// cause (see Circuit), so an open circuit whose timeout has passed reads Open
+// until a request arrives.
+func (c *Circuit) State() State { return State(c.state.Load() & 3) }
+
+// Generation returns the current generation: the number of state changes so
+// far.
+func (c *Circuit) Generation() uint64 { return c.state.Load() >> 2 }
+
+// Stats returns the circuit's state and window counts now.
+func (c *Circuit) Stats() Stats { return c.StatsAt(c.clock.Now()) }
+
+// StatsAt returns the circuit's state and window counts at time now. The
+// window counts requests since the circuit last closed, over at most the
+// window's interval.
+func (c *Circuit) StatsAt(now int64) Stats {
+	now = clampTime(now)
+	t := c.stats.Load()
+	st := c.state.Load()
+	w := t.at(now)
+	s := Stats{
+		State:      State(st & 3),
+		Requests:   w.successes + w.failures,
+		Successes:  w.successes,
+		Failures:   w.failures,
+		Slow:       w.slow,
+		Rejected:   w.rejected,
+		Generation: st >> 2,
+	}
+	switch s.State {
+	case Open:
+		s.DropRatio = 1
+		s.RetryAfter = time.Duration(max(0, c.openUntil.Load()-now))
+	case HalfOpen:
+		for i := range c.probes {
+			if c.probes[i].ticket.Load() != 0 {
+				s.ProbesInFlight++
+			}
+		}
+		s.DropRatio = float64(s.ProbesInFlight) / float64(len(c.probes))
+	}
+	return s
+}
+
+// DroppedTransitions returns how many state changes were not told to the
+// OnStateChange listener because it fell more than 64 behind.
+func (c *Circuit) DroppedTransitions() int64 {
+	if c.notify == nil {
+		return 0
+	}
+	return c.notify.dropped.Load()
+}
+
+// Close stops the goroutine that tells OnStateChange of state changes,
+// waiting for a call under way to return; later changes are not told. The
+// Circuit goes on working. Close is safe to call more than once.
+func (c *Circuit) Close() error {
+	if c.notify != nil {
+		c.notify.close()
+	}
+	return nil
+}

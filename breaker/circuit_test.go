@@ -1,0 +1,492 @@
+package breaker
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+const ms = int64(time.Millisecond)
+
+func newCircuit(t *testing.T, s Strategy, opts ...Option) (*Circuit, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(0)
+	c, err := NewCircuit(s, append([]Option{WithClock(clk)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, clk
+}
+
+// settle admits one request at the clock's time and settles it with o,
+// failing the test if the circuit refuses it.
+func settle(t *testing.T, c *Circuit, o Outcome) {
+	t.Helper()
+	p, err := c.Allow()
+	if err != nil {
+		t.Fatalf("request refused in state %v: %v", c.State(), err)
+	}
+	p.RecordAt(c.clock.Now(), o)
+}
+
+func mustState(t *testing.T, c *Circuit, want State) {
+	t.Helper()
+	if got := c.State(); got != want {
+		t.Fatalf("state = %v, want %v", got, want)
+	}
+}
+
+// trip opens a closed circuit with an error ratio strategy and minimum volume
+// 1 by failing one request.
+func trip(t *testing.T, c *Circuit) {
+	t.Helper()
+	settle(t, c, Failure)
+	mustState(t, c, Open)
+}
+
+func TestCircuitOpensExactlyAtTheErrorRatio(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		successes, errors int
+		want              State
+	}{
+		{"below the ratio", 6, 4, Closed}, // 0.4 of 10
+		{"at the ratio", 7, 3, Open},      // 0.3 of 10
+		{"above the ratio", 5, 5, Open},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newCircuit(t, ErrorRatio(0.3), WithMinRequests(10))
+			if tc.want == Closed {
+				c, _ = newCircuit(t, ErrorRatio(0.41), WithMinRequests(10))
+			}
+			for i := 0; i < tc.successes; i++ {
+				settle(t, c, Success)
+			}
+			for i := 0; i < tc.errors; i++ {
+				mustState(t, c, Closed)
+				settle(t, c, Failure)
+			}
+			mustState(t, c, tc.want)
+		})
+	}
+}
+
+func TestCircuitNeedsTheMinimumVolume(t *testing.T) {
+	c, _ := newCircuit(t, ErrorRatio(0.5), WithMinRequests(5))
+	for i := 0; i < 4; i++ { // 4 failures of 4 requests: ratio 1, volume 4
+		settle(t, c, Failure)
+		mustState(t, c, Closed)
+	}
+	settle(t, c, Failure) // the fifth reaches the volume
+	mustState(t, c, Open)
+}
+
+func TestCircuitOpensOnAFailureNotOnASuccess(t *testing.T) {
+	// 4 failures below a volume of 5; a fifth request that succeeds makes
+	// the window meet the strategy (4 of 5 ≥ 0.5), but the strategy is
+	// checked when a failure ends, so the circuit opens on the next failure.
+	c, _ := newCircuit(t, ErrorRatio(0.5), WithMinRequests(5))
+	for i := 0; i < 4; i++ {
+		settle(t, c, Failure)
+	}
+	settle(t, c, Success)
+	mustState(t, c, Closed)
+	settle(t, c, Failure)
+	mustState(t, c, Open)
+	if s := c.Stats(); s.Requests != 6 || s.Failures != 5 {
+		t.Fatalf("stats = %+v, want 6 requests, 5 failures", s)
+	}
+}
+
+func TestCircuitOpensAtTheErrorCount(t *testing.T) {
+	c, _ := newCircuit(t, ErrorCount(3), WithMinRequests(1))
+	for i := 0; i < 100; i++ {
+		settle(t, c, Success)
+	}
+	settle(t, c, Failure)
+	settle(t, c, Failure)
+	mustState(t, c, Closed)
+	settle(t, c, Failure)
+	mustState(t, c, Open)
+}
+
+func TestCircuitSlowRatioCountsOnlyRequestsSlowerThanMaxRT(t *testing.T) {
+	c, clk := newCircuit(t, SlowRatio(100*time.Millisecond, 0.5), WithMinRequests(4))
+	run := func(rt time.Duration, o Outcome) {
+		t.Helper()
+		p, err := c.Allow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(rt)
+		p.RecordAt(clk.Now(), o)
+	}
+	run(100*time.Millisecond, Success) // exactly maxRT: not slow
+	run(100*time.Millisecond, Failure) // errors do not count against SlowRatio
+	run(101*time.Millisecond, Success) // slow: 1 of 3, below the volume
+	mustState(t, c, Closed)
+	run(time.Millisecond, Success) // volume 4, still 1 slow
+	run(150*time.Millisecond, Success)
+	// 2 slow of 5 = 0.4 < 0.5
+	mustState(t, c, Closed)
+	run(150*time.Millisecond, Failure) // 3 of 6 = 0.5
+	mustState(t, c, Open)
+	if s := c.Stats(); s.Slow != 3 || s.Requests != 6 || s.Failures != 2 {
+		t.Fatalf("stats = %+v, want 3 slow of 6 requests, 2 failures", s)
+	}
+}
+
+func TestCircuitWindowSlides(t *testing.T) {
+	// A 1 s window in 10 buckets: failures leave it bucket by bucket.
+	c, clk := newCircuit(t, ErrorCount(3), WithWindow(time.Second, 10), WithMinRequests(1))
+	settle(t, c, Failure) // t = 0
+	clk.Advance(500 * time.Millisecond)
+	settle(t, c, Failure) // t = 500 ms
+	clk.Set(999 * ms)
+	if s := c.Stats(); s.Failures != 2 {
+		t.Fatalf("failures at 999 ms = %d, want 2", s.Failures)
+	}
+	clk.Set(1000 * ms) // the first bucket has left the window
+	if s := c.Stats(); s.Failures != 1 {
+		t.Fatalf("failures at 1 s = %d, want 1", s.Failures)
+	}
+	settle(t, c, Failure)
+	mustState(t, c, Closed) // 2 in the window
+	settle(t, c, Failure)
+	mustState(t, c, Open)
+}
+
+func TestCircuitStaysOpenUntilExactlyTheTimeout(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Second))
+	clk.Set(10 * ms)
+	trip(t, c)
+	clk.Set(10*ms + 999*ms + 999_999)
+	if _, err := c.Allow(); !errors.Is(err, ErrOpen) || errors.Is(err, ErrProbesBusy) {
+		t.Fatalf("1 ns before the timeout: err = %v, want ErrOpen", err)
+	}
+	if s := c.Stats(); s.RetryAfter != 1 || s.Rejected != 1 || s.DropRatio != 1 {
+		t.Fatalf("stats 1 ns before the timeout = %+v, want RetryAfter 1ns, 1 rejected, drop ratio 1", s)
+	}
+	clk.Set(10*ms + 1000*ms)
+	p, err := c.Allow()
+	if err != nil {
+		t.Fatalf("at the timeout: %v, want a probe", err)
+	}
+	mustState(t, c, HalfOpen)
+	p.Accept()
+	mustState(t, c, Closed)
+}
+
+func TestCircuitBacksOffExponentially(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1),
+		WithOpenTimeout(time.Second), WithBackoff(5*time.Second))
+	trip(t, c)
+	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
+		opened := clk.Now()
+		if s := c.Stats(); s.RetryAfter != want {
+			t.Fatalf("open for %v, want %v", s.RetryAfter, want)
+		}
+		clk.Set(opened + int64(want) - 1)
+		if _, err := c.Allow(); !errors.Is(err, ErrOpen) {
+			t.Fatalf("before %v: %v, want ErrOpen", want, err)
+		}
+		clk.Set(opened + int64(want))
+		settle(t, c, Failure) // the probe fails: open again, for longer
+		mustState(t, c, Open)
+	}
+	// A success closes the circuit and resets the timeout.
+	clk.Advance(5 * time.Second)
+	settle(t, c, Success)
+	mustState(t, c, Closed)
+	trip(t, c)
+	if s := c.Stats(); s.RetryAfter != time.Second {
+		t.Fatalf("after closing, open for %v, want 1s", s.RetryAfter)
+	}
+}
+
+func TestCircuitBackoffDoesNotOverflow(t *testing.T) {
+	c, _ := newCircuit(t, ErrorRatio(0.5), WithOpenTimeout(time.Second), WithBackoff(time.Duration(1<<62)))
+	for _, n := range []uint{0, 1, 61, 62, 63, 64, 1000} {
+		d := c.openTimeoutAfter(n)
+		if d < time.Second || d > time.Duration(1<<62) {
+			t.Fatalf("open timeout after %d failures = %v, out of [1s, max]", n, d)
+		}
+	}
+	if d := c.openTimeoutAfter(1000); d != time.Duration(1<<62) {
+		t.Fatalf("open timeout after 1000 failures = %v, want the maximum", d)
+	}
+}
+
+// halfOpen trips c and lets its open timeout pass, without taking a probe.
+func halfOpen(t *testing.T, c *Circuit, clk *clock.Manual) {
+	t.Helper()
+	trip(t, c)
+	clk.Advance(c.Stats().RetryAfter)
+}
+
+func TestCircuitAdmitsAtMostNProbesAndNeedsNSuccesses(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithProbes(3, time.Minute))
+	halfOpen(t, c, clk)
+	var probes []Promise
+	for i := 0; i < 3; i++ {
+		p, err := c.Allow()
+		if err != nil {
+			t.Fatalf("probe %d refused: %v", i, err)
+		}
+		probes = append(probes, p)
+	}
+	if _, err := c.Allow(); !errors.Is(err, ErrProbesBusy) || !errors.Is(err, ErrOpen) {
+		t.Fatalf("fourth request: %v, want ErrProbesBusy (an ErrOpen)", err)
+	}
+	if s := c.Stats(); s.ProbesInFlight != 3 || s.DropRatio != 1 {
+		t.Fatalf("stats = %+v, want 3 probes in flight, drop ratio 1", s)
+	}
+	probes[0].Accept()
+	probes[1].Accept()
+	mustState(t, c, HalfOpen)
+	// A success gives its place back: one more probe may start.
+	p, err := c.Allow()
+	if err != nil {
+		t.Fatalf("probe after a success: %v", err)
+	}
+	probes[2].Accept()
+	mustState(t, c, Closed)
+	p.Reject("too late") // its generation has passed: ignored
+	mustState(t, c, Closed)
+	if s := c.Stats(); s.Requests != 0 {
+		t.Fatalf("a closed circuit starts with an empty window; stats = %+v", s)
+	}
+}
+
+func TestCircuitOneFailedProbeReopens(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithProbes(2, time.Minute))
+	halfOpen(t, c, clk)
+	p1, _ := c.Allow()
+	p2, _ := c.Allow()
+	p1.Accept()
+	p2.Reject("still down")
+	mustState(t, c, Open)
+	if g := c.Generation(); g != 3 { // closed → open → half-open → open
+		t.Fatalf("generation = %d, want 3", g)
+	}
+}
+
+func TestCircuitIgnoredProbeGivesItsPlaceBack(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1),
+		WithIsExcluded(func(err error) bool { return errors.Is(err, errExcluded) }))
+	halfOpen(t, c, clk)
+	p, _ := c.Allow()
+	p.Done(errExcluded)
+	mustState(t, c, HalfOpen)
+	p, err := c.Allow()
+	if err != nil {
+		t.Fatalf("place not given back: %v", err)
+	}
+	p.Ignore()
+	mustState(t, c, HalfOpen)
+	settle(t, c, Success)
+	mustState(t, c, Closed)
+}
+
+var errExcluded = errors.New("excluded")
+
+func TestCircuitProbeTimesOutExactlyAtTheTimeout(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithProbes(1, 2*time.Second))
+	halfOpen(t, c, clk)
+	hung, _ := c.Allow()
+	started := clk.Now()
+	clk.Set(started + 2*int64(time.Second) - 1)
+	if _, err := c.Allow(); !errors.Is(err, ErrProbesBusy) {
+		t.Fatalf("1 ns before the probe timeout: %v, want ErrProbesBusy", err)
+	}
+	clk.Set(started + 2*int64(time.Second))
+	if _, err := c.Allow(); !errors.Is(err, ErrOpen) || errors.Is(err, ErrProbesBusy) {
+		t.Fatalf("at the probe timeout: %v, want ErrOpen (the probe failed)", err)
+	}
+	mustState(t, c, Open)
+	gen := c.Generation()
+	hung.Accept() // a result from an earlier generation: ignored
+	if c.Generation() != gen || c.State() != Open {
+		t.Fatalf("a late probe changed the circuit: %v, generation %d → %d", c.State(), gen, c.Generation())
+	}
+}
+
+func TestCircuitLateProbeResultCountsAsFailure(t *testing.T) {
+	// Nobody else asked while the probe hung; its own late success fails it.
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithProbes(1, time.Second))
+	halfOpen(t, c, clk)
+	p, _ := c.Allow()
+	clk.Advance(time.Second)
+	p.RecordAt(clk.Now(), Success)
+	mustState(t, c, Open)
+
+	c, clk = newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithProbes(1, time.Second))
+	halfOpen(t, c, clk)
+	p, _ = c.Allow()
+	clk.Advance(time.Second - 1)
+	p.RecordAt(clk.Now(), Success)
+	mustState(t, c, Closed)
+}
+
+func TestCircuitSlowProbeFails(t *testing.T) {
+	c, clk := newCircuit(t, SlowRatio(100*time.Millisecond, 0.5), WithMinRequests(1))
+	p, _ := c.Allow()
+	clk.Advance(101 * time.Millisecond)
+	p.Accept()
+	mustState(t, c, Open)
+	clk.Advance(c.Stats().RetryAfter)
+	p, _ = c.Allow()
+	clk.Advance(101 * time.Millisecond)
+	p.Accept()
+	mustState(t, c, Open)
+	clk.Advance(c.Stats().RetryAfter)
+	p, _ = c.Allow()
+	clk.Advance(100 * time.Millisecond)
+	p.Reject("an error, but fast: SlowRatio judges time only")
+	mustState(t, c, Closed)
+}
+
+func TestCircuitIgnoresResultsFromEarlierGenerations(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1))
+	old, _ := c.Allow() // admitted while closed, generation 0
+	trip(t, c)
+	old.Reject("from generation 0") // must not count in the open window
+	if s := c.Stats(); s.Failures != 1 {
+		t.Fatalf("failures = %d, want 1", s.Failures)
+	}
+	clk.Advance(c.Stats().RetryAfter)
+	probe, _ := c.Allow()
+	old.Accept() // must not close the half-open circuit
+	mustState(t, c, HalfOpen)
+	probe.Accept()
+	mustState(t, c, Closed)
+	old.Reject("still from generation 0") // must not count in the new window
+	if s := c.Stats(); s.Requests != 0 {
+		t.Fatalf("stats = %+v, want an empty window", s)
+	}
+}
+
+func TestCircuitProbeSettledTwiceCountsOnce(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithProbes(2, time.Minute))
+	halfOpen(t, c, clk)
+	p, _ := c.Allow()
+	p.Accept()
+	p.Accept() // a second settlement of the same probe: ignored
+	mustState(t, c, HalfOpen)
+	settle(t, c, Success)
+	mustState(t, c, Closed)
+}
+
+func TestCircuitCountsRejectedRequests(t *testing.T) {
+	c, _ := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1))
+	trip(t, c)
+	for i := 0; i < 5; i++ {
+		if _, err := c.Allow(); !errors.Is(err, ErrOpen) {
+			t.Fatal(err)
+		}
+	}
+	if s := c.Stats(); s.Rejected != 5 || s.State != Open || s.Generation != 1 {
+		t.Fatalf("stats = %+v, want 5 rejected, open, generation 1", s)
+	}
+}
+
+func TestCircuitTellsListenersInOrder(t *testing.T) {
+	got := make(chan Transition, 10)
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(2),
+		OnStateChange(func(tr Transition) { got <- tr }))
+	settle(t, c, Success)
+	settle(t, c, Failure)
+	clk.Advance(5 * time.Second)
+	settle(t, c, Success)
+	want := []Transition{
+		{From: Closed, To: Open, Cause: Tripped, At: 0, Generation: 1, Requests: 2, Failures: 1, OpenFor: 5 * time.Second},
+		{From: Open, To: HalfOpen, Cause: OpenTimeoutPassed, At: 5e9, Generation: 2},
+		{From: HalfOpen, To: Closed, Cause: ProbesSucceeded, At: 5e9, Generation: 3},
+	}
+	for i, w := range want {
+		select {
+		case tr := <-got:
+			if tr != w {
+				t.Fatalf("transition %d = %+v, want %+v", i, tr, w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("transition %d never told", i)
+		}
+	}
+	if s := want[0].String(); s != "closed → open (tripped: 1 of 2 requests failed, 0 slow, open for 5s)" {
+		t.Fatalf("String() = %q", s)
+	}
+}
+
+func TestCircuitSlowListenerDoesNotBlockRequests(t *testing.T) {
+	release := make(chan struct{})
+	told := make(chan Transition, 1000)
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Second),
+		OnStateChange(func(tr Transition) { <-release; told <- tr }))
+	// 100 cycles of closed → open → half-open → closed while the listener
+	// is stuck on its first call: requests go on, and the queue keeps the
+	// newest 64 changes.
+	for i := 0; i < 100; i++ {
+		trip(t, c)
+		clk.Advance(time.Second)
+		settle(t, c, Success)
+	}
+	close(release)
+	c.Close() // waits for the listener's call under way
+	n := len(told)
+	if dropped := c.DroppedTransitions(); dropped == 0 || int64(n)+dropped > 300 {
+		t.Fatalf("told %d, dropped %d of 300 changes", n, dropped)
+	}
+	// After Close nothing more is told, and the circuit still works.
+	trip(t, c)
+	if len(told) != n {
+		t.Fatalf("a change was told after Close")
+	}
+}
+
+func TestCircuitCloseWithoutListener(t *testing.T) {
+	c, _ := newCircuit(t, ErrorRatio(0.5))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCircuitRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Strategy
+		opts []Option
+		want string
+	}{
+		{"zero strategy", Strategy{}, nil, "zero Strategy"},
+		{"ratio 0", ErrorRatio(0), nil, "error ratio threshold = 0"},
+		{"ratio above 1", ErrorRatio(1.5), nil, "error ratio threshold = 1.5"},
+		{"ratio NaN", ErrorRatio(nanValue()), nil, "error ratio threshold = NaN"},
+		{"count 0", ErrorCount(0), nil, "error count threshold = 0"},
+		{"slow max RT", SlowRatio(0, 0.5), nil, "max RT = 0s"},
+		{"slow ratio", SlowRatio(time.Second, -1), nil, "slow ratio threshold = -1"},
+		{"open timeout", ErrorRatio(0.5), []Option{WithOpenTimeout(0)}, "open timeout = 0s"},
+		{"backoff", ErrorRatio(0.5), []Option{WithBackoff(time.Second)}, "backoff max = 1s"},
+		{"probes", ErrorRatio(0.5), []Option{WithProbes(0, 0)}, "probes = 0"},
+		{"too many probes", ErrorRatio(0.5), []Option{WithProbes(maxProbes+1, 0)}, "probes = 1025"},
+		{"probe timeout", ErrorRatio(0.5), []Option{WithProbes(1, -1)}, "probe timeout = -1ns"},
+		{"window", ErrorRatio(0.5), []Option{WithWindow(time.Second, 3)}, "window interval = 1s: does not divide into 3"},
+		{"window buckets", ErrorRatio(0.5), []Option{WithWindow(time.Second, 0)}, "window buckets = 0"},
+		{"narrow buckets", ErrorRatio(0.5), []Option{WithWindow(time.Millisecond, 2000)}, "window:"},
+		{"min requests", ErrorRatio(0.5), []Option{WithMinRequests(-1)}, "min requests = -1"},
+		{"adaptive option", ErrorRatio(0.5), []Option{WithK(2)}, "WithK does not apply to a Circuit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewCircuit(tc.s, tc.opts...)
+			if c != nil || !errors.Is(err, ErrInvalidConfig) || !contains(err.Error(), tc.want) {
+				t.Fatalf("NewCircuit: %v, want an ErrInvalidConfig naming %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package breaker
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
+	"github.com/slidegate/slidegate/window"
+)
+
+// An Option customises a breaker. Options that belong to one kind of breaker
+// (WithK to Adaptive, WithProbes to Circuit, ...) make the other kind's
+// constructor return an error rather than be silently ignored.
+type Option func(*settings)
+
+// optionID names an option, for the error of an option given to the wrong
+// kind of breaker.
+type optionID uint8
+
+const (
+	optK optionID = iota
+	optProtection
+	optRandom
+	optDrops
+	optOpenTimeout
+	optBackoff
+	optProbes
+	optListener
+	numOptions
+)
+
+var optionNames = [numOptions]string{"WithK", "WithProtection", "WithRandom", "WithDropPolicy",
+	"WithOpenTimeout", "WithBackoff", "WithProbes", "OnStateChange"}
+
+const (
+	adaptiveOnly = 1<<optK | 1<<optProtection | 1<<optRandom | 1<<optDrops
+	circuitOnly  = 1<<optOpenTimeout | 1<<optBackoff | 1<<optProbes | 1<<optListener
+)
+
+// settings are every option's value; each constructor reads its own.
+type settings struct {
+	given uint32 // bit i set: option optionID(i) was given
+
+	clock        clock.Clock
+	interval     time.Duration
+	buckets      int
+	minRequests  int64
+	isExcluded   func(error) bool
+	isSuccessful func(error) bool
+
+	k          float64
+	protection int64
+	random     func() float64
+	drops      DropPolicy
+
+	openTimeout    time.Duration
+	maxOpenTimeout time.Duration
+	probes         int
+	probeTimeout   time.Duration
+	onStateChange  func(Transition)
+}
+
+func (s *settings) mark(id optionID) { s.given |= 1 << id }
+
+// WithClock makes the breaker read time from c instead of clock.System.
+// Tests and simulations pass a *clock.Manual. A nil c is ignored.
+func WithClock(c clock.Clock) Option {
+	return func(s *settings) {
+		if c != nil {
+			s.clock = c
+		}
+	}
+}
+
+// WithWindow sets the sliding window the breaker counts outcomes over: the
+// last interval, in buckets buckets. The defaults are 10 s in 40 buckets for
+// Adaptive (go-zero's) and 10 s in 10 buckets for Circuit. The interval must
+// divide into whole nanoseconds per bucket, each at least 1 µs.
+func WithWindow(interval time.Duration, buckets int) Option {
+	return func(s *settings) { s.interval, s.buckets = interval, buckets }
+}
+
+// WithMinRequests sets the minimum volume: while fewer than n requests have
+// finished with a counted outcome in the window, the breaker neither drops
+// (Adaptive) nor trips (Circuit). The defaults are 0 for Adaptive, whose
+// protection already spares light traffic (see WithProtection), and 10 for
+// Circuit.
+func WithMinRequests(n int64) Option {
+	return func(s *settings) { s.minRequests = n }
+}
+
+// WithIsExcluded makes errors for which f returns true count as neither
+// success nor failure (Ignored) in the Do family and Promise.Done. By default
+// no error is excluded.
+func WithIsExcluded(f func(err error) bool) Option {
+	return func(s *settings) { s.isExcluded = f }
+}
+
+// WithIsSuccessful decides which errors count as successes in Do, DoCtx,
+// DoWithFallback(Ctx) and Promise.Done; the ...Acceptable variants take their
+// own. By default only a nil error is a success.
+func WithIsSuccessful(f func(err error) bool) Option {
+	return func(s *settings) { s.isSuccessful = f }
+}
+
+// WithK sets an Adaptive breaker's K, how many requests it lets through per
+// request the dependency accepts (default 2, the value the Google SRE book
+// recommends; go-zero uses 1.5). Lower is more aggressive. K must be at least
+// 1, or the breaker would drop requests from a healthy dependency.
+func WithK(k float64) Option {
+	return func(s *settings) { s.k = k; s.mark(optK) }
+}
+
+// WithProtection sets an Adaptive breaker's protection: that many requests in
+// the window are spared from the drop ratio (go-zero's protection; default 5),
+// so that a few failures among light traffic drop nothing.
+func WithProtection(n int64) Option {
+	return func(s *settings) { s.protection = n; s.mark(optProtection) }
+}
+
+// WithRandom sets the source an Adaptive breaker draws from to decide a drop:
+// f returns a number in [0, 1) and must be safe for concurrent use if the
+// breaker is. By default it is math/rand/v2's Float64. Tests pass a
+// deterministic source.
+func WithRandom(f func() float64) Option {
+	return func(s *settings) { s.random = f; s.mark(optRandom) }
+}
+
+// WithDropPolicy says whether an Adaptive breaker counts the requests it
+// drops itself as requests (CountDrops, the default) or not (IgnoreDrops).
+// See DropPolicy.
+func WithDropPolicy(p DropPolicy) Option {
+	return func(s *settings) { s.drops = p; s.mark(optDrops) }
+}
+
+// WithOpenTimeout sets how long a Circuit stays open before it lets a probe
+// through (default 5 s). At exactly the timeout the next request is a probe.
+func WithOpenTimeout(d time.Duration) Option {
+	return func(s *settings) { s.openTimeout = d; s.mark(optOpenTimeout) }
+}
+
+// WithBackoff makes a Circuit's open timeout grow: each time probing fails
+// and the circuit opens again, the timeout doubles, up to max. Closing resets
+// it. By default the timeout does not grow. max must be at least the open
+// timeout.
+func WithBackoff(max time.Duration) Option {
+	return func(s *settings) { s.maxOpenTimeout = max; s.mark(optBackoff) }
+}
+
+// WithProbes sets how a half-open Circuit probes: at most n probes in flight
+// at once, n successful probes to close (default 1), and a probe that has not
+// finished within timeout counts as failed (default: the open timeout). At
+// exactly the timeout the probe has failed.
+func WithProbes(n int, timeout time.Duration) Option {
+	return func(s *settings) { s.probes, s.probeTimeout = n, timeout; s.mark(optProbes) }
+}
+
+// OnStateChange registers f to be told of a Circuit's state changes, in the
+// order they happen. f runs on a goroutine of its own, started at the first
+// change and stopped by Close, so a slow f never holds up a request; if f
+// falls more than 64 changes behind, the oldest are dropped and counted (see
+// Circuit.DroppedTransitions).
+func OnStateChange(f func(Transition)) Option {
+	return func(s *settings) { s.onStateChange = f; s.mark(optListener) }
+}
+
+// build applies opts over the defaults and checks what every breaker shares.
+// only is the set of kind-specific options this breaker accepts.
+func build(opts []Option, defaults settings, only uint32, kind string) (settings, error) {
+	s := defaults
+	s.clock = clock.System
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&s)
+		}
+	}
+	if extra := s.given &^ only; extra != 0 {
+		for id := optionID(0); id < numOptions; id++ {
+			if extra&(1<<id) != 0 {
+				return s, fmt.Errorf("%w: %s does not apply to %s", ErrInvalidConfig, optionNames[id], kind)
+			}
+		}
+	}
+	if s.interval <= 0 {
+		return s, fmt.Errorf("%w: window interval = %v: must be positive", ErrInvalidConfig, s.interval)
+	}
+	if s.buckets < 1 || s.buckets > window.MaxBuckets {
+		return s, fmt.Errorf("%w: window buckets = %d: must be between 1 and %d", ErrInvalidConfig, s.buckets, window.MaxBuckets)
+	}
+	if s.interval%time.Duration(s.buckets) != 0 {
+		return s, fmt.Errorf("%w: window interval = %v: does not divide into %d buckets of whole nanoseconds", ErrInvalidConfig, s.interval, s.buckets)
+	}
+	if err := timegrid.Check(int64(s.buckets), s.interval/time.Duration(s.buckets)); err != nil {
+		return s, fmt.Errorf("%w: window: %w (interval %v in %d buckets)", ErrInvalidConfig, err, s.interval, s.buckets)
+	}
+	if s.minRequests < 0 {
+		return s, fmt.Errorf("%w: min requests = %d: must not be negative", ErrInvalidConfig, s.minRequests)
+	}
+	return s, nil
+}
+
+// checkRatio checks a threshold that must lie in (0, 1].
+func checkRatio(name string, x float64) error {
+	if !(x > 0 && x <= 1) {
+		return fmt.Errorf("%w: %s = %v: must be above 0 and at most 1", ErrInvalidConfig, name, x)
+	}
+	return nil
+}
+
+// outcomeOf classifies a request's error: excluded, else success if ok
+// accepts it (nil ok: err == nil), else failure.
+func outcomeOf(err error, excluded, ok func(error) bool) Outcome {
+	if excluded != nil && excluded(err) {
+		return Ignored
+	}
+	if ok == nil {
+		if err == nil {
+			return Success
+		}
+		return Failure
+	}
+	if ok(err) {
+		return Success
+	}
+	return Failure
+}
+
+var defaultRandom = rand.Float64
+
+// finite reports whether x is neither infinite nor NaN.
+func finite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
