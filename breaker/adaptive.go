@@ -11,36 +11,63 @@ import (
 )
 
 // A DropPolicy says whether an Adaptive breaker counts the requests it drops
-// itself among the requests of its drop ratio.
+// itself among the requests of its drop ratio. It decides how the breaker
+// protects a failing dependency and how fast it lets traffic back when the
+// dependency recovers; ExampleDropPolicy measures all three.
 //
 // The Google SRE book counts them ("requests" are all the requests the
-// application attempted), and so does go-zero today. Under overload that is
-// what keeps the dependency's load near K times what it accepts: if it
-// accepts C requests per window of the R offered, the breaker sends about
-// K·C. Not counting them, the breaker sees only the requests it let through,
-// and sends about √(K·C·R): many times the dependency's capacity when R is
-// large. The price of counting is recovery: after an outage the share let
-// through grows by about e per W/K (W the window), from about 1/(R·W) of the
-// traffic, so full recovery takes about (W/K)·ln(R·W), a minute for 1,000
+// application attempted), and so does go-zero today (CountDrops). Under
+// overload that is what holds the dependency's load near K times what it
+// accepts: if it accepts C requests per second of the R offered, the breaker
+// sends about K·C. During an outage about one request per second gets
+// through. The price is recovery: the breaker's own drops keep the ratio up,
+// and the share let through grows by about e per W/K (W the window) from
+// about 1/(R·W), so recovery takes about (W/K)·ln(R·W): a minute for 1,000
 // requests per second, a 10 s window and K = 2. That is the breaker go-zero's
-// users see stay open long after an outage. Not counting them, it recovers in
-// under a window, and during a hard outage lets about √(R·W) requests per
-// window through, a trickle of probes.
+// users see stay open long after an outage.
 //
-// So count drops (the default) when failures come from overload, which is
-// what adaptive throttling is for; ignore them when failures are outages of a
-// dependency whose load does not cause them (an unreachable host, a
-// dependency that is down), where fast recovery matters and the trickle costs
-// little. ExampleDropPolicy simulates both.
+// Not counting them (IgnoreDrops, what kratos users ask for), the breaker sees
+// only the requests it let through: it recovers within a second or two, but
+// sends about √(K·C·R) under overload (4.5 C for R = 10 C), and during an
+// outage lets through a number of requests per second that grows as √R (25
+// at 1,000 requests per second).
+//
+// CountDropsWhileFailing, the default, counts drops only while the window
+// holds a failure. While the dependency fails, drops are evidence of load and
+// the breaker is the SRE throttle, with its protection under overload and its
+// trickle during an outage; once every request the dependency was sent in the
+// window succeeded, drops are the breaker's own doing, and it drops nothing.
+// It recovers fully one window after the last failure at the latest.
+//
+// Choose CountDrops for a dependency that needs its load to come back slowly
+// after an overload (cold caches, a queue to drain): its ramp, by e per W/K,
+// is gradual, where the default lets the whole load back at once after a
+// window without failures. Choose IgnoreDrops when failures do not come from
+// load (an unreachable host), recovery must be fastest, and the trickle of
+// probes costs little.
 type DropPolicy uint8
 
 const (
+	// CountDropsWhileFailing counts dropped requests as requests while the
+	// window holds a failure: the SRE formula while the dependency fails,
+	// and no drops once it has not failed for a window.
+	CountDropsWhileFailing DropPolicy = iota
 	// CountDrops counts dropped requests as requests: the SRE formula.
-	CountDrops DropPolicy = iota
+	CountDrops
 	// IgnoreDrops leaves dropped requests out: only requests that reached
 	// the dependency count.
 	IgnoreDrops
 )
+
+var dropPolicyNames = [...]string{"count drops while failing", "count drops", "ignore drops"}
+
+// String returns the policy in words ("count drops").
+func (p DropPolicy) String() string {
+	if int(p) < len(dropPolicyNames) {
+		return dropPolicyNames[p]
+	}
+	return "unknown drop policy"
+}
 
 // An Adaptive breaker is the Google SRE client-side throttle ("Handling
 // Overload", Site Reliability Engineering, ch. 21), as go-zero builds its
@@ -53,7 +80,7 @@ const (
 // it fails the breaker lets through about K requests per accepted one. There
 // is no state to trip: the ratio follows the window, and the breaker recovers
 // as the dependency does. Whether dropped requests count among the requests
-// is a DropPolicy.
+// is a DropPolicy; by default they count while the window holds a failure.
 //
 // Drops are drawn from WithRandom's source. While the window holds no failure
 // and no drop the ratio is 0, and Allow reads neither the window nor the
@@ -64,17 +91,18 @@ const (
 type Adaptive struct {
 	calls
 	policy
+	self        issuer
 	t           *tally
 	clock       clock.Clock
 	interval    int64
 	k           float64
 	protection  int64
 	minRequests int64
-	countDrops  bool
+	drops       DropPolicy
 	random      func() float64
-	// lastBad is the latest time a failure or a drop was recorded (or a
-	// time a whole window before any other). A window ending at a time at
-	// least interval later holds neither, and its drop ratio is 0.
+	// lastBad is the latest time a failure (and, under CountDrops, a drop)
+	// was recorded, or a time a whole window before any other. A window
+	// ending at least interval later holds none, and its drop ratio is 0.
 	lastBad atomic.Int64
 }
 
@@ -98,7 +126,7 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 		return nil, fmt.Errorf("%w: random source is nil", ErrInvalidConfig)
 	}
 	if s.drops > IgnoreDrops {
-		return nil, fmt.Errorf("%w: drop policy = %d: must be CountDrops or IgnoreDrops", ErrInvalidConfig, s.drops)
+		return nil, fmt.Errorf("%w: drop policy = %d: must be CountDropsWhileFailing, CountDrops or IgnoreDrops", ErrInvalidConfig, s.drops)
 	}
 	a := &Adaptive{
 		policy:      policy{s.isExcluded, s.isSuccessful},
@@ -108,10 +136,11 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 		k:           s.k,
 		protection:  s.protection,
 		minRequests: s.minRequests,
-		countDrops:  s.drops == CountDrops,
+		drops:       s.drops,
 		random:      s.random,
 	}
 	a.calls = calls{a}
+	a.self = issuer{a: a}
 	a.lastBad.Store(math.MinInt64 / 2) // times are clamped to ±2^60: no difference overflows
 	return a, nil
 }
@@ -126,15 +155,14 @@ func (a *Adaptive) AllowAt(now int64) (Promise, error) {
 	now = clampTime(now)
 	if now-a.lastBad.Load() < a.interval {
 		if r := a.ratio(a.t.at(now)); r > 0 && a.random() < r {
-			a.t.add(now, window.Block)
-			a.markBad(now)
+			a.drop(now)
 			return Promise{}, ErrOpen
 		}
 	}
-	return Promise{r: a}, nil
+	return Promise{by: &a.self}, nil
 }
 
-func (a *Adaptive) record(_ Promise, now int64, o Outcome) {
+func (a *Adaptive) record(now int64, o Outcome) {
 	now = clampTime(now)
 	switch o {
 	case Success:
@@ -145,7 +173,13 @@ func (a *Adaptive) record(_ Promise, now int64, o Outcome) {
 	}
 }
 
-func (a *Adaptive) now() int64 { return a.clock.Now() }
+// drop counts a dropped request.
+func (a *Adaptive) drop(now int64) {
+	a.t.add(now, window.Block)
+	if a.drops == CountDrops {
+		a.markBad(now)
+	}
+}
 
 // markBad raises lastBad to now.
 func (a *Adaptive) markBad(now int64) {
@@ -163,7 +197,7 @@ func (a *Adaptive) ratio(c counts) float64 {
 		return 0
 	}
 	requests := c.successes + c.failures
-	if a.countDrops {
+	if a.drops == CountDrops || (a.drops == CountDropsWhileFailing && c.failures > 0) {
 		requests += c.rejected
 	}
 	r := (float64(requests-a.protection) - a.k*float64(c.successes)) / float64(requests+1)

@@ -148,13 +148,6 @@ type Stats struct {
 	Generation uint64
 }
 
-// recorder is what a Promise reports to: the breaker that issued it.
-type recorder interface {
-	record(p Promise, now int64, o Outcome)
-	outcome(err error) Outcome
-	now() int64
-}
-
 // A Promise stands for one request a breaker allowed; tell it the request's
 // outcome with exactly one of its methods, once. A Promise is a small value:
 // issuing and settling one allocates nothing. The zero Promise (what Allow
@@ -162,12 +155,23 @@ type recorder interface {
 //
 // Settle each Promise once: settling a copy a second time counts the request
 // twice, except for a Circuit's probes, whose place is released only once.
+//
+// A Promise is four words, the most the compiler keeps in registers: larger,
+// it is copied through memory on every return, which costs more than the
+// rest of allowing a request.
 type Promise struct {
-	r      recorder
-	start  int64  // when the request was allowed, on the breaker's clock
-	gen    uint64 // a Circuit's state word when the request was allowed
-	ticket uint64 // a probe's ticket, or 0
-	slot   int32  // a probe's place
+	by     *issuer // the breaker that issued it
+	start  int64   // when the request was allowed, on the breaker's clock (a Circuit's, when it needs it)
+	gen    uint64  // a Circuit's state word when the request was allowed
+	ticket uint64  // a probe's ticket (see probe), or 0
+}
+
+// An issuer is the breaker a Promise reports to: one of the two is set. Each
+// breaker holds its own, so that a Promise names it in one word and settling
+// is a direct call.
+type issuer struct {
+	a *Adaptive
+	c *Circuit
 }
 
 // Accept reports that the request succeeded.
@@ -185,22 +189,39 @@ func (p Promise) Ignore() { p.settle(Ignored) }
 // excluded (WithIsExcluded), else a success if WithIsSuccessful accepts err
 // (by default, if err is nil), else a failure.
 func (p Promise) Done(err error) {
-	if p.r != nil {
-		p.settle(p.r.outcome(err))
+	switch {
+	case p.by == nil:
+	case p.by.c != nil:
+		p.settle(p.by.c.outcome(err))
+	default:
+		p.settle(p.by.a.outcome(err))
 	}
 }
 
 // RecordAt reports outcome o at time now, in nanoseconds on the breaker's
 // clock: for code that has read the clock already, and for simulations.
 func (p Promise) RecordAt(now int64, o Outcome) {
-	if p.r != nil && o <= Ignored {
-		p.r.record(p, now, o)
+	if o > Ignored {
+		return
+	}
+	switch {
+	case p.by == nil:
+	case p.by.c != nil:
+		p.by.c.record(p, now, o)
+	default:
+		p.by.a.record(now, o)
 	}
 }
 
 func (p Promise) settle(o Outcome) {
-	if p.r != nil {
-		p.r.record(p, p.r.now(), o)
+	switch {
+	case p.by == nil:
+	case p.by.c != nil:
+		c := p.by.c
+		c.record(p, c.clock.Now(), o)
+	default:
+		a := p.by.a
+		a.record(a.clock.Now(), o)
 	}
 }
 

@@ -46,6 +46,7 @@ import (
 type Circuit struct {
 	calls
 	policy
+	self        issuer
 	strategy    Strategy
 	minRequests int64
 	clock       clock.Clock
@@ -64,7 +65,7 @@ type Circuit struct {
 	openUntil atomic.Int64 // while open: when a probe may pass
 
 	probes       []probe
-	tickets      atomic.Uint64 // probe tickets are even and never repeat
+	tickets      atomic.Uint64 // the source of probe tickets' sequence numbers
 	successes    atomic.Int64  // probes that succeeded in this half-open generation
 	probeTimeout int64
 
@@ -76,8 +77,10 @@ type Circuit struct {
 }
 
 // A probe is one place for a half-open circuit's probe. ticket is 0 when
-// the place is free, the holder's ticket (even) while held, and the ticket
-// with its low bit set while the holder releases it. start is the holder's
+// the place is free, the holder's ticket while held, and the ticket with its
+// low bit set while the holder releases it. A ticket is a sequence number
+// that never repeats, above the place's index shifted left by one, above a
+// clear low bit. start is the holder's
 // start time, or unset while the place is free or its holder has not yet
 // stored it, so a scan for timed-out probes never pairs a ticket with an
 // earlier holder's start.
@@ -87,6 +90,13 @@ type probe struct {
 }
 
 const unset = math.MaxInt64
+
+// ticketStep is the increment of the ticket sequence: it leaves the low bits
+// for the place index (below maxProbes) and the release bit.
+const ticketStep = maxProbes << 1
+
+// slotOf returns the index of the place a ticket was issued for.
+func slotOf(ticket uint64) int { return int(ticket>>1) & (maxProbes - 1) }
 
 // release frees the place if ticket t still holds it, and reports whether it
 // did: a probe's outcome is settled once however often it is reported.
@@ -145,6 +155,7 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		maxOpen:      st.maxOpenTimeout,
 	}
 	c.calls = calls{c}
+	c.self = issuer{c: c}
 	for i := range c.probes {
 		c.probes[i].start.Store(unset)
 	}
@@ -164,7 +175,7 @@ const maxProbes = 1024
 // with the request's outcome.
 func (c *Circuit) Allow() (Promise, error) {
 	if st := c.state.Load(); State(st&3) == Closed && !c.timed {
-		return Promise{r: c, gen: st}, nil
+		return Promise{by: &c.self, gen: st}, nil
 	}
 	return c.AllowAt(c.clock.Now())
 }
@@ -172,11 +183,20 @@ func (c *Circuit) Allow() (Promise, error) {
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
 func (c *Circuit) AllowAt(now int64) (Promise, error) {
 	now = clampTime(now)
+	if st := c.state.Load(); State(st&3) == Closed {
+		return Promise{by: &c.self, gen: st, start: now}, nil
+	}
+	return c.allowNotClosed(now)
+}
+
+// allowNotClosed is AllowAt's path for an open or half-open circuit (or one
+// that has closed since AllowAt looked).
+func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 	for {
 		st := c.state.Load()
 		switch State(st & 3) {
 		case Closed:
-			return Promise{r: c, gen: st, start: now}, nil
+			return Promise{by: &c.self, gen: st, start: now}, nil
 		case Open:
 			if now < c.openUntil.Load() {
 				c.stats.Load().add(now, window.Block)
@@ -206,7 +226,7 @@ func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
 		if p.ticket.Load() != 0 {
 			continue
 		}
-		t := c.tickets.Add(2)
+		t := c.tickets.Add(ticketStep) | uint64(i)<<1
 		if !p.ticket.CompareAndSwap(0, t) {
 			continue
 		}
@@ -216,7 +236,7 @@ func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
 			p.release(t)
 			return Promise{}, false
 		}
-		return Promise{r: c, gen: st, start: now, ticket: t, slot: int32(i)}, true
+		return Promise{by: &c.self, gen: st, start: now, ticket: t}, true
 	}
 	return Promise{}, false
 }
@@ -238,8 +258,6 @@ func (c *Circuit) expired(st uint64, now int64) bool {
 	}
 	return false
 }
-
-func (c *Circuit) now() int64 { return c.clock.Now() }
 
 // record settles a request admitted under state word p.gen.
 func (c *Circuit) record(p Promise, now int64, o Outcome) {
@@ -271,7 +289,7 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 // settleProbe settles a probe: a failure (or a timeout, or for SlowRatio a
 // slow probe) opens the circuit, and the last success needed closes it.
 func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
-	place := &c.probes[p.slot]
+	place := &c.probes[slotOf(p.ticket)]
 	if c.state.Load() != p.gen {
 		place.release(p.ticket)
 		return
@@ -318,7 +336,7 @@ func (c *Circuit) transition(from uint64, to State, now int64, cause Cause, w co
 			c.opens = 0
 		}
 		tr.OpenFor = c.openTimeoutAfter(c.opens)
-		c.openUntil.Store(now + int64(tr.OpenFor))
+		c.openUntil.Store(now + min(int64(tr.OpenFor), math.MaxInt64-now)) // now ≤ MaxTime: no overflow
 		if cause == Tripped {
 			tr.Requests, tr.Failures, tr.Slow = w.successes+w.failures, w.failures, w.slow
 		}
@@ -405,8 +423,8 @@ func (c *Circuit) DroppedTransitions() int64 {
 	return c.notify.dropped.Load()
 }
 
-// Close stops the goroutine that tells OnStateChange of state changes,
-// waiting for a call under way to return; later changes are not told. The
+// Close stops the goroutine that tells OnStateChange of state changes, once
+// it has told the changes made so far; later changes are not told. The
 // Circuit goes on working. Close is safe to call more than once.
 func (c *Circuit) Close() error {
 	if c.notify != nil {

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -488,5 +489,14 @@ func TestCircuitRejectsBadConfig(t *testing.T) {
 				t.Fatalf("NewCircuit: %v, want an ErrInvalidConfig naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestCircuitHugeOpenTimeoutStaysOpen(t *testing.T) {
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Duration(math.MaxInt64)))
+	clk.Advance(time.Second)
+	trip(t, c)
+	if _, err := c.Allow(); !errors.Is(err, ErrOpen) {
+		t.Fatalf("an open timeout of MaxInt64 let a probe through: %v", err)
 	}
 }

@@ -117,25 +117,31 @@ func (n *notifier) loop() {
 	for {
 		select {
 		case <-n.stop:
+			n.drain()
 			return
 		case <-n.wake:
-		}
-		for {
-			n.mu.Lock()
-			if n.n == 0 || n.closed {
-				n.mu.Unlock()
-				break
-			}
-			t := n.queue[n.head]
-			n.head = (n.head + 1) % queueSize
-			n.n--
-			n.mu.Unlock()
-			n.f(t)
+			n.drain()
 		}
 	}
 }
 
-// close stops delivery and waits for a listener call under way to return.
+// drain delivers the queued changes, in order.
+func (n *notifier) drain() {
+	for {
+		n.mu.Lock()
+		if n.n == 0 {
+			n.mu.Unlock()
+			return
+		}
+		t := n.queue[n.head]
+		n.head = (n.head + 1) % queueSize
+		n.n--
+		n.mu.Unlock()
+		n.f(t)
+	}
+}
+
+// close delivers the changes already queued, then stops the goroutine.
 func (n *notifier) close() {
 	n.mu.Lock()
 	if n.closed {

@@ -130,8 +130,8 @@ func WithRandom(f func() float64) Option {
 }
 
 // WithDropPolicy says whether an Adaptive breaker counts the requests it
-// drops itself as requests (CountDrops, the default) or not (IgnoreDrops).
-// See DropPolicy.
+// drops itself as requests: CountDropsWhileFailing (the default), CountDrops
+// or IgnoreDrops. See DropPolicy.
 func WithDropPolicy(p DropPolicy) Option {
 	return func(s *settings) { s.drops = p; s.mark(optDrops) }
 }
@@ -160,7 +160,8 @@ func WithProbes(n int, timeout time.Duration) Option {
 
 // OnStateChange registers f to be told of a Circuit's state changes, in the
 // order they happen. f runs on a goroutine of its own, started at the first
-// change and stopped by Close, so a slow f never holds up a request; if f
+// change and stopped by Close (Circuit.Close), so a slow f never holds up a
+// request; if f
 // falls more than 64 changes behind, the oldest are dropped and counted (see
 // Circuit.DroppedTransitions).
 func OnStateChange(f func(Transition)) Option {

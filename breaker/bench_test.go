@@ -1,0 +1,152 @@
+package breaker
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// Baselines for the same run; see BENCHMARKS.md.
+
+var sinkTime time.Time
+var sinkInt int64
+
+func BenchmarkBaselineTimeNow(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		sinkTime = time.Now()
+	}
+}
+
+func BenchmarkBaselineClockNow(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		sinkInt += clock.System.Now()
+	}
+}
+
+func BenchmarkBaselineAtomicAdd(b *testing.B) {
+	var x atomic.Int64
+	for i := 0; i < b.N; i++ {
+		x.Add(1)
+	}
+}
+
+func mustAdaptive(b *testing.B, opts ...Option) *Adaptive {
+	a, err := NewAdaptive(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+func mustCircuit(b *testing.B, s Strategy, opts ...Option) *Circuit {
+	c, err := NewCircuit(s, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// Allow and settle a request to a healthy dependency: the breakers' common
+// case.
+func BenchmarkAdaptiveAllowAccept(b *testing.B) {
+	a := mustAdaptive(b)
+	for i := 0; i < b.N; i++ {
+		p, _ := a.Allow()
+		p.Accept()
+	}
+}
+
+func BenchmarkAdaptiveDo(b *testing.B) {
+	a := mustAdaptive(b)
+	ok := func() error { return nil }
+	for i := 0; i < b.N; i++ {
+		_ = a.Do(ok)
+	}
+}
+
+// A failing dependency: every request reads the window's totals and draws;
+// about half are dropped.
+func BenchmarkAdaptiveFailing(b *testing.B) {
+	a := mustAdaptive(b, WithRandom(func() float64 { return 0.5 }))
+	for i := 0; i < b.N; i++ {
+		if p, err := a.Allow(); err == nil {
+			p.Reject("down")
+		}
+	}
+}
+
+func BenchmarkAdaptiveAllowAcceptParallel(b *testing.B) {
+	a := mustAdaptive(b)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p, _ := a.Allow()
+			p.Accept()
+		}
+	})
+}
+
+func BenchmarkCircuitAllowAccept(b *testing.B) {
+	c := mustCircuit(b, ErrorRatio(0.5))
+	for i := 0; i < b.N; i++ {
+		p, _ := c.Allow()
+		p.Accept()
+	}
+}
+
+// With time given: the breaker's own work, no clock read.
+func BenchmarkCircuitAllowAcceptAt(b *testing.B) {
+	c := mustCircuit(b, ErrorRatio(0.5))
+	now := clock.System.Now()
+	for i := 0; i < b.N; i++ {
+		p, _ := c.AllowAt(now)
+		p.RecordAt(now, Success)
+	}
+}
+
+func BenchmarkCircuitDo(b *testing.B) {
+	c := mustCircuit(b, ErrorRatio(0.5))
+	ok := func() error { return nil }
+	for i := 0; i < b.N; i++ {
+		_ = c.Do(ok)
+	}
+}
+
+// SlowRatio reads the clock twice: to allow and to settle.
+func BenchmarkCircuitSlowAllowAccept(b *testing.B) {
+	c := mustCircuit(b, SlowRatio(time.Second, 0.5))
+	for i := 0; i < b.N; i++ {
+		p, _ := c.Allow()
+		p.Accept()
+	}
+}
+
+// A failure reads the window's totals to check the strategy.
+func BenchmarkCircuitAllowReject(b *testing.B) {
+	c := mustCircuit(b, ErrorCount(1<<40))
+	for i := 0; i < b.N; i++ {
+		p, _ := c.Allow()
+		p.Reject("down")
+	}
+}
+
+// An open circuit refusing.
+func BenchmarkCircuitOpen(b *testing.B) {
+	c := mustCircuit(b, ErrorCount(1), WithMinRequests(1), WithOpenTimeout(time.Hour))
+	p, _ := c.Allow()
+	p.Reject("down")
+	for i := 0; i < b.N; i++ {
+		_, _ = c.Allow()
+	}
+}
+
+func BenchmarkCircuitAllowAcceptParallel(b *testing.B) {
+	c := mustCircuit(b, ErrorRatio(0.5))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p, _ := c.Allow()
+			p.Accept()
+		}
+	})
+}

@@ -1,0 +1,155 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// breakers returns one of each breaker on a manual clock, and a function that
+// makes it refuse every request.
+func breakers(t *testing.T) map[string]struct {
+	b      Breaker
+	refuse func()
+} {
+	t.Helper()
+	a, _, r := newAdaptive(t, WithProtection(0))
+	c, _ := newCircuit(t, ErrorCount(5), WithMinRequests(1))
+	return map[string]struct {
+		b      Breaker
+		refuse func()
+	}{
+		"Adaptive": {a, func() {
+			outcomes(t, a, 0, 100)
+			r.x = 0 // every draw is below the drop ratio
+		}},
+		"Circuit": {c, func() {
+			for c.State() == Closed {
+				settle(t, c, Failure)
+			}
+		}},
+	}
+}
+
+func TestDoCountsAPanicAsAFailureAndPanicsOn(t *testing.T) {
+	for name, tc := range breakers(t) {
+		t.Run(name, func(t *testing.T) {
+			type boom struct{ n int }
+			func() {
+				defer func() {
+					if r := recover(); r != (boom{7}) {
+						t.Fatalf("recovered %v, want the request's own panic value", r)
+					}
+				}()
+				_ = tc.b.Do(func() error { panic(boom{7}) })
+				t.Fatal("Do returned after a panic")
+			}()
+			if s := tc.b.Stats(); s.Failures != 1 || s.Requests != 1 {
+				t.Fatalf("stats = %+v, want one failure", s)
+			}
+		})
+	}
+}
+
+func TestDoWithFallbackRunsTheFallbackWhenRefused(t *testing.T) {
+	for name, tc := range breakers(t) {
+		t.Run(name, func(t *testing.T) {
+			fallback := func(err error) error {
+				if !errors.Is(err, ErrOpen) {
+					t.Fatalf("fallback got %v, want ErrOpen", err)
+				}
+				return errors.New("served from cache")
+			}
+			if err := tc.b.DoWithFallback(func() error { return nil }, fallback); err != nil {
+				t.Fatalf("allowed request: %v", err)
+			}
+			tc.refuse()
+			ran := false
+			err := tc.b.DoWithFallback(func() error { ran = true; return nil }, fallback)
+			if ran || err == nil || err.Error() != "served from cache" {
+				t.Fatalf("refused request: ran = %v, err = %v; want the fallback's error", ran, err)
+			}
+			if err := tc.b.Do(func() error { ran = true; return nil }); ran || !errors.Is(err, ErrOpen) {
+				t.Fatalf("Do when refused: ran = %v, err = %v", ran, err)
+			}
+		})
+	}
+}
+
+func TestDoCtxReturnsAtOnceWhenTheContextIsDone(t *testing.T) {
+	for name, tc := range breakers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			ran := false
+			req := func() error { ran = true; return nil }
+			fallback := func(error) error { ran = true; return nil }
+			ok := func(error) bool { return true }
+			for _, err := range []error{
+				tc.b.DoCtx(ctx, req),
+				tc.b.DoWithAcceptableCtx(ctx, req, ok),
+				tc.b.DoWithFallbackCtx(ctx, req, fallback),
+				tc.b.DoWithFallbackAcceptableCtx(ctx, req, fallback, ok),
+			} {
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("err = %v, want context.Canceled", err)
+				}
+			}
+			if _, err := tc.b.AllowCtx(ctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("AllowCtx: %v, want context.Canceled", err)
+			}
+			if s := tc.b.Stats(); ran || s.Requests != 0 || s.Rejected != 0 {
+				t.Fatalf("ran = %v, stats = %+v; want nothing run or counted", ran, s)
+			}
+		})
+	}
+}
+
+func TestDoCtxDoesNotCountTheCallersCancellation(t *testing.T) {
+	for name, tc := range breakers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			err := tc.b.DoCtx(ctx, func() error { cancel(); return ctx.Err() })
+			if !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+			// A deadline is the dependency being too slow: a failure.
+			dctx, dcancel := context.WithTimeout(context.Background(), 0)
+			defer dcancel()
+			<-dctx.Done()
+			_ = tc.b.DoCtx(context.Background(), func() error { return dctx.Err() })
+			// context.Canceled without the caller's ctx cancelled is a failure
+			// like any other error.
+			_ = tc.b.Do(func() error { return context.Canceled })
+			if s := tc.b.Stats(); s.Requests != 2 || s.Failures != 2 {
+				t.Fatalf("stats = %+v, want 2 failures (the deadline and the foreign cancel)", s)
+			}
+		})
+	}
+}
+
+func TestZeroPromiseIgnoresEverything(t *testing.T) {
+	var p Promise
+	p.Accept()
+	p.Reject("x")
+	p.Ignore()
+	p.Done(errors.New("x"))
+	p.RecordAt(0, Failure)
+}
+
+func TestPromiseDoneClassifiesLikeDo(t *testing.T) {
+	for name, tc := range breakers(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, err := range []error{nil, errors.New("x")} {
+				p, aerr := tc.b.Allow()
+				if aerr != nil {
+					t.Fatal(aerr)
+				}
+				p.Done(err)
+			}
+			if s := tc.b.Stats(); s.Successes != 1 || s.Failures != 1 {
+				t.Fatalf("stats = %+v, want one success, one failure", s)
+			}
+		})
+	}
+}

@@ -1,0 +1,89 @@
+package breaker_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/slidegate/slidegate/breaker"
+)
+
+// A scenario sends evenly spaced requests through an Adaptive breaker on a
+// simulated timeline (AllowAt and RecordAt take the time, so nothing sleeps)
+// to a dependency that fails every request during an outage and, outside it,
+// accepts at most capacity requests per second (0: all).
+type scenario struct {
+	rate             int // requests per second
+	outage, recovery time.Duration
+	capacity         int
+	length           time.Duration
+}
+
+// A result is what a scenario measured.
+type result struct {
+	leak     float64       // requests per second reaching the dependency in the second half of the outage
+	recovery time.Duration // from the outage's end until the drop ratio is at most 1%; -1 if never
+	sent     float64       // requests per second reaching the dependency in the second half of the run
+}
+
+func (sc scenario) run(policy breaker.DropPolicy, seed uint64) result {
+	src := rand.New(rand.NewPCG(seed, 1))
+	b, err := breaker.NewAdaptive(breaker.WithDropPolicy(policy), breaker.WithRandom(src.Float64))
+	if err != nil {
+		panic(err)
+	}
+	sec := int64(time.Second)
+	step := sec / int64(sc.rate)
+	outage, recovery := int64(sc.outage), int64(sc.recovery)
+	res := result{recovery: -1}
+	var leaked, sent, served int64
+	for now := int64(0); now < int64(sc.length); now += step {
+		if now%sec < step {
+			served = 0 // a new second for the dependency's capacity
+		}
+		down := now >= outage && now < recovery
+		if recovery > 0 && now >= recovery && res.recovery < 0 && b.DropRatioAt(now) <= 0.01 {
+			res.recovery = time.Duration(now - recovery)
+		}
+		p, err := b.AllowAt(now)
+		if err != nil {
+			continue // dropped
+		}
+		if down && now >= (outage+recovery)/2 {
+			leaked++
+		}
+		if now >= int64(sc.length)/2 {
+			sent++
+		}
+		if down || (sc.capacity > 0 && served >= int64(sc.capacity)) {
+			p.RecordAt(now, breaker.Failure)
+			continue
+		}
+		served++
+		p.RecordAt(now, breaker.Success)
+	}
+	if d := recovery - outage; d > 0 {
+		res.leak = float64(leaked) / time.Duration(d/2).Seconds()
+	}
+	res.sent = float64(sent) / (sc.length / 2).Seconds()
+	return res
+}
+
+// The three drop policies at 1,000 requests per second with the default
+// window (10 s) and K (2): a one-minute outage, and an overload where the
+// dependency accepts 100 requests per second.
+func ExampleDropPolicy() {
+	outage := scenario{rate: 1000, outage: 10 * time.Second, recovery: 70 * time.Second, length: 200 * time.Second}
+	overload := scenario{rate: 1000, capacity: 100, length: 120 * time.Second}
+	fmt.Println("policy                    | outage leak | recovery | overload: sent per second")
+	for _, p := range []breaker.DropPolicy{breaker.CountDropsWhileFailing, breaker.CountDrops, breaker.IgnoreDrops} {
+		o, l := outage.run(p, 1), overload.run(p, 1)
+		fmt.Printf("%-25v | %6.1f/s    | %6.1fs  | %4.0f (%.1f × capacity)\n",
+			p, o.leak, o.recovery.Seconds(), l.sent, l.sent/100)
+	}
+	// Output:
+	// policy                    | outage leak | recovery | overload: sent per second
+	// count drops while failing |    0.9/s    |    9.8s  |  201 (2.0 × capacity)
+	// count drops               |    0.9/s    |   51.4s  |  201 (2.0 × capacity)
+	// ignore drops              |   24.9/s    |    0.6s  |  448 (4.5 × capacity)
+}

@@ -1,0 +1,129 @@
+package breaker
+
+import (
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// Many goroutines drive a Circuit through its states while the clock moves:
+// no more than n probes are ever in flight, and every state change is one
+// step of the state machine from the state the previous one left, with none
+// lost or applied twice.
+func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
+	const probes, workers = 3, 8
+	var mu sync.Mutex
+	var told []Transition
+	clk := clock.NewManual(0)
+	c, err := NewCircuit(ErrorRatio(0.5), WithClock(clk), WithMinRequests(5),
+		WithOpenTimeout(10*time.Millisecond), WithProbes(probes, time.Second),
+		OnStateChange(func(tr Transition) { mu.Lock(); told = append(told, tr); mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inFlight, most atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			src := rand.New(rand.NewPCG(seed, 3))
+			for !stop.Load() {
+				p, err := c.Allow()
+				if err != nil {
+					if !errors.Is(err, ErrOpen) {
+						t.Errorf("Allow: %v", err)
+						return
+					}
+					continue
+				}
+				if p.ticket != 0 {
+					n := inFlight.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					// Leave the count before settling: settling frees the
+					// place for the next probe.
+					inFlight.Add(-1)
+				}
+				switch src.IntN(10) { // an error ratio of 5/9 in the long run
+				case 0, 1, 2, 3, 4:
+					p.Reject("down")
+				case 5:
+					p.Ignore()
+				default:
+					p.Accept()
+				}
+			}
+		}(uint64(w))
+	}
+	// Move the clock in steps of the open timeout; stop before the listener
+	// could fall behind by its queue's length.
+	for c.Generation() < 50 {
+		clk.Advance(10 * time.Millisecond)
+		runtime.Gosched()
+	}
+	stop.Store(true)
+	wg.Wait()
+	gen := c.Generation()
+	c.Close()
+	if m := most.Load(); m > probes || m == 0 {
+		t.Fatalf("%d probes in flight at once, limit %d", m, probes)
+	}
+	if d := c.DroppedTransitions(); d != 0 {
+		t.Fatalf("%d transitions dropped", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if uint64(len(told)) != gen {
+		t.Fatalf("told %d transitions, generation %d", len(told), gen)
+	}
+	state := Closed
+	for i, tr := range told {
+		ok := tr.From == state && tr.Generation == uint64(i+1) && tr.From != tr.To &&
+			!(tr.From == Closed && tr.To == HalfOpen) && !(tr.From == Open && tr.To == Closed)
+		if !ok {
+			t.Fatalf("transition %d = %+v after state %v", i, tr, state)
+		}
+		state = tr.To
+	}
+	if state != c.State() {
+		t.Fatalf("last transition to %v, state %v", state, c.State())
+	}
+}
+
+// Concurrent requests on an Adaptive breaker are all counted.
+func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
+	clk := clock.NewManual(0)
+	a, err := NewAdaptive(WithClock(clk), WithK(1e9)) // K so large that nothing is dropped
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, per = 4, 2000
+	var wg sync.WaitGroup
+	boom := errors.New("boom")
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				_ = a.Do(func() error {
+					if i%4 == 0 {
+						return boom
+					}
+					return nil
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if s := a.Stats(); s.Requests != workers*per || s.Failures != workers*per/4 || s.Rejected != 0 {
+		t.Fatalf("stats = %+v, want %d requests, %d failures", s, workers*per, workers*per/4)
+	}
+}
