@@ -24,7 +24,10 @@ import (
 //   - HalfOpen: at most n probes are in flight at once (WithProbes); other
 //     requests are refused with ErrProbesBusy. Only probes decide: one
 //     failure, or one probe still unfinished after the probe timeout, opens
-//     the circuit again; n successes close it, with an empty window.
+//     the circuit again; n successes close it, with an empty window. When a
+//     half-open spell ends, its probes still running are abandoned: their
+//     results are ignored, and the next half-open spell has n places of its
+//     own.
 //
 // Every state change starts a new generation, and a request's outcome counts
 // only in the generation that admitted it: a result that arrives after the

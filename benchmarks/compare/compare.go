@@ -1,15 +1,18 @@
 // Package compare benchmarks slidegate against other Go libraries that do the
 // same job: go-zero, sentinel-golang and hystrix-go for the sliding windows;
 // x/time/rate, go.uber.org/ratelimit, sentinel-golang's flow rules and
-// x/sync/semaphore for the flow limiters. Accuracy (accuracy.go) measures how
-// exactly the rate limiters keep their limit, with flowsim.
+// x/sync/semaphore for the flow limiters; go-zero's breaker, sony/gobreaker
+// and sentinel-golang's circuit-breaker rules for the circuit breakers
+// (breaker.go). Accuracy (accuracy.go) measures how exactly the rate limiters
+// keep their limit, with flowsim.
 //
 // Each comparison is a Shape: one operation measured on every implementation
 // that offers it, next to a baseline measured in the same run. Rows expands
 // the shapes into benchmarks, serial and parallel; window_test.go runs them
-// with go test and cmd/comparetable runs them in one process and prints a
-// markdown table. To compare something new, append a Shape to Shapes; to add
-// an implementation to an operation, append an Impl to its Shape.
+// with go test -bench, rows_test.go runs each once with plain go test, and
+// cmd/comparetable runs them in one process and prints a markdown table. To
+// compare something new, append a Shape to Shapes; to add an implementation
+// to an operation, append an Impl to its Shape.
 package compare
 
 import (
@@ -52,7 +55,8 @@ type Shape struct {
 }
 
 // Shapes lists the comparisons in table order.
-var Shapes = []*Shape{addClock, addNow, sumClock, sumNow, allowClock, acquireRelease}
+var Shapes = []*Shape{addClock, addNow, sumClock, sumNow, allowClock, acquireRelease,
+	allowAccept, breakerDo, rejectOpen}
 
 // A Row is one benchmark: an implementation of a shape, run serially or in
 // parallel.

@@ -6,6 +6,7 @@ require (
 	github.com/afex/hystrix-go v0.0.0-20180502004556-fa1af6a1f4f5
 	github.com/alibaba/sentinel-golang v1.0.4
 	github.com/slidegate/slidegate v0.0.0-00010101000000-000000000000
+	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/zeromicro/go-zero v1.10.3
 	go.uber.org/ratelimit v0.3.1
 	golang.org/x/sync v0.19.0
