@@ -34,6 +34,7 @@ bench:
 	go test -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
 	go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) bench.txt
 
-# The side-by-side table against go-zero, sentinel-golang and hystrix-go.
+# The side-by-side table against go-zero, sentinel-golang, hystrix-go,
+# x/time/rate, uber-go/ratelimit, x/sync/semaphore and sony/gobreaker.
 compare:
 	cd benchmarks/compare && go run ./cmd/comparetable -count 3

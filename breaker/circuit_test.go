@@ -500,3 +500,38 @@ func TestCircuitHugeOpenTimeoutStaysOpen(t *testing.T) {
 		t.Fatalf("an open timeout of MaxInt64 let a probe through: %v", err)
 	}
 }
+
+// After an outage of any length, a Circuit closes at most one (backed-off)
+// open timeout after the dependency recovers, plus the time its probes take.
+func TestCircuitRecoversWithinTheLongestOpenTimeout(t *testing.T) {
+	const maxOpen = 8 * time.Second
+	for _, outage := range []time.Duration{time.Second, 7 * time.Second, 30 * time.Second, 5 * time.Minute} {
+		c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(10),
+			WithOpenTimeout(time.Second), WithBackoff(maxOpen), WithProbes(3, time.Second))
+		start, recovered := 10*time.Second, 10*time.Second+outage
+		step := 10 * time.Millisecond // 100 requests per second, each taking 5 ms
+		closedAt := time.Duration(-1)
+		for now := time.Duration(0); now < recovered+maxOpen+time.Minute; now += step {
+			clk.Set(int64(now))
+			p, err := c.Allow()
+			if err != nil {
+				continue
+			}
+			clk.Advance(5 * time.Millisecond)
+			if now >= start && now < recovered {
+				p.Reject("down")
+			} else {
+				p.Accept()
+			}
+			if now >= recovered && closedAt < 0 && c.State() == Closed {
+				closedAt = now - recovered
+			}
+		}
+		if closedAt < 0 || closedAt > maxOpen+3*step {
+			t.Errorf("outage of %v: closed %v after the dependency recovered, want at most %v", outage, closedAt, maxOpen+3*step)
+		}
+		if c.State() != Closed {
+			t.Errorf("outage of %v: %v at the end", outage, c.State())
+		}
+	}
+}
