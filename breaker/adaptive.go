@@ -88,6 +88,7 @@ func (p DropPolicy) String() string {
 //
 // An Adaptive breaker is safe for concurrent use. Allowing and settling a
 // request allocate nothing. State is Open while the drop ratio is above zero.
+// The zero Adaptive is not usable; make one with NewAdaptive.
 type Adaptive struct {
 	calls
 	policy

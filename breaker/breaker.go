@@ -60,7 +60,8 @@ const (
 )
 
 // Acceptable reports whether a request that returned err counts as a success
-// (go-zero's name). A nil Acceptable accepts exactly err == nil.
+// (go-zero's name). A nil Acceptable leaves the decision to the breaker's
+// WithIsSuccessful, which by default accepts exactly err == nil.
 type Acceptable func(err error) bool
 
 // Fallback is called, instead of the request, with the error of a request the
@@ -193,7 +194,7 @@ func (p Promise) Done(err error) {
 	case p.by == nil:
 	case p.by.c != nil:
 		p.settle(p.by.c.outcome(err))
-	default:
+	case p.by.a != nil:
 		p.settle(p.by.a.outcome(err))
 	}
 }
@@ -208,7 +209,7 @@ func (p Promise) RecordAt(now int64, o Outcome) {
 	case p.by == nil:
 	case p.by.c != nil:
 		p.by.c.record(p, now, o)
-	default:
+	case p.by.a != nil:
 		p.by.a.record(now, o)
 	}
 }
@@ -219,7 +220,7 @@ func (p Promise) settle(o Outcome) {
 	case p.by.c != nil:
 		c := p.by.c
 		c.record(p, c.clock.Now(), o)
-	default:
+	case p.by.a != nil:
 		a := p.by.a
 		a.record(a.clock.Now(), o)
 	}

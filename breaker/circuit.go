@@ -2,7 +2,6 @@ package breaker
 
 import (
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,8 +38,10 @@ import (
 // State changes happen when requests observe their cause: an open circuit
 // whose timeout has passed reads Open until the next request arrives, and a
 // probe that hangs is declared failed by the next request (or by its own
-// late result). Listeners (OnStateChange) run on their own goroutine; Close
-// stops it.
+// late result). Listeners (OnStateChange) run on a goroutine of their own,
+// only while there are changes to tell.
+//
+// The zero Circuit is not usable; make one with NewCircuit.
 //
 // A Circuit is safe for concurrent use. Allowing and settling a request
 // allocate nothing, and take no lock unless the state changes. A closed
@@ -68,49 +69,34 @@ type Circuit struct {
 	openUntil atomic.Int64 // while open: when a probe may pass
 
 	probes       []probe
-	tickets      atomic.Uint64 // the source of probe tickets' sequence numbers
-	successes    atomic.Int64  // probes that succeeded in this half-open generation
 	probeTimeout int64
 
-	mu          sync.Mutex // held to change state
+	mu          sync.Mutex // held to change state, and to take or free a probe place
+	tickets     uint64     // the sequence of probe tickets
+	successes   int        // probes that succeeded in this half-open generation
 	opens       uint       // consecutive times probing failed, for the backoff
 	openTimeout time.Duration
 	maxOpen     time.Duration
 	notify      *notifier
 }
 
-// A probe is one place for a half-open circuit's probe. ticket is 0 when
-// the place is free, the holder's ticket while held, and the ticket with its
-// low bit set while the holder releases it. A ticket is a sequence number
-// that never repeats, above the place's index shifted left by one, above a
-// clear low bit. start is the holder's
-// start time, or unset while the place is free or its holder has not yet
-// stored it, so a scan for timed-out probes never pairs a ticket with an
-// earlier holder's start.
+// A probe is one place for a half-open circuit's probe: the holder's ticket
+// (0 when free) and its start time. Places are taken and freed only under the
+// Circuit's mutex, and every transition to HalfOpen frees them all, so a place
+// never changes hands behind its holder's back. Requests read them without
+// the lock to find a free place or a timed-out probe, and check again under
+// it before acting.
 type probe struct {
 	ticket atomic.Uint64
 	start  atomic.Int64
 }
 
-const unset = math.MaxInt64
-
-// ticketStep is the increment of the ticket sequence: it leaves the low bits
-// for the place index (below maxProbes) and the release bit.
-const ticketStep = maxProbes << 1
+// A ticket is a sequence number, never repeated, above the index of the
+// place it was issued for.
+const ticketShift = 10 // maxProbes = 1 << ticketShift
 
 // slotOf returns the index of the place a ticket was issued for.
-func slotOf(ticket uint64) int { return int(ticket>>1) & (maxProbes - 1) }
-
-// release frees the place if ticket t still holds it, and reports whether it
-// did: a probe's outcome is settled once however often it is reported.
-func (p *probe) release(t uint64) bool {
-	if !p.ticket.CompareAndSwap(t, t|1) {
-		return false
-	}
-	p.start.Store(unset)
-	p.ticket.Store(0)
-	return true
-}
+func slotOf(ticket uint64) int { return int(ticket & (maxProbes - 1)) }
 
 // NewCircuit returns a Circuit that opens on strategy s. The defaults: a
 // window of 10 s in 10 buckets, a minimum volume of 10 requests, an open
@@ -159,9 +145,6 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	}
 	c.calls = calls{c}
 	c.self = issuer{c: c}
-	for i := range c.probes {
-		c.probes[i].start.Store(unset)
-	}
 	c.stats.Store(newTally(c.interval, c.buckets, c.clock))
 	if st.onStateChange != nil {
 		c.notify = newNotifier(st.onStateChange)
@@ -171,7 +154,7 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 
 // maxProbes bounds WithProbes: a half-open circuit scans its probe places on
 // every request.
-const maxProbes = 1024
+const maxProbes = 1 << ticketShift
 
 // Allow reports whether a request may proceed now: always while closed, only
 // as a probe while half-open, never while open (ErrOpen). Settle the Promise
@@ -222,41 +205,50 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 	}
 }
 
-// claim takes a free probe place for half-open state word st.
+// claim takes a free probe place for half-open state word st, if there is
+// one and the circuit is still in that state.
 func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
 	for i := range c.probes {
-		p := &c.probes[i]
-		if p.ticket.Load() != 0 {
+		if c.probes[i].ticket.Load() != 0 {
 			continue
 		}
-		t := c.tickets.Add(ticketStep) | uint64(i)<<1
-		if !p.ticket.CompareAndSwap(0, t) {
-			continue
-		}
-		p.start.Store(now)
+		c.mu.Lock()
 		if c.state.Load() != st {
-			// The circuit moved on while we took the place: give it back.
-			p.release(t)
+			c.mu.Unlock()
 			return Promise{}, false
 		}
+		p := &c.probes[i]
+		if p.ticket.Load() != 0 {
+			c.mu.Unlock()
+			continue
+		}
+		c.tickets++
+		t := c.tickets<<ticketShift | uint64(i)
+		p.start.Store(now)
+		p.ticket.Store(t)
+		c.mu.Unlock()
 		return Promise{by: &c.self, gen: st, start: now, ticket: t}, true
 	}
 	return Promise{}, false
 }
 
 // expired opens the circuit if a probe of half-open state word st has been
-// in flight for the probe timeout, and reports whether the state changed.
+// in flight for the probe timeout, and reports whether it did.
 func (c *Circuit) expired(st uint64, now int64) bool {
 	for i := range c.probes {
 		p := &c.probes[i]
-		t := p.ticket.Load()
-		if t == 0 || t&1 != 0 {
+		if t := p.ticket.Load(); t == 0 || now-p.start.Load() < c.probeTimeout {
 			continue
 		}
-		start := p.start.Load()
-		if start != unset && now-start >= c.probeTimeout && p.ticket.Load() == t {
-			c.transition(st, Open, now, ProbeTimedOut, counts{})
-			return c.state.Load() != st
+		c.mu.Lock()
+		opened := false
+		// Under the lock the place and the state are stable: check again.
+		if c.state.Load() == st && p.ticket.Load() != 0 && now-p.start.Load() >= c.probeTimeout {
+			opened = c.change(st, Open, now, ProbeTimedOut, counts{})
+		}
+		c.mu.Unlock()
+		if opened {
+			return true
 		}
 	}
 	return false
@@ -290,33 +282,33 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 }
 
 // settleProbe settles a probe: a failure (or a timeout, or for SlowRatio a
-// slow probe) opens the circuit, and the last success needed closes it.
+// slow probe) opens the circuit, and the last success needed closes it. A
+// probe whose place was freed meanwhile (settled already, or its half-open
+// spell over) decides nothing.
 func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
-	place := &c.probes[slotOf(p.ticket)]
-	if c.state.Load() != p.gen {
-		place.release(p.ticket)
-		return
-	}
 	cause := ProbeFailed
-	if o != Ignored {
-		switch rt := now - p.start; {
-		case rt >= c.probeTimeout:
-			o, cause = Failure, ProbeTimedOut
-		case c.strategy.slow(rt):
-			o = Failure
-		case c.timed:
-			o = Success // SlowRatio judges time only
-		}
+	switch rt := now - p.start; {
+	case rt >= c.probeTimeout: // even an ignored result: the probe hung
+		o, cause = Failure, ProbeTimedOut
+	case o == Ignored:
+	case c.strategy.slow(rt):
+		o = Failure
+	case c.timed:
+		o = Success // SlowRatio judges time only
 	}
-	if !place.release(p.ticket) {
+	place := &c.probes[slotOf(p.ticket)]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if place.ticket.Load() != p.ticket || c.state.Load() != p.gen {
 		return
 	}
+	place.ticket.Store(0)
 	switch o {
 	case Failure:
-		c.transition(p.gen, Open, now, cause, counts{})
+		c.change(p.gen, Open, now, cause, counts{})
 	case Success:
-		if c.successes.Add(1) >= int64(len(c.probes)) {
-			c.transition(p.gen, Closed, now, ProbesSucceeded, counts{})
+		if c.successes++; c.successes >= len(c.probes) {
+			c.change(p.gen, Closed, now, ProbesSucceeded, counts{})
 		}
 	}
 }
@@ -326,6 +318,11 @@ func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
 func (c *Circuit) transition(from uint64, to State, now int64, cause Cause, w counts) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.change(from, to, now, cause, w)
+}
+
+// change is transition with the mutex held.
+func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w counts) bool {
 	if c.state.Load() != from {
 		return false
 	}
@@ -339,16 +336,17 @@ func (c *Circuit) transition(from uint64, to State, now int64, cause Cause, w co
 			c.opens = 0
 		}
 		tr.OpenFor = c.openTimeoutAfter(c.opens)
-		c.openUntil.Store(now + min(int64(tr.OpenFor), math.MaxInt64-now)) // now ≤ MaxTime: no overflow
+		// |now| ≤ 2^60, so adding at most 2^62 cannot overflow; 2^62 ns
+		// (146 years) is forever.
+		c.openUntil.Store(now + min(int64(tr.OpenFor), 1<<62))
 		if cause == Tripped {
 			tr.Requests, tr.Failures, tr.Slow = w.successes+w.failures, w.failures, w.slow
 		}
 	case HalfOpen:
 		for i := range c.probes {
-			c.probes[i].start.Store(unset)
 			c.probes[i].ticket.Store(0)
 		}
-		c.successes.Store(0)
+		c.successes = 0
 	case Closed:
 		c.opens = 0
 		c.stats.Store(newTally(c.interval, c.buckets, c.clock))
@@ -426,9 +424,10 @@ func (c *Circuit) DroppedTransitions() int64 {
 	return c.notify.dropped.Load()
 }
 
-// Close stops the goroutine that tells OnStateChange of state changes, once
-// it has told the changes made so far; later changes are not told. The
-// Circuit goes on working. Close is safe to call more than once.
+// Close stops telling OnStateChange of state changes: changes made after it
+// are not told, those made before still are. It does not wait for the
+// listener, so the listener may call it. The Circuit goes on working. Close
+// is safe to call more than once.
 func (c *Circuit) Close() error {
 	if c.notify != nil {
 		c.notify.close()

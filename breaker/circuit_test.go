@@ -436,13 +436,15 @@ func TestCircuitSlowListenerDoesNotBlockRequests(t *testing.T) {
 		settle(t, c, Success)
 	}
 	close(release)
-	c.Close() // waits for the listener's call under way
+	c.Close()
+	c.notify.running.Wait() // the listener has told what was queued
 	n := len(told)
 	if dropped := c.DroppedTransitions(); dropped == 0 || int64(n)+dropped > 300 {
 		t.Fatalf("told %d, dropped %d of 300 changes", n, dropped)
 	}
 	// After Close nothing more is told, and the circuit still works.
 	trip(t, c)
+	c.notify.running.Wait()
 	if len(told) != n {
 		t.Fatalf("a change was told after Close")
 	}

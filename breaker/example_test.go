@@ -104,11 +104,8 @@ func ExampleSlowRatio() {
 		clk.Advance(time.Duration(50+100*i) * time.Millisecond) // 50, 150, 250, 350, 450 ms
 		p.Accept()
 	}
-	c.Close() // tells the changes so far, then stops the listener
-	close(changed)
-	for t := range changed {
-		fmt.Println(t)
-	}
+	defer c.Close()
+	fmt.Println(<-changed) // told on the listener's own goroutine
 	// Output:
 	// closed → open (tripped: 0 of 5 requests failed, 3 slow, open for 1s)
 }

@@ -291,11 +291,12 @@ func (m *refCircuit) record(p *refPromise, now int64, o Outcome) {
 			return
 		}
 		p.settled = true
-		if o != Ignored {
-			rt := now - p.start
-			if rt >= m.cfg.effP() {
-				o = Failure
-			} else if m.cfg.kind == refSlowRatio {
+		// A probe past its timeout has failed, whatever its result says,
+		// Ignored included: it hung.
+		if rt := now - p.start; rt >= m.cfg.effP() {
+			o = Failure
+		} else if o != Ignored {
+			if m.cfg.kind == refSlowRatio {
 				if rt > m.cfg.maxRT {
 					o = Failure
 				} else {

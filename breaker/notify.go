@@ -68,30 +68,29 @@ const queueSize = 64
 
 // A notifier delivers transitions to a listener on a goroutine of its own,
 // in order, so that a slow listener never holds up the request that caused a
-// change. The goroutine starts with the first change and stops on close.
+// change. The goroutine starts when a change is queued and none is running,
+// and returns when the queue is empty: nothing runs while nothing changes,
+// and there is nothing to stop.
 type notifier struct {
 	f       func(Transition)
 	dropped atomic.Int64
+	running sync.WaitGroup // the delivering goroutine, if any; tests wait on it
 
 	mu      sync.Mutex
 	queue   [queueSize]Transition
 	head, n int
-	running bool
+	busy    bool // a goroutine is delivering
 	closed  bool
-	wake    chan struct{} // capacity 1: a pending wake-up
-	stop    chan struct{}
-	done    chan struct{} // closed when the goroutine has returned
 }
 
-func newNotifier(f func(Transition)) *notifier {
-	return &notifier{f: f, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-}
+func newNotifier(f func(Transition)) *notifier { return &notifier{f: f} }
 
-// push queues t, dropping the oldest change if the queue is full.
+// push queues t, dropping the oldest change if the queue is full, and starts
+// a goroutine to deliver it if none is running.
 func (n *notifier) push(t Transition) {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.closed {
-		n.mu.Unlock()
 		return
 	}
 	if n.n == queueSize {
@@ -101,35 +100,20 @@ func (n *notifier) push(t Transition) {
 	}
 	n.queue[(n.head+n.n)%queueSize] = t
 	n.n++
-	if !n.running {
-		n.running = true
-		go n.loop()
-	}
-	n.mu.Unlock()
-	select {
-	case n.wake <- struct{}{}:
-	default:
+	if !n.busy {
+		n.busy = true
+		n.running.Add(1)
+		go n.deliver()
 	}
 }
 
-func (n *notifier) loop() {
-	defer close(n.done)
-	for {
-		select {
-		case <-n.stop:
-			n.drain()
-			return
-		case <-n.wake:
-			n.drain()
-		}
-	}
-}
-
-// drain delivers the queued changes, in order.
-func (n *notifier) drain() {
+// deliver tells the queued changes, in order, until the queue is empty.
+func (n *notifier) deliver() {
+	defer n.running.Done()
 	for {
 		n.mu.Lock()
 		if n.n == 0 {
+			n.busy = false
 			n.mu.Unlock()
 			return
 		}
@@ -141,18 +125,10 @@ func (n *notifier) drain() {
 	}
 }
 
-// close delivers the changes already queued, then stops the goroutine.
+// close stops queueing changes; those queued already are still told. It does
+// not wait, so the listener itself may call it.
 func (n *notifier) close() {
 	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return
-	}
 	n.closed = true
-	running := n.running
-	close(n.stop)
 	n.mu.Unlock()
-	if running {
-		<-n.done
-	}
 }

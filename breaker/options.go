@@ -159,11 +159,10 @@ func WithProbes(n int, timeout time.Duration) Option {
 }
 
 // OnStateChange registers f to be told of a Circuit's state changes, in the
-// order they happen. f runs on a goroutine of its own, started at the first
-// change and stopped by Close (Circuit.Close), so a slow f never holds up a
-// request; if f
-// falls more than 64 changes behind, the oldest are dropped and counted (see
-// Circuit.DroppedTransitions).
+// order they happen. f runs on a goroutine of its own, which runs only while
+// there are changes to tell, so a slow f never holds up a request; if f falls
+// more than 64 changes behind, the oldest are dropped and counted (see
+// Circuit.DroppedTransitions). Circuit.Close stops the telling.
 func OnStateChange(f func(Transition)) Option {
 	return func(s *settings) { s.onStateChange = f; s.mark(optListener) }
 }

@@ -11,6 +11,12 @@ import (
 // fixed for the life of the Clock; only differences between readings mean
 // anything. Implementations must be safe for concurrent use and must never
 // return a smaller value than an earlier call returned on the same goroutine.
+//
+// Readings must stay within ±2^60 ns (about 36 years) of the origin: the
+// packages that take a Clock clamp times to that range, so that no bucket
+// index or time difference overflows. A clock counting from the Unix epoch
+// (time.Now().UnixNano(), beyond 2^60 since 2006) would stand still; count
+// from a fixed base instead, as System does.
 type Clock interface {
 	Now() int64
 }

@@ -1,0 +1,144 @@
+package breaker
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Stress tests of the half-open state on the real clock, with an open
+// timeout of 1 ns so that the circuit cycles closed → open → half-open as
+// fast as workers can drive it. More Ps than CPUs let the OS preempt threads
+// anywhere, which opens the windows between atomic steps. Each runs until the
+// circuit has been through stressGenerations states.
+const stressGenerations = 20000
+
+func stressCircuit(t *testing.T, probes int, opts ...Option) *Circuit {
+	t.Helper()
+	t.Cleanup(func() { runtime.GOMAXPROCS(runtime.GOMAXPROCS(8)) })
+	c, err := NewCircuit(ErrorRatio(0.5), append([]Option{WithMinRequests(1),
+		WithOpenTimeout(time.Nanosecond), WithProbes(probes, time.Hour)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// While a probe is in flight and its generation is current, its place holds
+// its ticket and its start time: nothing else frees the place (which would
+// let more than n probes in and drop the probe's own outcome) or overwrites
+// its start (an older time would be a timeout that never happened).
+func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
+	const probes = 2
+	c := stressCircuit(t, probes)
+	var stolen, clobbered, overfull atomic.Int64
+	var flight sync.Mutex
+	inFlight := map[uint64]int{}
+	var wg sync.WaitGroup
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			src := rand.New(rand.NewPCG(seed, 7))
+			for c.Generation() < stressGenerations {
+				p, err := c.Allow()
+				if err != nil {
+					runtime.Gosched()
+					continue
+				}
+				if p.ticket == 0 {
+					p.Reject("down") // closed: trip at once
+					continue
+				}
+				flight.Lock()
+				if inFlight[p.gen]++; inFlight[p.gen] > probes {
+					overfull.Add(1)
+				}
+				flight.Unlock()
+				place := &c.probes[slotOf(p.ticket)]
+				for i := 0; i < 3; i++ {
+					s1 := c.state.Load()
+					tk, start := place.ticket.Load(), place.start.Load()
+					if s2 := c.state.Load(); s1 == p.gen && s2 == p.gen {
+						if tk != p.ticket {
+							stolen.Add(1)
+						} else if start != p.start {
+							clobbered.Add(1)
+						}
+					}
+					runtime.Gosched()
+				}
+				flight.Lock()
+				inFlight[p.gen]--
+				flight.Unlock()
+				switch src.IntN(5) {
+				case 0, 1:
+					p.Reject("down")
+				case 2:
+					p.Ignore()
+				default:
+					p.Accept()
+				}
+			}
+		}(uint64(w))
+	}
+	wg.Wait()
+	if n, m, o := stolen.Load(), clobbered.Load(), overfull.Load(); n+m+o != 0 {
+		t.Fatalf("a current probe's place was freed by someone else %d times, its start overwritten %d times; more than %d probes of one generation in flight %d times", n, m, probes, o)
+	}
+}
+
+// A half-open generation closes only after n of its own probes succeeded: a
+// late success of an earlier generation never counts towards a later one.
+func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
+	const probes = 2
+	var mu sync.Mutex
+	accepted := map[uint64]int{} // Accept calls of probes, by half-open generation
+	var closedFrom []uint64      // half-open generations that closed
+	c := stressCircuit(t, probes, OnStateChange(func(tr Transition) {
+		if tr.Cause == ProbesSucceeded {
+			mu.Lock()
+			closedFrom = append(closedFrom, tr.Generation-1)
+			mu.Unlock()
+		}
+	}))
+	var wg sync.WaitGroup
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			src := rand.New(rand.NewPCG(seed, 9))
+			for c.Generation() < stressGenerations {
+				p, err := c.Allow()
+				if err != nil {
+					runtime.Gosched()
+					continue
+				}
+				if p.ticket == 0 || src.IntN(2) == 0 {
+					p.Reject("down")
+					continue
+				}
+				mu.Lock()
+				accepted[p.gen>>2]++ // counted before it can count
+				mu.Unlock()
+				p.Accept()
+			}
+		}(uint64(w))
+	}
+	wg.Wait()
+	c.notify.running.Wait() // every change told
+	mu.Lock()
+	defer mu.Unlock()
+	for _, g := range closedFrom {
+		if accepted[g] < probes {
+			t.Fatalf("half-open generation %d closed after %d successful probes of its own, want %d", g, accepted[g], probes)
+		}
+	}
+	if len(closedFrom) == 0 {
+		t.Fatal("the circuit never closed")
+	}
+}
