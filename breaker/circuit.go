@@ -160,10 +160,14 @@ const maxProbes = 1 << ticketShift
 // as a probe while half-open, never while open (ErrOpen). Settle the Promise
 // with the request's outcome.
 func (c *Circuit) Allow() (Promise, error) {
-	if st := c.state.Load(); State(st&3) == Closed && !c.timed {
-		return Promise{by: &c.self, gen: st}, nil
+	st := c.state.Load()
+	switch {
+	case State(st&3) != Closed:
+		return c.allowNotClosed(clampTime(c.clock.Now()))
+	case c.timed:
+		return Promise{by: &c.self, gen: st, start: clampTime(c.clock.Now())}, nil
 	}
-	return c.AllowAt(c.clock.Now())
+	return Promise{by: &c.self, gen: st}, nil
 }
 
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
