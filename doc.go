@@ -1,0 +1,28 @@
+// Package slidegate is the guard: named resources, the rules that protect
+// them, and the statistics they keep. It is what Sentinel's users call its
+// API, built on the packages below it: window for statistics, flow for rate
+// and concurrency limits, breaker for circuit breakers.
+//
+// Name a resource, give it rules, and wrap the code that uses it:
+//
+//	g := slidegate.New()
+//	err := g.SetRules(slidegate.Rules{
+//		Flow:     []slidegate.FlowRule{{Resource: "GET /orders", Limit: 100}},
+//		Breakers: []slidegate.BreakerRule{{Resource: "mysql", Strategy: slidegate.ErrorRatioBreaker, Threshold: 0.5}},
+//	})
+//	e, err := g.Enter(ctx, "GET /orders")
+//	if err != nil {
+//		return err // a *BlockError: which rule refused, why, when to retry
+//	}
+//	defer e.Exit(err)
+//
+// Or in one call: g.Do(ctx, "mysql", func() error { ... }).
+//
+// Rules are validated whole (every problem reported with its place) and put in
+// force in one step as an immutable snapshot; Enter takes no lock. A rule
+// repeated unchanged by a new set of rules keeps its limiter's counts and its
+// breaker's state. Every resource keeps statistics whether or not it has
+// rules, up to a bound on the number of resources. The package-level Enter,
+// Do and SetRules use a default Guard, for programs; libraries and tests make
+// their own.
+package slidegate

@@ -1,0 +1,290 @@
+package slidegate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/window"
+)
+
+// An EntryOption modifies one Enter.
+type EntryOption struct {
+	kind  entryOptionKind
+	count int64
+}
+
+type entryOptionKind uint8
+
+const (
+	optCount entryOptionKind = iota + 1
+	optPriority
+	optInbound
+	optOutbound
+)
+
+// WithCount makes the request count as n (a batch): rules and statistics
+// count n requests. n below 1 counts as 1.
+func WithCount(n int64) EntryOption { return EntryOption{kind: optCount, count: n} }
+
+// WithPriority marks the request as prioritized: a QPS rule with Borrow may
+// lend it a place in its next bucket, and Enter waits for it.
+func WithPriority() EntryOption { return EntryOption{kind: optPriority} }
+
+// Inbound marks the request as traffic into the service (a request it
+// serves); the guard also counts it in Inbound. Outbound (a call the service
+// makes) is the default.
+func Inbound() EntryOption { return EntryOption{kind: optInbound} }
+
+// Outbound marks the request as traffic out of the service, the default.
+func Outbound() EntryOption { return EntryOption{kind: optOutbound} }
+
+// An Entry is one request admitted by Enter. Exit it exactly once when the
+// request ends; exiting again, or exiting a copy, does nothing. The zero Entry
+// (what Enter returns with an error) ignores Exit.
+//
+// An Entry is a small value, not a pointer: its state lives in storage the
+// guard reuses, and the Entry carries the sequence number of its use, so a
+// late second Exit cannot end a later request that reuses the storage.
+type Entry struct {
+	e   *entry
+	seq uint64
+}
+
+// entry is an Entry's state, pooled.
+type entry struct {
+	seq      atomic.Uint64 // the use of this entry; Exit moves it on
+	g        *Guard
+	res      *resource
+	inbound  bool
+	start    int64
+	count    int64
+	permits  []flow.Permit
+	waits    []flow.Reservation
+	promises []breaker.Promise
+}
+
+var entries = sync.Pool{New: func() any { return new(entry) }}
+
+// Exit ends the request: it records err (nil for success) and the response
+// time, releases what the request holds, and settles it with the breakers. A
+// request that ended with context.Canceled is not counted against breakers:
+// the caller gave up.
+func (h Entry) Exit(err error) { h.exit(0, false, err) }
+
+// ExitAt is Exit at time now, in nanoseconds on the guard's clock.
+func (h Entry) ExitAt(now int64, err error) { h.exit(now, true, err) }
+
+func (h Entry) exit(now int64, given bool, err error) {
+	e := h.e
+	// Whoever moves the sequence on owns the entry until it is pooled
+	// again; a stale or second Exit touches nothing else.
+	if e == nil || !e.seq.CompareAndSwap(h.seq, h.seq+1) {
+		return
+	}
+	if !given {
+		now = e.g.clock.Now()
+	}
+	o := breaker.Success
+	ev := window.Success
+	if err != nil {
+		ev, o = window.Error, breaker.Failure
+		if errors.Is(err, context.Canceled) {
+			o = breaker.Ignored
+		}
+	}
+	rt := max(now-e.start, 0) / int64(time.Microsecond)
+	for _, r := range [2]*resource{e.res, e.inboundOf(e.g)} {
+		if r == nil {
+			continue
+		}
+		r.stats.AddAt(now, ev, e.count)
+		r.stats.AddAt(now, window.RT, rt*e.count)
+		r.inFlight.Add(-e.count)
+	}
+	for i := range e.permits {
+		e.permits[i].Release()
+	}
+	for _, p := range e.promises {
+		p.RecordAt(now, o)
+	}
+	e.release()
+}
+
+// inboundOf returns the guard's inbound resource if the entry is
+// inbound.
+func (e *entry) inboundOf(g *Guard) *resource {
+	if e.inbound {
+		return g.inbound
+	}
+	return nil
+}
+
+// release returns the entry to the pool.
+func (e *entry) release() {
+	e.res, e.g = nil, nil
+	e.permits = e.permits[:0]
+	e.waits = e.waits[:0]
+	e.promises = e.promises[:0]
+	entries.Put(e)
+}
+
+// Enter asks to use the resource called name for one request (or WithCount(n) of them). If
+// the resource's rules let it through, Enter returns its Entry, which must be
+// exited when the request ends. Otherwise it returns a *BlockError, or
+// ctx.Err() if ctx ended while a throttle made the request wait. Enter
+// returns ctx.Err() at once if ctx is already done.
+func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	count, priority, inbound := int64(1), false, false
+	for _, o := range opts {
+		switch o.kind {
+		case optCount:
+			count = max(o.count, 1)
+		case optPriority:
+			priority = true
+		case optInbound:
+			inbound = true
+		case optOutbound:
+			inbound = false
+		}
+	}
+	now := g.clock.Now()
+	b := g.snap.Load().by[name]
+	var res *resource
+	if b != nil {
+		res = b.res
+		res.touch(now)
+	} else {
+		res = g.resources.get(name, now)
+	}
+	e := entries.Get().(*entry)
+	e.g, e.res, e.count, e.inbound = g, res, count, inbound
+	if b != nil {
+		if err := b.admit(ctx, g.clock, e, now, priority); err != nil {
+			if _, blocked := err.(*BlockError); blocked {
+				res.stats.AddAt(now, window.Block, count)
+				if inbound {
+					g.inbound.stats.AddAt(now, window.Block, count)
+				}
+			}
+			e.release()
+			return Entry{}, err
+		}
+		now = e.start // after any wait
+	}
+	e.start = now
+	res.stats.AddAt(now, window.Pass, count)
+	res.inFlight.Add(count)
+	if inbound {
+		g.inbound.stats.AddAt(now, window.Pass, count)
+		g.inbound.inFlight.Add(count)
+	}
+	return Entry{e: e, seq: e.seq.Load()}, nil
+}
+
+// admit applies the binding's rules to entry e at time now, in order, and
+// leaves in e what Exit must give back. On a refusal it gives back what the
+// earlier rules took. It sets e.start to the time the request may go: now,
+// or later if a throttle or a borrowed place makes it wait.
+func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64, priority bool) error {
+	e.start = now
+	if cap(e.permits) < b.permits {
+		e.permits = make([]flow.Permit, 0, b.permits) // Permits must not be copied: never append past cap
+	}
+	for _, bb := range b.breakers {
+		p, err := bb.b.AllowAt(now)
+		if err != nil {
+			e.undo(now)
+			return &BlockError{Resource: e.res.name, Rule: bb.place, Reason: BreakerOpen, RetryAfter: bb.b.Stats().RetryAfter}
+		}
+		e.promises = append(e.promises, p)
+	}
+	var wait time.Duration
+	for _, l := range b.flows {
+		var d flow.Decision
+		var reason Reason
+		switch {
+		case l.conc != nil:
+			e.permits = e.permits[:len(e.permits)+1]
+			d, reason = l.conc.AcquireN(&e.permits[len(e.permits)-1], e.count), ConcurrencyLimited
+			if !d.Allowed {
+				e.permits = e.permits[:len(e.permits)-1]
+			}
+		case l.pace != nil:
+			r := l.pace.ReserveNAt(now, e.count)
+			d, reason = r.Decision, WaitTooLong
+			if d.Allowed {
+				e.waits = append(e.waits, r)
+			}
+		case l.rule.RefResource != "":
+			reason = RefLimited
+			d.Allowed = l.ref.SumAt(now, window.Pass)+e.count <= l.rule.Limit
+		case priority && l.rule.Borrow > 0:
+			d, reason = l.qps.AllowPriorityNAt(now, e.count, time.Duration(l.rule.Borrow)), RateLimited
+			if d.Reason == flow.WaitTooLong {
+				reason = WaitTooLong
+			}
+		default:
+			d, reason = l.qps.AllowNAt(now, e.count), RateLimited
+		}
+		if !d.Allowed {
+			e.undo(now)
+			return &BlockError{Resource: e.res.name, Rule: l.place, Reason: reason, RetryAfter: d.RetryAfter}
+		}
+		wait = max(wait, d.Wait)
+	}
+	if wait > 0 {
+		if err := clock.Sleep(ctx, c, wait); err != nil {
+			e.undo(now)
+			return err
+		}
+		e.start = now + int64(wait)
+	}
+	return nil
+}
+
+// undo gives back what a refused request took from the rules before the one
+// that refused it.
+func (e *entry) undo(now int64) {
+	for i := range e.permits {
+		e.permits[i].Release()
+	}
+	for i := range e.waits {
+		e.waits[i].CancelAt(now)
+	}
+	for _, p := range e.promises {
+		p.RecordAt(now, breaker.Ignored)
+	}
+	e.permits, e.waits, e.promises = e.permits[:0], e.waits[:0], e.promises[:0]
+}
+
+// Do runs fn as one request to the resource called name: Enter, fn, Exit with fn's error.
+// If Enter refuses, Do returns its error without running fn. If fn panics,
+// the request exits with an error and the panic goes on.
+func (g *Guard) Do(ctx context.Context, name string, fn func() error, opts ...EntryOption) (err error) {
+	e, err := g.Enter(ctx, name, opts...)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			e.Exit(errPanicked)
+		}
+	}()
+	err = fn()
+	done = true
+	e.Exit(err)
+	return err
+}
+
+var errPanicked = fmt.Errorf("slidegate: the request panicked")

@@ -1,0 +1,152 @@
+package slidegate
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// A Guard holds named resources, their rules and their statistics. Wrap the
+// code that uses a resource between Enter and Exit (or in Do): Enter applies
+// the resource's rules and refuses the request with a *BlockError when one of
+// them says no; Exit records the outcome and the response time.
+//
+// Rules are swapped in whole (SetRules) as an immutable snapshot: Enter takes
+// no lock, copies no rule, and looks the resource up once. Each rule is bound
+// to its limiter or breaker when the rules are set, and a new set of rules
+// keeps the limiter or breaker, with its counts and state, of every rule it
+// repeats unchanged.
+//
+// Every resource has statistics, rules or not (Stats, Resources). A guard
+// keeps statistics for at most WithMaxResources resources, those its rules
+// name included (which are kept even beyond the bound); when it is full,
+// resources idle for a whole statistics window are evicted, and new ones
+// are counted together as OtherResource, so that names built from user input
+// cannot exhaust memory.
+//
+// A Guard is safe for concurrent use. Enter and Exit allocate nothing when
+// the request passes.
+type Guard struct {
+	clock     clock.Clock
+	snap      atomic.Pointer[snapshot]
+	load      sync.Mutex // serialises SetRules
+	resources *resourceTable
+	log       *slog.Logger
+	inbound   *resource // the guard's inbound traffic (see Inbound)
+}
+
+// An Option customises a Guard.
+type Option func(*guardOptions)
+
+type guardOptions struct {
+	clock        clock.Clock
+	maxResources int
+	log          *slog.Logger
+}
+
+// WithClock makes the guard read time from c instead of clock.System.
+func WithClock(c clock.Clock) Option {
+	return func(o *guardOptions) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
+// WithMaxResources bounds how many resources the guard keeps statistics for
+// (default DefaultMaxResources; at least 1). Resources that rules name count
+// towards the bound and are kept even beyond it.
+func WithMaxResources(n int) Option {
+	return func(o *guardOptions) {
+		if n >= 1 {
+			o.maxResources = n
+		}
+	}
+}
+
+// WithLogger makes the guard log through l (rule changes, rules refused);
+// by default it logs nothing. It never logs per request.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *guardOptions) { o.log = l }
+}
+
+// New returns a Guard without rules.
+func New(opts ...Option) *Guard {
+	o := guardOptions{clock: clock.System, maxResources: DefaultMaxResources}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.log == nil {
+		o.log = slog.New(discard{})
+	}
+	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log}
+	g.inbound = newResource("(inbound)", o.clock)
+	g.snap.Store(&snapshot{by: map[string]*binding{}})
+	return g
+}
+
+// SetRules validates rules and, if they are sound, puts them in force in one
+// step. Otherwise it returns a *RulesError listing every problem, and the
+// rules in force stay in force.
+func (g *Guard) SetRules(rules Rules) error {
+	if err := rules.Validate(); err != nil {
+		g.log.Warn("slidegate: rules refused; the rules in force stay", "err", err)
+		return err
+	}
+	g.load.Lock()
+	defer g.load.Unlock()
+	s, err := g.compile(rules, g.snap.Load())
+	if err != nil {
+		return err
+	}
+	g.snap.Store(s)
+	refs := map[string]bool{}
+	for _, f := range rules.Flow {
+		if f.RefResource != "" {
+			refs[f.RefResource] = true
+		}
+	}
+	g.resources.unpinAllBut(s.by, refs)
+	g.log.Info("slidegate: rules in force", "flow", len(rules.Flow), "breakers", len(rules.Breakers))
+	return nil
+}
+
+// Rules returns the rules in force.
+func (g *Guard) Rules() Rules { return g.snap.Load().rules }
+
+// Inbound returns the statistics of the requests entered with Inbound, over
+// the last 10 seconds: the traffic into the service as a whole.
+func (g *Guard) Inbound() ResourceStats { return g.inbound.statsAt(g.clock.Now()) }
+
+// discard is a slog.Handler that drops everything.
+type discard struct{}
+
+func (discard) Enabled(context.Context, slog.Level) bool  { return false }
+func (discard) Handle(context.Context, slog.Record) error { return nil }
+func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discard) WithGroup(string) slog.Handler           { return d }
+
+var defaultGuard = sync.OnceValue(func() *Guard { return New() })
+
+// Default returns the package's default guard, which Enter, Do and SetRules
+// use: for a program that needs one. Libraries and tests should make their
+// own with New.
+func Default() *Guard { return defaultGuard() }
+
+// Enter is Default().Enter.
+func Enter(ctx context.Context, resource string, opts ...EntryOption) (Entry, error) {
+	return Default().Enter(ctx, resource, opts...)
+}
+
+// Do is Default().Do.
+func Do(ctx context.Context, resource string, fn func() error, opts ...EntryOption) error {
+	return Default().Do(ctx, resource, fn, opts...)
+}
+
+// SetRules is Default().SetRules.
+func SetRules(rules Rules) error { return Default().SetRules(rules) }

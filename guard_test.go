@@ -1,0 +1,369 @@
+package slidegate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/clock"
+)
+
+var bg = context.Background()
+
+func newGuard(t *testing.T, rules Rules, opts ...Option) (*Guard, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(int64(time.Hour))
+	g := New(append([]Option{WithClock(clk)}, opts...)...)
+	if err := g.SetRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	return g, clk
+}
+
+func mustEnter(t *testing.T, g *Guard, name string, opts ...EntryOption) Entry {
+	t.Helper()
+	e, err := g.Enter(bg, name, opts...)
+	if err != nil {
+		t.Fatalf("Enter(%q): %v", name, err)
+	}
+	return e
+}
+
+func mustBlock(t *testing.T, g *Guard, name string, rule string, reason Reason, opts ...EntryOption) *BlockError {
+	t.Helper()
+	_, err := g.Enter(bg, name, opts...)
+	var be *BlockError
+	if !errors.As(err, &be) || !errors.Is(err, ErrBlocked) {
+		t.Fatalf("Enter(%q): %v, want a *BlockError", name, err)
+	}
+	if be.Resource != name || be.Rule != rule || be.Reason != reason {
+		t.Fatalf("block = %+v, want resource %q, rule %s, reason %v", be, name, rule, reason)
+	}
+	return be
+}
+
+func stats(t *testing.T, g *Guard, name string) ResourceStats {
+	t.Helper()
+	s, ok := g.Stats(name)
+	if !ok {
+		t.Fatalf("no statistics for %q", name)
+	}
+	return s
+}
+
+func TestEveryResourceKeepsStatistics(t *testing.T) {
+	g, clk := newGuard(t, Rules{})
+	e := mustEnter(t, g, "a")
+	clk.Advance(3 * time.Millisecond)
+	e.Exit(nil)
+	e = mustEnter(t, g, "a", WithCount(2))
+	if s := stats(t, g, "a"); s.InFlight != 2 {
+		t.Fatalf("in flight = %d, want 2", s.InFlight)
+	}
+	clk.Advance(time.Millisecond)
+	e.Exit(errors.New("boom"))
+	want := ResourceStats{Resource: "a", Pass: 3, Success: 1, Error: 2, AvgRT: (3*time.Millisecond + 2*time.Millisecond) / 3}
+	if s := stats(t, g, "a"); s != want {
+		t.Fatalf("stats = %+v, want %+v", s, want)
+	}
+}
+
+func TestQPSRuleBlocksAtTheLimit(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 3, Interval: Duration(time.Second), Buckets: 10}}})
+	for i := 0; i < 3; i++ {
+		mustEnter(t, g, "a").Exit(nil)
+	}
+	be := mustBlock(t, g, "a", "flow[0]", RateLimited)
+	if be.RetryAfter <= 0 || be.RetryAfter > 1100*time.Millisecond { // the interval and one bucket
+		t.Fatalf("RetryAfter = %v", be.RetryAfter)
+	}
+	if !strings.Contains(be.Error(), "a blocked by flow[0]: rate limited, retry after") {
+		t.Fatalf("Error() = %q", be.Error())
+	}
+	clk.Advance(be.RetryAfter)
+	mustEnter(t, g, "a").Exit(nil)
+	if s := stats(t, g, "a"); s.Pass != 4 || s.Block != 1 {
+		t.Fatalf("stats = %+v, want 4 passed, 1 blocked", s)
+	}
+}
+
+func TestBatchCountsAgainstTheLimit(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 5}}})
+	mustEnter(t, g, "a", WithCount(4)).Exit(nil)
+	mustBlock(t, g, "a", "flow[0]", RateLimited, WithCount(2))
+	mustEnter(t, g, "a").Exit(nil)
+}
+
+func TestConcurrencyRuleReleasesOnExit(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Limit: 2}}})
+	e1 := mustEnter(t, g, "a")
+	e2 := mustEnter(t, g, "a")
+	mustBlock(t, g, "a", "flow[0]", ConcurrencyLimited)
+	e1.Exit(nil)
+	e1.Exit(nil) // twice: harmless
+	e3 := mustEnter(t, g, "a")
+	mustBlock(t, g, "a", "flow[0]", ConcurrencyLimited)
+	e2.Exit(nil)
+	e3.Exit(nil)
+	if s := stats(t, g, "a"); s.InFlight != 0 || s.Success != 3 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestExitTwiceDoesNotEndALaterRequest(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Limit: 1}}})
+	e1 := mustEnter(t, g, "a")
+	copied := e1
+	e1.Exit(nil)
+	e2 := mustEnter(t, g, "a") // may reuse e1's storage
+	copied.Exit(nil)           // a late duplicate: must not release e2
+	mustBlock(t, g, "a", "flow[0]", ConcurrencyLimited)
+	e2.Exit(nil)
+	mustEnter(t, g, "a").Exit(nil)
+}
+
+func TestExitFromAnotherGoroutine(t *testing.T) {
+	g, _ := newGuard(t, Rules{})
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		e := mustEnter(t, g, "a")
+		wg.Add(1)
+		go func() { defer wg.Done(); e.Exit(nil) }()
+	}
+	wg.Wait()
+	if s := stats(t, g, "a"); s.Success != 100 || s.InFlight != 0 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestBreakerRuleOpensAndTellsWhenToRetry(t *testing.T) {
+	one := int64(1)
+	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorRatioBreaker,
+		Threshold: 0.5, MinRequests: &one, OpenTimeout: Duration(2 * time.Second)}}})
+	boom := errors.New("boom")
+	if err := g.Do(bg, "db", func() error { return boom }); err != boom {
+		t.Fatalf("Do returned %v, want fn's error", err)
+	}
+	be := mustBlock(t, g, "db", "breakers[0]", BreakerOpen)
+	if be.RetryAfter != 2*time.Second {
+		t.Fatalf("RetryAfter = %v, want 2s", be.RetryAfter)
+	}
+	clk.Advance(2 * time.Second)
+	if err := g.Do(bg, "db", func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "db").Exit(nil) // closed again
+}
+
+func TestARuleThatRefusesGivesBackWhatEarlierRulesTook(t *testing.T) {
+	one := int64(1)
+	g, clk := newGuard(t, Rules{
+		Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Limit: 1}, {Resource: "a", Limit: 1}},
+		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: &one,
+			OpenTimeout: Duration(time.Second / 2)}},
+	})
+	mustEnter(t, g, "a").Exit(errors.New("boom")) // trips the breaker, spends the QPS limit
+	clk.Advance(time.Second / 2)                  // half-open; the QPS limit is still spent
+	be := mustBlock(t, g, "a", "flow[1]", RateLimited)
+	// The breaker's probe place and the concurrency place were given back:
+	// once the QPS limit allows, the request is the probe, and closes the
+	// breaker.
+	clk.Advance(be.RetryAfter)
+	mustEnter(t, g, "a", WithCount(0)).Exit(nil) // a count below 1 counts as 1
+	if s := stats(t, g, "a"); s.InFlight != 0 || s.Pass != 2 || s.Block != 1 {
+		t.Fatalf("stats = %+v", s)
+	}
+	if got := g.snap.Load().by["a"].breakers[0].b.State(); got != breaker.Closed {
+		t.Fatalf("breaker %v after its probe succeeded", got)
+	}
+}
+
+// waitForSleeper returns once a goroutine sleeps on clk, failing the test if
+// done reports first.
+func waitForSleeper(t *testing.T, clk *clock.Manual, done <-chan error) {
+	t.Helper()
+	for clk.Sleepers() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("Enter returned without waiting: %v", err)
+		default:
+			time.Sleep(time.Millisecond) // until Enter sleeps on the manual clock
+		}
+	}
+}
+
+func TestThrottleRuleMakesEnterWait(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 10, Behavior: Throttle,
+		MaxWait: Duration(time.Second)}}})
+	mustEnter(t, g, "a").Exit(nil) // the first goes at once
+	done := make(chan error, 1)
+	go func() {
+		e, err := g.Enter(bg, "a")
+		if err == nil {
+			e.Exit(nil)
+		}
+		done <- err
+	}()
+	waitForSleeper(t, clk, done)
+	clk.Advance(100 * time.Millisecond) // the pace: 10 per second
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Ten more take the places of the next second and wait; the eleventh's
+	// place is more than MaxWait away.
+	ctx, cancel := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := g.Enter(ctx, "a"); !errors.Is(err, context.Canceled) {
+				t.Errorf("a waiting Enter whose context was cancelled returned %v", err)
+			}
+		}()
+	}
+	for clk.Sleepers() < 10 {
+		time.Sleep(time.Millisecond)
+	}
+	mustBlock(t, g, "a", "flow[0]", WaitTooLong)
+	cancel()
+	wg.Wait()
+	if _, err := g.Enter(ctx, "a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Enter with a done context: %v", err)
+	}
+}
+
+func TestRefResourceLimitsByAnotherResourcesTraffic(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "write", Limit: 3, RefResource: "read"}}})
+	for i := 0; i < 2; i++ {
+		mustEnter(t, g, "read").Exit(nil)
+	}
+	mustEnter(t, g, "write").Exit(nil)
+	mustEnter(t, g, "read").Exit(nil)
+	mustBlock(t, g, "write", "flow[0]", RefLimited)
+}
+
+func TestPriorityBorrowsFromTheNextBucket(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 2, Buckets: 2, Borrow: Duration(time.Second)}}})
+	mustEnter(t, g, "a", WithCount(2)).Exit(nil)
+	// A second later the window (3 buckets of 500 ms) still holds the two;
+	// the next bucket can lend what the bucket leaving the window holds.
+	clk.Advance(time.Second)
+	mustBlock(t, g, "a", "flow[0]", RateLimited)
+	done := make(chan error, 1)
+	go func() {
+		e, err := g.Enter(bg, "a", WithPriority())
+		if err == nil {
+			e.Exit(nil)
+		}
+		done <- err
+	}()
+	waitForSleeper(t, clk, done)
+	clk.Advance(500 * time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDoCountsAPanicAsAnErrorAndPanicsOn(t *testing.T) {
+	g, _ := newGuard(t, Rules{})
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v", r)
+			}
+		}()
+		_ = g.Do(bg, "a", func() error { panic("boom") })
+	}()
+	if s := stats(t, g, "a"); s.Error != 1 || s.InFlight != 0 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestInboundTrafficIsCountedForTheGuard(t *testing.T) {
+	g, _ := newGuard(t, Rules{})
+	mustEnter(t, g, "a", Inbound()).Exit(nil)
+	mustEnter(t, g, "b").Exit(nil)
+	mustEnter(t, g, "c", Inbound(), Outbound()).Exit(nil)
+	if s := g.Inbound(); s.Pass != 1 || s.Success != 1 {
+		t.Fatalf("inbound = %+v", s)
+	}
+}
+
+func TestResourceCapCountsTheRestAsOther(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "ruled", Limit: 100}}}, WithMaxResources(3))
+	for _, name := range []string{"u1", "u2", "u3", "u4", "u5"} {
+		mustEnter(t, g, name).Exit(nil)
+	}
+	if _, ok := g.Stats("u5"); ok {
+		t.Fatal("a resource beyond the cap has statistics of its own")
+	}
+	// "ruled" takes one of the 3 places: u3, u4 and u5 have none.
+	if s := stats(t, g, OtherResource); s.Pass != 3 {
+		t.Fatalf("other = %+v, want the 3 beyond the cap", s)
+	}
+	mustEnter(t, g, "ruled").Exit(nil) // a resource with rules always has room
+	// Idle resources are evicted to make room.
+	clk.Advance(statsInterval + 2*time.Second)
+	mustEnter(t, g, "u6").Exit(nil)
+	if _, ok := g.Stats("u6"); !ok {
+		t.Fatal("no room made for a new resource after the others went idle")
+	}
+	if _, ok := g.Stats("ruled"); !ok {
+		t.Fatal("a resource named by a rule was evicted")
+	}
+}
+
+func TestReloadKeepsTheCountsOfUnchangedRules(t *testing.T) {
+	rule := FlowRule{Resource: "a", Limit: 2}
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{rule}})
+	mustEnter(t, g, "a").Exit(nil)
+	mustEnter(t, g, "a").Exit(nil)
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "b", Limit: 1}, rule}}); err != nil {
+		t.Fatal(err)
+	}
+	be := mustBlock(t, g, "a", "flow[1]", RateLimited) // same limiter, now the second rule
+	_ = be
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "a").Exit(nil) // a changed rule starts afresh
+}
+
+func TestInvalidRulesKeepTheRulesInForce(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 1}}})
+	err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: -1}}})
+	var re *RulesError
+	if !errors.As(err, &re) || len(re.Problems) != 1 {
+		t.Fatalf("SetRules: %v", err)
+	}
+	mustEnter(t, g, "a").Exit(nil)
+	mustBlock(t, g, "a", "flow[0]", RateLimited)
+	if g.Rules().Flow[0].Limit != 1 {
+		t.Fatal("the rules in force changed")
+	}
+}
+
+func TestDefaultGuard(t *testing.T) {
+	if g1, g2 := Default(), Default(); g1 != g2 {
+		t.Fatal("two default guards")
+	}
+	if err := Do(bg, "default-guard-test", func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Enter(bg, "default-guard-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Exit(nil)
+	if err := SetRules(Rules{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := Default().Stats("default-guard-test"); s.Pass != 2 {
+		t.Fatalf("stats = %+v", s)
+	}
+}

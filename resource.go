@@ -1,0 +1,206 @@
+package slidegate
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/window"
+)
+
+// Every resource's statistics cover the last statsInterval in statsBuckets
+// buckets.
+const (
+	statsInterval = 10 * time.Second
+	statsBuckets  = 20
+	statsWidth    = statsInterval / statsBuckets
+)
+
+// DefaultMaxResources is how many resources a guard keeps statistics for
+// unless WithMaxResources says otherwise.
+const DefaultMaxResources = 10_000
+
+// OtherResource is the name under which a guard counts the traffic of
+// resources it has no room for (see WithMaxResources).
+const OtherResource = "(other)"
+
+// A resource is a name and its statistics.
+type resource struct {
+	name     string
+	stats    *window.Counter
+	inFlight atomic.Int64
+	lastUse  atomic.Int64 // roughly: updated at most once a second
+	pinned   atomic.Bool  // a rule names it: never evicted
+}
+
+func newResource(name string, c clock.Clock) *resource {
+	ctr, err := window.NewCounter(statsBuckets, statsInterval, window.WithClock(c))
+	if err != nil {
+		panic("slidegate: resource statistics: " + err.Error())
+	}
+	r := &resource{name: name, stats: ctr}
+	r.lastUse.Store(c.Now())
+	return r
+}
+
+// touch notes that the resource was used at time now.
+func (r *resource) touch(now int64) {
+	if now-r.lastUse.Load() > int64(time.Second) {
+		r.lastUse.Store(now)
+	}
+}
+
+// A resourceTable holds a guard's resources, at most max of them besides
+// those its rules name. When it is full, a new name evicts resources idle for
+// a whole statistics window (whose statistics are all zero by then); if none
+// is idle, the new name's traffic is counted under OtherResource, and the
+// table looks for idle resources again only a bucket width later, so that a
+// flood of new names costs one scan per bucket width, not one per request.
+type resourceTable struct {
+	clock     clock.Clock
+	max       int64
+	m         sync.Map // string → *resource
+	n         atomic.Int64
+	mu        sync.Mutex // held to insert into a full table
+	nextScan  atomic.Int64
+	other     *resource
+	evictions atomic.Int64
+}
+
+func newResourceTable(max int, c clock.Clock) *resourceTable {
+	return &resourceTable{clock: c, max: int64(max), other: newResource(OtherResource, c)}
+}
+
+// get returns the resource called name, making it if there is room.
+func (t *resourceTable) get(name string, now int64) *resource {
+	if v, ok := t.m.Load(name); ok {
+		r := v.(*resource)
+		r.touch(now)
+		return r
+	}
+	return t.insert(name, now)
+}
+
+func (t *resourceTable) insert(name string, now int64) *resource {
+	if t.n.Load() >= t.max {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if v, ok := t.m.Load(name); ok {
+			return v.(*resource)
+		}
+		if t.n.Load() >= t.max && !t.evict(now) {
+			t.other.touch(now)
+			return t.other
+		}
+	}
+	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
+	if !loaded {
+		t.n.Add(1)
+	}
+	return v.(*resource)
+}
+
+// evict removes the resources idle for a whole window that no rule names,
+// and reports whether there is room now. The table's mutex is held.
+func (t *resourceTable) evict(now int64) bool {
+	if now < t.nextScan.Load() {
+		return false
+	}
+	t.m.Range(func(k, v any) bool {
+		r := v.(*resource)
+		if !r.pinned.Load() && r.inFlight.Load() == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second) {
+			t.m.Delete(k)
+			t.n.Add(-1)
+			t.evictions.Add(1)
+		}
+		return true
+	})
+	if t.n.Load() < t.max {
+		return true
+	}
+	t.nextScan.Store(now + int64(statsWidth))
+	return false
+}
+
+// pin returns the resource called name, making it whatever the table holds:
+// rules name it. Pinned resources are never evicted.
+func (t *resourceTable) pin(name string) *resource {
+	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
+	if !loaded {
+		t.n.Add(1)
+	}
+	r := v.(*resource)
+	r.pinned.Store(true)
+	return r
+}
+
+// unpinAllBut lets resources that the rules no longer name be evicted again.
+func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bool) {
+	t.m.Range(func(k, v any) bool {
+		name := k.(string)
+		if keep[name] == nil && !refs[name] {
+			v.(*resource).pinned.Store(false)
+		}
+		return true
+	})
+}
+
+// ResourceStats are a resource's statistics over the last 10 seconds.
+type ResourceStats struct {
+	Resource string
+	// Pass and Block count the requests admitted and refused; Success and
+	// Error those that ended (Entry.Exit) without and with an error.
+	Pass, Block, Success, Error int64
+	// AvgRT is the mean response time of the requests that ended.
+	AvgRT time.Duration
+	// InFlight is how many requests have entered and not yet exited.
+	InFlight int64
+}
+
+func (r *resource) statsAt(now int64) ResourceStats {
+	s := r.stats.SumsAt(now)
+	out := ResourceStats{
+		Resource: r.name,
+		Pass:     s[window.Pass],
+		Block:    s[window.Block],
+		Success:  s[window.Success],
+		Error:    s[window.Error],
+		InFlight: r.inFlight.Load(),
+	}
+	if n := out.Success + out.Error; n > 0 {
+		out.AvgRT = time.Duration(s[window.RT] * int64(time.Microsecond) / n)
+	}
+	return out
+}
+
+// Stats returns the statistics of the resource called name over the last 10
+// seconds, and whether the guard keeps statistics for it.
+func (g *Guard) Stats(name string) (ResourceStats, bool) {
+	now := g.clock.Now()
+	if name == OtherResource {
+		return g.resources.other.statsAt(now), true
+	}
+	v, ok := g.resources.m.Load(name)
+	if !ok {
+		return ResourceStats{Resource: name}, false
+	}
+	return v.(*resource).statsAt(now), true
+}
+
+// Resources returns the statistics of every resource the guard keeps, and of
+// OtherResource if it has counted anything, sorted by name.
+func (g *Guard) Resources() []ResourceStats {
+	now := g.clock.Now()
+	var out []ResourceStats
+	g.resources.m.Range(func(_, v any) bool {
+		out = append(out, v.(*resource).statsAt(now))
+		return true
+	})
+	if o := g.resources.other.statsAt(now); o.Pass+o.Block+o.InFlight > 0 {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out
+}

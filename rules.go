@@ -1,0 +1,377 @@
+package slidegate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Rules is a guard's complete set of rules: what each resource may do. A
+// resource may have any number of flow rules and breakers; a request must
+// pass all of them. The zero Rules has no rules.
+//
+// Rules read from and write to JSON and YAML (the package rulefile reads
+// files and watches them), with durations written as "500ms" or "1m30s".
+type Rules struct {
+	Flow     []FlowRule    `json:"flow,omitempty" yaml:"flow,omitempty"`
+	Breakers []BreakerRule `json:"breakers,omitempty" yaml:"breakers,omitempty"`
+}
+
+// The kinds of flow rule (FlowRule.Type).
+const (
+	QPSRule         = "qps"         // at most Limit requests in any Interval
+	ConcurrencyRule = "concurrency" // at most Limit requests in flight
+)
+
+// The behaviours of a QPS rule (FlowRule.Behavior).
+const (
+	Reject   = "reject"   // refuse a request over the limit at once
+	Throttle = "throttle" // space requests evenly, waiting at most MaxWait
+)
+
+// A FlowRule limits a resource's traffic.
+type FlowRule struct {
+	// Resource is the name of the resource the rule protects.
+	Resource string `json:"resource" yaml:"resource"`
+	// Type is QPSRule (the default) or ConcurrencyRule.
+	Type string `json:"type,omitempty" yaml:"type,omitempty"`
+	// Limit is how many requests pass per Interval (QPSRule) or at once
+	// (ConcurrencyRule). 0 refuses everything.
+	Limit int64 `json:"limit" yaml:"limit"`
+	// Interval is a QPS rule's interval (default 1s).
+	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
+	// Buckets divides a QPS rule's interval (default flow.DefaultBuckets):
+	// more buckets admit closer to the limit under steady overload.
+	Buckets int `json:"buckets,omitempty" yaml:"buckets,omitempty"`
+	// Behavior is Reject (the default) or Throttle, for QPS rules.
+	Behavior string `json:"behavior,omitempty" yaml:"behavior,omitempty"`
+	// MaxWait is how long a throttled request may wait for its place.
+	MaxWait Duration `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
+	// WarmUp, if positive, makes a QPS rule start at Limit/ColdFactor and
+	// warm up to Limit over this period of traffic.
+	WarmUp Duration `json:"warm_up,omitempty" yaml:"warm_up,omitempty"`
+	// ColdFactor is the warm-up's cold factor (default 3; above 1).
+	ColdFactor float64 `json:"cold_factor,omitempty" yaml:"cold_factor,omitempty"`
+	// Borrow, if positive, lets prioritized requests (WithPriority) over a
+	// rejecting QPS rule's limit borrow a place in the next bucket and wait
+	// for it, at most this long.
+	Borrow Duration `json:"borrow,omitempty" yaml:"borrow,omitempty"`
+	// RefResource, if set, makes the rule limit Resource by RefResource's
+	// traffic (Sentinel's associated resource): a request to Resource is
+	// refused while RefResource passed Limit requests or more in the last
+	// Interval. Only QPS rules that reject may have one.
+	RefResource string `json:"ref_resource,omitempty" yaml:"ref_resource,omitempty"`
+}
+
+// The strategies of a breaker (BreakerRule.Strategy).
+const (
+	AdaptiveBreaker   = "adaptive"    // the Google SRE throttle: breaker.Adaptive
+	ErrorRatioBreaker = "error_ratio" // breaker.ErrorRatio(Threshold)
+	ErrorCountBreaker = "error_count" // breaker.ErrorCount(Count)
+	SlowRatioBreaker  = "slow_ratio"  // breaker.SlowRatio(MaxRT, Threshold)
+)
+
+// A BreakerRule puts a circuit breaker (package breaker) in front of a
+// resource. A request that ends with an error (Entry.Exit with a non-nil
+// error) is a failure.
+type BreakerRule struct {
+	// Resource is the name of the resource the breaker protects.
+	Resource string `json:"resource" yaml:"resource"`
+	// Strategy is one of AdaptiveBreaker, ErrorRatioBreaker,
+	// ErrorCountBreaker, SlowRatioBreaker.
+	Strategy string `json:"strategy" yaml:"strategy"`
+	// Threshold is the ratio that opens an error_ratio or slow_ratio
+	// breaker, in (0, 1].
+	Threshold float64 `json:"threshold,omitempty" yaml:"threshold,omitempty"`
+	// Count is the number of errors that opens an error_count breaker.
+	Count int64 `json:"count,omitempty" yaml:"count,omitempty"`
+	// MaxRT is the longest a request may take before a slow_ratio breaker
+	// counts it as slow.
+	MaxRT Duration `json:"max_rt,omitempty" yaml:"max_rt,omitempty"`
+	// MinRequests is the minimum volume (breaker.WithMinRequests); unset,
+	// the breaker's default.
+	MinRequests *int64 `json:"min_requests,omitempty" yaml:"min_requests,omitempty"`
+	// Window and Buckets are the breaker's sliding window
+	// (breaker.WithWindow); unset, the breaker's default.
+	Window  Duration `json:"window,omitempty" yaml:"window,omitempty"`
+	Buckets int      `json:"buckets,omitempty" yaml:"buckets,omitempty"`
+	// OpenTimeout, MaxOpenTimeout, Probes and ProbeTimeout configure a state
+	// breaker (breaker.WithOpenTimeout, WithBackoff, WithProbes).
+	OpenTimeout    Duration `json:"open_timeout,omitempty" yaml:"open_timeout,omitempty"`
+	MaxOpenTimeout Duration `json:"max_open_timeout,omitempty" yaml:"max_open_timeout,omitempty"`
+	Probes         int      `json:"probes,omitempty" yaml:"probes,omitempty"`
+	ProbeTimeout   Duration `json:"probe_timeout,omitempty" yaml:"probe_timeout,omitempty"`
+	// K, Protection and DropPolicy configure an adaptive breaker
+	// (breaker.WithK, WithProtection, WithDropPolicy: "count_drops_while_failing",
+	// "count_drops" or "ignore_drops"); unset, the breaker's defaults.
+	K          float64 `json:"k,omitempty" yaml:"k,omitempty"`
+	Protection *int64  `json:"protection,omitempty" yaml:"protection,omitempty"`
+	DropPolicy string  `json:"drop_policy,omitempty" yaml:"drop_policy,omitempty"`
+}
+
+// A Duration is a time.Duration that is written as "500ms" or "1m30s" in
+// JSON, YAML and text.
+type Duration time.Duration
+
+// String returns the duration as time.Duration writes it.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the duration as "500ms".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads a duration written as time.ParseDuration reads it.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("duration %q: write it as 500ms, 2s or 1m30s", string(b))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// UnmarshalJSON reads a duration from a JSON string ("500ms"). A bare number
+// is refused: its unit would be a guess.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '"' {
+		return fmt.Errorf("duration %s: write it as a string with a unit, such as \"500ms\"", string(b))
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	return d.UnmarshalText([]byte(s))
+}
+
+// A Problem is one thing wrong with a set of rules: where, which field, and
+// why.
+type Problem struct {
+	// Place is the rule: "flow[2]" or "breakers[0]", with its resource.
+	Place string
+	// Field is the rule's field as files name it ("limit", "max_wait").
+	Field string
+	// Reason says what is wrong, with the value.
+	Reason string
+}
+
+// String describes the problem: `flow[2] (resource "GET /a"): limit: -1 must
+// not be negative`.
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Place + ": " + p.Reason
+	}
+	return p.Place + ": " + p.Field + ": " + p.Reason
+}
+
+// A RulesError lists every problem found in a set of rules. A guard given
+// rules with problems keeps the rules it had.
+type RulesError struct {
+	// Source names where the rules came from (a file), or is empty.
+	Source   string
+	Problems []Problem
+}
+
+// Error lists the problems, one per line after the first.
+func (e *RulesError) Error() string {
+	var b strings.Builder
+	b.WriteString("slidegate: invalid rules")
+	if e.Source != "" {
+		b.WriteString(" in " + e.Source)
+	}
+	b.WriteString(": " + strconv.Itoa(len(e.Problems)) + " problem")
+	if len(e.Problems) != 1 {
+		b.WriteString("s")
+	}
+	for _, p := range e.Problems {
+		b.WriteString("\n\t" + p.String())
+	}
+	return b.String()
+}
+
+// Validate checks every rule and returns a *RulesError listing every
+// problem, or nil.
+func (r Rules) Validate() error {
+	var ps []Problem
+	for i, f := range r.Flow {
+		ps = f.check(place("flow", i, f.Resource), ps)
+	}
+	for i, b := range r.Breakers {
+		ps = b.check(place("breakers", i, b.Resource), ps)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return &RulesError{Problems: ps}
+}
+
+func place(list string, i int, resource string) string {
+	return fmt.Sprintf("%s[%d] (resource %q)", list, i, resource)
+}
+
+// problems collects the problems of one rule.
+type problems struct {
+	place string
+	list  []Problem
+}
+
+func (p *problems) add(field, format string, args ...any) {
+	p.list = append(p.list, Problem{Place: p.place, Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (p *problems) nonNegative(field string, d Duration) {
+	if d < 0 {
+		p.add(field, "%v must not be negative", d)
+	}
+}
+
+func (f FlowRule) check(where string, into []Problem) []Problem {
+	p := problems{place: where, list: into}
+	if f.Resource == "" {
+		p.add("resource", "missing")
+	}
+	if f.Limit < 0 {
+		p.add("limit", "%d must not be negative", f.Limit)
+	}
+	p.nonNegative("interval", f.Interval)
+	p.nonNegative("max_wait", f.MaxWait)
+	p.nonNegative("warm_up", f.WarmUp)
+	p.nonNegative("borrow", f.Borrow)
+	if f.Buckets < 0 {
+		p.add("buckets", "%d must not be negative", f.Buckets)
+	}
+	switch f.Type {
+	case "", QPSRule:
+		switch f.Behavior {
+		case "", Reject:
+		case Throttle:
+			if f.Borrow > 0 {
+				p.add("borrow", "a throttle does not borrow; only rules that reject do")
+			}
+			if f.RefResource != "" {
+				p.add("ref_resource", "only rules that reject may limit by another resource")
+			}
+		default:
+			p.add("behavior", "%q is not %q or %q", f.Behavior, Reject, Throttle)
+		}
+		if f.WarmUp > 0 && f.ColdFactor != 0 && !(f.ColdFactor > 1) {
+			p.add("cold_factor", "%v must be above 1", f.ColdFactor)
+		}
+		if f.RefResource != "" && (f.WarmUp > 0 || f.Borrow > 0) {
+			p.add("ref_resource", "a rule that limits by another resource has no warm-up and does not borrow")
+		}
+		if f.RefResource == f.Resource && f.Resource != "" {
+			p.add("ref_resource", "%q is the rule's own resource", f.RefResource)
+		}
+	case ConcurrencyRule:
+		for _, x := range []struct {
+			field string
+			set   bool
+		}{{"behavior", f.Behavior != ""}, {"borrow", f.Borrow != 0}, {"buckets", f.Buckets != 0},
+			{"cold_factor", f.ColdFactor != 0}, {"interval", f.Interval != 0}, {"max_wait", f.MaxWait != 0},
+			{"ref_resource", f.RefResource != ""}, {"warm_up", f.WarmUp != 0}} {
+			if x.set {
+				p.add(x.field, "does not apply to a concurrency rule")
+			}
+		}
+	default:
+		p.add("type", "%q is not %q or %q", f.Type, QPSRule, ConcurrencyRule)
+	}
+	if len(p.list) == len(into) {
+		// The fields are sound one by one: let the limiter's constructor
+		// judge them together (bucket widths, interval splits).
+		if _, err := newFlowLimiter(f, nil); err != nil {
+			p.add("", "%v", err)
+		}
+	}
+	return p.list
+}
+
+func (b BreakerRule) check(where string, into []Problem) []Problem {
+	p := problems{place: where, list: into}
+	if b.Resource == "" {
+		p.add("resource", "missing")
+	}
+	for _, d := range []struct {
+		field string
+		v     Duration
+	}{{"max_rt", b.MaxRT}, {"window", b.Window}, {"open_timeout", b.OpenTimeout},
+		{"max_open_timeout", b.MaxOpenTimeout}, {"probe_timeout", b.ProbeTimeout}} {
+		p.nonNegative(d.field, d.v)
+	}
+	if b.MinRequests != nil && *b.MinRequests < 0 {
+		p.add("min_requests", "%d must not be negative", *b.MinRequests)
+	}
+	if b.Buckets < 0 {
+		p.add("buckets", "%d must not be negative", b.Buckets)
+	}
+	if b.Probes < 0 {
+		p.add("probes", "%d must not be negative", b.Probes)
+	}
+	ratio := func() {
+		if !(b.Threshold > 0 && b.Threshold <= 1) {
+			p.add("threshold", "%v must be above 0 and at most 1", b.Threshold)
+		}
+	}
+	adaptiveOnly := func(field string, set bool) {
+		if set {
+			p.add(field, "applies to an adaptive breaker only")
+		}
+	}
+	stateOnly := func(field string, set bool) {
+		if set {
+			p.add(field, "does not apply to an adaptive breaker")
+		}
+	}
+	switch b.Strategy {
+	case AdaptiveBreaker:
+		stateOnly("threshold", b.Threshold != 0)
+		stateOnly("count", b.Count != 0)
+		stateOnly("max_rt", b.MaxRT != 0)
+		stateOnly("open_timeout", b.OpenTimeout != 0)
+		stateOnly("max_open_timeout", b.MaxOpenTimeout != 0)
+		stateOnly("probes", b.Probes != 0)
+		stateOnly("probe_timeout", b.ProbeTimeout != 0)
+		if b.K != 0 && !(b.K >= 1) {
+			p.add("k", "%v must be at least 1", b.K)
+		}
+		if b.Protection != nil && *b.Protection < 0 {
+			p.add("protection", "%d must not be negative", *b.Protection)
+		}
+		if _, ok := dropPolicies[b.DropPolicy]; !ok {
+			p.add("drop_policy", "%q is not one of count_drops_while_failing, count_drops, ignore_drops", b.DropPolicy)
+		}
+	case ErrorRatioBreaker, ErrorCountBreaker, SlowRatioBreaker:
+		adaptiveOnly("k", b.K != 0)
+		adaptiveOnly("protection", b.Protection != nil)
+		adaptiveOnly("drop_policy", b.DropPolicy != "")
+		switch b.Strategy {
+		case ErrorRatioBreaker:
+			ratio()
+		case ErrorCountBreaker:
+			if b.Count < 1 {
+				p.add("count", "%d must be at least 1", b.Count)
+			}
+		case SlowRatioBreaker:
+			ratio()
+			if b.MaxRT <= 0 {
+				p.add("max_rt", "%v must be positive", b.MaxRT)
+			}
+		}
+		if b.MaxOpenTimeout != 0 && b.MaxOpenTimeout < b.OpenTimeout {
+			p.add("max_open_timeout", "%v must be at least open_timeout %v", b.MaxOpenTimeout, b.OpenTimeout)
+		}
+	case "":
+		p.add("strategy", "missing: one of adaptive, error_ratio, error_count, slow_ratio")
+	default:
+		p.add("strategy", "%q is not one of adaptive, error_ratio, error_count, slow_ratio", b.Strategy)
+	}
+	if len(p.list) == len(into) {
+		if br, err := newBreaker(b, nil); err != nil {
+			p.add("", "%v", err)
+		} else if c, ok := br.(interface{ Close() error }); ok {
+			c.Close()
+		}
+	}
+	return p.list
+}

@@ -1,0 +1,103 @@
+package slidegate
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateReportsEveryProblemWithItsPlace(t *testing.T) {
+	neg := int64(-1)
+	for _, tc := range []struct {
+		name  string
+		rules Rules
+		want  []string
+	}{
+		{"no resource", Rules{Flow: []FlowRule{{Limit: 1}}}, []string{`flow[0] (resource ""): resource: missing`}},
+		{"negative limit and interval", Rules{Flow: []FlowRule{{Resource: "a", Limit: -1, Interval: Duration(-time.Second)}}},
+			[]string{`flow[0] (resource "a"): limit: -1 must not be negative`, `flow[0] (resource "a"): interval: -1s must not be negative`}},
+		{"unknown type", Rules{Flow: []FlowRule{{Resource: "a", Type: "bps"}}}, []string{`type: "bps" is not "qps" or "concurrency"`}},
+		{"unknown behavior", Rules{Flow: []FlowRule{{Resource: "a", Behavior: "queue"}}}, []string{`behavior: "queue" is not "reject" or "throttle"`}},
+		{"concurrency with an interval", Rules{Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Interval: Duration(time.Second), MaxWait: 1}}},
+			[]string{`interval: does not apply to a concurrency rule`, `max_wait: does not apply to a concurrency rule`}},
+		{"cold factor", Rules{Flow: []FlowRule{{Resource: "a", WarmUp: Duration(time.Second), ColdFactor: 0.5}}}, []string{`cold_factor: 0.5 must be above 1`}},
+		{"throttle borrowing", Rules{Flow: []FlowRule{{Resource: "a", Behavior: Throttle, Borrow: Duration(time.Second)}}}, []string{`borrow: a throttle does not borrow`}},
+		{"own ref", Rules{Flow: []FlowRule{{Resource: "a", RefResource: "a"}}}, []string{`ref_resource: "a" is the rule's own resource`}},
+		{"ref interval", Rules{Flow: []FlowRule{{Resource: "a", RefResource: "b", Interval: Duration(time.Minute)}}}, []string{`interval 1m0s: a rule on another resource`}},
+		{"buckets", Rules{Flow: []FlowRule{{Resource: "a", Buckets: 3}}}, []string{`does not divide into 3 buckets`}},
+		{"missing strategy", Rules{Breakers: []BreakerRule{{Resource: "db"}}}, []string{`breakers[0] (resource "db"): strategy: missing`}},
+		{"unknown strategy", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: "hystrix"}}}, []string{`strategy: "hystrix" is not one of`}},
+		{"ratio", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorRatioBreaker, Threshold: 2}}}, []string{`threshold: 2 must be above 0 and at most 1`}},
+		{"count", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorCountBreaker}}}, []string{`count: 0 must be at least 1`}},
+		{"slow", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: SlowRatioBreaker, Threshold: 0.5}}}, []string{`max_rt: 0s must be positive`}},
+		{"negative min", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorRatioBreaker, Threshold: 0.5, MinRequests: &neg}}}, []string{`min_requests: -1 must not be negative`}},
+		{"adaptive fields", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: AdaptiveBreaker, Threshold: 0.5, K: 0.5, DropPolicy: "sometimes"}}},
+			[]string{`threshold: does not apply to an adaptive breaker`, `k: 0.5 must be at least 1`, `drop_policy: "sometimes" is not one of`}},
+		{"state fields", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorCountBreaker, Count: 1, K: 2, Protection: &neg}}},
+			[]string{`k: applies to an adaptive breaker only`, `protection: applies to an adaptive breaker only`}},
+		{"backoff", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorCountBreaker, Count: 1, OpenTimeout: Duration(time.Minute), MaxOpenTimeout: Duration(time.Second)}}},
+			[]string{`max_open_timeout: 1s must be at least open_timeout 1m0s`}},
+		{"window", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: AdaptiveBreaker, Window: Duration(time.Second), Buckets: 3}}}, []string{`does not divide into 3 buckets`}},
+		{"several rules", Rules{Flow: []FlowRule{{Resource: "a", Limit: -1}, {Resource: "b"}, {Resource: "c", Limit: -2}},
+			Breakers: []BreakerRule{{Resource: "d", Strategy: "x"}}},
+			[]string{`flow[0] (resource "a"): limit: -1`, `flow[2] (resource "c"): limit: -2`, `breakers[0] (resource "d"): strategy`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.rules.Validate()
+			var re *RulesError
+			if !errors.As(err, &re) {
+				t.Fatalf("Validate: %v, want a *RulesError", err)
+			}
+			if len(re.Problems) != len(tc.want) {
+				t.Fatalf("%d problems, want %d:\n%v", len(re.Problems), len(tc.want), err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("no problem mentions %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestValidRulesPass(t *testing.T) {
+	one := int64(1)
+	r := Rules{
+		Flow: []FlowRule{
+			{Resource: "a", Limit: 100},
+			{Resource: "a", Type: ConcurrencyRule, Limit: 10},
+			{Resource: "b", Limit: 50, Behavior: Throttle, MaxWait: Duration(time.Second)},
+			{Resource: "c", Limit: 10, WarmUp: Duration(10 * time.Second)},
+			{Resource: "d", Limit: 10, RefResource: "a"},
+		},
+		Breakers: []BreakerRule{
+			{Resource: "a", Strategy: AdaptiveBreaker, K: 1.5, Protection: &one, DropPolicy: "ignore_drops"},
+			{Resource: "a", Strategy: SlowRatioBreaker, Threshold: 0.2, MaxRT: Duration(time.Second), Probes: 3},
+		},
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDurationsReadAsText(t *testing.T) {
+	var r Rules
+	err := json.Unmarshal([]byte(`{"flow":[{"resource":"a","limit":1,"interval":"500ms","max_wait":"1m30s"}]}`), &r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Flow[0].Interval != Duration(500*time.Millisecond) || r.Flow[0].MaxWait != Duration(90*time.Second) {
+		t.Fatalf("rules = %+v", r)
+	}
+	for _, bad := range []string{`{"flow":[{"interval":500}]}`, `{"flow":[{"interval":"5 parsecs"}]}`} {
+		if err := json.Unmarshal([]byte(bad), &r); err == nil || !strings.Contains(err.Error(), "duration") {
+			t.Errorf("%s: %v, want an error about the duration", bad, err)
+		}
+	}
+	b, _ := json.Marshal(FlowRule{Resource: "a", Interval: Duration(time.Second)})
+	if !strings.Contains(string(b), `"interval":"1s"`) {
+		t.Fatalf("marshalled %s", b)
+	}
+}
