@@ -1,0 +1,54 @@
+package slidegate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
+)
+
+// Protect a resource with a QPS rule: the third request within the second is
+// blocked, and the error says by which rule and when to retry.
+func ExampleGuard() {
+	g := slidegate.New(slidegate.WithClock(clock.NewManual(0)))
+	err := g.SetRules(slidegate.Rules{
+		Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 2}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 3; i++ {
+		e, err := g.Enter(context.Background(), "GET /orders")
+		var blocked *slidegate.BlockError
+		if errors.As(err, &blocked) {
+			fmt.Println("blocked by", blocked.Rule+":", blocked.Reason)
+			continue
+		}
+		// ... serve the request ...
+		e.Exit(nil)
+		fmt.Println("served")
+	}
+	s, _ := g.Stats("GET /orders")
+	fmt.Println("passed", s.Pass, "blocked", s.Block)
+	// Output:
+	// served
+	// served
+	// blocked by flow[0]: rate limited
+	// passed 2 blocked 1
+}
+
+// Rules with a problem are refused whole, with every problem and its place,
+// and the rules in force stay.
+func ExampleRules_Validate() {
+	err := slidegate.Rules{
+		Flow:     []slidegate.FlowRule{{Resource: "a", Limit: -1}},
+		Breakers: []slidegate.BreakerRule{{Resource: "db", Strategy: "error_ratio", Threshold: 1.5}},
+	}.Validate()
+	fmt.Println(err)
+	// Output:
+	// slidegate: invalid rules: 2 problems
+	// 	flow[0] (resource "a"): limit: -1 must not be negative
+	// 	breakers[0] (resource "db"): threshold: 1.5 must be above 0 and at most 1
+}
