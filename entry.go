@@ -3,7 +3,6 @@ package slidegate
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,8 +160,7 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 	b := g.snap.Load().by[name]
 	var res *resource
 	if b != nil {
-		res = b.res
-		res.touch(now)
+		res = b.res // named by a rule: pinned, so never evicted and never touched
 	} else {
 		res = g.resources.get(name, now)
 	}
@@ -287,4 +285,4 @@ func (g *Guard) Do(ctx context.Context, name string, fn func() error, opts ...En
 	return err
 }
 
-var errPanicked = fmt.Errorf("slidegate: the request panicked")
+var errPanicked = errors.New("slidegate: the request panicked")
