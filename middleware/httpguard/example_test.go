@@ -1,0 +1,64 @@
+package httpguard_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/middleware/httpguard"
+)
+
+func ExampleMiddleware() {
+	g := slidegate.New()
+	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
+		{Resource: "GET /hello/{name}", Limit: 2}, // 2 per second
+	}})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hello/{name}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello, %s", r.PathValue("name"))
+	})
+	h := httpguard.Middleware(g)(mux) // http.ListenAndServe(addr, h)
+
+	for _, name := range []string{"ann", "bob", "cy"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/hello/"+name, nil))
+		fmt.Println(w.Code, w.Header().Get("Retry-After") != "")
+	}
+	s, _ := g.Stats("GET /hello/{name}")
+	fmt.Println("passed", s.Pass, "blocked", s.Block)
+	// Output:
+	// 200 false
+	// 200 false
+	// 429 true
+	// passed 2 blocked 1
+}
+
+func ExampleTransport() {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway) // a failing dependency
+	}))
+	defer backend.Close()
+
+	g := slidegate.New()
+	// After 3 errors in 10 s, fail fast for 5 s.
+	minRequests := int64(1)
+	_ = g.SetRules(slidegate.Rules{Breakers: []slidegate.BreakerRule{
+		{Resource: "GET " + backend.Listener.Addr().String(), Strategy: slidegate.ErrorCountBreaker, Count: 3, MinRequests: &minRequests},
+	}})
+	client := &http.Client{Transport: httpguard.Transport(g, nil)}
+	for range 4 {
+		resp, err := client.Get(backend.URL)
+		if err != nil {
+			fmt.Println(err != nil)
+			continue
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode)
+	}
+	// Output:
+	// 502
+	// 502
+	// 502
+	// true
+}

@@ -1,0 +1,350 @@
+// Package httpguard guards net/http handlers and clients with a
+// slidegate.Guard.
+//
+// Middleware wraps a handler: each request enters the guard's resource for
+// its route (by default the method and the ServeMux pattern that serves it,
+// "GET /users/{id}"), a request that a rule refuses gets 429 Too Many
+// Requests (flow rules) or 503 Service Unavailable (breakers) with a
+// Retry-After header where the rule knows when to retry, and the response's
+// status, 5xx meaning an error, is recorded when the handler returns, so that
+// error-counting breakers see the server's failures. A handler that panics is
+// recorded as an error and the panic goes on.
+//
+//	g := slidegate.New()
+//	_ = g.SetRules(rules)
+//	mux := http.NewServeMux()
+//	mux.HandleFunc("GET /users/{id}", getUser)
+//	http.ListenAndServe(":8080", httpguard.Middleware(g)(mux))
+//
+// Transport does the same for the requests an http.Client sends: a call a
+// rule refuses returns a *slidegate.BlockError without reaching the network,
+// and 5xx responses and transport errors are recorded as errors.
+package httpguard
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/slidegate/slidegate"
+)
+
+// An Option customises Middleware or Transport.
+type Option func(*options)
+
+type options struct {
+	resource func(*http.Request) string
+	blocked  func(http.ResponseWriter, *http.Request, error)
+	isError  func(status int) bool
+	entry    func(*http.Request) []slidegate.EntryOption
+}
+
+// WithResource names the resource a request enters. The default is
+// RouteResource for Middleware and HostResource for Transport. Names are
+// resources: a name built from user input (a raw path with IDs in it) makes
+// one resource per value, which the guard bounds (slidegate.WithMaxResources)
+// by counting the excess as slidegate.OtherResource.
+func WithResource(f func(*http.Request) string) Option {
+	return func(o *options) {
+		if f != nil {
+			o.resource = f
+		}
+	}
+}
+
+// WithBlockedHandler replaces Middleware's response to a request that the
+// guard refused: err is a *slidegate.BlockError, or the request context's
+// error if it ended while a throttle made the request wait. The default is
+// WriteBlocked.
+func WithBlockedHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return func(o *options) {
+		if f != nil {
+			o.blocked = f
+		}
+	}
+}
+
+// WithIsError says which response statuses count as errors for the guard's
+// statistics and breakers. The default counts 5xx.
+func WithIsError(f func(status int) bool) Option {
+	return func(o *options) {
+		if f != nil {
+			o.isError = f
+		}
+	}
+}
+
+// WithEntryOptions gives each request's Enter more options: a batch count,
+// or a priority (slidegate.WithPriority) for some requests.
+func WithEntryOptions(f func(*http.Request) []slidegate.EntryOption) Option {
+	return func(o *options) { o.entry = f }
+}
+
+// build applies opts to the defaults; resource stays nil unless an option
+// names it.
+func build(opts []Option) options {
+	o := options{blocked: WriteBlocked, isError: ServerError}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// ServerError reports whether status is a 5xx: the default of WithIsError.
+func ServerError(status int) bool { return status >= 500 && status <= 599 }
+
+// RouteResource names a request by its method and route: the pattern that
+// routed it (Request.Pattern, set by http.ServeMux for the handlers it calls),
+// prefixed by the method when the pattern names none: "GET /users/{id}". A
+// request with no pattern is named by its method and path.
+//
+// Middleware wrapping a *http.ServeMux asks the mux for the pattern before
+// the request is routed (see Middleware); requests the mux has no route for
+// are named by their method and "(no route)".
+func RouteResource(r *http.Request) string {
+	if r.Pattern != "" {
+		return withMethod(r.Method, r.Pattern)
+	}
+	return r.Method + " " + r.URL.Path
+}
+
+// withMethod prefixes pattern with method unless it starts with one.
+func withMethod(method, pattern string) string {
+	for i := 0; i < len(pattern); i++ {
+		switch pattern[i] {
+		case ' ', '\t':
+			return pattern // "GET /x" or "GET host/x"
+		case '/':
+			return method + " " + pattern
+		}
+	}
+	return method + " " + pattern
+}
+
+// Middleware returns middleware that guards a handler with g (nil means
+// slidegate.Default()). Each request enters the guard as inbound traffic
+// (slidegate.Inbound) under the name WithResource gives, RouteResource by
+// default. When next is a *http.ServeMux and no WithResource is given, the
+// pattern comes from the mux itself (ServeMux.Handler), since the middleware
+// runs before the mux routes the request.
+//
+// A refused request gets WriteBlocked's response (see WithBlockedHandler) and
+// never reaches next. An admitted one exits the guard when next returns,
+// with an error if the status it wrote counts as one (WithIsError; 5xx by
+// default; a handler that writes nothing has written 200) or if next
+// panicked, in which case the panic goes on after the exit.
+func Middleware(g *slidegate.Guard, opts ...Option) func(http.Handler) http.Handler {
+	if g == nil {
+		g = slidegate.Default()
+	}
+	o := build(opts)
+	return func(next http.Handler) http.Handler {
+		name := o.resource
+		if name == nil {
+			name = RouteResource
+		}
+		if mux, ok := next.(*http.ServeMux); ok && o.resource == nil {
+			name = func(r *http.Request) string {
+				if r.Pattern != "" {
+					return RouteResource(r)
+				}
+				if _, pattern := mux.Handler(r); pattern != "" {
+					return withMethod(r.Method, pattern)
+				}
+				return r.Method + " (no route)"
+			}
+		}
+		return &handler{g: g, next: next, o: o, name: name}
+	}
+}
+
+type handler struct {
+	g    *slidegate.Guard
+	next http.Handler
+	o    options
+	name func(*http.Request) string
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var eo []slidegate.EntryOption
+	if h.o.entry != nil {
+		eo = h.o.entry(r)
+	}
+	eo = append(eo, slidegate.Inbound())
+	e, err := h.g.Enter(r.Context(), h.name(r), eo...)
+	if err != nil {
+		h.o.blocked(w, r, err)
+		return
+	}
+	rw := &recorder{ResponseWriter: w}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				e.Exit(errAborted)
+			} else {
+				e.Exit(errPanicked)
+			}
+			panic(v) // on the original stack, which is not unwound yet
+		}
+	}()
+	h.next.ServeHTTP(rw, r)
+	if h.o.isError(rw.status()) {
+		e.Exit(&StatusError{Status: rw.status()})
+		return
+	}
+	e.Exit(nil)
+}
+
+var (
+	errPanicked = errors.New("httpguard: the handler panicked")
+	// A handler aborted with http.ErrAbortHandler, as httputil.ReverseProxy
+	// does when the client goes away: an error in the statistics, but not one
+	// the breakers count, as for a caller that gave up.
+	errAborted = fmt.Errorf("httpguard: the handler aborted: %w", context.Canceled)
+)
+
+// A StatusError is the error that Middleware and Transport record for a
+// response whose status counts as an error (see WithIsError). Transport
+// records it but does not return it: the caller gets the response.
+type StatusError struct{ Status int }
+
+// Error names the status.
+func (e *StatusError) Error() string {
+	return "httpguard: status " + strconv.Itoa(e.Status) + " " + http.StatusText(e.Status)
+}
+
+// WriteBlocked is Middleware's default response to a refused request: 429 Too
+// Many Requests when a flow rule refused it, 503 Service Unavailable when a
+// breaker did or when the request ended while it waited; with a Retry-After
+// header, in whole seconds rounded up, when the rule knows when a retry could
+// pass.
+func WriteBlocked(w http.ResponseWriter, _ *http.Request, err error) {
+	status := http.StatusServiceUnavailable
+	var be *slidegate.BlockError
+	if errors.As(err, &be) {
+		if be.Reason != slidegate.BreakerOpen {
+			status = http.StatusTooManyRequests
+		}
+		if be.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(be.RetryAfter), 10))
+		}
+	}
+	http.Error(w, http.StatusText(status), status)
+}
+
+// RetryAfterSeconds returns d in whole seconds, rounded up: the value of a
+// Retry-After header, which cannot say less than a second.
+func RetryAfterSeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// A recorder notes the status a handler writes. It passes Flush, Hijack and
+// the other optional interfaces on through Unwrap (http.ResponseController)
+// and through its own Flush and Hijack methods, for handlers that assert them.
+type recorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (rw *recorder) status() int {
+	if rw.code == 0 {
+		return http.StatusOK
+	}
+	return rw.code
+}
+
+func (rw *recorder) WriteHeader(code int) {
+	if rw.code == 0 && code >= 200 {
+		rw.code = code // 1xx responses are informational: the final status follows
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *recorder) Write(p []byte) (int, error) {
+	if rw.code == 0 {
+		rw.code = http.StatusOK
+	}
+	return rw.ResponseWriter.Write(p)
+}
+
+// Unwrap returns the wrapped ResponseWriter, for http.ResponseController.
+func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// Flush flushes the response if the wrapped writer can.
+func (rw *recorder) Flush() {
+	if rw.code == 0 {
+		rw.code = http.StatusOK
+	}
+	_ = http.NewResponseController(rw.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection over if the wrapped writer can; the status is
+// then whatever the handler writes on the connection, which the guard counts
+// as 200 unless a status was written before.
+func (rw *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(rw.ResponseWriter).Hijack()
+}
+
+// Transport returns an http.RoundTripper that guards the requests it sends
+// through base (nil means http.DefaultTransport) with g (nil means
+// slidegate.Default()). Each request enters the guard (as outbound traffic)
+// under the name WithResource gives, HostResource by default. A refused
+// request returns a *slidegate.BlockError, wrapped by the http.Client in a
+// *url.Error, without reaching the network. An admitted one exits when the
+// response's headers arrive: with an error if the round trip failed or the
+// status counts as one (WithIsError; 5xx by default). The response time is
+// thus the time to the headers, not to the end of the body.
+func Transport(g *slidegate.Guard, base http.RoundTripper, opts ...Option) http.RoundTripper {
+	if g == nil {
+		g = slidegate.Default()
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	o := build(opts)
+	if o.resource == nil {
+		o.resource = HostResource
+	}
+	return &transport{g: g, base: base, o: o}
+}
+
+// HostResource names an outgoing request by its method and host:
+// "GET api.example.com".
+func HostResource(r *http.Request) string { return r.Method + " " + r.URL.Host }
+
+type transport struct {
+	g    *slidegate.Guard
+	base http.RoundTripper
+	o    options
+}
+
+func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	var eo []slidegate.EntryOption
+	if t.o.entry != nil {
+		eo = t.o.entry(r)
+	}
+	e, err := t.g.Enter(r.Context(), t.o.resource(r), eo...)
+	if err != nil {
+		if r.Body != nil {
+			_ = r.Body.Close() // a RoundTripper must close the body, even on errors
+		}
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(r)
+	switch {
+	case err != nil:
+		e.Exit(err)
+	case t.o.isError(resp.StatusCode):
+		e.Exit(&StatusError{Status: resp.StatusCode})
+	default:
+		e.Exit(nil)
+	}
+	return resp, err
+}
