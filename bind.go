@@ -17,7 +17,7 @@ import (
 type snapshot struct {
 	rules    Rules
 	by       map[string]*binding
-	flows    map[string]*flowLimiter    // by rule key, for reuse by the next snapshot
+	flows    map[string]*flowLimiter    // by rule key with the limit left out, for reuse by the next snapshot
 	breakers map[string]*breakerBinding // by rule key
 }
 
@@ -212,16 +212,26 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		}
 		return 3
 	}
+	var setLimits []*flowLimiter // reused limiters whose limit changes
 	for pass := 0; pass < 4; pass++ {
 		for i, r := range rules.Flow {
 			if order(r) != pass {
 				continue
 			}
-			key := ruleKey(r)
+			// Reuse the limiter of the same rule, or of one that differs
+			// only in its limit if the limiter can change it, with its
+			// counts.
+			shape := r
+			shape.Limit = 0
+			key := ruleKey(shape)
 			var l *flowLimiter
-			if old := prev.flows[key]; old != nil && s.flows[key] == nil {
-				copied := *old // the same limiter, with its counts
+			if old := prev.flows[key]; old != nil && s.flows[key] == nil && (old.rule == r || old.canSetLimit()) {
+				copied := *old
+				copied.rule = r
 				l = &copied
+				if old.rule.Limit != r.Limit {
+					setLimits = append(setLimits, &copied)
+				}
 			} else {
 				var err error
 				if l, err = newFlowLimiter(r, g.clock); err != nil {
@@ -243,7 +253,32 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			}
 		}
 	}
+	// The limiters are shared with the rules in force: change their limits
+	// only once the new rules are sure to replace them.
+	for _, l := range setLimits {
+		if err := l.setLimit(); err != nil {
+			panic("slidegate: a validated limit was refused: " + err.Error())
+		}
+	}
 	return s, nil
+}
+
+// canSetLimit reports whether the rule's limiter can change its limit in
+// place: a QPS limiter without warm-up, or a concurrency limiter. A rule on
+// another resource's statistics has no limiter, only its rule.
+func (l *flowLimiter) canSetLimit() bool {
+	return l.conc != nil || (l.qps != nil && l.rule.WarmUp == 0) || (l.qps == nil && l.pace == nil)
+}
+
+// setLimit gives the limiter the rule's limit.
+func (l *flowLimiter) setLimit() error {
+	switch {
+	case l.conc != nil:
+		return l.conc.SetLimit(l.rule.Limit)
+	case l.qps != nil:
+		return l.qps.SetLimit(l.rule.Limit)
+	}
+	return nil
 }
 
 // interval returns the rule's interval, 1 s when unset.

@@ -18,7 +18,9 @@ import (
 // no lock, copies no rule, and looks the resource up once. Each rule is bound
 // to its limiter or breaker when the rules are set, and a new set of rules
 // keeps the limiter or breaker, with its counts and state, of every rule it
-// repeats unchanged.
+// repeats unchanged; and the limiter of a QPS rule without warm-up or of a
+// concurrency rule whose only change is its limit, whose admissions then
+// count against the new limit (requests in flight included).
 //
 // Every resource has statistics, rules or not (Stats, Resources). A guard
 // keeps statistics for at most WithMaxResources resources, those its rules

@@ -326,12 +326,71 @@ func TestReloadKeepsTheCountsOfUnchangedRules(t *testing.T) {
 	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "b", Limit: 1}, rule}}); err != nil {
 		t.Fatal(err)
 	}
-	be := mustBlock(t, g, "a", "flow[1]", RateLimited) // same limiter, now the second rule
-	_ = be
-	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 3}}}); err != nil {
+	mustBlock(t, g, "a", "flow[1]", RateLimited) // same limiter, now the second rule
+	// A rule of another shape (here a shorter interval) starts afresh.
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 2, Interval: Duration(500 * time.Millisecond)}}}); err != nil {
 		t.Fatal(err)
 	}
-	mustEnter(t, g, "a").Exit(nil) // a changed rule starts afresh
+	mustEnter(t, g, "a").Exit(nil)
+}
+
+func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{
+		{Resource: "a", Limit: 10},
+		{Resource: "c", Type: ConcurrencyRule, Limit: 5},
+	}})
+	for range 5 {
+		mustEnter(t, g, "a").Exit(nil)
+	}
+	var held []Entry
+	for range 3 {
+		held = append(held, mustEnter(t, g, "c"))
+	}
+	if err := g.SetRules(Rules{Flow: []FlowRule{
+		{Resource: "a", Limit: 6},
+		{Resource: "c", Type: ConcurrencyRule, Limit: 2},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "a").Exit(nil)
+	mustBlock(t, g, "a", "flow[0]", RateLimited) // 5 + 1 of 6
+	mustBlock(t, g, "c", "flow[1]", ConcurrencyLimited)
+	held[0].Exit(nil) // entered under the old rules, released to the same limiter
+	mustBlock(t, g, "c", "flow[1]", ConcurrencyLimited)
+	held[1].Exit(nil)
+	mustEnter(t, g, "c").Exit(nil)
+	held[2].Exit(nil)
+	if got := g.Rules().Flow[0].Limit; got != 6 {
+		t.Fatalf("rules in force say %d", got)
+	}
+
+	// Raising the limit lets more in at once.
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 8}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "a").Exit(nil)
+	mustEnter(t, g, "a").Exit(nil)
+	mustBlock(t, g, "a", "flow[0]", RateLimited)
+
+	// A warming rule cannot change its limit in place: it starts afresh
+	// (cold: 9/3 = 3 places).
+	warm := FlowRule{Resource: "w", Limit: 9, WarmUp: Duration(10 * time.Second)}
+	if err := g.SetRules(Rules{Flow: []FlowRule{warm}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	for range 3 {
+		mustEnter(t, g, "w").Exit(nil)
+	}
+	mustBlock(t, g, "w", "flow[0]", RateLimited)
+	warm.Limit = 12
+	if err := g.SetRules(Rules{Flow: []FlowRule{warm}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		mustEnter(t, g, "w").Exit(nil)
+	}
+	mustBlock(t, g, "w", "flow[0]", RateLimited)
 }
 
 func TestInvalidRulesKeepTheRulesInForce(t *testing.T) {

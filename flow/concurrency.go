@@ -14,7 +14,7 @@ import (
 // allocate nothing. The zero value is not usable; make one with
 // NewConcurrency.
 type Concurrency struct {
-	limit    int64
+	limit    atomic.Int64
 	inflight atomic.Int64
 }
 
@@ -24,7 +24,9 @@ func NewConcurrency(limit int64) (*Concurrency, error) {
 	if limit < 0 || limit > MaxLimit {
 		return nil, fmt.Errorf("%w: limit = %d: must be between 0 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
 	}
-	return &Concurrency{limit: limit}, nil
+	c := &Concurrency{}
+	c.limit.Store(limit)
+	return c, nil
 }
 
 // A Permit is an admission by a Concurrency limiter: its places stay taken
@@ -74,12 +76,13 @@ func (c *Concurrency) AllowNAt(_ int64, n int64) Decision {
 	if n <= 0 {
 		return allowed
 	}
-	if n > c.limit {
+	limit := c.limit.Load()
+	if n > limit {
 		return Decision{Reason: ExceedsLimit}
 	}
 	for {
 		cur := c.inflight.Load()
-		if cur+n > c.limit {
+		if cur+n > limit {
 			return Decision{Reason: ConcurrencyLimited}
 		}
 		if c.inflight.CompareAndSwap(cur, cur+n) {
@@ -99,4 +102,16 @@ func (c *Concurrency) ReleaseN(n int64) {
 func (c *Concurrency) InFlight() int64 { return c.inflight.Load() }
 
 // Limit returns the most places that can be taken at once.
-func (c *Concurrency) Limit() int64 { return c.limit }
+func (c *Concurrency) Limit() int64 { return c.limit.Load() }
+
+// SetLimit changes the limit, keeping the requests in flight: they count
+// against the new limit, so after lowering it no request is admitted until
+// enough of them are released. A limit outside [0, MaxLimit] is refused and
+// the limit in force stays.
+func (c *Concurrency) SetLimit(limit int64) error {
+	if limit < 0 || limit > MaxLimit {
+		return fmt.Errorf("%w: limit = %d: must be between 0 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
+	}
+	c.limit.Store(limit)
+	return nil
+}

@@ -54,7 +54,7 @@ const MaxLimit = 1<<countBits - 1
 // width, callers wait for the caller opening it (a sum of at most k counts and
 // a few stores) rather than decide against a bucket half written.
 type QPS struct {
-	limit int64
+	limit atomic.Int64
 	k     uint64 // buckets per interval
 	grid  timegrid.Grid
 	mask  uint64 // slots - 1
@@ -121,13 +121,13 @@ func NewQPS(limit int64, interval time.Duration, opts ...Option) (*QPS, error) {
 	// decision still reads.
 	slots := 1 << bits.Len(uint(o.buckets+1))
 	q := &QPS{
-		limit: limit,
 		k:     uint64(o.buckets),
 		grid:  timegrid.New(interval/k, int64(o.buckets)),
 		mask:  uint64(slots - 1),
 		clock: o.clock,
 		slots: make([]qpsSlot, slots),
 	}
+	q.limit.Store(limit)
 	if o.warmUp != 0 || o.cold != 0 {
 		w, err := newWarmUp(limit, interval, o.warmUp, o.cold, o.buckets)
 		if err != nil {
@@ -165,7 +165,7 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	if n <= 0 {
 		return allowed
 	}
-	if n > q.limit {
+	if n > q.limit.Load() {
 		return Decision{Reason: ExceedsLimit}
 	}
 	bn := q.grid.Index(now)
@@ -249,7 +249,7 @@ func (q *QPS) advance(ob, bn uint64) {
 			base += lent
 		}
 	}
-	limit, cold := q.limit, 0.0
+	limit, cold := q.limit.Load(), 0.0
 	if q.warm != nil {
 		prev, prevLimit := q.warm.max, q.warm.limitAt(q.warm.max) // the limiter starts cold
 		if ob != 0 {
@@ -417,7 +417,31 @@ func (q *QPS) retryAfter(now int64, ob uint64, s *qpsSlot, base, own, n, lim int
 }
 
 // Limit returns the most requests the limiter admits in any interval.
-func (q *QPS) Limit() int64 { return q.limit }
+func (q *QPS) Limit() int64 { return q.limit.Load() }
+
+// SetLimit changes the limit, keeping the counts: the requests already
+// admitted stay in the window and count against the new limit. The open
+// bucket takes the new limit at once, except that a bucket opening at the
+// same moment may open with the old one; every later bucket has the new
+// one. So an interval wholly after the change (and one bucket width) holds
+// at most the new limit.
+//
+// A limiter with warm-up, whose curve depends on the limit, refuses the
+// change: make a new one. So does a limit outside [0, MaxLimit]. Either way
+// the limit in force stays.
+func (q *QPS) SetLimit(limit int64) error {
+	if q.warm != nil {
+		return fmt.Errorf("%w: SetLimit: a limiter with warm-up keeps its limit", ErrInvalidConfig)
+	}
+	if limit < 0 || limit > MaxLimit {
+		return fmt.Errorf("%w: limit = %d: must be between 0 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
+	}
+	q.limit.Store(limit)
+	if o := q.open.Load(); o&1 != 0 {
+		q.slots[(o>>1)&q.mask].limit.Store(limit)
+	}
+	return nil
+}
 
 // Interval returns the length of the limiter's interval.
 func (q *QPS) Interval() time.Duration { return time.Duration(q.grid.Width * int64(q.k)) }

@@ -1,0 +1,139 @@
+package flow
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+func TestQPSSetLimitKeepsCounts(t *testing.T) {
+	clk := clock.NewManual(0)
+	q, err := NewQPS(10, time.Second, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admit := func(want int64) {
+		t.Helper()
+		var n int64
+		for q.Allow().Allowed {
+			n++
+		}
+		if n != want {
+			t.Fatalf("admitted %d, want %d", n, want)
+		}
+	}
+	for range 5 {
+		q.Allow()
+	}
+	if err := q.SetLimit(6); err != nil {
+		t.Fatal(err)
+	}
+	admit(1) // the 5 admitted count against the new limit, in the open bucket too
+	clk.Advance(100 * time.Millisecond)
+	admit(0)
+	if err := q.SetLimit(20); err != nil {
+		t.Fatal(err)
+	}
+	admit(14)
+	if q.Limit() != 20 {
+		t.Fatalf("Limit() = %d", q.Limit())
+	}
+	clk.Advance(time.Second + time.Second/DefaultBuckets)
+	admit(20)
+
+	for _, bad := range []int64{-1, MaxLimit + 1} {
+		if err := q.SetLimit(bad); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "limit = ") {
+			t.Errorf("SetLimit(%d) = %v, want ErrInvalidConfig naming the limit", bad, err)
+		}
+	}
+	if q.Limit() != 20 {
+		t.Errorf("a refused SetLimit changed the limit to %d", q.Limit())
+	}
+	w, err := NewQPS(10, time.Second, WithWarmUp(time.Second, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetLimit(5); !errors.Is(err, ErrInvalidConfig) || w.Limit() != 10 {
+		t.Errorf("SetLimit on a warming limiter = %v, limit %d; want refused, 10", err, w.Limit())
+	}
+}
+
+func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
+	c, err := NewConcurrency(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps [3]Permit
+	for i := range ps {
+		if !c.Acquire(&ps[i]).Allowed {
+			t.Fatal("refused under the limit")
+		}
+	}
+	if err := c.SetLimit(2); err != nil {
+		t.Fatal(err)
+	}
+	var p Permit
+	if c.Acquire(&p).Allowed {
+		t.Fatal("admitted with 3 in flight and a limit of 2")
+	}
+	ps[0].Release()
+	if c.Acquire(&p).Allowed {
+		t.Fatal("admitted with 2 in flight and a limit of 2")
+	}
+	ps[1].Release()
+	if !c.Acquire(&p).Allowed {
+		t.Fatal("refused with 1 in flight and a limit of 2")
+	}
+	if err := c.SetLimit(-1); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
+		t.Errorf("SetLimit(-1) = %v, limit %d", err, c.Limit())
+	}
+}
+
+// Under -race: changing the limit while requests are decided. Afterwards a
+// fresh window admits exactly the last limit set.
+func TestQPSSetLimitConcurrent(t *testing.T) {
+	q, err := NewQPS(50, time.Second, WithClock(clock.NewManual(0)), WithBuckets(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	var last atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3000 {
+				if q.AllowAt(int64(i) * int64(time.Millisecond)).Allowed {
+					admitted.Add(1)
+				}
+				if w == 0 && i%7 == 0 {
+					l := int64(30 + 20*(i/7%2))
+					_ = q.SetLimit(l)
+					last.Store(l)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// 3 s of requests: at most the larger limit in each of 3 seconds and the
+	// bucket the run ends in.
+	if n := admitted.Load(); n > 50*4 {
+		t.Fatalf("%d admitted in 3 s", n)
+	}
+	if q.Limit() != last.Load() {
+		t.Fatalf("Limit() = %d, last set %d", q.Limit(), last.Load())
+	}
+	var n int64
+	for q.AllowAt(int64(time.Hour)).Allowed {
+		n++
+	}
+	if n != last.Load() {
+		t.Fatalf("a fresh window admitted %d, want the last limit %d", n, last.Load())
+	}
+}
