@@ -98,13 +98,15 @@ func (h Entry) exit(now int64, given bool, err error) {
 			o = breaker.Ignored
 		}
 	}
-	rt := max(now-e.start, 0) / int64(time.Microsecond)
+	d := max(now-e.start, 0)
+	rt := d / int64(time.Microsecond)
 	for _, r := range [2]*resource{e.res, e.inboundOf(e.g)} {
 		if r == nil {
 			continue
 		}
 		r.stats.AddAt(now, ev, e.count)
 		r.stats.AddAt(now, window.RT, rt*e.count)
+		r.lat.RecordAt(now, time.Duration(d))
 		r.inFlight.Add(-e.count)
 	}
 	for i := range e.permits {

@@ -59,8 +59,9 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithMaxResources bounds how many resources the guard keeps statistics for
-// (default DefaultMaxResources; at least 1). Resources that rules name count
-// towards the bound and are kept even beyond it.
+// (default DefaultMaxResources; at least 1), and so their memory, about
+// ResourceBytes each. Resources that rules name count towards the bound and
+// are kept even beyond it.
 func WithMaxResources(n int) Option {
 	return func(o *guardOptions) {
 		if n >= 1 {

@@ -3,6 +3,8 @@ package slidegate
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -66,8 +68,21 @@ func TestEveryResourceKeepsStatistics(t *testing.T) {
 	}
 	clk.Advance(time.Millisecond)
 	e.Exit(errors.New("boom"))
-	want := ResourceStats{Resource: "a", Pass: 3, Success: 1, Error: 2, AvgRT: (3*time.Millisecond + 2*time.Millisecond) / 3}
-	if s := stats(t, g, "a"); s != want {
+	want := ResourceStats{Resource: "a", Pass: 3, Success: 1, Error: 2, AvgRT: (3*time.Millisecond + 2*time.Millisecond) / 3,
+		MaxRT: 3 * time.Millisecond}
+	s := stats(t, g, "a")
+	// Two response times, 3 ms and 1 ms (a batch is one): the quantiles
+	// within 3.2%.
+	for _, q := range []struct {
+		got  *time.Duration
+		want time.Duration
+	}{{&s.P50, time.Millisecond}, {&s.P90, 3 * time.Millisecond}, {&s.P99, 3 * time.Millisecond}} {
+		if d := *q.got - q.want; d > q.want/32 || -d > q.want/32 {
+			t.Errorf("quantile %v, want %v within 3.2%%", *q.got, q.want)
+		}
+		*q.got = 0
+	}
+	if s != want {
 		t.Fatalf("stats = %+v, want %+v", s, want)
 	}
 }
@@ -424,5 +439,50 @@ func TestDefaultGuard(t *testing.T) {
 	}
 	if s, _ := Default().Stats("default-guard-test"); s.Pass != 2 {
 		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
+	g := New(WithMaxResources(1000))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const n = 200
+	for i := range n {
+		mustEnter(t, g, fmt.Sprint("r", i)).Exit(nil)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.0f bytes per resource", per)
+	if per > ResourceBytes*1.15 || per < ResourceBytes*0.85 {
+		t.Errorf("a resource takes %.0f bytes; ResourceBytes says %d", per, ResourceBytes)
+	}
+	runtime.KeepAlive(g)
+}
+
+func TestLatencyQuantiles(t *testing.T) {
+	g, clk := newGuard(t, Rules{})
+	for i := range 100 {
+		e := mustEnter(t, g, "a")
+		clk.Advance(time.Duration(i+1) * time.Millisecond)
+		e.Exit(nil)
+	}
+	s, _ := g.Stats("a")
+	for _, c := range []struct {
+		name      string
+		got, want time.Duration
+	}{{"P50", s.P50, 50 * time.Millisecond}, {"P90", s.P90, 90 * time.Millisecond}, {"P99", s.P99, 99 * time.Millisecond}, {"MaxRT", s.MaxRT, 100 * time.Millisecond}} {
+		if d := c.got - c.want; d > c.want/32 || -d > c.want/32 {
+			t.Errorf("%s = %v, want %v within 3.2%%", c.name, c.got, c.want)
+		}
+	}
+	if s.MaxRT != 100*time.Millisecond {
+		t.Errorf("MaxRT = %v, want exactly 100ms", s.MaxRT)
+	}
+	// The 100 requests took 5.05 s; 10 s later they are gone.
+	clk.Advance(10 * time.Second)
+	if s, _ := g.Stats("a"); s.P99 != 0 || s.MaxRT != 0 {
+		t.Errorf("10 s later: %+v", s)
 	}
 }

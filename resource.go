@@ -19,17 +19,28 @@ const (
 )
 
 // DefaultMaxResources is how many resources a guard keeps statistics for
-// unless WithMaxResources says otherwise.
-const DefaultMaxResources = 10_000
+// unless WithMaxResources says otherwise. Each takes about ResourceBytes,
+// so the default bounds them at about 80 MiB.
+const DefaultMaxResources = 4096
+
+// ResourceBytes is about the memory the statistics of one resource take:
+// 4 KiB of counts and 16 KiB of latencies.
+const ResourceBytes = 20 << 10
 
 // OtherResource is the name under which a guard counts the traffic of
 // resources it has no room for (see WithMaxResources).
 const OtherResource = "(other)"
 
+// Latency quantiles cover the last 7.5 to 10 s, in latBuckets buckets:
+// coarser than the counts, to keep a resource's memory small (see
+// WithMaxResources).
+const latBuckets = 4
+
 // A resource is a name and its statistics.
 type resource struct {
 	name     string
 	stats    *window.Counter
+	lat      *window.Histogram // response times, compact
 	inFlight atomic.Int64
 	lastUse  atomic.Int64 // roughly: updated at most once a second
 	pinned   atomic.Bool  // a rule names it: never evicted
@@ -40,7 +51,11 @@ func newResource(name string, c clock.Clock) *resource {
 	if err != nil {
 		panic("slidegate: resource statistics: " + err.Error())
 	}
-	r := &resource{name: name, stats: ctr}
+	lat, err := window.NewHistogram(latBuckets, statsInterval, window.WithClock(c), window.Compact())
+	if err != nil {
+		panic("slidegate: resource latencies: " + err.Error())
+	}
+	r := &resource{name: name, stats: ctr, lat: lat}
 	r.lastUse.Store(c.Now())
 	return r
 }
@@ -155,6 +170,11 @@ type ResourceStats struct {
 	Pass, Block, Success, Error int64
 	// AvgRT is the mean response time of the requests that ended.
 	AvgRT time.Duration
+	// P50, P90, P99 and MaxRT describe the response times of the requests
+	// that ended in the last 7.5 to 10 seconds (the latencies are kept in
+	// 2.5 s buckets), the quantiles within 3.2%, the maximum exactly. A
+	// batch (WithCount) is one response time.
+	P50, P90, P99, MaxRT time.Duration
 	// InFlight is how many requests have entered and not yet exited.
 	InFlight int64
 }
@@ -172,6 +192,8 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	if n := out.Success + out.Error; n > 0 {
 		out.AvgRT = time.Duration(s[window.RT] * int64(time.Microsecond) / n)
 	}
+	l := r.lat.SummaryAt(now)
+	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
 	return out
 }
 

@@ -13,7 +13,8 @@
 //   - RollingWindow: go-zero's rolling window of sums and counts, with its
 //     Add / Reduce API.
 //   - Histogram: one log-linear latency histogram per bucket, answering
-//     quantiles within 0.79% over any view.
+//     quantiles within 0.79% over any view (3.2% in a quarter of the memory
+//     with Compact).
 //
 // Everything here is safe for concurrent use and allocates nothing to record
 // or to read. Nothing takes a lock; the one wait is a writer's that finds its

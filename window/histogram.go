@@ -7,22 +7,43 @@ import (
 )
 
 // Histogram bins are log-linear (HDR-style): latencies are counted in units of
-// 8 ns; the first 128 units have a bin each, and every later power of two is
-// split into 64 bins of equal width. A bin is thus at most 1/64 as wide as its
-// lower edge, and reporting its midpoint is off by at most 1/128 (0.79%) of
-// the true value, for every latency from 1 µs to the top of the range, 2^39 ns
-// (9 min 10 s). Longer latencies fall in one overflow bin, reported as the
-// maximum, which is kept exactly up to MaxValue nanoseconds, the same 2^39 ns.
-// The bins, the maximum and the state word fill a slot of 2048 words, 16 KiB.
-const (
-	histUnitShift = 3 // bins count units of 2^3 ns
-	histSubBits   = 6 // 64 bins per power of two
-	histSub       = 1 << histSubBits
-	histTopShift  = 39 - histUnitShift - histSubBits - 1 // bin shift of the highest power of two covered
-	histBins      = (histTopShift+2)*histSub + 1         // regular bins and the overflow bin
-	histOverflow  = histBins - 1
-	histMax       = histBins // word index of the maximum latency, in nanoseconds
+// 2^unit ns; the first 2^(sub+1) units have a bin each, and every later power
+// of two is split into 2^sub bins of equal width. A bin is thus at most 2^-sub
+// as wide as its lower edge, and reporting its midpoint is off by at most
+// 2^-(sub+1) of the true value above the linear range, and by at most half a
+// unit within it, up to the top of the range, 2^39 ns (9 min 10 s). Longer
+// latencies fall in one overflow bin, reported as the maximum, which is kept
+// exactly up to MaxValue nanoseconds, the same 2^39 ns.
+//
+// The default layout counts units of 8 ns in 64 bins per power of two: within
+// 1/128 (0.79%) from 1 µs up. Its bins, the maximum and the state word fill a
+// slot of 2048 words, 16 KiB. The compact one (Compact) counts units of
+// 1.024 µs in 16 bins per power of two: within 1/32 (3.2%) from 16 µs up and
+// 0.52 µs below, in 512 words, 4 KiB.
+type histLayout struct {
+	unit     uint // bins count units of 2^unit ns
+	sub      uint // 2^sub bins per power of two
+	bins     int  // regular bins and the overflow bin
+	overflow int  // the overflow bin
+	max      int  // word index of the maximum latency, in nanoseconds
+	kinds    []kind
+}
 
+func newHistLayout(unit, sub uint) *histLayout {
+	top := 39 - int(unit) - int(sub) - 1 // bin shift of the highest power of two covered
+	bins := (top+2)<<sub + 1
+	l := &histLayout{unit: unit, sub: sub, bins: bins, overflow: bins - 1, max: bins}
+	l.kinds = make([]kind, bins+1)
+	l.kinds[l.max] = kindMax
+	return l
+}
+
+var (
+	fineBins    = newHistLayout(3, 6)
+	compactBins = newHistLayout(10, 4)
+)
+
+const (
 	// HistogramRange is the longest latency a Histogram resolves into bins;
 	// longer ones are counted in an overflow bin whose quantiles report the
 	// maximum.
@@ -30,39 +51,40 @@ const (
 
 	// HistogramBucketBytes is the memory one time bucket of a Histogram
 	// takes: one 8-byte word per bin, the maximum and the bucket's state,
-	// rounded up to a power of two of words.
+	// rounded up to a power of two of words. A Compact histogram's bucket
+	// takes CompactBucketBytes.
 	HistogramBucketBytes = 2048 * 8
+
+	// CompactBucketBytes is the memory one time bucket of a Compact
+	// Histogram takes.
+	CompactBucketBytes = 512 * 8
+
+	maxBins = 2048 // more than any layout's bins
 )
 
-var histKinds = func() []kind {
-	k := make([]kind, histBins+1)
-	k[histMax] = kindMax
-	return k
-}()
-
-// histBin returns the bin counting latency d nanoseconds.
-func histBin(d int64) int {
+// bin returns the bin counting latency d nanoseconds.
+func (l *histLayout) bin(d int64) int {
 	if d < 0 {
 		d = 0
 	}
-	u := uint64(d) >> histUnitShift
-	shift := bits.Len64(u) - (histSubBits + 1)
+	u := uint64(d) >> l.unit
+	shift := bits.Len64(u) - int(l.sub+1)
 	if shift <= 0 {
 		return int(u)
 	}
-	bin := shift*histSub + int(u>>uint(shift))
-	if bin >= histOverflow {
-		return histOverflow
+	bin := shift<<l.sub + int(u>>uint(shift))
+	if bin >= l.overflow {
+		return l.overflow
 	}
 	return bin
 }
 
-// histMid returns the midpoint, in nanoseconds, of the latencies bin i counts.
+// mid returns the midpoint, in nanoseconds, of the latencies bin i counts.
 // i must be a regular bin, not the overflow bin.
-func histMid(i int) int64 {
-	shift := max(i/histSub-1, 0)
-	lo := uint64(i-shift*histSub) << uint(shift) << histUnitShift
-	width := uint64(1) << uint(shift) << histUnitShift
+func (l *histLayout) mid(i int) int64 {
+	shift := max(i>>l.sub-1, 0)
+	lo := uint64(i-shift<<l.sub) << uint(shift) << l.unit
+	width := uint64(1) << uint(shift) << l.unit
 	return int64(lo + width/2)
 }
 
@@ -72,12 +94,13 @@ func histMid(i int) int64 {
 // Quantiles are within 0.79% of the true value from 1 µs to HistogramRange
 // (over nine minutes); the maximum is exact up to the same bound.
 //
-// Each bucket takes HistogramBucketBytes (16 KiB) of memory, allocated
-// when the Histogram is made; the number of buckets is rounded up to a power
-// of two. Recording allocates nothing and takes no lock. Times that go
+// Each bucket takes HistogramBucketBytes (16 KiB) of memory, or
+// CompactBucketBytes (4 KiB) with Compact, allocated when the Histogram is
+// made; the number of buckets is rounded up to a power of two. Recording allocates nothing and takes no lock. Times that go
 // backwards are handled as Counter handles them.
 type Histogram struct {
 	r   *ring
+	l   *histLayout
 	all HistogramView
 }
 
@@ -90,8 +113,12 @@ func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogr
 		return nil, err
 	}
 	o := buildOptions(opts)
-	h := &Histogram{r: newRing(buckets, width, histKinds, o.clock)}
-	h.all = HistogramView{r: h.r, k: int64(buckets)}
+	l := fineBins
+	if o.compact {
+		l = compactBins
+	}
+	h := &Histogram{r: newRing(buckets, width, l.kinds, o.clock), l: l}
+	h.all = HistogramView{r: h.r, l: l, k: int64(buckets)}
 	return h, nil
 }
 
@@ -104,10 +131,10 @@ func (h *Histogram) RecordAt(now int64, d time.Duration) bool {
 	r := h.r
 	b := r.bucketOf(now)
 	s := r.slotOf(b)
-	if !r.addIn(b, s, histBin(int64(d)), 1) {
+	if !r.addIn(b, s, h.l.bin(int64(d)), 1) {
 		return false
 	}
-	return r.writeSlot(b, s, histMax, kindMax.clamp(max(int64(d), 0)))
+	return r.writeSlot(b, s, h.l.max, kindMax.clamp(max(int64(d), 0)))
 }
 
 // View returns a view of the last d of the interval; d must be a positive
@@ -117,7 +144,7 @@ func (h *Histogram) View(d time.Duration) (HistogramView, error) {
 	if err != nil {
 		return HistogramView{}, err
 	}
-	return HistogramView{r: h.r, k: k}, nil
+	return HistogramView{r: h.r, l: h.l, k: k}, nil
 }
 
 // Summary returns the count, maximum and main quantiles over the whole
@@ -152,12 +179,14 @@ type Summary struct {
 // for a Counter. The zero HistogramView reads as empty.
 type HistogramView struct {
 	r *ring
+	l *histLayout
 	k int64
 }
 
 // histCounts is one view's latencies merged into one histogram.
 type histCounts struct {
-	bins  [histBins]int64
+	l     *histLayout
+	bins  [maxBins]int64 // the first l.bins are used
 	total int64
 	max   int64
 }
@@ -166,24 +195,25 @@ type histCounts struct {
 // once, so that the quantiles computed from c agree with each other even while
 // latencies are being recorded.
 func (v HistogramView) merge(now int64, c *histCounts) {
-	r := v.r
-	c.max = MinValue
+	r, l := v.r, v.l
+	c.l, c.max = l, MinValue
+	bins := c.bins[:l.bins]
 	first := r.first(now, v.k)
 	for b := first; b-first < uint64(v.k); b++ {
 		s := r.slotOf(b)
 		if r.words[s].Load() == b<<1 {
-			data := r.words[s+1 : s+1+len(histKinds)]
-			for i := range c.bins {
+			data := r.words[s+1 : s+1+len(l.kinds)]
+			for i := range bins {
 				if w := data[i].Load(); belongs(w, b) {
-					c.bins[i] += value(w)
+					bins[i] += value(w)
 				}
 			}
-			if w := data[histMax].Load(); belongs(w, b) {
+			if w := data[l.max].Load(); belongs(w, b) {
 				c.max = max(c.max, value(w))
 			}
 		}
 	}
-	for _, n := range c.bins {
+	for _, n := range bins {
 		c.total += n
 	}
 	if c.total == 0 {
@@ -202,13 +232,13 @@ func (c *histCounts) quantile(q float64) time.Duration {
 	}
 	rank := max(int64(math.Ceil(min(q, 1)*float64(c.total))), 1)
 	var seen int64
-	for i, n := range c.bins {
+	for i, n := range c.bins[:c.l.bins] {
 		seen += n
 		if seen >= rank {
-			if i == histOverflow {
+			if i == c.l.overflow {
 				return time.Duration(c.max)
 			}
-			return time.Duration(min(histMid(i), c.max))
+			return time.Duration(min(c.l.mid(i), c.max))
 		}
 	}
 	return time.Duration(c.max)
@@ -258,7 +288,7 @@ func (v HistogramView) Quantile(q float64) time.Duration { return v.QuantileAt(v
 
 // QuantileAt returns the q-quantile over the view at time now, by nearest
 // rank: the latency below or at which a fraction q of the recorded latencies
-// lie, within 0.79%. q is clamped to [0, 1]; an empty view returns 0.
+// lie, within 0.79% (3.2% with Compact). q is clamped to [0, 1]; an empty view returns 0.
 func (v HistogramView) QuantileAt(now int64, q float64) time.Duration {
 	if v.r == nil {
 		return 0

@@ -15,24 +15,42 @@ func relErr(got, want int64) float64 {
 	return math.Abs(float64(got-want)) / float64(want)
 }
 
+// The layouts' promises: relative error above a latency, absolute error
+// below it.
+var layouts = []struct {
+	name   string
+	l      *histLayout
+	from   int64   // relative error bound from this latency up
+	rel    float64 // the bound
+	absMax int64   // absolute error bound below from
+}{
+	{"fine", fineBins, int64(time.Microsecond), 1.0 / 128, 4},
+	{"compact", compactBins, 16 * int64(time.Microsecond), 1.0 / 32, 512},
+}
+
 func checkBin(t *testing.T, d int64) {
 	t.Helper()
-	i := histBin(d)
-	if i < 0 || i >= histBins {
-		t.Fatalf("histBin(%d) = %d, out of [0, %d)", d, i, histBins)
-	}
-	if d >= int64(HistogramRange) {
-		if i != histOverflow {
-			t.Fatalf("histBin(%d) = %d, want the overflow bin %d", d, i, histOverflow)
+	for _, lt := range layouts {
+		l := lt.l
+		i := l.bin(d)
+		if i < 0 || i >= l.bins {
+			t.Fatalf("%s: bin(%d) = %d, out of [0, %d)", lt.name, d, i, l.bins)
 		}
-		return
-	}
-	if i == histOverflow {
-		t.Fatalf("histBin(%d) is the overflow bin below HistogramRange", d)
-	}
-	if d >= int64(time.Microsecond) {
-		if e := relErr(histMid(i), d); e > 1.0/128 {
-			t.Fatalf("latency %d: bin %d midpoint %d is off by %.4f%%, more than 1/128", d, i, histMid(i), e*100)
+		if d >= int64(HistogramRange) {
+			if i != l.overflow {
+				t.Fatalf("%s: bin(%d) = %d, want the overflow bin %d", lt.name, d, i, l.overflow)
+			}
+			continue
+		}
+		if i == l.overflow {
+			t.Fatalf("%s: bin(%d) is the overflow bin below HistogramRange", lt.name, d)
+		}
+		if d >= lt.from {
+			if e := relErr(l.mid(i), d); e > lt.rel {
+				t.Fatalf("%s: latency %d: bin %d midpoint %d is off by %.4f%%, more than %.4f%%", lt.name, d, i, l.mid(i), e*100, lt.rel*100)
+			}
+		} else if e := l.mid(i) - max(d, 0); e > lt.absMax || -e > lt.absMax {
+			t.Fatalf("%s: latency %d: bin %d midpoint %d is off by %d ns, more than %d", lt.name, d, i, l.mid(i), e, lt.absMax)
 		}
 	}
 }
@@ -42,16 +60,22 @@ func TestHistogramBinsAreWithinOnePercent(t *testing.T) {
 		checkBin(t, d)
 	}
 	// Every bin edge, from both sides.
-	for i := 1; i < histOverflow; i++ {
-		shift := max(i/histSub-1, 0)
-		lo := int64(i-shift*histSub) << shift << histUnitShift
-		checkBin(t, lo)
-		checkBin(t, lo-1)
-		if histBin(lo) != i {
-			t.Fatalf("lower edge %d of bin %d maps to bin %d", lo, i, histBin(lo))
+	for _, lt := range layouts {
+		l := lt.l
+		for i := 1; i < l.overflow; i++ {
+			shift := max(i>>l.sub-1, 0)
+			lo := int64(i-shift<<l.sub) << shift << l.unit
+			checkBin(t, lo)
+			checkBin(t, lo-1)
+			if l.bin(lo) != i {
+				t.Fatalf("%s: lower edge %d of bin %d maps to bin %d", lt.name, lo, i, l.bin(lo))
+			}
+			if l.bin(lo-1) != i-1 {
+				t.Fatalf("%s: %d, just below bin %d, maps to bin %d", lt.name, lo-1, i, l.bin(lo-1))
+			}
 		}
-		if histBin(lo-1) != i-1 {
-			t.Fatalf("%d, just below bin %d, maps to bin %d", lo-1, i, histBin(lo-1))
+		if l.bins > maxBins {
+			t.Fatalf("%s: %d bins, more than maxBins", lt.name, l.bins)
 		}
 	}
 }
@@ -69,7 +93,7 @@ func nearestRank(sorted []int64, q float64) int64 {
 	return sorted[rank-1]
 }
 
-func TestHistogramQuantilesMatchExactOnesWithinOnePercent(t *testing.T) {
+func TestHistogramQuantilesMatchExactOnes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	distributions := map[string]func() int64{
 		"uniform 1µs-1s":  func() int64 { return int64(time.Microsecond) + rng.Int64N(int64(time.Second)) },
@@ -78,38 +102,48 @@ func TestHistogramQuantilesMatchExactOnesWithinOnePercent(t *testing.T) {
 		"one value":       func() int64 { return 4321000 },
 		"heavy tail 5min": func() int64 { return min(int64(1e6/math.Pow(rng.Float64()+1e-9, 1.2)), 300e9) },
 	}
-	for name, next := range distributions {
-		t.Run(name, func(t *testing.T) {
-			c := clock.NewManual(0)
-			h, err := NewHistogram(4, 4*time.Second, WithClock(c))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var all []int64
-			for i := 0; i < 20000; i++ {
-				c.Set(int64(i) * int64(150*time.Microsecond)) // 3 s of time, spread over three buckets
-				d := next()
-				all = append(all, d)
-				h.Record(time.Duration(d))
-			}
-			slices.Sort(all)
-			s := h.Summary()
-			if s.Count != int64(len(all)) {
-				t.Fatalf("Count = %d, want %d", s.Count, len(all))
-			}
-			if int64(s.Max) != all[len(all)-1] {
-				t.Fatalf("Max = %d, want exactly %d", s.Max, all[len(all)-1])
-			}
-			for _, tc := range []struct {
-				q   float64
-				got time.Duration
-			}{{0.5, s.P50}, {0.9, s.P90}, {0.99, s.P99}, {0.999, s.P999}, {0, h.Quantile(0)}, {1, h.Quantile(1)}} {
-				want := nearestRank(all, tc.q)
-				if e := relErr(int64(tc.got), want); e > 1.0/128 {
-					t.Errorf("q=%v: got %v, exact %v, off by %.3f%%", tc.q, tc.got, time.Duration(want), e*100)
+	for _, lt := range layouts {
+		for name, next := range distributions {
+			t.Run(lt.name+"/"+name, func(t *testing.T) {
+				c := clock.NewManual(0)
+				opts := []Option{WithClock(c)}
+				if lt.l == compactBins {
+					opts = append(opts, Compact())
 				}
-			}
-		})
+				h, err := NewHistogram(4, 4*time.Second, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var all []int64
+				for i := 0; i < 20000; i++ {
+					c.Set(int64(i) * int64(150*time.Microsecond)) // 3 s of time, spread over three buckets
+					d := next()
+					all = append(all, d)
+					h.Record(time.Duration(d))
+				}
+				slices.Sort(all)
+				s := h.Summary()
+				if s.Count != int64(len(all)) {
+					t.Fatalf("Count = %d, want %d", s.Count, len(all))
+				}
+				if int64(s.Max) != all[len(all)-1] {
+					t.Fatalf("Max = %d, want exactly %d", s.Max, all[len(all)-1])
+				}
+				for _, tc := range []struct {
+					q   float64
+					got time.Duration
+				}{{0.5, s.P50}, {0.9, s.P90}, {0.99, s.P99}, {0.999, s.P999}, {0, h.Quantile(0)}, {1, h.Quantile(1)}} {
+					want := nearestRank(all, tc.q)
+					if want < lt.from {
+						if e := int64(tc.got) - want; e > lt.absMax || -e > lt.absMax {
+							t.Errorf("q=%v: got %v, exact %v, off by %d ns", tc.q, tc.got, time.Duration(want), e)
+						}
+					} else if e := relErr(int64(tc.got), want); e > lt.rel {
+						t.Errorf("q=%v: got %v, exact %v, off by %.3f%%", tc.q, tc.got, time.Duration(want), e*100)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -186,5 +220,12 @@ func TestHistogramBucketBytesIsWhatIsAllocated(t *testing.T) {
 	}
 	if got := len(h.r.words) * 8 / 4; got != HistogramBucketBytes {
 		t.Fatalf("a bucket takes %d bytes, HistogramBucketBytes says %d", got, HistogramBucketBytes)
+	}
+	c, err := NewHistogram(4, 4*time.Second, Compact())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c.r.words) * 8 / 4; got != CompactBucketBytes {
+		t.Fatalf("a compact bucket takes %d bytes, CompactBucketBytes says %d", got, CompactBucketBytes)
 	}
 }
