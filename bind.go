@@ -19,6 +19,7 @@ type snapshot struct {
 	by       map[string]*binding
 	flows    map[string]*flowLimiter    // by rule key with the limit left out, for reuse by the next snapshot
 	breakers map[string]*breakerBinding // by rule key
+	inOrder  []*breakerBinding          // the breaker rules' bindings, in rule order
 }
 
 // A binding is what Enter checks for one resource, in the order it checks
@@ -196,6 +197,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		}
 		bb := &breakerBinding{rule: r, place: fmt.Sprintf("breakers[%d]", i), b: br}
 		s.breakers[key] = bb
+		s.inOrder = append(s.inOrder, bb)
 		b := bind(r.Resource)
 		b.breakers = append(b.breakers, bb)
 	}

@@ -25,6 +25,8 @@ const (
 	RefLimited
 	// BreakerOpen: a breaker refused the request.
 	BreakerOpen
+
+	numReasons = iota + 1
 )
 
 var reasonNames = [...]string{"", "rate limited", "concurrency limited", "wait too long", "associated resource limited", "breaker open"}

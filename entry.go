@@ -91,23 +91,16 @@ func (h Entry) exit(now int64, given bool, err error) {
 		now = e.g.clock.Now()
 	}
 	o := breaker.Success
-	ev := window.Success
 	if err != nil {
-		ev, o = window.Error, breaker.Failure
+		o = breaker.Failure
 		if errors.Is(err, context.Canceled) {
 			o = breaker.Ignored
 		}
 	}
 	d := max(now-e.start, 0)
-	rt := d / int64(time.Microsecond)
-	for _, r := range [2]*resource{e.res, e.inboundOf(e.g)} {
-		if r == nil {
-			continue
-		}
-		r.stats.AddAt(now, ev, e.count)
-		r.stats.AddAt(now, window.RT, rt*e.count)
-		r.lat.RecordAt(now, time.Duration(d))
-		r.inFlight.Add(-e.count)
+	e.res.exit(now, d, e.count, err != nil)
+	if e.inbound {
+		e.g.inbound.exit(now, d, e.count, err != nil)
 	}
 	for i := range e.permits {
 		e.permits[i].Release()
@@ -116,15 +109,6 @@ func (h Entry) exit(now int64, given bool, err error) {
 		p.RecordAt(now, o)
 	}
 	e.release()
-}
-
-// inboundOf returns the guard's inbound resource if the entry is
-// inbound.
-func (e *entry) inboundOf(g *Guard) *resource {
-	if e.inbound {
-		return g.inbound
-	}
-	return nil
 }
 
 // release returns the entry to the pool.
@@ -170,10 +154,10 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 	e.g, e.res, e.count, e.inbound = g, res, count, inbound
 	if b != nil {
 		if err := b.admit(ctx, g.clock, e, now, priority); err != nil {
-			if _, blocked := err.(*BlockError); blocked {
-				res.stats.AddAt(now, window.Block, count)
+			if be, blocked := err.(*BlockError); blocked {
+				res.block(now, be.Reason, count)
 				if inbound {
-					g.inbound.stats.AddAt(now, window.Block, count)
+					g.inbound.block(now, be.Reason, count)
 				}
 			}
 			e.release()
@@ -182,11 +166,9 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 		now = e.start // after any wait
 	}
 	e.start = now
-	res.stats.AddAt(now, window.Pass, count)
-	res.inFlight.Add(count)
+	res.pass(now, count)
 	if inbound {
-		g.inbound.stats.AddAt(now, window.Pass, count)
-		g.inbound.inFlight.Add(count)
+		g.inbound.pass(now, count)
 	}
 	return Entry{e: e, seq: e.seq.Load()}, nil
 }

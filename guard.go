@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 )
 
@@ -121,6 +122,25 @@ func (g *Guard) SetRules(rules Rules) error {
 
 // Rules returns the rules in force.
 func (g *Guard) Rules() Rules { return g.snap.Load().rules }
+
+// A BreakerStatus is a breaker rule in force and the state of its breaker.
+type BreakerStatus struct {
+	Resource string
+	Rule     string // its place in the rules: "breakers[0]"
+	Strategy string // the rule's Strategy: "error_ratio", ...
+	breaker.Stats
+}
+
+// Breakers returns the state of the breaker of every breaker rule in force,
+// in rule order.
+func (g *Guard) Breakers() []BreakerStatus {
+	s := g.snap.Load()
+	out := make([]BreakerStatus, 0, len(s.inOrder))
+	for _, bb := range s.inOrder {
+		out = append(out, BreakerStatus{Resource: bb.rule.Resource, Rule: bb.place, Strategy: bb.rule.Strategy, Stats: bb.b.Stats()})
+	}
+	return out
+}
 
 // Inbound returns the statistics of the requests entered with Inbound, over
 // the last 10 seconds: the traffic into the service as a whole.

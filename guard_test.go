@@ -69,7 +69,7 @@ func TestEveryResourceKeepsStatistics(t *testing.T) {
 	clk.Advance(time.Millisecond)
 	e.Exit(errors.New("boom"))
 	want := ResourceStats{Resource: "a", Pass: 3, Success: 1, Error: 2, AvgRT: (3*time.Millisecond + 2*time.Millisecond) / 3,
-		MaxRT: 3 * time.Millisecond}
+		MaxRT: 3 * time.Millisecond, Totals: Totals{Pass: 3, Success: 1, Error: 2, RT: 5 * time.Millisecond}}
 	s := stats(t, g, "a")
 	// Two response times, 3 ms and 1 ms (a batch is one): the quantiles
 	// within 3.2%.
@@ -484,5 +484,60 @@ func TestLatencyQuantiles(t *testing.T) {
 	clk.Advance(10 * time.Second)
 	if s, _ := g.Stats("a"); s.P99 != 0 || s.MaxRT != 0 {
 		t.Errorf("10 s later: %+v", s)
+	}
+}
+
+func TestTotalsCountBlocksByReason(t *testing.T) {
+	one := int64(1)
+	g, clk := newGuard(t, Rules{
+		Flow: []FlowRule{
+			{Resource: "a", Limit: 2},
+			{Resource: "a", Type: ConcurrencyRule, Limit: 1},
+		},
+		Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1, MinRequests: &one}},
+	})
+	e := mustEnter(t, g, "a", Inbound())
+	mustBlock(t, g, "a", "flow[1]", ConcurrencyLimited, Inbound())
+	e.Exit(nil)
+	mustEnter(t, g, "a").Exit(nil)
+	mustBlock(t, g, "a", "flow[0]", RateLimited)
+	mustEnter(t, g, "b").Exit(errors.New("boom"))
+	mustBlock(t, g, "b", "breakers[0]", BreakerOpen)
+
+	// Totals outlive the window.
+	clk.Advance(time.Minute)
+	a, b := stats(t, g, "a"), stats(t, g, "b")
+	var want [numReasons]int64
+	want[ConcurrencyLimited], want[RateLimited] = 1, 1
+	if a.Totals.Pass != 2 || a.Totals.Success != 2 || a.Totals.Blocked != want || a.Totals.Block() != 2 || a.Pass != 0 {
+		t.Errorf("a: %+v", a)
+	}
+	want = [numReasons]int64{}
+	want[BreakerOpen] = 1
+	if b.Totals.Error != 1 || b.Totals.Blocked != want {
+		t.Errorf("b: %+v", b)
+	}
+	in := g.Inbound()
+	want = [numReasons]int64{}
+	want[ConcurrencyLimited] = 1
+	if in.Totals.Pass != 1 || in.Totals.Blocked != want {
+		t.Errorf("inbound: %+v", in)
+	}
+}
+
+func TestBreakersReportTheirState(t *testing.T) {
+	one := int64(1)
+	g, _ := newGuard(t, Rules{Breakers: []BreakerRule{
+		{Resource: "x", Strategy: AdaptiveBreaker},
+		{Resource: "y", Strategy: ErrorCountBreaker, Count: 1, MinRequests: &one, OpenTimeout: Duration(3 * time.Second)},
+	}})
+	mustEnter(t, g, "y").Exit(errors.New("boom"))
+	bs := g.Breakers()
+	if len(bs) != 2 || bs[0].Resource != "x" || bs[0].Rule != "breakers[0]" || bs[0].Strategy != AdaptiveBreaker ||
+		bs[0].State != breaker.Closed {
+		t.Fatalf("Breakers() = %+v", bs)
+	}
+	if y := bs[1]; y.Resource != "y" || y.State != breaker.Open || y.RetryAfter != 3*time.Second || y.Failures != 1 {
+		t.Fatalf("breaker y: %+v", y)
 	}
 }

@@ -41,6 +41,7 @@ type resource struct {
 	name     string
 	stats    *window.Counter
 	lat      *window.Histogram // response times, compact
+	totals   *totals
 	inFlight atomic.Int64
 	lastUse  atomic.Int64 // roughly: updated at most once a second
 	pinned   atomic.Bool  // a rule names it: never evicted
@@ -55,9 +56,37 @@ func newResource(name string, c clock.Clock) *resource {
 	if err != nil {
 		panic("slidegate: resource latencies: " + err.Error())
 	}
-	r := &resource{name: name, stats: ctr, lat: lat}
+	r := &resource{name: name, stats: ctr, lat: lat, totals: new(totals)}
 	r.lastUse.Store(c.Now())
 	return r
+}
+
+// pass counts n requests admitted at time now.
+func (r *resource) pass(now, n int64) {
+	r.stats.AddAt(now, window.Pass, n)
+	r.totals.pass.Add(n)
+	r.inFlight.Add(n)
+}
+
+// block counts n requests refused at time now for reason.
+func (r *resource) block(now int64, reason Reason, n int64) {
+	r.stats.AddAt(now, window.Block, n)
+	r.totals.blocked[reason%numReasons].Add(n)
+}
+
+// exit counts n requests that ended at time now after d nanoseconds, with an
+// error or not.
+func (r *resource) exit(now, d, n int64, failed bool) {
+	ev, total := window.Success, &r.totals.success
+	if failed {
+		ev, total = window.Error, &r.totals.errors
+	}
+	r.stats.AddAt(now, ev, n)
+	r.stats.AddAt(now, window.RT, d/int64(time.Microsecond)*n)
+	r.lat.RecordAt(now, time.Duration(d))
+	total.Add(n)
+	r.totals.rt.Add(d * n)
+	r.inFlight.Add(-n)
 }
 
 // touch notes that the resource was used at time now.
@@ -162,7 +191,37 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 	})
 }
 
-// ResourceStats are a resource's statistics over the last 10 seconds.
+// totals are a resource's counts since it was made, kept apart from the
+// resource's other fields, which are read on every request.
+type totals struct {
+	pass, success, errors, rt atomic.Int64 // rt: nanoseconds
+	blocked                   [numReasons]atomic.Int64
+}
+
+// Totals are a resource's counts since the guard began keeping statistics for
+// it: counters that only grow, for metrics. A resource evicted for idleness
+// (see WithMaxResources) starts again from zero if it comes back.
+type Totals struct {
+	Pass, Success, Error int64
+	// Blocked counts the refused requests by reason: Blocked[RateLimited],
+	// Blocked[BreakerOpen], ... (Blocked[0] is unused).
+	Blocked [numReasons]int64
+	// RT is the sum of the response times of the requests that ended, a batch
+	// counting its response time once per request.
+	RT time.Duration
+}
+
+// Block returns the refused requests, whatever the reason.
+func (t Totals) Block() int64 {
+	var n int64
+	for _, b := range t.Blocked {
+		n += b
+	}
+	return n
+}
+
+// ResourceStats are a resource's statistics over the last 10 seconds, and
+// its totals.
 type ResourceStats struct {
 	Resource string
 	// Pass and Block count the requests admitted and refused; Success and
@@ -177,6 +236,8 @@ type ResourceStats struct {
 	P50, P90, P99, MaxRT time.Duration
 	// InFlight is how many requests have entered and not yet exited.
 	InFlight int64
+	// Totals count since the resource's statistics began.
+	Totals Totals
 }
 
 func (r *resource) statsAt(now int64) ResourceStats {
@@ -194,6 +255,11 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	}
 	l := r.lat.SummaryAt(now)
 	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
+	t := r.totals
+	out.Totals = Totals{Pass: t.pass.Load(), Success: t.success.Load(), Error: t.errors.Load(), RT: time.Duration(t.rt.Load())}
+	for i := range t.blocked {
+		out.Totals.Blocked[i] = t.blocked[i].Load()
+	}
 	return out
 }
 
