@@ -1,0 +1,41 @@
+// Package grpcguard guards gRPC calls with a slidegate.Guard: interceptors
+// for servers (the RPCs a service serves) and for clients (the RPCs it makes).
+//
+// Each RPC enters the guard's resource named by its full method
+// ("/pkg.Service/Method", or what WithResource says) and exits when it ends,
+// with the RPC's status: a code in the error set (DefaultErrorCodes, or
+// WithErrorCodes) counts as an error in the resource's statistics and
+// against its breakers, any other code as a success. An RPC that a rule
+// refuses ends with codes.ResourceExhausted (a flow rule) or
+// codes.Unavailable (a breaker), a google.rpc.RetryInfo detail saying when
+// to retry where the rule knows it (see BlockStatus); on a client the call
+// never reaches the network.
+//
+// Server interceptors enter with slidegate.Inbound, so the guard also counts
+// the service's traffic as a whole (Guard.Inbound); client interceptors
+// enter as outbound traffic.
+//
+//	g := slidegate.New()
+//	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
+//		{Resource: "/shop.Orders/Create", Limit: 100}, // 100 per second
+//	}})
+//	srv := grpc.NewServer(
+//		grpc.ChainUnaryInterceptor(grpcguard.UnaryServerInterceptor(g)),
+//		grpc.ChainStreamInterceptor(grpcguard.StreamServerInterceptor(g)),
+//	)
+//
+//	conn, err := grpc.NewClient(addr,
+//		grpc.WithTransportCredentials(insecure.NewCredentials()),
+//		grpc.WithChainUnaryInterceptor(grpcguard.UnaryClientInterceptor(g)),
+//		grpc.WithChainStreamInterceptor(grpcguard.StreamClientInterceptor(g)),
+//	)
+//
+// The error a refused RPC returns is a gRPC status error (status.Code,
+// status.Convert) that also wraps the *slidegate.BlockError, so that the
+// client that made the call can take it apart with errors.As; only the
+// status crosses the network.
+//
+// A server handler that panics is recorded as an error and the panic goes
+// on, unrecovered: grpcguard does not turn panics into statuses, which is a
+// recovery interceptor's job.
+package grpcguard

@@ -1,0 +1,190 @@
+package grpcguard
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/slidegate/slidegate"
+)
+
+// An Option customises an interceptor.
+type Option func(*options)
+
+type options struct {
+	resource    func(ctx context.Context, fullMethod string) string
+	blockStatus func(*slidegate.BlockError) *status.Status
+	errs        codeSet
+}
+
+// WithResource names the resource an RPC enters; fullMethod is the RPC's
+// "/pkg.Service/Method". The default is fullMethod itself. A name built from
+// request data (metadata, a peer address) makes one resource per value,
+// which the guard bounds (slidegate.WithMaxResources) by counting the excess
+// as slidegate.OtherResource.
+//
+// A server and a client that share a guard name their resources alike by
+// default: give one of them a prefix if the two must be told apart.
+func WithResource(f func(ctx context.Context, fullMethod string) string) Option {
+	return func(o *options) {
+		if f != nil {
+			o.resource = f
+		}
+	}
+}
+
+// WithBlockStatus replaces BlockStatus, the status of an RPC that a rule
+// refused. A nil f, or an f that returns nil or a status with codes.OK,
+// leaves BlockStatus in charge.
+func WithBlockStatus(f func(*slidegate.BlockError) *status.Status) Option {
+	return func(o *options) {
+		if f != nil {
+			o.blockStatus = f
+		}
+	}
+}
+
+// WithErrorCodes sets the status codes that count as errors for the guard's
+// statistics and breakers, replacing DefaultErrorCodes; an RPC that ends
+// with any other code is a success, and so is one that ends with codes.OK,
+// listed or not. With no codes, no RPC is an error.
+func WithErrorCodes(cs ...codes.Code) Option {
+	return func(o *options) { o.errs = newCodeSet(cs) }
+}
+
+// DefaultErrorCodes returns the status codes that count as errors unless
+// WithErrorCodes says otherwise: those that say the service failed
+// (Unknown, DeadlineExceeded, ResourceExhausted, Unimplemented, Internal,
+// Unavailable, DataLoss). Codes that say the caller erred or gave up
+// (InvalidArgument, NotFound, PermissionDenied, Canceled, ...) are not the
+// service's failures and count as successes. The slice is new on each call,
+// so it can be extended:
+//
+//	grpcguard.WithErrorCodes(append(grpcguard.DefaultErrorCodes(), codes.Aborted)...)
+func DefaultErrorCodes() []codes.Code {
+	return []codes.Code{
+		codes.Unknown, codes.DeadlineExceeded, codes.ResourceExhausted,
+		codes.Unimplemented, codes.Internal, codes.Unavailable, codes.DataLoss,
+	}
+}
+
+// BlockStatus is the default status of an RPC that a rule refused:
+// codes.Unavailable if a breaker refused it (slidegate.BreakerOpen),
+// codes.ResourceExhausted if a flow rule did (any other reason). The
+// message is be.Error(), which names the resource, the rule and the reason.
+// If be.RetryAfter is positive, the status carries a google.rpc.RetryInfo
+// detail (errdetails.RetryInfo) with that delay.
+func BlockStatus(be *slidegate.BlockError) *status.Status {
+	c := codes.ResourceExhausted
+	if be.Reason == slidegate.BreakerOpen {
+		c = codes.Unavailable
+	}
+	st := status.New(c, be.Error())
+	if be.RetryAfter > 0 {
+		if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(be.RetryAfter)}); err == nil {
+			st = d
+		}
+	}
+	return st
+}
+
+// build applies opts to the defaults.
+func build(g *slidegate.Guard, opts []Option) (*slidegate.Guard, *options) {
+	if g == nil {
+		g = slidegate.Default()
+	}
+	o := &options{blockStatus: BlockStatus, errs: newCodeSet(DefaultErrorCodes())}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(o)
+		}
+	}
+	return g, o
+}
+
+// name returns the resource of the RPC fullMethod.
+func (o *options) name(ctx context.Context, fullMethod string) string {
+	if o.resource == nil {
+		return fullMethod
+	}
+	return o.resource(ctx, fullMethod)
+}
+
+// refused turns Enter's error into the RPC's: a blocked error for a
+// *slidegate.BlockError, the status of a context error otherwise (Enter
+// returns ctx.Err() when ctx ends before or while a throttle makes the RPC
+// wait).
+func (o *options) refused(err error) error {
+	var be *slidegate.BlockError
+	if !errors.As(err, &be) {
+		return status.FromContextError(err).Err()
+	}
+	st := o.blockStatus(be)
+	if st == nil || st.Code() == codes.OK {
+		st = BlockStatus(be)
+	}
+	return &blockedError{st: st, be: be}
+}
+
+// outcome returns what Exit records for an RPC that ended with err: err if
+// its code is in the error set, nil (a success) otherwise.
+func (o *options) outcome(err error) error {
+	if err == nil || !o.errs.has(codeOf(err)) {
+		return nil
+	}
+	return err
+}
+
+// codeOf returns the status code of err as grpc-go sends it: the code of a
+// status error (or of an error wrapping one), Canceled or DeadlineExceeded
+// for context errors, Unknown for anything else.
+func codeOf(err error) codes.Code {
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
+	}
+	return status.FromContextError(err).Code()
+}
+
+// A codeSet is a set of status codes. The codes gRPC defines (0 to 16) and
+// any others below 64 are bits; larger ones, which no gRPC library sends,
+// are listed.
+type codeSet struct {
+	bits  uint64
+	other []codes.Code
+}
+
+func newCodeSet(cs []codes.Code) codeSet {
+	var s codeSet
+	for _, c := range cs {
+		if c < 64 {
+			s.bits |= 1 << c
+		} else if !slices.Contains(s.other, c) {
+			s.other = append(s.other, c)
+		}
+	}
+	return s
+}
+
+func (s codeSet) has(c codes.Code) bool {
+	if c < 64 {
+		return s.bits&(1<<c) != 0
+	}
+	return slices.Contains(s.other, c)
+}
+
+// A blockedError is the error of an RPC that a rule refused: a gRPC status
+// (GRPCStatus, for status.FromError and grpc-go's server) that wraps the
+// *slidegate.BlockError (for errors.As and errors.Is on the client side).
+type blockedError struct {
+	st *status.Status
+	be *slidegate.BlockError
+}
+
+func (e *blockedError) Error() string              { return e.st.Err().Error() }
+func (e *blockedError) GRPCStatus() *status.Status { return e.st }
+func (e *blockedError) Unwrap() error              { return e.be }

@@ -1,0 +1,72 @@
+package grpcguard
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc"
+
+	"github.com/slidegate/slidegate"
+)
+
+// errPanicked is the outcome recorded for a handler (or invoker) that
+// panicked or called runtime.Goexit.
+var errPanicked = errors.New("grpcguard: the handler did not return")
+
+// UnaryServerInterceptor returns an interceptor that guards the unary RPCs a
+// server serves with g (slidegate.Default() if g is nil). Each RPC enters
+// its resource as inbound traffic (slidegate.Inbound) before the handler
+// runs. An RPC that a rule refuses is not handled: it ends with the block
+// status (BlockStatus, or WithBlockStatus), or with the status of the
+// context's error if the RPC's context ended while a throttle made it wait.
+// An RPC that is let through exits when the handler returns, with the
+// handler's error if its code is in the error set (DefaultErrorCodes, or
+// WithErrorCodes) and as a success otherwise. If the handler panics, the RPC
+// exits with an error and the panic goes on.
+func UnaryServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryServerInterceptor {
+	g, o := build(g, opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		e, err := g.Enter(ctx, o.name(ctx, info.FullMethod), slidegate.Inbound())
+		if err != nil {
+			return nil, o.refused(err)
+		}
+		returned := false
+		defer func() {
+			// Not a recover: the panic goes on from where it started.
+			if !returned {
+				e.Exit(errPanicked)
+			}
+		}()
+		resp, err = handler(ctx, req)
+		returned = true
+		e.Exit(o.outcome(err))
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor returns an interceptor that guards the streaming
+// RPCs a server serves with g (slidegate.Default() if g is nil), as
+// UnaryServerInterceptor guards unary ones: the stream enters its resource
+// before the handler runs and exits when the handler returns, with its error
+// as UnaryServerInterceptor records it. The resource is named from the
+// stream's context.
+func StreamServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamServerInterceptor {
+	g, o := build(g, opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx := ss.Context()
+		e, err := g.Enter(ctx, o.name(ctx, info.FullMethod), slidegate.Inbound())
+		if err != nil {
+			return o.refused(err)
+		}
+		returned := false
+		defer func() {
+			if !returned {
+				e.Exit(errPanicked)
+			}
+		}()
+		err = handler(srv, ss)
+		returned = true
+		e.Exit(o.outcome(err))
+		return err
+	}
+}
