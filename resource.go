@@ -38,13 +38,12 @@ const latBuckets = 4
 
 // A resource is a name and its statistics.
 type resource struct {
-	name     string
-	stats    *window.Counter
-	lat      *window.Histogram // response times, compact
-	totals   *totals
-	inFlight atomic.Int64
-	lastUse  atomic.Int64 // roughly: updated at most once a second
-	pinned   atomic.Bool  // a rule names it: never evicted
+	name    string
+	stats   *window.Counter
+	lat     *window.Histogram // response times, compact
+	totals  *totals           // and the number in flight: written on every request, so apart
+	lastUse atomic.Int64      // roughly: updated at most once a second
+	pinned  atomic.Bool       // a rule names it: never evicted
 }
 
 func newResource(name string, c clock.Clock) *resource {
@@ -65,7 +64,7 @@ func newResource(name string, c clock.Clock) *resource {
 func (r *resource) pass(now, n int64) {
 	r.stats.AddAt(now, window.Pass, n)
 	r.totals.pass.Add(n)
-	r.inFlight.Add(n)
+	r.totals.inFlight.Add(n)
 }
 
 // block counts n requests refused at time now for reason.
@@ -86,7 +85,7 @@ func (r *resource) exit(now, d, n int64, failed bool) {
 	r.lat.RecordAt(now, time.Duration(d))
 	total.Add(n)
 	r.totals.rt.Add(d * n)
-	r.inFlight.Add(-n)
+	r.totals.inFlight.Add(-n)
 }
 
 // touch notes that the resource was used at time now.
@@ -154,7 +153,7 @@ func (t *resourceTable) evict(now int64) bool {
 	}
 	t.m.Range(func(k, v any) bool {
 		r := v.(*resource)
-		if !r.pinned.Load() && r.inFlight.Load() == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second) {
+		if !r.pinned.Load() && r.totals.inFlight.Load() == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second) {
 			t.m.Delete(k)
 			t.n.Add(-1)
 			t.evictions.Add(1)
@@ -191,9 +190,12 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 	})
 }
 
-// totals are a resource's counts since it was made, kept apart from the
-// resource's other fields, which are read on every request.
+// totals are a resource's counts since it was made, and the number of its
+// requests in flight: kept apart from the resource's other fields, which are
+// read on every request, so that writing them does not make other cores
+// read those again.
 type totals struct {
+	inFlight                  atomic.Int64
 	pass, success, errors, rt atomic.Int64 // rt: nanoseconds
 	blocked                   [numReasons]atomic.Int64
 }
@@ -248,7 +250,7 @@ func (r *resource) statsAt(now int64) ResourceStats {
 		Block:    s[window.Block],
 		Success:  s[window.Success],
 		Error:    s[window.Error],
-		InFlight: r.inFlight.Load(),
+		InFlight: r.totals.inFlight.Load(),
 	}
 	if n := out.Success + out.Error; n > 0 {
 		out.AvgRT = time.Duration(s[window.RT] * int64(time.Microsecond) / n)
