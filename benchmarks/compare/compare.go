@@ -3,8 +3,10 @@
 // x/time/rate, go.uber.org/ratelimit, sentinel-golang's flow rules and
 // x/sync/semaphore for the flow limiters; go-zero's breaker, sony/gobreaker
 // and sentinel-golang's circuit-breaker rules for the circuit breakers
-// (breaker.go). Accuracy (accuracy.go) measures how exactly the rate limiters
-// keep their limit, with flowsim.
+// (breaker.go); sentinel-golang's Entry and Exit with a flow rule and a
+// circuit-breaker rule, and go-zero's breaker, for the guard (guard.go).
+// Accuracy (accuracy.go) measures how exactly the rate limiters keep their
+// limit, with flowsim.
 //
 // Each comparison is a Shape: one operation measured on every implementation
 // that offers it, next to a baseline measured in the same run. Rows expands
@@ -56,7 +58,7 @@ type Shape struct {
 
 // Shapes lists the comparisons in table order.
 var Shapes = []*Shape{addClock, addNow, sumClock, sumNow, allowClock, acquireRelease,
-	allowAccept, breakerDo, rejectOpen}
+	allowAccept, breakerDo, rejectOpen, guardEntryExit}
 
 // A Row is one benchmark: an implementation of a shape, run serially or in
 // parallel.
