@@ -105,9 +105,9 @@ func ServerError(status int) bool { return status >= 500 && status <= 599 }
 // prefixed by the method when the pattern names none: "GET /users/{id}". A
 // request with no pattern is named by its method and path.
 //
-// Middleware wrapping a *http.ServeMux asks the mux for the pattern before
-// the request is routed (see Middleware); requests the mux has no route for
-// are named by their method and "(no route)".
+// Middleware wrapping a *http.ServeMux asks that mux for the pattern before
+// it routes the request (see Middleware); requests it has no route for are
+// named by their method and "(no route)".
 func RouteResource(r *http.Request) string {
 	if r.Pattern != "" {
 		return withMethod(r.Method, r.Pattern)
@@ -151,10 +151,9 @@ func Middleware(g *slidegate.Guard, opts ...Option) func(http.Handler) http.Hand
 			name = RouteResource
 		}
 		if mux, ok := next.(*http.ServeMux); ok && o.resource == nil {
+			// Ask the mux, even when r.Pattern is set: that is the pattern
+			// of an outer mux that routed the request here.
 			name = func(r *http.Request) string {
-				if r.Pattern != "" {
-					return RouteResource(r)
-				}
 				if _, pattern := mux.Handler(r); pattern != "" {
 					return withMethod(r.Method, pattern)
 				}

@@ -79,6 +79,21 @@ func TestRouteResourceFromTheMux(t *testing.T) {
 	}
 }
 
+func TestRouteResourceOfANestedMux(t *testing.T) {
+	g, _ := newGuard(t, slidegate.Rules{})
+	inner := http.NewServeMux()
+	inner.HandleFunc("GET /api/users/{id}", func(http.ResponseWriter, *http.Request) {})
+	outer := http.NewServeMux()
+	outer.Handle("/api/", httpguard.Middleware(g)(inner)) // the outer mux sets r.Pattern to "/api/"
+	serve(outer, "GET", "/api/users/7")
+	if s := stats(t, g, "GET /api/users/{id}"); s.Pass != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	if _, ok := g.Stats("GET /api/"); ok {
+		t.Error("named by the outer mux's pattern")
+	}
+}
+
 func TestRouteResourceInsideARoute(t *testing.T) {
 	g, _ := newGuard(t, slidegate.Rules{})
 	mux := http.NewServeMux()
