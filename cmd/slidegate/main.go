@@ -1,7 +1,9 @@
-// Command slidegate works with slidegate's rules.
+// Command slidegate shows slidegate at work and checks rules files.
 //
 // Usage:
 //
+//	slidegate demo          run a guarded service with generated traffic,
+//	                        the live dashboard and Prometheus metrics
 //	slidegate check FILE    validate a rules file (YAML or JSON) and print
 //	                        every problem; exit status 1 if there is any
 package main
@@ -19,6 +21,9 @@ import (
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 const usage = `usage:
+  slidegate demo          run a guarded service with generated traffic, the
+                          live dashboard and Prometheus metrics (see
+                          slidegate demo --help)
   slidegate check FILE    validate a rules file (YAML or JSON) and print every
                           problem; exit status 1 if there is any
 `
@@ -33,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "check":
 		return check(args[1:], stdout, stderr)
+	case "demo":
+		return demo(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,5 +44,58 @@ func TestUsage(t *testing.T) {
 	}
 	if code, out, _ := runCmd("help"); code != 0 || !strings.Contains(out, "slidegate check FILE") {
 		t.Errorf("help: %d %q", code, out)
+	}
+}
+
+// The demo, for real: 20 s of traffic on a free port. Its output must show
+// the spike's blocks and the payments breaker opening and closing again.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo runs for 20 s")
+	}
+	code, out, errOut := runCmd("demo", "--duration", "20s", "--addr", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("demo exited %d\n%s\n%s", code, out, errOut)
+	}
+	var spikeBlocks, opened, closedAfter bool
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && f[1] == "spike" && f[2] == "|" && f[3] == "orders" {
+			var blocked int
+			if _, err := fmt.Sscan(f[6], &blocked); err == nil && blocked >= 100 {
+				spikeBlocks = true
+			}
+		}
+		if strings.Contains(line, "on GET /api/payments: closed → open") {
+			opened = true
+		}
+		if opened && strings.Contains(line, "on GET /api/payments:") && strings.HasSuffix(line, "→ closed") {
+			closedAfter = true
+		}
+	}
+	if !spikeBlocks || !opened || !closedAfter {
+		t.Fatalf("spike blocks %v, payments breaker opened %v and closed again %v; output:\n%s", spikeBlocks, opened, closedAfter, out)
+	}
+	if !strings.Contains(out, "stopped after 20s") {
+		t.Errorf("no summary at the end:\n%s", out)
+	}
+}
+
+func TestDemoFlags(t *testing.T) {
+	if code, out, _ := runCmd("demo", "--print-rules"); code != 0 || !strings.Contains(out, "resource: GET /api/orders") {
+		t.Errorf("--print-rules: %d %q", code, out)
+	}
+	if code, out, _ := runCmd("demo", "--help"); code != 0 || !strings.Contains(out, "--duration") {
+		t.Errorf("--help: %d %q", code, out)
+	}
+	for _, args := range [][]string{{"--duration", "-1s"}, {"--duration", "soon"}, {"extra"}, {"--nope"}} {
+		if code, _, errOut := runCmd(append([]string{"demo"}, args...)...); code != 2 || errOut == "" {
+			t.Errorf("demo %q: %d %q, want status 2 and a message", args, code, errOut)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("flow:\n  - resource: a\n    limit: -5\n"), 0o644)
+	if code, _, errOut := runCmd("demo", "--rules", bad, "--addr", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "limit: -5 must not be negative") {
+		t.Errorf("demo with a bad rules file: %d %q", code, errOut)
 	}
 }

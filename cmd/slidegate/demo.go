@@ -1,0 +1,374 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/middleware/httpguard"
+	"github.com/slidegate/slidegate/rulefile"
+)
+
+//go:embed demo_rules.yaml
+var demoRules []byte
+
+const demoUsage = `usage: slidegate demo [--addr ADDR] [--duration D] [--rules FILE]
+
+Runs a small HTTP service protected by slidegate, drives traffic at it, and
+serves the live dashboard and Prometheus metrics. The traffic repeats every
+20 s: a steady phase, a spike above the orders' rate limit (searches turn
+slow), an outage of the payments' dependency (its breaker opens), and a
+recovery (the breaker closes).
+
+  --addr ADDR      where to serve the service, the dashboard and /metrics
+                   (default 127.0.0.1:8700; 127.0.0.1:0 picks a free port)
+  --duration D     stop after D (default: run until Ctrl-C)
+  --rules FILE     the rules, YAML or JSON, reloaded when the file changes
+                   (default: the demo's own, printed by --print-rules)
+  --print-rules    print the demo's rules and exit
+`
+
+// The demo's traffic, per phase of its 20 s cycle.
+type phase struct {
+	name     string
+	until    time.Duration // the phase ends this far into the cycle
+	orders   float64       // requests per second
+	search   float64
+	payments float64
+	slow     float64 // the share of searches that are slow
+	outage   bool    // the payments' dependency fails
+}
+
+var phases = []phase{
+	{name: "steady", until: 5 * time.Second, orders: 60, search: 30, payments: 40, slow: 0.05},
+	{name: "spike", until: 9 * time.Second, orders: 400, search: 30, payments: 40, slow: 0.7},
+	{name: "outage", until: 14 * time.Second, orders: 60, search: 30, payments: 40, slow: 0.05, outage: true},
+	{name: "recovery", until: 20 * time.Second, orders: 60, search: 30, payments: 40, slow: 0.05},
+}
+
+const cycle = 20 * time.Second
+
+// phaseAt returns the phase at d into the demo.
+func phaseAt(d time.Duration) *phase {
+	d %= cycle
+	for i := range phases {
+		if d < phases[i].until {
+			return &phases[i]
+		}
+	}
+	return &phases[len(phases)-1]
+}
+
+// The demo service's endpoints, which are its resources.
+var endpoints = []struct {
+	resource, path string
+	rate           func(*phase) float64
+}{
+	{"GET /api/orders", "/api/orders", func(p *phase) float64 { return p.orders }},
+	{"GET /api/search", "/api/search", func(p *phase) float64 { return p.search }},
+	{"GET /api/payments", "/api/payments", func(p *phase) float64 { return p.payments }},
+}
+
+// demo runs the demo command.
+func demo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("addr", "127.0.0.1:8700", "")
+	duration := fs.Duration("duration", 0, "")
+	rulesPath := fs.String("rules", "", "")
+	printRules := fs.Bool("print-rules", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, demoUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "slidegate demo: %v\n%s", err, demoUsage)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "slidegate demo: unexpected argument %q\n%s", fs.Arg(0), demoUsage)
+		return 2
+	}
+	if *duration < 0 {
+		fmt.Fprintf(stderr, "slidegate demo: --duration %v: must not be negative\n", *duration)
+		return 2
+	}
+	if *printRules {
+		_, _ = stdout.Write(demoRules)
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	return runDemo(ctx, *addr, *rulesPath, stdout, stderr)
+}
+
+// runDemo runs the demo until ctx ends.
+func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	g := slidegate.New(slidegate.WithLogger(log))
+	if rulesPath == "" {
+		rules, err := rulefile.Parse("demo_rules.yaml", demoRules)
+		if err == nil {
+			err = g.SetRules(rules)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "slidegate demo: the embedded rules: %v\n", err)
+			return 1
+		}
+	} else if err := rulefile.Apply(g, rulesPath); err != nil {
+		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
+		return 1
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
+		return 1
+	}
+	start := time.Now()
+	svc := &service{start: start}
+	mux := http.NewServeMux()
+	mux.Handle("/api/", httpguard.Middleware(g)(svc.mux()))
+	closeObs := observe(mux, g)
+	defer closeObs()
+	mux.Handle("GET /{$}", http.RedirectHandler("/slidegate/", http.StatusFound))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
+		}
+	}()
+	if rulesPath != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rulefile.Run(ctx, g, rulesPath, rulefile.WithLogger(log)); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "slidegate demo: watching %s: %v\n", rulesPath, err)
+			}
+		}()
+	}
+
+	base := "http://" + ln.Addr().String()
+	r := g.Rules()
+	fmt.Fprintf(stdout, "slidegate demo: a service guarded by %d flow rule%s and %d breaker%s, and traffic to it.\n",
+		len(r.Flow), plural(len(r.Flow)), len(r.Breakers), plural(len(r.Breakers)))
+	fmt.Fprintf(stdout, "  dashboard  %s/slidegate/\n  metrics    %s/metrics\n  service    %s/api/orders, /api/search, /api/payments\n", base, base, base)
+	fmt.Fprintf(stdout, "Every 20 s: steady 5 s, spike 4 s (orders ×7, slow searches), payments outage 5 s, recovery 6 s. Ctrl-C stops.\n")
+	fmt.Fprintf(stdout, "Requests per second by endpoint, and the 99th percentile of response times over 10 s:\n")
+
+	load := newLoad(base)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		load.run(ctx, start)
+	}()
+	totals := report(ctx, g, start, stdout)
+
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	wg.Wait()
+	fmt.Fprintf(stdout, "stopped after %v: %d requests passed, %d blocked, %d failed\n",
+		time.Since(start).Round(100*time.Millisecond), totals.Pass, totals.Block(), totals.Error)
+	return 0
+}
+
+// A service is the demo's protected HTTP service.
+type service struct {
+	start time.Time
+}
+
+func (s *service) phase() *phase { return phaseAt(time.Since(s.start)) }
+
+func (s *service) mux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /api/orders", func(w http.ResponseWriter, r *http.Request) {
+		work(r.Context(), 2*time.Millisecond, 8*time.Millisecond)
+		fmt.Fprintln(w, `{"orders":[]}`)
+	})
+	m.HandleFunc("GET /api/search", func(w http.ResponseWriter, r *http.Request) {
+		if rand.Float64() < s.phase().slow {
+			work(r.Context(), 300*time.Millisecond, 400*time.Millisecond)
+		} else {
+			work(r.Context(), 20*time.Millisecond, 80*time.Millisecond)
+		}
+		fmt.Fprintln(w, `{"results":[]}`)
+	})
+	m.HandleFunc("GET /api/payments", func(w http.ResponseWriter, r *http.Request) {
+		if s.phase().outage {
+			work(r.Context(), 5*time.Millisecond, 10*time.Millisecond)
+			http.Error(w, "payment provider unavailable", http.StatusBadGateway)
+			return
+		}
+		work(r.Context(), 5*time.Millisecond, 15*time.Millisecond)
+		fmt.Fprintln(w, `{"status":"paid"}`)
+	})
+	return m
+}
+
+// work takes between lo and hi, or until ctx ends.
+func work(ctx context.Context, lo, hi time.Duration) {
+	t := time.NewTimer(lo + rand.N(hi-lo))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// A load drives the demo's traffic at the service.
+type load struct {
+	base   string
+	client *http.Client
+	slots  chan struct{} // bounds the requests in flight
+}
+
+func newLoad(base string) *load {
+	return &load{
+		base: base,
+		client: &http.Client{
+			Timeout:   5 * time.Second,
+			Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second},
+		},
+		slots: make(chan struct{}, 256),
+	}
+}
+
+// run sends each endpoint's rate of requests, in steps of 10 ms, until ctx
+// ends, and waits for the requests in flight.
+func (l *load) run(ctx context.Context, start time.Time) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	owed := make([]float64, len(endpoints))
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			p := phaseAt(now.Sub(start))
+			dt := now.Sub(last).Seconds()
+			last = now
+			for i, ep := range endpoints {
+				owed[i] += ep.rate(p) * dt
+				for ; owed[i] >= 1; owed[i]-- {
+					select {
+					case l.slots <- struct{}{}:
+					default:
+						continue // the service is that slow: skip the request
+					}
+					wg.Add(1)
+					go func(url string) {
+						defer wg.Done()
+						defer func() { <-l.slots }()
+						l.get(ctx, url)
+					}(l.base + ep.path)
+				}
+			}
+		}
+	}
+}
+
+func (l *load) get(ctx context.Context, url string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// report prints a line a second, and a line for each breaker state change,
+// until ctx ends; it returns the service's totals.
+func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Writer) slidegate.Totals {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	states := map[string]string{}
+	prev := map[string]slidegate.Totals{}
+	for _, ep := range endpoints {
+		prev[ep.resource] = slidegate.Totals{}
+	}
+	lastLine := start
+	watch := func() {
+		var keys []string
+		now := map[string]string{}
+		for _, b := range g.Breakers() {
+			k := b.Rule + " on " + b.Resource
+			now[k] = b.State.String()
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if was, ok := states[k]; ok && was != now[k] {
+				fmt.Fprintf(out, "%s  breaker %s: %s → %s\n", stamp(time.Since(start)), k, was, now[k])
+			}
+			states[k] = now[k]
+		}
+	}
+	watch()
+	for {
+		select {
+		case <-ctx.Done():
+			return g.Inbound().Totals
+		case now := <-tick.C:
+			watch()
+			if now.Sub(lastLine) < time.Second {
+				continue
+			}
+			elapsed := now.Sub(lastLine).Seconds()
+			lastLine = now
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s  %-8s", stamp(now.Sub(start)), phaseAt(now.Sub(start)).name)
+			for _, ep := range endpoints {
+				s, _ := g.Stats(ep.resource)
+				d := delta(s.Totals, prev[ep.resource])
+				prev[ep.resource] = s.Totals
+				rate := func(n int64) float64 { return float64(n) / elapsed }
+				fmt.Fprintf(&b, " | %s %3.0f ok %3.0f blocked %2.0f failed p99 %-5v",
+					strings.TrimPrefix(ep.path, "/api/"), rate(d.Success), rate(d.Block()), rate(d.Error), s.P99.Round(time.Millisecond))
+			}
+			fmt.Fprintln(out, b.String())
+		}
+	}
+}
+
+// delta returns the counts in t that were not in prev.
+func delta(t, prev slidegate.Totals) slidegate.Totals {
+	d := slidegate.Totals{Pass: t.Pass - prev.Pass, Success: t.Success - prev.Success, Error: t.Error - prev.Error}
+	for i := range d.Blocked {
+		d.Blocked[i] = t.Blocked[i] - prev.Blocked[i]
+	}
+	return d
+}
+
+// stamp formats d as the demo's clock: "  12.3s".
+func stamp(d time.Duration) string { return fmt.Sprintf("%6.1fs", d.Seconds()) }
