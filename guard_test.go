@@ -541,3 +541,13 @@ func TestBreakersReportTheirState(t *testing.T) {
 		t.Fatalf("breaker y: %+v", y)
 	}
 }
+
+func TestEnteringOtherCountsThere(t *testing.T) {
+	g, clk := newGuard(t, Rules{})
+	mustEnter(t, g, OtherResource).Exit(nil)
+	clk.Advance(time.Minute) // out of the window, but the totals remain
+	rs := g.Resources()
+	if len(rs) != 1 || rs[0].Resource != OtherResource || rs[0].Totals.Pass != 1 {
+		t.Fatalf("Resources() = %+v, want one (other) with 1 pass in its totals", rs)
+	}
+}

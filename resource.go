@@ -118,6 +118,10 @@ func newResourceTable(max int, c clock.Clock) *resourceTable {
 
 // get returns the resource called name, making it if there is room.
 func (t *resourceTable) get(name string, now int64) *resource {
+	if name == OtherResource {
+		t.other.touch(now)
+		return t.other
+	}
 	if v, ok := t.m.Load(name); ok {
 		r := v.(*resource)
 		r.touch(now)
@@ -280,7 +284,8 @@ func (g *Guard) Stats(name string) (ResourceStats, bool) {
 }
 
 // Resources returns the statistics of every resource the guard keeps, and of
-// OtherResource if it has counted anything, sorted by name.
+// OtherResource once it has counted anything, sorted by name. A request
+// entered under the name OtherResource is counted there.
 func (g *Guard) Resources() []ResourceStats {
 	now := g.clock.Now()
 	var out []ResourceStats
@@ -288,7 +293,7 @@ func (g *Guard) Resources() []ResourceStats {
 		out = append(out, v.(*resource).statsAt(now))
 		return true
 	})
-	if o := g.resources.other.statsAt(now); o.Pass+o.Block+o.InFlight > 0 {
+	if o := g.resources.other.statsAt(now); o.Totals.Pass+o.Totals.Block()+o.InFlight > 0 {
 		out = append(out, o)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })

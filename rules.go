@@ -229,6 +229,8 @@ func (f FlowRule) check(where string, into []Problem) []Problem {
 	p := problems{place: where, list: into}
 	if f.Resource == "" {
 		p.add("resource", "missing")
+	} else if f.Resource == OtherResource {
+		p.add("resource", "%q is the name of the resources the guard has no room for, not one a rule can name", f.Resource)
 	}
 	if f.Limit < 0 {
 		p.add("limit", "%d must not be negative", f.Limit)
@@ -291,6 +293,8 @@ func (b BreakerRule) check(where string, into []Problem) []Problem {
 	p := problems{place: where, list: into}
 	if b.Resource == "" {
 		p.add("resource", "missing")
+	} else if b.Resource == OtherResource {
+		p.add("resource", "%q is the name of the resources the guard has no room for, not one a rule can name", b.Resource)
 	}
 	for _, d := range []struct {
 		field string

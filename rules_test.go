@@ -16,6 +16,8 @@ func TestValidateReportsEveryProblemWithItsPlace(t *testing.T) {
 		want  []string
 	}{
 		{"no resource", Rules{Flow: []FlowRule{{Limit: 1}}}, []string{`flow[0] (resource ""): resource: missing`}},
+		{"reserved resource", Rules{Flow: []FlowRule{{Resource: OtherResource, Limit: 1}}, Breakers: []BreakerRule{{Resource: OtherResource, Strategy: AdaptiveBreaker}}},
+			[]string{`flow[0] (resource "(other)"): resource: "(other)" is the name of the resources the guard has no room for`, `breakers[0] (resource "(other)"): resource: "(other)"`}},
 		{"negative limit and interval", Rules{Flow: []FlowRule{{Resource: "a", Limit: -1, Interval: Duration(-time.Second)}}},
 			[]string{`flow[0] (resource "a"): limit: -1 must not be negative`, `flow[0] (resource "a"): interval: -1s must not be negative`}},
 		{"unknown type", Rules{Flow: []FlowRule{{Resource: "a", Type: "bps"}}}, []string{`type: "bps" is not "qps" or "concurrency"`}},

@@ -1,0 +1,138 @@
+package metrics
+
+import (
+	"maps"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slidegate/slidegate"
+)
+
+// DefaultNamespace is the prefix of every metric name unless WithNamespace
+// says otherwise: "slidegate_requests_passed_total".
+const DefaultNamespace = "slidegate"
+
+// A Collector is a prometheus.Collector that exports a guard's statistics,
+// breakers and rules (the families are listed in the package doc). It reads
+// the guard afresh on every Collect and keeps no state of its own, so it
+// needs no updating and nothing to stop, and concurrent scrapes are safe.
+//
+// A Collector is checked: Describe sends the fixed set of its descriptors,
+// so a registry refuses, when it is registered, a Collector whose names
+// collide with another's or whose WithConstLabels are invalid.
+//
+// Collect is not a hot path. It reads each resource's windows once and sends
+// eleven metrics per resource, which cost about 4 KiB and 120 allocations,
+// most of them the client library's, and 8 µs on a 2-core VM on top of
+// reading the guard (BenchmarkCollect): a scrape of a guard with 4096
+// resources takes some 50 ms.
+type Collector struct {
+	guard *slidegate.Guard
+
+	resources traffic // the requests of each resource, labelled by resource
+	inbound   traffic // the guard's inbound requests, without a label
+
+	breakerState         *prometheus.Desc
+	breakerDropRatio     *prometheus.Desc
+	flowRuleLimit        *prometheus.Desc
+	breakerRuleThreshold *prometheus.Desc
+}
+
+// An Option customises a Collector.
+type Option func(*options)
+
+type options struct {
+	namespace   string
+	constLabels prometheus.Labels
+}
+
+// WithNamespace sets the prefix of every metric name (default
+// DefaultNamespace): WithNamespace("edge") exports
+// edge_requests_passed_total. An empty ns leaves the names without a prefix
+// (requests_passed_total). Two Collectors in one registry need different
+// namespaces or different WithConstLabels.
+func WithNamespace(ns string) Option {
+	return func(o *options) { o.namespace = ns }
+}
+
+// WithConstLabels adds labels with fixed values to every metric, to tell
+// apart two guards registered in one registry, say. The map is copied. A
+// label that is also one of the Collector's own (resource, reason, rule,
+// type, behavior, strategy), or an invalid label name, makes registering the
+// Collector fail with the reason.
+func WithConstLabels(labels prometheus.Labels) Option {
+	return func(o *options) { o.constLabels = maps.Clone(labels) }
+}
+
+// NewCollector returns a Collector for g, or for slidegate.Default() if g is
+// nil. Register it, once per registry:
+//
+//	prometheus.MustRegister(metrics.NewCollector(g))
+func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
+	if g == nil {
+		g = slidegate.Default()
+	}
+	o := options{namespace: DefaultNamespace}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", name), help, labels, o.constLabels)
+	}
+	return &Collector{
+		guard:     g,
+		resources: newTraffic(desc, "", "the resource", "resource"),
+		inbound:   newTraffic(desc, "inbound_", "the service (requests entered with slidegate.Inbound)"),
+		breakerState: desc("breaker_state",
+			"State of the breaker of a breaker rule in force: 0 closed, 1 open (a circuit refuses every request; an adaptive breaker drops some), 2 half-open (a circuit lets probes through).",
+			"resource", "rule", "strategy"),
+		breakerDropRatio: desc("breaker_drop_ratio",
+			"Share of requests the breaker of a breaker rule refuses now, 0 to 1: an adaptive breaker's drop probability; for a circuit 0 closed, 1 open, and the share of probe places taken when half-open.",
+			"resource", "rule", "strategy"),
+		flowRuleLimit: desc("flow_rule_limit",
+			"Limit of a flow rule in force: requests per the rule's interval (type qps; for a rule with a ref_resource, that resource's requests) or requests in flight (type concurrency).",
+			"resource", "rule", "type", "behavior"),
+		breakerRuleThreshold: desc("breaker_rule_threshold",
+			"Threshold at which the breaker of a breaker rule in force opens: the share of failed (error_ratio) or slow (slow_ratio) requests, 0 to 1, or the number of failures (error_count), in the breaker's window. Adaptive breakers have none.",
+			"resource", "rule", "strategy"),
+	}
+}
+
+// Describe sends the descriptors of every metric the Collector exports:
+// always the same set, whatever the guard holds.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	c.resources.describe(ch)
+	c.inbound.describe(ch)
+	ch <- c.breakerState
+	ch <- c.breakerDropRatio
+	ch <- c.flowRuleLimit
+	ch <- c.breakerRuleThreshold
+}
+
+// Collect reads the guard and sends its metrics: the statistics of every
+// resource Guard.Resources returns and of the inbound traffic, the state of
+// every breaker, and the rules in force. The breakers and the rules are read
+// separately, so a scrape that races a SetRules may show the breakers of
+// one set of rules beside the limits of the next.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range byLabel(c.guard.Resources()) {
+		c.resources.collect(ch, s, s.Resource)
+	}
+	c.inbound.collect(ch, c.guard.Inbound())
+	c.collectBreakers(ch, c.guard.Breakers())
+	c.collectRules(ch, c.guard.Rules())
+}
+
+// constMetric sends a metric with one value. Should the client library refuse
+// it, it sends instead an invalid metric that fails the scrape with the
+// reason: the Must... constructors would panic on the registry's collecting
+// goroutine, which brings the whole program down.
+func constMetric(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueType, v float64, labelValues ...string) {
+	m, err := prometheus.NewConstMetric(d, t, v, labelValues...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(d, err)
+	}
+	ch <- m
+}

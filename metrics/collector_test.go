@@ -1,0 +1,359 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/metrics"
+)
+
+// The families every scrape of a guard with resources, breakers and rules
+// holds, without the namespace.
+var allFamilies = []string{
+	"breaker_drop_ratio",
+	"breaker_rule_threshold",
+	"breaker_state",
+	"flow_rule_limit",
+	"inbound_requests_blocked_total",
+	"inbound_requests_failed_total",
+	"inbound_requests_in_flight",
+	"inbound_requests_passed_total",
+	"inbound_requests_succeeded_total",
+	"inbound_response_time_max_seconds",
+	"inbound_response_time_seconds",
+	"requests_blocked_total",
+	"requests_failed_total",
+	"requests_in_flight",
+	"requests_passed_total",
+	"requests_succeeded_total",
+	"response_time_max_seconds",
+	"response_time_seconds",
+}
+
+// reasonLabels are the values of the label reason, sorted.
+var reasonLabels = []string{"breaker_open", "concurrency_limited", "rate_limited", "ref_limited", "wait_too_long"}
+
+// trafficWant is what the known pattern leaves in one stream's families.
+type trafficWant struct {
+	passed, succeeded, failed, inFlight float64
+	blocked                             map[string]float64 // by reason; absent: 0
+	rtSum                               float64            // seconds
+	rtCount                             uint64
+	p50, p99, max                       float64 // seconds; NaN: no request ended
+}
+
+func TestScrapeShowsTheKnownTraffic(t *testing.T) {
+	g, _ := knownTraffic(t)
+	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
+	nan := math.NaN()
+
+	resources := map[string]trafficWant{
+		"orders": {passed: 3, succeeded: 2, failed: 1, blocked: map[string]float64{"rate_limited": 3},
+			rtSum: 0.060, rtCount: 3, p50: 0.020, p99: 0.030, max: 0.030},
+		"report": {blocked: map[string]float64{"ref_limited": 1}, p50: nan, p99: nan, max: nan},
+		"paced": {passed: 1, succeeded: 1, blocked: map[string]float64{"wait_too_long": 1},
+			rtSum: 0.040, rtCount: 1, p50: 0.040, p99: 0.040, max: 0.040},
+		"db": {passed: 3, failed: 3, blocked: map[string]float64{"concurrency_limited": 1, "breaker_open": 2},
+			rtSum: 0.015, rtCount: 3, p50: 0.005, p99: 0.005, max: 0.005},
+		"search": {passed: 2, succeeded: 1, inFlight: 1,
+			rtSum: 0.050, rtCount: 1, p50: 0.050, p99: 0.050, max: 0.050},
+	}
+	if got, want := f.labelValues("slidegate_requests_passed_total", "resource"), slices.Sorted(maps.Keys(resources)); !slices.Equal(got, want) {
+		t.Errorf("resources %q, want %q", got, want)
+	}
+	for name, want := range resources {
+		checkKnown(t, f, "slidegate_", labels("resource", name), want)
+	}
+	checkKnown(t, f, "slidegate_inbound_", labels(), trafficWant{
+		passed: 4, succeeded: 2, failed: 1, inFlight: 1, blocked: map[string]float64{"rate_limited": 3},
+		rtSum: 0.060, rtCount: 3, p50: 0.020, p99: 0.030, max: 0.030,
+	})
+
+	for _, s := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"slidegate_breaker_state", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 1},
+		{"slidegate_breaker_drop_ratio", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 1},
+		{"slidegate_breaker_state", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0},
+		{"slidegate_breaker_drop_ratio", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0},
+		{"slidegate_breaker_state", labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), 0},
+		{"slidegate_breaker_drop_ratio", labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), 0},
+		{"slidegate_flow_rule_limit", labels("resource", "orders", "rule", "flow[0]", "type", "qps", "behavior", "reject"), 3},
+		{"slidegate_flow_rule_limit", labels("resource", "db", "rule", "flow[1]", "type", "concurrency", "behavior", "reject"), 2},
+		{"slidegate_flow_rule_limit", labels("resource", "paced", "rule", "flow[2]", "type", "qps", "behavior", "throttle"), 10},
+		{"slidegate_flow_rule_limit", labels("resource", "report", "rule", "flow[3]", "type", "qps", "behavior", "reject"), 2},
+		{"slidegate_breaker_rule_threshold", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 3},
+		{"slidegate_breaker_rule_threshold", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0.5},
+	} {
+		if got := f.value(t, s.name, s.labels); got != s.want {
+			t.Errorf("%s%v = %v, want %v", s.name, s.labels, got, s.want)
+		}
+	}
+	for name, n := range map[string]int{
+		"slidegate_breaker_state":          3,
+		"slidegate_breaker_drop_ratio":     3,
+		"slidegate_flow_rule_limit":        4,
+		"slidegate_breaker_rule_threshold": 2, // the adaptive breaker has none
+	} {
+		if got := len(f[name].GetMetric()); got != n {
+			t.Errorf("%s has %d series, want %d", name, got, n)
+		}
+	}
+	var names []string
+	for name := range f {
+		names = append(names, strings.TrimPrefix(name, "slidegate_"))
+	}
+	if slices.Sort(names); !slices.Equal(names, allFamilies) {
+		t.Errorf("families\n%q, want\n%q", names, allFamilies)
+	}
+}
+
+// checkKnown checks one stream's families against the known pattern.
+func checkKnown(t *testing.T, f families, prefix string, lbl map[string]string, want trafficWant) {
+	t.Helper()
+	for _, c := range []struct {
+		family string
+		want   float64
+	}{
+		{"requests_passed_total", want.passed},
+		{"requests_succeeded_total", want.succeeded},
+		{"requests_failed_total", want.failed},
+		{"requests_in_flight", want.inFlight},
+		{"response_time_max_seconds", want.max},
+	} {
+		if got := f.value(t, prefix+c.family, lbl); !same(got, c.want) {
+			t.Errorf("%s%s%v = %v, want %v", prefix, c.family, lbl, got, c.want)
+		}
+	}
+	for _, reason := range reasonLabels {
+		l := maps.Clone(lbl)
+		l["reason"] = reason
+		if got := f.value(t, prefix+"requests_blocked_total", l); got != want.blocked[reason] {
+			t.Errorf("%srequests_blocked_total%v = %v, want %v", prefix, l, got, want.blocked[reason])
+		}
+	}
+	s := f.summary(t, prefix+"response_time_seconds", lbl)
+	if s.GetSampleCount() != want.rtCount || s.GetSampleSum() != want.rtSum {
+		t.Errorf("%sresponse_time_seconds%v: count %d, sum %v; want %d, %v", prefix, lbl, s.GetSampleCount(), s.GetSampleSum(), want.rtCount, want.rtSum)
+	}
+	// The guard's quantiles are within 3.2% of the response times'.
+	for _, q := range []struct{ rank, want float64 }{{0.5, want.p50}, {0.99, want.p99}} {
+		got := quantile(s, q.rank)
+		if math.IsNaN(q.want) != math.IsNaN(got) || math.Abs(got-q.want) > 0.032*q.want {
+			t.Errorf("%sresponse_time_seconds%v quantile %v = %v, want %v within 3.2%%", prefix, lbl, q.rank, got, q.want)
+		}
+	}
+}
+
+func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
+	g, _ := knownTraffic(t)
+	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
+
+	rs := g.Resources()
+	var names []string
+	for _, s := range rs {
+		names = append(names, s.Resource)
+		checkStats(t, f, "slidegate_", labels("resource", s.Resource), s)
+	}
+	for _, family := range []string{"requests_passed_total", "requests_succeeded_total", "requests_failed_total",
+		"requests_in_flight", "response_time_seconds", "response_time_max_seconds"} {
+		if got := f.labelValues("slidegate_"+family, "resource"); !slices.Equal(got, names) {
+			t.Errorf("slidegate_%s: resources %q, want Guard.Resources' %q", family, got, names)
+		}
+	}
+	if got := len(f["slidegate_requests_blocked_total"].GetMetric()); got != len(rs)*len(reasonLabels) {
+		t.Errorf("slidegate_requests_blocked_total has %d series, want %d (every reason of every resource)", got, len(rs)*len(reasonLabels))
+	}
+	checkStats(t, f, "slidegate_inbound_", labels(), g.Inbound())
+
+	bs := g.Breakers()
+	for _, b := range bs {
+		l := labels("resource", b.Resource, "rule", b.Rule, "strategy", b.Strategy)
+		want := map[breaker.State]float64{breaker.Closed: 0, breaker.Open: 1, breaker.HalfOpen: 2}[b.State]
+		if got := f.value(t, "slidegate_breaker_state", l); got != want {
+			t.Errorf("slidegate_breaker_state%v = %v, want %v (%v)", l, got, want, b.State)
+		}
+		if got := f.value(t, "slidegate_breaker_drop_ratio", l); got != b.DropRatio {
+			t.Errorf("slidegate_breaker_drop_ratio%v = %v, want %v", l, got, b.DropRatio)
+		}
+	}
+	if got := len(f["slidegate_breaker_state"].GetMetric()); got != len(bs) {
+		t.Errorf("slidegate_breaker_state has %d series, want one per breaker, %d", got, len(bs))
+	}
+
+	rules := g.Rules()
+	for i, r := range rules.Flow {
+		typ, behavior := r.Type, r.Behavior
+		if typ == "" {
+			typ = slidegate.QPSRule
+		}
+		if behavior == "" {
+			behavior = slidegate.Reject
+		}
+		l := labels("resource", r.Resource, "rule", fmt.Sprintf("flow[%d]", i), "type", typ, "behavior", behavior)
+		if got := f.value(t, "slidegate_flow_rule_limit", l); got != float64(r.Limit) {
+			t.Errorf("slidegate_flow_rule_limit%v = %v, want %v", l, got, r.Limit)
+		}
+	}
+	for i, r := range rules.Breakers {
+		l := labels("resource", r.Resource, "rule", fmt.Sprintf("breakers[%d]", i), "strategy", r.Strategy)
+		m := f.find("slidegate_breaker_rule_threshold", l)
+		switch r.Strategy {
+		case slidegate.AdaptiveBreaker:
+			if m != nil {
+				t.Errorf("slidegate_breaker_rule_threshold%v exists; an adaptive breaker has no threshold", l)
+			}
+		case slidegate.ErrorCountBreaker:
+			if got := f.value(t, "slidegate_breaker_rule_threshold", l); got != float64(r.Count) {
+				t.Errorf("slidegate_breaker_rule_threshold%v = %v, want the count %v", l, got, r.Count)
+			}
+		default:
+			if got := f.value(t, "slidegate_breaker_rule_threshold", l); got != r.Threshold {
+				t.Errorf("slidegate_breaker_rule_threshold%v = %v, want the threshold %v", l, got, r.Threshold)
+			}
+		}
+	}
+}
+
+// checkStats checks one stream's families against the guard's statistics s.
+func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, s slidegate.ResourceStats) {
+	t.Helper()
+	ended := s.Success+s.Error > 0
+	orNaN := func(d time.Duration) float64 {
+		if !ended {
+			return math.NaN()
+		}
+		return d.Seconds()
+	}
+	for _, c := range []struct {
+		family string
+		want   float64
+	}{
+		{"requests_passed_total", float64(s.Totals.Pass)},
+		{"requests_succeeded_total", float64(s.Totals.Success)},
+		{"requests_failed_total", float64(s.Totals.Error)},
+		{"requests_in_flight", float64(s.InFlight)},
+		{"response_time_max_seconds", orNaN(s.MaxRT)},
+	} {
+		if got := f.value(t, prefix+c.family, lbl); !same(got, c.want) {
+			t.Errorf("%s%s%v = %v, want the guard's %v", prefix, c.family, lbl, got, c.want)
+		}
+	}
+	for _, r := range []struct {
+		reason slidegate.Reason
+		label  string
+	}{
+		{slidegate.RateLimited, "rate_limited"},
+		{slidegate.ConcurrencyLimited, "concurrency_limited"},
+		{slidegate.WaitTooLong, "wait_too_long"},
+		{slidegate.RefLimited, "ref_limited"},
+		{slidegate.BreakerOpen, "breaker_open"},
+	} {
+		l := maps.Clone(lbl)
+		l["reason"] = r.label
+		if got, want := f.value(t, prefix+"requests_blocked_total", l), float64(s.Totals.Blocked[r.reason]); got != want {
+			t.Errorf("%srequests_blocked_total%v = %v, want the guard's %v", prefix, l, got, want)
+		}
+	}
+	sum := f.summary(t, prefix+"response_time_seconds", lbl)
+	if got, want := sum.GetSampleCount(), uint64(s.Totals.Success+s.Totals.Error); got != want {
+		t.Errorf("%sresponse_time_seconds_count%v = %d, want the guard's %d", prefix, lbl, got, want)
+	}
+	if got, want := sum.GetSampleSum(), s.Totals.RT.Seconds(); got != want {
+		t.Errorf("%sresponse_time_seconds_sum%v = %v, want the guard's %v", prefix, lbl, got, want)
+	}
+	if n := len(sum.GetQuantile()); n != 3 {
+		t.Errorf("%sresponse_time_seconds%v has %d quantiles, want 3", prefix, lbl, n)
+	}
+	for _, q := range []struct {
+		rank float64
+		d    time.Duration
+	}{{0.5, s.P50}, {0.9, s.P90}, {0.99, s.P99}} {
+		if got := quantile(sum, q.rank); !same(got, orNaN(q.d)) {
+			t.Errorf("%sresponse_time_seconds%v quantile %v = %v, want the guard's %v", prefix, lbl, q.rank, got, orNaN(q.d))
+		}
+	}
+}
+
+func TestBreakerStateFollowsTheCircuit(t *testing.T) {
+	clk := clock.NewManual(start)
+	g := slidegate.New(slidegate.WithClock(clk))
+	one := int64(1)
+	if err := g.SetRules(slidegate.Rules{Breakers: []slidegate.BreakerRule{{Resource: "db",
+		Strategy: slidegate.ErrorCountBreaker, Count: 3, MinRequests: &one, OpenTimeout: slidegate.Duration(5 * time.Second)}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := newScraper(t, metrics.NewCollector(g))
+	l := labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count")
+	check := func(when string, state, ratio float64) {
+		t.Helper()
+		f := s.scrape(t)
+		if got := f.value(t, "slidegate_breaker_state", l); got != state {
+			t.Errorf("%s: state %v, want %v", when, got, state)
+		}
+		if got := f.value(t, "slidegate_breaker_drop_ratio", l); got != ratio {
+			t.Errorf("%s: drop ratio %v, want %v", when, got, ratio)
+		}
+	}
+	ctx := context.Background()
+
+	check("before any request", 0, 0)
+	for i := range 3 {
+		if err := g.Do(ctx, "db", func() error { return errFailed }); err != errFailed {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if i < 2 {
+			check(fmt.Sprintf("after %d failures", i+1), 0, 0)
+		}
+	}
+	check("after 3 failures", 1, 1)
+	clk.Advance(5 * time.Second)
+	probe, err := g.Enter(ctx, "db")
+	if err != nil {
+		t.Fatalf("the probe after the open timeout: %v", err)
+	}
+	check("with the probe in flight", 2, 1) // its one probe place taken
+	probe.Exit(nil)
+	check("after the probe succeeded", 0, 0)
+}
+
+func TestEverySeriesExistsBeforeTraffic(t *testing.T) {
+	// A new reason in the root package must get a label here.
+	if n := len(slidegate.Totals{}.Blocked) - 1; n != len(reasonLabels) {
+		t.Fatalf("slidegate has %d block reasons; the collector labels %d", n, len(reasonLabels))
+	}
+	g := slidegate.New(slidegate.WithClock(clock.NewManual(start)))
+	if err := g.SetRules(knownRules()); err != nil {
+		t.Fatal(err)
+	}
+	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
+
+	for _, name := range []string{"db", "orders", "paced", "report", "search"} {
+		checkKnown(t, f, "slidegate_", labels("resource", name), trafficWant{p50: math.NaN(), p99: math.NaN(), max: math.NaN()})
+		l := labels("resource", name)
+		var reasons []string
+		for _, m := range f["slidegate_requests_blocked_total"].GetMetric() {
+			if r, ok := labelsOf(m)["reason"]; ok && labelsOf(m)["resource"] == name {
+				reasons = append(reasons, r)
+			}
+		}
+		if slices.Sort(reasons); !slices.Equal(reasons, reasonLabels) {
+			t.Errorf("%v: reasons %q, want %q", l, reasons, reasonLabels)
+		}
+	}
+	checkKnown(t, f, "slidegate_inbound_", labels(), trafficWant{p50: math.NaN(), p99: math.NaN(), max: math.NaN()})
+	if got := f.labelValues("slidegate_inbound_requests_blocked_total", "reason"); !slices.Equal(got, reasonLabels) {
+		t.Errorf("inbound reasons %q, want %q", got, reasonLabels)
+	}
+}

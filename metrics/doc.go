@@ -1,0 +1,73 @@
+// Package metrics exports a slidegate.Guard's statistics, breakers and rules
+// to Prometheus. It sits above the root package, as the middleware do, and
+// carries the dependency on client_golang so that the guard itself needs
+// none.
+//
+// Register a Collector for the guard; nothing runs until Prometheus scrapes:
+//
+//	prometheus.MustRegister(metrics.NewCollector(g))
+//
+// Each scrape reads the guard's statistics afresh (Guard.Resources,
+// Guard.Inbound, Guard.Breakers, Guard.Rules): the Collector keeps no state
+// of its own, so there is nothing to update, reset or stop.
+//
+// # Metric families
+//
+// With the default namespace "slidegate":
+//
+//	family                                       type     labels
+//	slidegate_requests_passed_total              counter  resource
+//	slidegate_requests_blocked_total             counter  resource, reason
+//	slidegate_requests_succeeded_total           counter  resource
+//	slidegate_requests_failed_total              counter  resource
+//	slidegate_requests_in_flight                 gauge    resource
+//	slidegate_response_time_seconds              summary  resource; quantile 0.5, 0.9, 0.99
+//	slidegate_response_time_max_seconds          gauge    resource
+//	slidegate_inbound_requests_passed_total      counter  -
+//	slidegate_inbound_requests_blocked_total     counter  reason
+//	slidegate_inbound_requests_succeeded_total   counter  -
+//	slidegate_inbound_requests_failed_total      counter  -
+//	slidegate_inbound_requests_in_flight         gauge    -
+//	slidegate_inbound_response_time_seconds      summary  quantile 0.5, 0.9, 0.99
+//	slidegate_inbound_response_time_max_seconds  gauge    -
+//	slidegate_breaker_state                      gauge    resource, rule, strategy
+//	slidegate_breaker_drop_ratio                 gauge    resource, rule, strategy
+//	slidegate_flow_rule_limit                    gauge    resource, rule, type, behavior
+//	slidegate_breaker_rule_threshold             gauge    resource, rule, strategy
+//
+// WithConstLabels adds labels to every family.
+//
+// The label reason is one of rate_limited, concurrency_limited,
+// wait_too_long, ref_limited and breaker_open (slidegate.RateLimited ...
+// slidegate.BreakerOpen), and every resource has all five series, zeros
+// included. The label rule is the rule's place in the rules in force,
+// "flow[2]" or "breakers[0]", as a *slidegate.BlockError names it; type, behavior
+// and strategy are the rule's fields as rule files write them ("qps",
+// "reject", "error_count").
+//
+// # Counters and windows
+//
+// The counters are the guard's Totals: they count from when the guard began
+// keeping statistics for the resource. A resource evicted for idleness (see
+// slidegate.WithMaxResources) disappears from the scrape and starts again
+// from zero if it comes back, which Prometheus reads as a counter reset.
+// The traffic of resources the guard has no room for is counted under the
+// resource "(other)" (slidegate.OtherResource), which the scrape shows once
+// it has counted anything.
+//
+// The response-time summary's quantiles are the guard's window quantiles,
+// over the requests that ended in the last 7.5 to 10 seconds and within
+// 3.2%, not over all time; its _sum and _count are totals since the
+// statistics began (_count is succeeded plus failed). A resource with no
+// request ended in the last 10 seconds reports its quantiles and its
+// maximum as NaN, as a Prometheus summary reports an empty window, rather
+// than a latency of 0 that no request had.
+//
+// # The guard's inbound traffic
+//
+// The requests entered with slidegate.Inbound are exported in families of
+// their own (slidegate_inbound_...), without a resource label, not as a
+// resource called "(inbound)" in the families above: a resource name is any
+// string, so a user's resource could be called "(inbound)", and two series
+// with the same labels would make the whole scrape fail.
+package metrics

@@ -1,0 +1,54 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/metrics"
+)
+
+func ExampleNewCollector() {
+	g := slidegate.New(slidegate.WithClock(clock.NewManual(0))) // a manual clock, for a stable output
+	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 2}}})
+
+	// One line; with the default registry, prometheus.MustRegister(metrics.NewCollector(g)),
+	// served by promhttp.Handler().
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(g))
+
+	for range 3 { // two pass, the third is over the limit of 2 a second
+		_ = g.Do(context.Background(), "GET /orders", func() error { return nil })
+	}
+
+	// What Prometheus would scrape, some lines of it.
+	mfs, _ := reg.Gather()
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		_ = enc.Encode(mf)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		for _, prefix := range []string{
+			"slidegate_requests_passed_total",
+			`slidegate_requests_blocked_total{reason="rate_limited"`,
+			"slidegate_response_time_seconds_count",
+			"slidegate_flow_rule_limit",
+		} {
+			if strings.HasPrefix(line, prefix) {
+				fmt.Println(line)
+			}
+		}
+	}
+	// Output:
+	// slidegate_flow_rule_limit{behavior="reject",resource="GET /orders",rule="flow[0]",type="qps"} 2
+	// slidegate_requests_blocked_total{reason="rate_limited",resource="GET /orders"} 1
+	// slidegate_requests_passed_total{resource="GET /orders"} 2
+	// slidegate_response_time_seconds_count{resource="GET /orders"} 2
+}

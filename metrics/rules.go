@@ -1,0 +1,71 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/breaker"
+)
+
+// collectBreakers sends the state and the drop ratio of every breaker.
+func (c *Collector) collectBreakers(ch chan<- prometheus.Metric, bs []slidegate.BreakerStatus) {
+	for _, b := range bs {
+		labels := []string{labelValue(b.Resource), b.Rule, b.Strategy}
+		constMetric(ch, c.breakerState, prometheus.GaugeValue, stateValue(b.State), labels...)
+		constMetric(ch, c.breakerDropRatio, prometheus.GaugeValue, b.DropRatio, labels...)
+	}
+}
+
+// stateValue is the value of breaker_state for s, as its help says. The
+// values are spelt out rather than taken from breaker.State's numbering,
+// which is the breaker package's to change; a state this package does not
+// know is -1.
+func stateValue(s breaker.State) float64 {
+	switch s {
+	case breaker.Closed:
+		return 0
+	case breaker.Open:
+		return 1
+	case breaker.HalfOpen:
+		return 2
+	}
+	return -1
+}
+
+// collectRules sends the limit of every flow rule and the threshold of every
+// breaker rule that has one.
+func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Rules) {
+	for i, f := range rules.Flow {
+		typ, behavior := f.Type, f.Behavior
+		if typ == "" {
+			typ = slidegate.QPSRule
+		}
+		// A concurrency rule refuses a request over its limit at once:
+		// it rejects, though its Behavior is left empty.
+		if behavior == "" || typ == slidegate.ConcurrencyRule {
+			behavior = slidegate.Reject
+		}
+		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit),
+			labelValue(f.Resource), place("flow", i), typ, behavior)
+	}
+	for i, b := range rules.Breakers {
+		var threshold float64
+		switch b.Strategy {
+		case slidegate.ErrorRatioBreaker, slidegate.SlowRatioBreaker:
+			threshold = b.Threshold
+		case slidegate.ErrorCountBreaker:
+			threshold = float64(b.Count)
+		default: // adaptive: it follows the failures and trips at no threshold
+			continue
+		}
+		constMetric(ch, c.breakerRuleThreshold, prometheus.GaugeValue, threshold,
+			labelValue(b.Resource), place("breakers", i), b.Strategy)
+	}
+}
+
+// place names the i-th rule of a list as the guard does ("flow[2]").
+func place(list string, i int) string {
+	return list + "[" + strconv.Itoa(i) + "]"
+}

@@ -1,0 +1,171 @@
+package metrics
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slidegate/slidegate"
+)
+
+// reasons gives each block reason its value of the label reason. The values
+// are part of the metrics' contract, which dashboards and alerts select on,
+// so they are spelt here once, in snake_case, and not derived from
+// Reason.String, which is prose ("associated resource limited") and may be
+// reworded.
+var reasons = [...]struct {
+	reason slidegate.Reason
+	label  string
+}{
+	{slidegate.RateLimited, "rate_limited"},
+	{slidegate.ConcurrencyLimited, "concurrency_limited"},
+	{slidegate.WaitTooLong, "wait_too_long"},
+	{slidegate.RefLimited, "ref_limited"},
+	{slidegate.BreakerOpen, "breaker_open"},
+}
+
+// A traffic is the descriptors of the families that describe one stream of
+// requests: a resource's, labelled by resource, or the guard's inbound
+// traffic, without a label.
+type traffic struct {
+	passed, blocked, succeeded, failed *prometheus.Desc
+	inFlight                           *prometheus.Desc
+	responseTime, responseTimeMax      *prometheus.Desc
+}
+
+// newTraffic makes the descriptors with desc, their names prefixed with
+// prefix, their help saying whose requests they count, and labels before
+// any of their own.
+func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc, prefix, whose string, labels ...string) traffic {
+	with := func(extra ...string) []string { return append(slices.Clip(labels), extra...) }
+	return traffic{
+		passed: desc(prefix+"requests_passed_total",
+			"Requests to "+whose+" that the guard admitted.", labels...),
+		// Every reason is exported for every resource, zeros included, so
+		// that each series exists from the resource's first scrape: rate()
+		// and increase() need a sample before the first block to count it,
+		// and a series born at its first nonzero value hides that first
+		// burst from an alert on rate(...{reason="breaker_open"}[5m]) > 0.
+		// Five series a resource is a bounded cost: the guard bounds its
+		// resources (slidegate.WithMaxResources).
+		blocked: desc(prefix+"requests_blocked_total",
+			"Requests to "+whose+" that a rule refused, by reason: rate_limited, concurrency_limited, wait_too_long, ref_limited, breaker_open.",
+			with("reason")...),
+		succeeded: desc(prefix+"requests_succeeded_total",
+			"Admitted requests to "+whose+" that ended without an error.", labels...),
+		failed: desc(prefix+"requests_failed_total",
+			"Admitted requests to "+whose+" that ended with an error.", labels...),
+		inFlight: desc(prefix+"requests_in_flight",
+			"Requests to "+whose+" admitted and not yet ended.", labels...),
+		responseTime: desc(prefix+"response_time_seconds",
+			"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 7.5 to 10 s (within 3.2%; NaN if none ended in the last 10 s), _sum and _count since the statistics began.",
+			labels...),
+		responseTimeMax: desc(prefix+"response_time_max_seconds",
+			"Longest response time of the requests to "+whose+" that ended in the last 7.5 to 10 s (NaN if none ended in the last 10 s).",
+			labels...),
+	}
+}
+
+func (t *traffic) describe(ch chan<- *prometheus.Desc) {
+	ch <- t.passed
+	ch <- t.blocked
+	ch <- t.succeeded
+	ch <- t.failed
+	ch <- t.inFlight
+	ch <- t.responseTime
+	ch <- t.responseTimeMax
+}
+
+// collect sends the metrics of s, labelled with labelValues.
+func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats, labelValues ...string) {
+	tot := s.Totals
+	constMetric(ch, t.passed, prometheus.CounterValue, float64(tot.Pass), labelValues...)
+	withReason := append(slices.Clip(labelValues), "")
+	for _, r := range reasons {
+		withReason[len(labelValues)] = r.label
+		constMetric(ch, t.blocked, prometheus.CounterValue, float64(blocked(tot, r.reason)), withReason...)
+	}
+	constMetric(ch, t.succeeded, prometheus.CounterValue, float64(tot.Success), labelValues...)
+	constMetric(ch, t.failed, prometheus.CounterValue, float64(tot.Error), labelValues...)
+	constMetric(ch, t.inFlight, prometheus.GaugeValue, float64(s.InFlight), labelValues...)
+
+	// The latencies cover the last 7.5 to 10 s, in buckets of 2.5 s aligned
+	// on the clock as the counts' buckets of 0.5 s are, so they lie within
+	// the counts' last 10 s: if no request ended there, the latencies hold
+	// none, and their zeros describe no request.
+	ended := s.Success+s.Error > 0
+	seconds := func(d time.Duration) float64 {
+		if !ended {
+			return math.NaN()
+		}
+		return d.Seconds()
+	}
+	q := map[float64]float64{0.5: seconds(s.P50), 0.9: seconds(s.P90), 0.99: seconds(s.P99)}
+	m, err := prometheus.NewConstSummary(t.responseTime, uint64(max(tot.Success+tot.Error, 0)), tot.RT.Seconds(), q, labelValues...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(t.responseTime, err)
+	}
+	ch <- m
+	constMetric(ch, t.responseTimeMax, prometheus.GaugeValue, seconds(s.MaxRT), labelValues...)
+}
+
+// blocked returns the requests t counts as refused for reason r.
+func blocked(t slidegate.Totals, r slidegate.Reason) int64 {
+	if int(r) < len(t.Blocked) {
+		return t.Blocked[r]
+	}
+	return 0
+}
+
+// labelValue returns s as a label value: Prometheus takes only valid UTF-8,
+// and a resource name is any string.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// byLabel returns the resources' statistics with their names made label
+// values, sorted, and those that share a name merged into one, for two
+// series with the same labels would fail the whole scrape. Names that are not
+// valid UTF-8 may read the same once made valid.
+func byLabel(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
+	for i := range rs {
+		rs[i].Resource = labelValue(rs[i].Resource)
+	}
+	slices.SortStableFunc(rs, func(a, b slidegate.ResourceStats) int { return strings.Compare(a.Resource, b.Resource) })
+	out := rs[:0]
+	for _, s := range rs {
+		if n := len(out); n > 0 && out[n-1].Resource == s.Resource {
+			merge(&out[n-1], s)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// merge adds the statistics of b, a resource of the same name, to a, in the
+// fields the Collector exports: the counts and totals add up, and each
+// response time is the larger of the two, which bounds the quantile of the
+// requests of both from above (AvgRT is left as it was).
+func merge(a *slidegate.ResourceStats, b slidegate.ResourceStats) {
+	a.Pass += b.Pass
+	a.Block += b.Block
+	a.Success += b.Success
+	a.Error += b.Error
+	a.InFlight += b.InFlight
+	a.P50, a.P90, a.P99, a.MaxRT = max(a.P50, b.P50), max(a.P90, b.P90), max(a.P99, b.P99), max(a.MaxRT, b.MaxRT)
+	a.Totals.Pass += b.Totals.Pass
+	a.Totals.Success += b.Totals.Success
+	a.Totals.Error += b.Totals.Error
+	a.Totals.RT += b.Totals.RT
+	for i := range a.Totals.Blocked {
+		a.Totals.Blocked[i] += b.Totals.Blocked[i]
+	}
+}
