@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slidegate/slidegate"
 )
 
 func runCmd(args ...string) (int, string, string) {
@@ -97,5 +103,26 @@ func TestDemoFlags(t *testing.T) {
 	os.WriteFile(bad, []byte("flow:\n  - resource: a\n    limit: -5\n"), 0o644)
 	if code, _, errOut := runCmd("demo", "--rules", bad, "--addr", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "limit: -5 must not be negative") {
 		t.Errorf("demo with a bad rules file: %d %q", code, errOut)
+	}
+}
+
+func TestObserveServesMetrics(t *testing.T) {
+	g := slidegate.New()
+	if err := g.Do(context.Background(), "a", func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	stop := observe(mux, g)
+	defer stop()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `slidegate_requests_passed_total{resource="a"} 1`) {
+		t.Fatalf("/metrics:\n%s", body)
 	}
 }

@@ -3,11 +3,19 @@ package main
 import (
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/metrics"
 )
 
-// observe mounts the dashboard and the metrics of g on mux, and returns what
-// stops them.
+// observe mounts the metrics of g at /metrics and the dashboard at
+// /slidegate/ on mux, and returns what stops them.
 func observe(mux *http.ServeMux, g *slidegate.Guard) func() {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(g), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return func() {}
 }
