@@ -106,7 +106,7 @@ func TestDemoFlags(t *testing.T) {
 	}
 }
 
-func TestObserveServesMetrics(t *testing.T) {
+func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
 	g := slidegate.New()
 	if err := g.Do(context.Background(), "a", func() error { return nil }); err != nil {
 		t.Fatal(err)
@@ -124,5 +124,14 @@ func TestObserveServesMetrics(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(body), `slidegate_requests_passed_total{resource="a"} 1`) {
 		t.Fatalf("/metrics:\n%s", body)
+	}
+	resp, err = http.Get(srv.URL + "/slidegate/api/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"a"`) {
+		t.Fatalf("/slidegate/api/snapshot: %d\n%s", resp.StatusCode, body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/dashboard"
 	"github.com/slidegate/slidegate/metrics"
 )
 
@@ -17,5 +18,7 @@ func observe(mux *http.ServeMux, g *slidegate.Guard) func() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(g), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return func() {}
+	d := dashboard.New(g)
+	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
+	return func() { _ = d.Close() }
 }

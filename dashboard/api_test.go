@@ -1,0 +1,273 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/slidegate/slidegate"
+)
+
+func mustRules(t *testing.T, js string) slidegate.Rules {
+	t.Helper()
+	var r slidegate.Rules
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func putRules(d http.Handler, auth, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPut, "/api/rules", strings.NewReader(body))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	w := httptest.NewRecorder()
+	d.ServeHTTP(w, req)
+	return w
+}
+
+const startRules = `{"flow":[{"resource":"GET /a","limit":10}]}`
+
+func TestRuleEditingIsDisabledByDefault(t *testing.T) {
+	for name, opts := range map[string][]Option{
+		"no option":   nil,
+		"empty token": {WithRuleEditing("")},
+		"token unset": {WithRuleEditing("x"), WithRuleEditing("")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil, opts...)
+			if err := f.g.SetRules(mustRules(t, startRules)); err != nil {
+				t.Fatal(err)
+			}
+			w := putRules(f.d, "Bearer x", `{}`)
+			if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, HEAD" {
+				t.Errorf("PUT api/rules: %d, Allow %q; want 405, GET, HEAD", w.Code, w.Header().Get("Allow"))
+			}
+			if got := f.g.Rules(); len(got.Flow) != 1 {
+				t.Errorf("rules changed to %+v", got)
+			}
+			if f.snapshot(t).Editing {
+				t.Error("the snapshot says editing is enabled")
+			}
+		})
+	}
+}
+
+func TestRuleEditing(t *testing.T) {
+	const token = "s3cret-token"
+	valid := `{"flow":[{"resource":"GET /a","limit":5,"interval":"500ms"}],"breakers":[{"resource":"db","strategy":"error_count","count":3}]}`
+	tests := []struct {
+		name       string
+		auth, body string
+		code       int
+		header     [2]string // a header the response must have
+		inBody     string    // a string the response body must hold
+		applied    bool      // the rules in force are now the body's
+	}{
+		{"no token", "", valid, 401, [2]string{"WWW-Authenticate", `Bearer realm="slidegate"`}, "bearer token", false},
+		{"another scheme", "Basic " + token, valid, 401, [2]string{}, "bearer token", false},
+		{"empty token", "Bearer ", valid, 401, [2]string{}, "bearer token", false},
+		{"wrong token", "Bearer s3cret-tokem", valid, 403, [2]string{}, "wrong token", false},
+		{"token prefix", "Bearer s3cret", valid, 403, [2]string{}, "wrong token", false},
+		{"not JSON", "Bearer " + token, `flow: []`, 400, [2]string{}, "reading the rules", false},
+		{"unknown field", "Bearer " + token, `{"flows":[]}`, 400, [2]string{}, "unknown field", false},
+		{"trailing data", "Bearer " + token, valid + ` {}`, 400, [2]string{}, "data after the rules", false},
+		{"bare number duration", "Bearer " + token, `{"flow":[{"resource":"a","limit":1,"interval":1}]}`, 400, [2]string{}, "reading the rules", false},
+		{"too large", "Bearer " + token, `{"flow":[` + strings.Repeat(`{"resource":"a","limit":1},`, maxRulesBytes/20) + `]}`, 413, [2]string{}, "1 MiB", false},
+		{"invalid rules", "Bearer " + token, `{"flow":[{"resource":"GET /a","limit":-1}],"breakers":[{"resource":"db","strategy":"nope"}]}`, 422, [2]string{}, `"field":"limit"`, false},
+		{"valid", "Bearer " + token, valid, 200, [2]string{"Content-Type", "application/json"}, `"interval":"500ms"`, true},
+		{"valid, scheme in lower case", "bearer " + token, valid, 200, [2]string{}, `"count":3`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, nil, WithRuleEditing(token))
+			before := mustRules(t, startRules)
+			if err := f.g.SetRules(before); err != nil {
+				t.Fatal(err)
+			}
+			w := putRules(f.d, tt.auth, tt.body)
+			if w.Code != tt.code {
+				t.Fatalf("PUT api/rules: %d %s, want %d", w.Code, w.Body, tt.code)
+			}
+			if k := tt.header[0]; k != "" && w.Header().Get(k) != tt.header[1] {
+				t.Errorf("%s: %q, want %q", k, w.Header().Get(k), tt.header[1])
+			}
+			if !strings.Contains(w.Body.String(), tt.inBody) {
+				t.Errorf("body %s does not hold %s", w.Body, tt.inBody)
+			}
+			want := before
+			if tt.applied {
+				want = mustRules(t, tt.body)
+			}
+			if got := f.g.Rules(); !reflect.DeepEqual(got, want) {
+				t.Errorf("rules in force %+v, want %+v", got, want)
+			}
+			if !f.snapshot(t).Editing {
+				t.Error("the snapshot says editing is disabled")
+			}
+		})
+	}
+}
+
+func TestInvalidRulesListEveryProblem(t *testing.T) {
+	f := newFixture(t, nil, WithRuleEditing("t"))
+	w := putRules(f.d, "Bearer t", `{"flow":[{"resource":"GET /a","limit":-1}],"breakers":[{"resource":"db","strategy":"nope"}]}`)
+	if w.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("PUT api/rules: %d %s, want 422", w.Code, w.Body)
+	}
+	var body struct {
+		Error    string
+		Problems []problemJSON
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Problems) != 2 {
+		t.Fatalf("problems %+v, want 2", body.Problems)
+	}
+	p := body.Problems[0]
+	if !strings.HasPrefix(p.Place, "flow[0]") || p.Field != "limit" || p.Reason == "" || !strings.Contains(p.Message, "limit") {
+		t.Errorf("first problem %+v, want flow[0]'s limit", p)
+	}
+	if q := body.Problems[1]; !strings.HasPrefix(q.Place, "breakers[0]") || q.Field != "strategy" {
+		t.Errorf("second problem %+v, want breakers[0]'s strategy", q)
+	}
+}
+
+func TestGetRules(t *testing.T) {
+	f := newFixture(t, nil)
+	if err := f.g.SetRules(mustRules(t, `{"flow":[{"resource":"GET /a","limit":10,"interval":"2s"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	f.d.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/rules", nil))
+	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != `{"flow":[{"resource":"GET /a","limit":10,"interval":"2s"}]}` {
+		t.Errorf("GET api/rules: %d %s", w.Code, w.Body)
+	}
+}
+
+// get fetches url and returns the response's status, header and body.
+func get(t *testing.T, url string) (int, http.Header, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestWorksUnderAPrefix(t *testing.T) {
+	f := newFixture(t, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/ops/slidegate/", http.StripPrefix("/ops/slidegate", f.d))
+	mux.Handle("/ops/slidegate", http.StripPrefix("/ops/slidegate", f.d))
+	srv := newServer(t, mux)
+
+	code, h, page := get(t, srv.URL+"/ops/slidegate/")
+	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
+		t.Fatalf("the page: %d %s", code, h.Get("Content-Type"))
+	}
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("the page's Content-Security-Policy %q", csp)
+	}
+	// Every asset the page names is relative, and is there.
+	refs := regexp.MustCompile(`(?:src|href)="([^"]*)"`).FindAllStringSubmatch(page, -1)
+	if len(refs) < 4 {
+		t.Fatalf("the page names %d assets: %q", len(refs), refs)
+	}
+	wantType := map[string]string{".js": "text/javascript", ".css": "text/css"}
+	for _, m := range refs {
+		ref := m[1]
+		if ref == "data:," {
+			continue
+		}
+		if strings.HasPrefix(ref, "/") || strings.Contains(ref, ":") {
+			t.Errorf("the page names %q: not relative", ref)
+			continue
+		}
+		code, h, _ := get(t, srv.URL+"/ops/slidegate/"+ref)
+		ext := ref[strings.LastIndex(ref, "."):]
+		if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), wantType[ext]) {
+			t.Errorf("%s: %d %s", ref, code, h.Get("Content-Type"))
+		}
+	}
+	// So is every URL the script fetches.
+	_, _, js := get(t, srv.URL+"/ops/slidegate/assets/app.js")
+	for _, want := range []string{`new EventSource("api/events")`, `fetch("api/rules"`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("app.js does not hold %s", want)
+		}
+	}
+	if regexp.MustCompile(`["'\x60]/api`).MatchString(js) {
+		t.Error("app.js names an absolute API URL")
+	}
+	if code, _, body := get(t, srv.URL+"/ops/slidegate/api/snapshot"); code != 200 || !strings.Contains(body, `"resources"`) {
+		t.Errorf("api/snapshot under the prefix: %d %s", code, body)
+	}
+
+	// The mount point without its slash redirects to it, relatively.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(srv.URL + "/ops/slidegate?x=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusMovedPermanently || loc != "slidegate/" {
+		t.Errorf("GET /ops/slidegate: %d to %q, want 301 to slidegate/", resp.StatusCode, loc)
+	}
+}
+
+func TestAssets(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := newServer(t, f.d)
+
+	code, h, body := get(t, srv.URL+"/assets/vendor/uplot/uPlot.iife.min.js")
+	if code != 200 || !strings.Contains(body, "uPlot") || h.Get("ETag") == "" {
+		t.Fatalf("uPlot: %d, ETag %q", code, h.Get("ETag"))
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/assets/vendor/uplot/uPlot.iife.min.js", nil)
+	req.Header.Set("If-None-Match", h.Get("ETag"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified {
+		t.Errorf("revalidating uPlot: %d, want 304", resp.StatusCode)
+	}
+	for _, p := range []string{"/assets/", "/assets/vendor", "/assets/vendor/", "/assets/nope.js", "/index.html", "/assets/../index.html", "/api/nope"} {
+		if code, _, _ := get(t, srv.URL+p); code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", p, code)
+		}
+	}
+	if code, _, _ := get(t, srv.URL+"/assets/vendor/uplot/LICENSE"); code != 200 {
+		t.Errorf("uPlot's licence: %d", code)
+	}
+	resp, err = http.Head(srv.URL + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || f.d.subscribers() != 0 {
+		t.Errorf("HEAD api/events: %d %s, %d subscribers", resp.StatusCode, resp.Header.Get("Content-Type"), f.d.subscribers())
+	}
+	resp, err = http.Post(srv.URL+"/api/snapshot", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST api/snapshot: %d, want 405", resp.StatusCode)
+	}
+}

@@ -1,0 +1,516 @@
+// The slidegate dashboard's page: a table of resources, a chart per resource
+// and the rules in force, kept live by the server's event stream
+// (api/events). Every URL is relative, so the page works under any prefix.
+// No build step: plain JavaScript, with uPlot (vendored) for the charts.
+"use strict";
+
+(function () {
+  const MAX_CHARTS = 24; // charts drawn at once; the filter picks others
+
+  const COLORS = {
+    pass: "#1c7ed6",
+    block: "#f59f00",
+    error: "#e03131",
+    p50: "#0ca678",
+    p99: "#7048e8",
+  };
+
+  // What the page knows: filled by a "snapshot" event, then kept up to date
+  // by "sample" events.
+  const state = {
+    history: 300,
+    editing: false,
+    time: 0,
+    inbound: null, // {name, stats, hist}
+    resources: new Map(), // name → {name, breaker, stats, hist}
+    breakers: [],
+    rules: {},
+    sortKey: "name",
+    sortDir: 1,
+    filter: "",
+  };
+
+  const $ = (id) => document.getElementById(id);
+
+  // el makes an element with properties (and dataset, className) and children.
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === "dataset") Object.assign(e.dataset, v);
+      else e[k] = v;
+    }
+    for (const c of children) {
+      if (c == null) continue;
+      e.append(c instanceof Node ? c : String(c));
+    }
+    return e;
+  }
+
+  // ---- numbers ----
+
+  function fmtRate(v) {
+    if (v == null || Number.isNaN(v)) return "–";
+    if (v === 0) return "0";
+    const a = Math.abs(v);
+    if (a >= 1e6) return (v / 1e6).toFixed(2) + "M";
+    if (a >= 1e4) return (v / 1e3).toFixed(1) + "k";
+    if (a >= 100) return v.toFixed(0);
+    if (a >= 10) return v.toFixed(1);
+    return v.toFixed(2);
+  }
+
+  // fmtDur formats seconds.
+  function fmtDur(s) {
+    if (s == null || Number.isNaN(s)) return "–";
+    if (s === 0) return "0";
+    const a = Math.abs(s);
+    if (a < 1e-3) return (s * 1e6).toFixed(a < 1e-5 ? 1 : 0) + " µs";
+    if (a < 1) return (s * 1e3).toFixed(a < 1e-2 ? 2 : a < 0.1 ? 1 : 0) + " ms";
+    return s.toFixed(2) + " s";
+  }
+
+  function fmtTime(unix) {
+    return new Date(unix * 1000).toLocaleTimeString([], { hour12: false });
+  }
+
+  // ---- state ----
+
+  const COLUMNS = ["t", "pass_rate", "block_rate", "error_rate", "in_flight", "p50", "p99", "breaker"];
+
+  function emptyHist() {
+    const h = {};
+    for (const c of COLUMNS) h[c] = [];
+    return h;
+  }
+
+  function fromSnapshotResource(r) {
+    return { name: r.name, breaker: r.breaker || "", stats: r.stats, hist: r.history || emptyHist() };
+  }
+
+  function applySnapshot(s) {
+    state.history = s.history;
+    state.editing = s.editing;
+    state.time = s.time;
+    state.inbound = fromSnapshotResource(s.inbound);
+    state.resources = new Map(s.resources.map((r) => [r.name, fromSnapshotResource(r)]));
+    state.breakers = s.breakers || [];
+    setRules(s.rules || {});
+    render();
+  }
+
+  function applyPoint(entry, r) {
+    entry.stats = r.stats;
+    entry.breaker = r.breaker || "";
+    const p = r.point;
+    if (!p) return;
+    const h = entry.hist;
+    const n = h.t.length;
+    if (n > 0 && p.t <= h.t[n - 1]) return; // already have it
+    for (const c of COLUMNS) h[c].push(p[c] === undefined ? (c === "breaker" ? "" : 0) : p[c]);
+    while (h.t.length > state.history) for (const c of COLUMNS) h[c].shift();
+  }
+
+  function applySample(ev) {
+    state.time = ev.time;
+    applyPoint(state.inbound, ev.inbound);
+    const next = new Map();
+    for (const r of ev.resources) {
+      const entry = state.resources.get(r.name) || { name: r.name, breaker: "", stats: r.stats, hist: emptyHist() };
+      applyPoint(entry, r);
+      next.set(r.name, entry);
+    }
+    state.resources = next; // resources missing from the event are gone
+    state.breakers = ev.breakers || [];
+    if (ev.rules) setRules(ev.rules);
+    render();
+  }
+
+  function last(entry, col) {
+    const a = entry.hist[col];
+    return a.length ? a[a.length - 1] : null;
+  }
+
+  // ---- the resources table ----
+
+  const BREAKER_RANK = { "": 0, closed: 1, "half-open": 2, open: 3 };
+
+  const sortValue = {
+    name: (e) => e.name,
+    pass: (e) => last(e, "pass_rate") ?? -1,
+    block: (e) => last(e, "block_rate") ?? -1,
+    error: (e) => last(e, "error_rate") ?? -1,
+    inflight: (e) => e.stats.in_flight,
+    p50: (e) => e.stats.p50,
+    p99: (e) => e.stats.p99,
+    breaker: (e) => BREAKER_RANK[e.breaker] || 0,
+  };
+
+  function visibleResources() {
+    const f = state.filter;
+    const key = sortValue[state.sortKey];
+    const dir = state.sortDir;
+    const list = [...state.resources.values()].filter((e) => !f || e.name.toLowerCase().includes(f));
+    list.sort((a, b) => {
+      const x = key(a), y = key(b);
+      const c = typeof x === "string" ? x.localeCompare(y) : x - y;
+      return c !== 0 ? c * dir : a.name.localeCompare(b.name);
+    });
+    return list;
+  }
+
+  function badge(s) {
+    if (!s) return el("span", { className: "badge badge-none" }, "none");
+    return el("span", { className: "badge badge-" + s }, s);
+  }
+
+  function renderTable(list) {
+    const tbody = $("resources").tBodies[0];
+    const rows = list.map((e) =>
+      el("tr", { dataset: { resource: e.name } },
+        el("td", { className: "name", title: e.name }, e.name),
+        el("td", { className: "num pass" }, fmtRate(last(e, "pass_rate"))),
+        el("td", { className: "num block" + (last(e, "block_rate") > 0 ? " warn" : "") }, fmtRate(last(e, "block_rate"))),
+        el("td", { className: "num error" + (last(e, "error_rate") > 0 ? " bad" : "") }, fmtRate(last(e, "error_rate"))),
+        el("td", { className: "num inflight" }, String(e.stats.in_flight)),
+        el("td", { className: "num p50" }, e.stats.p50 ? fmtDur(e.stats.p50) : "–"),
+        el("td", { className: "num p99" }, e.stats.p99 ? fmtDur(e.stats.p99) : "–"),
+        el("td", { className: "breaker" }, badge(e.breaker))));
+    tbody.replaceChildren(...rows);
+    $("resources-empty").hidden = state.resources.size > 0 && list.length > 0;
+    $("resources-empty").textContent = state.resources.size === 0 ? "No resources yet." : "No resource matches the filter.";
+    for (const th of $("resources").tHead.rows[0].cells) {
+      th.classList.toggle("sorted-asc", th.dataset.key === state.sortKey && state.sortDir > 0);
+      th.classList.toggle("sorted-desc", th.dataset.key === state.sortKey && state.sortDir < 0);
+      th.setAttribute("aria-sort", th.dataset.key === state.sortKey ? (state.sortDir > 0 ? "ascending" : "descending") : "none");
+    }
+  }
+
+  // ---- the charts ----
+
+  const charts = new Map(); // name → {card, rates, latency}
+
+  function chartWidth(card) {
+    return Math.max(200, card.clientWidth - 24);
+  }
+
+  // Tick labels: short, with no trailing zeros.
+  const trim = (v) => String(parseFloat(v.toPrecision(3)));
+  function fmtRateTick(v) {
+    const a = Math.abs(v);
+    if (a >= 1e6) return trim(v / 1e6) + "M";
+    if (a >= 1e3) return trim(v / 1e3) + "k";
+    return trim(v);
+  }
+  function fmtDurTick(s) {
+    const a = Math.abs(s);
+    if (a === 0) return "0";
+    if (a < 1e-3) return trim(s * 1e6) + " µs";
+    if (a < 1) return trim(s * 1e3) + " ms";
+    return trim(s) + " s";
+  }
+  const pad = (n) => String(n).padStart(2, "0");
+  function fmtClock(unix, seconds) {
+    const d = new Date(unix * 1000);
+    return pad(d.getHours()) + ":" + pad(d.getMinutes()) + (seconds ? ":" + pad(d.getSeconds()) : "");
+  }
+
+  function axis(values, size) {
+    return {
+      stroke: "#5c6370",
+      grid: { stroke: "#eceef1", width: 1 },
+      ticks: { stroke: "#eceef1", width: 1, size: 4 },
+      font: "11px system-ui, sans-serif",
+      size,
+      values,
+    };
+  }
+  const timeAxis = (show) => Object.assign(axis((u, splits) => {
+    const step = splits.length > 1 ? splits[1] - splits[0] : 1;
+    return splits.map((v) => fmtClock(v, step < 60));
+  }, 26), { show, space: 70 });
+
+  function line(label, color, fmt, fill) {
+    return { label, stroke: color, width: 1.5, fill, points: { show: false }, value: (u, v) => fmt(v) };
+  }
+
+  // The same padding for both charts of a card, so that their time axes
+  // line up (uPlot pads for the tick labels of the axes it shows).
+  const PADDING = [8, 28, null, 0];
+  const PADDING_NO_AXIS = [8, 28, 8, 0]; // room for the lowest tick label
+
+  const zeroBased = (u, lo, hi) => [0, hi > 0 ? hi * 1.1 : 1];
+
+  // showLatest makes the legend show the newest values while the cursor is
+  // not on the chart.
+  function showLatest(u) {
+    const n = u.data[0].length;
+    if (n > 0 && (u.cursor.left == null || u.cursor.left < 0)) u.setLegend({ idx: n - 1 });
+  }
+
+  function breakerSlot(e) {
+    return e.breaker ? badge(e.breaker) : "";
+  }
+
+  function makeChart(e) {
+    const slot = el("span", { className: "badge-slot" }, breakerSlot(e));
+    const card = el("article", { className: "chart-card", dataset: { resource: e.name } },
+      el("header", {}, el("h3", { title: e.name }, e.name), slot));
+    const ratesEl = el("div", { className: "chart chart-rates" });
+    const latEl = el("div", { className: "chart chart-latency" });
+    card.append(ratesEl, latEl);
+    $("charts").append(card);
+    const width = chartWidth(card);
+    const x = { label: "time", value: (u, v) => (v == null ? "–" : fmtClock(v, true)) };
+    const cursor = { sync: { key: "slidegate" }, points: { size: 5 } };
+    const hooks = { setCursor: [showLatest] };
+    const rates = new uPlot({
+      width, height: 150, cursor, hooks, padding: PADDING,
+      scales: { x: { time: true }, y: { range: zeroBased } },
+      series: [x,
+        line("pass/s", COLORS.pass, fmtRate, "rgba(28,126,214,0.08)"),
+        line("block/s", COLORS.block, fmtRate),
+        line("error/s", COLORS.error, fmtRate)],
+      axes: [timeAxis(true), axis((u, vals) => vals.map(fmtRateTick), 56)],
+    }, ratesData(e), ratesEl);
+    const latency = new uPlot({
+      width, height: 100, cursor, hooks, padding: PADDING_NO_AXIS,
+      scales: { x: { time: true }, y: { range: zeroBased } },
+      series: [x, line("P50", COLORS.p50, fmtDur), line("P99", COLORS.p99, fmtDur, "rgba(112,72,232,0.06)")],
+      axes: [timeAxis(false), axis((u, vals) => vals.map(fmtDurTick), 56)],
+    }, latencyData(e), latEl);
+    showLatest(rates);
+    showLatest(latency);
+    return { card, slot, rates, latency };
+  }
+
+  const ratesData = (e) => [e.hist.t, e.hist.pass_rate, e.hist.block_rate, e.hist.error_rate];
+  const latencyData = (e) => [e.hist.t, e.hist.p50, e.hist.p99];
+
+  function renderCharts(list) {
+    const shown = list.slice(0, MAX_CHARTS);
+    const keep = new Set(shown.map((e) => e.name));
+    for (const [name, c] of charts) {
+      if (!keep.has(name)) {
+        c.rates.destroy();
+        c.latency.destroy();
+        c.card.remove();
+        charts.delete(name);
+      }
+    }
+    const box = $("charts");
+    for (const e of shown) {
+      let c = charts.get(e.name);
+      if (!c) {
+        c = makeChart(e);
+        charts.set(e.name, c);
+      } else {
+        c.rates.setData(ratesData(e));
+        c.latency.setData(latencyData(e));
+        showLatest(c.rates);
+        showLatest(c.latency);
+        c.slot.replaceChildren(breakerSlot(e));
+      }
+      box.append(c.card); // keeps the table's order
+    }
+    const hidden = list.length - shown.length;
+    $("charts-note").textContent = hidden > 0 ? `${hidden} more: narrow the filter to see them` :
+      `last ${state.history} samples · pass/s, block/s, error/s above; P50 and P99 below`;
+  }
+
+  function resizeCharts() {
+    for (const c of charts.values()) {
+      const width = chartWidth(c.card);
+      c.rates.setSize({ width, height: 150 });
+      c.latency.setSize({ width, height: 100 });
+    }
+  }
+
+  // ---- the header ----
+
+  function renderInbound() {
+    const e = state.inbound;
+    const dl = $("inbound");
+    if (!e) return dl.replaceChildren();
+    const item = (k, v, cls) => el("div", { className: "kv" }, el("dt", {}, k), el("dd", { className: cls || "" }, v));
+    dl.replaceChildren(
+      item("inbound pass/s", fmtRate(last(e, "pass_rate"))),
+      item("block/s", fmtRate(last(e, "block_rate")), last(e, "block_rate") > 0 ? "warn" : ""),
+      item("error/s", fmtRate(last(e, "error_rate")), last(e, "error_rate") > 0 ? "bad" : ""),
+      item("in flight", String(e.stats.in_flight)),
+      item("P99", e.stats.p99 ? fmtDur(e.stats.p99) : "–"),
+      item("updated", state.time ? fmtTime(state.time) : "–"));
+  }
+
+  // ---- the rules ----
+
+  let rulesText = ""; // the rules in force, as the editor shows them
+  let editorDirty = false;
+
+  function setRules(rules) {
+    state.rules = rules;
+    rulesText = JSON.stringify(rules, null, 2);
+    if (!editorDirty) $("rules-json").value = rulesText;
+  }
+
+  function table(head, rows) {
+    return el("table", { className: "grid compact" },
+      el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map((c) => el("td", {}, c))))));
+  }
+
+  function describeFlow(f) {
+    const extra = [];
+    if (f.behavior === "throttle" && f.max_wait) extra.push("max wait " + f.max_wait);
+    if (f.warm_up) extra.push("warm-up " + f.warm_up);
+    if (f.borrow) extra.push("borrow " + f.borrow);
+    if (f.ref_resource) extra.push("by " + f.ref_resource);
+    return extra.join(", ");
+  }
+
+  function describeBreaker(b) {
+    switch (b.strategy) {
+      case "error_ratio": return "errors ≥ " + (b.threshold * 100).toFixed(0) + "%";
+      case "error_count": return "errors ≥ " + b.count;
+      case "slow_ratio": return "slower than " + b.max_rt + " ≥ " + (b.threshold * 100).toFixed(0) + "%";
+      case "adaptive": return "K = " + (b.k || 2);
+    }
+    return "";
+  }
+
+  let renderedRules = null;
+
+  function renderRules() {
+    const key = rulesText + JSON.stringify(state.breakers);
+    if (key === renderedRules) return;
+    renderedRules = key;
+    const flow = state.rules.flow || [];
+    const brs = state.rules.breakers || [];
+    const status = new Map(state.breakers.map((b) => [b.rule, b]));
+    const parts = [];
+    if (flow.length) {
+      parts.push(el("h3", {}, "Flow"), table(["Rule", "Resource", "Type", "Limit", "Per", "Behavior", ""],
+        flow.map((f, i) => [`flow[${i}]`, f.resource, f.type || "qps", String(f.limit),
+          (f.type || "qps") === "qps" ? f.interval || "1s" : "at once", f.behavior || "reject", describeFlow(f)])));
+    }
+    if (brs.length) {
+      parts.push(el("h3", {}, "Breakers"), table(["Rule", "Resource", "Strategy", "Opens when", "State", "Window", "Retry after"],
+        brs.map((b, i) => {
+          const s = status.get(`breakers[${i}]`);
+          return [`breakers[${i}]`, b.resource, b.strategy, describeBreaker(b), badge(s ? s.state : ""),
+            s ? `${s.requests} req, ${s.failures} failed` + (s.rejected ? `, ${s.rejected} refused` : "") : "–",
+            s && s.retry_after ? fmtDur(s.retry_after) : "–"];
+        })));
+    }
+    if (!parts.length) parts.push(el("p", { className: "empty" }, "No rules: every request passes."));
+    $("rules").replaceChildren(...parts);
+  }
+
+  function renderEditor() {
+    $("editor").hidden = !state.editing;
+  }
+
+  async function saveRules() {
+    const status = $("save-status");
+    const problems = $("problems");
+    problems.replaceChildren();
+    status.className = "";
+    status.textContent = "Saving…";
+    let resp;
+    try {
+      resp = await fetch("api/rules", {
+        method: "PUT",
+        headers: { "Content-Type": "application/json", Authorization: "Bearer " + $("token").value },
+        body: $("rules-json").value,
+      });
+    } catch (err) {
+      status.className = "bad";
+      status.textContent = "Not saved: " + err.message;
+      return;
+    }
+    const body = await resp.json().catch(() => ({}));
+    if (resp.ok) {
+      editorDirty = false;
+      setRules(body);
+      renderRules();
+      status.className = "good";
+      status.textContent = "Saved: these rules are in force.";
+      return;
+    }
+    status.className = "bad";
+    status.textContent = "Not saved (" + resp.status + "): " + (body.error || resp.statusText);
+    for (const p of body.problems || []) problems.append(el("li", {}, p.message));
+  }
+
+  // ---- everything ----
+
+  function render() {
+    const list = visibleResources();
+    renderInbound();
+    renderTable(list);
+    renderCharts(list);
+    renderRules();
+    renderEditor();
+  }
+
+  function setStatus(s, text) {
+    $("status").dataset.state = s;
+    $("status-text").textContent = text;
+  }
+
+  // connect opens the event stream. EventSource reconnects by itself after a
+  // network error; after an HTTP error it gives up, and so we start again.
+  let source = null;
+  function connect() {
+    source = new EventSource("api/events");
+    source.addEventListener("snapshot", (m) => {
+      applySnapshot(JSON.parse(m.data));
+      setStatus("live", "live");
+    });
+    source.addEventListener("sample", (m) => applySample(JSON.parse(m.data)));
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) {
+        setStatus("down", "disconnected, retrying…");
+        setTimeout(connect, 3000);
+      } else {
+        setStatus("connecting", "reconnecting…");
+      }
+    };
+  }
+
+  function init() {
+    for (const th of $("resources").tHead.rows[0].cells) {
+      th.tabIndex = 0;
+      const sortBy = () => {
+        const k = th.dataset.key;
+        if (state.sortKey === k) state.sortDir = -state.sortDir;
+        else {
+          state.sortKey = k;
+          state.sortDir = k === "name" ? 1 : -1; // numbers: largest first
+        }
+        render();
+      };
+      th.addEventListener("click", sortBy);
+      th.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); sortBy(); } });
+    }
+    $("filter").addEventListener("input", (ev) => {
+      state.filter = ev.target.value.trim().toLowerCase();
+      render();
+    });
+    $("rules-json").addEventListener("input", () => { editorDirty = $("rules-json").value !== rulesText; });
+    $("save").addEventListener("click", saveRules);
+    $("revert").addEventListener("click", () => {
+      editorDirty = false;
+      $("rules-json").value = rulesText;
+      $("problems").replaceChildren();
+      $("save-status").textContent = "";
+    });
+    let resizeTimer = 0;
+    window.addEventListener("resize", () => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(resizeCharts, 100);
+    });
+    connect();
+  }
+
+  init();
+})();

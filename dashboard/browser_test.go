@@ -1,0 +1,382 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/dashboard"
+)
+
+// findBrowser returns the path of a Chromium-based browser, or "".
+func findBrowser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// A profile is the simulated traffic of one resource.
+type profile struct {
+	name    string
+	inbound bool
+	rate    func(sec float64) float64 // requests per second
+	rt      time.Duration             // median response time
+	spread  float64                   // of the response time's logarithm
+	errs    float64                   // share of requests that fail
+}
+
+// A simulation drives a guard on a manual clock with traffic that looks real,
+// second by second, and samples the dashboard at the end of each second.
+type simulation struct {
+	t        *testing.T
+	clk      *clock.Manual
+	g        *slidegate.Guard
+	d        *dashboard.Dashboard
+	rng      *rand.Rand
+	profiles []profile
+	sec      int
+	pending  []pendingExit
+	errRate  map[string]float64 // overrides of profile.errs
+}
+
+type pendingExit struct {
+	e   slidegate.Entry
+	end int64
+	err error
+}
+
+var errSimulated = errors.New("simulated failure")
+
+// second simulates one second in 50 slices, then samples. counts, if it
+// names a resource, sets its number of requests in that second exactly.
+func (s *simulation) second(counts map[string]int) {
+	s.t.Helper()
+	const slices = 50
+	for slice := range slices {
+		now := s.clk.Now()
+		for _, p := range s.profiles {
+			var n int
+			if c, ok := counts[p.name]; ok {
+				n = c/slices + btoi(slice < c%slices)
+			} else {
+				x := p.rate(float64(s.sec)+float64(slice)/slices) / slices
+				n = int(x + s.rng.Float64()) // rounds to x on average
+			}
+			errs := p.errs
+			if e, ok := s.errRate[p.name]; ok {
+				errs = e
+			}
+			var opts []slidegate.EntryOption
+			if p.inbound {
+				opts = append(opts, slidegate.Inbound())
+			}
+			for range n {
+				e, err := s.g.Enter(context.Background(), p.name, opts...)
+				if errors.Is(err, slidegate.ErrBlocked) {
+					continue
+				}
+				if err != nil {
+					s.t.Fatal(err)
+				}
+				rt := time.Duration(float64(p.rt) * math.Exp(p.spread*s.rng.NormFloat64()))
+				var failure error
+				if s.rng.Float64() < errs {
+					failure = errSimulated
+				}
+				s.pending = append(s.pending, pendingExit{e, now + int64(rt), failure})
+			}
+		}
+		now = s.clk.Advance(time.Second / slices)
+		kept := s.pending[:0]
+		for _, x := range s.pending {
+			if x.end <= now {
+				x.e.ExitAt(x.end, x.err)
+			} else {
+				kept = append(kept, x)
+			}
+		}
+		s.pending = kept
+	}
+	s.sec++
+	s.d.Sample()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func wave(base, amplitude, period, phase float64) func(float64) float64 {
+	return func(sec float64) float64 { return base + amplitude*math.Sin(2*math.Pi*sec/period+phase) }
+}
+
+func TestBrowserShowsLiveTraffic(t *testing.T) {
+	browser := findBrowser()
+	if browser == "" {
+		t.Skip("no chromium binary: install Debian's chromium to run the browser test")
+	}
+
+	clk := clock.NewManual(int64(time.Hour))
+	g := slidegate.New(slidegate.WithClock(clk))
+	minRequests := int64(10)
+	if err := g.SetRules(slidegate.Rules{
+		Flow: []slidegate.FlowRule{
+			{Resource: "GET /orders", Limit: 110},
+			{Resource: "GET /search", Type: slidegate.ConcurrencyRule, Limit: 50},
+		},
+		Breakers: []slidegate.BreakerRule{
+			{Resource: "payments", Strategy: slidegate.ErrorCountBreaker, Count: 20, OpenTimeout: slidegate.Duration(30 * time.Second)},
+			{Resource: "mysql:orders", Strategy: slidegate.ErrorRatioBreaker, Threshold: 0.5, MinRequests: &minRequests},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const token = "browser-test-token"
+	d := dashboard.New(g, dashboard.WithClock(clk), dashboard.WithInterval(0), dashboard.WithRuleEditing(token))
+	t.Cleanup(func() { d.Close() })
+	mux := http.NewServeMux()
+	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	sim := &simulation{
+		t: t, clk: clk, g: g, d: d,
+		rng: rand.New(rand.NewPCG(1, 2)),
+		profiles: []profile{
+			{name: "GET /orders", inbound: true, rate: wave(92, 32, 50, 0), rt: 18 * time.Millisecond, spread: 0.5, errs: 0.004},
+			{name: "GET /search", inbound: true, rate: wave(44, 12, 37, 1.3), rt: 45 * time.Millisecond, spread: 0.7, errs: 0.01},
+			{name: "mysql:orders", rate: wave(80, 28, 50, 0.2), rt: 4 * time.Millisecond, spread: 0.4, errs: 0.002},
+			{name: "payments", rate: wave(22, 5, 23, 2), rt: 120 * time.Millisecond, spread: 0.3, errs: 0.01},
+		},
+		errRate: map[string]float64{},
+	}
+	// Two and a half minutes of history before the page opens.
+	for range 150 {
+		sim.second(nil)
+	}
+
+	// The browser, with a deadline: a hung browser fails the test.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	userData, err := os.MkdirTemp("", "slidegate-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(userData) }) // after the browser has exited
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(userData),
+		chromedp.WindowSize(1280, 800),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc) // waits for the browser to exit
+	tab, cancelTab := chromedp.NewContext(allocCtx)
+	defer cancelTab()
+
+	// Collect what the page writes to its console: it must write no error.
+	var consoleMu sync.Mutex
+	var problems []string
+	messages := chromedp.Console(tab)
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(consoleDone)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if strings.Contains(m.Text, "status of 422") {
+				continue // the bad rules, refused on purpose
+			}
+			if m.IsException() || m.Type == "error" || m.Type == "assert" {
+				consoleMu.Lock()
+				problems = append(problems, m.String())
+				consoleMu.Unlock()
+			}
+		}
+	}()
+
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(tab, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	waitUntil := func(what, expr string) {
+		t.Helper()
+		_, err := chromedp.Run(tab, chromedp.Poll[bool](expr,
+			chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second)))
+		if err != nil {
+			t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+		}
+	}
+	eval := func(expr string) string {
+		t.Helper()
+		v, err := chromedp.Run(tab, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", expr, err)
+		}
+		return v
+	}
+	cell := func(resource, class string) string {
+		return fmt.Sprintf(`(document.querySelector('#resources tr[data-resource=%s] td.%s') || {}).textContent`, strconv.Quote(resource), class)
+	}
+
+	do("opening the page", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/slidegate/"))
+	waitUntil("the stream", `document.getElementById("status").dataset.state === "live"`)
+	waitUntil("live data", "parseFloat("+cell("GET /orders", "pass")+") > 0")
+	if n := eval(`String(document.querySelectorAll('.chart-card[data-resource="GET /orders"] canvas').length)`); n != "2" {
+		t.Errorf("GET /orders has %s chart canvases, want 2 (rates and latency)", n)
+	}
+	if n := eval(`String(document.querySelectorAll("#resources tbody tr").length)`); n != "4" {
+		t.Errorf("the table has %s rows, want 4", n)
+	}
+	if s := eval(cell("payments", "breaker")); s != "closed" {
+		t.Errorf("payments' breaker shows %q, want closed", s)
+	}
+
+	// Values follow the events.
+	sim.second(map[string]int{"GET /search": 37})
+	waitUntil("the first event", cell("GET /search", "pass")+` === "37.0"`)
+	sim.second(map[string]int{"GET /search": 53})
+	waitUntil("the second event", cell("GET /search", "pass")+` === "53.0"`)
+
+	// Sorting and filtering.
+	do("sorting by pass/s", chromedp.Click(chromedp.CSS(`#resources th[data-key="pass"]`)))
+	order := eval(`JSON.stringify([...document.querySelectorAll("#resources tbody td.pass")].map(td => parseFloat(td.textContent)))`)
+	var passes []float64
+	if err := json.Unmarshal([]byte(order), &passes); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(passes); i++ {
+		if passes[i] > passes[i-1] {
+			t.Errorf("sorted by pass/s: %v is not in descending order", passes)
+			break
+		}
+	}
+	do("sorting by name", chromedp.Click(chromedp.CSS(`#resources th[data-key="name"]`)))
+	eval(`(() => { const f = document.getElementById("filter"); f.value = "PAY"; f.dispatchEvent(new Event("input")); return ""; })()`)
+	if rows := eval(`[...document.querySelectorAll("#resources tbody tr")].map(tr => tr.dataset.resource).join(",")`); rows != "payments" {
+		t.Errorf("filtered by PAY: rows %q, want payments", rows)
+	}
+	eval(`(() => { const f = document.getElementById("filter"); f.value = ""; f.dispatchEvent(new Event("input")); return ""; })()`)
+
+	// An outage trips the payments breaker.
+	sim.errRate["payments"] = 0.7
+	for i := 0; ; i++ {
+		sim.second(nil)
+		if breakerState(g, "payments") == breaker.Open {
+			break
+		}
+		if i == 20 {
+			t.Fatal("the payments breaker did not open")
+		}
+	}
+	waitUntil("the open breaker", cell("payments", "breaker")+` === "open"`)
+	if s := eval(`document.querySelector('.chart-card[data-resource="payments"] header .badge').textContent`); s != "open" {
+		t.Errorf("payments' chart badge shows %q, want open", s)
+	}
+	for range 12 { // refused while open
+		sim.second(nil)
+	}
+	waitUntil("refusals", "parseFloat("+cell("payments", "block")+") > 0")
+
+	// The rules editor refuses bad rules and lists the problems.
+	before := g.Rules()
+	eval(`(() => {
+		document.getElementById("rules-json").value = '{"flow":[{"resource":"GET /orders","limit":-5}]}';
+		document.getElementById("rules-json").dispatchEvent(new Event("input"));
+		document.getElementById("token").value = ` + strconv.Quote(token) + `;
+		return "";
+	})()`)
+	do("saving bad rules", chromedp.Click(chromedp.ID("save")))
+	waitUntil("the problems", `document.querySelectorAll("#problems li").length === 1`)
+	if got := g.Rules(); len(got.Flow) != len(before.Flow) || got.Flow[0].Limit != before.Flow[0].Limit {
+		t.Errorf("rules changed to %+v by bad rules", got)
+	}
+	do("reverting", chromedp.Click(chromedp.ID("revert")), chromedp.Evaluate[chromedp.Void](`document.getElementById("token").value = ""`))
+
+	// Screenshots: the viewport, for the README, and the whole page.
+	dir := os.Getenv("SLIDEGATE_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	do("scrolling to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	shot, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, png := range map[string][]byte{"dashboard.png": shot, "dashboard-full.png": full} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+
+	// And puts good rules in force.
+	eval(`(() => {
+		document.getElementById("rules-json").value = '{"flow":[{"resource":"GET /orders","limit":120}]}';
+		document.getElementById("rules-json").dispatchEvent(new Event("input"));
+		document.getElementById("token").value = ` + strconv.Quote(token) + `;
+		return "";
+	})()`)
+	do("saving good rules", chromedp.Click(chromedp.ID("save")))
+	waitUntil("the rules saved", `document.getElementById("save-status").textContent.startsWith("Saved")`)
+	if got := g.Rules(); len(got.Flow) != 1 || got.Flow[0].Limit != 120 || len(got.Breakers) != 0 {
+		t.Errorf("rules in force after saving: %+v, want GET /orders limited to 120", got)
+	}
+
+	cancelTab()
+	<-consoleDone
+	consoleMu.Lock()
+	defer consoleMu.Unlock()
+	for _, p := range problems {
+		t.Errorf("the page's console: %s", p)
+	}
+}
+
+func breakerState(g *slidegate.Guard, resource string) breaker.State {
+	for _, b := range g.Breakers() {
+		if b.Resource == resource {
+			return b.State
+		}
+	}
+	return breaker.Closed
+}

@@ -1,0 +1,146 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
+)
+
+// A Dashboard is the web dashboard of one guard: an http.Handler that serves
+// the page, its assets and its API (see the package documentation), and a
+// sampler that reads the guard at a fixed interval and keeps a bounded
+// history per resource.
+//
+// A Dashboard is safe for concurrent use. Close it when it is no longer
+// served, to stop its sampler goroutine and end its event streams.
+type Dashboard struct {
+	g        *slidegate.Guard
+	clock    clock.Clock
+	interval time.Duration
+	history  int
+	token    *[32]byte
+	mux      *http.ServeMux
+
+	// The wall time at which the clock read monoBase: the page shows wall
+	// times, the rates divide monotonic ones.
+	wallBase time.Time
+	monoBase int64
+
+	mu           sync.Mutex
+	seq          uint64             // samples recorded
+	observations uint64             // readings of the guard: samples and New's
+	last         int64              // clock reading of the last sample (or of New)
+	series       map[string]*series // by resource name
+	inbound      *series
+	breakers     []slidegate.BreakerStatus
+	rules        slidegate.Rules
+	rulesJSON    []byte                   // rules as last sent, to send them again only when they change
+	otherPrev    slidegate.Totals         // OtherResource's totals while Resources hides it
+	subs         map[*subscriber]struct{} // event streams
+	closed       bool
+
+	stop      context.CancelFunc
+	done      chan struct{} // closed when the sampler goroutine has returned
+	closeOnce sync.Once
+}
+
+// New returns a dashboard of g (slidegate.Default() if g is nil) and starts
+// its sampler goroutine, unless WithInterval says not to. It reads the guard
+// once at once, so that the first sample's rates cover the time since New.
+func New(g *slidegate.Guard, opts ...Option) *Dashboard {
+	if g == nil {
+		g = slidegate.Default()
+	}
+	cfg := config{interval: DefaultInterval, history: DefaultHistory, clock: clock.System}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d := &Dashboard{
+		g:        g,
+		clock:    cfg.clock,
+		interval: max(cfg.interval, 0),
+		history:  cfg.history,
+		token:    cfg.token,
+		series:   make(map[string]*series),
+		inbound:  &series{name: "inbound"},
+		subs:     make(map[*subscriber]struct{}),
+		done:     make(chan struct{}),
+	}
+	d.wallBase, d.monoBase = time.Now(), d.clock.Now()
+	d.mu.Lock()
+	d.observe(d.monoBase, false)
+	d.mu.Unlock()
+
+	d.mux = http.NewServeMux()
+	d.mux.HandleFunc("GET /{$}", d.servePage)
+	d.mux.HandleFunc("GET /assets/", serveAsset)
+	d.mux.HandleFunc("GET /api/snapshot", d.serveSnapshot)
+	d.mux.HandleFunc("GET /api/events", d.serveEvents)
+	d.mux.HandleFunc("GET /api/rules", d.serveRules)
+	d.mux.HandleFunc("PUT /api/rules", d.putRules)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stop = cancel
+	if d.interval > 0 {
+		go d.run(ctx)
+	} else {
+		close(d.done)
+	}
+	return d
+}
+
+// run samples the guard every interval until ctx ends.
+func (d *Dashboard) run(ctx context.Context) {
+	defer close(d.done)
+	for clock.Sleep(ctx, d.clock, d.interval) == nil {
+		d.Sample()
+	}
+}
+
+// Close stops the sampler goroutine, waits for it to return, and ends the
+// event streams being served; a new one is refused (503). The other endpoints
+// keep working, and Sample may still be called. Close returns nil, and may be
+// called more than once.
+func (d *Dashboard) Close() error {
+	d.closeOnce.Do(func() {
+		d.stop()
+		<-d.done
+		d.mu.Lock()
+		d.closed = true
+		for s := range d.subs {
+			close(s.quit)
+			delete(d.subs, s)
+		}
+		d.mu.Unlock()
+	})
+	return nil
+}
+
+// ServeHTTP serves the page, its assets and the API, at paths relative to
+// where the dashboard is mounted (strip the mount point with
+// http.StripPrefix). A request for the mount point without its trailing
+// slash ("/slidegate") is redirected to it ("/slidegate/"), so that the page's
+// relative URLs resolve.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "" {
+		// StripPrefix left nothing: the request named the mount point
+		// without its slash. Redirect relative to it, by its last element
+		// (http.Redirect would resolve a relative target against the
+		// stripped path, which has lost the prefix).
+		p, _, _ := strings.Cut(r.RequestURI, "?")
+		target := "./"
+		if b := path.Base(p); b != "." && b != "/" {
+			target = b + "/"
+		}
+		w.Header().Set("Location", target)
+		w.WriteHeader(http.StatusMovedPermanently)
+		return
+	}
+	d.mux.ServeHTTP(w, r)
+}

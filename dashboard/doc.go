@@ -1,0 +1,66 @@
+// Package dashboard is a live web dashboard for a slidegate.Guard, served by
+// the service it watches: an http.Handler with its page, scripts and styles
+// embedded, so there is no separate server to run and nothing is loaded from a
+// CDN. The page works offline and under any path prefix.
+//
+// Mount it beside the service's own handlers:
+//
+//	d := dashboard.New(g) // g is the service's *slidegate.Guard; nil: slidegate.Default()
+//	defer d.Close()
+//	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
+//
+// and open /slidegate/ in a browser. The page lists every resource the guard
+// keeps statistics for, with its requests passed, blocked and failed per
+// second, its requests in flight, its P50 and P99 response times and the
+// state of its breakers; a chart per resource over the last minutes; and the
+// rules in force, which it can also edit if WithRuleEditing allows it.
+//
+// A sampler goroutine reads the guard every second (WithInterval) and keeps
+// the last 300 samples of each resource (WithHistory). The rates are exact:
+// differences of the guard's totals (slidegate.Totals) between two samples,
+// divided by the time between them. Memory is bounded by the history and by
+// the guard's own bound on resources (slidegate.WithMaxResources): a
+// resource the guard no longer keeps is dropped from the dashboard too.
+//
+// The handler serves, relative to where it is mounted:
+//
+//	GET /              the page
+//	GET /assets/...    its scripts and styles, and the vendored uPlot
+//	GET /api/snapshot  every resource with its history, its current statistics, the breakers and the rules, as JSON
+//	GET /api/events    the same as Server-Sent Events: a "snapshot" event, then a "sample" event per sample
+//	GET /api/rules     the rules in force, as JSON
+//	PUT /api/rules     new rules, with WithRuleEditing's token (405 without the option)
+//
+// In the JSON, times are Unix seconds, durations seconds, rates requests per
+// second, and names are written as slidegate.Rules writes them. A snapshot is
+//
+//	{"seq": 42, "time": 1763800000.123, "interval": 1, "history": 300, "editing": false,
+//	 "inbound":   {"name": "inbound", "stats": {...}, "history": {...}},
+//	 "resources": [{"name": "GET /orders", "breaker": "closed",
+//	                "stats":   {"pass": 950, "block": 12, "success": 940, "error": 10,
+//	                            "avg_rt": 0.012, "p50": 0.01, "p90": 0.02, "p99": 0.05, "max_rt": 0.2,
+//	                            "in_flight": 3, "totals": {"pass": ..., "block": ..., "success": ..., "error": ..., "rt": ...}},
+//	                "history": {"t": [...], "pass_rate": [...], "block_rate": [...], "error_rate": [...],
+//	                            "in_flight": [...], "p50": [...], "p99": [...], "breaker": [...]}}],
+//	 "breakers":  [{"resource": "GET /orders", "rule": "breakers[0]", "strategy": "error_ratio", "state": "closed",
+//	                "drop_ratio": 0, "requests": 950, "successes": 940, "failures": 10, "slow": 0,
+//	                "rejected": 0, "probes_in_flight": 0, "retry_after": 0}],
+//	 "rules":     {"flow": [...], "breakers": [...]}}
+//
+// where stats are the guard's slidegate.ResourceStats (the last 10 seconds,
+// and the totals), history the samples, oldest first, one array per field,
+// and breaker the worst state of the resource's breakers ("closed",
+// "half-open", "open"; absent without one). A "sample" event is
+//
+//	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "rules": {...}}
+//
+// with, for each resource the guard keeps, its stats and its new point
+// ({"t": ..., "pass_rate": ..., "block_rate": ..., "error_rate": ...,
+// "in_flight": ..., "p50": ..., "p99": ..., "breaker": ...}) instead of its
+// history; a resource missing from it is gone. The rules are there only when
+// they changed.
+//
+// The dashboard reads the guard only through its exported API (Resources,
+// Breakers, Inbound, Stats, Rules, SetRules); it sits above the root package and
+// below nothing.
+package dashboard

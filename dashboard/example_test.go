@@ -1,0 +1,60 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/dashboard"
+)
+
+func Example() {
+	// A guard and its dashboard on a manual clock, sampled by hand; a
+	// service would write dashboard.New(g) and let it sample every second.
+	clk := clock.NewManual(0)
+	g := slidegate.New(slidegate.WithClock(clk))
+	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 25}}})
+	d := dashboard.New(g, dashboard.WithClock(clk), dashboard.WithInterval(0))
+	defer d.Close()
+
+	mux := http.NewServeMux()
+	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
+
+	// One second of traffic: 30 requests, 25 admitted, 5 of them failing.
+	for i := range 30 {
+		_ = g.Do(context.Background(), "GET /orders", func() error {
+			if i%5 == 0 {
+				return errors.New("out of stock")
+			}
+			return nil
+		})
+	}
+	clk.Advance(time.Second)
+	d.Sample()
+
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest("GET", "/slidegate/api/snapshot", nil))
+	var snap struct {
+		Resources []struct {
+			Name    string
+			History struct {
+				PassRate  []float64 `json:"pass_rate"`
+				BlockRate []float64 `json:"block_rate"`
+				ErrorRate []float64 `json:"error_rate"`
+			}
+		}
+	}
+	_ = json.Unmarshal(w.Body.Bytes(), &snap)
+	for _, r := range snap.Resources {
+		h := r.History
+		fmt.Printf("%s: %v passed/s, %v blocked/s, %v failed/s\n", r.Name, h.PassRate[0], h.BlockRate[0], h.ErrorRate[0])
+	}
+	// Output:
+	// GET /orders: 25 passed/s, 5 blocked/s, 5 failed/s
+}

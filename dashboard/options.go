@@ -1,0 +1,73 @@
+package dashboard
+
+import (
+	"crypto/sha256"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// Defaults of the options.
+const (
+	DefaultInterval = time.Second // WithInterval
+	DefaultHistory  = 300         // WithHistory: five minutes at one sample a second
+)
+
+// An Option customises a Dashboard.
+type Option func(*config)
+
+type config struct {
+	interval time.Duration
+	history  int
+	clock    clock.Clock
+	token    *[sha256.Size]byte // nil: rule editing disabled
+}
+
+// WithInterval sets how often the dashboard samples the guard (default
+// DefaultInterval, one second). A d of zero or less starts no sampler
+// goroutine: the dashboard then samples only when Sample is called, for tests
+// and custom schedules.
+func WithInterval(d time.Duration) Option {
+	return func(c *config) { c.interval = d }
+}
+
+// WithHistory sets how many samples the dashboard keeps for each resource
+// (default DefaultHistory); the oldest are dropped first. An n below 1 counts
+// as 1. Each sample of a resource takes 64 bytes, so the default costs about
+// 19 KiB a resource, about what the guard itself keeps for it
+// (slidegate.ResourceBytes).
+func WithHistory(n int) Option {
+	return func(c *config) { c.history = max(n, 1) }
+}
+
+// WithClock makes the dashboard read time from c (default clock.System): the
+// time of each sample, and so the time the rates divide by. The sampler
+// goroutine sleeps on c (clock.Sleep), so a clock.Manual drives it; for
+// deterministic tests, combine a manual clock with WithInterval(0) and call
+// Sample. Give the dashboard the clock its guard reads (slidegate.WithClock).
+func WithClock(c clock.Clock) Option {
+	return func(cfg *config) {
+		if c == nil {
+			c = clock.System
+		}
+		cfg.clock = c
+	}
+}
+
+// WithRuleEditing lets PUT api/rules replace the guard's rules, for requests
+// that carry "Authorization: Bearer " followed by token; the page then shows
+// a rules editor. An empty token leaves editing disabled, as it is by default.
+//
+// The token travels in a header, so a page of another origin cannot send it
+// without the browser's permission (CORS), and the dashboard grants none.
+// Serve the dashboard over HTTPS if the token crosses a network.
+func WithRuleEditing(token string) Option {
+	return func(c *config) {
+		if token == "" {
+			c.token = nil
+			return
+		}
+		sum := sha256.Sum256([]byte(token))
+		c.token = &sum
+	}
+}

@@ -1,0 +1,221 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/breaker"
+)
+
+// A point is one sample of one resource: 64 bytes.
+type point struct {
+	at                int64   // the clock's reading
+	pass, block, errs float64 // requests per second since the previous sample
+	inFlight          int64
+	p50, p99          time.Duration
+	breaker           breakerState
+}
+
+// A breakerState is the worst state of a resource's breakers, ordered so
+// that a larger one is worse.
+type breakerState uint8
+
+const (
+	noBreaker breakerState = iota
+	closedBreaker
+	halfOpenBreaker
+	openBreaker
+)
+
+func stateOf(s breaker.State) breakerState {
+	switch s {
+	case breaker.Open:
+		return openBreaker
+	case breaker.HalfOpen:
+		return halfOpenBreaker
+	default:
+		return closedBreaker
+	}
+}
+
+// String returns the state as the page names it, "" for none.
+func (s breakerState) String() string {
+	switch s {
+	case closedBreaker:
+		return "closed"
+	case halfOpenBreaker:
+		return "half-open"
+	case openBreaker:
+		return "open"
+	}
+	return ""
+}
+
+// A series is what the dashboard knows of one resource: its points, oldest
+// first, in a ring of at most the history's length, and the guard's latest
+// statistics of it.
+type series struct {
+	name    string
+	ring    []point
+	start   int // the oldest point's index, once the ring is full
+	prev    slidegate.Totals
+	stats   slidegate.ResourceStats
+	breaker breakerState
+	seen    uint64 // the observation that last found the resource
+	fresh   bool   // the last sample added a point
+}
+
+// add appends p, dropping the oldest point if the series holds limit of them.
+// The ring grows as points come, so that a short-lived resource does not
+// cost a whole history.
+func (s *series) add(p point, limit int) {
+	if len(s.ring) < limit {
+		if len(s.ring) == cap(s.ring) {
+			grown := make([]point, len(s.ring), min(max(2*cap(s.ring), 16), limit))
+			copy(grown, s.ring)
+			s.ring = grown
+		}
+		s.ring = append(s.ring, p)
+		return
+	}
+	s.ring[s.start] = p
+	s.start = (s.start + 1) % len(s.ring)
+}
+
+// points calls fn for each point, oldest first.
+func (s *series) points(fn func(point)) {
+	for i := range s.ring {
+		fn(s.ring[(s.start+i)%len(s.ring)])
+	}
+}
+
+// lastPoint returns the newest point, if there is one.
+func (s *series) lastPoint() (point, bool) {
+	if len(s.ring) == 0 {
+		return point{}, false
+	}
+	return s.ring[(s.start+len(s.ring)-1)%len(s.ring)], true
+}
+
+// update takes in the guard's statistics of the resource at time now, and
+// if record is set adds a point with the rates since the previous sample,
+// elapsed seconds ago.
+func (s *series) update(now int64, st slidegate.ResourceStats, br breakerState, elapsed float64, record bool, limit int) {
+	s.fresh = false
+	if record {
+		pass, block, errs := rates(s.prev, st.Totals, elapsed)
+		s.add(point{
+			at: now, pass: pass, block: block, errs: errs,
+			inFlight: st.InFlight, p50: st.P50, p99: st.P99, breaker: br,
+		}, limit)
+		s.fresh = true
+	}
+	s.prev = st.Totals
+	s.stats = st
+	s.breaker = br
+}
+
+// rates returns the requests passed, blocked and failed per second between
+// two readings of a resource's totals, elapsed seconds apart. Totals only
+// grow while the guard keeps the resource; if one went down, the guard
+// dropped the resource and made it again in between (slidegate.Totals), and
+// the counts began again from zero.
+func rates(prev, cur slidegate.Totals, elapsed float64) (pass, block, errs float64) {
+	dp, db, de, ds := cur.Pass-prev.Pass, cur.Block()-prev.Block(), cur.Error-prev.Error, cur.Success-prev.Success
+	if dp < 0 || db < 0 || de < 0 || ds < 0 || cur.RT < prev.RT {
+		dp, db, de = cur.Pass, cur.Block(), cur.Error
+	}
+	return float64(dp) / elapsed, float64(db) / elapsed, float64(de) / elapsed
+}
+
+// Sample reads the guard now and records a point for each of its resources,
+// then sends it to the event streams. The sampler goroutine calls it every
+// interval; call it yourself for tests (with a clock.Manual, see WithClock)
+// or on a schedule of your own (with WithInterval(0)). A Sample at the same
+// clock reading as the previous one does nothing: it has no time to divide
+// by.
+func (d *Dashboard) Sample() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	if now <= d.last {
+		return
+	}
+	rulesChanged := d.observe(now, true)
+	if len(d.subs) > 0 {
+		d.publish(rulesChanged)
+	}
+}
+
+// observe reads the guard at time now, and with record set records a
+// point for every resource, the rates covering the time since the previous
+// observation. Resources the guard no longer keeps are dropped. It reports
+// whether the rules in force changed since the previous observation. d.mu is
+// held.
+func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
+	resources := d.g.Resources()
+	breakers := d.g.Breakers()
+	inbound := d.g.Inbound()
+	rules := d.g.Rules()
+	if b, err := json.Marshal(rules); err == nil && !bytes.Equal(b, d.rulesJSON) {
+		d.rulesJSON, rulesChanged = b, true
+	}
+	d.rules = rules
+	d.breakers = breakers
+
+	worst := make(map[string]breakerState, len(breakers))
+	for _, b := range breakers {
+		worst[b.Resource] = max(worst[b.Resource], stateOf(b.State))
+	}
+	elapsed := time.Duration(now - d.last).Seconds()
+	if record {
+		d.seq++
+	}
+	d.observations++
+	obs := d.observations
+
+	otherSeen := false
+	for _, st := range resources {
+		s := d.series[st.Resource]
+		if s == nil {
+			s = &series{name: st.Resource}
+			if st.Resource == slidegate.OtherResource {
+				// The guard keeps OtherResource always, but need not
+				// list it (before it counts anything): its totals are
+				// not reset while it is not listed.
+				s.prev = d.otherPrev
+			}
+			d.series[st.Resource] = s
+		}
+		s.update(now, st, worst[st.Resource], elapsed, record, d.history)
+		s.seen = obs
+		otherSeen = otherSeen || st.Resource == slidegate.OtherResource
+	}
+	for name, s := range d.series {
+		if s.seen != obs {
+			delete(d.series, name)
+		}
+	}
+	if !otherSeen {
+		if st, ok := d.g.Stats(slidegate.OtherResource); ok {
+			d.otherPrev = st.Totals
+		}
+	}
+	d.inbound.update(now, inbound, noBreaker, elapsed, record, d.history)
+	d.last = now
+	return rulesChanged
+}
+
+// sorted returns the series by name. d.mu is held.
+func (d *Dashboard) sorted() []*series {
+	out := make([]*series, 0, len(d.series))
+	for _, s := range d.series {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *series) int { return strings.Compare(a.name, b.name) })
+	return out
+}

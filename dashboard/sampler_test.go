@@ -1,0 +1,383 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
+)
+
+var errBoom = errors.New("boom")
+
+// fixture is a guard and its dashboard on one manual clock, sampled only by
+// hand.
+type fixture struct {
+	clk *clock.Manual
+	g   *slidegate.Guard
+	d   *Dashboard
+}
+
+func newFixture(t *testing.T, gopts []slidegate.Option, opts ...Option) *fixture {
+	t.Helper()
+	clk := clock.NewManual(int64(time.Hour))
+	g := slidegate.New(append([]slidegate.Option{slidegate.WithClock(clk)}, gopts...)...)
+	d := New(g, append([]Option{WithClock(clk), WithInterval(0)}, opts...)...)
+	t.Cleanup(func() { d.Close() })
+	return &fixture{clk: clk, g: g, d: d}
+}
+
+// requests sends n requests to resource, each taking rt and failing if fail
+// is set, and returns how many the guard admitted.
+func (f *fixture) requests(t *testing.T, resource string, n int, rt time.Duration, fail bool) int {
+	t.Helper()
+	passed := 0
+	for range n {
+		e, err := f.g.Enter(context.Background(), resource)
+		if errors.Is(err, slidegate.ErrBlocked) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Enter(%q): %v", resource, err)
+		}
+		var exitErr error
+		if fail {
+			exitErr = errBoom
+		}
+		e.ExitAt(f.clk.Now()+int64(rt), exitErr)
+		passed++
+	}
+	return passed
+}
+
+// step advances the clock by d and takes a sample.
+func (f *fixture) step(d time.Duration) {
+	f.clk.Advance(d)
+	f.d.Sample()
+}
+
+// snapshot fetches api/snapshot.
+func (f *fixture) snapshot(t *testing.T) snapshotJSON {
+	t.Helper()
+	w := httptest.NewRecorder()
+	f.d.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/snapshot", nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET api/snapshot: %d %s", w.Code, w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("GET api/snapshot: Content-Type %q", ct)
+	}
+	var s snapshotJSON
+	if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil {
+		t.Fatalf("decoding api/snapshot: %v\n%s", err, w.Body)
+	}
+	return s
+}
+
+func findResource(s snapshotJSON, name string) (resourceJSON, bool) {
+	for _, r := range s.Resources {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return resourceJSON{}, false
+}
+
+func names(rs []resourceJSON) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+func TestSnapshotRatesAreExactDeltasOfTotals(t *testing.T) {
+	f := newFixture(t, nil)
+	if err := f.g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 20}}}); err != nil {
+		t.Fatal(err)
+	}
+	// In the first second: 25 requests, 20 admitted, 4 of them failing.
+	if got := f.requests(t, "GET /orders", 16, 10*time.Millisecond, false) + f.requests(t, "GET /orders", 4, 10*time.Millisecond, true) + f.requests(t, "GET /orders", 5, 0, false); got != 20 {
+		t.Fatalf("admitted %d requests, want 20", got)
+	}
+	f.step(time.Second)
+	// Over the next two seconds: 10 requests, all admitted (half a second
+	// on: at one second, the first second's 20 are still within the limit's
+	// interval).
+	f.clk.Advance(500 * time.Millisecond)
+	f.requests(t, "GET /orders", 10, 30*time.Millisecond, false)
+	f.step(1500 * time.Millisecond)
+
+	s := f.snapshot(t)
+	if s.Seq != 2 || s.History != DefaultHistory || s.Editing || s.Interval != 0 {
+		t.Errorf("snapshot seq %d, history %d, editing %v, interval %v; want 2, %d, false, 0", s.Seq, s.History, s.Editing, s.Interval, DefaultHistory)
+	}
+	r, ok := findResource(s, "GET /orders")
+	if !ok {
+		t.Fatalf("GET /orders missing from %v", names(s.Resources))
+	}
+	h := r.History
+	if h == nil || len(h.T) != 2 {
+		t.Fatalf("history %+v, want 2 points", h)
+	}
+	want := [][3]float64{{20, 5, 4}, {5, 0, 0}} // pass/s, block/s, error/s
+	for i, w := range want {
+		if got := [3]float64{h.PassRate[i], h.BlockRate[i], h.ErrorRate[i]}; got != w {
+			t.Errorf("point %d: pass/s, block/s, error/s = %v, want %v", i, got, w)
+		}
+		if h.InFlight[i] != 0 || h.Breaker[i] != "" {
+			t.Errorf("point %d: in flight %d, breaker %q; want 0, none", i, h.InFlight[i], h.Breaker[i])
+		}
+	}
+	if dt := h.T[1] - h.T[0]; math.Abs(dt-2) > 1e-3 {
+		t.Errorf("points %.3f s apart, want 2", dt)
+	}
+	if h.T[1] != s.Time {
+		t.Errorf("newest point at %v, snapshot at %v", h.T[1], s.Time)
+	}
+	// Quantiles are the guard's, within its 3.2%.
+	if p := h.P50[0]; math.Abs(p-0.010) > 0.010*0.04 {
+		t.Errorf("P50 %v s after the first second, want about 0.010", p)
+	}
+	if p := h.P99[1]; math.Abs(p-0.030) > 0.030*0.04 {
+		t.Errorf("P99 %v s after 3 s, want about 0.030", p)
+	}
+	if st := r.Stats; st.Totals.Pass != 30 || st.Totals.Block != 5 || st.Totals.Error != 4 || st.Pass != 30 {
+		t.Errorf("stats %+v, want totals 30 passed, 5 blocked, 4 failed", st)
+	}
+	if len(s.Rules.Flow) != 1 || s.Rules.Flow[0].Limit != 20 {
+		t.Errorf("rules %+v, want the QPS rule", s.Rules)
+	}
+}
+
+func TestInboundHasItsOwnSeries(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 6 {
+		e, err := f.g.Enter(context.Background(), "GET /", slidegate.Inbound())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Exit(nil)
+	}
+	f.step(2 * time.Second)
+	s := f.snapshot(t)
+	if h := s.Inbound.History; h == nil || len(h.PassRate) != 1 || h.PassRate[0] != 3 {
+		t.Errorf("inbound history %+v, want one point of 3 passed/s", h)
+	}
+}
+
+func TestBreakerStateIsRecordedPerPoint(t *testing.T) {
+	one := int64(1)
+	f := newFixture(t, nil)
+	if err := f.g.SetRules(slidegate.Rules{Breakers: []slidegate.BreakerRule{
+		{Resource: "db", Strategy: slidegate.ErrorCountBreaker, Count: 3, MinRequests: &one, OpenTimeout: slidegate.Duration(time.Minute)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	f.requests(t, "db", 2, time.Millisecond, false)
+	f.step(time.Second)
+	f.requests(t, "db", 5, time.Millisecond, true) // three fail, then the breaker refuses two
+	f.step(time.Second)
+
+	s := f.snapshot(t)
+	r, _ := findResource(s, "db")
+	if got := r.History.Breaker; len(got) != 2 || got[0] != "closed" || got[1] != "open" {
+		t.Errorf("breaker states %q, want [closed open]", got)
+	}
+	if r.Breaker != "open" || r.History.BlockRate[1] != 2 || r.History.ErrorRate[1] != 3 {
+		t.Errorf("resource breaker %q, block/s %v, error/s %v; want open, 2, 3", r.Breaker, r.History.BlockRate[1], r.History.ErrorRate[1])
+	}
+	if len(s.Breakers) != 1 || s.Breakers[0].State != "open" || s.Breakers[0].Rule != "breakers[0]" || math.Abs(s.Breakers[0].RetryAfter-59) > 0.01 {
+		t.Errorf("breakers %+v, want breakers[0] open for 59 s more", s.Breakers)
+	}
+}
+
+func TestHistoryIsBoundedByWithHistory(t *testing.T) {
+	f := newFixture(t, nil, WithHistory(3))
+	for i := 1; i <= 7; i++ {
+		f.requests(t, "a", i, 0, false)
+		f.step(time.Second)
+	}
+	r, _ := findResource(f.snapshot(t), "a")
+	if got := r.History.PassRate; len(got) != 3 || got[0] != 5 || got[1] != 6 || got[2] != 7 {
+		t.Errorf("pass/s history %v, want the last three samples [5 6 7]", got)
+	}
+	if s := f.d.series["a"]; cap(s.ring) > 3 {
+		t.Errorf("ring capacity %d, want at most the history, 3", cap(s.ring))
+	}
+}
+
+func TestSeriesRingKeepsNewestInOrder(t *testing.T) {
+	for _, limit := range []int{1, 2, 5, 16, 17, 300} {
+		var s series
+		for i := range 3*limit + 1 {
+			s.add(point{at: int64(i)}, limit)
+		}
+		var got []int64
+		s.points(func(p point) { got = append(got, p.at) })
+		if len(got) != limit || got[0] != int64(2*limit+1) || got[limit-1] != int64(3*limit) {
+			t.Errorf("limit %d: kept %v, want the last %d", limit, got, limit)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i] != got[i-1]+1 {
+				t.Fatalf("limit %d: out of order: %v", limit, got)
+			}
+		}
+		if p, _ := s.lastPoint(); p.at != int64(3*limit) {
+			t.Errorf("limit %d: last point %d, want %d", limit, p.at, 3*limit)
+		}
+	}
+}
+
+func TestResourcesGoneFromTheGuardAreDropped(t *testing.T) {
+	f := newFixture(t, []slidegate.Option{slidegate.WithMaxResources(1)})
+	f.requests(t, "a", 4, 0, false)
+	f.step(time.Second)
+	if _, ok := findResource(f.snapshot(t), "a"); !ok {
+		t.Fatal("a missing after its traffic")
+	}
+	// Idle for more than the guard's window, a is evicted to make room for b.
+	f.clk.Advance(12 * time.Second)
+	f.requests(t, "b", 1, 0, false)
+	f.step(time.Second)
+
+	s := f.snapshot(t)
+	if got := names(s.Resources); len(got) != 1 || got[0] != "b" {
+		t.Errorf("resources %v, want [b]", got)
+	}
+	if _, ok := f.d.series["a"]; ok {
+		t.Error("a's history is still kept")
+	}
+}
+
+func TestTotalsGoingDownCountAsARestart(t *testing.T) {
+	f := newFixture(t, []slidegate.Option{slidegate.WithMaxResources(1)})
+	f.requests(t, "a", 10, 0, false)
+	f.step(time.Second)
+	// Between two samples, a is evicted (for b) and comes back (evicting b):
+	// its totals start again from zero, below the last sample's 10.
+	f.clk.Advance(12 * time.Second)
+	f.requests(t, "b", 1, 0, false)
+	f.clk.Advance(12 * time.Second)
+	f.requests(t, "a", 3, 0, false)
+	f.step(time.Second)
+
+	r, ok := findResource(f.snapshot(t), "a")
+	if !ok {
+		t.Fatal("a missing")
+	}
+	if got := r.History.PassRate; len(got) != 2 || got[0] != 10 || got[1] != 3.0/25 {
+		t.Errorf("pass/s %v, want [10 %v]: the 3 requests since the restart over the 25 s between samples", got, 3.0/25)
+	}
+}
+
+func TestOtherResourceRatesFollowItsTotals(t *testing.T) {
+	f := newFixture(t, []slidegate.Option{slidegate.WithMaxResources(1)})
+	held, err := f.g.Enter(context.Background(), "a") // in flight: never evicted
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Exit(nil)
+	f.requests(t, "b", 4, 0, false) // no room: counted as OtherResource
+	f.step(time.Second)
+	r, ok := findResource(f.snapshot(t), slidegate.OtherResource)
+	if !ok || r.History.PassRate[0] != 4 {
+		t.Fatalf("%s: %+v, want 4 passed/s", slidegate.OtherResource, r)
+	}
+	// Quiet for a whole window. The guard never drops OtherResource, but
+	// may stop listing it; either way its totals go on.
+	f.step(12 * time.Second)
+	if r, ok := findResource(f.snapshot(t), slidegate.OtherResource); ok && r.History.PassRate[1] != 0 {
+		t.Fatalf("%s while quiet: %v passed/s, want 0", slidegate.OtherResource, r.History.PassRate)
+	}
+	f.requests(t, "c", 2, 0, false)
+	f.step(time.Second)
+	r, ok = findResource(f.snapshot(t), slidegate.OtherResource)
+	if n := len(r.History.PassRate); !ok || r.History.PassRate[n-1] != 2 {
+		t.Errorf("%s after it came back: %+v, want 2 passed/s, not the 6 it counted in all", slidegate.OtherResource, r.History)
+	}
+}
+
+func TestRates(t *testing.T) {
+	var blocked slidegate.Totals
+	blocked.Blocked[slidegate.RateLimited] = 6
+	tests := []struct {
+		name                string
+		prev, cur           slidegate.Totals
+		elapsed             float64
+		pass, block, errors float64
+	}{
+		{"growing", slidegate.Totals{Pass: 10, Error: 2}, slidegate.Totals{Pass: 30, Error: 6, Blocked: blocked.Blocked}, 2, 10, 3, 2},
+		{"still", slidegate.Totals{Pass: 10}, slidegate.Totals{Pass: 10}, 1, 0, 0, 0},
+		{"restarted", slidegate.Totals{Pass: 100, Error: 50}, slidegate.Totals{Pass: 8, Error: 2}, 4, 2, 0, 0.5},
+		{"restarted, errors alone went down", slidegate.Totals{Pass: 1, Error: 5}, slidegate.Totals{Pass: 3, Error: 1}, 1, 3, 0, 1},
+		{"restarted, blocks alone went down", blocked, slidegate.Totals{Pass: 2}, 1, 2, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, b, e := rates(tt.prev, tt.cur, tt.elapsed)
+			if p != tt.pass || b != tt.block || e != tt.errors {
+				t.Errorf("rates = %v, %v, %v; want %v, %v, %v", p, b, e, tt.pass, tt.block, tt.errors)
+			}
+		})
+	}
+}
+
+func TestSampleWithoutTimePassingDoesNothing(t *testing.T) {
+	f := newFixture(t, nil)
+	f.requests(t, "a", 1, 0, false)
+	f.d.Sample() // no time since New
+	f.step(time.Second)
+	f.d.Sample() // no time since the last sample
+	r, _ := findResource(f.snapshot(t), "a")
+	if got := r.History.PassRate; len(got) != 1 || got[0] != 1 {
+		t.Errorf("pass/s %v, want one point of 1", got)
+	}
+}
+
+func TestSamplerGoroutineSamplesEveryIntervalAndCloseStopsIt(t *testing.T) {
+	clk := clock.NewManual(0)
+	g := slidegate.New(slidegate.WithClock(clk))
+	d := New(g, WithClock(clk), WithInterval(500*time.Millisecond))
+	for i := uint64(1); i <= 3; i++ {
+		waitFor(t, "the sampler to sleep", func() bool { return clk.Sleepers() == 1 })
+		clk.Advance(500 * time.Millisecond)
+		waitFor(t, "a sample", func() bool { d.mu.Lock(); defer d.mu.Unlock(); return d.seq == i })
+	}
+	waitFor(t, "the sampler to sleep", func() bool { return clk.Sleepers() == 1 })
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := clk.Sleepers(); n != 0 {
+		t.Errorf("%d sleepers after Close, want 0", n)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestNewWithNilGuardUsesDefault(t *testing.T) {
+	d := New(nil, WithInterval(0))
+	defer d.Close()
+	if d.g != slidegate.Default() {
+		t.Error("New(nil) does not watch slidegate.Default()")
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,234 @@
+package dashboard
+
+import (
+	"math"
+	"time"
+
+	"github.com/slidegate/slidegate"
+)
+
+// The JSON the API serves. Times are Unix seconds (with milliseconds),
+// durations seconds, rates requests per second. Field names are those of
+// slidegate.Rules' JSON: lower case with underscores.
+
+// snapshotJSON is api/snapshot, and the "snapshot" event.
+type snapshotJSON struct {
+	Seq       uint64          `json:"seq"`      // samples taken so far; events carry the next ones
+	Time      float64         `json:"time"`     // of the latest sample
+	Interval  float64         `json:"interval"` // seconds between samples; 0: on demand (Sample)
+	History   int             `json:"history"`  // points kept per resource
+	Editing   bool            `json:"editing"`  // PUT api/rules is allowed
+	Inbound   resourceJSON    `json:"inbound"`
+	Resources []resourceJSON  `json:"resources"`
+	Breakers  []breakerJSON   `json:"breakers"`
+	Rules     slidegate.Rules `json:"rules"`
+}
+
+// eventJSON is a "sample" event: the new point of every resource.
+type eventJSON struct {
+	Seq       uint64           `json:"seq"`
+	Time      float64          `json:"time"`
+	Inbound   resourceJSON     `json:"inbound"`
+	Resources []resourceJSON   `json:"resources"` // all of them: those missing are gone
+	Breakers  []breakerJSON    `json:"breakers"`
+	Rules     *slidegate.Rules `json:"rules,omitempty"` // only when they changed
+}
+
+// resourceJSON is a resource: in a snapshot with its history, in an event
+// with its new point.
+type resourceJSON struct {
+	Name    string       `json:"name"`
+	Breaker string       `json:"breaker,omitempty"` // its breakers' worst state: "closed", "half-open", "open"
+	Stats   statsJSON    `json:"stats"`             // slidegate.ResourceStats: the last 10 s, and the totals
+	History *historyJSON `json:"history,omitempty"`
+	Point   *pointJSON   `json:"point,omitempty"`
+}
+
+// historyJSON is a resource's points, oldest first, column by column (as
+// charts want them): element i of every slice is point i.
+type historyJSON struct {
+	T         []float64 `json:"t"`
+	PassRate  []float64 `json:"pass_rate"`
+	BlockRate []float64 `json:"block_rate"`
+	ErrorRate []float64 `json:"error_rate"`
+	InFlight  []int64   `json:"in_flight"`
+	P50       []float64 `json:"p50"`
+	P99       []float64 `json:"p99"`
+	Breaker   []string  `json:"breaker"`
+}
+
+// pointJSON is one sample of a resource.
+type pointJSON struct {
+	T         float64 `json:"t"`
+	PassRate  float64 `json:"pass_rate"`
+	BlockRate float64 `json:"block_rate"`
+	ErrorRate float64 `json:"error_rate"`
+	InFlight  int64   `json:"in_flight"`
+	P50       float64 `json:"p50"`
+	P99       float64 `json:"p99"`
+	Breaker   string  `json:"breaker,omitempty"`
+}
+
+type statsJSON struct {
+	Pass     int64      `json:"pass"`
+	Block    int64      `json:"block"`
+	Success  int64      `json:"success"`
+	Error    int64      `json:"error"`
+	AvgRT    float64    `json:"avg_rt"`
+	P50      float64    `json:"p50"`
+	P90      float64    `json:"p90"`
+	P99      float64    `json:"p99"`
+	MaxRT    float64    `json:"max_rt"`
+	InFlight int64      `json:"in_flight"`
+	Totals   totalsJSON `json:"totals"`
+}
+
+type totalsJSON struct {
+	Pass    int64   `json:"pass"`
+	Block   int64   `json:"block"`
+	Success int64   `json:"success"`
+	Error   int64   `json:"error"`
+	RT      float64 `json:"rt"`
+}
+
+// breakerJSON is a slidegate.BreakerStatus.
+type breakerJSON struct {
+	Resource       string  `json:"resource"`
+	Rule           string  `json:"rule"`
+	Strategy       string  `json:"strategy"`
+	State          string  `json:"state"`
+	DropRatio      float64 `json:"drop_ratio"`
+	Requests       int64   `json:"requests"`
+	Successes      int64   `json:"successes"`
+	Failures       int64   `json:"failures"`
+	Slow           int64   `json:"slow"`
+	Rejected       int64   `json:"rejected"`
+	ProbesInFlight int     `json:"probes_in_flight"`
+	RetryAfter     float64 `json:"retry_after"`
+}
+
+// problemJSON is a slidegate.Problem.
+type problemJSON struct {
+	Place   string `json:"place"`
+	Field   string `json:"field"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"` // all of it in words
+}
+
+// unix returns the wall time of the clock reading at, in Unix seconds
+// rounded to the millisecond.
+func (d *Dashboard) unix(at int64) float64 {
+	ns := d.wallBase.UnixNano() + (at - d.monoBase)
+	return float64(ns/int64(time.Millisecond)) / 1e3
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }
+
+func statsOf(st slidegate.ResourceStats) statsJSON {
+	return statsJSON{
+		Pass: st.Pass, Block: st.Block, Success: st.Success, Error: st.Error,
+		AvgRT: seconds(st.AvgRT), P50: seconds(st.P50), P90: seconds(st.P90), P99: seconds(st.P99), MaxRT: seconds(st.MaxRT),
+		InFlight: st.InFlight,
+		Totals: totalsJSON{
+			Pass: st.Totals.Pass, Block: st.Totals.Block(), Success: st.Totals.Success, Error: st.Totals.Error,
+			RT: seconds(st.Totals.RT),
+		},
+	}
+}
+
+func breakersOf(bs []slidegate.BreakerStatus) []breakerJSON {
+	out := make([]breakerJSON, len(bs))
+	for i, b := range bs {
+		out[i] = breakerJSON{
+			Resource: b.Resource, Rule: b.Rule, Strategy: b.Strategy,
+			State:     stateOf(b.State).String(),
+			DropRatio: finite(b.DropRatio),
+			Requests:  b.Requests, Successes: b.Successes, Failures: b.Failures, Slow: b.Slow, Rejected: b.Rejected,
+			ProbesInFlight: b.ProbesInFlight,
+			RetryAfter:     seconds(b.RetryAfter),
+		}
+	}
+	return out
+}
+
+// finite returns x, or 0 if JSON cannot write it.
+func finite(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
+}
+
+func (d *Dashboard) pointOf(p point) pointJSON {
+	return pointJSON{
+		T: d.unix(p.at), PassRate: p.pass, BlockRate: p.block, ErrorRate: p.errs,
+		InFlight: p.inFlight, P50: seconds(p.p50), P99: seconds(p.p99), Breaker: p.breaker.String(),
+	}
+}
+
+// resourceOf describes s, with its whole history if history is set, else
+// with its newest point if the last sample added one.
+func (d *Dashboard) resourceOf(s *series, history bool) resourceJSON {
+	r := resourceJSON{Name: s.name, Breaker: s.breaker.String(), Stats: statsOf(s.stats)}
+	if history {
+		n := len(s.ring)
+		h := &historyJSON{
+			T: make([]float64, 0, n), PassRate: make([]float64, 0, n), BlockRate: make([]float64, 0, n),
+			ErrorRate: make([]float64, 0, n), InFlight: make([]int64, 0, n),
+			P50: make([]float64, 0, n), P99: make([]float64, 0, n), Breaker: make([]string, 0, n),
+		}
+		s.points(func(p point) {
+			h.T = append(h.T, d.unix(p.at))
+			h.PassRate = append(h.PassRate, p.pass)
+			h.BlockRate = append(h.BlockRate, p.block)
+			h.ErrorRate = append(h.ErrorRate, p.errs)
+			h.InFlight = append(h.InFlight, p.inFlight)
+			h.P50 = append(h.P50, seconds(p.p50))
+			h.P99 = append(h.P99, seconds(p.p99))
+			h.Breaker = append(h.Breaker, p.breaker.String())
+		})
+		r.History = h
+	} else if p, ok := s.lastPoint(); ok && s.fresh {
+		pj := d.pointOf(p)
+		r.Point = &pj
+	}
+	return r
+}
+
+// snapshot describes everything the dashboard holds. d.mu is held.
+func (d *Dashboard) snapshot() snapshotJSON {
+	snap := snapshotJSON{
+		Seq:       d.seq,
+		Time:      d.unix(d.last),
+		Interval:  d.interval.Seconds(),
+		History:   d.history,
+		Editing:   d.token != nil,
+		Inbound:   d.resourceOf(d.inbound, true),
+		Resources: make([]resourceJSON, 0, len(d.series)),
+		Breakers:  breakersOf(d.breakers),
+		Rules:     d.rules,
+	}
+	for _, s := range d.sorted() {
+		snap.Resources = append(snap.Resources, d.resourceOf(s, true))
+	}
+	return snap
+}
+
+// event describes the latest sample. d.mu is held.
+func (d *Dashboard) event(withRules bool) eventJSON {
+	ev := eventJSON{
+		Seq:       d.seq,
+		Time:      d.unix(d.last),
+		Inbound:   d.resourceOf(d.inbound, false),
+		Resources: make([]resourceJSON, 0, len(d.series)),
+		Breakers:  breakersOf(d.breakers),
+	}
+	if withRules {
+		r := d.rules
+		ev.Rules = &r
+	}
+	for _, s := range d.sorted() {
+		ev.Resources = append(ev.Resources, d.resourceOf(s, false))
+	}
+	return ev
+}
