@@ -150,7 +150,6 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	mux := http.NewServeMux()
 	mux.Handle("/api/", httpguard.Middleware(g)(svc.mux()))
 	closeObs := observe(mux, g)
-	defer closeObs()
 	mux.Handle("GET /{$}", http.RedirectHandler("/slidegate/", http.StatusFound))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
@@ -187,6 +186,7 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	}()
 	totals := report(ctx, g, start, stdout)
 
+	closeObs() // ends the dashboard's event streams, which Shutdown would wait for
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
@@ -356,7 +356,7 @@ func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Wri
 				fmt.Fprintf(&b, " | %s %3.0f ok %3.0f blocked %2.0f failed p99 %-5v",
 					strings.TrimPrefix(ep.path, "/api/"), rate(d.Success), rate(d.Block()), rate(d.Error), s.P99.Round(time.Millisecond))
 			}
-			fmt.Fprintln(out, b.String())
+			fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
 		}
 	}
 }
