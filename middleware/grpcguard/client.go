@@ -2,6 +2,7 @@ package grpcguard
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"google.golang.org/grpc"
@@ -9,6 +10,11 @@ import (
 
 	"github.com/slidegate/slidegate"
 )
+
+// errPanicked is the outcome recorded for a streamer that panicked or called
+// runtime.Goexit. (The unary interceptors and the stream server run their
+// calls through Guard.Do, which records its own.)
+var errPanicked = errors.New("grpcguard: the streamer did not return")
 
 // UnaryClientInterceptor returns an interceptor that guards the unary RPCs a
 // client makes with g (slidegate.Default() if g is nil). Each call enters its
@@ -22,20 +28,9 @@ import (
 func UnaryClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryClientInterceptor {
 	g, o := build(g, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		e, err := g.Enter(ctx, o.name(ctx, method))
-		if err != nil {
-			return o.refused(err)
-		}
-		returned := false
-		defer func() {
-			if !returned {
-				e.Exit(errPanicked)
-			}
-		}()
-		err = invoker(ctx, method, req, reply, cc, callOpts...)
-		returned = true
-		e.Exit(o.outcome(err))
-		return err
+		return o.do(ctx, g, o.name(ctx, method), func() error {
+			return invoker(ctx, method, req, reply, cc, callOpts...)
+		})
 	}
 }
 

@@ -131,6 +131,24 @@ func (o *options) refused(err error) error {
 	return &blockedError{st: st, be: be}
 }
 
+// do runs call as one request to the resource name, through Guard.Do: a
+// call the guard refuses is not run and do returns refused's error; a call
+// that runs exits with its outcome (and, if it panics, with an error as the
+// panic goes on), and do returns the call's own error.
+func (o *options) do(ctx context.Context, g *slidegate.Guard, name string, call func() error, opts ...slidegate.EntryOption) error {
+	var err error
+	ran := false
+	refusal := g.Do(ctx, name, func() error {
+		ran = true
+		err = call()
+		return o.outcome(err)
+	}, opts...)
+	if !ran {
+		return o.refused(refusal)
+	}
+	return err
+}
+
 // outcome returns what Exit records for an RPC that ended with err: err if
 // its code is in the error set, nil (a success) otherwise.
 func (o *options) outcome(err error) error {

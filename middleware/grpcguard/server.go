@@ -2,16 +2,11 @@ package grpcguard
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/grpc"
 
 	"github.com/slidegate/slidegate"
 )
-
-// errPanicked is the outcome recorded for a handler (or invoker) that
-// panicked or called runtime.Goexit.
-var errPanicked = errors.New("grpcguard: the handler did not return")
 
 // UnaryServerInterceptor returns an interceptor that guards the unary RPCs a
 // server serves with g (slidegate.Default() if g is nil). Each RPC enters
@@ -26,20 +21,10 @@ var errPanicked = errors.New("grpcguard: the handler did not return")
 func UnaryServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryServerInterceptor {
 	g, o := build(g, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-		e, err := g.Enter(ctx, o.name(ctx, info.FullMethod), slidegate.Inbound())
-		if err != nil {
-			return nil, o.refused(err)
-		}
-		returned := false
-		defer func() {
-			// Not a recover: the panic goes on from where it started.
-			if !returned {
-				e.Exit(errPanicked)
-			}
-		}()
-		resp, err = handler(ctx, req)
-		returned = true
-		e.Exit(o.outcome(err))
+		err = o.do(ctx, g, o.name(ctx, info.FullMethod), func() error {
+			resp, err = handler(ctx, req)
+			return err
+		}, slidegate.Inbound())
 		return resp, err
 	}
 }
@@ -54,19 +39,6 @@ func StreamServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamServ
 	g, o := build(g, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
-		e, err := g.Enter(ctx, o.name(ctx, info.FullMethod), slidegate.Inbound())
-		if err != nil {
-			return o.refused(err)
-		}
-		returned := false
-		defer func() {
-			if !returned {
-				e.Exit(errPanicked)
-			}
-		}()
-		err = handler(srv, ss)
-		returned = true
-		e.Exit(o.outcome(err))
-		return err
+		return o.do(ctx, g, o.name(ctx, info.FullMethod), func() error { return handler(srv, ss) }, slidegate.Inbound())
 	}
 }
