@@ -45,6 +45,13 @@ import (
 func Parse(name string, data []byte) (slidegate.Rules, error) {
 	var r slidegate.Rules
 	var err error
+	if len(bytes.TrimSpace(data)) == 0 {
+		// Refused rather than read as no rules: a file caught between its
+		// truncation and its writing reads as empty, and must not clear the
+		// rules in force.
+		return slidegate.Rules{}, &slidegate.RulesError{Source: name, Problems: []slidegate.Problem{
+			{Reason: "the file is empty; to clear the rules, write {} (JSON) or flow: [] (YAML)"}}}
+	}
 	if strings.EqualFold(filepath.Ext(name), ".json") {
 		err = decodeJSON(data, &r)
 	} else {

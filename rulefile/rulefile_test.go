@@ -171,3 +171,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestAnEmptyFileIsRefused(t *testing.T) {
+	for _, data := range []string{"", "  \n\t\n"} {
+		for _, name := range []string{"rules.yaml", "rules.json"} {
+			_, err := Parse(name, []byte(data))
+			var re *slidegate.RulesError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), "the file is empty") {
+				t.Errorf("Parse(%s, %q) = %v, want the file refused as empty", name, data, err)
+			}
+		}
+	}
+	for name, data := range map[string]string{"rules.yaml": "flow: []\n", "rules.json": "{}"} {
+		if r, err := Parse(name, []byte(data)); err != nil || len(r.Flow)+len(r.Breakers) != 0 {
+			t.Errorf("Parse(%s, %q) = %+v, %v; want no rules", name, data, r, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // A Watcher keeps a guard's rules in step with a rules file: when the file
-// changes, it reads it again and puts its rules in force. A file that cannot
+// changes, and has then been quiet for 50 ms, it reads it again and puts its
+// rules in force. A file that cannot
 // be read or has a problem leaves the rules in force as they are, and the
 // watcher logs why.
 type Watcher struct {
@@ -73,18 +75,28 @@ func Watch(g *slidegate.Guard, path string, opts ...WatchOption) (*Watcher, erro
 	return w, nil
 }
 
+// settle is how long the file must be quiet after a change before the
+// watcher reads it: one write is often several events, and a file read
+// between its truncation and its writing is empty or cut short.
+const settle = 50 * time.Millisecond
+
 func (w *Watcher) run() {
 	defer close(w.done)
 	name := filepath.Base(w.path)
+	quiet := time.NewTimer(time.Hour)
+	quiet.Stop()
 	for {
 		select {
 		case ev, ok := <-w.fsw.Events:
 			if !ok {
+				quiet.Stop()
 				return
 			}
 			if filepath.Base(ev.Name) != name || !ev.Has(fsnotify.Write|fsnotify.Create|fsnotify.Rename) {
 				continue
 			}
+			quiet.Reset(settle)
+		case <-quiet.C:
 			w.reload()
 		case err, ok := <-w.fsw.Errors:
 			if !ok {
