@@ -1,0 +1,170 @@
+// Package redistest runs a real redis-server for tests: on a free loopback
+// port, without persistence, stopped when the test ends. A test that needs
+// one calls Start, which skips the test, saying why, only when redis-server
+// is not installed.
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A Server is a redis-server process that a test started.
+type Server struct {
+	// Addr is the server's address, 127.0.0.1:port. It stays the same
+	// across Stop and Restart.
+	Addr string
+
+	tb   testing.TB
+	bin  string
+	port int
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// Start starts a redis-server on a free loopback port and stops it when the
+// test ends. It skips the test when redis-server is not installed, and fails
+// it when the server does not start.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Skip("redis-server is not installed (apt-get install redis-server); skipping the test that needs a real Redis")
+	}
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	var last error
+	// A port found free can be taken before the server binds it: try a
+	// few.
+	for range 5 {
+		s.port, err = freePort()
+		if err != nil {
+			tb.Fatalf("redistest: no free port: %v", err)
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		if last = s.start(); last == nil {
+			tb.Cleanup(s.Stop)
+			return s
+		}
+	}
+	tb.Fatalf("redistest: redis-server did not start: %v", last)
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs the server on s.port and waits until it answers PING.
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--daemonize", "no", "--loglevel", "warning")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return fmt.Errorf("redis-server exited: %s", strings.TrimSpace(out.String()))
+		default:
+		}
+		if ping(s.Addr) == nil {
+			s.cmd, s.done = cmd, done
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	<-done
+	return fmt.Errorf("redis-server did not answer PING within 10s: %s", strings.TrimSpace(out.String()))
+}
+
+// ping sends PING on a new connection and expects PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// Stop kills the server, as a crash would, and waits for it to exit. It
+// does nothing if the server is not running.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot die of SIGKILL's aftermath otherwise
+	s.cmd.Process.Kill()
+	<-s.done
+	s.cmd, s.done = nil, nil
+}
+
+// Restart starts the server again on the same address, empty. It fails the
+// test if the server is running or does not start.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	if s.cmd != nil {
+		s.tb.Fatal("redistest: Restart of a running server")
+	}
+	var err error
+	for range 50 { // the port may linger for a moment after the kill
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.tb.Fatalf("redistest: restart on %s: %v", s.Addr, err)
+}
+
+// Pause stops the server's process (SIGSTOP) without closing its
+// connections: the kernel still accepts connections and requests, and
+// nothing answers them, as with a server that hangs.
+func (s *Server) Pause() {
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() {
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
+// Env is the environment a child process needs to reach the server: the
+// parent's, with REDISTEST_ADDR set to Addr.
+func (s *Server) Env() []string { return append(os.Environ(), "REDISTEST_ADDR="+s.Addr) }

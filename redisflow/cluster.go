@@ -1,0 +1,389 @@
+package redisflow
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+var (
+	//go:embed limit.lua
+	limitSource string
+	//go:embed heartbeat.lua
+	heartbeatSource string
+
+	limitScript     = redis.NewScript(limitSource)
+	heartbeatScript = redis.NewScript(heartbeatSource)
+	leaveScript     = redis.NewScript(`return redis.call('ZREM', KEYS[1], ARGV[1])`)
+	pingScript      = redis.NewScript(`return 1`)
+)
+
+// ErrInvalidConfig is wrapped by every error New and NewLimiter return for a
+// bad argument; the message names the argument and its value.
+var ErrInvalidConfig = errors.New("redisflow: invalid configuration")
+
+// A Fallback says how limiters decide while Redis cannot.
+type Fallback uint8
+
+const (
+	// Local: each instance limits on its own to limit / instances (at
+	// least 1 when the limit is not 0), the instances being configured
+	// (WithInstances) or last discovered by the heartbeat. The default.
+	Local Fallback = iota
+	// FailOpen admits every request.
+	FailOpen
+	// FailClosed refuses every request.
+	FailClosed
+)
+
+var fallbackNames = [...]string{"local", "fail open", "fail closed"}
+
+// String returns the fallback's name ("local").
+func (f Fallback) String() string {
+	if int(f) < len(fallbackNames) {
+		return fallbackNames[f]
+	}
+	return "Fallback(" + strconv.Itoa(int(f)) + ")"
+}
+
+// A Cluster is one instance's connection to the limits it shares with the
+// other instances of a service, through one Redis (or Redis Cluster). Make
+// one per process with New, then a Limiter per limit with NewLimiter, or give
+// it to a guard (slidegate.WithCluster) for the rules marked cluster-wide.
+//
+// A Cluster watches Redis's health for all its limiters. A round trip that
+// fails, or does not answer within the timeout (WithTimeout), marks Redis
+// down: from then on every limiter decides by its fallback (WithFallback),
+// without a round trip, while a background probe tries Redis with backoff
+// (WithProbeBackoff) and marks it up again as soon as it answers. Unless the
+// number of instances is configured (WithInstances), every instance also
+// sends a heartbeat (WithHeartbeat), through which each learns how many
+// instances share the limits.
+//
+// A Cluster is safe for concurrent use. Close it when done: it stops the
+// background work and leaves the heartbeat.
+type Cluster struct {
+	client     redis.Scripter
+	prefix     string
+	id         string
+	timeout    time.Duration
+	clock      clock.Clock
+	log        *slog.Logger
+	fallback   Fallback
+	configured int64 // WithInstances; 0: discover
+	heartbeat  time.Duration
+	probeMin   time.Duration
+	probeMax   time.Duration
+
+	instances atomic.Int64 // configured, or last discovered (at least 1)
+	down      atomic.Bool
+	wake      chan struct{} // nudges the keeper when Redis goes down
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	roundTrips atomic.Uint64
+	failures   atomic.Uint64
+	fallbacks  atomic.Uint64
+	loads      atomic.Uint64
+}
+
+// An Option configures a Cluster.
+type Option func(*Cluster)
+
+// WithPrefix sets the prefix of every key the cluster writes (default
+// "slidegate"). Services that share a Redis but not their limits need
+// different prefixes.
+func WithPrefix(p string) Option { return func(c *Cluster) { c.prefix = p } }
+
+// WithTimeout bounds how long a decision waits for Redis (default 50ms):
+// past it, the decision is the fallback's, and Redis is marked down.
+func WithTimeout(d time.Duration) Option { return func(c *Cluster) { c.timeout = d } }
+
+// WithFallback sets how limiters decide while Redis is down (default Local).
+func WithFallback(f Fallback) Option { return func(c *Cluster) { c.fallback = f } }
+
+// WithInstances sets the number of instances sharing the limits, which the
+// Local fallback divides them by. Without it (or with 0), the instances
+// discover each other through a heartbeat key.
+func WithInstances(n int) Option { return func(c *Cluster) { c.configured = int64(n) } }
+
+// WithHeartbeat sets how often an instance renews its heartbeat (default
+// 1s). An instance counts until three periods after its last heartbeat.
+func WithHeartbeat(d time.Duration) Option { return func(c *Cluster) { c.heartbeat = d } }
+
+// WithProbeBackoff sets how soon Redis is probed after it went down (min,
+// default 100ms) and how far the wait between failed probes doubles (max,
+// default 5s).
+func WithProbeBackoff(min, max time.Duration) Option {
+	return func(c *Cluster) { c.probeMin, c.probeMax = min, max }
+}
+
+// WithClock makes the cluster's limiters read time from c (leases, cached
+// refusals and the local fallback). Redis decides on its own clock.
+func WithClock(cl clock.Clock) Option { return func(c *Cluster) { c.clock = cl } }
+
+// WithLogger makes the cluster log through l: Redis going down and coming
+// back. By default it logs nothing. It never logs per request.
+func WithLogger(l *slog.Logger) Option { return func(c *Cluster) { c.log = l } }
+
+// WithInstanceID names this instance in the heartbeat key (default: host
+// name, process id and a random suffix).
+func WithInstanceID(id string) Option { return func(c *Cluster) { c.id = id } }
+
+// New returns a Cluster deciding through client: a *redis.Client, a
+// *redis.ClusterClient, a *redis.Ring, or anything else that runs scripts.
+// It does not wait for Redis: until Redis answers, limiters use their
+// fallback.
+//
+// The client must honour the deadline of each call's context, or a Redis that
+// hangs would hold requests for the client's own ReadTimeout (seconds by default)
+// instead of the cluster's timeout: for the go-redis clients, New checks that
+// ContextTimeoutEnabled is set, or that ReadTimeout and WriteTimeout are
+// within the timeout.
+func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
+	c := &Cluster{
+		client:    client,
+		prefix:    "slidegate",
+		timeout:   50 * time.Millisecond,
+		clock:     clock.System,
+		heartbeat: time.Second,
+		probeMin:  100 * time.Millisecond,
+		probeMax:  5 * time.Second,
+		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.id == "" {
+		c.id = defaultID()
+	}
+	c.instances.Store(max(c.configured, 1))
+	go c.keep()
+	return c, nil
+}
+
+func (c *Cluster) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.client == nil:
+		return bad("client = nil: a Redis client is needed")
+	case c.prefix == "" || strings.ContainsAny(c.prefix, "{}"):
+		return bad("prefix = %q: must be non-empty, without braces", c.prefix)
+	case c.timeout <= 0:
+		return bad("timeout = %v: must be positive", c.timeout)
+	case c.clock == nil:
+		return bad("clock = nil")
+	case c.fallback > FailClosed:
+		return bad("fallback = %v: must be Local, FailOpen or FailClosed", c.fallback)
+	case c.configured < 0:
+		return bad("instances = %d: must not be negative", c.configured)
+	case c.heartbeat <= 0:
+		return bad("heartbeat = %v: must be positive", c.heartbeat)
+	case c.probeMin <= 0 || c.probeMax < c.probeMin:
+		return bad("probe backoff = %v..%v: min must be positive, max at least min", c.probeMin, c.probeMax)
+	}
+	// A client that ignores deadlines would hold requests past the timeout.
+	var ctxTimeout bool
+	var read, write time.Duration
+	switch cl := c.client.(type) {
+	case *redis.Client:
+		o := cl.Options()
+		ctxTimeout, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	case *redis.ClusterClient:
+		o := cl.Options()
+		ctxTimeout, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	default:
+		return nil
+	}
+	if !ctxTimeout && !(read > 0 && read <= c.timeout && write > 0 && write <= c.timeout) {
+		return bad("client ContextTimeoutEnabled = false with ReadTimeout = %s, WriteTimeout = %s: a Redis that hangs would hold requests that long instead of the timeout (%v); set ContextTimeoutEnabled, or both timeouts to at most %v",
+			effective(read), effective(write), c.timeout, c.timeout)
+	}
+	return nil
+}
+
+// effective describes a go-redis socket timeout as the client applies it.
+func effective(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return d.String()
+}
+
+func defaultID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
+}
+
+// instancesKey is the heartbeat's sorted set.
+func (c *Cluster) instancesKey() string { return c.prefix + ":instances" }
+
+// Close stops the cluster's background work and removes the instance from
+// the heartbeat key, so that the others stop counting it at once. Its
+// limiters go on deciding, by their fallback. Close returns nil; calling it
+// again does nothing.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		<-c.done
+		if c.configured == 0 && !c.down.Load() {
+			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+			c.run(ctx, leaveScript, []string{c.instancesKey()}, c.id)
+			cancel()
+		}
+		c.down.Store(true)
+	})
+	return nil
+}
+
+// Stats is what a Cluster has done so far.
+type Stats struct {
+	// Healthy reports whether Redis is deciding; false while limiters
+	// use their fallback.
+	Healthy bool
+	// Instances is the number of instances sharing the limits, configured
+	// or last discovered (1 until discovered).
+	Instances int
+	// RoundTrips counts the decisions taken to Redis, answered or not.
+	RoundTrips uint64
+	// Failures counts the round trips that failed or timed out.
+	Failures uint64
+	// Fallbacks counts the decisions made by the fallback.
+	Fallbacks uint64
+	// ScriptLoads counts the times a script had to be loaded into Redis
+	// (it answered NOSCRIPT: it restarted, or its scripts were flushed).
+	ScriptLoads uint64
+}
+
+// Stats returns what the cluster has done so far.
+func (c *Cluster) Stats() Stats {
+	return Stats{
+		Healthy:     !c.down.Load(),
+		Instances:   int(c.instances.Load()),
+		RoundTrips:  c.roundTrips.Load(),
+		Failures:    c.failures.Load(),
+		Fallbacks:   c.fallbacks.Load(),
+		ScriptLoads: c.loads.Load(),
+	}
+}
+
+// failed records a round trip that failed with err, and marks Redis down.
+func (c *Cluster) failed(err error) {
+	c.failures.Add(1)
+	if c.down.CompareAndSwap(false, true) {
+		c.log.Warn("redisflow: Redis is down; limiters fall back", "fallback", c.fallback.String(), "err", err)
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// keep runs in the background: it renews the heartbeat while Redis is up
+// (when discovering instances) and probes Redis, with backoff, while it is
+// down.
+func (c *Cluster) keep() {
+	defer close(c.done)
+	backoff := c.probeMin
+	t := time.NewTimer(0) // the first heartbeat at once
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.wake:
+			// Redis just went down: probe after the shortest wait.
+			backoff = c.probeMin
+			t.Reset(backoff)
+			continue
+		case <-t.C:
+		}
+		down := c.down.Load()
+		err := c.beat()
+		switch {
+		case err == nil && down:
+			c.down.Store(false)
+			c.log.Info("redisflow: Redis is back; limiters decide through it again", "instances", c.instances.Load())
+			backoff = c.probeMin
+		case err != nil && down:
+			backoff = min(2*backoff, c.probeMax)
+		case err != nil:
+			c.failed(err)
+			select { // the nudge is for this loop, which is here
+			case <-c.wake:
+			default:
+			}
+			backoff = c.probeMin
+		}
+		switch {
+		case c.down.Load():
+			t.Reset(backoff)
+		case c.configured == 0:
+			t.Reset(c.heartbeat)
+		}
+	}
+}
+
+// beat renews the heartbeat, learning the number of instances, or, with the
+// number configured, checks that Redis answers.
+func (c *Cluster) beat() error {
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.timeout, c.heartbeat/2))
+	defer cancel()
+	if c.configured > 0 {
+		return c.run(ctx, pingScript, []string{c.instancesKey()}).Err()
+	}
+	n, err := c.run(ctx, heartbeatScript, []string{c.instancesKey()}, c.id, (3 * c.heartbeat).Microseconds()).Int64()
+	if err != nil {
+		return err
+	}
+	if n >= 1 && c.instances.Swap(n) != n {
+		c.log.Info("redisflow: instances sharing the limits", "instances", n)
+	}
+	return nil
+}
+
+// run runs script s by its SHA1 digest: one round trip, the script's text
+// staying out of it. If Redis answers NOSCRIPT (it restarted, or its scripts
+// were flushed), run loads the script and runs it again.
+func (c *Cluster) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	r := s.EvalSha(ctx, c.client, keys, args...)
+	if err := r.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return r
+	}
+	c.loads.Add(1)
+	if err := s.Load(ctx, c.client).Err(); err != nil {
+		r := redis.NewCmd(ctx)
+		r.SetErr(err)
+		return r
+	}
+	return s.EvalSha(ctx, c.client, keys, args...)
+}

@@ -1,0 +1,407 @@
+package redisflow
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/redistest"
+)
+
+func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
+	good := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer good.Close()
+	slow := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer slow.Close()
+	for _, tc := range []struct {
+		client redis.Scripter
+		opts   []Option
+		want   string
+	}{
+		{nil, nil, "client = nil"},
+		{good, []Option{WithPrefix("")}, `prefix = ""`},
+		{good, []Option{WithPrefix("a{b")}, `prefix = "a{b"`},
+		{good, []Option{WithTimeout(0)}, "timeout = 0s"},
+		{good, []Option{WithFallback(9)}, "fallback = Fallback(9)"},
+		{good, []Option{WithInstances(-2)}, "instances = -2"},
+		{good, []Option{WithHeartbeat(-time.Second)}, "heartbeat = -1s"},
+		{good, []Option{WithProbeBackoff(time.Second, time.Millisecond)}, "probe backoff = 1s..1ms"},
+		{good, []Option{WithClock(nil)}, "clock = nil"},
+		{slow, nil, "ContextTimeoutEnabled = false with ReadTimeout = "},
+	} {
+		c, err := New(tc.client, tc.opts...)
+		if err == nil {
+			c.Close()
+			t.Errorf("New(%v) = nil error; want one naming %q", tc.want, tc.want)
+			continue
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New: %v; want ErrInvalidConfig naming %q", err, tc.want)
+		}
+	}
+	// Socket timeouts within the decision timeout do as well as context
+	// deadlines.
+	short := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: 20 * time.Millisecond, WriteTimeout: 20 * time.Millisecond})
+	defer short.Close()
+	c, err := New(short, WithInstances(1))
+	if err != nil {
+		t.Fatalf("New with short socket timeouts: %v", err)
+	}
+	c.Close()
+}
+
+func TestNewLimiterRefusesBadArgumentsNamingThem(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	c, err := New(rdb, WithInstances(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		name     string
+		limit    int64
+		interval time.Duration
+		opts     []LimiterOption
+		want     string
+	}{
+		{"", 1, time.Second, nil, "name is empty"},
+		{"a", -1, time.Second, nil, "limit = -1"},
+		{"a", 1, 0, nil, "interval = 0s"},
+		{"a", 1, time.Second + 1, nil, "interval = 1.000000001s: must be positive and divide into 25 buckets of whole microseconds"},
+		{"a", 1, time.Second, []LimiterOption{WithBuckets(0)}, "buckets = 0"},
+		{"a", 1, time.Second, []LimiterOption{WithLease(0, 0)}, "lease = 0"},
+		{"a", 1, time.Second, []LimiterOption{WithLease(5, -time.Second)}, "lease ttl = -1s"},
+	} {
+		_, err := c.NewLimiter(tc.name, tc.limit, tc.interval, tc.opts...)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewLimiter(%q, %d, %v): %v; want ErrInvalidConfig naming %q", tc.name, tc.limit, tc.interval, err, tc.want)
+		}
+	}
+}
+
+func TestKeysShareOneHashTagAndEscapeBraces(t *testing.T) {
+	for name, want := range map[string]string{
+		"GET /orders": "slidegate:{GET /orders}:1s:25",
+		"a{b}c%":      "slidegate:{a%7Bb%7Dc%25}:1s:25",
+	} {
+		if got := key("slidegate", name, time.Second, 25); got != want {
+			t.Errorf("key(%q) = %q; want %q", name, got, want)
+		}
+	}
+}
+
+// A burst across several instances admits exactly the limit: no more, and,
+// within one interval, no fewer.
+func TestBurstAcrossInstancesAdmitsExactlyTheLimit(t *testing.T) {
+	srv := redistest.Start(t)
+	const limit, instances, workers, each = 100, 3, 4, 60
+	var ls []*Limiter
+	for range instances {
+		c := cluster(t, srv, WithInstances(instances))
+		ls = append(ls, limiter(t, c, "burst", limit, time.Minute))
+	}
+	var admitted, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range instances * workers {
+		wg.Go(func() {
+			l := ls[i%instances]
+			for range each {
+				d := l.Allow(bg)
+				switch {
+				case d.Allowed:
+					admitted.Add(1)
+				case d.Reason != flow.RateLimited || d.RetryAfter <= 0 || d.RetryAfter > time.Minute+time.Minute/25:
+					t.Errorf("refusal %+v: want RateLimited with a RetryAfter within the interval and a bucket", d)
+				default:
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != limit {
+		t.Errorf("admitted %d of %d requests; want exactly the limit, %d", got, instances*workers*each, limit)
+	}
+	for _, l := range ls {
+		if s := l.c.Stats(); !s.Healthy || s.Fallbacks != 0 {
+			t.Errorf("stats %+v: want healthy, no fallback", s)
+		}
+	}
+}
+
+// hammer runs workers goroutines on each limiter for d, recording every
+// grant at the Redis server's time.
+func hammer(ls []*Limiter, workers int, d time.Duration, n int64) *grants {
+	g := &grants{}
+	for _, l := range ls {
+		l.trace = g.add
+	}
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for _, l := range ls {
+		for range workers {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					l.AllowN(bg, n)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return g
+}
+
+// No interval of the limit's length, wherever it starts, holds more than the
+// limit, across several limiters in one process; and under overload the
+// cluster admits close to the limit.
+func TestNoIntervalHoldsMoreThanTheLimit(t *testing.T) {
+	srv := redistest.Start(t)
+	const limit, interval, run = 30, 200 * time.Millisecond, 1500 * time.Millisecond
+	var ls []*Limiter
+	for range 4 {
+		c := cluster(t, srv, WithInstances(4))
+		ls = append(ls, limiter(t, c, "window", limit, interval, WithBuckets(10)))
+	}
+	g := hammer(ls, 2, run, 1)
+	most, end := busiest(g.list, interval.Microseconds())
+	if most > limit {
+		t.Fatalf("%d admitted in the interval ending at %dµs; the limit is %d", most, end, limit)
+	}
+	var total int64
+	for _, x := range g.list {
+		total += x.n
+	}
+	// Steady overload admits k/(k+1) of the limit per interval; allow for
+	// the first and last intervals of the run.
+	if floor := int64(limit) * int64(run/interval-2) * 10 / 11; total < floor {
+		t.Errorf("admitted %d in %v; want at least %d under overload", total, run, floor)
+	}
+	t.Logf("admitted %d in %v, at most %d in one interval", total, run, most)
+}
+
+// Batches are all or nothing, and the bound holds for them too.
+func TestBatchesKeepTheBound(t *testing.T) {
+	srv := redistest.Start(t)
+	const limit, interval = 50, 100 * time.Millisecond
+	var ls []*Limiter
+	for range 3 {
+		ls = append(ls, limiter(t, cluster(t, srv, WithInstances(3)), "batch", limit, interval, WithBuckets(5)))
+	}
+	g := hammer(ls, 2, 600*time.Millisecond, 7)
+	if most, end := busiest(g.list, interval.Microseconds()); most > limit {
+		t.Fatalf("%d admitted in the interval ending at %dµs; the limit is %d", most, end, limit)
+	}
+	for _, x := range g.list {
+		if x.n != 7 {
+			t.Fatalf("a grant of %d; want whole batches of 7", x.n)
+		}
+	}
+	if d := ls[0].AllowN(bg, limit+1); d.Allowed || d.Reason != flow.ExceedsLimit {
+		t.Errorf("AllowN(limit+1) = %+v; want ExceedsLimit", d)
+	}
+}
+
+func TestKeysExpireOnceTheyNoLongerCount(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv.Addr)
+	c := cluster(t, srv, WithPrefix("ttl"), WithHeartbeat(50*time.Millisecond))
+	const interval = 100 * time.Millisecond
+	l := limiter(t, c, "short", 3, interval, WithBuckets(4))
+	for range 5 { // 3 admitted, 2 refused: a refusal must not strip the TTL
+		l.Allow(bg)
+	}
+	if !waitFor(5*time.Second, func() bool { return rdb.Exists(bg, "ttl:instances").Val() == 1 }) {
+		t.Fatal("no heartbeat key")
+	}
+	keys := rdb.Keys(bg, "ttl:*").Val()
+	if len(keys) != 2 {
+		t.Fatalf("keys %v; want the limit's and the heartbeat's", keys)
+	}
+	for _, k := range keys {
+		ttl := rdb.PTTL(bg, k).Val()
+		// The limit's key lives until its newest bucket leaves the window:
+		// at most (k+1) widths. The heartbeat's, three periods.
+		if ttl <= 0 || ttl > 150*time.Millisecond {
+			t.Errorf("PTTL %s = %v; want within (0, 150ms]", k, ttl)
+		}
+	}
+	c.Close() // the heartbeat stops, and the instance leaves
+	if !waitFor(5*time.Second, func() bool { return len(rdb.Keys(bg, "ttl:*").Val()) == 0 }) {
+		t.Errorf("keys left behind: %v", rdb.Keys(bg, "ttl:*").Val())
+	}
+}
+
+func TestScriptsAreLoadedAgainAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv.Addr)
+	c := cluster(t, srv, WithInstances(1))
+	l := limiter(t, c, "flush", 5, time.Minute)
+	for range 3 {
+		if !l.Allow(bg).Allowed {
+			t.Fatal("refused under the limit")
+		}
+	}
+	loads := c.Stats().ScriptLoads
+	if err := rdb.ScriptFlush(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	for range 4 {
+		if l.Allow(bg).Allowed {
+			admitted++
+		}
+	}
+	if admitted != 2 {
+		t.Errorf("admitted %d after the flush; want the 2 left of the limit", admitted)
+	}
+	if s := c.Stats(); s.ScriptLoads != loads+1 || s.Failures != 0 || s.Fallbacks != 0 {
+		t.Errorf("stats %+v; want one more script load (from %d), no failure, no fallback", s, loads)
+	}
+	if ok := rdb.ScriptExists(bg, limitScript.Hash()).Val(); len(ok) != 1 || !ok[0] {
+		t.Error("the limit script is not loaded after the retry")
+	}
+}
+
+func TestLeaseCutsRoundTripsAndReleaseGivesPermitsBack(t *testing.T) {
+	srv := redistest.Start(t)
+	m := clock.NewManual(0)
+	a := cluster(t, srv, WithInstances(2), WithClock(m))
+	b := cluster(t, srv, WithInstances(2), WithClock(m))
+	la := limiter(t, a, "lease", 20, time.Minute, WithLease(10, time.Hour))
+	lb := limiter(t, b, "lease", 20, time.Minute, WithLease(10, time.Hour))
+	for range 10 {
+		if !la.Allow(bg).Allowed {
+			t.Fatal("refused under the limit")
+		}
+	}
+	if n := a.Stats().RoundTrips; n != 1 {
+		t.Errorf("10 decisions took %d round trips; want 1, the rest from the lease", n)
+	}
+	count := func(l *Limiter, tries int) (n int) {
+		for range tries {
+			if l.Allow(bg).Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	la.Allow(bg) // 1 more: a second round trip, leasing the 9 left
+	if n := count(lb, 30); n != 0 {
+		t.Fatalf("b admitted %d; want none: a holds the whole limit", n)
+	}
+	if err := la.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	lb.refusedUntil.Store(0) // b cached its refusal; a release is news it cannot know
+	if n := count(lb, 30); n != 9 {
+		t.Errorf("b admitted %d after a's release; want the 9 a gave back", n)
+	}
+	if n := count(la, 5); n != 0 {
+		t.Errorf("a admitted %d after releasing its lease; want none", n)
+	}
+}
+
+func TestAnExpiredLeaseIsGivenBackByTheNextRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	m := clock.NewManual(0)
+	a := cluster(t, srv, WithInstances(2), WithClock(m))
+	b := cluster(t, srv, WithInstances(2), WithClock(m))
+	la := limiter(t, a, "expiry", 10, time.Minute, WithLease(10, 10*time.Millisecond))
+	lb := limiter(t, b, "expiry", 10, time.Minute)
+	if !la.Allow(bg).Allowed { // takes all 10: 1 spent, 9 leased
+		t.Fatal("refused")
+	}
+	if lb.Allow(bg).Allowed {
+		t.Fatal("b admitted while a holds the whole limit")
+	}
+	m.Advance(10 * time.Millisecond) // the lease expires, unspent
+	// The whole limit is counted in Redis (1 spent, 9 leased): only if the
+	// round trip gives the 9 back can it admit.
+	if !la.Allow(bg).Allowed {
+		t.Fatal("a refused: its round trip should give the expired 9 back and take 1")
+	}
+	if n := a.Stats().RoundTrips; n != 2 {
+		t.Errorf("a made %d round trips; want 2: an expired lease is not spent", n)
+	}
+}
+
+func TestSpendingALeaseAllocatesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	m := clock.NewManual(0)
+	l := limiter(t, cluster(t, srv, WithInstances(1), WithClock(m)), "allocs", 1_000_000, time.Minute, WithLease(1_000_000, time.Hour))
+	if !l.Allow(bg).Allowed {
+		t.Fatal("refused")
+	}
+	if a := testing.AllocsPerRun(1000, func() { l.Allow(bg) }); a != 0 {
+		t.Errorf("spending a lease allocates %v per decision; want 0", a)
+	}
+}
+
+func TestFallbackModes(t *testing.T) {
+	// Nothing listens on port 1: every round trip fails at once.
+	for _, tc := range []struct {
+		fallback Fallback
+		want     int
+	}{{Local, 5}, {FailOpen, 20}, {FailClosed, 0}} {
+		t.Run(tc.fallback.String(), func(t *testing.T) {
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
+			defer rdb.Close()
+			m := clock.NewManual(0)
+			c, err := New(rdb, WithInstances(2), WithFallback(tc.fallback), WithClock(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			l, err := c.NewLimiter("down", 10, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted := 0
+			for range 20 {
+				if l.Allow(bg).Allowed {
+					admitted++
+				}
+			}
+			if admitted != tc.want {
+				t.Errorf("admitted %d of 20 with Redis down; want %d (limit 10 over 2 instances)", admitted, tc.want)
+			}
+			if s := c.Stats(); s.Healthy || s.Fallbacks != 20 || s.RoundTrips == 0 || s.RoundTrips > 2 {
+				t.Errorf("stats %+v: want down, 20 fallbacks, and no round trip once down", s)
+			}
+		})
+	}
+}
+
+func TestHeartbeatCountsInstances(t *testing.T) {
+	srv := redistest.Start(t)
+	opts := []Option{WithPrefix("beat"), WithHeartbeat(20 * time.Millisecond)}
+	var cs []*Cluster
+	for i := range 3 {
+		cs = append(cs, cluster(t, srv, append(opts, WithInstanceID(fmt.Sprint("i", i)))...))
+	}
+	all := func(n int) bool {
+		for _, c := range cs {
+			if c.Stats().Instances != n {
+				return false
+			}
+		}
+		return true
+	}
+	if !waitFor(5*time.Second, func() bool { return all(3) }) {
+		t.Fatalf("instances %d, %d, %d; want 3 each", cs[0].Stats().Instances, cs[1].Stats().Instances, cs[2].Stats().Instances)
+	}
+	cs[2].Close()
+	cs = cs[:2]
+	if !waitFor(5*time.Second, func() bool { return all(2) }) {
+		t.Fatalf("instances %d, %d after one left; want 2", cs[0].Stats().Instances, cs[1].Stats().Instances)
+	}
+}
