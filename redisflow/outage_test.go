@@ -1,0 +1,96 @@
+package redisflow
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/redistest"
+)
+
+// Redis crashes and restarts, then hangs and resumes. Each time, decisions
+// fall back within the timeout, the fallback limits each instance to its
+// share, no decision goes to Redis while it is down, and the probe finds
+// Redis again.
+func TestOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
+	srv := redistest.Start(t)
+	m := clock.NewManual(0) // the fallback's window moves only when told
+	const timeout = 100 * time.Millisecond
+	const limit, instances = 1000, 200 // a share of 5 each
+	c := cluster(t, srv, WithInstances(instances), WithTimeout(timeout),
+		WithProbeBackoff(20*time.Millisecond, 200*time.Millisecond), WithClock(m))
+	l := limiter(t, c, "outage", limit, time.Hour)
+
+	var mu sync.Mutex
+	var slowest time.Duration
+	decide := func() bool {
+		start := time.Now()
+		d := l.Allow(bg)
+		e := time.Since(start)
+		mu.Lock()
+		slowest = max(slowest, e)
+		mu.Unlock()
+		return d.Allowed
+	}
+	for range 3 {
+		if !decide() {
+			t.Fatal("refused while healthy, under the limit")
+		}
+	}
+	if s := c.Stats(); !s.Healthy || s.RoundTrips != 3 {
+		t.Fatalf("stats %+v; want healthy, 3 round trips", s)
+	}
+
+	for _, outage := range []struct {
+		name     string
+		down, up func()
+	}{{"crash", srv.Stop, srv.Restart}, {"hang", srv.Pause, srv.Resume}} {
+		outage.down()
+		// Requests in flight as Redis goes: none waits past the timeout.
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 3 {
+					decide()
+				}
+			})
+		}
+		wg.Wait()
+		if c.Stats().Healthy {
+			t.Fatalf("%s: still healthy after decisions failed", outage.name)
+		}
+		m.Advance(2 * time.Hour) // a fresh fallback window: more than k+1 buckets on
+		trips := c.Stats().RoundTrips
+		admitted := 0
+		for range 20 {
+			if decide() {
+				admitted++
+			}
+		}
+		if admitted != limit/instances {
+			t.Errorf("%s: the fallback admitted %d of 20; want the instance's share, %d", outage.name, admitted, limit/instances)
+		}
+		if s := c.Stats(); s.RoundTrips != trips {
+			t.Errorf("%s: %d round trips while Redis was down; want none", outage.name, s.RoundTrips-trips)
+		}
+
+		outage.up()
+		if !waitFor(10*time.Second, func() bool { return c.Stats().Healthy }) {
+			t.Fatalf("%s: Redis is back, but the cluster did not find it within 10s", outage.name)
+		}
+		trips = c.Stats().RoundTrips
+		if !decide() {
+			t.Errorf("%s: refused after recovery, under the limit", outage.name)
+		}
+		if s := c.Stats(); s.RoundTrips != trips+1 {
+			t.Errorf("%s: %d round trips for a decision after recovery; want 1", outage.name, s.RoundTrips-trips)
+		}
+	}
+	// The bound is the timeout plus scheduling: a client that ignored the
+	// deadline would hold a request for its ReadTimeout, seconds.
+	if slowest > timeout+400*time.Millisecond {
+		t.Errorf("the slowest decision took %v; the timeout is %v", slowest, timeout)
+	}
+	t.Logf("slowest decision: %v (timeout %v)", slowest, timeout)
+}
