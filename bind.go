@@ -41,7 +41,8 @@ type flowLimiter struct {
 	qps   *flow.QPS
 	pace  *flow.Throttle
 	conc  *flow.Concurrency
-	ref   window.View // the associated resource's passes over the interval
+	ref   window.View    // the associated resource's passes over the interval
+	clus  ClusterLimiter // a cluster rule's
 }
 
 // A breakerBinding is a breaker rule bound to its breaker.
@@ -63,8 +64,9 @@ func ruleKey(v any) string {
 
 // newFlowLimiter builds the limiter of flow rule f, read as Validate leaves
 // it; the error names what the limiter refused. A nil clock is
-// clock.System.
-func newFlowLimiter(f FlowRule, c clock.Clock) (*flowLimiter, error) {
+// clock.System. A cluster rule's limiter comes from cl; with cl nil, the
+// rule is checked as a local QPS rule of the same shape.
+func newFlowLimiter(f FlowRule, c clock.Clock, cl Cluster) (*flowLimiter, error) {
 	if c == nil {
 		c = clock.System
 	}
@@ -83,6 +85,16 @@ func newFlowLimiter(f FlowRule, c clock.Clock) (*flowLimiter, error) {
 	}
 	var err error
 	switch {
+	case f.Cluster && cl != nil:
+		shaped := f
+		shaped.Interval = Duration(interval)
+		if shaped.Buckets == 0 {
+			shaped.Buckets = flow.DefaultBuckets
+		}
+		l.clus, err = cl.Limiter(shaped)
+		if err == nil && l.clus == nil {
+			err = fmt.Errorf("the cluster made no limiter")
+		}
 	case f.Type == ConcurrencyRule:
 		l.conc, err = flow.NewConcurrency(f.Limit)
 	case f.RefResource != "":
@@ -211,11 +223,16 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			return 1
 		case f.RefResource != "":
 			return 2
+		case f.Cluster:
+			// Last: a round trip, and a permit other instances could
+			// have used, not to be spent on a request a local rule
+			// refuses.
+			return 4
 		}
 		return 3
 	}
 	var setLimits []*flowLimiter // reused limiters whose limit changes
-	for pass := 0; pass < 4; pass++ {
+	for pass := 0; pass < 5; pass++ {
 		for i, r := range rules.Flow {
 			if order(r) != pass {
 				continue
@@ -235,8 +252,12 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 					setLimits = append(setLimits, &copied)
 				}
 			} else {
+				if r.Cluster && g.cluster == nil {
+					return nil, &RulesError{Problems: []Problem{{Place: place("flow", i, r.Resource), Field: "cluster",
+						Reason: "the guard has no cluster to keep the counts in: make it with slidegate.WithCluster"}}}
+				}
 				var err error
-				if l, err = newFlowLimiter(r, g.clock); err != nil {
+				if l, err = newFlowLimiter(r, g.clock, g.cluster); err != nil {
 					return nil, &RulesError{Problems: []Problem{{Place: place("flow", i, r.Resource), Reason: err.Error()}}}
 				}
 			}
@@ -266,11 +287,19 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 }
 
 // canSetLimit reports whether the rule's limiter can change its limit in
-// place: a QPS limiter without warm-up, or a concurrency limiter. A rule on
-// another resource's statistics has no limiter, only its rule.
+// place: a QPS limiter without warm-up, a concurrency limiter, or a cluster
+// limiter with SetLimit. A rule on another resource's statistics has no
+// limiter, only its rule.
 func (l *flowLimiter) canSetLimit() bool {
+	if l.clus != nil {
+		_, ok := l.clus.(limitSetter)
+		return ok
+	}
 	return l.conc != nil || (l.qps != nil && l.rule.WarmUp == 0) || (l.qps == nil && l.pace == nil)
 }
+
+// limitSetter is a cluster limiter that can change its limit.
+type limitSetter interface{ SetLimit(int64) error }
 
 // setLimit gives the limiter the rule's limit.
 func (l *flowLimiter) setLimit() error {
@@ -279,6 +308,8 @@ func (l *flowLimiter) setLimit() error {
 		return l.conc.SetLimit(l.rule.Limit)
 	case l.qps != nil:
 		return l.qps.SetLimit(l.rule.Limit)
+	case l.clus != nil:
+		return l.clus.(limitSetter).SetLimit(l.rule.Limit)
 	}
 	return nil
 }

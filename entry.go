@@ -207,6 +207,8 @@ func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64,
 			if d.Allowed {
 				e.waits = append(e.waits, r)
 			}
+		case l.clus != nil:
+			d, reason = l.clus.AllowN(ctx, e.count), RateLimited
 		case l.rule.RefResource != "":
 			reason = RefLimited
 			d.Allowed = l.ref.SumAt(now, window.Pass)+e.count <= l.rule.Limit

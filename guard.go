@@ -8,6 +8,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // A Guard holds named resources, their rules and their statistics. Wrap the
@@ -39,6 +40,7 @@ type Guard struct {
 	resources *resourceTable
 	log       *slog.Logger
 	inbound   *resource // the guard's inbound traffic (see Inbound)
+	cluster   Cluster   // keeps the cluster rules' counts; nil without WithCluster
 }
 
 // An Option customises a Guard.
@@ -48,6 +50,7 @@ type guardOptions struct {
 	clock        clock.Clock
 	maxResources int
 	log          *slog.Logger
+	cluster      Cluster
 }
 
 // WithClock makes the guard read time from c instead of clock.System.
@@ -77,6 +80,33 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *guardOptions) { o.log = l }
 }
 
+// WithCluster makes the guard keep the counts of its cluster-wide flow rules
+// (FlowRule.Cluster) in c, where every instance of the service sees them:
+// a *redisflow.Cluster keeps them in Redis. A guard without a cluster
+// refuses rules marked cluster-wide.
+func WithCluster(c Cluster) Option {
+	return func(o *guardOptions) { o.cluster = c }
+}
+
+// A Cluster keeps the counts of cluster-wide flow rules for all the
+// instances of a service (package redisflow keeps them in Redis).
+type Cluster interface {
+	// Limiter returns the limiter of a cluster-wide rule, whose Interval
+	// and Buckets the guard has set (to 1s and flow.DefaultBuckets when
+	// the rule leaves them out), or an error naming what it cannot do. A
+	// ClusterLimiter that also has a method SetLimit(int64) error keeps
+	// serving a rule whose only change is its limit.
+	Limiter(rule FlowRule) (ClusterLimiter, error)
+}
+
+// A ClusterLimiter is the limiter of one cluster-wide rule.
+type ClusterLimiter interface {
+	// AllowN decides whether n requests may proceed, and counts them if
+	// so, as flow.QPS does, but for all instances together. It must
+	// return promptly, whatever ctx allows: Enter waits for it.
+	AllowN(ctx context.Context, n int64) flow.Decision
+}
+
 // New returns a Guard without rules.
 func New(opts ...Option) *Guard {
 	o := guardOptions{clock: clock.System, maxResources: DefaultMaxResources}
@@ -88,7 +118,7 @@ func New(opts ...Option) *Guard {
 	if o.log == nil {
 		o.log = slog.New(discard{})
 	}
-	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log}
+	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log, cluster: o.cluster}
 	g.inbound = newResource("(inbound)", o.clock)
 	g.snap.Store(&snapshot{by: map[string]*binding{}})
 	return g

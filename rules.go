@@ -63,6 +63,15 @@ type FlowRule struct {
 	// refused while RefResource passed Limit requests or more in the last
 	// Interval. Only QPS rules that reject may have one.
 	RefResource string `json:"ref_resource,omitempty" yaml:"ref_resource,omitempty"`
+	// Cluster, if true, makes a QPS rule that rejects hold for all the
+	// instances of the service together: its counts are kept in the
+	// guard's Cluster (WithCluster; package redisflow keeps them in
+	// Redis), under the resource's name, the interval and the buckets.
+	Cluster bool `json:"cluster,omitempty" yaml:"cluster,omitempty"`
+	// Lease, for a cluster rule, lets an instance take up to this many
+	// permits per round trip to the cluster and spend them locally
+	// (redisflow.WithLease); 0 or 1 takes one per request.
+	Lease int64 `json:"lease,omitempty" yaml:"lease,omitempty"`
 }
 
 // The strategies of a breaker (BreakerRule.Strategy).
@@ -242,6 +251,22 @@ func (f FlowRule) check(where string, into []Problem) []Problem {
 	if f.Buckets < 0 {
 		p.add("buckets", "%d must not be negative", f.Buckets)
 	}
+	if f.Lease < 0 {
+		p.add("lease", "%d must not be negative", f.Lease)
+	} else if f.Lease > 0 && !f.Cluster {
+		p.add("lease", "only a cluster rule leases permits")
+	}
+	if f.Cluster {
+		for _, x := range []struct {
+			field string
+			set   bool
+		}{{"type", f.Type == ConcurrencyRule}, {"behavior", f.Behavior == Throttle}, {"warm_up", f.WarmUp != 0},
+			{"borrow", f.Borrow != 0}, {"ref_resource", f.RefResource != ""}} {
+			if x.set {
+				p.add(x.field, "a cluster rule is a QPS rule that rejects, without warm-up, borrowing or another resource")
+			}
+		}
+	}
 	switch f.Type {
 	case "", QPSRule:
 		switch f.Behavior {
@@ -282,7 +307,7 @@ func (f FlowRule) check(where string, into []Problem) []Problem {
 	if len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor
 		// judge them together (bucket widths, interval splits).
-		if _, err := newFlowLimiter(f, nil); err != nil {
+		if _, err := newFlowLimiter(f, nil, nil); err != nil {
 			p.add("", "%v", err)
 		}
 	}

@@ -1,0 +1,28 @@
+package redisflow
+
+import (
+	"time"
+
+	"github.com/slidegate/slidegate"
+)
+
+var _ slidegate.Cluster = (*Cluster)(nil)
+
+// Limiter returns the limiter of a guard's cluster-wide rule: named after the
+// rule's resource, with its limit, interval, buckets and lease. It makes
+// Cluster a slidegate.Cluster, for slidegate.WithCluster.
+func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error) {
+	opts := []LimiterOption{WithLease(max(r.Lease, 1), 0)}
+	if r.Buckets > 0 {
+		opts = append(opts, WithBuckets(r.Buckets))
+	}
+	interval := time.Duration(r.Interval)
+	if interval == 0 {
+		interval = time.Second
+	}
+	l, err := c.NewLimiter(r.Resource, r.Limit, interval, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}

@@ -1,0 +1,64 @@
+package redisflow_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/redistest"
+	"github.com/slidegate/slidegate/redisflow"
+	"github.com/slidegate/slidegate/rulefile"
+)
+
+// Two instances, each with its own guard and cluster, read the same rules
+// file: its cluster rule holds for both together.
+func TestGuardsShareAClusterRuleFromARulesFile(t *testing.T) {
+	srv := redistest.Start(t)
+	rules, err := rulefile.Parse("rules.yaml", []byte(`
+flow:
+  - resource: GET /orders
+    limit: 10
+    interval: 1m
+    cluster: true
+  - resource: GET /orders
+    limit: 1000
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var guards []*slidegate.Guard
+	for range 2 {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { rdb.Close() })
+		c, err := redisflow.New(rdb, redisflow.WithInstances(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		g := slidegate.New(slidegate.WithCluster(c))
+		if err := g.SetRules(rules); err != nil {
+			t.Fatal(err)
+		}
+		guards = append(guards, g)
+	}
+	passed := 0
+	for i := range 30 {
+		e, err := guards[i%2].Enter(context.Background(), "GET /orders")
+		if err == nil {
+			passed++
+			e.Exit(nil)
+			continue
+		}
+		var be *slidegate.BlockError
+		if !errors.As(err, &be) || be.Rule != "flow[0]" || be.Reason != slidegate.RateLimited || be.RetryAfter <= 0 || be.RetryAfter > time.Minute+time.Minute/25 {
+			t.Fatalf("Enter: %v; want a block by the cluster rule flow[0], with a RetryAfter", err)
+		}
+	}
+	if passed != 10 {
+		t.Errorf("the two instances passed %d requests; want the cluster limit, 10, in all", passed)
+	}
+}
