@@ -38,7 +38,10 @@ import (
 // interval, for P limiters sharing the limit (normally one per instance).
 //
 // While Redis is down (see Cluster), decisions are the cluster's fallback.
-// A decision never waits for Redis longer than the cluster's timeout.
+// A decision never waits for Redis longer than the cluster's timeout. Redis
+// does not learn what the fallback admitted, nor the fallback what Redis
+// did: an interval that spans a switch between them can hold what each
+// admitted, up to twice the limit with the Local fallback.
 //
 // A Limiter is safe for concurrent use. Spending a lease allocates nothing.
 type Limiter struct {
