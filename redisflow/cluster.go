@@ -119,7 +119,8 @@ func WithFallback(f Fallback) Option { return func(c *Cluster) { c.fallback = f 
 
 // WithInstances sets the number of instances sharing the limits, which the
 // Local fallback divides them by. Without it (or with 0), the instances
-// discover each other through a heartbeat key.
+// discover each other through a heartbeat key; an instance that has never
+// reached Redis counts 1, itself, and so falls back to the whole limit.
 func WithInstances(n int) Option { return func(c *Cluster) { c.configured = int64(n) } }
 
 // WithHeartbeat sets how often an instance renews its heartbeat (default
