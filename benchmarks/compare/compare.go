@@ -4,7 +4,10 @@
 // x/sync/semaphore for the flow limiters; go-zero's breaker, sony/gobreaker
 // and sentinel-golang's circuit-breaker rules for the circuit breakers
 // (breaker.go); sentinel-golang's Entry and Exit with a flow rule and a
-// circuit-breaker rule, and go-zero's breaker, for the guard (guard.go).
+// circuit-breaker rule, and go-zero's breaker, for the guard (guard.go);
+// go-redis/redis_rate and go-zero's core/limit for the cluster-wide limits
+// kept in Redis (redislimit.go), which run against a real redis-server that
+// the first of them starts and StopRedis stops.
 // Accuracy (accuracy.go) measures how exactly the rate limiters keep their
 // limit, with flowsim.
 //
@@ -54,11 +57,21 @@ type Shape struct {
 	ID    string // short name used in benchmark names, e.g. "AddClock"
 	Name  string // description used in the table
 	Impls []Impl
+	// Unavailable, if set, says why the shape cannot run on this machine
+	// (a server it needs is not installed), or returns "" if it can. Its
+	// Setups skip the benchmark then; TestRows and comparetable leave its
+	// rows out.
+	Unavailable func() string
 }
 
 // Shapes lists the comparisons in table order.
 var Shapes = []*Shape{addClock, addNow, sumClock, sumNow, allowClock, acquireRelease,
-	allowAccept, breakerDo, rejectOpen, guardEntryExit}
+	allowAccept, breakerDo, rejectOpen, guardEntryExit, redisAllow, redisRefuse}
+
+// Metrics lists, in table order, the units some rows report besides ns/op
+// and allocs/op (with b.ReportMetric): comparetable gives each a column
+// when a row it prints reports it.
+var Metrics = []string{"roundtrips/op", "rediscalls/op", "decisions/s"}
 
 // A Row is one benchmark: an implementation of a shape, run serially or in
 // parallel.
@@ -68,6 +81,9 @@ type Row struct {
 	Impl  string
 	Role  Role
 	Fn    func(b *testing.B)
+	// Unavailable is the Shape's: if set and it returns a reason, the row
+	// cannot run on this machine.
+	Unavailable func() string
 }
 
 // Rows returns a serial and a parallel row for every Impl of every Shape,
@@ -78,11 +94,12 @@ func Rows() []Row {
 		for _, mode := range []string{"serial", "parallel"} {
 			for _, im := range s.Impls {
 				rows = append(rows, Row{
-					Name:  s.ID + "/" + mode + "/" + im.Name,
-					Group: s.Name + " (" + mode + ")",
-					Impl:  im.Name,
-					Role:  im.Role,
-					Fn:    bench(im.Setup, mode == "parallel"),
+					Name:        s.ID + "/" + mode + "/" + im.Name,
+					Group:       s.Name + " (" + mode + ")",
+					Impl:        im.Name,
+					Role:        im.Role,
+					Fn:          bench(im.Setup, mode == "parallel"),
+					Unavailable: s.Unavailable,
 				})
 			}
 		}

@@ -1,0 +1,200 @@
+package redisflow
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/redistest"
+)
+
+// Benchmarks of cluster-wide decisions against a real redis-server on
+// loopback (internal/redistest: skipped when redis-server is not installed).
+// Each starts its own server, so every run begins with empty keys. Besides
+// ns/op, each reports
+//
+//   - roundtrips/op: the limiter's round trips to Redis per decision
+//     (Stats().RoundTrips; the heartbeat's are not counted), and
+//   - decisions/s: decisions per second of benchmark time, all goroutines
+//     together in the parallel ones.
+//
+// The baselines, time.Now and a go-redis PING, serial and parallel, run in the
+// same invocation so that ratios come from one run. See BENCHMARKS.md.
+//
+// The cluster's timeout is raised to 1s (default 50ms) so that a stall of a
+// loaded machine does not send decisions to the fallback; a run in which any
+// decision fell back, or any round trip failed, fails instead of reporting
+// the fallback's speed.
+
+// admitAll is the limit, per second, of the shapes meant to admit every
+// decision: far above what one process decides, lease included.
+const admitAll = 1_000_000_000
+
+var sinkTime time.Time
+
+// benchLimiter starts a redis-server, a Cluster over a client of it and one
+// limiter of limit per interval, and makes one decision, which must be
+// admitted, before the timer starts: it dials the connection and loads the
+// script.
+func benchLimiter(b *testing.B, limit int64, interval time.Duration, opts ...LimiterOption) (*Cluster, *Limiter) {
+	b.Helper()
+	srv := redistest.Start(b)
+	c := cluster(b, srv, WithTimeout(time.Second))
+	l := limiter(b, c, "bench", limit, interval, opts...)
+	if d := l.Allow(bg); !d.Allowed {
+		b.Fatalf("first decision %+v: want it admitted", d)
+	}
+	return c, l
+}
+
+// measure resets the timer and returns the function that stops it, checks
+// that Redis decided throughout and reports the metrics.
+func measure(b *testing.B, c *Cluster) (stop func()) {
+	b.Helper()
+	trips := c.Stats().RoundTrips
+	b.ReportAllocs()
+	b.ResetTimer()
+	return func() {
+		b.StopTimer()
+		s := c.Stats()
+		if !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
+			b.Fatalf("stats %+v: want Redis deciding throughout, no failure, no fallback", s)
+		}
+		b.ReportMetric(float64(s.RoundTrips-trips)/float64(b.N), "roundtrips/op")
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	}
+}
+
+// allowSerial makes b.N decisions from one goroutine and returns how many
+// were admitted.
+func allowSerial(b *testing.B, l *Limiter) int64 {
+	var allowed int64
+	for i := 0; i < b.N; i++ {
+		if l.Allow(bg).Allowed {
+			allowed++
+		}
+	}
+	return allowed
+}
+
+// allowParallel makes b.N decisions from GOMAXPROCS goroutines and returns
+// how many were admitted.
+func allowParallel(b *testing.B, l *Limiter) int64 {
+	var allowed atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		var n int64
+		for pb.Next() {
+			if l.Allow(bg).Allowed {
+				n++
+			}
+		}
+		allowed.Add(n)
+	})
+	return allowed.Load()
+}
+
+// benchAdmitted runs the shapes whose limit is never reached: every decision
+// must be admitted.
+func benchAdmitted(b *testing.B, parallel bool, opts ...LimiterOption) {
+	c, l := benchLimiter(b, admitAll, time.Second, opts...)
+	stop := measure(b, c)
+	var allowed int64
+	if parallel {
+		allowed = allowParallel(b, l)
+	} else {
+		allowed = allowSerial(b, l)
+	}
+	stop()
+	if allowed != int64(b.N) {
+		b.Fatalf("admitted %d of %d decisions; the limit, %d per second, is meant never to be reached", allowed, b.N, admitAll)
+	}
+}
+
+// Every decision a round trip: one EVALSHA of the limit script.
+func BenchmarkLimiterAllow(b *testing.B) { benchAdmitted(b, false) }
+
+func BenchmarkLimiterAllowParallel(b *testing.B) { benchAdmitted(b, true) }
+
+// A lease of 100: one round trip per 100 decisions, the other 99 spent
+// locally (the lease lives one bucket width, 40ms, which is far longer than
+// it takes to spend it here).
+func BenchmarkLimiterAllowLease(b *testing.B) { benchAdmitted(b, false, WithLease(100, 0)) }
+
+func BenchmarkLimiterAllowLeaseParallel(b *testing.B) {
+	benchAdmitted(b, true, WithLease(100, 0))
+}
+
+// benchRefused runs the overload shapes: a limit of 1 per minute, taken
+// before the timer starts, so that every decision measured is refused. The
+// first refusal is a round trip, made before the timer too; the limiter then
+// keeps it until the window moves on, about a minute later, and refuses
+// without a round trip.
+func benchRefused(b *testing.B, parallel bool) {
+	c, l := benchLimiter(b, 1, time.Minute)
+	if d := l.Allow(bg); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter <= 0 {
+		b.Fatalf("second decision %+v: want it refused for the rate, with a RetryAfter", d)
+	}
+	stop := measure(b, c)
+	var allowed int64
+	if parallel {
+		allowed = allowParallel(b, l)
+	} else {
+		allowed = allowSerial(b, l)
+	}
+	stop()
+	if allowed != 0 {
+		b.Fatalf("admitted %d of %d decisions past a limit of 1 per minute", allowed, b.N)
+	}
+}
+
+// The cached refusal: no round trip.
+func BenchmarkLimiterAllowRefused(b *testing.B) { benchRefused(b, false) }
+
+func BenchmarkLimiterAllowRefusedParallel(b *testing.B) { benchRefused(b, true) }
+
+// Baselines.
+
+func BenchmarkBaselineTimeNow(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		sinkTime = time.Now()
+	}
+}
+
+// benchPing measures one PING round trip with go-redis on its own server:
+// the floor of any decision taken to Redis.
+func benchPing(b *testing.B, parallel bool) {
+	srv := redistest.Start(b)
+	rdb := client(b, srv.Addr)
+	if err := rdb.Ping(bg).Err(); err != nil {
+		b.Fatal(err)
+	}
+	var failed atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	if parallel {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if rdb.Ping(bg).Err() != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	} else {
+		for i := 0; i < b.N; i++ {
+			if rdb.Ping(bg).Err() != nil {
+				failed.Add(1)
+			}
+		}
+	}
+	b.StopTimer()
+	if n := failed.Load(); n != 0 {
+		b.Fatalf("%d of %d PINGs failed", n, b.N)
+	}
+	b.ReportMetric(1, "roundtrips/op")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pings/s")
+}
+
+func BenchmarkBaselinePing(b *testing.B) { benchPing(b, false) }
+
+func BenchmarkBaselinePingParallel(b *testing.B) { benchPing(b, true) }
