@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 )
 
 // Rules is a guard's complete set of rules: what each resource may do. A
@@ -208,10 +210,39 @@ func (r Rules) Validate() error {
 	for i, b := range r.Breakers {
 		ps = b.check(place("breakers", i, b.Resource), ps)
 	}
+	ps = sharedClusterCounts(r.Flow, ps)
 	if len(ps) == 0 {
 		return nil
 	}
 	return &RulesError{Problems: ps}
+}
+
+// sharedClusterCounts finds cluster rules that would keep one count: a
+// cluster keeps a count per resource, interval and buckets, which two such
+// rules would each add every request to, and so each see twice.
+func sharedClusterCounts(rules []FlowRule, into []Problem) []Problem {
+	type count struct {
+		resource string
+		interval time.Duration
+		buckets  int
+	}
+	first := make(map[count]int)
+	for i, f := range rules {
+		if !f.Cluster {
+			continue
+		}
+		c := count{f.Resource, f.interval(), f.Buckets}
+		if c.buckets == 0 {
+			c.buckets = flow.DefaultBuckets
+		}
+		if j, ok := first[c]; ok {
+			into = append(into, Problem{Place: place("flow", i, f.Resource), Field: "cluster",
+				Reason: fmt.Sprintf("flow[%d] is a cluster rule of the same resource, interval (%v) and buckets (%d): the two would keep one count in the cluster, each counting every request twice; give them different intervals, or keep one", j, c.interval, c.buckets)})
+			continue
+		}
+		first[c] = i
+	}
+	return into
 }
 
 func place(list string, i int, resource string) string {

@@ -16,7 +16,8 @@
 -- it hold, with it, no more than the limit: an interval of k buckets touches
 -- at most k+1 of them, so no interval holds more than the limit. A time
 -- earlier than the newest bucket counted in (the server's clock stepped
--- back) counts in that bucket.
+-- back) counts in that bucket; if it stepped back more than an interval, the
+-- buckets ahead are forgotten instead.
 --
 -- Returns {allowed, granted, retry, bucket, now}: allowed is 1 or 0; granted
 -- the permits counted (n plus the lease); retry, for a refusal, the
@@ -30,22 +31,28 @@ local n, extra = tonumber(ARGV[4]), tonumber(ARGV[5])
 local rbucket, rcount = tonumber(ARGV[6]), tonumber(ARGV[7])
 
 local open = math.floor(now / width)
+local newest
 local counts = {}
 local h = redis.call('HGETALL', KEYS[1])
 for i = 1, #h, 2 do
   if h[i] == 'o' then
-    open = math.max(open, tonumber(h[i + 1]))
+    newest = tonumber(h[i + 1])
   else
     counts[tonumber(h[i])] = tonumber(h[i + 1])
   end
 end
+-- The clock stepped back: count in the newest bucket, unless it is more than
+-- an interval ahead; then forget the buckets ahead, rather than refuse
+-- everything until the clock catches up.
+if newest and newest > open and newest - open <= k then open = newest end
 local oldest = open - k
 local function field(b) return string.format('%.0f', b) end
 
 local sum = 0
 for b, c in pairs(counts) do
-  if b < oldest then
+  if b < oldest or b > open then
     redis.call('HDEL', KEYS[1], field(b))
+    counts[b] = nil
   else
     sum = sum + c
   end

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,10 +24,11 @@ import (
 // only if the bucket it falls in and the k buckets before it hold, with it,
 // no more than the limit; an interval touches at most k+1 buckets, so no
 // interval holds more than the limit (the exact guarantee, not a bound), and
-// under steady overload the cluster admits k/(k+1) of its limit. A cheaper
-// algorithm, such as GCRA (one timestamp per limit), would cost the same
-// round trip: Redis's time goes to the round trip, not to summing k+1 small
-// counts, so the exact window is the better trade.
+// under steady overload the cluster admits k/(k+1) of its limit. GCRA (one
+// timestamp per limit, as in redis_rate) costs Redis less work per decision
+// but bounds only the average: it lets up to twice the limit through in some
+// intervals. The exact window's cost grows with k (see BENCHMARKS.md); fewer
+// buckets make it cheaper and leasing makes it rare.
 //
 // Without leasing, every decision is a round trip. With WithLease(L, ttl), a
 // round trip that admits a request also takes up to L-1 more permits, which
@@ -36,6 +38,9 @@ import (
 // are those granted in it, at most the limit, plus what is left of the lease
 // each limiter held when the interval began: at most Limit + P·(L-1) in any
 // interval, for P limiters sharing the limit (normally one per instance).
+// While a limiter's round trip for a lease is under way, its other requests
+// wait for that lease rather than ask Redis too; one that cannot be served
+// within the timeout is refused (flow.RateLimited), as Redis is answering.
 //
 // While Redis is down (see Cluster), decisions are the cluster's fallback.
 // A decision never waits for Redis longer than the cluster's timeout. Redis
@@ -56,9 +61,11 @@ type Limiter struct {
 	ttl      int64 // a lease's life, in nanoseconds
 
 	lease        atomic.Pointer[lease]
-	refill       chan struct{} // with leasing: one round trip at a time
-	refusedUntil atomic.Int64  // the clock's time until which nothing can be admitted
-	local        *flow.QPS     // the Local fallback
+	refusedUntil atomic.Int64 // the clock's time until which nothing can be admitted
+	local        *flow.QPS    // the Local fallback
+
+	mu     sync.Mutex // guards flight, and orders cached refusals with SetLimit
+	flight *flight    // with leasing: the round trip under way, if any
 
 	trace func(now, granted int64) // tests: each grant, at the server's time in µs
 }
@@ -70,6 +77,9 @@ type lease struct {
 	expires int64 // on the cluster's clock
 	bucket  int64 // the Redis bucket they are counted in, for giving them back
 }
+
+// A flight is a round trip for a lease, which others wait for.
+type flight struct{ done chan struct{} }
 
 // A LimiterOption configures a Limiter.
 type LimiterOption func(*limiterOptions)
@@ -136,7 +146,6 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 		width:    width.Microseconds(),
 		size:     o.lease,
 		ttl:      int64(o.ttl),
-		refill:   make(chan struct{}, 1),
 		local:    local,
 	}
 	l.limit.Store(limit)
@@ -167,8 +176,10 @@ func (l *Limiter) SetLimit(limit int64) error {
 	if limit < 0 || limit > flow.MaxLimit {
 		return fmt.Errorf("%w: limiter %q: limit = %d: must be between 0 and %d", ErrInvalidConfig, l.name, limit, int64(flow.MaxLimit))
 	}
+	l.mu.Lock()
 	l.limit.Store(limit)
 	l.refusedUntil.Store(0)
+	l.mu.Unlock()
 	return nil
 }
 
@@ -183,7 +194,9 @@ func (l *Limiter) Allow(ctx context.Context) flow.Decision { return l.AllowN(ctx
 // when, if nothing else were admitted, the permits would fit.
 //
 // It returns within the cluster's timeout: past it, or if ctx ends first,
-// or while Redis is down, the decision is the cluster's fallback.
+// or while Redis is down, the decision is the cluster's fallback; with
+// leasing, a request still waiting for another's round trip at the timeout
+// is refused instead, Redis being up.
 func (l *Limiter) AllowN(ctx context.Context, n int64) flow.Decision {
 	if n <= 0 {
 		return allowed
@@ -223,47 +236,102 @@ func (l *Limiter) spend(now, n int64) bool {
 	}
 }
 
-// ask takes the decision to Redis.
+// ask takes the decision to Redis, within the cluster's timeout.
 func (l *Limiter) ask(parent context.Context, now, n, limit int64) flow.Decision {
 	ctx, cancel := context.WithTimeout(parent, l.c.timeout)
 	defer cancel()
-	extra, back, backBucket := int64(0), int64(0), int64(-1)
-	if l.size > 1 {
-		// One lease at a time: the permits left in a lease when an
-		// interval begins are the only ones spent in it without being
-		// granted in it.
+	if l.size == 1 {
+		return l.roundTrip(parent, ctx, true, now, n, 0, -1, 0, limit)
+	}
+	// With leasing, one round trip at a time: the permits left in a lease
+	// when an interval begins are the only ones spent in it without being
+	// granted in it. The others wait for its lease instead of asking Redis
+	// too.
+	for waited := false; ; waited = true {
+		l.mu.Lock()
+		f := l.flight
+		if f == nil {
+			f = &flight{done: make(chan struct{})}
+			l.flight = f
+			l.mu.Unlock()
+			d := l.renew(parent, ctx, !waited, n, limit)
+			l.mu.Lock()
+			l.flight = nil
+			l.mu.Unlock()
+			close(f.done)
+			return d
+		}
+		l.mu.Unlock()
 		select {
-		case l.refill <- struct{}{}:
-			defer func() { <-l.refill }()
+		case <-f.done:
 		case <-ctx.Done():
-			return l.fallback(now, n)
+			if parent.Err() != nil || l.c.down.Load() {
+				return l.fallback(l.c.clock.Now(), n)
+			}
+			// Redis answers, but not to us in time: the lease could
+			// not be had.
+			return flow.Decision{Reason: flow.RateLimited}
 		}
 		now = l.c.clock.Now()
-		if l.spend(now, n) { // the round trip before ours brought permits
+		if l.spend(now, n) {
 			return allowed
 		}
-		if old := l.lease.Load(); old != nil {
-			if back = old.left.Swap(0); back > 0 {
-				backBucket = old.bucket
-			}
+		if until := l.refusedUntil.Load(); now < until {
+			return flow.Decision{Reason: flow.RateLimited, RetryAfter: time.Duration(until - now)}
 		}
-		extra = max(l.size-n, 0)
+		if l.c.down.Load() {
+			return l.fallback(now, n)
+		}
 	}
+}
+
+// renew takes a new lease from Redis, giving back what is left of the old
+// one, unless the round trip before it brought the permits needed.
+func (l *Limiter) renew(parent, ctx context.Context, full bool, n, limit int64) flow.Decision {
+	now := l.c.clock.Now()
+	if l.spend(now, n) {
+		return allowed
+	}
+	back, backBucket := int64(0), int64(-1)
+	if old := l.lease.Load(); old != nil {
+		if back = old.left.Swap(0); back > 0 {
+			backBucket = old.bucket
+		}
+	}
+	return l.roundTrip(parent, ctx, full, now, n, max(l.size-n, 0), backBucket, back, limit)
+}
+
+// roundTrip runs the limit script: n permits needed, extra more wanted as a
+// lease, back permits of bucket backBucket given back. full says whether ctx
+// gave Redis the whole timeout: a call cut short by a deadline that came
+// earlier does not mark Redis down, and is refused.
+func (l *Limiter) roundTrip(parent, ctx context.Context, full bool, now, n, extra, backBucket, back, limit int64) flow.Decision {
 	l.c.roundTrips.Add(1)
 	r, err := l.c.run(ctx, limitScript, l.keys, limit, l.width, l.k, n, extra, backBucket, back).Int64Slice()
 	if err == nil && len(r) < 5 {
 		err = fmt.Errorf("redisflow: the limit script answered %v", r)
 	}
 	if err != nil {
-		if parent.Err() == nil { // not the caller giving up: Redis failed
+		switch {
+		case parent.Err() != nil: // the caller gave up, not Redis
+		case full || ctx.Err() == nil:
 			l.c.failed(err)
+		default:
+			// Cut short by the time spent waiting for the round trip
+			// before: Redis may be well, and only too slow for what
+			// was left.
+			return flow.Decision{Reason: flow.RateLimited}
 		}
 		return l.fallback(now, n)
 	}
 	if r[0] == 0 {
 		d := time.Duration(r[2]) * time.Microsecond
-		if n == 1 {
-			l.refusedUntil.Store(now + int64(d))
+		if n == 1 { // nothing fits until then: cache it, unless the limit changed meanwhile
+			l.mu.Lock()
+			if l.limit.Load() == limit {
+				l.refusedUntil.Store(now + int64(d))
+			}
+			l.mu.Unlock()
 		}
 		return flow.Decision{Reason: flow.RateLimited, RetryAfter: d}
 	}

@@ -1,6 +1,7 @@
 package redisflow
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -424,5 +425,106 @@ func TestHeartbeatCountsInstances(t *testing.T) {
 	cs = cs[:2]
 	if !waitFor(5*time.Second, func() bool { return all(2) }) {
 		t.Fatalf("instances %d, %d after one left; want 2", cs[0].Stats().Instances, cs[1].Stats().Instances)
+	}
+}
+
+// slow delays every script call by a fixed time before Redis sees it, as a
+// distant Redis would.
+type slow struct {
+	*redis.Client
+	delay time.Duration
+}
+
+func (s slow) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	select {
+	case <-time.After(s.delay):
+		return s.Client.EvalSha(ctx, sha, keys, args...)
+	case <-ctx.Done():
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(ctx.Err())
+		return cmd
+	}
+}
+
+// Requests that find a lease's round trip under way wait for its permits.
+// When the wait outlasts the timeout, with Redis answering every round trip
+// in time, they are refused: they do not fall back, nor take Redis for down.
+// Under a burst from many goroutines, leasing limiters admit no more than the
+// limit within one interval, every permit spent having been counted in Redis
+// first.
+func TestQueuedLeaseRequestsNeitherFallBackNorMarkRedisDown(t *testing.T) {
+	srv := redistest.Start(t)
+	const limit, lease, instances, workers, each = 300, 2, 3, 8, 40
+	var ls []*Limiter
+	for range instances {
+		rdb := client(t, srv.Addr)
+		if err := limitScript.Load(bg, rdb).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// Each round trip takes 5ms of a 30ms timeout: a request queued
+		// behind more than five of them cannot be served in time. One
+		// instance configured: a fallback would admit the whole limit again.
+		c, err := New(slow{rdb, 5 * time.Millisecond}, WithInstances(1), WithTimeout(30*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		ls = append(ls, limiter(t, c, "queue", limit, time.Minute, WithLease(lease, time.Hour)))
+	}
+	var admitted, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range instances * workers {
+		wg.Go(func() {
+			l := ls[i%instances]
+			for range each {
+				if l.Allow(bg).Allowed {
+					admitted.Add(1)
+				} else {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := admitted.Load(); got > limit || got < limit*9/10 {
+		t.Errorf("admitted %d of %d; want close to the limit, %d, and never above it", got, instances*workers*each, limit)
+	}
+	for _, l := range ls {
+		if s := l.c.Stats(); !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
+			t.Errorf("stats %+v: want healthy, no failure, no fallback", s)
+		}
+	}
+}
+
+// The server's clock stepping back a little counts in the newest bucket;
+// stepping back more than an interval forgets the buckets ahead instead of
+// refusing everything until the clock catches up. Redis's clock cannot be
+// moved, so the test writes buckets ahead of it.
+func TestServerClockSteppingBack(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv.Addr)
+	const width = int64(time.Second / 10 / time.Microsecond)
+	now, err := rdb.Time(bg).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := now.UnixMicro() / width
+	for _, tc := range []struct {
+		ahead int64 // buckets
+		admit bool
+	}{{ahead: 5, admit: false}, {ahead: 1000, admit: true}} {
+		l := limiter(t, cluster(t, srv, WithInstances(1)), fmt.Sprint("step", tc.ahead), 10, time.Second, WithBuckets(10))
+		b := fmt.Sprint(open + tc.ahead)
+		if err := rdb.HSet(bg, l.Key(), b, 10, "o", b).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Allow(bg).Allowed; got != tc.admit {
+			t.Errorf("%d buckets ahead: Allow = %v; want %v", tc.ahead, got, tc.admit)
+		}
+		if tc.admit {
+			if f, _ := rdb.HGetAll(bg, l.Key()).Result(); f[b] != "" || f["o"] == b {
+				t.Errorf("%d buckets ahead: hash %v still holds the bucket ahead", tc.ahead, f)
+			}
+		}
 	}
 }
