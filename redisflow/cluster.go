@@ -91,8 +91,9 @@ type Cluster struct {
 
 	instances atomic.Int64 // configured, or last discovered (at least 1)
 	down      atomic.Bool
+	joined    atomic.Bool   // a heartbeat reached Redis
 	wake      chan struct{} // nudges the keeper when Redis goes down
-	stop      chan struct{}
+	stop      context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
 
@@ -166,7 +167,6 @@ func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
 		probeMin:  100 * time.Millisecond,
 		probeMax:  5 * time.Second,
 		wake:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
 	for _, o := range opts {
@@ -184,7 +184,9 @@ func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
 		c.id = defaultID()
 	}
 	c.instances.Store(max(c.configured, 1))
-	go c.keep()
+	ctx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	go c.keep(ctx)
 	return c, nil
 }
 
@@ -220,6 +222,9 @@ func (c *Cluster) check() error {
 	case *redis.ClusterClient:
 		o := cl.Options()
 		ctxTimeout, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	case *redis.Ring:
+		o := cl.Options()
+		ctxTimeout, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
 	default:
 		return nil
 	}
@@ -232,8 +237,11 @@ func (c *Cluster) check() error {
 
 // effective describes a go-redis socket timeout as the client applies it.
 func effective(d time.Duration) string {
-	if d < 0 {
+	switch {
+	case d < 0:
 		return "none"
+	case d == 0:
+		return "0 (3s, go-redis's default)"
 	}
 	return d.String()
 }
@@ -249,14 +257,14 @@ func defaultID() string {
 func (c *Cluster) instancesKey() string { return c.prefix + ":instances" }
 
 // Close stops the cluster's background work and removes the instance from
-// the heartbeat key, so that the others stop counting it at once. Its
-// limiters go on deciding, by their fallback. Close returns nil; calling it
-// again does nothing.
+// the heartbeat key, so that the others stop counting it at once; it waits
+// for Redis no longer than the timeout. Its limiters go on deciding, by their
+// fallback. Close returns nil; calling it again does nothing.
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
-		close(c.stop)
+		c.stop() // cuts short a heartbeat under way
 		<-c.done
-		if c.configured == 0 && !c.down.Load() {
+		if c.joined.Load() && !c.down.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 			c.run(ctx, leaveScript, []string{c.instancesKey()}, c.id)
 			cancel()
@@ -276,7 +284,8 @@ type Stats struct {
 	Instances int
 	// RoundTrips counts the decisions taken to Redis, answered or not.
 	RoundTrips uint64
-	// Failures counts the round trips that failed or timed out.
+	// Failures counts the calls to Redis that failed or timed out:
+	// decisions, heartbeats and probes.
 	Failures uint64
 	// Fallbacks counts the decisions made by the fallback.
 	Fallbacks uint64
@@ -309,32 +318,40 @@ func (c *Cluster) failed(err error) {
 	}
 }
 
-// keep runs in the background: it renews the heartbeat while Redis is up
-// (when discovering instances) and probes Redis, with backoff, while it is
-// down.
-func (c *Cluster) keep() {
+// keep runs in the background until ctx ends: it renews the heartbeat while
+// Redis is up (when discovering instances) and probes Redis, with backoff,
+// while it is down. A Redis that goes down soon after it came back is probed
+// with the backoff it had reached, so that a flapping Redis is not probed
+// ever more often.
+func (c *Cluster) keep(ctx context.Context) {
 	defer close(c.done)
 	backoff := c.probeMin
+	var upSince time.Time // when Redis last came back
+	settled := func() bool { return time.Since(upSince) >= c.probeMax }
 	t := time.NewTimer(0) // the first heartbeat at once
 	defer t.Stop()
 	for {
 		select {
-		case <-c.stop:
+		case <-ctx.Done():
 			return
-		case <-c.wake:
-			// Redis just went down: probe after the shortest wait.
-			backoff = c.probeMin
+		case <-c.wake: // a limiter found Redis down
+			if settled() {
+				backoff = c.probeMin
+			}
 			t.Reset(backoff)
 			continue
 		case <-t.C:
 		}
 		down := c.down.Load()
-		err := c.beat()
+		err := c.beat(ctx)
+		if ctx.Err() != nil {
+			return
+		}
 		switch {
 		case err == nil && down:
 			c.down.Store(false)
+			upSince = time.Now()
 			c.log.Info("redisflow: Redis is back; limiters decide through it again", "instances", c.instances.Load())
-			backoff = c.probeMin
 		case err != nil && down:
 			backoff = min(2*backoff, c.probeMax)
 		case err != nil:
@@ -343,7 +360,9 @@ func (c *Cluster) keep() {
 			case <-c.wake:
 			default:
 			}
-			backoff = c.probeMin
+			if settled() {
+				backoff = c.probeMin
+			}
 		}
 		switch {
 		case c.down.Load():
@@ -355,9 +374,11 @@ func (c *Cluster) keep() {
 }
 
 // beat renews the heartbeat, learning the number of instances, or, with the
-// number configured, checks that Redis answers.
-func (c *Cluster) beat() error {
-	ctx, cancel := context.WithTimeout(context.Background(), max(c.timeout, c.heartbeat/2))
+// number configured, checks that Redis answers. It gives Redis the timeout
+// a decision gives it, so that a Redis too slow for decisions is not found
+// well by the probe.
+func (c *Cluster) beat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if c.configured > 0 {
 		return c.run(ctx, pingScript, []string{c.instancesKey()}).Err()
@@ -366,6 +387,7 @@ func (c *Cluster) beat() error {
 	if err != nil {
 		return err
 	}
+	c.joined.Store(true)
 	if n >= 1 && c.instances.Swap(n) != n {
 		c.log.Info("redisflow: instances sharing the limits", "instances", n)
 	}

@@ -528,3 +528,23 @@ func TestServerClockSteppingBack(t *testing.T) {
 		}
 	}
 }
+
+// The heartbeat key lives as long as its longest-counting instance: one that
+// beats fast does not cut short the life of one that beats slowly.
+func TestHeartbeatKeyOutlivesItsSlowestInstance(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv.Addr)
+	slow := cluster(t, srv, WithPrefix("ttl"), WithHeartbeat(time.Minute), WithInstanceID("slow"))
+	fast := cluster(t, srv, WithPrefix("ttl"), WithHeartbeat(10*time.Millisecond), WithInstanceID("fast"))
+	if !waitFor(5*time.Second, func() bool { return slow.joined.Load() && fast.Stats().Instances == 2 }) {
+		t.Fatalf("the slow instance joined: %v; the fast one counts %d; want both", slow.joined.Load(), fast.Stats().Instances)
+	}
+	time.Sleep(30 * time.Millisecond) // the fast instance beats again
+	ttl, err := rdb.PTTL(bg, slow.instancesKey()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl < time.Minute {
+		t.Errorf("the heartbeat key expires in %v; want the slow instance's 3 minutes", ttl)
+	}
+}

@@ -94,3 +94,23 @@ func TestOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 	}
 	t.Logf("slowest decision: %v (timeout %v)", slowest, timeout)
 }
+
+// A heartbeat waits for Redis no longer than a decision would, and so
+// neither does Close, however long the heartbeat's period; nor does Close try
+// to leave a heartbeat key it never joined.
+func TestCloseDoesNotWaitForAHungRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Pause()
+	defer srv.Resume()
+	const timeout = 200 * time.Millisecond
+	c, err := New(client(t, srv.Addr), WithTimeout(timeout), WithHeartbeat(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the first heartbeat is under way, hanging
+	start := time.Now()
+	c.Close()
+	if d := time.Since(start); d > timeout+time.Second {
+		t.Errorf("Close took %v, waiting for a Redis that hangs; the timeout is %v", d, timeout)
+	}
+}
