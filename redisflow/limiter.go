@@ -24,11 +24,12 @@ import (
 // only if the bucket it falls in and the k buckets before it hold, with it,
 // no more than the limit; an interval touches at most k+1 buckets, so no
 // interval holds more than the limit (the exact guarantee, not a bound), and
-// under steady overload the cluster admits k/(k+1) of its limit. GCRA (one
-// timestamp per limit, as in redis_rate) costs Redis less work per decision
-// but bounds only the average: it lets up to twice the limit through in some
-// intervals. The exact window's cost grows with k (see BENCHMARKS.md); fewer
-// buckets make it cheaper and leasing makes it rare.
+// under steady overload the cluster admits k/(k+1) of its limit. The hash
+// keeps the window's sum beside its buckets, so that a decision reads two
+// fields whatever k is. GCRA (one timestamp per limit, as in redis_rate)
+// would cost Redis a little less per decision, but bounds only the rate over
+// the long run: it lets close to twice the limit through in some intervals.
+// BENCHMARKS.md has what a decision costs.
 //
 // Without leasing, every decision is a round trip. With WithLease(L, ttl), a
 // round trip that admits a request also takes up to L-1 more permits, which
@@ -90,9 +91,14 @@ type limiterOptions struct {
 	ttl     time.Duration
 }
 
+// MaxBuckets is the most buckets a Limiter divides its interval into.
+const MaxBuckets = 1000
+
 // WithBuckets divides the limiter's interval into k buckets (default
-// flow.DefaultBuckets). Each must be a whole number of microseconds, the
-// resolution of Redis's clock.
+// flow.DefaultBuckets, at most MaxBuckets). Each must be a whole number of
+// microseconds, the resolution of Redis's clock. More buckets admit closer to
+// the limit under steady overload and cost a decision no more; a refusal
+// reads every bucket.
 func WithBuckets(k int) LimiterOption { return func(o *limiterOptions) { o.buckets = k } }
 
 // WithLease makes the limiter take up to size permits per round trip and
@@ -120,8 +126,8 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 	switch {
 	case name == "":
 		return bad("name is empty")
-	case o.buckets < 1:
-		return bad("buckets = %d: must be at least 1", o.buckets)
+	case o.buckets < 1 || o.buckets > MaxBuckets:
+		return bad("buckets = %d: must be between 1 and %d", o.buckets, MaxBuckets)
 	case interval <= 0 || interval%(time.Duration(k)*time.Microsecond) != 0:
 		return bad("interval = %v: must be positive and divide into %d buckets of whole microseconds", interval, k)
 	case o.lease < 1:

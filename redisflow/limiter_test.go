@@ -79,7 +79,8 @@ func TestNewLimiterRefusesBadArgumentsNamingThem(t *testing.T) {
 		{"a", -1, time.Second, nil, "limit = -1"},
 		{"a", 1, 0, nil, "interval = 0s"},
 		{"a", 1, time.Second + 1, nil, "interval = 1.000000001s: must be positive and divide into 25 buckets of whole microseconds"},
-		{"a", 1, time.Second, []LimiterOption{WithBuckets(0)}, "buckets = 0"},
+		{"a", 1, time.Second, []LimiterOption{WithBuckets(0)}, "buckets = 0: must be between 1 and 1000"},
+		{"a", 1, time.Second, []LimiterOption{WithBuckets(1001)}, "buckets = 1001: must be between 1 and 1000"},
 		{"a", 1, time.Second, []LimiterOption{WithLease(0, 0)}, "lease = 0"},
 		{"a", 1, time.Second, []LimiterOption{WithLease(5, -time.Second)}, "lease ttl = -1s"},
 	} {
@@ -188,6 +189,35 @@ func TestNoIntervalHoldsMoreThanTheLimit(t *testing.T) {
 		t.Errorf("admitted %d in %v; want at least %d under overload", total, run, floor)
 	}
 	t.Logf("admitted %d in %v, at most %d in one interval", total, run, most)
+	checkHash(t, client(t, srv.Addr), ls[0])
+}
+
+// checkHash checks that l's hash keeps its window's sum, and no bucket
+// outside the window.
+func checkHash(t *testing.T, rdb *redis.Client, l *Limiter) {
+	t.Helper()
+	h, err := rdb.HGetAll(bg, l.Key()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o, s, sum int64
+	fmt.Sscan(h["o"], &o)
+	fmt.Sscan(h["s"], &s)
+	for f, v := range h {
+		var b, c int64
+		if f == "o" || f == "s" {
+			continue
+		}
+		fmt.Sscan(f, &b)
+		fmt.Sscan(v, &c)
+		if b < o-l.k || b > o {
+			t.Errorf("hash %v: bucket %d is outside the window %d..%d", h, b, o-l.k, o)
+		}
+		sum += c
+	}
+	if s != sum {
+		t.Errorf("hash %v: s = %d; the buckets hold %d", h, s, sum)
+	}
 }
 
 // Batches are all or nothing, and the bound holds for them too.
@@ -202,6 +232,7 @@ func TestBatchesKeepTheBound(t *testing.T) {
 	if most, end := busiest(g.list, interval.Microseconds()); most > limit {
 		t.Fatalf("%d admitted in the interval ending at %dµs; the limit is %d", most, end, limit)
 	}
+	checkHash(t, client(t, srv.Addr), ls[0])
 	for _, x := range g.list {
 		if x.n != 7 {
 			t.Fatalf("a grant of %d; want whole batches of 7", x.n)
@@ -515,7 +546,7 @@ func TestServerClockSteppingBack(t *testing.T) {
 	}{{ahead: 5, admit: false}, {ahead: 1000, admit: true}} {
 		l := limiter(t, cluster(t, srv, WithInstances(1)), fmt.Sprint("step", tc.ahead), 10, time.Second, WithBuckets(10))
 		b := fmt.Sprint(open + tc.ahead)
-		if err := rdb.HSet(bg, l.Key(), b, 10, "o", b).Err(); err != nil {
+		if err := rdb.HSet(bg, l.Key(), b, 10, "o", b, "s", 10).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if got := l.Allow(bg).Allowed; got != tc.admit {
