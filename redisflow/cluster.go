@@ -156,7 +156,10 @@ func WithInstanceID(id string) Option { return func(c *Cluster) { c.id = id } }
 // hangs would hold requests for the client's own ReadTimeout (seconds by default)
 // instead of the cluster's timeout: for the go-redis clients, New checks that
 // ContextTimeoutEnabled is set, or that ReadTimeout and WriteTimeout are
-// within the timeout.
+// within the timeout. Its pool (PoolSize) should hold as many connections as
+// decisions are taken to Redis at once: a decision that waits for a connection
+// spends its timeout waiting, and takes Redis for down. Leasing needs fewer:
+// one round trip at a time per limiter.
 func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
 	c := &Cluster{
 		client:    client,
