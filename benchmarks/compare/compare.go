@@ -71,7 +71,7 @@ var Shapes = []*Shape{addClock, addNow, sumClock, sumNow, allowClock, acquireRel
 // Metrics lists, in table order, the units some rows report besides ns/op
 // and allocs/op (with b.ReportMetric): comparetable gives each a column
 // when a row it prints reports it.
-var Metrics = []string{"roundtrips/op", "rediscalls/op", "decisions/s"}
+var Metrics = []string{"roundtrips/op", "rediscalls/op", "script-µs/op", "decisions/s"}
 
 // A Row is one benchmark: an implementation of a shape, run serially or in
 // parallel.

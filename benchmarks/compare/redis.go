@@ -171,6 +171,7 @@ func freePort() (int, error) {
 type redisCounts struct {
 	trips int64 // commands sent by clients: one round trip each
 	calls int64 // commands run by scripts (redis.call)
+	usec  int64 // microseconds the server spent running scripts
 }
 
 // tripCommands are the commands counted as round trips: those the rows'
@@ -207,14 +208,12 @@ func counts(b *testing.B) redisCounts {
 		}
 		name, rest, _ := strings.Cut(line, ":")
 		name, _, _ = strings.Cut(name, "|")
-		rest, ok = strings.CutPrefix(rest, "calls=")
-		if !ok {
-			continue
-		}
-		rest, _, _ = strings.Cut(rest, ",")
-		n, err := strconv.ParseInt(rest, 10, 64)
-		if err != nil {
+		var n, usec int64
+		if _, err := fmt.Sscanf(rest, "calls=%d,usec=%d,", &n, &usec); err != nil {
 			b.Fatalf("compare: INFO commandstats: %q: %v", sc.Text(), err)
+		}
+		if strings.HasPrefix(name, "eval") {
+			c.usec += usec
 		}
 		switch {
 		case name == "info":
@@ -284,6 +283,7 @@ func redisRow(b *testing.B, name string, want redisWant, minTrips float64, op Op
 		trips := float64(after.trips-before.trips) / n
 		b.ReportMetric(trips, "roundtrips/op")
 		b.ReportMetric(float64(after.calls-before.calls)/n, "rediscalls/op")
+		b.ReportMetric(float64(after.usec-before.usec)/n, "script-µs/op")
 		b.ReportMetric(n/b.Elapsed().Seconds(), "decisions/s")
 		switch k := odd.Load(); {
 		case failed.Load() > 0:
