@@ -87,10 +87,7 @@ func newFlowLimiter(f FlowRule, c clock.Clock, cl Cluster) (*flowLimiter, error)
 	switch {
 	case f.Cluster && cl != nil:
 		shaped := f
-		shaped.Interval = Duration(interval)
-		if shaped.Buckets == 0 {
-			shaped.Buckets = flow.DefaultBuckets
-		}
+		shaped.Interval, shaped.Buckets = Duration(interval), f.buckets()
 		l.clus, err = cl.Limiter(shaped)
 		if err == nil && l.clus == nil {
 			err = fmt.Errorf("the cluster made no limiter")
@@ -312,6 +309,15 @@ func (l *flowLimiter) setLimit() error {
 		return l.clus.(limitSetter).SetLimit(l.rule.Limit)
 	}
 	return nil
+}
+
+// buckets returns the number of buckets of the rule's window,
+// flow.DefaultBuckets when unset.
+func (f FlowRule) buckets() int {
+	if f.Buckets == 0 {
+		return flow.DefaultBuckets
+	}
+	return f.Buckets
 }
 
 // interval returns the rule's interval, 1 s when unset.

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/slidegate/slidegate/flow"
 )
 
 // Rules is a guard's complete set of rules: what each resource may do. A
@@ -231,10 +229,7 @@ func sharedClusterCounts(rules []FlowRule, into []Problem) []Problem {
 		if !f.Cluster {
 			continue
 		}
-		c := count{f.Resource, f.interval(), f.Buckets}
-		if c.buckets == 0 {
-			c.buckets = flow.DefaultBuckets
-		}
+		c := count{f.Resource, f.interval(), f.buckets()}
 		if j, ok := first[c]; ok {
 			into = append(into, Problem{Place: place("flow", i, f.Resource), Field: "cluster",
 				Reason: fmt.Sprintf("flow[%d] is a cluster rule of the same resource, interval (%v) and buckets (%d): the two would keep one count in the cluster, each counting every request twice; give them different intervals, or keep one", j, c.interval, c.buckets)})

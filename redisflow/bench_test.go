@@ -94,18 +94,22 @@ func allowParallel(b *testing.B, l *Limiter) int64 {
 	return allowed.Load()
 }
 
+// decide measures b.N decisions, from one goroutine or GOMAXPROCS, and
+// returns how many were admitted.
+func decide(b *testing.B, c *Cluster, l *Limiter, parallel bool) int64 {
+	stop := measure(b, c)
+	defer stop()
+	if parallel {
+		return allowParallel(b, l)
+	}
+	return allowSerial(b, l)
+}
+
 // benchAdmitted runs the shapes whose limit is never reached: every decision
 // must be admitted.
 func benchAdmitted(b *testing.B, parallel bool, opts ...LimiterOption) {
 	c, l := benchLimiter(b, admitAll, time.Second, opts...)
-	stop := measure(b, c)
-	var allowed int64
-	if parallel {
-		allowed = allowParallel(b, l)
-	} else {
-		allowed = allowSerial(b, l)
-	}
-	stop()
+	allowed := decide(b, c, l, parallel)
 	if allowed != int64(b.N) {
 		b.Fatalf("admitted %d of %d decisions; the limit, %d per second, is meant never to be reached", allowed, b.N, admitAll)
 	}
@@ -135,14 +139,7 @@ func benchRefused(b *testing.B, parallel bool) {
 	if d := l.Allow(bg); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter <= 0 {
 		b.Fatalf("second decision %+v: want it refused for the rate, with a RetryAfter", d)
 	}
-	stop := measure(b, c)
-	var allowed int64
-	if parallel {
-		allowed = allowParallel(b, l)
-	} else {
-		allowed = allowSerial(b, l)
-	}
-	stop()
+	allowed := decide(b, c, l, parallel)
 	if allowed != 0 {
 		b.Fatalf("admitted %d of %d decisions past a limit of 1 per minute", allowed, b.N)
 	}

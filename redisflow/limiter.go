@@ -260,7 +260,7 @@ func (l *Limiter) ask(parent context.Context, now, n, limit int64) flow.Decision
 			f = &flight{done: make(chan struct{})}
 			l.flight = f
 			l.mu.Unlock()
-			d := l.renew(parent, ctx, !waited, n, limit)
+			d := l.renew(parent, ctx, !waited, now, n, limit)
 			l.mu.Lock()
 			l.flight = nil
 			l.mu.Unlock()
@@ -292,9 +292,9 @@ func (l *Limiter) ask(parent context.Context, now, n, limit int64) flow.Decision
 }
 
 // renew takes a new lease from Redis, giving back what is left of the old
-// one, unless the round trip before it brought the permits needed.
-func (l *Limiter) renew(parent, ctx context.Context, full bool, n, limit int64) flow.Decision {
-	now := l.c.clock.Now()
+// one, unless a round trip that ended since now was read brought the permits
+// needed.
+func (l *Limiter) renew(parent, ctx context.Context, full bool, now, n, limit int64) flow.Decision {
 	if l.spend(now, n) {
 		return allowed
 	}

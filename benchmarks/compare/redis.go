@@ -3,9 +3,7 @@ package compare
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/slidegate/slidegate/internal/redistest"
 )
 
 // The Redis rows (redislimit.go) decide through a real redis-server, one for
@@ -33,10 +33,8 @@ var redisServer struct {
 	started bool // once started, or once it failed to: not retried
 	stopped bool
 	err     error
-	addr    string
+	srv     *redistest.Server
 	dir     string
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when cmd has exited
 	stats   *redis.Client // reads the server's command counts
 }
 
@@ -70,7 +68,7 @@ func sharedRedis(b *testing.B) string {
 	if s.err != nil {
 		b.Fatalf("compare: redis-server did not start: %v", s.err)
 	}
-	return s.addr
+	return s.srv.Addr
 }
 
 // StopRedis kills the redis-server the Redis rows started, if any, and
@@ -85,10 +83,9 @@ func StopRedis() {
 		s.stats.Close()
 		s.stats = nil
 	}
-	if s.cmd != nil {
-		s.cmd.Process.Kill()
-		<-s.done
-		s.cmd = nil
+	if s.srv != nil {
+		s.srv.Stop()
+		s.srv = nil
 	}
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
@@ -97,74 +94,17 @@ func StopRedis() {
 }
 
 // startRedis starts redis-server on a free loopback port, without
-// persistence, and waits until it answers. A port found free can be taken
-// before the server binds it, so it tries a few. redisServer.mu is held.
-func startRedis() error {
+// persistence. redisServer.mu is held.
+func startRedis() (err error) {
 	s := &redisServer
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return err
-	}
 	if s.dir, err = os.MkdirTemp("", "compare-redis-"); err != nil {
 		return err
 	}
-	for range 5 {
-		var port int
-		if port, err = freePort(); err != nil {
-			return err
-		}
-		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		cmd := exec.Command(bin,
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", s.dir,
-			"--daemonize", "no", "--loglevel", "warning")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err = cmd.Start(); err != nil {
-			return err
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		stats := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-		if err = awaitRedis(stats, done); err == nil {
-			s.cmd, s.done, s.stats = cmd, done, stats
-			return nil
-		}
-		stats.Close()
-		cmd.Process.Kill()
-		<-done
-		err = fmt.Errorf("%w: %s", err, strings.TrimSpace(out.String()))
+	if s.srv, err = redistest.Launch(s.dir); err != nil {
+		return err
 	}
-	return err
-}
-
-// awaitRedis waits up to 10s for the server to answer PING, or to exit.
-func awaitRedis(rdb *redis.Client, exited <-chan struct{}) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("redis-server exited")
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := rdb.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return errors.New("redis-server did not answer PING within 10s")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	s.stats = redis.NewClient(&redis.Options{Addr: s.srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	return nil
 }
 
 // redisCounts is what the server has run so far, from INFO commandstats.

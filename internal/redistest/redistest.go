@@ -6,6 +6,7 @@ package redistest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -31,32 +32,49 @@ type Server struct {
 	done chan struct{} // closed when cmd has exited
 }
 
+// ErrNotInstalled is Launch's error when redis-server is not in PATH.
+var ErrNotInstalled = errors.New("redis-server is not installed (apt-get install redis-server)")
+
 // Start starts a redis-server on a free loopback port and stops it when the
 // test ends. It skips the test when redis-server is not installed, and fails
 // it when the server does not start.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	s, err := Launch(tb.TempDir())
+	if errors.Is(err, ErrNotInstalled) {
+		tb.Skip(err.Error() + "; skipping the test that needs a real Redis")
+	}
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	s.tb = tb
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts a redis-server on a free loopback port, keeping its files in
+// dir, for a caller that is not one test (a benchmark program sharing one
+// server across its rows); Stop stops it. Restart is for servers that Start
+// started.
+func Launch(dir string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		tb.Skip("redis-server is not installed (apt-get install redis-server); skipping the test that needs a real Redis")
+		return nil, ErrNotInstalled
 	}
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	s := &Server{bin: bin, dir: dir}
 	var last error
 	// A port found free can be taken before the server binds it: try a
 	// few.
 	for range 5 {
-		s.port, err = freePort()
-		if err != nil {
-			tb.Fatalf("redistest: no free port: %v", err)
+		if s.port, err = freePort(); err != nil {
+			return nil, fmt.Errorf("no free port: %w", err)
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 		if last = s.start(); last == nil {
-			tb.Cleanup(s.Stop)
-			return s
+			return s, nil
 		}
 	}
-	tb.Fatalf("redistest: redis-server did not start: %v", last)
-	return nil
+	return nil, fmt.Errorf("redis-server did not start: %w", last)
 }
 
 func freePort() (int, error) {
