@@ -201,7 +201,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		} else {
 			var err error
 			if br, err = newBreaker(r, g.clock); err != nil {
-				return nil, &RulesError{Problems: []Problem{{Place: place("breakers", i, r.Resource), Reason: err.Error()}}}
+				return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("breakers", i), Resource: r.Resource, Reason: err.Error()}}}
 			}
 		}
 		bb := &breakerBinding{rule: r, place: fmt.Sprintf("breakers[%d]", i), b: br}
@@ -250,12 +250,12 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 				}
 			} else {
 				if r.Cluster && g.cluster == nil {
-					return nil, &RulesError{Problems: []Problem{{Place: place("flow", i, r.Resource), Field: "cluster",
+					return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: r.Resource, Field: "cluster",
 						Reason: "the guard has no cluster to keep the counts in: make it with slidegate.WithCluster"}}}
 				}
 				var err error
 				if l, err = newFlowLimiter(r, g.clock, g.cluster); err != nil {
-					return nil, &RulesError{Problems: []Problem{{Place: place("flow", i, r.Resource), Reason: err.Error()}}}
+					return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: r.Resource, Reason: err.Error()}}}
 				}
 			}
 			if r.RefResource != "" {

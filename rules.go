@@ -153,24 +153,50 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return d.UnmarshalText([]byte(s))
 }
 
-// A Problem is one thing wrong with a set of rules: where, which field, and
-// why.
+// A Problem is one thing wrong with a set of rules: which rule, which field,
+// why, and where in a file.
 type Problem struct {
-	// Place is the rule: "flow[2]" or "breakers[0]", with its resource.
-	Place string
+	// Rule is the rule's place in its list, as BlockError.Rule names it:
+	// "flow[2]" or "breakers[0]"; empty for a problem of the file or of
+	// the set as a whole.
+	Rule string
+	// Resource is the rule's resource, when the rule names one.
+	Resource string
 	// Field is the rule's field as files name it ("limit", "max_wait").
 	Field string
 	// Reason says what is wrong, with the value.
 	Reason string
+	// Line is the line of the rules file the problem is on, when the rules
+	// came from a file and the line is known; 0 otherwise.
+	Line int
 }
 
-// String describes the problem: `flow[2] (resource "GET /a"): limit: -1 must
-// not be negative`.
-func (p Problem) String() string {
-	if p.Field == "" {
-		return p.Place + ": " + p.Reason
+// Place names the rule and its resource: `flow[2] (resource "GET /a")`, or
+// "" for a problem of the file or of the set as a whole.
+func (p Problem) Place() string {
+	switch {
+	case p.Rule == "":
+		return ""
+	case p.Resource == "":
+		return p.Rule
 	}
-	return p.Place + ": " + p.Field + ": " + p.Reason
+	return fmt.Sprintf("%s (resource %q)", p.Rule, p.Resource)
+}
+
+// String describes the problem: `line 4: flow[2] (resource "GET /a"):
+// limit: -1 must not be negative`, leaving out what is unknown.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		b.WriteString("line " + strconv.Itoa(p.Line) + ": ")
+	}
+	for _, part := range []string{p.Place(), p.Field} {
+		if part != "" {
+			b.WriteString(part + ": ")
+		}
+	}
+	b.WriteString(p.Reason)
+	return b.String()
 }
 
 // A RulesError lists every problem found in a set of rules. A guard given
@@ -203,10 +229,10 @@ func (e *RulesError) Error() string {
 func (r Rules) Validate() error {
 	var ps []Problem
 	for i, f := range r.Flow {
-		ps = f.check(place("flow", i, f.Resource), ps)
+		ps = f.check(ruleAt("flow", i), ps)
 	}
 	for i, b := range r.Breakers {
-		ps = b.check(place("breakers", i, b.Resource), ps)
+		ps = b.check(ruleAt("breakers", i), ps)
 	}
 	ps = sharedClusterCounts(r.Flow, ps)
 	if len(ps) == 0 {
@@ -231,7 +257,7 @@ func sharedClusterCounts(rules []FlowRule, into []Problem) []Problem {
 		}
 		c := count{f.Resource, f.interval(), f.buckets()}
 		if j, ok := first[c]; ok {
-			into = append(into, Problem{Place: place("flow", i, f.Resource), Field: "cluster",
+			into = append(into, Problem{Rule: ruleAt("flow", i), Resource: f.Resource, Field: "cluster",
 				Reason: fmt.Sprintf("flow[%d] is a cluster rule of the same resource, interval (%v) and buckets (%d): the two would keep one count in the cluster, each counting every request twice; give them different intervals, or keep one", j, c.interval, c.buckets)})
 			continue
 		}
@@ -240,18 +266,17 @@ func sharedClusterCounts(rules []FlowRule, into []Problem) []Problem {
 	return into
 }
 
-func place(list string, i int, resource string) string {
-	return fmt.Sprintf("%s[%d] (resource %q)", list, i, resource)
-}
+// ruleAt names the rule at index i of list: "flow[2]".
+func ruleAt(list string, i int) string { return list + "[" + strconv.Itoa(i) + "]" }
 
 // problems collects the problems of one rule.
 type problems struct {
-	place string
-	list  []Problem
+	rule, resource string
+	list           []Problem
 }
 
 func (p *problems) add(field, format string, args ...any) {
-	p.list = append(p.list, Problem{Place: p.place, Field: field, Reason: fmt.Sprintf(format, args...)})
+	p.list = append(p.list, Problem{Rule: p.rule, Resource: p.resource, Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
 func (p *problems) nonNegative(field string, d Duration) {
@@ -260,8 +285,8 @@ func (p *problems) nonNegative(field string, d Duration) {
 	}
 }
 
-func (f FlowRule) check(where string, into []Problem) []Problem {
-	p := problems{place: where, list: into}
+func (f FlowRule) check(rule string, into []Problem) []Problem {
+	p := problems{rule: rule, resource: f.Resource, list: into}
 	if f.Resource == "" {
 		p.add("resource", "missing")
 	} else if f.Resource == OtherResource {
@@ -340,8 +365,8 @@ func (f FlowRule) check(where string, into []Problem) []Problem {
 	return p.list
 }
 
-func (b BreakerRule) check(where string, into []Problem) []Problem {
-	p := problems{place: where, list: into}
+func (b BreakerRule) check(rule string, into []Problem) []Problem {
+	p := problems{rule: rule, resource: b.Resource, list: into}
 	if b.Resource == "" {
 		p.add("resource", "missing")
 	} else if b.Resource == OtherResource {

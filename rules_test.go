@@ -15,7 +15,7 @@ func TestValidateReportsEveryProblemWithItsPlace(t *testing.T) {
 		rules Rules
 		want  []string
 	}{
-		{"no resource", Rules{Flow: []FlowRule{{Limit: 1}}}, []string{`flow[0] (resource ""): resource: missing`}},
+		{"no resource", Rules{Flow: []FlowRule{{Limit: 1}}}, []string{`flow[0]: resource: missing`}},
 		{"reserved resource", Rules{Flow: []FlowRule{{Resource: OtherResource, Limit: 1}}, Breakers: []BreakerRule{{Resource: OtherResource, Strategy: AdaptiveBreaker}}},
 			[]string{`flow[0] (resource "(other)"): resource: "(other)" is the name of the resources the guard has no room for`, `breakers[0] (resource "(other)"): resource: "(other)"`}},
 		{"negative limit and interval", Rules{Flow: []FlowRule{{Resource: "a", Limit: -1, Interval: Duration(-time.Second)}}},

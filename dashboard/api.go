@@ -90,7 +90,7 @@ func (d *Dashboard) putRules(w http.ResponseWriter, r *http.Request) {
 			Problems []problemJSON `json:"problems"`
 		}{Error: "the rules have problems; the rules in force stay", Problems: make([]problemJSON, len(re.Problems))}
 		for i, p := range re.Problems {
-			body.Problems[i] = problemJSON{Place: p.Place, Field: p.Field, Reason: p.Reason, Message: p.String()}
+			body.Problems[i] = problemJSON{Place: p.Place(), Field: p.Field, Reason: p.Reason, Message: p.String()}
 		}
 		writeJSON(w, http.StatusUnprocessableEntity, body)
 		return

@@ -122,9 +122,9 @@ func problemsOf(err error) []slidegate.Problem {
 	if errors.As(err, &te) {
 		ps := make([]slidegate.Problem, len(te.Errors))
 		for i, e := range te.Errors {
-			ps[i] = slidegate.Problem{Place: "file", Reason: e}
+			ps[i] = slidegate.Problem{Reason: e}
 		}
 		return ps
 	}
-	return []slidegate.Problem{{Place: "file", Reason: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	return []slidegate.Problem{{Reason: strings.TrimPrefix(err.Error(), "yaml: ")}}
 }
