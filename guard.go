@@ -99,6 +99,31 @@ type Cluster interface {
 	Limiter(rule FlowRule) (ClusterLimiter, error)
 }
 
+// ClusterHealth is what a Cluster says of its health: a Cluster that also
+// has a method Health() ClusterHealth reports it through Guard.ClusterHealth,
+// and so in the metrics (redisflow.Cluster does).
+type ClusterHealth struct {
+	// Healthy reports whether the cluster is deciding; false while the
+	// cluster rules' limiters use their fallback.
+	Healthy bool
+	// Failures counts the calls to the cluster that failed or timed out;
+	// Fallbacks the decisions the fallback made instead.
+	Failures, Fallbacks uint64
+	// Err is the last error that retrying will not fix (a wrong password,
+	// a missing permission or command), while it lasts; nil otherwise.
+	Err error
+}
+
+// ClusterHealth returns the health of the guard's Cluster, and false if the
+// guard has none or its Cluster does not report its health.
+func (g *Guard) ClusterHealth() (ClusterHealth, bool) {
+	r, ok := g.cluster.(interface{ Health() ClusterHealth })
+	if !ok {
+		return ClusterHealth{}, false
+	}
+	return r.Health(), true
+}
+
 // A ClusterLimiter is the limiter of one cluster-wide rule.
 type ClusterLimiter interface {
 	// AllowN decides whether n requests may proceed, and counts them if
