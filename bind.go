@@ -3,6 +3,7 @@ package slidegate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
@@ -17,9 +18,8 @@ import (
 type snapshot struct {
 	rules    Rules
 	by       map[string]*binding
-	flows    map[string]*flowLimiter    // by rule key with the limit left out, for reuse by the next snapshot
-	breakers map[string]*breakerBinding // by rule key
-	inOrder  []*breakerBinding          // the breaker rules' bindings, in rule order
+	flows    []*flowLimiter    // the flow rules' bindings, in rule order
+	breakers []*breakerBinding // the breaker rules' bindings, in rule order
 }
 
 // A binding is what Enter checks for one resource, in the order it checks
@@ -99,6 +99,10 @@ func newFlowLimiter(f FlowRule, c clock.Clock, cl Cluster) (*flowLimiter, error)
 			return nil, fmt.Errorf("interval %v: a rule on another resource reads its statistics, which are kept over %v in buckets of %v: the interval must be a multiple of %v, at most %v",
 				interval, statsInterval, statsWidth, statsWidth, statsInterval)
 		}
+	case f.Behavior == Throttle && f.Limit == 0:
+		// A throttle spaces requests interval/limit apart: with no
+		// places at all, it refuses everything, as a QPS limit of 0 does.
+		l.qps, err = flow.NewQPS(0, interval, opts...)
 	case f.Behavior == Throttle:
 		l.pace, err = flow.NewThrottle(f.Limit, interval, time.Duration(f.MaxWait), opts...)
 	default:
@@ -128,14 +132,7 @@ func newBreaker(b BreakerRule, c clock.Clock) (breaker.Breaker, error) {
 		opts = append(opts, breaker.WithMinRequests(*b.MinRequests))
 	}
 	if b.Window != 0 || b.Buckets != 0 {
-		w, n := time.Duration(b.Window), b.Buckets
-		if w == 0 {
-			w = 10 * time.Second
-		}
-		if n == 0 {
-			n = 10
-		}
-		opts = append(opts, breaker.WithWindow(w, n))
+		opts = append(opts, breaker.WithWindow(time.Duration(b.Window), b.Buckets)) // 0: the breaker's default
 	}
 	if b.Strategy == AdaptiveBreaker {
 		if b.K != 0 {
@@ -172,16 +169,26 @@ func newBreaker(b BreakerRule, c clock.Clock) (breaker.Breaker, error) {
 	return breaker.NewCircuit(s, opts...)
 }
 
-// compile binds rules to limiters and breakers, reusing those of identical
-// rules in prev, and creating the resources the rules name. rules must have
-// passed Validate.
+// compile binds rules to limiters and breakers, and creates the resources
+// the rules name. rules must have passed Validate. If a rule cannot be
+// bound, compile returns every problem and leaves the rules in force as
+// they are.
+//
+// A new set of rules keeps the state of the rules it repeats, matched by
+// identity, so that no two rules ever share one limiter's counts: a breaker
+// or flow rule equal to one in force takes over its breaker or limiter, each
+// at most once; then a flow rule that differs from one left over only in its
+// limit takes over that one's limiter and changes its limit, if the limiter
+// can (rules of one shape are paired in their order). Every other rule
+// starts afresh.
 func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	s := &snapshot{
 		rules:    rules,
 		by:       map[string]*binding{},
-		flows:    map[string]*flowLimiter{},
-		breakers: map[string]*breakerBinding{},
+		flows:    make([]*flowLimiter, len(rules.Flow)),
+		breakers: make([]*breakerBinding, len(rules.Breakers)),
 	}
+	var ps []Problem
 	bind := func(name string) *binding {
 		if b := s.by[name]; b != nil {
 			return b
@@ -190,88 +197,94 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		s.by[name] = b
 		return b
 	}
+
+	oldBreakers := takeOnce(prev.breakers, func(bb *breakerBinding) string { return ruleKey(bb.rule) })
 	for i, r := range rules.Breakers {
-		key := ruleKey(r)
-		// Reuse the breaker of an identical rule, with its state; bindings
-		// themselves are never shared, as the old snapshot still reads its
-		// own.
-		var br breaker.Breaker
-		if old := prev.breakers[key]; old != nil && s.breakers[key] == nil {
-			br = old.b
+		// Bindings themselves are never shared: the old snapshot still
+		// reads its own.
+		bb := &breakerBinding{rule: r, place: ruleAt("breakers", i)}
+		if old := oldBreakers.take(ruleKey(r)); old != nil {
+			bb.b = old.b
 		} else {
 			var err error
-			if br, err = newBreaker(r, g.clock); err != nil {
-				return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("breakers", i), Resource: r.Resource, Reason: err.Error()}}}
-			}
-		}
-		bb := &breakerBinding{rule: r, place: fmt.Sprintf("breakers[%d]", i), b: br}
-		s.breakers[key] = bb
-		s.inOrder = append(s.inOrder, bb)
-		b := bind(r.Resource)
-		b.breakers = append(b.breakers, bb)
-	}
-	// Flow rules in the order Enter checks them: those whose admission can
-	// be given back first.
-	order := func(f FlowRule) int {
-		switch {
-		case f.Type == ConcurrencyRule:
-			return 0
-		case f.Behavior == Throttle:
-			return 1
-		case f.RefResource != "":
-			return 2
-		case f.Cluster:
-			// Last: a round trip, and a permit other instances could
-			// have used, not to be spent on a request a local rule
-			// refuses.
-			return 4
-		}
-		return 3
-	}
-	var setLimits []*flowLimiter // reused limiters whose limit changes
-	for pass := 0; pass < 5; pass++ {
-		for i, r := range rules.Flow {
-			if order(r) != pass {
+			if bb.b, err = newBreaker(r, g.clock); err != nil {
+				ps = append(ps, Problem{Rule: bb.place, Resource: r.Resource, Reason: err.Error()})
 				continue
 			}
-			// Reuse the limiter of the same rule, or of one that differs
-			// only in its limit if the limiter can change it, with its
-			// counts.
-			shape := r
-			shape.Limit = 0
-			key := ruleKey(shape)
-			var l *flowLimiter
-			if old := prev.flows[key]; old != nil && s.flows[key] == nil && (old.rule == r || old.canSetLimit()) {
-				copied := *old
-				copied.rule = r
-				l = &copied
-				if old.rule.Limit != r.Limit {
-					setLimits = append(setLimits, &copied)
-				}
-			} else {
-				if r.Cluster && g.cluster == nil {
-					return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: r.Resource, Field: "cluster",
-						Reason: "the guard has no cluster to keep the counts in: make it with slidegate.WithCluster"}}}
-				}
-				var err error
-				if l, err = newFlowLimiter(r, g.clock, g.cluster); err != nil {
-					return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: r.Resource, Reason: err.Error()}}}
-				}
+		}
+		s.breakers[i] = bb
+	}
+
+	// Match the flow rules to the limiters in force: the same rule first,
+	// then the same rule but for its limit.
+	reused := make([]*flowLimiter, len(rules.Flow))
+	same := takeOnce(prev.flows, func(l *flowLimiter) string { return ruleKey(l.rule) })
+	for i, r := range rules.Flow {
+		reused[i] = same.take(ruleKey(r))
+	}
+	var leftOver []*flowLimiter
+	for _, l := range prev.flows {
+		if !same.taken[l] && l.canSetLimit() {
+			leftOver = append(leftOver, l)
+		}
+	}
+	shaped := takeOnce(leftOver, func(l *flowLimiter) string { return ruleKey(l.rule.shape()) })
+	for i, r := range rules.Flow {
+		if reused[i] == nil {
+			reused[i] = shaped.take(ruleKey(r.shape()))
+		}
+	}
+
+	var setLimits []*flowLimiter // reused limiters whose limit changes
+	for i, r := range rules.Flow {
+		var l *flowLimiter
+		if old := reused[i]; old != nil {
+			copied := *old
+			copied.rule = r
+			l = &copied
+			if old.rule.Limit != r.Limit {
+				setLimits = append(setLimits, l)
 			}
-			if r.RefResource != "" {
-				l.ref, _ = g.resources.pin(r.RefResource).stats.View(r.interval())
+		} else {
+			if r.Cluster && g.cluster == nil {
+				ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: "cluster",
+					Reason: "the guard has no cluster to keep the counts in: make it with slidegate.WithCluster"})
+				continue
 			}
-			l.place = fmt.Sprintf("flow[%d]", i)
-			s.flows[key] = l
-			b := bind(r.Resource)
-			b.flows = append(b.flows, l)
-			switch pass {
-			case 0:
-				b.permits++
-			case 1:
-				b.waits++
+			var err error
+			if l, err = newFlowLimiter(r, g.clock, g.cluster); err != nil {
+				ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Reason: err.Error()})
+				continue
 			}
 		}
+		l.place = ruleAt("flow", i)
+		s.flows[i] = l
+	}
+	if len(ps) > 0 {
+		return nil, &RulesError{Problems: ps}
+	}
+	// Bind the rules to their resources, making those, and the flow rules
+	// in the order Enter checks them (see binding).
+	for _, bb := range s.breakers {
+		b := bind(bb.rule.Resource)
+		b.breakers = append(b.breakers, bb)
+	}
+	for _, l := range s.flows {
+		if l.rule.RefResource != "" {
+			l.ref, _ = g.resources.pin(l.rule.RefResource).stats.View(l.rule.interval())
+		}
+		if l.rule.order() == orderConcurrency {
+			bind(l.rule.Resource).permits++
+		}
+		if l.rule.order() == orderThrottle {
+			bind(l.rule.Resource).waits++
+		}
+	}
+	byOrder := slices.Clone(s.flows)
+	slices.SortStableFunc(byOrder, func(a, b *flowLimiter) int { return a.rule.order() - b.rule.order() })
+	for _, l := range byOrder {
+		b := bind(l.rule.Resource)
+		b.flows = append(b.flows, l)
 	}
 	// The limiters are shared with the rules in force: change their limits
 	// only once the new rules are sure to replace them.
@@ -283,6 +296,79 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	return s, nil
 }
 
+// The order in which Enter checks a resource's flow rules: first those whose
+// admission can be given back when a later rule refuses.
+const (
+	orderConcurrency = iota
+	orderThrottle
+	orderRef
+	orderQPS
+	// Last: a round trip, and a permit other instances could have used,
+	// not to be spent on a request a local rule refuses.
+	orderCluster
+)
+
+func (f FlowRule) order() int {
+	switch {
+	case f.Type == ConcurrencyRule:
+		return orderConcurrency
+	case f.Behavior == Throttle:
+		return orderThrottle
+	case f.RefResource != "":
+		return orderRef
+	case f.Cluster:
+		return orderCluster
+	}
+	return orderQPS
+}
+
+// shape is the rule with its limit left out: rules of one shape differ at
+// most in their limits.
+func (f FlowRule) shape() FlowRule {
+	f.Limit = 0
+	return f
+}
+
+// refs returns the resources the rules read the statistics of.
+func (r Rules) refs() map[string]bool {
+	refs := map[string]bool{}
+	for _, f := range r.Flow {
+		if f.RefResource != "" {
+			refs[f.RefResource] = true
+		}
+	}
+	return refs
+}
+
+// A reuse hands out the bindings of the rules in force by key, each at most
+// once, in their order.
+type reuse[T comparable] struct {
+	by    map[string][]T
+	taken map[T]bool
+}
+
+func takeOnce[T comparable](in []T, key func(T) string) *reuse[T] {
+	r := &reuse[T]{by: map[string][]T{}, taken: map[T]bool{}}
+	for _, v := range in {
+		k := key(v)
+		r.by[k] = append(r.by[k], v)
+	}
+	return r
+}
+
+// take returns the first binding of key not taken yet, or the zero T.
+func (r *reuse[T]) take(key string) T {
+	var zero T
+	list := r.by[key]
+	if len(list) == 0 {
+		return zero
+	}
+	v := list[0]
+	r.by[key] = list[1:]
+	r.taken[v] = true
+	return v
+}
+
 // canSetLimit reports whether the rule's limiter can change its limit in
 // place: a QPS limiter without warm-up, a concurrency limiter, or a cluster
 // limiter with SetLimit. A rule on another resource's statistics has no
@@ -291,6 +377,9 @@ func (l *flowLimiter) canSetLimit() bool {
 	if l.clus != nil {
 		_, ok := l.clus.(limitSetter)
 		return ok
+	}
+	if l.rule.Behavior == Throttle {
+		return false // a throttle's pace is fixed; one of limit 0 has no throttle
 	}
 	return l.conc != nil || (l.qps != nil && l.rule.WarmUp == 0) || (l.qps == nil && l.pace == nil)
 }

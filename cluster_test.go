@@ -118,3 +118,43 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 		t.Error("the rules in force were lost")
 	}
 }
+
+func TestValidateChecksWhatEveryClusterCanKeep(t *testing.T) {
+	err := Rules{Flow: []FlowRule{
+		{Resource: "a", Limit: 1, Cluster: true, Buckets: MaxClusterBuckets + 1, Interval: Duration(time.Hour)},
+		{Resource: "b", Limit: 1, Cluster: true, Buckets: 7},
+		{Resource: "c", Limit: 1, Cluster: true, Buckets: MaxClusterBuckets, Interval: Duration(time.Second)},
+	}}.Validate()
+	var re *RulesError
+	if !errors.As(err, &re) || len(re.Problems) != 2 {
+		t.Fatalf("Validate: %v, want 2 problems", err)
+	}
+	if p := re.Problems[0]; p.Rule != "flow[0]" || p.Field != "buckets" {
+		t.Errorf("first problem: %v, want flow[0]'s buckets", p)
+	}
+	if p := re.Problems[1]; p.Rule != "flow[1]" || p.Field != "interval" || !strings.Contains(p.Reason, "microseconds") {
+		t.Errorf("second problem: %v, want flow[1]'s interval, for its bucket widths", p)
+	}
+}
+
+func TestSetRulesReportsEveryRuleTheClusterRefuses(t *testing.T) {
+	g := New(WithCluster(refusingCluster{}))
+	err := g.SetRules(Rules{Flow: []FlowRule{
+		{Resource: "a", Limit: 1, Cluster: true},
+		{Resource: "b", Limit: 1},
+		{Resource: "c", Limit: 1, Cluster: true},
+	}})
+	var re *RulesError
+	if !errors.As(err, &re) || len(re.Problems) != 2 || re.Problems[0].Rule != "flow[0]" || re.Problems[1].Rule != "flow[2]" {
+		t.Fatalf("SetRules: %v, want the 2 cluster rules' problems", err)
+	}
+	if _, ok := g.Stats("b"); ok {
+		t.Error("rules refused, but the resource of one of them was made")
+	}
+}
+
+type refusingCluster struct{}
+
+func (refusingCluster) Limiter(r FlowRule) (ClusterLimiter, error) {
+	return nil, errors.New("no room for " + r.Resource)
+}

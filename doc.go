@@ -14,9 +14,14 @@
 //	if err != nil {
 //		return err // a *BlockError: which rule refused, why, when to retry
 //	}
-//	defer e.Exit(err)
+//	err = listOrders(ctx)
+//	e.Exit(err) // the outcome the breakers count, and the response time
 //
-// Or in one call: g.Do(ctx, "mysql", func() error { ... }).
+// Exit records the error it is given when it is called: defer it in a
+// closure that reads the final error (defer func() { e.Exit(err) }()), not
+// as defer e.Exit(err), which records err as it was at the defer, nil. Or
+// run the request in one call, which does this for you and counts a panic
+// as an error: g.Do(ctx, "mysql", func() error { ... }).
 //
 // Rules are validated whole (every problem reported with its place) and put in
 // force in one step as an immutable snapshot; Enter takes no lock. A rule

@@ -29,8 +29,14 @@ const (
 )
 
 // WithCount makes the request count as n (a batch): rules and statistics
-// count n requests. n below 1 counts as 1.
+// count n requests. n below 1 counts as 1, and n above MaxCount as MaxCount.
 func WithCount(n int64) EntryOption { return EntryOption{kind: optCount, count: n} }
+
+// MaxCount is the largest batch (WithCount) a request counts as: the largest
+// limit a rule can have (flow.MaxLimit), so that a batch within any limit is
+// counted whole. It keeps a resource's totals far from overflowing, and they
+// saturate rather than wrap if they ever get there.
+const MaxCount = flow.MaxLimit
 
 // WithPriority marks the request as prioritized: a QPS rule with Borrow may
 // lend it a place in its next bucket, and Enter waits for it.
@@ -133,7 +139,7 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 	for _, o := range opts {
 		switch o.kind {
 		case optCount:
-			count = max(o.count, 1)
+			count = min(max(o.count, 1), MaxCount)
 		case optPriority:
 			priority = true
 		case optInbound:
@@ -141,6 +147,9 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 		case optOutbound:
 			inbound = false
 		}
+	}
+	if len(name) > MaxNameLength {
+		name = OtherResource // no rule names it: see MaxNameLength
 	}
 	now := g.clock.Now()
 	b := g.snap.Load().by[name]
@@ -186,7 +195,7 @@ func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64,
 		p, err := bb.b.AllowAt(now)
 		if err != nil {
 			e.undo(now)
-			return &BlockError{Resource: e.res.name, Rule: bb.place, Reason: BreakerOpen, RetryAfter: bb.b.Stats().RetryAfter}
+			return &BlockError{Resource: e.res.name, Rule: bb.place, Reason: BreakerOpen, RetryAfter: bb.b.RetryAfterAt(now)}
 		}
 		e.promises = append(e.promises, p)
 	}

@@ -52,3 +52,31 @@ func ExampleRules_Validate() {
 	// 	flow[0] (resource "a"): limit: -1 must not be negative
 	// 	breakers[0] (resource "db"): threshold: 1.5 must be above 0 and at most 1
 }
+
+// Exit must be given the request's final error: defer it in a closure that
+// reads the named result, so that the breakers see failures.
+func ExampleEntry_Exit() {
+	g := slidegate.New(slidegate.WithClock(clock.NewManual(0)))
+	minimum := int64(1)
+	err := g.SetRules(slidegate.Rules{
+		Breakers: []slidegate.BreakerRule{{Resource: "db", Strategy: slidegate.ErrorCountBreaker, Count: 2, MinRequests: &minimum}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	query := func() (err error) {
+		e, err := g.Enter(context.Background(), "db")
+		if err != nil {
+			return err
+		}
+		defer func() { e.Exit(err) }() // not defer e.Exit(err): that records nil
+		return errors.New("connection refused")
+	}
+	for i := 0; i < 3; i++ {
+		fmt.Println(query())
+	}
+	// Output:
+	// connection refused
+	// connection refused
+	// slidegate: db blocked by breakers[0]: breaker open, retry after 5s
+}

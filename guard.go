@@ -33,6 +33,8 @@ import (
 //
 // A Guard is safe for concurrent use. Enter and Exit allocate nothing when
 // the request passes.
+//
+// The zero Guard is not usable; make one with New (or use Default).
 type Guard struct {
 	clock     clock.Clock
 	snap      atomic.Pointer[snapshot]
@@ -164,13 +166,7 @@ func (g *Guard) SetRules(rules Rules) error {
 		return err
 	}
 	g.snap.Store(s)
-	refs := map[string]bool{}
-	for _, f := range rules.Flow {
-		if f.RefResource != "" {
-			refs[f.RefResource] = true
-		}
-	}
-	g.resources.unpinAllBut(s.by, refs)
+	g.resources.unpinAllBut(s.by, rules.refs())
 	g.log.Info("slidegate: rules in force", "flow", len(rules.Flow), "breakers", len(rules.Breakers))
 	return nil
 }
@@ -190,8 +186,8 @@ type BreakerStatus struct {
 // in rule order.
 func (g *Guard) Breakers() []BreakerStatus {
 	s := g.snap.Load()
-	out := make([]BreakerStatus, 0, len(s.inOrder))
-	for _, bb := range s.inOrder {
+	out := make([]BreakerStatus, 0, len(s.breakers))
+	for _, bb := range s.breakers {
 		out = append(out, BreakerStatus{Resource: bb.rule.Resource, Rule: bb.place, Strategy: bb.rule.Strategy, Stats: bb.b.Stats()})
 	}
 	return out

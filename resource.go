@@ -1,6 +1,7 @@
 package slidegate
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -28,8 +29,17 @@ const DefaultMaxResources = 4096
 const ResourceBytes = 20 << 10
 
 // OtherResource is the name under which a guard counts the traffic of
-// resources it has no room for (see WithMaxResources).
+// resources it has no room for (see WithMaxResources), and of names longer
+// than MaxNameLength.
 const OtherResource = "(other)"
+
+// MaxNameLength is the longest resource name, in bytes, that a guard keeps
+// statistics under. Rules naming a longer one are refused; a request entered
+// under one is counted as OtherResource. Names are label values in metrics
+// and rows in the dashboard, and a name built from a client's input (a
+// method, a path) could otherwise be as long as a request header: the bound
+// keeps what one resource costs, name included, near ResourceBytes.
+const MaxNameLength = 256
 
 // Latency quantiles cover the last 7.5 to 10 s, in latBuckets buckets:
 // coarser than the counts, to keep a resource's memory small (see
@@ -63,14 +73,14 @@ func newResource(name string, c clock.Clock) *resource {
 // pass counts n requests admitted at time now.
 func (r *resource) pass(now, n int64) {
 	r.stats.AddAt(now, window.Pass, n)
-	r.totals.pass.Add(n)
+	addTotal(&r.totals.pass, n)
 	r.totals.inFlight.Add(n)
 }
 
 // block counts n requests refused at time now for reason.
 func (r *resource) block(now int64, reason Reason, n int64) {
 	r.stats.AddAt(now, window.Block, n)
-	r.totals.blocked[reason%numReasons].Add(n)
+	addTotal(&r.totals.blocked[reason%numReasons], n)
 }
 
 // exit counts n requests that ended at time now after d nanoseconds, with an
@@ -80,12 +90,37 @@ func (r *resource) exit(now, d, n int64, failed bool) {
 	if failed {
 		ev, total = window.Error, &r.totals.errors
 	}
+	rt := d // the batch's summed response time, at most math.MaxInt64
+	if n > 1 {
+		rt = math.MaxInt64
+		if d <= math.MaxInt64/n {
+			rt = d * n
+		}
+	}
 	r.stats.AddAt(now, ev, n)
-	r.stats.AddAt(now, window.RT, d/int64(time.Microsecond)*n)
+	r.stats.AddAt(now, window.RT, rt/int64(time.Microsecond))
 	r.lat.RecordAt(now, time.Duration(d))
-	total.Add(n)
-	r.totals.rt.Add(d * n)
+	addTotal(total, n)
+	addTotal(&r.totals.rt, rt)
 	r.totals.inFlight.Add(-n)
+}
+
+// addTotal adds v ≥ 0 to a total that saturates at math.MaxInt64: a total
+// that would wrap is put back at the maximum, so that it never goes
+// backwards (a Prometheus counter that went down would read as a restart).
+// Readers clamp the moment between the wrap and the repair (readTotal).
+func addTotal(t *atomic.Int64, v int64) {
+	if t.Add(v) < 0 {
+		t.Store(math.MaxInt64)
+	}
+}
+
+// readTotal reads a total that addTotal writes.
+func readTotal(t *atomic.Int64) int64 {
+	if v := t.Load(); v >= 0 {
+		return v
+	}
+	return math.MaxInt64
 }
 
 // touch notes that the resource was used at time now.
@@ -101,16 +136,26 @@ func (r *resource) touch(now int64) {
 // is idle, the new name's traffic is counted under OtherResource, and the
 // table looks for idle resources again only a bucket width later, so that a
 // flood of new names costs one scan per bucket width, not one per request.
+//
+// n counts the resources in m, and bounds them exactly: a new name takes its
+// place in n (a compare-and-swap below max) before it is stored, and gives
+// it back if another caller stored the same name first. Eviction and pinning
+// both hold mu, so a resource that a rule pins is never evicted between the
+// eviction's check and its delete.
 type resourceTable struct {
 	clock     clock.Clock
 	max       int64
 	m         sync.Map // string → *resource
 	n         atomic.Int64
-	mu        sync.Mutex // held to insert into a full table
+	mu        sync.Mutex // held to evict and to pin
 	nextScan  atomic.Int64
 	other     *resource
 	evictions atomic.Int64
 }
+
+// evictHook, when set by a test, runs during an eviction, between deciding
+// what to evict and evicting it.
+var evictHook func()
 
 func newResourceTable(max int, c clock.Clock) *resourceTable {
 	return &resourceTable{clock: c, max: int64(max), other: newResource(OtherResource, c)}
@@ -118,7 +163,7 @@ func newResourceTable(max int, c clock.Clock) *resourceTable {
 
 // get returns the resource called name, making it if there is room.
 func (t *resourceTable) get(name string, now int64) *resource {
-	if name == OtherResource {
+	if name == OtherResource || len(name) > MaxNameLength {
 		t.other.touch(now)
 		return t.other
 	}
@@ -131,20 +176,49 @@ func (t *resourceTable) get(name string, now int64) *resource {
 }
 
 func (t *resourceTable) insert(name string, now int64) *resource {
-	if t.n.Load() >= t.max {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if v, ok := t.m.Load(name); ok {
-			return v.(*resource)
+	for {
+		n := t.n.Load()
+		if n >= t.max {
+			return t.insertFull(name, now)
 		}
-		if t.n.Load() >= t.max && !t.evict(now) {
-			t.other.touch(now)
-			return t.other
+		if t.n.CompareAndSwap(n, n+1) {
+			break
 		}
 	}
 	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
-	if !loaded {
-		t.n.Add(1)
+	if loaded {
+		t.n.Add(-1) // another caller made it: give the place back
+	}
+	return v.(*resource)
+}
+
+// insertFull makes the resource called name in a full table if evicting
+// idle resources makes room, and returns OtherResource otherwise.
+func (t *resourceTable) insertFull(name string, now int64) *resource {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.m.Load(name); ok {
+		return v.(*resource)
+	}
+	if !t.evict(now) {
+		t.other.touch(now)
+		return t.other
+	}
+	// Room was made, but concurrent inserts (which do not take mu) may
+	// take it first: they, too, only store within the bound.
+	for {
+		n := t.n.Load()
+		if n >= t.max {
+			t.other.touch(now)
+			return t.other
+		}
+		if t.n.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
+	if loaded {
+		t.n.Add(-1)
 	}
 	return v.(*resource)
 }
@@ -152,18 +226,33 @@ func (t *resourceTable) insert(name string, now int64) *resource {
 // evict removes the resources idle for a whole window that no rule names,
 // and reports whether there is room now. The table's mutex is held.
 func (t *resourceTable) evict(now int64) bool {
+	if t.n.Load() < t.max {
+		return true
+	}
 	if now < t.nextScan.Load() {
 		return false
 	}
-	t.m.Range(func(k, v any) bool {
-		r := v.(*resource)
-		if !r.pinned.Load() && r.totals.inFlight.Load() == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second) {
-			t.m.Delete(k)
-			t.n.Add(-1)
-			t.evictions.Add(1)
+	idle := func(r *resource) bool {
+		return !r.pinned.Load() && r.totals.inFlight.Load() == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second)
+	}
+	var evict []*resource
+	t.m.Range(func(_, v any) bool {
+		if r := v.(*resource); idle(r) {
+			evict = append(evict, r)
 		}
 		return true
 	})
+	if evictHook != nil {
+		evictHook()
+	}
+	for _, r := range evict {
+		// Pinning holds mu too, so a resource unpinned above still is; a
+		// request that came meanwhile has made it busy again.
+		if idle(r) && t.m.CompareAndDelete(r.name, r) {
+			t.n.Add(-1)
+			t.evictions.Add(1)
+		}
+	}
 	if t.n.Load() < t.max {
 		return true
 	}
@@ -174,6 +263,8 @@ func (t *resourceTable) evict(now int64) bool {
 // pin returns the resource called name, making it whatever the table holds:
 // rules name it. Pinned resources are never evicted.
 func (t *resourceTable) pin(name string) *resource {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
 	if !loaded {
 		t.n.Add(1)
@@ -185,6 +276,8 @@ func (t *resourceTable) pin(name string) *resource {
 
 // unpinAllBut lets resources that the rules no longer name be evicted again.
 func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.m.Range(func(k, v any) bool {
 		name := k.(string)
 		if keep[name] == nil && !refs[name] {
@@ -221,7 +314,9 @@ type Totals struct {
 func (t Totals) Block() int64 {
 	var n int64
 	for _, b := range t.Blocked {
-		n += b
+		if n += b; n < 0 {
+			return math.MaxInt64 // saturates, as the totals do
+		}
 	}
 	return n
 }
@@ -262,9 +357,9 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	l := r.lat.SummaryAt(now)
 	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
 	t := r.totals
-	out.Totals = Totals{Pass: t.pass.Load(), Success: t.success.Load(), Error: t.errors.Load(), RT: time.Duration(t.rt.Load())}
+	out.Totals = Totals{Pass: readTotal(&t.pass), Success: readTotal(&t.success), Error: readTotal(&t.errors), RT: time.Duration(readTotal(&t.rt))}
 	for i := range t.blocked {
-		out.Totals.Blocked[i] = t.blocked[i].Load()
+		out.Totals.Blocked[i] = readTotal(&t.blocked[i])
 	}
 	return out
 }

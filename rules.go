@@ -66,13 +66,19 @@ type FlowRule struct {
 	// Cluster, if true, makes a QPS rule that rejects hold for all the
 	// instances of the service together: its counts are kept in the
 	// guard's Cluster (WithCluster; package redisflow keeps them in
-	// Redis), under the resource's name, the interval and the buckets.
+	// Redis), under the resource's name, the interval and the buckets. A
+	// cluster rule has at most MaxClusterBuckets buckets, each a whole
+	// number of microseconds wide.
 	Cluster bool `json:"cluster,omitempty" yaml:"cluster,omitempty"`
 	// Lease, for a cluster rule, lets an instance take up to this many
 	// permits per round trip to the cluster and spend them locally
 	// (redisflow.WithLease); 0 or 1 takes one per request.
 	Lease int64 `json:"lease,omitempty" yaml:"lease,omitempty"`
 }
+
+// MaxClusterBuckets is the most buckets a cluster rule (FlowRule.Cluster)
+// divides its interval into: a cluster reads them at every decision.
+const MaxClusterBuckets = 1000
 
 // The strategies of a breaker (BreakerRule.Strategy).
 const (
@@ -103,7 +109,8 @@ type BreakerRule struct {
 	// the breaker's default.
 	MinRequests *int64 `json:"min_requests,omitempty" yaml:"min_requests,omitempty"`
 	// Window and Buckets are the breaker's sliding window
-	// (breaker.WithWindow); unset, the breaker's default.
+	// (breaker.WithWindow); each unset takes the breaker's default: 10 s,
+	// in 40 buckets for an adaptive breaker and 10 for the others.
 	Window  Duration `json:"window,omitempty" yaml:"window,omitempty"`
 	Buckets int      `json:"buckets,omitempty" yaml:"buckets,omitempty"`
 	// OpenTimeout, MaxOpenTimeout, Probes and ProbeTimeout configure a state
@@ -179,6 +186,8 @@ func (p Problem) Place() string {
 		return ""
 	case p.Resource == "":
 		return p.Rule
+	case len(p.Resource) > 64:
+		return fmt.Sprintf("%s (resource %q…)", p.Rule, p.Resource[:60])
 	}
 	return fmt.Sprintf("%s (resource %q)", p.Rule, p.Resource)
 }
@@ -279,6 +288,20 @@ func (p *problems) add(field, format string, args ...any) {
 	p.list = append(p.list, Problem{Rule: p.rule, Resource: p.resource, Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
+// name checks a resource's name.
+func (p *problems) name(field, name string, required bool) {
+	switch {
+	case name == "":
+		if required {
+			p.add(field, "missing")
+		}
+	case name == OtherResource:
+		p.add(field, "%q is the name of the resources the guard has no room for, not one a rule can name", name)
+	case len(name) > MaxNameLength:
+		p.add(field, "%d bytes: a resource's name is at most %d bytes long", len(name), MaxNameLength)
+	}
+}
+
 func (p *problems) nonNegative(field string, d Duration) {
 	if d < 0 {
 		p.add(field, "%v must not be negative", d)
@@ -287,11 +310,8 @@ func (p *problems) nonNegative(field string, d Duration) {
 
 func (f FlowRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: f.Resource, list: into}
-	if f.Resource == "" {
-		p.add("resource", "missing")
-	} else if f.Resource == OtherResource {
-		p.add("resource", "%q is the name of the resources the guard has no room for, not one a rule can name", f.Resource)
-	}
+	p.name("resource", f.Resource, true)
+	p.name("ref_resource", f.RefResource, false)
 	if f.Limit < 0 {
 		p.add("limit", "%d must not be negative", f.Limit)
 	}
@@ -308,6 +328,11 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 		p.add("lease", "only a cluster rule leases permits")
 	}
 	if f.Cluster {
+		if k := f.buckets(); k > MaxClusterBuckets {
+			p.add("buckets", "%d: a cluster rule has at most %d buckets", k, MaxClusterBuckets)
+		} else if iv := f.interval(); iv > 0 && iv%(time.Duration(k)*time.Microsecond) != 0 {
+			p.add("interval", "%v does not divide into %d buckets of whole microseconds, as a cluster rule's must", iv, k)
+		}
 		for _, x := range []struct {
 			field string
 			set   bool
@@ -367,11 +392,7 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 
 func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: b.Resource, list: into}
-	if b.Resource == "" {
-		p.add("resource", "missing")
-	} else if b.Resource == OtherResource {
-		p.add("resource", "%q is the name of the resources the guard has no room for, not one a rule can name", b.Resource)
-	}
+	p.name("resource", b.Resource, true)
 	for _, d := range []struct {
 		field string
 		v     Duration

@@ -230,6 +230,10 @@ func (a *Adaptive) State() State {
 // Stats returns the breaker's state, drop ratio and window counts now.
 func (a *Adaptive) Stats() Stats { return a.StatsAt(a.clock.Now()) }
 
+// RetryAfterAt returns 0: an Adaptive breaker drops requests at random, and
+// the next may pass at once.
+func (a *Adaptive) RetryAfterAt(int64) time.Duration { return 0 }
+
 // StatsAt returns the breaker's state, drop ratio and window counts at time
 // now.
 func (a *Adaptive) StatsAt(now int64) Stats {

@@ -113,6 +113,12 @@ type Breaker interface {
 	// ctx.Err() at once if ctx is done.
 	DoWithFallbackAcceptableCtx(ctx context.Context, req func() error, fallback Fallback, acceptable Acceptable) error
 
+	// RetryAfterAt returns how long after time now a refused request
+	// could be let through: the rest of an open Circuit's timeout; 0 when
+	// the breaker cannot tell (an Adaptive breaker drops at random) or
+	// would let one through now. It reads no clock.
+	RetryAfterAt(now int64) time.Duration
+
 	// State returns the breaker's state.
 	State() State
 	// Stats returns the breaker's state and window counts, for metrics.

@@ -419,6 +419,15 @@ func (c *Circuit) StatsAt(now int64) Stats {
 	return s
 }
 
+// RetryAfterAt returns the rest of the open timeout at time now while the
+// circuit is open, and 0 otherwise.
+func (c *Circuit) RetryAfterAt(now int64) time.Duration {
+	if State(c.state.Load()&3) != Open {
+		return 0
+	}
+	return time.Duration(max(0, c.openUntil.Load()-now))
+}
+
 // DroppedTransitions returns how many state changes were not told to the
 // OnStateChange listener because it fell more than 64 behind.
 func (c *Circuit) DroppedTransitions() int64 {

@@ -480,7 +480,7 @@ func TestCircuitRejectsBadConfig(t *testing.T) {
 		{"too many probes", ErrorRatio(0.5), []Option{WithProbes(maxProbes+1, 0)}, "probes = 1025"},
 		{"probe timeout", ErrorRatio(0.5), []Option{WithProbes(1, -1)}, "probe timeout = -1ns"},
 		{"window", ErrorRatio(0.5), []Option{WithWindow(time.Second, 3)}, "window interval = 1s: does not divide into 3"},
-		{"window buckets", ErrorRatio(0.5), []Option{WithWindow(time.Second, 0)}, "window buckets = 0"},
+		{"window buckets", ErrorRatio(0.5), []Option{WithWindow(time.Second, -1)}, "window buckets = -1"},
 		{"narrow buckets", ErrorRatio(0.5), []Option{WithWindow(time.Millisecond, 2000)}, "window:"},
 		{"min requests", ErrorRatio(0.5), []Option{WithMinRequests(-1)}, "min requests = -1"},
 		{"adaptive option", ErrorRatio(0.5), []Option{WithK(2)}, "WithK does not apply to a Circuit"},
@@ -535,5 +535,36 @@ func TestCircuitRecoversWithinTheLongestOpenTimeout(t *testing.T) {
 		if c.State() != Closed {
 			t.Errorf("outage of %v: %v at the end", outage, c.State())
 		}
+	}
+}
+
+func TestWithWindowKeepsTheDefaultOfWhatIsZero(t *testing.T) {
+	clk := clock.NewManual(0)
+	// 1 s in the Circuit's default 10 buckets of 100 ms: a failure at
+	// 50 ms has left the window at 1.1 s.
+	c, err := NewCircuit(ErrorCount(100), WithClock(clk), WithWindow(time.Second, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(50 * time.Millisecond)
+	p, _ := c.Allow()
+	p.Reject("boom")
+	if s := c.Stats(); s.Failures != 1 {
+		t.Fatalf("stats = %+v, want the failure", s)
+	}
+	clk.Advance(1050 * time.Millisecond)
+	if s := c.Stats(); s.Failures != 0 {
+		t.Fatalf("stats at 1.1 s = %+v, want the window of 1 s", s)
+	}
+	// 10 s (the default) in 5 buckets of 2 s.
+	c, err = NewCircuit(ErrorCount(100), WithClock(clk), WithWindow(0, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ = c.Allow()
+	p.Reject("boom")
+	clk.Advance(8 * time.Second) // the window [0 s, 10 s) holds 1.15 s
+	if s := c.Stats(); s.Failures != 1 {
+		t.Fatalf("stats 8 s later = %+v, want the failure still in a window of 10 s", s)
 	}
 }

@@ -77,10 +77,18 @@ func WithClock(c clock.Clock) Option {
 
 // WithWindow sets the sliding window the breaker counts outcomes over: the
 // last interval, in buckets buckets. The defaults are 10 s in 40 buckets for
-// Adaptive (go-zero's) and 10 s in 10 buckets for Circuit. The interval must
-// divide into whole nanoseconds per bucket, each at least 1 µs.
+// Adaptive (go-zero's) and 10 s in 10 buckets for Circuit; an interval or a
+// number of buckets of 0 keeps its default. The interval must divide into
+// whole nanoseconds per bucket, each at least 1 µs.
 func WithWindow(interval time.Duration, buckets int) Option {
-	return func(s *settings) { s.interval, s.buckets = interval, buckets }
+	return func(s *settings) {
+		if interval != 0 {
+			s.interval = interval
+		}
+		if buckets != 0 {
+			s.buckets = buckets
+		}
+	}
 }
 
 // WithMinRequests sets the minimum volume: while fewer than n requests have

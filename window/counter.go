@@ -26,6 +26,8 @@ import "time"
 // same as clearing them.
 //
 // A Counter is safe for concurrent use. Adding and reading allocate nothing.
+//
+// The zero Counter is not usable; make one with NewCounter.
 type Counter struct {
 	r   *ring
 	all View

@@ -98,6 +98,8 @@ func (l *histLayout) mid(i int) int64 {
 // CompactBucketBytes (4 KiB) with Compact, allocated when the Histogram is
 // made; the number of buckets is rounded up to a power of two. Recording allocates nothing and takes no lock. Times that go
 // backwards are handled as Counter handles them.
+//
+// The zero Histogram is not usable; make one with NewHistogram.
 type Histogram struct {
 	r   *ring
 	l   *histLayout

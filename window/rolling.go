@@ -15,6 +15,8 @@ import "time"
 // A RollingWindow is safe for concurrent use; Add and Reduce allocate nothing.
 // Each of a bucket's two fields is exact, but a Reduce concurrent with an Add
 // may see the Add's count before its sum.
+//
+// The zero RollingWindow is not usable; make one with NewRollingWindow.
 type RollingWindow struct {
 	r             *ring
 	ignoreCurrent bool

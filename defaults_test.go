@@ -1,0 +1,69 @@
+package slidegate
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// What a rule leaves out takes the default its documentation names.
+
+func TestBreakerWindowWithoutBucketsTakesTheBreakersDefault(t *testing.T) {
+	// An adaptive breaker's window defaults to 40 buckets, so 1 s in
+	// buckets of 25 ms; a failure at 80 ms is still in the window at
+	// 1.05 s (which starts at 75 ms), and would have left one of 10
+	// buckets of 100 ms (which starts at 100 ms).
+	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Window: Duration(time.Second)}}})
+	clk.Advance(80 * time.Millisecond)
+	mustEnter(t, g, "a").Exit(errors.New("boom"))
+	clk.Advance(970 * time.Millisecond)
+	if b := g.Breakers()[0]; b.Failures != 1 {
+		t.Fatalf("breaker = %+v, want the failure still in a window of 40 buckets", b)
+	}
+}
+
+// countingClock counts its reads.
+type countingClock struct {
+	*clock.Manual
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() int64 { c.reads.Add(1); return c.Manual.Now() }
+
+func TestABreakerRefusalReadsTheClockOnce(t *testing.T) {
+	clk := &countingClock{Manual: clock.NewManual(int64(time.Hour))}
+	g := New(WithClock(clk))
+	err := g.SetRules(Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64), OpenTimeout: Duration(5 * time.Second)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "a").Exit(errors.New("boom"))
+	clk.Advance(time.Second)
+	before := clk.reads.Load()
+	be := mustBlock(t, g, "a", "breakers[0]", BreakerOpen)
+	if n := clk.reads.Load() - before; n != 1 {
+		t.Errorf("a refused Enter read the clock %d times", n)
+	}
+	if be.RetryAfter != 4*time.Second {
+		t.Errorf("RetryAfter = %v, want the 4 s left of the open timeout", be.RetryAfter)
+	}
+}
+
+func TestAThrottleRuleWithLimitZeroRefusesEverything(t *testing.T) {
+	rule := FlowRule{Resource: "a", Behavior: Throttle, Limit: 0, MaxWait: Duration(time.Second)}
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{rule}})
+	for range 3 {
+		mustBlock(t, g, "a", "flow[0]", RateLimited)
+		clk.Advance(time.Minute)
+	}
+	// Given places, it throttles (a request waits for its place).
+	rule.Limit = 1
+	if err := g.SetRules(Rules{Flow: []FlowRule{rule}}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "a").Exit(nil)
+	mustBlock(t, g, "a", "flow[0]", WaitTooLong, WithCount(2)) // it would wait 2 s
+}

@@ -1,0 +1,166 @@
+package slidegate
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestReloadDoesNotHandOneRulesCountsToAnother(t *testing.T) {
+	rules := Rules{Flow: []FlowRule{{Resource: "a", Limit: 100}, {Resource: "a", Limit: 5}}}
+	g, _ := newGuard(t, rules)
+	for range 5 {
+		mustEnter(t, g, "a").Exit(nil)
+	}
+	mustBlock(t, g, "a", "flow[1]", RateLimited)
+	if err := g.SetRules(rules); err != nil { // the same rules, at the same instant
+		t.Fatal(err)
+	}
+	mustBlock(t, g, "a", "flow[1]", RateLimited)
+	rules.Flow[0], rules.Flow[1] = rules.Flow[1], rules.Flow[0]
+	if err := g.SetRules(rules); err != nil { // reordered
+		t.Fatal(err)
+	}
+	mustBlock(t, g, "a", "flow[0]", RateLimited)
+}
+
+func TestReloadKeepsBreakerStateOfRepeatedRules(t *testing.T) {
+	rule := BreakerRule{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64)}
+	g, _ := newGuard(t, Rules{Breakers: []BreakerRule{rule, rule}})
+	mustEnter(t, g, "a").Exit(fmt.Errorf("boom")) // both open
+	if err := g.SetRules(Rules{Breakers: []BreakerRule{rule, rule}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range g.Breakers() {
+		if b.State.String() != "open" {
+			t.Errorf("breakers[%d] is %v after a reload that repeats it", i, b.State)
+		}
+	}
+}
+
+// TestReloadNeverAdmitsAboveALimitInForce drives random traffic and random
+// reloads (the same rules again, reordered, one added, one removed, one
+// limit changed) on a manual clock, and checks against the record that no
+// rule admitted more than its limit in any interval during which it was in
+// force throughout.
+func TestReloadNeverAdmitsAboveALimitInForce(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkReloads(t, seed) })
+	}
+}
+
+func checkReloads(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	randomRule := func() FlowRule {
+		return FlowRule{
+			Resource: "a",
+			Limit:    int64(1 + rng.IntN(8)),
+			Interval: Duration([]time.Duration{time.Second, 2 * time.Second}[rng.IntN(2)]),
+			Buckets:  []int{0, 1, 4}[rng.IntN(3)],
+		}
+	}
+	type load struct {
+		at    int64
+		seq   int
+		rules []FlowRule
+	}
+	var (
+		loads    []load
+		admitted []struct {
+			at  int64
+			seq int
+		}
+		rules []FlowRule
+	)
+	for range 1 + rng.IntN(3) {
+		rules = append(rules, randomRule())
+	}
+	g, clk := newGuard(t, Rules{Flow: slices.Clone(rules)})
+	loads = append(loads, load{clk.Now(), 0, slices.Clone(rules)})
+	for seq := 1; seq < 3000; seq++ {
+		switch op := rng.IntN(20); {
+		case op < 5:
+			clk.Advance(time.Duration(rng.IntN(300)) * time.Millisecond)
+		case op < 18:
+			if e, err := g.Enter(bg, "a"); err == nil {
+				e.Exit(nil)
+				admitted = append(admitted, struct {
+					at  int64
+					seq int
+				}{clk.Now(), seq})
+			}
+		default:
+			switch rng.IntN(5) {
+			case 0: // the same rules again
+			case 1:
+				rng.Shuffle(len(rules), func(i, j int) { rules[i], rules[j] = rules[j], rules[i] })
+			case 2:
+				if len(rules) < 5 {
+					rules = slices.Insert(rules, rng.IntN(len(rules)+1), randomRule())
+				}
+			case 3:
+				if len(rules) > 0 {
+					i := rng.IntN(len(rules))
+					rules = slices.Delete(rules, i, i+1)
+				}
+			case 4:
+				if len(rules) > 0 {
+					rules[rng.IntN(len(rules))].Limit = int64(1 + rng.IntN(8))
+				}
+			}
+			if err := g.SetRules(Rules{Flow: slices.Clone(rules)}); err != nil {
+				t.Fatal(err)
+			}
+			loads = append(loads, load{clk.Now(), seq, slices.Clone(rules)})
+		}
+	}
+	// inForce reports whether rule r was in force throughout (from, to]
+	// up to event seq: in the rules loaded last at or before from, and in
+	// every load after it up to seq.
+	inForce := func(r FlowRule, from int64, seq int) bool {
+		for i := len(loads) - 1; i >= 0; i-- {
+			l := loads[i]
+			if l.seq > seq {
+				continue
+			}
+			if !slices.Contains(l.rules, r) {
+				return false
+			}
+			if l.at <= from {
+				return true
+			}
+		}
+		return false
+	}
+	var distinct []FlowRule
+	for _, l := range loads {
+		for _, r := range l.rules {
+			if !slices.Contains(distinct, r) {
+				distinct = append(distinct, r)
+			}
+		}
+	}
+	for _, r := range distinct {
+		for k, a := range admitted {
+			from := a.at - int64(r.interval())
+			if !inForce(r, from, a.seq) {
+				continue
+			}
+			// admitted is in time order: those after from, up to k.
+			first, _ := slices.BinarySearchFunc(admitted[:k+1], from, func(b struct {
+				at  int64
+				seq int
+			}, from int64) int {
+				if b.at <= from {
+					return -1
+				}
+				return 1
+			})
+			if n := int64(k + 1 - first); n > r.Limit {
+				t.Fatalf("rule %+v, in force throughout, admitted %d in the interval up to %v", r, n, time.Duration(a.at))
+			}
+		}
+	}
+}
