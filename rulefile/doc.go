@@ -1,0 +1,81 @@
+// Package rulefile reads a guard's rules from YAML and JSON files, and keeps
+// a guard's rules in step with a file as it changes.
+//
+// # Rules files
+//
+// A rules file holds a slidegate.Rules, with the field names of its json and
+// yaml tags and durations written as "500ms":
+//
+//	flow:
+//	  - resource: GET /orders
+//	    limit: 100
+//	    interval: 1s
+//	  - resource: GET /orders
+//	    type: concurrency
+//	    limit: 20
+//	breakers:
+//	  - resource: mysql
+//	    strategy: error_ratio
+//	    threshold: 0.5
+//	    open_timeout: 5s
+//
+// Reading is strict, and reports every problem of a file at once, each with
+// its line, its rule and its field, in words rather than a parser's:
+//
+//	line 3: flow[0] (resource "GET /orders"): unknown field "limt" (did you mean "limit"?)
+//	line 9: flow[1] (resource "GET /orders"): limit: "ten" is not a whole number
+//	line 12: breakers[0] (resource "mysql"): open_timeout: "5 seconds" is not a duration: write it as 500ms, 2s or 1m30s
+//
+// A file with any problem is never applied in part. A YAML file holds one
+// document: a second one ("---") is refused rather than ignored. A file
+// with no rules (empty, only comments, or "flow:" with nothing under it) is
+// refused too, since that is how a file cut short reads; "flow: []" (or {}
+// in JSON) clears the rules. The package is separate from slidegate so
+// that the core packages depend on the standard library only.
+//
+// # Changing a watched file
+//
+// Watch keeps a guard's rules in step with a file. The safe way to change
+// the file is to write the new content to a temporary file in the same
+// directory and rename it over the old one (os.Rename, mv, or an editor
+// that saves that way): the watcher then reads the old file or the new,
+// never a part of one.
+//
+// A file rewritten in place (truncated, then written) passes through states
+// that hold a part of it, and the watcher guards against reading one:
+//
+//   - it reads the file only when two reads a settle time apart (50 ms,
+//     WithSettle) agree, so a writer still writing is waited for;
+//   - a YAML file whose last line has no newline looks cut short
+//     ("limit: 1" of "limit: 100"), and must stay unchanged for 1 s;
+//   - a file with any problem is refused and the rules in force stay: a
+//     JSON file cut short never parses, and a YAML one seldom does, lacks
+//     a rule's required field (a flow rule's limit), or has a list with
+//     nothing under it.
+//
+// What no watcher can tell is a writer that pauses for longer than those
+// waits with its file cut at the end of a line, where what it wrote so far
+// is a valid rules file of its own: the rules before the cut, or a last rule
+// without the optional fields after it. That part is put in force until the
+// rest arrives and the whole file replaces it. Write and rename to rule
+// this out.
+//
+// # Kubernetes ConfigMaps
+//
+// A ConfigMap mounted as a volume directory is followed. kubelet updates
+// it by writing the new files into a new directory
+// (..2006_01_02_15_04_05.000000000), pointing a symbolic link ..data_tmp
+// at it, renaming ..data_tmp over ..data in one step, and removing the old
+// directory; the file in the mount (rules.yaml) is a link to
+// ..data/rules.yaml. The watcher sees the rename in the mount's directory
+// and reads the file through its links afresh, so it finds the new content
+// whole. Give Watch the path in the mount (/etc/slidegate/rules.yaml). The
+// update reaches the pod kubelet's sync period and the ConfigMap cache's
+// lifetime after the ConfigMap changes, a minute or so, not at once.
+//
+// A ConfigMap mounted with subPath is never updated: kubelet bind-mounts
+// the file as it was when the container started and never changes it, so
+// there is nothing for the watcher to see. Mount the ConfigMap as a
+// directory, without subPath, for the rules to follow it; otherwise restart
+// the pod to take a new version.
+package rulefile
