@@ -112,10 +112,10 @@ func listNamed(name string) *listKind {
 type decoder struct {
 	json     bool
 	problems []slidegate.Problem
-	rules    map[string]*node // "flow[2]" → its rule's node
-	broken   map[string]bool  // rules that are not rules at all
-	faulty   map[string]bool  // rules with a field found wrong
-	fields   map[[2]string]bool  // {rule, field} found wrong, or meant by a misspelt name
+	rules    map[string]*node   // "flow[2]" → its rule's node
+	broken   map[string]bool    // rules that are not rules at all
+	faulty   map[string]bool    // rules with a field found wrong
+	fields   map[[2]string]bool // {rule, field} found wrong, or meant by a misspelt name
 }
 
 // decode reads the rules of root, then validates them, and returns them with
