@@ -23,7 +23,8 @@ type options struct {
 }
 
 // WithResource names the resource an RPC enters; fullMethod is the RPC's
-// "/pkg.Service/Method". The default is fullMethod itself. A name built from
+// "/pkg.Service/Method", or UnknownMethod on a server for a method it does
+// not know. The default is fullMethod itself. A name built from
 // request data (metadata, a peer address) makes one resource per value,
 // which the guard bounds (slidegate.WithMaxResources) by counting the excess
 // as slidegate.OtherResource.

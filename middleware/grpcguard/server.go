@@ -35,10 +35,27 @@ func UnaryServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryServer
 // before the handler runs and exits when the handler returns, with its error
 // as UnaryServerInterceptor records it. The resource is named from the
 // stream's context.
+//
+// The RPCs a server's grpc.UnknownServiceHandler serves are named by
+// UnknownMethod, not by the method the client sent, which could be any
+// string: the interceptor tells them by the nil service grpc-go passes for
+// them (so a service registered with a nil implementation is taken for an
+// unknown one too).
 func StreamServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamServerInterceptor {
 	g, o := build(g, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
-		return o.do(ctx, g, o.name(ctx, info.FullMethod), func() error { return handler(srv, ss) }, slidegate.Inbound())
+		method := info.FullMethod
+		if srv == nil {
+			method = UnknownMethod
+		}
+		return o.do(ctx, g, o.name(ctx, method), func() error { return handler(srv, ss) }, slidegate.Inbound())
 	}
 }
+
+// UnknownMethod is the full method under which a server's interceptors name
+// the RPCs of methods it does not know, served by a
+// grpc.UnknownServiceHandler: a client can send any method name, as long
+// as the server's header limit, and each would otherwise be a resource of
+// its own.
+const UnknownMethod = "(unknown method)"

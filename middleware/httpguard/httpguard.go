@@ -45,10 +45,15 @@ type options struct {
 }
 
 // WithResource names the resource a request enters. The default is
-// RouteResource for Middleware and HostResource for Transport. Names are
-// resources: a name built from user input (a raw path with IDs in it) makes
-// one resource per value, which the guard bounds (slidegate.WithMaxResources)
-// by counting the excess as slidegate.OtherResource.
+// RouteResource for Middleware and HostResource for Transport.
+//
+// Names are resources, with statistics, metrics series and dashboard rows
+// of their own: never build one from what a client sends (a raw path with
+// IDs in it, a header, a method outside the standard set; see Method). The
+// guard bounds what such names cost (slidegate.WithMaxResources,
+// slidegate.MaxNameLength), but a client that makes new ones fills its
+// table, and the routes that come after them are counted together as
+// slidegate.OtherResource.
 func WithResource(f func(*http.Request) string) Option {
 	return func(o *options) {
 		if f != nil {
@@ -100,19 +105,44 @@ func build(opts []Option) options {
 // ServerError reports whether status is a 5xx: the default of WithIsError.
 func ServerError(status int) bool { return status >= 500 && status <= 599 }
 
-// RouteResource names a request by its method and route: the pattern that
-// routed it (Request.Pattern, set by http.ServeMux for the handlers it calls),
-// prefixed by the method when the pattern names none: "GET /users/{id}". A
-// request with no pattern is named by its method and path.
+// NoRoute is the resource of the requests that no route serves, whatever
+// their method and path: they are one resource, so that a client sending
+// random paths makes no more than one.
+const NoRoute = "(no route)"
+
+// OtherMethod stands for every method outside the standard set in
+// resource names ("_OTHER /users/{id}"), as OpenTelemetry's semantic
+// conventions name it: net/http accepts any token as a method, up to the
+// header limit, and each would otherwise make a resource of its own.
+const OtherMethod = "_OTHER"
+
+// Method returns r.Method if it is one of the methods of RFC 9110 and RFC
+// 5789 (GET, HEAD, POST, PUT, PATCH, DELETE, CONNECT, OPTIONS, TRACE), and
+// OtherMethod otherwise: a method a resource name can carry, from a set of
+// ten.
+func Method(r *http.Request) string {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return r.Method
+	}
+	return OtherMethod
+}
+
+// RouteResource names a request by its method (see Method) and route: the
+// pattern that routed it (Request.Pattern, set by http.ServeMux for the
+// handlers it calls), prefixed by the method when the pattern names none:
+// "GET /users/{id}". A request with no pattern is NoRoute.
 //
-// Middleware wrapping a *http.ServeMux asks that mux for the pattern before
-// it routes the request (see Middleware); requests it has no route for are
-// named by their method and "(no route)".
+// Its names are bounded by the program's routes, not by what clients send:
+// at most ten per pattern, and NoRoute. Middleware wrapping a
+// *http.ServeMux asks that mux for the pattern before it routes the request
+// (see Middleware).
 func RouteResource(r *http.Request) string {
 	if r.Pattern != "" {
-		return withMethod(r.Method, r.Pattern)
+		return withMethod(Method(r), r.Pattern)
 	}
-	return r.Method + " " + r.URL.Path
+	return NoRoute
 }
 
 // withMethod prefixes pattern with method unless it starts with one.
@@ -155,9 +185,9 @@ func Middleware(g *slidegate.Guard, opts ...Option) func(http.Handler) http.Hand
 			// of an outer mux that routed the request here.
 			name = func(r *http.Request) string {
 				if _, pattern := mux.Handler(r); pattern != "" {
-					return withMethod(r.Method, pattern)
+					return withMethod(Method(r), pattern)
 				}
-				return r.Method + " (no route)"
+				return NoRoute
 			}
 		}
 		return &handler{g: g, next: next, o: o, name: name}
@@ -314,9 +344,9 @@ func Transport(g *slidegate.Guard, base http.RoundTripper, opts ...Option) http.
 	return &transport{g: g, base: base, o: o}
 }
 
-// HostResource names an outgoing request by its method and host:
-// "GET api.example.com".
-func HostResource(r *http.Request) string { return r.Method + " " + r.URL.Host }
+// HostResource names an outgoing request by its method (see Method) and
+// host: "GET api.example.com".
+func HostResource(r *http.Request) string { return Method(r) + " " + r.URL.Host }
 
 type transport struct {
 	g    *slidegate.Guard

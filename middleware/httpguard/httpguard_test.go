@@ -67,7 +67,7 @@ func TestRouteResourceFromTheMux(t *testing.T) {
 		"GET /users/{id}":    2,
 		"HEAD /static/":      1,
 		"POST example.com/x": 1,
-		"GET (no route)":     1,
+		httpguard.NoRoute:    1,
 	} {
 		s := stats(t, g, name)
 		if s.Pass != want || s.Success != want || s.Error != 0 {
@@ -105,10 +105,13 @@ func TestRouteResourceInsideARoute(t *testing.T) {
 	stats(t, g, "GET /a/{x}")
 	stats(t, g, "PUT /b")
 
-	// Without a mux, the method and path.
+	// Without a mux, no route: a path is not a name.
 	plain := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	serve(plain, "DELETE", "/c/d")
-	stats(t, g, "DELETE /c/d")
+	serve(plain, "GET", "/e")
+	if s := stats(t, g, httpguard.NoRoute); s.Pass != 2 {
+		t.Errorf("%s: %+v, want both requests", httpguard.NoRoute, s)
+	}
 }
 
 func TestFlowBlockIs429WithRetryAfter(t *testing.T) {
@@ -212,7 +215,7 @@ func TestWhichStatusesAreErrors(t *testing.T) {
 				}
 			}))
 			serve(h, "GET", "/")
-			s := stats(t, g, "GET /")
+			s := stats(t, g, httpguard.NoRoute)
 			if (s.Error == 1) != tc.isError || s.Success+s.Error != 1 || s.InFlight != 0 {
 				t.Errorf("stats %+v; want an error: %v", s, tc.isError)
 			}
@@ -228,14 +231,14 @@ func TestStatusIsTheFinalOne(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	serve(h, "GET", "/")
-	if s := stats(t, g, "GET /"); s.Success != 1 {
+	if s := stats(t, g, httpguard.NoRoute); s.Success != 1 {
 		t.Errorf("stats %+v, want a success: the response went out as 200", s)
 	}
 }
 
 func TestPanicIsRecordedAndGoesOn(t *testing.T) {
 	g, _ := newGuard(t, slidegate.Rules{Breakers: []slidegate.BreakerRule{
-		{Resource: "GET /", Strategy: slidegate.ErrorCountBreaker, Count: 1, MinRequests: one(1)},
+		{Resource: httpguard.NoRoute, Strategy: slidegate.ErrorCountBreaker, Count: 1, MinRequests: one(1)},
 	}})
 	var panicky any = "boom"
 	h := httpguard.Middleware(g)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(panicky) }))
@@ -250,14 +253,14 @@ func TestPanicIsRecordedAndGoesOn(t *testing.T) {
 	if v := recovered(); v != http.ErrAbortHandler {
 		t.Fatalf("recovered %v, want http.ErrAbortHandler", v)
 	}
-	if s := stats(t, g, "GET /"); s.Error != 1 || s.InFlight != 0 {
+	if s := stats(t, g, httpguard.NoRoute); s.Error != 1 || s.InFlight != 0 {
 		t.Fatalf("after an abort: %+v, want 1 error, none in flight", s)
 	}
 	panicky = "boom"
 	if v := recovered(); v != "boom" {
 		t.Fatalf("recovered %v, want boom: the panic must go on", v)
 	}
-	if s := stats(t, g, "GET /"); s.Error != 2 || s.InFlight != 0 {
+	if s := stats(t, g, httpguard.NoRoute); s.Error != 2 || s.InFlight != 0 {
 		t.Fatalf("after a panic: %+v, want 2 errors, none in flight", s)
 	}
 	// The panic, not the abort, tripped the breaker.
@@ -267,7 +270,7 @@ func TestPanicIsRecordedAndGoesOn(t *testing.T) {
 }
 
 func TestBlockedHandler(t *testing.T) {
-	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /", Limit: 0}}})
+	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: httpguard.NoRoute, Limit: 0}}})
 	var got error
 	h := httpguard.Middleware(g, httpguard.WithBlockedHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		got = err
@@ -277,7 +280,7 @@ func TestBlockedHandler(t *testing.T) {
 		t.Fatalf("status %d, want the custom handler's 418", w.Code)
 	}
 	var be *slidegate.BlockError
-	if !errors.As(got, &be) || be.Resource != "GET /" || be.Rule != "flow[0]" || be.Reason != slidegate.RateLimited {
+	if !errors.As(got, &be) || be.Resource != httpguard.NoRoute || be.Rule != "flow[0]" || be.Reason != slidegate.RateLimited {
 		t.Fatalf("the handler got %v", got)
 	}
 }
