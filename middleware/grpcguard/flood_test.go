@@ -18,7 +18,6 @@ import (
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
 
-
 func heapInUse() uint64 {
 	runtime.GC()
 	var m runtime.MemStats

@@ -50,7 +50,7 @@ func TestAFloodOfNewMethodsAndPathsMakesNoResources(t *testing.T) {
 		prefix              string
 		n, method, pathSize int
 	}{
-		{"", 2000, 4 << 10, 4 << 10},       // unrouted
+		{"", 2000, 4 << 10, 4 << 10},        // unrouted
 		{"/static", 2000, 4 << 10, 4 << 10}, // routed by a pattern without a method
 		{"/static", 20, 512 << 10, 1 << 10}, // methods of half a megabyte
 	} {
