@@ -4,8 +4,9 @@
 //
 //	slidegate demo          run a guarded service with generated traffic,
 //	                        the live dashboard and Prometheus metrics
-//	slidegate check FILE    validate a rules file (YAML or JSON) and print
-//	                        every problem; exit status 1 if there is any
+//	slidegate check FILE... validate rules files (YAML or JSON) and print
+//	                        every problem as FILE:LINE: RULE: FIELD: REASON;
+//	                        exit status 1 if any file has one
 package main
 
 import (
@@ -13,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/rulefile"
@@ -24,8 +27,9 @@ const usage = `usage:
   slidegate demo          run a guarded service with generated traffic, the
                           live dashboard and Prometheus metrics (see
                           slidegate demo --help)
-  slidegate check FILE    validate a rules file (YAML or JSON) and print every
-                          problem; exit status 1 if there is any
+  slidegate check FILE... validate rules files (YAML or JSON) and print every
+                          problem as FILE:LINE: RULE: FIELD: REASON; exit
+                          status 1 if any file has one
 `
 
 // run runs the command with args and returns its exit status: 0 on success,
@@ -48,29 +52,76 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// check validates the rules file named in args.
+const checkUsage = `usage: slidegate check FILE...
+
+Check validates each rules file (YAML, or JSON if its name ends in .json)
+and prints every problem of each, as compilers do, so that editors can jump
+to them:
+
+  FILE:LINE: RULE (resource "NAME"): FIELD: REASON
+
+then a line for each file: FILE: N problems, or FILE: ok: N flow rules,
+N breakers. The exit status is 0 when every file is good, 1 when any file
+has a problem or cannot be read, and 2 when check is used wrongly. It fits a
+pre-commit hook, which passes it the files that changed. Names after --
+are files even when they start with -.
+`
+
+// check validates the rules files named in args, reporting each by name.
 func check(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprint(stderr, "usage: slidegate check FILE\n")
+	var paths []string
+	for i, a := range args {
+		if a == "--" {
+			paths = append(paths, args[i+1:]...)
+			break
+		}
+		switch {
+		case a == "-h" || a == "-help" || a == "--help":
+			fmt.Fprint(stdout, checkUsage)
+			return 0
+		case strings.HasPrefix(a, "-") && a != "-":
+			fmt.Fprintf(stderr, "slidegate check: unknown flag %s\n%s", a, checkUsage)
+			return 2
+		}
+		paths = append(paths, a)
+	}
+	if len(paths) == 0 {
+		fmt.Fprint(stderr, checkUsage)
 		return 2
 	}
-	path := args[0]
+	status := 0
+	for _, path := range paths {
+		if !checkFile(path, stdout, stderr) {
+			status = 1
+		}
+	}
+	return status
+}
+
+// checkFile validates the rules file at path, prints its problems and a
+// summary, and reports whether it is good.
+func checkFile(path string, stdout, stderr io.Writer) bool {
 	r, err := rulefile.Load(path)
 	var re *slidegate.RulesError
 	switch {
 	case errors.As(err, &re):
 		for _, p := range re.Problems {
-			fmt.Fprintf(stdout, "%s: %s\n", path, p)
+			at := path
+			if p.Line > 0 {
+				at += ":" + strconv.Itoa(p.Line)
+			}
+			p.Line = 0 // said as FILE:LINE, not as "line 4: "
+			fmt.Fprintf(stdout, "%s: %s\n", at, p)
 		}
 		fmt.Fprintf(stdout, "%s: %d problem%s\n", path, len(re.Problems), plural(len(re.Problems)))
-		return 1
+		return false
 	case err != nil:
 		fmt.Fprintf(stderr, "slidegate: %v\n", err)
-		return 1
+		return false
 	}
 	fmt.Fprintf(stdout, "%s: ok: %d flow rule%s, %d breaker%s\n", path,
 		len(r.Flow), plural(len(r.Flow)), len(r.Breakers), plural(len(r.Breakers)))
-	return 0
+	return true
 }
 
 func plural(n int) string {

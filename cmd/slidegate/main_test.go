@@ -26,14 +26,14 @@ func TestCheck(t *testing.T) {
 	good := filepath.Join(dir, "good.yaml")
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(good, []byte("flow:\n  - resource: a\n    limit: 10\nbreakers:\n  - resource: a\n    strategy: adaptive\n"), 0o644)
-	os.WriteFile(bad, []byte(`{"flow":[{"resource":"a","limit":-1},{"resource":"b","behavior":"queue"}]}`), 0o644)
+	os.WriteFile(bad, []byte(`{"flow":[{"resource":"a","limit":-1},{"resource":"b","limit":1,"behavior":"queue"}]}`), 0o644)
 
 	code, out, _ := runCmd("check", good)
 	if code != 0 || out != good+": ok: 1 flow rule, 1 breaker\n" {
 		t.Fatalf("check good: %d %q", code, out)
 	}
 	code, out, _ = runCmd("check", bad)
-	if code != 1 || !strings.Contains(out, bad+`: flow[0] (resource "a"): limit: -1 must not be negative`) ||
+	if code != 1 || !strings.Contains(out, bad+`:1: flow[0] (resource "a"): limit: -1 must not be negative`) ||
 		!strings.Contains(out, `flow[1] (resource "b"): behavior: "queue"`) || !strings.HasSuffix(out, bad+": 2 problems\n") {
 		t.Fatalf("check bad: %d\n%s", code, out)
 	}
@@ -42,13 +42,63 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestUsage(t *testing.T) {
-	for _, args := range [][]string{{}, {"frobnicate"}, {"check"}, {"check", "a", "b"}} {
+// check takes every file a pre-commit hook gives it, and reports each by
+// name, its problems as compilers do (file:line: ...), so that editors jump
+// to them.
+func TestCheckReportsEveryFileByNameAndLine(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"good.yaml":  "flow:\n  - resource: a\n    limit: 10\n",
+		"bad.yaml":   "flow:\n  - resource: a\n    limt: 10\n  - resource: b\n    limit: -1\n",
+		"bad.json":   "{\"flow\": [\n  {\"resource\": \"a\", \"limit\": \"ten\"}\n]}",
+		"empty.yaml": "",
+		"-dash.yaml": "flow: []\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	code, out, errOut := runCmd("check", "good.yaml", "bad.yaml", "bad.json", "empty.yaml", "missing.yaml", "--", "-dash.yaml")
+	want := `good.yaml: ok: 1 flow rule, 0 breakers
+bad.yaml:3: flow[0] (resource "a"): unknown field "limt" (did you mean "limit"?)
+bad.yaml:5: flow[1] (resource "b"): limit: -1 must not be negative
+bad.yaml: 2 problems
+bad.json:2: flow[0] (resource "a"): limit: "ten" is not a whole number
+bad.json: 1 problem
+empty.yaml: the file is empty; to clear the rules, write flow: []
+empty.yaml: 1 problem
+-dash.yaml: ok: 0 flow rules, 0 breakers
+`
+	if code != 1 || out != want || !strings.Contains(errOut, "missing.yaml") {
+		t.Fatalf("check: status %d, want 1\n%s\nwant\n%s\nstderr: %s", code, out, want, errOut)
+	}
+	if code, out, _ := runCmd("check", "good.yaml", "--", "-dash.yaml"); code != 0 || strings.Count(out, ": ok: ") != 2 {
+		t.Fatalf("check of good files: %d\n%s", code, out)
+	}
+}
+
+func TestCheckHelp(t *testing.T) {
+	for _, flag := range []string{"--help", "-h", "-help"} {
+		if code, out, errOut := runCmd("check", flag); code != 0 || !strings.Contains(out, "slidegate check FILE...") || errOut != "" {
+			t.Errorf("check %s: %d %q %q, want status 0 and the usage on stdout", flag, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{{"check"}, {"check", "--nope", "a.yaml"}, {"check", "--"}} {
 		if code, _, errOut := runCmd(args...); code != 2 || !strings.Contains(errOut, "usage") {
 			t.Errorf("%q: %d %q, want status 2 and the usage", args, code, errOut)
 		}
 	}
-	if code, out, _ := runCmd("help"); code != 0 || !strings.Contains(out, "slidegate check FILE") {
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{{}, {"frobnicate"}} {
+		if code, _, errOut := runCmd(args...); code != 2 || !strings.Contains(errOut, "usage") {
+			t.Errorf("%q: %d %q, want status 2 and the usage", args, code, errOut)
+		}
+	}
+	if code, out, _ := runCmd("help"); code != 0 || !strings.Contains(out, "slidegate check FILE...") {
 		t.Errorf("help: %d %q", code, out)
 	}
 }
