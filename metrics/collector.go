@@ -36,6 +36,9 @@ type Collector struct {
 	breakerDropRatio     *prometheus.Desc
 	flowRuleLimit        *prometheus.Desc
 	breakerRuleThreshold *prometheus.Desc
+
+	clusterHealthy, clusterMisconfigured *prometheus.Desc
+	clusterFailures, clusterFallbacks    *prometheus.Desc
 }
 
 // An Option customises a Collector.
@@ -97,6 +100,14 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 		breakerRuleThreshold: desc("breaker_rule_threshold",
 			"Threshold at which the breaker of a breaker rule in force opens: the share of failed (error_ratio) or slow (slow_ratio) requests, 0 to 1, or the number of failures (error_count), in the breaker's window. Adaptive breakers have none.",
 			"resource", "rule", "strategy"),
+		clusterHealthy: desc("cluster_healthy",
+			"1 while the guard's cluster (slidegate.WithCluster) decides the cluster-wide rules, 0 while they fall back to local decisions."),
+		clusterMisconfigured: desc("cluster_misconfigured",
+			"1 while the cluster answers with an error that retrying will not fix (a wrong password, a missing permission or command: see the logs), 0 otherwise."),
+		clusterFailures: desc("cluster_failures_total",
+			"Calls to the guard's cluster that failed or timed out."),
+		clusterFallbacks: desc("cluster_fallbacks_total",
+			"Decisions of cluster-wide rules made by their local fallback while the cluster did not answer."),
 	}
 }
 
@@ -109,11 +120,16 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.breakerDropRatio
 	ch <- c.flowRuleLimit
 	ch <- c.breakerRuleThreshold
+	ch <- c.clusterHealthy
+	ch <- c.clusterMisconfigured
+	ch <- c.clusterFailures
+	ch <- c.clusterFallbacks
 }
 
 // Collect reads the guard and sends its metrics: the statistics of every
 // resource Guard.Resources returns and of the inbound traffic, the state of
-// every breaker, and the rules in force. The breakers and the rules are read
+// every breaker, the rules in force, and the health of the guard's cluster
+// if it has one that reports it (Guard.ClusterHealth). The breakers and the rules are read
 // separately, so a scrape that races a SetRules may show the breakers of
 // one set of rules beside the limits of the next.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
@@ -123,6 +139,20 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.inbound.collect(ch, c.guard.Inbound())
 	c.collectBreakers(ch, c.guard.Breakers())
 	c.collectRules(ch, c.guard.Rules())
+	if h, ok := c.guard.ClusterHealth(); ok {
+		constMetric(ch, c.clusterHealthy, prometheus.GaugeValue, flag(h.Healthy))
+		constMetric(ch, c.clusterMisconfigured, prometheus.GaugeValue, flag(h.Err != nil))
+		constMetric(ch, c.clusterFailures, prometheus.CounterValue, float64(h.Failures))
+		constMetric(ch, c.clusterFallbacks, prometheus.CounterValue, float64(h.Fallbacks))
+	}
+}
+
+// flag is 1 for true and 0 for false.
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // constMetric sends a metric with one value. Should the client library refuse

@@ -39,6 +39,15 @@ var allFamilies = []string{
 	"response_time_seconds",
 }
 
+// clusterFamilies are the families of a guard whose cluster reports its
+// health.
+var clusterFamilies = []string{
+	"cluster_failures_total",
+	"cluster_fallbacks_total",
+	"cluster_healthy",
+	"cluster_misconfigured",
+}
+
 // reasonLabels are the values of the label reason, sorted.
 var reasonLabels = []string{"breaker_open", "concurrency_limited", "rate_limited", "ref_limited", "wait_too_long"}
 

@@ -118,7 +118,7 @@ func TestDescribeSendsTheFixedSet(t *testing.T) {
 	if got := describe(metrics.NewCollector(busy)); !slices.Equal(got, empty) {
 		t.Errorf("a guard's rules and traffic change the descriptors:\n%q\n%q", got, empty)
 	}
-	if len(empty) != len(allFamilies) || len(slices.Compact(slices.Clone(empty))) != len(empty) {
-		t.Errorf("%d descriptors, want %d distinct", len(empty), len(allFamilies))
+	if n := len(allFamilies) + len(clusterFamilies); len(empty) != n || len(slices.Compact(slices.Clone(empty))) != len(empty) {
+		t.Errorf("%d descriptors, want %d distinct", len(empty), n)
 	}
 }

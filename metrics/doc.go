@@ -34,6 +34,15 @@
 //	slidegate_breaker_drop_ratio                 gauge    resource, rule, strategy
 //	slidegate_flow_rule_limit                    gauge    resource, rule, type, behavior
 //	slidegate_breaker_rule_threshold             gauge    resource, rule, strategy
+//	slidegate_cluster_healthy                    gauge    -
+//	slidegate_cluster_misconfigured              gauge    -
+//	slidegate_cluster_failures_total             counter  -
+//	slidegate_cluster_fallbacks_total            counter  -
+//
+// The cluster families are there only for a guard with a cluster that
+// reports its health (slidegate.WithCluster, Guard.ClusterHealth; a
+// redisflow.Cluster does). Alert on slidegate_cluster_misconfigured: a
+// wrong password or a missing permission does not mend by itself.
 //
 // WithConstLabels adds labels to every family.
 //
