@@ -26,6 +26,7 @@ type Server struct {
 
 	tb   testing.TB
 	bin  string
+	args []string // given to redis-server after the defaults
 	port int
 	dir  string
 	cmd  *exec.Cmd
@@ -37,10 +38,11 @@ var ErrNotInstalled = errors.New("redis-server is not installed (apt-get install
 
 // Start starts a redis-server on a free loopback port and stops it when the
 // test ends. It skips the test when redis-server is not installed, and fails
-// it when the server does not start.
-func Start(tb testing.TB) *Server {
+// it when the server does not start. args are given to redis-server after
+// the defaults, which they override ("--rename-command", "EVALSHA", "").
+func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
-	s, err := Launch(tb.TempDir())
+	s, err := Launch(tb.TempDir(), args...)
 	if errors.Is(err, ErrNotInstalled) {
 		tb.Skip(err.Error() + "; skipping the test that needs a real Redis")
 	}
@@ -55,13 +57,13 @@ func Start(tb testing.TB) *Server {
 // Launch starts a redis-server on a free loopback port, keeping its files in
 // dir, for a caller that is not one test (a benchmark program sharing one
 // server across its rows); Stop stops it. Restart is for servers that Start
-// started.
-func Launch(dir string) (*Server, error) {
+// started. args are given to redis-server as Start gives them.
+func Launch(dir string, args ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, ErrNotInstalled
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, args: args}
 	var last error
 	// A port found free can be taken before the server binds it: try a
 	// few.
@@ -88,10 +90,11 @@ func freePort() (int, error) {
 
 // start runs the server on s.port and waits until it answers PING.
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin,
+	args := append([]string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--daemonize", "no", "--loglevel", "warning")
+		"--daemonize", "no", "--loglevel", "warning"}, s.args...)
+	cmd := exec.Command(s.bin, args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -117,7 +120,8 @@ func (s *Server) start() error {
 	return fmt.Errorf("redis-server did not answer PING within 10s: %s", strings.TrimSpace(out.String()))
 }
 
-// ping sends PING on a new connection and expects PONG.
+// ping sends PING on a new connection and expects PONG, or the NOAUTH of a
+// server that wants a password: either way it is up.
 func ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -132,7 +136,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(line) != "+PONG" {
+	if l := strings.TrimSpace(line); l != "+PONG" && !strings.HasPrefix(l, "-NOAUTH") {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
