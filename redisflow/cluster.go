@@ -26,11 +26,17 @@ var (
 	//go:embed heartbeat.lua
 	heartbeatSource string
 
-	limitScript     = redis.NewScript(limitSource)
-	heartbeatScript = redis.NewScript(heartbeatSource)
-	leaveScript     = redis.NewScript(`return redis.call('ZREM', KEYS[1], ARGV[1])`)
-	pingScript      = redis.NewScript(`return 1`)
+	limitScript     = &script{redis.NewScript(limitSource), "the limit script"}
+	heartbeatScript = &script{redis.NewScript(heartbeatSource), "the heartbeat script"}
+	leaveScript     = &script{redis.NewScript(`return redis.call('ZREM', KEYS[1], ARGV[1])`), "the leave script"}
+	pingScript      = &script{redis.NewScript(`return 1`), "the ping script"}
 )
+
+// A script is a Lua script the cluster runs, named for errors and logs.
+type script struct {
+	*redis.Script
+	name string
+}
 
 // ErrInvalidConfig is wrapped by every error New and NewLimiter return for a
 // bad argument; the message names the argument and its value.
@@ -69,7 +75,9 @@ func (f Fallback) String() string {
 // fails, or does not answer within the timeout (WithTimeout), marks Redis
 // down: from then on every limiter decides by its fallback (WithFallback),
 // without a round trip, while a background probe tries Redis with backoff
-// (WithProbeBackoff) and marks it up again as soon as it answers. Unless the
+// (WithProbeBackoff) and marks it up again as soon as it answers. An error
+// that retrying will not fix (ErrMisconfigured) marks Redis down too, and is
+// reported besides: in Stats and Health, and in the log. Unless the
 // number of instances is configured (WithInstances), every instance also
 // sends a heartbeat (WithHeartbeat), through which each learns how many
 // instances share the limits.
@@ -83,6 +91,7 @@ type Cluster struct {
 	timeout    time.Duration
 	clock      clock.Clock
 	log        *slog.Logger
+	ownLog     bool // log came from WithLogger
 	fallback   Fallback
 	configured int64 // WithInstances; 0: discover
 	heartbeat  time.Duration
@@ -96,11 +105,17 @@ type Cluster struct {
 	stop      context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
+	starting  bool // while New checks Redis; read after it by other goroutines only
 
 	roundTrips atomic.Uint64
 	failures   atomic.Uint64
 	fallbacks  atomic.Uint64
 	loads      atomic.Uint64
+	permanent  atomic.Uint64 // calls that met an error retrying will not fix
+
+	fault    atomic.Pointer[fault] // the one in force, if any
+	faultMu  sync.Mutex            // orders setting and clearing faults, and their lines
+	faultLog map[string]int64      // a kind of fault: when its Error line was logged
 }
 
 // An Option configures a Cluster.
@@ -140,8 +155,17 @@ func WithProbeBackoff(min, max time.Duration) Option {
 func WithClock(cl clock.Clock) Option { return func(c *Cluster) { c.clock = cl } }
 
 // WithLogger makes the cluster log through l: Redis going down and coming
-// back. By default it logs nothing. It never logs per request.
-func WithLogger(l *slog.Logger) Option { return func(c *Cluster) { c.log = l } }
+// back (Warn, Info), the instances discovered (Info), and the errors that
+// retrying will not fix (Error) and their end (Info). Without it, the cluster
+// logs only the errors that retrying will not fix and their end, through
+// slog.Default, as it is when they happen: an operator must fix those, and a
+// wrong password must not pass for an outage. Such an error is logged when
+// one of its kind (the password, a permission, a command, a key's type)
+// appears, and not again within a minute (on the cluster's clock) if errors
+// of that kind come and go; its end is logged if it was. The cluster never
+// logs per request.
+// WithLogger(slog.New(slog.DiscardHandler)) silences it.
+func WithLogger(l *slog.Logger) Option { return func(c *Cluster) { c.log, c.ownLog = l, l != nil } }
 
 // WithInstanceID names this instance in the heartbeat key (default: host
 // name, process id and a random suffix).
@@ -149,8 +173,16 @@ func WithInstanceID(id string) Option { return func(c *Cluster) { c.id = id } }
 
 // New returns a Cluster deciding through client: a *redis.Client, a
 // *redis.ClusterClient, a *redis.Ring, or anything else that runs scripts.
-// It does not wait for Redis: until Redis answers, limiters use their
-// fallback.
+//
+// New checks that Redis runs what the cluster will run, giving each call the
+// timeout, as a decision would: a script that touches no key, the limit
+// script on a key of its own under the prefix (PREFIX:{check}:1µs:1), which
+// it counts nothing in and which expires within a millisecond, and unless
+// the instances are configured, the first heartbeat. If Redis answers with
+// an error that retrying will not fix, New returns it, wrapping
+// ErrMisconfigured. If Redis cannot be reached or does not answer within the
+// timeout, New returns the cluster, which falls back from the start and finds
+// Redis with its probe: New waits for a Redis that hangs once the timeout.
 //
 // The client must honour the deadline of each call's context, or a Redis that
 // hangs would hold requests for the client's own ReadTimeout (seconds by default)
@@ -187,10 +219,58 @@ func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
 		c.id = defaultID()
 	}
 	c.instances.Store(max(c.configured, 1))
+	if err := c.start(); err != nil {
+		return nil, err
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	go c.keep(ctx)
 	return c, nil
+}
+
+// start runs the checks New describes, each within the timeout, as a
+// decision would: the ping first, whose few arguments a Redis that wants a
+// password answers with NOAUTH (a longer call, it refuses as a protocol
+// error); the limit script; the heartbeat last, so that an instance that
+// fails a check never counts in the heartbeat key. An error that retrying
+// will not fix is returned; any other marks Redis down, for the probe to find
+// it again.
+func (c *Cluster) start() error {
+	c.starting = true // New reports what it meets; note would log it too
+	defer func() { c.starting = false }()
+	check := key(c.prefix, "check", time.Microsecond, 1)
+	steps := []struct {
+		s   *script
+		key string
+		run func(ctx context.Context) error
+	}{
+		{pingScript, c.instancesKey(), func(ctx context.Context) error {
+			return c.run(ctx, pingScript, []string{c.instancesKey()}).Err()
+		}},
+		// Limit 0, nothing needed nor wanted: the script counts nothing,
+		// and writes as a decision does. The key lives 1 ms.
+		{limitScript, check, func(ctx context.Context) error {
+			return c.run(ctx, limitScript, []string{check}, 0, 1, 1, 0, 0, -1, 0).Err()
+		}},
+		{heartbeatScript, c.instancesKey(), c.beat}, // beat sets its own timeout
+	}
+	if c.configured > 0 {
+		steps = steps[:2] // the heartbeat would be the ping again
+	}
+	for _, step := range steps {
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		err := step.run(ctx)
+		cancel()
+		if err == nil {
+			continue
+		}
+		if kind := permanent(err); kind != "" {
+			return misconfigured(kind, step.s, step.key, err)
+		}
+		c.failed(err)
+		break
+	}
+	return nil
 }
 
 func (c *Cluster) check() error {
@@ -293,8 +373,17 @@ type Stats struct {
 	// Fallbacks counts the decisions made by the fallback.
 	Fallbacks uint64
 	// ScriptLoads counts the times a script had to be loaded into Redis
-	// (it answered NOSCRIPT: it restarted, or its scripts were flushed).
+	// (it answered NOSCRIPT: it had not seen it yet, it restarted, or its
+	// scripts were flushed).
 	ScriptLoads uint64
+	// PermanentFailures counts the calls to Redis answered with an error
+	// that retrying will not fix (see ErrMisconfigured).
+	PermanentFailures uint64
+	// Err is the last error that retrying will not fix, wrapping
+	// ErrMisconfigured and Redis's own error, while it lasts: until the
+	// call that met it (the same script on the same key) succeeds. nil
+	// otherwise.
+	Err error
 }
 
 // Stats returns what the cluster has done so far.
@@ -306,7 +395,21 @@ func (c *Cluster) Stats() Stats {
 		Failures:    c.failures.Load(),
 		Fallbacks:   c.fallbacks.Load(),
 		ScriptLoads: c.loads.Load(),
+
+		PermanentFailures: c.permanent.Load(),
+		Err:               c.Err(),
 	}
+}
+
+// Err returns the last error that retrying will not fix, wrapping
+// ErrMisconfigured and Redis's own error, while it lasts: until the call
+// that met it (the same script on the same key) succeeds. It returns nil
+// when there is none.
+func (c *Cluster) Err() error {
+	if f := c.fault.Load(); f != nil {
+		return f.err
+	}
+	return nil
 }
 
 // failed records a round trip that failed with err, and marks Redis down.
@@ -331,8 +434,15 @@ func (c *Cluster) keep(ctx context.Context) {
 	backoff := c.probeMin
 	var upSince time.Time // when Redis last came back
 	settled := func() bool { return time.Since(upSince) >= c.probeMax }
-	t := time.NewTimer(0) // the first heartbeat at once
+	// New ran the first heartbeat, or found Redis down.
+	t := time.NewTimer(c.heartbeat)
 	defer t.Stop()
+	switch {
+	case c.down.Load():
+		t.Reset(backoff)
+	case c.configured > 0:
+		t.Stop()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -356,6 +466,7 @@ func (c *Cluster) keep(ctx context.Context) {
 			upSince = time.Now()
 			c.log.Info("redisflow: Redis is back; limiters decide through it again", "instances", c.instances.Load())
 		case err != nil && down:
+			c.failures.Add(1)
 			backoff = min(2*backoff, c.probeMax)
 		case err != nil:
 			c.failed(err)
@@ -384,9 +495,9 @@ func (c *Cluster) beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if c.configured > 0 {
-		return c.run(ctx, pingScript, []string{c.instancesKey()}).Err()
+		return c.run(ctx, c.beatScript(), []string{c.instancesKey()}).Err()
 	}
-	n, err := c.run(ctx, heartbeatScript, []string{c.instancesKey()}, c.id, (3 * c.heartbeat).Microseconds()).Int64()
+	n, err := c.run(ctx, c.beatScript(), []string{c.instancesKey()}, c.id, (3 * c.heartbeat).Microseconds()).Int64()
 	if err != nil {
 		return err
 	}
@@ -397,10 +508,29 @@ func (c *Cluster) beat(ctx context.Context) error {
 	return nil
 }
 
+// beatScript is the script beat runs: the heartbeat, or with the number of
+// instances configured, the ping.
+func (c *Cluster) beatScript() *script {
+	if c.configured > 0 {
+		return pingScript
+	}
+	return heartbeatScript
+}
+
 // run runs script s by its SHA1 digest: one round trip, the script's text
 // staying out of it. If Redis answers NOSCRIPT (it restarted, or its scripts
-// were flushed), run loads the script and runs it again.
-func (c *Cluster) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+// were flushed), run loads the script and runs it again. It notes an error
+// that retrying will not fix, and the success that ends it.
+func (c *Cluster) run(ctx context.Context, s *script, keys []string, args ...any) *redis.Cmd {
+	r := c.runOnce(ctx, s, keys, args...)
+	if !c.starting {
+		c.note(s, keys[0], r.Err())
+	}
+	return r
+}
+
+// runOnce is run without the noting.
+func (c *Cluster) runOnce(ctx context.Context, s *script, keys []string, args ...any) *redis.Cmd {
 	r := s.EvalSha(ctx, c.client, keys, args...)
 	if err := r.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return r

@@ -29,4 +29,14 @@
 // configured (WithInstances) or discovered through a heartbeat key. A
 // background probe finds Redis again, with backoff, and the limiters go back
 // to it.
+//
+// An error that retrying will not fix is not an outage: a wrong or missing
+// password, a command or key the ACL denies, a command Redis does not have.
+// New checks, within the timeout, that Redis runs what the cluster will run,
+// and returns such an error (ErrMisconfigured). One that appears later (the
+// password or the ACL changed while the service runs) makes decisions fall
+// back as an outage does, and is reported: by Stats().Err, by Health().Err
+// (and so by a guard's ClusterHealth and its metrics), and in the log, at
+// Error level through slog.Default unless WithLogger gives the cluster its
+// own logger, once when it appears and once when it clears.
 package redisflow

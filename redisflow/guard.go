@@ -26,3 +26,11 @@ func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error
 	}
 	return l, nil
 }
+
+// Health returns what Stats says of Redis's health (Healthy, Failures,
+// Fallbacks and Err), for a guard (slidegate.Guard.ClusterHealth) and its
+// metrics.
+func (c *Cluster) Health() slidegate.ClusterHealth {
+	s := c.Stats()
+	return slidegate.ClusterHealth{Healthy: s.Healthy, Failures: s.Failures, Fallbacks: s.Fallbacks, Err: s.Err}
+}

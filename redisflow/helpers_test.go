@@ -13,6 +13,11 @@ import (
 	"github.com/slidegate/slidegate/internal/redistest"
 )
 
+// testTimeout is the cluster timeout of the tests that are not about
+// timeouts: long enough that no round trip outlasts it on a loaded machine,
+// so that Redis is never taken for down unless a test takes it down.
+const testTimeout = 5 * time.Second
+
 // client returns a go-redis client of addr, closed when the test ends.
 func client(t testing.TB, addr string) *redis.Client {
 	t.Helper()
@@ -22,10 +27,10 @@ func client(t testing.TB, addr string) *redis.Client {
 }
 
 // cluster returns a Cluster over its own client of srv, closed when the test
-// ends.
+// ends. Its timeout is testTimeout unless opts set one.
 func cluster(t testing.TB, srv *redistest.Server, opts ...Option) *Cluster {
 	t.Helper()
-	c, err := New(client(t, srv.Addr), opts...)
+	c, err := New(client(t, srv.Addr), append([]Option{WithTimeout(testTimeout)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
