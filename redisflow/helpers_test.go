@@ -1,7 +1,9 @@
 package redisflow
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -48,26 +50,73 @@ func limiter(t testing.TB, c *Cluster, name string, limit int64, interval time.D
 	return l
 }
 
-// A grant is permits counted at a time, in microseconds.
+// A grant is permits counted at a time, in microseconds; n = 0 is a
+// refusal.
 type grant struct{ at, n int64 }
 
-// grants collects grants from many goroutines.
+// grants collects grants and refusals from many goroutines.
 type grants struct {
-	mu   sync.Mutex
-	list []grant
+	mu                sync.Mutex
+	list              []grant
+	granted, refusals int
+	first, last       int64 // the earliest and latest grant's time
 }
 
 func (g *grants) add(at, n int64) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.list = append(g.list, grant{at, n})
-	g.mu.Unlock()
+	if n == 0 {
+		g.refusals++
+		return
+	}
+	if g.granted == 0 || at < g.first {
+		g.first = at
+	}
+	g.last = max(g.last, at)
+	g.granted++
+}
+
+// overloaded reports whether the grants span at least span µs and some
+// request was refused.
+func (g *grants) overloaded(span int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refusals > 0 && g.last-g.first >= span
+}
+
+// refusedOnlyWhenFull returns an error if a refusal of n permits came while
+// the window held less than limit-n+1: the window of k+1 buckets of width
+// µs that the refusal's time falls in the newest of. Every grant and refusal
+// must be in list, at the Redis server's time (which orders them, the
+// scripts running one at a time), with n the same for every request. It is
+// the promise that the limit admits no fewer than it may.
+func refusedOnlyWhenFull(list []grant, width, k, limit, n int64) error {
+	list = slices.Clone(list)
+	slices.SortFunc(list, func(a, b grant) int { return cmp.Compare(a.at, b.at) })
+	sums := make([]int64, len(list)+1) // sums[i]: the permits granted in list[:i]
+	for i, g := range list {
+		sums[i+1] = sums[i] + g.n
+	}
+	for _, r := range list {
+		if r.n != 0 {
+			continue
+		}
+		from := (r.at/width - k) * width
+		lo, _ := slices.BinarySearchFunc(list, from, func(g grant, at int64) int { return cmp.Compare(g.at, at) })
+		hi, _ := slices.BinarySearchFunc(list, r.at+1, func(g grant, at int64) int { return cmp.Compare(g.at, at) })
+		if held := sums[hi] - sums[lo]; held < limit-n+1 {
+			return fmt.Errorf("a request for %d was refused at %dµs while its window, from %dµs, held %d of %d", n, r.at, from, held, limit)
+		}
+	}
+	return nil
 }
 
 // busiest returns the most permits granted in any interval of the given
 // length (in µs), wherever it starts, and where it ends.
 func busiest(list []grant, interval int64) (most, end int64) {
 	list = slices.Clone(list)
-	slices.SortFunc(list, func(a, b grant) int { return int(a.at - b.at) })
+	slices.SortFunc(list, func(a, b grant) int { return cmp.Compare(a.at, b.at) })
 	var sum int64
 	lo := 0
 	for hi, g := range list {

@@ -68,7 +68,8 @@ type Limiter struct {
 	mu     sync.Mutex // guards flight, and orders cached refusals with SetLimit
 	flight *flight    // with leasing: the round trip under way, if any
 
-	trace func(now, granted int64) // tests: each grant, at the server's time in µs
+	trace  func(now, granted int64) // tests: each answer from Redis (0 granted: refused), at the server's time in µs
+	queued func()                   // tests: a request starts waiting for another's round trip
 }
 
 // A lease is the permits taken from Redis in one round trip beyond the
@@ -268,6 +269,9 @@ func (l *Limiter) ask(parent context.Context, now, n, limit int64) flow.Decision
 			return d
 		}
 		l.mu.Unlock()
+		if l.queued != nil {
+			l.queued()
+		}
 		select {
 		case <-f.done:
 		case <-ctx.Done():
@@ -330,6 +334,9 @@ func (l *Limiter) roundTrip(parent, ctx context.Context, full bool, now, n, extr
 		}
 		return l.fallback(now, n)
 	}
+	if l.trace != nil {
+		l.trace(r[4], r[1])
+	}
 	if r[0] == 0 {
 		d := time.Duration(r[2]) * time.Microsecond
 		if n == 1 { // nothing fits until then: cache it, unless the limit changed meanwhile
@@ -340,9 +347,6 @@ func (l *Limiter) roundTrip(parent, ctx context.Context, full bool, now, n, extr
 			l.mu.Unlock()
 		}
 		return flow.Decision{Reason: flow.RateLimited, RetryAfter: d}
-	}
-	if l.trace != nil {
-		l.trace(r[4], r[1])
 	}
 	if granted := r[1]; granted > n {
 		ls := &lease{expires: now + l.ttl, bucket: r[3]}

@@ -141,54 +141,63 @@ func TestBurstAcrossInstancesAdmitsExactlyTheLimit(t *testing.T) {
 	}
 }
 
-// hammer runs workers goroutines on each limiter for d, recording every
-// grant at the Redis server's time.
-func hammer(ls []*Limiter, workers int, d time.Duration, n int64) *grants {
+// hammer runs workers goroutines on each limiter, each asking for n
+// permits again and again, recording every answer from Redis at the Redis
+// server's time, until the grants span the given number of intervals and
+// some request was refused. It fails the test if that takes more than a
+// minute, or if a limiter failed to reach Redis or fell back: then grants
+// would be missing.
+func hammer(t *testing.T, ls []*Limiter, workers int, n int64, intervals int) *grants {
+	t.Helper()
 	g := &grants{}
 	for _, l := range ls {
 		l.trace = g.add
 	}
-	stop := time.Now().Add(d)
+	span := int64(intervals) * ls[0].interval.Microseconds()
+	deadline := time.Now().Add(time.Minute)
 	var wg sync.WaitGroup
 	for _, l := range ls {
 		for range workers {
 			wg.Go(func() {
-				for time.Now().Before(stop) {
+				for !g.overloaded(span) && time.Now().Before(deadline) {
 					l.AllowN(bg, n)
 				}
 			})
 		}
 	}
 	wg.Wait()
+	if !g.overloaded(span) {
+		t.Fatalf("in a minute, grants spanned %dµs of %dµs wanted, with %d refusals", g.last-g.first, span, g.refusals)
+	}
+	for _, l := range ls {
+		if s := l.c.Stats(); !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
+			t.Fatalf("stats %+v: want every decision taken by Redis", s)
+		}
+	}
 	return g
 }
 
 // No interval of the limit's length, wherever it starts, holds more than the
-// limit, across several limiters in one process; and under overload the
-// cluster admits close to the limit.
+// limit, across several limiters in one process; and no request is refused
+// while the window it falls in holds less than the limit, so that under
+// steady overload the cluster admits k/(k+1) of the limit per interval.
 func TestNoIntervalHoldsMoreThanTheLimit(t *testing.T) {
 	srv := redistest.Start(t)
-	const limit, interval, run = 30, 200 * time.Millisecond, 1500 * time.Millisecond
+	const limit, interval, k = 30, 200 * time.Millisecond, 10
 	var ls []*Limiter
 	for range 4 {
 		c := cluster(t, srv, WithInstances(4))
-		ls = append(ls, limiter(t, c, "window", limit, interval, WithBuckets(10)))
+		ls = append(ls, limiter(t, c, "window", limit, interval, WithBuckets(k)))
 	}
-	g := hammer(ls, 2, run, 1)
+	g := hammer(t, ls, 2, 1, 6)
 	most, end := busiest(g.list, interval.Microseconds())
 	if most > limit {
 		t.Fatalf("%d admitted in the interval ending at %dµs; the limit is %d", most, end, limit)
 	}
-	var total int64
-	for _, x := range g.list {
-		total += x.n
+	if err := refusedOnlyWhenFull(g.list, (interval / k).Microseconds(), k, limit, 1); err != nil {
+		t.Error(err)
 	}
-	// Steady overload admits k/(k+1) of the limit per interval; allow for
-	// the first and last intervals of the run.
-	if floor := int64(limit) * int64(run/interval-2) * 10 / 11; total < floor {
-		t.Errorf("admitted %d in %v; want at least %d under overload", total, run, floor)
-	}
-	t.Logf("admitted %d in %v, at most %d in one interval", total, run, most)
+	t.Logf("%d grants over %v, at most %d in one interval; %d refusals", g.granted, time.Duration(g.last-g.first)*time.Microsecond, most, g.refusals)
 	checkHash(t, client(t, srv.Addr), ls[0])
 }
 
@@ -223,18 +232,21 @@ func checkHash(t *testing.T, rdb *redis.Client, l *Limiter) {
 // Batches are all or nothing, and the bound holds for them too.
 func TestBatchesKeepTheBound(t *testing.T) {
 	srv := redistest.Start(t)
-	const limit, interval = 50, 100 * time.Millisecond
+	const limit, interval, k = 50, 100 * time.Millisecond, 5
 	var ls []*Limiter
 	for range 3 {
-		ls = append(ls, limiter(t, cluster(t, srv, WithInstances(3)), "batch", limit, interval, WithBuckets(5)))
+		ls = append(ls, limiter(t, cluster(t, srv, WithInstances(3)), "batch", limit, interval, WithBuckets(k)))
 	}
-	g := hammer(ls, 2, 600*time.Millisecond, 7)
+	g := hammer(t, ls, 2, 7, 5)
 	if most, end := busiest(g.list, interval.Microseconds()); most > limit {
 		t.Fatalf("%d admitted in the interval ending at %dµs; the limit is %d", most, end, limit)
 	}
+	if err := refusedOnlyWhenFull(g.list, (interval / k).Microseconds(), k, limit, 7); err != nil {
+		t.Error(err)
+	}
 	checkHash(t, client(t, srv.Addr), ls[0])
 	for _, x := range g.list {
-		if x.n != 7 {
+		if x.n != 7 && x.n != 0 {
 			t.Fatalf("a grant of %d; want whole batches of 7", x.n)
 		}
 	}
@@ -464,50 +476,94 @@ func TestHeartbeatCountsInstances(t *testing.T) {
 	}
 }
 
-// slow delays every script call by a fixed time before Redis sees it, as a
-// distant Redis would.
-type slow struct {
+// gated holds each script call, once held is set, until the test releases
+// it or the call's deadline passes, as a Redis that answers when the test
+// says would; arrived tells the test of each call held.
+type gated struct {
 	*redis.Client
-	delay time.Duration
+	held     atomic.Bool
+	arrived  chan struct{}
+	releases chan struct{}
 }
 
-func (s slow) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	select {
-	case <-time.After(s.delay):
-		return s.Client.EvalSha(ctx, sha, keys, args...)
-	case <-ctx.Done():
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ctx.Err())
-		return cmd
+func (g *gated) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if g.held.Load() {
+		g.arrived <- struct{}{}
+		select {
+		case <-g.releases:
+		case <-ctx.Done():
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(ctx.Err())
+			return cmd
+		}
 	}
+	return g.Client.EvalSha(ctx, sha, keys, args...)
 }
 
 // Requests that find a lease's round trip under way wait for its permits.
-// When the wait outlasts the timeout, with Redis answering every round trip
-// in time, they are refused: they do not fall back, nor take Redis for down.
-// Under a burst from many goroutines, leasing limiters admit no more than the
-// limit within one interval, every permit spent having been counted in Redis
-// first.
+// When they cannot be served within the timeout, with Redis answering every
+// round trip that had the whole timeout, they are refused: they do not fall
+// back, nor take Redis for down. Here Redis answers the first round trip,
+// which leases one permit, and never the round trips that the requests
+// waiting for it then make with what is left of their timeouts.
 func TestQueuedLeaseRequestsNeitherFallBackNorMarkRedisDown(t *testing.T) {
+	srv := redistest.Start(t)
+	g := &gated{Client: client(t, srv.Addr), arrived: make(chan struct{}, 16), releases: make(chan struct{}, 1)}
+	// The timeout bounds how long the refused requests wait, and the test
+	// with them; the first round trip must fit in it on a loaded machine.
+	// One instance: a fallback would admit every request.
+	c, err := New(g, WithInstances(1), WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	l := limiter(t, c, "queue", 100, time.Minute, WithLease(2, time.Hour))
+	var queued atomic.Int64
+	l.queued = func() { queued.Add(1) }
+	g.held.Store(true)
+
+	const waiters = 4
+	decisions := make(chan flow.Decision, 1+waiters)
+	go func() { decisions <- l.Allow(bg) }()
+	<-g.arrived // the first round trip is under way
+	for range waiters {
+		go func() { decisions <- l.Allow(bg) }()
+	}
+	if !waitFor(testTimeout, func() bool { return queued.Load() == waiters }) {
+		t.Fatalf("%d requests wait for the round trip under way; want %d", queued.Load(), waiters)
+	}
+	g.releases <- struct{}{} // Redis answers it: 1 permit and a lease of 1
+	admitted := 0
+	for range 1 + waiters {
+		switch d := <-decisions; {
+		case d.Allowed:
+			admitted++
+		case d.Reason != flow.RateLimited:
+			t.Errorf("a waiting request: %+v; want admitted or RateLimited", d)
+		}
+	}
+	if admitted != 2 {
+		t.Errorf("admitted %d; want 2: the first request and the one that spent the lease", admitted)
+	}
+	if s := c.Stats(); !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
+		t.Errorf("stats %+v: want healthy, no failure, no fallback", s)
+	}
+}
+
+// Under a burst from many goroutines, leasing limiters on several instances
+// admit no more than the limit within one interval, every permit spent
+// having been counted in Redis first, and no fewer than the limit less the
+// leases left unspent.
+func TestLeasingLimitersAdmitTheLimitUnderABurst(t *testing.T) {
 	srv := redistest.Start(t)
 	const limit, lease, instances, workers, each = 300, 2, 3, 8, 40
 	var ls []*Limiter
 	for range instances {
-		rdb := client(t, srv.Addr)
-		if err := limitScript.Load(bg, rdb).Err(); err != nil {
-			t.Fatal(err)
-		}
-		// Each round trip takes 5ms of a 30ms timeout: a request queued
-		// behind more than five of them cannot be served in time. One
-		// instance configured: a fallback would admit the whole limit again.
-		c, err := New(slow{rdb, 5 * time.Millisecond}, WithInstances(1), WithTimeout(30*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		ls = append(ls, limiter(t, c, "queue", limit, time.Minute, WithLease(lease, time.Hour)))
+		// One instance configured: a fallback would admit the whole limit
+		// again.
+		ls = append(ls, limiter(t, cluster(t, srv, WithInstances(1)), "burst", limit, time.Minute, WithLease(lease, time.Hour)))
 	}
-	var admitted, refused atomic.Int64
+	var admitted atomic.Int64
 	var wg sync.WaitGroup
 	for i := range instances * workers {
 		wg.Go(func() {
@@ -515,15 +571,13 @@ func TestQueuedLeaseRequestsNeitherFallBackNorMarkRedisDown(t *testing.T) {
 			for range each {
 				if l.Allow(bg).Allowed {
 					admitted.Add(1)
-				} else {
-					refused.Add(1)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if got := admitted.Load(); got > limit || got < limit*9/10 {
-		t.Errorf("admitted %d of %d; want close to the limit, %d, and never above it", got, instances*workers*each, limit)
+	if got := admitted.Load(); got > limit || got < limit-instances*(lease-1) {
+		t.Errorf("admitted %d of %d; want the limit, %d, less at most %d left in leases", got, instances*workers*each, limit, instances*(lease-1))
 	}
 	for _, l := range ls {
 		if s := l.c.Stats(); !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
