@@ -187,7 +187,7 @@ func TestStreamServerPanicIsRecordedAndGoesOn(t *testing.T) {
 	in := grpcguard.StreamServerInterceptor(g)
 	got := func() (v any) {
 		defer func() { v = recover() }()
-		in(nil, fakeServerStream{context.Background()}, &grpc.StreamServerInfo{FullMethod: bidiMethod}, func(any, grpc.ServerStream) error {
+		in(&testService{}, fakeServerStream{context.Background()}, &grpc.StreamServerInfo{FullMethod: bidiMethod}, func(any, grpc.ServerStream) error {
 			panic("boom")
 		})
 		return nil
@@ -222,7 +222,7 @@ func TestServerContextDoneBeforeEnterIsItsStatus(t *testing.T) {
 		_, err := grpcguard.UnaryServerInterceptor(g)(tc.ctx, nil, &grpc.UnaryServerInfo{FullMethod: unaryMethod},
 			func(context.Context, any) (any, error) { ran = true; return nil, nil })
 		wantCode(t, err, tc.want)
-		err = grpcguard.StreamServerInterceptor(g)(nil, fakeServerStream{tc.ctx}, &grpc.StreamServerInfo{FullMethod: bidiMethod},
+		err = grpcguard.StreamServerInterceptor(g)(&testService{}, fakeServerStream{tc.ctx}, &grpc.StreamServerInfo{FullMethod: bidiMethod},
 			func(any, grpc.ServerStream) error { ran = true; return nil })
 		wantCode(t, err, tc.want)
 		if ran {
