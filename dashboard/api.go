@@ -15,12 +15,57 @@ import (
 // maxRulesBytes bounds the body of PUT api/rules.
 const maxRulesBytes = 1 << 20
 
-// serveSnapshot serves api/snapshot: snapshotJSON.
+// serveSnapshot serves api/snapshot: snapshotJSON, of the latest sample.
+// The snapshot is encoded once per sample, for every client that asks.
 func (d *Dashboard) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	d.mu.Lock()
-	snap := d.snapshot()
-	d.mu.Unlock()
-	writeJSON(w, http.StatusOK, snap)
+	f, err := d.currentSnapshot()
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	d.writeDoc(w, http.StatusOK, f.doc)
+}
+
+// serveHistory serves api/history?resource=NAME: the resource's whole
+// history (resourceHistoryJSON), which a snapshot may carry only the newest
+// points of (WithSnapshotPoints). 404 if the dashboard keeps no resource of
+// that name. It costs one resource's history, encoded for the request.
+func (d *Dashboard) serveHistory(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("resource")
+	var body resourceHistoryJSON
+	found := false
+	if len(name) <= slidegate.MaxNameLength { // no longer name is kept: look no further
+		d.sampling.Lock()
+		if s := d.series[name]; s != nil {
+			body = resourceHistoryJSON{Seq: d.seq, resourceJSON: d.withHistory(s, len(s.ring))}
+			found = true
+		}
+		d.sampling.Unlock()
+	}
+	if !found {
+		httpError(w, http.StatusNotFound, "no resource of that name")
+		return
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	d.writeDoc(w, http.StatusOK, append(data, '\n'))
+}
+
+// writeDoc writes doc, a JSON document and a newline, as the response with
+// status, within the write timeout.
+func (d *Dashboard) writeDoc(w http.ResponseWriter, status int, doc []byte) {
+	rc := http.NewResponseController(w)
+	if !d.setWriteDeadline(rc) {
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(doc)
 }
 
 // serveRules serves GET api/rules: the rules in force, as slidegate.Rules

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"regexp"
 	"strings"
@@ -259,8 +260,8 @@ func TestAssets(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || f.d.subscribers() != 0 {
-		t.Errorf("HEAD api/events: %d %s, %d subscribers", resp.StatusCode, resp.Header.Get("Content-Type"), f.d.subscribers())
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || f.d.openStreams() != 0 {
+		t.Errorf("HEAD api/events: %d %s, %d streams", resp.StatusCode, resp.Header.Get("Content-Type"), f.d.openStreams())
 	}
 	resp, err = http.Post(srv.URL+"/api/snapshot", "application/json", nil)
 	if err != nil {
@@ -269,5 +270,94 @@ func TestAssets(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST api/snapshot: %d, want 405", resp.StatusCode)
+	}
+}
+
+func TestZeroDashboardAnswers500(t *testing.T) {
+	var d Dashboard
+	for _, path := range []string{"/", "/api/snapshot", "/api/events"} {
+		w := httptest.NewRecorder()
+		d.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), "dashboard.New") {
+			t.Errorf("GET %s of a zero Dashboard: %d %s; want 500 naming New", path, w.Code, w.Body)
+		}
+	}
+	d.Sample()
+	if err := d.Close(); err != nil {
+		t.Errorf("Close of a zero Dashboard: %v", err)
+	}
+}
+
+// history fetches api/history for name.
+func (f *fixture) history(t *testing.T, name string) (int, resourceHistoryJSON) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	f.d.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/history?resource="+url.QueryEscape(name), nil))
+	var h resourceHistoryJSON
+	if w.Code == http.StatusOK {
+		if err := json.Unmarshal(w.Body.Bytes(), &h); err != nil {
+			t.Fatalf("decoding api/history: %v\n%s", err, w.Body)
+		}
+	}
+	return w.Code, h
+}
+
+func TestSnapshotCarriesAtMostWithSnapshotPointsOfHistory(t *testing.T) {
+	const resources, points, samples = 10, 25, 6
+	f := newFixture(t, nil, WithSnapshotPoints(points))
+	f.fill(t, resources, samples)
+	s := f.snapshot(t)
+	if len(s.Resources) != resources {
+		t.Fatalf("%d resources, want %d", len(s.Resources), resources)
+	}
+	total := 0
+	for _, r := range s.Resources {
+		h := r.History
+		total += len(h.T)
+		if len(h.T) != points/resources || !r.Partial || h.T[len(h.T)-1] != s.Time {
+			t.Errorf("%s: %d points up to %v, partial %v; want the newest %d, partial", r.Name, len(h.T), h.T, r.Partial, points/resources)
+		}
+		// api/history has them all, and the same newest ones.
+		code, whole := f.history(t, r.Name)
+		if code != http.StatusOK || whole.Seq != s.Seq || whole.Name != r.Name || whole.Partial || len(whole.History.T) != samples {
+			t.Fatalf("api/history of %s: %d, seq %d, %d points, partial %v; want 200, seq %d, %d points", r.Name, code, whole.Seq, len(whole.History.T), whole.Partial, s.Seq, samples)
+		}
+		if got, want := whole.History.PassRate[samples-len(h.T):], h.PassRate; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: newest pass/s %v in api/history, %v in the snapshot", r.Name, got, want)
+		}
+	}
+	if total > points {
+		t.Errorf("%d points in the snapshot, over %d", total, points)
+	}
+	if h := s.Inbound.History; len(h.T) != samples || s.Inbound.Partial {
+		t.Errorf("inbound: %d points, partial %v; want all %d", len(h.T), s.Inbound.Partial, samples)
+	}
+
+	for _, name := range []string{"nope", "", strings.Repeat("x", slidegate.MaxNameLength+1)} {
+		if code, _ := f.history(t, name); code != http.StatusNotFound {
+			t.Errorf("api/history of %.20q: %d, want 404", name, code)
+		}
+	}
+}
+
+func TestSnapshotPointsBoundTheHistoryOfEachResourceToOneAtLeast(t *testing.T) {
+	for _, tt := range []struct {
+		points, want int
+		partial      bool
+	}{
+		{0, 1, true},
+		{-5, 1, true},
+		{3, 1, true},
+		{30, 3, true},
+		{40, 4, false}, // the whole history
+		{DefaultSnapshotPoints, 4, false},
+	} {
+		f := newFixture(t, nil, WithSnapshotPoints(tt.points))
+		f.fill(t, 10, 4)
+		for _, r := range f.snapshot(t).Resources {
+			if len(r.History.T) != tt.want || r.Partial != tt.partial {
+				t.Fatalf("WithSnapshotPoints(%d): %s has %d points, partial %v; want %d, %v", tt.points, r.Name, len(r.History.T), r.Partial, tt.want, tt.partial)
+			}
+		}
 	}
 }

@@ -155,7 +155,9 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	const token = "browser-test-token"
-	d := dashboard.New(g, dashboard.WithClock(clk), dashboard.WithInterval(0), dashboard.WithRuleEditing(token))
+	// A snapshot carries 2 points of each resource's history: the page asks
+	// for the rest of those it charts (api/history).
+	d := dashboard.New(g, dashboard.WithClock(clk), dashboard.WithInterval(0), dashboard.WithRuleEditing(token), dashboard.WithSnapshotPoints(8))
 	t.Cleanup(func() { d.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
@@ -257,6 +259,9 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 	waitUntil("live data", "parseFloat("+cell("GET /orders", "pass")+") > 0")
 	if n := eval(`String(document.querySelectorAll('.chart-card[data-resource="GET /orders"] canvas').length)`); n != "2" {
 		t.Errorf("GET /orders has %s chart canvases, want 2 (rates and latency)", n)
+	}
+	for _, name := range []string{"GET /orders", "GET /search", "mysql:orders", "payments"} {
+		waitUntil("the whole history of "+name, fmt.Sprintf(`(document.querySelector('.chart-card[data-resource=%s]') || {dataset: {}}).dataset.points === "150"`, strconv.Quote(name)))
 	}
 	if n := eval(`String(document.querySelectorAll("#resources tbody tr").length)`); n != "4" {
 		t.Errorf("the table has %s rows, want 4", n)

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slidegate/slidegate"
@@ -17,22 +18,33 @@ import (
 // sampler that reads the guard at a fixed interval and keeps a bounded
 // history per resource.
 //
+// Only New makes a Dashboard: the zero value is not usable. (A zero
+// Dashboard answers every request with 500 Internal Server Error, Sample
+// does nothing and Close returns nil, rather than panicking.)
+//
 // A Dashboard is safe for concurrent use. Close it when it is no longer
 // served, to stop its sampler goroutine and end its event streams.
 type Dashboard struct {
-	g        *slidegate.Guard
-	clock    clock.Clock
-	interval time.Duration
-	history  int
-	token    *[32]byte
-	mux      *http.ServeMux
+	g              *slidegate.Guard
+	clock          clock.Clock
+	interval       time.Duration
+	history        int
+	snapshotPoints int
+	maxStreams     int
+	token          *[32]byte
+	mux            *http.ServeMux
+	writeTimeout   time.Duration // of each write to a client: writeTimeout but in tests
 
 	// The wall time at which the clock read monoBase: the page shows wall
 	// times, the rates divide monotonic ones.
 	wallBase time.Time
 	monoBase int64
 
-	mu           sync.Mutex
+	// sampling guards what the sampler keeps. The sampler holds it while it
+	// reads the guard and encodes the sample's event; a reader while it
+	// copies out values (a snapshot's, a resource's history), which it then
+	// encodes without it. It is never held while writing to a client.
+	sampling     sync.Mutex
 	seq          uint64             // samples recorded
 	observations uint64             // readings of the guard: samples and New's
 	last         int64              // clock reading of the last sample (or of New)
@@ -40,10 +52,28 @@ type Dashboard struct {
 	inbound      *series
 	breakers     []slidegate.BreakerStatus
 	rules        slidegate.Rules
-	rulesJSON    []byte                   // rules as last sent, to send them again only when they change
-	otherPrev    slidegate.Totals         // OtherResource's totals while Resources hides it
-	subs         map[*subscriber]struct{} // event streams
-	closed       bool
+	rulesJSON    []byte           // rules as last sent, to send them again only when they change
+	otherPrev    slidegate.Totals // OtherResource's totals while Resources hides it
+
+	// encoding serializes the encoding of snapshots, so that clients that
+	// ask for the same sample's snapshot at once wait for one encoding
+	// instead of making one each. Taken before sampling.
+	encoding sync.Mutex
+
+	// mu guards what the clients read: the frames encoded so far, and the
+	// streams. It is held only to read or swap pointers, never while
+	// encoding or writing. Taken after sampling.
+	mu       sync.Mutex
+	head     uint64        // the latest sample's seq, as published
+	snap     *frame        // the latest snapshot encoded; nil before one is asked for
+	events   []*frame      // the events of samples head-len(events)+1 .. head, oldest first
+	advanced chan struct{} // closed, and replaced, when head moves
+	streams  int           // event streams being served
+	closed   bool
+	closing  chan struct{} // closed by Close: ends the streams
+
+	// Encodings made, for tests to count.
+	snapshotsEncoded, eventsEncoded atomic.Uint64
 
 	stop      context.CancelFunc
 	done      chan struct{} // closed when the sampler goroutine has returned
@@ -57,30 +87,38 @@ func New(g *slidegate.Guard, opts ...Option) *Dashboard {
 	if g == nil {
 		g = slidegate.Default()
 	}
-	cfg := config{interval: DefaultInterval, history: DefaultHistory, clock: clock.System}
+	cfg := config{
+		interval: DefaultInterval, history: DefaultHistory, clock: clock.System,
+		maxStreams: DefaultMaxStreams, snapshotPoints: DefaultSnapshotPoints,
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	d := &Dashboard{
-		g:        g,
-		clock:    cfg.clock,
-		interval: max(cfg.interval, 0),
-		history:  cfg.history,
-		token:    cfg.token,
-		series:   make(map[string]*series),
-		inbound:  &series{name: "inbound"},
-		subs:     make(map[*subscriber]struct{}),
-		done:     make(chan struct{}),
+		g:              g,
+		clock:          cfg.clock,
+		interval:       max(cfg.interval, 0),
+		history:        cfg.history,
+		snapshotPoints: cfg.snapshotPoints,
+		maxStreams:     cfg.maxStreams,
+		token:          cfg.token,
+		writeTimeout:   writeTimeout,
+		series:         make(map[string]*series),
+		inbound:        &series{name: "inbound"},
+		advanced:       make(chan struct{}),
+		closing:        make(chan struct{}),
+		done:           make(chan struct{}),
 	}
 	d.wallBase, d.monoBase = time.Now(), d.clock.Now()
-	d.mu.Lock()
+	d.sampling.Lock()
 	d.observe(d.monoBase, false)
-	d.mu.Unlock()
+	d.sampling.Unlock()
 
 	d.mux = http.NewServeMux()
 	d.mux.HandleFunc("GET /{$}", d.servePage)
 	d.mux.HandleFunc("GET /assets/", serveAsset)
 	d.mux.HandleFunc("GET /api/snapshot", d.serveSnapshot)
+	d.mux.HandleFunc("GET /api/history", d.serveHistory)
 	d.mux.HandleFunc("GET /api/events", d.serveEvents)
 	d.mux.HandleFunc("GET /api/rules", d.serveRules)
 	d.mux.HandleFunc("PUT /api/rules", d.putRules)
@@ -108,15 +146,15 @@ func (d *Dashboard) run(ctx context.Context) {
 // keep working, and Sample may still be called. Close returns nil, and may be
 // called more than once.
 func (d *Dashboard) Close() error {
+	if d.stop == nil {
+		return nil // a zero Dashboard: nothing was started
+	}
 	d.closeOnce.Do(func() {
 		d.stop()
 		<-d.done
 		d.mu.Lock()
 		d.closed = true
-		for s := range d.subs {
-			close(s.quit)
-			delete(d.subs, s)
-		}
+		close(d.closing)
 		d.mu.Unlock()
 	})
 	return nil
@@ -128,6 +166,10 @@ func (d *Dashboard) Close() error {
 // slash ("/slidegate") is redirected to it ("/slidegate/"), so that the page's
 // relative URLs resolve.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d.mux == nil {
+		httpError(w, http.StatusInternalServerError, "the dashboard was not made by dashboard.New")
+		return
+	}
 	if r.URL.Path == "" {
 		// StripPrefix left nothing: the request named the mount point
 		// without its slash. Redirect relative to it, by its last element

@@ -18,18 +18,20 @@
 // A sampler goroutine reads the guard every second (WithInterval) and keeps
 // the last 300 samples of each resource (WithHistory). The rates are exact:
 // differences of the guard's totals (slidegate.Totals) between two samples,
-// divided by the time between them. Memory is bounded by the history and by
-// the guard's own bound on resources (slidegate.WithMaxResources): a
-// resource the guard no longer keeps is dropped from the dashboard too.
+// divided by the time between them. Memory is bounded by the history, by the
+// guard's own bound on resources (slidegate.WithMaxResources) and not by the
+// clients (see below): a resource the guard no longer keeps is dropped from
+// the dashboard too.
 //
 // The handler serves, relative to where it is mounted:
 //
-//	GET /              the page
-//	GET /assets/...    its scripts and styles, and the vendored uPlot
-//	GET /api/snapshot  every resource with its history, its current statistics, the breakers and the rules, as JSON
-//	GET /api/events    the same as Server-Sent Events: a "snapshot" event, then a "sample" event per sample
-//	GET /api/rules     the rules in force, as JSON
-//	PUT /api/rules     new rules, with WithRuleEditing's token (405 without the option)
+//	GET /                           the page
+//	GET /assets/...                 its scripts and styles, and the vendored uPlot
+//	GET /api/snapshot               every resource with its newest history, its current statistics, the breakers and the rules, as JSON
+//	GET /api/history?resource=NAME  one resource with its whole history, as JSON (404 if the dashboard keeps none of that name)
+//	GET /api/events                 the same as Server-Sent Events: a "snapshot" event, then a "sample" event per sample
+//	GET /api/rules                  the rules in force, as JSON
+//	PUT /api/rules                  new rules, with WithRuleEditing's token (405 without the option)
 //
 // In the JSON, times are Unix seconds, durations seconds, rates requests per
 // second, and names are written as slidegate.Rules writes them. A snapshot is
@@ -50,7 +52,14 @@
 // where stats are the guard's slidegate.ResourceStats (the last 10 seconds,
 // and the totals), history the samples, oldest first, one array per field,
 // and breaker the worst state of the resource's breakers ("closed",
-// "half-open", "open"; absent without one). A "sample" event is
+// "half-open", "open"; absent without one). A snapshot carries at most
+// WithSnapshotPoints points of history in all: when the resources have more,
+// each one's history is its newest points only, and the resource has
+// "partial": true; api/history then serves it whole, as
+//
+//	{"seq": 42, "name": "GET /orders", "breaker": "closed", "stats": {...}, "history": {...}}
+//
+// The inbound traffic's history is always whole. A "sample" event is
 //
 //	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "rules": {...}}
 //
@@ -59,6 +68,39 @@
 // "in_flight": ..., "p50": ..., "p99": ..., "breaker": ...}) instead of its
 // history; a resource missing from it is gone. The rules are there only when
 // they changed.
+//
+// # What clients can make it hold
+//
+// Whatever is sent is encoded once and shared: a sample's event when the
+// sample is taken (and only while a stream is served), a snapshot when a
+// client first asks for one after a sample. Every client writes the same
+// bytes, holds one encoded event at a time and no lock while it writes, and
+// must take each write within 5 seconds, or it is dropped and lets go of
+// what it held. A new stream starts from the latest snapshot and the events
+// since, which the dashboard keeps for the last 8 samples; so does a stream
+// that falls behind, or from a new snapshot if it fell further. So, with R
+// resources (at most the guard's bound, slidegate.WithMaxResources, and
+// OtherResource), H points of history each (WithHistory) and P points in a
+// snapshot (WithSnapshotPoints), the dashboard holds at most
+//
+//	R·H·64 bytes               the history
+//	+ (1+k)·S + (8+k)·E        the latest snapshot and the last 8 events, and k older
+//	                           ones that clients are still writing
+//
+// where k is the number of samples taken within a write timeout (6 at the
+// default interval) and at most the number of clients writing; S is a
+// snapshot's size, about R·0.4 KiB of names and statistics and min(P, R·H)
+// points of 30 to 140 bytes each; and E is an event's size, about R·0.4 KiB.
+// A resource whose name is long, and escaped in JSON, adds up to 1.5 KiB to
+// both. With the guard's default 4,096 resources and the default options,
+// that is 75 MiB of history, S ≈ 3 MiB and E ≈ 1.6 MiB: about 120 MiB in
+// all, whatever the number of clients. Beyond it, a stream costs only its
+// connection, goroutine and timer, a few KiB; the dashboard serves at most
+// WithMaxStreams streams at once and refuses more with 503. An api/history
+// response costs one resource's history, H points, while it is written.
+// Time is bounded likewise: at most one snapshot and one event are encoded
+// per sample (some 30 ms and 50 ms with 4,096 resources), whatever the
+// clients ask.
 //
 // The dashboard reads the guard only through its exported API (Resources,
 // Breakers, Inbound, Stats, Rules, SetRules); it sits above the root package and

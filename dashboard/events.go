@@ -1,105 +1,66 @@
 package dashboard
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 )
 
-// A subscriber is one event stream being served. The sampler never waits for
-// it: it hands each event over through a small buffer, and if the buffer is
-// full it drops the event and marks the stream as behind, which then sends a
-// whole snapshot instead of the events it missed.
-type subscriber struct {
-	ch     chan message
-	behind atomic.Bool   // an event was dropped
-	quit   chan struct{} // closed by Close
-}
-
-// A message is one encoded "sample" event.
-type message struct {
-	seq  uint64
-	data []byte
-}
-
 const (
-	// subscriberBuffer is how many events a stream may fall behind before
-	// it is sent a snapshot instead.
-	subscriberBuffer = 8
 	// heartbeat is how often a quiet stream sends a comment, so that a
 	// client gone without closing its connection is noticed, and proxies
 	// keep the connection open.
 	heartbeat = 15 * time.Second
-	// writeTimeout bounds each write to a stream: a client that reads
-	// nothing for this long is dropped.
-	writeTimeout = 30 * time.Second
+	// writeTimeout bounds each write to a client, of one event or one
+	// response: a client that takes longer to read it is dropped, and lets
+	// go of the frame it held.
+	writeTimeout = 5 * time.Second
+	// retryAfter is the Retry-After of a stream refused for WithMaxStreams.
+	retryAfter = "10"
 )
 
-// publish sends the latest sample to every stream. d.mu is held.
-func (d *Dashboard) publish(withRules bool) {
-	data, err := json.Marshal(d.event(withRules))
-	if err != nil {
-		return // nothing the dashboard makes fails to encode
-	}
-	m := message{seq: d.seq, data: data}
-	for s := range d.subs {
-		select {
-		case s.ch <- m:
-		default:
-			s.behind.Store(true)
-		}
-	}
-}
-
-// subscribe registers a new stream, and returns it with a snapshot taken at
-// the same moment, so that the stream's events follow the snapshot without a
-// gap. It returns nil if the dashboard is closed.
-func (d *Dashboard) subscribe() (*subscriber, snapshotJSON) {
+// openStreams returns how many event streams are being served.
+func (d *Dashboard) openStreams() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return nil, snapshotJSON{}
-	}
-	s := &subscriber{ch: make(chan message, subscriberBuffer), quit: make(chan struct{})}
-	d.subs[s] = struct{}{}
-	return s, d.snapshot()
-}
-
-func (d *Dashboard) unsubscribe(s *subscriber) {
-	d.mu.Lock()
-	delete(d.subs, s)
-	d.mu.Unlock()
-}
-
-// subscribers returns how many event streams are being served.
-func (d *Dashboard) subscribers() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.subs)
+	return d.streams
 }
 
 // serveEvents serves api/events: Server-Sent Events. The stream opens with a
 // "snapshot" event (what api/snapshot serves), then sends a "sample" event
-// (eventJSON) for each sample; a stream that falls behind is sent a new
-// "snapshot" instead of the events it missed. It ends when the client goes
-// away or the dashboard is closed; the browser's EventSource then reconnects
-// and starts again from a snapshot.
+// (eventJSON) for each sample; a stream that falls behind by more than the
+// events the dashboard keeps is sent a new "snapshot" instead of the events
+// it missed. It ends when the client goes away, takes longer than the write
+// timeout to read an event, or the dashboard is closed; the browser's
+// EventSource then reconnects and starts again from a snapshot. Beyond
+// WithMaxStreams streams, it answers 503.
 func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		return
 	}
-	sub, snap := d.subscribe()
-	if sub == nil {
+	d.mu.Lock()
+	closed, full := d.closed, d.streams >= d.maxStreams
+	if !closed && !full {
+		d.streams++
+	}
+	d.mu.Unlock()
+	switch {
+	case closed:
 		httpError(w, http.StatusServiceUnavailable, "the dashboard is closed")
 		return
+	case full:
+		w.Header().Set("Retry-After", retryAfter)
+		httpError(w, http.StatusServiceUnavailable, "the dashboard serves as many event streams as it may; try again later")
+		return
 	}
-	defer d.unsubscribe(sub)
+	defer func() {
+		d.mu.Lock()
+		d.streams--
+		d.mu.Unlock()
+	}()
 
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -108,65 +69,51 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 
-	// send writes one event and flushes it, within writeTimeout.
-	send := func(write func(io.Writer) error) bool {
-		// An unsupported deadline (a ResponseWriter that is not the
-		// server's) leaves the server's own timeouts in charge.
-		if err := rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return false
-		}
-		if write(w) != nil {
-			return false
-		}
-		return rc.Flush() == nil
+	// send writes data and flushes it, within the write timeout.
+	send := func(data []byte) bool {
+		return d.setWriteDeadline(rc) && writeAll(w, data) && rc.Flush() == nil
 	}
-	sendSnapshot := func(snap snapshotJSON) bool {
-		data, err := json.Marshal(snap)
-		if err != nil {
-			return false
-		}
-		return send(func(w io.Writer) error {
-			_, err := fmt.Fprintf(w, "retry: 1000\nevent: snapshot\ndata: %s\n\n", data)
-			return err
-		})
-	}
-
-	if !sendSnapshot(snap) {
-		return
-	}
-	seq := snap.Seq // the last sample the client has
+	ping := []byte(": ping\n\n")
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	fresh, seq := true, uint64(0) // the last sample the client has
 	for {
+		f, advanced, ok, err := d.nextFrame(fresh, seq)
+		if !ok || err != nil {
+			return
+		}
+		if f != nil {
+			if !send(f.data) {
+				return
+			}
+			fresh, seq = false, f.seq
+			continue // and hold the frame no longer
+		}
 		select {
 		case <-r.Context().Done():
 			return
-		case <-sub.quit:
+		case <-d.closing:
 			return
+		case <-advanced:
 		case <-tick.C:
-			if !send(func(w io.Writer) error { _, err := io.WriteString(w, ": ping\n\n"); return err }) {
+			if !send(ping) {
 				return
 			}
-		case m := <-sub.ch:
-			if sub.behind.Swap(false) {
-				d.mu.Lock()
-				snap := d.snapshot()
-				d.mu.Unlock()
-				if !sendSnapshot(snap) {
-					return
-				}
-				seq = snap.Seq
-			}
-			if m.seq <= seq {
-				continue // the snapshot had it
-			}
-			if !send(func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "event: sample\ndata: %s\n\n", m.data)
-				return err
-			}) {
-				return
-			}
-			seq = m.seq
 		}
 	}
+}
+
+// setWriteDeadline gives the next write to a client d.writeTimeout. It
+// reports false if the deadline could not be set; a ResponseWriter that
+// does not support deadlines (one that is not the server's) leaves the
+// server's own timeouts in charge.
+func (d *Dashboard) setWriteDeadline(rc *http.ResponseController) bool {
+	err := rc.SetWriteDeadline(time.Now().Add(d.writeTimeout))
+	return err == nil || errors.Is(err, http.ErrNotSupported)
+}
+
+// writeAll writes data to w and reports whether it all went.
+func writeAll(w io.Writer, data []byte) bool {
+	_, err := w.Write(data)
+	return err == nil
 }

@@ -106,8 +106,8 @@ func TestEventsStreamASnapshotThenOneEventPerSample(t *testing.T) {
 	if r, ok := findResource(snap, "GET /a"); snap.Seq != 1 || !ok || len(r.History.PassRate) != 1 || r.History.PassRate[0] != 3 {
 		t.Fatalf("first snapshot: seq %d, resources %+v; want seq 1 with GET /a at 3 passed/s", snap.Seq, snap.Resources)
 	}
-	if n := f.d.subscribers(); n != 1 {
-		t.Errorf("%d subscribers with one stream open, want 1", n)
+	if n := f.d.openStreams(); n != 1 {
+		t.Errorf("%d streams with one open, want 1", n)
 	}
 
 	f.requests(t, "GET /a", 4, time.Millisecond, false)
@@ -127,6 +127,42 @@ func TestEventsStreamASnapshotThenOneEventPerSample(t *testing.T) {
 	}
 	if math := a.Point.T - snap.Time; math < 1.999 || math > 2.001 {
 		t.Errorf("new point %.3f s after the snapshot, want 2", math)
+	}
+}
+
+func TestANewStreamStartsFromTheKeptSnapshotAndTheEventsSince(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := newServer(t, f.d)
+	a := openStream(t, srv.URL+"/api/events")
+	var snap snapshotJSON
+	a.next(t, "snapshot", &snap)
+	var ev eventJSON
+	for i := 1; i <= 3; i++ {
+		f.requests(t, "x", i, 0, false)
+		f.step(time.Second)
+		a.next(t, "sample", &ev)
+	}
+
+	b := openStream(t, srv.URL+"/api/events")
+	b.next(t, "snapshot", &snap)
+	if snap.Seq != 0 {
+		t.Errorf("second stream's snapshot of sample %d, want the kept one, 0", snap.Seq)
+	}
+	for want := uint64(1); want <= 3; want++ {
+		b.next(t, "sample", &ev)
+		if ev.Seq != want || len(ev.Resources) != 1 || ev.Resources[0].Point.PassRate != float64(want) {
+			t.Fatalf("second stream's event of sample %d (%+v), want sample %d at %d passed/s", ev.Seq, ev.Resources, want, want)
+		}
+	}
+	if n := f.d.snapshotsEncoded.Load(); n != 1 {
+		t.Errorf("%d snapshots encoded for two streams, want 1", n)
+	}
+	f.step(time.Second)
+	for _, s := range []*stream{a, b} {
+		s.next(t, "sample", &ev)
+		if ev.Seq != 4 {
+			t.Errorf("event of sample %d, want 4", ev.Seq)
+		}
 	}
 }
 
@@ -153,7 +189,7 @@ func TestEventsCarryRulesWhenTheyChange(t *testing.T) {
 	}
 }
 
-func TestClientDisconnectFreesItsSubscriber(t *testing.T) {
+func TestClientDisconnectEndsItsStream(t *testing.T) {
 	f := newFixture(t, nil)
 	srv := newServer(t, f.d)
 
@@ -161,14 +197,14 @@ func TestClientDisconnectFreesItsSubscriber(t *testing.T) {
 	var snap snapshotJSON
 	s1.next(t, "snapshot", &snap)
 	s2.next(t, "snapshot", &snap)
-	if n := f.d.subscribers(); n != 2 {
-		t.Fatalf("%d subscribers, want 2", n)
+	if n := f.d.openStreams(); n != 2 {
+		t.Fatalf("%d streams, want 2", n)
 	}
 	s1.close()
-	waitFor(t, "one subscriber", func() bool { return f.d.subscribers() == 1 })
+	waitFor(t, "one stream", func() bool { return f.d.openStreams() == 1 })
 	// The handler notices a gone client on its own, without a sample.
 	s2.close()
-	waitFor(t, "no subscriber", func() bool { return f.d.subscribers() == 0 })
+	waitFor(t, "no stream", func() bool { return f.d.openStreams() == 0 })
 	f.step(time.Second) // and sampling with none is fine
 }
 
@@ -183,7 +219,7 @@ func TestCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
 	if _, err := readEvent(s.r); err != io.EOF {
 		t.Errorf("reading a stream after Close: %v, want io.EOF", err)
 	}
-	waitFor(t, "no subscriber", func() bool { return f.d.subscribers() == 0 })
+	waitFor(t, "no stream", func() bool { return f.d.openStreams() == 0 })
 	resp, err := http.Get(srv.URL + "/api/events")
 	if err != nil {
 		t.Fatal(err)
@@ -194,15 +230,40 @@ func TestCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
 	}
 }
 
-func TestSamplerNeverWaitsForASlowStream(t *testing.T) {
+func TestSamplerKeepsTheEventsOfTheLastSamplesOnly(t *testing.T) {
 	f := newFixture(t, nil)
-	sub, _ := f.d.subscribe()
-	defer f.d.unsubscribe(sub)
-	for range 3 * subscriberBuffer {
-		f.step(time.Second) // would block forever if a send waited
+	f.d.mu.Lock()
+	f.d.streams++ // a stream that reads nothing: the sampler never waits for it
+	f.d.mu.Unlock()
+	for range 3 * eventBacklog {
+		f.step(time.Second)
 	}
-	if len(sub.ch) != subscriberBuffer || !sub.behind.Load() {
-		t.Errorf("buffer %d of %d, behind %v; want full and behind", len(sub.ch), subscriberBuffer, sub.behind.Load())
+	f.d.mu.Lock()
+	defer f.d.mu.Unlock()
+	if n := len(f.d.events); n != eventBacklog {
+		t.Fatalf("%d events kept, want %d", n, eventBacklog)
+	}
+	for i, ev := range f.d.events {
+		if want := f.d.head - eventBacklog + 1 + uint64(i); ev.seq != want {
+			t.Errorf("event %d kept is of sample %d, want %d", i, ev.seq, want)
+		}
+	}
+	if got := f.d.eventsEncoded.Load(); got != 3*eventBacklog {
+		t.Errorf("%d events encoded for %d samples", got, 3*eventBacklog)
+	}
+}
+
+func TestNoEventIsEncodedWithoutAStream(t *testing.T) {
+	f := newFixture(t, nil)
+	f.requests(t, "a", 3, 0, false)
+	for range 5 {
+		f.step(time.Second)
+	}
+	if n, kept := f.d.eventsEncoded.Load(), len(f.d.events); n != 0 || kept != 0 {
+		t.Errorf("%d events encoded and %d kept with no stream, want none", n, kept)
+	}
+	if n := f.d.snapshotsEncoded.Load(); n != 0 {
+		t.Errorf("%d snapshots encoded before any client asked", n)
 	}
 }
 
@@ -240,7 +301,7 @@ func TestASlowStreamGetsASnapshotInsteadOfWhatItMissed(t *testing.T) {
 	}
 
 	// The client reads nothing while 20 samples are taken: the handler holds
-	// at most one in its write and subscriberBuffer in its buffer.
+	// one event in its write, and the dashboard keeps eventBacklog.
 	const samples = 20
 	for i := 1; i <= samples; i++ {
 		f.requests(t, "a", i, 0, false)

@@ -9,18 +9,22 @@ import (
 
 // Defaults of the options.
 const (
-	DefaultInterval = time.Second // WithInterval
-	DefaultHistory  = 300         // WithHistory: five minutes at one sample a second
+	DefaultInterval       = time.Second // WithInterval
+	DefaultHistory        = 300         // WithHistory: five minutes at one sample a second
+	DefaultMaxStreams     = 64          // WithMaxStreams
+	DefaultSnapshotPoints = 1 << 15     // WithSnapshotPoints: the whole default history of 109 resources
 )
 
 // An Option customises a Dashboard.
 type Option func(*config)
 
 type config struct {
-	interval time.Duration
-	history  int
-	clock    clock.Clock
-	token    *[sha256.Size]byte // nil: rule editing disabled
+	interval       time.Duration
+	history        int
+	maxStreams     int
+	snapshotPoints int
+	clock          clock.Clock
+	token          *[sha256.Size]byte // nil: rule editing disabled
 }
 
 // WithInterval sets how often the dashboard samples the guard (default
@@ -38,6 +42,28 @@ func WithInterval(d time.Duration) Option {
 // (slidegate.ResourceBytes).
 func WithHistory(n int) Option {
 	return func(c *config) { c.history = max(n, 1) }
+}
+
+// WithMaxStreams sets how many event streams (api/events) the dashboard
+// serves at once (default DefaultMaxStreams); a request for one more is
+// answered 503 Service Unavailable with a Retry-After header, and the page
+// tries again later. An n below 1 counts as 1. A stream costs the dashboard
+// no copy of what it sends (see the package documentation's memory bound),
+// but each is a connection, a goroutine and the time to write every sample.
+func WithMaxStreams(n int) Option {
+	return func(c *config) { c.maxStreams = max(n, 1) }
+}
+
+// WithSnapshotPoints bounds the points of history a snapshot carries, all
+// resources together (default DefaultSnapshotPoints). When the resources'
+// histories hold more, each resource's history in a snapshot is cut to its
+// newest n/resources points (at least its newest one) and marked partial:
+// GET api/history serves it whole, and the page asks for it when it draws
+// the resource's chart. So a snapshot's size, and the time to encode it,
+// depend on n and on the number of resources, but not on WithHistory. An n
+// below 0 counts as 0: each resource's newest point alone.
+func WithSnapshotPoints(n int) Option {
+	return func(c *config) { c.snapshotPoints = max(n, 0) }
 }
 
 // WithClock makes the dashboard read time from c (default clock.System): the

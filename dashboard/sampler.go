@@ -86,9 +86,10 @@ func (s *series) add(p point, limit int) {
 	s.start = (s.start + 1) % len(s.ring)
 }
 
-// points calls fn for each point, oldest first.
-func (s *series) points(fn func(point)) {
-	for i := range s.ring {
+// newest calls fn for each of the newest n points (all of them if there are
+// fewer), oldest first.
+func (s *series) newest(n int, fn func(point)) {
+	for i := max(len(s.ring)-n, 0); i < len(s.ring); i++ {
 		fn(s.ring[(s.start+i)%len(s.ring)])
 	}
 }
@@ -138,24 +139,35 @@ func rates(prev, cur slidegate.Totals, elapsed float64) (pass, block, errs float
 // or on a schedule of your own (with WithInterval(0)). A Sample at the same
 // clock reading as the previous one does nothing: it has no time to divide
 // by.
+//
+// The sample's event is encoded once, here, and only if a stream is being
+// served; every stream writes the same bytes.
 func (d *Dashboard) Sample() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	if d.g == nil {
+		return // a zero Dashboard
+	}
+	d.sampling.Lock()
+	defer d.sampling.Unlock()
 	now := d.clock.Now()
 	if now <= d.last {
 		return
 	}
 	rulesChanged := d.observe(now, true)
-	if len(d.subs) > 0 {
-		d.publish(rulesChanged)
+	d.mu.Lock()
+	streaming := d.streams > 0
+	d.mu.Unlock()
+	var ev *frame
+	if streaming {
+		ev = d.encodeEvent(rulesChanged)
 	}
+	d.publish(ev)
 }
 
 // observe reads the guard at time now, and with record set records a
 // point for every resource, the rates covering the time since the previous
 // observation. Resources the guard no longer keeps are dropped. It reports
-// whether the rules in force changed since the previous observation. d.mu is
-// held.
+// whether the rules in force changed since the previous observation.
+// d.sampling is held.
 func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 	resources := d.g.Resources()
 	breakers := d.g.Breakers()
@@ -210,7 +222,7 @@ func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 	return rulesChanged
 }
 
-// sorted returns the series by name. d.mu is held.
+// sorted returns the series by name. d.sampling is held.
 func (d *Dashboard) sorted() []*series {
 	out := make([]*series, 0, len(d.series))
 	for _, s := range d.series {

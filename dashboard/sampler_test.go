@@ -220,7 +220,7 @@ func TestSeriesRingKeepsNewestInOrder(t *testing.T) {
 			s.add(point{at: int64(i)}, limit)
 		}
 		var got []int64
-		s.points(func(p point) { got = append(got, p.at) })
+		s.newest(limit+1, func(p point) { got = append(got, p.at) })
 		if len(got) != limit || got[0] != int64(2*limit+1) || got[limit-1] != int64(3*limit) {
 			t.Errorf("limit %d: kept %v, want the last %d", limit, got, limit)
 		}
@@ -231,6 +231,13 @@ func TestSeriesRingKeepsNewestInOrder(t *testing.T) {
 		}
 		if p, _ := s.lastPoint(); p.at != int64(3*limit) {
 			t.Errorf("limit %d: last point %d, want %d", limit, p.at, 3*limit)
+		}
+		for _, n := range []int{0, 1, limit / 2, limit - 1} {
+			var newest []int64
+			s.newest(n, func(p point) { newest = append(newest, p.at) })
+			if len(newest) != n || (n > 0 && (newest[0] != int64(3*limit-n+1) || newest[n-1] != int64(3*limit))) {
+				t.Errorf("limit %d: newest %d points %v, want %d to %d", limit, n, newest, 3*limit-n+1, 3*limit)
+			}
 		}
 	}
 }
@@ -348,7 +355,7 @@ func TestSamplerGoroutineSamplesEveryIntervalAndCloseStopsIt(t *testing.T) {
 	for i := uint64(1); i <= 3; i++ {
 		waitFor(t, "the sampler to sleep", func() bool { return clk.Sleepers() == 1 })
 		clk.Advance(500 * time.Millisecond)
-		waitFor(t, "a sample", func() bool { d.mu.Lock(); defer d.mu.Unlock(); return d.seq == i })
+		waitFor(t, "a sample", func() bool { d.sampling.Lock(); defer d.sampling.Unlock(); return d.seq == i })
 	}
 	waitFor(t, "the sampler to sleep", func() bool { return clk.Sleepers() == 1 })
 	if err := d.Close(); err != nil {

@@ -41,7 +41,15 @@ type resourceJSON struct {
 	Breaker string       `json:"breaker,omitempty"` // its breakers' worst state: "closed", "half-open", "open"
 	Stats   statsJSON    `json:"stats"`             // slidegate.ResourceStats: the last 10 s, and the totals
 	History *historyJSON `json:"history,omitempty"`
+	Partial bool         `json:"partial,omitempty"` // the history is only the newest points (WithSnapshotPoints)
 	Point   *pointJSON   `json:"point,omitempty"`
+}
+
+// resourceHistoryJSON is api/history: a resource with its whole history,
+// as of sample seq.
+type resourceHistoryJSON struct {
+	Seq uint64 `json:"seq"`
+	resourceJSON
 }
 
 // historyJSON is a resource's points, oldest first, column by column (as
@@ -166,36 +174,57 @@ func (d *Dashboard) pointOf(p point) pointJSON {
 	}
 }
 
-// resourceOf describes s, with its whole history if history is set, else
-// with its newest point if the last sample added one.
-func (d *Dashboard) resourceOf(s *series, history bool) resourceJSON {
-	r := resourceJSON{Name: s.name, Breaker: s.breaker.String(), Stats: statsOf(s.stats)}
-	if history {
-		n := len(s.ring)
-		h := &historyJSON{
-			T: make([]float64, 0, n), PassRate: make([]float64, 0, n), BlockRate: make([]float64, 0, n),
-			ErrorRate: make([]float64, 0, n), InFlight: make([]int64, 0, n),
-			P50: make([]float64, 0, n), P99: make([]float64, 0, n), Breaker: make([]string, 0, n),
-		}
-		s.points(func(p point) {
-			h.T = append(h.T, d.unix(p.at))
-			h.PassRate = append(h.PassRate, p.pass)
-			h.BlockRate = append(h.BlockRate, p.block)
-			h.ErrorRate = append(h.ErrorRate, p.errs)
-			h.InFlight = append(h.InFlight, p.inFlight)
-			h.P50 = append(h.P50, seconds(p.p50))
-			h.P99 = append(h.P99, seconds(p.p99))
-			h.Breaker = append(h.Breaker, p.breaker.String())
-		})
-		r.History = h
-	} else if p, ok := s.lastPoint(); ok && s.fresh {
+// resourceOf describes s, without its points.
+func (d *Dashboard) resourceOf(s *series) resourceJSON {
+	return resourceJSON{Name: s.name, Breaker: s.breaker.String(), Stats: statsOf(s.stats)}
+}
+
+// withHistory describes s with its newest n points, marked partial if it
+// has more.
+func (d *Dashboard) withHistory(s *series, n int) resourceJSON {
+	r := d.resourceOf(s)
+	n = min(n, len(s.ring))
+	h := &historyJSON{
+		T: make([]float64, 0, n), PassRate: make([]float64, 0, n), BlockRate: make([]float64, 0, n),
+		ErrorRate: make([]float64, 0, n), InFlight: make([]int64, 0, n),
+		P50: make([]float64, 0, n), P99: make([]float64, 0, n), Breaker: make([]string, 0, n),
+	}
+	s.newest(n, func(p point) {
+		h.T = append(h.T, d.unix(p.at))
+		h.PassRate = append(h.PassRate, p.pass)
+		h.BlockRate = append(h.BlockRate, p.block)
+		h.ErrorRate = append(h.ErrorRate, p.errs)
+		h.InFlight = append(h.InFlight, p.inFlight)
+		h.P50 = append(h.P50, seconds(p.p50))
+		h.P99 = append(h.P99, seconds(p.p99))
+		h.Breaker = append(h.Breaker, p.breaker.String())
+	})
+	r.History = h
+	r.Partial = n < len(s.ring)
+	return r
+}
+
+// withPoint describes s with its newest point, if the last sample added
+// one.
+func (d *Dashboard) withPoint(s *series) resourceJSON {
+	r := d.resourceOf(s)
+	if p, ok := s.lastPoint(); ok && s.fresh {
 		pj := d.pointOf(p)
 		r.Point = &pj
 	}
 	return r
 }
 
-// snapshot describes everything the dashboard holds. d.mu is held.
+// snapshotHistory returns how many of each resource's newest points a
+// snapshot carries: WithSnapshotPoints shared among the resources, at least
+// one, at most the history. d.sampling is held.
+func (d *Dashboard) snapshotHistory() int {
+	return min(max(d.snapshotPoints/max(len(d.series), 1), 1), d.history)
+}
+
+// snapshot describes everything the dashboard holds, each resource with as
+// much history as snapshotHistory allows (the inbound traffic, one series,
+// with all of it). d.sampling is held.
 func (d *Dashboard) snapshot() snapshotJSON {
 	snap := snapshotJSON{
 		Seq:       d.seq,
@@ -203,23 +232,24 @@ func (d *Dashboard) snapshot() snapshotJSON {
 		Interval:  d.interval.Seconds(),
 		History:   d.history,
 		Editing:   d.token != nil,
-		Inbound:   d.resourceOf(d.inbound, true),
+		Inbound:   d.withHistory(d.inbound, d.history),
 		Resources: make([]resourceJSON, 0, len(d.series)),
 		Breakers:  breakersOf(d.breakers),
 		Rules:     d.rules,
 	}
+	n := d.snapshotHistory()
 	for _, s := range d.sorted() {
-		snap.Resources = append(snap.Resources, d.resourceOf(s, true))
+		snap.Resources = append(snap.Resources, d.withHistory(s, n))
 	}
 	return snap
 }
 
-// event describes the latest sample. d.mu is held.
+// event describes the latest sample. d.sampling is held.
 func (d *Dashboard) event(withRules bool) eventJSON {
 	ev := eventJSON{
 		Seq:       d.seq,
 		Time:      d.unix(d.last),
-		Inbound:   d.resourceOf(d.inbound, false),
+		Inbound:   d.withPoint(d.inbound),
 		Resources: make([]resourceJSON, 0, len(d.series)),
 		Breakers:  breakersOf(d.breakers),
 	}
@@ -228,7 +258,7 @@ func (d *Dashboard) event(withRules bool) eventJSON {
 		ev.Rules = &r
 	}
 	for _, s := range d.sorted() {
-		ev.Resources = append(ev.Resources, d.resourceOf(s, false))
+		ev.Resources = append(ev.Resources, d.withPoint(s))
 	}
 	return ev
 }

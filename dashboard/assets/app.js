@@ -83,8 +83,11 @@
     return h;
   }
 
+  // An entry whose history is partial has only the newest points of it: the
+  // snapshot's share (the server bounds the points a snapshot carries), and
+  // those since. Its chart asks for the rest (fetchHistory).
   function fromSnapshotResource(r) {
-    return { name: r.name, breaker: r.breaker || "", stats: r.stats, hist: r.history || emptyHist() };
+    return { name: r.name, breaker: r.breaker || "", stats: r.stats, hist: r.history || emptyHist(), partial: !!r.partial };
   }
 
   function applySnapshot(s) {
@@ -108,6 +111,44 @@
     if (n > 0 && p.t <= h.t[n - 1]) return; // already have it
     for (const c of COLUMNS) h[c].push(p[c] === undefined ? (c === "breaker" ? "" : 0) : p[c]);
     while (h.t.length > state.history) for (const c of COLUMNS) h[c].shift();
+  }
+
+  // mergeHist returns the points of older that come before the first of
+  // newer, then those of newer, at most state.history of them.
+  function mergeHist(older, newer) {
+    const first = newer.t.length ? newer.t[0] : Infinity;
+    let n = 0;
+    while (n < older.t.length && older.t[n] < first) n++;
+    const h = {};
+    for (const c of COLUMNS) h[c] = (older[c] || []).slice(0, n).concat(newer[c]);
+    const drop = h.t.length - state.history;
+    if (drop > 0) for (const c of COLUMNS) h[c] = h[c].slice(drop);
+    return h;
+  }
+
+  // fetchHistory asks for the whole history of a partial entry, and puts it
+  // before the points the entry has. A failure is retried, not before ten
+  // seconds.
+  const fetching = new Set(); // names
+  async function fetchHistory(e) {
+    if (fetching.has(e.name) || Date.now() < (e.retryAt || 0)) return;
+    fetching.add(e.name);
+    try {
+      const resp = await fetch("api/history?resource=" + encodeURIComponent(e.name));
+      if (!resp.ok) {
+        e.retryAt = Date.now() + 10000;
+        return;
+      }
+      const r = await resp.json();
+      if (state.resources.get(e.name) !== e || !r.history) return; // gone, or replaced by a snapshot since
+      e.hist = mergeHist(r.history, e.hist);
+      e.partial = false;
+      render();
+    } catch (err) {
+      e.retryAt = Date.now() + 10000;
+    } finally {
+      fetching.delete(e.name);
+    }
   }
 
   function applySample(ev) {
@@ -299,6 +340,7 @@
     }
     const box = $("charts");
     for (const e of shown) {
+      if (e.partial) fetchHistory(e);
       let c = charts.get(e.name);
       if (!c) {
         c = makeChart(e);
@@ -310,6 +352,7 @@
         showLatest(c.latency);
         c.slot.replaceChildren(breakerSlot(e));
       }
+      c.card.dataset.points = e.hist.t.length; // what the chart draws: its history, whole once fetched
       box.append(c.card); // keeps the table's order
     }
     const hidden = list.length - shown.length;
