@@ -3,6 +3,7 @@ package redisflow
 import (
 	"context"
 	"fmt"
+	"github.com/slidegate/slidegate"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,8 +93,9 @@ type limiterOptions struct {
 	ttl     time.Duration
 }
 
-// MaxBuckets is the most buckets a Limiter divides its interval into.
-const MaxBuckets = 1000
+// MaxBuckets is the most buckets a Limiter divides its interval into: the
+// guard's bound on a cluster rule's buckets.
+const MaxBuckets = slidegate.MaxClusterBuckets
 
 // WithBuckets divides the limiter's interval into k buckets (default
 // flow.DefaultBuckets, at most MaxBuckets). Each must be a whole number of
