@@ -3,13 +3,13 @@ package redisflow
 import (
 	"context"
 	"fmt"
-	"github.com/slidegate/slidegate"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
 )
 
