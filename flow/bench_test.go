@@ -95,3 +95,37 @@ func BenchmarkQPSAllowPriorityBorrowing(b *testing.B) {
 		q.AllowPriority(time.Second)
 	}
 }
+
+// With warm-up, an unreachable limit: every decision admits, and the meter
+// warms. Buckets open on the system clock, once per bucket width.
+func BenchmarkQPSAllowWarmUp(b *testing.B) {
+	q := mustQPS(b, MaxLimit, time.Second, WithWarmUp(10*time.Second, 3))
+	for i := 0; i < b.N; i++ {
+		q.Allow()
+	}
+}
+
+// With warm-up and a limit far below the offered rate: most decisions refuse.
+func BenchmarkQPSAllowWarmUpRefusing(b *testing.B) {
+	q := mustQPS(b, 1000, time.Second, WithWarmUp(10*time.Second, 3))
+	for i := 0; i < b.N; i++ {
+		q.Allow()
+	}
+}
+
+// With warm-up, a bucket opens every 64 decisions, so the cost of opening
+// one (and of updating the coldness) shows.
+func BenchmarkQPSAllowAtWarmUpOpeningBuckets(b *testing.B) {
+	q := mustQPS(b, 100000, time.Second, WithWarmUp(10*time.Second, 3))
+	width := int64(time.Second / DefaultBuckets)
+	for i := 0; i < b.N; i++ {
+		q.AllowAt(int64(i/64) * width)
+	}
+}
+
+func BenchmarkThrottleAllowWarmUp(b *testing.B) {
+	th, _ := NewThrottle(MaxLimit, time.Second, time.Hour, WithWarmUp(10*time.Second, 3))
+	for i := 0; i < b.N; i++ {
+		th.Allow()
+	}
+}
