@@ -90,7 +90,8 @@ func ExampleThrottle() {
 }
 
 // A QPS limiter that warms up: from cold it admits a third of its limit, and
-// it reaches the full limit after ten seconds of full traffic.
+// it reaches the full limit after ten seconds of full traffic, where, under
+// overload, its 25 buckets admit 25/26 of it.
 func ExampleWithWarmUp() {
 	limiter, err := flow.NewQPS(100, time.Second, flow.WithWarmUp(10*time.Second, 3))
 	if err != nil {
@@ -103,7 +104,7 @@ func ExampleWithWarmUp() {
 		}
 	}
 	fmt.Println(perSecond)
-	// Output: [34 36 38 40 43 46 51 57 67 85 100 100]
+	// Output: [34 36 38 41 44 48 53 60 73 94 96 97]
 }
 
 // A prioritized request that finds the window full may borrow a place in the

@@ -35,11 +35,30 @@ func WithBuckets(k int) Option {
 	return func(o *options) { o.buckets = k }
 }
 
-// WithWarmUp makes a QPS limiter or a Throttle start cold and warm up, as Sentinel's and
-// Guava's warm-up rules do: from cold its limit is limit/coldFactor, and it
-// rises to the full limit as traffic uses it, in period when traffic keeps
-// the limiter full. Capacity left unused cools it again: an idle limiter is
-// fully cold after period. coldFactor must exceed 1; Sentinel's default is 3.
+// WithWarmUp makes a QPS limiter or a Throttle start cold and warm up, as
+// Sentinel's and Guava's warm-up rules do. From cold its limit is
+// limit/coldFactor (rounded down, for a QPS limiter), and it rises along
+// Guava's curve to the full limit as traffic uses it: under steady overload
+// it reaches the full limit in period and a bucket or two, and from then on
+// admits what it would without warm-up (a QPS limiter of k buckets, k/(k+1)
+// of its limit per interval). Traffic below the limit warms it by the share
+// of its capacity it uses, and the share left unused cools it: an idle
+// limiter is fully cold after period. The limit in force is never above the
+// configured one, and a QPS limiter keeps its promise for the limit of each
+// bucket. Sentinel's default cold factor is 3.
+//
+// The constructor refuses, with an error wrapping ErrInvalidConfig, what it
+// cannot honor:
+//
+//   - coldFactor must be greater than 1 and at most the limit, so that the
+//     cold limit is at least 1 request per interval;
+//   - period must be at least 2 intervals: a limit holds over an interval,
+//     so a shorter warm-up would let the first interval admit far above the
+//     cold limit;
+//   - period must be at least 10 buckets: the limit changes once per bucket.
+//
+// A limiter with limit 0 has nothing to warm up; its period is checked all
+// the same.
 func WithWarmUp(period time.Duration, coldFactor float64) Option {
 	return func(o *options) { o.warmUp, o.cold = period, coldFactor }
 }

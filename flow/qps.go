@@ -44,10 +44,11 @@ const MaxLimit = 1<<countBits - 1
 // with a later time) is counted in the open bucket: the guarantee holds for
 // the times at which the limiter counts requests, which never go backwards.
 //
-// With WithWarmUp the limit starts lower and rises as traffic warms the
-// limiter up; each bucket's limit is fixed when it opens, so the guarantee
-// holds for it, and never exceeds the configured limit. RetryAfter then
-// assumes the limit stays as it is.
+// With WithWarmUp the limit starts at limit/coldFactor and rises as traffic
+// warms the limiter up (see WithWarmUp); each bucket's limit is fixed when it
+// opens, from the coldness the buckets before it left, so the guarantee holds
+// for it, and it never exceeds the configured limit. RetryAfter then assumes
+// the limit stays as it is.
 //
 // A QPS limiter is safe for concurrent use, and deciding allocates nothing.
 // It takes no lock, with one exception: while a bucket opens, once per bucket
@@ -99,7 +100,12 @@ func holds(w, b uint64) bool { return w>>tagShift == (b<<tagShift)>>tagShift }
 // unless WithBuckets says otherwise) in whole nanoseconds of at least 1 µs
 // each.
 func NewQPS(limit int64, interval time.Duration, opts ...Option) (*QPS, error) {
-	o := buildOptions(opts)
+	return newQPS(limit, interval, buildOptions(opts), false)
+}
+
+// newQPS is NewQPS with its options built; paced makes a Throttle's meter,
+// whose warm-up measures use in time (see warmUp).
+func newQPS(limit int64, interval time.Duration, o options, paced bool) (*QPS, error) {
 	if limit < 0 || limit > MaxLimit {
 		return nil, fmt.Errorf("%w: limit = %d: must be between 0 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
 	}
@@ -129,7 +135,7 @@ func NewQPS(limit int64, interval time.Duration, opts ...Option) (*QPS, error) {
 	}
 	q.limit.Store(limit)
 	if o.warmUp != 0 || o.cold != 0 {
-		w, err := newWarmUp(limit, interval, o.warmUp, o.cold, o.buckets)
+		w, err := newWarmUp(limit, interval, o.warmUp, o.cold, o.buckets, paced)
 		if err != nil {
 			return nil, err
 		}
@@ -244,23 +250,23 @@ func (q *QPS) advance(ob, bn uint64) {
 	own := lent
 	if bn > ob+1 {
 		own = 0
-		used += lent
 		if ob+1+q.k >= bn {
 			base += lent
 		}
 	}
-	limit, cold := q.limit.Load(), 0.0
+	limit, cold, carry := q.limit.Load(), 0.0, 0.0
 	if q.warm != nil {
-		prev, prevLimit := q.warm.max, q.warm.limitAt(q.warm.max) // the limiter starts cold
-		if ob != 0 {
-			prev = math.Float64frombits(s.cold.Load())
-			prevLimit = s.limit.Load()
-		}
-		cold = q.warm.next(prev, prevLimit, used, base, bn-ob)
-		limit = q.warm.limitAt(cold)
+		cold, carry = q.nextCold(ob, bn, s, used, lent)
+		// Places lent to bn were admitted under ob's limit; should bn's be
+		// lower (the limiter cooled), it still holds them, so that no
+		// interval ending in bn holds more than bn's limit.
+		limit = max(q.warm.limitAt(cold), min(base+own, limit))
 	}
 	if !q.open.CompareAndSwap(ob<<1|1, bn<<1) {
 		return
+	}
+	if q.warm != nil {
+		q.warm.opened(cold, carry)
 	}
 	for b := max(ob+1, bn-q.k); b < bn; b++ {
 		var n uint64
@@ -295,11 +301,19 @@ func (q *QPS) seal(word *atomic.Uint64, ob uint64) (int64, bool) {
 	}
 }
 
-// limitAt returns the limit of the bucket admitting at time now: the
-// configured limit, or less while the limiter warms up.
-func (q *QPS) limitAt(now int64) int64 {
+// coldAt returns the coldness of the bucket admitting at time now: a
+// Throttle with warm-up paces by it.
+func (q *QPS) coldAt(now int64) float64 {
 	_, s := q.current(q.grid.Index(now))
-	return s.limit.Load()
+	return math.Float64frombits(s.cold.Load())
+}
+
+// placeTimeAt returns the time one place given at time now takes, for a
+// Throttle's meter: the pace at the coldness of the bucket admitting at now,
+// or of one opened since (see warmUp.onePlace).
+func (q *QPS) placeTimeAt(now int64) int64 {
+	q.current(q.grid.Index(now))
+	return q.warm.onePlace.Load()
 }
 
 // countAt counts n requests admitted at time now by someone else, without

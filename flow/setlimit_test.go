@@ -54,7 +54,7 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	if q.Limit() != 20 {
 		t.Errorf("a refused SetLimit changed the limit to %d", q.Limit())
 	}
-	w, err := NewQPS(10, time.Second, WithWarmUp(time.Second, 3))
+	w, err := NewQPS(10, time.Second, WithWarmUp(2*time.Second, 3))
 	if err != nil {
 		t.Fatal(err)
 	}

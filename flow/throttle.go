@@ -23,10 +23,13 @@ import (
 // per request (0.1% at a million requests per second), so very high rates
 // work, unlike pacing computed in milliseconds.
 //
-// With WithWarmUp the pace starts slow and quickens as traffic warms the
-// throttle up, on the same curve as a QPS limiter's (Sentinel's warm-up rate
-// limiter): the places are interval/limit apart, where limit is what a
-// warming QPS limiter fed the same traffic would allow at the time.
+// With WithWarmUp the pace starts at limit/coldFactor and quickens as
+// traffic warms the throttle up, on the same curve as a QPS limiter's
+// (Sentinel's warm-up rate limiter, Guava's SmoothWarmingUp): each place
+// takes the time the curve gives it at the throttle's coldness, never less
+// than interval/limit. Every place given warms the throttle by one request,
+// and the time no place covers cools it; a meter of the throttle's buckets
+// keeps the coldness and updates it once per bucket.
 //
 // Deciding is one compare-and-swap on the time of the next free place (and,
 // with warm-up, a read and a count in the warm-up meter); deciding allocates
@@ -36,8 +39,9 @@ type Throttle struct {
 	limit   int64
 	per     uint64 // the interval, in nanoseconds
 	maxWait int64
-	one     int64 // cost(1), precomputed
-	warm    *QPS  // with warm-up, the meter whose limit sets the pace; nil otherwise
+	one     int64   // cost(1), precomputed
+	warm    *QPS    // with warm-up, the meter whose coldness sets the pace; nil otherwise
+	curve   *warmUp // with warm-up, warm.warm
 	clock   clock.Clock
 	next    atomic.Int64 // the earliest time the next place may be given
 }
@@ -64,11 +68,11 @@ func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (
 	t := &Throttle{limit: limit, per: uint64(interval), maxWait: int64(maxWait), clock: o.clock}
 	t.one = t.cost(1, limit)
 	if o.warmUp != 0 || o.cold != 0 {
-		meter, err := NewQPS(limit, interval, opts...)
+		meter, err := newQPS(limit, interval, o, true)
 		if err != nil {
 			return nil, err
 		}
-		t.warm = meter
+		t.warm, t.curve = meter, meter.warm
 	}
 	t.next.Store(-1 << 62) // long before any time: the first request goes at once
 	return t, nil
@@ -79,8 +83,8 @@ func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (
 func (t *Throttle) cost(n, limit int64) int64 {
 	hi, lo := bits.Mul64(uint64(n), t.per)
 	if hi >= uint64(limit) {
-		// n far above a warming limit: many intervals, saturating at an
-		// unreachable wait.
+		// The quotient exceeds 64 bits (not for n <= limit, which callers
+		// ensure): many intervals, saturating at an unreachable wait.
 		if c := (n + limit - 1) / limit; c <= timegrid.MaxTime/int64(t.per) {
 			return int64(t.per) * c
 		}
@@ -91,6 +95,16 @@ func (t *Throttle) cost(n, limit int64) int64 {
 		q++
 	}
 	return min(int64(q), timegrid.MaxTime)
+}
+
+// warmCost returns the time n places take at time now while warming up: the
+// curve's pace at the meter's coldness, and never less than at the limit,
+// rounded up as cost does.
+func (t *Throttle) warmCost(n, now int64) int64 {
+	if n == 1 {
+		return t.warm.placeTimeAt(now) // computed once per bucket
+	}
+	return t.curve.placeTime(n, t.warm.coldAt(now), t.cost(n, t.limit))
 }
 
 // A Reservation is a place given by a Throttle. Its Decision says whether it
@@ -159,7 +173,7 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 	cost := t.one
 	switch {
 	case t.warm != nil:
-		cost = t.cost(n, t.warm.limitAt(now))
+		cost = t.warmCost(n, now)
 	case n != 1:
 		cost = t.cost(n, t.limit)
 	}

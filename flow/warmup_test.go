@@ -3,10 +3,15 @@ package flow
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow/flowsim"
 )
 
@@ -85,7 +90,7 @@ func TestQPSWarmUpLetsLightTrafficThroughAndOnlyIdlenessCools(t *testing.T) {
 }
 
 func TestWarmUpCurve(t *testing.T) {
-	w, err := newWarmUp(100, time.Second, 10*time.Second, 3, 25)
+	w, err := newWarmUp(100, time.Second, 10*time.Second, 3, 25, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +112,7 @@ func TestWarmUpCurve(t *testing.T) {
 	if math.Abs(elapsed-float64(10*time.Second)) > float64(10*time.Millisecond) {
 		t.Fatalf("warming at the curve's rate takes %v, want 10s", time.Duration(elapsed))
 	}
-	tiny, _ := newWarmUp(2, time.Second, time.Second, 10, 1)
+	tiny, _ := newWarmUp(2, time.Second, 10*time.Second, 2, 1, false)
 	if got := tiny.limitAt(tiny.max); got != 1 {
 		t.Fatalf("cold limit of 2/10 = %d, want at least 1", got)
 	}
@@ -124,7 +129,7 @@ func TestWarmUpRejectsBadSettings(t *testing.T) {
 			t.Errorf("WithWarmUp(%v, %v): %v, want mention of %q", tc.period, tc.factor, err, tc.mention)
 		}
 	}
-	if q, err := NewQPS(0, time.Second, WithWarmUp(time.Second, 3)); err != nil || q.Allow().Allowed {
+	if q, err := NewQPS(0, time.Second, WithWarmUp(2*time.Second, 3)); err != nil || q.Allow().Allowed {
 		t.Fatal("a warm-up limiter with limit 0 must refuse everything")
 	}
 }
@@ -157,5 +162,216 @@ func TestThrottleWarmUpPacesSlowlyFromCold(t *testing.T) {
 	}
 	if _, err := NewThrottle(10, time.Second, 0, WithWarmUp(0, 3)); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("a throttle with a bad warm-up: %v", err)
+	}
+}
+
+// TestWarmUpRefusesWhatItCannotHonor checks the bounds WithWarmUp states: a
+// cold factor up to the limit, a period of at least two intervals and ten
+// buckets. Each refusal names the field and its value, and both limiters
+// refuse alike.
+func TestWarmUpRefusesWhatItCannotHonor(t *testing.T) {
+	for _, tc := range []struct {
+		limit   int64
+		buckets int
+		period  time.Duration
+		factor  float64
+		mention string // empty: accepted
+	}{
+		{100, DefaultBuckets, 10 * time.Second, 1e6, "cold factor = 1e+06: must be at most the limit, 100"},
+		{100, DefaultBuckets, 10 * time.Second, 100.5, "cold factor = 100.5"},
+		{100, DefaultBuckets, 10 * time.Second, 100, ""},
+		{100, DefaultBuckets, time.Second, 3, "warm-up period = 1s: must be at least 2 intervals of 1s"},
+		{100, DefaultBuckets, 2*time.Second - 1, 3, "warm-up period = 1.999999999s"},
+		{100, DefaultBuckets, 2 * time.Second, 3, ""},
+		{100, 1, 5 * time.Second, 3, "warm-up period = 5s: must be at least 10 buckets of 1s"},
+		{100, 1, 10 * time.Second, 3, ""},
+		{100, 4, 2 * time.Second, 3, "warm-up period = 2s: must be at least 10 buckets of 250ms"},
+		{100, 5, 2 * time.Second, 3, ""},
+		{1, DefaultBuckets, 10 * time.Second, 1.5, "cold factor = 1.5: must be at most the limit, 1"},
+	} {
+		for _, throttle := range []bool{false, true} {
+			opts := []Option{WithBuckets(tc.buckets), WithWarmUp(tc.period, tc.factor)}
+			var err error
+			if throttle {
+				_, err = NewThrottle(tc.limit, time.Second, 0, opts...)
+			} else {
+				_, err = NewQPS(tc.limit, time.Second, opts...)
+			}
+			switch {
+			case tc.mention == "" && err != nil:
+				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want accepted", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err)
+			case tc.mention != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention)):
+				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want refused mentioning %q", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err, tc.mention)
+			}
+		}
+	}
+	// A period too short is refused even with nothing to warm (limit 0).
+	if _, err := NewQPS(0, time.Second, WithWarmUp(time.Second, 3)); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("limit 0 with a 1s warm-up over 1s: %v, want refused", err)
+	}
+}
+
+// TestQPSWarmUpNeverExceedsEachBucketsLimit checks the promise a warming
+// limiter keeps: no interval ending in a bucket holds more than that bucket's
+// limit, which warming and cooling change from bucket to bucket, with
+// prioritized requests borrowing places from the next bucket too.
+func TestQPSWarmUpNeverExceedsEachBucketsLimit(t *testing.T) {
+	const limit = 100
+	for _, k := range []int{1, 5, DefaultBuckets} {
+		for _, p := range flowsim.Patterns() {
+			q := mustQPS(t, limit, time.Second, WithBuckets(k), WithWarmUp(10*time.Second, 4))
+			rng := rand.New(rand.NewPCG(7, uint64(k)))
+			admitted := map[uint64]int64{}    // by bucket index
+			bucketLimit := map[uint64]int64{} // of each bucket that opened
+			for _, a := range p.Arrivals(rng, limit, time.Second, 40*time.Second) {
+				var d Decision
+				if rng.IntN(3) == 0 {
+					d = q.AllowPriorityNAt(a.At, a.N, 500*time.Millisecond)
+				} else {
+					d = q.AllowNAt(a.At, a.N)
+				}
+				if d.Allowed {
+					admitted[q.grid.Index(a.At+int64(d.Wait))] += a.N
+				}
+				if o := q.open.Load() >> 1; bucketLimit[o] == 0 {
+					bucketLimit[o] = q.slots[o&q.mask].limit.Load()
+				}
+			}
+			checked := 0
+			for b, lim := range bucketLimit {
+				var window int64
+				for i := b - uint64(k); i <= b; i++ {
+					window += admitted[i]
+				}
+				if window > lim {
+					t.Errorf("%d buckets, %s: bucket %d's window holds %d, above its limit %d", k, p.Name, b, window, lim)
+				}
+				checked++
+			}
+			if checked < 10 {
+				t.Errorf("%d buckets, %s: only %d buckets opened", k, p.Name, checked)
+			}
+		}
+	}
+}
+
+// TestWarmUpConcurrentCallersKeepTheLimitAndThePace runs many callers on
+// warming limiters while the clock moves a bucket at a time: buckets open
+// and the coldness changes under them, and still no interval holds more than
+// the limit, and no two of a throttle's places are closer than its pace.
+func TestWarmUpConcurrentCallersKeepTheLimitAndThePace(t *testing.T) {
+	const goroutines, steps, limit = 8, 120, 50
+	const width = 25 * time.Millisecond
+	c := clock.NewManual(0)
+	q := mustQPS(t, limit, 4*width, WithBuckets(4), WithClock(c), WithWarmUp(20*width, 5))
+	th, err := NewThrottle(limit, 4*width, time.Second, WithBuckets(4), WithClock(c), WithWarmUp(20*width, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var perStep [steps]atomic.Int64
+	var mu sync.Mutex
+	var places []int64
+	for step := 0; step < steps; step++ {
+		var wg sync.WaitGroup
+		now := c.Now()
+		for g := 0; g < goroutines; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 20; i++ {
+					if q.AllowNAt(now, 1+int64(i%3)).Allowed {
+						perStep[step].Add(1 + int64(i%3))
+					}
+					if i%4 == 0 {
+						if d := th.AllowNAt(now, 1); d.Allowed {
+							mu.Lock()
+							places = append(places, now+int64(d.Wait))
+							mu.Unlock()
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		c.Advance(width)
+	}
+	var arr []flowsim.Arrival
+	var total int64
+	for step := range perStep {
+		n := perStep[step].Load()
+		total += n
+		arr = append(arr, flowsim.Arrival{At: int64(step) * int64(width), N: n})
+	}
+	if got := flowsim.MaxInAnyInterval(arr, 4*width); got > limit {
+		t.Fatalf("%d admitted in one interval, limit %d", got, limit)
+	}
+	// Warm after 20 of the 120 buckets, the limiter admits 4/5 of its
+	// limit per interval from then on.
+	if total < (steps-20)/4*limit*4/5 {
+		t.Fatalf("only %d admitted over %d intervals", total, steps/4)
+	}
+	slices.Sort(places)
+	for i := 1; i < len(places); i++ {
+		if places[i]-places[i-1] < int64(4*width)/limit {
+			t.Fatalf("places %d and %d are %v apart, closer than the pace", i-1, i, time.Duration(places[i]-places[i-1]))
+		}
+	}
+	if len(places) < steps/4*limit/2 {
+		t.Fatalf("the throttle gave only %d places in %d intervals", len(places), steps/4)
+	}
+}
+
+// TestThrottleWarmUpCoolsWhenIdleNotWhileItsQueueLasts: time that no place
+// covers cools a throttle, and an idle throttle is cold again after the
+// period; places reserved ahead cover the time they take, so a queue keeps
+// it warm, however long after the reservations it lasts.
+func TestThrottleWarmUpCoolsWhenIdleNotWhileItsQueueLasts(t *testing.T) {
+	newWarm := func(maxWait time.Duration) *Throttle {
+		th, err := NewThrottle(100, time.Second, maxWait, WithWarmUp(5*time.Second, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return th
+	}
+	// places counts the places given to requests offered every ms in
+	// [from, to) that would not wait, by the second they fall in.
+	places := func(th *Throttle, from, to time.Duration) []int {
+		counts := make([]int, (to-from+time.Second-1)/time.Second)
+		for now := int64(from); now < int64(to); now += int64(time.Millisecond) {
+			if d, _, _, _ := th.reserve(now, 1, 0); d.Allowed {
+				counts[(now-int64(from))/int64(time.Second)]++
+			}
+		}
+		return counts
+	}
+	th := newWarm(0)
+	if warm := places(th, 0, 10*time.Second); warm[9] < 95 {
+		t.Fatalf("not warm after 10 s of overload: %v", warm)
+	}
+	// Ten idle seconds, twice the period: cold again.
+	if cold := places(th, 20*time.Second, 21*time.Second); cold[0] > 40 {
+		t.Fatalf("after idling twice the period, the first second gave %d places, want about 33", cold[0])
+	}
+
+	// A warm throttle with a long maximum wait takes a queue of 300
+	// places, 3 s of them at its pace, all at once; nothing comes while they
+	// are served, and they keep it warm: the next second is still at the
+	// pace of the limit.
+	th = newWarm(time.Hour)
+	places(th, 0, 10*time.Second)
+	var last int64
+	for range 300 {
+		d := th.AllowNAt(int64(10*time.Second), 1)
+		if !d.Allowed {
+			t.Fatal("a place refused with an hour to wait")
+		}
+		last = int64(10*time.Second) + int64(d.Wait)
+	}
+	if last > int64(13*time.Second)+int64(50*time.Millisecond) {
+		t.Fatalf("300 queued places end at %v, want about 13s at the limit's pace", time.Duration(last))
+	}
+	// Once the queue has been served, the next second is still warm.
+	if after := places(th, 13*time.Second, 14*time.Second); after[0] < 90 {
+		t.Fatalf("the second after a 3 s queue gave %d places, want about 100: serving a queue is not idleness", after[0])
 	}
 }
