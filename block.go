@@ -3,41 +3,38 @@ package slidegate
 import (
 	"errors"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 )
 
 // ErrBlocked matches every *BlockError with errors.Is.
 var ErrBlocked = errors.New("slidegate: blocked")
 
-// A Reason says why a request was blocked.
-type Reason uint8
+// A Reason says why a request was blocked: flow.Reason, whose values every
+// package, the metrics and the dashboard share.
+type Reason = flow.Reason
 
+// The reasons a guard blocks a request for (flow.Reason's).
 const (
 	// RateLimited: a QPS rule's limit is reached.
-	RateLimited Reason = iota + 1
+	RateLimited = flow.RateLimited
 	// ConcurrencyLimited: a concurrency rule's limit of requests in flight
 	// is reached.
-	ConcurrencyLimited
+	ConcurrencyLimited = flow.ConcurrencyLimited
+	// ExceedsLimit: the request (a batch, WithCount) asks for more than a
+	// rule's limit itself, so no retry can pass.
+	ExceedsLimit = flow.ExceedsLimit
 	// WaitTooLong: a throttle (or a borrowing QPS rule) would make the
 	// request wait longer than allowed.
-	WaitTooLong
+	WaitTooLong = flow.WaitTooLong
 	// RefLimited: the rule's associated resource (RefResource) reached the
 	// limit.
-	RefLimited
-	// BreakerOpen: a breaker refused the request.
-	BreakerOpen
+	RefLimited = flow.RefLimited
+	// BreakerOpen: a breaker blocked the request.
+	BreakerOpen = flow.BreakerOpen
 
-	numReasons = iota + 1
+	numReasons = flow.NumReasons
 )
-
-var reasonNames = [...]string{"", "rate limited", "concurrency limited", "wait too long", "associated resource limited", "breaker open"}
-
-// String returns the reason in words ("rate limited").
-func (r Reason) String() string {
-	if int(r) < len(reasonNames) && r > 0 {
-		return reasonNames[r]
-	}
-	return "unknown reason"
-}
 
 // A BlockError is the error of a request that a rule refused. Take it apart
 // with errors.As; errors.Is(err, ErrBlocked) matches it.

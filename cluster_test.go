@@ -87,7 +87,7 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 	if len(fc.calls) != 2 {
 		t.Errorf("the cluster decided %d requests; want 2", len(fc.calls))
 	}
-	if l := g.snap.Load().by["a"].flows[1].clus.(*fakeLimiter); l.ctx != ctx {
+	if l := g.snap.Load().flows[0].(*clusterRule).l.(*fakeLimiter); l.ctx != ctx {
 		t.Error("the cluster limiter did not get Enter's context")
 	}
 

@@ -10,7 +10,6 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/window"
 )
 
 // An EntryOption modifies one Enter.
@@ -68,11 +67,10 @@ type entry struct {
 	g        *Guard
 	res      *resource
 	inbound  bool
+	priority bool
 	start    int64
 	count    int64
-	permits  []flow.Permit
-	waits    []flow.Reservation
-	promises []breaker.Promise
+	held     []hold // what the request holds of its rules; never grown past its capacity, for a hold must not move
 }
 
 var entries = sync.Pool{New: func() any { return new(entry) }}
@@ -108,11 +106,8 @@ func (h Entry) exit(now int64, given bool, err error) {
 	if e.inbound {
 		e.g.inbound.exit(now, d, e.count, err != nil)
 	}
-	for i := range e.permits {
-		e.permits[i].Release()
-	}
-	for _, p := range e.promises {
-		p.RecordAt(now, o)
+	for i := range e.held {
+		e.held[i].by.release(&e.held[i], now, o, false)
 	}
 	e.release()
 }
@@ -120,10 +115,16 @@ func (h Entry) exit(now int64, given bool, err error) {
 // release returns the entry to the pool.
 func (e *entry) release() {
 	e.res, e.g = nil, nil
-	e.permits = e.permits[:0]
-	e.waits = e.waits[:0]
-	e.promises = e.promises[:0]
+	e.clearHeld()
 	entries.Put(e)
+}
+
+// clearHeld forgets what the request held, keeping the storage.
+func (e *entry) clearHeld() {
+	for i := range e.held {
+		e.held[i] = hold{}
+	}
+	e.held = e.held[:0]
 }
 
 // Enter asks to use the resource called name for one request (or WithCount(n) of them). If
@@ -160,9 +161,9 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 		res = g.resources.get(name, now)
 	}
 	e := entries.Get().(*entry)
-	e.g, e.res, e.count, e.inbound = g, res, count, inbound
+	e.g, e.res, e.count, e.inbound, e.priority = g, res, count, inbound, priority
 	if b != nil {
-		if err := b.admit(ctx, g.clock, e, now, priority); err != nil {
+		if err := b.admit(ctx, g.clock, e, now); err != nil {
 			if be, blocked := err.(*BlockError); blocked {
 				res.block(now, be.Reason, count)
 				if inbound {
@@ -182,56 +183,27 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 	return Entry{e: e, seq: e.seq.Load()}, nil
 }
 
-// admit applies the binding's rules to entry e at time now, in order, and
-// leaves in e what Exit must give back. On a refusal it gives back what the
-// earlier rules took. It sets e.start to the time the request may go: now,
-// or later if a throttle or a borrowed place makes it wait.
-func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64, priority bool) error {
+// admit asks the binding's rules, in order, whether entry e may pass at time
+// now, and leaves in e what the request holds of them. When a rule blocks
+// it, the rules before give back what they gave. It sets e.start to the
+// time the request may go: now, or later if a throttle or a borrowed place
+// makes it wait.
+func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64) error {
 	e.start = now
-	if cap(e.permits) < b.permits {
-		e.permits = make([]flow.Permit, 0, b.permits) // Permits must not be copied: never append past cap
-	}
-	for _, bb := range b.breakers {
-		p, err := bb.b.AllowAt(now)
-		if err != nil {
-			e.undo(now)
-			return &BlockError{Resource: e.res.name, Rule: bb.place, Reason: BreakerOpen, RetryAfter: bb.b.RetryAfterAt(now)}
-		}
-		e.promises = append(e.promises, p)
+	if cap(e.held) < len(b.checks) {
+		e.held = make([]hold, 0, len(b.checks))
 	}
 	var wait time.Duration
-	for _, l := range b.flows {
-		var d flow.Decision
-		var reason Reason
-		switch {
-		case l.conc != nil:
-			e.permits = e.permits[:len(e.permits)+1]
-			d, reason = l.conc.AcquireN(&e.permits[len(e.permits)-1], e.count), ConcurrencyLimited
-			if !d.Allowed {
-				e.permits = e.permits[:len(e.permits)-1]
-			}
-		case l.pace != nil:
-			r := l.pace.ReserveNAt(now, e.count)
-			d, reason = r.Decision, WaitTooLong
-			if d.Allowed {
-				e.waits = append(e.waits, r)
-			}
-		case l.clus != nil:
-			d, reason = l.clus.AllowN(ctx, e.count), RateLimited
-		case l.rule.RefResource != "":
-			reason = RefLimited
-			d.Allowed = l.ref.SumAt(now, window.Pass)+e.count <= l.rule.Limit
-		case priority && l.rule.Borrow > 0:
-			d, reason = l.qps.AllowPriorityNAt(now, e.count, time.Duration(l.rule.Borrow)), RateLimited
-			if d.Reason == flow.WaitTooLong {
-				reason = WaitTooLong
-			}
-		default:
-			d, reason = l.qps.AllowNAt(now, e.count), RateLimited
+	for _, ch := range b.checks {
+		e.held = e.held[:len(e.held)+1]
+		h := &e.held[len(e.held)-1]
+		d := ch.rule.admit(ctx, e, now, h)
+		if h.by == nil {
+			e.held = e.held[:len(e.held)-1] // the rule gave nothing to hold
 		}
 		if !d.Allowed {
 			e.undo(now)
-			return &BlockError{Resource: e.res.name, Rule: l.place, Reason: reason, RetryAfter: d.RetryAfter}
+			return &BlockError{Resource: e.res.name, Rule: ch.place, Reason: d.Reason, RetryAfter: d.RetryAfter}
 		}
 		wait = max(wait, d.Wait)
 	}
@@ -245,19 +217,13 @@ func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64,
 	return nil
 }
 
-// undo gives back what a refused request took from the rules before the one
-// that refused it.
+// undo gives back what a blocked request took from the rules before the one
+// that blocked it.
 func (e *entry) undo(now int64) {
-	for i := range e.permits {
-		e.permits[i].Release()
+	for i := range e.held {
+		e.held[i].by.release(&e.held[i], now, breaker.Ignored, true)
 	}
-	for i := range e.waits {
-		e.waits[i].CancelAt(now)
-	}
-	for _, p := range e.promises {
-		p.RecordAt(now, breaker.Ignored)
-	}
-	e.permits, e.waits, e.promises = e.permits[:0], e.waits[:0], e.promises[:0]
+	e.clearHeld()
 }
 
 // Do runs fn as one request to the resource called name: Enter, fn, Exit with fn's error.

@@ -159,6 +159,7 @@ func (g *Guard) SetRules(rules Rules) error {
 		g.log.Warn("slidegate: rules refused; the rules in force stay", "err", err)
 		return err
 	}
+	rules = rules.clone() // the caller may change its slices afterwards
 	g.load.Lock()
 	defer g.load.Unlock()
 	s, err := g.compile(rules, g.snap.Load())
@@ -171,8 +172,8 @@ func (g *Guard) SetRules(rules Rules) error {
 	return nil
 }
 
-// Rules returns the rules in force.
-func (g *Guard) Rules() Rules { return g.snap.Load().rules }
+// Rules returns a copy of the rules in force.
+func (g *Guard) Rules() Rules { return g.snap.Load().rules.clone() }
 
 // A BreakerStatus is a breaker rule in force and the state of its breaker.
 type BreakerStatus struct {
@@ -187,8 +188,9 @@ type BreakerStatus struct {
 func (g *Guard) Breakers() []BreakerStatus {
 	s := g.snap.Load()
 	out := make([]BreakerStatus, 0, len(s.breakers))
-	for _, bb := range s.breakers {
-		out = append(out, BreakerStatus{Resource: bb.rule.Resource, Rule: bb.place, Strategy: bb.rule.Strategy, Stats: bb.b.Stats()})
+	for i, b := range s.breakers {
+		r := s.rules.Breakers[i]
+		out = append(out, BreakerStatus{Resource: r.Resource, Rule: ruleAt("breakers", i), Strategy: r.Strategy, Stats: b.b.Stats()})
 	}
 	return out
 }

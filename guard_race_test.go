@@ -51,9 +51,9 @@ func TestReloadWhileTrafficFlows(t *testing.T) {
 	if s.Pass != admitted.Load() || s.Success+s.Error != s.Pass || s.Error != failed.Load() || s.InFlight != 0 {
 		t.Fatalf("stats = %+v; admitted %d, failed %d", s, admitted.Load(), failed.Load())
 	}
-	for _, l := range g.snap.Load().by["a"].flows {
-		if l.conc != nil && l.conc.InFlight() != 0 {
-			t.Fatalf("a concurrency limiter ended with %d in flight", l.conc.InFlight())
+	for _, c := range g.snap.Load().by["a"].checks {
+		if l, ok := c.rule.(*concurrencyRule); ok && l.c.InFlight() != 0 {
+			t.Fatalf("a concurrency limiter ended with %d in flight", l.c.InFlight())
 		}
 	}
 }

@@ -192,7 +192,7 @@ func TestARuleThatRefusesGivesBackWhatEarlierRulesTook(t *testing.T) {
 	if s := stats(t, g, "a"); s.InFlight != 0 || s.Pass != 2 || s.Block != 1 {
 		t.Fatalf("stats = %+v", s)
 	}
-	if got := g.snap.Load().by["a"].breakers[0].b.State(); got != breaker.Closed {
+	if got := g.snap.Load().breakers[0].b.State(); got != breaker.Closed {
 		t.Fatalf("breaker %v after its probe succeeded", got)
 	}
 }

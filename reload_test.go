@@ -164,3 +164,21 @@ func checkReloads(t *testing.T, seed uint64) {
 		}
 	}
 }
+
+func TestRulesGivenOrReturnedShareNothingWithTheGuard(t *testing.T) {
+	given := Rules{
+		Flow:     []FlowRule{{Resource: "a", Limit: 1}},
+		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: cloned(new(int64))}},
+	}
+	*given.Breakers[0].MinRequests = 1
+	g, _ := newGuard(t, given)
+	given.Flow[0].Limit = 1000
+	*given.Breakers[0].MinRequests = 1000
+	got := g.Rules()
+	got.Flow[0].Resource = "b"
+	if r := g.Rules(); r.Flow[0] != (FlowRule{Resource: "a", Limit: 1}) || *r.Breakers[0].MinRequests != 1 {
+		t.Fatalf("rules in force = %+v, changed through the slices given or returned", r)
+	}
+	mustEnter(t, g, "a").Exit(nil)
+	mustBlock(t, g, "a", "flow[0]", RateLimited)
+}

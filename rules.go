@@ -383,7 +383,7 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	if len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor
 		// judge them together (bucket widths, interval splits).
-		if _, err := newFlowLimiter(f, nil, nil); err != nil {
+		if _, err := buildFlow(f, nil, nil); err != nil {
 			p.add("", "%v", err)
 		}
 	}
@@ -468,9 +468,9 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 		p.add("strategy", "%q is not one of adaptive, error_ratio, error_count, slow_ratio", b.Strategy)
 	}
 	if len(p.list) == len(into) {
-		if br, err := newBreaker(b, nil); err != nil {
+		if br, err := buildBreaker(b, nil); err != nil {
 			p.add("", "%v", err)
-		} else if c, ok := br.(interface{ Close() error }); ok {
+		} else if c, ok := br.b.(interface{ Close() error }); ok {
 			c.Close()
 		}
 	}

@@ -9,12 +9,15 @@ import (
 // argument. The message names the argument and its value.
 var ErrInvalidConfig = errors.New("flow: invalid configuration")
 
-// A Reason says why a limiter refused a request.
+// A Reason says why a request was blocked: by a limiter of this package, or
+// by one of a guard's rules (package slidegate, whose Reason is this type),
+// so that one set of values names every reason in every package, the
+// metrics and the dashboard.
 type Reason uint8
 
 const (
-	// NotRefused is the Reason of an admitted request.
-	NotRefused Reason = iota
+	// NotBlocked is the Reason of a request that passed.
+	NotBlocked Reason = iota
 	// RateLimited: the requests admitted in the interval have reached the
 	// limit.
 	RateLimited
@@ -24,11 +27,21 @@ const (
 	// amount of waiting can admit it.
 	ExceedsLimit
 	// WaitTooLong: a throttled request would have to wait longer than the
-	// throttle's maximum wait, or than its context allows.
+	// throttle's maximum wait, or than its context allows; or a borrowing
+	// request longer than it may borrow.
 	WaitTooLong
+	// RefLimited: a guard's rule on another resource (its RefResource)
+	// found that resource's traffic at the limit.
+	RefLimited
+	// BreakerOpen: a guard's breaker blocked the request.
+	BreakerOpen
+
+	// NumReasons is the number of Reasons, NotBlocked included: an array
+	// indexed by Reason has NumReasons elements.
+	NumReasons = iota
 )
 
-var reasonNames = [...]string{"not refused", "rate limited", "concurrency limited", "exceeds limit", "wait too long"}
+var reasonNames = [NumReasons]string{"not blocked", "rate limited", "concurrency limited", "exceeds limit", "wait too long", "associated resource limited", "breaker open"}
 
 // String returns the reason in words ("rate limited").
 func (r Reason) String() string {
@@ -43,7 +56,7 @@ func (r Reason) String() string {
 type Decision struct {
 	// Allowed reports whether the request may proceed.
 	Allowed bool
-	// Reason says why it may not; NotRefused when Allowed.
+	// Reason says why it may not; NotBlocked when Allowed.
 	Reason Reason
 	// Wait, for an admitted request, is how long the caller must wait before
 	// it proceeds: a Throttle admits requests into evenly spaced places, some

@@ -47,9 +47,9 @@
 // WithConstLabels adds labels to every family.
 //
 // The label reason is one of rate_limited, concurrency_limited,
-// wait_too_long, ref_limited and breaker_open (slidegate.RateLimited ...
-// slidegate.BreakerOpen), and every resource has all five series, zeros
-// included. The label rule is the rule's place in the rules in force,
+// exceeds_limit, wait_too_long, ref_limited and breaker_open
+// (slidegate.RateLimited ... slidegate.BreakerOpen), and every resource has
+// all six series, zeros included. The label rule is the rule's place in the rules in force,
 // "flow[2]" or "breakers[0]", as a *slidegate.BlockError names it; type, behavior
 // and strategy are the rule's fields as rule files write them ("qps",
 // "reject", "error_count").

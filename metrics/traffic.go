@@ -23,6 +23,7 @@ var reasons = [...]struct {
 }{
 	{slidegate.RateLimited, "rate_limited"},
 	{slidegate.ConcurrencyLimited, "concurrency_limited"},
+	{slidegate.ExceedsLimit, "exceeds_limit"},
 	{slidegate.WaitTooLong, "wait_too_long"},
 	{slidegate.RefLimited, "ref_limited"},
 	{slidegate.BreakerOpen, "breaker_open"},
@@ -53,7 +54,7 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 		// Five series a resource is a bounded cost: the guard bounds its
 		// resources (slidegate.WithMaxResources).
 		blocked: desc(prefix+"requests_blocked_total",
-			"Requests to "+whose+" that a rule refused, by reason: rate_limited, concurrency_limited, wait_too_long, ref_limited, breaker_open.",
+			"Requests to "+whose+" that a rule blocked, by reason: rate_limited, concurrency_limited, exceeds_limit, wait_too_long, ref_limited, breaker_open.",
 			with("reason")...),
 		succeeded: desc(prefix+"requests_succeeded_total",
 			"Admitted requests to "+whose+" that ended without an error.", labels...),

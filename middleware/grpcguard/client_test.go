@@ -127,7 +127,7 @@ func TestUnaryClientWithResourceAndBlockStatus(t *testing.T) {
 
 	err := unary(context.Background(), c, codes.OK)
 	wantCode(t, err, codes.Unavailable)
-	if msg := status.Convert(err).Message(); msg != "backend: rate limited" {
+	if msg := status.Convert(err).Message(); msg != "backend: exceeds limit" {
 		t.Errorf("message %q; want the custom one", msg)
 	}
 	var be *slidegate.BlockError

@@ -363,7 +363,7 @@ func TestWithBlockStatus(t *testing.T) {
 	if msg := status.Convert(err).Message(); msg != "busy, come back later" {
 		t.Errorf("message %q; want the custom one", msg)
 	}
-	if got == nil || got.Resource != unaryMethod || got.Reason != slidegate.RateLimited {
+	if got == nil || got.Resource != unaryMethod || got.Reason != slidegate.ExceedsLimit {
 		t.Errorf("WithBlockStatus got %+v; want the block of %s", got, unaryMethod)
 	}
 }

@@ -1,0 +1,139 @@
+package slidegate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
+)
+
+// buildFlow makes the rule that enforces flow rule f, read as Validate
+// leaves it; the error names what the limiter refused. A nil clock is
+// clock.System. A cluster rule's limiter comes from cl; with cl nil, the
+// rule is built as a local QPS rule of the same shape, to check it. A rule
+// on another resource is returned without that resource's statistics,
+// which binding it gives it.
+func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
+	if c == nil {
+		c = clock.System
+	}
+	interval := f.interval()
+	opts := []flow.Option{flow.WithClock(c)}
+	if f.Buckets > 0 {
+		opts = append(opts, flow.WithBuckets(f.Buckets))
+	}
+	if f.WarmUp > 0 {
+		cold := f.ColdFactor
+		if cold == 0 {
+			cold = 3
+		}
+		opts = append(opts, flow.WithWarmUp(time.Duration(f.WarmUp), cold))
+	}
+	switch {
+	case f.Cluster && cl != nil:
+		shaped := f
+		shaped.Interval, shaped.Buckets = Duration(interval), f.buckets()
+		l, err := cl.Limiter(shaped)
+		if err == nil && l == nil {
+			err = fmt.Errorf("the cluster made no limiter")
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &clusterRule{l: l}, nil
+	case f.Type == ConcurrencyRule:
+		l, err := flow.NewConcurrency(f.Limit)
+		if err != nil {
+			return nil, err
+		}
+		return &concurrencyRule{c: l}, nil
+	case f.RefResource != "":
+		if interval%statsWidth != 0 || interval > statsInterval {
+			return nil, fmt.Errorf("interval %v: a rule on another resource reads its statistics, which are kept over %v in buckets of %v: the interval must be a multiple of %v, at most %v",
+				interval, statsInterval, statsWidth, statsWidth, statsInterval)
+		}
+		return &refRule{limit: f.Limit}, nil
+	case f.Behavior == Throttle && f.Limit > 0:
+		t, err := flow.NewThrottle(f.Limit, interval, time.Duration(f.MaxWait), opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &throttleRule{t: t}, nil
+	}
+	// A QPS rule; or a throttle of limit 0, which has no places at all and
+	// blocks everything, as a QPS limit of 0 does.
+	q, err := flow.NewQPS(f.Limit, interval, opts...)
+	if err != nil {
+		return nil, err
+	}
+	r := qpsRule{q: q, fixed: f.WarmUp > 0 || f.Behavior == Throttle}
+	if f.Borrow > 0 {
+		return &borrowingRule{qpsRule: r, borrow: time.Duration(f.Borrow)}, nil
+	}
+	return &r, nil
+}
+
+var dropPolicies = map[string]breaker.DropPolicy{
+	"":                          breaker.CountDropsWhileFailing,
+	"count_drops_while_failing": breaker.CountDropsWhileFailing,
+	"count_drops":               breaker.CountDrops,
+	"ignore_drops":              breaker.IgnoreDrops,
+}
+
+// buildBreaker makes the rule that enforces breaker rule b, read as Validate
+// leaves it. A nil clock is clock.System.
+func buildBreaker(b BreakerRule, c clock.Clock) (*breakerRule, error) {
+	if c == nil {
+		c = clock.System
+	}
+	opts := []breaker.Option{breaker.WithClock(c)}
+	if b.MinRequests != nil {
+		opts = append(opts, breaker.WithMinRequests(*b.MinRequests))
+	}
+	if b.Window != 0 || b.Buckets != 0 {
+		opts = append(opts, breaker.WithWindow(time.Duration(b.Window), b.Buckets)) // 0: the breaker's default
+	}
+	if b.Strategy == AdaptiveBreaker {
+		if b.K != 0 {
+			opts = append(opts, breaker.WithK(b.K))
+		}
+		if b.Protection != nil {
+			opts = append(opts, breaker.WithProtection(*b.Protection))
+		}
+		opts = append(opts, breaker.WithDropPolicy(dropPolicies[b.DropPolicy]))
+		a, err := breaker.NewAdaptive(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &breakerRule{b: a}, nil
+	}
+	if b.OpenTimeout != 0 {
+		opts = append(opts, breaker.WithOpenTimeout(time.Duration(b.OpenTimeout)))
+	}
+	if b.MaxOpenTimeout != 0 {
+		opts = append(opts, breaker.WithBackoff(time.Duration(b.MaxOpenTimeout)))
+	}
+	if b.Probes != 0 || b.ProbeTimeout != 0 {
+		n := b.Probes
+		if n == 0 {
+			n = 1
+		}
+		opts = append(opts, breaker.WithProbes(n, time.Duration(b.ProbeTimeout)))
+	}
+	var s breaker.Strategy
+	switch b.Strategy {
+	case ErrorRatioBreaker:
+		s = breaker.ErrorRatio(b.Threshold)
+	case ErrorCountBreaker:
+		s = breaker.ErrorCount(b.Count)
+	case SlowRatioBreaker:
+		s = breaker.SlowRatio(time.Duration(b.MaxRT), b.Threshold)
+	}
+	circuit, err := breaker.NewCircuit(s, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &breakerRule{b: circuit}, nil
+}

@@ -1,0 +1,80 @@
+package slidegate
+
+import (
+	"context"
+
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/flow"
+)
+
+// A rule is a rule in force bound to what enforces it: a limiter, a breaker,
+// another resource's statistics. Enter asks each rule of a resource in turn
+// whether a request may pass; a rule that lets it pass may give it
+// something to hold until it exits (a concurrency permit, a throttle's
+// place, a breaker's promise), which the rule takes back then, or at once if
+// a later rule blocks the request.
+//
+// A rule's state (its limiter's counts, its breaker's state) outlives a
+// reload that keeps the rule: the new rules in force take over the same
+// rule value, so a rule must not hold what differs between two sets of rules
+// (its place in them). A rule that can also take a new limit in place
+// implements resizer.
+//
+// Adding a kind of rule means adding a type that implements rule, in a file
+// of its own, and a case in buildFlow (or newBreakerRule) that makes it.
+type rule interface {
+	// phase places the rule in the order Enter asks a resource's rules.
+	phase() phase
+	// admit decides whether the request of entry e, arriving at time now,
+	// may pass. A rule that gives the request something to hold fills h
+	// and sets h.by to itself. The Decision's Reason says why not, and
+	// its Wait how long the request must wait before it goes on.
+	admit(ctx context.Context, e *entry, now int64, h *hold) flow.Decision
+	// release takes back what h holds: at time now, when the request ends
+	// with outcome o, or when a later rule blocks it (blocked).
+	release(h *hold, now int64, o breaker.Outcome, blocked bool)
+}
+
+// A resizer is a rule that can change its limit in place, keeping its
+// counts: a new rule that differs from it only in its limit takes it over.
+type resizer interface {
+	rule
+	// resizable reports whether the rule can change its limit now: some
+	// rules of a kind can (a QPS rule), others not (one that warms up).
+	resizable() bool
+	// setLimit changes the limit. It is called only once the rules that
+	// take the rule over are sure to be put in force.
+	setLimit(limit int64) error
+}
+
+// A hold is what a request that passed holds of one rule until it exits.
+// The rule that gave it (by) reads only its own field.
+type hold struct {
+	by      rule
+	permit  flow.Permit      // a concurrency rule's
+	place   flow.Reservation // a throttle's
+	promise breaker.Promise  // a breaker's
+}
+
+// A phase is a rule's place in the order Enter asks a resource's rules: the
+// rules whose admission can be taken back come first, so that a request
+// that a later rule blocks gives back what it took; the rules whose
+// admission counts for good come after.
+type phase uint8
+
+const (
+	phaseBreaker     phase = iota // a promise, settled as ignored if blocked later
+	phaseConcurrency              // a permit, released
+	phaseThrottle                 // a place, cancelled
+	phaseRef                      // reads another resource's statistics: takes nothing
+	phaseQPS                      // counts the request for good
+	// Last: a round trip, and a permit other instances could have used,
+	// not to be spent on a request a local rule blocks.
+	phaseCluster
+)
+
+// holdsNothing is the release of the rules that give a request nothing to
+// hold.
+type holdsNothing struct{}
+
+func (holdsNothing) release(*hold, int64, breaker.Outcome, bool) {}

@@ -1,0 +1,31 @@
+package slidegate
+
+import (
+	"context"
+
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/flow"
+)
+
+// A breakerRule puts a circuit breaker in front of a resource: a request
+// that passes holds the breaker's promise, settled with the request's
+// outcome when it exits, or as ignored if a later rule blocks it.
+type breakerRule struct{ b breaker.Breaker }
+
+func (*breakerRule) phase() phase { return phaseBreaker }
+
+func (r *breakerRule) admit(_ context.Context, _ *entry, now int64, h *hold) flow.Decision {
+	p, err := r.b.AllowAt(now)
+	if err != nil {
+		return flow.Decision{Reason: BreakerOpen, RetryAfter: r.b.RetryAfterAt(now)}
+	}
+	h.promise, h.by = p, r
+	return flow.Decision{Allowed: true}
+}
+
+func (r *breakerRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
+	if blocked {
+		o = breaker.Ignored
+	}
+	h.promise.RecordAt(now, o)
+}

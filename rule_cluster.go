@@ -1,0 +1,30 @@
+package slidegate
+
+import (
+	"context"
+
+	"github.com/slidegate/slidegate/flow"
+)
+
+// A clusterRule is a QPS limit for all the instances of a service together,
+// decided by the guard's Cluster (WithCluster).
+type clusterRule struct {
+	holdsNothing
+	l ClusterLimiter
+}
+
+func (*clusterRule) phase() phase { return phaseCluster }
+
+func (r *clusterRule) admit(ctx context.Context, e *entry, _ int64, _ *hold) flow.Decision {
+	return r.l.AllowN(ctx, e.count)
+}
+
+// limitSetter is a ClusterLimiter that can change its limit.
+type limitSetter interface{ SetLimit(int64) error }
+
+func (r *clusterRule) resizable() bool {
+	_, ok := r.l.(limitSetter)
+	return ok
+}
+
+func (r *clusterRule) setLimit(limit int64) error { return r.l.(limitSetter).SetLimit(limit) }

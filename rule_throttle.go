@@ -1,0 +1,29 @@
+package slidegate
+
+import (
+	"context"
+
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/flow"
+)
+
+// A throttleRule spaces requests evenly (flow.Throttle): a request takes the
+// next free place and waits for it, unless that is further away than the
+// rule's MaxWait. A request that a later rule blocks gives its place back.
+type throttleRule struct{ t *flow.Throttle }
+
+func (*throttleRule) phase() phase { return phaseThrottle }
+
+func (r *throttleRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
+	h.place = r.t.ReserveNAt(now, e.count)
+	if h.place.Allowed {
+		h.by = r
+	}
+	return h.place.Decision
+}
+
+func (r *throttleRule) release(h *hold, now int64, _ breaker.Outcome, blocked bool) {
+	if blocked {
+		h.place.CancelAt(now)
+	}
+}
