@@ -1,0 +1,325 @@
+package slidegate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A Problem is one thing wrong with a set of rules: which rule, which field,
+// why, and where in a file.
+type Problem struct {
+	// Rule is the rule's place in its list, as BlockError.Rule names it:
+	// "flow[2]" or "breakers[0]"; empty for a problem of the file or of
+	// the set as a whole.
+	Rule string
+	// Resource is the rule's resource, when the rule names one.
+	Resource string
+	// Field is the rule's field as files name it ("limit", "max_wait").
+	Field string
+	// Reason says what is wrong, with the value.
+	Reason string
+	// Line is the line of the rules file the problem is on, when the rules
+	// came from a file and the line is known; 0 otherwise.
+	Line int
+}
+
+// Place names the rule and its resource: `flow[2] (resource "GET /a")`, or
+// "" for a problem of the file or of the set as a whole.
+func (p Problem) Place() string {
+	switch {
+	case p.Rule == "":
+		return ""
+	case p.Resource == "":
+		return p.Rule
+	case len(p.Resource) > 64:
+		return fmt.Sprintf("%s (resource %q…)", p.Rule, p.Resource[:60])
+	}
+	return fmt.Sprintf("%s (resource %q)", p.Rule, p.Resource)
+}
+
+// String describes the problem: `line 4: flow[2] (resource "GET /a"):
+// limit: -1 must not be negative`, leaving out what is unknown.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		b.WriteString("line " + strconv.Itoa(p.Line) + ": ")
+	}
+	for _, part := range []string{p.Place(), p.Field} {
+		if part != "" {
+			b.WriteString(part + ": ")
+		}
+	}
+	b.WriteString(p.Reason)
+	return b.String()
+}
+
+// A RulesError lists every problem found in a set of rules. A guard given
+// rules with problems keeps the rules it had.
+type RulesError struct {
+	// Source names where the rules came from (a file), or is empty.
+	Source   string
+	Problems []Problem
+}
+
+// Error lists the problems, one per line after the first.
+func (e *RulesError) Error() string {
+	var b strings.Builder
+	b.WriteString("slidegate: invalid rules")
+	if e.Source != "" {
+		b.WriteString(" in " + e.Source)
+	}
+	b.WriteString(": " + strconv.Itoa(len(e.Problems)) + " problem")
+	if len(e.Problems) != 1 {
+		b.WriteString("s")
+	}
+	for _, p := range e.Problems {
+		b.WriteString("\n\t" + p.String())
+	}
+	return b.String()
+}
+
+// Validate checks every rule and returns a *RulesError listing every
+// problem, or nil.
+func (r Rules) Validate() error {
+	var ps []Problem
+	for i, f := range r.Flow {
+		ps = f.check(ruleAt("flow", i), ps)
+	}
+	for i, b := range r.Breakers {
+		ps = b.check(ruleAt("breakers", i), ps)
+	}
+	ps = sharedClusterCounts(r.Flow, ps)
+	if len(ps) == 0 {
+		return nil
+	}
+	return &RulesError{Problems: ps}
+}
+
+// sharedClusterCounts finds cluster rules that would keep one count: a
+// cluster keeps a count per resource, interval and buckets, which two such
+// rules would each add every request to, and so each see twice.
+func sharedClusterCounts(rules []FlowRule, into []Problem) []Problem {
+	type count struct {
+		resource string
+		interval time.Duration
+		buckets  int
+	}
+	first := make(map[count]int)
+	for i, f := range rules {
+		if !f.Cluster {
+			continue
+		}
+		c := count{f.Resource, f.interval(), f.buckets()}
+		if j, ok := first[c]; ok {
+			into = append(into, Problem{Rule: ruleAt("flow", i), Resource: f.Resource, Field: "cluster",
+				Reason: fmt.Sprintf("flow[%d] is a cluster rule of the same resource, interval (%v) and buckets (%d): the two would keep one count in the cluster, each counting every request twice; give them different intervals, or keep one", j, c.interval, c.buckets)})
+			continue
+		}
+		first[c] = i
+	}
+	return into
+}
+
+// ruleAt names the rule at index i of list: "flow[2]".
+func ruleAt(list string, i int) string { return list + "[" + strconv.Itoa(i) + "]" }
+
+// problems collects the problems of one rule.
+type problems struct {
+	rule, resource string
+	list           []Problem
+}
+
+func (p *problems) add(field, format string, args ...any) {
+	p.list = append(p.list, Problem{Rule: p.rule, Resource: p.resource, Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// name checks a resource's name.
+func (p *problems) name(field, name string, required bool) {
+	switch {
+	case name == "":
+		if required {
+			p.add(field, "missing")
+		}
+	case name == OtherResource:
+		p.add(field, "%q is the name of the resources the guard has no room for, not one a rule can name", name)
+	case len(name) > MaxNameLength:
+		p.add(field, "%d bytes: a resource's name is at most %d bytes long", len(name), MaxNameLength)
+	}
+}
+
+func (p *problems) nonNegative(field string, d Duration) {
+	if d < 0 {
+		p.add(field, "%v must not be negative", d)
+	}
+}
+
+func (f FlowRule) check(rule string, into []Problem) []Problem {
+	p := problems{rule: rule, resource: f.Resource, list: into}
+	p.name("resource", f.Resource, true)
+	p.name("ref_resource", f.RefResource, false)
+	if f.Limit < 0 {
+		p.add("limit", "%d must not be negative", f.Limit)
+	}
+	p.nonNegative("interval", f.Interval)
+	p.nonNegative("max_wait", f.MaxWait)
+	p.nonNegative("warm_up", f.WarmUp)
+	p.nonNegative("borrow", f.Borrow)
+	if f.Buckets < 0 {
+		p.add("buckets", "%d must not be negative", f.Buckets)
+	}
+	if f.Lease < 0 {
+		p.add("lease", "%d must not be negative", f.Lease)
+	} else if f.Lease > 0 && !f.Cluster {
+		p.add("lease", "only a cluster rule leases permits")
+	}
+	if f.Cluster {
+		if k := f.buckets(); k > MaxClusterBuckets {
+			p.add("buckets", "%d: a cluster rule has at most %d buckets", k, MaxClusterBuckets)
+		} else if iv := f.interval(); iv > 0 && iv%(time.Duration(k)*time.Microsecond) != 0 {
+			p.add("interval", "%v does not divide into %d buckets of whole microseconds, as a cluster rule's must", iv, k)
+		}
+		for _, x := range []struct {
+			field string
+			set   bool
+		}{{"type", f.Type == ConcurrencyRule}, {"behavior", f.Behavior == Throttle}, {"warm_up", f.WarmUp != 0},
+			{"borrow", f.Borrow != 0}, {"ref_resource", f.RefResource != ""}} {
+			if x.set {
+				p.add(x.field, "a cluster rule is a QPS rule that rejects, without warm-up, borrowing or another resource")
+			}
+		}
+	}
+	switch f.Type {
+	case "", QPSRule:
+		switch f.Behavior {
+		case "", Reject:
+		case Throttle:
+			if f.Borrow > 0 {
+				p.add("borrow", "a throttle does not borrow; only rules that reject do")
+			}
+			if f.RefResource != "" {
+				p.add("ref_resource", "only rules that reject may limit by another resource")
+			}
+		default:
+			p.add("behavior", "%q is not %q or %q", f.Behavior, Reject, Throttle)
+		}
+		if f.WarmUp > 0 && f.ColdFactor != 0 && !(f.ColdFactor > 1) {
+			p.add("cold_factor", "%v must be above 1", f.ColdFactor)
+		}
+		if f.RefResource != "" && (f.WarmUp > 0 || f.Borrow > 0) {
+			p.add("ref_resource", "a rule that limits by another resource has no warm-up and does not borrow")
+		}
+		if f.RefResource == f.Resource && f.Resource != "" {
+			p.add("ref_resource", "%q is the rule's own resource", f.RefResource)
+		}
+	case ConcurrencyRule:
+		for _, x := range []struct {
+			field string
+			set   bool
+		}{{"behavior", f.Behavior != ""}, {"borrow", f.Borrow != 0}, {"buckets", f.Buckets != 0},
+			{"cold_factor", f.ColdFactor != 0}, {"interval", f.Interval != 0}, {"max_wait", f.MaxWait != 0},
+			{"ref_resource", f.RefResource != ""}, {"warm_up", f.WarmUp != 0}} {
+			if x.set {
+				p.add(x.field, "does not apply to a concurrency rule")
+			}
+		}
+	default:
+		p.add("type", "%q is not %q or %q", f.Type, QPSRule, ConcurrencyRule)
+	}
+	if len(p.list) == len(into) {
+		// The fields are sound one by one: let the limiter's constructor
+		// judge them together (bucket widths, interval splits).
+		if _, err := buildFlow(f, nil, nil); err != nil {
+			p.add("", "%v", err)
+		}
+	}
+	return p.list
+}
+
+func (b BreakerRule) check(rule string, into []Problem) []Problem {
+	p := problems{rule: rule, resource: b.Resource, list: into}
+	p.name("resource", b.Resource, true)
+	for _, d := range []struct {
+		field string
+		v     Duration
+	}{{"max_rt", b.MaxRT}, {"window", b.Window}, {"open_timeout", b.OpenTimeout},
+		{"max_open_timeout", b.MaxOpenTimeout}, {"probe_timeout", b.ProbeTimeout}} {
+		p.nonNegative(d.field, d.v)
+	}
+	if b.MinRequests != nil && *b.MinRequests < 0 {
+		p.add("min_requests", "%d must not be negative", *b.MinRequests)
+	}
+	if b.Buckets < 0 {
+		p.add("buckets", "%d must not be negative", b.Buckets)
+	}
+	if b.Probes < 0 {
+		p.add("probes", "%d must not be negative", b.Probes)
+	}
+	ratio := func() {
+		if !(b.Threshold > 0 && b.Threshold <= 1) {
+			p.add("threshold", "%v must be above 0 and at most 1", b.Threshold)
+		}
+	}
+	adaptiveOnly := func(field string, set bool) {
+		if set {
+			p.add(field, "applies to an adaptive breaker only")
+		}
+	}
+	stateOnly := func(field string, set bool) {
+		if set {
+			p.add(field, "does not apply to an adaptive breaker")
+		}
+	}
+	switch b.Strategy {
+	case AdaptiveBreaker:
+		stateOnly("threshold", b.Threshold != 0)
+		stateOnly("count", b.Count != 0)
+		stateOnly("max_rt", b.MaxRT != 0)
+		stateOnly("open_timeout", b.OpenTimeout != 0)
+		stateOnly("max_open_timeout", b.MaxOpenTimeout != 0)
+		stateOnly("probes", b.Probes != 0)
+		stateOnly("probe_timeout", b.ProbeTimeout != 0)
+		if b.K != 0 && !(b.K >= 1) {
+			p.add("k", "%v must be at least 1", b.K)
+		}
+		if b.Protection != nil && *b.Protection < 0 {
+			p.add("protection", "%d must not be negative", *b.Protection)
+		}
+		if _, ok := dropPolicies[b.DropPolicy]; !ok {
+			p.add("drop_policy", "%q is not one of count_drops_while_failing, count_drops, ignore_drops", b.DropPolicy)
+		}
+	case ErrorRatioBreaker, ErrorCountBreaker, SlowRatioBreaker:
+		adaptiveOnly("k", b.K != 0)
+		adaptiveOnly("protection", b.Protection != nil)
+		adaptiveOnly("drop_policy", b.DropPolicy != "")
+		switch b.Strategy {
+		case ErrorRatioBreaker:
+			ratio()
+		case ErrorCountBreaker:
+			if b.Count < 1 {
+				p.add("count", "%d must be at least 1", b.Count)
+			}
+		case SlowRatioBreaker:
+			ratio()
+			if b.MaxRT <= 0 {
+				p.add("max_rt", "%v must be positive", b.MaxRT)
+			}
+		}
+		if b.MaxOpenTimeout != 0 && b.MaxOpenTimeout < b.OpenTimeout {
+			p.add("max_open_timeout", "%v must be at least open_timeout %v", b.MaxOpenTimeout, b.OpenTimeout)
+		}
+	case "":
+		p.add("strategy", "missing: one of adaptive, error_ratio, error_count, slow_ratio")
+	default:
+		p.add("strategy", "%q is not one of adaptive, error_ratio, error_count, slow_ratio", b.Strategy)
+	}
+	if len(p.list) == len(into) {
+		if br, err := buildBreaker(b, nil); err != nil {
+			p.add("", "%v", err)
+		} else if c, ok := br.b.(interface{ Close() error }); ok {
+			c.Close()
+		}
+	}
+	return p.list
+}
