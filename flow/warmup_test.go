@@ -375,3 +375,30 @@ func TestThrottleWarmUpCoolsWhenIdleNotWhileItsQueueLasts(t *testing.T) {
 		t.Fatalf("the second after a 3 s queue gave %d places, want about 100: serving a queue is not idleness", after[0])
 	}
 }
+
+// TestWarmUpDecisionsDoNotAllocate: warming limiters decide without
+// allocating, buckets opening and skipped buckets cooling included.
+func TestWarmUpDecisionsDoNotAllocate(t *testing.T) {
+	c := clock.NewManual(0)
+	q := mustQPS(t, 1000, time.Second, WithClock(c), WithWarmUp(10*time.Second, 3))
+	th, err := NewThrottle(1000, time.Second, time.Second, WithClock(c), WithWarmUp(10*time.Second, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		i++
+		step := time.Millisecond
+		if i%100 == 0 {
+			step = 3 * time.Second // skipped buckets
+		}
+		c.Advance(step)
+		q.Allow()
+		q.AllowN(3)
+		q.AllowPriority(time.Second)
+		th.Allow()
+		th.ReserveN(3)
+	}); n != 0 {
+		t.Fatalf("deciding with warm-up allocates %.1f times per call", n)
+	}
+}
