@@ -83,9 +83,9 @@ func ExampleThrottle() {
 		fmt.Println(d.Allowed, d.Wait, d.Reason)
 	}
 	// Output:
-	// true 0s not refused
-	// true 100ms not refused
-	// true 200ms not refused
+	// true 0s not blocked
+	// true 100ms not blocked
+	// true 200ms not blocked
 	// false 0s wait too long
 }
 
