@@ -44,8 +44,8 @@ func TestResourceCapIsExactUnderConcurrentNewNames(t *testing.T) {
 	if n := g.resources.n.Load(); n != max {
 		t.Fatalf("the table counts %d resources, holds %d", n, own)
 	}
-	if s := stats(t, g, OtherResource); s.Pass != callers-max {
-		t.Fatalf("other counted %d, want the %d beyond the cap", s.Pass, callers-max)
+	if s := stats(t, g, OtherResource); s.Allowed != callers-max {
+		t.Fatalf("other counted %d, want the %d beyond the cap", s.Allowed, callers-max)
 	}
 }
 
@@ -73,7 +73,7 @@ func TestLongNamesAreRefusedInRulesAndCountedAsOther(t *testing.T) {
 		mustEnter(t, g, long+fmt.Sprint(i)).Exit(nil)
 	}
 	mustEnter(t, g, long[:MaxNameLength]).Exit(nil) // at the cap: a resource of its own
-	if rs := g.Resources(); len(rs) != 2 || rs[0].Resource != OtherResource || rs[0].Pass != 100 {
+	if rs := g.Resources(); len(rs) != 2 || rs[0].Resource != OtherResource || rs[0].Allowed != 100 {
 		t.Fatalf("resources = %+v, want the long names in %s and the one at the cap", rs, OtherResource)
 	}
 }
@@ -109,7 +109,7 @@ func TestEvictionNeverLosesAResourceARuleNames(t *testing.T) {
 			e.Exit(nil)
 		}
 	}
-	if s := stats(t, g, "x"); s.Pass != 5 || s.Block != 1 {
+	if s := stats(t, g, "x"); s.Allowed != 5 || s.Blocked != 1 {
 		t.Fatalf("x = %+v, want its rule's 5 passes and 1 block in its statistics", s)
 	}
 }
@@ -125,10 +125,10 @@ func TestCountsAboveMaxCountAreClampedAndTotalsNeverWrap(t *testing.T) {
 		clk.Advance(time.Hour)
 		e.Exit(nil)
 		tot := stats(t, g, "a").Totals
-		if i == 0 && (tot.Pass != MaxCount || tot.Success != MaxCount) {
+		if i == 0 && (tot.Allowed != MaxCount || tot.Succeeded != MaxCount) {
 			t.Fatalf("totals = %+v, want a batch of MaxCount", tot)
 		}
-		if tot.Pass < last.Pass || tot.Success < last.Success || tot.RT < last.RT || tot.RT <= 0 {
+		if tot.Allowed < last.Allowed || tot.Succeeded < last.Succeeded || tot.RT < last.RT || tot.RT <= 0 {
 			t.Fatalf("totals went from %+v to %+v", last, tot)
 		}
 		last = tot

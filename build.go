@@ -75,11 +75,11 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 	return &r, nil
 }
 
-var dropPolicies = map[string]breaker.DropPolicy{
-	"":                          breaker.CountDropsWhileFailing,
-	"count_drops_while_failing": breaker.CountDropsWhileFailing,
-	"count_drops":               breaker.CountDrops,
-	"ignore_drops":              breaker.IgnoreDrops,
+var dropPolicies = map[string]breaker.BlockPolicy{
+	"":                          breaker.CountBlocksWhileFailing,
+	"count_drops_while_failing": breaker.CountBlocksWhileFailing,
+	"count_drops":               breaker.CountBlocks,
+	"ignore_drops":              breaker.IgnoreBlocks,
 }
 
 // buildBreaker makes the rule that enforces breaker rule b, read as Validate
@@ -102,7 +102,7 @@ func buildBreaker(b BreakerRule, c clock.Clock) (*breakerRule, error) {
 		if b.Protection != nil {
 			opts = append(opts, breaker.WithProtection(*b.Protection))
 		}
-		opts = append(opts, breaker.WithDropPolicy(dropPolicies[b.DropPolicy]))
+		opts = append(opts, breaker.WithBlockPolicy(dropPolicies[b.BlockPolicy]))
 		a, err := breaker.NewAdaptive(opts...)
 		if err != nil {
 			return nil, err

@@ -104,7 +104,7 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 	if !errors.As(err, &be) || be.Rule != "flow[0]" || be.Reason != RateLimited {
 		t.Fatalf("Enter over the cluster limit: %v; want a block by flow[0], rate limited", err)
 	}
-	if st, _ := g.Stats("a"); st.Pass != 2 || st.Block != 2 {
+	if st, _ := g.Stats("a"); st.Allowed != 2 || st.Blocked != 2 {
 		t.Errorf("stats %+v; want 2 passed, 2 blocked", st)
 	}
 

@@ -31,7 +31,7 @@ func ExampleGuard() {
 		fmt.Println("served")
 	}
 	s, _ := g.Stats("GET /orders")
-	fmt.Println("passed", s.Pass, "blocked", s.Block)
+	fmt.Println("passed", s.Allowed, "blocked", s.Blocked)
 	// Output:
 	// served
 	// served

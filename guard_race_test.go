@@ -48,7 +48,7 @@ func TestReloadWhileTrafficFlows(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	s := stats(t, g, "a")
-	if s.Pass != admitted.Load() || s.Success+s.Error != s.Pass || s.Error != failed.Load() || s.InFlight != 0 {
+	if s.Allowed != admitted.Load() || s.Succeeded+s.Failed != s.Allowed || s.Failed != failed.Load() || s.InFlight != 0 {
 		t.Fatalf("stats = %+v; admitted %d, failed %d", s, admitted.Load(), failed.Load())
 	}
 	for _, c := range g.snap.Load().by["a"].checks {

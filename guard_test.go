@@ -68,8 +68,8 @@ func TestEveryResourceKeepsStatistics(t *testing.T) {
 	}
 	clk.Advance(time.Millisecond)
 	e.Exit(errors.New("boom"))
-	want := ResourceStats{Resource: "a", Pass: 3, Success: 1, Error: 2, AvgRT: (3*time.Millisecond + 2*time.Millisecond) / 3,
-		MaxRT: 3 * time.Millisecond, Totals: Totals{Pass: 3, Success: 1, Error: 2, RT: 5 * time.Millisecond}}
+	want := ResourceStats{Resource: "a", Allowed: 3, Succeeded: 1, Failed: 2, AvgRT: (3*time.Millisecond + 2*time.Millisecond) / 3,
+		MaxRT: 3 * time.Millisecond, Totals: Totals{Allowed: 3, Succeeded: 1, Failed: 2, RT: 5 * time.Millisecond}}
 	s := stats(t, g, "a")
 	// Two response times, 3 ms and 1 ms (a batch is one): the quantiles
 	// within 3.2%.
@@ -101,7 +101,7 @@ func TestQPSRuleBlocksAtTheLimit(t *testing.T) {
 	}
 	clk.Advance(be.RetryAfter)
 	mustEnter(t, g, "a").Exit(nil)
-	if s := stats(t, g, "a"); s.Pass != 4 || s.Block != 1 {
+	if s := stats(t, g, "a"); s.Allowed != 4 || s.Blocked != 1 {
 		t.Fatalf("stats = %+v, want 4 passed, 1 blocked", s)
 	}
 }
@@ -124,7 +124,7 @@ func TestConcurrencyRuleReleasesOnExit(t *testing.T) {
 	mustBlock(t, g, "a", "flow[0]", ConcurrencyLimited)
 	e2.Exit(nil)
 	e3.Exit(nil)
-	if s := stats(t, g, "a"); s.InFlight != 0 || s.Success != 3 {
+	if s := stats(t, g, "a"); s.InFlight != 0 || s.Succeeded != 3 {
 		t.Fatalf("stats = %+v", s)
 	}
 }
@@ -150,7 +150,7 @@ func TestExitFromAnotherGoroutine(t *testing.T) {
 		go func() { defer wg.Done(); e.Exit(nil) }()
 	}
 	wg.Wait()
-	if s := stats(t, g, "a"); s.Success != 100 || s.InFlight != 0 {
+	if s := stats(t, g, "a"); s.Succeeded != 100 || s.InFlight != 0 {
 		t.Fatalf("stats = %+v", s)
 	}
 }
@@ -189,7 +189,7 @@ func TestARuleThatRefusesGivesBackWhatEarlierRulesTook(t *testing.T) {
 	// breaker.
 	clk.Advance(be.RetryAfter)
 	mustEnter(t, g, "a", WithCount(0)).Exit(nil) // a count below 1 counts as 1
-	if s := stats(t, g, "a"); s.InFlight != 0 || s.Pass != 2 || s.Block != 1 {
+	if s := stats(t, g, "a"); s.InFlight != 0 || s.Allowed != 2 || s.Blocked != 1 {
 		t.Fatalf("stats = %+v", s)
 	}
 	if got := g.snap.Load().breakers[0].b.State(); got != breaker.Closed {
@@ -294,7 +294,7 @@ func TestDoCountsAPanicAsAnErrorAndPanicsOn(t *testing.T) {
 		}()
 		_ = g.Do(bg, "a", func() error { panic("boom") })
 	}()
-	if s := stats(t, g, "a"); s.Error != 1 || s.InFlight != 0 {
+	if s := stats(t, g, "a"); s.Failed != 1 || s.InFlight != 0 {
 		t.Fatalf("stats = %+v", s)
 	}
 }
@@ -304,7 +304,7 @@ func TestInboundTrafficIsCountedForTheGuard(t *testing.T) {
 	mustEnter(t, g, "a", Inbound()).Exit(nil)
 	mustEnter(t, g, "b").Exit(nil)
 	mustEnter(t, g, "c", Inbound(), Outbound()).Exit(nil)
-	if s := g.Inbound(); s.Pass != 1 || s.Success != 1 {
+	if s := g.Inbound(); s.Allowed != 1 || s.Succeeded != 1 {
 		t.Fatalf("inbound = %+v", s)
 	}
 }
@@ -318,7 +318,7 @@ func TestResourceCapCountsTheRestAsOther(t *testing.T) {
 		t.Fatal("a resource beyond the cap has statistics of its own")
 	}
 	// "ruled" takes one of the 3 places: u3, u4 and u5 have none.
-	if s := stats(t, g, OtherResource); s.Pass != 3 {
+	if s := stats(t, g, OtherResource); s.Allowed != 3 {
 		t.Fatalf("other = %+v, want the 3 beyond the cap", s)
 	}
 	mustEnter(t, g, "ruled").Exit(nil) // a resource with rules always has room
@@ -438,7 +438,7 @@ func TestDefaultGuard(t *testing.T) {
 	if err := SetRules(Rules{}); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := Default().Stats("default-guard-test"); s.Totals.Pass-before.Totals.Pass != 2 {
+	if s, _ := Default().Stats("default-guard-test"); s.Totals.Allowed-before.Totals.Allowed != 2 {
 		t.Fatalf("stats = %+v, before %+v", s, before)
 	}
 }
@@ -510,18 +510,18 @@ func TestTotalsCountBlocksByReason(t *testing.T) {
 	a, b := stats(t, g, "a"), stats(t, g, "b")
 	var want [numReasons]int64
 	want[ConcurrencyLimited], want[RateLimited] = 1, 1
-	if a.Totals.Pass != 2 || a.Totals.Success != 2 || a.Totals.Blocked != want || a.Totals.Block() != 2 || a.Pass != 0 {
+	if a.Totals.Allowed != 2 || a.Totals.Succeeded != 2 || a.Totals.BlockedBy != want || a.Totals.Blocked() != 2 || a.Allowed != 0 {
 		t.Errorf("a: %+v", a)
 	}
 	want = [numReasons]int64{}
 	want[BreakerOpen] = 1
-	if b.Totals.Error != 1 || b.Totals.Blocked != want {
+	if b.Totals.Failed != 1 || b.Totals.BlockedBy != want {
 		t.Errorf("b: %+v", b)
 	}
 	in := g.Inbound()
 	want = [numReasons]int64{}
 	want[ConcurrencyLimited] = 1
-	if in.Totals.Pass != 1 || in.Totals.Blocked != want {
+	if in.Totals.Allowed != 1 || in.Totals.BlockedBy != want {
 		t.Errorf("inbound: %+v", in)
 	}
 }
@@ -548,7 +548,7 @@ func TestEnteringOtherCountsThere(t *testing.T) {
 	mustEnter(t, g, OtherResource).Exit(nil)
 	clk.Advance(time.Minute) // out of the window, but the totals remain
 	rs := g.Resources()
-	if len(rs) != 1 || rs[0].Resource != OtherResource || rs[0].Totals.Pass != 1 {
+	if len(rs) != 1 || rs[0].Resource != OtherResource || rs[0].Totals.Allowed != 1 {
 		t.Fatalf("Resources() = %+v, want one (other) with 1 pass in its totals", rs)
 	}
 }

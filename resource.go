@@ -72,23 +72,23 @@ func newResource(name string, c clock.Clock) *resource {
 
 // pass counts n requests admitted at time now.
 func (r *resource) pass(now, n int64) {
-	r.stats.AddAt(now, window.Pass, n)
+	r.stats.AddAt(now, window.Allowed, n)
 	addTotal(&r.totals.pass, n)
 	r.totals.inFlight.Add(n)
 }
 
 // block counts n requests refused at time now for reason.
 func (r *resource) block(now int64, reason Reason, n int64) {
-	r.stats.AddAt(now, window.Block, n)
+	r.stats.AddAt(now, window.Blocked, n)
 	addTotal(&r.totals.blocked[reason%numReasons], n)
 }
 
 // exit counts n requests that ended at time now after d nanoseconds, with an
 // error or not.
 func (r *resource) exit(now, d, n int64, failed bool) {
-	ev, total := window.Success, &r.totals.success
+	ev, total := window.Succeeded, &r.totals.success
 	if failed {
-		ev, total = window.Error, &r.totals.errors
+		ev, total = window.Failed, &r.totals.errors
 	}
 	rt := d // the batch's summed response time, at most math.MaxInt64
 	if n > 1 {
@@ -301,19 +301,19 @@ type totals struct {
 // it: counters that only grow, for metrics. A resource evicted for idleness
 // (see WithMaxResources) starts again from zero if it comes back.
 type Totals struct {
-	Pass, Success, Error int64
-	// Blocked counts the refused requests by reason: Blocked[RateLimited],
-	// Blocked[BreakerOpen], ... (Blocked[0] is unused).
-	Blocked [numReasons]int64
+	Allowed, Succeeded, Failed int64
+	// BlockedBy counts the refused requests by reason: BlockedBy[RateLimited],
+	// BlockedBy[BreakerOpen], ... (BlockedBy[0] is unused).
+	BlockedBy [numReasons]int64
 	// RT is the sum of the response times of the requests that ended, a batch
 	// counting its response time once per request.
 	RT time.Duration
 }
 
-// Block returns the refused requests, whatever the reason.
-func (t Totals) Block() int64 {
+// Blocked returns the refused requests, whatever the reason.
+func (t Totals) Blocked() int64 {
 	var n int64
-	for _, b := range t.Blocked {
+	for _, b := range t.BlockedBy {
 		if n += b; n < 0 {
 			return math.MaxInt64 // saturates, as the totals do
 		}
@@ -325,9 +325,9 @@ func (t Totals) Block() int64 {
 // its totals.
 type ResourceStats struct {
 	Resource string
-	// Pass and Block count the requests admitted and refused; Success and
-	// Error those that ended (Entry.Exit) without and with an error.
-	Pass, Block, Success, Error int64
+	// Allowed and Blocked count the requests admitted and refused; Succeeded and
+	// Failed those that ended (Entry.Exit) without and with an error.
+	Allowed, Blocked, Succeeded, Failed int64
 	// AvgRT is the mean response time of the requests that ended.
 	AvgRT time.Duration
 	// P50, P90, P99 and MaxRT describe the response times of the requests
@@ -344,22 +344,22 @@ type ResourceStats struct {
 func (r *resource) statsAt(now int64) ResourceStats {
 	s := r.stats.SumsAt(now)
 	out := ResourceStats{
-		Resource: r.name,
-		Pass:     s[window.Pass],
-		Block:    s[window.Block],
-		Success:  s[window.Success],
-		Error:    s[window.Error],
-		InFlight: r.totals.inFlight.Load(),
+		Resource:  r.name,
+		Allowed:   s[window.Allowed],
+		Blocked:   s[window.Blocked],
+		Succeeded: s[window.Succeeded],
+		Failed:    s[window.Failed],
+		InFlight:  r.totals.inFlight.Load(),
 	}
-	if n := out.Success + out.Error; n > 0 {
+	if n := out.Succeeded + out.Failed; n > 0 {
 		out.AvgRT = time.Duration(s[window.RT] * int64(time.Microsecond) / n)
 	}
 	l := r.lat.SummaryAt(now)
 	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
 	t := r.totals
-	out.Totals = Totals{Pass: readTotal(&t.pass), Success: readTotal(&t.success), Error: readTotal(&t.errors), RT: time.Duration(readTotal(&t.rt))}
+	out.Totals = Totals{Allowed: readTotal(&t.pass), Succeeded: readTotal(&t.success), Failed: readTotal(&t.errors), RT: time.Duration(readTotal(&t.rt))}
 	for i := range t.blocked {
-		out.Totals.Blocked[i] = readTotal(&t.blocked[i])
+		out.Totals.BlockedBy[i] = readTotal(&t.blocked[i])
 	}
 	return out
 }
@@ -388,7 +388,7 @@ func (g *Guard) Resources() []ResourceStats {
 		out = append(out, v.(*resource).statsAt(now))
 		return true
 	})
-	if o := g.resources.other.statsAt(now); o.Totals.Pass+o.Totals.Block()+o.InFlight > 0 {
+	if o := g.resources.other.statsAt(now); o.Totals.Allowed+o.Totals.Blocked()+o.InFlight > 0 {
 		out = append(out, o)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })

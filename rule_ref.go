@@ -21,7 +21,7 @@ type refRule struct {
 func (*refRule) phase() phase { return phaseRef }
 
 func (r *refRule) admit(_ context.Context, e *entry, now int64, _ *hold) flow.Decision {
-	if r.passes.SumAt(now, window.Pass)+e.count <= r.limit {
+	if r.passes.SumAt(now, window.Allowed)+e.count <= r.limit {
 		return flow.Decision{Allowed: true}
 	}
 	return flow.Decision{Reason: RefLimited}

@@ -121,9 +121,9 @@ type BreakerRule struct {
 	// K, Protection and DropPolicy configure an adaptive breaker
 	// (breaker.WithK, WithProtection, WithDropPolicy: "count_drops_while_failing",
 	// "count_drops" or "ignore_drops"); unset, the breaker's defaults.
-	K          float64 `json:"k,omitempty" yaml:"k,omitempty"`
-	Protection *int64  `json:"protection,omitempty" yaml:"protection,omitempty"`
-	DropPolicy string  `json:"drop_policy,omitempty" yaml:"drop_policy,omitempty"`
+	K           float64 `json:"k,omitempty" yaml:"k,omitempty"`
+	Protection  *int64  `json:"protection,omitempty" yaml:"protection,omitempty"`
+	BlockPolicy string  `json:"drop_policy,omitempty" yaml:"drop_policy,omitempty"`
 }
 
 // A Duration is a time.Duration that is written as "500ms" or "1m30s" in
@@ -158,4 +158,3 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	return d.UnmarshalText([]byte(s))
 }
-

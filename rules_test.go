@@ -44,7 +44,7 @@ func TestValidateReportsEveryProblemWithItsPlace(t *testing.T) {
 		{"count", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorCountBreaker}}}, []string{`count: 0 must be at least 1`}},
 		{"slow", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: SlowRatioBreaker, Threshold: 0.5}}}, []string{`max_rt: 0s must be positive`}},
 		{"negative min", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorRatioBreaker, Threshold: 0.5, MinRequests: &neg}}}, []string{`min_requests: -1 must not be negative`}},
-		{"adaptive fields", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: AdaptiveBreaker, Threshold: 0.5, K: 0.5, DropPolicy: "sometimes"}}},
+		{"adaptive fields", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: AdaptiveBreaker, Threshold: 0.5, K: 0.5, BlockPolicy: "sometimes"}}},
 			[]string{`threshold: does not apply to an adaptive breaker`, `k: 0.5 must be at least 1`, `drop_policy: "sometimes" is not one of`}},
 		{"state fields", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorCountBreaker, Count: 1, K: 2, Protection: &neg}}},
 			[]string{`k: applies to an adaptive breaker only`, `protection: applies to an adaptive breaker only`}},
@@ -85,7 +85,7 @@ func TestValidRulesPass(t *testing.T) {
 			{Resource: "e", Limit: 1000, Cluster: true, Lease: 20},
 		},
 		Breakers: []BreakerRule{
-			{Resource: "a", Strategy: AdaptiveBreaker, K: 1.5, Protection: &one, DropPolicy: "ignore_drops"},
+			{Resource: "a", Strategy: AdaptiveBreaker, K: 1.5, Protection: &one, BlockPolicy: "ignore_drops"},
 			{Resource: "a", Strategy: SlowRatioBreaker, Threshold: 0.2, MaxRT: Duration(time.Second), Probes: 3},
 		},
 	}

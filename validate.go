@@ -286,13 +286,13 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 		if b.Protection != nil && *b.Protection < 0 {
 			p.add("protection", "%d must not be negative", *b.Protection)
 		}
-		if _, ok := dropPolicies[b.DropPolicy]; !ok {
-			p.add("drop_policy", "%q is not one of count_drops_while_failing, count_drops, ignore_drops", b.DropPolicy)
+		if _, ok := dropPolicies[b.BlockPolicy]; !ok {
+			p.add("drop_policy", "%q is not one of count_drops_while_failing, count_drops, ignore_drops", b.BlockPolicy)
 		}
 	case ErrorRatioBreaker, ErrorCountBreaker, SlowRatioBreaker:
 		adaptiveOnly("k", b.K != 0)
 		adaptiveOnly("protection", b.Protection != nil)
-		adaptiveOnly("drop_policy", b.DropPolicy != "")
+		adaptiveOnly("drop_policy", b.BlockPolicy != "")
 		switch b.Strategy {
 		case ErrorRatioBreaker:
 			ratio()

@@ -10,7 +10,7 @@ import (
 	"github.com/slidegate/slidegate/window"
 )
 
-// A DropPolicy says whether an Adaptive breaker counts the requests it drops
+// A BlockPolicy says whether an Adaptive breaker counts the requests it drops
 // itself among the requests of its drop ratio. It decides how the breaker
 // protects a failing dependency and how fast it lets traffic back when the
 // dependency recovers; ExampleDropPolicy measures all three.
@@ -45,24 +45,24 @@ import (
 // window without failures. Choose IgnoreDrops when failures do not come from
 // load (an unreachable host), recovery must be fastest, and the trickle of
 // probes costs little.
-type DropPolicy uint8
+type BlockPolicy uint8
 
 const (
-	// CountDropsWhileFailing counts dropped requests as requests while the
+	// CountBlocksWhileFailing counts dropped requests as requests while the
 	// window holds a failure: the SRE formula while the dependency fails,
 	// and no drops once it has not failed for a window.
-	CountDropsWhileFailing DropPolicy = iota
-	// CountDrops counts dropped requests as requests: the SRE formula.
-	CountDrops
-	// IgnoreDrops leaves dropped requests out: only requests that reached
+	CountBlocksWhileFailing BlockPolicy = iota
+	// CountBlocks counts dropped requests as requests: the SRE formula.
+	CountBlocks
+	// IgnoreBlocks leaves dropped requests out: only requests that reached
 	// the dependency count.
-	IgnoreDrops
+	IgnoreBlocks
 )
 
 var dropPolicyNames = [...]string{"count drops while failing", "count drops", "ignore drops"}
 
 // String returns the policy in words ("count drops").
-func (p DropPolicy) String() string {
+func (p BlockPolicy) String() string {
 	if int(p) < len(dropPolicyNames) {
 		return dropPolicyNames[p]
 	}
@@ -99,7 +99,7 @@ type Adaptive struct {
 	k           float64
 	protection  int64
 	minRequests int64
-	drops       DropPolicy
+	drops       BlockPolicy
 	random      func() float64
 	// lastBad is the latest time a failure (and, under CountDrops, a drop)
 	// was recorded, or a time a whole window before any other. A window
@@ -126,7 +126,7 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	if s.random == nil {
 		return nil, fmt.Errorf("%w: random source is nil", ErrInvalidConfig)
 	}
-	if s.drops > IgnoreDrops {
+	if s.drops > IgnoreBlocks {
 		return nil, fmt.Errorf("%w: drop policy = %d: must be CountDropsWhileFailing, CountDrops or IgnoreDrops", ErrInvalidConfig, s.drops)
 	}
 	a := &Adaptive{
@@ -157,7 +157,7 @@ func (a *Adaptive) AllowAt(now int64) (Promise, error) {
 	if now-a.lastBad.Load() < a.interval {
 		if r := a.ratio(a.t.at(now)); r > 0 && a.random() < r {
 			a.drop(now)
-			return Promise{}, ErrOpen
+			return Promise{}, ErrBlocked
 		}
 	}
 	return Promise{by: &a.self}, nil
@@ -167,17 +167,17 @@ func (a *Adaptive) record(now int64, o Outcome) {
 	now = clampTime(now)
 	switch o {
 	case Success:
-		a.t.add(now, window.Success)
+		a.t.add(now, window.Succeeded)
 	case Failure:
-		a.t.add(now, window.Error)
+		a.t.add(now, window.Failed)
 		a.markBad(now)
 	}
 }
 
 // drop counts a dropped request.
 func (a *Adaptive) drop(now int64) {
-	a.t.add(now, window.Block)
-	if a.drops == CountDrops {
+	a.t.add(now, window.Blocked)
+	if a.drops == CountBlocks {
 		a.markBad(now)
 	}
 }
@@ -198,7 +198,7 @@ func (a *Adaptive) ratio(c counts) float64 {
 		return 0
 	}
 	requests := c.successes + c.failures
-	if a.drops == CountDrops || (a.drops == CountDropsWhileFailing && c.failures > 0) {
+	if a.drops == CountBlocks || (a.drops == CountBlocksWhileFailing && c.failures > 0) {
 		requests += c.rejected
 	}
 	r := (float64(requests-a.protection) - a.k*float64(c.successes)) / float64(requests+1)
@@ -240,13 +240,13 @@ func (a *Adaptive) StatsAt(now int64) Stats {
 	now = clampTime(now)
 	c := a.t.at(now)
 	s := Stats{
-		Requests:  c.successes + c.failures,
-		Successes: c.successes,
-		Failures:  c.failures,
-		Rejected:  c.rejected,
-		DropRatio: a.ratio(c),
+		Requests:   c.successes + c.failures,
+		Successes:  c.successes,
+		Failures:   c.failures,
+		Blocked:    c.rejected,
+		BlockRatio: a.ratio(c),
 	}
-	if s.DropRatio > 0 {
+	if s.BlockRatio > 0 {
 		s.State = Open
 	}
 	return s

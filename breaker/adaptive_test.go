@@ -34,9 +34,9 @@ func outcomes(t *testing.T, a *Adaptive, s, f int) {
 			t.Fatalf("request refused: %v", err)
 		}
 		if i < s {
-			p.Accept()
+			p.Succeed()
 		} else {
-			p.Reject("down")
+			p.Fail()
 		}
 	}
 }
@@ -59,8 +59,8 @@ func TestAdaptiveDropRatioFollowsTheSREFormula(t *testing.T) {
 		{"at the minimum volume", []Option{WithMinRequests(100)}, 0, 100, 0, 95.0 / 101},
 		{"drops counted while failing", nil, 0, 10, 40, (50 - 5.0) / 51},
 		{"drops not counted once nothing fails", nil, 20, 0, 40, 0},
-		{"CountDrops counts them always", []Option{WithDropPolicy(CountDrops)}, 20, 0, 40, (60 - 5 - 40.0) / 61},
-		{"IgnoreDrops never", []Option{WithDropPolicy(IgnoreDrops)}, 0, 10, 40, (10 - 5.0) / 11},
+		{"CountDrops counts them always", []Option{WithBlockPolicy(CountBlocks)}, 20, 0, 40, (60 - 5 - 40.0) / 61},
+		{"IgnoreDrops never", []Option{WithBlockPolicy(IgnoreBlocks)}, 0, 10, 40, (10 - 5.0) / 11},
 		{"drops do not count toward the volume", []Option{WithMinRequests(11)}, 0, 10, 40, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,8 +74,8 @@ func TestAdaptiveDropRatioFollowsTheSREFormula(t *testing.T) {
 			if math.Abs(got-tc.want) > 1e-12 {
 				t.Fatalf("drop ratio = %v, want %v", got, tc.want)
 			}
-			if s := a.Stats(); s.DropRatio != got || s.Successes != int64(tc.s) || s.Failures != int64(tc.f) ||
-				s.Requests != int64(tc.s+tc.f) || s.Rejected != int64(tc.drops) || (s.State == Open) != (got > 0) {
+			if s := a.Stats(); s.BlockRatio != got || s.Successes != int64(tc.s) || s.Failures != int64(tc.f) ||
+				s.Requests != int64(tc.s+tc.f) || s.Blocked != int64(tc.drops) || (s.State == Open) != (got > 0) {
 				t.Fatalf("stats = %+v", s)
 			}
 			// A request is dropped exactly when the random draw is below the
@@ -86,10 +86,10 @@ func TestAdaptiveDropRatioFollowsTheSREFormula(t *testing.T) {
 			}
 			if got > 0 {
 				r.x = math.Nextafter(got, 0)
-				if _, err := a.Allow(); !errors.Is(err, ErrOpen) {
+				if _, err := a.Allow(); !errors.Is(err, ErrBlocked) {
 					t.Fatalf("draw below the ratio: %v, want ErrOpen", err)
 				}
-				if s := a.Stats(); s.Rejected != int64(tc.drops)+1 {
+				if s := a.Stats(); s.Blocked != int64(tc.drops)+1 {
 					t.Fatalf("a drop was not counted: %+v", s)
 				}
 			}

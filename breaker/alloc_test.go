@@ -16,28 +16,28 @@ func TestBreakersDoNotAllocate(t *testing.T) {
 	failing, _ := NewAdaptive(WithClock(clk), WithRandom(func() float64 { return 0.5 }))
 	for i := 0; i < 100; i++ {
 		p, _ := failing.Allow()
-		p.Reject("down") // a drop ratio of 0.94: half the requests pass, half are dropped
+		p.Fail() // a drop ratio of 0.94: half the requests pass, half are dropped
 	}
 	ratio, _ := NewCircuit(ErrorRatio(0.5), WithClock(clk))
 	slow, _ := NewCircuit(SlowRatio(time.Second, 0.5), WithClock(clk))
 	tolerant, _ := NewCircuit(ErrorCount(1<<40), WithClock(clk)) // reads its window on every failure, never trips
 	open, _ := NewCircuit(ErrorCount(1), WithClock(clk), WithMinRequests(1))
 	if p, err := open.Allow(); err == nil {
-		p.Reject("down")
+		p.Fail()
 	}
 	boom := errors.New("boom")
 	ok := func() error { return nil }
 	for name, f := range map[string]func(){
-		"Adaptive Allow+Accept": func() { p, _ := adaptive.Allow(); p.Accept() },
+		"Adaptive Allow+Accept": func() { p, _ := adaptive.Allow(); p.Succeed() },
 		"Adaptive Do":           func() { _ = adaptive.Do(ok) },
-		"Adaptive failing":      func() { p, _ := failing.Allow(); p.Reject("down") },
-		"Circuit Allow+Accept":  func() { p, _ := ratio.Allow(); p.Accept() },
+		"Adaptive failing":      func() { p, _ := failing.Allow(); p.Fail() },
+		"Circuit Allow+Accept":  func() { p, _ := ratio.Allow(); p.Succeed() },
 		"Circuit Allow+Done":    func() { p, _ := ratio.Allow(); p.Done(nil) },
 		"Circuit Do":            func() { _ = ratio.Do(ok) },
 		"Circuit DoCtx":         func() { _ = ratio.DoCtx(context.Background(), ok) },
 		"Circuit acceptable":    func() { _ = slow.DoWithAcceptable(func() error { return boom }, func(error) bool { return true }) },
 		"Circuit failing":       func() { _ = tolerant.Do(func() error { return boom }) },
-		"Circuit slow":          func() { p, _ := slow.Allow(); p.Accept() },
+		"Circuit slow":          func() { p, _ := slow.Allow(); p.Succeed() },
 		"Circuit open":          func() { _, _ = open.Allow() },
 		"Circuit open Do":       func() { _ = open.DoWithFallback(ok, func(err error) error { return err }) },
 	} {

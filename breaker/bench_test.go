@@ -54,7 +54,7 @@ func BenchmarkAdaptiveAllowAccept(b *testing.B) {
 	a := mustAdaptive(b)
 	for i := 0; i < b.N; i++ {
 		p, _ := a.Allow()
-		p.Accept()
+		p.Succeed()
 	}
 }
 
@@ -72,7 +72,7 @@ func BenchmarkAdaptiveFailing(b *testing.B) {
 	a := mustAdaptive(b, WithRandom(func() float64 { return 0.5 }))
 	for i := 0; i < b.N; i++ {
 		if p, err := a.Allow(); err == nil {
-			p.Reject("down")
+			p.Fail()
 		}
 	}
 }
@@ -82,7 +82,7 @@ func BenchmarkAdaptiveAllowAcceptParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			p, _ := a.Allow()
-			p.Accept()
+			p.Succeed()
 		}
 	})
 }
@@ -91,7 +91,7 @@ func BenchmarkCircuitAllowAccept(b *testing.B) {
 	c := mustCircuit(b, ErrorRatio(0.5))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
-		p.Accept()
+		p.Succeed()
 	}
 }
 
@@ -118,7 +118,7 @@ func BenchmarkCircuitSlowAllowAccept(b *testing.B) {
 	c := mustCircuit(b, SlowRatio(time.Second, 0.5))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
-		p.Accept()
+		p.Succeed()
 	}
 }
 
@@ -127,7 +127,7 @@ func BenchmarkCircuitAllowReject(b *testing.B) {
 	c := mustCircuit(b, ErrorCount(1<<40))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
-		p.Reject("down")
+		p.Fail()
 	}
 }
 
@@ -135,7 +135,7 @@ func BenchmarkCircuitAllowReject(b *testing.B) {
 func BenchmarkCircuitOpen(b *testing.B) {
 	c := mustCircuit(b, ErrorCount(1), WithMinRequests(1), WithOpenTimeout(time.Hour))
 	p, _ := c.Allow()
-	p.Reject("down")
+	p.Fail()
 	for i := 0; i < b.N; i++ {
 		_, _ = c.Allow()
 	}
@@ -146,7 +146,7 @@ func BenchmarkCircuitAllowAcceptParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			p, _ := c.Allow()
-			p.Accept()
+			p.Succeed()
 		}
 	})
 }

@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// ErrOpen is the error of a request the breaker refuses: its circuit is open,
+// ErrBlocked is the error of a request the breaker refuses: its circuit is open,
 // or the adaptive breaker dropped it. Test for it with errors.Is, which also
 // matches ErrProbesBusy.
-var ErrOpen = errors.New("breaker: open")
+var ErrBlocked = errors.New("breaker: open")
 
 // ErrProbesBusy is the error of a request a half-open Circuit refuses because
 // every probe place is taken. errors.Is(ErrProbesBusy, ErrOpen) is true.
-var ErrProbesBusy = fmt.Errorf("%w: half-open, every probe place taken", ErrOpen)
+var ErrProbesBusy = fmt.Errorf("%w: half-open, every probe place taken", ErrBlocked)
 
 // ErrInvalidConfig is wrapped by every error a constructor returns for a bad
 // option. The message names the option and its value.
@@ -130,11 +130,11 @@ type Stats struct {
 	// State is the breaker's state. An Adaptive breaker is Open while its
 	// drop ratio is above zero.
 	State State
-	// DropRatio is the share of requests the breaker refuses now: for an
+	// BlockRatio is the share of requests the breaker refuses now: for an
 	// Adaptive breaker, the probability that it drops a request; for a
 	// Circuit, 0 when closed, 1 when open, and 1 - (free probe places /
 	// probes) when half-open.
-	DropRatio float64
+	BlockRatio float64
 	// Requests is how many requests finished with a counted outcome in the
 	// window: Successes + Failures.
 	Requests int64
@@ -143,8 +143,8 @@ type Stats struct {
 	// Slow is how many of the Requests took longer than a SlowRatio
 	// strategy's maximum; 0 for other breakers.
 	Slow int64
-	// Rejected is how many requests the breaker refused in the window.
-	Rejected int64
+	// Blocked is how many requests the breaker refused in the window.
+	Blocked int64
 	// ProbesInFlight is how many probes a half-open Circuit is waiting on.
 	ProbesInFlight int
 	// RetryAfter is how long an open Circuit stays open before it lets a
@@ -181,12 +181,11 @@ type issuer struct {
 	c *Circuit
 }
 
-// Accept reports that the request succeeded.
-func (p Promise) Accept() { p.settle(Success) }
+// Succeed reports that the request succeeded.
+func (p Promise) Succeed() { p.settle(Success) }
 
-// Reject reports that the request failed. The reason is not stored; it is
-// there for go-zero's API.
-func (p Promise) Reject(reason string) { p.settle(Failure) }
+// Fail reports that the request failed.
+func (p Promise) Fail() { p.settle(Failure) }
 
 // Ignore reports that the request's outcome says nothing about the
 // dependency. Nothing is counted; a probe gives its place back.

@@ -189,8 +189,8 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 			return Promise{by: &c.self, gen: st, start: now}, nil
 		case Open:
 			if now < c.openUntil.Load() {
-				c.stats.Load().add(now, window.Block)
-				return Promise{}, ErrOpen
+				c.stats.Load().add(now, window.Blocked)
+				return Promise{}, ErrBlocked
 			}
 			c.transition(st, HalfOpen, now, OpenTimeoutPassed, counts{})
 		default:
@@ -203,7 +203,7 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 			if c.state.Load() != st {
 				continue
 			}
-			c.stats.Load().add(now, window.Block)
+			c.stats.Load().add(now, window.Blocked)
 			return Promise{}, ErrProbesBusy
 		}
 	}
@@ -271,9 +271,9 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 	}
 	slow := c.timed && c.strategy.slow(now-p.start)
 	if o == Success {
-		t.add(now, window.Success)
+		t.add(now, window.Succeeded)
 	} else {
-		t.add(now, window.Error)
+		t.add(now, window.Failed)
 	}
 	if slow {
 		t.add(now, window.Slow)
@@ -401,12 +401,12 @@ func (c *Circuit) StatsAt(now int64) Stats {
 		Successes:  w.successes,
 		Failures:   w.failures,
 		Slow:       w.slow,
-		Rejected:   w.rejected,
+		Blocked:    w.rejected,
 		Generation: st >> 2,
 	}
 	switch s.State {
 	case Open:
-		s.DropRatio = 1
+		s.BlockRatio = 1
 		s.RetryAfter = time.Duration(max(0, c.openUntil.Load()-now))
 	case HalfOpen:
 		for i := range c.probes {
@@ -414,7 +414,7 @@ func (c *Circuit) StatsAt(now int64) Stats {
 				s.ProbesInFlight++
 			}
 		}
-		s.DropRatio = float64(s.ProbesInFlight) / float64(len(c.probes))
+		s.BlockRatio = float64(s.ProbesInFlight) / float64(len(c.probes))
 	}
 	return s
 }

@@ -165,10 +165,10 @@ func TestCircuitStaysOpenUntilExactlyTheTimeout(t *testing.T) {
 	clk.Set(10 * ms)
 	trip(t, c)
 	clk.Set(10*ms + 999*ms + 999_999)
-	if _, err := c.Allow(); !errors.Is(err, ErrOpen) || errors.Is(err, ErrProbesBusy) {
+	if _, err := c.Allow(); !errors.Is(err, ErrBlocked) || errors.Is(err, ErrProbesBusy) {
 		t.Fatalf("1 ns before the timeout: err = %v, want ErrOpen", err)
 	}
-	if s := c.Stats(); s.RetryAfter != 1 || s.Rejected != 1 || s.DropRatio != 1 {
+	if s := c.Stats(); s.RetryAfter != 1 || s.Blocked != 1 || s.BlockRatio != 1 {
 		t.Fatalf("stats 1 ns before the timeout = %+v, want RetryAfter 1ns, 1 rejected, drop ratio 1", s)
 	}
 	clk.Set(10*ms + 1000*ms)
@@ -177,7 +177,7 @@ func TestCircuitStaysOpenUntilExactlyTheTimeout(t *testing.T) {
 		t.Fatalf("at the timeout: %v, want a probe", err)
 	}
 	mustState(t, c, HalfOpen)
-	p.Accept()
+	p.Succeed()
 	mustState(t, c, Closed)
 }
 
@@ -191,7 +191,7 @@ func TestCircuitBacksOffExponentially(t *testing.T) {
 			t.Fatalf("open for %v, want %v", s.RetryAfter, want)
 		}
 		clk.Set(opened + int64(want) - 1)
-		if _, err := c.Allow(); !errors.Is(err, ErrOpen) {
+		if _, err := c.Allow(); !errors.Is(err, ErrBlocked) {
 			t.Fatalf("before %v: %v, want ErrOpen", want, err)
 		}
 		clk.Set(opened + int64(want))
@@ -239,23 +239,23 @@ func TestCircuitAdmitsAtMostNProbesAndNeedsNSuccesses(t *testing.T) {
 		}
 		probes = append(probes, p)
 	}
-	if _, err := c.Allow(); !errors.Is(err, ErrProbesBusy) || !errors.Is(err, ErrOpen) {
+	if _, err := c.Allow(); !errors.Is(err, ErrProbesBusy) || !errors.Is(err, ErrBlocked) {
 		t.Fatalf("fourth request: %v, want ErrProbesBusy (an ErrOpen)", err)
 	}
-	if s := c.Stats(); s.ProbesInFlight != 3 || s.DropRatio != 1 {
+	if s := c.Stats(); s.ProbesInFlight != 3 || s.BlockRatio != 1 {
 		t.Fatalf("stats = %+v, want 3 probes in flight, drop ratio 1", s)
 	}
-	probes[0].Accept()
-	probes[1].Accept()
+	probes[0].Succeed()
+	probes[1].Succeed()
 	mustState(t, c, HalfOpen)
 	// A success gives its place back: one more probe may start.
 	p, err := c.Allow()
 	if err != nil {
 		t.Fatalf("probe after a success: %v", err)
 	}
-	probes[2].Accept()
+	probes[2].Succeed()
 	mustState(t, c, Closed)
-	p.Reject("too late") // its generation has passed: ignored
+	p.Fail() // its generation has passed: ignored
 	mustState(t, c, Closed)
 	if s := c.Stats(); s.Requests != 0 {
 		t.Fatalf("a closed circuit starts with an empty window; stats = %+v", s)
@@ -267,8 +267,8 @@ func TestCircuitOneFailedProbeReopens(t *testing.T) {
 	halfOpen(t, c, clk)
 	p1, _ := c.Allow()
 	p2, _ := c.Allow()
-	p1.Accept()
-	p2.Reject("still down")
+	p1.Succeed()
+	p2.Fail()
 	mustState(t, c, Open)
 	if g := c.Generation(); g != 3 { // closed → open → half-open → open
 		t.Fatalf("generation = %d, want 3", g)
@@ -304,12 +304,12 @@ func TestCircuitProbeTimesOutExactlyAtTheTimeout(t *testing.T) {
 		t.Fatalf("1 ns before the probe timeout: %v, want ErrProbesBusy", err)
 	}
 	clk.Set(started + 2*int64(time.Second))
-	if _, err := c.Allow(); !errors.Is(err, ErrOpen) || errors.Is(err, ErrProbesBusy) {
+	if _, err := c.Allow(); !errors.Is(err, ErrBlocked) || errors.Is(err, ErrProbesBusy) {
 		t.Fatalf("at the probe timeout: %v, want ErrOpen (the probe failed)", err)
 	}
 	mustState(t, c, Open)
 	gen := c.Generation()
-	hung.Accept() // a result from an earlier generation: ignored
+	hung.Succeed() // a result from an earlier generation: ignored
 	if c.Generation() != gen || c.State() != Open {
 		t.Fatalf("a late probe changed the circuit: %v, generation %d → %d", c.State(), gen, c.Generation())
 	}
@@ -336,17 +336,17 @@ func TestCircuitSlowProbeFails(t *testing.T) {
 	c, clk := newCircuit(t, SlowRatio(100*time.Millisecond, 0.5), WithMinRequests(1))
 	p, _ := c.Allow()
 	clk.Advance(101 * time.Millisecond)
-	p.Accept()
+	p.Succeed()
 	mustState(t, c, Open)
 	clk.Advance(c.Stats().RetryAfter)
 	p, _ = c.Allow()
 	clk.Advance(101 * time.Millisecond)
-	p.Accept()
+	p.Succeed()
 	mustState(t, c, Open)
 	clk.Advance(c.Stats().RetryAfter)
 	p, _ = c.Allow()
 	clk.Advance(100 * time.Millisecond)
-	p.Reject("an error, but fast: SlowRatio judges time only")
+	p.Fail()
 	mustState(t, c, Closed)
 }
 
@@ -354,17 +354,17 @@ func TestCircuitIgnoresResultsFromEarlierGenerations(t *testing.T) {
 	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1))
 	old, _ := c.Allow() // admitted while closed, generation 0
 	trip(t, c)
-	old.Reject("from generation 0") // must not count in the open window
+	old.Fail() // must not count in the open window
 	if s := c.Stats(); s.Failures != 1 {
 		t.Fatalf("failures = %d, want 1", s.Failures)
 	}
 	clk.Advance(c.Stats().RetryAfter)
 	probe, _ := c.Allow()
-	old.Accept() // must not close the half-open circuit
+	old.Succeed() // must not close the half-open circuit
 	mustState(t, c, HalfOpen)
-	probe.Accept()
+	probe.Succeed()
 	mustState(t, c, Closed)
-	old.Reject("still from generation 0") // must not count in the new window
+	old.Fail() // must not count in the new window
 	if s := c.Stats(); s.Requests != 0 {
 		t.Fatalf("stats = %+v, want an empty window", s)
 	}
@@ -374,8 +374,8 @@ func TestCircuitProbeSettledTwiceCountsOnce(t *testing.T) {
 	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithProbes(2, time.Minute))
 	halfOpen(t, c, clk)
 	p, _ := c.Allow()
-	p.Accept()
-	p.Accept() // a second settlement of the same probe: ignored
+	p.Succeed()
+	p.Succeed() // a second settlement of the same probe: ignored
 	mustState(t, c, HalfOpen)
 	settle(t, c, Success)
 	mustState(t, c, Closed)
@@ -385,11 +385,11 @@ func TestCircuitCountsRejectedRequests(t *testing.T) {
 	c, _ := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1))
 	trip(t, c)
 	for i := 0; i < 5; i++ {
-		if _, err := c.Allow(); !errors.Is(err, ErrOpen) {
+		if _, err := c.Allow(); !errors.Is(err, ErrBlocked) {
 			t.Fatal(err)
 		}
 	}
-	if s := c.Stats(); s.Rejected != 5 || s.State != Open || s.Generation != 1 {
+	if s := c.Stats(); s.Blocked != 5 || s.State != Open || s.Generation != 1 {
 		t.Fatalf("stats = %+v, want 5 rejected, open, generation 1", s)
 	}
 }
@@ -498,7 +498,7 @@ func TestCircuitHugeOpenTimeoutStaysOpen(t *testing.T) {
 	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Duration(math.MaxInt64)))
 	clk.Advance(time.Second)
 	trip(t, c)
-	if _, err := c.Allow(); !errors.Is(err, ErrOpen) {
+	if _, err := c.Allow(); !errors.Is(err, ErrBlocked) {
 		t.Fatalf("an open timeout of MaxInt64 let a probe through: %v", err)
 	}
 }
@@ -521,9 +521,9 @@ func TestCircuitRecoversWithinTheLongestOpenTimeout(t *testing.T) {
 			}
 			clk.Advance(5 * time.Millisecond)
 			if now >= start && now < recovered {
-				p.Reject("down")
+				p.Fail()
 			} else {
-				p.Accept()
+				p.Succeed()
 			}
 			if now >= recovered && closedAt < 0 && c.State() == Closed {
 				closedAt = now - recovered
@@ -548,7 +548,7 @@ func TestWithWindowKeepsTheDefaultOfWhatIsZero(t *testing.T) {
 	}
 	clk.Advance(50 * time.Millisecond)
 	p, _ := c.Allow()
-	p.Reject("boom")
+	p.Fail()
 	if s := c.Stats(); s.Failures != 1 {
 		t.Fatalf("stats = %+v, want the failure", s)
 	}
@@ -562,7 +562,7 @@ func TestWithWindowKeepsTheDefaultOfWhatIsZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ = c.Allow()
-	p.Reject("boom")
+	p.Fail()
 	clk.Advance(8 * time.Second) // the window [0 s, 10 s) holds 1.15 s
 	if s := c.Stats(); s.Failures != 1 {
 		t.Fatalf("stats 8 s later = %+v, want the failure still in a window of 10 s", s)

@@ -55,7 +55,7 @@ func TestDoWithFallbackRunsTheFallbackWhenRefused(t *testing.T) {
 	for name, tc := range breakers(t) {
 		t.Run(name, func(t *testing.T) {
 			fallback := func(err error) error {
-				if !errors.Is(err, ErrOpen) {
+				if !errors.Is(err, ErrBlocked) {
 					t.Fatalf("fallback got %v, want ErrOpen", err)
 				}
 				return errors.New("served from cache")
@@ -69,7 +69,7 @@ func TestDoWithFallbackRunsTheFallbackWhenRefused(t *testing.T) {
 			if ran || err == nil || err.Error() != "served from cache" {
 				t.Fatalf("refused request: ran = %v, err = %v; want the fallback's error", ran, err)
 			}
-			if err := tc.b.Do(func() error { ran = true; return nil }); ran || !errors.Is(err, ErrOpen) {
+			if err := tc.b.Do(func() error { ran = true; return nil }); ran || !errors.Is(err, ErrBlocked) {
 				t.Fatalf("Do when refused: ran = %v, err = %v", ran, err)
 			}
 		})
@@ -98,7 +98,7 @@ func TestDoCtxReturnsAtOnceWhenTheContextIsDone(t *testing.T) {
 			if _, err := tc.b.AllowCtx(ctx); !errors.Is(err, context.Canceled) {
 				t.Fatalf("AllowCtx: %v, want context.Canceled", err)
 			}
-			if s := tc.b.Stats(); ran || s.Requests != 0 || s.Rejected != 0 {
+			if s := tc.b.Stats(); ran || s.Requests != 0 || s.Blocked != 0 {
 				t.Fatalf("ran = %v, stats = %+v; want nothing run or counted", ran, s)
 			}
 		})
@@ -130,8 +130,8 @@ func TestDoCtxDoesNotCountTheCallersCancellation(t *testing.T) {
 
 func TestZeroPromiseIgnoresEverything(t *testing.T) {
 	var p Promise
-	p.Accept()
-	p.Reject("x")
+	p.Succeed()
+	p.Fail()
 	p.Ignore()
 	p.Done(errors.New("x"))
 	p.RecordAt(0, Failure)

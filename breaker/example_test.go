@@ -22,7 +22,7 @@ func ExampleAdaptive() {
 	call := func() error { return errDown } // the dependency is down
 	var dropped int
 	for i := 0; i < 1000; i++ {
-		if err := b.Do(call); errors.Is(err, breaker.ErrOpen) {
+		if err := b.Do(call); errors.Is(err, breaker.ErrBlocked) {
 			dropped++
 		}
 		clk.Advance(time.Millisecond)
@@ -50,7 +50,7 @@ func ExampleAdaptive_Allow() {
 		return
 	}
 	// ... call the dependency ...
-	p.Accept()
+	p.Succeed()
 	fmt.Println(b.Stats().Successes)
 	// Output: 1
 }
@@ -102,7 +102,7 @@ func ExampleSlowRatio() {
 			panic(err)
 		}
 		clk.Advance(time.Duration(50+100*i) * time.Millisecond) // 50, 150, 250, 350, 450 ms
-		p.Accept()
+		p.Succeed()
 	}
 	defer c.Close()
 	fmt.Println(<-changed) // told on the listener's own goroutine

@@ -259,7 +259,7 @@ func (m *refCircuit) allow(now int64) (*refPromise, error) {
 	if m.state == Open {
 		if now < m.openUntil {
 			m.add(now, refRejected)
-			return &refPromise{zero: true}, ErrOpen
+			return &refPromise{zero: true}, ErrBlocked
 		}
 		m.toHalfOpen()
 	}
@@ -270,7 +270,7 @@ func (m *refCircuit) allow(now int64) (*refPromise, error) {
 			m.toOpen(now)
 			// Continue as Open: openUntil > now, so refuse.
 			m.add(now, refRejected)
-			return &refPromise{zero: true}, ErrOpen
+			return &refPromise{zero: true}, ErrBlocked
 		}
 	}
 	if len(m.inFlight) < m.cfg.effN() {
@@ -364,17 +364,17 @@ func (m *refCircuit) stats(now int64) Stats {
 		Successes:  t.succ,
 		Failures:   t.fail,
 		Slow:       t.slow,
-		Rejected:   t.rej,
+		Blocked:    t.rej,
 	}
 	switch m.state {
 	case Open:
-		s.DropRatio = 1
+		s.BlockRatio = 1
 		if m.openUntil > now {
 			s.RetryAfter = time.Duration(m.openUntil - now)
 		}
 	case HalfOpen:
 		s.ProbesInFlight = len(m.inFlight)
-		s.DropRatio = float64(len(m.inFlight)) / float64(m.cfg.effN())
+		s.BlockRatio = float64(len(m.inFlight)) / float64(m.cfg.effN())
 	}
 	return s
 }
@@ -418,7 +418,7 @@ var refErrName = func(err error) string {
 	switch err {
 	case nil:
 		return "nil"
-	case ErrOpen:
+	case ErrBlocked:
 		return "ErrOpen"
 	case ErrProbesBusy:
 		return "ErrProbesBusy"
@@ -485,8 +485,8 @@ func refRun(cfg refConfig, ops []refOp, sparse bool) (msg string, at int) {
 			continue
 		}
 		got, want := c.StatsAt(now), m.stats(now)
-		if math.Abs(got.DropRatio-want.DropRatio) < 1e-12 {
-			got.DropRatio = want.DropRatio // compared with a tolerance
+		if math.Abs(got.BlockRatio-want.BlockRatio) < 1e-12 {
+			got.BlockRatio = want.BlockRatio // compared with a tolerance
 		}
 		if got != want {
 			return fmt.Sprintf("StatsAt(%d)\n   got  %+v\n   want %+v", now, got, want), i

@@ -54,7 +54,7 @@ type settings struct {
 	k          float64
 	protection int64
 	random     func() float64
-	drops      DropPolicy
+	drops      BlockPolicy
 
 	openTimeout    time.Duration
 	maxOpenTimeout time.Duration
@@ -137,10 +137,10 @@ func WithRandom(f func() float64) Option {
 	return func(s *settings) { s.random = f; s.mark(optRandom) }
 }
 
-// WithDropPolicy says whether an Adaptive breaker counts the requests it
+// WithBlockPolicy says whether an Adaptive breaker counts the requests it
 // drops itself as requests: CountDropsWhileFailing (the default), CountDrops
 // or IgnoreDrops. See DropPolicy.
-func WithDropPolicy(p DropPolicy) Option {
+func WithBlockPolicy(p BlockPolicy) Option {
 	return func(s *settings) { s.drops = p; s.mark(optDrops) }
 }
 

@@ -51,7 +51,7 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 					continue
 				}
 				if p.ticket == 0 {
-					p.Reject("down") // closed: trip at once
+					p.Fail() // closed: trip at once
 					continue
 				}
 				flight.Lock()
@@ -77,11 +77,11 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 				flight.Unlock()
 				switch src.IntN(5) {
 				case 0, 1:
-					p.Reject("down")
+					p.Fail()
 				case 2:
 					p.Ignore()
 				default:
-					p.Accept()
+					p.Succeed()
 				}
 			}
 		}(uint64(w))
@@ -119,13 +119,13 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 					continue
 				}
 				if p.ticket == 0 || src.IntN(2) == 0 {
-					p.Reject("down")
+					p.Fail()
 					continue
 				}
 				mu.Lock()
 				accepted[p.gen>>2]++ // counted before it can count
 				mu.Unlock()
-				p.Accept()
+				p.Succeed()
 			}
 		}(uint64(w))
 	}

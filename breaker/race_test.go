@@ -40,7 +40,7 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 			for !stop.Load() {
 				p, err := c.Allow()
 				if err != nil {
-					if !errors.Is(err, ErrOpen) {
+					if !errors.Is(err, ErrBlocked) {
 						t.Errorf("Allow: %v", err)
 						return
 					}
@@ -64,11 +64,11 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 				}
 				switch src.IntN(10) { // an error ratio of 5/9 in the long run
 				case 0, 1, 2, 3, 4:
-					p.Reject("down")
+					p.Fail()
 				case 5:
 					p.Ignore()
 				default:
-					p.Accept()
+					p.Succeed()
 				}
 			}
 		}(uint64(w))
@@ -133,7 +133,7 @@ func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if s := a.Stats(); s.Requests != workers*per || s.Failures != workers*per/4 || s.Rejected != 0 {
+	if s := a.Stats(); s.Requests != workers*per || s.Failures != workers*per/4 || s.Blocked != 0 {
 		t.Fatalf("stats = %+v, want %d requests, %d failures", s, workers*per, workers*per/4)
 	}
 }

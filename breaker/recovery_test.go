@@ -23,7 +23,7 @@ func TestAdaptiveRecoveryAndProtectionByDropPolicy(t *testing.T) {
 		overload := scenario{rate: tc.rate, capacity: tc.rate / 10, length: 60 * time.Second}
 		sre := window / k * math.Log(float64(tc.rate)*window)
 		for _, seed := range tc.seeds {
-			for _, p := range []breaker.DropPolicy{breaker.CountDropsWhileFailing, breaker.CountDrops, breaker.IgnoreDrops} {
+			for _, p := range []breaker.BlockPolicy{breaker.CountBlocksWhileFailing, breaker.CountBlocks, breaker.IgnoreBlocks} {
 				o, l := outage.run(p, seed), overload.run(p, seed)
 				rec, load := o.recovery.Seconds(), l.sent/float64(overload.capacity)
 				t.Logf("%d/s seed %d %v: leak %.1f/s, recovery %.1fs (SRE estimate %.1fs), overload %.2f × capacity",
@@ -32,15 +32,15 @@ func TestAdaptiveRecoveryAndProtectionByDropPolicy(t *testing.T) {
 					t.Fatalf("%v never recovered", p)
 				}
 				switch p {
-				case breaker.CountDropsWhileFailing:
+				case breaker.CountBlocksWhileFailing:
 					if rec > window || o.leak > 2 || load > 2.2 {
 						t.Errorf("%v: recovery %.1fs (want ≤ %vs), leak %.1f/s (want ≤ 2), load %.2f × capacity (want ≤ 2.2)", p, rec, window, o.leak, load)
 					}
-				case breaker.CountDrops:
+				case breaker.CountBlocks:
 					if rec < sre/2 || rec > sre*1.5 || o.leak > 2 || load > 2.2 {
 						t.Errorf("%v: recovery %.1fs (want about %.1fs), leak %.1f/s (want ≤ 2), load %.2f × capacity (want ≤ 2.2)", p, rec, sre, o.leak, load)
 					}
-				case breaker.IgnoreDrops:
+				case breaker.IgnoreBlocks:
 					if rec > 2 || load < 3 {
 						t.Errorf("%v: recovery %.1fs (want ≤ 2s), load %.2f × capacity (want ≥ 3)", p, rec, load)
 					}

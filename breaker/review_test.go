@@ -73,7 +73,7 @@ func TestNilAcceptableUsesIsSuccessful(t *testing.T) {
 func TestZeroCircuitSettlesNothing(t *testing.T) {
 	var c Circuit
 	if p, err := c.Allow(); err == nil {
-		p.Accept()
+		p.Succeed()
 		p.Done(errors.New("x"))
 	}
 }

@@ -84,5 +84,5 @@ func (t *tally) at(now int64) counts {
 func (t *tally) full(now int64) counts { return sumsOf(t.c.SumsAt(now)) }
 
 func sumsOf(s window.Sums) counts {
-	return counts{s[window.Success], s[window.Error], s[window.Block], s[window.Slow]}
+	return counts{s[window.Succeeded], s[window.Failed], s[window.Blocked], s[window.Slow]}
 }

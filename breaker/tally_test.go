@@ -13,7 +13,7 @@ import (
 // The cached totals equal a full read of the ring, whatever the bucket count
 // and however time jumps (forwards).
 func TestTallyMatchesTheRing(t *testing.T) {
-	events := []window.Event{window.Success, window.Error, window.Block, window.Slow}
+	events := []window.Event{window.Succeeded, window.Failed, window.Blocked, window.Slow}
 	for _, buckets := range []int{1, 2, 5, 40} {
 		src := rand.New(rand.NewPCG(uint64(buckets), 7))
 		interval := time.Duration(buckets) * 100 * time.Microsecond
@@ -42,11 +42,11 @@ func TestTallyMatchesTheRing(t *testing.T) {
 // bucket on, as documented.
 func TestTallyLateOutcomeShowsFromTheNextBucket(t *testing.T) {
 	tl := newTally(time.Second, 4, clock.NewManual(0))
-	tl.add(600*ms, window.Error)
+	tl.add(600*ms, window.Failed)
 	if c := tl.at(600 * ms); c.failures != 1 { // bucket 2 is current; base computed for it
 		t.Fatalf("failures = %d, want 1", c.failures)
 	}
-	tl.add(300*ms, window.Error) // bucket 1, already in the base
+	tl.add(300*ms, window.Failed) // bucket 1, already in the base
 	if c := tl.at(600 * ms); c.failures != 1 {
 		t.Fatalf("late failure seen at once: %d", c.failures)
 	}
@@ -68,7 +68,7 @@ func TestTallyConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				tl.add(clk.Now(), window.Error)
+				tl.add(clk.Now(), window.Failed)
 			}
 		}()
 	}

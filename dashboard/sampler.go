@@ -126,9 +126,9 @@ func (s *series) update(now int64, st slidegate.ResourceStats, br breakerState, 
 // dropped the resource and made it again in between (slidegate.Totals), and
 // the counts began again from zero.
 func rates(prev, cur slidegate.Totals, elapsed float64) (pass, block, errs float64) {
-	dp, db, de, ds := cur.Pass-prev.Pass, cur.Block()-prev.Block(), cur.Error-prev.Error, cur.Success-prev.Success
+	dp, db, de, ds := cur.Allowed-prev.Allowed, cur.Blocked()-prev.Blocked(), cur.Failed-prev.Failed, cur.Succeeded-prev.Succeeded
 	if dp < 0 || db < 0 || de < 0 || ds < 0 || cur.RT < prev.RT {
-		dp, db, de = cur.Pass, cur.Block(), cur.Error
+		dp, db, de = cur.Allowed, cur.Blocked(), cur.Failed
 	}
 	return float64(dp) / elapsed, float64(db) / elapsed, float64(de) / elapsed
 }

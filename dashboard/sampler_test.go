@@ -313,18 +313,18 @@ func TestOtherResourceRatesFollowItsTotals(t *testing.T) {
 
 func TestRates(t *testing.T) {
 	var blocked slidegate.Totals
-	blocked.Blocked[slidegate.RateLimited] = 6
+	blocked.BlockedBy[slidegate.RateLimited] = 6
 	tests := []struct {
 		name                string
 		prev, cur           slidegate.Totals
 		elapsed             float64
 		pass, block, errors float64
 	}{
-		{"growing", slidegate.Totals{Pass: 10, Error: 2}, slidegate.Totals{Pass: 30, Error: 6, Blocked: blocked.Blocked}, 2, 10, 3, 2},
-		{"still", slidegate.Totals{Pass: 10}, slidegate.Totals{Pass: 10}, 1, 0, 0, 0},
-		{"restarted", slidegate.Totals{Pass: 100, Error: 50}, slidegate.Totals{Pass: 8, Error: 2}, 4, 2, 0, 0.5},
-		{"restarted, errors alone went down", slidegate.Totals{Pass: 1, Error: 5}, slidegate.Totals{Pass: 3, Error: 1}, 1, 3, 0, 1},
-		{"restarted, blocks alone went down", blocked, slidegate.Totals{Pass: 2}, 1, 2, 0, 0},
+		{"growing", slidegate.Totals{Allowed: 10, Failed: 2}, slidegate.Totals{Allowed: 30, Failed: 6, BlockedBy: blocked.BlockedBy}, 2, 10, 3, 2},
+		{"still", slidegate.Totals{Allowed: 10}, slidegate.Totals{Allowed: 10}, 1, 0, 0, 0},
+		{"restarted", slidegate.Totals{Allowed: 100, Failed: 50}, slidegate.Totals{Allowed: 8, Failed: 2}, 4, 2, 0, 0.5},
+		{"restarted, errors alone went down", slidegate.Totals{Allowed: 1, Failed: 5}, slidegate.Totals{Allowed: 3, Failed: 1}, 1, 3, 0, 1},
+		{"restarted, blocks alone went down", blocked, slidegate.Totals{Allowed: 2}, 1, 2, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,11 +134,11 @@ func seconds(d time.Duration) float64 { return d.Seconds() }
 
 func statsOf(st slidegate.ResourceStats) statsJSON {
 	return statsJSON{
-		Pass: st.Pass, Block: st.Block, Success: st.Success, Error: st.Error,
+		Pass: st.Allowed, Block: st.Blocked, Success: st.Succeeded, Error: st.Failed,
 		AvgRT: seconds(st.AvgRT), P50: seconds(st.P50), P90: seconds(st.P90), P99: seconds(st.P99), MaxRT: seconds(st.MaxRT),
 		InFlight: st.InFlight,
 		Totals: totalsJSON{
-			Pass: st.Totals.Pass, Block: st.Totals.Block(), Success: st.Totals.Success, Error: st.Totals.Error,
+			Pass: st.Totals.Allowed, Block: st.Totals.Blocked(), Success: st.Totals.Succeeded, Error: st.Totals.Failed,
 			RT: seconds(st.Totals.RT),
 		},
 	}
@@ -150,8 +150,8 @@ func breakersOf(bs []slidegate.BreakerStatus) []breakerJSON {
 		out[i] = breakerJSON{
 			Resource: b.Resource, Rule: b.Rule, Strategy: b.Strategy,
 			State:     stateOf(b.State).String(),
-			DropRatio: finite(b.DropRatio),
-			Requests:  b.Requests, Successes: b.Successes, Failures: b.Failures, Slow: b.Slow, Rejected: b.Rejected,
+			DropRatio: finite(b.BlockRatio),
+			Requests:  b.Requests, Successes: b.Successes, Failures: b.Failures, Slow: b.Slow, Rejected: b.Blocked,
 			ProbesInFlight: b.ProbesInFlight,
 			RetryAfter:     seconds(b.RetryAfter),
 		}

@@ -79,15 +79,15 @@ type Limiter interface {
 
 var allowed = Decision{Allowed: true}
 
-// A RefusedError is the error of a refused Wait: why, and when a retry could
+// A BlockError is the error of a refused Wait: why, and when a retry could
 // succeed (see Decision). Take it apart with errors.As.
-type RefusedError struct {
+type BlockError struct {
 	Reason     Reason
 	RetryAfter time.Duration
 }
 
 // Error describes the refusal.
-func (e *RefusedError) Error() string {
+func (e *BlockError) Error() string {
 	if e.RetryAfter > 0 {
 		return "flow: refused: " + e.Reason.String() + ", retry after " + e.RetryAfter.String()
 	}

@@ -230,9 +230,9 @@ func (t *Throttle) WaitN(ctx context.Context, n int64) error {
 		if r.Reason == WaitTooLong && maxWait < t.maxWait {
 			// The deadline, not the throttle, is what refuses: retrying
 			// will not help this context.
-			return &RefusedError{Reason: WaitTooLong}
+			return &BlockError{Reason: WaitTooLong}
 		}
-		return &RefusedError{Reason: r.Reason, RetryAfter: r.RetryAfter}
+		return &BlockError{Reason: r.Reason, RetryAfter: r.RetryAfter}
 	}
 	if r.Wait <= 0 {
 		return nil

@@ -153,7 +153,7 @@ func TestThrottleWaitRefusals(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 1, time.Second, 500*time.Millisecond, c)
 	th.Allow()
-	var re *RefusedError
+	var re *BlockError
 	err := th.Wait(context.Background())
 	if !errors.As(err, &re) || re.Reason != WaitTooLong || re.RetryAfter != 500*time.Millisecond {
 		t.Fatalf("Wait = %v, want a RefusedError: wait too long, retry after 500ms", err)

@@ -193,8 +193,8 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 		if got := f.value(t, "slidegate_breaker_state", l); got != want {
 			t.Errorf("slidegate_breaker_state%v = %v, want %v (%v)", l, got, want, b.State)
 		}
-		if got := f.value(t, "slidegate_breaker_drop_ratio", l); got != b.DropRatio {
-			t.Errorf("slidegate_breaker_drop_ratio%v = %v, want %v", l, got, b.DropRatio)
+		if got := f.value(t, "slidegate_breaker_drop_ratio", l); got != b.BlockRatio {
+			t.Errorf("slidegate_breaker_drop_ratio%v = %v, want %v", l, got, b.BlockRatio)
 		}
 	}
 	if got := len(f["slidegate_breaker_state"].GetMetric()); got != len(bs) {
@@ -238,7 +238,7 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 // checkStats checks one stream's families against the guard's statistics s.
 func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, s slidegate.ResourceStats) {
 	t.Helper()
-	ended := s.Success+s.Error > 0
+	ended := s.Succeeded+s.Failed > 0
 	orNaN := func(d time.Duration) float64 {
 		if !ended {
 			return math.NaN()
@@ -249,9 +249,9 @@ func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, 
 		family string
 		want   float64
 	}{
-		{"requests_passed_total", float64(s.Totals.Pass)},
-		{"requests_succeeded_total", float64(s.Totals.Success)},
-		{"requests_failed_total", float64(s.Totals.Error)},
+		{"requests_passed_total", float64(s.Totals.Allowed)},
+		{"requests_succeeded_total", float64(s.Totals.Succeeded)},
+		{"requests_failed_total", float64(s.Totals.Failed)},
 		{"requests_in_flight", float64(s.InFlight)},
 		{"response_time_max_seconds", orNaN(s.MaxRT)},
 	} {
@@ -271,12 +271,12 @@ func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, 
 	} {
 		l := maps.Clone(lbl)
 		l["reason"] = r.label
-		if got, want := f.value(t, prefix+"requests_blocked_total", l), float64(s.Totals.Blocked[r.reason]); got != want {
+		if got, want := f.value(t, prefix+"requests_blocked_total", l), float64(s.Totals.BlockedBy[r.reason]); got != want {
 			t.Errorf("%srequests_blocked_total%v = %v, want the guard's %v", prefix, l, got, want)
 		}
 	}
 	sum := f.summary(t, prefix+"response_time_seconds", lbl)
-	if got, want := sum.GetSampleCount(), uint64(s.Totals.Success+s.Totals.Error); got != want {
+	if got, want := sum.GetSampleCount(), uint64(s.Totals.Succeeded+s.Totals.Failed); got != want {
 		t.Errorf("%sresponse_time_seconds_count%v = %d, want the guard's %d", prefix, lbl, got, want)
 	}
 	if got, want := sum.GetSampleSum(), s.Totals.RT.Seconds(); got != want {
@@ -339,7 +339,7 @@ func TestBreakerStateFollowsTheCircuit(t *testing.T) {
 
 func TestEverySeriesExistsBeforeTraffic(t *testing.T) {
 	// A new reason in the root package must get a label here.
-	if n := len(slidegate.Totals{}.Blocked) - 1; n != len(reasonLabels) {
+	if n := len(slidegate.Totals{}.BlockedBy) - 1; n != len(reasonLabels) {
 		t.Fatalf("slidegate has %d block reasons; the collector labels %d", n, len(reasonLabels))
 	}
 	g := slidegate.New(slidegate.WithClock(clock.NewManual(start)))

@@ -14,7 +14,7 @@ func (c *Collector) collectBreakers(ch chan<- prometheus.Metric, bs []slidegate.
 	for _, b := range bs {
 		labels := []string{labelValue(b.Resource), b.Rule, b.Strategy}
 		constMetric(ch, c.breakerState, prometheus.GaugeValue, stateValue(b.State), labels...)
-		constMetric(ch, c.breakerDropRatio, prometheus.GaugeValue, b.DropRatio, labels...)
+		constMetric(ch, c.breakerDropRatio, prometheus.GaugeValue, b.BlockRatio, labels...)
 	}
 }
 

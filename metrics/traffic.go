@@ -84,21 +84,21 @@ func (t *traffic) describe(ch chan<- *prometheus.Desc) {
 // collect sends the metrics of s, labelled with labelValues.
 func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats, labelValues ...string) {
 	tot := s.Totals
-	constMetric(ch, t.passed, prometheus.CounterValue, float64(tot.Pass), labelValues...)
+	constMetric(ch, t.passed, prometheus.CounterValue, float64(tot.Allowed), labelValues...)
 	withReason := append(slices.Clip(labelValues), "")
 	for _, r := range reasons {
 		withReason[len(labelValues)] = r.label
 		constMetric(ch, t.blocked, prometheus.CounterValue, float64(blocked(tot, r.reason)), withReason...)
 	}
-	constMetric(ch, t.succeeded, prometheus.CounterValue, float64(tot.Success), labelValues...)
-	constMetric(ch, t.failed, prometheus.CounterValue, float64(tot.Error), labelValues...)
+	constMetric(ch, t.succeeded, prometheus.CounterValue, float64(tot.Succeeded), labelValues...)
+	constMetric(ch, t.failed, prometheus.CounterValue, float64(tot.Failed), labelValues...)
 	constMetric(ch, t.inFlight, prometheus.GaugeValue, float64(s.InFlight), labelValues...)
 
 	// The latencies cover the last 7.5 to 10 s, in buckets of 2.5 s aligned
 	// on the clock as the counts' buckets of 0.5 s are, so they lie within
 	// the counts' last 10 s: if no request ended there, the latencies hold
 	// none, and their zeros describe no request.
-	ended := s.Success+s.Error > 0
+	ended := s.Succeeded+s.Failed > 0
 	seconds := func(d time.Duration) float64 {
 		if !ended {
 			return math.NaN()
@@ -106,7 +106,7 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 		return d.Seconds()
 	}
 	q := map[float64]float64{0.5: seconds(s.P50), 0.9: seconds(s.P90), 0.99: seconds(s.P99)}
-	m, err := prometheus.NewConstSummary(t.responseTime, uint64(max(tot.Success+tot.Error, 0)), tot.RT.Seconds(), q, labelValues...)
+	m, err := prometheus.NewConstSummary(t.responseTime, uint64(max(tot.Succeeded+tot.Failed, 0)), tot.RT.Seconds(), q, labelValues...)
 	if err != nil {
 		m = prometheus.NewInvalidMetric(t.responseTime, err)
 	}
@@ -116,8 +116,8 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 
 // blocked returns the requests t counts as refused for reason r.
 func blocked(t slidegate.Totals, r slidegate.Reason) int64 {
-	if int(r) < len(t.Blocked) {
-		return t.Blocked[r]
+	if int(r) < len(t.BlockedBy) {
+		return t.BlockedBy[r]
 	}
 	return 0
 }
@@ -156,17 +156,17 @@ func byLabel(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
 // response time is the larger of the two, which bounds the quantile of the
 // requests of both from above (AvgRT is left as it was).
 func merge(a *slidegate.ResourceStats, b slidegate.ResourceStats) {
-	a.Pass += b.Pass
-	a.Block += b.Block
-	a.Success += b.Success
-	a.Error += b.Error
+	a.Allowed += b.Allowed
+	a.Blocked += b.Blocked
+	a.Succeeded += b.Succeeded
+	a.Failed += b.Failed
 	a.InFlight += b.InFlight
 	a.P50, a.P90, a.P99, a.MaxRT = max(a.P50, b.P50), max(a.P90, b.P90), max(a.P99, b.P99), max(a.MaxRT, b.MaxRT)
-	a.Totals.Pass += b.Totals.Pass
-	a.Totals.Success += b.Totals.Success
-	a.Totals.Error += b.Totals.Error
+	a.Totals.Allowed += b.Totals.Allowed
+	a.Totals.Succeeded += b.Totals.Succeeded
+	a.Totals.Failed += b.Totals.Failed
 	a.Totals.RT += b.Totals.RT
-	for i := range a.Totals.Blocked {
-		a.Totals.Blocked[i] += b.Totals.Blocked[i]
+	for i := range a.Totals.BlockedBy {
+		a.Totals.BlockedBy[i] += b.Totals.BlockedBy[i]
 	}
 }

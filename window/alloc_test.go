@@ -18,14 +18,14 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	hv, _ := h.View(500 * time.Millisecond)
 	var sink int64
 	cases := map[string]func(){
-		"Counter.Add":       func() { ctr.Add(Pass, 1) },
-		"Counter.AddAt":     func() { ctr.AddAt(c.Advance(time.Millisecond), Success, 1) },
+		"Counter.Add":       func() { ctr.Add(Allowed, 1) },
+		"Counter.AddAt":     func() { ctr.AddAt(c.Advance(time.Millisecond), Succeeded, 1) },
 		"Counter.AddAt min": func() { ctr.AddAt(c.Now(), MinRT, 5) },
-		"Counter.Sum":       func() { sink += ctr.Sum(Pass) },
-		"View.SumAt":        func() { sink += view.SumAt(c.Now(), Pass) },
-		"View.SumsAt":       func() { sink += view.SumsAt(c.Now())[Pass] },
-		"View.RateAt":       func() { sink += int64(view.RateAt(c.Now(), Pass)) },
-		"View.MaxBucketAt":  func() { sink += view.MaxBucketAt(c.Now(), Pass) },
+		"Counter.Sum":       func() { sink += ctr.Sum(Allowed) },
+		"View.SumAt":        func() { sink += view.SumAt(c.Now(), Allowed) },
+		"View.SumsAt":       func() { sink += view.SumsAt(c.Now())[Allowed] },
+		"View.RateAt":       func() { sink += int64(view.RateAt(c.Now(), Allowed)) },
+		"View.MaxBucketAt":  func() { sink += view.MaxBucketAt(c.Now(), Allowed) },
 		"View.AvgRTAt":      func() { sink += int64(view.AvgRTAt(c.Now())) },
 		"RollingWindow.Add": func() { rw.Add(3) },
 		"RollingWindow.Reduce": func() {

@@ -53,7 +53,7 @@ func BenchmarkBaselineAtomicAddParallel(b *testing.B) {
 func BenchmarkCounterAdd(b *testing.B) {
 	c, _ := NewCounter(10, time.Second)
 	for i := 0; i < b.N; i++ {
-		c.Add(Pass, 1)
+		c.Add(Allowed, 1)
 	}
 }
 
@@ -61,7 +61,7 @@ func BenchmarkCounterAddAt(b *testing.B) {
 	c, _ := NewCounter(10, time.Second)
 	now := clock.System.Now()
 	for i := 0; i < b.N; i++ {
-		c.AddAt(now, Pass, 1)
+		c.AddAt(now, Allowed, 1)
 	}
 }
 
@@ -69,7 +69,7 @@ func BenchmarkCounterAddParallel(b *testing.B) {
 	c, _ := NewCounter(10, time.Second)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			c.Add(Pass, 1)
+			c.Add(Allowed, 1)
 		}
 	})
 }
@@ -79,7 +79,7 @@ func BenchmarkCounterAddAtParallel(b *testing.B) {
 	now := clock.System.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			c.AddAt(now, Pass, 1)
+			c.AddAt(now, Allowed, 1)
 		}
 	})
 }
@@ -90,7 +90,7 @@ func filledView(b *testing.B) (View, int64) {
 	c, _ := NewCounter(100, 10*time.Second)
 	now := clock.System.Now()
 	for i := int64(0); i < 100; i++ {
-		c.AddAt(now-i*int64(100*time.Millisecond), Pass, i)
+		c.AddAt(now-i*int64(100*time.Millisecond), Allowed, i)
 	}
 	v, err := c.View(time.Second)
 	if err != nil {
@@ -103,7 +103,7 @@ func BenchmarkViewSum1sAt(b *testing.B) {
 	v, now := filledView(b)
 	var s int64
 	for i := 0; i < b.N; i++ {
-		s += v.SumAt(now, Pass)
+		s += v.SumAt(now, Allowed)
 	}
 	sinkInt = s
 }
@@ -112,7 +112,7 @@ func BenchmarkViewSum1s(b *testing.B) {
 	v, _ := filledView(b)
 	var s int64
 	for i := 0; i < b.N; i++ {
-		s += v.Sum(Pass)
+		s += v.Sum(Allowed)
 	}
 	sinkInt = s
 }
@@ -121,7 +121,7 @@ func BenchmarkViewSumsAt(b *testing.B) {
 	v, now := filledView(b)
 	var s int64
 	for i := 0; i < b.N; i++ {
-		s += v.SumsAt(now)[Pass]
+		s += v.SumsAt(now)[Allowed]
 	}
 	sinkInt = s
 }
@@ -137,14 +137,14 @@ func BenchmarkViewSum1sWhileWriting(b *testing.B) {
 			case <-stop:
 				return
 			default:
-				v.r.add(now, int(Pass), 1)
+				v.r.add(now, int(Allowed), 1)
 			}
 		}
 	}()
 	b.ResetTimer()
 	var s int64
 	for i := 0; i < b.N; i++ {
-		s += v.SumAt(now, Pass)
+		s += v.SumAt(now, Allowed)
 	}
 	b.StopTimer()
 	close(stop)

@@ -228,7 +228,7 @@ func (v View) AvgRT() float64 { return v.AvgRTAt(v.now()) }
 // AvgRTAt returns the mean response time over the view at time now: the sum
 // of RT divided by the count of Success, or 0 when there was no success.
 func (v View) AvgRTAt(now int64) float64 {
-	n := v.SumAt(now, Success)
+	n := v.SumAt(now, Succeeded)
 	if n == 0 {
 		return 0
 	}

@@ -25,15 +25,15 @@ func TestCounterSlidesBucketByBucket(t *testing.T) {
 	for i := 0; i < 4; i++ { // 1, 2, 3, 4 passes in the four buckets
 		c.Set(int64(i) * int64(100*time.Millisecond))
 		for j := 0; j <= i; j++ {
-			ctr.Add(Pass, 1)
+			ctr.Add(Allowed, 1)
 		}
 	}
-	if got := ctr.Sum(Pass); got != 10 {
+	if got := ctr.Sum(Allowed); got != 10 {
 		t.Fatalf("all four buckets: Sum = %d, want 10", got)
 	}
 	for i, want := range []int64{9, 7, 4, 0} { // the oldest bucket leaves first
 		c.Advance(100 * time.Millisecond)
-		if got := ctr.Sum(Pass); got != want {
+		if got := ctr.Sum(Allowed); got != want {
 			t.Fatalf("after %d more buckets: Sum = %d, want %d", i+1, got, want)
 		}
 	}
@@ -41,20 +41,20 @@ func TestCounterSlidesBucketByBucket(t *testing.T) {
 
 func TestCounterBucketsAlignToMultiplesOfTheWidth(t *testing.T) {
 	ctr, _ := newTestCounter(t, 4, 4*time.Second)
-	ctr.AddAt(int64(999*time.Millisecond), Pass, 1)  // bucket [0s, 1s)
-	ctr.AddAt(int64(1000*time.Millisecond), Pass, 1) // bucket [1s, 2s)
-	ctr.AddAt(int64(-1), Pass, 1)                    // bucket [-1s, 0s)
+	ctr.AddAt(int64(999*time.Millisecond), Allowed, 1)  // bucket [0s, 1s)
+	ctr.AddAt(int64(1000*time.Millisecond), Allowed, 1) // bucket [1s, 2s)
+	ctr.AddAt(int64(-1), Allowed, 1)                    // bucket [-1s, 0s)
 	one, _ := ctr.View(time.Second)
-	if got := one.SumAt(int64(1500*time.Millisecond), Pass); got != 1 {
+	if got := one.SumAt(int64(1500*time.Millisecond), Allowed); got != 1 {
 		t.Fatalf("bucket [1s,2s) holds %d, want 1", got)
 	}
-	if got := one.SumAt(0, Pass); got != 1 {
+	if got := one.SumAt(0, Allowed); got != 1 {
 		t.Fatalf("bucket [0s,1s) holds %d, want 1", got)
 	}
-	if got := one.SumAt(int64(-1), Pass); got != 1 {
+	if got := one.SumAt(int64(-1), Allowed); got != 1 {
 		t.Fatalf("bucket [-1s,0s) holds %d, want 1", got)
 	}
-	if got := one.SumAt(int64(-1001*time.Millisecond), Pass); got != 0 {
+	if got := one.SumAt(int64(-1001*time.Millisecond), Allowed); got != 0 {
 		t.Fatalf("bucket [-2s,-1s) holds %d, want 0", got)
 	}
 }
@@ -63,21 +63,21 @@ func TestViewReadsOnlyTheLastPartOfTheRing(t *testing.T) {
 	ctr, c := newTestCounter(t, 100, 10*time.Second)
 	for i := 0; i < 100; i++ { // one pass per 100 ms for 10 s
 		c.Set(int64(i) * int64(100*time.Millisecond))
-		ctr.Add(Pass, 1)
-		ctr.Add(Success, 1)
+		ctr.Add(Allowed, 1)
+		ctr.Add(Succeeded, 1)
 		ctr.Add(RT, int64(i))
 	}
 	v, err := ctr.View(time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := v.Sum(Pass); got != 10 {
+	if got := v.Sum(Allowed); got != 10 {
 		t.Fatalf("1 s view: Sum = %d, want 10", got)
 	}
-	if got := v.Rate(Pass); got != 10 {
+	if got := v.Rate(Allowed); got != 10 {
 		t.Fatalf("1 s view: Rate = %v/s, want 10", got)
 	}
-	if got := ctr.All().Rate(Pass); got != 10 {
+	if got := ctr.All().Rate(Allowed); got != 10 {
 		t.Fatalf("10 s view: Rate = %v/s, want 10", got)
 	}
 	if got, want := v.AvgRT(), float64(90+99)/2; got != want {
@@ -126,14 +126,14 @@ func TestMaxBucketFindsTheBusiestBucket(t *testing.T) {
 	for i, n := range []int{3, 9, 1, 0, 4} {
 		c.Set(int64(i) * int64(time.Second))
 		for j := 0; j < n; j++ {
-			ctr.Add(Block, 1)
+			ctr.Add(Blocked, 1)
 		}
 	}
-	if got := ctr.All().MaxBucket(Block); got != 9 {
+	if got := ctr.All().MaxBucket(Blocked); got != 9 {
 		t.Fatalf("MaxBucket = %d, want 9", got)
 	}
 	v, _ := ctr.View(2 * time.Second)
-	if got := v.MaxBucket(Block); got != 4 {
+	if got := v.MaxBucket(Blocked); got != 4 {
 		t.Fatalf("MaxBucket over the last two buckets = %d, want 4", got)
 	}
 }
@@ -146,8 +146,8 @@ func TestSumsSaturateInsteadOfWrapping(t *testing.T) {
 	if got := ctr.Sum(RT); got != MaxValue {
 		t.Fatalf("Sum = %d, want MaxValue %d", got, int64(MaxValue))
 	}
-	ctr.Add(Error, -(1 << 62))
-	if got := ctr.Sum(Error); got != MinValue {
+	ctr.Add(Failed, -(1 << 62))
+	if got := ctr.Sum(Failed); got != MinValue {
 		t.Fatalf("Sum = %d, want MinValue %d", got, int64(MinValue))
 	}
 }
@@ -155,27 +155,27 @@ func TestSumsSaturateInsteadOfWrapping(t *testing.T) {
 func TestOlderTimesAreRecordedWhileTheirBucketIsHeld(t *testing.T) {
 	ctr, _ := newTestCounter(t, 4, 4*time.Second)
 	sec := int64(time.Second)
-	ctr.AddAt(10*sec, Pass, 1)
-	if !ctr.AddAt(8*sec, Pass, 1) { // two buckets back: still in the ring
+	ctr.AddAt(10*sec, Allowed, 1)
+	if !ctr.AddAt(8*sec, Allowed, 1) { // two buckets back: still in the ring
 		t.Fatal("a value two buckets back was dropped")
 	}
-	if got := ctr.SumAt(10*sec, Pass); got != 2 {
+	if got := ctr.SumAt(10*sec, Allowed); got != 2 {
 		t.Fatalf("Sum = %d, want 2", got)
 	}
 	// Bucket 14 s reuses the slot of bucket 10 s; a late value for 10 s is
 	// dropped and counted, and never lands in bucket 14 s.
-	ctr.AddAt(14*sec, Pass, 1)
-	if ctr.AddAt(10*sec, Pass, 1) {
+	ctr.AddAt(14*sec, Allowed, 1)
+	if ctr.AddAt(10*sec, Allowed, 1) {
 		t.Fatal("a value for a replaced bucket was recorded")
 	}
 	if got := ctr.Late(); got != 1 {
 		t.Fatalf("Late = %d, want 1", got)
 	}
-	if got := ctr.SumAt(14*sec, Pass); got != 1 {
+	if got := ctr.SumAt(14*sec, Allowed); got != 1 {
 		t.Fatalf("Sum at 14 s = %d, want 1", got)
 	}
 	// A read at an older time sees only the buckets still held.
-	if got := ctr.SumAt(11*sec, Pass); got != 1 {
+	if got := ctr.SumAt(11*sec, Allowed); got != 1 {
 		t.Fatalf("Sum at 11 s = %d, want 1 (bucket 8 s; bucket 10 s was replaced)", got)
 	}
 }
@@ -184,14 +184,14 @@ func TestTimeJumpingFarAheadClearsEverything(t *testing.T) {
 	ctr, c := newTestCounter(t, 10, time.Second)
 	for i := 0; i < 10; i++ {
 		c.Advance(100 * time.Millisecond)
-		ctr.Add(Pass, 7)
+		ctr.Add(Allowed, 7)
 	}
 	c.Advance(1000 * time.Hour)
-	if got := ctr.Sum(Pass); got != 0 {
+	if got := ctr.Sum(Allowed); got != 0 {
 		t.Fatalf("after a jump far ahead Sum = %d, want 0", got)
 	}
-	ctr.Add(Pass, 1)
-	if got := ctr.Sum(Pass); got != 1 {
+	ctr.Add(Allowed, 1)
+	if got := ctr.Sum(Allowed); got != 1 {
 		t.Fatalf("Sum = %d, want 1", got)
 	}
 }
@@ -199,14 +199,14 @@ func TestTimeJumpingFarAheadClearsEverything(t *testing.T) {
 func TestTimesBeyondTheRangeAreClamped(t *testing.T) {
 	ctr, _ := newTestCounter(t, 2, 2*time.Second)
 	const huge = int64(1<<63 - 1)
-	ctr.AddAt(huge, Pass, 1)
-	ctr.AddAt(MaxTime, Pass, 1)
-	if got := ctr.SumAt(huge, Pass); got != 2 {
+	ctr.AddAt(huge, Allowed, 1)
+	ctr.AddAt(MaxTime, Allowed, 1)
+	if got := ctr.SumAt(huge, Allowed); got != 2 {
 		t.Fatalf("Sum at MaxInt64 = %d, want 2 (both clamped to MaxTime)", got)
 	}
 	ctr2, _ := newTestCounter(t, 2, 2*time.Second)
-	ctr2.AddAt(-huge-1, Pass, 1)
-	if got := ctr2.SumAt(-MaxTime, Pass); got != 1 {
+	ctr2.AddAt(-huge-1, Allowed, 1)
+	if got := ctr2.SumAt(-MaxTime, Allowed); got != 1 {
 		t.Fatalf("Sum at -MaxTime = %d, want 1", got)
 	}
 }
@@ -226,7 +226,7 @@ func TestUnknownEventsAreIgnored(t *testing.T) {
 		t.Fatalf("String = %q", got)
 	}
 	var zero View
-	if zero.Sum(Pass) != 0 || zero.Rate(Pass) != 0 || zero.MaxBucket(Pass) != 0 || zero.AvgRT() != 0 || zero.Sums() != (Sums{}) || zero.Duration() != 0 {
+	if zero.Sum(Allowed) != 0 || zero.Rate(Allowed) != 0 || zero.MaxBucket(Allowed) != 0 || zero.AvgRT() != 0 || zero.Sums() != (Sums{}) || zero.Duration() != 0 {
 		t.Fatal("the zero View must read zero")
 	}
 }
@@ -311,7 +311,7 @@ func TestStaleWritersNeverLeakIntoALaterBucket(t *testing.T) {
 						which = 0 // start on the old bucket so the slot must move under them
 					}
 					ts := []int64{t0, t1}[which]
-					if ctr.AddAt(ts, Pass, 1) {
+					if ctr.AddAt(ts, Allowed, 1) {
 						accepted[which].Add(1)
 					}
 				}
@@ -324,7 +324,7 @@ func TestStaleWritersNeverLeakIntoALaterBucket(t *testing.T) {
 			t.Fatalf("round %d: accepted %d + late %d != %d attempts", round, accepted[0].Load()+accepted[1].Load(), ctr.Late(), writers*perWriter)
 		}
 		one, _ := ctr.View(time.Millisecond)
-		if got, want := one.SumAt(t1, Pass), accepted[1].Load(); got != want {
+		if got, want := one.SumAt(t1, Allowed), accepted[1].Load(); got != want {
 			t.Fatalf("round %d: later bucket holds %d, but %d adds were accepted for it", round, got, want)
 		}
 	}
@@ -354,7 +354,7 @@ func TestConcurrentWritersAndReadersOnAMovingClock(t *testing.T) {
 					return
 				default:
 				}
-				if ctr.AddAt(c.Now(), Pass, 1) {
+				if ctr.AddAt(c.Now(), Allowed, 1) {
 					written.Add(1)
 				}
 			}
@@ -370,8 +370,8 @@ func TestConcurrentWritersAndReadersOnAMovingClock(t *testing.T) {
 					return
 				default:
 				}
-				s := ctr.Sum(Pass)
-				v := view.Sum(Pass)
+				s := ctr.Sum(Allowed)
+				v := view.Sum(Allowed)
 				w := written.Load()
 				if s < 0 || v < 0 || s > w+writersSlack || v > w+writersSlack {
 					t.Errorf("read sum %d, view %d, with %d written", s, v, w)
@@ -388,18 +388,18 @@ func TestConcurrentWritersAndReadersOnAMovingClock(t *testing.T) {
 			c.Advance(300 * time.Microsecond)
 		}
 		for j := 0; j < 10; j++ {
-			_ = ctr.Sum(Pass)
+			_ = ctr.Sum(Allowed)
 		}
 	}
 	close(stop)
 	wg.Wait()
 	// Quiet now: everything accepted in the current bucket is there.
 	now := c.Now()
-	before := ctr.SumAt(now, Pass)
+	before := ctr.SumAt(now, Allowed)
 	for i := 0; i < 100; i++ {
-		ctr.AddAt(now, Pass, 1)
+		ctr.AddAt(now, Allowed, 1)
 	}
-	if got := ctr.SumAt(now, Pass); got != before+100 {
+	if got := ctr.SumAt(now, Allowed); got != before+100 {
 		t.Fatalf("after the race: %d, want %d", got, before+100)
 	}
 }

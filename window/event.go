@@ -8,12 +8,12 @@ type Event uint8
 // The events a Counter records. Summed events come first; to add one, add its
 // line above MinRT (and its name to eventNames).
 const (
-	Pass           Event = iota // requests admitted
-	Block                       // requests refused
-	Success                     // requests that finished without error
-	Error                       // requests that finished with an error
+	Allowed        Event = iota // requests allowed to pass
+	Blocked                     // requests blocked
+	Succeeded                   // requests that ended without an error
+	Failed                      // requests that ended with an error
 	RT                          // summed response time, in microseconds
-	OccupiedPass                // requests admitted by borrowing from a later bucket
+	Borrowed                    // requests allowed by borrowing a place in a later bucket
 	Slow                        // requests slower than a threshold (a slow-request breaker's count)
 	MinRT                       // smallest response time, in microseconds
 	MaxConcurrency              // largest number of requests in flight
@@ -23,9 +23,9 @@ const (
 // NumEvents is the number of events a Counter records.
 const NumEvents = int(numEvents)
 
-var eventNames = [numEvents]string{"pass", "block", "success", "error", "rt", "occupied_pass", "slow", "min_rt", "max_concurrency"}
+var eventNames = [numEvents]string{"allowed", "blocked", "succeeded", "failed", "rt", "borrowed", "slow", "min_rt", "max_concurrency"}
 
-// String returns the event's name in snake case ("pass", "min_rt").
+// String returns the event's name in snake case ("allowed", "min_rt").
 func (e Event) String() string {
 	if e < numEvents {
 		return eventNames[e]

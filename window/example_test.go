@@ -17,9 +17,9 @@ func ExampleCounter() {
 		panic(err)
 	}
 	for i := 0; i < 50; i++ { // 50 requests, one every 100 ms, every fifth an error
-		ctr.Add(window.Pass, 1)
+		ctr.Add(window.Allowed, 1)
 		if i%5 == 0 {
-			ctr.Add(window.Error, 1)
+			ctr.Add(window.Failed, 1)
 		}
 		c.Advance(100 * time.Millisecond)
 	}
@@ -27,9 +27,9 @@ func ExampleCounter() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("passed in 10 s:", ctr.Sum(window.Pass))
-	fmt.Println("errors in 10 s:", ctr.Sum(window.Error))
-	fmt.Println("QPS over the last second:", lastSecond.Rate(window.Pass))
+	fmt.Println("passed in 10 s:", ctr.Sum(window.Allowed))
+	fmt.Println("errors in 10 s:", ctr.Sum(window.Failed))
+	fmt.Println("QPS over the last second:", lastSecond.Rate(window.Allowed))
 	// Output:
 	// passed in 10 s: 50
 	// errors in 10 s: 10
@@ -41,10 +41,10 @@ func ExampleCounter() {
 func ExampleCounter_AddAt() {
 	ctr, _ := window.NewCounter(2, time.Second)
 	now := int64(10 * time.Second)
-	ctr.AddAt(now, window.Pass, 3)
-	ctr.AddAt(now+int64(600*time.Millisecond), window.Pass, 4)
-	fmt.Println(ctr.SumAt(now+int64(600*time.Millisecond), window.Pass))
-	fmt.Println(ctr.SumAt(now+int64(1200*time.Millisecond), window.Pass)) // the first bucket has left
+	ctr.AddAt(now, window.Allowed, 3)
+	ctr.AddAt(now+int64(600*time.Millisecond), window.Allowed, 4)
+	fmt.Println(ctr.SumAt(now+int64(600*time.Millisecond), window.Allowed))
+	fmt.Println(ctr.SumAt(now+int64(1200*time.Millisecond), window.Allowed)) // the first bucket has left
 	// Output:
 	// 7
 	// 4

@@ -647,8 +647,8 @@ func (h *modelCounterHarness) checkReads(snap map[int64]refBucketVals, now int64
 		h.fail("view of %d buckets: SumsAt(%d) = %v, want %v", k, now, got, want)
 	}
 	wantAvg := 0.0
-	if want[Success] != 0 {
-		wantAvg = float64(want[RT]) / float64(want[Success])
+	if want[Succeeded] != 0 {
+		wantAvg = float64(want[RT]) / float64(want[Succeeded])
 	}
 	if got := v.AvgRTAt(now); got != wantAvg {
 		h.fail("view of %d buckets: AvgRTAt(%d) = %g, want %g", k, now, got, wantAvg)
@@ -908,45 +908,45 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 		}
 	}
 
-	add(0, Pass, 1, true)        // bucket 0
-	add(ms-1, Pass, 2, true)     // bucket 0
-	add(ms, Pass, 4, true)       // bucket 1
-	add(-1, Pass, 8, true)       // bucket -1: floor towards -inf
-	sum(3, ms, Pass, 1+2+4+8)    // buckets -1, 0, 1
-	sum(3, 2*ms, Pass, 1+2+4)    // buckets 0, 1, 2
-	sum(1, ms-1, Pass, 1+2)      // bucket 0
-	sum(2, -ms, Pass, 8)         // buckets -2, -1
-	add(3*ms, Pass, 16, true)    // bucket 3 takes the slot of bucket -1
-	add(-1, Pass, 32, false)     // bucket -1 is gone: dropped, late
-	late(1)                      //
-	sum(3, ms, Pass, 1+2+4)      // bucket -1 no longer counts
-	sum(3, 3*ms, Pass, 4+16)     // buckets 1, 2, 3
-	maxBucket(3, 3*ms, Pass, 16) //
-	add(2*ms, Pass, 0, true)     // bucket 2, a zero
-	add(4*ms+5, Pass, 64, true)  // bucket 4 takes the slot of bucket 0
-	add(5, Pass, 1, false)       // bucket 0 is gone
-	late(2)                      //
-	sum(3, 2*ms, Pass, 4)        // buckets 0 (gone), 1, 2
-	add(4*ms, MinRT, 5, true)    //
-	add(4*ms, MinRT, 3, true)    //
-	add(3*ms, MinRT, 7, true)    //
-	sum(3, 4*ms, MinRT, 3)       // the smallest over buckets 2, 3, 4
-	sum(1, 3*ms, MinRT, 7)       //
-	sum(1, 2*ms, MinRT, 0)       // bucket 2 holds no MinRT
-	maxBucket(3, 4*ms, MinRT, 7) // largest of the per-bucket minima 0, 7, 3
-	add(5*ms, Error, MaxValue, true)
-	add(5*ms, Error, 1, true)   // saturates at MaxValue
-	add(5*ms, Error, -10, true) // from MaxValue, not from MaxValue+1
-	sum(1, 5*ms, Error, MaxValue-10)
+	add(0, Allowed, 1, true)        // bucket 0
+	add(ms-1, Allowed, 2, true)     // bucket 0
+	add(ms, Allowed, 4, true)       // bucket 1
+	add(-1, Allowed, 8, true)       // bucket -1: floor towards -inf
+	sum(3, ms, Allowed, 1+2+4+8)    // buckets -1, 0, 1
+	sum(3, 2*ms, Allowed, 1+2+4)    // buckets 0, 1, 2
+	sum(1, ms-1, Allowed, 1+2)      // bucket 0
+	sum(2, -ms, Allowed, 8)         // buckets -2, -1
+	add(3*ms, Allowed, 16, true)    // bucket 3 takes the slot of bucket -1
+	add(-1, Allowed, 32, false)     // bucket -1 is gone: dropped, late
+	late(1)                         //
+	sum(3, ms, Allowed, 1+2+4)      // bucket -1 no longer counts
+	sum(3, 3*ms, Allowed, 4+16)     // buckets 1, 2, 3
+	maxBucket(3, 3*ms, Allowed, 16) //
+	add(2*ms, Allowed, 0, true)     // bucket 2, a zero
+	add(4*ms+5, Allowed, 64, true)  // bucket 4 takes the slot of bucket 0
+	add(5, Allowed, 1, false)       // bucket 0 is gone
+	late(2)                         //
+	sum(3, 2*ms, Allowed, 4)        // buckets 0 (gone), 1, 2
+	add(4*ms, MinRT, 5, true)       //
+	add(4*ms, MinRT, 3, true)       //
+	add(3*ms, MinRT, 7, true)       //
+	sum(3, 4*ms, MinRT, 3)          // the smallest over buckets 2, 3, 4
+	sum(1, 3*ms, MinRT, 7)          //
+	sum(1, 2*ms, MinRT, 0)          // bucket 2 holds no MinRT
+	maxBucket(3, 4*ms, MinRT, 7)    // largest of the per-bucket minima 0, 7, 3
+	add(5*ms, Failed, MaxValue, true)
+	add(5*ms, Failed, 1, true)   // saturates at MaxValue
+	add(5*ms, Failed, -10, true) // from MaxValue, not from MaxValue+1
+	sum(1, 5*ms, Failed, MaxValue-10)
 	add(5*ms, RT, math.MaxInt64, true) // a single value is clamped first
 	add(5*ms, RT, -1, true)
 	sum(1, 5*ms, RT, MaxValue-1)
-	add(math.MaxInt64, Pass, 3, true) // clamped to MaxTime
-	add(MaxTime+1, Pass, 4, true)     //
-	sum(1, MaxTime, Pass, 7)          //
-	add(MaxTime-4*ms, Pass, 1, false) // 4 buckets earlier: same slot, replaced
+	add(math.MaxInt64, Allowed, 3, true) // clamped to MaxTime
+	add(MaxTime+1, Allowed, 4, true)     //
+	sum(1, MaxTime, Allowed, 7)          //
+	add(MaxTime-4*ms, Allowed, 1, false) // 4 buckets earlier: same slot, replaced
 	late(3)
-	sum(3, math.MinInt64, Pass, 0) // clamped to -MaxTime: nothing there
+	sum(3, math.MinInt64, Allowed, 0) // clamped to -MaxTime: nothing there
 }
 
 // TestRollingWindowReduceAgreesWithWorkedExample pins ReduceAt on values

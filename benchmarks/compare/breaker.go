@@ -168,7 +168,7 @@ var allowAccept = &Shape{
 				if err != nil {
 					return 0
 				}
-				p.Accept()
+				p.Succeed()
 				return 1
 			})
 		}},
@@ -239,7 +239,7 @@ func allowAcceptCircuit(c *breaker.Circuit) Op {
 		if err != nil {
 			return 0
 		}
-		p.Accept()
+		p.Succeed()
 		return 1
 	}
 }
@@ -309,7 +309,7 @@ var rejectOpen = &Shape{
 			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio), breaker.WithOpenTimeout(breakerLongOpen)))
 			for range breakerMinReqs {
 				if p, err := c.Allow(); err == nil {
-					p.Reject("")
+					p.Fail()
 				}
 			}
 			if s := c.State(); s != breaker.Open {
@@ -320,7 +320,7 @@ var rejectOpen = &Shape{
 				if err != nil {
 					return 0
 				}
-				p.Reject("")
+				p.Fail()
 				return 1
 			})
 		}},
@@ -335,7 +335,7 @@ var rejectOpen = &Shape{
 				if err != nil {
 					return 0
 				}
-				p.Reject("")
+				p.Fail()
 				return 1
 			}
 			for range breakerFailures {

@@ -64,7 +64,7 @@ var addClock = &Shape{
 		}},
 		{Name: "slidegate Counter", Role: Ours, Setup: func(b *testing.B) Op {
 			c := must(window.NewCounter(ringBuckets, ringSpan))
-			return func() int64 { c.Add(window.Pass, 1); return 0 }
+			return func() int64 { c.Add(window.Allowed, 1); return 0 }
 		}},
 		{Name: "sentinel BucketLeapArray", Setup: func(*testing.B) Op {
 			a := sstat.NewBucketLeapArray(ringBuckets, ringMs)
@@ -91,7 +91,7 @@ var addNow = &Shape{
 		{Name: "slidegate Counter", Role: Ours, Setup: func(b *testing.B) Op {
 			c := must(window.NewCounter(ringBuckets, ringSpan))
 			now := clock.System.Now()
-			return func() int64 { c.AddAt(now, window.Pass, 1); return 0 }
+			return func() int64 { c.AddAt(now, window.Allowed, 1); return 0 }
 		}},
 	},
 }
@@ -101,7 +101,7 @@ var addNow = &Shape{
 func newFilledCounter(b *testing.B, now int64) (*window.Counter, window.View) {
 	c := must(window.NewCounter(ringBuckets, ringSpan))
 	for i := range ringBuckets {
-		c.AddAt(now-int64(i)*int64(bucketWidth), window.Pass, 1)
+		c.AddAt(now-int64(i)*int64(bucketWidth), window.Allowed, 1)
 	}
 	return c, must(c.View(viewSpan))
 }
@@ -129,8 +129,8 @@ var sumClock = &Shape{
 		timeNow,
 		{Name: "slidegate Counter.View", Role: Ours, Setup: func(b *testing.B) Op {
 			c, v := newFilledCounter(b, clock.System.Now())
-			keepAlive(b, func() { c.Add(window.Pass, 1) })
-			return func() int64 { return v.Sum(window.Pass) }
+			keepAlive(b, func() { c.Add(window.Allowed, 1) })
+			return func() int64 { return v.Sum(window.Allowed) }
 		}},
 		{Name: "sentinel SlidingWindowMetric", Setup: func(b *testing.B) Op {
 			a := sstat.NewBucketLeapArray(ringBuckets, ringMs)
@@ -167,7 +167,7 @@ var sumNow = &Shape{
 		{Name: "slidegate Counter.View", Role: Ours, Setup: func(b *testing.B) Op {
 			now := clock.System.Now()
 			_, v := newFilledCounter(b, now)
-			return func() int64 { return v.SumAt(now, window.Pass) }
+			return func() int64 { return v.SumAt(now, window.Allowed) }
 		}},
 		{Name: "hystrix rolling.Number 10 s", Setup: func(*testing.B) Op {
 			n := newFilledHystrix()

@@ -192,7 +192,7 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	_ = srv.Shutdown(shutdown)
 	wg.Wait()
 	fmt.Fprintf(stdout, "stopped after %v: %d requests passed, %d blocked, %d failed\n",
-		time.Since(start).Round(100*time.Millisecond), totals.Pass, totals.Block(), totals.Error)
+		time.Since(start).Round(100*time.Millisecond), totals.Allowed, totals.Blocked(), totals.Failed)
 	return 0
 }
 
@@ -354,7 +354,7 @@ func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Wri
 				prev[ep.resource] = s.Totals
 				rate := func(n int64) float64 { return float64(n) / elapsed }
 				fmt.Fprintf(&b, " | %s %3.0f ok %3.0f blocked %2.0f failed p99 %-5v",
-					strings.TrimPrefix(ep.path, "/api/"), rate(d.Success), rate(d.Block()), rate(d.Error), s.P99.Round(time.Millisecond))
+					strings.TrimPrefix(ep.path, "/api/"), rate(d.Succeeded), rate(d.Blocked()), rate(d.Failed), s.P99.Round(time.Millisecond))
 			}
 			fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
 		}
@@ -363,9 +363,9 @@ func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Wri
 
 // delta returns the counts in t that were not in prev.
 func delta(t, prev slidegate.Totals) slidegate.Totals {
-	d := slidegate.Totals{Pass: t.Pass - prev.Pass, Success: t.Success - prev.Success, Error: t.Error - prev.Error}
-	for i := range d.Blocked {
-		d.Blocked[i] = t.Blocked[i] - prev.Blocked[i]
+	d := slidegate.Totals{Allowed: t.Allowed - prev.Allowed, Succeeded: t.Succeeded - prev.Succeeded, Failed: t.Failed - prev.Failed}
+	for i := range d.BlockedBy {
+		d.BlockedBy[i] = t.BlockedBy[i] - prev.BlockedBy[i]
 	}
 	return d
 }

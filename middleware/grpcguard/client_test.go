@@ -40,8 +40,8 @@ func TestUnaryClientBlockedCallNeverReachesTheNetwork(t *testing.T) {
 		t.Errorf("server got %d calls; want 1", n)
 	}
 	wantOutcomes(t, g, unaryMethod, 1, 1, 1, 0)
-	if in := g.Inbound(); in.Pass != 0 || in.Block != 0 {
-		t.Errorf("inbound pass %d block %d; want none (client calls are outbound)", in.Pass, in.Block)
+	if in := g.Inbound(); in.Allowed != 0 || in.Blocked != 0 {
+		t.Errorf("inbound pass %d block %d; want none (client calls are outbound)", in.Allowed, in.Blocked)
 	}
 }
 
@@ -363,8 +363,8 @@ func TestStreamClientExitsOnceUnderRaces(t *testing.T) {
 	}
 	wg.Wait()
 	eventually(t, "every stream exits", func() bool { return stats(t, g, bidiMethod).InFlight == 0 })
-	if s := stats(t, g, bidiMethod); s.Success != n || s.Error != 0 {
-		t.Errorf("success %d error %d; want %d 0", s.Success, s.Error, n)
+	if s := stats(t, g, bidiMethod); s.Succeeded != n || s.Failed != 0 {
+		t.Errorf("success %d error %d; want %d 0", s.Succeeded, s.Failed, n)
 	}
 }
 

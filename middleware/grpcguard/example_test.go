@@ -62,7 +62,7 @@ func ExampleUnaryServerInterceptor() {
 		fmt.Println(resp.GetStatus())
 	}
 	s, _ := g.Stats("/grpc.health.v1.Health/Check")
-	fmt.Println("passed", s.Pass, "blocked", s.Block)
+	fmt.Println("passed", s.Allowed, "blocked", s.Blocked)
 	// Output:
 	// SERVING
 	// SERVING

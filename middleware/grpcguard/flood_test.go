@@ -65,7 +65,7 @@ func TestAFloodOfUnknownMethodsMakesOneResource(t *testing.T) {
 
 	got := map[string]int64{}
 	for _, s := range g.Resources() {
-		got[s.Resource] = s.Totals.Pass
+		got[s.Resource] = s.Totals.Allowed
 	}
 	if len(got) != 2 || got[grpcguard.UnknownMethod] != n || got[unaryMethod] != 1 {
 		t.Fatalf("resources after the flood: %v, want %d under %q and the known method's 1", got, n, grpcguard.UnknownMethod)

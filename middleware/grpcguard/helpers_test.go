@@ -172,9 +172,9 @@ func stats(t *testing.T, g *slidegate.Guard, resource string) slidegate.Resource
 func wantOutcomes(t *testing.T, g *slidegate.Guard, resource string, pass, block, success, errs int64) {
 	t.Helper()
 	s := stats(t, g, resource)
-	if s.Pass != pass || s.Block != block || s.Success != success || s.Error != errs || s.InFlight != 0 {
+	if s.Allowed != pass || s.Blocked != block || s.Succeeded != success || s.Failed != errs || s.InFlight != 0 {
 		t.Errorf("%s: pass %d block %d success %d error %d in flight %d; want %d %d %d %d 0",
-			resource, s.Pass, s.Block, s.Success, s.Error, s.InFlight, pass, block, success, errs)
+			resource, s.Allowed, s.Blocked, s.Succeeded, s.Failed, s.InFlight, pass, block, success, errs)
 	}
 }
 

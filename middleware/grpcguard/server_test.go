@@ -31,8 +31,8 @@ func TestUnaryServerAdmitsAndRecordsSuccess(t *testing.T) {
 		t.Errorf("handler ran %d times; want 1", n)
 	}
 	wantOutcomes(t, g, unaryMethod, 1, 0, 1, 0)
-	if in := g.Inbound(); in.Pass != 1 || in.Success != 1 {
-		t.Errorf("inbound pass %d success %d; want 1 1 (server RPCs are inbound)", in.Pass, in.Success)
+	if in := g.Inbound(); in.Allowed != 1 || in.Succeeded != 1 {
+		t.Errorf("inbound pass %d success %d; want 1 1 (server RPCs are inbound)", in.Allowed, in.Succeeded)
 	}
 }
 
@@ -143,8 +143,8 @@ func TestDefaultErrorCodesAreTheServiceFailures(t *testing.T) {
 				t.Errorf("interceptor returned %v; want the handler's %v", err, tc.err)
 			}
 			s := stats(t, g, unaryMethod)
-			if got := s.Error == 1; got != tc.fail || s.Success+s.Error != 1 {
-				t.Errorf("success %d error %d; want an error: %v", s.Success, s.Error, tc.fail)
+			if got := s.Failed == 1; got != tc.fail || s.Succeeded+s.Failed != 1 {
+				t.Errorf("success %d error %d; want an error: %v", s.Succeeded, s.Failed, tc.fail)
 			}
 		})
 	}
@@ -310,8 +310,8 @@ func TestStreamServer(t *testing.T) {
 		t.Errorf("handler ran %d times; want 3", calls)
 	}
 	wantOutcomes(t, g, serverStreamMethod, 3, 1, 2, 1)
-	if in := g.Inbound(); in.Pass != 3 || in.Block != 1 {
-		t.Errorf("inbound pass %d block %d; want 3 1", in.Pass, in.Block)
+	if in := g.Inbound(); in.Allowed != 3 || in.Blocked != 1 {
+		t.Errorf("inbound pass %d block %d; want 3 1", in.Allowed, in.Blocked)
 	}
 }
 
@@ -421,7 +421,7 @@ func TestNilGuardIsDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, ok := slidegate.Default().Stats(method); !ok || s.Pass != 1 || s.Success != 1 {
+	if s, ok := slidegate.Default().Stats(method); !ok || s.Allowed != 1 || s.Succeeded != 1 {
 		t.Errorf("default guard: %+v, %v; want one success", s, ok)
 	}
 }

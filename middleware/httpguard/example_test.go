@@ -26,7 +26,7 @@ func ExampleMiddleware() {
 		fmt.Println(w.Code, w.Header().Get("Retry-After") != "")
 	}
 	s, _ := g.Stats("GET /hello/{name}")
-	fmt.Println("passed", s.Pass, "blocked", s.Block)
+	fmt.Println("passed", s.Allowed, "blocked", s.Blocked)
 	// Output:
 	// 200 false
 	// 200 false

@@ -62,7 +62,7 @@ func TestAFloodOfNewMethodsAndPathsMakesNoResources(t *testing.T) {
 
 	got := map[string]int64{}
 	for _, s := range g.Resources() {
-		got[s.Resource] = s.Totals.Pass
+		got[s.Resource] = s.Totals.Allowed
 	}
 	want := map[string]int64{httpguard.NoRoute: 2000, httpguard.OtherMethod + " /static/": 2020}
 	if len(got) != len(want) || got[httpguard.NoRoute] != want[httpguard.NoRoute] || got["_OTHER /static/"] != want["_OTHER /static/"] {

@@ -70,12 +70,12 @@ func TestRouteResourceFromTheMux(t *testing.T) {
 		httpguard.NoRoute:    1,
 	} {
 		s := stats(t, g, name)
-		if s.Pass != want || s.Success != want || s.Error != 0 {
+		if s.Allowed != want || s.Succeeded != want || s.Failed != 0 {
 			t.Errorf("%s: %+v, want %d passed and succeeded", name, s, want)
 		}
 	}
-	if in := g.Inbound(); in.Pass != 5 {
-		t.Errorf("inbound passes = %d, want 5 (the middleware enters as inbound traffic)", in.Pass)
+	if in := g.Inbound(); in.Allowed != 5 {
+		t.Errorf("inbound passes = %d, want 5 (the middleware enters as inbound traffic)", in.Allowed)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestRouteResourceOfANestedMux(t *testing.T) {
 	outer := http.NewServeMux()
 	outer.Handle("/api/", httpguard.Middleware(g)(inner)) // the outer mux sets r.Pattern to "/api/"
 	serve(outer, "GET", "/api/users/7")
-	if s := stats(t, g, "GET /api/users/{id}"); s.Pass != 1 {
+	if s := stats(t, g, "GET /api/users/{id}"); s.Allowed != 1 {
 		t.Errorf("stats %+v", s)
 	}
 	if _, ok := g.Stats("GET /api/"); ok {
@@ -109,7 +109,7 @@ func TestRouteResourceInsideARoute(t *testing.T) {
 	plain := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	serve(plain, "DELETE", "/c/d")
 	serve(plain, "GET", "/e")
-	if s := stats(t, g, httpguard.NoRoute); s.Pass != 2 {
+	if s := stats(t, g, httpguard.NoRoute); s.Allowed != 2 {
 		t.Errorf("%s: %+v, want both requests", httpguard.NoRoute, s)
 	}
 }
@@ -138,7 +138,7 @@ func TestFlowBlockIs429WithRetryAfter(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("the handler ran %d times, want 1: a refused request must not reach it", calls)
 	}
-	if s := stats(t, g, "GET /x"); s.Pass != 1 || s.Block != 1 {
+	if s := stats(t, g, "GET /x"); s.Allowed != 1 || s.Blocked != 1 {
 		t.Errorf("stats %+v, want 1 pass and 1 block", s)
 	}
 }
@@ -182,7 +182,7 @@ func TestServerErrorsTripTheBreakerThen503(t *testing.T) {
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "5" {
 		t.Fatalf("after two 500s: %d, Retry-After %q; want 503 and 5", w.Code, w.Header().Get("Retry-After"))
 	}
-	if s := stats(t, g, "GET /dep"); s.Error != 2 || s.Block != 1 {
+	if s := stats(t, g, "GET /dep"); s.Failed != 2 || s.Blocked != 1 {
 		t.Errorf("stats %+v, want 2 errors and 1 block", s)
 	}
 	clk.Advance(5 * time.Second)
@@ -216,7 +216,7 @@ func TestWhichStatusesAreErrors(t *testing.T) {
 			}))
 			serve(h, "GET", "/")
 			s := stats(t, g, httpguard.NoRoute)
-			if (s.Error == 1) != tc.isError || s.Success+s.Error != 1 || s.InFlight != 0 {
+			if (s.Failed == 1) != tc.isError || s.Succeeded+s.Failed != 1 || s.InFlight != 0 {
 				t.Errorf("stats %+v; want an error: %v", s, tc.isError)
 			}
 		})
@@ -231,7 +231,7 @@ func TestStatusIsTheFinalOne(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	serve(h, "GET", "/")
-	if s := stats(t, g, httpguard.NoRoute); s.Success != 1 {
+	if s := stats(t, g, httpguard.NoRoute); s.Succeeded != 1 {
 		t.Errorf("stats %+v, want a success: the response went out as 200", s)
 	}
 }
@@ -253,14 +253,14 @@ func TestPanicIsRecordedAndGoesOn(t *testing.T) {
 	if v := recovered(); v != http.ErrAbortHandler {
 		t.Fatalf("recovered %v, want http.ErrAbortHandler", v)
 	}
-	if s := stats(t, g, httpguard.NoRoute); s.Error != 1 || s.InFlight != 0 {
+	if s := stats(t, g, httpguard.NoRoute); s.Failed != 1 || s.InFlight != 0 {
 		t.Fatalf("after an abort: %+v, want 1 error, none in flight", s)
 	}
 	panicky = "boom"
 	if v := recovered(); v != "boom" {
 		t.Fatalf("recovered %v, want boom: the panic must go on", v)
 	}
-	if s := stats(t, g, httpguard.NoRoute); s.Error != 2 || s.InFlight != 0 {
+	if s := stats(t, g, httpguard.NoRoute); s.Failed != 2 || s.InFlight != 0 {
 		t.Fatalf("after a panic: %+v, want 2 errors, none in flight", s)
 	}
 	// The panic, not the abort, tripped the breaker.
@@ -296,7 +296,7 @@ func TestCustomResourceAndEntryOptions(t *testing.T) {
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("X-Tenant", "acme")
 	h.ServeHTTP(httptest.NewRecorder(), r)
-	if s := stats(t, g, "tenant:acme"); s.Pass != 3 {
+	if s := stats(t, g, "tenant:acme"); s.Allowed != 3 {
 		t.Errorf("stats %+v, want 3 passes (WithCount(3))", s)
 	}
 }
@@ -342,7 +342,7 @@ func TestFlushAndHijackPassThrough(t *testing.T) {
 	for stats(t, g, "GET /hijack").InFlight != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if s := stats(t, g, "GET /hijack"); s.Success != 1 || s.InFlight != 0 {
+	if s := stats(t, g, "GET /hijack"); s.Succeeded != 1 || s.InFlight != 0 {
 		t.Errorf("hijacked: %+v", s)
 	}
 }
@@ -376,7 +376,7 @@ func TestTransport(t *testing.T) {
 	if resp, err := get("/fail"); err != nil || resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("a 502 must reach the caller: %v %v", resp, err)
 	}
-	if s := stats(t, g, name); s.Success != 1 || s.Error != 1 {
+	if s := stats(t, g, name); s.Succeeded != 1 || s.Failed != 1 {
 		t.Fatalf("stats %+v, want 1 success and 1 error (the 502)", s)
 	}
 	// Refused without reaching the network.

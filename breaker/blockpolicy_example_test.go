@@ -26,9 +26,9 @@ type result struct {
 	sent     float64       // requests per second reaching the dependency in the second half of the run
 }
 
-func (sc scenario) run(policy breaker.DropPolicy, seed uint64) result {
+func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 	src := rand.New(rand.NewPCG(seed, 1))
-	b, err := breaker.NewAdaptive(breaker.WithDropPolicy(policy), breaker.WithRandom(src.Float64))
+	b, err := breaker.NewAdaptive(breaker.WithBlockPolicy(policy), breaker.WithRandom(src.Float64))
 	if err != nil {
 		panic(err)
 	}
@@ -72,11 +72,11 @@ func (sc scenario) run(policy breaker.DropPolicy, seed uint64) result {
 // The three drop policies at 1,000 requests per second with the default
 // window (10 s) and K (2): a one-minute outage, and an overload where the
 // dependency accepts 100 requests per second.
-func ExampleDropPolicy() {
+func ExampleBlockPolicy() {
 	outage := scenario{rate: 1000, outage: 10 * time.Second, recovery: 70 * time.Second, length: 200 * time.Second}
 	overload := scenario{rate: 1000, capacity: 100, length: 120 * time.Second}
 	fmt.Println("policy                    | outage leak | recovery | overload: sent per second")
-	for _, p := range []breaker.DropPolicy{breaker.CountDropsWhileFailing, breaker.CountDrops, breaker.IgnoreDrops} {
+	for _, p := range []breaker.BlockPolicy{breaker.CountBlocksWhileFailing, breaker.CountBlocks, breaker.IgnoreBlocks} {
 		o, l := outage.run(p, 1), overload.run(p, 1)
 		fmt.Printf("%-25v | %6.1f/s    | %6.1fs  | %4.0f (%.1f × capacity)\n",
 			p, o.leak, o.recovery.Seconds(), l.sent, l.sent/100)
