@@ -55,7 +55,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 				interval, statsInterval, statsWidth, statsWidth, statsInterval)
 		}
 		return &refRule{limit: f.Limit}, nil
-	case f.Behavior == Throttle && f.Limit > 0:
+	case f.Type == ThrottleRule && f.Limit > 0:
 		t, err := flow.NewThrottle(f.Limit, interval, time.Duration(f.MaxWait), opts...)
 		if err != nil {
 			return nil, err
@@ -68,18 +68,18 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := qpsRule{q: q, fixed: f.WarmUp > 0 || f.Behavior == Throttle}
+	r := qpsRule{q: q, fixed: f.WarmUp > 0 || f.Type == ThrottleRule}
 	if f.Borrow > 0 {
 		return &borrowingRule{qpsRule: r, borrow: time.Duration(f.Borrow)}, nil
 	}
 	return &r, nil
 }
 
-var dropPolicies = map[string]breaker.BlockPolicy{
-	"":                          breaker.CountBlocksWhileFailing,
-	"count_drops_while_failing": breaker.CountBlocksWhileFailing,
-	"count_drops":               breaker.CountBlocks,
-	"ignore_drops":              breaker.IgnoreBlocks,
+var blockPolicies = map[string]breaker.BlockPolicy{
+	"":                           breaker.CountBlocksWhileFailing,
+	"count_blocks_while_failing": breaker.CountBlocksWhileFailing,
+	"count_blocks":               breaker.CountBlocks,
+	"ignore_blocks":              breaker.IgnoreBlocks,
 }
 
 // buildBreaker makes the rule that enforces breaker rule b, read as Validate
@@ -92,8 +92,8 @@ func buildBreaker(b BreakerRule, c clock.Clock) (*breakerRule, error) {
 	if b.MinRequests != nil {
 		opts = append(opts, breaker.WithMinRequests(*b.MinRequests))
 	}
-	if b.Window != 0 || b.Buckets != 0 {
-		opts = append(opts, breaker.WithWindow(time.Duration(b.Window), b.Buckets)) // 0: the breaker's default
+	if b.Interval != 0 || b.Buckets != 0 {
+		opts = append(opts, breaker.WithWindow(time.Duration(b.Interval), b.Buckets)) // 0: the breaker's default
 	}
 	if b.Strategy == AdaptiveBreaker {
 		if b.K != 0 {
@@ -102,7 +102,7 @@ func buildBreaker(b BreakerRule, c clock.Clock) (*breakerRule, error) {
 		if b.Protection != nil {
 			opts = append(opts, breaker.WithProtection(*b.Protection))
 		}
-		opts = append(opts, breaker.WithBlockPolicy(dropPolicies[b.BlockPolicy]))
+		opts = append(opts, breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy]))
 		a, err := breaker.NewAdaptive(opts...)
 		if err != nil {
 			return nil, err

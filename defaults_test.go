@@ -16,7 +16,7 @@ func TestBreakerWindowWithoutBucketsTakesTheBreakersDefault(t *testing.T) {
 	// buckets of 25 ms; a failure at 80 ms is still in the window at
 	// 1.05 s (which starts at 75 ms), and would have left one of 10
 	// buckets of 100 ms (which starts at 100 ms).
-	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Window: Duration(time.Second)}}})
+	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Interval: Duration(time.Second)}}})
 	clk.Advance(80 * time.Millisecond)
 	mustEnter(t, g, "a").Exit(errors.New("boom"))
 	clk.Advance(970 * time.Millisecond)
@@ -53,7 +53,7 @@ func TestABreakerRefusalReadsTheClockOnce(t *testing.T) {
 }
 
 func TestAThrottleRuleWithLimitZeroRefusesEverything(t *testing.T) {
-	rule := FlowRule{Resource: "a", Behavior: Throttle, Limit: 0, MaxWait: Duration(time.Second)}
+	rule := FlowRule{Resource: "a", Type: ThrottleRule, Limit: 0, MaxWait: Duration(time.Second)}
 	g, clk := newGuard(t, Rules{Flow: []FlowRule{rule}})
 	for range 3 {
 		mustBlock(t, g, "a", "flow[0]", ExceedsLimit) // no retry passes

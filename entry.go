@@ -127,12 +127,18 @@ func (e *entry) clearHeld() {
 	e.held = e.held[:0]
 }
 
-// Enter asks to use the resource called name for one request (or WithCount(n) of them). If
-// the resource's rules let it through, Enter returns its Entry, which must be
-// exited when the request ends. Otherwise it returns a *BlockError, or
-// ctx.Err() if ctx ended while a throttle made the request wait. Enter
-// returns ctx.Err() at once if ctx is already done.
+// Enter asks to use the resource called name for one request (or
+// WithCount(n) of them). If the resource's rules allow it, Enter returns its
+// Entry, which must be exited when the request ends. Otherwise it returns a
+// *BlockError, or ctx.Err() if ctx ended while a throttle made the request
+// wait. Enter returns ctx.Err() at once if ctx is already done.
 func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (Entry, error) {
+	return g.EnterAt(ctx, g.clock.Now(), name, opts...)
+}
+
+// EnterAt is Enter at time now, in nanoseconds on the guard's clock. A
+// request that a throttle makes wait still waits on the guard's clock.
+func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...EntryOption) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
@@ -152,7 +158,6 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 	if len(name) > MaxNameLength {
 		name = OtherResource // no rule names it: see MaxNameLength
 	}
-	now := g.clock.Now()
 	b := g.snap.Load().by[name]
 	var res *resource
 	if b != nil {

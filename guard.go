@@ -179,25 +179,33 @@ func (g *Guard) Rules() Rules { return g.snap.Load().rules.clone() }
 type BreakerStatus struct {
 	Resource string
 	Rule     string // its place in the rules: "breakers[0]"
-	Strategy string // the rule's Strategy: "error_ratio", ...
+	Strategy BreakerStrategy // the rule's Strategy
 	breaker.Stats
 }
 
 // Breakers returns the state of the breaker of every breaker rule in force,
 // in rule order.
-func (g *Guard) Breakers() []BreakerStatus {
+func (g *Guard) Breakers() []BreakerStatus { return g.BreakersAt(g.clock.Now()) }
+
+// BreakersAt is Breakers at time now, in nanoseconds on the guard's clock.
+func (g *Guard) BreakersAt(now int64) []BreakerStatus {
 	s := g.snap.Load()
 	out := make([]BreakerStatus, 0, len(s.breakers))
 	for i, b := range s.breakers {
 		r := s.rules.Breakers[i]
-		out = append(out, BreakerStatus{Resource: r.Resource, Rule: ruleAt("breakers", i), Strategy: r.Strategy, Stats: b.b.Stats()})
+		out = append(out, BreakerStatus{Resource: r.Resource, Rule: ruleAt("breakers", i), Strategy: r.Strategy, Stats: b.b.StatsAt(now)})
 	}
 	return out
 }
 
-// Inbound returns the statistics of the requests entered with Inbound, over
-// the last 10 seconds: the traffic into the service as a whole.
-func (g *Guard) Inbound() ResourceStats { return g.inbound.statsAt(g.clock.Now()) }
+// InboundStats returns the statistics of the requests entered with the
+// option Inbound, over the last 10 seconds: the traffic into the service as
+// a whole.
+func (g *Guard) InboundStats() ResourceStats { return g.InboundStatsAt(g.clock.Now()) }
+
+// InboundStatsAt is InboundStats at time now, in nanoseconds on the guard's
+// clock.
+func (g *Guard) InboundStatsAt(now int64) ResourceStats { return g.inbound.statsAt(now) }
 
 // discard is a slog.Handler that drops everything.
 type discard struct{}

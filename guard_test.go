@@ -212,7 +212,7 @@ func waitForSleeper(t *testing.T, clk *clock.Manual, done <-chan error) {
 }
 
 func TestThrottleRuleMakesEnterWait(t *testing.T) {
-	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 10, Behavior: Throttle,
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 10, Type: ThrottleRule,
 		MaxWait: Duration(time.Second)}}})
 	mustEnter(t, g, "a").Exit(nil) // the first goes at once
 	done := make(chan error, 1)
@@ -304,7 +304,7 @@ func TestInboundTrafficIsCountedForTheGuard(t *testing.T) {
 	mustEnter(t, g, "a", Inbound()).Exit(nil)
 	mustEnter(t, g, "b").Exit(nil)
 	mustEnter(t, g, "c", Inbound(), Outbound()).Exit(nil)
-	if s := g.Inbound(); s.Allowed != 1 || s.Succeeded != 1 {
+	if s := g.InboundStats(); s.Allowed != 1 || s.Succeeded != 1 {
 		t.Fatalf("inbound = %+v", s)
 	}
 }
@@ -518,7 +518,7 @@ func TestTotalsCountBlocksByReason(t *testing.T) {
 	if b.Totals.Failed != 1 || b.Totals.BlockedBy != want {
 		t.Errorf("b: %+v", b)
 	}
-	in := g.Inbound()
+	in := g.InboundStats()
 	want = [numReasons]int64{}
 	want[ConcurrencyLimited] = 1
 	if in.Totals.Allowed != 1 || in.Totals.BlockedBy != want {

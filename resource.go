@@ -366,8 +366,10 @@ func (r *resource) statsAt(now int64) ResourceStats {
 
 // Stats returns the statistics of the resource called name over the last 10
 // seconds, and whether the guard keeps statistics for it.
-func (g *Guard) Stats(name string) (ResourceStats, bool) {
-	now := g.clock.Now()
+func (g *Guard) Stats(name string) (ResourceStats, bool) { return g.StatsAt(g.clock.Now(), name) }
+
+// StatsAt is Stats at time now, in nanoseconds on the guard's clock.
+func (g *Guard) StatsAt(now int64, name string) (ResourceStats, bool) {
 	if name == OtherResource {
 		return g.resources.other.statsAt(now), true
 	}
@@ -381,8 +383,10 @@ func (g *Guard) Stats(name string) (ResourceStats, bool) {
 // Resources returns the statistics of every resource the guard keeps, and of
 // OtherResource once it has counted anything, sorted by name. A request
 // entered under the name OtherResource is counted there.
-func (g *Guard) Resources() []ResourceStats {
-	now := g.clock.Now()
+func (g *Guard) Resources() []ResourceStats { return g.ResourcesAt(g.clock.Now()) }
+
+// ResourcesAt is Resources at time now, in nanoseconds on the guard's clock.
+func (g *Guard) ResourcesAt(now int64) []ResourceStats {
 	var out []ResourceStats
 	g.resources.m.Range(func(_, v any) bool {
 		out = append(out, v.(*resource).statsAt(now))

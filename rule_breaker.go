@@ -10,7 +10,14 @@ import (
 // A breakerRule puts a circuit breaker in front of a resource: a request
 // that passes holds the breaker's promise, settled with the request's
 // outcome when it exits, or as ignored if a later rule blocks it.
-type breakerRule struct{ b breaker.Breaker }
+type breakerRule struct{ b statsAtBreaker }
+
+// A statsAtBreaker is a breaker that reads its statistics at a given time,
+// as Adaptive and Circuit do.
+type statsAtBreaker interface {
+	breaker.Breaker
+	StatsAt(now int64) breaker.Stats
+}
 
 func (*breakerRule) phase() phase { return phaseBreaker }
 

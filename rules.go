@@ -18,52 +18,60 @@ type Rules struct {
 	Breakers []BreakerRule `json:"breakers,omitempty" yaml:"breakers,omitempty"`
 }
 
-// The kinds of flow rule (FlowRule.Type).
-const (
-	QPSRule         = "qps"         // at most Limit requests in any Interval
-	ConcurrencyRule = "concurrency" // at most Limit requests in flight
-)
+// A FlowType is the kind of a flow rule (FlowRule.Type).
+type FlowType string
 
-// The behaviours of a QPS rule (FlowRule.Behavior).
+// The kinds of flow rule.
 const (
-	Reject   = "reject"   // refuse a request over the limit at once
-	Throttle = "throttle" // space requests evenly, waiting at most MaxWait
+	// QPSRule allows at most Limit requests in any Interval, wherever it
+	// starts, and blocks the rest at once (flow.QPS).
+	QPSRule FlowType = "qps"
+	// ThrottleRule spaces requests evenly, Limit per Interval: a request
+	// waits for its place, and is blocked if that is more than MaxWait away
+	// (flow.Throttle).
+	ThrottleRule FlowType = "throttle"
+	// ConcurrencyRule allows at most Limit requests in flight
+	// (flow.Concurrency).
+	ConcurrencyRule FlowType = "concurrency"
 )
 
 // A FlowRule limits a resource's traffic.
 type FlowRule struct {
 	// Resource is the name of the resource the rule protects.
 	Resource string `json:"resource" yaml:"resource"`
-	// Type is QPSRule (the default) or ConcurrencyRule.
-	Type string `json:"type,omitempty" yaml:"type,omitempty"`
-	// Limit is how many requests pass per Interval (QPSRule) or at once
-	// (ConcurrencyRule). 0 refuses everything.
+	// Type is the kind of rule: QPSRule (the default), ThrottleRule or
+	// ConcurrencyRule.
+	Type FlowType `json:"type,omitempty" yaml:"type,omitempty"`
+	// Limit is how many requests are allowed per Interval (QPSRule,
+	// ThrottleRule) or at once (ConcurrencyRule). 0 blocks everything.
 	Limit int64 `json:"limit" yaml:"limit"`
-	// Interval is a QPS rule's interval (default 1s).
+	// Interval is the span Limit counts over (default 1s), for a QPS rule
+	// or a throttle.
 	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
-	// Buckets divides a QPS rule's interval (default flow.DefaultBuckets):
-	// more buckets admit closer to the limit under steady overload.
+	// Buckets divides the interval of a QPS rule (default
+	// flow.DefaultBuckets: more buckets allow closer to the limit under
+	// steady overload) or of a throttle's warm-up.
 	Buckets int `json:"buckets,omitempty" yaml:"buckets,omitempty"`
-	// Behavior is Reject (the default) or Throttle, for QPS rules.
-	Behavior string `json:"behavior,omitempty" yaml:"behavior,omitempty"`
-	// MaxWait is how long a throttled request may wait for its place.
+	// MaxWait is how long a throttle's request may wait for its place.
 	MaxWait Duration `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
-	// WarmUp, if positive, makes a QPS rule start at Limit/ColdFactor and
-	// warm up to Limit over this period of traffic.
+	// WarmUp, if positive, makes a QPS rule or a throttle start at
+	// Limit/ColdFactor and warm up to Limit over this period of traffic: at
+	// least two intervals and ten buckets (see flow.WithWarmUp).
 	WarmUp Duration `json:"warm_up,omitempty" yaml:"warm_up,omitempty"`
-	// ColdFactor is the warm-up's cold factor (default 3; above 1).
+	// ColdFactor is the warm-up's cold factor (default 3): above 1, and at
+	// most Limit.
 	ColdFactor float64 `json:"cold_factor,omitempty" yaml:"cold_factor,omitempty"`
 	// Borrow, if positive, lets prioritized requests (WithPriority) over a
-	// rejecting QPS rule's limit borrow a place in the next bucket and wait
-	// for it, at most this long.
+	// QPS rule's limit borrow a place in the next bucket and wait for it, at
+	// most this long.
 	Borrow Duration `json:"borrow,omitempty" yaml:"borrow,omitempty"`
-	// RefResource, if set, makes the rule limit Resource by RefResource's
+	// RefResource, if set, makes a QPS rule limit Resource by RefResource's
 	// traffic (Sentinel's associated resource): a request to Resource is
-	// refused while RefResource passed Limit requests or more in the last
-	// Interval. Only QPS rules that reject may have one.
+	// blocked while RefResource allowed Limit requests or more in the last
+	// Interval.
 	RefResource string `json:"ref_resource,omitempty" yaml:"ref_resource,omitempty"`
-	// Cluster, if true, makes a QPS rule that rejects hold for all the
-	// instances of the service together: its counts are kept in the
+	// Cluster, if true, makes a QPS rule hold for all the instances of the
+	// service together: its counts are kept in the
 	// guard's Cluster (WithCluster; package redisflow keeps them in
 	// Redis), under the resource's name, the interval and the buckets. A
 	// cluster rule has at most MaxClusterBuckets buckets, each a whole
@@ -79,12 +87,15 @@ type FlowRule struct {
 // divides its interval into: a cluster reads them at every decision.
 const MaxClusterBuckets = 1000
 
-// The strategies of a breaker (BreakerRule.Strategy).
+// A BreakerStrategy is what opens a breaker (BreakerRule.Strategy).
+type BreakerStrategy string
+
+// The strategies of a breaker.
 const (
-	AdaptiveBreaker   = "adaptive"    // the Google SRE throttle: breaker.Adaptive
-	ErrorRatioBreaker = "error_ratio" // breaker.ErrorRatio(Threshold)
-	ErrorCountBreaker = "error_count" // breaker.ErrorCount(Count)
-	SlowRatioBreaker  = "slow_ratio"  // breaker.SlowRatio(MaxRT, Threshold)
+	AdaptiveBreaker   BreakerStrategy = "adaptive"    // the Google SRE throttle: breaker.Adaptive
+	ErrorRatioBreaker BreakerStrategy = "error_ratio" // breaker.ErrorRatio(Threshold)
+	ErrorCountBreaker BreakerStrategy = "error_count" // breaker.ErrorCount(Count)
+	SlowRatioBreaker  BreakerStrategy = "slow_ratio"  // breaker.SlowRatio(MaxRT, Threshold)
 )
 
 // A BreakerRule puts a circuit breaker (package breaker) in front of a
@@ -95,7 +106,7 @@ type BreakerRule struct {
 	Resource string `json:"resource" yaml:"resource"`
 	// Strategy is one of AdaptiveBreaker, ErrorRatioBreaker,
 	// ErrorCountBreaker, SlowRatioBreaker.
-	Strategy string `json:"strategy" yaml:"strategy"`
+	Strategy BreakerStrategy `json:"strategy" yaml:"strategy"`
 	// Threshold is the ratio that opens an error_ratio or slow_ratio
 	// breaker, in (0, 1].
 	Threshold float64 `json:"threshold,omitempty" yaml:"threshold,omitempty"`
@@ -107,23 +118,23 @@ type BreakerRule struct {
 	// MinRequests is the minimum volume (breaker.WithMinRequests); unset,
 	// the breaker's default.
 	MinRequests *int64 `json:"min_requests,omitempty" yaml:"min_requests,omitempty"`
-	// Window and Buckets are the breaker's sliding window
+	// Interval and Buckets are the breaker's sliding window
 	// (breaker.WithWindow); each unset takes the breaker's default: 10 s,
 	// in 40 buckets for an adaptive breaker and 10 for the others.
-	Window  Duration `json:"window,omitempty" yaml:"window,omitempty"`
-	Buckets int      `json:"buckets,omitempty" yaml:"buckets,omitempty"`
+	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
+	Buckets  int      `json:"buckets,omitempty" yaml:"buckets,omitempty"`
 	// OpenTimeout, MaxOpenTimeout, Probes and ProbeTimeout configure a state
 	// breaker (breaker.WithOpenTimeout, WithBackoff, WithProbes).
 	OpenTimeout    Duration `json:"open_timeout,omitempty" yaml:"open_timeout,omitempty"`
 	MaxOpenTimeout Duration `json:"max_open_timeout,omitempty" yaml:"max_open_timeout,omitempty"`
 	Probes         int      `json:"probes,omitempty" yaml:"probes,omitempty"`
 	ProbeTimeout   Duration `json:"probe_timeout,omitempty" yaml:"probe_timeout,omitempty"`
-	// K, Protection and DropPolicy configure an adaptive breaker
-	// (breaker.WithK, WithProtection, WithDropPolicy: "count_drops_while_failing",
-	// "count_drops" or "ignore_drops"); unset, the breaker's defaults.
+	// K, Protection and BlockPolicy configure an adaptive breaker
+	// (breaker.WithK, WithProtection, WithBlockPolicy: "count_blocks_while_failing",
+	// "count_blocks" or "ignore_blocks"); unset, the breaker's defaults.
 	K           float64 `json:"k,omitempty" yaml:"k,omitempty"`
 	Protection  *int64  `json:"protection,omitempty" yaml:"protection,omitempty"`
-	BlockPolicy string  `json:"drop_policy,omitempty" yaml:"drop_policy,omitempty"`
+	BlockPolicy string  `json:"block_policy,omitempty" yaml:"block_policy,omitempty"`
 }
 
 // A Duration is a time.Duration that is written as "500ms" or "1m30s" in

@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,6 +156,32 @@ func (p *problems) nonNegative(field string, d Duration) {
 	}
 }
 
+// flowFields says which optional fields of a flow rule apply to which kind
+// of rule, by their names in files.
+var flowFields = []struct {
+	field string
+	set   func(FlowRule) bool
+	kinds []FlowType
+}{
+	{"interval", func(f FlowRule) bool { return f.Interval != 0 }, []FlowType{QPSRule, ThrottleRule}},
+	{"buckets", func(f FlowRule) bool { return f.Buckets != 0 }, []FlowType{QPSRule, ThrottleRule}},
+	{"max_wait", func(f FlowRule) bool { return f.MaxWait != 0 }, []FlowType{ThrottleRule}},
+	{"warm_up", func(f FlowRule) bool { return f.WarmUp != 0 }, []FlowType{QPSRule, ThrottleRule}},
+	{"cold_factor", func(f FlowRule) bool { return f.ColdFactor != 0 }, []FlowType{QPSRule, ThrottleRule}},
+	{"borrow", func(f FlowRule) bool { return f.Borrow != 0 }, []FlowType{QPSRule}},
+	{"ref_resource", func(f FlowRule) bool { return f.RefResource != "" }, []FlowType{QPSRule}},
+	{"cluster", func(f FlowRule) bool { return f.Cluster }, []FlowType{QPSRule}},
+	{"lease", func(f FlowRule) bool { return f.Lease != 0 }, []FlowType{QPSRule}},
+}
+
+// flowType returns the rule's type, QPSRule when unset.
+func (f FlowRule) flowType() FlowType {
+	if f.Type == "" {
+		return QPSRule
+	}
+	return f.Type
+}
+
 func (f FlowRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: f.Resource, list: into}
 	p.name("resource", f.Resource, true)
@@ -171,7 +198,18 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	}
 	if f.Lease < 0 {
 		p.add("lease", "%d must not be negative", f.Lease)
-	} else if f.Lease > 0 && !f.Cluster {
+	}
+	switch t := f.flowType(); t {
+	case QPSRule, ThrottleRule, ConcurrencyRule:
+		for _, x := range flowFields {
+			if x.set(f) && !slices.Contains(x.kinds, t) {
+				p.add(x.field, "does not apply to a %s rule", t)
+			}
+		}
+	default:
+		p.add("type", "%q is not %q, %q or %q", f.Type, QPSRule, ThrottleRule, ConcurrencyRule)
+	}
+	if f.Lease > 0 && !f.Cluster {
 		p.add("lease", "only a cluster rule leases permits")
 	}
 	if f.Cluster {
@@ -183,49 +221,22 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 		for _, x := range []struct {
 			field string
 			set   bool
-		}{{"type", f.Type == ConcurrencyRule}, {"behavior", f.Behavior == Throttle}, {"warm_up", f.WarmUp != 0},
-			{"borrow", f.Borrow != 0}, {"ref_resource", f.RefResource != ""}} {
+		}{{"warm_up", f.WarmUp != 0}, {"borrow", f.Borrow != 0}, {"ref_resource", f.RefResource != ""}} {
 			if x.set {
-				p.add(x.field, "a cluster rule is a QPS rule that rejects, without warm-up, borrowing or another resource")
+				p.add(x.field, "a cluster rule has no warm-up, does not borrow and does not limit by another resource")
 			}
 		}
 	}
-	switch f.Type {
-	case "", QPSRule:
-		switch f.Behavior {
-		case "", Reject:
-		case Throttle:
-			if f.Borrow > 0 {
-				p.add("borrow", "a throttle does not borrow; only rules that reject do")
-			}
-			if f.RefResource != "" {
-				p.add("ref_resource", "only rules that reject may limit by another resource")
-			}
-		default:
-			p.add("behavior", "%q is not %q or %q", f.Behavior, Reject, Throttle)
-		}
-		if f.WarmUp > 0 && f.ColdFactor != 0 && !(f.ColdFactor > 1) {
-			p.add("cold_factor", "%v must be above 1", f.ColdFactor)
-		}
-		if f.RefResource != "" && (f.WarmUp > 0 || f.Borrow > 0) {
+	if f.RefResource != "" {
+		if f.WarmUp > 0 || f.Borrow > 0 {
 			p.add("ref_resource", "a rule that limits by another resource has no warm-up and does not borrow")
 		}
-		if f.RefResource == f.Resource && f.Resource != "" {
+		if f.RefResource == f.Resource {
 			p.add("ref_resource", "%q is the rule's own resource", f.RefResource)
 		}
-	case ConcurrencyRule:
-		for _, x := range []struct {
-			field string
-			set   bool
-		}{{"behavior", f.Behavior != ""}, {"borrow", f.Borrow != 0}, {"buckets", f.Buckets != 0},
-			{"cold_factor", f.ColdFactor != 0}, {"interval", f.Interval != 0}, {"max_wait", f.MaxWait != 0},
-			{"ref_resource", f.RefResource != ""}, {"warm_up", f.WarmUp != 0}} {
-			if x.set {
-				p.add(x.field, "does not apply to a concurrency rule")
-			}
-		}
-	default:
-		p.add("type", "%q is not %q or %q", f.Type, QPSRule, ConcurrencyRule)
+	}
+	if f.WarmUp > 0 && f.ColdFactor != 0 && !(f.ColdFactor > 1) {
+		p.add("cold_factor", "%v must be above 1", f.ColdFactor)
 	}
 	if len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor
@@ -243,7 +254,7 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	for _, d := range []struct {
 		field string
 		v     Duration
-	}{{"max_rt", b.MaxRT}, {"window", b.Window}, {"open_timeout", b.OpenTimeout},
+	}{{"max_rt", b.MaxRT}, {"interval", b.Interval}, {"open_timeout", b.OpenTimeout},
 		{"max_open_timeout", b.MaxOpenTimeout}, {"probe_timeout", b.ProbeTimeout}} {
 		p.nonNegative(d.field, d.v)
 	}
@@ -286,13 +297,13 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 		if b.Protection != nil && *b.Protection < 0 {
 			p.add("protection", "%d must not be negative", *b.Protection)
 		}
-		if _, ok := dropPolicies[b.BlockPolicy]; !ok {
-			p.add("drop_policy", "%q is not one of count_drops_while_failing, count_drops, ignore_drops", b.BlockPolicy)
+		if _, ok := blockPolicies[b.BlockPolicy]; !ok {
+			p.add("block_policy", "%q is not one of count_blocks_while_failing, count_blocks, ignore_blocks", b.BlockPolicy)
 		}
 	case ErrorRatioBreaker, ErrorCountBreaker, SlowRatioBreaker:
 		adaptiveOnly("k", b.K != 0)
 		adaptiveOnly("protection", b.Protection != nil)
-		adaptiveOnly("drop_policy", b.BlockPolicy != "")
+		adaptiveOnly("block_policy", b.BlockPolicy != "")
 		switch b.Strategy {
 		case ErrorRatioBreaker:
 			ratio()

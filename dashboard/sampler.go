@@ -171,7 +171,7 @@ func (d *Dashboard) Sample() {
 func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 	resources := d.g.Resources()
 	breakers := d.g.Breakers()
-	inbound := d.g.Inbound()
+	inbound := d.g.InboundStats()
 	rules := d.g.Rules()
 	if b, err := json.Marshal(rules); err == nil && !bytes.Equal(b, d.rulesJSON) {
 		d.rulesJSON, rulesChanged = b, true

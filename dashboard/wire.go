@@ -148,7 +148,7 @@ func breakersOf(bs []slidegate.BreakerStatus) []breakerJSON {
 	out := make([]breakerJSON, len(bs))
 	for i, b := range bs {
 		out[i] = breakerJSON{
-			Resource: b.Resource, Rule: b.Rule, Strategy: b.Strategy,
+			Resource: b.Resource, Rule: b.Rule, Strategy: string(b.Strategy),
 			State:     stateOf(b.State).String(),
 			DropRatio: finite(b.BlockRatio),
 			Requests:  b.Requests, Successes: b.Successes, Failures: b.Failures, Slow: b.Slow, Rejected: b.Blocked,

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultNamespace is the prefix of every metric name unless WithNamespace
-// says otherwise: "slidegate_requests_passed_total".
+// says otherwise: "slidegate_requests_allowed_total".
 const DefaultNamespace = "slidegate"
 
 // A Collector is a prometheus.Collector that exports a guard's statistics,
@@ -33,7 +33,7 @@ type Collector struct {
 	inbound   traffic // the guard's inbound requests, without a label
 
 	breakerState         *prometheus.Desc
-	breakerDropRatio     *prometheus.Desc
+	breakerBlockRatio     *prometheus.Desc
 	flowRuleLimit        *prometheus.Desc
 	breakerRuleThreshold *prometheus.Desc
 
@@ -51,8 +51,8 @@ type options struct {
 
 // WithNamespace sets the prefix of every metric name (default
 // DefaultNamespace): WithNamespace("edge") exports
-// edge_requests_passed_total. An empty ns leaves the names without a prefix
-// (requests_passed_total). Two Collectors in one registry need different
+// edge_requests_allowed_total. An empty ns leaves the names without a prefix
+// (requests_allowed_total). Two Collectors in one registry need different
 // namespaces or different WithConstLabels.
 func WithNamespace(ns string) Option {
 	return func(o *options) { o.namespace = ns }
@@ -61,7 +61,7 @@ func WithNamespace(ns string) Option {
 // WithConstLabels adds labels with fixed values to every metric, to tell
 // apart two guards registered in one registry, say. The map is copied. A
 // label that is also one of the Collector's own (resource, reason, rule,
-// type, behavior, strategy), or an invalid label name, makes registering the
+// type, strategy), or an invalid label name, makes registering the
 // Collector fail with the reason.
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(o *options) { o.constLabels = maps.Clone(labels) }
@@ -89,14 +89,14 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 		resources: newTraffic(desc, "", "the resource", "resource"),
 		inbound:   newTraffic(desc, "inbound_", "the service (requests entered with slidegate.Inbound)"),
 		breakerState: desc("breaker_state",
-			"State of the breaker of a breaker rule in force: 0 closed, 1 open (a circuit refuses every request; an adaptive breaker drops some), 2 half-open (a circuit lets probes through).",
+			"State of the breaker of a breaker rule in force: 0 closed, 1 open (a circuit blocks every request; an adaptive breaker blocks some), 2 half-open (a circuit lets probes through).",
 			"resource", "rule", "strategy"),
-		breakerDropRatio: desc("breaker_drop_ratio",
-			"Share of requests the breaker of a breaker rule refuses now, 0 to 1: an adaptive breaker's drop probability; for a circuit 0 closed, 1 open, and the share of probe places taken when half-open.",
+		breakerBlockRatio: desc("breaker_block_ratio",
+			"Share of requests the breaker of a breaker rule blocks now, 0 to 1: an adaptive breaker's probability of blocking one; for a circuit 0 closed, 1 open, and the share of probe places taken when half-open.",
 			"resource", "rule", "strategy"),
 		flowRuleLimit: desc("flow_rule_limit",
-			"Limit of a flow rule in force: requests per the rule's interval (type qps; for a rule with a ref_resource, that resource's requests) or requests in flight (type concurrency).",
-			"resource", "rule", "type", "behavior"),
+			"Limit of a flow rule in force: requests per the rule's interval (type qps or throttle; for a rule with a ref_resource, that resource's requests) or requests in flight (type concurrency).",
+			"resource", "rule", "type"),
 		breakerRuleThreshold: desc("breaker_rule_threshold",
 			"Threshold at which the breaker of a breaker rule in force opens: the share of failed (error_ratio) or slow (slow_ratio) requests, 0 to 1, or the number of failures (error_count), in the breaker's window. Adaptive breakers have none.",
 			"resource", "rule", "strategy"),
@@ -117,7 +117,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.resources.describe(ch)
 	c.inbound.describe(ch)
 	ch <- c.breakerState
-	ch <- c.breakerDropRatio
+	ch <- c.breakerBlockRatio
 	ch <- c.flowRuleLimit
 	ch <- c.breakerRuleThreshold
 	ch <- c.clusterHealthy
@@ -136,7 +136,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range byLabel(c.guard.Resources()) {
 		c.resources.collect(ch, s, s.Resource)
 	}
-	c.inbound.collect(ch, c.guard.Inbound())
+	c.inbound.collect(ch, c.guard.InboundStats())
 	c.collectBreakers(ch, c.guard.Breakers())
 	c.collectRules(ch, c.guard.Rules())
 	if h, ok := c.guard.ClusterHealth(); ok {

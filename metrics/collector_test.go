@@ -19,21 +19,21 @@ import (
 // The families every scrape of a guard with resources, breakers and rules
 // holds, without the namespace.
 var allFamilies = []string{
-	"breaker_drop_ratio",
+	"breaker_block_ratio",
 	"breaker_rule_threshold",
 	"breaker_state",
 	"flow_rule_limit",
+	"inbound_requests_allowed_total",
 	"inbound_requests_blocked_total",
 	"inbound_requests_failed_total",
 	"inbound_requests_in_flight",
-	"inbound_requests_passed_total",
 	"inbound_requests_succeeded_total",
 	"inbound_response_time_max_seconds",
 	"inbound_response_time_seconds",
+	"requests_allowed_total",
 	"requests_blocked_total",
 	"requests_failed_total",
 	"requests_in_flight",
-	"requests_passed_total",
 	"requests_succeeded_total",
 	"response_time_max_seconds",
 	"response_time_seconds",
@@ -76,7 +76,7 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 		"search": {passed: 2, succeeded: 1, inFlight: 1,
 			rtSum: 0.050, rtCount: 1, p50: 0.050, p99: 0.050, max: 0.050},
 	}
-	if got, want := f.labelValues("slidegate_requests_passed_total", "resource"), slices.Sorted(maps.Keys(resources)); !slices.Equal(got, want) {
+	if got, want := f.labelValues("slidegate_requests_allowed_total", "resource"), slices.Sorted(maps.Keys(resources)); !slices.Equal(got, want) {
 		t.Errorf("resources %q, want %q", got, want)
 	}
 	for name, want := range resources {
@@ -93,15 +93,15 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 		want   float64
 	}{
 		{"slidegate_breaker_state", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 1},
-		{"slidegate_breaker_drop_ratio", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 1},
+		{"slidegate_breaker_block_ratio", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 1},
 		{"slidegate_breaker_state", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0},
-		{"slidegate_breaker_drop_ratio", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0},
+		{"slidegate_breaker_block_ratio", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0},
 		{"slidegate_breaker_state", labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), 0},
-		{"slidegate_breaker_drop_ratio", labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), 0},
-		{"slidegate_flow_rule_limit", labels("resource", "orders", "rule", "flow[0]", "type", "qps", "behavior", "reject"), 3},
-		{"slidegate_flow_rule_limit", labels("resource", "db", "rule", "flow[1]", "type", "concurrency", "behavior", "reject"), 2},
-		{"slidegate_flow_rule_limit", labels("resource", "paced", "rule", "flow[2]", "type", "qps", "behavior", "throttle"), 10},
-		{"slidegate_flow_rule_limit", labels("resource", "report", "rule", "flow[3]", "type", "qps", "behavior", "reject"), 2},
+		{"slidegate_breaker_block_ratio", labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), 0},
+		{"slidegate_flow_rule_limit", labels("resource", "orders", "rule", "flow[0]", "type", "qps"), 3},
+		{"slidegate_flow_rule_limit", labels("resource", "db", "rule", "flow[1]", "type", "concurrency"), 2},
+		{"slidegate_flow_rule_limit", labels("resource", "paced", "rule", "flow[2]", "type", "throttle"), 10},
+		{"slidegate_flow_rule_limit", labels("resource", "report", "rule", "flow[3]", "type", "qps"), 2},
 		{"slidegate_breaker_rule_threshold", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 3},
 		{"slidegate_breaker_rule_threshold", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0.5},
 	} {
@@ -111,7 +111,7 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 	}
 	for name, n := range map[string]int{
 		"slidegate_breaker_state":          3,
-		"slidegate_breaker_drop_ratio":     3,
+		"slidegate_breaker_block_ratio":     3,
 		"slidegate_flow_rule_limit":        4,
 		"slidegate_breaker_rule_threshold": 2, // the adaptive breaker has none
 	} {
@@ -135,7 +135,7 @@ func checkKnown(t *testing.T, f families, prefix string, lbl map[string]string, 
 		family string
 		want   float64
 	}{
-		{"requests_passed_total", want.passed},
+		{"requests_allowed_total", want.passed},
 		{"requests_succeeded_total", want.succeeded},
 		{"requests_failed_total", want.failed},
 		{"requests_in_flight", want.inFlight},
@@ -175,7 +175,7 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 		names = append(names, s.Resource)
 		checkStats(t, f, "slidegate_", labels("resource", s.Resource), s)
 	}
-	for _, family := range []string{"requests_passed_total", "requests_succeeded_total", "requests_failed_total",
+	for _, family := range []string{"requests_allowed_total", "requests_succeeded_total", "requests_failed_total",
 		"requests_in_flight", "response_time_seconds", "response_time_max_seconds"} {
 		if got := f.labelValues("slidegate_"+family, "resource"); !slices.Equal(got, names) {
 			t.Errorf("slidegate_%s: resources %q, want Guard.Resources' %q", family, got, names)
@@ -184,17 +184,17 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 	if got := len(f["slidegate_requests_blocked_total"].GetMetric()); got != len(rs)*len(reasonLabels) {
 		t.Errorf("slidegate_requests_blocked_total has %d series, want %d (every reason of every resource)", got, len(rs)*len(reasonLabels))
 	}
-	checkStats(t, f, "slidegate_inbound_", labels(), g.Inbound())
+	checkStats(t, f, "slidegate_inbound_", labels(), g.InboundStats())
 
 	bs := g.Breakers()
 	for _, b := range bs {
-		l := labels("resource", b.Resource, "rule", b.Rule, "strategy", b.Strategy)
+		l := labels("resource", b.Resource, "rule", b.Rule, "strategy", string(b.Strategy))
 		want := map[breaker.State]float64{breaker.Closed: 0, breaker.Open: 1, breaker.HalfOpen: 2}[b.State]
 		if got := f.value(t, "slidegate_breaker_state", l); got != want {
 			t.Errorf("slidegate_breaker_state%v = %v, want %v (%v)", l, got, want, b.State)
 		}
-		if got := f.value(t, "slidegate_breaker_drop_ratio", l); got != b.BlockRatio {
-			t.Errorf("slidegate_breaker_drop_ratio%v = %v, want %v", l, got, b.BlockRatio)
+		if got := f.value(t, "slidegate_breaker_block_ratio", l); got != b.BlockRatio {
+			t.Errorf("slidegate_breaker_block_ratio%v = %v, want %v", l, got, b.BlockRatio)
 		}
 	}
 	if got := len(f["slidegate_breaker_state"].GetMetric()); got != len(bs) {
@@ -203,20 +203,17 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 
 	rules := g.Rules()
 	for i, r := range rules.Flow {
-		typ, behavior := r.Type, r.Behavior
+		typ := r.Type
 		if typ == "" {
 			typ = slidegate.QPSRule
 		}
-		if behavior == "" {
-			behavior = slidegate.Reject
-		}
-		l := labels("resource", r.Resource, "rule", fmt.Sprintf("flow[%d]", i), "type", typ, "behavior", behavior)
+		l := labels("resource", r.Resource, "rule", fmt.Sprintf("flow[%d]", i), "type", string(typ))
 		if got := f.value(t, "slidegate_flow_rule_limit", l); got != float64(r.Limit) {
 			t.Errorf("slidegate_flow_rule_limit%v = %v, want %v", l, got, r.Limit)
 		}
 	}
 	for i, r := range rules.Breakers {
-		l := labels("resource", r.Resource, "rule", fmt.Sprintf("breakers[%d]", i), "strategy", r.Strategy)
+		l := labels("resource", r.Resource, "rule", fmt.Sprintf("breakers[%d]", i), "strategy", string(r.Strategy))
 		m := f.find("slidegate_breaker_rule_threshold", l)
 		switch r.Strategy {
 		case slidegate.AdaptiveBreaker:
@@ -249,7 +246,7 @@ func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, 
 		family string
 		want   float64
 	}{
-		{"requests_passed_total", float64(s.Totals.Allowed)},
+		{"requests_allowed_total", float64(s.Totals.Allowed)},
 		{"requests_succeeded_total", float64(s.Totals.Succeeded)},
 		{"requests_failed_total", float64(s.Totals.Failed)},
 		{"requests_in_flight", float64(s.InFlight)},
@@ -311,7 +308,7 @@ func TestBreakerStateFollowsTheCircuit(t *testing.T) {
 		if got := f.value(t, "slidegate_breaker_state", l); got != state {
 			t.Errorf("%s: state %v, want %v", when, got, state)
 		}
-		if got := f.value(t, "slidegate_breaker_drop_ratio", l); got != ratio {
+		if got := f.value(t, "slidegate_breaker_block_ratio", l); got != ratio {
 			t.Errorf("%s: drop ratio %v, want %v", when, got, ratio)
 		}
 	}

@@ -60,13 +60,13 @@ func TestNamespaceAndConstLabels(t *testing.T) {
 			}
 		}
 	}
-	if got := f.value(t, "edge_requests_passed_total", labels("resource", "orders", "guard", "api")); got != 3 {
-		t.Errorf("edge_requests_passed_total{orders} = %v, want 3", got)
+	if got := f.value(t, "edge_requests_allowed_total", labels("resource", "orders", "guard", "api")); got != 3 {
+		t.Errorf("edge_requests_allowed_total{orders} = %v, want 3", got)
 	}
 
 	f = newScraper(t, metrics.NewCollector(g, metrics.WithNamespace(""))).scrape(t)
-	if got := f.value(t, "requests_passed_total", labels("resource", "orders")); got != 3 {
-		t.Errorf("requests_passed_total{orders} without a namespace = %v, want 3", got)
+	if got := f.value(t, "requests_allowed_total", labels("resource", "orders")); got != 3 {
+		t.Errorf("requests_allowed_total{orders} without a namespace = %v, want 3", got)
 	}
 }
 

@@ -16,14 +16,14 @@
 // With the default namespace "slidegate":
 //
 //	family                                       type     labels
-//	slidegate_requests_passed_total              counter  resource
+//	slidegate_requests_allowed_total              counter  resource
 //	slidegate_requests_blocked_total             counter  resource, reason
 //	slidegate_requests_succeeded_total           counter  resource
 //	slidegate_requests_failed_total              counter  resource
 //	slidegate_requests_in_flight                 gauge    resource
 //	slidegate_response_time_seconds              summary  resource; quantile 0.5, 0.9, 0.99
 //	slidegate_response_time_max_seconds          gauge    resource
-//	slidegate_inbound_requests_passed_total      counter  -
+//	slidegate_inbound_requests_allowed_total      counter  -
 //	slidegate_inbound_requests_blocked_total     counter  reason
 //	slidegate_inbound_requests_succeeded_total   counter  -
 //	slidegate_inbound_requests_failed_total      counter  -
@@ -31,8 +31,8 @@
 //	slidegate_inbound_response_time_seconds      summary  quantile 0.5, 0.9, 0.99
 //	slidegate_inbound_response_time_max_seconds  gauge    -
 //	slidegate_breaker_state                      gauge    resource, rule, strategy
-//	slidegate_breaker_drop_ratio                 gauge    resource, rule, strategy
-//	slidegate_flow_rule_limit                    gauge    resource, rule, type, behavior
+//	slidegate_breaker_block_ratio                 gauge    resource, rule, strategy
+//	slidegate_flow_rule_limit                    gauge    resource, rule, type
 //	slidegate_breaker_rule_threshold             gauge    resource, rule, strategy
 //	slidegate_cluster_healthy                    gauge    -
 //	slidegate_cluster_misconfigured              gauge    -
@@ -50,9 +50,9 @@
 // exceeds_limit, wait_too_long, ref_limited and breaker_open
 // (slidegate.RateLimited ... slidegate.BreakerOpen), and every resource has
 // all six series, zeros included. The label rule is the rule's place in the rules in force,
-// "flow[2]" or "breakers[0]", as a *slidegate.BlockError names it; type, behavior
-// and strategy are the rule's fields as rule files write them ("qps",
-// "reject", "error_count").
+// "flow[2]" or "breakers[0]", as a *slidegate.BlockError names it; type and
+// strategy are the rule's fields as rule files write them ("qps",
+// "throttle", "error_count").
 //
 // # Counters and windows
 //

@@ -25,13 +25,13 @@ func TestResourceNamedLikeOtherDoesNotBreakTheScrape(t *testing.T) {
 		}
 	}
 	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
-	if got := f.value(t, "slidegate_requests_passed_total", labels("resource", slidegate.OtherResource)); got != 2 {
+	if got := f.value(t, "slidegate_requests_allowed_total", labels("resource", slidegate.OtherResource)); got != 2 {
 		t.Errorf("passed{(other)} = %v, want 2: the request entered as (other) and y, which found no room", got)
 	}
 	if got := f.summary(t, "slidegate_response_time_seconds", labels("resource", slidegate.OtherResource)).GetSampleCount(); got != 2 {
 		t.Errorf("response_time_seconds_count{(other)} = %v, want 2", got)
 	}
-	if got := f.value(t, "slidegate_requests_passed_total", labels("resource", "x")); got != 2 {
+	if got := f.value(t, "slidegate_requests_allowed_total", labels("resource", "x")); got != 2 {
 		t.Errorf("passed{x} = %v, want 2", got)
 	}
 }
@@ -45,10 +45,10 @@ func TestResourceNamesThatAreNotUTF8(t *testing.T) {
 		}
 	}
 	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
-	if got := f.labelValues("slidegate_requests_passed_total", "resource"); !slices.Equal(got, []string{"a\uFFFD", "b"}) {
+	if got := f.labelValues("slidegate_requests_allowed_total", "resource"); !slices.Equal(got, []string{"a\uFFFD", "b"}) {
 		t.Errorf("resources %q, want the invalid bytes replaced", got)
 	}
-	if got := f.value(t, "slidegate_requests_passed_total", labels("resource", "a\uFFFD")); got != 2 {
+	if got := f.value(t, "slidegate_requests_allowed_total", labels("resource", "a\uFFFD")); got != 2 {
 		t.Errorf("passed{a\\uFFFD} = %v, want 2: two names that read the same once made valid, added up", got)
 	}
 }
@@ -59,7 +59,7 @@ func TestNilGuardIsTheDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newScraper(t, metrics.NewCollector(nil)).scrape(t)
-	if got := f.value(t, "slidegate_requests_passed_total", labels("resource", name)); got < 1 {
+	if got := f.value(t, "slidegate_requests_allowed_total", labels("resource", name)); got < 1 {
 		t.Errorf("passed{%s} = %v, want at least 1", name, got)
 	}
 }
@@ -107,7 +107,7 @@ func TestConcurrentScrapesWhileTrafficFlows(t *testing.T) {
 				// The inbound counters only grow.
 				var total float64
 				for _, mf := range mfs {
-					if mf.GetName() == "slidegate_inbound_requests_passed_total" || mf.GetName() == "slidegate_inbound_requests_blocked_total" {
+					if mf.GetName() == "slidegate_inbound_requests_allowed_total" || mf.GetName() == "slidegate_inbound_requests_blocked_total" {
 						for _, m := range mf.GetMetric() {
 							total += m.GetCounter().GetValue()
 						}

@@ -36,7 +36,7 @@ func ExampleNewCollector() {
 	}
 	for _, line := range strings.Split(b.String(), "\n") {
 		for _, prefix := range []string{
-			"slidegate_requests_passed_total",
+			"slidegate_requests_allowed_total",
 			`slidegate_requests_blocked_total{reason="rate_limited"`,
 			"slidegate_response_time_seconds_count",
 			"slidegate_flow_rule_limit",
@@ -47,8 +47,8 @@ func ExampleNewCollector() {
 		}
 	}
 	// Output:
-	// slidegate_flow_rule_limit{behavior="reject",resource="GET /orders",rule="flow[0]",type="qps"} 2
+	// slidegate_flow_rule_limit{resource="GET /orders",rule="flow[0]",type="qps"} 2
+	// slidegate_requests_allowed_total{resource="GET /orders"} 2
 	// slidegate_requests_blocked_total{reason="rate_limited",resource="GET /orders"} 1
-	// slidegate_requests_passed_total{resource="GET /orders"} 2
 	// slidegate_response_time_seconds_count{resource="GET /orders"} 2
 }

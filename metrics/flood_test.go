@@ -50,7 +50,7 @@ func TestAScrapeAfterAFloodStaysSmall(t *testing.T) {
 	if after > one+one/2 {
 		t.Fatalf("a scrape grew from %d bytes to %d over the flood", one, after)
 	}
-	if f := s.scrape(t); len(f.labelValues("slidegate_requests_passed_total", "resource")) != 2 {
-		t.Fatalf("resources in the scrape: %q, want the flood's two", f.labelValues("slidegate_requests_passed_total", "resource"))
+	if f := s.scrape(t); len(f.labelValues("slidegate_requests_allowed_total", "resource")) != 2 {
+		t.Fatalf("resources in the scrape: %q, want the flood's two", f.labelValues("slidegate_requests_allowed_total", "resource"))
 	}
 }

@@ -9,12 +9,12 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 )
 
-// collectBreakers sends the state and the drop ratio of every breaker.
+// collectBreakers sends the state and the block ratio of every breaker.
 func (c *Collector) collectBreakers(ch chan<- prometheus.Metric, bs []slidegate.BreakerStatus) {
 	for _, b := range bs {
-		labels := []string{labelValue(b.Resource), b.Rule, b.Strategy}
+		labels := []string{labelValue(b.Resource), b.Rule, string(b.Strategy)}
 		constMetric(ch, c.breakerState, prometheus.GaugeValue, stateValue(b.State), labels...)
-		constMetric(ch, c.breakerDropRatio, prometheus.GaugeValue, b.BlockRatio, labels...)
+		constMetric(ch, c.breakerBlockRatio, prometheus.GaugeValue, b.BlockRatio, labels...)
 	}
 }
 
@@ -38,17 +38,12 @@ func stateValue(s breaker.State) float64 {
 // breaker rule that has one.
 func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Rules) {
 	for i, f := range rules.Flow {
-		typ, behavior := f.Type, f.Behavior
+		typ := f.Type
 		if typ == "" {
 			typ = slidegate.QPSRule
 		}
-		// A concurrency rule refuses a request over its limit at once:
-		// it rejects, though its Behavior is left empty.
-		if behavior == "" || typ == slidegate.ConcurrencyRule {
-			behavior = slidegate.Reject
-		}
 		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit),
-			labelValue(f.Resource), place("flow", i), typ, behavior)
+			labelValue(f.Resource), place("flow", i), string(typ))
 	}
 	for i, b := range rules.Breakers {
 		var threshold float64
@@ -61,7 +56,7 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 			continue
 		}
 		constMetric(ch, c.breakerRuleThreshold, prometheus.GaugeValue, threshold,
-			labelValue(b.Resource), place("breakers", i), b.Strategy)
+			labelValue(b.Resource), place("breakers", i), string(b.Strategy))
 	}
 }
 

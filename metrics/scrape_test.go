@@ -172,7 +172,7 @@ func knownRules() slidegate.Rules {
 		Flow: []slidegate.FlowRule{
 			{Resource: "orders", Limit: 3},                               // flow[0]: 3 a second
 			{Resource: "db", Type: slidegate.ConcurrencyRule, Limit: 2},  // flow[1]: 2 at once
-			{Resource: "paced", Limit: 10, Behavior: slidegate.Throttle}, // flow[2]: one every 100 ms, no waiting
+			{Resource: "paced", Limit: 10, Type: slidegate.ThrottleRule}, // flow[2]: one every 100 ms, no waiting
 			{Resource: "report", Limit: 2, RefResource: "orders"},        // flow[3]: while orders passes < 2 a second
 		},
 		Breakers: []slidegate.BreakerRule{

@@ -33,7 +33,7 @@ var reasons = [...]struct {
 // requests: a resource's, labelled by resource, or the guard's inbound
 // traffic, without a label.
 type traffic struct {
-	passed, blocked, succeeded, failed *prometheus.Desc
+	allowed, blocked, succeeded, failed *prometheus.Desc
 	inFlight                           *prometheus.Desc
 	responseTime, responseTimeMax      *prometheus.Desc
 }
@@ -44,8 +44,8 @@ type traffic struct {
 func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc, prefix, whose string, labels ...string) traffic {
 	with := func(extra ...string) []string { return append(slices.Clip(labels), extra...) }
 	return traffic{
-		passed: desc(prefix+"requests_passed_total",
-			"Requests to "+whose+" that the guard admitted.", labels...),
+		allowed: desc(prefix+"requests_allowed_total",
+			"Requests to "+whose+" that the guard allowed.", labels...),
 		// Every reason is exported for every resource, zeros included, so
 		// that each series exists from the resource's first scrape: rate()
 		// and increase() need a sample before the first block to count it,
@@ -61,7 +61,7 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 		failed: desc(prefix+"requests_failed_total",
 			"Admitted requests to "+whose+" that ended with an error.", labels...),
 		inFlight: desc(prefix+"requests_in_flight",
-			"Requests to "+whose+" admitted and not yet ended.", labels...),
+			"Requests to "+whose+" allowed and not yet ended.", labels...),
 		responseTime: desc(prefix+"response_time_seconds",
 			"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 7.5 to 10 s (within 3.2%; NaN if none ended in the last 10 s), _sum and _count since the statistics began.",
 			labels...),
@@ -72,7 +72,7 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 }
 
 func (t *traffic) describe(ch chan<- *prometheus.Desc) {
-	ch <- t.passed
+	ch <- t.allowed
 	ch <- t.blocked
 	ch <- t.succeeded
 	ch <- t.failed
@@ -84,7 +84,7 @@ func (t *traffic) describe(ch chan<- *prometheus.Desc) {
 // collect sends the metrics of s, labelled with labelValues.
 func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats, labelValues ...string) {
 	tot := s.Totals
-	constMetric(ch, t.passed, prometheus.CounterValue, float64(tot.Allowed), labelValues...)
+	constMetric(ch, t.allowed, prometheus.CounterValue, float64(tot.Allowed), labelValues...)
 	withReason := append(slices.Clip(labelValues), "")
 	for _, r := range reasons {
 		withReason[len(labelValues)] = r.label
@@ -114,7 +114,7 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 	constMetric(ch, t.responseTimeMax, prometheus.GaugeValue, seconds(s.MaxRT), labelValues...)
 }
 
-// blocked returns the requests t counts as refused for reason r.
+// blocked returns the requests t counts as blocked for reason r.
 func blocked(t slidegate.Totals, r slidegate.Reason) int64 {
 	if int(r) < len(t.BlockedBy) {
 		return t.BlockedBy[r]

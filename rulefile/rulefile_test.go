@@ -38,7 +38,7 @@ func TestParseReadsYAMLAndJSON(t *testing.T) {
 		r.Breakers[0].MinRequests == nil || *r.Breakers[0].MinRequests != 0 {
 		t.Fatalf("rules = %+v", r)
 	}
-	j, err := Parse("rules.json", []byte(`{"flow":[{"resource":"a","limit":5,"max_wait":"250ms","behavior":"throttle"}]}`))
+	j, err := Parse("rules.json", []byte(`{"flow":[{"resource":"a","limit":5,"max_wait":"250ms","type":"throttle"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +62,12 @@ var badFiles = []struct {
 	want       []want
 }{
 	// One of each kind of problem in one file: none hides another.
-	{"r.yaml", "flow:\n  - resource: a\n    limt: 10\n  - resource: b\n    limit: ten\n    interval: 5\n  - resource: c\n    limit: -1\n    behavior: queue\n", []want{
+	{"r.yaml", "flow:\n  - resource: a\n    limt: 10\n  - resource: b\n    limit: ten\n    interval: 5\n  - resource: c\n    limit: -1\n    type: queue\n", []want{
 		{3, "flow[0]", "", `unknown field "limt" (did you mean "limit"?)`},
 		{5, "flow[1]", "limit", `"ten" is not a whole number`},
 		{6, "flow[1]", "interval", "5 has no unit: write it as 500ms, 2s or 1m30s"},
 		{8, "flow[2]", "limit", "-1 must not be negative"},
-		{9, "flow[2]", "behavior", `"queue" is not "reject" or "throttle"`},
+		{9, "flow[2]", "type", `"queue" is not "qps", "throttle" or "concurrency"`},
 	}},
 	{"r.yaml", "breakers:\n  - resource: db\n    strategy: error_ratio\n    threshold: high\n    min_requests: 1.5\n    open_timeout: 5 seconds\n    max_open_timeout: 1s\n    k: 2\n", []want{
 		{4, "breakers[0]", "threshold", `"high" is not a number`},

@@ -191,7 +191,7 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
 	wg.Wait()
-	fmt.Fprintf(stdout, "stopped after %v: %d requests passed, %d blocked, %d failed\n",
+	fmt.Fprintf(stdout, "stopped after %v: %d requests allowed, %d blocked, %d failed\n",
 		time.Since(start).Round(100*time.Millisecond), totals.Allowed, totals.Blocked(), totals.Failed)
 	return 0
 }
@@ -338,7 +338,7 @@ func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Wri
 	for {
 		select {
 		case <-ctx.Done():
-			return g.Inbound().Totals
+			return g.InboundStats().Totals
 		case now := <-tick.C:
 			watch()
 			if now.Sub(lastLine) < time.Second {

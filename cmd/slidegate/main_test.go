@@ -21,12 +21,20 @@ func runCmd(args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// writeFile writes data to path, failing the test if it cannot.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(good, []byte("flow:\n  - resource: a\n    limit: 10\nbreakers:\n  - resource: a\n    strategy: adaptive\n"), 0o644)
-	os.WriteFile(bad, []byte(`{"flow":[{"resource":"a","limit":-1},{"resource":"b","limit":1,"behavior":"queue"}]}`), 0o644)
+	writeFile(t, good, "flow:\n  - resource: a\n    limit: 10\nbreakers:\n  - resource: a\n    strategy: adaptive\n")
+	writeFile(t, bad, `{"flow":[{"resource":"a","limit":-1},{"resource":"b","limit":1,"type":"queue"}]}`)
 
 	code, out, _ := runCmd("check", good)
 	if code != 0 || out != good+": ok: 1 flow rule, 1 breaker\n" {
@@ -34,7 +42,7 @@ func TestCheck(t *testing.T) {
 	}
 	code, out, _ = runCmd("check", bad)
 	if code != 1 || !strings.Contains(out, bad+`:1: flow[0] (resource "a"): limit: -1 must not be negative`) ||
-		!strings.Contains(out, `flow[1] (resource "b"): behavior: "queue"`) || !strings.HasSuffix(out, bad+": 2 problems\n") {
+		!strings.Contains(out, `flow[1] (resource "b"): type: "queue"`) || !strings.HasSuffix(out, bad+": 2 problems\n") {
 		t.Fatalf("check bad: %d\n%s", code, out)
 	}
 	if code, _, errOut := runCmd("check", filepath.Join(dir, "missing.yaml")); code != 1 || !strings.Contains(errOut, "no such file") {
@@ -150,7 +158,7 @@ func TestDemoFlags(t *testing.T) {
 		}
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte("flow:\n  - resource: a\n    limit: -5\n"), 0o644)
+	writeFile(t, bad, "flow:\n  - resource: a\n    limit: -5\n")
 	if code, _, errOut := runCmd("demo", "--rules", bad, "--addr", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "limit: -5 must not be negative") {
 		t.Errorf("demo with a bad rules file: %d %q", code, errOut)
 	}
@@ -172,7 +180,7 @@ func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `slidegate_requests_passed_total{resource="a"} 1`) {
+	if !strings.Contains(string(body), `slidegate_requests_allowed_total{resource="a"} 1`) {
 		t.Fatalf("/metrics:\n%s", body)
 	}
 	resp, err = http.Get(srv.URL + "/slidegate/api/snapshot")

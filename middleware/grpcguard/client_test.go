@@ -40,7 +40,7 @@ func TestUnaryClientBlockedCallNeverReachesTheNetwork(t *testing.T) {
 		t.Errorf("server got %d calls; want 1", n)
 	}
 	wantOutcomes(t, g, unaryMethod, 1, 1, 1, 0)
-	if in := g.Inbound(); in.Allowed != 0 || in.Blocked != 0 {
+	if in := g.InboundStats(); in.Allowed != 0 || in.Blocked != 0 {
 		t.Errorf("inbound pass %d block %d; want none (client calls are outbound)", in.Allowed, in.Blocked)
 	}
 }
@@ -76,7 +76,7 @@ func TestUnaryClientOpenBreakerFailsFast(t *testing.T) {
 // is sent when its place comes.
 func TestUnaryClientThrottleWait(t *testing.T) {
 	g, c := guarded(t, slidegate.Rules{Flow: []slidegate.FlowRule{{
-		Resource: unaryMethod, Limit: 1, Behavior: slidegate.Throttle, MaxWait: slidegate.Duration(10 * time.Second),
+		Resource: unaryMethod, Limit: 1, Type: slidegate.ThrottleRule, MaxWait: slidegate.Duration(10 * time.Second),
 	}}})
 	svc, client := serve(t, nil, withClient(g)...)
 	if err := unary(context.Background(), client, codes.OK); err != nil {

@@ -31,7 +31,7 @@ func TestUnaryServerAdmitsAndRecordsSuccess(t *testing.T) {
 		t.Errorf("handler ran %d times; want 1", n)
 	}
 	wantOutcomes(t, g, unaryMethod, 1, 0, 1, 0)
-	if in := g.Inbound(); in.Allowed != 1 || in.Succeeded != 1 {
+	if in := g.InboundStats(); in.Allowed != 1 || in.Succeeded != 1 {
 		t.Errorf("inbound pass %d success %d; want 1 1 (server RPCs are inbound)", in.Allowed, in.Succeeded)
 	}
 }
@@ -236,7 +236,7 @@ func TestServerContextDoneBeforeEnterIsItsStatus(t *testing.T) {
 // status, and runs once its place comes.
 func TestServerThrottleWaitEndsWithTheRPC(t *testing.T) {
 	g, c := guarded(t, slidegate.Rules{Flow: []slidegate.FlowRule{{
-		Resource: unaryMethod, Limit: 1, Behavior: slidegate.Throttle, MaxWait: slidegate.Duration(10 * time.Second),
+		Resource: unaryMethod, Limit: 1, Type: slidegate.ThrottleRule, MaxWait: slidegate.Duration(10 * time.Second),
 	}}})
 	in := grpcguard.UnaryServerInterceptor(g)
 	info := &grpc.UnaryServerInfo{FullMethod: unaryMethod}
@@ -310,7 +310,7 @@ func TestStreamServer(t *testing.T) {
 		t.Errorf("handler ran %d times; want 3", calls)
 	}
 	wantOutcomes(t, g, serverStreamMethod, 3, 1, 2, 1)
-	if in := g.Inbound(); in.Allowed != 3 || in.Blocked != 1 {
+	if in := g.InboundStats(); in.Allowed != 3 || in.Blocked != 1 {
 		t.Errorf("inbound pass %d block %d; want 3 1", in.Allowed, in.Blocked)
 	}
 }
