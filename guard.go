@@ -12,27 +12,30 @@ import (
 )
 
 // A Guard holds named resources, their rules and their statistics. Wrap the
-// code that uses a resource between Enter and Exit (or in Do): Enter applies
-// the resource's rules and refuses the request with a *BlockError when one of
-// them says no; Exit records the outcome and the response time.
+// code that uses a resource between Enter and Exit (or in Do): Enter asks
+// the resource's rules whether the request may go, and returns a
+// *BlockError when one of them blocks it; Exit records the outcome and the
+// response time.
 //
 // Rules are swapped in whole (SetRules) as an immutable snapshot: Enter takes
 // no lock, copies no rule, and looks the resource up once. Each rule is bound
-// to its limiter or breaker when the rules are set, and a new set of rules
-// keeps the limiter or breaker, with its counts and state, of every rule it
-// repeats unchanged; and the limiter of a QPS rule without warm-up or of a
-// concurrency rule whose only change is its limit, whose admissions then
-// count against the new limit (requests in flight included).
+// to its limiter or breaker when the rules are set. A new set of rules keeps
+// the limiter or breaker of every rule it repeats unchanged, with its counts
+// and state. A rule whose only change is its limit keeps its limiter too,
+// where the limiter can change its limit in place (a QPS rule without
+// warm-up, a concurrency rule): the requests it has allowed, those in flight
+// included, count against the new limit.
 //
 // Every resource has statistics, rules or not (Stats, Resources). A guard
-// keeps statistics for at most WithMaxResources resources, those its rules
-// name included (which are kept even beyond the bound); when it is full,
-// resources idle for a whole statistics window are evicted, and new ones
-// are counted together as OtherResource, so that names built from user input
-// cannot exhaust memory.
+// keeps statistics for at most WithMaxResources resources, and names of at
+// most MaxNameLength bytes. The resources its rules name count towards the
+// bound and are kept even beyond it. When the guard is full, resources idle
+// for a whole statistics window are evicted, and new ones are counted
+// together as OtherResource, so that names built from user input cannot
+// exhaust memory.
 //
 // A Guard is safe for concurrent use. Enter and Exit allocate nothing when
-// the request passes.
+// the request is allowed.
 //
 // The zero Guard is not usable; make one with New (or use Default).
 type Guard struct {
