@@ -181,7 +181,7 @@ func (g *Guard) Rules() Rules { return g.snap.Load().rules.clone() }
 // A BreakerStatus is a breaker rule in force and the state of its breaker.
 type BreakerStatus struct {
 	Resource string
-	Rule     string // its place in the rules: "breakers[0]"
+	Rule     string          // its place in the rules: "breakers[0]"
 	Strategy BreakerStrategy // the rule's Strategy
 	breaker.Stats
 }
