@@ -102,7 +102,8 @@
 // per sample (some 30 ms and 50 ms with 4,096 resources), whatever the
 // clients ask.
 //
-// The dashboard reads the guard only through its exported API (Resources,
-// Breakers, Inbound, Stats, Rules, SetRules); it sits above the root package and
-// below nothing.
+// The dashboard reads the guard only through its exported API (ResourcesAt,
+// BreakersAt, InboundStatsAt, StatsAt, Rules, SetRules), each sample at one
+// reading of its clock (WithClock, which must be the guard's); it sits above
+// the root package and below nothing.
 package dashboard

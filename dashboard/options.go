@@ -67,10 +67,14 @@ func WithSnapshotPoints(n int) Option {
 }
 
 // WithClock makes the dashboard read time from c (default clock.System): the
-// time of each sample, and so the time the rates divide by. The sampler
-// goroutine sleeps on c (clock.Sleep), so a clock.Manual drives it; for
-// deterministic tests, combine a manual clock with WithInterval(0) and call
-// Sample. Give the dashboard the clock its guard reads (slidegate.WithClock).
+// time of each sample, read once per sample, at which it reads the guard
+// (Guard.ResourcesAt, BreakersAt, InboundStatsAt) and by which the rates
+// divide. So c must be the clock the guard reads (slidegate.WithClock): at
+// the readings of another clock, the guard's statistics of the last 10
+// seconds, and its breakers' retry times, would describe the wrong moment.
+// The sampler goroutine sleeps on c (clock.Sleep), so a clock.Manual drives
+// it; for deterministic tests, combine a manual clock with WithInterval(0)
+// and call Sample. A nil c counts as clock.System.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) {
 		if c == nil {

@@ -133,8 +133,8 @@ func rates(prev, cur slidegate.Totals, elapsed float64) (pass, block, errs float
 	return float64(dp) / elapsed, float64(db) / elapsed, float64(de) / elapsed
 }
 
-// Sample reads the guard now and records a point for each of its resources,
-// then sends it to the event streams. The sampler goroutine calls it every
+// Sample reads the clock once, reads the guard at that time and records a
+// point for each of its resources, then sends it to the event streams. The sampler goroutine calls it every
 // interval; call it yourself for tests (with a clock.Manual, see WithClock)
 // or on a schedule of your own (with WithInterval(0)). A Sample at the same
 // clock reading as the previous one does nothing: it has no time to divide
@@ -168,10 +168,14 @@ func (d *Dashboard) Sample() {
 // observation. Resources the guard no longer keeps are dropped. It reports
 // whether the rules in force changed since the previous observation.
 // d.sampling is held.
+//
+// Every reading of the guard is at now (its ...At methods), so that one
+// sample costs one clock reading, the caller's, and its statistics, its
+// breakers and its time all describe the same instant.
 func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
-	resources := d.g.Resources()
-	breakers := d.g.Breakers()
-	inbound := d.g.InboundStats()
+	resources := d.g.ResourcesAt(now)
+	breakers := d.g.BreakersAt(now)
+	inbound := d.g.InboundStatsAt(now)
 	rules := d.g.Rules()
 	if b, err := json.Marshal(rules); err == nil && !bytes.Equal(b, d.rulesJSON) {
 		d.rulesJSON, rulesChanged = b, true
@@ -213,7 +217,7 @@ func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 		}
 	}
 	if !otherSeen {
-		if st, ok := d.g.Stats(slidegate.OtherResource); ok {
+		if st, ok := d.g.StatsAt(now, slidegate.OtherResource); ok {
 			d.otherPrev = st.Totals
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,6 +367,71 @@ func TestSamplerGoroutineSamplesEveryIntervalAndCloseStopsIt(t *testing.T) {
 	}
 	if err := d.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// countingClock is a manual clock that counts how often it is read. It is
+// still a clock.Sleeper, so it drives a sampler goroutine as a Manual does.
+type countingClock struct {
+	*clock.Manual
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() int64 {
+	c.reads.Add(1)
+	return c.Manual.Now()
+}
+
+func TestSampleReadsTheClockOnce(t *testing.T) {
+	clk := &countingClock{Manual: clock.NewManual(int64(time.Hour))}
+	// One resource kept, so that OtherResource counts too; a breaker, and
+	// inbound traffic: every reading the sampler makes of the guard.
+	g := slidegate.New(slidegate.WithClock(clk), slidegate.WithMaxResources(1))
+	if err := g.SetRules(slidegate.Rules{
+		Flow:     []slidegate.FlowRule{{Resource: "a", Limit: 3}},
+		Breakers: []slidegate.BreakerRule{{Resource: "a", Strategy: slidegate.ErrorCountBreaker, Count: 100}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := clk.reads.Load()
+	d := New(g, WithClock(clk), WithInterval(0))
+	defer d.Close()
+	if n := clk.reads.Load() - before; n != 1 {
+		t.Errorf("New read the clock %d times, want 1", n)
+	}
+	for i := range 4 {
+		// b has no room: OtherResource, which the guard lists only once it
+		// has counted something; the first sample finds it unlisted.
+		for _, name := range []string{"a", "b"}[:1+min(i, 1)] {
+			for range 4 {
+				if e, err := g.Enter(context.Background(), name, slidegate.Inbound()); err == nil {
+					e.Exit(nil)
+				}
+			}
+		}
+		clk.Advance(2 * time.Second) // past the limit's interval
+		before := clk.reads.Load()
+		d.Sample()
+		if n := clk.reads.Load() - before; n != 1 {
+			t.Errorf("sample %d read the clock %d times, want 1", i+1, n)
+		}
+	}
+	before = clk.reads.Load()
+	d.Sample() // no time has passed: nothing to record
+	if n := clk.reads.Load() - before; n != 1 {
+		t.Errorf("a sample without time passing read the clock %d times, want 1", n)
+	}
+	s := (&fixture{d: d}).snapshot(t)
+	a, okA := findResource(s, "a")
+	other, okOther := findResource(s, slidegate.OtherResource)
+	if s.Seq != 4 || !okA || !okOther || len(a.History.T) != 4 || len(other.History.T) != 3 || len(s.Breakers) != 1 || len(s.Inbound.History.T) != 4 {
+		t.Fatalf("snapshot seq %d, resources %v, %d breakers; want 4 samples of a, 3 of %s, a's breaker and the inbound traffic", s.Seq, names(s.Resources), len(s.Breakers), slidegate.OtherResource)
+	}
+	if got := a.History.PassRate; got[0] != 1.5 || got[3] != 1.5 || a.Stats.Pass != 12 || a.Stats.Block != 4 {
+		t.Errorf("a: pass/s %v, stats %+v; want 1.5 passed/s, and 12 passed and 4 blocked in the last 10 s", got, a.Stats)
+	}
+	if got := other.History.PassRate; got[0] != 2 || got[2] != 2 {
+		t.Errorf("%s: pass/s %v, want 2", slidegate.OtherResource, got)
 	}
 }
 
