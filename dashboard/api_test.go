@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slidegate/slidegate"
 )
@@ -322,8 +324,8 @@ func TestSnapshotCarriesAtMostWithSnapshotPointsOfHistory(t *testing.T) {
 		if code != http.StatusOK || whole.Seq != s.Seq || whole.Name != r.Name || whole.Partial || len(whole.History.T) != samples {
 			t.Fatalf("api/history of %s: %d, seq %d, %d points, partial %v; want 200, seq %d, %d points", r.Name, code, whole.Seq, len(whole.History.T), whole.Partial, s.Seq, samples)
 		}
-		if got, want := whole.History.PassRate[samples-len(h.T):], h.PassRate; !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: newest pass/s %v in api/history, %v in the snapshot", r.Name, got, want)
+		if got, want := whole.History.AllowedRate[samples-len(h.T):], h.AllowedRate; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: newest allowed/s %v in api/history, %v in the snapshot", r.Name, got, want)
 		}
 	}
 	if total > points {
@@ -359,5 +361,152 @@ func TestSnapshotPointsBoundTheHistoryOfEachResourceToOneAtLeast(t *testing.T) {
 				t.Fatalf("WithSnapshotPoints(%d): %s has %d points, partial %v; want %d, %v", tt.points, r.Name, len(r.History.T), r.Partial, tt.want, tt.partial)
 			}
 		}
+	}
+}
+
+// keys returns the keys of the JSON object v, sorted.
+func keys(t *testing.T, what string, v any) []string {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("%s is %T, want an object", what, v)
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// objectAt returns the value at path in the JSON value v: object keys, and
+// for arrays the index of the element.
+func objectAt(t *testing.T, v any, path ...any) any {
+	t.Helper()
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok || m[p] == nil {
+				t.Fatalf("no %q in %v", p, v)
+			}
+			v = m[p]
+		case int:
+			a, ok := v.([]any)
+			if !ok || p >= len(a) {
+				t.Fatalf("no element %d in %v", p, v)
+			}
+			v = a[p]
+		}
+	}
+	return v
+}
+
+// rawJSON fetches path from d and decodes its body.
+func rawJSON(t *testing.T, d http.Handler, path string) any {
+	t.Helper()
+	w := httptest.NewRecorder()
+	d.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, w.Code, w.Body)
+	}
+	var v any
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
+		t.Fatalf("decoding %s: %v", path, err)
+	}
+	return v
+}
+
+// TestJSONSpeaksTheVocabulary pins the API's field names: requests are
+// allowed or blocked, and the allowed ones succeed or fail.
+func TestJSONSpeaksTheVocabulary(t *testing.T) {
+	one := int64(1)
+	f := newFixture(t, nil)
+	if err := f.g.SetRules(slidegate.Rules{
+		Breakers: []slidegate.BreakerRule{{Resource: "db", Strategy: slidegate.ErrorCountBreaker, Count: 2, MinRequests: &one, OpenTimeout: slidegate.Duration(time.Minute)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, f.d)
+	s := openStream(t, srv.URL+"/api/events")
+	var first snapshotJSON
+	s.next(t, "snapshot", &first)
+	// 1 succeeds, 2 fail and open the breaker, which blocks the next 3.
+	f.requests(t, "db", 1, time.Millisecond, false)
+	f.requests(t, "db", 2, time.Millisecond, true)
+	f.requests(t, "db", 3, time.Millisecond, false)
+	f.step(time.Second)
+
+	var (
+		stats   = []string{"allowed", "avg_rt", "blocked", "failed", "in_flight", "max_rt", "p50", "p90", "p99", "succeeded", "totals"}
+		totals  = []string{"allowed", "blocked", "failed", "rt", "succeeded"}
+		columns = []string{"allowed_rate", "blocked_rate", "breaker", "failed_rate", "in_flight", "p50", "p99", "t"}
+		brk     = []string{"block_ratio", "blocked", "failed", "probes_in_flight", "requests", "resource", "retry_after", "rule", "slow", "state", "strategy", "succeeded"}
+	)
+	check := func(what string, v any, want []string) {
+		t.Helper()
+		if got := keys(t, what, v); !slices.Equal(got, want) {
+			t.Errorf("%s has the fields %q, want %q", what, got, want)
+		}
+	}
+	// The counts behind the names: 3 allowed (1 succeeded, 2 failed), 3
+	// blocked.
+	counts := func(what string, v any) {
+		t.Helper()
+		m := v.(map[string]any)
+		if m["allowed"] != 3.0 || m["blocked"] != 3.0 || m["succeeded"] != 1.0 || m["failed"] != 2.0 {
+			t.Errorf("%s: %v, want 3 allowed, 3 blocked, 1 succeeded, 2 failed", what, v)
+		}
+	}
+	rates := func(what string, v any, allowed, blocked, failed any) {
+		t.Helper()
+		m := v.(map[string]any)
+		if m["allowed_rate"] != allowed || m["blocked_rate"] != blocked || m["failed_rate"] != failed {
+			t.Errorf("%s: %v, want %v allowed/s, %v blocked/s, %v failed/s", what, v, allowed, blocked, failed)
+		}
+	}
+
+	snap := rawJSON(t, f.d, "/api/snapshot")
+	db := objectAt(t, snap, "resources", 0)
+	check("a snapshot's resource stats", objectAt(t, db, "stats"), stats)
+	counts("a snapshot's resource stats", objectAt(t, db, "stats"))
+	check("a snapshot's resource totals", objectAt(t, db, "stats", "totals"), totals)
+	counts("a snapshot's resource totals", objectAt(t, db, "stats", "totals"))
+	check("a snapshot's resource history", objectAt(t, db, "history"), columns)
+	check("a snapshot's inbound history", objectAt(t, snap, "inbound", "history"), columns)
+	br := objectAt(t, snap, "breakers", 0)
+	check("a snapshot's breaker", br, brk)
+	if m := br.(map[string]any); m["blocked"] != 3.0 || m["failed"] != 2.0 || m["succeeded"] != 1.0 || m["block_ratio"] != 1.0 || m["state"] != "open" {
+		t.Errorf("the breaker: %v, want open, blocking all, 3 blocked, 1 succeeded, 2 failed", br)
+	}
+	h := objectAt(t, db, "history").(map[string]any)
+	rates("the snapshot's newest point", map[string]any{
+		"allowed_rate": objectAt(t, h, "allowed_rate", 0), "blocked_rate": objectAt(t, h, "blocked_rate", 0), "failed_rate": objectAt(t, h, "failed_rate", 0),
+	}, 3.0, 3.0, 2.0)
+
+	hist := rawJSON(t, f.d, "/api/history?resource=db")
+	check("api/history's history", objectAt(t, hist, "history"), columns)
+	check("api/history's stats", objectAt(t, hist, "stats"), stats)
+
+	ev, err := readEvent(s.r)
+	if err != nil || ev.event != "sample" {
+		t.Fatalf("the sample event: %q, %v", ev.event, err)
+	}
+	var sample any
+	if err := json.Unmarshal([]byte(ev.data), &sample); err != nil {
+		t.Fatal(err)
+	}
+	p := objectAt(t, sample, "resources", 0, "point")
+	check("an event's point", p, columns)
+	rates("an event's point", p, 3.0, 3.0, 2.0)
+	check("an event's stats", objectAt(t, sample, "resources", 0, "stats"), stats)
+	check("an event's breaker", objectAt(t, sample, "breakers", 0), brk)
+
+	// An error response is still an error message.
+	w := httptest.NewRecorder()
+	f.d.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/history?resource=nope", nil))
+	var e map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || !slices.Equal(keys(t, "an error response", e), []string{"error"}) {
+		t.Errorf("an error response: %s, want {\"error\": ...}", w.Body)
 	}
 }

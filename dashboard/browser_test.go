@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,7 +219,7 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 				return
 			}
 			if strings.Contains(m.Text, "status of 422") {
-				continue // the bad rules, refused on purpose
+				continue // the bad rules, answered 422 on purpose
 			}
 			if m.IsException() || m.Type == "error" || m.Type == "assert" {
 				consoleMu.Lock()
@@ -256,7 +257,7 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 
 	do("opening the page", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/slidegate/"))
 	waitUntil("the stream", `document.getElementById("status").dataset.state === "live"`)
-	waitUntil("live data", "parseFloat("+cell("GET /orders", "pass")+") > 0")
+	waitUntil("live data", "parseFloat("+cell("GET /orders", "allowed")+") > 0")
 	if n := eval(`String(document.querySelectorAll('.chart-card[data-resource="GET /orders"] canvas').length)`); n != "2" {
 		t.Errorf("GET /orders has %s chart canvases, want 2 (rates and latency)", n)
 	}
@@ -272,20 +273,20 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 
 	// Values follow the events.
 	sim.second(map[string]int{"GET /search": 37})
-	waitUntil("the first event", cell("GET /search", "pass")+` === "37.0"`)
+	waitUntil("the first event", cell("GET /search", "allowed")+` === "37.0"`)
 	sim.second(map[string]int{"GET /search": 53})
-	waitUntil("the second event", cell("GET /search", "pass")+` === "53.0"`)
+	waitUntil("the second event", cell("GET /search", "allowed")+` === "53.0"`)
 
 	// Sorting and filtering.
-	do("sorting by pass/s", chromedp.Click(chromedp.CSS(`#resources th[data-key="pass"]`)))
-	order := eval(`JSON.stringify([...document.querySelectorAll("#resources tbody td.pass")].map(td => parseFloat(td.textContent)))`)
-	var passes []float64
-	if err := json.Unmarshal([]byte(order), &passes); err != nil {
+	do("sorting by allowed/s", chromedp.Click(chromedp.CSS(`#resources th[data-key="allowed"]`)))
+	order := eval(`JSON.stringify([...document.querySelectorAll("#resources tbody td.allowed")].map(td => parseFloat(td.textContent)))`)
+	var allowed []float64
+	if err := json.Unmarshal([]byte(order), &allowed); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i < len(passes); i++ {
-		if passes[i] > passes[i-1] {
-			t.Errorf("sorted by pass/s: %v is not in descending order", passes)
+	for i := 1; i < len(allowed); i++ {
+		if allowed[i] > allowed[i-1] {
+			t.Errorf("sorted by allowed/s: %v is not in descending order", allowed)
 			break
 		}
 	}
@@ -311,12 +312,14 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 	if s := eval(`document.querySelector('.chart-card[data-resource="payments"] header .badge').textContent`); s != "open" {
 		t.Errorf("payments' chart badge shows %q, want open", s)
 	}
-	for range 12 { // refused while open
+	for range 12 { // blocked while open
 		sim.second(nil)
 	}
-	waitUntil("refusals", "parseFloat("+cell("payments", "block")+") > 0")
+	waitUntil("blocked requests", "parseFloat("+cell("payments", "blocked")+") > 0")
+	waitUntil("the breaker's blocked requests", `/^\d+ req, \d+ failed, [1-9]\d* blocked$/.test([...document.querySelectorAll("#rules tbody tr")].find(tr => tr.cells[0].textContent === "breakers[0]").cells[5].textContent)`)
+	speaksTheVocabulary(t, eval)
 
-	// The rules editor refuses bad rules and lists the problems.
+	// The rules editor keeps bad rules out of force and lists the problems.
 	before := g.Rules()
 	eval(`(() => {
 		document.getElementById("rules-json").value = '{"flow":[{"resource":"GET /orders","limit":-5}]}';
@@ -368,6 +371,15 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 		t.Errorf("rules in force after saving: %+v, want GET /orders limited to 120", got)
 	}
 
+	// And no rules at all.
+	eval(`(() => {
+		document.getElementById("rules-json").value = '{}';
+		document.getElementById("rules-json").dispatchEvent(new Event("input"));
+		return "";
+	})()`)
+	do("saving no rules", chromedp.Click(chromedp.ID("save")))
+	waitUntil("no rules", `(document.querySelector("#rules p.empty") || {}).textContent === "No rules: every request is allowed."`)
+
 	cancelTab()
 	<-consoleDone
 	consoleMu.Lock()
@@ -384,4 +396,41 @@ func breakerState(g *slidegate.Guard, resource string) breaker.State {
 		}
 	}
 	return breaker.Closed
+}
+
+// speaksTheVocabulary checks the page's words: requests are allowed or
+// blocked, and the allowed ones fail; no column, label, legend or tooltip
+// says pass, refuse, reject or error for them.
+func speaksTheVocabulary(t *testing.T, eval func(string) string) {
+	t.Helper()
+	for _, c := range []struct{ what, expr, want string }{
+		{"the table's columns", `[...document.querySelectorAll("#resources thead th")].map(th => th.textContent).join("|")`,
+			"Resource|Allowed/s|Blocked/s|Failed/s|In flight|P50|P99|Breaker"},
+		{"the table's sort keys", `[...document.querySelectorAll("#resources thead th")].map(th => th.dataset.key).join("|")`,
+			"name|allowed|blocked|failed|inflight|p50|p99|breaker"},
+		{"a row's cells", `[...document.querySelector('#resources tr[data-resource="payments"]').cells].map(td => td.className.split(" ")[1] || td.className).join("|")`,
+			"name|allowed|blocked|failed|inflight|p50|p99|breaker"},
+		{"the inbound traffic", `[...document.querySelectorAll("#inbound dt")].map(dt => dt.textContent).join("|")`,
+			"inbound allowed/s|blocked/s|failed/s|in flight|P99|updated"},
+		{"a chart's legend", `[...document.querySelectorAll('.chart-card[data-resource="payments"] .chart-rates .u-legend .u-label')].map(l => l.textContent).join("|")`,
+			"time|allowed/s|blocked/s|failed/s"},
+		{"the flow rules' columns", `[...document.querySelectorAll("#rules table")[0].tHead.rows[0].cells].map(th => th.textContent).join("|")`,
+			"Rule|Resource|Type|Limit|Per|"},
+		{"the breakers' columns", `[...document.querySelectorAll("#rules table")[1].tHead.rows[0].cells].map(th => th.textContent).join("|")`,
+			"Rule|Resource|Strategy|Opens when|State|Last interval|Retry after"},
+		{"what opens the breakers", `[...document.querySelectorAll("#rules table")[1].tBodies[0].rows].map(tr => tr.cells[3].textContent).join("|")`,
+			"failed ≥ 20|failed ≥ 50%"},
+	} {
+		if got := eval(c.expr); got != c.want {
+			t.Errorf("%s: %q, want %q", c.what, got, c.want)
+		}
+	}
+	// Every word the page shows, and every tooltip and class name.
+	words := eval(`[document.body.innerText, ...[...document.querySelectorAll("[title]")].map(e => e.title),
+		...[...document.querySelectorAll("[class]")].map(e => e.getAttribute("class"))].join("\n")`)
+	// Not \b: uPlot's legend runs its labels into the numbers before them.
+	oldWords := regexp.MustCompile(`(?i)(?:^|[^a-z])(pass(?:es|ed)?|block/s|error/s|errors|refus[a-z]*|reject[a-z]*|behavior)(?:[^a-z]|$)`)
+	for _, m := range oldWords.FindAllStringSubmatch(words, -1) {
+		t.Errorf("the page says %q", m[1])
+	}
 }

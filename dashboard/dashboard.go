@@ -142,9 +142,9 @@ func (d *Dashboard) run(ctx context.Context) {
 }
 
 // Close stops the sampler goroutine, waits for it to return, and ends the
-// event streams being served; a new one is refused (503). The other endpoints
-// keep working, and Sample may still be called. Close returns nil, and may be
-// called more than once.
+// event streams being served; a request for a new one is answered 503. The
+// other endpoints keep working, and Sample may still be called. Close
+// returns nil, and may be called more than once.
 func (d *Dashboard) Close() error {
 	if d.stop == nil {
 		return nil // a zero Dashboard: nothing was started

@@ -10,7 +10,7 @@
 //	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
 //
 // and open /slidegate/ in a browser. The page lists every resource the guard
-// keeps statistics for, with its requests passed, blocked and failed per
+// keeps statistics for, with its requests allowed, blocked and failed per
 // second, its requests in flight, its P50 and P99 response times and the
 // state of its breakers; a chart per resource over the last minutes; and the
 // rules in force, which it can also edit if WithRuleEditing allows it.
@@ -39,20 +39,26 @@
 //	{"seq": 42, "time": 1763800000.123, "interval": 1, "history": 300, "editing": false,
 //	 "inbound":   {"name": "inbound", "stats": {...}, "history": {...}},
 //	 "resources": [{"name": "GET /orders", "breaker": "closed",
-//	                "stats":   {"pass": 950, "block": 12, "success": 940, "error": 10,
+//	                "stats":   {"allowed": 950, "blocked": 12, "succeeded": 940, "failed": 10,
 //	                            "avg_rt": 0.012, "p50": 0.01, "p90": 0.02, "p99": 0.05, "max_rt": 0.2,
-//	                            "in_flight": 3, "totals": {"pass": ..., "block": ..., "success": ..., "error": ..., "rt": ...}},
-//	                "history": {"t": [...], "pass_rate": [...], "block_rate": [...], "error_rate": [...],
+//	                            "in_flight": 3, "totals": {"allowed": ..., "blocked": ..., "succeeded": ..., "failed": ..., "rt": ...}},
+//	                "history": {"t": [...], "allowed_rate": [...], "blocked_rate": [...], "failed_rate": [...],
 //	                            "in_flight": [...], "p50": [...], "p99": [...], "breaker": [...]}}],
 //	 "breakers":  [{"resource": "GET /orders", "rule": "breakers[0]", "strategy": "error_ratio", "state": "closed",
-//	                "drop_ratio": 0, "requests": 950, "successes": 940, "failures": 10, "slow": 0,
-//	                "rejected": 0, "probes_in_flight": 0, "retry_after": 0}],
+//	                "block_ratio": 0, "requests": 950, "succeeded": 940, "failed": 10, "slow": 0,
+//	                "blocked": 0, "probes_in_flight": 0, "retry_after": 0}],
 //	 "rules":     {"flow": [...], "breakers": [...]}}
 //
 // where stats are the guard's slidegate.ResourceStats (the last 10 seconds,
-// and the totals), history the samples, oldest first, one array per field,
-// and breaker the worst state of the resource's breakers ("closed",
-// "half-open", "open"; absent without one). A snapshot carries at most
+// and the totals): the requests allowed and blocked, and of the allowed ones
+// those that succeeded and failed (ended with an error); history the
+// samples, oldest first, one array per field, each rate the requests
+// allowed, blocked and failed per second since the sample before; and
+// breaker the worst state of the resource's breakers ("closed",
+// "half-open", "open"; absent without one). A breaker's counts are of its
+// interval: the requests it counted an outcome of, those that succeeded,
+// failed and were slow, and those it blocked; block_ratio is the share of
+// requests it blocks now, 0 to 1. A snapshot carries at most
 // WithSnapshotPoints points of history in all: when the resources have more,
 // each one's history is its newest points only, and the resource has
 // "partial": true; api/history then serves it whole, as
@@ -64,7 +70,7 @@
 //	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "rules": {...}}
 //
 // with, for each resource the guard keeps, its stats and its new point
-// ({"t": ..., "pass_rate": ..., "block_rate": ..., "error_rate": ...,
+// ({"t": ..., "allowed_rate": ..., "blocked_rate": ..., "failed_rate": ...,
 // "in_flight": ..., "p50": ..., "p99": ..., "breaker": ...}) instead of its
 // history; a resource missing from it is gone. The rules are there only when
 // they changed.
@@ -96,7 +102,7 @@
 // that is 75 MiB of history, S ≈ 3 MiB and E ≈ 1.6 MiB: about 120 MiB in
 // all, whatever the number of clients. Beyond it, a stream costs only its
 // connection, goroutine and timer, a few KiB; the dashboard serves at most
-// WithMaxStreams streams at once and refuses more with 503. An api/history
+// WithMaxStreams streams at once and answers any more with 503. An api/history
 // response costs one resource's history, H points, while it is written.
 // Time is bounded likewise: at most one snapshot and one event are encoded
 // per sample (some 30 ms and 50 ms with 4,096 resources), whatever the

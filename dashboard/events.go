@@ -16,7 +16,8 @@ const (
 	// response: a client that takes longer to read it is dropped, and lets
 	// go of the frame it held.
 	writeTimeout = 5 * time.Second
-	// retryAfter is the Retry-After of a stream refused for WithMaxStreams.
+	// retryAfter is the Retry-After of a request for a stream answered 503
+	// for WithMaxStreams.
 	retryAfter = "10"
 )
 

@@ -103,8 +103,8 @@ func TestEventsStreamASnapshotThenOneEventPerSample(t *testing.T) {
 	}
 	var snap snapshotJSON
 	s.next(t, "snapshot", &snap)
-	if r, ok := findResource(snap, "GET /a"); snap.Seq != 1 || !ok || len(r.History.PassRate) != 1 || r.History.PassRate[0] != 3 {
-		t.Fatalf("first snapshot: seq %d, resources %+v; want seq 1 with GET /a at 3 passed/s", snap.Seq, snap.Resources)
+	if r, ok := findResource(snap, "GET /a"); snap.Seq != 1 || !ok || len(r.History.AllowedRate) != 1 || r.History.AllowedRate[0] != 3 {
+		t.Fatalf("first snapshot: seq %d, resources %+v; want seq 1 with GET /a at 3 allowed/s", snap.Seq, snap.Resources)
 	}
 	if n := f.d.openStreams(); n != 1 {
 		t.Errorf("%d streams with one open, want 1", n)
@@ -119,11 +119,11 @@ func TestEventsStreamASnapshotThenOneEventPerSample(t *testing.T) {
 		t.Fatalf("sample event: seq %d, %d resources, rules %v; want seq 2, 2 resources, no rules (unchanged)", ev.Seq, len(ev.Resources), ev.Rules)
 	}
 	a, b := ev.Resources[0], ev.Resources[1]
-	if a.Name != "GET /a" || a.Point == nil || a.Point.PassRate != 2 || a.Point.ErrorRate != 0 || a.History != nil {
-		t.Errorf("GET /a in the event: %+v, point %+v; want its new point alone, 2 passed/s", a, a.Point)
+	if a.Name != "GET /a" || a.Point == nil || a.Point.AllowedRate != 2 || a.Point.FailedRate != 0 || a.History != nil {
+		t.Errorf("GET /a in the event: %+v, point %+v; want its new point alone, 2 allowed/s", a, a.Point)
 	}
-	if b.Name != "GET /b" || b.Point == nil || b.Point.PassRate != 1 || b.Point.ErrorRate != 1 || b.Stats.Totals.Error != 2 {
-		t.Errorf("GET /b in the event: %+v, point %+v; want 1 passed/s, 1 failed/s", b, b.Point)
+	if b.Name != "GET /b" || b.Point == nil || b.Point.AllowedRate != 1 || b.Point.FailedRate != 1 || b.Stats.Totals.Failed != 2 {
+		t.Errorf("GET /b in the event: %+v, point %+v; want 1 allowed/s, 1 failed/s", b, b.Point)
 	}
 	if math := a.Point.T - snap.Time; math < 1.999 || math > 2.001 {
 		t.Errorf("new point %.3f s after the snapshot, want 2", math)
@@ -150,8 +150,8 @@ func TestANewStreamStartsFromTheKeptSnapshotAndTheEventsSince(t *testing.T) {
 	}
 	for want := uint64(1); want <= 3; want++ {
 		b.next(t, "sample", &ev)
-		if ev.Seq != want || len(ev.Resources) != 1 || ev.Resources[0].Point.PassRate != float64(want) {
-			t.Fatalf("second stream's event of sample %d (%+v), want sample %d at %d passed/s", ev.Seq, ev.Resources, want, want)
+		if ev.Seq != want || len(ev.Resources) != 1 || ev.Resources[0].Point.AllowedRate != float64(want) {
+			t.Fatalf("second stream's event of sample %d (%+v), want sample %d at %d allowed/s", ev.Seq, ev.Resources, want, want)
 		}
 	}
 	if n := f.d.snapshotsEncoded.Load(); n != 1 {
@@ -208,7 +208,7 @@ func TestClientDisconnectEndsItsStream(t *testing.T) {
 	f.step(time.Second) // and sampling with none is fine
 }
 
-func TestCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
+func TestCloseEndsStreamsAndAnswersNewOnes503(t *testing.T) {
 	f := newFixture(t, nil)
 	srv := newServer(t, f.d)
 	s := openStream(t, srv.URL+"/api/events")
@@ -322,8 +322,8 @@ func TestASlowStreamGetsASnapshotInsteadOfWhatItMissed(t *testing.T) {
 			if err := json.Unmarshal([]byte(ev.data), &snap); err != nil {
 				t.Fatal(err)
 			}
-			if res, _ := findResource(snap, "a"); snap.Seq < lastSeq || len(res.History.PassRate) != int(snap.Seq) {
-				t.Fatalf("catch-up snapshot: seq %d with %d points, after seq %d", snap.Seq, len(res.History.PassRate), lastSeq)
+			if res, _ := findResource(snap, "a"); snap.Seq < lastSeq || len(res.History.AllowedRate) != int(snap.Seq) {
+				t.Fatalf("catch-up snapshot: seq %d with %d points, after seq %d", snap.Seq, len(res.History.AllowedRate), lastSeq)
 			}
 			lastSeq = snap.Seq
 			snapshots++

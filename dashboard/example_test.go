@@ -26,7 +26,7 @@ func Example() {
 	mux := http.NewServeMux()
 	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
 
-	// One second of traffic: 30 requests, 25 admitted, 5 of them failing.
+	// One second of traffic: 30 requests, 25 allowed, 5 of them failing.
 	for i := range 30 {
 		_ = g.Do(context.Background(), "GET /orders", func() error {
 			if i%5 == 0 {
@@ -44,17 +44,17 @@ func Example() {
 		Resources []struct {
 			Name    string
 			History struct {
-				PassRate  []float64 `json:"pass_rate"`
-				BlockRate []float64 `json:"block_rate"`
-				ErrorRate []float64 `json:"error_rate"`
+				AllowedRate []float64 `json:"allowed_rate"`
+				BlockedRate []float64 `json:"blocked_rate"`
+				FailedRate  []float64 `json:"failed_rate"`
 			}
 		}
 	}
 	_ = json.Unmarshal(w.Body.Bytes(), &snap)
 	for _, r := range snap.Resources {
 		h := r.History
-		fmt.Printf("%s: %v passed/s, %v blocked/s, %v failed/s\n", r.Name, h.PassRate[0], h.BlockRate[0], h.ErrorRate[0])
+		fmt.Printf("%s: %v allowed/s, %v blocked/s, %v failed/s\n", r.Name, h.AllowedRate[0], h.BlockedRate[0], h.FailedRate[0])
 	}
 	// Output:
-	// GET /orders: 25 passed/s, 5 blocked/s, 5 failed/s
+	// GET /orders: 25 allowed/s, 5 blocked/s, 5 failed/s
 }

@@ -47,7 +47,7 @@ func (f *fixture) fill(t *testing.T, n, points int) {
 		for k := points - 1; k >= 0; k-- {
 			x := float64(i*points + k)
 			s.add(point{
-				at: newest.at - int64(k)*int64(time.Second), pass: x / 7, block: x / 13, errs: x / 17,
+				at: newest.at - int64(k)*int64(time.Second), allowed: x / 7, blocked: x / 13, failed: x / 17,
 				inFlight: int64(k), p50: time.Duration(x) * time.Microsecond, p99: time.Duration(x) * time.Millisecond, breaker: closedBreaker,
 			}, f.d.history)
 		}
@@ -265,7 +265,7 @@ func TestASnapshotIsEncodedOnceWhateverTheStreams(t *testing.T) {
 	}
 }
 
-func TestStreamsBeyondTheCapAreRefused(t *testing.T) {
+func TestStreamsBeyondTheCapAreAnswered503(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		opts []Option

@@ -13,11 +13,11 @@ import (
 
 // A point is one sample of one resource: 64 bytes.
 type point struct {
-	at                int64   // the clock's reading
-	pass, block, errs float64 // requests per second since the previous sample
-	inFlight          int64
-	p50, p99          time.Duration
-	breaker           breakerState
+	at                       int64   // the clock's reading
+	allowed, blocked, failed float64 // requests per second since the previous sample
+	inFlight                 int64
+	p50, p99                 time.Duration
+	breaker                  breakerState
 }
 
 // A breakerState is the worst state of a resource's breakers, ordered so
@@ -108,9 +108,9 @@ func (s *series) lastPoint() (point, bool) {
 func (s *series) update(now int64, st slidegate.ResourceStats, br breakerState, elapsed float64, record bool, limit int) {
 	s.fresh = false
 	if record {
-		pass, block, errs := rates(s.prev, st.Totals, elapsed)
+		allowed, blocked, failed := rates(s.prev, st.Totals, elapsed)
 		s.add(point{
-			at: now, pass: pass, block: block, errs: errs,
+			at: now, allowed: allowed, blocked: blocked, failed: failed,
 			inFlight: st.InFlight, p50: st.P50, p99: st.P99, breaker: br,
 		}, limit)
 		s.fresh = true
@@ -120,17 +120,17 @@ func (s *series) update(now int64, st slidegate.ResourceStats, br breakerState, 
 	s.breaker = br
 }
 
-// rates returns the requests passed, blocked and failed per second between
+// rates returns the requests allowed, blocked and failed per second between
 // two readings of a resource's totals, elapsed seconds apart. Totals only
 // grow while the guard keeps the resource; if one went down, the guard
 // dropped the resource and made it again in between (slidegate.Totals), and
 // the counts began again from zero.
-func rates(prev, cur slidegate.Totals, elapsed float64) (pass, block, errs float64) {
-	dp, db, de, ds := cur.Allowed-prev.Allowed, cur.Blocked()-prev.Blocked(), cur.Failed-prev.Failed, cur.Succeeded-prev.Succeeded
-	if dp < 0 || db < 0 || de < 0 || ds < 0 || cur.RT < prev.RT {
-		dp, db, de = cur.Allowed, cur.Blocked(), cur.Failed
+func rates(prev, cur slidegate.Totals, elapsed float64) (allowed, blocked, failed float64) {
+	da, db, df, ds := cur.Allowed-prev.Allowed, cur.Blocked()-prev.Blocked(), cur.Failed-prev.Failed, cur.Succeeded-prev.Succeeded
+	if da < 0 || db < 0 || df < 0 || ds < 0 || cur.RT < prev.RT {
+		da, db, df = cur.Allowed, cur.Blocked(), cur.Failed
 	}
-	return float64(dp) / elapsed, float64(db) / elapsed, float64(de) / elapsed
+	return float64(da) / elapsed, float64(db) / elapsed, float64(df) / elapsed
 }
 
 // Sample reads the clock once, reads the guard at that time and records a

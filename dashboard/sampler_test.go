@@ -35,10 +35,10 @@ func newFixture(t *testing.T, gopts []slidegate.Option, opts ...Option) *fixture
 }
 
 // requests sends n requests to resource, each taking rt and failing if fail
-// is set, and returns how many the guard admitted.
+// is set, and returns how many the guard allowed.
 func (f *fixture) requests(t *testing.T, resource string, n int, rt time.Duration, fail bool) int {
 	t.Helper()
-	passed := 0
+	allowed := 0
 	for range n {
 		e, err := f.g.Enter(context.Background(), resource)
 		if errors.Is(err, slidegate.ErrBlocked) {
@@ -52,9 +52,9 @@ func (f *fixture) requests(t *testing.T, resource string, n int, rt time.Duratio
 			exitErr = errBoom
 		}
 		e.ExitAt(f.clk.Now()+int64(rt), exitErr)
-		passed++
+		allowed++
 	}
-	return passed
+	return allowed
 }
 
 // step advances the clock by d and takes a sample.
@@ -103,12 +103,12 @@ func TestSnapshotRatesAreExactDeltasOfTotals(t *testing.T) {
 	if err := f.g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 20}}}); err != nil {
 		t.Fatal(err)
 	}
-	// In the first second: 25 requests, 20 admitted, 4 of them failing.
+	// In the first second: 25 requests, 20 allowed, 4 of them failing.
 	if got := f.requests(t, "GET /orders", 16, 10*time.Millisecond, false) + f.requests(t, "GET /orders", 4, 10*time.Millisecond, true) + f.requests(t, "GET /orders", 5, 0, false); got != 20 {
-		t.Fatalf("admitted %d requests, want 20", got)
+		t.Fatalf("allowed %d requests, want 20", got)
 	}
 	f.step(time.Second)
-	// Over the next two seconds: 10 requests, all admitted (half a second
+	// Over the next two seconds: 10 requests, all allowed (half a second
 	// on: at one second, the first second's 20 are still within the limit's
 	// interval).
 	f.clk.Advance(500 * time.Millisecond)
@@ -127,10 +127,10 @@ func TestSnapshotRatesAreExactDeltasOfTotals(t *testing.T) {
 	if h == nil || len(h.T) != 2 {
 		t.Fatalf("history %+v, want 2 points", h)
 	}
-	want := [][3]float64{{20, 5, 4}, {5, 0, 0}} // pass/s, block/s, error/s
+	want := [][3]float64{{20, 5, 4}, {5, 0, 0}} // allowed/s, blocked/s, failed/s
 	for i, w := range want {
-		if got := [3]float64{h.PassRate[i], h.BlockRate[i], h.ErrorRate[i]}; got != w {
-			t.Errorf("point %d: pass/s, block/s, error/s = %v, want %v", i, got, w)
+		if got := [3]float64{h.AllowedRate[i], h.BlockedRate[i], h.FailedRate[i]}; got != w {
+			t.Errorf("point %d: allowed/s, blocked/s, failed/s = %v, want %v", i, got, w)
 		}
 		if h.InFlight[i] != 0 || h.Breaker[i] != "" {
 			t.Errorf("point %d: in flight %d, breaker %q; want 0, none", i, h.InFlight[i], h.Breaker[i])
@@ -149,8 +149,8 @@ func TestSnapshotRatesAreExactDeltasOfTotals(t *testing.T) {
 	if p := h.P99[1]; math.Abs(p-0.030) > 0.030*0.04 {
 		t.Errorf("P99 %v s after 3 s, want about 0.030", p)
 	}
-	if st := r.Stats; st.Totals.Pass != 30 || st.Totals.Block != 5 || st.Totals.Error != 4 || st.Pass != 30 {
-		t.Errorf("stats %+v, want totals 30 passed, 5 blocked, 4 failed", st)
+	if st := r.Stats; st.Totals.Allowed != 30 || st.Totals.Blocked != 5 || st.Totals.Failed != 4 || st.Allowed != 30 {
+		t.Errorf("stats %+v, want totals 30 allowed, 5 blocked, 4 failed", st)
 	}
 	if len(s.Rules.Flow) != 1 || s.Rules.Flow[0].Limit != 20 {
 		t.Errorf("rules %+v, want the QPS rule", s.Rules)
@@ -168,8 +168,8 @@ func TestInboundHasItsOwnSeries(t *testing.T) {
 	}
 	f.step(2 * time.Second)
 	s := f.snapshot(t)
-	if h := s.Inbound.History; h == nil || len(h.PassRate) != 1 || h.PassRate[0] != 3 {
-		t.Errorf("inbound history %+v, want one point of 3 passed/s", h)
+	if h := s.Inbound.History; h == nil || len(h.AllowedRate) != 1 || h.AllowedRate[0] != 3 {
+		t.Errorf("inbound history %+v, want one point of 3 allowed/s", h)
 	}
 }
 
@@ -183,7 +183,7 @@ func TestBreakerStateIsRecordedPerPoint(t *testing.T) {
 	}
 	f.requests(t, "db", 2, time.Millisecond, false)
 	f.step(time.Second)
-	f.requests(t, "db", 5, time.Millisecond, true) // three fail, then the breaker refuses two
+	f.requests(t, "db", 5, time.Millisecond, true) // three fail, then the breaker blocks two
 	f.step(time.Second)
 
 	s := f.snapshot(t)
@@ -191,8 +191,8 @@ func TestBreakerStateIsRecordedPerPoint(t *testing.T) {
 	if got := r.History.Breaker; len(got) != 2 || got[0] != "closed" || got[1] != "open" {
 		t.Errorf("breaker states %q, want [closed open]", got)
 	}
-	if r.Breaker != "open" || r.History.BlockRate[1] != 2 || r.History.ErrorRate[1] != 3 {
-		t.Errorf("resource breaker %q, block/s %v, error/s %v; want open, 2, 3", r.Breaker, r.History.BlockRate[1], r.History.ErrorRate[1])
+	if r.Breaker != "open" || r.History.BlockedRate[1] != 2 || r.History.FailedRate[1] != 3 {
+		t.Errorf("resource breaker %q, blocked/s %v, failed/s %v; want open, 2, 3", r.Breaker, r.History.BlockedRate[1], r.History.FailedRate[1])
 	}
 	if len(s.Breakers) != 1 || s.Breakers[0].State != "open" || s.Breakers[0].Rule != "breakers[0]" || math.Abs(s.Breakers[0].RetryAfter-59) > 0.01 {
 		t.Errorf("breakers %+v, want breakers[0] open for 59 s more", s.Breakers)
@@ -206,8 +206,8 @@ func TestHistoryIsBoundedByWithHistory(t *testing.T) {
 		f.step(time.Second)
 	}
 	r, _ := findResource(f.snapshot(t), "a")
-	if got := r.History.PassRate; len(got) != 3 || got[0] != 5 || got[1] != 6 || got[2] != 7 {
-		t.Errorf("pass/s history %v, want the last three samples [5 6 7]", got)
+	if got := r.History.AllowedRate; len(got) != 3 || got[0] != 5 || got[1] != 6 || got[2] != 7 {
+		t.Errorf("allowed/s history %v, want the last three samples [5 6 7]", got)
 	}
 	if s := f.d.series["a"]; cap(s.ring) > 3 {
 		t.Errorf("ring capacity %d, want at most the history, 3", cap(s.ring))
@@ -280,8 +280,8 @@ func TestTotalsGoingDownCountAsARestart(t *testing.T) {
 	if !ok {
 		t.Fatal("a missing")
 	}
-	if got := r.History.PassRate; len(got) != 2 || got[0] != 10 || got[1] != 3.0/25 {
-		t.Errorf("pass/s %v, want [10 %v]: the 3 requests since the restart over the 25 s between samples", got, 3.0/25)
+	if got := r.History.AllowedRate; len(got) != 2 || got[0] != 10 || got[1] != 3.0/25 {
+		t.Errorf("allowed/s %v, want [10 %v]: the 3 requests since the restart over the 25 s between samples", got, 3.0/25)
 	}
 }
 
@@ -295,20 +295,20 @@ func TestOtherResourceRatesFollowItsTotals(t *testing.T) {
 	f.requests(t, "b", 4, 0, false) // no room: counted as OtherResource
 	f.step(time.Second)
 	r, ok := findResource(f.snapshot(t), slidegate.OtherResource)
-	if !ok || r.History.PassRate[0] != 4 {
-		t.Fatalf("%s: %+v, want 4 passed/s", slidegate.OtherResource, r)
+	if !ok || r.History.AllowedRate[0] != 4 {
+		t.Fatalf("%s: %+v, want 4 allowed/s", slidegate.OtherResource, r)
 	}
 	// Quiet for a whole window. The guard never drops OtherResource, but
 	// may stop listing it; either way its totals go on.
 	f.step(12 * time.Second)
-	if r, ok := findResource(f.snapshot(t), slidegate.OtherResource); ok && r.History.PassRate[1] != 0 {
-		t.Fatalf("%s while quiet: %v passed/s, want 0", slidegate.OtherResource, r.History.PassRate)
+	if r, ok := findResource(f.snapshot(t), slidegate.OtherResource); ok && r.History.AllowedRate[1] != 0 {
+		t.Fatalf("%s while quiet: %v allowed/s, want 0", slidegate.OtherResource, r.History.AllowedRate)
 	}
 	f.requests(t, "c", 2, 0, false)
 	f.step(time.Second)
 	r, ok = findResource(f.snapshot(t), slidegate.OtherResource)
-	if n := len(r.History.PassRate); !ok || r.History.PassRate[n-1] != 2 {
-		t.Errorf("%s after it came back: %+v, want 2 passed/s, not the 6 it counted in all", slidegate.OtherResource, r.History)
+	if n := len(r.History.AllowedRate); !ok || r.History.AllowedRate[n-1] != 2 {
+		t.Errorf("%s after it came back: %+v, want 2 allowed/s, not the 6 it counted in all", slidegate.OtherResource, r.History)
 	}
 }
 
@@ -316,22 +316,22 @@ func TestRates(t *testing.T) {
 	var blocked slidegate.Totals
 	blocked.BlockedBy[slidegate.RateLimited] = 6
 	tests := []struct {
-		name                string
-		prev, cur           slidegate.Totals
-		elapsed             float64
-		pass, block, errors float64
+		name                     string
+		prev, cur                slidegate.Totals
+		elapsed                  float64
+		allowed, blocked, failed float64
 	}{
 		{"growing", slidegate.Totals{Allowed: 10, Failed: 2}, slidegate.Totals{Allowed: 30, Failed: 6, BlockedBy: blocked.BlockedBy}, 2, 10, 3, 2},
 		{"still", slidegate.Totals{Allowed: 10}, slidegate.Totals{Allowed: 10}, 1, 0, 0, 0},
 		{"restarted", slidegate.Totals{Allowed: 100, Failed: 50}, slidegate.Totals{Allowed: 8, Failed: 2}, 4, 2, 0, 0.5},
-		{"restarted, errors alone went down", slidegate.Totals{Allowed: 1, Failed: 5}, slidegate.Totals{Allowed: 3, Failed: 1}, 1, 3, 0, 1},
-		{"restarted, blocks alone went down", blocked, slidegate.Totals{Allowed: 2}, 1, 2, 0, 0},
+		{"restarted, failed alone went down", slidegate.Totals{Allowed: 1, Failed: 5}, slidegate.Totals{Allowed: 3, Failed: 1}, 1, 3, 0, 1},
+		{"restarted, blocked alone went down", blocked, slidegate.Totals{Allowed: 2}, 1, 2, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, b, e := rates(tt.prev, tt.cur, tt.elapsed)
-			if p != tt.pass || b != tt.block || e != tt.errors {
-				t.Errorf("rates = %v, %v, %v; want %v, %v, %v", p, b, e, tt.pass, tt.block, tt.errors)
+			a, b, f := rates(tt.prev, tt.cur, tt.elapsed)
+			if a != tt.allowed || b != tt.blocked || f != tt.failed {
+				t.Errorf("rates = %v, %v, %v; want %v, %v, %v", a, b, f, tt.allowed, tt.blocked, tt.failed)
 			}
 		})
 	}
@@ -344,8 +344,8 @@ func TestSampleWithoutTimePassingDoesNothing(t *testing.T) {
 	f.step(time.Second)
 	f.d.Sample() // no time since the last sample
 	r, _ := findResource(f.snapshot(t), "a")
-	if got := r.History.PassRate; len(got) != 1 || got[0] != 1 {
-		t.Errorf("pass/s %v, want one point of 1", got)
+	if got := r.History.AllowedRate; len(got) != 1 || got[0] != 1 {
+		t.Errorf("allowed/s %v, want one point of 1", got)
 	}
 }
 
@@ -427,11 +427,11 @@ func TestSampleReadsTheClockOnce(t *testing.T) {
 	if s.Seq != 4 || !okA || !okOther || len(a.History.T) != 4 || len(other.History.T) != 3 || len(s.Breakers) != 1 || len(s.Inbound.History.T) != 4 {
 		t.Fatalf("snapshot seq %d, resources %v, %d breakers; want 4 samples of a, 3 of %s, a's breaker and the inbound traffic", s.Seq, names(s.Resources), len(s.Breakers), slidegate.OtherResource)
 	}
-	if got := a.History.PassRate; got[0] != 1.5 || got[3] != 1.5 || a.Stats.Pass != 12 || a.Stats.Block != 4 {
-		t.Errorf("a: pass/s %v, stats %+v; want 1.5 passed/s, and 12 passed and 4 blocked in the last 10 s", got, a.Stats)
+	if got := a.History.AllowedRate; got[0] != 1.5 || got[3] != 1.5 || a.Stats.Allowed != 12 || a.Stats.Blocked != 4 {
+		t.Errorf("a: allowed/s %v, stats %+v; want 1.5 allowed/s, and 12 allowed and 4 blocked in the last 10 s", got, a.Stats)
 	}
-	if got := other.History.PassRate; got[0] != 2 || got[2] != 2 {
-		t.Errorf("%s: pass/s %v, want 2", slidegate.OtherResource, got)
+	if got := other.History.AllowedRate; got[0] != 2 || got[2] != 2 {
+		t.Errorf("%s: allowed/s %v, want 2", slidegate.OtherResource, got)
 	}
 }
 

@@ -55,62 +55,71 @@ type resourceHistoryJSON struct {
 // historyJSON is a resource's points, oldest first, column by column (as
 // charts want them): element i of every slice is point i.
 type historyJSON struct {
-	T         []float64 `json:"t"`
-	PassRate  []float64 `json:"pass_rate"`
-	BlockRate []float64 `json:"block_rate"`
-	ErrorRate []float64 `json:"error_rate"`
-	InFlight  []int64   `json:"in_flight"`
-	P50       []float64 `json:"p50"`
-	P99       []float64 `json:"p99"`
-	Breaker   []string  `json:"breaker"`
+	T           []float64 `json:"t"`
+	AllowedRate []float64 `json:"allowed_rate"`
+	BlockedRate []float64 `json:"blocked_rate"`
+	FailedRate  []float64 `json:"failed_rate"`
+	InFlight    []int64   `json:"in_flight"`
+	P50         []float64 `json:"p50"`
+	P99         []float64 `json:"p99"`
+	Breaker     []string  `json:"breaker"`
 }
 
-// pointJSON is one sample of a resource.
+// pointJSON is one sample of a resource: the requests allowed, blocked and
+// failed per second since the previous sample, and the rest as of the
+// sample.
 type pointJSON struct {
-	T         float64 `json:"t"`
-	PassRate  float64 `json:"pass_rate"`
-	BlockRate float64 `json:"block_rate"`
-	ErrorRate float64 `json:"error_rate"`
-	InFlight  int64   `json:"in_flight"`
-	P50       float64 `json:"p50"`
-	P99       float64 `json:"p99"`
-	Breaker   string  `json:"breaker,omitempty"`
+	T           float64 `json:"t"`
+	AllowedRate float64 `json:"allowed_rate"`
+	BlockedRate float64 `json:"blocked_rate"`
+	FailedRate  float64 `json:"failed_rate"`
+	InFlight    int64   `json:"in_flight"`
+	P50         float64 `json:"p50"`
+	P99         float64 `json:"p99"`
+	Breaker     string  `json:"breaker,omitempty"`
 }
 
+// statsJSON is a slidegate.ResourceStats: the requests allowed and blocked,
+// and of the allowed ones those that succeeded and failed, in the last 10
+// seconds; their response times; and the totals.
 type statsJSON struct {
-	Pass     int64      `json:"pass"`
-	Block    int64      `json:"block"`
-	Success  int64      `json:"success"`
-	Error    int64      `json:"error"`
-	AvgRT    float64    `json:"avg_rt"`
-	P50      float64    `json:"p50"`
-	P90      float64    `json:"p90"`
-	P99      float64    `json:"p99"`
-	MaxRT    float64    `json:"max_rt"`
-	InFlight int64      `json:"in_flight"`
-	Totals   totalsJSON `json:"totals"`
+	Allowed   int64      `json:"allowed"`
+	Blocked   int64      `json:"blocked"`
+	Succeeded int64      `json:"succeeded"`
+	Failed    int64      `json:"failed"`
+	AvgRT     float64    `json:"avg_rt"`
+	P50       float64    `json:"p50"`
+	P90       float64    `json:"p90"`
+	P99       float64    `json:"p99"`
+	MaxRT     float64    `json:"max_rt"`
+	InFlight  int64      `json:"in_flight"`
+	Totals    totalsJSON `json:"totals"`
 }
 
+// totalsJSON is a slidegate.Totals, the blocked requests summed over the
+// reasons (Totals.Blocked).
 type totalsJSON struct {
-	Pass    int64   `json:"pass"`
-	Block   int64   `json:"block"`
-	Success int64   `json:"success"`
-	Error   int64   `json:"error"`
-	RT      float64 `json:"rt"`
+	Allowed   int64   `json:"allowed"`
+	Blocked   int64   `json:"blocked"`
+	Succeeded int64   `json:"succeeded"`
+	Failed    int64   `json:"failed"`
+	RT        float64 `json:"rt"`
 }
 
-// breakerJSON is a slidegate.BreakerStatus.
+// breakerJSON is a slidegate.BreakerStatus. Its counts are of the breaker's
+// interval: the requests it counted an outcome of, those that succeeded,
+// failed and were slow, and those it blocked.
 type breakerJSON struct {
 	Resource       string  `json:"resource"`
 	Rule           string  `json:"rule"`
 	Strategy       string  `json:"strategy"`
 	State          string  `json:"state"`
-	DropRatio      float64 `json:"drop_ratio"`
+	BlockRatio     float64 `json:"block_ratio"` // the share of requests it blocks now, 0 to 1
 	Requests       int64   `json:"requests"`
-	Successes      int64   `json:"successes"`
-	Failures       int64   `json:"failures"`
+	Succeeded      int64   `json:"succeeded"`
+	Failed         int64   `json:"failed"`
 	Slow           int64   `json:"slow"`
-	Rejected       int64   `json:"rejected"`
+	Blocked        int64   `json:"blocked"`
 	ProbesInFlight int     `json:"probes_in_flight"`
 	RetryAfter     float64 `json:"retry_after"`
 }
@@ -134,11 +143,11 @@ func seconds(d time.Duration) float64 { return d.Seconds() }
 
 func statsOf(st slidegate.ResourceStats) statsJSON {
 	return statsJSON{
-		Pass: st.Allowed, Block: st.Blocked, Success: st.Succeeded, Error: st.Failed,
+		Allowed: st.Allowed, Blocked: st.Blocked, Succeeded: st.Succeeded, Failed: st.Failed,
 		AvgRT: seconds(st.AvgRT), P50: seconds(st.P50), P90: seconds(st.P90), P99: seconds(st.P99), MaxRT: seconds(st.MaxRT),
 		InFlight: st.InFlight,
 		Totals: totalsJSON{
-			Pass: st.Totals.Allowed, Block: st.Totals.Blocked(), Success: st.Totals.Succeeded, Error: st.Totals.Failed,
+			Allowed: st.Totals.Allowed, Blocked: st.Totals.Blocked(), Succeeded: st.Totals.Succeeded, Failed: st.Totals.Failed,
 			RT: seconds(st.Totals.RT),
 		},
 	}
@@ -149,9 +158,9 @@ func breakersOf(bs []slidegate.BreakerStatus) []breakerJSON {
 	for i, b := range bs {
 		out[i] = breakerJSON{
 			Resource: b.Resource, Rule: b.Rule, Strategy: string(b.Strategy),
-			State:     stateOf(b.State).String(),
-			DropRatio: finite(b.BlockRatio),
-			Requests:  b.Requests, Successes: b.Successes, Failures: b.Failures, Slow: b.Slow, Rejected: b.Blocked,
+			State:      stateOf(b.State).String(),
+			BlockRatio: finite(b.BlockRatio),
+			Requests:   b.Requests, Succeeded: b.Successes, Failed: b.Failures, Slow: b.Slow, Blocked: b.Blocked,
 			ProbesInFlight: b.ProbesInFlight,
 			RetryAfter:     seconds(b.RetryAfter),
 		}
@@ -169,7 +178,7 @@ func finite(x float64) float64 {
 
 func (d *Dashboard) pointOf(p point) pointJSON {
 	return pointJSON{
-		T: d.unix(p.at), PassRate: p.pass, BlockRate: p.block, ErrorRate: p.errs,
+		T: d.unix(p.at), AllowedRate: p.allowed, BlockedRate: p.blocked, FailedRate: p.failed,
 		InFlight: p.inFlight, P50: seconds(p.p50), P99: seconds(p.p99), Breaker: p.breaker.String(),
 	}
 }
@@ -185,15 +194,15 @@ func (d *Dashboard) withHistory(s *series, n int) resourceJSON {
 	r := d.resourceOf(s)
 	n = min(n, len(s.ring))
 	h := &historyJSON{
-		T: make([]float64, 0, n), PassRate: make([]float64, 0, n), BlockRate: make([]float64, 0, n),
-		ErrorRate: make([]float64, 0, n), InFlight: make([]int64, 0, n),
+		T: make([]float64, 0, n), AllowedRate: make([]float64, 0, n), BlockedRate: make([]float64, 0, n),
+		FailedRate: make([]float64, 0, n), InFlight: make([]int64, 0, n),
 		P50: make([]float64, 0, n), P99: make([]float64, 0, n), Breaker: make([]string, 0, n),
 	}
 	s.newest(n, func(p point) {
 		h.T = append(h.T, d.unix(p.at))
-		h.PassRate = append(h.PassRate, p.pass)
-		h.BlockRate = append(h.BlockRate, p.block)
-		h.ErrorRate = append(h.ErrorRate, p.errs)
+		h.AllowedRate = append(h.AllowedRate, p.allowed)
+		h.BlockedRate = append(h.BlockedRate, p.blocked)
+		h.FailedRate = append(h.FailedRate, p.failed)
 		h.InFlight = append(h.InFlight, p.inFlight)
 		h.P50 = append(h.P50, seconds(p.p50))
 		h.P99 = append(h.P99, seconds(p.p99))

@@ -8,9 +8,9 @@
   const MAX_CHARTS = 24; // charts drawn at once; the filter picks others
 
   const COLORS = {
-    pass: "#1c7ed6",
-    block: "#f59f00",
-    error: "#e03131",
+    allowed: "#1c7ed6",
+    blocked: "#f59f00",
+    failed: "#e03131",
     p50: "#0ca678",
     p99: "#7048e8",
   };
@@ -75,7 +75,7 @@
 
   // ---- state ----
 
-  const COLUMNS = ["t", "pass_rate", "block_rate", "error_rate", "in_flight", "p50", "p99", "breaker"];
+  const COLUMNS = ["t", "allowed_rate", "blocked_rate", "failed_rate", "in_flight", "p50", "p99", "breaker"];
 
   function emptyHist() {
     const h = {};
@@ -121,14 +121,14 @@
     while (n < older.t.length && older.t[n] < first) n++;
     const h = {};
     for (const c of COLUMNS) h[c] = (older[c] || []).slice(0, n).concat(newer[c]);
-    const drop = h.t.length - state.history;
-    if (drop > 0) for (const c of COLUMNS) h[c] = h[c].slice(drop);
+    const excess = h.t.length - state.history;
+    if (excess > 0) for (const c of COLUMNS) h[c] = h[c].slice(excess);
     return h;
   }
 
   // fetchHistory asks for the whole history of a partial entry, and puts it
-  // before the points the entry has. A failure is retried, not before ten
-  // seconds.
+  // before the points the entry has. A fetch that does not succeed is tried
+  // again, not before ten seconds.
   const fetching = new Set(); // names
   async function fetchHistory(e) {
     if (fetching.has(e.name) || Date.now() < (e.retryAt || 0)) return;
@@ -177,9 +177,9 @@
 
   const sortValue = {
     name: (e) => e.name,
-    pass: (e) => last(e, "pass_rate") ?? -1,
-    block: (e) => last(e, "block_rate") ?? -1,
-    error: (e) => last(e, "error_rate") ?? -1,
+    allowed: (e) => last(e, "allowed_rate") ?? -1,
+    blocked: (e) => last(e, "blocked_rate") ?? -1,
+    failed: (e) => last(e, "failed_rate") ?? -1,
     inflight: (e) => e.stats.in_flight,
     p50: (e) => e.stats.p50,
     p99: (e) => e.stats.p99,
@@ -209,9 +209,9 @@
     const rows = list.map((e) =>
       el("tr", { dataset: { resource: e.name } },
         el("td", { className: "name", title: e.name }, e.name),
-        el("td", { className: "num pass" }, fmtRate(last(e, "pass_rate"))),
-        el("td", { className: "num block" + (last(e, "block_rate") > 0 ? " warn" : "") }, fmtRate(last(e, "block_rate"))),
-        el("td", { className: "num error" + (last(e, "error_rate") > 0 ? " bad" : "") }, fmtRate(last(e, "error_rate"))),
+        el("td", { className: "num allowed" }, fmtRate(last(e, "allowed_rate"))),
+        el("td", { className: "num blocked" + (last(e, "blocked_rate") > 0 ? " warn" : "") }, fmtRate(last(e, "blocked_rate"))),
+        el("td", { className: "num failed" + (last(e, "failed_rate") > 0 ? " bad" : "") }, fmtRate(last(e, "failed_rate"))),
         el("td", { className: "num inflight" }, String(e.stats.in_flight)),
         el("td", { className: "num p50" }, e.stats.p50 ? fmtDur(e.stats.p50) : "–"),
         el("td", { className: "num p99" }, e.stats.p99 ? fmtDur(e.stats.p99) : "–"),
@@ -308,9 +308,9 @@
       width, height: 150, cursor, hooks, padding: PADDING,
       scales: { x: { time: true }, y: { range: zeroBased } },
       series: [x,
-        line("pass/s", COLORS.pass, fmtRate, "rgba(28,126,214,0.08)"),
-        line("block/s", COLORS.block, fmtRate),
-        line("error/s", COLORS.error, fmtRate)],
+        line("allowed/s", COLORS.allowed, fmtRate, "rgba(28,126,214,0.08)"),
+        line("blocked/s", COLORS.blocked, fmtRate),
+        line("failed/s", COLORS.failed, fmtRate)],
       axes: [timeAxis(true), axis((u, vals) => vals.map(fmtRateTick), 56)],
     }, ratesData(e), ratesEl);
     const latency = new uPlot({
@@ -324,7 +324,7 @@
     return { card, slot, rates, latency };
   }
 
-  const ratesData = (e) => [e.hist.t, e.hist.pass_rate, e.hist.block_rate, e.hist.error_rate];
+  const ratesData = (e) => [e.hist.t, e.hist.allowed_rate, e.hist.blocked_rate, e.hist.failed_rate];
   const latencyData = (e) => [e.hist.t, e.hist.p50, e.hist.p99];
 
   function renderCharts(list) {
@@ -357,7 +357,7 @@
     }
     const hidden = list.length - shown.length;
     $("charts-note").textContent = hidden > 0 ? `${hidden} more: narrow the filter to see them` :
-      `last ${state.history} samples · pass/s, block/s, error/s above; P50 and P99 below`;
+      `last ${state.history} samples · allowed/s, blocked/s, failed/s above; P50 and P99 below`;
   }
 
   function resizeCharts() {
@@ -374,14 +374,14 @@
     const e = state.inbound;
     const dl = $("inbound");
     if (!e) return dl.replaceChildren();
-    const item = (k, v, cls) => el("div", { className: "kv" }, el("dt", {}, k), el("dd", { className: cls || "" }, v));
+    const item = (k, tip, v, cls) => el("div", { className: "kv", title: tip }, el("dt", {}, k), el("dd", { className: cls || "" }, v));
     dl.replaceChildren(
-      item("inbound pass/s", fmtRate(last(e, "pass_rate"))),
-      item("block/s", fmtRate(last(e, "block_rate")), last(e, "block_rate") > 0 ? "warn" : ""),
-      item("error/s", fmtRate(last(e, "error_rate")), last(e, "error_rate") > 0 ? "bad" : ""),
-      item("in flight", String(e.stats.in_flight)),
-      item("P99", e.stats.p99 ? fmtDur(e.stats.p99) : "–"),
-      item("updated", state.time ? fmtTime(state.time) : "–"));
+      item("inbound allowed/s", "Inbound requests allowed per second", fmtRate(last(e, "allowed_rate"))),
+      item("blocked/s", "Inbound requests blocked per second", fmtRate(last(e, "blocked_rate")), last(e, "blocked_rate") > 0 ? "warn" : ""),
+      item("failed/s", "Inbound requests that failed per second", fmtRate(last(e, "failed_rate")), last(e, "failed_rate") > 0 ? "bad" : ""),
+      item("in flight", "Inbound requests allowed and not yet ended", String(e.stats.in_flight)),
+      item("P99", "99th percentile of the inbound response times, last 10 s", e.stats.p99 ? fmtDur(e.stats.p99) : "–"),
+      item("updated", "Time of the latest sample", state.time ? fmtTime(state.time) : "–"));
   }
 
   // ---- the rules ----
@@ -403,7 +403,7 @@
 
   function describeFlow(f) {
     const extra = [];
-    if (f.behavior === "throttle" && f.max_wait) extra.push("max wait " + f.max_wait);
+    if (f.type === "throttle" && f.max_wait) extra.push("max wait " + f.max_wait);
     if (f.warm_up) extra.push("warm-up " + f.warm_up);
     if (f.borrow) extra.push("borrow " + f.borrow);
     if (f.ref_resource) extra.push("by " + f.ref_resource);
@@ -412,8 +412,8 @@
 
   function describeBreaker(b) {
     switch (b.strategy) {
-      case "error_ratio": return "errors ≥ " + (b.threshold * 100).toFixed(0) + "%";
-      case "error_count": return "errors ≥ " + b.count;
+      case "error_ratio": return "failed ≥ " + (b.threshold * 100).toFixed(0) + "%";
+      case "error_count": return "failed ≥ " + b.count;
       case "slow_ratio": return "slower than " + b.max_rt + " ≥ " + (b.threshold * 100).toFixed(0) + "%";
       case "adaptive": return "K = " + (b.k || 2);
     }
@@ -431,20 +431,20 @@
     const status = new Map(state.breakers.map((b) => [b.rule, b]));
     const parts = [];
     if (flow.length) {
-      parts.push(el("h3", {}, "Flow"), table(["Rule", "Resource", "Type", "Limit", "Per", "Behavior", ""],
+      parts.push(el("h3", {}, "Flow"), table(["Rule", "Resource", "Type", "Limit", "Per", ""],
         flow.map((f, i) => [`flow[${i}]`, f.resource, f.type || "qps", String(f.limit),
-          (f.type || "qps") === "qps" ? f.interval || "1s" : "at once", f.behavior || "reject", describeFlow(f)])));
+          (f.type || "qps") === "concurrency" ? "at once" : f.interval || "1s", describeFlow(f)])));
     }
     if (brs.length) {
-      parts.push(el("h3", {}, "Breakers"), table(["Rule", "Resource", "Strategy", "Opens when", "State", "Window", "Retry after"],
+      parts.push(el("h3", {}, "Breakers"), table(["Rule", "Resource", "Strategy", "Opens when", "State", "Last interval", "Retry after"],
         brs.map((b, i) => {
           const s = status.get(`breakers[${i}]`);
           return [`breakers[${i}]`, b.resource, b.strategy, describeBreaker(b), badge(s ? s.state : ""),
-            s ? `${s.requests} req, ${s.failures} failed` + (s.rejected ? `, ${s.rejected} refused` : "") : "–",
+            s ? `${s.requests} req, ${s.failed} failed` + (s.blocked ? `, ${s.blocked} blocked` : "") : "–",
             s && s.retry_after ? fmtDur(s.retry_after) : "–"];
         })));
     }
-    if (!parts.length) parts.push(el("p", { className: "empty" }, "No rules: every request passes."));
+    if (!parts.length) parts.push(el("p", { className: "empty" }, "No rules: every request is allowed."));
     $("rules").replaceChildren(...parts);
   }
 
