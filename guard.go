@@ -175,6 +175,10 @@ func (g *Guard) SetRules(rules Rules) error {
 	return nil
 }
 
+// Clock returns the clock the guard reads: what its ...At methods take the
+// time of, and what a dashboard or a simulation beside it must read too.
+func (g *Guard) Clock() clock.Clock { return g.clock }
+
 // Rules returns a copy of the rules in force.
 func (g *Guard) Rules() Rules { return g.snap.Load().rules.clone() }
 
