@@ -8,7 +8,6 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/timegrid"
-	"github.com/slidegate/slidegate/window"
 )
 
 // An Option customises a breaker. Options that belong to one kind of breaker
@@ -192,17 +191,8 @@ func build(opts []Option, defaults settings, only uint32, kind string) (settings
 			}
 		}
 	}
-	if s.interval <= 0 {
-		return s, fmt.Errorf("%w: window interval = %v: must be positive", ErrInvalidConfig, s.interval)
-	}
-	if s.buckets < 1 || s.buckets > window.MaxBuckets {
-		return s, fmt.Errorf("%w: window buckets = %d: must be between 1 and %d", ErrInvalidConfig, s.buckets, window.MaxBuckets)
-	}
-	if s.interval%time.Duration(s.buckets) != 0 {
-		return s, fmt.Errorf("%w: window interval = %v: does not divide into %d buckets of whole nanoseconds", ErrInvalidConfig, s.interval, s.buckets)
-	}
-	if err := timegrid.Check(int64(s.buckets), s.interval/time.Duration(s.buckets)); err != nil {
-		return s, fmt.Errorf("%w: window: %w (interval %v in %d buckets)", ErrInvalidConfig, err, s.interval, s.buckets)
+	if err := timegrid.CheckWindow(s.interval, s.buckets); err != nil {
+		return s, fmt.Errorf("%w: window %w", ErrInvalidConfig, err)
 	}
 	if s.minRequests < 0 {
 		return s, fmt.Errorf("%w: min requests = %d: must not be negative", ErrInvalidConfig, s.minRequests)

@@ -27,15 +27,15 @@ import (
 // decision fell back, or any round trip failed, fails instead of reporting
 // the fallback's speed.
 
-// admitAll is the limit, per second, of the shapes meant to admit every
+// allowAll is the limit, per second, of the shapes meant to allow every
 // decision: far above what one process decides, lease included.
-const admitAll = 1_000_000_000
+const allowAll = 1_000_000_000
 
 var sinkTime time.Time
 
 // benchLimiter starts a redis-server, a Cluster over a client of it and one
 // limiter of limit per interval, and makes one decision, which must be
-// admitted, before the timer starts: it dials the connection and loads the
+// allowed, before the timer starts: it dials the connection and loads the
 // script.
 func benchLimiter(b *testing.B, limit int64, interval time.Duration, opts ...LimiterOption) (*Cluster, *Limiter) {
 	b.Helper()
@@ -43,7 +43,7 @@ func benchLimiter(b *testing.B, limit int64, interval time.Duration, opts ...Lim
 	c := cluster(b, srv, WithTimeout(time.Second))
 	l := limiter(b, c, "bench", limit, interval, opts...)
 	if d := l.Allow(bg); !d.Allowed {
-		b.Fatalf("first decision %+v: want it admitted", d)
+		b.Fatalf("first decision %+v: want it allowed", d)
 	}
 	return c, l
 }
@@ -67,7 +67,7 @@ func measure(b *testing.B, c *Cluster) (stop func()) {
 }
 
 // allowSerial makes b.N decisions from one goroutine and returns how many
-// were admitted.
+// were allowed.
 func allowSerial(b *testing.B, l *Limiter) int64 {
 	var allowed int64
 	for i := 0; i < b.N; i++ {
@@ -79,7 +79,7 @@ func allowSerial(b *testing.B, l *Limiter) int64 {
 }
 
 // allowParallel makes b.N decisions from GOMAXPROCS goroutines and returns
-// how many were admitted.
+// how many were allowed.
 func allowParallel(b *testing.B, l *Limiter) int64 {
 	var allowed atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
@@ -95,7 +95,7 @@ func allowParallel(b *testing.B, l *Limiter) int64 {
 }
 
 // decide measures b.N decisions, from one goroutine or GOMAXPROCS, and
-// returns how many were admitted.
+// returns how many were allowed.
 func decide(b *testing.B, c *Cluster, l *Limiter, parallel bool) int64 {
 	stop := measure(b, c)
 	defer stop()
@@ -105,50 +105,50 @@ func decide(b *testing.B, c *Cluster, l *Limiter, parallel bool) int64 {
 	return allowSerial(b, l)
 }
 
-// benchAdmitted runs the shapes whose limit is never reached: every decision
-// must be admitted.
-func benchAdmitted(b *testing.B, parallel bool, opts ...LimiterOption) {
-	c, l := benchLimiter(b, admitAll, time.Second, opts...)
+// benchAllowed runs the shapes whose limit is never reached: every decision
+// must be allowed.
+func benchAllowed(b *testing.B, parallel bool, opts ...LimiterOption) {
+	c, l := benchLimiter(b, allowAll, time.Second, opts...)
 	allowed := decide(b, c, l, parallel)
 	if allowed != int64(b.N) {
-		b.Fatalf("admitted %d of %d decisions; the limit, %d per second, is meant never to be reached", allowed, b.N, admitAll)
+		b.Fatalf("allowed %d of %d decisions; the limit, %d per second, is meant never to be reached", allowed, b.N, allowAll)
 	}
 }
 
 // Every decision a round trip: one EVALSHA of the limit script.
-func BenchmarkLimiterAllow(b *testing.B) { benchAdmitted(b, false) }
+func BenchmarkLimiterAllow(b *testing.B) { benchAllowed(b, false) }
 
-func BenchmarkLimiterAllowParallel(b *testing.B) { benchAdmitted(b, true) }
+func BenchmarkLimiterAllowParallel(b *testing.B) { benchAllowed(b, true) }
 
 // A lease of 100: one round trip per 100 decisions, the other 99 spent
 // locally (the lease lives one bucket width, 40ms, which is far longer than
 // it takes to spend it here).
-func BenchmarkLimiterAllowLease(b *testing.B) { benchAdmitted(b, false, WithLease(100, 0)) }
+func BenchmarkLimiterAllowLease(b *testing.B) { benchAllowed(b, false, WithLease(100, 0)) }
 
 func BenchmarkLimiterAllowLeaseParallel(b *testing.B) {
-	benchAdmitted(b, true, WithLease(100, 0))
+	benchAllowed(b, true, WithLease(100, 0))
 }
 
-// benchRefused runs the overload shapes: a limit of 1 per minute, taken
-// before the timer starts, so that every decision measured is refused. The
-// first refusal is a round trip, made before the timer too; the limiter then
-// keeps it until the window moves on, about a minute later, and refuses
+// benchBlocked runs the overload shapes: a limit of 1 per minute, taken
+// before the timer starts, so that every decision measured is blocked. The
+// first block is a round trip, made before the timer too; the limiter then
+// keeps it until the window moves on, about a minute later, and blocks
 // without a round trip.
-func benchRefused(b *testing.B, parallel bool) {
+func benchBlocked(b *testing.B, parallel bool) {
 	c, l := benchLimiter(b, 1, time.Minute)
 	if d := l.Allow(bg); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter <= 0 {
-		b.Fatalf("second decision %+v: want it refused for the rate, with a RetryAfter", d)
+		b.Fatalf("second decision %+v: want it blocked for the rate, with a RetryAfter", d)
 	}
 	allowed := decide(b, c, l, parallel)
 	if allowed != 0 {
-		b.Fatalf("admitted %d of %d decisions past a limit of 1 per minute", allowed, b.N)
+		b.Fatalf("allowed %d of %d decisions past a limit of 1 per minute", allowed, b.N)
 	}
 }
 
-// The cached refusal: no round trip.
-func BenchmarkLimiterAllowRefused(b *testing.B) { benchRefused(b, false) }
+// The cached block: no round trip.
+func BenchmarkLimiterAllowBlocked(b *testing.B) { benchBlocked(b, false) }
 
-func BenchmarkLimiterAllowRefusedParallel(b *testing.B) { benchRefused(b, true) }
+func BenchmarkLimiterAllowBlockedParallel(b *testing.B) { benchBlocked(b, true) }
 
 // Baselines.
 

@@ -38,32 +38,35 @@ type script struct {
 	name string
 }
 
-// ErrInvalidConfig is wrapped by every error New and NewLimiter return for a
-// bad argument; the message names the argument and its value.
+// ErrInvalidConfig is wrapped by every error New, NewLimiter and SetLimit
+// return for a bad argument or option; the message names the option (or
+// argument) and the value it was given.
 var ErrInvalidConfig = errors.New("redisflow: invalid configuration")
 
-// A Fallback says how limiters decide while Redis cannot.
-type Fallback uint8
+// A FallbackPolicy says how limiters decide while Redis cannot: while it is
+// down, unreachable or too slow for the timeout, or answers with an error
+// that retrying will not fix. Stats.Fallbacks counts the decisions it makes.
+type FallbackPolicy uint8
 
 const (
 	// Local: each instance limits on its own to limit / instances (at
 	// least 1 when the limit is not 0), the instances being configured
 	// (WithInstances) or last discovered by the heartbeat. The default.
-	Local Fallback = iota
-	// FailOpen admits every request.
+	Local FallbackPolicy = iota
+	// FailOpen allows every request.
 	FailOpen
-	// FailClosed refuses every request.
+	// FailClosed blocks every request (flow.RateLimited, no RetryAfter).
 	FailClosed
 )
 
 var fallbackNames = [...]string{"local", "fail open", "fail closed"}
 
-// String returns the fallback's name ("local").
-func (f Fallback) String() string {
+// String returns the policy's name ("local", "fail open", "fail closed").
+func (f FallbackPolicy) String() string {
 	if int(f) < len(fallbackNames) {
 		return fallbackNames[f]
 	}
-	return "Fallback(" + strconv.Itoa(int(f)) + ")"
+	return "FallbackPolicy(" + strconv.Itoa(int(f)) + ")"
 }
 
 // A Cluster is one instance's connection to the limits it shares with the
@@ -92,7 +95,8 @@ type Cluster struct {
 	clock      clock.Clock
 	log        *slog.Logger
 	ownLog     bool // log came from WithLogger
-	fallback   Fallback
+	ownID      bool // id came from WithInstanceID
+	fallback   FallbackPolicy
 	configured int64 // WithInstances; 0: discover
 	heartbeat  time.Duration
 	probeMin   time.Duration
@@ -118,7 +122,8 @@ type Cluster struct {
 	faultLog map[string]int64      // a kind of fault: when its Error line was logged
 }
 
-// An Option configures a Cluster.
+// An Option configures a Cluster. New returns an error naming the option and
+// its value for one it cannot honour; a nil Option is no option.
 type Option func(*Cluster)
 
 // WithPrefix sets the prefix of every key the cluster writes (default
@@ -130,8 +135,9 @@ func WithPrefix(p string) Option { return func(c *Cluster) { c.prefix = p } }
 // past it, the decision is the fallback's, and Redis is marked down.
 func WithTimeout(d time.Duration) Option { return func(c *Cluster) { c.timeout = d } }
 
-// WithFallback sets how limiters decide while Redis is down (default Local).
-func WithFallback(f Fallback) Option { return func(c *Cluster) { c.fallback = f } }
+// WithFallback sets how limiters decide while Redis is down (default Local):
+// Local, FailOpen or FailClosed.
+func WithFallback(f FallbackPolicy) Option { return func(c *Cluster) { c.fallback = f } }
 
 // WithInstances sets the number of instances sharing the limits, which the
 // Local fallback divides them by. Without it (or with 0), the instances
@@ -140,18 +146,23 @@ func WithFallback(f Fallback) Option { return func(c *Cluster) { c.fallback = f 
 func WithInstances(n int) Option { return func(c *Cluster) { c.configured = int64(n) } }
 
 // WithHeartbeat sets how often an instance renews its heartbeat (default
-// 1s). An instance counts until three periods after its last heartbeat.
+// 1s), between 1ms (more often would keep Redis busy for nothing) and 24h.
+// An instance counts until three periods after its last heartbeat.
 func WithHeartbeat(d time.Duration) Option { return func(c *Cluster) { c.heartbeat = d } }
 
 // WithProbeBackoff sets how soon Redis is probed after it went down (min,
 // default 100ms) and how far the wait between failed probes doubles (max,
-// default 5s).
+// default 5s). min must be at least 1ms, and max between min and 24h.
 func WithProbeBackoff(min, max time.Duration) Option {
 	return func(c *Cluster) { c.probeMin, c.probeMax = min, max }
 }
 
-// WithClock makes the cluster's limiters read time from c (leases, cached
-// refusals and the local fallback). Redis decides on its own clock.
+// WithClock makes the cluster read time from c (default clock.System): its
+// limiters, for their leases, their cached blocks and the Local fallback
+// (Limiter.AllowNAt), and the cluster, for spacing the lines it logs at Error
+// level. Redis decides on its own clock. The timeout, the heartbeat and the
+// probe are real time, whatever the clock: they bound how long callers wait
+// and how often Redis is called. c must not be nil.
 func WithClock(cl clock.Clock) Option { return func(c *Cluster) { c.clock = cl } }
 
 // WithLogger makes the cluster log through l: Redis going down and coming
@@ -164,12 +175,12 @@ func WithClock(cl clock.Clock) Option { return func(c *Cluster) { c.clock = cl }
 // appears, and not again within a minute (on the cluster's clock) if errors
 // of that kind come and go; its end is logged if it was. The cluster never
 // logs per request.
-// WithLogger(slog.New(slog.DiscardHandler)) silences it.
-func WithLogger(l *slog.Logger) Option { return func(c *Cluster) { c.log, c.ownLog = l, l != nil } }
+// WithLogger(slog.New(slog.DiscardHandler)) silences it; l must not be nil.
+func WithLogger(l *slog.Logger) Option { return func(c *Cluster) { c.log, c.ownLog = l, true } }
 
 // WithInstanceID names this instance in the heartbeat key (default: host
-// name, process id and a random suffix).
-func WithInstanceID(id string) Option { return func(c *Cluster) { c.id = id } }
+// name, process id and a random suffix). id must not be empty.
+func WithInstanceID(id string) Option { return func(c *Cluster) { c.id, c.ownID = id, true } }
 
 // New returns a Cluster deciding through client: a *redis.Client, a
 // *redis.ClusterClient, a *redis.Ring, or anything else that runs scripts.
@@ -273,6 +284,11 @@ func (c *Cluster) start() error {
 	return nil
 }
 
+// maxPeriod bounds the heartbeat's period and the probe's backoff: longer
+// ones would leave the instances' count, or Redis's health, stale for days.
+const maxPeriod = 24 * time.Hour
+
+// check returns an error naming the first option New cannot honour.
 func (c *Cluster) check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
@@ -285,15 +301,19 @@ func (c *Cluster) check() error {
 	case c.timeout <= 0:
 		return bad("timeout = %v: must be positive", c.timeout)
 	case c.clock == nil:
-		return bad("clock = nil")
+		return bad("clock = nil: must not be nil")
+	case c.ownLog && c.log == nil:
+		return bad("logger = nil: must not be nil; leave WithLogger out for the default, or give slog.New(slog.DiscardHandler) to log nothing")
+	case c.ownID && c.id == "":
+		return bad(`instance id = "": must not be empty; leave WithInstanceID out for the default`)
 	case c.fallback > FailClosed:
 		return bad("fallback = %v: must be Local, FailOpen or FailClosed", c.fallback)
 	case c.configured < 0:
-		return bad("instances = %d: must not be negative", c.configured)
-	case c.heartbeat <= 0:
-		return bad("heartbeat = %v: must be positive", c.heartbeat)
-	case c.probeMin <= 0 || c.probeMax < c.probeMin:
-		return bad("probe backoff = %v..%v: min must be positive, max at least min", c.probeMin, c.probeMax)
+		return bad("instances = %d: must not be negative (0 discovers them)", c.configured)
+	case c.heartbeat < time.Millisecond || c.heartbeat > maxPeriod:
+		return bad("heartbeat = %v: must be between 1ms and %v", c.heartbeat, maxPeriod)
+	case c.probeMin < time.Millisecond || c.probeMax < c.probeMin || c.probeMax > maxPeriod:
+		return bad("probe backoff = %v..%v: min must be at least 1ms, max between min and %v", c.probeMin, c.probeMax, maxPeriod)
 	}
 	// A client that ignores deadlines would hold requests past the timeout.
 	var ctxTimeout bool

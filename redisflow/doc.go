@@ -1,5 +1,5 @@
 // Package redisflow keeps QPS limits that hold across every instance of a
-// service, in Redis: a limit of 1000 per second on 20 instances admits at
+// service, in Redis: a limit of 1000 per second on 20 instances allows at
 // most 1000 per second in all, not 1000 on each.
 //
 // Make one Cluster per process, over a go-redis client, and a Limiter per
@@ -13,13 +13,22 @@
 //	orders, err := cluster.NewLimiter("orders", 1000, time.Second)
 //	...
 //	if d := orders.Allow(ctx); !d.Allowed {
-//		// refused: retry after d.RetryAfter
+//		// blocked: retry after d.RetryAfter
 //	}
 //
 // A Limiter has the semantics of flow.QPS: at most its limit in any
 // interval, wherever the interval starts (see Limiter). Each decision is one
 // round trip, to a Lua script run by its digest, on the Redis server's clock;
 // WithLease trades a documented slack for fewer round trips at high rates.
+//
+// Two clocks take part in a decision. Redis decides on its own (TIME), which
+// no caller sets: that is what makes the instances' clocks not matter. What a
+// limiter keeps locally, its lease, a cached block and the Local fallback's
+// window, is on the cluster's clock (WithClock): AllowN reads it once per
+// decision, and AllowNAt takes that time from its caller instead, as
+// flow.QPS.AllowNAt does, so that a guard that has read the clock, or a
+// simulation on a manual clock, drives them without another read. The
+// timeout bounds real waiting, whatever the clock.
 // Every key of a limit lands in one Redis Cluster slot, and every key expires
 // once it no longer counts.
 //

@@ -27,7 +27,7 @@ func ExampleCluster_NewLimiter() {
 		panic(err)
 	}
 	if d := orders.Allow(context.Background()); !d.Allowed {
-		fmt.Println("refused; retry after", d.RetryAfter)
+		fmt.Println("blocked; retry after", d.RetryAfter)
 	}
 }
 
@@ -62,12 +62,12 @@ func ExampleWithFallback() {
 	}
 	defer cluster.Close()
 	l, _ := cluster.NewLimiter("orders", 100, time.Second)
-	admitted := 0
+	allowed := 0
 	for range 100 {
 		if l.Allow(context.Background()).Allowed {
-			admitted++
+			allowed++
 		}
 	}
-	fmt.Println("admitted:", admitted, "healthy:", cluster.Stats().Healthy)
-	// Output: admitted: 25 healthy: false
+	fmt.Println("allowed:", allowed, "healthy:", cluster.Stats().Healthy)
+	// Output: allowed: 25 healthy: false
 }

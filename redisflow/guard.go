@@ -9,11 +9,17 @@ import (
 var _ slidegate.Cluster = (*Cluster)(nil)
 
 // Limiter returns the limiter of a guard's cluster-wide rule: named after the
-// rule's resource, with its limit, interval, buckets and lease. It makes
-// Cluster a slidegate.Cluster, for slidegate.WithCluster.
+// rule's resource, with its limit, interval, buckets and lease. A field left
+// at zero takes NewLimiter's default (an interval of 1s; a lease of 0 takes
+// one permit per request); a negative one is an error, as NewLimiter's. It
+// makes Cluster a slidegate.Cluster, for slidegate.WithCluster.
 func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error) {
-	opts := []LimiterOption{WithLease(max(r.Lease, 1), 0)}
-	if r.Buckets > 0 {
+	lease := r.Lease
+	if lease == 0 {
+		lease = 1
+	}
+	opts := []LimiterOption{WithLease(lease, 0)}
+	if r.Buckets != 0 {
 		opts = append(opts, WithBuckets(r.Buckets))
 	}
 	interval := time.Duration(r.Interval)

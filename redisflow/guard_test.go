@@ -45,11 +45,11 @@ flow:
 		}
 		guards = append(guards, g)
 	}
-	passed := 0
+	allowed := 0
 	for i := range 30 {
 		e, err := guards[i%2].Enter(context.Background(), "GET /orders")
 		if err == nil {
-			passed++
+			allowed++
 			e.Exit(nil)
 			continue
 		}
@@ -58,7 +58,31 @@ flow:
 			t.Fatalf("Enter: %v; want a block by the cluster rule flow[0], with a RetryAfter", err)
 		}
 	}
-	if passed != 10 {
-		t.Errorf("the two instances passed %d requests; want the cluster limit, 10, in all", passed)
+	if allowed != 10 {
+		t.Errorf("the two instances allowed %d requests; want the cluster limit, 10, in all", allowed)
+	}
+}
+
+// A cluster rule's negative lease or buckets, which the guard's validation
+// reports first, is an error here too, not the default.
+func TestClusterLimiterReturnsAnErrorForANegativeField(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	c, err := redisflow.New(rdb, redisflow.WithInstances(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, r := range []slidegate.FlowRule{
+		{Resource: "r", Limit: 10, Cluster: true, Lease: -3},
+		{Resource: "r", Limit: 10, Cluster: true, Buckets: -1},
+		{Resource: "r", Limit: 10, Cluster: true, Interval: slidegate.Duration(-time.Second)},
+	} {
+		if _, err := c.Limiter(r); !errors.Is(err, redisflow.ErrInvalidConfig) {
+			t.Errorf("Limiter(%+v) = %v; want ErrInvalidConfig", r, err)
+		}
+	}
+	if _, err := c.Limiter(slidegate.FlowRule{Resource: "r", Limit: 10, Cluster: true}); err != nil {
+		t.Errorf("Limiter of a rule with every field defaulted: %v", err)
 	}
 }

@@ -51,15 +51,15 @@ func limiter(t testing.TB, c *Cluster, name string, limit int64, interval time.D
 }
 
 // A grant is permits counted at a time, in microseconds; n = 0 is a
-// refusal.
+// block.
 type grant struct{ at, n int64 }
 
-// grants collects grants and refusals from many goroutines.
+// grants collects grants and blocks from many goroutines.
 type grants struct {
-	mu                sync.Mutex
-	list              []grant
-	granted, refusals int
-	first, last       int64 // the earliest and latest grant's time
+	mu              sync.Mutex
+	list            []grant
+	granted, blocks int
+	first, last     int64 // the earliest and latest grant's time
 }
 
 func (g *grants) add(at, n int64) {
@@ -67,7 +67,7 @@ func (g *grants) add(at, n int64) {
 	defer g.mu.Unlock()
 	g.list = append(g.list, grant{at, n})
 	if n == 0 {
-		g.refusals++
+		g.blocks++
 		return
 	}
 	if g.granted == 0 || at < g.first {
@@ -78,20 +78,20 @@ func (g *grants) add(at, n int64) {
 }
 
 // overloaded reports whether the grants span at least span µs and some
-// request was refused.
+// request was blocked.
 func (g *grants) overloaded(span int64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.refusals > 0 && g.last-g.first >= span
+	return g.blocks > 0 && g.last-g.first >= span
 }
 
-// refusedOnlyWhenFull returns an error if a refusal of n permits came while
+// blockedOnlyWhenFull returns an error if a block of n permits came while
 // the window held less than limit-n+1: the window of k+1 buckets of width
-// µs that the refusal's time falls in the newest of. Every grant and refusal
+// µs that the block's time falls in the newest of. Every grant and block
 // must be in list, at the Redis server's time (which orders them, the
 // scripts running one at a time), with n the same for every request. It is
-// the promise that the limit admits no fewer than it may.
-func refusedOnlyWhenFull(list []grant, width, k, limit, n int64) error {
+// the promise that the limit allows no fewer than it may.
+func blockedOnlyWhenFull(list []grant, width, k, limit, n int64) error {
 	list = slices.Clone(list)
 	slices.SortFunc(list, func(a, b grant) int { return cmp.Compare(a.at, b.at) })
 	sums := make([]int64, len(list)+1) // sums[i]: the permits granted in list[:i]
@@ -106,7 +106,7 @@ func refusedOnlyWhenFull(list []grant, width, k, limit, n int64) error {
 		lo, _ := slices.BinarySearchFunc(list, from, func(g grant, at int64) int { return cmp.Compare(g.at, at) })
 		hi, _ := slices.BinarySearchFunc(list, r.at+1, func(g grant, at int64) int { return cmp.Compare(g.at, at) })
 		if held := sums[hi] - sums[lo]; held < limit-n+1 {
-			return fmt.Errorf("a request for %d was refused at %dµs while its window, from %dµs, held %d of %d", n, r.at, from, held, limit)
+			return fmt.Errorf("a request for %d was blocked at %dµs while its window, from %dµs, held %d of %d", n, r.at, from, held, limit)
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@
 -- ARGV[7]  rcount   are given back (rcount 0: none)
 --
 -- The window is the bucket the time falls in and the k buckets before it. A
--- grant is admitted only if the window holds, with it, no more than the
+-- grant is allowed only if the window holds, with it, no more than the
 -- limit: an interval of k buckets touches at most k+1 of them, so no interval
 -- holds more than the limit. The window's sum is kept with it, so that a
 -- decision reads two fields, not k+1; the buckets that leave the window as it
@@ -23,7 +23,7 @@
 -- more than an interval, the buckets ahead are forgotten instead.
 --
 -- Returns {allowed, granted, retry, bucket, now}: allowed is 1 or 0; granted
--- the permits counted (n plus the lease); retry, for a refusal, the
+-- the permits counted (n plus the lease); retry, for a block, the
 -- microseconds until n would fit if nothing else were granted; bucket the
 -- bucket counted in; now the server's time in microseconds.
 if redis.replicate_commands then redis.replicate_commands() end

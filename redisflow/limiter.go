@@ -21,11 +21,11 @@ import (
 // Redis server's clock (TIME), so the instances' clocks do not matter, in one
 // round trip.
 //
-// The window is divided into k buckets (WithBuckets). A grant is admitted
+// The window is divided into k buckets (WithBuckets). A grant is allowed
 // only if the bucket it falls in and the k buckets before it hold, with it,
 // no more than the limit; an interval touches at most k+1 buckets, so no
 // interval holds more than the limit (the exact guarantee, not a bound), and
-// under steady overload the cluster admits k/(k+1) of its limit. The hash
+// under steady overload the cluster allows k/(k+1) of its limit. The hash
 // keeps the window's sum beside its buckets, so that a decision reads two
 // fields whatever k is. GCRA (one timestamp per limit, as in redis_rate)
 // would cost Redis a little less per decision, but bounds only the rate over
@@ -33,7 +33,7 @@ import (
 // BENCHMARKS.md has what a decision costs.
 //
 // Without leasing, every decision is a round trip. With WithLease(L, ttl), a
-// round trip that admits a request also takes up to L-1 more permits, which
+// round trip that allows a request also takes up to L-1 more permits, which
 // the limiter spends locally, without a round trip, until they run out or
 // the ttl passes; then the next round trip gives back what is left. A lease is
 // counted in Redis when it is taken, so the permits spent in an interval
@@ -42,13 +42,18 @@ import (
 // interval, for P limiters sharing the limit (normally one per instance).
 // While a limiter's round trip for a lease is under way, its other requests
 // wait for that lease rather than ask Redis too; one that cannot be served
-// within the timeout is refused (flow.RateLimited), as Redis is answering.
+// within the timeout is blocked (flow.RateLimited), as Redis is answering.
 //
 // While Redis is down (see Cluster), decisions are the cluster's fallback.
 // A decision never waits for Redis longer than the cluster's timeout. Redis
-// does not learn what the fallback admitted, nor the fallback what Redis
+// does not learn what the fallback allowed, nor the fallback what Redis
 // did: an interval that spans a switch between them can hold what each
-// admitted, up to twice the limit with the Local fallback.
+// allowed, up to twice the limit with the Local fallback.
+//
+// Time: a decision taken to Redis is on Redis's clock; what the limiter keeps
+// locally (its lease, a cached block, the Local fallback's window) is on the
+// cluster's clock (WithClock), at the now that AllowNAt is given or that
+// AllowN reads once. Release and SetLimit read no clock.
 //
 // A Limiter is safe for concurrent use. Spending a lease allocates nothing.
 type Limiter struct {
@@ -62,27 +67,18 @@ type Limiter struct {
 	size     int64 // permits per round trip (the lease's size)
 	ttl      int64 // a lease's life, in nanoseconds
 
+	maxRetry int64 // the longest retry the limit script answers, in microseconds
+
 	lease        atomic.Pointer[lease]
-	refusedUntil atomic.Int64 // the clock's time until which nothing can be admitted
+	blockedUntil atomic.Int64 // the clock's time until which nothing can be allowed
 	local        *flow.QPS    // the Local fallback
 
-	mu     sync.Mutex // guards flight, and orders cached refusals with SetLimit
-	flight *flight    // with leasing: the round trip under way, if any
+	mu      sync.Mutex  // orders cached blocks with SetLimit
+	flights leaseFlight // with leasing: the round trip under way, if any
 
-	trace  func(now, granted int64) // tests: each answer from Redis (0 granted: refused), at the server's time in µs
+	trace  func(now, granted int64) // tests: each answer from Redis (0 granted: blocked), at the server's time in µs
 	queued func()                   // tests: a request starts waiting for another's round trip
 }
-
-// A lease is the permits taken from Redis in one round trip beyond the
-// request that took them.
-type lease struct {
-	left    atomic.Int64
-	expires int64 // on the cluster's clock
-	bucket  int64 // the Redis bucket they are counted in, for giving them back
-}
-
-// A flight is a round trip for a lease, which others wait for.
-type flight struct{ done chan struct{} }
 
 // A LimiterOption configures a Limiter.
 type LimiterOption func(*limiterOptions)
@@ -99,22 +95,26 @@ const MaxBuckets = slidegate.MaxClusterBuckets
 
 // WithBuckets divides the limiter's interval into k buckets (default
 // flow.DefaultBuckets, at most MaxBuckets). Each must be a whole number of
-// microseconds, the resolution of Redis's clock. More buckets admit closer to
-// the limit under steady overload and cost a decision no more; a refusal
-// reads every bucket.
+// microseconds, the resolution of Redis's clock. More buckets allow closer to
+// the limit under steady overload and cost a decision no more; a block reads
+// every bucket.
 func WithBuckets(k int) LimiterOption { return func(o *limiterOptions) { o.buckets = k } }
 
 // WithLease makes the limiter take up to size permits per round trip and
 // spend the rest locally for at most ttl (0: one bucket width). size 1, the
-// default, leases nothing. See Limiter for the slack this adds.
+// default, leases nothing; size is at most flow.MaxLimit, and ttl must not be
+// negative. A lease is spent until its ttl has passed on the cluster's clock,
+// however long that is. See Limiter for the slack this adds.
 func WithLease(size int64, ttl time.Duration) LimiterOption {
 	return func(o *limiterOptions) { o.lease, o.ttl = size, ttl }
 }
 
-// NewLimiter returns the cluster-wide limiter called name, admitting at most
+// NewLimiter returns the cluster-wide limiter called name, allowing at most
 // limit permits in any interval of the given length across all instances.
 // limit must be in [0, flow.MaxLimit] and the interval positive, dividing
-// into buckets of whole microseconds.
+// into buckets of whole microseconds. A bad argument or option is an error
+// wrapping ErrInvalidConfig that names it and its value; a nil LimiterOption
+// is no option.
 func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, opts ...LimiterOption) (*Limiter, error) {
 	o := limiterOptions{buckets: flow.DefaultBuckets, lease: 1}
 	for _, opt := range opts {
@@ -133,8 +133,8 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 		return bad("buckets = %d: must be between 1 and %d", o.buckets, MaxBuckets)
 	case interval <= 0 || interval%(time.Duration(k)*time.Microsecond) != 0:
 		return bad("interval = %v: must be positive and divide into %d buckets of whole microseconds", interval, k)
-	case o.lease < 1:
-		return bad("lease = %d: must be at least 1 (1 leases nothing)", o.lease)
+	case o.lease < 1 || o.lease > flow.MaxLimit:
+		return bad("lease = %d: must be between 1 and %d (1 leases nothing)", o.lease, int64(flow.MaxLimit))
 	case o.ttl < 0:
 		return bad("lease ttl = %v: must not be negative", o.ttl)
 	}
@@ -153,6 +153,7 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 		interval: interval,
 		k:        k,
 		width:    width.Microseconds(),
+		maxRetry: maxRetry(width.Microseconds(), k),
 		size:     o.lease,
 		ttl:      int64(o.ttl),
 		local:    local,
@@ -172,7 +173,7 @@ func key(prefix, name string, interval time.Duration, k int64) string {
 // Key returns the limiter's key in Redis.
 func (l *Limiter) Key() string { return l.keys[0] }
 
-// Limit returns the most permits the limiter admits in any interval.
+// Limit returns the most permits the limiter allows in any interval.
 func (l *Limiter) Limit() int64 { return l.limit.Load() }
 
 // Interval returns the length of the limiter's interval.
@@ -180,14 +181,15 @@ func (l *Limiter) Interval() time.Duration { return l.interval }
 
 // SetLimit changes the limit. Redis keeps the counts, which count against
 // the new limit from the next decision on. A limit outside
-// [0, flow.MaxLimit] is refused, and the limit in force stays.
+// [0, flow.MaxLimit] is an error wrapping ErrInvalidConfig, and the limit in
+// force stays.
 func (l *Limiter) SetLimit(limit int64) error {
 	if limit < 0 || limit > flow.MaxLimit {
 		return fmt.Errorf("%w: limiter %q: limit = %d: must be between 0 and %d", ErrInvalidConfig, l.name, limit, int64(flow.MaxLimit))
 	}
 	l.mu.Lock()
 	l.limit.Store(limit)
-	l.refusedUntil.Store(0)
+	l.blockedUntil.Store(0)
 	l.mu.Unlock()
 	return nil
 }
@@ -195,18 +197,41 @@ func (l *Limiter) SetLimit(limit int64) error {
 var allowed = flow.Decision{Allowed: true}
 
 // Allow is AllowN(ctx, 1).
-func (l *Limiter) Allow(ctx context.Context) flow.Decision { return l.AllowN(ctx, 1) }
+func (l *Limiter) Allow(ctx context.Context) flow.Decision {
+	return l.AllowNAt(ctx, l.c.clock.Now(), 1)
+}
 
-// AllowN decides whether n permits may be taken, all or none, and counts
-// them if so. n <= 0 is allowed and counts nothing; n above the limit is
-// refused with flow.ExceedsLimit. A refusal for the rate says in RetryAfter
-// when, if nothing else were admitted, the permits would fit.
-//
-// It returns within the cluster's timeout: past it, or if ctx ends first,
-// or while Redis is down, the decision is the cluster's fallback; with
-// leasing, a request still waiting for another's round trip at the timeout
-// is refused instead, Redis being up.
+// AllowN is AllowNAt(ctx, now, n) at the time now on the cluster's clock
+// (WithClock): the one clock read of the decision.
 func (l *Limiter) AllowN(ctx context.Context, n int64) flow.Decision {
+	return l.AllowNAt(ctx, l.c.clock.Now(), n)
+}
+
+// AllowAt is AllowNAt(ctx, now, 1).
+func (l *Limiter) AllowAt(ctx context.Context, now int64) flow.Decision {
+	return l.AllowNAt(ctx, now, 1)
+}
+
+// AllowNAt decides whether n permits may be taken by requests arriving at
+// time now, all or none, and counts them if so. n <= 0 is allowed and counts
+// nothing; n above the limit is blocked with flow.ExceedsLimit. A block for
+// the rate says in RetryAfter when, if nothing else were allowed, the
+// permits would fit.
+//
+// now is in nanoseconds on the cluster's clock (WithClock), and it is all
+// that the limiter's own state is read at: whether the lease is alive,
+// whether a cached block still holds, and the Local fallback's window. A
+// decision taken to Redis is on Redis's clock (TIME), whatever now says:
+// AllowNAt reads no clock, but what Redis answers depends on the server's
+// time too. A now earlier than one given before keeps a lease alive and a
+// cached block in force for that much longer; the fallback counts it as
+// flow.QPS does.
+//
+// It returns within the cluster's timeout, which is real time whatever the
+// clock: past it, or if ctx ends first, or while Redis is down, the decision
+// is the cluster's fallback; with leasing, a request still waiting for
+// another's round trip at the timeout is blocked instead, Redis being up.
+func (l *Limiter) AllowNAt(ctx context.Context, now, n int64) flow.Decision {
 	if n <= 0 {
 		return allowed
 	}
@@ -214,151 +239,23 @@ func (l *Limiter) AllowN(ctx context.Context, n int64) flow.Decision {
 	if n > limit {
 		return flow.Decision{Reason: flow.ExceedsLimit}
 	}
-	now := l.c.clock.Now()
 	if l.size > 1 && l.spend(now, n) {
 		return allowed
 	}
-	// A refusal for one permit holds until the window moves on.
-	if until := l.refusedUntil.Load(); now < until {
+	// A block of one permit holds until the window moves on.
+	if until := l.blockedUntil.Load(); now < until {
 		return flow.Decision{Reason: flow.RateLimited, RetryAfter: time.Duration(until - now)}
 	}
 	if l.c.down.Load() || ctx.Err() != nil {
 		return l.fallback(now, n)
 	}
-	return l.ask(ctx, now, n, limit)
+	if l.size > 1 {
+		return l.askLeasing(ctx, now, n, limit)
+	}
+	return l.roundTrip(ctx, l.c.timeout, now, query{limit: limit, need: n, backBucket: -1})
 }
 
-// spend takes n permits from the lease, if it has them and is alive.
-func (l *Limiter) spend(now, n int64) bool {
-	ls := l.lease.Load()
-	if ls == nil || now >= ls.expires {
-		return false
-	}
-	for {
-		left := ls.left.Load()
-		if left < n {
-			return false
-		}
-		if ls.left.CompareAndSwap(left, left-n) {
-			return true
-		}
-	}
-}
-
-// ask takes the decision to Redis, within the cluster's timeout.
-func (l *Limiter) ask(parent context.Context, now, n, limit int64) flow.Decision {
-	ctx, cancel := context.WithTimeout(parent, l.c.timeout)
-	defer cancel()
-	if l.size == 1 {
-		return l.roundTrip(parent, ctx, true, now, n, 0, -1, 0, limit)
-	}
-	// With leasing, one round trip at a time: the permits left in a lease
-	// when an interval begins are the only ones spent in it without being
-	// granted in it. The others wait for its lease instead of asking Redis
-	// too.
-	for waited := false; ; waited = true {
-		l.mu.Lock()
-		f := l.flight
-		if f == nil {
-			f = &flight{done: make(chan struct{})}
-			l.flight = f
-			l.mu.Unlock()
-			d := l.renew(parent, ctx, !waited, now, n, limit)
-			l.mu.Lock()
-			l.flight = nil
-			l.mu.Unlock()
-			close(f.done)
-			return d
-		}
-		l.mu.Unlock()
-		if l.queued != nil {
-			l.queued()
-		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			if parent.Err() != nil || l.c.down.Load() {
-				return l.fallback(l.c.clock.Now(), n)
-			}
-			// Redis answers, but not to us in time: the lease could
-			// not be had.
-			return flow.Decision{Reason: flow.RateLimited}
-		}
-		now = l.c.clock.Now()
-		if l.spend(now, n) {
-			return allowed
-		}
-		if until := l.refusedUntil.Load(); now < until {
-			return flow.Decision{Reason: flow.RateLimited, RetryAfter: time.Duration(until - now)}
-		}
-		if l.c.down.Load() {
-			return l.fallback(now, n)
-		}
-	}
-}
-
-// renew takes a new lease from Redis, giving back what is left of the old
-// one, unless a round trip that ended since now was read brought the permits
-// needed.
-func (l *Limiter) renew(parent, ctx context.Context, full bool, now, n, limit int64) flow.Decision {
-	if l.spend(now, n) {
-		return allowed
-	}
-	back, backBucket := int64(0), int64(-1)
-	if old := l.lease.Load(); old != nil {
-		if back = old.left.Swap(0); back > 0 {
-			backBucket = old.bucket
-		}
-	}
-	return l.roundTrip(parent, ctx, full, now, n, max(l.size-n, 0), backBucket, back, limit)
-}
-
-// roundTrip runs the limit script: n permits needed, extra more wanted as a
-// lease, back permits of bucket backBucket given back. full says whether ctx
-// gave Redis the whole timeout: a call cut short by a deadline that came
-// earlier does not mark Redis down, and is refused.
-func (l *Limiter) roundTrip(parent, ctx context.Context, full bool, now, n, extra, backBucket, back, limit int64) flow.Decision {
-	l.c.roundTrips.Add(1)
-	r, err := l.c.run(ctx, limitScript, l.keys, limit, l.width, l.k, n, extra, backBucket, back).Int64Slice()
-	if err == nil && len(r) < 5 {
-		err = fmt.Errorf("redisflow: the limit script answered %v", r)
-	}
-	if err != nil {
-		switch {
-		case parent.Err() != nil: // the caller gave up, not Redis
-		case full || ctx.Err() == nil:
-			l.c.failed(err)
-		default:
-			// Cut short by the time spent waiting for the round trip
-			// before: Redis may be well, and only too slow for what
-			// was left.
-			return flow.Decision{Reason: flow.RateLimited}
-		}
-		return l.fallback(now, n)
-	}
-	if l.trace != nil {
-		l.trace(r[4], r[1])
-	}
-	if r[0] == 0 {
-		d := time.Duration(r[2]) * time.Microsecond
-		if n == 1 { // nothing fits until then: cache it, unless the limit changed meanwhile
-			l.mu.Lock()
-			if l.limit.Load() == limit {
-				l.refusedUntil.Store(now + int64(d))
-			}
-			l.mu.Unlock()
-		}
-		return flow.Decision{Reason: flow.RateLimited, RetryAfter: d}
-	}
-	if granted := r[1]; granted > n {
-		ls := &lease{expires: now + l.ttl, bucket: r[3]}
-		ls.left.Store(granted - n)
-		l.lease.Store(ls)
-	}
-	return allowed
-}
-
-// fallback decides while Redis cannot.
+// fallback decides, at now, while Redis cannot.
 func (l *Limiter) fallback(now, n int64) flow.Decision {
 	l.c.fallbacks.Add(1)
 	switch l.c.fallback {
@@ -380,7 +277,10 @@ func (l *Limiter) fallback(now, n int64) flow.Decision {
 
 // Release gives back to Redis the permits left in the limiter's lease, so
 // that other instances can take them at once; otherwise they expire with
-// the window. The limiter stays usable.
+// the window. It waits for Redis at most the cluster's timeout, and reads no
+// clock: giving back is right whether the lease is alive or not, as Redis
+// ignores permits given back to a bucket that has left the window. The
+// limiter stays usable.
 func (l *Limiter) Release(ctx context.Context) error {
 	ls := l.lease.Load()
 	if ls == nil {
@@ -393,5 +293,6 @@ func (l *Limiter) Release(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, l.c.timeout)
 	defer cancel()
 	l.c.roundTrips.Add(1)
-	return l.c.run(ctx, limitScript, l.keys, l.limit.Load(), l.width, l.k, 0, 0, ls.bucket, back).Err()
+	_, err := l.run(ctx, query{limit: l.limit.Load(), back: back, backBucket: ls.bucket})
+	return err
 }

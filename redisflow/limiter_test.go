@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 	"github.com/slidegate/slidegate/internal/redistest"
 )
 
-func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
+func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 	good := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer good.Close()
 	slow := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -32,11 +33,17 @@ func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
 		{good, []Option{WithPrefix("")}, `prefix = ""`},
 		{good, []Option{WithPrefix("a{b")}, `prefix = "a{b"`},
 		{good, []Option{WithTimeout(0)}, "timeout = 0s"},
-		{good, []Option{WithFallback(9)}, "fallback = Fallback(9)"},
+		{good, []Option{WithFallback(9)}, "fallback = FallbackPolicy(9)"},
 		{good, []Option{WithInstances(-2)}, "instances = -2"},
 		{good, []Option{WithHeartbeat(-time.Second)}, "heartbeat = -1s"},
 		{good, []Option{WithProbeBackoff(time.Second, time.Millisecond)}, "probe backoff = 1s..1ms"},
 		{good, []Option{WithClock(nil)}, "clock = nil"},
+		{good, []Option{WithLogger(nil)}, "logger = nil"},
+		{good, []Option{WithInstanceID("")}, `instance id = ""`},
+		{good, []Option{WithHeartbeat(time.Microsecond)}, "heartbeat = 1µs: must be between 1ms and 24h0m0s"},
+		{good, []Option{WithHeartbeat(math.MaxInt64)}, "heartbeat = 2562047h47m16.854775807s: must be between 1ms and 24h0m0s"},
+		{good, []Option{WithProbeBackoff(time.Microsecond, time.Second)}, "probe backoff = 1µs..1s"},
+		{good, []Option{WithProbeBackoff(time.Second, 25*time.Hour)}, "probe backoff = 1s..25h0m0s"},
 		{slow, nil, "ContextTimeoutEnabled = false with ReadTimeout = "},
 	} {
 		c, err := New(tc.client, tc.opts...)
@@ -60,7 +67,7 @@ func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
 	c.Close()
 }
 
-func TestNewLimiterRefusesBadArgumentsNamingThem(t *testing.T) {
+func TestNewLimiterReturnsAnErrorNamingABadArgument(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	c, err := New(rdb, WithInstances(1))
@@ -82,6 +89,7 @@ func TestNewLimiterRefusesBadArgumentsNamingThem(t *testing.T) {
 		{"a", 1, time.Second, []LimiterOption{WithBuckets(0)}, "buckets = 0: must be between 1 and 1000"},
 		{"a", 1, time.Second, []LimiterOption{WithBuckets(1001)}, "buckets = 1001: must be between 1 and 1000"},
 		{"a", 1, time.Second, []LimiterOption{WithLease(0, 0)}, "lease = 0"},
+		{"a", 1, time.Second, []LimiterOption{WithLease(flow.MaxLimit+1, 0)}, fmt.Sprintf("lease = %d: must be between 1 and %d", flow.MaxLimit+1, flow.MaxLimit)},
 		{"a", 1, time.Second, []LimiterOption{WithLease(5, -time.Second)}, "lease ttl = -1s"},
 	} {
 		_, err := c.NewLimiter(tc.name, tc.limit, tc.interval, tc.opts...)
@@ -102,9 +110,9 @@ func TestKeysShareOneHashTagAndEscapeBraces(t *testing.T) {
 	}
 }
 
-// A burst across several instances admits exactly the limit: no more, and,
+// A burst across several instances allows exactly the limit: no more, and,
 // within one interval, no fewer.
-func TestBurstAcrossInstancesAdmitsExactlyTheLimit(t *testing.T) {
+func TestBurstAcrossInstancesAllowsExactlyTheLimit(t *testing.T) {
 	srv := redistest.Start(t)
 	const limit, instances, workers, each = 100, 3, 4, 60
 	var ls []*Limiter
@@ -112,7 +120,7 @@ func TestBurstAcrossInstancesAdmitsExactlyTheLimit(t *testing.T) {
 		c := cluster(t, srv, WithInstances(instances))
 		ls = append(ls, limiter(t, c, "burst", limit, time.Minute))
 	}
-	var admitted, refused atomic.Int64
+	var allowed, blocked atomic.Int64
 	var wg sync.WaitGroup
 	for i := range instances * workers {
 		wg.Go(func() {
@@ -121,18 +129,18 @@ func TestBurstAcrossInstancesAdmitsExactlyTheLimit(t *testing.T) {
 				d := l.Allow(bg)
 				switch {
 				case d.Allowed:
-					admitted.Add(1)
+					allowed.Add(1)
 				case d.Reason != flow.RateLimited || d.RetryAfter <= 0 || d.RetryAfter > time.Minute+time.Minute/25:
-					t.Errorf("refusal %+v: want RateLimited with a RetryAfter within the interval and a bucket", d)
+					t.Errorf("block %+v: want RateLimited with a RetryAfter within the interval and a bucket", d)
 				default:
-					refused.Add(1)
+					blocked.Add(1)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if got := admitted.Load(); got != limit {
-		t.Errorf("admitted %d of %d requests; want exactly the limit, %d", got, instances*workers*each, limit)
+	if got := allowed.Load(); got != limit {
+		t.Errorf("allowed %d of %d requests; want exactly the limit, %d", got, instances*workers*each, limit)
 	}
 	for _, l := range ls {
 		if s := l.c.Stats(); !s.Healthy || s.Fallbacks != 0 {
@@ -144,7 +152,7 @@ func TestBurstAcrossInstancesAdmitsExactlyTheLimit(t *testing.T) {
 // hammer runs workers goroutines on each limiter, each asking for n
 // permits again and again, recording every answer from Redis at the Redis
 // server's time, until the grants span the given number of intervals and
-// some request was refused. It fails the test if that takes more than a
+// some request was blocked. It fails the test if that takes more than a
 // minute, or if a limiter failed to reach Redis or fell back: then grants
 // would be missing.
 func hammer(t *testing.T, ls []*Limiter, workers int, n int64, intervals int) *grants {
@@ -167,7 +175,7 @@ func hammer(t *testing.T, ls []*Limiter, workers int, n int64, intervals int) *g
 	}
 	wg.Wait()
 	if !g.overloaded(span) {
-		t.Fatalf("in a minute, grants spanned %dµs of %dµs wanted, with %d refusals", g.last-g.first, span, g.refusals)
+		t.Fatalf("in a minute, grants spanned %dµs of %dµs wanted, with %d blocks", g.last-g.first, span, g.blocks)
 	}
 	for _, l := range ls {
 		if s := l.c.Stats(); !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
@@ -178,9 +186,9 @@ func hammer(t *testing.T, ls []*Limiter, workers int, n int64, intervals int) *g
 }
 
 // No interval of the limit's length, wherever it starts, holds more than the
-// limit, across several limiters in one process; and no request is refused
+// limit, across several limiters in one process; and no request is blocked
 // while the window it falls in holds less than the limit, so that under
-// steady overload the cluster admits k/(k+1) of the limit per interval.
+// steady overload the cluster allows k/(k+1) of the limit per interval.
 func TestNoIntervalHoldsMoreThanTheLimit(t *testing.T) {
 	srv := redistest.Start(t)
 	const limit, interval, k = 30, 200 * time.Millisecond, 10
@@ -192,12 +200,12 @@ func TestNoIntervalHoldsMoreThanTheLimit(t *testing.T) {
 	g := hammer(t, ls, 2, 1, 6)
 	most, end := busiest(g.list, interval.Microseconds())
 	if most > limit {
-		t.Fatalf("%d admitted in the interval ending at %dµs; the limit is %d", most, end, limit)
+		t.Fatalf("%d allowed in the interval ending at %dµs; the limit is %d", most, end, limit)
 	}
-	if err := refusedOnlyWhenFull(g.list, (interval / k).Microseconds(), k, limit, 1); err != nil {
+	if err := blockedOnlyWhenFull(g.list, (interval / k).Microseconds(), k, limit, 1); err != nil {
 		t.Error(err)
 	}
-	t.Logf("%d grants over %v, at most %d in one interval; %d refusals", g.granted, time.Duration(g.last-g.first)*time.Microsecond, most, g.refusals)
+	t.Logf("%d grants over %v, at most %d in one interval; %d blocks", g.granted, time.Duration(g.last-g.first)*time.Microsecond, most, g.blocks)
 	checkHash(t, client(t, srv.Addr), ls[0])
 }
 
@@ -239,9 +247,9 @@ func TestBatchesKeepTheBound(t *testing.T) {
 	}
 	g := hammer(t, ls, 2, 7, 5)
 	if most, end := busiest(g.list, interval.Microseconds()); most > limit {
-		t.Fatalf("%d admitted in the interval ending at %dµs; the limit is %d", most, end, limit)
+		t.Fatalf("%d allowed in the interval ending at %dµs; the limit is %d", most, end, limit)
 	}
-	if err := refusedOnlyWhenFull(g.list, (interval / k).Microseconds(), k, limit, 7); err != nil {
+	if err := blockedOnlyWhenFull(g.list, (interval / k).Microseconds(), k, limit, 7); err != nil {
 		t.Error(err)
 	}
 	checkHash(t, client(t, srv.Addr), ls[0])
@@ -261,7 +269,7 @@ func TestKeysExpireOnceTheyNoLongerCount(t *testing.T) {
 	c := cluster(t, srv, WithPrefix("ttl"), WithHeartbeat(50*time.Millisecond))
 	const interval = 100 * time.Millisecond
 	l := limiter(t, c, "short", 3, interval, WithBuckets(4))
-	for range 5 { // 3 admitted, 2 refused: a refusal must not strip the TTL
+	for range 5 { // 3 allowed, 2 blocked: a block must not strip the TTL
 		l.Allow(bg)
 	}
 	if !waitFor(5*time.Second, func() bool { return rdb.Exists(bg, "ttl:instances").Val() == 1 }) {
@@ -297,21 +305,21 @@ func TestScriptsAreLoadedAgainAfterScriptFlush(t *testing.T) {
 	l := limiter(t, c, "flush", 5, time.Minute)
 	for range 3 {
 		if !l.Allow(bg).Allowed {
-			t.Fatal("refused under the limit")
+			t.Fatal("blocked under the limit")
 		}
 	}
 	loads := c.Stats().ScriptLoads
 	if err := rdb.ScriptFlush(bg).Err(); err != nil {
 		t.Fatal(err)
 	}
-	admitted := 0
+	allowed := 0
 	for range 4 {
 		if l.Allow(bg).Allowed {
-			admitted++
+			allowed++
 		}
 	}
-	if admitted != 2 {
-		t.Errorf("admitted %d after the flush; want the 2 left of the limit", admitted)
+	if allowed != 2 {
+		t.Errorf("allowed %d after the flush; want the 2 left of the limit", allowed)
 	}
 	if s := c.Stats(); s.ScriptLoads != loads+1 || s.Failures != 0 || s.Fallbacks != 0 {
 		t.Errorf("stats %+v; want one more script load (from %d), no failure, no fallback", s, loads)
@@ -330,7 +338,7 @@ func TestLeaseCutsRoundTripsAndReleaseGivesPermitsBack(t *testing.T) {
 	lb := limiter(t, b, "lease", 20, time.Minute, WithLease(10, time.Hour))
 	for range 10 {
 		if !la.Allow(bg).Allowed {
-			t.Fatal("refused under the limit")
+			t.Fatal("blocked under the limit")
 		}
 	}
 	if n := a.Stats().RoundTrips; n != 1 {
@@ -346,17 +354,17 @@ func TestLeaseCutsRoundTripsAndReleaseGivesPermitsBack(t *testing.T) {
 	}
 	la.Allow(bg) // 1 more: a second round trip, leasing the 9 left
 	if n := count(lb, 30); n != 0 {
-		t.Fatalf("b admitted %d; want none: a holds the whole limit", n)
+		t.Fatalf("b allowed %d; want none: a holds the whole limit", n)
 	}
 	if err := la.Release(bg); err != nil {
 		t.Fatal(err)
 	}
-	lb.refusedUntil.Store(0) // b cached its refusal; a release is news it cannot know
+	lb.blockedUntil.Store(0) // b cached its block; a release is news it cannot know
 	if n := count(lb, 30); n != 9 {
-		t.Errorf("b admitted %d after a's release; want the 9 a gave back", n)
+		t.Errorf("b allowed %d after a's release; want the 9 a gave back", n)
 	}
 	if n := count(la, 5); n != 0 {
-		t.Errorf("a admitted %d after releasing its lease; want none", n)
+		t.Errorf("a allowed %d after releasing its lease; want none", n)
 	}
 }
 
@@ -368,19 +376,36 @@ func TestAnExpiredLeaseIsGivenBackByTheNextRoundTrip(t *testing.T) {
 	la := limiter(t, a, "expiry", 10, time.Minute, WithLease(10, 10*time.Millisecond))
 	lb := limiter(t, b, "expiry", 10, time.Minute)
 	if !la.Allow(bg).Allowed { // takes all 10: 1 spent, 9 leased
-		t.Fatal("refused")
+		t.Fatal("blocked")
 	}
 	if lb.Allow(bg).Allowed {
-		t.Fatal("b admitted while a holds the whole limit")
+		t.Fatal("b allowed while a holds the whole limit")
 	}
 	m.Advance(10 * time.Millisecond) // the lease expires, unspent
 	// The whole limit is counted in Redis (1 spent, 9 leased): only if the
-	// round trip gives the 9 back can it admit.
+	// round trip gives the 9 back can it allow.
 	if !la.Allow(bg).Allowed {
-		t.Fatal("a refused: its round trip should give the expired 9 back and take 1")
+		t.Fatal("a blocked: its round trip should give the expired 9 back and take 1")
 	}
 	if n := a.Stats().RoundTrips; n != 2 {
 		t.Errorf("a made %d round trips; want 2: an expired lease is not spent", n)
+	}
+}
+
+// A lease lives for its ttl, however long: one far in the future does not
+// wrap around to the past and leave the lease unspent.
+func TestALeaseOfAnyTTLIsSpent(t *testing.T) {
+	srv := redistest.Start(t)
+	m := clock.NewManual(int64(time.Hour))
+	c := cluster(t, srv, WithInstances(1), WithClock(m))
+	l := limiter(t, c, "forever", 100, time.Minute, WithLease(10, math.MaxInt64))
+	for i := range 10 {
+		if d := l.Allow(bg); !d.Allowed {
+			t.Fatalf("decision %d: %+v; want allowed, under the limit", i, d)
+		}
+	}
+	if n := c.Stats().RoundTrips; n != 1 {
+		t.Errorf("10 decisions took %d round trips; want 1, the other 9 spent from the lease", n)
 	}
 }
 
@@ -389,7 +414,7 @@ func TestSpendingALeaseAllocatesNothing(t *testing.T) {
 	m := clock.NewManual(0)
 	l := limiter(t, cluster(t, srv, WithInstances(1), WithClock(m)), "allocs", 1_000_000, time.Minute, WithLease(1_000_000, time.Hour))
 	if !l.Allow(bg).Allowed {
-		t.Fatal("refused")
+		t.Fatal("blocked")
 	}
 	if a := testing.AllocsPerRun(1000, func() { l.Allow(bg) }); a != 0 {
 		t.Errorf("spending a lease allocates %v per decision; want 0", a)
@@ -419,7 +444,7 @@ func TestSpendingALeaseAllocatesNothing(t *testing.T) {
 func TestFallbackModes(t *testing.T) {
 	// Nothing listens on port 1: every round trip fails at once.
 	for _, tc := range []struct {
-		fallback Fallback
+		fallback FallbackPolicy
 		want     int
 	}{{Local, 5}, {FailOpen, 20}, {FailClosed, 0}} {
 		t.Run(tc.fallback.String(), func(t *testing.T) {
@@ -435,14 +460,14 @@ func TestFallbackModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			admitted := 0
+			allowed := 0
 			for range 20 {
 				if l.Allow(bg).Allowed {
-					admitted++
+					allowed++
 				}
 			}
-			if admitted != tc.want {
-				t.Errorf("admitted %d of 20 with Redis down; want %d (limit 10 over 2 instances)", admitted, tc.want)
+			if allowed != tc.want {
+				t.Errorf("allowed %d of 20 with Redis down; want %d (limit 10 over 2 instances)", allowed, tc.want)
 			}
 			if s := c.Stats(); s.Healthy || s.Fallbacks != 20 || s.RoundTrips != 0 {
 				t.Errorf("stats %+v: want down, 20 fallbacks, and no round trip: New found Redis down", s)
@@ -502,16 +527,16 @@ func (g *gated) EvalSha(ctx context.Context, sha string, keys []string, args ...
 
 // Requests that find a lease's round trip under way wait for its permits.
 // When they cannot be served within the timeout, with Redis answering every
-// round trip that had the whole timeout, they are refused: they do not fall
+// round trip that had the whole timeout, they are blocked: they do not fall
 // back, nor take Redis for down. Here Redis answers the first round trip,
 // which leases one permit, and never the round trips that the requests
 // waiting for it then make with what is left of their timeouts.
 func TestQueuedLeaseRequestsNeitherFallBackNorMarkRedisDown(t *testing.T) {
 	srv := redistest.Start(t)
 	g := &gated{Client: client(t, srv.Addr), arrived: make(chan struct{}, 16), releases: make(chan struct{}, 1)}
-	// The timeout bounds how long the refused requests wait, and the test
+	// The timeout bounds how long the blocked requests wait, and the test
 	// with them; the first round trip must fit in it on a loaded machine.
-	// One instance: a fallback would admit every request.
+	// One instance: a fallback would allow every request.
 	c, err := New(g, WithInstances(1), WithTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -533,17 +558,17 @@ func TestQueuedLeaseRequestsNeitherFallBackNorMarkRedisDown(t *testing.T) {
 		t.Fatalf("%d requests wait for the round trip under way; want %d", queued.Load(), waiters)
 	}
 	g.releases <- struct{}{} // Redis answers it: 1 permit and a lease of 1
-	admitted := 0
+	allowed := 0
 	for range 1 + waiters {
 		switch d := <-decisions; {
 		case d.Allowed:
-			admitted++
+			allowed++
 		case d.Reason != flow.RateLimited:
-			t.Errorf("a waiting request: %+v; want admitted or RateLimited", d)
+			t.Errorf("a waiting request: %+v; want allowed or RateLimited", d)
 		}
 	}
-	if admitted != 2 {
-		t.Errorf("admitted %d; want 2: the first request and the one that spent the lease", admitted)
+	if allowed != 2 {
+		t.Errorf("allowed %d; want 2: the first request and the one that spent the lease", allowed)
 	}
 	if s := c.Stats(); !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
 		t.Errorf("stats %+v: want healthy, no failure, no fallback", s)
@@ -551,33 +576,33 @@ func TestQueuedLeaseRequestsNeitherFallBackNorMarkRedisDown(t *testing.T) {
 }
 
 // Under a burst from many goroutines, leasing limiters on several instances
-// admit no more than the limit within one interval, every permit spent
+// allow no more than the limit within one interval, every permit spent
 // having been counted in Redis first, and no fewer than the limit less the
 // leases left unspent.
-func TestLeasingLimitersAdmitTheLimitUnderABurst(t *testing.T) {
+func TestLeasingLimitersAllowTheLimitUnderABurst(t *testing.T) {
 	srv := redistest.Start(t)
 	const limit, lease, instances, workers, each = 300, 2, 3, 8, 40
 	var ls []*Limiter
 	for range instances {
-		// One instance configured: a fallback would admit the whole limit
+		// One instance configured: a fallback would allow the whole limit
 		// again.
 		ls = append(ls, limiter(t, cluster(t, srv, WithInstances(1)), "burst", limit, time.Minute, WithLease(lease, time.Hour)))
 	}
-	var admitted atomic.Int64
+	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for i := range instances * workers {
 		wg.Go(func() {
 			l := ls[i%instances]
 			for range each {
 				if l.Allow(bg).Allowed {
-					admitted.Add(1)
+					allowed.Add(1)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if got := admitted.Load(); got > limit || got < limit-instances*(lease-1) {
-		t.Errorf("admitted %d of %d; want the limit, %d, less at most %d left in leases", got, instances*workers*each, limit, instances*(lease-1))
+	if got := allowed.Load(); got > limit || got < limit-instances*(lease-1) {
+		t.Errorf("allowed %d of %d; want the limit, %d, less at most %d left in leases", got, instances*workers*each, limit, instances*(lease-1))
 	}
 	for _, l := range ls {
 		if s := l.c.Stats(); !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
@@ -588,7 +613,7 @@ func TestLeasingLimitersAdmitTheLimitUnderABurst(t *testing.T) {
 
 // The server's clock stepping back a little counts in the newest bucket;
 // stepping back more than an interval forgets the buckets ahead instead of
-// refusing everything until the clock catches up. Redis's clock cannot be
+// blocking everything until the clock catches up. Redis's clock cannot be
 // moved, so the test writes buckets ahead of it.
 func TestServerClockSteppingBack(t *testing.T) {
 	srv := redistest.Start(t)
@@ -601,17 +626,17 @@ func TestServerClockSteppingBack(t *testing.T) {
 	open := now.UnixMicro() / width
 	for _, tc := range []struct {
 		ahead int64 // buckets
-		admit bool
-	}{{ahead: 5, admit: false}, {ahead: 1000, admit: true}} {
+		allow bool
+	}{{ahead: 5, allow: false}, {ahead: 1000, allow: true}} {
 		l := limiter(t, cluster(t, srv, WithInstances(1)), fmt.Sprint("step", tc.ahead), 10, time.Second, WithBuckets(10))
 		b := fmt.Sprint(open + tc.ahead)
 		if err := rdb.HSet(bg, l.Key(), b, 10, "o", b, "s", 10).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if got := l.Allow(bg).Allowed; got != tc.admit {
-			t.Errorf("%d buckets ahead: Allow = %v; want %v", tc.ahead, got, tc.admit)
+		if got := l.Allow(bg).Allowed; got != tc.allow {
+			t.Errorf("%d buckets ahead: Allow = %v; want %v", tc.ahead, got, tc.allow)
 		}
-		if tc.admit {
+		if tc.allow {
 			if f, _ := rdb.HGetAll(bg, l.Key()).Result(); f[b] != "" || f["o"] == b {
 				t.Errorf("%d buckets ahead: hash %v still holds the bucket ahead", tc.ahead, f)
 			}

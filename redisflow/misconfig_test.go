@@ -184,7 +184,7 @@ func TestAPasswordSetWhileRunningIsReportedOnceAndClearedWhenFixed(t *testing.T)
 	g := slidegate.New(slidegate.WithCluster(c))
 	l := limiter(t, c, "password", 1000, time.Minute)
 	if !l.Allow(bg).Allowed {
-		t.Fatal("refused under the limit")
+		t.Fatal("blocked under the limit")
 	}
 	if h, ok := g.ClusterHealth(); !ok || !h.Healthy || h.Err != nil {
 		t.Fatalf("ClusterHealth = %+v, %v; want healthy, no error", h, ok)
@@ -223,7 +223,7 @@ func TestAPasswordSetWhileRunningIsReportedOnceAndClearedWhenFixed(t *testing.T)
 	}
 	trips := c.Stats().RoundTrips
 	if !l.Allow(bg).Allowed || c.Stats().RoundTrips != trips+1 {
-		t.Error("after the fix, a decision was not taken to Redis and admitted")
+		t.Error("after the fix, a decision was not taken to Redis and allowed")
 	}
 	if errs := logs.at(slog.LevelError); len(errs) != 1 {
 		t.Errorf("logged at Error level: %q; want one line", errs)
@@ -285,7 +285,7 @@ func TestAFlappingErrorIsLoggedOnceAMinute(t *testing.T) {
 			t.Fatal("the probe did not find Redis again")
 		}
 		if !l.Allow(bg).Allowed {
-			t.Fatal("refused under the limit")
+			t.Fatal("blocked under the limit")
 		}
 		if s := c.Stats(); s.Err != nil {
 			t.Fatalf("stats %+v; want the error cleared by a decision that succeeded", s)

@@ -38,7 +38,7 @@ func TestOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 	}
 	for range 3 {
 		if !decide() {
-			t.Fatal("refused while healthy, under the limit")
+			t.Fatal("blocked while healthy, under the limit")
 		}
 	}
 	if s := c.Stats(); !s.Healthy || s.RoundTrips != 3 {
@@ -65,14 +65,14 @@ func TestOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 		}
 		m.Advance(2 * time.Hour) // a fresh fallback window: more than k+1 buckets on
 		trips := c.Stats().RoundTrips
-		admitted := 0
+		allowed := 0
 		for range 20 {
 			if decide() {
-				admitted++
+				allowed++
 			}
 		}
-		if admitted != limit/instances {
-			t.Errorf("%s: the fallback admitted %d of 20; want the instance's share, %d", outage.name, admitted, limit/instances)
+		if allowed != limit/instances {
+			t.Errorf("%s: the fallback allowed %d of 20; want the instance's share, %d", outage.name, allowed, limit/instances)
 		}
 		if s := c.Stats(); s.RoundTrips != trips {
 			t.Errorf("%s: %d round trips while Redis was down; want none", outage.name, s.RoundTrips-trips)
@@ -84,7 +84,7 @@ func TestOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 		}
 		trips = c.Stats().RoundTrips
 		if !decide() {
-			t.Errorf("%s: refused after recovery, under the limit", outage.name)
+			t.Errorf("%s: blocked after recovery, under the limit", outage.name)
 		}
 		if s := c.Stats(); s.RoundTrips != trips+1 {
 			t.Errorf("%s: %d round trips for a decision after recovery; want 1", outage.name, s.RoundTrips-trips)

@@ -29,9 +29,9 @@ const (
 )
 
 // child hammers the shared limit from its own process, until its grants span
-// childSpan intervals and it was refused (at most a minute), and prints every
+// childSpan intervals and it was blocked (at most a minute), and prints every
 // answer from Redis as "at n", at the Redis server's time in microseconds (n
-// = 0: refused). Its timeout is the tests' (testTimeout), so that no
+// = 0: blocked). Its timeout is the tests' (testTimeout), so that no
 // round trip outlasts it: a grant that a timed-out round trip made would go
 // unseen.
 func child(addr string) int {
@@ -73,7 +73,7 @@ func child(addr string) int {
 		fmt.Fprintf(os.Stderr, "stats %+v: want every decision taken by Redis\n", s)
 		return 1
 	case !g.overloaded(span):
-		fmt.Fprintf(os.Stderr, "in a minute, grants spanned %dµs of %dµs wanted, with %d refusals\n", g.last-g.first, span, g.refusals)
+		fmt.Fprintf(os.Stderr, "in a minute, grants spanned %dµs of %dµs wanted, with %d blocks\n", g.last-g.first, span, g.blocks)
 		return 1
 	}
 	return 0
@@ -81,7 +81,7 @@ func child(addr string) int {
 
 // Three processes share one limit: no interval of its length, wherever it
 // starts, holds more than the limit, counting every process's grants at the
-// Redis server's time; and no request is refused while its window holds less
+// Redis server's time; and no request is blocked while its window holds less
 // than the limit.
 func TestNoIntervalHoldsMoreThanTheLimitAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
@@ -118,23 +118,23 @@ func TestNoIntervalHoldsMoreThanTheLimitAcrossProcesses(t *testing.T) {
 			all, mine = append(all, g), mine+g.n
 		}
 		if mine == 0 {
-			t.Errorf("child %d was admitted nothing: the processes did not share the limit", i)
+			t.Errorf("child %d was allowed nothing: the processes did not share the limit", i)
 		}
 	}
 	most, end := busiest(all, childInterval.Microseconds())
 	if most > childLimit {
-		t.Fatalf("%d admitted in the interval ending at %dµs; the limit is %d", most, end, childLimit)
+		t.Fatalf("%d allowed in the interval ending at %dµs; the limit is %d", most, end, childLimit)
 	}
 	width := (childInterval / childBuckets).Microseconds()
-	if err := refusedOnlyWhenFull(all, width, childBuckets, childLimit, 1); err != nil {
+	if err := blockedOnlyWhenFull(all, width, childBuckets, childLimit, 1); err != nil {
 		t.Error(err)
 	}
-	total, refusals := int64(0), 0
+	total, blocks := int64(0), 0
 	for _, g := range all {
 		total += g.n
 		if g.n == 0 {
-			refusals++
+			blocks++
 		}
 	}
-	t.Logf("3 processes: admitted %d, at most %d in one interval; %d refusals", total, most, refusals)
+	t.Logf("3 processes: allowed %d, at most %d in one interval; %d blocks", total, most, blocks)
 }

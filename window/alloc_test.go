@@ -13,7 +13,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	c := clock.NewManual(int64(time.Hour))
 	ctr, _ := NewCounter(10, time.Second, WithClock(c))
 	view, _ := ctr.View(500 * time.Millisecond)
-	rw, _ := NewRollingWindow(10, 100*time.Millisecond, WithClock(c))
+	rw, _ := NewRollingWindow(10, time.Second, WithClock(c))
 	h, _ := NewHistogram(2, time.Second, WithClock(c))
 	hv, _ := h.View(500 * time.Millisecond)
 	var sink int64

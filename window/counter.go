@@ -11,8 +11,8 @@ import "time"
 // bucket holding now and the buckets before it, buckets-1 of them. A View
 // reads a shorter stretch of the same ring.
 //
-// Summed events (Pass, Block, Success, Error, RT, OccupiedPass, Slow) are
-// added; MinRT keeps the smallest value written in a bucket, MaxConcurrency the
+// Summed events (Allowed, Blocked, Succeeded, Failed, RT, Borrowed, Slow)
+// are added; MinRT keeps the smallest value written in a bucket, MaxConcurrency the
 // largest. One bucket holds values in [MinValue, MaxValue]; sums saturate, and
 // values for MinRT and MaxConcurrency are clamped to lie strictly between the
 // two (the bounds themselves mark an empty bucket).
@@ -34,14 +34,18 @@ type Counter struct {
 }
 
 // NewCounter returns a Counter over interval divided into buckets buckets.
-// interval must be a positive whole number of nanoseconds per bucket, and
-// buckets at most MaxBuckets.
+// buckets must be in [1, MaxBuckets] and interval divide into them in whole
+// nanoseconds of at least MinWidth each; a bad argument or Option is a
+// *ConfigError.
 func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, error) {
 	width, err := splitInterval(buckets, interval)
 	if err != nil {
 		return nil, err
 	}
-	o := buildOptions(opts)
+	o, err := buildOptions(opts, forCounter)
+	if err != nil {
+		return nil, err
+	}
 	c := &Counter{r: newRing(buckets, width, counterKinds, o.clock)}
 	c.all = View{r: c.r, k: int64(buckets)}
 	return c, nil
@@ -226,7 +230,7 @@ func (v View) MaxBucketAt(now int64, e Event) int64 {
 func (v View) AvgRT() float64 { return v.AvgRTAt(v.now()) }
 
 // AvgRTAt returns the mean response time over the view at time now: the sum
-// of RT divided by the count of Success, or 0 when there was no success.
+// of RT divided by the count of Succeeded, or 0 when none succeeded.
 func (v View) AvgRTAt(now int64) float64 {
 	n := v.SumAt(now, Succeeded)
 	if n == 0 {

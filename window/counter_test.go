@@ -22,7 +22,7 @@ func newTestCounter(t *testing.T, buckets int, interval time.Duration) (*Counter
 
 func TestCounterSlidesBucketByBucket(t *testing.T) {
 	ctr, c := newTestCounter(t, 4, 400*time.Millisecond)
-	for i := 0; i < 4; i++ { // 1, 2, 3, 4 passes in the four buckets
+	for i := 0; i < 4; i++ { // 1, 2, 3, 4 allowed in the four buckets
 		c.Set(int64(i) * int64(100*time.Millisecond))
 		for j := 0; j <= i; j++ {
 			ctr.Add(Allowed, 1)
@@ -61,7 +61,7 @@ func TestCounterBucketsAlignToMultiplesOfTheWidth(t *testing.T) {
 
 func TestViewReadsOnlyTheLastPartOfTheRing(t *testing.T) {
 	ctr, c := newTestCounter(t, 100, 10*time.Second)
-	for i := 0; i < 100; i++ { // one pass per 100 ms for 10 s
+	for i := 0; i < 100; i++ { // one allowed per 100 ms for 10 s
 		c.Set(int64(i) * int64(100*time.Millisecond))
 		ctr.Add(Allowed, 1)
 		ctr.Add(Succeeded, 1)
@@ -243,7 +243,7 @@ func TestInvalidShapesAreRejectedWithTheFieldAndValue(t *testing.T) {
 		{10, 0, "interval = 0s"},
 		{10, -time.Second, "interval = -1s"},
 		{3, time.Second + 1, "interval = 1.000000001s"},
-		{10, 5 * time.Microsecond, "bucket width = 500ns"},
+		{10, 5 * time.Microsecond, "10 buckets of 500ns"},
 		{2, 1 << 62, "interval"},
 	}
 	for _, tc := range cases {

@@ -7,8 +7,8 @@
 // or before t. Reads cover an interval of whole buckets ending with the bucket
 // holding now. Three types are built on the one ring:
 //
-//   - Counter: per-bucket counts of events (pass, block, success, error,
-//     response time, ...), as Sentinel's MetricBucket, and View, a read of the
+//   - Counter: per-bucket counts of events (allowed, blocked, succeeded,
+//     failed, response time, ...), as Sentinel's MetricBucket, and View, a read of the
 //     last part of a Counter's interval (Sentinel's SlidingWindowMetric).
 //   - RollingWindow: go-zero's rolling window of sums and counts, with its
 //     Add / Reduce API.

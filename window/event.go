@@ -8,7 +8,7 @@ type Event uint8
 // The events a Counter records. Summed events come first; to add one, add its
 // line above MinRT (and its name to eventNames).
 const (
-	Allowed        Event = iota // requests allowed to pass
+	Allowed        Event = iota // requests allowed
 	Blocked                     // requests blocked
 	Succeeded                   // requests that ended without an error
 	Failed                      // requests that ended with an error

@@ -27,12 +27,12 @@ func ExampleCounter() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("passed in 10 s:", ctr.Sum(window.Allowed))
-	fmt.Println("errors in 10 s:", ctr.Sum(window.Failed))
+	fmt.Println("allowed in 10 s:", ctr.Sum(window.Allowed))
+	fmt.Println("failed in 10 s:", ctr.Sum(window.Failed))
 	fmt.Println("QPS over the last second:", lastSecond.Rate(window.Allowed))
 	// Output:
-	// passed in 10 s: 50
-	// errors in 10 s: 10
+	// allowed in 10 s: 50
+	// failed in 10 s: 10
 	// QPS over the last second: 9
 }
 
@@ -50,10 +50,12 @@ func ExampleCounter_AddAt() {
 	// 4
 }
 
-// A RollingWindow works as go-zero's does: Add values, Reduce buckets.
+// A RollingWindow works as go-zero's does: Add values, Reduce buckets. It
+// takes the whole interval, here ten buckets over one second, where go-zero
+// takes one bucket's width.
 func ExampleRollingWindow() {
 	c := clock.NewManual(0)
-	rw, err := window.NewRollingWindow(10, 100*time.Millisecond, window.WithClock(c))
+	rw, err := window.NewRollingWindow(10, time.Second, window.WithClock(c))
 	if err != nil {
 		panic(err)
 	}
@@ -61,13 +63,13 @@ func ExampleRollingWindow() {
 		rw.Add(int64(i % 2))
 		c.Advance(50 * time.Millisecond)
 	}
-	var accepts, total int64
+	var succeeded, total int64
 	rw.Reduce(func(b window.Bucket) {
-		accepts += b.Sum
+		succeeded += b.Sum
 		total += b.Count
 	})
-	fmt.Printf("%d of %d accepted\n", accepts, total)
-	// Output: 9 of 18 accepted
+	fmt.Printf("%d of %d succeeded\n", succeeded, total)
+	// Output: 9 of 18 succeeded
 }
 
 // A Histogram answers latency quantiles over the last part of its interval.

@@ -12,6 +12,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
 // ---- Index and alignment arithmetic ----
@@ -182,7 +184,7 @@ func FuzzBucketIndexArithmetic(f *testing.F) {
 	f.Fuzz(func(t *testing.T, nRaw uint16, wRaw uint64, t1, t2 int64) {
 		n := int(nRaw)%MaxBuckets + 1
 		w := fzWidth(n, wRaw)
-		if err := checkShape(n, time.Duration(w)); err != nil {
+		if err := timegrid.CheckWindow(time.Duration(int64(n)*w), n); err != nil {
 			t.Fatalf("fzWidth(%d, %d) = %d: %v", n, wRaw, w, err)
 		}
 		r := newRing(n, time.Duration(w), rollingKinds, nil)

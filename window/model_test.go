@@ -726,15 +726,15 @@ func newModelRollingHarness(t testing.TB, label string, n int, w int64, start in
 	t.Helper()
 	h := &modelRollingHarness{modelRun: newModelRun(t, label, n, w, start)}
 	var err error
-	if h.all, err = NewRollingWindow(n, time.Duration(w), WithClock(h.clk)); err != nil {
-		t.Fatalf("NewRollingWindow(%d, %v): %v", n, time.Duration(w), err)
+	if h.all, err = NewRollingWindow(n, time.Duration(int64(n)*w), WithClock(h.clk)); err != nil {
+		t.Fatalf("NewRollingWindow(%d, %v): %v", n, time.Duration(int64(n)*w), err)
 	}
-	if h.ign, err = NewRollingWindow(n, time.Duration(w), WithClock(h.clk), IgnoreCurrentBucket()); err != nil {
-		t.Fatalf("NewRollingWindow(%d, %v, IgnoreCurrentBucket()): %v", n, time.Duration(w), err)
+	if h.ign, err = NewRollingWindow(n, time.Duration(int64(n)*w), WithClock(h.clk), IgnoreCurrentBucket()); err != nil {
+		t.Fatalf("NewRollingWindow(%d, %v, IgnoreCurrentBucket()): %v", n, time.Duration(int64(n)*w), err)
 	}
 	for _, rw := range []*RollingWindow{h.all, h.ign} {
-		if rw.Size() != n || rw.Width() != time.Duration(w) {
-			t.Fatalf("Size, Width = %d, %v; want %d, %v", rw.Size(), rw.Width(), n, time.Duration(w))
+		if rw.Interval() != time.Duration(int64(n)*w) || rw.Width() != time.Duration(w) {
+			t.Fatalf("Interval, Width = %v, %v; want %v, %v", rw.Interval(), rw.Width(), time.Duration(int64(n)*w), time.Duration(w))
 		}
 	}
 	h.r = h.all.r
@@ -953,8 +953,8 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 // worked out by hand, with and without IgnoreCurrentBucket.
 func TestRollingWindowReduceAgreesWithWorkedExample(t *testing.T) {
 	const ms = int64(time.Millisecond)
-	rw, _ := NewRollingWindow(3, time.Millisecond)
-	ign, _ := NewRollingWindow(3, time.Millisecond, IgnoreCurrentBucket())
+	rw, _ := NewRollingWindow(3, 3*time.Millisecond)
+	ign, _ := NewRollingWindow(3, 3*time.Millisecond, IgnoreCurrentBucket())
 	one, _ := NewRollingWindow(1, time.Millisecond, IgnoreCurrentBucket())
 	for _, w := range []*RollingWindow{rw, ign, one} {
 		w.AddAt(-1, 5)   // bucket -1
@@ -981,7 +981,7 @@ func TestRollingWindowReduceAgreesWithWorkedExample(t *testing.T) {
 		{one, ms, []Bucket{}},
 	} {
 		if got := reduce(tc.w, tc.now); !slices.Equal(got, tc.want) {
-			t.Errorf("size %d, IgnoreCurrentBucket=%v: ReduceAt(%d) passed %v, want %v", tc.w.Size(), tc.w.ignoreCurrent, tc.now, got, tc.want)
+			t.Errorf("interval %v, IgnoreCurrentBucket=%v: ReduceAt(%d) passed %v, want %v", tc.w.Interval(), tc.w.ignoreCurrent, tc.now, got, tc.want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package window
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 	"runtime"
@@ -12,12 +11,8 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// ErrInvalidConfig is wrapped by every error a constructor returns for a bad
-// argument. The message names the argument and its value.
-var ErrInvalidConfig = errors.New("window: invalid configuration")
-
 // MaxBuckets is the largest number of buckets a ring may have.
-const MaxBuckets = 1 << 16
+const MaxBuckets = timegrid.MaxBuckets
 
 // MinWidth is the narrowest bucket a ring may have.
 const MinWidth = timegrid.MinWidth
@@ -73,73 +68,9 @@ type ring struct {
 	clock clock.Clock
 }
 
-// options are the settings shared by the constructors in this package.
-type options struct {
-	clock         clock.Clock
-	ignoreCurrent bool
-	compact       bool
-}
-
-// An Option customises a Counter, Histogram or RollingWindow.
-type Option func(*options)
-
-// WithClock makes the structure read time from c instead of clock.System.
-// Tests and simulations pass a *clock.Manual. A nil c is ignored.
-func WithClock(c clock.Clock) Option {
-	return func(o *options) {
-		if c != nil {
-			o.clock = c
-		}
-	}
-}
-
-// Compact makes a Histogram count latencies in coarser bins: quantiles
-// within 3.2% from 16 µs up (and within 0.52 µs below), in CompactBucketBytes
-// (4 KiB) per bucket instead of HistogramBucketBytes (16 KiB); for many
-// histograms, such as one per resource. Other types ignore it.
-func Compact() Option {
-	return func(o *options) { o.compact = true }
-}
-
-func buildOptions(opts []Option) options {
-	o := options{clock: clock.System}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o
-}
-
-// checkShape validates a bucket count and a bucket width.
-func checkShape(buckets int, width time.Duration) error {
-	if buckets < 1 || buckets > MaxBuckets {
-		return fmt.Errorf("%w: buckets = %d: must be between 1 and %d", ErrInvalidConfig, buckets, MaxBuckets)
-	}
-	if err := timegrid.Check(int64(buckets), width); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	return nil
-}
-
-// splitInterval returns the width of each of buckets buckets spanning
-// interval, or an error naming the bad argument.
-func splitInterval(buckets int, interval time.Duration) (time.Duration, error) {
-	if interval <= 0 {
-		return 0, fmt.Errorf("%w: interval = %v: must be positive", ErrInvalidConfig, interval)
-	}
-	if buckets < 1 || buckets > MaxBuckets {
-		return 0, fmt.Errorf("%w: buckets = %d: must be between 1 and %d", ErrInvalidConfig, buckets, MaxBuckets)
-	}
-	if interval%time.Duration(buckets) != 0 {
-		return 0, fmt.Errorf("%w: interval = %v: does not divide into %d buckets of whole nanoseconds", ErrInvalidConfig, interval, buckets)
-	}
-	width := interval / time.Duration(buckets)
-	return width, checkShape(buckets, width)
-}
-
 // newRing returns a ring of n buckets of the given width whose buckets are
-// laid out as kinds, every slot empty. The shape must have passed checkShape.
+// laid out as kinds, every slot empty. n buckets of the width must form a
+// window that passes timegrid.CheckWindow.
 func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
 	w := int64(width)
 	slots := 1 << bits.Len(uint(n-1))
@@ -311,8 +242,8 @@ func (r *ring) sum(t int64, i int, k int64) int64 {
 func (r *ring) viewBuckets(d time.Duration) (int64, error) {
 	w := time.Duration(r.width)
 	if d <= 0 || d%w != 0 || int64(d/w) > r.n {
-		return 0, fmt.Errorf("%w: view = %v: must be a positive multiple of the bucket width %v, at most the interval %v",
-			ErrInvalidConfig, d, w, w*time.Duration(r.n))
+		return 0, &ConfigError{Option: "view", Value: d,
+			Detail: fmt.Sprintf("must be a positive multiple of the bucket width %v, at most the interval %v", w, w*time.Duration(r.n))}
 	}
 	return int64(d / w), nil
 }

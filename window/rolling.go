@@ -2,11 +2,13 @@ package window
 
 import "time"
 
-// A RollingWindow is go-zero's RollingWindow on slidegate's ring: size buckets
-// of a fixed width, each holding the sum and the count of the values added
-// while it was current. It is what go-zero's adaptive breaker and load shedder
-// are built on, with the same Add / Reduce API and semantics, but without a
-// lock and with buckets aligned to multiples of the width on the clock.
+// A RollingWindow is go-zero's RollingWindow on slidegate's ring: an interval
+// divided into buckets of a fixed width, each holding the sum and the count
+// of the values added while it was current. It is what go-zero's adaptive
+// breaker and load shedder are built on, with the same Add / Reduce API and
+// semantics, but without a lock and with buckets aligned to multiples of the
+// width on the clock. Unlike go-zero's constructor, which takes one bucket's
+// width, NewRollingWindow takes the whole interval, as NewCounter does.
 //
 // Values are int64, as in go-zero's breaker: integer sums are exact, where a
 // float64 sum drifts. Record durations in a fixed unit (microseconds, say).
@@ -38,21 +40,28 @@ var rollingKinds = []kind{rollingSum: kindSum, rollingCount: kindSum}
 
 // IgnoreCurrentBucket makes a RollingWindow's Reduce leave out the current
 // bucket, which has not yet lasted its full width, as go-zero's option of the
-// same name does. Counter and Histogram ignore it.
+// same name does. It applies to a RollingWindow only.
 func IgnoreCurrentBucket() Option {
 	return func(o *options) { o.ignoreCurrent = true }
 }
 
-// NewRollingWindow returns a RollingWindow of size buckets, each width long,
-// covering size × width. As in go-zero, the duration is the width of one
-// bucket, not of the whole window. width must be at least MinWidth.
-func NewRollingWindow(size int, width time.Duration, opts ...Option) (*RollingWindow, error) {
-	if err := checkShape(size, width); err != nil {
+// NewRollingWindow returns a RollingWindow over interval divided into buckets
+// buckets, each interval/buckets wide. As with NewCounter, and unlike
+// go-zero's NewRollingWindow, the duration is the whole interval, not one
+// bucket's width. buckets must be in [1, MaxBuckets] and interval divide
+// into them in whole nanoseconds of at least MinWidth each; a bad argument
+// or Option is a *ConfigError.
+func NewRollingWindow(buckets int, interval time.Duration, opts ...Option) (*RollingWindow, error) {
+	width, err := splitInterval(buckets, interval)
+	if err != nil {
 		return nil, err
 	}
-	o := buildOptions(opts)
+	o, err := buildOptions(opts, forRollingWindow)
+	if err != nil {
+		return nil, err
+	}
 	return &RollingWindow{
-		r:             newRing(size, width, rollingKinds, o.clock),
+		r:             newRing(buckets, width, rollingKinds, o.clock),
 		ignoreCurrent: o.ignoreCurrent,
 	}, nil
 }
@@ -77,8 +86,8 @@ func (rw *RollingWindow) AddAt(now int64, v int64) bool {
 func (rw *RollingWindow) Reduce(fn func(Bucket)) { rw.ReduceAt(rw.r.clock.Now(), fn) }
 
 // ReduceAt calls fn for each bucket of the window at time now, oldest first:
-// the size buckets ending with the one holding now, or, with
-// IgnoreCurrentBucket, the size-1 buckets before it. A bucket nothing was
+// the buckets of the interval, the last of them the one holding now, or,
+// with IgnoreCurrentBucket, all but that last one. A bucket nothing was
 // added to is passed as a zero Bucket.
 func (rw *RollingWindow) ReduceAt(now int64, fn func(Bucket)) {
 	r := rw.r
@@ -101,5 +110,6 @@ func (rw *RollingWindow) ReduceAt(now int64, fn func(Bucket)) {
 // Width returns the width of one bucket.
 func (rw *RollingWindow) Width() time.Duration { return time.Duration(rw.r.width) }
 
-// Size returns the number of buckets.
-func (rw *RollingWindow) Size() int { return int(rw.r.n) }
+// Interval returns the length of time the RollingWindow covers: its number of
+// buckets times their width.
+func (rw *RollingWindow) Interval() time.Duration { return time.Duration(rw.r.width * rw.r.n) }

@@ -15,7 +15,7 @@ func reduceAll(rw *RollingWindow) []Bucket {
 
 func TestRollingWindowReducesOldestFirst(t *testing.T) {
 	c := clock.NewManual(0)
-	rw, err := NewRollingWindow(3, 100*time.Millisecond, WithClock(c))
+	rw, err := NewRollingWindow(3, 300*time.Millisecond, WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,14 +40,14 @@ func TestRollingWindowReducesOldestFirst(t *testing.T) {
 	if got[0] != (Bucket{Sum: 5, Count: 1}) || got[1] != (Bucket{}) || got[2] != (Bucket{Sum: 7, Count: 1}) {
 		t.Fatalf("after sliding: %+v", got)
 	}
-	if rw.Size() != 3 || rw.Width() != 100*time.Millisecond {
-		t.Fatalf("Size %d, Width %v", rw.Size(), rw.Width())
+	if rw.Interval() != 300*time.Millisecond || rw.Width() != 100*time.Millisecond {
+		t.Fatalf("Interval %v, Width %v", rw.Interval(), rw.Width())
 	}
 }
 
 func TestRollingWindowIgnoreCurrentBucketLeavesOutThePartialBucket(t *testing.T) {
 	c := clock.NewManual(0)
-	rw, err := NewRollingWindow(4, 10*time.Millisecond, IgnoreCurrentBucket(), WithClock(c))
+	rw, err := NewRollingWindow(4, 40*time.Millisecond, IgnoreCurrentBucket(), WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,10 @@ func TestRollingWindowIgnoreCurrentBucketLeavesOutThePartialBucket(t *testing.T)
 }
 
 func TestRollingWindowLikeGoZerosBreakerCounts(t *testing.T) {
-	// go-zero's breaker adds 1 for an accepted call and 0 for a failed one:
-	// Sum is the accepts, Count the requests.
+	// go-zero's breaker adds 1 for a call that succeeded and 0 for one that
+	// failed: Sum is the successes, Count the requests.
 	c := clock.NewManual(0)
-	rw, _ := NewRollingWindow(40, 250*time.Millisecond, WithClock(c))
+	rw, _ := NewRollingWindow(40, 10*time.Second, WithClock(c))
 	for i := 0; i < 1000; i++ { // 10 s of calls, the whole window
 		if i%4 == 0 {
 			rw.Add(0)
@@ -77,9 +77,9 @@ func TestRollingWindowLikeGoZerosBreakerCounts(t *testing.T) {
 		c.Advance(10 * time.Millisecond)
 	}
 	c.Advance(-10 * time.Millisecond)
-	var accepts, total int64
-	rw.Reduce(func(b Bucket) { accepts += b.Sum; total += b.Count })
-	if accepts != 750 || total != 1000 {
-		t.Fatalf("accepts %d of %d, want 750 of 1000", accepts, total)
+	var succeeded, total int64
+	rw.Reduce(func(b Bucket) { succeeded += b.Sum; total += b.Count })
+	if succeeded != 750 || total != 1000 {
+		t.Fatalf("%d of %d succeeded, want 750 of 1000", succeeded, total)
 	}
 }

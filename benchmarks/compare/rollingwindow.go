@@ -12,11 +12,11 @@ import (
 // can be set aside (deleted or put behind a build tag) while that API moves.
 func init() {
 	addClock.Impls = append(addClock.Impls, Impl{Name: "slidegate RollingWindow", Setup: func(*testing.B) Op {
-		rw := must(window.NewRollingWindow(ringBuckets, bucketWidth))
+		rw := must(window.NewRollingWindow(ringBuckets, ringSpan))
 		return func() int64 { rw.Add(1); return 0 }
 	}})
 	addNow.Impls = append(addNow.Impls, Impl{Name: "slidegate RollingWindow", Setup: func(*testing.B) Op {
-		rw := must(window.NewRollingWindow(ringBuckets, bucketWidth))
+		rw := must(window.NewRollingWindow(ringBuckets, ringSpan))
 		now := clock.System.Now()
 		return func() int64 { rw.AddAt(now, 1); return 0 }
 	}})
@@ -43,7 +43,7 @@ func init() {
 // newFilledRolling returns a 1 s RollingWindow, like go-zero's in sumClock,
 // with 1 added in each of its buckets before now.
 func newFilledRolling(now int64) *window.RollingWindow {
-	rw := must(window.NewRollingWindow(viewBuckets, bucketWidth))
+	rw := must(window.NewRollingWindow(viewBuckets, viewSpan))
 	for i := range viewBuckets {
 		rw.AddAt(now-int64(i)*int64(bucketWidth), 1)
 	}

@@ -1,0 +1,106 @@
+package window
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
+)
+
+// ErrInvalidConfig is wrapped by every error this package returns for a bad
+// argument or Option, each a *ConfigError.
+var ErrInvalidConfig = errors.New("window: invalid configuration")
+
+// A ConfigError is the error a constructor or a View method returns for a bad
+// argument or Option: which one, the value it was given, and what is wrong
+// with it. It wraps ErrInvalidConfig, so errors.Is(err, ErrInvalidConfig)
+// holds; errors.As takes it apart. Its message reads
+// "window: invalid configuration: buckets = 0: must be between 1 and 65536".
+type ConfigError struct {
+	// Option names what was wrong:
+	//
+	//   - "buckets": the number of buckets, an int;
+	//   - "interval": the interval, a time.Duration (also when it does not
+	//     divide into the buckets, or into buckets of at least MinWidth);
+	//   - "view": the duration given to View, a time.Duration;
+	//   - "clock": WithClock's clock.Clock;
+	//   - "compact": Compact, given to a type it does not apply to (Value
+	//     true);
+	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise.
+	Option string
+	// Value is the value given, of the type listed for Option.
+	Value any
+	// Detail says what is wrong with the value, in lower case ("must be
+	// positive").
+	Detail string
+}
+
+// Error returns the package, the option, its value and what is wrong.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Option, e.Value, e.Detail)
+}
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// options are the settings shared by the constructors in this package.
+type options struct {
+	clock         clock.Clock
+	ignoreCurrent bool
+	compact       bool
+	bad           *ConfigError // the first option found bad as it was applied
+}
+
+// An Option customises a Counter, Histogram or RollingWindow. An Option that
+// does not apply to the type being made is an error, not ignored; a nil
+// Option is no option.
+type Option func(*options)
+
+// WithClock makes the structure read time from c instead of clock.System.
+// Tests and simulations pass a *clock.Manual. A nil c is an error.
+func WithClock(c clock.Clock) Option {
+	return func(o *options) {
+		if c == nil && o.bad == nil {
+			o.bad = &ConfigError{Option: "clock", Value: c, Detail: "must not be nil"}
+		}
+		o.clock = c
+	}
+}
+
+// The types options are given to, for buildOptions.
+const (
+	forCounter       = "a Counter"
+	forHistogram     = "a Histogram"
+	forRollingWindow = "a RollingWindow"
+)
+
+// buildOptions applies opts for the type named by forType and returns the
+// first bad option's error.
+func buildOptions(opts []Option, forType string) (options, error) {
+	o := options{clock: clock.System}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	switch {
+	case o.bad != nil:
+		return o, o.bad
+	case o.compact && forType != forHistogram:
+		return o, &ConfigError{Option: "compact", Value: true, Detail: "applies to a Histogram, not to " + forType}
+	case o.ignoreCurrent && forType != forRollingWindow:
+		return o, &ConfigError{Option: "ignore_current_bucket", Value: true, Detail: "applies to a RollingWindow, not to " + forType}
+	}
+	return o, nil
+}
+
+// splitInterval returns the width of each of buckets buckets spanning
+// interval, or an error naming the bad argument.
+func splitInterval(buckets int, interval time.Duration) (time.Duration, error) {
+	if we := timegrid.CheckWindow(interval, buckets); we != nil {
+		return 0, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
+	}
+	return interval / time.Duration(buckets), nil
+}
