@@ -25,7 +25,7 @@ func BenchmarkBaselineAtomicAdd(b *testing.B) {
 	}
 }
 
-// An unreachable limit, so that every decision admits and counts.
+// An unreachable limit, so that every decision allows and counts.
 func BenchmarkQPSAllow(b *testing.B) {
 	q := mustQPS(b, MaxLimit, time.Second)
 	for i := 0; i < b.N; i++ {
@@ -41,8 +41,8 @@ func BenchmarkQPSAllowAt(b *testing.B) {
 	}
 }
 
-// A limit far below the offered rate: most decisions refuse.
-func BenchmarkQPSAllowRefusing(b *testing.B) {
+// A limit far below the offered rate: most decisions block.
+func BenchmarkQPSAllowBlocking(b *testing.B) {
 	q := mustQPS(b, 1000, time.Second)
 	for i := 0; i < b.N; i++ {
 		q.Allow()
@@ -96,7 +96,7 @@ func BenchmarkQPSAllowPriorityBorrowing(b *testing.B) {
 	}
 }
 
-// With warm-up, an unreachable limit: every decision admits, and the meter
+// With warm-up, an unreachable limit: every decision allows, and the meter
 // warms. Buckets open on the system clock, once per bucket width.
 func BenchmarkQPSAllowWarmUp(b *testing.B) {
 	q := mustQPS(b, MaxLimit, time.Second, WithWarmUp(10*time.Second, 3))
@@ -105,8 +105,8 @@ func BenchmarkQPSAllowWarmUp(b *testing.B) {
 	}
 }
 
-// With warm-up and a limit far below the offered rate: most decisions refuse.
-func BenchmarkQPSAllowWarmUpRefusing(b *testing.B) {
+// With warm-up and a limit far below the offered rate: most decisions block.
+func BenchmarkQPSAllowWarmUpBlocking(b *testing.B) {
 	q := mustQPS(b, 1000, time.Second, WithWarmUp(10*time.Second, 3))
 	for i := 0; i < b.N; i++ {
 		q.Allow()

@@ -18,7 +18,7 @@ func TestQPSPriorityBorrowsWhatTheLeavingBucketFrees(t *testing.T) {
 	q.AllowN(6) // bucket [300, 400ms): the window is full until 1.1 s
 	c.Set(int64(1050 * time.Millisecond))
 	if q.Allow().Allowed {
-		t.Fatal("a full window admitted a normal request")
+		t.Fatal("a full window allowed a normal request")
 	}
 	if d := q.AllowPriority(10 * time.Millisecond); d.Allowed {
 		t.Fatalf("borrowing with a max wait shorter than the wait for the next bucket: %+v", d)
@@ -26,11 +26,11 @@ func TestQPSPriorityBorrowsWhatTheLeavingBucketFrees(t *testing.T) {
 	// Bucket [1100, 1200ms) opens as bucket [0, 100ms), holding 4, leaves.
 	for i := 0; i < 4; i++ {
 		if d := q.AllowPriority(100 * time.Millisecond); !d.Allowed || d.Wait != 50*time.Millisecond {
-			t.Fatalf("borrow %d: %+v, want admitted after 50ms", i, d)
+			t.Fatalf("borrow %d: %+v, want allowed after 50ms", i, d)
 		}
 	}
 	if d := q.AllowPriority(time.Second); d.Allowed || d.Reason != RateLimited {
-		t.Fatalf("a fifth borrow: %+v, want refused: the leaving bucket frees only 4", d)
+		t.Fatalf("a fifth borrow: %+v, want blocked: the leaving bucket frees only 4", d)
 	}
 	c.Set(int64(1100 * time.Millisecond))
 	if q.Allow().Allowed {
@@ -39,7 +39,7 @@ func TestQPSPriorityBorrowsWhatTheLeavingBucketFrees(t *testing.T) {
 	// With room, a prioritized request is a normal one.
 	c.Set(int64(1400 * time.Millisecond)) // the 6 of [300, 400ms) have left
 	if d := q.AllowPriority(time.Second); !d.Allowed || d.Wait != 0 {
-		t.Fatalf("with room: %+v, want admitted at once", d)
+		t.Fatalf("with room: %+v, want allowed at once", d)
 	}
 }
 
@@ -61,7 +61,7 @@ func TestQPSBorrowedPlacesCountEvenWhenTheirBucketIsSkipped(t *testing.T) {
 	}
 	c.Set(int64(1450 * time.Millisecond))
 	if !q.AllowN(6).Allowed { // [300,400) has left: 4 borrowed + 6 = 10
-		t.Fatal("room for 6 was refused")
+		t.Fatal("room for 6 was blocked")
 	}
 	c.Set(int64(1550 * time.Millisecond))
 	if q.Allow().Allowed {
@@ -83,7 +83,7 @@ func TestQPSWithBorrowingNeverExceedsLimitInAnyInterval(t *testing.T) {
 		for _, p := range flowsim.Patterns() {
 			q := mustQPS(t, limit, time.Second, WithBuckets(k))
 			rng := rand.New(rand.NewPCG(5, uint64(k)))
-			var admitted []flowsim.Arrival
+			var allowed []flowsim.Arrival
 			borrowed := 0
 			for _, a := range p.Arrivals(rng, limit, time.Second, 30*time.Second) {
 				var d Decision
@@ -96,16 +96,40 @@ func TestQPSWithBorrowingNeverExceedsLimitInAnyInterval(t *testing.T) {
 					if d.Wait > 0 {
 						borrowed++
 					}
-					admitted = append(admitted, flowsim.Arrival{At: a.At + int64(d.Wait), N: a.N})
+					allowed = append(allowed, flowsim.Arrival{At: a.At + int64(d.Wait), N: a.N})
 				}
 			}
-			slices.SortFunc(admitted, func(x, y flowsim.Arrival) int { return int(x.At - y.At) })
-			if got := flowsim.MaxInAnyInterval(admitted, time.Second); got > limit {
-				t.Errorf("%d buckets, %s: %d admitted in one interval with borrowing", k, p.Name, got)
+			slices.SortFunc(allowed, func(x, y flowsim.Arrival) int { return int(x.At - y.At) })
+			if got := flowsim.MaxInAnyInterval(allowed, time.Second); got > limit {
+				t.Errorf("%d buckets, %s: %d allowed in one interval with borrowing", k, p.Name, got)
 			}
 			if p.Name == "steady 2x" && borrowed == 0 {
 				t.Errorf("%d buckets, %s: nothing was ever borrowed", k, p.Name)
 			}
 		}
+	}
+}
+
+// TestQPSAllowPriorityVariantsAgree: AllowPriorityN and AllowPriorityAt
+// borrow as AllowPriorityNAt does, at the clock's time or the one given.
+func TestQPSAllowPriorityVariantsAgree(t *testing.T) {
+	c := clock.NewManual(0)
+	q := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
+	q.AllowN(4) // bucket [0, 100ms)
+	c.Set(int64(350 * time.Millisecond))
+	q.AllowN(6) // the window is full until 1.1 s
+	at := int64(1050 * time.Millisecond)
+	if d := q.AllowPriorityAt(at, 10*time.Millisecond); d.Allowed {
+		t.Fatalf("AllowPriorityAt with too short a max wait: %+v", d)
+	}
+	if d := q.AllowPriorityAt(at, 100*time.Millisecond); !d.Allowed || d.Wait != 50*time.Millisecond {
+		t.Fatalf("AllowPriorityAt: %+v, want allowed after 50ms", d)
+	}
+	c.Set(at + int64(20*time.Millisecond))
+	if d := q.AllowPriorityN(3, 100*time.Millisecond); !d.Allowed || d.Wait != 30*time.Millisecond {
+		t.Fatalf("AllowPriorityN(3): %+v, want allowed after 30ms", d)
+	}
+	if d := q.AllowPriorityN(1, time.Second); d.Allowed || d.Reason != RateLimited {
+		t.Fatalf("a fifth borrowed place: %+v, want blocked", d)
 	}
 }

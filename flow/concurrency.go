@@ -1,36 +1,35 @@
 package flow
 
-import (
-	"fmt"
-	"sync/atomic"
-)
+import "sync/atomic"
 
-// A Concurrency limiter admits a request only while fewer than its limit are
-// in flight. Admission and counting are one compare-and-swap, so no number of
+// A Concurrency limiter allows a request only while fewer than its limit are
+// in flight. Deciding and counting are one compare-and-swap, so no number of
 // concurrent callers can push the count past the limit (Sentinel checks the
-// count, then increments it, and over-admits under load).
+// count, then increments it, and lets too many through under load).
 //
-// A Concurrency limiter is safe for concurrent use; deciding and releasing
-// allocate nothing. The zero value is not usable; make one with
-// NewConcurrency.
+// A Concurrency limiter reads no clock: it counts places, taken by Acquire
+// and given back by Permit.Release. It is safe for concurrent use; deciding
+// and releasing allocate nothing. The zero Concurrency is not usable; make
+// one with NewConcurrency.
 type Concurrency struct {
 	limit    atomic.Int64
 	inflight atomic.Int64
 }
 
-// NewConcurrency returns a limiter admitting at most limit requests in flight.
-// limit must be in [0, MaxLimit]; 0 refuses everything.
+// NewConcurrency returns a limiter allowing at most limit requests in
+// flight. limit must be in [0, MaxLimit], else the error is a *ConfigError
+// (Option "limit"); 0 blocks everything.
 func NewConcurrency(limit int64) (*Concurrency, error) {
 	if limit < 0 || limit > MaxLimit {
-		return nil, fmt.Errorf("%w: limit = %d: must be between 0 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
+		return nil, badLimit(limit, 0)
 	}
 	c := &Concurrency{}
 	c.limit.Store(limit)
 	return c, nil
 }
 
-// A Permit is an admission by a Concurrency limiter: its places stay taken
-// until Release. The zero Permit holds nothing.
+// A Permit holds the places a Concurrency limiter gave a request: they stay
+// taken until Release. The zero Permit holds nothing.
 type Permit struct {
 	c        *Concurrency
 	n        int64
@@ -41,38 +40,27 @@ type Permit struct {
 // call, from any goroutine, releases. A Permit must not be copied (go vet
 // says so); Acquire fills it through a pointer for that reason. A Permit may
 // be reused once released, after which a late Release of the earlier
-// admission would release the new one: finish with a Permit before reusing
-// it.
+// request's places would release the new ones: finish with a Permit before
+// reusing it.
 func (p *Permit) Release() {
 	if p.c != nil && p.released.CompareAndSwap(false, true) {
 		p.c.inflight.Add(-p.n)
 	}
 }
 
-// Acquire takes one place if the limit allows. On admission it fills p, which
-// must be a zero or released Permit, and the caller must call p.Release when
-// the request is done. A nil p is refused, as its places could never be given
-// back.
+// Acquire takes one place if the limit allows. When allowed it fills p,
+// which must be a zero or released Permit, and the caller must call
+// p.Release when the request is done. A nil p is blocked (ExceedsLimit), as
+// its places could never be given back.
 func (c *Concurrency) Acquire(p *Permit) Decision { return c.AcquireN(p, 1) }
 
-// AcquireN takes n places, all or none, as Acquire does. n <= 0 is admitted
-// and takes nothing; n above the limit is refused with ExceedsLimit.
+// AcquireN takes n places, all or none, as Acquire does. n <= 0 is allowed
+// and takes nothing; n above the limit is blocked with ExceedsLimit, and n
+// that does not fit beside the requests in flight with ConcurrencyLimited.
 func (c *Concurrency) AcquireN(p *Permit, n int64) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
-	d := c.AllowNAt(0, n)
-	if d.Allowed && n > 0 {
-		p.c, p.n = c, n
-		p.released.Store(false)
-	}
-	return d
-}
-
-// AllowNAt takes n places, all or none, for the Limiter interface; the time
-// is not used. The caller gives them back with ReleaseN(n). Prefer Acquire,
-// whose Permit cannot be released twice.
-func (c *Concurrency) AllowNAt(_ int64, n int64) Decision {
 	if n <= 0 {
 		return allowed
 	}
@@ -86,15 +74,10 @@ func (c *Concurrency) AllowNAt(_ int64, n int64) Decision {
 			return Decision{Reason: ConcurrencyLimited}
 		}
 		if c.inflight.CompareAndSwap(cur, cur+n) {
+			p.c, p.n = c, n
+			p.released.Store(false)
 			return allowed
 		}
-	}
-}
-
-// ReleaseN gives back n places taken with AllowNAt.
-func (c *Concurrency) ReleaseN(n int64) {
-	if n > 0 {
-		c.inflight.Add(-n)
 	}
 }
 
@@ -105,12 +88,12 @@ func (c *Concurrency) InFlight() int64 { return c.inflight.Load() }
 func (c *Concurrency) Limit() int64 { return c.limit.Load() }
 
 // SetLimit changes the limit, keeping the requests in flight: they count
-// against the new limit, so after lowering it no request is admitted until
-// enough of them are released. A limit outside [0, MaxLimit] is refused and
-// the limit in force stays.
+// against the new limit, so after lowering it no request is allowed until
+// enough of them are released. A limit outside [0, MaxLimit] is a
+// *ConfigError (Option "limit"), and the limit in force stays.
 func (c *Concurrency) SetLimit(limit int64) error {
 	if limit < 0 || limit > MaxLimit {
-		return fmt.Errorf("%w: limit = %d: must be between 0 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
+		return badLimit(limit, 0)
 	}
 	c.limit.Store(limit)
 	return nil

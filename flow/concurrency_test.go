@@ -13,7 +13,7 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inside, peak, admitted atomic.Int64
+	var inside, peak, allowed atomic.Int64
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
@@ -24,7 +24,7 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 				if !c.Acquire(&p).Allowed {
 					continue
 				}
-				admitted.Add(1)
+				allowed.Add(1)
 				now := inside.Add(1)
 				for {
 					old := peak.Load()
@@ -41,8 +41,8 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 	if p := peak.Load(); p > limit {
 		t.Fatalf("%d requests were inside at once, limit %d", p, limit)
 	}
-	if admitted.Load() == 0 {
-		t.Fatal("nothing admitted")
+	if allowed.Load() == 0 {
+		t.Fatal("nothing allowed")
 	}
 	if got := c.InFlight(); got != 0 {
 		t.Fatalf("InFlight = %d after every permit was released", got)
@@ -53,7 +53,7 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 	c, _ := NewConcurrency(2)
 	var a, b Permit
 	if !c.AcquireN(&a, 2).Allowed {
-		t.Fatal("AcquireN(2) refused on an empty limiter")
+		t.Fatal("AcquireN(2) blocked on an empty limiter")
 	}
 	if d := c.Acquire(&b); d.Allowed || d.Reason != ConcurrencyLimited {
 		t.Fatalf("third place: %+v, want ConcurrencyLimited", d)
@@ -69,11 +69,11 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 	}
 	var zero Permit
 	zero.Release()
-	b.Release() // never admitted
+	b.Release() // never allowed
 	if got := c.InFlight(); got != 0 {
 		t.Fatalf("InFlight = %d after releasing permits that hold nothing", got)
 	}
-	// A released Permit can be reused for a new admission.
+	// A released Permit can be reused for a new request.
 	if !c.Acquire(&a).Allowed || c.InFlight() != 1 {
 		t.Fatal("reusing a released Permit failed")
 	}
@@ -86,24 +86,28 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 
 func TestConcurrencyEdgeCases(t *testing.T) {
 	c, _ := NewConcurrency(3)
-	if d := c.AllowNAt(0, 4); d.Reason != ExceedsLimit {
+	var p Permit
+	if d := c.AcquireN(&p, 4); d.Reason != ExceedsLimit {
 		t.Fatalf("4 places of 3: %+v", d)
 	}
-	if d := c.AllowNAt(0, 0); !d.Allowed || c.InFlight() != 0 {
-		t.Fatal("0 places must be admitted and take nothing")
+	if d := c.AcquireN(&p, 0); !d.Allowed || c.InFlight() != 0 {
+		t.Fatal("0 places must be allowed and take nothing")
 	}
-	c.AllowNAt(0, 3)
-	c.ReleaseN(3)
-	c.ReleaseN(-5)
+	p.Release() // holds nothing
+	if d := c.AcquireN(&p, 3); !d.Allowed || c.InFlight() != 3 {
+		t.Fatalf("3 places of 3: %+v, in flight %d", d, c.InFlight())
+	}
+	var q Permit
+	if d := c.Acquire(&q); d.Reason != ConcurrencyLimited || d.RetryAfter != 0 {
+		t.Fatalf("a fourth place: %+v, want ConcurrencyLimited with no RetryAfter", d)
+	}
+	q.Release() // was never filled: gives nothing back
+	p.Release()
 	if c.InFlight() != 0 || c.Limit() != 3 {
 		t.Fatalf("InFlight %d, Limit %d", c.InFlight(), c.Limit())
 	}
 	if _, err := NewConcurrency(-1); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewConcurrency(-1): %v", err)
-	}
-	var l Limiter = c
-	if !l.AllowNAt(0, 1).Allowed {
-		t.Fatal("Concurrency as a Limiter refused")
 	}
 }
 

@@ -2,12 +2,55 @@ package flow
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
-// ErrInvalidConfig is wrapped by every error a constructor returns for a bad
-// argument. The message names the argument and its value.
+// ErrInvalidConfig is wrapped by every error this package returns for a bad
+// argument or Option, each a *ConfigError.
 var ErrInvalidConfig = errors.New("flow: invalid configuration")
+
+// A ConfigError is the error a constructor or SetLimit returns for a bad
+// argument or Option: which one, the value it was given, and what is wrong
+// with it. It wraps ErrInvalidConfig, so errors.Is(err, ErrInvalidConfig)
+// holds; errors.As takes it apart. Its message reads
+// "flow: invalid configuration: limit = -1: must be between 0 and 4294967295".
+//
+// When two settings disagree, Option names the one the limiter judges by
+// the other: the interval when it does not divide into the buckets, or into
+// buckets of at least 1 µs; the warm-up period when it is shorter than two
+// intervals or ten buckets; the cold factor when it exceeds the limit.
+type ConfigError struct {
+	// Option names what was wrong, as a rule file spells it:
+	//
+	//   - "limit": the limit, an int64 (NewQPS, NewThrottle,
+	//     NewConcurrency, SetLimit);
+	//   - "interval": the interval, a time.Duration;
+	//   - "max_wait": a Throttle's maximum wait, a time.Duration;
+	//   - "buckets": WithBuckets' count, an int;
+	//   - "warm_up": WithWarmUp's period, a time.Duration;
+	//   - "cold_factor": WithWarmUp's cold factor, a float64;
+	//   - "clock": WithClock's clock.Clock.
+	Option string
+	// Value is the value given, of the type listed for Option.
+	Value any
+	// Detail says what is wrong with the value, in lower case ("must be
+	// positive").
+	Detail string
+}
+
+// Error returns the package, the option, its value and what is wrong.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Option, e.Value, e.Detail)
+}
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// badLimit is the error of a limit outside [least, MaxLimit].
+func badLimit(limit, least int64) *ConfigError {
+	return &ConfigError{Option: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
+}
 
 // A Reason says why a request was blocked: by a limiter of this package, or
 // by one of a guard's rules (package slidegate, whose Reason is this type),
@@ -16,15 +59,16 @@ var ErrInvalidConfig = errors.New("flow: invalid configuration")
 type Reason uint8
 
 const (
-	// NotBlocked is the Reason of a request that passed.
+	// NotBlocked is the Reason of a request allowed.
 	NotBlocked Reason = iota
-	// RateLimited: the requests admitted in the interval have reached the
-	// limit.
+	// RateLimited: the requests allowed in the interval have reached the
+	// limit; or, for a Throttle's Allow, the next free place is still to
+	// come.
 	RateLimited
 	// ConcurrencyLimited: the requests in flight have reached the limit.
 	ConcurrencyLimited
 	// ExceedsLimit: the request asks for more than the limit itself, so no
-	// amount of waiting can admit it.
+	// amount of waiting can let it through.
 	ExceedsLimit
 	// WaitTooLong: a throttled request would have to wait longer than the
 	// throttle's maximum wait, or than its context allows; or a borrowing
@@ -54,42 +98,38 @@ func (r Reason) String() string {
 // A Decision is a limiter's answer to one request. It is a small value;
 // deciding allocates nothing.
 type Decision struct {
-	// Allowed reports whether the request may proceed.
+	// Allowed reports whether the request may proceed: at once, or after
+	// Wait.
 	Allowed bool
 	// Reason says why it may not; NotBlocked when Allowed.
 	Reason Reason
-	// Wait, for an admitted request, is how long the caller must wait before
-	// it proceeds: a Throttle admits requests into evenly spaced places, some
-	// of them in the future. It is 0 for the other limiters.
+	// Wait, for an allowed request, is how long the caller must wait before
+	// it proceeds: a Throttle's reservation (ReserveN) may give a place in
+	// the future, and a QPS limiter's prioritized request (AllowPriority)
+	// may borrow a place in the next bucket. It is 0 for every other
+	// decision.
 	Wait time.Duration
-	// RetryAfter, for a refused request, is how long from the decision's
-	// time until a retry could be admitted if nothing else were admitted
+	// RetryAfter, for a blocked request, is how long from the decision's
+	// time until a retry could be allowed if nothing else were allowed
 	// meanwhile. It is 0 when no retry can succeed (ExceedsLimit) or when
 	// the limiter cannot know (ConcurrencyLimited).
 	RetryAfter time.Duration
 }
 
-// A Limiter decides whether requests may proceed. QPS and Concurrency are
-// Limiters.
-type Limiter interface {
-	// AllowNAt decides whether n requests arriving at time now (nanoseconds
-	// on the limiter's clock) may proceed, and if so counts them.
-	AllowNAt(now int64, n int64) Decision
-}
-
 var allowed = Decision{Allowed: true}
 
-// A BlockError is the error of a refused Wait: why, and when a retry could
+// A BlockError is the error of a blocked Wait: why, and when a retry could
 // succeed (see Decision). Take it apart with errors.As.
 type BlockError struct {
 	Reason     Reason
 	RetryAfter time.Duration
 }
 
-// Error describes the refusal.
+// Error describes the block: "flow: blocked: wait too long, retry after
+// 500ms".
 func (e *BlockError) Error() string {
 	if e.RetryAfter > 0 {
-		return "flow: refused: " + e.Reason.String() + ", retry after " + e.RetryAfter.String()
+		return "flow: blocked: " + e.Reason.String() + ", retry after " + e.RetryAfter.String()
 	}
-	return "flow: refused: " + e.Reason.String()
+	return "flow: blocked: " + e.Reason.String()
 }

@@ -2,24 +2,27 @@
 // (QPS), how many may be in flight at once (Concurrency), and how evenly they
 // are spaced (Throttle).
 //
-// Every limiter decides in one atomic step: a request is admitted and counted
+// Every limiter decides in one atomic step: a request is allowed and counted
 // by the same compare-and-swap, so concurrent callers cannot all see room for
 // one more and all take it, which is how check-then-count limiters (Sentinel's
-// among them) over-admit under load.
+// among them) let too many through under load.
 //
-// Limits are exact. A QPS limiter of N per interval L admits at most N in
+// Limits are exact. A QPS limiter of N per interval L allows at most N in
 // every interval of length L, wherever it starts, not only in the intervals
-// that line up with its buckets: Sentinel-Go's default rule admits 2 N in some
-// intervals, and x/time/rate with a burst of N admits 1.99 N. Priority
+// that line up with its buckets: Sentinel-Go's default rule lets 2 N through
+// in some intervals, and x/time/rate with a burst of N 1.99 N. Priority
 // borrowing (Sentinel's occupiable windows) and warm-up (Sentinel's and
 // Guava's cold start) keep that guarantee. The package flowsim measures it
 // for any limiter.
 //
-// All limiters implement Limiter, whose Decision says whether a request may
-// proceed, why not (Reason), when a retry could succeed (RetryAfter), and,
-// for a Throttle, how long to wait first (Wait).
+// Every limiter answers with a Decision: whether a request is allowed, why
+// it is blocked (Reason), when a retry could be allowed (RetryAfter), and,
+// for a reservation or a borrowed place, how long to wait first (Wait).
 //
 // Time is monotonic nanoseconds from a clock.Clock; every method that reads
 // the clock has an ...At twin that takes the time, so simulations run on a
 // clock.Manual without sleeping. Deciding allocates nothing.
+//
+// A bad argument or Option is an error, never ignored: a *ConfigError
+// naming it and its value, which wraps ErrInvalidConfig.
 package flow

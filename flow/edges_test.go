@@ -21,10 +21,10 @@ func TestQPSBucketsWhoseTagsRepeatAfterALongIdleChangeNothing(t *testing.T) {
 	const w = int64(100 * time.Millisecond)
 	c := clock.NewManual(0)
 	q := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
-	var admitted []flowsim.Arrival
+	var allowed []flowsim.Arrival
 	record := func(d Decision, n int64) {
 		if d.Allowed {
-			admitted = append(admitted, flowsim.Arrival{At: c.Now() + int64(d.Wait), N: n})
+			allowed = append(allowed, flowsim.Arrival{At: c.Now() + int64(d.Wait), N: n})
 		}
 	}
 	record(q.AllowN(10), 10) // bucket X, 10 places
@@ -34,9 +34,9 @@ func TestQPSBucketsWhoseTagsRepeatAfterALongIdleChangeNothing(t *testing.T) {
 	for i := 0; i < 10; i++ { // the leaving bucket is empty: nothing to lend
 		record(q.AllowPriority(time.Second), 1)
 	}
-	slices.SortFunc(admitted, func(a, b flowsim.Arrival) int { return int(a.At - b.At) })
-	if got := flowsim.MaxInAnyInterval(admitted, time.Second); got > 10 {
-		t.Fatalf("%d admitted in one interval after an idle spell of 2^31 buckets", got)
+	slices.SortFunc(allowed, func(a, b flowsim.Arrival) int { return int(a.At - b.At) })
+	if got := flowsim.MaxInAnyInterval(allowed, time.Second); got > 10 {
+		t.Fatalf("%d allowed in one interval after an idle spell of 2^31 buckets", got)
 	}
 
 	// A stale bucket with the same tag must not count in a later window.
@@ -47,7 +47,7 @@ func TestQPSBucketsWhoseTagsRepeatAfterALongIdleChangeNothing(t *testing.T) {
 	q2.Allow()
 	c.Set((tagPeriod+2)*w + w/2)
 	if d := q2.AllowN(5); !d.Allowed {
-		t.Fatalf("one request in the window, 5 more refused: %+v", d)
+		t.Fatalf("one request in the window, 5 more blocked: %+v", d)
 	}
 }
 
@@ -58,20 +58,20 @@ func TestQPSRetryAfterCountsPlacesLentToTheNextBucket(t *testing.T) {
 	c.Set(int64(250 * time.Millisecond)) // bucket [200, 300ms): the 10 still count
 	for i := 0; i < 10; i++ {
 		if !q.AllowPriority(time.Second).Allowed { // lent from [300, 400ms)
-			t.Fatalf("borrow %d refused", i)
+			t.Fatalf("borrow %d blocked", i)
 		}
 	}
 	d := q.Allow()
 	if d.Allowed || d.RetryAfter != 350*time.Millisecond { // the lent 10 leave at 600 ms
-		t.Fatalf("%+v, want refused with RetryAfter 350ms", d)
+		t.Fatalf("%+v, want blocked with RetryAfter 350ms", d)
 	}
 	c.Advance(d.RetryAfter - 1)
 	if q.Allow().Allowed {
-		t.Fatal("admitted before RetryAfter")
+		t.Fatal("allowed before RetryAfter")
 	}
 	c.Advance(1)
 	if !q.Allow().Allowed {
-		t.Fatal("refused at RetryAfter")
+		t.Fatal("blocked at RetryAfter")
 	}
 }
 
@@ -81,7 +81,7 @@ func TestQPSAtExtremeTimes(t *testing.T) {
 	q.AllowN(10)
 	d := q.AllowNAt(math.MinInt64, 1) // counted in the open bucket, far ahead
 	if d.Allowed || d.RetryAfter <= 0 {
-		t.Fatalf("a caller far behind a full window: %+v, want refused with a RetryAfter", d)
+		t.Fatalf("a caller far behind a full window: %+v, want blocked with a RetryAfter", d)
 	}
 	if d := q.AllowPriorityNAt(math.MinInt64, 1, time.Second); d.Allowed {
 		t.Fatalf("a caller far behind borrowed: %+v", d)
@@ -91,11 +91,11 @@ func TestQPSAtExtremeTimes(t *testing.T) {
 	}
 }
 
-func TestQPSWarmingUpRefusesRequestsAboveTheColdLimitWithoutARetryTime(t *testing.T) {
+func TestQPSWarmingUpBlocksRequestsAboveTheColdLimitWithoutARetryTime(t *testing.T) {
 	q := mustQPS(t, 30, time.Second, WithWarmUp(10*time.Second, 3), WithClock(clock.NewManual(0)))
 	d := q.AllowN(20) // the cold limit is 10
 	if d.Allowed || d.Reason != RateLimited || d.RetryAfter != 0 {
-		t.Fatalf("%+v, want refused with no RetryAfter: only traffic can warm the limiter", d)
+		t.Fatalf("%+v, want blocked with no RetryAfter: only traffic can warm the limiter", d)
 	}
 }
 
@@ -134,17 +134,17 @@ func TestThrottleAtExtremeTimesAndIntervals(t *testing.T) {
 		t.Fatalf("two places at the same time near MaxInt64: %+v", d)
 	}
 	th2 := mustThrottle(t, 10, time.Second, time.Hour, clock.NewManual(0))
-	th2.AllowNAt(1<<62, 1)
-	if d := th2.AllowNAt(math.MinInt64, 1); d.Wait < 0 {
+	th2.ReserveNAt(1<<62, 1)
+	if d := th2.ReserveNAt(math.MinInt64, 1); d.Wait < 0 {
 		t.Fatalf("negative wait: %+v", d)
 	}
 	if _, err := NewThrottle(1, time.Duration(math.MaxInt64), time.Hour); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("an interval of 292 years: %v", err)
 	}
 	th3 := mustThrottle(t, 1, time.Hour, time.Duration(math.MaxInt64), clock.NewManual(0))
-	a, b := th3.AllowNAt(0, 1), th3.AllowNAt(0, 1)
+	a, b := th3.ReserveNAt(0, 1), th3.ReserveNAt(0, 1)
 	if !a.Allowed || !b.Allowed || b.Wait != time.Hour {
-		t.Fatalf("waiting forever allowed: %+v %+v", a, b)
+		t.Fatalf("waiting forever allowed: %+v %+v", a.Decision, b.Decision)
 	}
 }
 
@@ -157,12 +157,12 @@ func TestThrottleWaitPastItsDeadline(t *testing.T) {
 	}
 }
 
-func TestConcurrencyRefusesANilPermit(t *testing.T) {
+func TestConcurrencyBlocksANilPermit(t *testing.T) {
 	c, _ := NewConcurrency(1)
 	if d := c.Acquire(nil); d.Allowed {
-		t.Fatal("a nil Permit was admitted")
+		t.Fatal("a nil Permit was allowed")
 	}
 	if c.InFlight() != 0 {
-		t.Fatal("a refused nil Permit took a place")
+		t.Fatal("a blocked nil Permit took a place")
 	}
 }

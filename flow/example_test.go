@@ -17,22 +17,22 @@ func ExampleQPS() {
 	if err != nil {
 		panic(err)
 	}
-	admitted := 0
+	allowed := 0
 	for i := 0; i < 150; i++ { // 150 requests in the first 150 ms
 		if limiter.Allow().Allowed {
-			admitted++
+			allowed++
 		}
 		c.Advance(time.Millisecond)
 	}
 	d := limiter.Allow()
-	fmt.Println("admitted:", admitted)
+	fmt.Println("allowed:", allowed)
 	fmt.Println("next:", d.Reason, "retry after", d.RetryAfter)
 	// Output:
-	// admitted: 100
+	// allowed: 100
 	// next: rate limited retry after 890ms
 }
 
-// The accuracy simulation: for each traffic pattern, the most admitted in any
+// The accuracy simulation: for each traffic pattern, the most allowed in any
 // one-second interval, wherever it starts, and the long-run rate, as
 // multiples of the limit.
 func ExampleQPS_accuracy() {
@@ -45,7 +45,7 @@ func ExampleQPS_accuracy() {
 	}
 	flowsim.WriteTable(os.Stdout, "flow.QPS", limit, results)
 	// Output:
-	// | limiter | pattern | offered | admitted | max in any interval | × limit | admitted per interval | × limit |
+	// | limiter | pattern | offered | allowed | max in any interval | × limit | allowed per interval | × limit |
 	// |---|---|--:|--:|--:|--:|--:|--:|
 	// | flow.QPS | steady 2x | 12000 | 5800 | 100 | 1.00 | 96.7 | 0.967 |
 	// | flow.QPS | edge bursts | 126000 | 5500 | 100 | 1.00 | 91.7 | 0.917 |
@@ -70,8 +70,9 @@ func ExampleConcurrency() {
 	// in flight: 1
 }
 
-// A Throttle of 10 per second spaces requests 100 ms apart and lets each
-// wait at most 250 ms for its place.
+// A Throttle of 10 per second spaces requests 100 ms apart. ReserveN gives a
+// place at most the maximum wait, here 250 ms, away, and says how long to
+// wait for it; Allow lets a request through only if its place is now.
 func ExampleThrottle() {
 	c := clock.NewManual(0)
 	throttle, err := flow.NewThrottle(10, time.Second, 250*time.Millisecond, flow.WithClock(c))
@@ -79,19 +80,22 @@ func ExampleThrottle() {
 		panic(err)
 	}
 	for i := 0; i < 4; i++ {
-		d := throttle.Allow()
-		fmt.Println(d.Allowed, d.Wait, d.Reason)
+		r := throttle.ReserveN(1)
+		fmt.Println(r.Allowed, r.Wait, r.Reason)
 	}
+	d := throttle.Allow()
+	fmt.Println(d.Allowed, d.Reason, "retry after", d.RetryAfter)
 	// Output:
 	// true 0s not blocked
 	// true 100ms not blocked
 	// true 200ms not blocked
 	// false 0s wait too long
+	// false rate limited retry after 300ms
 }
 
-// A QPS limiter that warms up: from cold it admits a third of its limit, and
+// A QPS limiter that warms up: from cold it allows a third of its limit, and
 // it reaches the full limit after ten seconds of full traffic, where, under
-// overload, its 25 buckets admit 25/26 of it.
+// overload, its 25 buckets allow 25/26 of it.
 func ExampleWithWarmUp() {
 	limiter, err := flow.NewQPS(100, time.Second, flow.WithWarmUp(10*time.Second, 3))
 	if err != nil {

@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 	"runtime"
@@ -13,33 +12,33 @@ import (
 )
 
 // DefaultBuckets is the number of buckets a QPS limiter divides its interval
-// into unless told otherwise: under steady overload it admits 25/26 (96%) of
+// into unless told otherwise: under steady overload it allows 25/26 (96%) of
 // its limit.
 const DefaultBuckets = 25
 
-// MaxLimit is the largest limit a QPS limiter accepts.
+// MaxLimit is the largest limit a limiter of this package takes.
 const MaxLimit = 1<<countBits - 1
 
-// A QPS limiter admits at most limit requests in every interval of its
+// A QPS limiter allows at most limit requests in every interval of its
 // length, wherever the interval starts: not only in the intervals aligned to
 // its buckets, and not on average. With a limit of 100 per second, no second
 // of the limiter's time, from any nanosecond to the same nanosecond one second
-// later, holds more than 100 admissions.
+// later, holds more than 100 allowed requests.
 //
 // How: the interval is divided into k buckets (WithBuckets; DefaultBuckets by
 // default). An interval of the limiter's length touches at most k+1 of them,
-// so a request is admitted only if the bucket it falls in and the k buckets
+// so a request is allowed only if the bucket it falls in and the k buckets
 // before it hold, with it, no more than the limit. The price of counting the
 // oldest bucket whole, although part of it has left the interval, is
-// throughput: under steady overload the limiter admits k/(k+1) of its limit
+// throughput: under steady overload the limiter allows k/(k+1) of its limit
 // (96% with the default). Finer buckets raise that, at 40 bytes each (the
 // limiter keeps the next power of two above k+1 of them); deciding costs the
 // same.
 //
-// Only the newest bucket admits. Opening a bucket seals the one before it, so
-// the sum over the k buckets before the open one, its base, is fixed when the
-// bucket opens, and admission is a single compare-and-swap on the open
-// bucket's count against limit - base. A caller whose time falls in an older
+// Only the newest bucket allows requests. Opening a bucket seals the one
+// before it, so the sum over the k buckets before the open one, its base, is
+// fixed when the bucket opens, and deciding is a single compare-and-swap on
+// the open bucket's count against limit - base. A caller whose time falls in an older
 // bucket than the open one (it read the clock, then lost the race to a caller
 // with a later time) is counted in the open bucket: the guarantee holds for
 // the times at which the limiter counts requests, which never go backwards.
@@ -53,7 +52,8 @@ const MaxLimit = 1<<countBits - 1
 // A QPS limiter is safe for concurrent use, and deciding allocates nothing.
 // It takes no lock, with one exception: while a bucket opens, once per bucket
 // width, callers wait for the caller opening it (a sum of at most k counts and
-// a few stores) rather than decide against a bucket half written.
+// a few stores) rather than decide against a bucket half written. The zero
+// QPS is not usable; make one with NewQPS.
 type QPS struct {
 	limit atomic.Int64
 	k     uint64 // buckets per interval
@@ -66,10 +66,10 @@ type QPS struct {
 }
 
 // A qpsSlot holds one bucket. Its count word is the bucket's tag, a sealed
-// bit, and the number admitted in the bucket; base is the number admitted in
+// bit, and the number allowed in the bucket; base is the number allowed in
 // the k buckets before it, stored before the count word is published. Its
 // borrow word, laid out as the count word, counts the prioritized requests
-// admitted into the next bucket while this one is open.
+// allowed into the next bucket while this one is open.
 type qpsSlot struct {
 	count  atomic.Uint64
 	borrow atomic.Uint64
@@ -94,34 +94,29 @@ const (
 // 40 ms) would get past them; nothing shorter can.
 func holds(w, b uint64) bool { return w>>tagShift == (b<<tagShift)>>tagShift }
 
-// NewQPS returns a limiter admitting at most limit requests in any interval
-// of the given length. limit must be in [0, MaxLimit] (0 refuses everything);
+// NewQPS returns a limiter allowing at most limit requests in any interval
+// of the given length. limit must be in [0, MaxLimit] (0 blocks everything);
 // the interval must be positive and divide into the buckets (DefaultBuckets
-// unless WithBuckets says otherwise) in whole nanoseconds of at least 1 µs
-// each.
+// unless WithBuckets says otherwise, at most 65536) in whole nanoseconds of
+// at least 1 µs each. A bad argument or Option is a *ConfigError.
 func NewQPS(limit int64, interval time.Duration, opts ...Option) (*QPS, error) {
-	return newQPS(limit, interval, buildOptions(opts), false)
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newQPS(limit, interval, o, false)
 }
 
 // newQPS is NewQPS with its options built; paced makes a Throttle's meter,
 // whose warm-up measures use in time (see warmUp).
 func newQPS(limit int64, interval time.Duration, o options, paced bool) (*QPS, error) {
 	if limit < 0 || limit > MaxLimit {
-		return nil, fmt.Errorf("%w: limit = %d: must be between 0 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
+		return nil, badLimit(limit, 0)
 	}
-	if interval <= 0 {
-		return nil, fmt.Errorf("%w: interval = %v: must be positive", ErrInvalidConfig, interval)
-	}
-	if o.buckets < 1 || o.buckets > 1<<16 {
-		return nil, fmt.Errorf("%w: buckets = %d: must be between 1 and %d", ErrInvalidConfig, o.buckets, 1<<16)
+	if we := timegrid.CheckWindow(interval, o.buckets); we != nil {
+		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	k := time.Duration(o.buckets)
-	if interval%k != 0 {
-		return nil, fmt.Errorf("%w: interval = %v: does not divide into %d buckets of whole nanoseconds", ErrInvalidConfig, interval, o.buckets)
-	}
-	if err := timegrid.Check(int64(k), interval/k); err != nil {
-		return nil, fmt.Errorf("%w: %w (interval %v in %d buckets)", ErrInvalidConfig, err, interval, o.buckets)
-	}
 	// The open bucket and the k before it must sit in distinct slots, and the
 	// next bucket in yet another, so that opening it overwrites nothing a
 	// decision still reads.
@@ -134,7 +129,7 @@ func newQPS(limit int64, interval time.Duration, o options, paced bool) (*QPS, e
 		slots: make([]qpsSlot, slots),
 	}
 	q.limit.Store(limit)
-	if o.warmUp != 0 || o.cold != 0 {
+	if o.warming {
 		w, err := newWarmUp(limit, interval, o.warmUp, o.cold, o.buckets, paced)
 		if err != nil {
 			return nil, err
@@ -162,8 +157,9 @@ func (q *QPS) AllowAt(now int64) Decision { return q.AllowNAt(now, 1) }
 
 // AllowNAt decides whether n requests arriving at time now may proceed, and
 // counts them if so: all n or none. n <= 0 is allowed and counts nothing; n
-// above the limit is refused with ExceedsLimit. A refusal for the rate says
-// in RetryAfter when, if nothing else is admitted, the requests would fit.
+// above the limit is blocked with ExceedsLimit. Blocked for the rate
+// (RateLimited), the Decision says in RetryAfter when, if nothing else is
+// allowed, the requests would fit.
 // With warm-up, RetryAfter assumes the limit stays as it is, which warming
 // and cooling change, so a retry may fit earlier or later; and when n exceeds
 // the current limit it is 0, as only traffic can warm the limiter.
@@ -257,7 +253,7 @@ func (q *QPS) advance(ob, bn uint64) {
 	limit, cold, carry := q.limit.Load(), 0.0, 0.0
 	if q.warm != nil {
 		cold, carry = q.nextCold(ob, bn, s, used, lent)
-		// Places lent to bn were admitted under ob's limit; should bn's be
+		// Places lent to bn were allowed under ob's limit; should bn's be
 		// lower (the limiter cooled), it still holds them, so that no
 		// interval ending in bn holds more than bn's limit.
 		limit = max(q.warm.limitAt(cold), min(base+own, limit))
@@ -301,7 +297,7 @@ func (q *QPS) seal(word *atomic.Uint64, ob uint64) (int64, bool) {
 	}
 }
 
-// coldAt returns the coldness of the bucket admitting at time now: a
+// coldAt returns the coldness of the bucket open at time now: a
 // Throttle with warm-up paces by it.
 func (q *QPS) coldAt(now int64) float64 {
 	_, s := q.current(q.grid.Index(now))
@@ -309,14 +305,14 @@ func (q *QPS) coldAt(now int64) float64 {
 }
 
 // placeTimeAt returns the time one place given at time now takes, for a
-// Throttle's meter: the pace at the coldness of the bucket admitting at now,
+// Throttle's meter: the pace at the coldness of the bucket open at now,
 // or of one opened since (see warmUp.onePlace).
 func (q *QPS) placeTimeAt(now int64) int64 {
 	q.current(q.grid.Index(now))
 	return q.warm.onePlace.Load()
 }
 
-// countAt counts n requests admitted at time now by someone else, without
+// countAt counts n requests allowed at time now by someone else, without
 // checking the limit: a Throttle with warm-up paces its requests itself and
 // counts them here, so that they warm the curve.
 func (q *QPS) countAt(now, n int64) {
@@ -336,6 +332,18 @@ func (q *QPS) countAt(now, n int64) {
 // AllowPriorityNAt.
 func (q *QPS) AllowPriority(maxWait time.Duration) Decision {
 	return q.AllowPriorityNAt(q.clock.Now(), 1, maxWait)
+}
+
+// AllowPriorityN decides whether n prioritized requests may proceed now. See
+// AllowPriorityNAt.
+func (q *QPS) AllowPriorityN(n int64, maxWait time.Duration) Decision {
+	return q.AllowPriorityNAt(q.clock.Now(), n, maxWait)
+}
+
+// AllowPriorityAt decides whether one prioritized request arriving at time
+// now may proceed. See AllowPriorityNAt.
+func (q *QPS) AllowPriorityAt(now int64, maxWait time.Duration) Decision {
+	return q.AllowPriorityNAt(now, 1, maxWait)
 }
 
 // AllowPriorityNAt decides whether n prioritized requests arriving at time
@@ -363,7 +371,7 @@ func (q *QPS) AllowPriorityNAt(now int64, n int64, maxWait time.Duration) Decisi
 	}
 }
 
-// borrow tries to admit n requests refused by the open bucket into the next
+// borrow tries to let n requests blocked by the open bucket into the next
 // one. It reports done = false when the open bucket is moving, so that the
 // caller decides again.
 func (q *QPS) borrow(now, n int64, maxWait time.Duration) (d Decision, done bool) {
@@ -397,8 +405,8 @@ func (q *QPS) borrow(now, n int64, maxWait time.Duration) (d Decision, done bool
 }
 
 // retryAfter returns how long after now n more requests would fit, if
-// nothing else were admitted, given that the open bucket ob (slot s) has base
-// and own admitted in its window. As buckets ob+1, ob+2, ... open, buckets
+// nothing else were allowed, given that the open bucket ob (slot s) has base
+// and own allowed in its window. As buckets ob+1, ob+2, ... open, buckets
 // ob-k, ob-k+1, ... leave the window; the places ob lent count from ob+1 on.
 // It returns 0 when the requests exceed the bucket's limit itself, which only
 // warming up can raise.
@@ -430,25 +438,25 @@ func (q *QPS) retryAfter(now int64, ob uint64, s *qpsSlot, base, own, n, lim int
 	return time.Duration(max(q.grid.Start(ob+j)-timegrid.Clamp(now), 0))
 }
 
-// Limit returns the most requests the limiter admits in any interval.
+// Limit returns the most requests the limiter allows in any interval.
 func (q *QPS) Limit() int64 { return q.limit.Load() }
 
 // SetLimit changes the limit, keeping the counts: the requests already
-// admitted stay in the window and count against the new limit. The open
+// allowed stay in the window and count against the new limit. The open
 // bucket takes the new limit at once, except that a bucket opening at the
 // same moment may open with the old one; every later bucket has the new
 // one. So an interval wholly after the change (and one bucket width) holds
 // at most the new limit.
 //
-// A limiter with warm-up, whose curve depends on the limit, refuses the
-// change: make a new one. So does a limit outside [0, MaxLimit]. Either way
-// the limit in force stays.
+// A limiter with warm-up, whose curve depends on the limit, keeps its
+// limit: make a new one. That, and a limit outside [0, MaxLimit], is a
+// *ConfigError (Option "limit"), and the limit in force stays.
 func (q *QPS) SetLimit(limit int64) error {
 	if q.warm != nil {
-		return fmt.Errorf("%w: SetLimit: a limiter with warm-up keeps its limit", ErrInvalidConfig)
+		return &ConfigError{Option: "limit", Value: limit, Detail: "a limiter with warm-up keeps its limit: make a new one"}
 	}
 	if limit < 0 || limit > MaxLimit {
-		return fmt.Errorf("%w: limit = %d: must be between 0 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
+		return badLimit(limit, 0)
 	}
 	q.limit.Store(limit)
 	if o := q.open.Load(); o&1 != 0 {

@@ -44,11 +44,11 @@ func TestQPSNeverExceedsLimitInAnyInterval(t *testing.T) {
 			allow := func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }
 			r := flowsim.Run(allow, p, sh.limit, sh.interval, 40*sh.interval, sh.start, 1)
 			if r.MaxInInterval > sh.limit {
-				t.Errorf("limit %d per %v in %d buckets, %s: %d admitted in one interval",
+				t.Errorf("limit %d per %v in %d buckets, %s: %d allowed in one interval",
 					sh.limit, sh.interval, sh.buckets, p.Name, r.MaxInInterval)
 			}
-			if r.Admitted == 0 {
-				t.Errorf("limit %d per %v, %s: nothing admitted", sh.limit, sh.interval, p.Name)
+			if r.Allowed == 0 {
+				t.Errorf("limit %d per %v, %s: nothing allowed", sh.limit, sh.interval, p.Name)
 			}
 		}
 	}
@@ -61,7 +61,7 @@ func TestQPSAdmitsNearTheLimitUnderSteadyOverload(t *testing.T) {
 		r := flowsim.Run(func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }, steady, 100, time.Second, 100*time.Second, 0, 1)
 		want := 100 * float64(k) / float64(k+1)
 		if r.PerInterval < want-1 || r.PerInterval < 95 {
-			t.Errorf("%d buckets: %.2f admitted per interval under steady overload, want about %.2f and at least 95", k, r.PerInterval, want)
+			t.Errorf("%d buckets: %.2f allowed per interval under steady overload, want about %.2f and at least 95", k, r.PerInterval, want)
 		}
 	}
 }
@@ -76,7 +76,7 @@ func TestQPSRetryAfterIsExactlyWhenARetrySucceeds(t *testing.T) {
 	c.Advance(100 * time.Millisecond) // at 450 ms, bucket [400, 500)
 	d := q.AllowN(3)
 	if d.Allowed || d.Reason != RateLimited {
-		t.Fatalf("full window: %+v, want refused for the rate", d)
+		t.Fatalf("full window: %+v, want blocked for the rate", d)
 	}
 	// The 4 of bucket [0, 100) leave the window when bucket [1100, 1200) opens.
 	if want := 650 * time.Millisecond; d.RetryAfter != want {
@@ -84,11 +84,11 @@ func TestQPSRetryAfterIsExactlyWhenARetrySucceeds(t *testing.T) {
 	}
 	c.Advance(d.RetryAfter - 1)
 	if q.AllowN(3).Allowed {
-		t.Fatal("admitted 1ns before RetryAfter")
+		t.Fatal("allowed 1ns before RetryAfter")
 	}
 	c.Advance(1)
 	if !q.AllowN(3).Allowed {
-		t.Fatal("refused at RetryAfter")
+		t.Fatal("blocked at RetryAfter")
 	}
 	// Needing more than the oldest bucket frees waits for the next one too.
 	c.Set(int64(450 * time.Millisecond))
@@ -117,11 +117,11 @@ func TestQPSEdgeCases(t *testing.T) {
 		t.Fatalf("AllowN(6) over a limit of 5 = %+v, want ExceedsLimit", d)
 	}
 	if !q.AllowN(5).Allowed || q.Allow().Allowed {
-		t.Fatal("a limit of 5 must admit 5 at once and then refuse")
+		t.Fatal("a limit of 5 must allow 5 at once and then block")
 	}
 	zero := mustQPS(t, 0, time.Second, WithClock(c))
 	if d := zero.Allow(); d.Allowed || d.Reason != ExceedsLimit {
-		t.Fatalf("limit 0: %+v, want refused", d)
+		t.Fatalf("limit 0: %+v, want blocked", d)
 	}
 	if q.Limit() != 5 || q.Interval() != time.Second {
 		t.Fatalf("Limit %d, Interval %v", q.Limit(), q.Interval())
@@ -131,7 +131,7 @@ func TestQPSEdgeCases(t *testing.T) {
 	q3 := mustQPS(t, 2, time.Second, WithClock(c))
 	q3.AllowAt(int64(10 * time.Second))
 	if !q3.AllowAt(int64(5 * time.Second)).Allowed {
-		t.Fatal("a late caller with room in the open bucket was refused")
+		t.Fatal("a late caller with room in the open bucket was blocked")
 	}
 	if q3.AllowAt(int64(10 * time.Second)).Allowed {
 		t.Fatal("the late caller was not counted in the open bucket")
@@ -141,7 +141,7 @@ func TestQPSEdgeCases(t *testing.T) {
 	}
 }
 
-func TestQPSRejectsBadConfigurationNamingTheField(t *testing.T) {
+func TestQPSBadConfigurationIsAnErrorNamingTheField(t *testing.T) {
 	cases := []struct {
 		limit    int64
 		interval time.Duration
@@ -154,7 +154,7 @@ func TestQPSRejectsBadConfigurationNamingTheField(t *testing.T) {
 		{10, -time.Second, nil, "interval = -1s"},
 		{10, time.Second, []Option{WithBuckets(0)}, "buckets = 0"},
 		{10, time.Second, []Option{WithBuckets(3)}, "interval = 1s: does not divide into 3 buckets"},
-		{10, 10 * time.Microsecond, nil, "bucket width"},
+		{10, 10 * time.Microsecond, nil, "interval = 10µs: 25 buckets of 400ns are narrower than 1µs"},
 	}
 	for _, tc := range cases {
 		_, err := NewQPS(tc.limit, tc.interval, tc.opts...)
@@ -165,8 +165,8 @@ func TestQPSRejectsBadConfigurationNamingTheField(t *testing.T) {
 }
 
 // TestQPSConcurrentCallersNeverOverAdmit has goroutines race for the same
-// bucket at every step of a manual clock: admission and counting are one
-// atomic step, so the admissions of each bucket, and of every interval, stay
+// bucket at every step of a manual clock: deciding and counting are one
+// atomic step, so the requests allowed in each bucket, and of every interval, stay
 // within the limit.
 func TestQPSConcurrentCallersNeverOverAdmit(t *testing.T) {
 	const goroutines, steps, limit = 8, 120, 50
@@ -198,20 +198,20 @@ func TestQPSConcurrentCallersNeverOverAdmit(t *testing.T) {
 		arr = append(arr, flowsim.Arrival{At: int64(step) * int64(25*time.Millisecond), N: n})
 	}
 	if got := flowsim.MaxInAnyInterval(arr, 100*time.Millisecond); got > limit {
-		t.Fatalf("%d admitted in one interval, limit %d", got, limit)
+		t.Fatalf("%d allowed in one interval, limit %d", got, limit)
 	}
 	if total < steps/5*limit*4/5 {
-		t.Fatalf("only %d admitted over %d intervals", total, steps/4)
+		t.Fatalf("only %d allowed over %d intervals", total, steps/4)
 	}
 }
 
 // TestQPSOnAFreeRunningClock races callers against a goroutine that moves the
 // clock, for the race detector, and checks the total against the limit: over
-// a span S, at most limit × (S/interval + 1) can be admitted.
+// a span S, at most limit × (S/interval + 1) can be allowed.
 func TestQPSOnAFreeRunningClock(t *testing.T) {
 	c := clock.NewManual(0)
 	q := mustQPS(t, 100, 10*time.Millisecond, WithBuckets(5), WithClock(c))
-	var admitted atomic.Int64
+	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
@@ -219,7 +219,7 @@ func TestQPSOnAFreeRunningClock(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 5000; i++ {
 				if q.Allow().Allowed {
-					admitted.Add(1)
+					allowed.Add(1)
 				}
 			}
 		}()
@@ -230,8 +230,8 @@ func TestQPSOnAFreeRunningClock(t *testing.T) {
 		select {
 		case <-done:
 			span := c.Now()
-			if got, most := admitted.Load(), 100*(span/int64(10*time.Millisecond)+1); got > most {
-				t.Fatalf("%d admitted over %v, at most %d possible", got, time.Duration(span), most)
+			if got, most := allowed.Load(), 100*(span/int64(10*time.Millisecond)+1); got > most {
+				t.Fatalf("%d allowed over %v, at most %d possible", got, time.Duration(span), most)
 			}
 			return
 		default:

@@ -17,14 +17,14 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admit := func(want int64) {
+	allow := func(want int64) {
 		t.Helper()
 		var n int64
 		for q.Allow().Allowed {
 			n++
 		}
 		if n != want {
-			t.Fatalf("admitted %d, want %d", n, want)
+			t.Fatalf("allowed %d, want %d", n, want)
 		}
 	}
 	for range 5 {
@@ -33,18 +33,18 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	if err := q.SetLimit(6); err != nil {
 		t.Fatal(err)
 	}
-	admit(1) // the 5 admitted count against the new limit, in the open bucket too
+	allow(1) // the 5 allowed count against the new limit, in the open bucket too
 	clk.Advance(100 * time.Millisecond)
-	admit(0)
+	allow(0)
 	if err := q.SetLimit(20); err != nil {
 		t.Fatal(err)
 	}
-	admit(14)
+	allow(14)
 	if q.Limit() != 20 {
 		t.Fatalf("Limit() = %d", q.Limit())
 	}
 	clk.Advance(time.Second + time.Second/DefaultBuckets)
-	admit(20)
+	allow(20)
 
 	for _, bad := range []int64{-1, MaxLimit + 1} {
 		if err := q.SetLimit(bad); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "limit = ") {
@@ -52,14 +52,14 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 		}
 	}
 	if q.Limit() != 20 {
-		t.Errorf("a refused SetLimit changed the limit to %d", q.Limit())
+		t.Errorf("a SetLimit that failed changed the limit to %d", q.Limit())
 	}
 	w, err := NewQPS(10, time.Second, WithWarmUp(2*time.Second, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.SetLimit(5); !errors.Is(err, ErrInvalidConfig) || w.Limit() != 10 {
-		t.Errorf("SetLimit on a warming limiter = %v, limit %d; want refused, 10", err, w.Limit())
+		t.Errorf("SetLimit on a warming limiter = %v, limit %d; want an error, 10", err, w.Limit())
 	}
 }
 
@@ -71,7 +71,7 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 	var ps [3]Permit
 	for i := range ps {
 		if !c.Acquire(&ps[i]).Allowed {
-			t.Fatal("refused under the limit")
+			t.Fatal("blocked under the limit")
 		}
 	}
 	if err := c.SetLimit(2); err != nil {
@@ -79,15 +79,15 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 	}
 	var p Permit
 	if c.Acquire(&p).Allowed {
-		t.Fatal("admitted with 3 in flight and a limit of 2")
+		t.Fatal("allowed with 3 in flight and a limit of 2")
 	}
 	ps[0].Release()
 	if c.Acquire(&p).Allowed {
-		t.Fatal("admitted with 2 in flight and a limit of 2")
+		t.Fatal("allowed with 2 in flight and a limit of 2")
 	}
 	ps[1].Release()
 	if !c.Acquire(&p).Allowed {
-		t.Fatal("refused with 1 in flight and a limit of 2")
+		t.Fatal("blocked with 1 in flight and a limit of 2")
 	}
 	if err := c.SetLimit(-1); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
 		t.Errorf("SetLimit(-1) = %v, limit %d", err, c.Limit())
@@ -95,14 +95,14 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 }
 
 // Under -race: changing the limit while requests are decided. Afterwards a
-// fresh window admits exactly the last limit set.
+// fresh window allows exactly the last limit set.
 func TestQPSSetLimitConcurrent(t *testing.T) {
 	q, err := NewQPS(50, time.Second, WithClock(clock.NewManual(0)), WithBuckets(10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	var admitted atomic.Int64
+	var allowed atomic.Int64
 	var last atomic.Int64
 	for w := range 4 {
 		wg.Add(1)
@@ -110,7 +110,7 @@ func TestQPSSetLimitConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 3000 {
 				if q.AllowAt(int64(i) * int64(time.Millisecond)).Allowed {
-					admitted.Add(1)
+					allowed.Add(1)
 				}
 				if w == 0 && i%7 == 0 {
 					l := int64(30 + 20*(i/7%2))
@@ -123,8 +123,8 @@ func TestQPSSetLimitConcurrent(t *testing.T) {
 	wg.Wait()
 	// 3 s of requests: at most the larger limit in each of 3 seconds and the
 	// bucket the run ends in.
-	if n := admitted.Load(); n > 50*4 {
-		t.Fatalf("%d admitted in 3 s", n)
+	if n := allowed.Load(); n > 50*4 {
+		t.Fatalf("%d allowed in 3 s", n)
 	}
 	if q.Limit() != last.Load() {
 		t.Fatalf("Limit() = %d, last set %d", q.Limit(), last.Load())
@@ -134,6 +134,6 @@ func TestQPSSetLimitConcurrent(t *testing.T) {
 		n++
 	}
 	if n != last.Load() {
-		t.Fatalf("a fresh window admitted %d, want the last limit %d", n, last.Load())
+		t.Fatalf("a fresh window allowed %d, want the last limit %d", n, last.Load())
 	}
 }

@@ -12,11 +12,23 @@ import (
 )
 
 // A Throttle paces requests evenly, as a leaky bucket or Sentinel's
-// rate-limiter behaviour does: with a limit of N per interval, admitted
-// requests are given places interval/N apart, and a request whose place is in
-// the future waits for it. A request that would wait longer than the maximum
-// wait is refused with WaitTooLong. After a quiet spell the first request
-// goes at once; there is no burst.
+// rate-limiter behaviour does: with a limit of N per interval, the requests
+// it lets through are given places interval/N apart. After a quiet spell the
+// first request goes at once; there is no burst.
+//
+// Three ways to ask, as in x/time/rate:
+//
+//   - Allow and its variants let a request through only if its place is
+//     now; otherwise it is blocked with RateLimited, and RetryAfter says when
+//     the next place comes. An allowed Decision never asks to wait, so a
+//     caller that reads only Allowed keeps the pace.
+//   - ReserveN gives a place up to the maximum wait away, and the
+//     Reservation's Decision says how long to wait for it; a place further
+//     away is blocked with WaitTooLong. The caller waits, or gives the place
+//     back with Cancel.
+//   - Wait and its variants reserve a place and wait for it, on the
+//     Throttle's clock (see clock.Sleeper), so a clock.Manual drives them in
+//     tests.
 //
 // Places are at least interval/N apart, rounded up to the nanosecond: the
 // pace is never faster than the limit, and slower by at most one nanosecond
@@ -31,10 +43,10 @@ import (
 // and the time no place covers cools it; a meter of the throttle's buckets
 // keeps the coldness and updates it once per bucket.
 //
-// Deciding is one compare-and-swap on the time of the next free place (and,
-// with warm-up, a read and a count in the warm-up meter); deciding allocates
-// nothing. Wait sleeps on the Throttle's clock (see
-// clock.Sleeper), so a clock.Manual drives it in tests.
+// A Throttle is safe for concurrent use. Deciding is one compare-and-swap on
+// the time of the next free place (and, with warm-up, a read and a count in
+// the warm-up meter); deciding allocates nothing. The zero Throttle is not
+// usable; make one with NewThrottle.
 type Throttle struct {
 	limit   int64
 	per     uint64 // the interval, in nanoseconds
@@ -46,28 +58,36 @@ type Throttle struct {
 	next    atomic.Int64 // the earliest time the next place may be given
 }
 
-// NewThrottle returns a Throttle admitting limit requests per interval, one
-// every interval/limit, each waiting at most maxWait for its place. limit must
-// be in [1, MaxLimit], the interval positive and at most 36 years, and maxWait
-// at least 0 (0 refuses every request that would have to wait; waits beyond
-// 36 years count as that long).
+// NewThrottle returns a Throttle allowing limit requests per interval, one
+// every interval/limit, a reserved place being at most maxWait away. limit
+// must be in [1, MaxLimit], the interval positive and at most 36 years, and
+// maxWait at least 0 (0 blocks every reservation that would have to wait;
+// waits beyond 36 years count as that long). A bad argument or Option is a
+// *ConfigError; WithBuckets without WithWarmUp is one, as a Throttle has
+// buckets only to warm up.
 func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (*Throttle, error) {
 	if limit < 1 || limit > MaxLimit {
-		return nil, fmt.Errorf("%w: limit = %d: must be between 1 and %d", ErrInvalidConfig, limit, int64(MaxLimit))
+		return nil, badLimit(limit, 1)
 	}
 	if interval <= 0 || interval > timegrid.MaxTime {
-		return nil, fmt.Errorf("%w: interval = %v: must be positive and at most %v", ErrInvalidConfig, interval, time.Duration(timegrid.MaxTime))
+		return nil, &ConfigError{Option: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
 	}
 	if maxWait < 0 {
-		return nil, fmt.Errorf("%w: max wait = %v: must not be negative", ErrInvalidConfig, maxWait)
+		return nil, &ConfigError{Option: "max_wait", Value: maxWait, Detail: "must not be negative"}
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.bucketsGiven && !o.warming {
+		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "a Throttle has buckets only with warm-up (WithWarmUp)"}
 	}
 	// Times are clamped to ±MaxTime and waits and costs to MaxTime, so no
 	// place computed below overflows.
 	maxWait = min(maxWait, timegrid.MaxTime)
-	o := buildOptions(opts)
 	t := &Throttle{limit: limit, per: uint64(interval), maxWait: int64(maxWait), clock: o.clock}
 	t.one = t.cost(1, limit)
-	if o.warmUp != 0 || o.cold != 0 {
+	if o.warming {
 		meter, err := newQPS(limit, interval, o, true)
 		if err != nil {
 			return nil, err
@@ -108,7 +128,8 @@ func (t *Throttle) warmCost(n, now int64) int64 {
 }
 
 // A Reservation is a place given by a Throttle. Its Decision says whether it
-// was given and how long to wait for it.
+// was given and how long to wait for it. The zero Reservation holds no
+// place, and cancelling it does nothing.
 type Reservation struct {
 	Decision
 	t           *Throttle
@@ -120,7 +141,7 @@ type Reservation struct {
 // yet come: requests reserved after it keep their places, so a place in the
 // middle of the queue stays empty rather than let the next request in less
 // than the pace after its neighbour. It reports whether the place was given
-// back. Cancelling twice, or cancelling a refused reservation, does nothing.
+// back. Cancelling twice, or cancelling a blocked reservation, does nothing.
 //
 // Cancel through one Reservation value only: a copy does not know that the
 // other was cancelled, and once a later request has taken the place back,
@@ -149,8 +170,9 @@ func (t *Throttle) ReserveN(n int64) Reservation { return t.ReserveNAt(t.clock.N
 
 // ReserveNAt reserves places for n requests arriving at time now: all n, next
 // to each other, or none. The Decision says how long to wait for the first
-// place. n <= 0 is admitted at once and takes nothing; n above the limit is
-// refused with ExceedsLimit.
+// place, at most the maximum wait; a place further away is blocked with
+// WaitTooLong. n <= 0 is allowed at once and takes nothing; n above the
+// limit is blocked with ExceedsLimit.
 func (t *Throttle) ReserveNAt(now, n int64) Reservation {
 	d, prev, start, end := t.reserve(now, n, t.maxWait)
 	if !d.Allowed || n <= 0 {
@@ -161,7 +183,8 @@ func (t *Throttle) ReserveNAt(now, n int64) Reservation {
 
 // reserve takes places for n requests arriving at now if the first is at most
 // maxWait away, and returns the decision, the next free place before and
-// after, and the first place.
+// after, and the first place. A first place further away is blocked with
+// WaitTooLong, RetryAfter being how much further.
 func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end int64) {
 	if n <= 0 {
 		return allowed, 0, 0, 0
@@ -192,30 +215,57 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 	}
 }
 
-// Allow decides whether one request may proceed now, as AllowNAt does.
+// Allow decides whether one request may proceed now. See AllowNAt.
 func (t *Throttle) Allow() Decision { return t.AllowNAt(t.clock.Now(), 1) }
 
-// AllowNAt reserves places for n requests arriving at time now, for the
-// Limiter interface: an admitted Decision's Wait says how long the caller must
-// wait before proceeding.
+// AllowN decides whether n requests may proceed now. See AllowNAt.
+func (t *Throttle) AllowN(n int64) Decision { return t.AllowNAt(t.clock.Now(), n) }
+
+// AllowAt decides whether one request arriving at time now may proceed. See
+// AllowNAt.
+func (t *Throttle) AllowAt(now int64) Decision { return t.AllowNAt(now, 1) }
+
+// AllowNAt decides whether n requests arriving at time now may proceed at
+// once, and if so takes their places: all n, next to each other, or none.
+// They are allowed only if the next free place is now, whatever the maximum
+// wait, so an allowed Decision's Wait is 0; otherwise they are blocked with
+// RateLimited, and RetryAfter says how long until that place comes. n <= 0
+// is allowed and takes nothing; n above the limit is blocked with
+// ExceedsLimit. To take a place in the future and wait for it, use ReserveN
+// or WaitN.
 func (t *Throttle) AllowNAt(now, n int64) Decision {
-	d, _, _, _ := t.reserve(now, n, t.maxWait)
+	d, _, _, _ := t.reserve(now, n, 0)
+	if d.Reason == WaitTooLong {
+		d.Reason = RateLimited
+	}
 	return d
 }
 
-// Wait waits for a place for one request. See WaitN.
-func (t *Throttle) Wait(ctx context.Context) error { return t.WaitN(ctx, 1) }
+// Wait waits for a place for one request now. See WaitNAt.
+func (t *Throttle) Wait(ctx context.Context) error { return t.WaitNAt(ctx, t.clock.Now(), 1) }
 
-// WaitN reserves places for n requests and waits for the first. It returns
-// nil when the request may proceed, a *RefusedError when it was refused (its
-// place would be further away than the maximum wait, or than ctx's deadline,
-// which is real time whatever the throttle's clock), or ctx.Err() if ctx is
-// done first, in which case the place is given back as Cancel would.
+// WaitN waits for places for n requests now. See WaitNAt.
 func (t *Throttle) WaitN(ctx context.Context, n int64) error {
+	return t.WaitNAt(ctx, t.clock.Now(), n)
+}
+
+// WaitAt waits for a place for one request arriving at time now. See
+// WaitNAt.
+func (t *Throttle) WaitAt(ctx context.Context, now int64) error { return t.WaitNAt(ctx, now, 1) }
+
+// WaitNAt reserves places for n requests arriving at time now, as
+// ReserveNAt does, and waits for the first: the Decision's Wait, measured
+// from the call on the throttle's clock (for a now other than the clock's
+// time, the wait still starts when it is called). It returns nil when the
+// requests may proceed; a *BlockError when they were blocked (their place
+// would be further away than the maximum wait, or than ctx's deadline, which
+// is real time whatever the throttle's clock, or n exceeds the limit); or
+// ctx.Err() if ctx is done first, in which case the place is given back as
+// Cancel would.
+func (t *Throttle) WaitNAt(ctx context.Context, now, n int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := t.clock.Now()
 	maxWait := t.maxWait
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
@@ -228,7 +278,7 @@ func (t *Throttle) WaitN(ctx context.Context, n int64) error {
 	r := Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
 	if !r.Allowed {
 		if r.Reason == WaitTooLong && maxWait < t.maxWait {
-			// The deadline, not the throttle, is what refuses: retrying
+			// The deadline, not the throttle, is what blocks: retrying
 			// will not help this context.
 			return &BlockError{Reason: WaitTooLong}
 		}
@@ -244,7 +294,7 @@ func (t *Throttle) WaitN(ctx context.Context, n int64) error {
 	return nil
 }
 
-// Limit returns the number of requests admitted per interval.
+// Limit returns the number of requests allowed per interval.
 func (t *Throttle) Limit() int64 { return t.limit }
 
 // Interval returns the throttle's interval.

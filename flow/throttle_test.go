@@ -27,25 +27,25 @@ func TestThrottleGivesEvenlySpacedPlacesUpToTheMaxWait(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 10, time.Second, 350*time.Millisecond, c)
 	for i, want := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond} {
-		d := th.Allow()
+		d := th.ReserveN(1).Decision
 		if !d.Allowed || d.Wait != want {
-			t.Fatalf("request %d: %+v, want admitted after %v", i, d, want)
+			t.Fatalf("request %d: %+v, want allowed after %v", i, d, want)
 		}
 	}
-	d := th.Allow()
+	d := th.ReserveN(1).Decision
 	if d.Allowed || d.Reason != WaitTooLong || d.RetryAfter != 50*time.Millisecond {
 		t.Fatalf("fifth request: %+v, want WaitTooLong, retry after 50ms", d)
 	}
 	c.Advance(50 * time.Millisecond)
-	if d := th.Allow(); !d.Allowed || d.Wait != 350*time.Millisecond {
-		t.Fatalf("after 50ms: %+v, want admitted after 350ms", d)
+	if d := th.ReserveN(1).Decision; !d.Allowed || d.Wait != 350*time.Millisecond {
+		t.Fatalf("after 50ms: %+v, want allowed after 350ms", d)
 	}
 	// After a quiet spell the first request goes at once, with no burst.
 	c.Advance(10 * time.Second)
-	if d := th.Allow(); d.Wait != 0 {
+	if d := th.ReserveN(1).Decision; d.Wait != 0 {
 		t.Fatalf("after a quiet spell: %+v", d)
 	}
-	if d := th.Allow(); d.Wait != 100*time.Millisecond {
+	if d := th.ReserveN(1).Decision; d.Wait != 100*time.Millisecond {
 		t.Fatalf("the second after a quiet spell: %+v", d)
 	}
 }
@@ -68,7 +68,7 @@ func TestThrottlePlacesAreNeverCloserThanThePace(t *testing.T) {
 			n := 1 + rng.Int64N(min(tc.limit, 3))
 			r := th.ReserveNAt(now, n)
 			if !r.Allowed {
-				t.Fatalf("limit %d: refused with an hour of max wait: %+v", tc.limit, r.Decision)
+				t.Fatalf("limit %d: blocked with an hour of max wait: %+v", tc.limit, r.Decision)
 			}
 			places = append(places, place{now + int64(r.Wait), n})
 		}
@@ -118,7 +118,7 @@ func TestThrottleWaitSleepsOnItsClockAndCancelGivesThePlaceBack(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Wait = %v", err)
 	}
-	if d := th.Allow(); !d.Allowed || d.Wait != 100*time.Millisecond {
+	if d := th.ReserveN(1).Decision; !d.Allowed || d.Wait != 100*time.Millisecond {
 		t.Fatalf("after the cancelled wait: %+v, want the cancelled place, 100ms away", d)
 	}
 }
@@ -126,7 +126,7 @@ func TestThrottleWaitSleepsOnItsClockAndCancelGivesThePlaceBack(t *testing.T) {
 func TestThrottleCancelOnlyGivesBackTheLastPlace(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 10, time.Second, time.Second, c)
-	th.Allow()
+	th.ReserveN(1)
 	middle := th.ReserveN(1) // 100 ms
 	last := th.ReserveN(1)   // 200 ms
 	if middle.Cancel() {
@@ -135,11 +135,11 @@ func TestThrottleCancelOnlyGivesBackTheLastPlace(t *testing.T) {
 	if !last.Cancel() || last.Cancel() {
 		t.Fatal("the last place must be given back exactly once")
 	}
-	if d := th.Allow(); d.Wait != 200*time.Millisecond {
+	if d := th.ReserveN(1).Decision; d.Wait != 200*time.Millisecond {
 		t.Fatalf("next place %v, want 200ms", d.Wait)
 	}
-	var refused Reservation
-	if refused.Cancel() {
+	var blocked Reservation
+	if blocked.Cancel() {
 		t.Fatal("cancelling a zero Reservation")
 	}
 	c.Advance(time.Second)
@@ -149,19 +149,19 @@ func TestThrottleCancelOnlyGivesBackTheLastPlace(t *testing.T) {
 	}
 }
 
-func TestThrottleWaitRefusals(t *testing.T) {
+func TestThrottleWaitBlocks(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 1, time.Second, 500*time.Millisecond, c)
 	th.Allow()
 	var re *BlockError
 	err := th.Wait(context.Background())
 	if !errors.As(err, &re) || re.Reason != WaitTooLong || re.RetryAfter != 500*time.Millisecond {
-		t.Fatalf("Wait = %v, want a RefusedError: wait too long, retry after 500ms", err)
+		t.Fatalf("Wait = %v, want a BlockError: wait too long, retry after 500ms", err)
 	}
-	if err.Error() != "flow: refused: wait too long, retry after 500ms" {
+	if err.Error() != "flow: blocked: wait too long, retry after 500ms" {
 		t.Fatalf("message %q", err.Error())
 	}
-	if err := th.WaitN(context.Background(), 2); !errors.As(err, &re) || re.Reason != ExceedsLimit || re.Error() != "flow: refused: exceeds limit" {
+	if err := th.WaitN(context.Background(), 2); !errors.As(err, &re) || re.Reason != ExceedsLimit || re.Error() != "flow: blocked: exceeds limit" {
 		t.Fatalf("WaitN(2) of 1 = %v", err)
 	}
 	c.Advance(time.Second)
@@ -191,7 +191,7 @@ func TestThrottleConcurrentReservationsGetDistinctSpacedPlaces(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				now := c.Now()
-				d := th.AllowNAt(now, 1)
+				d := th.ReserveNAt(now, 1)
 				mu.Lock()
 				places = append(places, now+int64(d.Wait))
 				mu.Unlock()
@@ -215,19 +215,117 @@ func TestThrottleConfigAndEdges(t *testing.T) {
 		limit             int64
 		interval, maxWait time.Duration
 		mention           string
-	}{{0, time.Second, 0, "limit = 0"}, {1, 0, 0, "interval = 0s"}, {1, time.Second, -1, "max wait = -1ns"}} {
+	}{{0, time.Second, 0, "limit = 0"}, {1, 0, 0, "interval = 0s"}, {1, time.Second, -1, "max_wait = -1ns"}} {
 		if _, err := NewThrottle(tc.limit, tc.interval, tc.maxWait); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("NewThrottle(%d, %v, %v) = %v, want mention of %q", tc.limit, tc.interval, tc.maxWait, err, tc.mention)
 		}
 	}
 	th := mustThrottle(t, 5, time.Second, 0, clock.NewManual(0))
 	if !th.AllowNAt(0, 0).Allowed || th.AllowNAt(0, 6).Reason != ExceedsLimit {
-		t.Fatal("n = 0 must be admitted and n above the limit refused")
+		t.Fatal("n = 0 must be allowed and n above the limit blocked")
 	}
 	if th.Limit() != 5 || th.Interval() != time.Second || th.MaxWait() != 0 {
 		t.Fatal("accessors")
 	}
 	if n := testing.AllocsPerRun(1000, func() { th.Allow(); th.ReserveNAt(0, 1) }); n != 0 {
 		t.Fatalf("deciding allocates %.1f times", n)
+	}
+}
+
+// TestThrottleAllowNeverAsksToWait: Allow lets a request through only when
+// its place is now, as QPS.Allow does; a place in the future is blocked, and
+// RetryAfter says when it comes. A caller that reads only Allowed cannot
+// break the pace.
+func TestThrottleAllowNeverAsksToWait(t *testing.T) {
+	c := clock.NewManual(0)
+	th := mustThrottle(t, 10, time.Second, time.Second, c)
+	if d := th.Allow(); !d.Allowed || d.Wait != 0 {
+		t.Fatalf("first request: %+v, want allowed at once", d)
+	}
+	if d := th.Allow(); d.Allowed || d.Reason != RateLimited || d.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("second request at once: %+v, want blocked, rate limited, retry after 100ms", d)
+	}
+	c.Advance(99 * time.Millisecond)
+	if d := th.AllowNAt(c.Now(), 1); d.Allowed || d.RetryAfter != time.Millisecond {
+		t.Fatalf("at 99ms: %+v, want blocked, retry after 1ms", d)
+	}
+	c.Advance(time.Millisecond)
+	if d := th.Allow(); !d.Allowed || d.Wait != 0 {
+		t.Fatalf("at 100ms: %+v, want allowed at once", d)
+	}
+	// A blocked Allow takes no place: the next reservation is the next place.
+	if r := th.ReserveN(1); !r.Allowed || r.Wait != 100*time.Millisecond {
+		t.Fatalf("a reservation after a blocked Allow: %+v, want 100ms away", r.Decision)
+	}
+}
+
+// TestThrottleAllowVariantsAgree: AllowN, AllowAt and AllowNAt decide as
+// Allow does, at the clock's time or the one given, for n places.
+func TestThrottleAllowVariantsAgree(t *testing.T) {
+	c := clock.NewManual(int64(time.Hour))
+	th := mustThrottle(t, 10, time.Second, time.Second, c)
+	if d := th.AllowN(3); !d.Allowed || d.Wait != 0 {
+		t.Fatalf("AllowN(3): %+v", d)
+	}
+	// 3 places take 300ms.
+	if d := th.AllowN(1); d.Allowed || d.RetryAfter != 300*time.Millisecond {
+		t.Fatalf("AllowN(1) after 3: %+v, want retry after 300ms", d)
+	}
+	at := c.Now() + int64(300*time.Millisecond)
+	if d := th.AllowAt(at - 1); d.Allowed || d.RetryAfter != 1 {
+		t.Fatalf("AllowAt 1ns early: %+v", d)
+	}
+	if d := th.AllowAt(at); !d.Allowed {
+		t.Fatalf("AllowAt the next place: %+v", d)
+	}
+	if d := th.AllowNAt(at+int64(100*time.Millisecond), 11); d.Allowed || d.Reason != ExceedsLimit || d.RetryAfter != 0 {
+		t.Fatalf("AllowNAt 11 of 10: %+v, want ExceedsLimit", d)
+	}
+	if d := th.AllowNAt(at, 0); !d.Allowed {
+		t.Fatalf("AllowNAt 0: %+v, want allowed", d)
+	}
+	if n := testing.AllocsPerRun(1000, func() { th.AllowN(1); th.AllowAt(at) }); n != 0 {
+		t.Fatalf("AllowN and AllowAt allocate %.1f times", n)
+	}
+}
+
+// TestThrottleWaitAtTakesThePlaceOfTheTimeGiven: WaitAt and WaitNAt reserve
+// at the time given, not the clock's, and wait on the clock for what is left.
+func TestThrottleWaitAtTakesThePlaceOfTheTimeGiven(t *testing.T) {
+	c := clock.NewManual(0)
+	th := mustThrottle(t, 10, time.Second, time.Second, c)
+	ctx := context.Background()
+	th.ReserveNAt(0, 1) // the place at 0; the next is at 100ms
+	// Arriving at 100ms, the place is now: no wait, though the clock says 0.
+	if err := th.WaitAt(ctx, int64(100*time.Millisecond)); err != nil {
+		t.Fatalf("WaitAt(100ms) = %v", err)
+	}
+	if c.Sleepers() != 0 {
+		t.Fatal("WaitAt slept for a place that had come")
+	}
+	// Three places arriving at 100ms come at 200ms: wait 100ms on the clock.
+	done := make(chan error, 1)
+	go func() { done <- th.WaitNAt(ctx, int64(100*time.Millisecond), 3) }()
+	for c.Sleepers() == 0 {
+		runtime.Gosched()
+	}
+	c.Advance(99 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("WaitNAt returned %v before its place", err)
+	default:
+	}
+	c.Advance(time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatalf("WaitNAt = %v", err)
+	}
+	var be *BlockError
+	if err := th.WaitNAt(ctx, 0, 11); !errors.As(err, &be) || be.Reason != ExceedsLimit {
+		t.Fatalf("WaitNAt 11 of 10 = %v, want a BlockError, exceeds limit", err)
+	}
+	// The next place is at 500ms: arriving at 0 it is 500ms away, within the
+	// maximum wait; arriving at -1s it is 1.5s away, beyond it.
+	if err := th.WaitAt(ctx, -int64(time.Second)); !errors.As(err, &be) || be.Reason != WaitTooLong || be.RetryAfter != 500*time.Millisecond {
+		t.Fatalf("WaitAt(-1s) = %v, want a BlockError, wait too long, retry after 500ms", err)
 	}
 }

@@ -32,15 +32,15 @@ import (
 // limiter:
 //
 // A QPS limiter's window of k+1 buckets holds its limit l under steady
-// overload, admitted unevenly: a bucket may take its whole room at once
+// overload, allowed unevenly: a bucket may take its whole room at once
 // and the next k none. So a bucket's use is read from its window as well as
 // from itself:
 //
-//	use = min(max(window, (k+1) × admitted) / l, 1)
+//	use = min(max(window, (k+1) × allowed) / l, 1)
 //	S  += refill × (1 - use) - use × rateAt(S) / k
 //
 // A bucket whose window holds l, however long ago the requests in it were
-// admitted, was not idle: it had no room. And a bucket that alone admitted
+// allowed, was not idle: it had no room. And a bucket that alone allowed
 // its share of the limit, l/(k+1), was not idle either, though its window
 // still holds less than l because the limit has just risen faster than the
 // traffic could fill it. Only room left in both senses cools. Light traffic
@@ -84,10 +84,10 @@ type warmUp struct {
 }
 
 // minWarmUpIntervals and minWarmUpBuckets bound the warm-up period from
-// below. A limit holds over an interval: a QPS limiter under overload admits
+// below. A limit holds over an interval: a QPS limiter under overload allows
 // in an interval what its limit is at the interval's end, so a warm-up of one
-// interval would have the first interval admit the full limit; with two, it
-// admits at most about 1.4 × limit/coldFactor, the curve's own rise. And the
+// interval would have the first interval allow the full limit; with two, it
+// allows at most about 1.4 × limit/coldFactor, the curve's own rise. And the
 // limit changes once per bucket, each set from the bucket before, so the
 // warm-up lags by a bucket or two: ten buckets keep that lag within a fifth
 // of the period.
@@ -98,31 +98,33 @@ const (
 
 // newWarmUp returns the curve of a limiter of limit requests per interval in
 // the given number of buckets (paced for a Throttle's meter), or nil for
-// limit 0, which has nothing to warm up. It refuses the configurations it
-// cannot honor: see WithWarmUp.
+// limit 0, which has nothing to warm up. A configuration it cannot honor is
+// a *ConfigError: see WithWarmUp.
 func newWarmUp(limit int64, interval, period time.Duration, coldFactor float64, buckets int, paced bool) (*warmUp, error) {
 	if period <= 0 {
-		return nil, fmt.Errorf("%w: warm-up period = %v: must be positive", ErrInvalidConfig, period)
+		return nil, &ConfigError{Option: "warm_up", Value: period, Detail: "must be positive"}
 	}
 	if !(coldFactor > 1) || math.IsInf(coldFactor, 0) {
-		return nil, fmt.Errorf("%w: cold factor = %v: must be greater than 1", ErrInvalidConfig, coldFactor)
+		return nil, &ConfigError{Option: "cold_factor", Value: coldFactor, Detail: "must be greater than 1"}
 	}
 	// period < n × d is period/n < d in integers, which cannot overflow.
 	if period/minWarmUpIntervals < interval {
-		return nil, fmt.Errorf("%w: warm-up period = %v: must be at least %d intervals of %v: a limit holds over an interval, so a shorter warm-up would let the first interval admit far above the cold limit",
-			ErrInvalidConfig, period, minWarmUpIntervals, interval)
+		return nil, &ConfigError{Option: "warm_up", Value: period, Detail: fmt.Sprintf(
+			"must be at least %d intervals of %v: a limit holds over an interval, so a shorter warm-up would let the first interval allow far above the cold limit",
+			minWarmUpIntervals, interval)}
 	}
 	width := interval / time.Duration(buckets)
 	if period/minWarmUpBuckets < width {
-		return nil, fmt.Errorf("%w: warm-up period = %v: must be at least %d buckets of %v: the limit changes once per bucket, so a shorter warm-up is a few steps that overshoot the period",
-			ErrInvalidConfig, period, minWarmUpBuckets, width)
+		return nil, &ConfigError{Option: "warm_up", Value: period, Detail: fmt.Sprintf(
+			"must be at least %d buckets of %v: the limit changes once per bucket, so a shorter warm-up is a few steps that overshoot the period",
+			minWarmUpBuckets, width)}
 	}
 	if limit == 0 {
 		return nil, nil
 	}
 	if float64(limit)/coldFactor < 1 {
-		return nil, fmt.Errorf("%w: cold factor = %v: must be at most the limit, %d, so that the cold limit is at least 1 request per interval",
-			ErrInvalidConfig, coldFactor, limit)
+		return nil, &ConfigError{Option: "cold_factor", Value: coldFactor, Detail: fmt.Sprintf(
+			"must be at most the limit, %d, so that the cold limit is at least 1 request per interval", limit)}
 	}
 	stable := float64(interval) / float64(limit)
 	w := &warmUp{
@@ -190,7 +192,7 @@ func (w *warmUp) limitAt(s float64) int64 {
 }
 
 // stepWindow returns a QPS limiter's coldness after a bucket that opened
-// with coldness s and the given limit, admitted used requests, and closed
+// with coldness s and the given limit, allowed used requests, and closed
 // with window requests in its window of k+1 buckets.
 func (w *warmUp) stepWindow(s float64, limit, used, window int64) float64 {
 	l := float64(max(limit, 1))
@@ -229,11 +231,11 @@ func (w *warmUp) stepPaced(s, carry float64, used int64, skipped uint64) (float6
 }
 
 // nextCold returns the coldness of bucket bn, which opens after bucket ob
-// (slot s) closes having admitted used requests and lent lent places to
+// (slot s) closes having allowed used requests and lent lent places to
 // bucket ob+1, and, for a paced meter, the coverage bn inherits.
 //
 // For a QPS limiter it steps the curve once for ob, and once for each bucket
-// skipped between them: those admitted nothing but ob+1 what ob lent, and
+// skipped between them: those allowed nothing but ob+1 what ob lent, and
 // their windows still held what ob's did, less what left them one bucket at
 // a time. After k+1 skipped buckets the windows are empty, and every further
 // one is fully idle. It reads ob's window from the slots, which advance calls

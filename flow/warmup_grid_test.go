@@ -11,8 +11,8 @@ import (
 
 // The warm-up promise, checked over a grid of configurations: under steady
 // overload a warming limiter starts at about limit/coldFactor and, within
-// 1.5 × the warm-up period, admits at least 0.9 × what the same limiter
-// admits without warm-up under the same traffic, and keeps doing so.
+// 1.5 × the warm-up period, allows at least 0.9 × what the same limiter
+// allows without warm-up under the same traffic, and keeps doing so.
 
 // A warmCase is one configuration of the grid.
 type warmCase struct {
@@ -42,51 +42,54 @@ const overloadOffered = 10
 
 // A warmOutcome is what one run of a case measured.
 type warmOutcome struct {
-	// reach is the time from which on the warming limiter admits at least
-	// 0.9 × what the limiter without warm-up admits, to the end of the run;
+	// reach is the time from which on the warming limiter allows at least
+	// 0.9 × what the limiter without warm-up allows, to the end of the run;
 	// never says that it still fell short in the run's last interval.
 	reach time.Duration
 	never bool
 	run   time.Duration
-	// first is what the first interval admitted.
+	// first is what the first interval allowed.
 	first int64
-	// worstInterval is the most the warming QPS limiter admitted in any
+	// worstInterval is the most the warming QPS limiter allowed in any
 	// interval; minGap is the least time between two of the warming
 	// throttle's places.
 	worstInterval int64
 	minGap        int64
 }
 
-// startRatio is what the first interval admitted over limit/coldFactor.
+// startRatio is what the first interval allowed over limit/coldFactor.
 func (o warmOutcome) startRatio(c warmCase) float64 {
 	return float64(o.first) / (float64(c.limit) / c.cold)
 }
 
 // driveOverload offers a limiter of the case, with warm-up if warm, steady
-// overload for the given number of buckets, and returns the number admitted
+// overload for the given number of buckets, and returns the number allowed
 // in each bucket (by the time of the place given, for a throttle) and the
-// admission times.
+// times they were allowed at.
 //
-// To keep the grid fast the driver skips requests it knows would be refused:
+// To keep the grid fast the driver skips requests it knows would be blocked:
 // a QPS limiter's bucket only fills until the next bucket opens, so after a
-// refusal the rest of the bucket's requests are; a throttle's refusal says
-// when the next place is free. TestWarmUpGridDriverSkipsOnlyRefusals checks
+// block the rest of the bucket's requests are blocked too; a throttle's block says
+// when the next place is free. TestWarmUpGridDriverSkipsOnlyBlockedRequests checks
 // that skipping changes nothing.
 func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]int64, []flowsim.Arrival) {
 	t.Helper()
-	opts := []Option{WithBuckets(c.buckets)}
+	var opts []Option
+	if warm || !c.throttle { // a Throttle has buckets only to warm up
+		opts = append(opts, WithBuckets(c.buckets))
+	}
 	if warm {
 		opts = append(opts, WithWarmUp(c.period, c.cold))
 	}
 	width := int64(gridInterval) / int64(c.buckets)
 	end := int64(nb) * width
 	counts := make([]int64, nb)
-	var admitted []flowsim.Arrival
+	var allowed []flowsim.Arrival
 	count := func(at int64) {
 		if b := at / width; b < int64(nb) {
 			counts[b]++
 		}
-		admitted = append(admitted, flowsim.Arrival{At: at, N: 1})
+		allowed = append(allowed, flowsim.Arrival{At: at, N: 1})
 	}
 	step := max(int64(gridInterval)/(overloadOffered*c.limit), 1)
 	burst := max((overloadOffered*c.limit+int64(c.buckets)-1)/int64(c.buckets), 1)
@@ -112,9 +115,9 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 				}
 			}
 		}
-		return counts, admitted
+		return counts, allowed
 	}
-	// A throttle refuses what would wait at all when traffic is spread, and
+	// A throttle blocks what would wait at all when traffic is spread, and
 	// queues up to an interval's places when it comes in bursts.
 	maxWait := time.Duration(0)
 	if c.bursts {
@@ -127,7 +130,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 	if c.bursts {
 		for b := int64(0); b < int64(nb); b++ {
 			for i := int64(0); i < burst; i++ {
-				d := th.AllowNAt(b*width, 1)
+				d := th.ReserveNAt(b*width, 1)
 				if d.Allowed {
 					count(b*width + int64(d.Wait))
 				} else if skip {
@@ -135,7 +138,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 				}
 			}
 		}
-		return counts, admitted
+		return counts, allowed
 	}
 	for at := int64(0); at < end; {
 		d := th.AllowNAt(at, 1)
@@ -148,7 +151,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 		}
 		at = next
 	}
-	return counts, admitted
+	return counts, allowed
 }
 
 // measureWarmUp runs case c with and without warm-up for three warm-up
@@ -158,20 +161,20 @@ func measureWarmUp(t testing.TB, c warmCase) warmOutcome {
 	width := gridInterval / time.Duration(c.buckets)
 	run := max(3*c.period, c.period+5*gridInterval)
 	nb := int((run + width - 1) / width)
-	warm, admitted := driveOverload(t, c, true, nb, true)
-	ref, refAdmitted := driveOverload(t, c, false, nb, true)
-	out := warmOutcome{worstInterval: flowsim.MaxInAnyInterval(admitted, gridInterval), minGap: math.MaxInt64}
-	for i := 1; i < len(admitted); i++ {
-		out.minGap = min(out.minGap, admitted[i].At-admitted[i-1].At)
+	warm, allowed := driveOverload(t, c, true, nb, true)
+	ref, refAllowed := driveOverload(t, c, false, nb, true)
+	out := warmOutcome{worstInterval: flowsim.MaxInAnyInterval(allowed, gridInterval), minGap: math.MaxInt64}
+	for i := 1; i < len(allowed); i++ {
+		out.minGap = min(out.minGap, allowed[i].At-allowed[i-1].At)
 	}
 	for _, n := range warm[:c.buckets] {
 		out.first += n
 	}
 	if c.throttle {
-		out.reach = paceReach(admitted, refAdmitted)
+		out.reach = paceReach(allowed, refAllowed)
 	} else {
 		// A QPS limiter's rate shows over windows of buckets+1 buckets:
-		// without warm-up it admits its limit in each under steady
+		// without warm-up it allows its limit in each under steady
 		// overload, however unevenly within it.
 		m := c.buckets + 1
 		var w, r int64
@@ -218,7 +221,7 @@ func paceReach(warm, ref []flowsim.Arrival) time.Duration {
 // per interval (limit/coldFactor = 1, and 1.9, rounded down to 1) to hundreds,
 // periods from the shortest accepted, and bucket counts from 1 to 100, for
 // both limiters and both kinds of traffic. Configurations the constructors
-// refuse are left out.
+// block are left out.
 func warmGrid() []warmCase {
 	colds := []struct {
 		limit int64
@@ -279,15 +282,15 @@ func TestWarmUpReachesNineTenthsWithinOneAndAHalfPeriods(t *testing.T) {
 		case ratio > 1.5:
 			bad += fmt.Sprintf(" reached 0.9 × after %v = %.2f × the period;", out.reach, ratio)
 		}
-		// Under overload the first bucket admits the whole cold limit, and
+		// Under overload the first bucket allows the whole cold limit, and
 		// the limit rises during the first interval by at most 1.5 × (for
 		// the shortest period; a throttle's first place comes at once).
 		coldLimit := float64(c.limit) / c.cold
 		if float64(out.first) < math.Floor(coldLimit) || float64(out.first) > 1.5*coldLimit+1 {
-			bad += fmt.Sprintf(" the first interval admitted %d, for a cold limit of %.4g;", out.first, coldLimit)
+			bad += fmt.Sprintf(" the first interval allowed %d, for a cold limit of %.4g;", out.first, coldLimit)
 		}
 		if !c.throttle && out.worstInterval > c.limit {
-			bad += fmt.Sprintf(" %d admitted in one interval;", out.worstInterval)
+			bad += fmt.Sprintf(" %d allowed in one interval;", out.worstInterval)
 		}
 		if c.throttle && out.minGap < int64(gridInterval)/c.limit {
 			bad += fmt.Sprintf(" two places %v apart, closer than at the limit;", time.Duration(out.minGap))
@@ -313,14 +316,14 @@ func TestWarmUpReachesNineTenthsWithinOneAndAHalfPeriods(t *testing.T) {
 		if w.out.never {
 			reach = fmt.Sprintf("still below 0.9 × at the end of the run, %v", w.out.run)
 		}
-		t.Logf("worst of %d: %v: %s; the first interval admitted %d (%.2f × limit/coldFactor)",
+		t.Logf("worst of %d: %v: %s; the first interval allowed %d (%.2f × limit/coldFactor)",
 			len(grid), w.c, reach, w.out.first, w.out.startRatio(w.c))
 	}
 }
 
-// TestWarmUpGridDriverSkipsOnlyRefusals checks the driver's shortcut: offering
-// every request admits exactly what skipping the known refusals admits.
-func TestWarmUpGridDriverSkipsOnlyRefusals(t *testing.T) {
+// TestWarmUpGridDriverSkipsOnlyBlockedRequests checks the driver's shortcut: offering
+// every request allows exactly what skipping the requests known to be blocked allows.
+func TestWarmUpGridDriverSkipsOnlyBlockedRequests(t *testing.T) {
 	for _, c := range []warmCase{
 		{100, 3, 3 * gridInterval, 5, false, false},
 		{100, 10, 10 * gridInterval, 1, false, true},
@@ -332,7 +335,7 @@ func TestWarmUpGridDriverSkipsOnlyRefusals(t *testing.T) {
 		all, _ := driveOverload(t, c, true, nb, false)
 		for b := range all {
 			if skipped[b] != all[b] {
-				t.Fatalf("%v: bucket %d admitted %d offering every request, %d skipping refusals", c, b, all[b], skipped[b])
+				t.Fatalf("%v: bucket %d allowed %d offering every request, %d skipping the blocked", c, b, all[b], skipped[b])
 			}
 		}
 	}

@@ -16,24 +16,24 @@ import (
 )
 
 // perSecond offers requests every step from start for seconds seconds, and
-// returns how many each second admitted and the admission times.
+// returns how many each second allowed and the times they were allowed at.
 func perSecond(q *QPS, start int64, seconds int, step time.Duration) ([]int64, []flowsim.Arrival) {
 	counts := make([]int64, seconds)
-	var admitted []flowsim.Arrival
+	var allowed []flowsim.Arrival
 	for t := int64(0); t < int64(seconds)*int64(time.Second); t += int64(step) {
 		if q.AllowAt(start + t).Allowed {
 			counts[t/int64(time.Second)]++
-			admitted = append(admitted, flowsim.Arrival{At: start + t, N: 1})
+			allowed = append(allowed, flowsim.Arrival{At: start + t, N: 1})
 		}
 	}
-	return counts, admitted
+	return counts, allowed
 }
 
 func TestQPSWarmUpRampsFromAThirdToTheLimitInThePeriod(t *testing.T) {
 	q := mustQPS(t, 100, time.Second, WithWarmUp(10*time.Second, 3))
-	counts, admitted := perSecond(q, 0, 20, 2*time.Millisecond) // 500/s offered
+	counts, allowed := perSecond(q, 0, 20, 2*time.Millisecond) // 500/s offered
 	if counts[0] < 30 || counts[0] > 40 {
-		t.Fatalf("first second from cold admitted %d, want about 100/3", counts[0])
+		t.Fatalf("first second from cold allowed %d, want about 100/3", counts[0])
 	}
 	for i := 1; i < 10; i++ {
 		if counts[i] < counts[i-1]-2 {
@@ -50,8 +50,8 @@ func TestQPSWarmUpRampsFromAThirdToTheLimitInThePeriod(t *testing.T) {
 	if warmAt < 7 || warmAt > 12 {
 		t.Fatalf("reached 95%% of the limit in second %d, want about 10 (the period): %v", warmAt, counts)
 	}
-	if got := flowsim.MaxInAnyInterval(admitted, time.Second); got > 100 {
-		t.Fatalf("%d admitted in one second while warming up", got)
+	if got := flowsim.MaxInAnyInterval(allowed, time.Second); got > 100 {
+		t.Fatalf("%d allowed in one second while warming up", got)
 	}
 }
 
@@ -64,7 +64,7 @@ func TestQPSWarmUpCoolsWhenTrafficStops(t *testing.T) {
 	// Ten idle seconds, twice the period: cold again.
 	counts, _ = perSecond(q, int64(25*time.Second), 1, 2*time.Millisecond)
 	if counts[0] > 40 {
-		t.Fatalf("after idling twice the warm-up period, the first second admitted %d, want about 33", counts[0])
+		t.Fatalf("after idling twice the warm-up period, the first second allowed %d, want about 33", counts[0])
 	}
 }
 
@@ -73,7 +73,7 @@ func TestQPSWarmUpLetsLightTrafficThroughAndOnlyIdlenessCools(t *testing.T) {
 	counts, _ := perSecond(q, 0, 20, 40*time.Millisecond) // 25/s, below the cold limit of 30
 	for i, n := range counts {
 		if n != 25 {
-			t.Fatalf("second %d admitted %d of 25 light requests", i, n)
+			t.Fatalf("second %d allowed %d of 25 light requests", i, n)
 		}
 	}
 	// An idle limiter, cold from the start, meets a burst with its cold limit.
@@ -85,7 +85,7 @@ func TestQPSWarmUpLetsLightTrafficThroughAndOnlyIdlenessCools(t *testing.T) {
 		}
 	}
 	if burst != 30 {
-		t.Fatalf("a cold limiter admitted a burst of %d, want its cold limit 30", burst)
+		t.Fatalf("a cold limiter allowed a burst of %d, want its cold limit 30", burst)
 	}
 }
 
@@ -118,19 +118,19 @@ func TestWarmUpCurve(t *testing.T) {
 	}
 }
 
-func TestWarmUpRejectsBadSettings(t *testing.T) {
+func TestWarmUpBadSettingsAreErrors(t *testing.T) {
 	for _, tc := range []struct {
 		period  time.Duration
 		factor  float64
 		mention string
-	}{{0, 3, "warm-up period = 0s"}, {time.Second, 1, "cold factor = 1"}, {time.Second, math.NaN(), "cold factor = NaN"}, {time.Second, math.Inf(1), "cold factor = +Inf"}} {
+	}{{0, 3, "warm_up = 0s"}, {time.Second, 1, "cold_factor = 1"}, {time.Second, math.NaN(), "cold_factor = NaN"}, {time.Second, math.Inf(1), "cold_factor = +Inf"}} {
 		_, err := NewQPS(10, time.Second, WithWarmUp(tc.period, tc.factor))
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("WithWarmUp(%v, %v): %v, want mention of %q", tc.period, tc.factor, err, tc.mention)
 		}
 	}
 	if q, err := NewQPS(0, time.Second, WithWarmUp(2*time.Second, 3)); err != nil || q.Allow().Allowed {
-		t.Fatal("a warm-up limiter with limit 0 must refuse everything")
+		t.Fatal("a warm-up limiter with limit 0 must block everything")
 	}
 }
 
@@ -165,29 +165,29 @@ func TestThrottleWarmUpPacesSlowlyFromCold(t *testing.T) {
 	}
 }
 
-// TestWarmUpRefusesWhatItCannotHonor checks the bounds WithWarmUp states: a
+// TestWarmUpIsAnErrorWhereItCannotHonor checks the bounds WithWarmUp states: a
 // cold factor up to the limit, a period of at least two intervals and ten
-// buckets. Each refusal names the field and its value, and both limiters
-// refuse alike.
-func TestWarmUpRefusesWhatItCannotHonor(t *testing.T) {
+// buckets. Each error names the field and its value, and both limiters
+// return it alike.
+func TestWarmUpIsAnErrorWhereItCannotHonor(t *testing.T) {
 	for _, tc := range []struct {
 		limit   int64
 		buckets int
 		period  time.Duration
 		factor  float64
-		mention string // empty: accepted
+		mention string // empty: no error
 	}{
-		{100, DefaultBuckets, 10 * time.Second, 1e6, "cold factor = 1e+06: must be at most the limit, 100"},
-		{100, DefaultBuckets, 10 * time.Second, 100.5, "cold factor = 100.5"},
+		{100, DefaultBuckets, 10 * time.Second, 1e6, "cold_factor = 1e+06: must be at most the limit, 100"},
+		{100, DefaultBuckets, 10 * time.Second, 100.5, "cold_factor = 100.5"},
 		{100, DefaultBuckets, 10 * time.Second, 100, ""},
-		{100, DefaultBuckets, time.Second, 3, "warm-up period = 1s: must be at least 2 intervals of 1s"},
-		{100, DefaultBuckets, 2*time.Second - 1, 3, "warm-up period = 1.999999999s"},
+		{100, DefaultBuckets, time.Second, 3, "warm_up = 1s: must be at least 2 intervals of 1s"},
+		{100, DefaultBuckets, 2*time.Second - 1, 3, "warm_up = 1.999999999s"},
 		{100, DefaultBuckets, 2 * time.Second, 3, ""},
-		{100, 1, 5 * time.Second, 3, "warm-up period = 5s: must be at least 10 buckets of 1s"},
+		{100, 1, 5 * time.Second, 3, "warm_up = 5s: must be at least 10 buckets of 1s"},
 		{100, 1, 10 * time.Second, 3, ""},
-		{100, 4, 2 * time.Second, 3, "warm-up period = 2s: must be at least 10 buckets of 250ms"},
+		{100, 4, 2 * time.Second, 3, "warm_up = 2s: must be at least 10 buckets of 250ms"},
 		{100, 5, 2 * time.Second, 3, ""},
-		{1, DefaultBuckets, 10 * time.Second, 1.5, "cold factor = 1.5: must be at most the limit, 1"},
+		{1, DefaultBuckets, 10 * time.Second, 1.5, "cold_factor = 1.5: must be at most the limit, 1"},
 	} {
 		for _, throttle := range []bool{false, true} {
 			opts := []Option{WithBuckets(tc.buckets), WithWarmUp(tc.period, tc.factor)}
@@ -199,15 +199,15 @@ func TestWarmUpRefusesWhatItCannotHonor(t *testing.T) {
 			}
 			switch {
 			case tc.mention == "" && err != nil:
-				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want accepted", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err)
+				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want no error", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err)
 			case tc.mention != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention)):
-				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want refused mentioning %q", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err, tc.mention)
+				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want an error mentioning %q", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err, tc.mention)
 			}
 		}
 	}
-	// A period too short is refused even with nothing to warm (limit 0).
+	// A period too short is an error even with nothing to warm (limit 0).
 	if _, err := NewQPS(0, time.Second, WithWarmUp(time.Second, 3)); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("limit 0 with a 1s warm-up over 1s: %v, want refused", err)
+		t.Errorf("limit 0 with a 1s warm-up over 1s: %v, want an error", err)
 	}
 }
 
@@ -221,7 +221,7 @@ func TestQPSWarmUpNeverExceedsEachBucketsLimit(t *testing.T) {
 		for _, p := range flowsim.Patterns() {
 			q := mustQPS(t, limit, time.Second, WithBuckets(k), WithWarmUp(10*time.Second, 4))
 			rng := rand.New(rand.NewPCG(7, uint64(k)))
-			admitted := map[uint64]int64{}    // by bucket index
+			allowed := map[uint64]int64{}     // by bucket index
 			bucketLimit := map[uint64]int64{} // of each bucket that opened
 			for _, a := range p.Arrivals(rng, limit, time.Second, 40*time.Second) {
 				var d Decision
@@ -231,7 +231,7 @@ func TestQPSWarmUpNeverExceedsEachBucketsLimit(t *testing.T) {
 					d = q.AllowNAt(a.At, a.N)
 				}
 				if d.Allowed {
-					admitted[q.grid.Index(a.At+int64(d.Wait))] += a.N
+					allowed[q.grid.Index(a.At+int64(d.Wait))] += a.N
 				}
 				if o := q.open.Load() >> 1; bucketLimit[o] == 0 {
 					bucketLimit[o] = q.slots[o&q.mask].limit.Load()
@@ -241,7 +241,7 @@ func TestQPSWarmUpNeverExceedsEachBucketsLimit(t *testing.T) {
 			for b, lim := range bucketLimit {
 				var window int64
 				for i := b - uint64(k); i <= b; i++ {
-					window += admitted[i]
+					window += allowed[i]
 				}
 				if window > lim {
 					t.Errorf("%d buckets, %s: bucket %d's window holds %d, above its limit %d", k, p.Name, b, window, lim)
@@ -283,7 +283,7 @@ func TestWarmUpConcurrentCallersKeepTheLimitAndThePace(t *testing.T) {
 						perStep[step].Add(1 + int64(i%3))
 					}
 					if i%4 == 0 {
-						if d := th.AllowNAt(now, 1); d.Allowed {
+						if d := th.ReserveNAt(now, 1); d.Allowed {
 							mu.Lock()
 							places = append(places, now+int64(d.Wait))
 							mu.Unlock()
@@ -303,12 +303,12 @@ func TestWarmUpConcurrentCallersKeepTheLimitAndThePace(t *testing.T) {
 		arr = append(arr, flowsim.Arrival{At: int64(step) * int64(width), N: n})
 	}
 	if got := flowsim.MaxInAnyInterval(arr, 4*width); got > limit {
-		t.Fatalf("%d admitted in one interval, limit %d", got, limit)
+		t.Fatalf("%d allowed in one interval, limit %d", got, limit)
 	}
-	// Warm after 20 of the 120 buckets, the limiter admits 4/5 of its
+	// Warm after 20 of the 120 buckets, the limiter allows 4/5 of its
 	// limit per interval from then on.
 	if total < (steps-20)/4*limit*4/5 {
-		t.Fatalf("only %d admitted over %d intervals", total, steps/4)
+		t.Fatalf("only %d allowed over %d intervals", total, steps/4)
 	}
 	slices.Sort(places)
 	for i := 1; i < len(places); i++ {
@@ -361,9 +361,9 @@ func TestThrottleWarmUpCoolsWhenIdleNotWhileItsQueueLasts(t *testing.T) {
 	places(th, 0, 10*time.Second)
 	var last int64
 	for range 300 {
-		d := th.AllowNAt(int64(10*time.Second), 1)
+		d := th.ReserveNAt(int64(10*time.Second), 1)
 		if !d.Allowed {
-			t.Fatal("a place refused with an hour to wait")
+			t.Fatal("a place blocked with an hour to wait")
 		}
 		last = int64(10*time.Second) + int64(d.Wait)
 	}

@@ -25,14 +25,14 @@ func TestAccuracy(t *testing.T) {
 			t.Errorf("%s: %d results, want one per pattern (%d)", name, len(tab.Results), len(flowsim.Patterns()))
 		}
 		for _, r := range tab.Results {
-			if r.Offered == 0 || r.Admitted == 0 || r.MaxInInterval == 0 || r.PerInterval == 0 {
+			if r.Offered == 0 || r.Allowed == 0 || r.MaxInInterval == 0 || r.PerInterval == 0 {
 				t.Errorf("%s, %s: nothing measured: %+v", name, r.Pattern, r)
 			}
-			if r.Admitted > r.Offered {
-				t.Errorf("%s, %s: admitted %d of %d offered", name, r.Pattern, r.Admitted, r.Offered)
+			if r.Allowed > r.Offered {
+				t.Errorf("%s, %s: allowed %d of %d offered", name, r.Pattern, r.Allowed, r.Offered)
 			}
 			if tab.Limiter.Ours && r.MaxInInterval > AccuracyLimit {
-				t.Errorf("%s, %s: %d admitted in one interval, limit %d", name, r.Pattern, r.MaxInInterval, AccuracyLimit)
+				t.Errorf("%s, %s: %d allowed in one interval, limit %d", name, r.Pattern, r.MaxInInterval, AccuracyLimit)
 			}
 		}
 		var b strings.Builder

@@ -1,8 +1,8 @@
 // Package flowsim measures how exactly a rate limiter keeps its limit. It
 // drives any limiter with generated traffic on simulated time and computes,
-// from the times of the admitted requests, the largest number admitted in any
+// from the times of the allowed requests, the largest number allowed in any
 // interval of the limit's length, wherever it starts, and the long-run
-// admitted rate.
+// allowed rate.
 //
 // It is how slidegate's flow limiters prove their guarantee, and how the
 // comparison benchmarks measure other libraries the same way.
@@ -105,32 +105,33 @@ func sorted(a []Arrival) []Arrival {
 
 // A Result is what one run measured.
 type Result struct {
-	Pattern  string
-	Offered  int64 // requests that arrived
-	Admitted int64 // requests admitted
-	// MaxInInterval is the largest number admitted in any interval of the
+	Pattern string
+	Offered int64 // requests that arrived
+	Allowed int64 // requests allowed
+	// MaxInInterval is the largest number allowed in any interval of the
 	// limit's length [a, a+interval), over every a.
 	MaxInInterval int64
-	// PerInterval is the admitted count per interval over the run.
+	// PerInterval is the allowed count per interval over the run.
 	PerInterval float64
 }
 
 // Run offers the pattern's arrivals to allow, in time order, and measures the
-// admissions. allow(now, n) must admit all n requests or none. The run starts
-// at time start, so that limiters with their own origin are not at an edge.
+// requests allowed. allow(now, n) must allow all n requests or none. The run
+// starts at time start, so that limiters with their own origin are not at an
+// edge.
 func Run(allow func(now int64, n int64) bool, p Pattern, limit int64, interval, duration time.Duration, start int64, seed uint64) Result {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	res := Result{Pattern: p.Name}
-	var admitted []Arrival
+	var allowed []Arrival
 	for _, a := range p.Arrivals(rng, limit, interval, duration) {
 		res.Offered += a.N
 		if allow(start+a.At, a.N) {
-			res.Admitted += a.N
-			admitted = append(admitted, Arrival{start + a.At, a.N})
+			res.Allowed += a.N
+			allowed = append(allowed, Arrival{start + a.At, a.N})
 		}
 	}
-	res.MaxInInterval = MaxInAnyInterval(admitted, interval)
-	res.PerInterval = float64(res.Admitted) * float64(interval) / float64(duration)
+	res.MaxInInterval = MaxInAnyInterval(allowed, interval)
+	res.PerInterval = float64(res.Allowed) * float64(interval) / float64(duration)
 	return res
 }
 
@@ -155,12 +156,12 @@ func MaxInAnyInterval(a []Arrival, length time.Duration) int64 {
 // WriteTable writes results as a markdown table, with the maximum and the
 // long-run rate as multiples of the limit.
 func WriteTable(w io.Writer, limiter string, limit int64, results []Result) error {
-	if _, err := fmt.Fprintf(w, "| limiter | pattern | offered | admitted | max in any interval | × limit | admitted per interval | × limit |\n|---|---|--:|--:|--:|--:|--:|--:|\n"); err != nil {
+	if _, err := fmt.Fprintf(w, "| limiter | pattern | offered | allowed | max in any interval | × limit | allowed per interval | × limit |\n|---|---|--:|--:|--:|--:|--:|--:|\n"); err != nil {
 		return err
 	}
 	for _, r := range results {
 		_, err := fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.2f | %.1f | %.3f |\n",
-			limiter, r.Pattern, r.Offered, r.Admitted, r.MaxInInterval,
+			limiter, r.Pattern, r.Offered, r.Allowed, r.MaxInInterval,
 			float64(r.MaxInInterval)/float64(limit), r.PerInterval, round3(r.PerInterval/float64(limit)))
 		if err != nil {
 			return err

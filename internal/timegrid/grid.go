@@ -7,10 +7,7 @@
 // by w is a multiplication by a precomputed reciprocal.
 package timegrid
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // MinWidth is the narrowest bucket a grid may have.
 const MinWidth = time.Microsecond
@@ -30,21 +27,9 @@ type Grid struct {
 	div    divisor
 }
 
-// Check reports whether n buckets of the given width form a valid grid: the
-// width is at least MinWidth and n of them span at most MaxTime.
-func Check(n int64, width time.Duration) error {
-	if width < MinWidth {
-		return fmt.Errorf("bucket width = %v: must be at least %v", width, MinWidth)
-	}
-	if n < 1 || int64(width) > MaxTime/n {
-		return fmt.Errorf("interval = %d × %v: longer than %v", n, width, time.Duration(MaxTime))
-	}
-	return nil
-}
-
 // New returns the grid of buckets of the given width whose indexes, for every
-// accepted time, are greater than spare. The arguments must pass Check(spare,
-// width).
+// accepted time, are greater than spare. spare buckets of the width must form
+// a window that passes CheckWindow.
 func New(width time.Duration, spare int64) Grid {
 	w := int64(width)
 	return Grid{
