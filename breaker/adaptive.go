@@ -7,109 +7,116 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
 
-// A BlockPolicy says whether an Adaptive breaker counts the requests it drops
-// itself among the requests of its drop ratio. It decides how the breaker
-// protects a failing dependency and how fast it lets traffic back when the
-// dependency recovers; ExampleDropPolicy measures all three.
+// A BlockPolicy says whether an Adaptive breaker counts the requests it
+// blocks itself among the requests of its block ratio. It decides how the
+// breaker protects a failing dependency and how fast it lets traffic back
+// when the dependency recovers; ExampleBlockPolicy measures all three. The
+// zero BlockPolicy is CountBlocksWhileFailing, the default.
 //
 // The Google SRE book counts them ("requests" are all the requests the
-// application attempted), and so does go-zero today (CountDrops). Under
+// application attempted), and so does go-zero today (CountBlocks). Under
 // overload that is what holds the dependency's load near K times what it
-// accepts: if it accepts C requests per second of the R offered, the breaker
+// handles: if it handles C requests per second of the R offered, the breaker
 // sends about K·C. During an outage about one request per second gets
-// through. The price is recovery: the breaker's own drops keep the ratio up,
-// and the share let through grows by about e per W/K (W the window) from
+// through. The price is recovery: the breaker's own blocks keep the ratio
+// up, and the share let through grows by about e per W/K (W the window) from
 // about 1/(R·W), so recovery takes about (W/K)·ln(R·W): a minute for 1,000
 // requests per second, a 10 s window and K = 2. That is the breaker go-zero's
 // users see stay open long after an outage.
 //
-// Not counting them (IgnoreDrops, what kratos users ask for), the breaker sees
-// only the requests it let through: it recovers within a second or two, but
-// sends about √(K·C·R) under overload (4.5 C for R = 10 C), and during an
+// Not counting them (IgnoreBlocks, what kratos users ask for), the breaker
+// sees only the requests it let through: it recovers within a second or two,
+// but sends about √(K·C·R) under overload (4.5 C for R = 10 C), and during an
 // outage lets through a number of requests per second that grows as √R (25
 // at 1,000 requests per second).
 //
-// CountDropsWhileFailing, the default, counts drops only while the window
-// holds a failure. While the dependency fails, drops are evidence of load and
-// the breaker is the SRE throttle, with its protection under overload and its
-// trickle during an outage; once every request the dependency was sent in the
-// window succeeded, drops are the breaker's own doing, and it drops nothing.
-// It recovers fully one window after the last failure at the latest.
+// CountBlocksWhileFailing, the default, counts blocked requests only while
+// the window holds a failure. While the dependency fails, blocked requests
+// are evidence of load and the breaker is the SRE throttle, with its
+// protection under overload and its trickle during an outage; once every
+// request the dependency was sent in the window succeeded, the blocks are
+// the breaker's own doing, and it blocks nothing. It recovers fully one
+// window after the last failure at the latest.
 //
-// Choose CountDrops for a dependency that needs its load to come back slowly
-// after an overload (cold caches, a queue to drain): its ramp, by e per W/K,
-// is gradual, where the default lets the whole load back at once after a
-// window without failures. Choose IgnoreDrops when failures do not come from
-// load (an unreachable host), recovery must be fastest, and the trickle of
-// probes costs little.
+// Choose CountBlocks for a dependency that needs its load to come back
+// slowly after an overload (cold caches, a queue to drain): its ramp, by e
+// per W/K, is gradual, where the default lets the whole load back at once
+// after a window without failures. Choose IgnoreBlocks when failures do not
+// come from load (an unreachable host), recovery must be fastest, and the
+// trickle of probes costs little.
 type BlockPolicy uint8
 
 const (
-	// CountBlocksWhileFailing counts dropped requests as requests while the
+	// CountBlocksWhileFailing counts blocked requests as requests while the
 	// window holds a failure: the SRE formula while the dependency fails,
-	// and no drops once it has not failed for a window.
+	// and no blocks once it has not failed for a window.
 	CountBlocksWhileFailing BlockPolicy = iota
-	// CountBlocks counts dropped requests as requests: the SRE formula.
+	// CountBlocks counts blocked requests as requests: the SRE formula.
 	CountBlocks
-	// IgnoreBlocks leaves dropped requests out: only requests that reached
+	// IgnoreBlocks leaves blocked requests out: only requests that reached
 	// the dependency count.
 	IgnoreBlocks
 )
 
-var dropPolicyNames = [...]string{"count drops while failing", "count drops", "ignore drops"}
+var blockPolicyNames = [...]string{"count blocks while failing", "count blocks", "ignore blocks"}
 
-// String returns the policy in words ("count drops").
+// String returns the policy in words ("count blocks").
 func (p BlockPolicy) String() string {
-	if int(p) < len(dropPolicyNames) {
-		return dropPolicyNames[p]
+	if int(p) < len(blockPolicyNames) {
+		return blockPolicyNames[p]
 	}
-	return "unknown drop policy"
+	return "unknown block policy"
 }
 
 // An Adaptive breaker is the Google SRE client-side throttle ("Handling
 // Overload", Site Reliability Engineering, ch. 21), as go-zero builds its
-// breaker: over a sliding window it counts requests and accepts (requests
-// the dependency handled), and drops each new request with probability
+// breaker: over a sliding window it counts requests and successes (the
+// book's "accepts", requests the dependency handled), and blocks each new
+// request with probability
 //
-//	max(0, (requests − protection − K·accepts) / (requests + 1))
+//	max(0, (requests − protection − K·successes) / (requests + 1))
 //
-// so that while the dependency accepts everything nothing is dropped, and as
-// it fails the breaker lets through about K requests per accepted one. There
-// is no state to trip: the ratio follows the window, and the breaker recovers
-// as the dependency does. Whether dropped requests count among the requests
-// is a DropPolicy; by default they count while the window holds a failure.
+// so that while every request succeeds nothing is blocked, and as the
+// dependency fails the breaker lets through about K requests per successful
+// one. There is no state to trip: the ratio follows the window, and the
+// breaker recovers as the dependency does. Whether blocked requests count
+// among the requests is a BlockPolicy; by default they count while the
+// window holds a failure.
 //
-// Drops are drawn from WithRandom's source. While the window holds no failure
-// and no drop the ratio is 0, and Allow reads neither the window nor the
-// source. The ratio is read in constant time, not by walking the window.
+// Whether to block is drawn from WithRandom's source. While the window holds
+// no failure and no block the ratio is 0, and Allow reads neither the window
+// nor the source. The ratio is read in constant time, not by walking the
+// window (see window.Tally).
 //
 // An Adaptive breaker is safe for concurrent use. Allowing and settling a
-// request allocate nothing. State is Open while the drop ratio is above zero.
-// The zero Adaptive is not usable; make one with NewAdaptive.
+// request allocate nothing. State is Open while the block ratio is above
+// zero. The zero Adaptive is not usable; make one with NewAdaptive.
 type Adaptive struct {
 	calls
 	policy
 	self        issuer
-	t           *tally
+	t           *window.Tally
 	clock       clock.Clock
 	interval    int64
 	k           float64
 	protection  int64
 	minRequests int64
-	drops       BlockPolicy
+	blockPolicy BlockPolicy
 	random      func() float64
-	// lastBad is the latest time a failure (and, under CountDrops, a drop)
-	// was recorded, or a time a whole window before any other. A window
-	// ending at least interval later holds none, and its drop ratio is 0.
+	// lastBad is the latest time a failure (and, under CountBlocks, a
+	// block) was counted, or a time a whole window before any other. A
+	// window ending at least interval later holds none, and its block
+	// ratio is 0.
 	lastBad atomic.Int64
 }
 
 // NewAdaptive returns an Adaptive breaker. The defaults are go-zero's window
-// (10 s in 40 buckets) and protection (5), K = 2 and no minimum volume;
-// see the options.
+// (40 buckets over 10 s) and protection (5), K = 2 and no minimum volume;
+// see the options. A bad option is an error wrapping ErrInvalidConfig.
 func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	s, err := build(opts, settings{
 		interval: 10 * time.Second, buckets: 40, k: 2, protection: 5, random: defaultRandom,
@@ -123,21 +130,22 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	if s.protection < 0 {
 		return nil, fmt.Errorf("%w: protection = %d: must not be negative", ErrInvalidConfig, s.protection)
 	}
-	if s.random == nil {
-		return nil, fmt.Errorf("%w: random source is nil", ErrInvalidConfig)
+	if s.blockPolicy > IgnoreBlocks {
+		return nil, fmt.Errorf("%w: block policy = %d: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks", ErrInvalidConfig, s.blockPolicy)
 	}
-	if s.drops > IgnoreBlocks {
-		return nil, fmt.Errorf("%w: drop policy = %d: must be CountDropsWhileFailing, CountDrops or IgnoreDrops", ErrInvalidConfig, s.drops)
+	t, err := window.NewTally(s.buckets, s.interval, window.WithClock(s.clock))
+	if err != nil {
+		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
 	}
 	a := &Adaptive{
 		policy:      policy{s.isExcluded, s.isSuccessful},
-		t:           newTally(s.interval, s.buckets, s.clock),
+		t:           t,
 		clock:       s.clock,
 		interval:    int64(s.interval),
 		k:           s.k,
 		protection:  s.protection,
 		minRequests: s.minRequests,
-		drops:       s.drops,
+		blockPolicy: s.blockPolicy,
 		random:      s.random,
 	}
 	a.calls = calls{a}
@@ -147,16 +155,16 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 }
 
 // Allow reports whether a request may proceed now; if not, the error is
-// ErrOpen and the drop is counted. Settle the Promise with the request's
+// ErrBlocked and the block is counted. Settle the Promise with the request's
 // outcome.
 func (a *Adaptive) Allow() (Promise, error) { return a.AllowAt(a.clock.Now()) }
 
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
 func (a *Adaptive) AllowAt(now int64) (Promise, error) {
-	now = clampTime(now)
+	now = timegrid.Clamp(now)
 	if now-a.lastBad.Load() < a.interval {
-		if r := a.ratio(a.t.at(now)); r > 0 && a.random() < r {
-			a.drop(now)
+		if r := a.ratio(a.t.SumsAt(now)); r > 0 && a.random() < r {
+			a.block(now)
 			return Promise{}, ErrBlocked
 		}
 	}
@@ -164,20 +172,20 @@ func (a *Adaptive) AllowAt(now int64) (Promise, error) {
 }
 
 func (a *Adaptive) record(now int64, o Outcome) {
-	now = clampTime(now)
+	now = timegrid.Clamp(now)
 	switch o {
 	case Success:
-		a.t.add(now, window.Succeeded)
+		a.t.AddAt(now, window.Succeeded, 1)
 	case Failure:
-		a.t.add(now, window.Failed)
+		a.t.AddAt(now, window.Failed, 1)
 		a.markBad(now)
 	}
 }
 
-// drop counts a dropped request.
-func (a *Adaptive) drop(now int64) {
-	a.t.add(now, window.Blocked)
-	if a.drops == CountBlocks {
+// block counts a blocked request.
+func (a *Adaptive) block(now int64) {
+	a.t.AddAt(now, window.Blocked, 1)
+	if a.blockPolicy == CountBlocks {
 		a.markBad(now)
 	}
 }
@@ -192,59 +200,60 @@ func (a *Adaptive) markBad(now int64) {
 	}
 }
 
-// ratio is the drop ratio of the window totals c.
-func (a *Adaptive) ratio(c counts) float64 {
-	if c.successes+c.failures < a.minRequests {
+// ratio is the block ratio of the window totals s.
+func (a *Adaptive) ratio(s window.Sums) float64 {
+	successes, failures := s[window.Succeeded], s[window.Failed]
+	requests := successes + failures
+	if requests < a.minRequests {
 		return 0
 	}
-	requests := c.successes + c.failures
-	if a.drops == CountBlocks || (a.drops == CountBlocksWhileFailing && c.failures > 0) {
-		requests += c.rejected
+	if a.blockPolicy == CountBlocks || (a.blockPolicy == CountBlocksWhileFailing && failures > 0) {
+		requests += s[window.Blocked]
 	}
-	r := (float64(requests-a.protection) - a.k*float64(c.successes)) / float64(requests+1)
+	r := (float64(requests-a.protection) - a.k*float64(successes)) / float64(requests+1)
 	return max(r, 0)
 }
 
-// DropRatio returns the probability that the breaker drops a request now.
-func (a *Adaptive) DropRatio() float64 { return a.DropRatioAt(a.clock.Now()) }
+// BlockRatio returns the probability that the breaker blocks a request now.
+func (a *Adaptive) BlockRatio() float64 { return a.BlockRatioAt(a.clock.Now()) }
 
-// DropRatioAt returns the probability that the breaker drops a request at
+// BlockRatioAt returns the probability that the breaker blocks a request at
 // time now.
-func (a *Adaptive) DropRatioAt(now int64) float64 {
-	now = clampTime(now)
+func (a *Adaptive) BlockRatioAt(now int64) float64 {
+	now = timegrid.Clamp(now)
 	if now-a.lastBad.Load() >= a.interval {
 		return 0
 	}
-	return a.ratio(a.t.at(now))
+	return a.ratio(a.t.SumsAt(now))
 }
 
-// State returns Open while the breaker drops requests (its drop ratio is
+// State returns Open while the breaker blocks requests (its block ratio is
 // above zero), else Closed.
-func (a *Adaptive) State() State {
-	if a.DropRatio() > 0 {
+func (a *Adaptive) State() State { return a.StateAt(a.clock.Now()) }
+
+// StateAt returns the breaker's state at time now: Open while its block
+// ratio is above zero, else Closed.
+func (a *Adaptive) StateAt(now int64) State {
+	if a.BlockRatioAt(now) > 0 {
 		return Open
 	}
 	return Closed
 }
 
-// Stats returns the breaker's state, drop ratio and window counts now.
+// Stats returns the breaker's state, block ratio and window counts now.
 func (a *Adaptive) Stats() Stats { return a.StatsAt(a.clock.Now()) }
 
-// RetryAfterAt returns 0: an Adaptive breaker drops requests at random, and
-// the next may pass at once.
-func (a *Adaptive) RetryAfterAt(int64) time.Duration { return 0 }
-
-// StatsAt returns the breaker's state, drop ratio and window counts at time
-// now.
+// StatsAt returns the breaker's state, block ratio and window counts at time
+// now. Counts.Slow and Counts.ConsecutiveFailures are 0: an Adaptive breaker
+// counts neither.
 func (a *Adaptive) StatsAt(now int64) Stats {
-	now = clampTime(now)
-	c := a.t.at(now)
+	now = timegrid.Clamp(now)
+	w := a.t.SumsAt(now)
+	succ, fail := w[window.Succeeded], w[window.Failed]
 	s := Stats{
-		Requests:   c.successes + c.failures,
-		Successes:  c.successes,
-		Failures:   c.failures,
-		Blocked:    c.rejected,
-		BlockRatio: a.ratio(c),
+		Counts:     Counts{Requests: succ + fail, Successes: succ, Failures: fail},
+		Blocked:    w[window.Blocked],
+		BlockRatio: a.ratio(w),
 	}
 	if s.BlockRatio > 0 {
 		s.State = Open
@@ -252,6 +261,6 @@ func (a *Adaptive) StatsAt(now int64) Stats {
 	return s
 }
 
-// clampTime limits t to the times the window accepts, so that differences
-// between times never overflow.
-func clampTime(t int64) int64 { return min(max(t, -window.MaxTime), window.MaxTime) }
+// RetryAfterAt returns 0: an Adaptive breaker blocks requests at random, and
+// the next may be allowed at once.
+func (a *Adaptive) RetryAfterAt(int64) time.Duration { return 0 }

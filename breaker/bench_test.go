@@ -50,7 +50,7 @@ func mustCircuit(b *testing.B, s Strategy, opts ...Option) *Circuit {
 
 // Allow and settle a request to a healthy dependency: the breakers' common
 // case.
-func BenchmarkAdaptiveAllowAccept(b *testing.B) {
+func BenchmarkAdaptiveAllowSucceed(b *testing.B) {
 	a := mustAdaptive(b)
 	for i := 0; i < b.N; i++ {
 		p, _ := a.Allow()
@@ -67,7 +67,7 @@ func BenchmarkAdaptiveDo(b *testing.B) {
 }
 
 // A failing dependency: every request reads the window's totals and draws;
-// about half are dropped.
+// about half are blocked.
 func BenchmarkAdaptiveFailing(b *testing.B) {
 	a := mustAdaptive(b, WithRandom(func() float64 { return 0.5 }))
 	for i := 0; i < b.N; i++ {
@@ -77,7 +77,7 @@ func BenchmarkAdaptiveFailing(b *testing.B) {
 	}
 }
 
-func BenchmarkAdaptiveAllowAcceptParallel(b *testing.B) {
+func BenchmarkAdaptiveAllowSucceedParallel(b *testing.B) {
 	a := mustAdaptive(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -87,7 +87,7 @@ func BenchmarkAdaptiveAllowAcceptParallel(b *testing.B) {
 	})
 }
 
-func BenchmarkCircuitAllowAccept(b *testing.B) {
+func BenchmarkCircuitAllowSucceed(b *testing.B) {
 	c := mustCircuit(b, ErrorRatio(0.5))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
@@ -96,7 +96,7 @@ func BenchmarkCircuitAllowAccept(b *testing.B) {
 }
 
 // With time given: the breaker's own work, no clock read.
-func BenchmarkCircuitAllowAcceptAt(b *testing.B) {
+func BenchmarkCircuitAllowSucceedAt(b *testing.B) {
 	c := mustCircuit(b, ErrorRatio(0.5))
 	now := clock.System.Now()
 	for i := 0; i < b.N; i++ {
@@ -114,7 +114,7 @@ func BenchmarkCircuitDo(b *testing.B) {
 }
 
 // SlowRatio reads the clock twice: to allow and to settle.
-func BenchmarkCircuitSlowAllowAccept(b *testing.B) {
+func BenchmarkCircuitSlowAllowSucceed(b *testing.B) {
 	c := mustCircuit(b, SlowRatio(time.Second, 0.5))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
@@ -123,7 +123,7 @@ func BenchmarkCircuitSlowAllowAccept(b *testing.B) {
 }
 
 // A failure reads the window's totals to check the strategy.
-func BenchmarkCircuitAllowReject(b *testing.B) {
+func BenchmarkCircuitAllowFail(b *testing.B) {
 	c := mustCircuit(b, ErrorCount(1<<40))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
@@ -131,7 +131,7 @@ func BenchmarkCircuitAllowReject(b *testing.B) {
 	}
 }
 
-// An open circuit refusing.
+// An open circuit blocking.
 func BenchmarkCircuitOpen(b *testing.B) {
 	c := mustCircuit(b, ErrorCount(1), WithMinRequests(1), WithOpenTimeout(time.Hour))
 	p, _ := c.Allow()
@@ -141,7 +141,7 @@ func BenchmarkCircuitOpen(b *testing.B) {
 	}
 }
 
-func BenchmarkCircuitAllowAcceptParallel(b *testing.B) {
+func BenchmarkCircuitAllowSucceedParallel(b *testing.B) {
 	c := mustCircuit(b, ErrorRatio(0.5))
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

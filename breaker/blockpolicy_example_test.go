@@ -11,7 +11,7 @@ import (
 // A scenario sends evenly spaced requests through an Adaptive breaker on a
 // simulated timeline (AllowAt and RecordAt take the time, so nothing sleeps)
 // to a dependency that fails every request during an outage and, outside it,
-// accepts at most capacity requests per second (0: all).
+// handles at most capacity requests per second (0: all) and fails the rest.
 type scenario struct {
 	rate             int // requests per second
 	outage, recovery time.Duration
@@ -22,7 +22,7 @@ type scenario struct {
 // A result is what a scenario measured.
 type result struct {
 	leak     float64       // requests per second reaching the dependency in the second half of the outage
-	recovery time.Duration // from the outage's end until the drop ratio is at most 1%; -1 if never
+	recovery time.Duration // from the outage's end until the block ratio is at most 1%; -1 if never
 	sent     float64       // requests per second reaching the dependency in the second half of the run
 }
 
@@ -42,12 +42,12 @@ func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 			served = 0 // a new second for the dependency's capacity
 		}
 		down := now >= outage && now < recovery
-		if recovery > 0 && now >= recovery && res.recovery < 0 && b.DropRatioAt(now) <= 0.01 {
+		if recovery > 0 && now >= recovery && res.recovery < 0 && b.BlockRatioAt(now) <= 0.01 {
 			res.recovery = time.Duration(now - recovery)
 		}
 		p, err := b.AllowAt(now)
 		if err != nil {
-			continue // dropped
+			continue // blocked
 		}
 		if down && now >= (outage+recovery)/2 {
 			leaked++
@@ -69,21 +69,21 @@ func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 	return res
 }
 
-// The three drop policies at 1,000 requests per second with the default
+// The three block policies at 1,000 requests per second with the default
 // window (10 s) and K (2): a one-minute outage, and an overload where the
-// dependency accepts 100 requests per second.
+// dependency handles 100 requests per second.
 func ExampleBlockPolicy() {
 	outage := scenario{rate: 1000, outage: 10 * time.Second, recovery: 70 * time.Second, length: 200 * time.Second}
 	overload := scenario{rate: 1000, capacity: 100, length: 120 * time.Second}
-	fmt.Println("policy                    | outage leak | recovery | overload: sent per second")
+	fmt.Println("policy                     | outage leak | recovery | overload: sent per second")
 	for _, p := range []breaker.BlockPolicy{breaker.CountBlocksWhileFailing, breaker.CountBlocks, breaker.IgnoreBlocks} {
 		o, l := outage.run(p, 1), overload.run(p, 1)
-		fmt.Printf("%-25v | %6.1f/s    | %6.1fs  | %4.0f (%.1f × capacity)\n",
+		fmt.Printf("%-26v | %6.1f/s    | %6.1fs  | %4.0f (%.1f × capacity)\n",
 			p, o.leak, o.recovery.Seconds(), l.sent, l.sent/100)
 	}
 	// Output:
-	// policy                    | outage leak | recovery | overload: sent per second
-	// count drops while failing |    0.9/s    |    9.8s  |  201 (2.0 × capacity)
-	// count drops               |    0.9/s    |   51.4s  |  201 (2.0 × capacity)
-	// ignore drops              |   24.9/s    |    0.6s  |  448 (4.5 × capacity)
+	// policy                     | outage leak | recovery | overload: sent per second
+	// count blocks while failing |    0.9/s    |    9.8s  |  201 (2.0 × capacity)
+	// count blocks               |    0.9/s    |   51.4s  |  201 (2.0 × capacity)
+	// ignore blocks              |   24.9/s    |    0.6s  |  448 (4.5 × capacity)
 }

@@ -7,21 +7,22 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
 
 // A Circuit is a circuit breaker with states (Sentinel's and gobreaker's):
 //
-//   - Closed: requests pass and their outcomes are counted over a sliding
-//     window. When a failure (or, for SlowRatio, a slow request) leaves the
-//     window meeting the Strategy, with at least the minimum volume of
-//     requests, the circuit opens.
-//   - Open: requests are refused with ErrOpen until the open timeout has
+//   - Closed: requests are allowed and their outcomes are counted over a
+//     sliding window (Counts). When a failure (or, for SlowRatio, a slow
+//     request) leaves the window meeting the Strategy, with at least the
+//     minimum volume of requests, the circuit opens.
+//   - Open: requests are blocked with ErrBlocked until the open timeout has
 //     passed (WithOpenTimeout; WithBackoff doubles it each time probing
 //     fails). The first request at or after it turns the circuit half-open
 //     and becomes a probe.
 //   - HalfOpen: at most n probes are in flight at once (WithProbes); other
-//     requests are refused with ErrProbesBusy. Only probes decide: one
+//     requests are blocked with ErrProbesBusy. Only probes decide: one
 //     failure, or one probe still unfinished after the probe timeout, opens
 //     the circuit again; n successes close it, with an empty window. When a
 //     half-open spell ends, its probes still running are abandoned: their
@@ -29,8 +30,8 @@ import (
 //     own.
 //
 // Every state change starts a new generation, and a request's outcome counts
-// only in the generation that admitted it: a result that arrives after the
-// circuit moved on (a request admitted while closed that ends while
+// only in the generation that allowed it: a result that arrives after the
+// circuit moved on (a request allowed while closed that ends while
 // half-open, a probe that ends after another one failed) is ignored.
 // Outcomes that WithIsExcluded excludes, and Promise.Ignore, count as
 // nothing; an ignored probe gives its place back.
@@ -59,14 +60,17 @@ type Circuit struct {
 	timed       bool // a closed circuit needs requests' start times (SlowRatio)
 
 	// state is the state word: generation<<2 | State. Outcomes carry the
-	// word that admitted them and count only while it is unchanged.
+	// word that allowed them and count only while it is unchanged.
 	state atomic.Uint64
-	// stats is the window of the current closed generation, replaced by an
-	// empty one when the circuit closes. Writers load it before the state
-	// word, so a writer that sees the new window sees the new generation
-	// and drops an outcome of an earlier one.
-	stats     atomic.Pointer[tally]
-	openUntil atomic.Int64 // while open: when a probe may pass
+	// stats is what the circuit counted since it last closed, replaced by
+	// an empty one when it closes again. Only requests allowed while closed
+	// write to it, and they check the state word after loading it: a writer
+	// of an earlier closed generation finds the state word changed (the
+	// circuit cannot close without opening first), or, if the circuit
+	// moves on between its check and its write, writes to the window it
+	// loaded, which the new generation no longer reads.
+	stats     atomic.Pointer[closedWindow]
+	openUntil atomic.Int64 // while open: when a probe may be allowed
 
 	probes       []probe
 	probeTimeout int64
@@ -78,6 +82,47 @@ type Circuit struct {
 	openTimeout time.Duration
 	maxOpen     time.Duration
 	notify      *notifier
+}
+
+// A closedWindow is what a Circuit counts from one closing to the next: the
+// window of outcomes (and, while open or half-open, of blocked requests),
+// and the run of failures since the latest success. The run is kept apart
+// from the window because it has an order, which buckets do not; the window
+// bounds it (see countsAt).
+type closedWindow struct {
+	t   *window.Tally
+	run atomic.Int64 // failures counted since the latest success
+}
+
+func newClosedWindow(buckets int, interval time.Duration, c clock.Clock) (*closedWindow, error) {
+	t, err := window.NewTally(buckets, interval, window.WithClock(c))
+	if err != nil {
+		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
+	}
+	return &closedWindow{t: t}, nil
+}
+
+// countsAt returns the window's counts at time now, and how many requests it
+// blocked.
+//
+// The run of failures in the window is the smaller of the run counted and
+// the window's failures, when outcomes are counted in the order of their
+// times (as one caller's are; concurrent callers' may cross by the moment
+// between reading the clock and counting). If the latest success is still in
+// the window, so is every failure counted after it: the run is at most the
+// window's failures, and is the answer. If the success has left the window,
+// so have the failures before it: every failure in the window is part of the
+// run, and their number is the answer.
+func (w *closedWindow) countsAt(now int64) (Counts, int64) {
+	s := w.t.SumsAt(now)
+	succ, fail := s[window.Succeeded], s[window.Failed]
+	return Counts{
+		Requests:            succ + fail,
+		Successes:           succ,
+		Failures:            fail,
+		Slow:                s[window.Slow],
+		ConsecutiveFailures: min(w.run.Load(), fail),
+	}, s[window.Blocked]
 }
 
 // A probe is one place for a half-open circuit's probe: the holder's ticket
@@ -99,14 +144,16 @@ const ticketShift = 10 // maxProbes = 1 << ticketShift
 func slotOf(ticket uint64) int { return int(ticket & (maxProbes - 1)) }
 
 // NewCircuit returns a Circuit that opens on strategy s. The defaults: a
-// window of 10 s in 10 buckets, a minimum volume of 10 requests, an open
-// timeout of 5 s without backoff, and one probe with a probe timeout of 5 s.
+// window of 10 buckets over 10 s, a minimum volume of 10 requests (0 for
+// ConsecutiveFailures and TripWhen), an open timeout of 5 s without backoff,
+// and one probe with a probe timeout of 5 s. A bad strategy or option is an
+// error wrapping ErrInvalidConfig.
 func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	st, err := build(opts, settings{
-		interval: 10 * time.Second, buckets: 10, minRequests: 10,
+		interval: 10 * time.Second, buckets: 10, minRequests: s.minRequests(),
 		openTimeout: 5 * time.Second, probes: 1,
 	}, circuitOnly, "a Circuit")
 	if err != nil {
@@ -143,9 +190,13 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		openTimeout:  st.openTimeout,
 		maxOpen:      st.maxOpenTimeout,
 	}
+	w, err := newClosedWindow(c.buckets, c.interval, c.clock)
+	if err != nil {
+		return nil, err
+	}
+	c.stats.Store(w)
 	c.calls = calls{c}
 	c.self = issuer{c: c}
-	c.stats.Store(newTally(c.interval, c.buckets, c.clock))
 	if st.onStateChange != nil {
 		c.notify = newNotifier(st.onStateChange)
 	}
@@ -157,22 +208,22 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 const maxProbes = 1 << ticketShift
 
 // Allow reports whether a request may proceed now: always while closed, only
-// as a probe while half-open, never while open (ErrOpen). Settle the Promise
-// with the request's outcome.
+// as a probe while half-open, never while open (ErrBlocked). Settle the
+// Promise with the request's outcome.
 func (c *Circuit) Allow() (Promise, error) {
 	st := c.state.Load()
 	switch {
 	case State(st&3) != Closed:
-		return c.allowNotClosed(clampTime(c.clock.Now()))
+		return c.allowNotClosed(timegrid.Clamp(c.clock.Now()))
 	case c.timed:
-		return Promise{by: &c.self, gen: st, start: clampTime(c.clock.Now())}, nil
+		return Promise{by: &c.self, gen: st, start: timegrid.Clamp(c.clock.Now())}, nil
 	}
 	return Promise{by: &c.self, gen: st}, nil
 }
 
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
 func (c *Circuit) AllowAt(now int64) (Promise, error) {
-	now = clampTime(now)
+	now = timegrid.Clamp(now)
 	if st := c.state.Load(); State(st&3) == Closed {
 		return Promise{by: &c.self, gen: st, start: now}, nil
 	}
@@ -189,10 +240,10 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 			return Promise{by: &c.self, gen: st, start: now}, nil
 		case Open:
 			if now < c.openUntil.Load() {
-				c.stats.Load().add(now, window.Blocked)
+				c.stats.Load().t.AddAt(now, window.Blocked, 1)
 				return Promise{}, ErrBlocked
 			}
-			c.transition(st, HalfOpen, now, OpenTimeoutPassed, counts{})
+			c.transition(st, HalfOpen, now, OpenTimeoutPassed, Counts{})
 		default:
 			if c.expired(st, now) {
 				continue
@@ -203,7 +254,7 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 			if c.state.Load() != st {
 				continue
 			}
-			c.stats.Load().add(now, window.Blocked)
+			c.stats.Load().t.AddAt(now, window.Blocked, 1)
 			return Promise{}, ErrProbesBusy
 		}
 	}
@@ -248,7 +299,7 @@ func (c *Circuit) expired(st uint64, now int64) bool {
 		opened := false
 		// Under the lock the place and the state are stable: check again.
 		if c.state.Load() == st && p.ticket.Load() != 0 && now-p.start.Load() >= c.probeTimeout {
-			opened = c.change(st, Open, now, ProbeTimedOut, counts{})
+			opened = c.change(st, Open, now, ProbeTimedOut, Counts{})
 		}
 		c.mu.Unlock()
 		if opened {
@@ -258,29 +309,35 @@ func (c *Circuit) expired(st uint64, now int64) bool {
 	return false
 }
 
-// record settles a request admitted under state word p.gen.
+// record settles a request allowed under state word p.gen.
 func (c *Circuit) record(p Promise, now int64, o Outcome) {
-	now = clampTime(now)
+	now = timegrid.Clamp(now)
 	if p.ticket != 0 {
 		c.settleProbe(p, now, o)
 		return
 	}
-	t := c.stats.Load() // before the state word: see stats
+	w := c.stats.Load() // before the state word: see stats
 	if o == Ignored || c.state.Load() != p.gen {
 		return
 	}
 	slow := c.timed && c.strategy.slow(now-p.start)
 	if o == Success {
-		t.add(now, window.Succeeded)
+		w.t.AddAt(now, window.Succeeded, 1)
+		// Most successes follow successes: read the run, which stays in
+		// every core's cache, before writing it.
+		if w.run.Load() != 0 {
+			w.run.Store(0)
+		}
 	} else {
-		t.add(now, window.Failed)
+		w.t.AddAt(now, window.Failed, 1)
+		w.run.Add(1)
 	}
 	if slow {
-		t.add(now, window.Slow)
+		w.t.AddAt(now, window.Slow, 1)
 	}
 	if slow || (o == Failure && !c.timed) {
-		if w := t.at(now); c.strategy.meets(w, c.minRequests) {
-			c.transition(p.gen, Open, now, Tripped, w)
+		if n, _ := w.countsAt(now); c.strategy.meets(n, c.minRequests) {
+			c.transition(p.gen, Open, now, Tripped, n)
 		}
 	}
 }
@@ -309,24 +366,24 @@ func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
 	place.ticket.Store(0)
 	switch o {
 	case Failure:
-		c.change(p.gen, Open, now, cause, counts{})
+		c.change(p.gen, Open, now, cause, Counts{})
 	case Success:
 		if c.successes++; c.successes >= len(c.probes) {
-			c.change(p.gen, Closed, now, ProbesSucceeded, counts{})
+			c.change(p.gen, Closed, now, ProbesSucceeded, Counts{})
 		}
 	}
 }
 
 // transition moves the circuit from state word from to state to, unless the
 // state word has changed meanwhile, and reports whether it did.
-func (c *Circuit) transition(from uint64, to State, now int64, cause Cause, w counts) bool {
+func (c *Circuit) transition(from uint64, to State, now int64, cause Cause, w Counts) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.change(from, to, now, cause, w)
 }
 
 // change is transition with the mutex held.
-func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w counts) bool {
+func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w Counts) bool {
 	if c.state.Load() != from {
 		return false
 	}
@@ -344,7 +401,7 @@ func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w counts
 		// (146 years) is forever.
 		c.openUntil.Store(now + min(int64(tr.OpenFor), 1<<62))
 		if cause == Tripped {
-			tr.Requests, tr.Failures, tr.Slow = w.successes+w.failures, w.failures, w.slow
+			tr.Counts = w
 		}
 	case HalfOpen:
 		for i := range c.probes {
@@ -353,7 +410,11 @@ func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w counts
 		c.successes = 0
 	case Closed:
 		c.opens = 0
-		c.stats.Store(newTally(c.interval, c.buckets, c.clock))
+		w, err := newClosedWindow(c.buckets, c.interval, c.clock)
+		if err != nil {
+			panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
+		}
+		c.stats.Store(w)
 	}
 	c.state.Store(next)
 	if c.notify != nil {
@@ -377,8 +438,12 @@ func (c *Circuit) openTimeoutAfter(n uint) time.Duration {
 
 // State returns the circuit's state. It changes when requests observe a
 // cause (see Circuit), so an open circuit whose timeout has passed reads Open
-// until a request arrives.
+// until a request arrives. It reads no clock.
 func (c *Circuit) State() State { return State(c.state.Load() & 3) }
+
+// StateAt returns the circuit's state, which does not depend on the time it
+// is read at (see State): it is State, for the Breaker interface.
+func (c *Circuit) StateAt(int64) State { return c.State() }
 
 // Generation returns the current generation: the number of state changes so
 // far.
@@ -391,17 +456,14 @@ func (c *Circuit) Stats() Stats { return c.StatsAt(c.clock.Now()) }
 // window counts requests since the circuit last closed, over at most the
 // window's interval.
 func (c *Circuit) StatsAt(now int64) Stats {
-	now = clampTime(now)
-	t := c.stats.Load()
+	now = timegrid.Clamp(now)
+	w := c.stats.Load()
 	st := c.state.Load()
-	w := t.at(now)
+	n, blocked := w.countsAt(now)
 	s := Stats{
 		State:      State(st & 3),
-		Requests:   w.successes + w.failures,
-		Successes:  w.successes,
-		Failures:   w.failures,
-		Slow:       w.slow,
-		Blocked:    w.rejected,
+		Counts:     n,
+		Blocked:    blocked,
 		Generation: st >> 2,
 	}
 	switch s.State {
@@ -425,7 +487,7 @@ func (c *Circuit) RetryAfterAt(now int64) time.Duration {
 	if State(c.state.Load()&3) != Open {
 		return 0
 	}
-	return time.Duration(max(0, c.openUntil.Load()-now))
+	return time.Duration(max(0, c.openUntil.Load()-timegrid.Clamp(now)))
 }
 
 // DroppedTransitions returns how many state changes were not told to the

@@ -14,7 +14,7 @@ type policy struct {
 
 // classify returns the outcome of a request that returned err: excluded,
 // else a success if acceptable (or, when acceptable is nil, isSuccessful)
-// accepts it, else a failure.
+// takes it as one, else a failure.
 func (p policy) classify(err error, acceptable Acceptable) Outcome {
 	ok := p.isSuccessful
 	if acceptable != nil {
@@ -36,9 +36,9 @@ type allower interface {
 type calls struct{ b allower }
 
 // Do runs req if the breaker allows it, and counts its outcome: a nil error
-// (or one WithIsSuccessful accepts) is a success. A refused request returns
-// ErrOpen without running req. If req panics, the panic counts as a failure
-// and goes on.
+// (or one WithIsSuccessful takes as a success) is a success. A blocked
+// request returns ErrBlocked without running req. If req panics, the panic
+// counts as a failure and goes on.
 func (c *calls) Do(req func() error) error { return c.run(context.Background(), req, nil, nil) }
 
 // DoCtx is Do, returning ctx.Err() at once, without running req or counting
@@ -57,8 +57,9 @@ func (c *calls) DoWithAcceptableCtx(ctx context.Context, req func() error, accep
 	return c.run(ctx, req, nil, acceptable)
 }
 
-// DoWithFallback is Do, calling fallback with the refusal's error instead of
-// running req when the breaker refuses, and returning what fallback returns.
+// DoWithFallback is Do, calling fallback with the block's error instead of
+// running req when the breaker blocks it, and returning what fallback
+// returns.
 func (c *calls) DoWithFallback(req func() error, fallback Fallback) error {
 	return c.run(context.Background(), req, fallback, nil)
 }

@@ -4,24 +4,27 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
 )
 
 // breakers returns one of each breaker on a manual clock, and a function that
-// makes it refuse every request.
+// makes it block every request.
 func breakers(t *testing.T) map[string]struct {
-	b      Breaker
-	refuse func()
+	b     Breaker
+	block func()
 } {
 	t.Helper()
 	a, _, r := newAdaptive(t, WithProtection(0))
 	c, _ := newCircuit(t, ErrorCount(5), WithMinRequests(1))
 	return map[string]struct {
-		b      Breaker
-		refuse func()
+		b     Breaker
+		block func()
 	}{
 		"Adaptive": {a, func() {
 			outcomes(t, a, 0, 100)
-			r.x = 0 // every draw is below the drop ratio
+			r.x = 0 // every draw is below the block ratio
 		}},
 		"Circuit": {c, func() {
 			for c.State() == Closed {
@@ -51,26 +54,26 @@ func TestDoCountsAPanicAsAFailureAndPanicsOn(t *testing.T) {
 	}
 }
 
-func TestDoWithFallbackRunsTheFallbackWhenRefused(t *testing.T) {
+func TestDoWithFallbackRunsTheFallbackWhenBlocked(t *testing.T) {
 	for name, tc := range breakers(t) {
 		t.Run(name, func(t *testing.T) {
 			fallback := func(err error) error {
 				if !errors.Is(err, ErrBlocked) {
-					t.Fatalf("fallback got %v, want ErrOpen", err)
+					t.Fatalf("fallback got %v, want ErrBlocked", err)
 				}
 				return errors.New("served from cache")
 			}
 			if err := tc.b.DoWithFallback(func() error { return nil }, fallback); err != nil {
 				t.Fatalf("allowed request: %v", err)
 			}
-			tc.refuse()
+			tc.block()
 			ran := false
 			err := tc.b.DoWithFallback(func() error { ran = true; return nil }, fallback)
 			if ran || err == nil || err.Error() != "served from cache" {
-				t.Fatalf("refused request: ran = %v, err = %v; want the fallback's error", ran, err)
+				t.Fatalf("blocked request: ran = %v, err = %v; want the fallback's error", ran, err)
 			}
 			if err := tc.b.Do(func() error { ran = true; return nil }); ran || !errors.Is(err, ErrBlocked) {
-				t.Fatalf("Do when refused: ran = %v, err = %v", ran, err)
+				t.Fatalf("Do when blocked: ran = %v, err = %v", ran, err)
 			}
 		})
 	}
@@ -128,13 +131,28 @@ func TestDoCtxDoesNotCountTheCallersCancellation(t *testing.T) {
 	}
 }
 
-func TestZeroPromiseIgnoresEverything(t *testing.T) {
-	var p Promise
-	p.Succeed()
-	p.Fail()
-	p.Ignore()
-	p.Done(errors.New("x"))
-	p.RecordAt(0, Failure)
+// The zero Promise, which Allow returns with an error, counts nothing in the
+// breaker that returned it, however it is settled.
+func TestZeroPromiseCountsNothing(t *testing.T) {
+	for name, tc := range breakers(t) {
+		t.Run(name, func(t *testing.T) {
+			tc.block()
+			p, err := tc.b.Allow()
+			if !errors.Is(err, ErrBlocked) || p != (Promise{}) {
+				t.Fatalf("Allow = %+v, %v; want the zero Promise and ErrBlocked", p, err)
+			}
+			before := tc.b.Stats()
+			p.Succeed()
+			p.Fail()
+			p.Ignore()
+			p.Done(errors.New("x"))
+			p.DoneAt(0, nil)
+			p.RecordAt(0, Failure)
+			if after := tc.b.Stats(); after != before {
+				t.Fatalf("stats changed from %+v to %+v", before, after)
+			}
+		})
+	}
 }
 
 func TestPromiseDoneClassifiesLikeDo(t *testing.T) {
@@ -151,5 +169,39 @@ func TestPromiseDoneClassifiesLikeDo(t *testing.T) {
 				t.Fatalf("stats = %+v, want one success, one failure", s)
 			}
 		})
+	}
+}
+
+// DoneAt classifies an error as Done does, and counts it at the time given.
+func TestPromiseDoneAtCountsAtTheGivenTime(t *testing.T) {
+	for name, tc := range breakers(t) {
+		t.Run(name, func(t *testing.T) {
+			const later = int64(time.Hour)
+			for _, err := range []error{nil, errors.New("x")} {
+				p, aerr := tc.b.AllowAt(0)
+				if aerr != nil {
+					t.Fatal(aerr)
+				}
+				p.DoneAt(later, err)
+			}
+			if s := tc.b.StatsAt(0); s.Requests != 0 {
+				t.Fatalf("stats at 0 = %+v, want the outcomes an hour later", s)
+			}
+			if s := tc.b.StatsAt(later); s.Successes != 1 || s.Failures != 1 {
+				t.Fatalf("stats an hour later = %+v, want one success, one failure", s)
+			}
+		})
+	}
+}
+
+// A nil Acceptable leaves the decision to WithIsSuccessful, as its doc says.
+func TestNilAcceptableUsesIsSuccessful(t *testing.T) {
+	a, err := NewAdaptive(WithClock(clock.NewManual(0)), WithIsSuccessful(func(error) bool { return true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.DoWithAcceptable(func() error { return errors.New("boom") }, nil)
+	if s := a.Stats(); s.Successes != 1 {
+		t.Fatalf("stats = %+v, want the error accepted by WithIsSuccessful", s)
 	}
 }

@@ -12,7 +12,7 @@ import (
 var errDown = errors.New("dependency down")
 
 // An Adaptive breaker guarding calls with go-zero's API: while the dependency
-// fails, the breaker drops a growing share of the calls.
+// fails, the breaker blocks a growing share of the calls.
 func ExampleAdaptive() {
 	clk := clock.NewManual(0)
 	b, err := breaker.NewAdaptive(breaker.WithClock(clk))
@@ -20,25 +20,25 @@ func ExampleAdaptive() {
 		panic(err)
 	}
 	call := func() error { return errDown } // the dependency is down
-	var dropped int
+	var blocked int
 	for i := 0; i < 1000; i++ {
 		if err := b.Do(call); errors.Is(err, breaker.ErrBlocked) {
-			dropped++
+			blocked++
 		}
 		clk.Advance(time.Millisecond)
 	}
 	s := b.Stats()
 	fmt.Println("state:", s.State)
-	fmt.Println("most calls dropped:", dropped > 900)
-	fmt.Println("calls that reached the dependency:", s.Requests == int64(1000-dropped))
+	fmt.Println("most calls blocked:", blocked > 900)
+	fmt.Println("calls that reached the dependency:", s.Requests == int64(1000-blocked))
 	// Output:
 	// state: open
-	// most calls dropped: true
+	// most calls blocked: true
 	// calls that reached the dependency: true
 }
 
 // Allow and a Promise, for code that learns the outcome elsewhere: settle
-// the Promise once with Accept, Reject, Done or Ignore.
+// the Promise once with Succeed, Fail, Done or Ignore.
 func ExampleAdaptive_Allow() {
 	b, err := breaker.NewAdaptive()
 	if err != nil {
@@ -46,7 +46,7 @@ func ExampleAdaptive_Allow() {
 	}
 	p, err := b.Allow()
 	if err != nil {
-		fmt.Println("dropped:", err)
+		fmt.Println("blocked:", err)
 		return
 	}
 	// ... call the dependency ...
@@ -77,7 +77,7 @@ func ExampleCircuit() {
 	clk.Advance(time.Second)
 	fmt.Println(c.Do(func() error { return nil }), c.State())
 	// Output:
-	// open breaker: open
+	// open breaker: blocked
 	// <nil> closed
 }
 
@@ -107,5 +107,53 @@ func ExampleSlowRatio() {
 	defer c.Close()
 	fmt.Println(<-changed) // told on the listener's own goroutine
 	// Output:
-	// closed → open (tripped: 0 of 5 requests failed, 3 slow, open for 1s)
+	// closed → open (tripped: 0 of 5 requests failed, 0 in a row, 3 slow, open for 1s)
+}
+
+// A Circuit that opens after three failures in a row, however many requests
+// succeeded before them; a success in between starts the run again.
+func ExampleConsecutiveFailures() {
+	clk := clock.NewManual(0)
+	c, err := breaker.NewCircuit(breaker.ConsecutiveFailures(3), breaker.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ok := func() error { return nil }
+	down := func() error { return errDown }
+	for _, call := range []func() error{ok, ok, ok, down, down, ok, down, down} {
+		_ = c.Do(call)
+	}
+	s := c.Stats()
+	fmt.Println(s.State, s.ConsecutiveFailures, "in a row of", s.Failures, "failures")
+	_ = c.Do(down)
+	fmt.Println(c.State())
+	// Output:
+	// closed 2 in a row of 4 failures
+	// open
+}
+
+// A condition of your own over the window's counts, as gobreaker's
+// ReadyToTrip: here, at least 20 requests of which 60% failed, or 5 failures
+// in a row.
+func ExampleTripWhen() {
+	clk := clock.NewManual(0)
+	c, err := breaker.NewCircuit(breaker.TripWhen("60% of 20 failing, or 5 in a row", func(n breaker.Counts) bool {
+		return (n.Requests >= 20 && n.Failures*5 >= n.Requests*3) || n.ConsecutiveFailures >= 5
+	}), breaker.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	for i := 0; i < 20; i++ { // 12 of 20 fail, the last one too; never 5 in a row
+		_ = c.Do(func() error {
+			if i%5 >= 2 {
+				return errDown
+			}
+			return nil
+		})
+	}
+	fmt.Println(c.State(), c.Do(func() error { return nil }))
+	// Output:
+	// open breaker: blocked
 }

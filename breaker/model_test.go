@@ -2,14 +2,17 @@ package breaker
 
 // A randomized differential test of Circuit against refCircuit, an independent
 // reference model written from the specification alone (not from circuit.go,
-// tally.go or strategy.go). Both are driven through the same random operation
-// sequences on a manual clock and compared after every operation.
+// strategy.go or window.Tally). Both are driven through the same random
+// operation sequences on a manual clock and compared after every operation:
+// state, generation, errors, statistics, and for TripWhen every call of the
+// condition with the counts it was given.
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,17 +30,33 @@ const (
 	refErrorRatio refStrategyKind = iota
 	refErrorCount
 	refSlowRatio
+	refConsecutive
+	refTripWhen
+	refKinds
 )
+
+// refConditions are the TripWhen conditions the random configurations choose
+// from, each a function of the counts alone.
+var refConditions = []struct {
+	name string
+	f    func(Counts) bool
+}{
+	{"more than 2 in a row", func(c Counts) bool { return c.ConsecutiveFailures > 2 }},
+	{"at least 3 requests, 60% failing", func(c Counts) bool { return c.Requests >= 3 && c.Failures*5 >= c.Requests*3 }},
+	{"no more successes than failures, 2 failures", func(c Counts) bool { return c.Failures >= 2 && c.Successes <= c.Failures }},
+	{"any failure", func(Counts) bool { return true }},
+}
 
 // refConfig is one configuration, given both to the model and (as options) to
 // the Circuit.
 type refConfig struct {
 	kind      refStrategyKind
 	threshold float64 // ErrorRatio, SlowRatio
-	count     int64   // ErrorCount
+	count     int64   // ErrorCount, ConsecutiveFailures
 	maxRT     int64   // SlowRatio
+	condition int     // TripWhen: an index into refConditions
 
-	minRequests int64 // -1: option not given (default 10)
+	minRequests int64 // -1: option not given (default 10; 0 for ConsecutiveFailures and TripWhen)
 	window      int64 // W
 	buckets     int64 // B
 
@@ -56,8 +75,12 @@ func (c refConfig) String() string {
 		s = fmt.Sprintf("ErrorCount(%d)", c.count)
 	case refSlowRatio:
 		s = fmt.Sprintf("SlowRatio(%v, %v)", time.Duration(c.maxRT), c.threshold)
+	case refConsecutive:
+		s = fmt.Sprintf("ConsecutiveFailures(%d)", c.count)
+	case refTripWhen:
+		s = fmt.Sprintf("TripWhen(%q)", refConditions[c.condition].name)
 	}
-	s += fmt.Sprintf(" WithWindow(%v, %d)", time.Duration(c.window), c.buckets)
+	s += fmt.Sprintf(" WithWindow(%d, %v)", c.buckets, time.Duration(c.window))
 	if c.minRequests >= 0 {
 		s += fmt.Sprintf(" WithMinRequests(%d)", c.minRequests)
 	}
@@ -73,19 +96,26 @@ func (c refConfig) String() string {
 	return s
 }
 
-func (c refConfig) strategy() Strategy {
+// strategy returns the configuration's Strategy. A TripWhen condition
+// appends the counts of each call to *calls.
+func (c refConfig) strategy(calls *[]Counts) Strategy {
 	switch c.kind {
 	case refErrorRatio:
 		return ErrorRatio(c.threshold)
 	case refErrorCount:
 		return ErrorCount(c.count)
+	case refConsecutive:
+		return ConsecutiveFailures(c.count)
+	case refTripWhen:
+		cond := refConditions[c.condition]
+		return TripWhen(cond.name, func(n Counts) bool { *calls = append(*calls, n); return cond.f(n) })
 	default:
 		return SlowRatio(time.Duration(c.maxRT), c.threshold)
 	}
 }
 
 func (c refConfig) options(clk clock.Clock) []Option {
-	opts := []Option{WithClock(clk), WithWindow(time.Duration(c.window), int(c.buckets))}
+	opts := []Option{WithClock(clk), WithWindow(int(c.buckets), time.Duration(c.window))}
 	if c.minRequests >= 0 {
 		opts = append(opts, WithMinRequests(c.minRequests))
 	}
@@ -103,10 +133,13 @@ func (c refConfig) options(clk clock.Clock) []Option {
 
 // Effective parameters, defaults applied.
 func (c refConfig) effM() int64 {
-	if c.minRequests < 0 {
-		return 10
+	switch {
+	case c.minRequests >= 0:
+		return c.minRequests
+	case c.kind == refConsecutive || c.kind == refTripWhen:
+		return 0
 	}
-	return c.minRequests
+	return 10
 }
 
 func (c refConfig) effT() int64 {
@@ -143,7 +176,7 @@ const (
 	refSuccess refKind = iota
 	refFailure
 	refSlow
-	refRejected
+	refBlocked
 )
 
 type refRecord struct {
@@ -151,9 +184,9 @@ type refRecord struct {
 	kind refKind
 }
 
-// refPromise is the model's view of one admitted (or refused) request.
+// refPromise is the model's view of one allowed (or blocked) request.
 type refPromise struct {
-	zero    bool // refused: the zero Promise
+	zero    bool // blocked: the zero Promise
 	gen     uint64
 	start   int64
 	probe   bool
@@ -170,8 +203,9 @@ type refCircuit struct {
 	failedK   int // consecutive failed probings
 	successes int // probe successes in this half-open generation
 
-	records  []refRecord
+	records  []refRecord   // in the order they were counted
 	inFlight []*refPromise // probes in flight, this half-open generation
+	calls    []Counts      // the TripWhen condition's calls
 }
 
 func newRefCircuit(cfg refConfig) *refCircuit {
@@ -180,7 +214,9 @@ func newRefCircuit(cfg refConfig) *refCircuit {
 
 func (m *refCircuit) bucket(x int64) int64 { return x / m.w }
 
-type refTotals struct{ succ, fail, slow, rej int64 }
+// refTotals are the window's totals; run is the number of failures after
+// the window's last success (all its failures if it has none).
+type refTotals struct{ succ, fail, slow, rej, run int64 }
 
 func (m *refCircuit) totals(now int64) refTotals {
 	var t refTotals
@@ -191,16 +227,22 @@ func (m *refCircuit) totals(now int64) refTotals {
 			switch r.kind {
 			case refSuccess:
 				t.succ++
+				t.run = 0
 			case refFailure:
 				t.fail++
+				t.run++
 			case refSlow:
 				t.slow++
-			case refRejected:
+			case refBlocked:
 				t.rej++
 			}
 		}
 	}
 	return t
+}
+
+func (t refTotals) counts() Counts {
+	return Counts{Requests: t.succ + t.fail, Successes: t.succ, Failures: t.fail, Slow: t.slow, ConsecutiveFailures: t.run}
 }
 
 func (m *refCircuit) add(now int64, k refKind) {
@@ -258,7 +300,7 @@ func (m *refCircuit) allow(now int64) (*refPromise, error) {
 	}
 	if m.state == Open {
 		if now < m.openUntil {
-			m.add(now, refRejected)
+			m.add(now, refBlocked)
 			return &refPromise{zero: true}, ErrBlocked
 		}
 		m.toHalfOpen()
@@ -268,8 +310,8 @@ func (m *refCircuit) allow(now int64) (*refPromise, error) {
 		if now-p.start >= m.cfg.effP() {
 			m.failedK++
 			m.toOpen(now)
-			// Continue as Open: openUntil > now, so refuse.
-			m.add(now, refRejected)
+			// Continue as Open: openUntil > now, so block.
+			m.add(now, refBlocked)
 			return &refPromise{zero: true}, ErrBlocked
 		}
 	}
@@ -278,7 +320,7 @@ func (m *refCircuit) allow(now int64) (*refPromise, error) {
 		m.inFlight = append(m.inFlight, p)
 		return p, nil
 	}
-	m.add(now, refRejected)
+	m.add(now, refBlocked)
 	return &refPromise{zero: true}, ErrProbesBusy
 }
 
@@ -346,6 +388,11 @@ func (m *refCircuit) record(p *refPromise, now int64, o Outcome) {
 				trip = t.fail >= m.cfg.count
 			case refSlowRatio:
 				trip = float64(t.slow)/float64(n) >= m.cfg.threshold
+			case refConsecutive:
+				trip = t.run >= m.cfg.count
+			case refTripWhen:
+				m.calls = append(m.calls, t.counts())
+				trip = refConditions[m.cfg.condition].f(t.counts())
 			}
 			if trip {
 				m.failedK = 0
@@ -360,10 +407,7 @@ func (m *refCircuit) stats(now int64) Stats {
 	s := Stats{
 		State:      m.state,
 		Generation: m.gen,
-		Requests:   t.succ + t.fail,
-		Successes:  t.succ,
-		Failures:   t.fail,
-		Slow:       t.slow,
+		Counts:     t.counts(),
 		Blocked:    t.rej,
 	}
 	switch m.state {
@@ -419,7 +463,7 @@ var refErrName = func(err error) string {
 	case nil:
 		return "nil"
 	case ErrBlocked:
-		return "ErrOpen"
+		return "ErrBlocked"
 	case ErrProbesBusy:
 		return "ErrProbesBusy"
 	}
@@ -436,7 +480,8 @@ var refErrName = func(err error) string {
 // cache that only the circuit's own trip check would read.
 func refRun(cfg refConfig, ops []refOp, sparse bool) (msg string, at int) {
 	clk := clock.NewManual(0)
-	c, err := NewCircuit(cfg.strategy(), cfg.options(clk)...)
+	var calls []Counts
+	c, err := NewCircuit(cfg.strategy(&calls), cfg.options(clk)...)
 	if err != nil {
 		return "NewCircuit: " + err.Error(), -1
 	}
@@ -481,6 +526,9 @@ func refRun(cfg refConfig, ops []refOp, sparse bool) (msg string, at int) {
 		if g, w := c.Generation(), m.gen; g != w {
 			return fmt.Sprintf("Generation() = %d, model %d", g, w), i
 		}
+		if !slices.Equal(calls, m.calls) {
+			return fmt.Sprintf("TripWhen's condition called with\n   got  %+v\n   want %+v", calls, m.calls), i
+		}
 		if sparse && i%17 != 16 && i != len(ops)-1 {
 			continue
 		}
@@ -504,17 +552,19 @@ func refRandomConfig(r *rand.Rand) refConfig {
 	c.buckets = []int64{1, 4, 10}[r.IntN(3)]
 	c.window = (1 + r.Int64N(10)) * sec // 1s..10s; divisible by 1, 4 and 10
 	w := c.window / c.buckets
-	switch r.IntN(3) {
-	case 0:
-		c.kind = refErrorRatio
+	c.kind = refStrategyKind(r.IntN(int(refKinds)))
+	switch c.kind {
+	case refErrorRatio:
 		c.threshold = []float64{0.1, 0.25, 1.0 / 3, 0.5, 0.6, 1}[r.IntN(6)]
-	case 1:
-		c.kind = refErrorCount
+	case refErrorCount:
 		c.count = 1 + r.Int64N(5)
-	case 2:
-		c.kind = refSlowRatio
+	case refSlowRatio:
 		c.threshold = []float64{0.2, 1.0 / 3, 0.5, 1}[r.IntN(4)]
 		c.maxRT = []int64{w / 2, w, 100 * int64(time.Millisecond), c.window / 3, 1 + r.Int64N(c.window)}[r.IntN(5)]
+	case refConsecutive:
+		c.count = 1 + r.Int64N(6)
+	case refTripWhen:
+		c.condition = r.IntN(len(refConditions))
 	}
 	c.minRequests = []int64{-1, 0, 1, 5}[r.IntN(4)]
 	if r.IntN(5) > 0 {
@@ -751,9 +801,12 @@ func TestModelCircuitDifferential(t *testing.T) {
 }
 
 // TestModelCircuitCoverage checks that the random sequences reach the states
-// and transitions the differential test is meant to exercise.
+// and transitions the differential test is meant to exercise, under every
+// kind of strategy.
 func TestModelCircuitCoverage(t *testing.T) {
 	var trips, halfOpens, closes, probeTimeouts, busy, backoffs int
+	var tripsBy [refKinds]int
+	var brokenRuns, conditionFalse int // ConsecutiveFailures trips with failures before the run; TripWhen calls that did not trip
 	for seed := uint64(1); seed <= 300; seed++ {
 		r := rand.New(rand.NewPCG(seed, 0x5eed))
 		cfg := refRandomConfig(r)
@@ -774,13 +827,21 @@ func TestModelCircuitCoverage(t *testing.T) {
 					probeTimeouts++
 				}
 			case opSettle:
+				calls := len(m.calls)
 				m.record(ps[op.target], now, op.outcome)
+				if len(m.calls) > calls && m.state == Closed {
+					conditionFalse++
+				}
 			case opAdvance:
 				now += op.d
 			}
 			switch {
 			case before == Closed && m.state == Open:
 				trips++
+				tripsBy[cfg.kind]++
+				if w := m.totals(now); cfg.kind == refConsecutive && w.fail > w.run {
+					brokenRuns++
+				}
 			case before != HalfOpen && m.state == HalfOpen:
 				halfOpens++
 			case before == HalfOpen && m.state == Closed:
@@ -791,9 +852,18 @@ func TestModelCircuitCoverage(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("trips %d, half-opens %d, closes %d, probe timeouts %d, probes busy %d, backed-off opens %d",
-		trips, halfOpens, closes, probeTimeouts, busy, backoffs)
+	t.Logf("trips %d (by strategy %v), half-opens %d, closes %d, probe timeouts %d, probes busy %d, backed-off opens %d",
+		trips, tripsBy, halfOpens, closes, probeTimeouts, busy, backoffs)
+	t.Logf("ConsecutiveFailures trips after a broken run %d, TripWhen conditions false %d", brokenRuns, conditionFalse)
 	if trips < 100 || halfOpens < 100 || closes < 30 || probeTimeouts < 10 || busy < 30 || backoffs < 10 {
 		t.Error("the random sequences cover too little")
+	}
+	for kind, n := range tripsBy {
+		if n < 10 {
+			t.Errorf("strategy kind %d tripped %d times, want at least 10", kind, n)
+		}
+	}
+	if brokenRuns < 5 || conditionFalse < 20 {
+		t.Error("the random sequences cover too little of ConsecutiveFailures and TripWhen")
 	}
 }

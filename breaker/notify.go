@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// A Cause says why a Circuit changed state.
+// A Cause says why a Circuit changed state. The zero Cause is Tripped.
 type Cause uint8
 
 const (
@@ -36,6 +36,7 @@ func (c Cause) String() string {
 }
 
 // A Transition is one state change of a Circuit, as told to OnStateChange.
+// The zero Transition describes no change.
 type Transition struct {
 	From, To State
 	Cause    Cause
@@ -43,19 +44,20 @@ type Transition struct {
 	At int64
 	// Generation is the generation the change begins.
 	Generation uint64
-	// Requests, Failures and Slow are the window's totals when a closed
+	// Counts are the window's counts that met the strategy, when a closed
 	// circuit tripped; zero for other changes.
-	Requests, Failures, Slow int64
+	Counts Counts
 	// OpenFor is how long the circuit stays open, for a change to Open.
 	OpenFor time.Duration
 }
 
 // String describes the change ("closed → open (tripped: 6 of 10 requests
-// failed)").
+// failed, 2 in a row, 0 slow, open for 5s)").
 func (t Transition) String() string {
 	s := fmt.Sprintf("%v → %v (%v", t.From, t.To, t.Cause)
 	if t.Cause == Tripped {
-		s += fmt.Sprintf(": %d of %d requests failed, %d slow", t.Failures, t.Requests, t.Slow)
+		c := t.Counts
+		s += fmt.Sprintf(": %d of %d requests failed, %d in a row, %d slow", c.Failures, c.Requests, c.ConsecutiveFailures, c.Slow)
 	}
 	if t.To == Open {
 		s += ", open for " + t.OpenFor.String()

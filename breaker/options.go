@@ -10,9 +10,12 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// An Option customises a breaker. Options that belong to one kind of breaker
-// (WithK to Adaptive, WithProbes to Circuit, ...) make the other kind's
-// constructor return an error rather than be silently ignored.
+// An Option customises a breaker. A bad option (a nil clock or function, a
+// value out of range) makes the constructor return an error wrapping
+// ErrInvalidConfig that names the option and its value, and so does an
+// option that belongs to the other kind of breaker (WithK to a Circuit,
+// WithProbes to an Adaptive breaker): nothing is silently ignored. A nil
+// Option is no option.
 type Option func(*settings)
 
 // optionID names an option, for the error of an option given to the wrong
@@ -23,7 +26,7 @@ const (
 	optK optionID = iota
 	optProtection
 	optRandom
-	optDrops
+	optBlockPolicy
 	optOpenTimeout
 	optBackoff
 	optProbes
@@ -31,17 +34,18 @@ const (
 	numOptions
 )
 
-var optionNames = [numOptions]string{"WithK", "WithProtection", "WithRandom", "WithDropPolicy",
+var optionNames = [numOptions]string{"WithK", "WithProtection", "WithRandom", "WithBlockPolicy",
 	"WithOpenTimeout", "WithBackoff", "WithProbes", "OnStateChange"}
 
 const (
-	adaptiveOnly = 1<<optK | 1<<optProtection | 1<<optRandom | 1<<optDrops
+	adaptiveOnly = 1<<optK | 1<<optProtection | 1<<optRandom | 1<<optBlockPolicy
 	circuitOnly  = 1<<optOpenTimeout | 1<<optBackoff | 1<<optProbes | 1<<optListener
 )
 
 // settings are every option's value; each constructor reads its own.
 type settings struct {
 	given uint32 // bit i set: option optionID(i) was given
+	bad   error  // the first option found bad as the options were applied
 
 	clock        clock.Clock
 	interval     time.Duration
@@ -50,10 +54,10 @@ type settings struct {
 	isExcluded   func(error) bool
 	isSuccessful func(error) bool
 
-	k          float64
-	protection int64
-	random     func() float64
-	drops      BlockPolicy
+	k           float64
+	protection  int64
+	random      func() float64
+	blockPolicy BlockPolicy
 
 	openTimeout    time.Duration
 	maxOpenTimeout time.Duration
@@ -64,22 +68,38 @@ type settings struct {
 
 func (s *settings) mark(id optionID) { s.given |= 1 << id }
 
+// fail records err as the options' error, unless an earlier option was bad.
+func (s *settings) fail(err error) {
+	if s.bad == nil {
+		s.bad = err
+	}
+}
+
+// notNil records that the option named, given a nil function, is bad.
+func (s *settings) notNil(isNil bool, option string) {
+	if isNil {
+		s.fail(fmt.Errorf("%w: %s(nil): must not be nil", ErrInvalidConfig, option))
+	}
+}
+
 // WithClock makes the breaker read time from c instead of clock.System.
-// Tests and simulations pass a *clock.Manual. A nil c is ignored.
+// Tests and simulations pass a *clock.Manual. A nil c is an error.
 func WithClock(c clock.Clock) Option {
 	return func(s *settings) {
-		if c != nil {
-			s.clock = c
+		if c == nil {
+			s.fail(fmt.Errorf("%w: clock = %v: must not be nil", ErrInvalidConfig, c))
 		}
+		s.clock = c
 	}
 }
 
 // WithWindow sets the sliding window the breaker counts outcomes over: the
-// last interval, in buckets buckets. The defaults are 10 s in 40 buckets for
-// Adaptive (go-zero's) and 10 s in 10 buckets for Circuit; an interval or a
-// number of buckets of 0 keeps its default. The interval must divide into
-// whole nanoseconds per bucket, each at least 1 µs.
-func WithWindow(interval time.Duration, buckets int) Option {
+// last interval, in buckets buckets (the order of window.NewCounter's
+// arguments). The defaults are 40 buckets over 10 s for Adaptive (go-zero's)
+// and 10 buckets over 10 s for Circuit; a number of buckets or an interval of
+// 0 keeps its default. The interval must divide into whole nanoseconds per
+// bucket, each at least 1 µs; a negative value is an error.
+func WithWindow(buckets int, interval time.Duration) Option {
 	return func(s *settings) {
 		if interval != 0 {
 			s.interval = interval
@@ -91,60 +111,65 @@ func WithWindow(interval time.Duration, buckets int) Option {
 }
 
 // WithMinRequests sets the minimum volume: while fewer than n requests have
-// finished with a counted outcome in the window, the breaker neither drops
-// (Adaptive) nor trips (Circuit). The defaults are 0 for Adaptive, whose
-// protection already spares light traffic (see WithProtection), and 10 for
-// Circuit.
+// finished with a counted outcome in the window, the breaker neither blocks
+// (Adaptive) nor trips (Circuit). n must not be negative. The defaults are 0
+// for Adaptive, whose protection already spares light traffic (see
+// WithProtection); 10 for a Circuit with ErrorRatio, ErrorCount or
+// SlowRatio; and 0 for a Circuit with ConsecutiveFailures, whose run of n
+// failures is its own volume, or TripWhen, whose condition sees the volume
+// (Counts.Requests) and sets its own.
 func WithMinRequests(n int64) Option {
 	return func(s *settings) { s.minRequests = n }
 }
 
 // WithIsExcluded makes errors for which f returns true count as neither
 // success nor failure (Ignored) in the Do family and Promise.Done. By default
-// no error is excluded.
+// no error is excluded. A nil f is an error.
 func WithIsExcluded(f func(err error) bool) Option {
-	return func(s *settings) { s.isExcluded = f }
+	return func(s *settings) { s.notNil(f == nil, "WithIsExcluded"); s.isExcluded = f }
 }
 
 // WithIsSuccessful decides which errors count as successes in Do, DoCtx,
 // DoWithFallback(Ctx) and Promise.Done; the ...Acceptable variants take their
-// own. By default only a nil error is a success.
+// own. By default only a nil error is a success. A nil f is an error.
 func WithIsSuccessful(f func(err error) bool) Option {
-	return func(s *settings) { s.isSuccessful = f }
+	return func(s *settings) { s.notNil(f == nil, "WithIsSuccessful"); s.isSuccessful = f }
 }
 
 // WithK sets an Adaptive breaker's K, how many requests it lets through per
-// request the dependency accepts (default 2, the value the Google SRE book
+// request that succeeds (default 2, the value the Google SRE book
 // recommends; go-zero uses 1.5). Lower is more aggressive. K must be at least
-// 1, or the breaker would drop requests from a healthy dependency.
+// 1, or the breaker would block requests to a healthy dependency.
 func WithK(k float64) Option {
 	return func(s *settings) { s.k = k; s.mark(optK) }
 }
 
 // WithProtection sets an Adaptive breaker's protection: that many requests in
-// the window are spared from the drop ratio (go-zero's protection; default 5),
-// so that a few failures among light traffic drop nothing.
+// the window are spared from the block ratio (go-zero's protection; default
+// 5), so that a few failures among light traffic block nothing. n must not be
+// negative.
 func WithProtection(n int64) Option {
 	return func(s *settings) { s.protection = n; s.mark(optProtection) }
 }
 
-// WithRandom sets the source an Adaptive breaker draws from to decide a drop:
-// f returns a number in [0, 1) and must be safe for concurrent use if the
-// breaker is. By default it is math/rand/v2's Float64. Tests pass a
-// deterministic source.
+// WithRandom sets the source an Adaptive breaker draws from to decide whether
+// to block a request: f returns a number in [0, 1) and must be safe for
+// concurrent use if the breaker is. By default it is math/rand/v2's Float64.
+// Tests pass a deterministic source. A nil f is an error.
 func WithRandom(f func() float64) Option {
-	return func(s *settings) { s.random = f; s.mark(optRandom) }
+	return func(s *settings) { s.notNil(f == nil, "WithRandom"); s.random = f; s.mark(optRandom) }
 }
 
 // WithBlockPolicy says whether an Adaptive breaker counts the requests it
-// drops itself as requests: CountDropsWhileFailing (the default), CountDrops
-// or IgnoreDrops. See DropPolicy.
+// blocks itself as requests: CountBlocksWhileFailing (the default),
+// CountBlocks or IgnoreBlocks. See BlockPolicy.
 func WithBlockPolicy(p BlockPolicy) Option {
-	return func(s *settings) { s.drops = p; s.mark(optDrops) }
+	return func(s *settings) { s.blockPolicy = p; s.mark(optBlockPolicy) }
 }
 
 // WithOpenTimeout sets how long a Circuit stays open before it lets a probe
-// through (default 5 s). At exactly the timeout the next request is a probe.
+// through (default 5 s); d must be positive. At exactly the timeout the next
+// request is a probe.
 func WithOpenTimeout(d time.Duration) Option {
 	return func(s *settings) { s.openTimeout = d; s.mark(optOpenTimeout) }
 }
@@ -158,8 +183,9 @@ func WithBackoff(max time.Duration) Option {
 }
 
 // WithProbes sets how a half-open Circuit probes: at most n probes in flight
-// at once, n successful probes to close (default 1), and a probe that has not
-// finished within timeout counts as failed (default: the open timeout). At
+// at once, n successful probes to close (default 1; at most 1024), and a
+// probe that has not finished within timeout counts as failed (a timeout of
+// 0 is the open timeout, the default; a negative one is an error). At
 // exactly the timeout the probe has failed.
 func WithProbes(n int, timeout time.Duration) Option {
 	return func(s *settings) { s.probes, s.probeTimeout = n, timeout; s.mark(optProbes) }
@@ -169,13 +195,14 @@ func WithProbes(n int, timeout time.Duration) Option {
 // order they happen. f runs on a goroutine of its own, which runs only while
 // there are changes to tell, so a slow f never holds up a request; if f falls
 // more than 64 changes behind, the oldest are dropped and counted (see
-// Circuit.DroppedTransitions). Circuit.Close stops the telling.
+// Circuit.DroppedTransitions). Circuit.Close stops the telling. A nil f is an
+// error.
 func OnStateChange(f func(Transition)) Option {
-	return func(s *settings) { s.onStateChange = f; s.mark(optListener) }
+	return func(s *settings) { s.notNil(f == nil, "OnStateChange"); s.onStateChange = f; s.mark(optListener) }
 }
 
 // build applies opts over the defaults and checks what every breaker shares.
-// only is the set of kind-specific options this breaker accepts.
+// only is the set of kind-specific options this breaker takes.
 func build(opts []Option, defaults settings, only uint32, kind string) (settings, error) {
 	s := defaults
 	s.clock = clock.System
@@ -183,6 +210,9 @@ func build(opts []Option, defaults settings, only uint32, kind string) (settings
 		if opt != nil {
 			opt(&s)
 		}
+	}
+	if s.bad != nil {
+		return s, s.bad
 	}
 	if extra := s.given &^ only; extra != 0 {
 		for id := optionID(0); id < numOptions; id++ {
@@ -209,7 +239,7 @@ func checkRatio(name string, x float64) error {
 }
 
 // outcomeOf classifies a request's error: excluded, else success if ok
-// accepts it (nil ok: err == nil), else failure.
+// takes it as a success (nil ok: err == nil), else failure.
 func outcomeOf(err error, excluded, ok func(error) bool) Outcome {
 	if excluded != nil && excluded(err) {
 		return Ignored

@@ -30,7 +30,7 @@ func stressCircuit(t *testing.T, probes int, opts ...Option) *Circuit {
 
 // While a probe is in flight and its generation is current, its place holds
 // its ticket and its start time: nothing else frees the place (which would
-// let more than n probes in and drop the probe's own outcome) or overwrites
+// let more than n probes in and lose the probe's own outcome) or overwrites
 // its start (an older time would be a timeout that never happened).
 func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 	const probes = 2
@@ -97,8 +97,8 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 	const probes = 2
 	var mu sync.Mutex
-	accepted := map[uint64]int{} // Accept calls of probes, by half-open generation
-	var closedFrom []uint64      // half-open generations that closed
+	succeeded := map[uint64]int{} // Succeed calls of probes, by half-open generation
+	var closedFrom []uint64       // half-open generations that closed
 	c := stressCircuit(t, probes, OnStateChange(func(tr Transition) {
 		if tr.Cause == ProbesSucceeded {
 			mu.Lock()
@@ -123,7 +123,7 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 					continue
 				}
 				mu.Lock()
-				accepted[p.gen>>2]++ // counted before it can count
+				succeeded[p.gen>>2]++ // counted before it can count
 				mu.Unlock()
 				p.Succeed()
 			}
@@ -134,8 +134,8 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, g := range closedFrom {
-		if accepted[g] < probes {
-			t.Fatalf("half-open generation %d closed after %d successful probes of its own, want %d", g, accepted[g], probes)
+		if succeeded[g] < probes {
+			t.Fatalf("half-open generation %d closed after %d successful probes of its own, want %d", g, succeeded[g], probes)
 		}
 	}
 	if len(closedFrom) == 0 {

@@ -28,7 +28,7 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var flight sync.Mutex
-	inFlight := map[uint64]int{} // probes in flight by the state word that admitted them
+	inFlight := map[uint64]int{} // probes in flight by the state word that allowed them
 	most := 0
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -111,7 +111,7 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 // Concurrent requests on an Adaptive breaker are all counted.
 func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
 	clk := clock.NewManual(0)
-	a, err := NewAdaptive(WithClock(clk), WithK(1e9)) // K so large that nothing is dropped
+	a, err := NewAdaptive(WithClock(clk), WithK(1e9)) // K so large that nothing is blocked
 	if err != nil {
 		t.Fatal(err)
 	}

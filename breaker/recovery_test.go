@@ -8,12 +8,12 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 )
 
-// The claims of DropPolicy's documentation, checked by simulation: after a
+// The claims of BlockPolicy's documentation, checked by simulation: after a
 // one-minute outage the default policy has recovered within one window (10 s)
-// of it, CountDrops takes about (W/K)·ln(R·W), and IgnoreDrops about a second;
-// under overload the counting policies hold the load near K times the
-// dependency's capacity, and IgnoreDrops does not.
-func TestAdaptiveRecoveryAndProtectionByDropPolicy(t *testing.T) {
+// of it, CountBlocks takes about (W/K)·ln(R·W), and IgnoreBlocks about a
+// second; under overload the counting policies hold the load near K times the
+// dependency's capacity, and IgnoreBlocks does not.
+func TestAdaptiveRecoveryAndProtectionByBlockPolicy(t *testing.T) {
 	const window, k = 10.0, 2.0 // the defaults, in seconds
 	for _, tc := range []struct {
 		rate  int

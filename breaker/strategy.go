@@ -6,17 +6,54 @@ import (
 	"time"
 )
 
-// A Strategy is the condition on which a Circuit opens, over its window.
-// Make one with ErrorRatio, ErrorCount or SlowRatio. Every strategy also
-// needs the window to hold at least the minimum volume of requests
-// (WithMinRequests), and it is checked when a request that can meet it ends:
-// a failure, or for SlowRatio a slow request. So a Circuit opens on a failure
-// (or a slow request), counting that request, and never on a success.
+// Counts are a Circuit's window as its strategy sees it: the outcomes of the
+// requests it allowed since it last closed, within its window's interval
+// (the bucket holding now and the buckets before it; see WithWindow). Probes,
+// blocked requests and ignored outcomes are not among them. A Counts is
+// handed to a TripWhen condition, and is part of Stats and Transition.
+//
+// The zero Counts is an empty window.
+type Counts struct {
+	// Requests is how many requests ended with a counted outcome:
+	// Successes + Failures.
+	Requests int64
+	// Successes and Failures count the requests that ended with each
+	// outcome.
+	Successes, Failures int64
+	// Slow is how many of the Requests took longer than a SlowRatio
+	// strategy's maximum. Other strategies do not time requests, and see 0.
+	Slow int64
+	// ConsecutiveFailures is the run of failures that ends the window: the
+	// failures counted after the window's latest success, or all of its
+	// failures if it holds no success, in the order the outcomes were
+	// counted. It is at most Failures, and 0 after a success. It needs no
+	// timing and is kept under every strategy.
+	ConsecutiveFailures int64
+}
+
+// A Strategy is the condition on which a Circuit opens, over its window:
+// ErrorRatio, ErrorCount, SlowRatio, ConsecutiveFailures, or a condition of
+// your own with TripWhen. Every strategy also needs the window to hold at
+// least the minimum volume of requests (WithMinRequests, whose default
+// depends on the strategy), and it is checked when a request that can meet
+// it ends: a failure, or for SlowRatio a slow request. So a Circuit opens on
+// a failure (or a slow request), counting that request, and never on a
+// success.
+//
+// A Strategy is a small value; copy it freely. The zero Strategy is no
+// strategy: NewCircuit returns an error for it.
 type Strategy struct {
 	kind      strategyKind
 	threshold float64       // ErrorRatio, SlowRatio
-	count     int64         // ErrorCount
+	count     int64         // ErrorCount, ConsecutiveFailures
 	maxRT     time.Duration // SlowRatio
+	when      *condition    // TripWhen; a pointer, so that a Strategy stays comparable
+}
+
+// A condition is a TripWhen strategy's predicate and its name.
+type condition struct {
+	name string
+	f    func(Counts) bool
 }
 
 type strategyKind uint8
@@ -26,6 +63,8 @@ const (
 	errorRatio
 	errorCount
 	slowRatio
+	consecutiveFailures
+	tripWhen
 )
 
 // ErrorRatio opens the circuit when failures are at least threshold of the
@@ -34,19 +73,52 @@ func ErrorRatio(threshold float64) Strategy {
 	return Strategy{kind: errorRatio, threshold: threshold}
 }
 
-// ErrorCount opens the circuit when the window holds at least n failures.
+// ErrorCount opens the circuit when the window holds at least n failures
+// (n at least 1).
 func ErrorCount(n int64) Strategy { return Strategy{kind: errorCount, count: n} }
 
 // SlowRatio opens the circuit when requests slower than maxRT are at least
-// threshold of the requests in the window (threshold in (0, 1]). A request
-// that takes exactly maxRT is not slow. A half-open probe slower than maxRT
-// fails. Errors do not count against this strategy; pair it with another
-// Circuit for those.
+// threshold of the requests in the window (threshold in (0, 1], maxRT
+// positive). A request that takes exactly maxRT is not slow. A half-open
+// probe slower than maxRT fails. Errors do not count against this strategy;
+// pair it with another Circuit for those.
 func SlowRatio(maxRT time.Duration, threshold float64) Strategy {
 	return Strategy{kind: slowRatio, threshold: threshold, maxRT: maxRT}
 }
 
-// String describes the strategy ("error ratio ≥ 0.5").
+// ConsecutiveFailures opens the circuit when n failures in a row end its
+// window (Counts.ConsecutiveFailures at least n, n at least 1): n failures
+// with no success counted between them, all within the window's interval.
+// A success starts the run again; an ignored outcome (Promise.Ignore,
+// WithIsExcluded) neither breaks nor extends it; a failure that leaves the
+// window leaves the run. Its minimum volume is 0 unless WithMinRequests
+// sets one, since a run of n failures is a volume of n.
+//
+// Half-open probes are not part of the run: as under every strategy, one
+// failed probe opens the circuit again and the probes' successes close it,
+// with an empty window and no run.
+func ConsecutiveFailures(n int64) Strategy {
+	return Strategy{kind: consecutiveFailures, count: n}
+}
+
+// TripWhen opens the circuit when trip, given the window's counts, returns
+// true: gobreaker's ReadyToTrip. name describes the condition in String and
+// must not be empty; trip must not be nil.
+//
+// trip is called when a failure is counted, with counts that include it,
+// and only then: a condition that only a success could make true never
+// trips. Its minimum volume is 0 unless WithMinRequests sets one, so trip
+// sees every failure and checks Counts.Requests itself if it wants a volume.
+// It is called on the goroutine that settles the request, outside every lock
+// of the Circuit and possibly from several goroutines at once; it must be
+// safe for concurrent use, should be quick, and must not block. It is not
+// called for half-open probes, which decide by themselves.
+func TripWhen(name string, trip func(Counts) bool) Strategy {
+	return Strategy{kind: tripWhen, when: &condition{name: name, f: trip}}
+}
+
+// String describes the strategy ("error ratio ≥ 0.5"); a TripWhen strategy
+// is its name.
 func (s Strategy) String() string {
 	switch s.kind {
 	case errorRatio:
@@ -55,6 +127,10 @@ func (s Strategy) String() string {
 		return "errors ≥ " + strconv.FormatInt(s.count, 10)
 	case slowRatio:
 		return "ratio of requests slower than " + s.maxRT.String() + " ≥ " + strconv.FormatFloat(s.threshold, 'g', -1, 64)
+	case consecutiveFailures:
+		return strconv.FormatInt(s.count, 10) + " failures in a row"
+	case tripWhen:
+		return s.when.name
 	}
 	return "no strategy"
 }
@@ -62,36 +138,62 @@ func (s Strategy) String() string {
 func (s Strategy) check() error {
 	switch s.kind {
 	case errorRatio:
-		return checkRatio("error ratio threshold", s.threshold)
+		return checkRatio("ErrorRatio threshold", s.threshold)
 	case errorCount:
 		if s.count < 1 {
-			return fmt.Errorf("%w: error count threshold = %d: must be at least 1", ErrInvalidConfig, s.count)
+			return fmt.Errorf("%w: ErrorCount n = %d: must be at least 1", ErrInvalidConfig, s.count)
 		}
 		return nil
 	case slowRatio:
 		if s.maxRT <= 0 {
-			return fmt.Errorf("%w: slow ratio max RT = %v: must be positive", ErrInvalidConfig, s.maxRT)
+			return fmt.Errorf("%w: SlowRatio max RT = %v: must be positive", ErrInvalidConfig, s.maxRT)
 		}
-		return checkRatio("slow ratio threshold", s.threshold)
+		return checkRatio("SlowRatio threshold", s.threshold)
+	case consecutiveFailures:
+		if s.count < 1 {
+			return fmt.Errorf("%w: ConsecutiveFailures n = %d: must be at least 1", ErrInvalidConfig, s.count)
+		}
+		return nil
+	case tripWhen:
+		if s.when.name == "" {
+			return fmt.Errorf("%w: TripWhen name = %q: must describe the condition", ErrInvalidConfig, s.when.name)
+		}
+		if s.when.f == nil {
+			return fmt.Errorf("%w: TripWhen(%q, nil): the condition must not be nil", ErrInvalidConfig, s.when.name)
+		}
+		return nil
 	}
-	return fmt.Errorf("%w: strategy is the zero Strategy: make one with ErrorRatio, ErrorCount or SlowRatio", ErrInvalidConfig)
+	return fmt.Errorf("%w: strategy is the zero Strategy: make one with ErrorRatio, ErrorCount, SlowRatio, ConsecutiveFailures or TripWhen", ErrInvalidConfig)
 }
 
-// meets reports whether window totals c meet the strategy, given the minimum
+// minRequests is the strategy's default minimum volume (see WithMinRequests).
+func (s Strategy) minRequests() int64 {
+	switch s.kind {
+	case consecutiveFailures, tripWhen:
+		return 0
+	}
+	return 10
+}
+
+// meets reports whether window counts c meet the strategy, given the minimum
 // volume. Ratios are compared as quotients, so a threshold written as the
 // decimal of failures/requests (0.3 for 3 of 10) is met exactly there.
-func (s Strategy) meets(c counts, minRequests int64) bool {
-	n := c.successes + c.failures
+func (s Strategy) meets(c Counts, minRequests int64) bool {
+	n := c.Requests
 	if n == 0 || n < minRequests {
 		return false
 	}
 	switch s.kind {
 	case errorRatio:
-		return float64(c.failures)/float64(n) >= s.threshold
+		return float64(c.Failures)/float64(n) >= s.threshold
 	case errorCount:
-		return c.failures >= s.count
+		return c.Failures >= s.count
 	case slowRatio:
-		return float64(c.slow)/float64(n) >= s.threshold
+		return float64(c.Slow)/float64(n) >= s.threshold
+	case consecutiveFailures:
+		return c.ConsecutiveFailures >= s.count
+	case tripWhen:
+		return s.when.f(c)
 	}
 	return false
 }
