@@ -131,6 +131,24 @@ func BenchmarkCircuitAllowFail(b *testing.B) {
 	}
 }
 
+// ConsecutiveFailures and TripWhen read the window and the run on every
+// failure, as CircuitAllowFail does.
+func BenchmarkCircuitConsecutiveFailuresAllowFail(b *testing.B) {
+	c := mustCircuit(b, ConsecutiveFailures(1<<40))
+	for i := 0; i < b.N; i++ {
+		p, _ := c.Allow()
+		p.Fail()
+	}
+}
+
+func BenchmarkCircuitTripWhenAllowFail(b *testing.B) {
+	c := mustCircuit(b, TripWhen("never", func(n Counts) bool { return n.ConsecutiveFailures < 0 }))
+	for i := 0; i < b.N; i++ {
+		p, _ := c.Allow()
+		p.Fail()
+	}
+}
+
 // An open circuit blocking.
 func BenchmarkCircuitOpen(b *testing.B) {
 	c := mustCircuit(b, ErrorCount(1), WithMinRequests(1), WithOpenTimeout(time.Hour))
