@@ -67,7 +67,8 @@ const (
 type Acceptable func(err error) bool
 
 // Fallback is called, instead of the request, with the error of a request the
-// breaker blocked; its result is returned instead.
+// breaker blocked; its result is returned instead. A nil Fallback returns the
+// breaker's error, as Do does.
 type Fallback func(err error) error
 
 // A Breaker guards calls to a dependency. Adaptive and Circuit are Breakers.

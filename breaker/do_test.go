@@ -202,6 +202,6 @@ func TestNilAcceptableUsesIsSuccessful(t *testing.T) {
 	}
 	_ = a.DoWithAcceptable(func() error { return errors.New("boom") }, nil)
 	if s := a.Stats(); s.Successes != 1 {
-		t.Fatalf("stats = %+v, want the error accepted by WithIsSuccessful", s)
+		t.Fatalf("stats = %+v, want the error taken as a success by WithIsSuccessful", s)
 	}
 }
