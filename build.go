@@ -93,7 +93,7 @@ func buildBreaker(b BreakerRule, c clock.Clock) (*breakerRule, error) {
 		opts = append(opts, breaker.WithMinRequests(*b.MinRequests))
 	}
 	if b.Interval != 0 || b.Buckets != 0 {
-		opts = append(opts, breaker.WithWindow(time.Duration(b.Interval), b.Buckets)) // 0: the breaker's default
+		opts = append(opts, breaker.WithWindow(b.Buckets, time.Duration(b.Interval))) // 0: the breaker's default
 	}
 	if b.Strategy == AdaptiveBreaker {
 		if b.K != 0 {
@@ -130,6 +130,8 @@ func buildBreaker(b BreakerRule, c clock.Clock) (*breakerRule, error) {
 		s = breaker.ErrorCount(b.Count)
 	case SlowRatioBreaker:
 		s = breaker.SlowRatio(time.Duration(b.MaxRT), b.Threshold)
+	case ConsecutiveFailuresBreaker:
+		s = breaker.ConsecutiveFailures(b.Count)
 	}
 	circuit, err := breaker.NewCircuit(s, opts...)
 	if err != nil {

@@ -67,3 +67,13 @@ func TestAThrottleRuleWithLimitZeroRefusesEverything(t *testing.T) {
 	mustEnter(t, g, "a").Exit(nil)
 	mustBlock(t, g, "a", "flow[0]", WaitTooLong) // its place is 1 s away
 }
+
+func TestConsecutiveFailuresRuleOpensAfterFailuresInARow(t *testing.T) {
+	g, _ := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ConsecutiveFailuresBreaker, Count: 3}}})
+	boom := errors.New("boom")
+	for _, err := range []error{boom, boom, nil, boom, boom} { // a success breaks the run
+		mustEnter(t, g, "db").Exit(err)
+	}
+	mustEnter(t, g, "db").Exit(boom) // the third in a row
+	mustBlock(t, g, "db", "breakers[0]", BreakerOpen)
+}

@@ -96,6 +96,9 @@ const (
 	ErrorRatioBreaker BreakerStrategy = "error_ratio" // breaker.ErrorRatio(Threshold)
 	ErrorCountBreaker BreakerStrategy = "error_count" // breaker.ErrorCount(Count)
 	SlowRatioBreaker  BreakerStrategy = "slow_ratio"  // breaker.SlowRatio(MaxRT, Threshold)
+	// ConsecutiveFailuresBreaker opens after Count failures in a row in the
+	// window: breaker.ConsecutiveFailures(Count).
+	ConsecutiveFailuresBreaker BreakerStrategy = "consecutive_failures"
 )
 
 // A BreakerRule puts a circuit breaker (package breaker) in front of a
@@ -105,18 +108,20 @@ type BreakerRule struct {
 	// Resource is the name of the resource the breaker protects.
 	Resource string `json:"resource" yaml:"resource"`
 	// Strategy is one of AdaptiveBreaker, ErrorRatioBreaker,
-	// ErrorCountBreaker, SlowRatioBreaker.
+	// ErrorCountBreaker, SlowRatioBreaker, ConsecutiveFailuresBreaker.
 	Strategy BreakerStrategy `json:"strategy" yaml:"strategy"`
 	// Threshold is the ratio that opens an error_ratio or slow_ratio
 	// breaker, in (0, 1].
 	Threshold float64 `json:"threshold,omitempty" yaml:"threshold,omitempty"`
-	// Count is the number of errors that opens an error_count breaker.
+	// Count is the number of failures that opens an error_count breaker,
+	// or the failures in a row that open a consecutive_failures breaker.
 	Count int64 `json:"count,omitempty" yaml:"count,omitempty"`
 	// MaxRT is the longest a request may take before a slow_ratio breaker
 	// counts it as slow.
 	MaxRT Duration `json:"max_rt,omitempty" yaml:"max_rt,omitempty"`
 	// MinRequests is the minimum volume (breaker.WithMinRequests); unset,
-	// the breaker's default.
+	// the breaker's default: 10 for the ratio and count strategies, 0 for
+	// consecutive_failures and adaptive.
 	MinRequests *int64 `json:"min_requests,omitempty" yaml:"min_requests,omitempty"`
 	// Interval and Buckets are the breaker's sliding window
 	// (breaker.WithWindow); each unset takes the breaker's default: 10 s,

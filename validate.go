@@ -248,6 +248,9 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	return p.list
 }
 
+// strategyNames lists the breaker strategies, as rule files write them.
+const strategyNames = "adaptive, error_ratio, error_count, slow_ratio, consecutive_failures"
+
 func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: b.Resource, list: into}
 	p.name("resource", b.Resource, true)
@@ -266,11 +269,6 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	}
 	if b.Probes < 0 {
 		p.add("probes", "%d must not be negative", b.Probes)
-	}
-	ratio := func() {
-		if !(b.Threshold > 0 && b.Threshold <= 1) {
-			p.add("threshold", "%v must be above 0 and at most 1", b.Threshold)
-		}
 	}
 	adaptiveOnly := func(field string, set bool) {
 		if set {
@@ -300,30 +298,39 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 		if _, ok := blockPolicies[b.BlockPolicy]; !ok {
 			p.add("block_policy", "%q is not one of count_blocks_while_failing, count_blocks, ignore_blocks", b.BlockPolicy)
 		}
-	case ErrorRatioBreaker, ErrorCountBreaker, SlowRatioBreaker:
+	case ErrorRatioBreaker, ErrorCountBreaker, SlowRatioBreaker, ConsecutiveFailuresBreaker:
 		adaptiveOnly("k", b.K != 0)
 		adaptiveOnly("protection", b.Protection != nil)
 		adaptiveOnly("block_policy", b.BlockPolicy != "")
-		switch b.Strategy {
-		case ErrorRatioBreaker:
-			ratio()
-		case ErrorCountBreaker:
+		uses := func(field string, set, applies bool) {
+			if set && !applies {
+				p.add(field, "does not apply to the %s strategy", b.Strategy)
+			}
+		}
+		ratio, count := b.Strategy == ErrorRatioBreaker || b.Strategy == SlowRatioBreaker, b.Strategy == ErrorCountBreaker || b.Strategy == ConsecutiveFailuresBreaker
+		uses("threshold", b.Threshold != 0, ratio)
+		uses("count", b.Count != 0, count)
+		uses("max_rt", b.MaxRT != 0, b.Strategy == SlowRatioBreaker)
+		switch {
+		case ratio:
+			if !(b.Threshold > 0 && b.Threshold <= 1) {
+				p.add("threshold", "%v must be above 0 and at most 1", b.Threshold)
+			}
+		case count:
 			if b.Count < 1 {
 				p.add("count", "%d must be at least 1", b.Count)
 			}
-		case SlowRatioBreaker:
-			ratio()
-			if b.MaxRT <= 0 {
-				p.add("max_rt", "%v must be positive", b.MaxRT)
-			}
+		}
+		if b.Strategy == SlowRatioBreaker && b.MaxRT <= 0 {
+			p.add("max_rt", "%v must be positive", b.MaxRT)
 		}
 		if b.MaxOpenTimeout != 0 && b.MaxOpenTimeout < b.OpenTimeout {
 			p.add("max_open_timeout", "%v must be at least open_timeout %v", b.MaxOpenTimeout, b.OpenTimeout)
 		}
 	case "":
-		p.add("strategy", "missing: one of adaptive, error_ratio, error_count, slow_ratio")
+		p.add("strategy", "missing: one of %s", strategyNames)
 	default:
-		p.add("strategy", "%q is not one of adaptive, error_ratio, error_count, slow_ratio", b.Strategy)
+		p.add("strategy", "%q is not one of %s", b.Strategy, strategyNames)
 	}
 	if len(p.list) == len(into) {
 		if br, err := buildBreaker(b, nil); err != nil {

@@ -116,7 +116,7 @@ func TestAdaptiveHealthyWindowDrawsNothing(t *testing.T) {
 
 func TestAdaptiveFailuresLeaveTheWindow(t *testing.T) {
 	// 1 s window in 4 buckets of 250 ms: failures at t = 0 leave at 1 s.
-	a, clk, _ := newAdaptive(t, WithWindow(time.Second, 4), WithProtection(0))
+	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
 	outcomes(t, a, 0, 10)
 	clk.Set(999 * ms)
 	if r := a.BlockRatio(); r != 10.0/11 {
@@ -132,7 +132,7 @@ func TestAdaptiveFailuresLeaveTheWindow(t *testing.T) {
 }
 
 func TestAdaptiveCountsTheCurrentBucketAtOnce(t *testing.T) {
-	a, clk, _ := newAdaptive(t, WithWindow(time.Second, 4), WithProtection(0))
+	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
 	clk.Set(300 * ms)
 	outcomes(t, a, 0, 1)
 	if r := a.BlockRatio(); r != 0.5 {
@@ -160,7 +160,7 @@ func TestAdaptiveDoCountsOutcomes(t *testing.T) {
 
 // StateAt and StatsAt read the window at the time given, not at the clock's.
 func TestAdaptiveStateAtReadsTheGivenTime(t *testing.T) {
-	a, clk, _ := newAdaptive(t, WithWindow(time.Second, 4), WithProtection(0))
+	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
 	outcomes(t, a, 0, 10) // at 0
 	for _, tc := range []struct {
 		at   int64

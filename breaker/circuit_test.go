@@ -142,7 +142,7 @@ func TestCircuitSlowRatioCountsOnlyRequestsSlowerThanMaxRT(t *testing.T) {
 
 func TestCircuitWindowSlides(t *testing.T) {
 	// A 1 s window in 10 buckets: failures leave it bucket by bucket.
-	c, clk := newCircuit(t, ErrorCount(3), WithWindow(time.Second, 10), WithMinRequests(1))
+	c, clk := newCircuit(t, ErrorCount(3), WithWindow(10, time.Second), WithMinRequests(1))
 	settle(t, c, Failure) // t = 0
 	clk.Advance(500 * time.Millisecond)
 	settle(t, c, Failure) // t = 500 ms
@@ -321,7 +321,7 @@ func TestWithWindowKeepsTheDefaultOfWhatIsZero(t *testing.T) {
 	clk := clock.NewManual(0)
 	// 1 s in the Circuit's default 10 buckets of 100 ms: a failure at
 	// 50 ms has left the window at 1.1 s.
-	c, err := NewCircuit(ErrorCount(100), WithClock(clk), WithWindow(time.Second, 0))
+	c, err := NewCircuit(ErrorCount(100), WithClock(clk), WithWindow(0, time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestWithWindowKeepsTheDefaultOfWhatIsZero(t *testing.T) {
 		t.Fatalf("stats at 1.1 s = %+v, want the window of 1 s", s)
 	}
 	// 10 s (the default) in 5 buckets of 2 s.
-	c, err = NewCircuit(ErrorCount(100), WithClock(clk), WithWindow(0, 5))
+	c, err = NewCircuit(ErrorCount(100), WithClock(clk), WithWindow(5, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

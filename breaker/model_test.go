@@ -80,7 +80,7 @@ func (c refConfig) String() string {
 	case refTripWhen:
 		s = fmt.Sprintf("TripWhen(%q)", refConditions[c.condition].name)
 	}
-	s += fmt.Sprintf(" WithWindow(%v, %d)", time.Duration(c.window), c.buckets)
+	s += fmt.Sprintf(" WithWindow(%d, %v)", c.buckets, time.Duration(c.window))
 	if c.minRequests >= 0 {
 		s += fmt.Sprintf(" WithMinRequests(%d)", c.minRequests)
 	}
@@ -115,7 +115,7 @@ func (c refConfig) strategy(calls *[]Counts) Strategy {
 }
 
 func (c refConfig) options(clk clock.Clock) []Option {
-	opts := []Option{WithClock(clk), WithWindow(time.Duration(c.window), int(c.buckets))}
+	opts := []Option{WithClock(clk), WithWindow(int(c.buckets), time.Duration(c.window))}
 	if c.minRequests >= 0 {
 		opts = append(opts, WithMinRequests(c.minRequests))
 	}

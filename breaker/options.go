@@ -94,12 +94,12 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithWindow sets the sliding window the breaker counts outcomes over: the
-// last interval, in buckets buckets. The defaults are 40 buckets over 10 s
-// for Adaptive (go-zero's) and 10 buckets over 10 s for Circuit; an interval
-// or a number of buckets of 0 keeps its default. The interval must divide
-// into whole nanoseconds per bucket, each at least 1 µs; a negative value is
-// an error.
-func WithWindow(interval time.Duration, buckets int) Option {
+// last interval, in buckets buckets (the order of window.NewCounter). The
+// defaults are 40 buckets over 10 s for Adaptive (go-zero's) and 10 buckets
+// over 10 s for Circuit; a number of buckets or an interval of 0 keeps its
+// default. The interval must divide into whole nanoseconds per bucket, each
+// at least 1 µs; a negative value is an error.
+func WithWindow(buckets int, interval time.Duration) Option {
 	return func(s *settings) {
 		if interval != 0 {
 			s.interval = interval

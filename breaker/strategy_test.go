@@ -50,7 +50,7 @@ func TestConsecutiveFailuresIgnoredOutcomesNeitherBreakNorExtendTheRun(t *testin
 // Failures that leave the window leave the run: a run must fit in the
 // window's interval.
 func TestConsecutiveFailuresRunLeavesWithTheWindow(t *testing.T) {
-	c, clk := newCircuit(t, ConsecutiveFailures(3), WithWindow(time.Second, 4)) // buckets of 250 ms
+	c, clk := newCircuit(t, ConsecutiveFailures(3), WithWindow(4, time.Second)) // buckets of 250 ms
 	settle(t, c, Failure)                                                       // at 0
 	clk.Set(500 * ms)
 	settle(t, c, Failure)
@@ -71,7 +71,7 @@ func TestConsecutiveFailuresRunLeavesWithTheWindow(t *testing.T) {
 // A success before the window does not shorten the run within it, and a
 // success within it does.
 func TestConsecutiveFailuresRunStartsAfterTheLatestSuccessInTheWindow(t *testing.T) {
-	c, clk := newCircuit(t, ConsecutiveFailures(10), WithWindow(time.Second, 4))
+	c, clk := newCircuit(t, ConsecutiveFailures(10), WithWindow(4, time.Second))
 	settle(t, c, Failure) // at 0: leaves at 1 s
 	settle(t, c, Success) // at 0: leaves at 1 s
 	clk.Set(500 * ms)

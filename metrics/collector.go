@@ -33,7 +33,7 @@ type Collector struct {
 	inbound   traffic // the guard's inbound requests, without a label
 
 	breakerState         *prometheus.Desc
-	breakerBlockRatio     *prometheus.Desc
+	breakerBlockRatio    *prometheus.Desc
 	flowRuleLimit        *prometheus.Desc
 	breakerRuleThreshold *prometheus.Desc
 
@@ -98,7 +98,7 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 			"Limit of a flow rule in force: requests per the rule's interval (type qps or throttle; for a rule with a ref_resource, that resource's requests) or requests in flight (type concurrency).",
 			"resource", "rule", "type"),
 		breakerRuleThreshold: desc("breaker_rule_threshold",
-			"Threshold at which the breaker of a breaker rule in force opens: the share of failed (error_ratio) or slow (slow_ratio) requests, 0 to 1, or the number of failures (error_count), in the breaker's window. Adaptive breakers have none.",
+			"Threshold at which the breaker of a breaker rule in force opens: the share of failed (error_ratio) or slow (slow_ratio) requests, 0 to 1, the number of failures (error_count), or of failures in a row (consecutive_failures), in the breaker's window. Adaptive breakers have none.",
 			"resource", "rule", "strategy"),
 		clusterHealthy: desc("cluster_healthy",
 			"1 while the guard's cluster (slidegate.WithCluster) decides the cluster-wide rules, 0 while they fall back to local decisions."),

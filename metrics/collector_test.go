@@ -111,7 +111,7 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 	}
 	for name, n := range map[string]int{
 		"slidegate_breaker_state":          3,
-		"slidegate_breaker_block_ratio":     3,
+		"slidegate_breaker_block_ratio":    3,
 		"slidegate_flow_rule_limit":        4,
 		"slidegate_breaker_rule_threshold": 2, // the adaptive breaker has none
 	} {

@@ -50,7 +50,7 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 		switch b.Strategy {
 		case slidegate.ErrorRatioBreaker, slidegate.SlowRatioBreaker:
 			threshold = b.Threshold
-		case slidegate.ErrorCountBreaker:
+		case slidegate.ErrorCountBreaker, slidegate.ConsecutiveFailuresBreaker:
 			threshold = float64(b.Count)
 		default: // adaptive: it follows the failures and trips at no threshold
 			continue

@@ -34,8 +34,8 @@ var reasons = [...]struct {
 // traffic, without a label.
 type traffic struct {
 	allowed, blocked, succeeded, failed *prometheus.Desc
-	inFlight                           *prometheus.Desc
-	responseTime, responseTimeMax      *prometheus.Desc
+	inFlight                            *prometheus.Desc
+	responseTime, responseTimeMax       *prometheus.Desc
 }
 
 // newTraffic makes the descriptors with desc, their names prefixed with

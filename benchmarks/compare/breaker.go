@@ -341,8 +341,8 @@ var rejectOpen = &Shape{
 			for range breakerFailures {
 				op()
 			}
-			if r := a.DropRatio(); r < 0.999 {
-				b.Fatalf("Adaptive: drop ratio %v after %d failing requests, want above 0.999", r, breakerFailures)
+			if r := a.BlockRatio(); r < 0.999 {
+				b.Fatalf("Adaptive: block ratio %v after %d failing requests, want above 0.999", r, breakerFailures)
 			}
 			return refuses(b, "Adaptive", 10, op)
 		}},
