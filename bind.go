@@ -106,7 +106,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		}
 		f, err := buildFlow(r, g.clock, g.cluster)
 		if err != nil {
-			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Reason: err.Error()})
+			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: fieldOf(err), Reason: err.Error()})
 			continue
 		}
 		s.flows[i] = f

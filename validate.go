@@ -1,11 +1,14 @@
 package slidegate
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 )
 
 // A Problem is one thing wrong with a set of rules: which rule, which field,
@@ -238,14 +241,32 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	if f.WarmUp > 0 && f.ColdFactor != 0 && !(f.ColdFactor > 1) {
 		p.add("cold_factor", "%v must be above 1", f.ColdFactor)
 	}
+	if f.flowType() == ThrottleRule && f.WarmUp == 0 {
+		if f.Buckets != 0 {
+			p.add("buckets", "a throttle's buckets divide its warm-up: it has none (warm_up)")
+		}
+	}
+	if f.WarmUp == 0 && f.ColdFactor != 0 {
+		p.add("cold_factor", "a cold factor needs a warm-up (warm_up)")
+	}
 	if len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor
 		// judge them together (bucket widths, interval splits).
 		if _, err := buildFlow(f, nil, nil); err != nil {
-			p.add("", "%v", err)
+			p.add(fieldOf(err), "%v", err)
 		}
 	}
 	return p.list
+}
+
+// fieldOf returns the rule field a limiter's configuration error is about
+// (flow.ConfigError names its option as rule files name the field), or "".
+func fieldOf(err error) string {
+	var ce *flow.ConfigError
+	if errors.As(err, &ce) {
+		return ce.Option
+	}
+	return ""
 }
 
 // strategyNames lists the breaker strategies, as rule files write them.
