@@ -35,8 +35,11 @@ func BenchmarkBaselineAtomicAdd(b *testing.B) {
 // The target: a QPS rule and a breaker on one resource, every
 // request admitted.
 func benchGuard(b *testing.B) *Guard {
-	g := New()
-	err := g.SetRules(Rules{
+	g, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = g.SetRules(Rules{
 		Flow:     []FlowRule{{Resource: "a", Limit: 1 << 30}},
 		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorRatioBreaker, Threshold: 0.5}},
 	})
@@ -65,7 +68,10 @@ func BenchmarkEnterExitQPSAndBreakerParallel(b *testing.B) {
 }
 
 func BenchmarkEnterExitNoRules(b *testing.B) {
-	g := New()
+	g, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
 	for i := 0; i < b.N; i++ {
 		e, _ := g.Enter(bg, "a")
 		e.Exit(nil)

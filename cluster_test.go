@@ -43,8 +43,11 @@ func (l *fakeLimiter) AllowN(ctx context.Context, n int64) flow.Decision {
 func (l *fakeLimiter) SetLimit(n int64) error { return l.q.SetLimit(n) }
 
 func TestClusterRulesNeedACluster(t *testing.T) {
-	g := New()
-	err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Cluster: true}}})
+	g, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Cluster: true}}})
 	var re *RulesError
 	if !errors.As(err, &re) || len(re.Problems) != 1 || re.Problems[0].Field != "cluster" || !strings.Contains(err.Error(), "WithCluster") {
 		t.Fatalf("SetRules without a cluster: %v; want a problem with the cluster field naming WithCluster", err)
@@ -57,7 +60,10 @@ func TestClusterRulesNeedACluster(t *testing.T) {
 func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 	fc := &fakeCluster{}
 	m := clock.NewManual(0)
-	g := New(WithCluster(fc), WithClock(m))
+	g, err := New(WithCluster(fc), WithClock(m))
+	if err != nil {
+		t.Fatal(err)
+	}
 	rules := Rules{Flow: []FlowRule{
 		{Resource: "a", Limit: 3, Cluster: true, Lease: 5},
 		{Resource: "a", Limit: 2, Interval: Duration(time.Minute)}, // local, checked first
@@ -79,7 +85,7 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 	}
 	// The local rule refuses the third: the cluster is not asked, so
 	// no shared permit is spent on it.
-	_, err := g.Enter(ctx, "a")
+	_, err = g.Enter(ctx, "a")
 	var be *BlockError
 	if !errors.As(err, &be) || be.Rule != "flow[1]" {
 		t.Fatalf("third Enter: %v; want a block by the local rule flow[1]", err)
@@ -138,8 +144,11 @@ func TestValidateChecksWhatEveryClusterCanKeep(t *testing.T) {
 }
 
 func TestSetRulesReportsEveryRuleTheClusterRefuses(t *testing.T) {
-	g := New(WithCluster(refusingCluster{}))
-	err := g.SetRules(Rules{Flow: []FlowRule{
+	g, err := New(WithCluster(refusingCluster{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.SetRules(Rules{Flow: []FlowRule{
 		{Resource: "a", Limit: 1, Cluster: true},
 		{Resource: "b", Limit: 1},
 		{Resource: "c", Limit: 1, Cluster: true},

@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,8 +36,11 @@ func (c *countingClock) Now() int64 { c.reads.Add(1); return c.Manual.Now() }
 
 func TestABreakerRefusalReadsTheClockOnce(t *testing.T) {
 	clk := &countingClock{Manual: clock.NewManual(int64(time.Hour))}
-	g := New(WithClock(clk))
-	err := g.SetRules(Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64), OpenTimeout: Duration(5 * time.Second)}}})
+	g, err := New(WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.SetRules(Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64), OpenTimeout: Duration(5 * time.Second)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,4 +80,25 @@ func TestConsecutiveFailuresRuleOpensAfterFailuresInARow(t *testing.T) {
 	}
 	mustEnter(t, g, "db").Exit(boom) // the third in a row
 	mustBlock(t, g, "db", "breakers[0]", BreakerOpen)
+}
+
+func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithClock(nil), "clock = nil"},
+		{WithMaxResources(0), "max resources = 0"},
+		{WithMaxResources(-3), "max resources = -3"},
+		{WithLogger(nil), "logger = nil"},
+		{WithCluster(nil), "cluster = nil"},
+	} {
+		g, err := New(tc.opt)
+		if g != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New: %v, %v; want an ErrInvalidConfig naming %q", g, err, tc.want)
+		}
+	}
+	if g, err := New(nil, WithMaxResources(1)); g == nil || err != nil {
+		t.Errorf("New(nil, WithMaxResources(1)) = %v, %v; a nil option is no option", g, err)
+	}
 }

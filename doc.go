@@ -5,7 +5,7 @@
 //
 // Name a resource, give it rules, and wrap the code that uses it:
 //
-//	g := slidegate.New()
+//	g, err := slidegate.New()
 //	err := g.SetRules(slidegate.Rules{
 //		Flow:     []slidegate.FlowRule{{Resource: "GET /orders", Limit: 100}},
 //		Breakers: []slidegate.BreakerRule{{Resource: "mysql", Strategy: slidegate.ErrorRatioBreaker, Threshold: 0.5}},

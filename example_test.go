@@ -12,8 +12,11 @@ import (
 // Protect a resource with a QPS rule: the third request within the second is
 // blocked, and the error says by which rule and when to retry.
 func ExampleGuard() {
-	g := slidegate.New(slidegate.WithClock(clock.NewManual(0)))
-	err := g.SetRules(slidegate.Rules{
+	g, err := slidegate.New(slidegate.WithClock(clock.NewManual(0)))
+	if err != nil {
+		panic(err)
+	}
+	err = g.SetRules(slidegate.Rules{
 		Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 2}},
 	})
 	if err != nil {
@@ -56,9 +59,12 @@ func ExampleRules_Validate() {
 // Exit must be given the request's final error: defer it in a closure that
 // reads the named result, so that the breakers see failures.
 func ExampleEntry_Exit() {
-	g := slidegate.New(slidegate.WithClock(clock.NewManual(0)))
+	g, err := slidegate.New(slidegate.WithClock(clock.NewManual(0)))
+	if err != nil {
+		panic(err)
+	}
 	minimum := int64(1)
-	err := g.SetRules(slidegate.Rules{
+	err = g.SetRules(slidegate.Rules{
 		Breakers: []slidegate.BreakerRule{{Resource: "db", Strategy: slidegate.ErrorCountBreaker, Count: 2, MinRequests: &minimum}},
 	})
 	if err != nil {

@@ -2,6 +2,8 @@ package slidegate
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -56,14 +58,29 @@ type guardOptions struct {
 	maxResources int
 	log          *slog.Logger
 	cluster      Cluster
+	err          error // the first bad option
 }
 
-// WithClock makes the guard read time from c instead of clock.System.
+// ErrInvalidConfig is wrapped by the error New returns for a bad option.
+// The message names the option and its value.
+var ErrInvalidConfig = errors.New("slidegate: invalid configuration")
+
+// bad records a bad option, unless one was found before.
+func (o *guardOptions) bad(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+}
+
+// WithClock makes the guard read time from c instead of clock.System. A nil
+// c is an error.
 func WithClock(c clock.Clock) Option {
 	return func(o *guardOptions) {
-		if c != nil {
-			o.clock = c
+		if c == nil {
+			o.bad("clock = nil: give a clock, or leave the option out for clock.System")
+			return
 		}
+		o.clock = c
 	}
 }
 
@@ -73,24 +90,39 @@ func WithClock(c clock.Clock) Option {
 // are kept even beyond it.
 func WithMaxResources(n int) Option {
 	return func(o *guardOptions) {
-		if n >= 1 {
-			o.maxResources = n
+		if n < 1 {
+			o.bad("max resources = %d: must be at least 1", n)
+			return
 		}
+		o.maxResources = n
 	}
 }
 
 // WithLogger makes the guard log through l (rule changes, rules refused);
-// by default it logs nothing. It never logs per request.
+// by default it logs nothing. It never logs per request. A nil l is an
+// error.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *guardOptions) { o.log = l }
+	return func(o *guardOptions) {
+		if l == nil {
+			o.bad("logger = nil: give a logger, or leave the option out to log nothing")
+			return
+		}
+		o.log = l
+	}
 }
 
 // WithCluster makes the guard keep the counts of its cluster-wide flow rules
 // (FlowRule.Cluster) in c, where every instance of the service sees them:
 // a *redisflow.Cluster keeps them in Redis. A guard without a cluster
-// refuses rules marked cluster-wide.
+// refuses rules marked cluster-wide. A nil c is an error.
 func WithCluster(c Cluster) Option {
-	return func(o *guardOptions) { o.cluster = c }
+	return func(o *guardOptions) {
+		if c == nil {
+			o.bad("cluster = nil: give a cluster, or leave the option out")
+			return
+		}
+		o.cluster = c
+	}
 }
 
 // A Cluster keeps the counts of cluster-wide flow rules for all the
@@ -137,13 +169,17 @@ type ClusterLimiter interface {
 	AllowN(ctx context.Context, n int64) flow.Decision
 }
 
-// New returns a Guard without rules.
-func New(opts ...Option) *Guard {
+// New returns a Guard without rules, or an error wrapping ErrInvalidConfig
+// that names the first bad option and its value. A nil option is no option.
+func New(opts ...Option) (*Guard, error) {
 	o := guardOptions{clock: clock.System, maxResources: DefaultMaxResources}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	if o.err != nil {
+		return nil, o.err
 	}
 	if o.log == nil {
 		o.log = slog.New(discard{})
@@ -151,7 +187,7 @@ func New(opts ...Option) *Guard {
 	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log, cluster: o.cluster}
 	g.inbound = newResource("(inbound)", o.clock)
 	g.snap.Store(&snapshot{by: map[string]*binding{}})
-	return g
+	return g, nil
 }
 
 // SetRules validates rules and, if they are sound, puts them in force in one
@@ -222,7 +258,13 @@ func (discard) Handle(context.Context, slog.Record) error { return nil }
 func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
 func (d discard) WithGroup(string) slog.Handler           { return d }
 
-var defaultGuard = sync.OnceValue(func() *Guard { return New() })
+var defaultGuard = sync.OnceValue(func() *Guard {
+	g, err := New()
+	if err != nil {
+		panic("slidegate: the default guard: " + err.Error()) // New without options cannot fail
+	}
+	return g
+})
 
 // Default returns the package's default guard, which Enter, Do and SetRules
 // use: for a program that needs one. Libraries and tests should make their

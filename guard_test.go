@@ -19,7 +19,10 @@ var bg = context.Background()
 func newGuard(t *testing.T, rules Rules, opts ...Option) (*Guard, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(int64(time.Hour))
-	g := New(append([]Option{WithClock(clk)}, opts...)...)
+	g, err := New(append([]Option{WithClock(clk)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := g.SetRules(rules); err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +447,10 @@ func TestDefaultGuard(t *testing.T) {
 }
 
 func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
-	g := New(WithMaxResources(1000))
+	g, err := New(WithMaxResources(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

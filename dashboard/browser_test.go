@@ -141,7 +141,10 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 	}
 
 	clk := clock.NewManual(int64(time.Hour))
-	g := slidegate.New(slidegate.WithClock(clk))
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
 	minRequests := int64(10)
 	if err := g.SetRules(slidegate.Rules{
 		Flow: []slidegate.FlowRule{

@@ -18,7 +18,10 @@ func Example() {
 	// A guard and its dashboard on a manual clock, sampled by hand; a
 	// service would write dashboard.New(g) and let it sample every second.
 	clk := clock.NewManual(0)
-	g := slidegate.New(slidegate.WithClock(clk))
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
 	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 25}}})
 	d := dashboard.New(g, dashboard.WithClock(clk), dashboard.WithInterval(0))
 	defer d.Close()

@@ -28,7 +28,10 @@ type fixture struct {
 func newFixture(t *testing.T, gopts []slidegate.Option, opts ...Option) *fixture {
 	t.Helper()
 	clk := clock.NewManual(int64(time.Hour))
-	g := slidegate.New(append([]slidegate.Option{slidegate.WithClock(clk)}, gopts...)...)
+	g, err := slidegate.New(append([]slidegate.Option{slidegate.WithClock(clk)}, gopts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := New(g, append([]Option{WithClock(clk), WithInterval(0)}, opts...)...)
 	t.Cleanup(func() { d.Close() })
 	return &fixture{clk: clk, g: g, d: d}
@@ -351,7 +354,10 @@ func TestSampleWithoutTimePassingDoesNothing(t *testing.T) {
 
 func TestSamplerGoroutineSamplesEveryIntervalAndCloseStopsIt(t *testing.T) {
 	clk := clock.NewManual(0)
-	g := slidegate.New(slidegate.WithClock(clk))
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := New(g, WithClock(clk), WithInterval(500*time.Millisecond))
 	for i := uint64(1); i <= 3; i++ {
 		waitFor(t, "the sampler to sleep", func() bool { return clk.Sleepers() == 1 })
@@ -386,7 +392,10 @@ func TestSampleReadsTheClockOnce(t *testing.T) {
 	clk := &countingClock{Manual: clock.NewManual(int64(time.Hour))}
 	// One resource kept, so that OtherResource counts too; a breaker, and
 	// inbound traffic: every reading the sampler makes of the guard.
-	g := slidegate.New(slidegate.WithClock(clk), slidegate.WithMaxResources(1))
+	g, err := slidegate.New(slidegate.WithClock(clk), slidegate.WithMaxResources(1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := g.SetRules(slidegate.Rules{
 		Flow:     []slidegate.FlowRule{{Resource: "a", Limit: 3}},
 		Breakers: []slidegate.BreakerRule{{Resource: "a", Strategy: slidegate.ErrorCountBreaker, Count: 100}},

@@ -15,7 +15,10 @@ import (
 // BenchmarkCollect measures one Collect of a guard with 100 resources, each
 // with traffic, without the registry's gathering and encoding.
 func BenchmarkCollect(b *testing.B) {
-	g := slidegate.New(slidegate.WithClock(clock.NewManual(start)))
+	g, err := slidegate.New(slidegate.WithClock(clock.NewManual(start)))
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := g.SetRules(knownRules()); err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func (allowAll) AllowN(context.Context, int64) flow.Decision { return flow.Decis
 
 func TestClusterHealthIsExported(t *testing.T) {
 	c := &healthCluster{h: slidegate.ClusterHealth{Healthy: true, Failures: 3, Fallbacks: 7}}
-	s := newScraper(t, metrics.NewCollector(slidegate.New(slidegate.WithCluster(c))))
+	s := newScraper(t, metrics.NewCollector(newGuard(t, slidegate.WithCluster(c))))
 	f := s.scrape(t)
 	for name, want := range map[string]float64{
 		"slidegate_cluster_healthy": 1, "slidegate_cluster_misconfigured": 0,
@@ -40,7 +40,7 @@ func TestClusterHealthIsExported(t *testing.T) {
 		t.Errorf("a misconfigured cluster reads healthy %v, misconfigured %v", f.value(t, "slidegate_cluster_healthy", nil), f.value(t, "slidegate_cluster_misconfigured", nil))
 	}
 	// A guard without a cluster exports no cluster families.
-	f = newScraper(t, metrics.NewCollector(slidegate.New())).scrape(t)
+	f = newScraper(t, metrics.NewCollector(newGuard(t))).scrape(t)
 	for _, name := range clusterFamilies {
 		if f["slidegate_"+name] != nil {
 			t.Errorf("a guard without a cluster exports %s", name)

@@ -294,7 +294,10 @@ func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, 
 
 func TestBreakerStateFollowsTheCircuit(t *testing.T) {
 	clk := clock.NewManual(start)
-	g := slidegate.New(slidegate.WithClock(clk))
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
 	one := int64(1)
 	if err := g.SetRules(slidegate.Rules{Breakers: []slidegate.BreakerRule{{Resource: "db",
 		Strategy: slidegate.ErrorCountBreaker, Count: 3, MinRequests: &one, OpenTimeout: slidegate.Duration(5 * time.Second)}}}); err != nil {
@@ -339,7 +342,10 @@ func TestEverySeriesExistsBeforeTraffic(t *testing.T) {
 	if n := len(slidegate.Totals{}.BlockedBy) - 1; n != len(reasonLabels) {
 		t.Fatalf("slidegate has %d block reasons; the collector labels %d", n, len(reasonLabels))
 	}
-	g := slidegate.New(slidegate.WithClock(clock.NewManual(start)))
+	g, err := slidegate.New(slidegate.WithClock(clock.NewManual(start)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := g.SetRules(knownRules()); err != nil {
 		t.Fatal(err)
 	}

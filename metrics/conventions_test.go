@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/metrics"
 )
 
@@ -71,7 +70,7 @@ func TestNamespaceAndConstLabels(t *testing.T) {
 }
 
 func TestRegisteringRefusesCollisions(t *testing.T) {
-	g := slidegate.New()
+	g := newGuard(t)
 	for _, c := range []struct {
 		name string
 		cs   []prometheus.Collector
@@ -79,9 +78,9 @@ func TestRegisteringRefusesCollisions(t *testing.T) {
 	}{
 		{"two guards told apart by a label", []prometheus.Collector{
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"guard": "a"})),
-			metrics.NewCollector(slidegate.New(), metrics.WithConstLabels(prometheus.Labels{"guard": "b"}))}, true},
+			metrics.NewCollector(newGuard(t), metrics.WithConstLabels(prometheus.Labels{"guard": "b"}))}, true},
 		{"two guards told apart by the namespace", []prometheus.Collector{
-			metrics.NewCollector(g), metrics.NewCollector(slidegate.New(), metrics.WithNamespace("other"))}, true},
+			metrics.NewCollector(g), metrics.NewCollector(newGuard(t), metrics.WithNamespace("other"))}, true},
 		{"the same collector twice", []prometheus.Collector{metrics.NewCollector(g), metrics.NewCollector(g)}, false},
 		{"a constant label that is one of the collector's", []prometheus.Collector{
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"resource": "x"}))}, false},
@@ -114,7 +113,7 @@ func TestDescribeSendsTheFixedSet(t *testing.T) {
 		return out
 	}
 	busy, _ := knownTraffic(t)
-	empty := describe(metrics.NewCollector(slidegate.New()))
+	empty := describe(metrics.NewCollector(newGuard(t)))
 	if got := describe(metrics.NewCollector(busy)); !slices.Equal(got, empty) {
 		t.Errorf("a guard's rules and traffic change the descriptors:\n%q\n%q", got, empty)
 	}

@@ -17,7 +17,10 @@ import (
 func TestResourceNamedLikeOtherDoesNotBreakTheScrape(t *testing.T) {
 	// A request entered as "(other)" is counted in the guard's own
 	// OtherResource, so the scrape has one series of that name.
-	g := slidegate.New(slidegate.WithClock(clock.NewManual(start)), slidegate.WithMaxResources(1))
+	g, err := slidegate.New(slidegate.WithClock(clock.NewManual(start)), slidegate.WithMaxResources(1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	for _, name := range []string{slidegate.OtherResource, "x", "x", "y"} {
 		if err := g.Do(ctx, name, func() error { return nil }); err != nil {
@@ -37,7 +40,10 @@ func TestResourceNamedLikeOtherDoesNotBreakTheScrape(t *testing.T) {
 }
 
 func TestResourceNamesThatAreNotUTF8(t *testing.T) {
-	g := slidegate.New(slidegate.WithClock(clock.NewManual(start)))
+	g, err := slidegate.New(slidegate.WithClock(clock.NewManual(start)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	for _, name := range []string{"a\xff", "a\xfe", "b"} {
 		if err := g.Do(ctx, name, func() error { return nil }); err != nil {
@@ -66,7 +72,10 @@ func TestNilGuardIsTheDefault(t *testing.T) {
 
 func TestConcurrentScrapesWhileTrafficFlows(t *testing.T) {
 	clk := clock.NewManual(start)
-	g := slidegate.New(slidegate.WithClock(clk))
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := g.SetRules(knownRules()); err != nil {
 		t.Fatal(err)
 	}

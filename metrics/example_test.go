@@ -15,7 +15,10 @@ import (
 )
 
 func ExampleNewCollector() {
-	g := slidegate.New(slidegate.WithClock(clock.NewManual(0))) // a manual clock, for a stable output
+	g, err := slidegate.New(slidegate.WithClock(clock.NewManual(0))) // a manual clock, for a stable output
+	if err != nil {
+		panic(err)
+	}
 	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 2}}})
 
 	// One line; with the default registry, prometheus.MustRegister(metrics.NewCollector(g)),

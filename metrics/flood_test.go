@@ -16,7 +16,10 @@ import (
 // would, with new long methods and paths, then scrapes its metrics: their
 // size follows the server's routes, not the flood.
 func TestAScrapeAfterAFloodStaysSmall(t *testing.T) {
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /orders", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("/static/", func(http.ResponseWriter, *http.Request) {})

@@ -22,6 +22,16 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
+// newGuard returns a guard made with opts, failing the test if it cannot.
+func newGuard(t testing.TB, opts ...slidegate.Option) *slidegate.Guard {
+	t.Helper()
+	g, err := slidegate.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // A scraper serves a registry over HTTP, as Prometheus scrapes it.
 type scraper struct {
 	srv *httptest.Server
@@ -202,7 +212,10 @@ func knownRules() slidegate.Rules {
 func knownTraffic(t *testing.T) (*slidegate.Guard, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(start)
-	g := slidegate.New(slidegate.WithClock(clk))
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := g.SetRules(knownRules()); err != nil {
 		t.Fatal(err)
 	}

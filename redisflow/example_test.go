@@ -41,7 +41,10 @@ func ExampleCluster_guard() {
 		panic(err)
 	}
 	defer cluster.Close()
-	g := slidegate.New(slidegate.WithCluster(cluster))
+	g, err := slidegate.New(slidegate.WithCluster(cluster))
+	if err != nil {
+		panic(err)
+	}
 	err = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
 		{Resource: "GET /orders", Limit: 5000, Cluster: true, Lease: 50},
 	}})

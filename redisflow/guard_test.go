@@ -39,7 +39,10 @@ flow:
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		g := slidegate.New(slidegate.WithCluster(c))
+		g, err := slidegate.New(slidegate.WithCluster(c))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := g.SetRules(rules); err != nil {
 			t.Fatal(err)
 		}

@@ -423,8 +423,11 @@ func TestSpendingALeaseAllocatesNothing(t *testing.T) {
 		return // the guard pools its entries, and sync.Pool drops some under -race
 	}
 	// Through a guard's cluster rule too.
-	g := slidegate.New(slidegate.WithCluster(l.c), slidegate.WithClock(m))
-	err := g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "r", Limit: 1_000_000, Interval: slidegate.Duration(time.Minute), Cluster: true, Lease: 1_000_000}}})
+	g, err := slidegate.New(slidegate.WithCluster(l.c), slidegate.WithClock(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "r", Limit: 1_000_000, Interval: slidegate.Duration(time.Minute), Cluster: true, Lease: 1_000_000}}})
 	if err != nil {
 		t.Fatal(err)
 	}

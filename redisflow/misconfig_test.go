@@ -181,7 +181,10 @@ func TestAPasswordSetWhileRunningIsReportedOnceAndClearedWhenFixed(t *testing.T)
 	logs := logDefault(t)
 	admin := client(t, srv.Addr)
 	c := cluster(t, srv, WithInstances(2), WithProbeBackoff(time.Millisecond, 10*time.Millisecond))
-	g := slidegate.New(slidegate.WithCluster(c))
+	g, err := slidegate.New(slidegate.WithCluster(c))
+	if err != nil {
+		t.Fatal(err)
+	}
 	l := limiter(t, c, "password", 1000, time.Minute)
 	if !l.Allow(bg).Allowed {
 		t.Fatal("blocked under the limit")

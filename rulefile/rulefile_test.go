@@ -195,7 +195,10 @@ func TestParseFollowsYAMLAnchorsAndMerges(t *testing.T) {
 func TestApplyKeepsTheRulesInForceWhenTheFileIsBad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	write(t, path, goodYAML)
 	if err := Apply(g, path); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 )
 
@@ -58,7 +57,7 @@ func TestWatcherDoesNotApplyAFileCutMidLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, rulesWithLimit("7"))
 	m := clock.NewManual(0)
-	_, next := reloadsOf(t, slidegate.New(), path, WithClock(m))
+	_, next := reloadsOf(t, newGuard(t), path, WithClock(m))
 
 	write(t, path, "flow:\n  - resource: a\n    limit: 1") // the first half
 	asleep(t, m)
@@ -81,7 +80,7 @@ func TestWatcherAppliesAFileWithoutAFinalNewlineOnceItStaysUnchanged(t *testing.
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, rulesWithLimit("7"))
 	m := clock.NewManual(0)
-	_, next := reloadsOf(t, slidegate.New(), path, WithClock(m))
+	_, next := reloadsOf(t, newGuard(t), path, WithClock(m))
 
 	write(t, path, "flow:\n  - resource: a\n    limit: 3")
 	asleep(t, m)
@@ -102,7 +101,7 @@ func TestWatcherWaitsForTwoReadsToAgree(t *testing.T) {
 	write(t, path, rulesWithLimit("7"))
 	m := clock.NewManual(0)
 	settle := 200 * time.Millisecond
-	_, next := reloadsOf(t, slidegate.New(), path, WithClock(m), WithSettle(settle))
+	_, next := reloadsOf(t, newGuard(t), path, WithClock(m), WithSettle(settle))
 
 	write(t, path, rulesWithLimit("1"))
 	asleep(t, m)
@@ -125,7 +124,7 @@ func TestWatcherReportsARemovedFileAndFollowsItBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, rulesWithLimit("7"))
 	m := clock.NewManual(0)
-	g := slidegate.New()
+	g := newGuard(t)
 	_, next := reloadsOf(t, g, path, WithClock(m))
 
 	if err := os.Remove(path); err != nil {

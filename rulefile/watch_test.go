@@ -16,6 +16,16 @@ import (
 // reloadsOf watches path for g and returns the watcher and a function that
 // waits for its next reload (10 s at most, so that a busy machine does not
 // fail the test) and returns its error and the flow limits in force after it.
+// newGuard returns a guard without options, failing the test if it cannot.
+func newGuard(t *testing.T) *slidegate.Guard {
+	t.Helper()
+	g, err := slidegate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func reloadsOf(t *testing.T, g *slidegate.Guard, path string, opts ...WatchOption) (*Watcher, func() ([]int64, error)) {
 	t.Helper()
 	type reload struct {
@@ -102,7 +112,7 @@ func TestWatcherFollowsAKubernetesConfigMapUpdate(t *testing.T) {
 	if err := os.Symlink(filepath.Join("..data", "rules.yaml"), path); err != nil {
 		t.Fatal(err)
 	}
-	g := slidegate.New()
+	g := newGuard(t)
 	var log lockedBuffer
 	_, next := reloadsOf(t, g, path, WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	if got := g.Rules().Flow[0].Limit; got != 1 {
@@ -129,7 +139,7 @@ func TestWatcherFollowsAFileBehindALinkInAnotherDirectory(t *testing.T) {
 	if err := os.Symlink(real, path); err != nil {
 		t.Fatal(err)
 	}
-	_, next := reloadsOf(t, slidegate.New(), path)
+	_, next := reloadsOf(t, newGuard(t), path)
 	write(t, real, rulesWithLimit("2"))
 	if limits, err := next(); err != nil || len(limits) != 1 || limits[0] != 2 {
 		t.Fatalf("reload %v with limits %v, want nil and [2]", err, limits)
@@ -142,7 +152,7 @@ func TestWatcherIsNotKeptBusyByOtherFilesInItsDirectory(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
 	write(t, path, rulesWithLimit("1"))
-	_, next := reloadsOf(t, slidegate.New(), path)
+	_, next := reloadsOf(t, newGuard(t), path)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -174,7 +184,7 @@ func TestWatcherReloadsAndKeepsTheRulesWhenTheFileIsBad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
 	write(t, path, goodYAML)
-	g := slidegate.New()
+	g := newGuard(t)
 	w, next := reloadsOf(t, g, path)
 	// A bad file: refused, the rules in force stay.
 	write(t, path, "flow:\n  - resource: a\n    limit: -5\n")
@@ -205,7 +215,7 @@ func TestWatchRefusesABadFileAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
 	write(t, path, "flow: [")
-	if _, err := Watch(slidegate.New(), path); err == nil {
+	if _, err := Watch(newGuard(t), path); err == nil {
 		t.Fatal("Watch accepted a bad file")
 	}
 }

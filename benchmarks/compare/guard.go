@@ -40,8 +40,11 @@ const guardLimit = 1 << 30
 // newGuard returns a slidegate Guard with a QPS rule and an error-ratio
 // breaker on guardResource.
 func newGuard(b *testing.B) *slidegate.Guard {
-	g := slidegate.New()
-	err := g.SetRules(slidegate.Rules{
+	g, err := slidegate.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = g.SetRules(slidegate.Rules{
 		Flow: []slidegate.FlowRule{{Resource: guardResource, Limit: guardLimit}},
 		Breakers: []slidegate.BreakerRule{{Resource: guardResource, Strategy: slidegate.ErrorRatioBreaker,
 			Threshold: breakerRatio}},

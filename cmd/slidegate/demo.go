@@ -125,7 +125,11 @@ func demo(args []string, stdout, stderr io.Writer) int {
 // runDemo runs the demo until ctx ends.
 func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	g := slidegate.New(slidegate.WithLogger(log))
+	g, err := slidegate.New(slidegate.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
+		return 1
+	}
 	if rulesPath == "" {
 		rules, err := rulefile.Parse("demo_rules.yaml", demoRules)
 		if err == nil {

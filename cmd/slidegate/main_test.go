@@ -173,7 +173,10 @@ func TestDemoFlags(t *testing.T) {
 }
 
 func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := g.Do(context.Background(), "a", func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@
 // the service's traffic as a whole (Guard.Inbound); client interceptors
 // enter as outbound traffic.
 //
-//	g := slidegate.New()
+//	g, err := slidegate.New()
 //	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
 //		{Resource: "/shop.Orders/Create", Limit: 100}, // 100 per second
 //	}})

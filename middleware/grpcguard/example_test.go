@@ -36,7 +36,10 @@ func listen(srv *grpc.Server, dopts ...grpc.DialOption) *grpc.ClientConn {
 }
 
 func ExampleUnaryServerInterceptor() {
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		panic(err)
+	}
 	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
 		{Resource: "/grpc.health.v1.Health/Check", Limit: 2, Interval: slidegate.Duration(time.Minute)},
 	}})
@@ -81,7 +84,10 @@ func ExampleUnaryClientInterceptor() {
 	defer srv.Stop()
 
 	// After 3 failures, fail fast for 5 seconds without calling it.
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		panic(err)
+	}
 	minRequests := int64(1)
 	_ = g.SetRules(slidegate.Rules{Breakers: []slidegate.BreakerRule{{
 		Resource: "/grpc.health.v1.Health/Check", Strategy: slidegate.ErrorCountBreaker, Count: 3,

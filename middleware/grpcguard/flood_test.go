@@ -30,7 +30,10 @@ func heapInUse() uint64 {
 // method names that are new every time: they make one resource, and the
 // guard's memory does not grow with them.
 func TestAFloodOfUnknownMethodsMakesOneResource(t *testing.T) {
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -127,7 +127,10 @@ func serve(t *testing.T, sopts []grpc.ServerOption, dopts ...grpc.DialOption) (*
 func guarded(t *testing.T, rules slidegate.Rules) (*slidegate.Guard, *clock.Manual) {
 	t.Helper()
 	c := clock.NewManual(0)
-	g := slidegate.New(slidegate.WithClock(c))
+	g, err := slidegate.New(slidegate.WithClock(c))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := g.SetRules(rules); err != nil {
 		t.Fatal(err)
 	}

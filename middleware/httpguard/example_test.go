@@ -10,7 +10,10 @@ import (
 )
 
 func ExampleMiddleware() {
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		panic(err)
+	}
 	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
 		{Resource: "GET /hello/{name}", Limit: 2}, // 2 per second
 	}})
@@ -40,7 +43,10 @@ func ExampleTransport() {
 	}))
 	defer backend.Close()
 
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		panic(err)
+	}
 	// After 3 errors in 10 s, fail fast for 5 s.
 	minRequests := int64(1)
 	_ = g.SetRules(slidegate.Rules{Breakers: []slidegate.BreakerRule{

@@ -38,7 +38,10 @@ func heapInUse() uint64 {
 // keeps a few resources with short names, and that its memory does not
 // grow with the flood.
 func TestAFloodOfNewMethodsAndPathsMakesNoResources(t *testing.T) {
-	g := slidegate.New()
+	g, err := slidegate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /orders", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("/static/", func(http.ResponseWriter, *http.Request) {}) // any method

@@ -10,7 +10,7 @@
 // error-counting breakers see the server's failures. A handler that panics is
 // recorded as an error and the panic goes on.
 //
-//	g := slidegate.New()
+//	g, err := slidegate.New()
 //	_ = g.SetRules(rules)
 //	mux := http.NewServeMux()
 //	mux.HandleFunc("GET /users/{id}", getUser)

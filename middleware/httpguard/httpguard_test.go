@@ -18,7 +18,10 @@ import (
 func newGuard(t *testing.T, rules slidegate.Rules) (*slidegate.Guard, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(int64(time.Hour))
-	g := slidegate.New(slidegate.WithClock(clk))
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := g.SetRules(rules); err != nil {
 		t.Fatal(err)
 	}
