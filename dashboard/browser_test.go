@@ -161,7 +161,10 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 	const token = "browser-test-token"
 	// A snapshot carries 2 points of each resource's history: the page asks
 	// for the rest of those it charts (api/history).
-	d := dashboard.New(g, dashboard.WithClock(clk), dashboard.WithInterval(0), dashboard.WithRuleEditing(token), dashboard.WithSnapshotPoints(8))
+	d, err := dashboard.New(g, dashboard.WithInterval(0), dashboard.WithRuleEditing(token), dashboard.WithSnapshotPoints(8))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { d.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))

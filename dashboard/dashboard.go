@@ -81,23 +81,33 @@ type Dashboard struct {
 }
 
 // New returns a dashboard of g (slidegate.Default() if g is nil) and starts
-// its sampler goroutine, unless WithInterval says not to. It reads the guard
-// once at once, so that the first sample's rates cover the time since New.
-func New(g *slidegate.Guard, opts ...Option) *Dashboard {
+// its sampler goroutine, unless WithInterval says not to, or an error
+// wrapping ErrInvalidConfig that names the first bad option. It reads the
+// guard once at once, so that the first sample's rates cover the time since
+// New. The dashboard reads the guard's clock (Guard.Clock): once per sample,
+// the time at which it reads the guard and by which the rates divide; the
+// sampler goroutine sleeps on it (clock.Sleep), so a clock.Manual given to
+// the guard drives it too.
+func New(g *slidegate.Guard, opts ...Option) (*Dashboard, error) {
 	if g == nil {
 		g = slidegate.Default()
 	}
 	cfg := config{
-		interval: DefaultInterval, history: DefaultHistory, clock: clock.System,
+		interval: DefaultInterval, history: DefaultHistory,
 		maxStreams: DefaultMaxStreams, snapshotPoints: DefaultSnapshotPoints,
 	}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
 	}
 	d := &Dashboard{
 		g:              g,
-		clock:          cfg.clock,
-		interval:       max(cfg.interval, 0),
+		clock:          g.Clock(),
+		interval:       cfg.interval,
 		history:        cfg.history,
 		snapshotPoints: cfg.snapshotPoints,
 		maxStreams:     cfg.maxStreams,
@@ -130,7 +140,7 @@ func New(g *slidegate.Guard, opts ...Option) *Dashboard {
 	} else {
 		close(d.done)
 	}
-	return d
+	return d, nil
 }
 
 // run samples the guard every interval until ctx ends.

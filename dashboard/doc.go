@@ -5,7 +5,7 @@
 //
 // Mount it beside the service's own handlers:
 //
-//	d := dashboard.New(g) // g is the service's *slidegate.Guard; nil: slidegate.Default()
+//	d, err := dashboard.New(g) // g is the service's *slidegate.Guard; nil: slidegate.Default()
 //	defer d.Close()
 //	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
 //
@@ -110,6 +110,6 @@
 //
 // The dashboard reads the guard only through its exported API (ResourcesAt,
 // BreakersAt, InboundStatsAt, StatsAt, Rules, SetRules), each sample at one
-// reading of its clock (WithClock, which must be the guard's); it sits above
+// reading of the guard's clock (Guard.Clock); it sits above
 // the root package and below nothing.
 package dashboard

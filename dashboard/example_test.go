@@ -23,7 +23,10 @@ func Example() {
 		panic(err)
 	}
 	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 25}}})
-	d := dashboard.New(g, dashboard.WithClock(clk), dashboard.WithInterval(0))
+	d, err := dashboard.New(g, dashboard.WithInterval(0))
+	if err != nil {
+		panic(err)
+	}
 	defer d.Close()
 
 	mux := http.NewServeMux()

@@ -273,7 +273,7 @@ func TestStreamsBeyondTheCapAreAnswered503(t *testing.T) {
 	}{
 		{"default", nil, DefaultMaxStreams},
 		{"WithMaxStreams(2)", []Option{WithMaxStreams(2)}, 2},
-		{"WithMaxStreams(0)", []Option{WithMaxStreams(0)}, 1},
+		{"WithMaxStreams(1)", []Option{WithMaxStreams(1)}, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, nil, tt.opts...)

@@ -2,9 +2,9 @@ package dashboard
 
 import (
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"time"
-
-	"github.com/slidegate/slidegate/clock"
 )
 
 // Defaults of the options.
@@ -23,35 +23,63 @@ type config struct {
 	history        int
 	maxStreams     int
 	snapshotPoints int
-	clock          clock.Clock
 	token          *[sha256.Size]byte // nil: rule editing disabled
+	err            error              // the first bad option
+}
+
+// ErrInvalidConfig is wrapped by the error New returns for a bad option. The
+// message names the option and its value.
+var ErrInvalidConfig = errors.New("dashboard: invalid configuration")
+
+// bad records a bad option, unless one was found before.
+func (c *config) bad(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
 }
 
 // WithInterval sets how often the dashboard samples the guard (default
-// DefaultInterval, one second). A d of zero or less starts no sampler
-// goroutine: the dashboard then samples only when Sample is called, for tests
-// and custom schedules.
+// DefaultInterval, one second). A d of zero starts no sampler goroutine: the
+// dashboard then samples only when Sample is called, for tests and custom
+// schedules. A negative d is an error.
 func WithInterval(d time.Duration) Option {
-	return func(c *config) { c.interval = d }
+	return func(c *config) {
+		if d < 0 {
+			c.bad("interval = %v: must not be negative (0 samples only on Sample)", d)
+			return
+		}
+		c.interval = d
+	}
 }
 
 // WithHistory sets how many samples the dashboard keeps for each resource
-// (default DefaultHistory); the oldest are dropped first. An n below 1 counts
-// as 1. Each sample of a resource takes 64 bytes, so the default costs about
-// 19 KiB a resource, about what the guard itself keeps for it
-// (slidegate.ResourceBytes).
+// (default DefaultHistory), at least 1; the oldest are dropped first. Each
+// sample of a resource takes 64 bytes, so the default costs about 19 KiB a
+// resource.
 func WithHistory(n int) Option {
-	return func(c *config) { c.history = max(n, 1) }
+	return func(c *config) {
+		if n < 1 {
+			c.bad("history = %d: must be at least 1", n)
+			return
+		}
+		c.history = n
+	}
 }
 
 // WithMaxStreams sets how many event streams (api/events) the dashboard
-// serves at once (default DefaultMaxStreams); a request for one more is
-// answered 503 Service Unavailable with a Retry-After header, and the page
-// tries again later. An n below 1 counts as 1. A stream costs the dashboard
-// no copy of what it sends (see the package documentation's memory bound),
-// but each is a connection, a goroutine and the time to write every sample.
+// serves at once (default DefaultMaxStreams), at least 1; a request for one
+// more is answered 503 Service Unavailable with a Retry-After header, and the
+// page tries again later. A stream costs the dashboard no copy of what it
+// sends (see the package documentation's memory bound), but each is a
+// connection, a goroutine and the time to write every sample.
 func WithMaxStreams(n int) Option {
-	return func(c *config) { c.maxStreams = max(n, 1) }
+	return func(c *config) {
+		if n < 1 {
+			c.bad("max streams = %d: must be at least 1", n)
+			return
+		}
+		c.maxStreams = n
+	}
 }
 
 // WithSnapshotPoints bounds the points of history a snapshot carries, all
@@ -61,32 +89,21 @@ func WithMaxStreams(n int) Option {
 // GET api/history serves it whole, and the page asks for it when it draws
 // the resource's chart. So a snapshot's size, and the time to encode it,
 // depend on n and on the number of resources, but not on WithHistory. An n
-// below 0 counts as 0: each resource's newest point alone.
+// of 0 keeps each resource's newest point alone; a negative n is an error.
 func WithSnapshotPoints(n int) Option {
-	return func(c *config) { c.snapshotPoints = max(n, 0) }
-}
-
-// WithClock makes the dashboard read time from c (default clock.System): the
-// time of each sample, read once per sample, at which it reads the guard
-// (Guard.ResourcesAt, BreakersAt, InboundStatsAt) and by which the rates
-// divide. So c must be the clock the guard reads (slidegate.WithClock): at
-// the readings of another clock, the guard's statistics of the last 10
-// seconds, and its breakers' retry times, would describe the wrong moment.
-// The sampler goroutine sleeps on c (clock.Sleep), so a clock.Manual drives
-// it; for deterministic tests, combine a manual clock with WithInterval(0)
-// and call Sample. A nil c counts as clock.System.
-func WithClock(c clock.Clock) Option {
-	return func(cfg *config) {
-		if c == nil {
-			c = clock.System
+	return func(c *config) {
+		if n < 0 {
+			c.bad("snapshot points = %d: must not be negative", n)
+			return
 		}
-		cfg.clock = c
+		c.snapshotPoints = n
 	}
 }
 
 // WithRuleEditing lets PUT api/rules replace the guard's rules, for requests
 // that carry "Authorization: Bearer " followed by token; the page then shows
-// a rules editor. An empty token leaves editing disabled, as it is by default.
+// a rules editor. Editing is disabled unless this option is given; an empty
+// token is an error.
 //
 // The token travels in a header, so a page of another origin cannot send it
 // without the browser's permission (CORS), and the dashboard grants none.
@@ -94,7 +111,7 @@ func WithClock(c clock.Clock) Option {
 func WithRuleEditing(token string) Option {
 	return func(c *config) {
 		if token == "" {
-			c.token = nil
+			c.bad("rule editing token = \"\": an empty token would let anyone edit; leave the option out to disable editing")
 			return
 		}
 		sum := sha256.Sum256([]byte(token))

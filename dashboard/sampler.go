@@ -133,10 +133,11 @@ func rates(prev, cur slidegate.Totals, elapsed float64) (allowed, blocked, faile
 	return float64(da) / elapsed, float64(db) / elapsed, float64(df) / elapsed
 }
 
-// Sample reads the clock once, reads the guard at that time and records a
-// point for each of its resources, then sends it to the event streams. The sampler goroutine calls it every
-// interval; call it yourself for tests (with a clock.Manual, see WithClock)
-// or on a schedule of your own (with WithInterval(0)). A Sample at the same
+// Sample reads the guard's clock once, reads the guard at that time and
+// records a point for each of its resources, then sends it to the event
+// streams. The sampler goroutine calls it every interval; call it yourself
+// for tests (with a clock.Manual given to the guard) or on a schedule of
+// your own (with WithInterval(0)). A Sample at the same
 // clock reading as the previous one does nothing: it has no time to divide
 // by.
 //

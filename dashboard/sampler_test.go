@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,7 +33,10 @@ func newFixture(t *testing.T, gopts []slidegate.Option, opts ...Option) *fixture
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := New(g, append([]Option{WithClock(clk), WithInterval(0)}, opts...)...)
+	d, err := New(g, append([]Option{WithInterval(0)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { d.Close() })
 	return &fixture{clk: clk, g: g, d: d}
 }
@@ -358,7 +362,10 @@ func TestSamplerGoroutineSamplesEveryIntervalAndCloseStopsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := New(g, WithClock(clk), WithInterval(500*time.Millisecond))
+	d, err := New(g, WithInterval(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := uint64(1); i <= 3; i++ {
 		waitFor(t, "the sampler to sleep", func() bool { return clk.Sleepers() == 1 })
 		clk.Advance(500 * time.Millisecond)
@@ -403,7 +410,10 @@ func TestSampleReadsTheClockOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := clk.reads.Load()
-	d := New(g, WithClock(clk), WithInterval(0))
+	d, err := New(g, WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer d.Close()
 	if n := clk.reads.Load() - before; n != 1 {
 		t.Errorf("New read the clock %d times, want 1", n)
@@ -445,7 +455,10 @@ func TestSampleReadsTheClockOnce(t *testing.T) {
 }
 
 func TestNewWithNilGuardUsesDefault(t *testing.T) {
-	d := New(nil, WithInterval(0))
+	d, err := New(nil, WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer d.Close()
 	if d.g != slidegate.Default() {
 		t.Error("New(nil) does not watch slidegate.Default()")
@@ -461,5 +474,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
+	g, err := slidegate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithInterval(-time.Second), "interval = -1s"},
+		{WithHistory(0), "history = 0"},
+		{WithMaxStreams(0), "max streams = 0"},
+		{WithSnapshotPoints(-1), "snapshot points = -1"},
+		{WithRuleEditing(""), `rule editing token = ""`},
+	} {
+		d, err := New(g, WithInterval(0), tc.opt)
+		if d != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New: %v, %v; want an ErrInvalidConfig naming %q", d, err, tc.want)
+		}
 	}
 }

@@ -153,7 +153,11 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	svc := &service{start: start}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", httpguard.Middleware(g)(svc.mux()))
-	closeObs := observe(mux, g)
+	closeObs, err := observe(mux, g)
+	if err != nil {
+		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
+		return 1
+	}
 	mux.Handle("GET /{$}", http.RedirectHandler("/slidegate/", http.StatusFound))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup

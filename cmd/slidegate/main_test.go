@@ -181,7 +181,10 @@ func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	stop := observe(mux, g)
+	stop, err := observe(mux, g)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer stop()
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

@@ -14,11 +14,14 @@ import (
 
 // observe mounts the metrics of g at /metrics and the dashboard at
 // /slidegate/ on mux, and returns what stops them.
-func observe(mux *http.ServeMux, g *slidegate.Guard) func() {
+func observe(mux *http.ServeMux, g *slidegate.Guard) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(g), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	d := dashboard.New(g)
+	d, err := dashboard.New(g)
+	if err != nil {
+		return nil, err
+	}
 	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
-	return func() { _ = d.Close() }
+	return func() { _ = d.Close() }, nil
 }
