@@ -176,19 +176,26 @@ func (v View) SumsAt(now int64) Sums {
 	}
 	first := r.first(now, v.k)
 	for b := first; b-first < uint64(v.k); b++ {
-		s := r.slotOf(b)
-		if r.words[s].Load() == b<<1 {
-			for e := range out {
-				if w := r.words[s+1+e].Load(); belongs(w, b) {
-					out[e] = Event(e).kind().merge(out[e], value(w))
-				}
-			}
-		}
+		r.mergeInto(&out, b)
 	}
 	for e := range out {
 		out[e] = finish(Event(e).kind(), out[e])
 	}
 	return out
+}
+
+// mergeInto combines every event of bucket b into out, if the ring still
+// holds b: each word is read once, and counts only if it carries b's tag.
+func (r *ring) mergeInto(out *Sums, b uint64) {
+	s := r.slotOf(b)
+	if r.words[s].Load() != b<<1 {
+		return
+	}
+	for e := range out {
+		if w := r.words[s+1+e].Load(); belongs(w, b) {
+			out[e] = Event(e).kind().merge(out[e], value(w))
+		}
+	}
 }
 
 // Rate returns event e per second over the view at the current time.

@@ -103,14 +103,7 @@ func (t *Tally) SumsAt(now int64) Sums {
 	default:
 		return t.c.SumsAt(now)
 	}
-	s := r.slotOf(b)
-	if r.words[s].Load() == b<<1 {
-		for e := range out {
-			if w := r.words[s+1+e].Load(); belongs(w, b) {
-				out[e] = Event(e).kind().merge(out[e], value(w))
-			}
-		}
-	}
+	r.mergeInto(&out, b)
 	for e := range out {
 		out[e] = finish(Event(e).kind(), out[e])
 	}
@@ -127,15 +120,7 @@ func (t *Tally) before(b uint64) Sums {
 		out[e] = Event(e).kind().empty()
 	}
 	for x := b - uint64(r.n) + 1; x != b; x++ {
-		s := r.slotOf(x)
-		if r.words[s].Load() != x<<1 {
-			continue
-		}
-		for e := range out {
-			if w := r.words[s+1+e].Load(); belongs(w, x) {
-				out[e] = Event(e).kind().merge(out[e], value(w))
-			}
-		}
+		r.mergeInto(&out, x)
 	}
 	return out
 }
