@@ -129,8 +129,8 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		if _, ok := f.(*refRule); ok {
 			// Made anew, never changed: the rules in force may share the
 			// one built or taken over above.
-			passes, _ := g.resources.pin(r.RefResource).stats.View(r.interval())
-			f = &refRule{passes: passes, limit: r.Limit}
+			allowed, _ := g.resources.pin(r.RefResource).stats.View(r.interval())
+			f = &refRule{allowed: allowed, limit: r.Limit}
 			s.flows[i] = f
 		}
 		all = append(all, bound{r.Resource, check{ruleAt("flow", i), f}})

@@ -22,7 +22,7 @@ const (
 	// is reached.
 	ConcurrencyLimited = flow.ConcurrencyLimited
 	// ExceedsLimit: the request (a batch, WithCount) asks for more than a
-	// rule's limit itself, so no retry can pass.
+	// rule's limit itself, so no retry can be allowed.
 	ExceedsLimit = flow.ExceedsLimit
 	// WaitTooLong: a throttle (or a borrowing QPS rule) would make the
 	// request wait longer than allowed.
@@ -36,17 +36,17 @@ const (
 	numReasons = flow.NumReasons
 )
 
-// A BlockError is the error of a request that a rule refused. Take it apart
+// A BlockError is the error of a request that a rule blocked. Take it apart
 // with errors.As; errors.Is(err, ErrBlocked) matches it.
 type BlockError struct {
 	// Resource is the resource the request entered.
 	Resource string
-	// Rule is the rule that refused it: "flow[2]" or "breakers[0]", its
+	// Rule is the rule that blocked it: "flow[2]" or "breakers[0]", its
 	// index in the Rules in force.
 	Rule string
 	// Reason says why.
 	Reason Reason
-	// RetryAfter is when a retry could pass, where the rule knows it (a QPS
+	// RetryAfter is when a retry could be allowed, where the rule knows it (a QPS
 	// limit, an open breaker); 0 otherwise.
 	RetryAfter time.Duration
 }

@@ -12,7 +12,7 @@
 //	})
 //	e, err := g.Enter(ctx, "GET /orders")
 //	if err != nil {
-//		return err // a *BlockError: which rule refused, why, when to retry
+//		return err // a *BlockError: which rule blocked it, why, when to retry
 //	}
 //	err = listOrders(ctx)
 //	e.Exit(err) // the outcome the breakers count, and the response time

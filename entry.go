@@ -49,7 +49,7 @@ func Inbound() EntryOption { return EntryOption{kind: optInbound} }
 // Outbound marks the request as traffic out of the service, the default.
 func Outbound() EntryOption { return EntryOption{kind: optOutbound} }
 
-// An Entry is one request admitted by Enter. Exit it exactly once when the
+// An Entry is one request allowed by Enter. Exit it exactly once when the
 // request ends; exiting again, or exiting a copy, does nothing. The zero Entry
 // (what Enter returns with an error) ignores Exit.
 //
@@ -181,14 +181,14 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 		now = e.start // after any wait
 	}
 	e.start = now
-	res.pass(now, count)
+	res.allow(now, count)
 	if inbound {
-		g.inbound.pass(now, count)
+		g.inbound.allow(now, count)
 	}
 	return Entry{e: e, seq: e.seq.Load()}, nil
 }
 
-// admit asks the binding's rules, in order, whether entry e may pass at time
+// admit asks the binding's rules, in order, whether entry e may go at time
 // now, and leaves in e what the request holds of them. When a rule blocks
 // it, the rules before give back what they gave. It sets e.start to the
 // time the request may go: now, or later if a throttle or a borrowed place
@@ -232,7 +232,7 @@ func (e *entry) undo(now int64) {
 }
 
 // Do runs fn as one request to the resource called name: Enter, fn, Exit with fn's error.
-// If Enter refuses, Do returns its error without running fn. If fn panics,
+// If Enter blocks it, Do returns its error without running fn. If fn panics,
 // the request exits with an error and the panic goes on.
 func (g *Guard) Do(ctx context.Context, name string, fn func() error, opts ...EntryOption) (err error) {
 	e, err := g.Enter(ctx, name, opts...)

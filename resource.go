@@ -34,7 +34,7 @@ const ResourceBytes = 20 << 10
 const OtherResource = "(other)"
 
 // MaxNameLength is the longest resource name, in bytes, that a guard keeps
-// statistics under. Rules naming a longer one are refused; a request entered
+// statistics under. Rules naming a longer one are invalid; a request entered
 // under one is counted as OtherResource. Names are label values in metrics
 // and rows in the dashboard, and a name built from a client's input (a
 // method, a path) could otherwise be as long as a request header: the bound
@@ -70,14 +70,14 @@ func newResource(name string, c clock.Clock) *resource {
 	return r
 }
 
-// pass counts n requests admitted at time now.
-func (r *resource) pass(now, n int64) {
+// allow counts n requests allowed at time now.
+func (r *resource) allow(now, n int64) {
 	r.stats.AddAt(now, window.Allowed, n)
-	addTotal(&r.totals.pass, n)
+	addTotal(&r.totals.allowed, n)
 	r.totals.inFlight.Add(n)
 }
 
-// block counts n requests refused at time now for reason.
+// block counts n requests blocked at time now for reason.
 func (r *resource) block(now int64, reason Reason, n int64) {
 	r.stats.AddAt(now, window.Blocked, n)
 	addTotal(&r.totals.blocked[reason%numReasons], n)
@@ -86,9 +86,9 @@ func (r *resource) block(now int64, reason Reason, n int64) {
 // exit counts n requests that ended at time now after d nanoseconds, with an
 // error or not.
 func (r *resource) exit(now, d, n int64, failed bool) {
-	ev, total := window.Succeeded, &r.totals.success
+	ev, total := window.Succeeded, &r.totals.succeeded
 	if failed {
-		ev, total = window.Failed, &r.totals.errors
+		ev, total = window.Failed, &r.totals.failed
 	}
 	rt := d // the batch's summed response time, at most math.MaxInt64
 	if n > 1 {
@@ -292,9 +292,9 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 // read on every request, so that writing them does not make other cores
 // read those again.
 type totals struct {
-	inFlight                  atomic.Int64
-	pass, success, errors, rt atomic.Int64 // rt: nanoseconds
-	blocked                   [numReasons]atomic.Int64
+	inFlight                       atomic.Int64
+	allowed, succeeded, failed, rt atomic.Int64 // rt: nanoseconds
+	blocked                        [numReasons]atomic.Int64
 }
 
 // Totals are a resource's counts since the guard began keeping statistics for
@@ -302,7 +302,7 @@ type totals struct {
 // (see WithMaxResources) starts again from zero if it comes back.
 type Totals struct {
 	Allowed, Succeeded, Failed int64
-	// BlockedBy counts the refused requests by reason: BlockedBy[RateLimited],
+	// BlockedBy counts the blocked requests by reason: BlockedBy[RateLimited],
 	// BlockedBy[BreakerOpen], ... (BlockedBy[0] is unused).
 	BlockedBy [numReasons]int64
 	// RT is the sum of the response times of the requests that ended, a batch
@@ -310,7 +310,7 @@ type Totals struct {
 	RT time.Duration
 }
 
-// Blocked returns the refused requests, whatever the reason.
+// Blocked returns the blocked requests, whatever the reason.
 func (t Totals) Blocked() int64 {
 	var n int64
 	for _, b := range t.BlockedBy {
@@ -325,7 +325,7 @@ func (t Totals) Blocked() int64 {
 // its totals.
 type ResourceStats struct {
 	Resource string
-	// Allowed and Blocked count the requests admitted and refused; Succeeded and
+	// Allowed and Blocked count the requests allowed and blocked; Succeeded and
 	// Failed those that ended (Entry.Exit) without and with an error.
 	Allowed, Blocked, Succeeded, Failed int64
 	// AvgRT is the mean response time of the requests that ended.
@@ -357,7 +357,7 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	l := r.lat.SummaryAt(now)
 	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
 	t := r.totals
-	out.Totals = Totals{Allowed: readTotal(&t.pass), Succeeded: readTotal(&t.success), Failed: readTotal(&t.errors), RT: time.Duration(readTotal(&t.rt))}
+	out.Totals = Totals{Allowed: readTotal(&t.allowed), Succeeded: readTotal(&t.succeeded), Failed: readTotal(&t.failed), RT: time.Duration(readTotal(&t.rt))}
 	for i := range t.blocked {
 		out.Totals.BlockedBy[i] = readTotal(&t.blocked[i])
 	}

@@ -9,7 +9,7 @@ import (
 
 // A rule is a rule in force bound to what enforces it: a limiter, a breaker,
 // another resource's statistics. Enter asks each rule of a resource in turn
-// whether a request may pass; a rule that lets it pass may give it
+// whether a request may go; a rule that allows it may give it
 // something to hold until it exits (a concurrency permit, a throttle's
 // place, a breaker's promise), which the rule takes back then, or at once if
 // a later rule blocks the request.
@@ -26,7 +26,7 @@ type rule interface {
 	// phase places the rule in the order Enter asks a resource's rules.
 	phase() phase
 	// admit decides whether the request of entry e, arriving at time now,
-	// may pass. A rule that gives the request something to hold fills h
+	// is allowed. A rule that gives the request something to hold fills h
 	// and sets h.by to itself. The Decision's Reason says why not, and
 	// its Wait how long the request must wait before it goes on.
 	admit(ctx context.Context, e *entry, now int64, h *hold) flow.Decision
@@ -47,7 +47,7 @@ type resizer interface {
 	setLimit(limit int64) error
 }
 
-// A hold is what a request that passed holds of one rule until it exits.
+// A hold is what an allowed request holds of one rule until it exits.
 // The rule that gave it (by) reads only its own field.
 type hold struct {
 	by      rule

@@ -8,7 +8,7 @@ import (
 )
 
 // A breakerRule puts a circuit breaker in front of a resource: a request
-// that passes holds the breaker's promise, settled with the request's
+// that is allowed holds the breaker's promise, settled with the request's
 // outcome when it exits, or as ignored if a later rule blocks it.
 type breakerRule struct{ b statsAtBreaker }
 

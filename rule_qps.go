@@ -8,7 +8,7 @@ import (
 )
 
 // A qpsRule blocks the requests over a QPS limit at once: flow.QPS, the exact
-// sliding window, counting every request it lets pass.
+// sliding window, counting every request it allows.
 type qpsRule struct {
 	holdsNothing
 	q *flow.QPS

@@ -8,20 +8,20 @@ import (
 )
 
 // A refRule limits a resource by another's traffic (Sentinel's associated
-// resource): it blocks a request while the other resource has passed its
+// resource): it blocks a request while the other resource has allowed its
 // limit of requests in the rule's interval. It reads the other resource's
 // statistics and counts nothing itself, so it has no state to keep across
 // reloads: a new set of rules makes it anew.
 type refRule struct {
 	holdsNothing
-	passes window.View // the other resource's passes over the interval
-	limit  int64
+	allowed window.View // the other resource's allowed requests over the interval
+	limit   int64
 }
 
 func (*refRule) phase() phase { return phaseRef }
 
 func (r *refRule) admit(_ context.Context, e *entry, now int64, _ *hold) flow.Decision {
-	if r.passes.SumAt(now, window.Allowed)+e.count <= r.limit {
+	if r.allowed.SumAt(now, window.Allowed)+e.count <= r.limit {
 		return flow.Decision{Allowed: true}
 	}
 	return flow.Decision{Reason: RefLimited}

@@ -9,7 +9,7 @@ import (
 
 // Rules is a guard's complete set of rules: what each resource may do. A
 // resource may have any number of flow rules and breakers; a request must
-// pass all of them. The zero Rules has no rules.
+// be allowed by all of them. The zero Rules has no rules.
 //
 // Rules read from and write to JSON and YAML (the package rulefile reads
 // files and watches them), with durations written as "500ms" or "1m30s".

@@ -42,7 +42,7 @@ var (
 var nouns = map[string]string{"flow": "flow rule", "breakers": "breaker"}
 
 // missingHints say what to write for a required field a rule leaves out.
-var missingHints = map[string]string{"limit": "write limit: 0 to refuse every request"}
+var missingHints = map[string]string{"limit": "write limit: 0 to block every request"}
 
 func listKinds() []*listKind {
 	var ks []*listKind

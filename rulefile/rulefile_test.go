@@ -105,7 +105,7 @@ var badFiles = []struct {
 	{"r.yaml", "flow:\n  - resource: a\n    limit: 1\n    strategy: adaptive\n", []want{{4, "flow[0]", "", `unknown field "strategy": that is a breaker's field, and this is a flow rule`}}},
 	{"r.yaml", "flow:\n  - resource: a\n    maxWait: 1s\n    limit: 1\n", []want{{3, "flow[0]", "", `(did you mean "max_wait"?)`}}},
 	// A rule cut short after its first line.
-	{"r.yaml", "flow:\n  - resource: a\n    limit: 100\n  - resource: b\n", []want{{4, "flow[1]", "limit", "missing: write limit: 0 to refuse every request"}}},
+	{"r.yaml", "flow:\n  - resource: a\n    limit: 100\n  - resource: b\n", []want{{4, "flow[1]", "limit", "missing: write limit: 0 to block every request"}}},
 	{"r.yaml", "breakers:\n  - resource: db\n", []want{{2, "breakers[0]", "strategy", "missing: one of adaptive"}}},
 	// Validation problems of fields the file leaves out are on the rule's line.
 	{"r.yaml", "flow:\n  - resource: a\n    limit: 1\n  - resource: b\n    limit: 1\n    lease: 5\n", []want{{6, "flow[1]", "lease", "only a cluster rule leases"}}},

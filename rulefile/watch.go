@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -58,6 +59,7 @@ type Watcher struct {
 	waits   sync.WaitGroup
 	done    chan struct{}
 	closing sync.Once
+	optErr  error // the first bad option
 }
 
 // A WatchOption customises a Watcher.
@@ -65,12 +67,25 @@ type WatchOption func(*Watcher)
 
 // WithLogger makes the watcher log through l: rules put in force at Info,
 // files refused at Warn with every problem. By default it logs through
-// slog.Default().
+// slog.Default(). A nil l is an error.
 func WithLogger(l *slog.Logger) WatchOption {
 	return func(w *Watcher) {
-		if l != nil {
-			w.log = l
+		if l == nil {
+			w.bad("logger = nil: give a logger, or leave the option out for slog.Default()")
+			return
 		}
+		w.log = l
+	}
+}
+
+// ErrInvalidConfig is wrapped by the error Watch returns for a bad option.
+// The message names the option and its value.
+var ErrInvalidConfig = errors.New("rulefile: invalid configuration")
+
+// bad records a bad option, unless one was found before.
+func (w *Watcher) bad(format string, args ...any) {
+	if w.optErr == nil {
+		w.optErr = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 }
 
@@ -88,23 +103,28 @@ func OnReload(f func(err error)) WatchOption {
 // 50 ms by default. A writer that pauses longer than this between its
 // writes, and does not write a new file and rename it over the old, may
 // have a part of its file judged alone (see the package documentation); a
-// longer settle time narrows that at the cost of a later reload. d ≤ 0
-// keeps the default.
+// longer settle time narrows that at the cost of a later reload. A d that
+// is not positive is an error.
 func WithSettle(d time.Duration) WatchOption {
 	return func(w *Watcher) {
-		if d > 0 {
-			w.settle = d
+		if d <= 0 {
+			w.bad("settle = %v: must be positive", d)
+			return
 		}
+		w.settle = d
 	}
 }
 
 // WithClock makes the watcher wait on c, which tests and simulations advance
-// by hand (clock.Manual); by default it waits on real timers.
+// by hand (clock.Manual); by default it waits on real timers. A nil c is an
+// error.
 func WithClock(c clock.Clock) WatchOption {
 	return func(w *Watcher) {
-		if c != nil {
-			w.clock = c
+		if c == nil {
+			w.bad("clock = nil: give a clock, or leave the option out for real timers")
+			return
 		}
+		w.clock = c
 	}
 }
 
@@ -125,6 +145,9 @@ func Watch(g *slidegate.Guard, path string, opts ...WatchOption) (*Watcher, erro
 		if o != nil {
 			o(w)
 		}
+	}
+	if w.optErr != nil {
+		return nil, w.optErr
 	}
 	w.dir = filepath.Dir(w.path)
 	data, err := os.ReadFile(w.path)

@@ -2,6 +2,7 @@ package rulefile
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -217,5 +218,23 @@ func TestWatchRefusesABadFileAtOnce(t *testing.T) {
 	write(t, path, "flow: [")
 	if _, err := Watch(newGuard(t), path); err == nil {
 		t.Fatal("Watch accepted a bad file")
+	}
+}
+
+func TestWatchReturnsAnErrorNamingABadOption(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "flow: []\n")
+	for _, tc := range []struct {
+		opt  WatchOption
+		want string
+	}{
+		{WithLogger(nil), "logger = nil"},
+		{WithClock(nil), "clock = nil"},
+		{WithSettle(0), "settle = 0s"},
+	} {
+		w, err := Watch(newGuard(t), path, tc.opt)
+		if w != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Watch: %v, %v; want an ErrInvalidConfig naming %q", w, err, tc.want)
+		}
 	}
 }

@@ -18,7 +18,7 @@ var errPanicked = errors.New("grpcguard: the streamer did not return")
 
 // UnaryClientInterceptor returns an interceptor that guards the unary RPCs a
 // client makes with g (slidegate.Default() if g is nil). Each call enters its
-// resource as outbound traffic before it is sent. A call that a rule refuses
+// resource as outbound traffic before it is sent. A call that a rule blocks
 // is not sent: it returns the block status (BlockStatus, or WithBlockStatus)
 // as an error that also wraps the *slidegate.BlockError, or the status of the
 // context's error if ctx ended while a throttle made the call wait. A call
@@ -36,7 +36,7 @@ func UnaryClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryClient
 
 // StreamClientInterceptor returns an interceptor that guards the streaming
 // RPCs a client makes with g (slidegate.Default() if g is nil). Each stream
-// enters its resource before it is created; a stream that a rule refuses is
+// enters its resource before it is created; a stream that a rule blocks is
 // not created, and the error is as UnaryClientInterceptor returns it. If
 // creating the stream fails, the stream exits at once with that error.
 // Otherwise it exits, once, at the first of the events that end a gRPC
@@ -61,7 +61,7 @@ func StreamClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamClie
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 		e, err := g.Enter(ctx, o.name(ctx, method))
 		if err != nil {
-			return nil, o.refused(err)
+			return nil, o.blocked(err)
 		}
 		returned := false
 		defer func() {

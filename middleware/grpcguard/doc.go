@@ -6,7 +6,7 @@
 // with the RPC's status: a code in the error set (DefaultErrorCodes, or
 // WithErrorCodes) counts as an error in the resource's statistics and
 // against its breakers, any other code as a success. An RPC that a rule
-// refuses ends with codes.ResourceExhausted (a flow rule) or
+// blocks ends with codes.ResourceExhausted (a flow rule) or
 // codes.Unavailable (a breaker), a google.rpc.RetryInfo detail saying when
 // to retry where the rule knows it (see BlockStatus); on a client the call
 // never reaches the network.
@@ -30,7 +30,7 @@
 //		grpc.WithChainStreamInterceptor(grpcguard.StreamClientInterceptor(g)),
 //	)
 //
-// The error a refused RPC returns is a gRPC status error (status.Code,
+// The error a blocked RPC returns is a gRPC status error (status.Code,
 // status.Convert) that also wraps the *slidegate.BlockError, so that the
 // client that made the call can take it apart with errors.As; only the
 // status crosses the network.

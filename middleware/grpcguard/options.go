@@ -24,7 +24,7 @@ type options struct {
 
 // WithResource names the resource an RPC enters; fullMethod is the RPC's
 // "/pkg.Service/Method", or UnknownMethod on a server for a method it does
-// not know. The default is fullMethod itself. A name built from
+// not know. The default is fullMethod itself; a nil f keeps it. A name built from
 // request data (metadata, a peer address) makes one resource per value,
 // which the guard bounds (slidegate.WithMaxResources) by counting the excess
 // as slidegate.OtherResource.
@@ -40,7 +40,7 @@ func WithResource(f func(ctx context.Context, fullMethod string) string) Option 
 }
 
 // WithBlockStatus replaces BlockStatus, the status of an RPC that a rule
-// refused. A nil f, or an f that returns nil or a status with codes.OK,
+// blocked. A nil f, or an f that returns nil or a status with codes.OK,
 // leaves BlockStatus in charge.
 func WithBlockStatus(f func(*slidegate.BlockError) *status.Status) Option {
 	return func(o *options) {
@@ -74,8 +74,8 @@ func DefaultErrorCodes() []codes.Code {
 	}
 }
 
-// BlockStatus is the default status of an RPC that a rule refused:
-// codes.Unavailable if a breaker refused it (slidegate.BreakerOpen),
+// BlockStatus is the default status of an RPC that a rule blocked:
+// codes.Unavailable if a breaker blocked it (slidegate.BreakerOpen),
 // codes.ResourceExhausted if a flow rule did (any other reason). The
 // message is be.Error(), which names the resource, the rule and the reason.
 // If be.RetryAfter is positive, the status carries a google.rpc.RetryInfo
@@ -116,11 +116,11 @@ func (o *options) name(ctx context.Context, fullMethod string) string {
 	return o.resource(ctx, fullMethod)
 }
 
-// refused turns Enter's error into the RPC's: a blocked error for a
+// blocked turns Enter's error into the RPC's: a blocked error for a
 // *slidegate.BlockError, the status of a context error otherwise (Enter
 // returns ctx.Err() when ctx ends before or while a throttle makes the RPC
 // wait).
-func (o *options) refused(err error) error {
+func (o *options) blocked(err error) error {
 	var be *slidegate.BlockError
 	if !errors.As(err, &be) {
 		return status.FromContextError(err).Err()
@@ -133,19 +133,19 @@ func (o *options) refused(err error) error {
 }
 
 // do runs call as one request to the resource name, through Guard.Do: a
-// call the guard refuses is not run and do returns refused's error; a call
+// call the guard blocks is not run and do returns blocked's error; a call
 // that runs exits with its outcome (and, if it panics, with an error as the
 // panic goes on), and do returns the call's own error.
 func (o *options) do(ctx context.Context, g *slidegate.Guard, name string, call func() error, opts ...slidegate.EntryOption) error {
 	var err error
 	ran := false
-	refusal := g.Do(ctx, name, func() error {
+	notRun := g.Do(ctx, name, func() error {
 		ran = true
 		err = call()
 		return o.outcome(err)
 	}, opts...)
 	if !ran {
-		return o.refused(refusal)
+		return o.blocked(notRun)
 	}
 	return err
 }
@@ -196,7 +196,7 @@ func (s codeSet) has(c codes.Code) bool {
 	return slices.Contains(s.other, c)
 }
 
-// A blockedError is the error of an RPC that a rule refused: a gRPC status
+// A blockedError is the error of an RPC that a rule blocked: a gRPC status
 // (GRPCStatus, for status.FromError and grpc-go's server) that wraps the
 // *slidegate.BlockError (for errors.As and errors.Is on the client side).
 type blockedError struct {

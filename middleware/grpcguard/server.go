@@ -11,7 +11,7 @@ import (
 // UnaryServerInterceptor returns an interceptor that guards the unary RPCs a
 // server serves with g (slidegate.Default() if g is nil). Each RPC enters
 // its resource as inbound traffic (slidegate.Inbound) before the handler
-// runs. An RPC that a rule refuses is not handled: it ends with the block
+// runs. An RPC that a rule blocks is not handled: it ends with the block
 // status (BlockStatus, or WithBlockStatus), or with the status of the
 // context's error if the RPC's context ended while a throttle made it wait.
 // An RPC that is let through exits when the handler returns, with the

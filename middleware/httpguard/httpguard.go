@@ -3,7 +3,7 @@
 //
 // Middleware wraps a handler: each request enters the guard's resource for
 // its route (by default the method and the ServeMux pattern that serves it,
-// "GET /users/{id}"), a request that a rule refuses gets 429 Too Many
+// "GET /users/{id}"), a request that a rule blocks gets 429 Too Many
 // Requests (flow rules) or 503 Service Unavailable (breakers) with a
 // Retry-After header where the rule knows when to retry, and the response's
 // status, 5xx meaning an error, is recorded when the handler returns, so that
@@ -17,7 +17,7 @@
 //	http.ListenAndServe(":8080", httpguard.Middleware(g)(mux))
 //
 // Transport does the same for the requests an http.Client sends: a call a
-// rule refuses returns a *slidegate.BlockError without reaching the network,
+// rule blocks returns a *slidegate.BlockError without reaching the network,
 // and 5xx responses and transport errors are recorded as errors.
 package httpguard
 
@@ -45,7 +45,8 @@ type options struct {
 }
 
 // WithResource names the resource a request enters. The default is
-// RouteResource for Middleware and HostResource for Transport.
+// RouteResource for Middleware and HostResource for Transport; a nil f keeps
+// it.
 //
 // Names are resources, with statistics, metrics series and dashboard rows
 // of their own: never build one from what a client sends (a raw path with
@@ -63,9 +64,9 @@ func WithResource(f func(*http.Request) string) Option {
 }
 
 // WithBlockedHandler replaces Middleware's response to a request that the
-// guard refused: err is a *slidegate.BlockError, or the request context's
+// guard blocked: err is a *slidegate.BlockError, or the request context's
 // error if it ended while a throttle made the request wait. The default is
-// WriteBlocked.
+// WriteBlocked; a nil f keeps it.
 func WithBlockedHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return func(o *options) {
 		if f != nil {
@@ -74,8 +75,9 @@ func WithBlockedHandler(f func(w http.ResponseWriter, r *http.Request, err error
 	}
 }
 
-// WithIsError says which response statuses count as errors for the guard's
-// statistics and breakers. The default counts 5xx.
+// WithIsError says which response statuses count as failures for the
+// guard's statistics and breakers. The default counts 5xx (ServerError); a
+// nil f keeps it.
 func WithIsError(f func(status int) bool) Option {
 	return func(o *options) {
 		if f != nil {
@@ -85,7 +87,8 @@ func WithIsError(f func(status int) bool) Option {
 }
 
 // WithEntryOptions gives each request's Enter more options: a batch count,
-// or a priority (slidegate.WithPriority) for some requests.
+// or a priority (slidegate.WithPriority) for some requests. A nil f gives
+// none.
 func WithEntryOptions(f func(*http.Request) []slidegate.EntryOption) Option {
 	return func(o *options) { o.entry = f }
 }
@@ -165,8 +168,8 @@ func withMethod(method, pattern string) string {
 // pattern comes from the mux itself (ServeMux.Handler), since the middleware
 // runs before the mux routes the request.
 //
-// A refused request gets WriteBlocked's response (see WithBlockedHandler) and
-// never reaches next. An admitted one exits the guard when next returns,
+// A blocked request gets WriteBlocked's response (see WithBlockedHandler) and
+// never reaches next. An allowed one exits the guard when next returns,
 // with an error if the status it wrote counts as one (WithIsError; 5xx by
 // default; a handler that writes nothing has written 200) or if next
 // panicked, in which case the panic goes on after the exit.
@@ -249,11 +252,11 @@ func (e *StatusError) Error() string {
 	return "httpguard: status " + strconv.Itoa(e.Status) + " " + http.StatusText(e.Status)
 }
 
-// WriteBlocked is Middleware's default response to a refused request: 429 Too
-// Many Requests when a flow rule refused it, 503 Service Unavailable when a
+// WriteBlocked is Middleware's default response to a blocked request: 429 Too
+// Many Requests when a flow rule blocked it, 503 Service Unavailable when a
 // breaker did or when the request ended while it waited; with a Retry-After
-// header, in whole seconds rounded up, when the rule knows when a retry could
-// pass.
+// header, in whole seconds rounded up, when the rule knows when a retry
+// could be allowed.
 func WriteBlocked(w http.ResponseWriter, _ *http.Request, err error) {
 	status := http.StatusServiceUnavailable
 	var be *slidegate.BlockError
@@ -324,9 +327,9 @@ func (rw *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Transport returns an http.RoundTripper that guards the requests it sends
 // through base (nil means http.DefaultTransport) with g (nil means
 // slidegate.Default()). Each request enters the guard (as outbound traffic)
-// under the name WithResource gives, HostResource by default. A refused
+// under the name WithResource gives, HostResource by default. A blocked
 // request returns a *slidegate.BlockError, wrapped by the http.Client in a
-// *url.Error, without reaching the network. An admitted one exits when the
+// *url.Error, without reaching the network. An allowed one exits when the
 // response's headers arrive: with an error if the round trip failed or the
 // status counts as one (WithIsError; 5xx by default). The response time is
 // thus the time to the headers, not to the end of the body.
