@@ -119,13 +119,12 @@ func (e *entry) release() {
 	entries.Put(e)
 }
 
-// clearHeld forgets what the request held, keeping the storage.
-func (e *entry) clearHeld() {
-	for i := range e.held {
-		e.held[i] = hold{}
-	}
-	e.held = e.held[:0]
-}
+// clearHeld forgets what the request held, keeping the storage. The holds
+// themselves are not zeroed, which would cost more than the rest of Exit's
+// bookkeeping: admit clears a hold's owner before a rule fills it, and a
+// pooled entry that still points at a limiter of rules no longer in force
+// keeps it only until sync.Pool drops the entry, two collections at most.
+func (e *entry) clearHeld() { e.held = e.held[:0] }
 
 // Enter asks to use the resource called name for one request (or
 // WithCount(n) of them). If the resource's rules allow it, Enter returns its
@@ -199,9 +198,11 @@ func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64)
 		e.held = make([]hold, 0, len(b.checks))
 	}
 	var wait time.Duration
-	for _, ch := range b.checks {
+	for i := range b.checks {
+		ch := &b.checks[i]
 		e.held = e.held[:len(e.held)+1]
 		h := &e.held[len(e.held)-1]
+		h.by = nil // the hold of an earlier use of the entry
 		d := ch.rule.admit(ctx, e, now, h)
 		if h.by == nil {
 			e.held = e.held[:len(e.held)-1] // the rule gave nothing to hold

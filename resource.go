@@ -97,8 +97,7 @@ func (r *resource) exit(now, d, n int64, failed bool) {
 			rt = d * n
 		}
 	}
-	r.stats.AddAt(now, ev, n)
-	r.stats.AddAt(now, window.RT, rt/int64(time.Microsecond))
+	r.stats.AddPairAt(now, ev, n, window.RT, rt/int64(time.Microsecond))
 	r.lat.RecordAt(now, time.Duration(d))
 	addTotal(total, n)
 	addTotal(&r.totals.rt, rt)

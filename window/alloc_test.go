@@ -21,6 +21,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		"Counter.Add":       func() { ctr.Add(Allowed, 1) },
 		"Counter.AddAt":     func() { ctr.AddAt(c.Advance(time.Millisecond), Succeeded, 1) },
 		"Counter.AddAt min": func() { ctr.AddAt(c.Now(), MinRT, 5) },
+		"Counter.AddPairAt": func() { ctr.AddPairAt(c.Now(), Succeeded, 1, RT, 250) },
 		"Counter.Sum":       func() { sink += ctr.Sum(Allowed) },
 		"View.SumAt":        func() { sink += view.SumAt(c.Now(), Allowed) },
 		"View.SumsAt":       func() { sink += view.SumsAt(c.Now())[Allowed] },

@@ -55,6 +55,21 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 // added; for MinRT and MaxConcurrency it is compared.
 func (c *Counter) Add(e Event, v int64) { c.AddAt(c.r.clock.Now(), e, v) }
 
+// AddPairAt records v1 for event e1 and v2 for event e2 at time now, as
+// two AddAt calls do but finding the bucket once: a request that ends
+// records its outcome and its response time together. It reports whether
+// both values were recorded.
+func (c *Counter) AddPairAt(now int64, e1 Event, v1 int64, e2 Event, v2 int64) bool {
+	if e1 >= MinRT || e2 >= MinRT {
+		ok1 := c.AddAt(now, e1, v1)
+		return c.AddAt(now, e2, v2) && ok1
+	}
+	b := c.r.bucketOf(now)
+	s := c.r.slotOf(b)
+	ok1 := c.r.addIn(b, s, int(e1), v1)
+	return c.r.addIn(b, s, int(e2), v2) && ok1
+}
+
 // AddAt records v for event e at time now. It reports false if the value was
 // not recorded: e is not an Event, or now's bucket has already been replaced
 // by a later one (see Late).

@@ -2,6 +2,7 @@ package window
 
 import (
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -407,3 +408,35 @@ func TestConcurrentWritersAndReadersOnAMovingClock(t *testing.T) {
 // writersSlack allows for the adds that the ring holds but that their
 // writers have not yet counted in written: one per writer.
 const writersSlack = 4
+
+// TestAddPairAtIsTwoAddAts records the same random values through AddPairAt
+// into one Counter and through two AddAt calls into another, at times that
+// move forward, stay, and fall behind the ring, and compares every read.
+func TestAddPairAtIsTwoAddAts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	clk := clock.NewManual(0)
+	pair, err := NewCounter(8, 800*time.Millisecond, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, _ := NewCounter(8, 800*time.Millisecond, WithClock(clk))
+	now := int64(time.Hour)
+	for i := range 20000 {
+		now += int64(rng.IntN(int(300 * time.Millisecond)))
+		at := now - int64(rng.IntN(int(2*time.Second))) // sometimes too late for the ring
+		e1, e2 := Event(rng.IntN(NumEvents)), Event(rng.IntN(NumEvents))
+		v1, v2 := rng.Int64N(1000)-100, rng.Int64N(1000)-100
+		got := pair.AddPairAt(at, e1, v1, e2, v2)
+		ok1 := two.AddAt(at, e1, v1)
+		want := two.AddAt(at, e2, v2) && ok1
+		if got != want {
+			t.Fatalf("step %d: AddPairAt reported %v, the two AddAt %v", i, got, want)
+		}
+		if p, q := pair.SumsAt(now), two.SumsAt(now); p != q {
+			t.Fatalf("step %d: sums %v after AddPairAt, %v after two AddAt", i, p, q)
+		}
+	}
+	if pair.Late() != two.Late() {
+		t.Fatalf("late: %d after AddPairAt, %d after two AddAt", pair.Late(), two.Late())
+	}
+}
