@@ -15,7 +15,7 @@ import (
 )
 
 // The accuracy comparison: every limiter is driven by flowsim's traffic
-// patterns on simulated time, and flowsim measures the most it admitted in
+// patterns on simulated time, and flowsim measures the most it allowed in
 // any interval of the limit's length, wherever the interval starts.
 
 // The accuracy simulation's defaults: 100 per second over 60 s of simulated
@@ -141,7 +141,7 @@ func newSentinelAllow(limit int64, interval time.Duration) (func(now, n int64) b
 		return true
 	}
 	done := func() {
-		_, _ = sflow.LoadRulesOfResource(res, nil) // drop the rule
+		_, _ = sflow.LoadRulesOfResource(res, nil) // remove the rule
 		sutil.SetClock(prev)
 	}
 	return allow, done, nil

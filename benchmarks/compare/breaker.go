@@ -16,11 +16,11 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
-// The circuit breakers' speed rows. BreakerAllowAccept and BreakerDo run a
+// The circuit breakers' speed rows. BreakerAllowSucceed and BreakerDo run a
 // healthy dependency: every request succeeds, so every breaker stays closed
-// and the rows measure admitting a request and counting its success.
-// BreakerRejectOpen measures refusing: every breaker is tripped first (or,
-// for the adaptive ones, driven to a drop ratio near 1) and stays so for the
+// and the rows measure allowing a request and counting its success.
+// BreakerBlockOpen measures blocking: every breaker is tripped first (or,
+// for the adaptive ones, driven to a block ratio near 1) and stays so for the
 // whole run.
 //
 // The breakers with states are configured alike where their options allow:
@@ -28,7 +28,7 @@ import (
 // 10 requests, open for 5 s) and sentinel's rules the same numbers. gobreaker
 // is used with its defaults (counts never cleared while closed, trips after
 // more than 5 consecutive failures, open for 60 s), and once more, in
-// BreakerAllowAccept, with a 10 s rolling window of 10 buckets and an error
+// BreakerAllowSucceed, with a 10 s rolling window of 10 buckets and an error
 // ratio of 0.5 over at least 10 requests. The adaptive breakers, slidegate's
 // Adaptive and go-zero's, have their defaults (10 s in 40 buckets,
 // protection 5; K = 2 and go-zero's 1.5).
@@ -53,10 +53,10 @@ const (
 	breakerOpen     = 5 * time.Second  // slidegate Circuit's default open timeout
 	breakerLongOpen = time.Hour        // open timeout of the tripped breakers
 	// breakerFailures is how many failing requests the adaptive breakers of
-	// BreakerRejectOpen are offered before the run. With every request
-	// failing, and the breakers' own drops counted as requests (both count
-	// them by default while the window holds failures), the drop ratio is
-	// (requests − 5) / (requests + 1): 0.9994 after 10,000.
+	// BreakerBlockOpen are offered before the run. With every request
+	// failing, and the requests the breakers block themselves counted as
+	// requests (both count them by default while the window holds failures),
+	// the block ratio is (requests − 5) / (requests + 1): 0.9994 after 10,000.
 	breakerFailures = 10_000
 )
 
@@ -72,13 +72,13 @@ func failAny() (any, error)    { return nil, errDependency }
 // go-zero's breaker imports its core/stat package, whose init starts a
 // goroutine that samples the process's CPU usage every 250 ms and logs it,
 // with memory statistics, to stdout every minute; and whose alert reporter
-// logs to stderr (at most once per 5 minutes) when the breaker drops a
+// logs to stderr (at most once per 5 minutes) when the breaker blocks a
 // request. The sampling goes on, as in any program that uses go-zero's
 // breaker. The usage log is turned off, so that it does not land in
 // comparetable's table, and the reporter is replaced by one that discards
-// the message: go-zero still builds the message on every drop and still runs
-// the reporter's rate limiter, as in service. (go-zero's own tests remove the
-// reporter altogether.)
+// the message: go-zero still builds the message for every request it blocks
+// and still runs the reporter's rate limiter, as in service. (go-zero's own
+// tests remove the reporter altogether.)
 func init() {
 	zstat.DisableLog()
 	zstat.SetReporter(func(string) {})
@@ -123,35 +123,35 @@ func sentinelEntryExit(res string) Op {
 	}
 }
 
-// admits checks, before the timer starts, that op admits a request (returns
+// allows checks, before the timer starts, that op allows a request (returns
 // 1), and returns op. Running it once also settles that request.
-func admits(b *testing.B, name string, op Op) Op {
+func allows(b *testing.B, name string, op Op) Op {
 	if op() != 1 {
-		b.Fatalf("%s: the healthy breaker refused a request", name)
+		b.Fatalf("%s: the healthy breaker blocked a request", name)
 	}
 	return op
 }
 
-// refuses checks, before the timer starts, that op admits (returns 1) at most
+// blocks checks, before the timer starts, that op allows (returns 1) at most
 // most of 100 requests, and returns op. A tripped Circuit, gobreaker or
-// sentinel breaker admits none. The adaptive breakers drop with a
-// probability, above 0.999 in BreakerRejectOpen, so they are allowed 10: the
-// chance that they admit more is below 10^-20.
-func refuses(b *testing.B, name string, most int64, op Op) Op {
-	var admitted int64
+// sentinel breaker allows none. The adaptive breakers block with a
+// probability, above 0.999 in BreakerBlockOpen, so they may allow 10: the
+// chance that they allow more is below 10^-20.
+func blocks(b *testing.B, name string, most int64, op Op) Op {
+	var allowed int64
 	for range 100 {
-		admitted += op()
+		allowed += op()
 	}
-	if admitted > most {
-		b.Fatalf("%s: the tripped breaker admitted %d of 100 requests, want at most %d", name, admitted, most)
+	if allowed > most {
+		b.Fatalf("%s: the tripped breaker allowed %d of 100 requests, want at most %d", name, allowed, most)
 	}
 	return op
 }
 
-// allowAccept admits one request and settles it as a success through each
+// allowSucceed allows one request and settles it as a success through each
 // breaker's two-step API (allow, then report), with a healthy dependency.
-var allowAccept = &Shape{
-	ID:   "BreakerAllowAccept",
+var allowSucceed = &Shape{
+	ID:   "BreakerAllowSucceed",
 	Name: "Allow + settle 1 success, healthy dependency",
 	Impls: []Impl{
 		timeNow,
@@ -159,11 +159,11 @@ var allowAccept = &Shape{
 			return func() int64 { return clock.System.Now() }
 		}},
 		// Default Adaptive: Allow reads the clock and, with no failure in
-		// the window, neither reads the window nor draws; Accept reads the
+		// the window, neither reads the window nor draws; Succeed reads the
 		// clock and counts.
-		{Name: "slidegate Adaptive Allow+Accept", Role: Ours, Setup: func(b *testing.B) Op {
+		{Name: "slidegate Adaptive Allow+Succeed", Role: Ours, Setup: func(b *testing.B) Op {
 			a := must(breaker.NewAdaptive())
-			return admits(b, "Adaptive", func() int64 {
+			return allows(b, "Adaptive", func() int64 {
 				p, err := a.Allow()
 				if err != nil {
 					return 0
@@ -173,21 +173,21 @@ var allowAccept = &Shape{
 			})
 		}},
 		// A closed error-ratio Circuit does not read the clock to allow;
-		// Accept reads it once and counts.
-		{Name: "slidegate Circuit ErrorRatio(0.5) Allow+Accept", Role: Ours, Setup: func(b *testing.B) Op {
+		// Succeed reads it once and counts.
+		{Name: "slidegate Circuit ErrorRatio(0.5) Allow+Succeed", Role: Ours, Setup: func(b *testing.B) Op {
 			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio)))
-			return admits(b, "Circuit ErrorRatio", allowAcceptCircuit(c))
+			return allows(b, "Circuit ErrorRatio", allowSucceedCircuit(c))
 		}},
 		// A slow-ratio Circuit reads the clock twice, to time the request.
-		{Name: "slidegate Circuit SlowRatio(1s, 0.5) Allow+Accept", Role: Ours, Setup: func(b *testing.B) Op {
+		{Name: "slidegate Circuit SlowRatio(1s, 0.5) Allow+Succeed", Role: Ours, Setup: func(b *testing.B) Op {
 			c := must(breaker.NewCircuit(breaker.SlowRatio(breakerMaxRT, breakerRatio)))
-			return admits(b, "Circuit SlowRatio", allowAcceptCircuit(c))
+			return allows(b, "Circuit SlowRatio", allowSucceedCircuit(c))
 		}},
 		// go-zero's default breaker (NewBreaker): its Allow wraps the
 		// promise with the breaker's error log.
 		{Name: "go-zero breaker Allow+Accept", Setup: func(b *testing.B) Op {
 			zb := zbreaker.NewBreaker()
-			return admits(b, "go-zero", func() int64 {
+			return allows(b, "go-zero", func() int64 {
 				p, err := zb.Allow()
 				if err != nil {
 					return 0
@@ -201,7 +201,7 @@ var allowAccept = &Shape{
 		// Allow returns a closure that reports the outcome.
 		{Name: "gobreaker TwoStep Allow+done(nil)", Setup: func(b *testing.B) Op {
 			cb := gobreaker.NewTwoStepCircuitBreaker[any](gobreaker.Settings{})
-			return admits(b, "gobreaker", allowDoneGobreaker(cb))
+			return allows(b, "gobreaker", allowDoneGobreaker(cb))
 		}},
 		// The same with a rolling window like the Circuit's, 10 s in buckets
 		// of 1 s, and an error ratio of 0.5 over at least 10 requests.
@@ -213,7 +213,7 @@ var allowAccept = &Shape{
 					return c.Requests >= breakerMinReqs && float64(c.TotalFailures) >= breakerRatio*float64(c.Requests)
 				},
 			})
-			return admits(b, "gobreaker rolling", allowDoneGobreaker(cb))
+			return allows(b, "gobreaker rolling", allowDoneGobreaker(cb))
 		}},
 		// sentinel's whole slot chain with one circuit-breaker rule on the
 		// resource, ErrorRatio 0.5 over 10 s in 10 buckets, at least 10
@@ -221,19 +221,19 @@ var allowAccept = &Shape{
 		// window on every completion.
 		{Name: "sentinel api.Entry+Exit, ErrorRatio rule", Setup: func(b *testing.B) Op {
 			loadBreakerRule(b, sentinelRule(errorRatioResource, scb.ErrorRatio, breakerOpen))
-			return admits(b, "sentinel ErrorRatio", sentinelEntryExit(errorRatioResource))
+			return allows(b, "sentinel ErrorRatio", sentinelEntryExit(errorRatioResource))
 		}},
 		// The same with a SlowRequestRatio rule: requests slower than 1 s,
 		// ratio 0.5.
 		{Name: "sentinel api.Entry+Exit, SlowRequestRatio rule", Setup: func(b *testing.B) Op {
 			loadBreakerRule(b, sentinelRule(slowRatioResource, scb.SlowRequestRatio, breakerOpen))
-			return admits(b, "sentinel SlowRequestRatio", sentinelEntryExit(slowRatioResource))
+			return allows(b, "sentinel SlowRequestRatio", sentinelEntryExit(slowRatioResource))
 		}},
 	},
 }
 
-// allowAcceptCircuit returns the two-step operation on a Circuit.
-func allowAcceptCircuit(c *breaker.Circuit) Op {
+// allowSucceedCircuit returns the two-step operation on a Circuit.
+func allowSucceedCircuit(c *breaker.Circuit) Op {
 	return func() int64 {
 		p, err := c.Allow()
 		if err != nil {
@@ -268,23 +268,23 @@ var breakerDo = &Shape{
 		// Default Adaptive.
 		{Name: "slidegate Adaptive.Do", Role: Ours, Setup: func(b *testing.B) Op {
 			a := must(breaker.NewAdaptive())
-			return admits(b, "Adaptive", func() int64 { return b2i(a.Do(succeed) == nil) })
+			return allows(b, "Adaptive", func() int64 { return b2i(a.Do(succeed) == nil) })
 		}},
 		// Circuit with the default settings, ErrorRatio 0.5.
 		{Name: "slidegate Circuit.Do, ErrorRatio(0.5)", Role: Ours, Setup: func(b *testing.B) Op {
 			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio)))
-			return admits(b, "Circuit", func() int64 { return b2i(c.Do(succeed) == nil) })
+			return allows(b, "Circuit", func() int64 { return b2i(c.Do(succeed) == nil) })
 		}},
 		// go-zero's default breaker.
 		{Name: "go-zero breaker Do", Setup: func(b *testing.B) Op {
 			zb := zbreaker.NewBreaker()
-			return admits(b, "go-zero", func() int64 { return b2i(zb.Do(succeed) == nil) })
+			return allows(b, "go-zero", func() int64 { return b2i(zb.Do(succeed) == nil) })
 		}},
 		// gobreaker with default Settings; its requests return a value, here
 		// a nil any.
 		{Name: "gobreaker Execute", Setup: func(b *testing.B) Op {
 			cb := gobreaker.NewCircuitBreaker[any](gobreaker.Settings{})
-			return admits(b, "gobreaker", func() int64 {
+			return allows(b, "gobreaker", func() int64 {
 				_, err := cb.Execute(succeedAny)
 				return b2i(err == nil)
 			})
@@ -292,19 +292,19 @@ var breakerDo = &Shape{
 	},
 }
 
-// rejectOpen asks a tripped breaker to admit one request: the cost of
-// refusing. Every breaker is tripped before the run by failing requests and
+// blockOpen asks a tripped breaker to allow one request: the cost of
+// blocking. Every breaker is tripped before the run by failing requests and
 // stays tripped throughout; a request it lets through anyway fails too, as
-// the dependency is still down. The operation returns 1 for an admitted
-// request, 0 for a refused one.
-var rejectOpen = &Shape{
-	ID:   "BreakerRejectOpen",
-	Name: "Refuse 1 request, breaker open",
+// the dependency is still down. The operation returns 1 for an allowed
+// request, 0 for a blocked one.
+var blockOpen = &Shape{
+	ID:   "BreakerBlockOpen",
+	Name: "Block 1 request, breaker open",
 	Impls: []Impl{
 		timeNow,
 		// An error-ratio Circuit opened by 10 failures (its minimum volume),
 		// open for an hour: Allow reads the clock, compares it with the end
-		// of the open period and counts the refusal.
+		// of the open period and counts the blocked request.
 		{Name: "slidegate Circuit.Allow, open", Role: Ours, Setup: func(b *testing.B) Op {
 			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio), breaker.WithOpenTimeout(breakerLongOpen)))
 			for range breakerMinReqs {
@@ -315,7 +315,7 @@ var rejectOpen = &Shape{
 			if s := c.State(); s != breaker.Open {
 				b.Fatalf("Circuit: %v after %d failures, want open", s, breakerMinReqs)
 			}
-			return refuses(b, "Circuit", 0, func() int64 {
+			return blocks(b, "Circuit", 0, func() int64 {
 				p, err := c.Allow()
 				if err != nil {
 					return 0
@@ -324,11 +324,11 @@ var rejectOpen = &Shape{
 				return 1
 			})
 		}},
-		// A default Adaptive breaker offered 10,000 failing requests: drop
-		// ratio 0.9994 and rising, as its own drops count. Allow reads the
-		// clock and the window totals, draws, and counts the drop; about 6
-		// requests in 10,000 pass, and fail.
-		{Name: "slidegate Adaptive.Allow, drop ratio ≈ 1", Role: Ours, Setup: func(b *testing.B) Op {
+		// A default Adaptive breaker offered 10,000 failing requests: block
+		// ratio 0.9994 and rising, as its own blocks count. Allow reads the
+		// clock and the window totals, draws, and counts the blocked request;
+		// about 6 requests in 10,000 are let through, and fail.
+		{Name: "slidegate Adaptive.Allow, block ratio ≈ 1", Role: Ours, Setup: func(b *testing.B) Op {
 			a := must(breaker.NewAdaptive())
 			op := func() int64 {
 				p, err := a.Allow()
@@ -344,13 +344,14 @@ var rejectOpen = &Shape{
 			if r := a.BlockRatio(); r < 0.999 {
 				b.Fatalf("Adaptive: block ratio %v after %d failing requests, want above 0.999", r, breakerFailures)
 			}
-			return refuses(b, "Adaptive", 10, op)
+			return blocks(b, "Adaptive", 10, op)
 		}},
 		// go-zero's default breaker offered 10,000 failing requests, the
-		// same drop ratio. Each drop also formats the breaker's recent
-		// errors for its alert reporter (see init). go-zero lets one
-		// request pass whenever none has for a second, so about one per
-		// second of the run passes, and fails.
+		// same ratio (go-zero's dropRatio). For each request it blocks,
+		// go-zero also formats the breaker's recent errors for its alert
+		// reporter (see init). It lets one request through whenever none has
+		// gone through for a second, so about one per second of the run is
+		// let through, and fails.
 		{Name: "go-zero breaker Allow, drop ratio ≈ 1", Setup: func(b *testing.B) Op {
 			zb := zbreaker.NewBreaker()
 			op := func() int64 {
@@ -364,7 +365,7 @@ var rejectOpen = &Shape{
 			for range breakerFailures {
 				op()
 			}
-			return refuses(b, "go-zero", 10, op)
+			return blocks(b, "go-zero", 10, op)
 		}},
 		// gobreaker with default Settings but an open period of an hour,
 		// opened by 6 consecutive failures: Execute takes the mutex, reads
@@ -377,7 +378,7 @@ var rejectOpen = &Shape{
 			if s := cb.State(); s != gobreaker.StateOpen {
 				b.Fatalf("gobreaker: %v after 6 failures, want open", s)
 			}
-			return refuses(b, "gobreaker", 0, func() int64 {
+			return blocks(b, "gobreaker", 0, func() int64 {
 				_, err := cb.Execute(failAny)
 				return b2i(!errors.Is(err, gobreaker.ErrOpenState))
 			})
@@ -405,12 +406,12 @@ var rejectOpen = &Shape{
 			e, blocked := sapi.Entry(openResource)
 			if blocked == nil {
 				e.Exit()
-				b.Fatal("sentinel: entry admitted after the breaker opened")
+				b.Fatal("sentinel: entry allowed after the breaker opened")
 			}
 			if blocked.BlockType() != sbase.BlockTypeCircuitBreaking {
 				b.Fatalf("sentinel: entry blocked by %v, want the circuit breaker", blocked.BlockType())
 			}
-			return refuses(b, "sentinel", 0, op)
+			return blocks(b, "sentinel", 0, op)
 		}},
 	},
 }

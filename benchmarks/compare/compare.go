@@ -66,7 +66,7 @@ type Shape struct {
 
 // Shapes lists the comparisons in table order.
 var Shapes = []*Shape{addClock, addNow, sumClock, sumNow, allowClock, acquireRelease,
-	allowAccept, breakerDo, rejectOpen, guardEntryExit, redisAllow, redisRefuse}
+	allowSucceed, breakerDo, blockOpen, guardEntryExit, redisAllow, redisBlock}
 
 // Metrics lists, in table order, the units some rows report besides ns/op
 // and allocs/op (with b.ReportMetric): comparetable gives each a column

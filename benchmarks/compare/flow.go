@@ -18,8 +18,8 @@ import (
 )
 
 // The flow limiters' speed rows. Every limiter is configured so that every
-// call is admitted: the rows measure the cost of deciding and counting, not
-// of refusing. The accuracy of the same limiters under overload is measured
+// call is allowed: the rows measure the cost of deciding and counting, not
+// of blocking. The accuracy of the same limiters under overload is measured
 // by Accuracy (accuracy.go) and cmd/accuracy.
 
 // allowResource is the sentinel resource of the speed row, with a flow rule
@@ -27,7 +27,7 @@ import (
 const allowResource = "compare-allow"
 
 // inFlightLimit is the concurrency limit of the Acquire+Release rows: far
-// above the number of goroutines, so that every call is admitted.
+// above the number of goroutines, so that every call is allowed.
 const inFlightLimit = 1 << 30
 
 // quietSentinel keeps sentinel's console logger, which writes to stdout at
@@ -62,12 +62,12 @@ var allowClock = &Shape{
 			l := rate.NewLimiter(rate.Limit(1e12), 1<<30)
 			return func() int64 { return b2i(l.Allow()) }
 		}},
-		// ratelimit paces instead of refusing: Take blocks until the caller's
-		// turn. At 1e9/s without slack the turns are 1 ns apart, so a serial
+		// ratelimit paces instead of blocking requests: Take waits until the
+		// caller's turn. At 1e9/s without slack the turns are 1 ns apart, so a serial
 		// caller never sleeps. In parallel, a caller preempted between its
 		// clock read and its compare-and-swap finds a later turn already
 		// issued and sleeps until the one after it, as long as it was away.
-		{Name: "uber ratelimit Take (paces, blocks), 1e9/s", Setup: func(*testing.B) Op {
+		{Name: "uber ratelimit Take (paces, waits), 1e9/s", Setup: func(*testing.B) Op {
 			l := ratelimit.New(1e9, ratelimit.WithoutSlack)
 			return func() int64 { return l.Take().UnixNano() }
 		}},

@@ -15,11 +15,12 @@ import (
 // The guard's speed rows: one request through a resource protected by a QPS
 // rule and a circuit breaker at once, the whole per-request path of a
 // service that governs its traffic. The limit is never reached and every
-// request succeeds, so every request is admitted and the rows measure
-// deciding, counting and settling, not refusing.
+// request succeeds, so every request is allowed and the rows measure
+// deciding, counting and settling, not blocking.
 //
 // slidegate's guard and sentinel are given the same rules: a QPS limit of
-// 2^30 per second, rejecting, and an error-ratio breaker with the Circuit's
+// 2^30 per second that blocks at once rather than waiting (a QPSRule, and
+// sentinel's Reject behavior), and an error-ratio breaker with the Circuit's
 // defaults (0.5 over a 10 s window in 10 buckets, at least 10 requests, open
 // for 5 s; see breaker.go). go-zero has no local QPS limiter to put on the
 // same call path (core/limit's PeriodLimit and TokenLimiter keep their
@@ -59,20 +60,20 @@ func newGuard(b *testing.B) *slidegate.Guard {
 // at once with success.
 var guardEntryExit = &Shape{
 	ID:   "GuardEnterExit",
-	Name: "Enter + Exit, a QPS rule and a breaker on one resource, every request admitted",
+	Name: "Enter + Exit, a QPS rule and a breaker on one resource, every request allowed",
 	Impls: []Impl{
 		timeNow,
 		{Name: "clock.System.Now", Setup: func(*testing.B) Op {
 			return func() int64 { return clock.System.Now() }
 		}},
 		// Enter reads the clock once, finds the resource's rules in the
-		// snapshot, asks the breaker and counts the pass in the limiter and
-		// the resource's statistics; Exit reads the clock again and counts
+		// snapshot, asks the breaker and counts the allowed request in the
+		// limiter and the resource's statistics; Exit reads the clock again and counts
 		// the success and response time, and settles the breaker's promise.
 		{Name: "slidegate Guard.Enter+Exit", Role: Ours, Setup: func(b *testing.B) Op {
 			g := newGuard(b)
 			ctx := context.Background()
-			return admits(b, "slidegate Enter", func() int64 {
+			return allows(b, "slidegate Enter", func() int64 {
 				e, err := g.Enter(ctx, guardResource)
 				if err != nil {
 					return 0
@@ -85,11 +86,11 @@ var guardEntryExit = &Shape{
 		{Name: "slidegate Guard.Do", Role: Ours, Setup: func(b *testing.B) Op {
 			g := newGuard(b)
 			ctx := context.Background()
-			return admits(b, "slidegate Do", func() int64 {
+			return allows(b, "slidegate Do", func() int64 {
 				return b2i(g.Do(ctx, guardResource, succeed) == nil)
 			})
 		}},
-		// sentinel's whole slot chain with a flow rule (direct, reject,
+		// sentinel's whole slot chain with a flow rule (Direct, Reject,
 		// threshold 2^30 per 1 s) and an ErrorRatio circuit-breaker rule on
 		// the resource; both are cleared when the benchmark ends.
 		{Name: "sentinel api.Entry+Exit, flow rule + ErrorRatio rule", Setup: func(b *testing.B) Op {
@@ -104,12 +105,12 @@ var guardEntryExit = &Shape{
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _, _ = sflow.LoadRulesOfResource(guardSentinelResource, nil) })
-			return admits(b, "sentinel", sentinelEntryExit(guardSentinelResource))
+			return allows(b, "sentinel", sentinelEntryExit(guardSentinelResource))
 		}},
 		// go-zero's default breaker, without a QPS limit (see above).
 		{Name: "go-zero breaker Do (breaker only, no QPS limit)", Setup: func(b *testing.B) Op {
 			zb := zbreaker.NewBreaker()
-			return admits(b, "go-zero", func() int64 { return b2i(zb.Do(succeed) == nil) })
+			return allows(b, "go-zero", func() int64 { return b2i(zb.Do(succeed) == nil) })
 		}},
 	},
 }

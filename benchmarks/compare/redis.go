@@ -170,15 +170,15 @@ func counts(b *testing.B) redisCounts {
 type redisWant int
 
 const (
-	admitEvery redisWant = iota // the limit is never reached: every decision admitted
-	refuseMost                  // the limit was reached before the timer started
+	allowEvery redisWant = iota // the limit is never reached: every decision allowed
+	blockMost                   // the limit was reached before the timer started
 )
 
-// redisRow checks op, a Redis row's decision (1 when admitted, 0 when
-// refused, -1 when it failed), and returns it with a check of every
+// redisRow checks op, a Redis row's decision (1 when allowed, 0 when
+// blocked, -1 when it failed), and returns it with a check of every
 // decision; to be called last in Setup. Before the timer starts it checks
-// the first decision (admitEvery), or that the limit is reached within 3
-// decisions (refuseMost). After the run it reports, from the server's
+// the first decision (allowEvery), or that the limit is reached within 3
+// decisions (blockMost). After the run it reports, from the server's
 // command counts,
 //
 //   - roundtrips/op: commands clients sent per decision (all clients: the
@@ -187,8 +187,8 @@ const (
 //   - rediscalls/op: commands the scripts ran per decision, and
 //   - decisions/s: decisions per second of benchmark time;
 //
-// and fails the row if a decision failed, if one was refused (admitEvery),
-// if more than a tenth were admitted (refuseMost, over at least 1000
+// and fails the row if a decision failed, if one was blocked (allowEvery),
+// if more than a tenth were allowed (blockMost, over at least 1000
 // decisions), or if there were fewer than minTrips round trips per decision
 // (over at least 100): a limiter that fell back to deciding locally would be
 // measured otherwise. The wrapper costs an indirect call per decision; its
@@ -197,11 +197,11 @@ func redisRow(b *testing.B, name string, want redisWant, minTrips float64, op Op
 	b.Helper()
 	expect := int64(1)
 	switch want {
-	case admitEvery:
+	case allowEvery:
 		if r := op(); r != 1 {
 			b.Fatalf("%s: the first decision was %s; the limit is meant never to be reached", name, outcome(r))
 		}
-	case refuseMost:
+	case blockMost:
 		expect = 0
 		// The first takes the permit; a second may find a new one if the
 		// limiter's window moved on in between.
@@ -228,10 +228,10 @@ func redisRow(b *testing.B, name string, want redisWant, minTrips float64, op Op
 		switch k := odd.Load(); {
 		case failed.Load() > 0:
 			b.Errorf("%s: %d of %d decisions failed", name, failed.Load(), b.N)
-		case want == admitEvery && k > 0:
-			b.Errorf("%s: %d of %d decisions refused; the limit is meant never to be reached", name, k, b.N)
-		case want == refuseMost && b.N >= 1000 && k > int64(b.N/10):
-			b.Errorf("%s: %d of %d decisions admitted past the limit", name, k, b.N)
+		case want == allowEvery && k > 0:
+			b.Errorf("%s: %d of %d decisions blocked; the limit is meant never to be reached", name, k, b.N)
+		case want == blockMost && b.N >= 1000 && k > int64(b.N/10):
+			b.Errorf("%s: %d of %d decisions allowed past the limit", name, k, b.N)
 		}
 		if b.N >= 100 && trips < minTrips*0.99 {
 			b.Errorf("%s: %.3f round trips per decision, want at least %v: did it decide without Redis?", name, trips, minTrips)
@@ -254,9 +254,9 @@ func redisRow(b *testing.B, name string, want redisWant, minTrips float64, op Op
 func outcome(r int64) string {
 	switch r {
 	case 1:
-		return "admitted"
+		return "allowed"
 	case 0:
-		return "refused"
+		return "blocked"
 	}
 	return "an error"
 }

@@ -23,13 +23,13 @@ import (
 // roundtrips/op, rediscalls/op (the commands its script runs) and
 // decisions/s; the baseline is a bare PING with go-redis.
 //
-// In RedisAllow the limit is never reached, so every decision is admitted
+// In RedisAllow the limit is never reached, so every decision is allowed
 // and the rows measure the round-trip path: 10^6 per second, beyond any
 // round-trip row here (and low enough that redis_rate's floating-point
 // arithmetic still counts: see below), except the leasing row, 10^9,
-// which decides locally faster than 10^6 per second. In RedisRefuse the
+// which decides locally faster than 10^6 per second. In RedisBlock the
 // limit, 1 per second, was reached before the timer started, and the rows
-// measure refusing under overload.
+// measure blocking under overload.
 //
 // The libraries, with their defaults otherwise:
 //
@@ -58,7 +58,7 @@ import (
 const (
 	redisAllowLimit = 1_000_000     // per second: never reached by a round-trip row
 	redisLeaseLimit = 1_000_000_000 // per second: never reached by the leasing row
-	redisRefuseRate = 1             // per second, reached before the timer starts
+	redisBlockRate  = 1             // per second, reached before the timer starts
 	redisLease      = 100
 )
 
@@ -69,42 +69,42 @@ var redisAllow = &Shape{
 	Impls: []Impl{
 		pingRow,
 		{Name: "slidegate redisflow Limiter", Role: Ours, Setup: func(b *testing.B) Op {
-			return redisflowRow(b, admitEvery, 1, redisAllowLimit)
+			return redisflowRow(b, allowEvery, 1, redisAllowLimit)
 		}},
 		{Name: "slidegate redisflow Limiter, lease 100", Role: Ours, Setup: func(b *testing.B) Op {
-			return redisflowRow(b, admitEvery, 0, redisLeaseLimit, redisflow.WithLease(redisLease, 0))
+			return redisflowRow(b, allowEvery, 0, redisLeaseLimit, redisflow.WithLease(redisLease, 0))
 		}},
 		{Name: "redis_rate Allow (GCRA)", Setup: func(b *testing.B) Op {
-			return redisRateRow(b, admitEvery, redisAllowLimit)
+			return redisRateRow(b, allowEvery, redisAllowLimit)
 		}},
 		{Name: "go-zero PeriodLimit.Take", Setup: func(b *testing.B) Op {
-			return periodLimitRow(b, admitEvery, redisAllowLimit)
+			return periodLimitRow(b, allowEvery, redisAllowLimit)
 		}},
 		{Name: "go-zero TokenLimiter.Allow", Setup: func(b *testing.B) Op {
-			return tokenLimiterRow(b, admitEvery, redisAllowLimit)
+			return tokenLimiterRow(b, allowEvery, redisAllowLimit)
 		}},
 	},
 }
 
-var redisRefuse = &Shape{
-	ID:          "RedisRefuse",
+var redisBlock = &Shape{
+	ID:          "RedisBlock",
 	Name:        "Allow 1 through Redis, limit 1/s reached",
 	Unavailable: RedisUnavailable,
 	Impls: []Impl{
 		pingRow,
-		// The first refusal is a round trip; the limiter keeps it until
+		// The first block is a round trip; the limiter caches it until
 		// its window moves on, about 1s later.
 		{Name: "slidegate redisflow Limiter", Role: Ours, Setup: func(b *testing.B) Op {
-			return redisflowRow(b, refuseMost, 0, redisRefuseRate)
+			return redisflowRow(b, blockMost, 0, redisBlockRate)
 		}},
 		{Name: "redis_rate Allow (GCRA)", Setup: func(b *testing.B) Op {
-			return redisRateRow(b, refuseMost, redisRefuseRate)
+			return redisRateRow(b, blockMost, redisBlockRate)
 		}},
 		{Name: "go-zero PeriodLimit.Take", Setup: func(b *testing.B) Op {
-			return periodLimitRow(b, refuseMost, redisRefuseRate)
+			return periodLimitRow(b, blockMost, redisBlockRate)
 		}},
 		{Name: "go-zero TokenLimiter.Allow", Setup: func(b *testing.B) Op {
-			return tokenLimiterRow(b, refuseMost, redisRefuseRate)
+			return tokenLimiterRow(b, blockMost, redisBlockRate)
 		}},
 	},
 }
@@ -113,7 +113,7 @@ var redisRefuse = &Shape{
 var pingRow = Impl{Name: "go-redis Ping (1 round trip)", Role: Baseline, Setup: func(b *testing.B) Op {
 	rdb := goRedis(b, sharedRedis(b))
 	ctx := context.Background()
-	return redisRow(b, "Ping", admitEvery, 1, func() int64 {
+	return redisRow(b, "Ping", allowEvery, 1, func() int64 {
 		if rdb.Ping(ctx).Err() != nil {
 			return -1
 		}
@@ -157,7 +157,7 @@ func redisRateRow(b *testing.B, want redisWant, rate int) Op {
 }
 
 // periodLimitRow returns a go-zero PeriodLimit decision, quota per 1s
-// period; a request that reaches the quota (HitQuota) is admitted.
+// period; a request that reaches the quota (HitQuota) is allowed.
 func periodLimitRow(b *testing.B, want redisWant, quota int) Op {
 	pl := limit.NewPeriodLimit(1, quota, zeroRedis(b), redisKey("go-zero-period")+":")
 	ctx := context.Background()

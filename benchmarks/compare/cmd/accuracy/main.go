@@ -1,8 +1,8 @@
 // Command accuracy runs slidegate's flow.QPS limiter, x/time/rate and
 // sentinel's QPS flow rule through the traffic patterns of flowsim on
-// simulated time, and prints, for each, the most requests admitted in any
+// simulated time, and prints, for each, the most requests allowed in any
 // interval of the limit's length (wherever it starts) and the long-run
-// admitted rate, as markdown tables.
+// allowed rate, as markdown tables.
 //
 // Usage:
 //
