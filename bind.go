@@ -32,14 +32,92 @@ type check struct {
 	rule  rule
 }
 
-// ruleKey identifies a rule by its whole value: a new snapshot reuses the
-// rule value of an identical rule, with its counts and state.
+// ruleKey identifies a rule by its whole value, the defaults it leaves out
+// written out (see normal), so that a rule and the same rule with a default
+// spelled out are one rule: a new snapshot reuses the enforcer of an
+// identical rule, with its counts and state.
 func ruleKey(v any) string {
+	switch r := v.(type) {
+	case FlowRule:
+		v = r.normal()
+	case BreakerRule:
+		v = r.normal()
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("slidegate: a rule does not marshal: " + err.Error())
 	}
 	return string(b)
+}
+
+// normal returns the rule with the defaults it leaves out written out: the
+// type, a QPS rule's or a throttle's interval, a QPS rule's buckets, a
+// warm-up's cold factor.
+func (f FlowRule) normal() FlowRule {
+	f.Type = f.flowType()
+	if f.Type != ConcurrencyRule {
+		f.Interval = Duration(f.interval())
+	}
+	if f.Type == QPSRule {
+		f.Buckets = f.buckets()
+	}
+	if f.WarmUp > 0 && f.ColdFactor == 0 {
+		f.ColdFactor = defaultColdFactor
+	}
+	return f
+}
+
+// normal returns the rule with the defaults of its breaker written out
+// (those breaker.NewAdaptive and breaker.NewCircuit document): the window,
+// the minimum volume, and an adaptive breaker's K, protection and block
+// policy or a circuit's open timeout, backoff and probes.
+func (b BreakerRule) normal() BreakerRule {
+	b.MinRequests = cloned(b.MinRequests)
+	if b.Interval == 0 {
+		b.Interval = Duration(10 * time.Second)
+	}
+	if b.Strategy == AdaptiveBreaker {
+		if b.Buckets == 0 {
+			b.Buckets = 40
+		}
+		if b.MinRequests == nil {
+			b.MinRequests = new(int64)
+		}
+		if b.K == 0 {
+			b.K = 2
+		}
+		if b.Protection == nil {
+			five := int64(5)
+			b.Protection = &five
+		}
+		if b.BlockPolicy == "" {
+			b.BlockPolicy = "count_blocks_while_failing"
+		}
+		return b
+	}
+	if b.Buckets == 0 {
+		b.Buckets = 10
+	}
+	if b.MinRequests == nil {
+		n := int64(10)
+		if b.Strategy == ConsecutiveFailuresBreaker {
+			n = 0
+		}
+		b.MinRequests = &n
+	}
+	if b.OpenTimeout == 0 {
+		b.OpenTimeout = Duration(5 * time.Second)
+	}
+	if b.MaxOpenTimeout == 0 {
+		b.MaxOpenTimeout = b.OpenTimeout
+	}
+	if b.Probes == 0 {
+		b.Probes = 1
+	}
+	if b.ProbeTimeout == 0 {
+		b.ProbeTimeout = b.OpenTimeout
+	}
+	return b
 }
 
 // compile builds the rules' enforcers, reusing those of the rules in force
@@ -81,22 +159,27 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		s.flows[i], _ = same.take(ruleKey(r))
 	}
 	// Then those of the rules in force that differ only in their limits.
+	type limited struct {
+		rule  resizer
+		limit int64 // its limit in force
+	}
 	var leftSpecs []FlowRule
-	var left []rule
+	var left []limited
 	for i, old := range prev.flows {
 		if rs, ok := old.(resizer); ok && !same.taken[i] && rs.resizable() {
-			leftSpecs, left = append(leftSpecs, prev.rules.Flow[i].shape()), append(left, old)
+			leftSpecs, left = append(leftSpecs, prev.rules.Flow[i].shape()), append(left, limited{rs, prev.rules.Flow[i].Limit})
 		}
 	}
 	shaped := takeOnce(leftSpecs, left)
-	var resized []int // the rules whose enforcer takes a new limit
+	var resized []limited // the enforcers that take a new limit, with the limit they had
+	var resizedAt []int   // and the rules they enforce
 	for i, r := range rules.Flow {
 		if s.flows[i] != nil {
 			continue
 		}
 		if old, ok := shaped.take(ruleKey(r.shape())); ok {
-			s.flows[i] = old
-			resized = append(resized, i)
+			s.flows[i] = old.rule
+			resized, resizedAt = append(resized, old), append(resizedAt, i)
 			continue
 		}
 		if r.Cluster && g.cluster == nil {
@@ -146,10 +229,17 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 
 	// The enforcers are shared with the rules in force: change their limits
-	// only once the new rules are sure to replace them.
-	for _, i := range resized {
-		if err := s.flows[i].(resizer).setLimit(rules.Flow[i].Limit); err != nil {
-			panic("slidegate: a validated limit was refused: " + err.Error())
+	// only once the new rules are sure to replace them. A limit refused
+	// (a cluster's limiter may refuse one) puts back those changed before
+	// it, and leaves the rules in force as they were.
+	for k, l := range resized {
+		i := resizedAt[k]
+		if err := l.rule.setLimit(rules.Flow[i].Limit); err != nil {
+			for _, back := range resized[:k] {
+				_ = back.rule.setLimit(back.limit)
+			}
+			g.resources.unpinAllBut(prev.by, prev.rules.refs(), g.clock.Now())
+			return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: "limit", Reason: err.Error()}}}
 		}
 	}
 	return s, nil

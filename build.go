@@ -9,6 +9,9 @@ import (
 	"github.com/slidegate/slidegate/flow"
 )
 
+// defaultColdFactor is a warm-up's cold factor when a rule leaves it out.
+const defaultColdFactor = 3
+
 // buildFlow makes the rule that enforces flow rule f, read as Validate
 // leaves it; the error names what the limiter refused. A nil clock is
 // clock.System. A cluster rule's limiter comes from cl; with cl nil, the
@@ -27,7 +30,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 	if f.WarmUp > 0 {
 		cold := f.ColdFactor
 		if cold == 0 {
-			cold = 3
+			cold = defaultColdFactor
 		}
 		opts = append(opts, flow.WithWarmUp(time.Duration(f.WarmUp), cold))
 	}
@@ -51,8 +54,8 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 		return &concurrencyRule{c: l}, nil
 	case f.RefResource != "":
 		if interval%statsWidth != 0 || interval > statsInterval {
-			return nil, fmt.Errorf("interval %v: a rule on another resource reads its statistics, which are kept over %v in buckets of %v: the interval must be a multiple of %v, at most %v",
-				interval, statsInterval, statsWidth, statsWidth, statsInterval)
+			return nil, &fieldError{"interval", fmt.Errorf("interval %v: a rule on another resource reads its statistics, which are kept over %v in buckets of %v: the interval must be a multiple of %v, at most %v",
+				interval, statsInterval, statsWidth, statsWidth, statsInterval)}
 		}
 		return &refRule{limit: f.Limit}, nil
 	case f.Type == ThrottleRule && f.Limit > 0:

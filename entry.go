@@ -33,8 +33,10 @@ func WithCount(n int64) EntryOption { return EntryOption{kind: optCount, count: 
 
 // MaxCount is the largest batch (WithCount) a request counts as: the largest
 // limit a rule can have (flow.MaxLimit), so that a batch within any limit is
-// counted whole. It keeps a resource's totals far from overflowing, and they
-// saturate rather than wrap if they ever get there.
+// counted whole. A resource's totals saturate at math.MaxInt64 rather than
+// wrap; the summed response time (Totals.RT, in nanoseconds, each request of
+// a batch counting the batch's time) gets there first: a batch of MaxCount
+// that takes 2.2 s fills it for good.
 const MaxCount = flow.MaxLimit
 
 // WithPriority marks the request as prioritized: a QPS rule with Borrow may
@@ -121,16 +123,21 @@ func (e *entry) release() {
 
 // clearHeld forgets what the request held, keeping the storage. The holds
 // themselves are not zeroed, which would cost more than the rest of Exit's
-// bookkeeping: admit clears a hold's owner before a rule fills it, and a
-// pooled entry that still points at a limiter of rules no longer in force
-// keeps it only until sync.Pool drops the entry, two collections at most.
+// bookkeeping: admit clears a hold's owner before a rule fills it. So a
+// pooled entry may keep pointing at limiters and breakers of rules no longer
+// in force, at most one per rule of the largest binding it served, until it
+// serves as many rules again or sync.Pool drops it.
 func (e *entry) clearHeld() { e.held = e.held[:0] }
 
 // Enter asks to use the resource called name for one request (or
 // WithCount(n) of them). If the resource's rules allow it, Enter returns its
 // Entry, which must be exited when the request ends. Otherwise it returns a
 // *BlockError, or ctx.Err() if ctx ended while a throttle made the request
-// wait. Enter returns ctx.Err() at once if ctx is already done.
+// wait. Enter returns ctx.Err() at once if ctx is already done. A request
+// whose wait ctx cuts short gives back its throttle's place, its concurrency
+// permits and its breakers' promises; a place it borrowed from a QPS rule's
+// next bucket, and a cluster rule's permit, stay counted, as every
+// admission of those rules does.
 func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (Entry, error) {
 	return g.EnterAt(ctx, g.clock.Now(), name, opts...)
 }

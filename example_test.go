@@ -34,12 +34,12 @@ func ExampleGuard() {
 		fmt.Println("served")
 	}
 	s, _ := g.Stats("GET /orders")
-	fmt.Println("passed", s.Allowed, "blocked", s.Blocked)
+	fmt.Println("allowed", s.Allowed, "blocked", s.Blocked)
 	// Output:
 	// served
 	// served
 	// blocked by flow[0]: rate limited
-	// passed 2 blocked 1
+	// allowed 2 blocked 1
 }
 
 // Rules with a problem are refused whole, with every problem and its place,

@@ -37,7 +37,8 @@ import (
 // exhaust memory.
 //
 // A Guard is safe for concurrent use. Enter and Exit allocate nothing when
-// the request is allowed.
+// the request is allowed without waiting (a throttle's or a borrowed
+// place's wait sleeps on a timer).
 //
 // The zero Guard is not usable; make one with New (or use Default).
 type Guard struct {
@@ -206,7 +207,7 @@ func (g *Guard) SetRules(rules Rules) error {
 		return err
 	}
 	g.snap.Store(s)
-	g.resources.unpinAllBut(s.by, rules.refs())
+	g.resources.unpinAllBut(s.by, rules.refs(), g.clock.Now())
 	g.log.Info("slidegate: rules in force", "flow", len(rules.Flow), "breakers", len(rules.Breakers))
 	return nil
 }

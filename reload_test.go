@@ -1,11 +1,14 @@
 package slidegate
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 )
 
 func TestReloadDoesNotHandOneRulesCountsToAnother(t *testing.T) {
@@ -58,7 +61,7 @@ func checkReloads(t *testing.T, seed uint64) {
 			Resource: "a",
 			Limit:    int64(1 + rng.IntN(8)),
 			Interval: Duration([]time.Duration{time.Second, 2 * time.Second}[rng.IntN(2)]),
-			Buckets:  []int{0, 1, 4}[rng.IntN(3)],
+			Buckets:  []int{0, 1, 4, flow.DefaultBuckets}[rng.IntN(4)], // 0 is the default spelled out
 		}
 	}
 	type load struct {
@@ -125,7 +128,7 @@ func checkReloads(t *testing.T, seed uint64) {
 			if l.seq > seq {
 				continue
 			}
-			if !slices.Contains(l.rules, r) {
+			if !slices.ContainsFunc(l.rules, func(x FlowRule) bool { return x.normal() == r.normal() }) {
 				return false
 			}
 			if l.at <= from {
@@ -137,7 +140,7 @@ func checkReloads(t *testing.T, seed uint64) {
 	var distinct []FlowRule
 	for _, l := range loads {
 		for _, r := range l.rules {
-			if !slices.Contains(distinct, r) {
+			if !slices.ContainsFunc(distinct, func(x FlowRule) bool { return x.normal() == r.normal() }) {
 				distinct = append(distinct, r)
 			}
 		}
@@ -181,4 +184,84 @@ func TestRulesGivenOrReturnedShareNothingWithTheGuard(t *testing.T) {
 	}
 	mustEnter(t, g, "a").Exit(nil)
 	mustBlock(t, g, "a", "flow[0]", RateLimited)
+}
+
+func TestReloadTreatsADefaultSpelledOutAsTheSameRule(t *testing.T) {
+	g, _ := newGuard(t, Rules{
+		Flow:     []FlowRule{{Resource: "a", Limit: 1}},
+		Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1, MinRequests: cloned(new(int64))}},
+	})
+	mustEnter(t, g, "a").Exit(nil)
+	mustEnter(t, g, "b").Exit(errors.New("boom")) // opens the breaker
+	spelled := Rules{
+		Flow: []FlowRule{{Resource: "a", Limit: 1, Type: QPSRule, Interval: Duration(time.Second), Buckets: flow.DefaultBuckets}},
+		Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1, MinRequests: cloned(new(int64)),
+			Interval: Duration(10 * time.Second), Buckets: 10, OpenTimeout: Duration(5 * time.Second), Probes: 1}},
+	}
+	if err := g.SetRules(spelled); err != nil {
+		t.Fatal(err)
+	}
+	mustBlock(t, g, "a", "flow[0]", RateLimited)
+	mustBlock(t, g, "b", "breakers[0]", BreakerOpen)
+}
+
+func TestARuleRemovedFromABusyResourceLeavesItsStatistics(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 100}}}, WithMaxResources(2))
+	for range 30 { // busy for longer than a statistics window
+		mustEnter(t, g, "a").Exit(nil)
+		clk.Advance(time.Second)
+	}
+	if err := g.SetRules(Rules{}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "b").Exit(nil)
+	mustEnter(t, g, "c").Exit(nil) // the table is full: evicts what is idle
+	if s, ok := g.Stats("a"); !ok || s.Totals.Allowed != 30 {
+		t.Fatalf("a = %+v, %v: a resource used a second ago was evicted", s, ok)
+	}
+}
+
+// refusingLimit is a cluster limiter that refuses limits above 10 when asked
+// to change.
+type refusingLimit struct{ fakeLimiter }
+
+func (l *refusingLimit) SetLimit(n int64) error {
+	if n > 10 {
+		return errors.New("the cluster allows at most 10")
+	}
+	return l.fakeLimiter.SetLimit(n)
+}
+
+type refusingLimitCluster struct{}
+
+func (refusingLimitCluster) Limiter(r FlowRule) (ClusterLimiter, error) {
+	q, err := flow.NewQPS(r.Limit, r.interval())
+	if err != nil {
+		return nil, err
+	}
+	return &refusingLimit{fakeLimiter{q: q}}, nil
+}
+
+func TestALimitTheClusterRefusesLeavesTheRulesInForce(t *testing.T) {
+	g, err := New(WithCluster(refusingLimitCluster{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := Rules{Flow: []FlowRule{{Resource: "local", Limit: 2}, {Resource: "c", Limit: 3, Cluster: true}}}
+	if err := g.SetRules(before); err != nil {
+		t.Fatal(err)
+	}
+	// The local limit changes in place first, then the cluster refuses its
+	// new limit: the local one must be put back.
+	err = g.SetRules(Rules{Flow: []FlowRule{{Resource: "local", Limit: 1}, {Resource: "c", Limit: 13, Cluster: true}}})
+	var re *RulesError
+	if !errors.As(err, &re) || len(re.Problems) != 1 || re.Problems[0].Rule != "flow[1]" || re.Problems[0].Field != "limit" {
+		t.Fatalf("SetRules: %v, want the cluster's refusal of flow[1]'s limit", err)
+	}
+	if got := g.Rules(); len(got.Flow) != 2 || got.Flow[0].Limit != 2 || got.Flow[1].Limit != 3 {
+		t.Fatalf("rules in force = %+v, want the earlier ones", got)
+	}
+	mustEnter(t, g, "local").Exit(nil)
+	mustEnter(t, g, "local").Exit(nil) // a limit of 2 again, not 1
+	mustBlock(t, g, "local", "flow[0]", RateLimited)
 }

@@ -246,7 +246,10 @@ func (t *resourceTable) evict(now int64) bool {
 	}
 	for _, r := range evict {
 		// Pinning holds mu too, so a resource unpinned above still is; a
-		// request that came meanwhile has made it busy again.
+		// request that came meanwhile has made it busy again, unless it
+		// looked the resource up but has not counted yet: its counts then go
+		// to the evicted copy, lost with it (a resource idle for a whole
+		// window, so a request or two).
 		if idle(r) && t.m.CompareAndDelete(r.name, r) {
 			t.n.Add(-1)
 			t.evictions.Add(1)
@@ -273,14 +276,17 @@ func (t *resourceTable) pin(name string) *resource {
 	return r
 }
 
-// unpinAllBut lets resources that the rules no longer name be evicted again.
-func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bool) {
+// unpinAllBut lets resources that the rules no longer name be evicted again,
+// once idle: a resource a rule named was never marked used (Enter does not
+// touch it), so it counts as used at time now, when it is unpinned.
+func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bool, now int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.m.Range(func(k, v any) bool {
-		name := k.(string)
-		if keep[name] == nil && !refs[name] {
-			v.(*resource).pinned.Store(false)
+		name, r := k.(string), v.(*resource)
+		if keep[name] == nil && !refs[name] && r.pinned.Load() {
+			r.lastUse.Store(now)
+			r.pinned.Store(false)
 		}
 		return true
 	})
@@ -327,7 +333,12 @@ type ResourceStats struct {
 	// Allowed and Blocked count the requests allowed and blocked; Succeeded and
 	// Failed those that ended (Entry.Exit) without and with an error.
 	Allowed, Blocked, Succeeded, Failed int64
-	// AvgRT is the mean response time of the requests that ended.
+	// AvgRT is the mean response time of the requests that ended, each
+	// request of a batch counting the batch's time. The response times of
+	// one 500 ms bucket sum to at most 2^39 µs (6.4 days), where they stop
+	// growing: requests that together outlast that in one bucket (a batch
+	// of 10^6 taking 3 s, a thousand hour-long streams ending at once) read
+	// a mean too low. P50 to MaxRT, which count a batch once, do not.
 	AvgRT time.Duration
 	// P50, P90, P99 and MaxRT describe the response times of the requests
 	// that ended in the last 7.5 to 10 seconds (the latencies are kept in

@@ -21,7 +21,7 @@ import (
 // implements resizer.
 //
 // Adding a kind of rule means adding a type that implements rule, in a file
-// of its own, and a case in buildFlow (or newBreakerRule) that makes it.
+// of its own, and a case in buildFlow (or buildBreaker) that makes it.
 type rule interface {
 	// phase places the rule in the order Enter asks a resource's rules.
 	phase() phase

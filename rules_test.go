@@ -27,6 +27,9 @@ func TestValidateReportsEveryProblemWithItsPlace(t *testing.T) {
 		{"cold factor without warm-up", Rules{Flow: []FlowRule{{Resource: "a", ColdFactor: 2}}}, []string{`cold_factor: a cold factor needs a warm-up`}},
 		{"warm-up too short", Rules{Flow: []FlowRule{{Resource: "a", Limit: 10, WarmUp: Duration(time.Second)}}}, []string{`flow[0] (resource "a"): warm_up: `}},
 		{"cold factor above the limit", Rules{Flow: []FlowRule{{Resource: "a", Limit: 10, WarmUp: Duration(time.Minute), ColdFactor: 20}}}, []string{`flow[0] (resource "a"): cold_factor: `}},
+		{"limit and lease above the most", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1 << 40, RefResource: "b"}, {Resource: "c", Limit: 1, Cluster: true, Lease: 1 << 40}}},
+			[]string{`flow[0] (resource "a"): limit: 1099511627776 must be at most 4294967295`, `flow[1] (resource "c"): lease: 1099511627776 must be at most`}},
+		{"ref buckets", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, RefResource: "b", Buckets: 7}}}, []string{`buckets: a rule on another resource reads its statistics`}},
 		{"throttle buckets without warm-up", Rules{Flow: []FlowRule{{Resource: "a", Limit: 10, Type: ThrottleRule, Buckets: 4}}}, []string{`buckets: a throttle's buckets divide its warm-up`}},
 		{"throttle borrowing", Rules{Flow: []FlowRule{{Resource: "a", Type: ThrottleRule, Borrow: Duration(time.Second)}}}, []string{`borrow: does not apply to a throttle rule`}},
 		{"own ref", Rules{Flow: []FlowRule{{Resource: "a", RefResource: "a"}}}, []string{`ref_resource: "a" is the rule's own resource`}},
@@ -118,5 +121,24 @@ func TestDurationsReadAsText(t *testing.T) {
 	b, _ := json.Marshal(FlowRule{Resource: "a", Interval: Duration(time.Second)})
 	if !strings.Contains(string(b), `"interval":"1s"`) {
 		t.Fatalf("marshalled %s", b)
+	}
+}
+
+// Every problem a rule's settings make together names the field to fix, so
+// that a rules file can put it on that field's line.
+func TestProblemsOfSettingsTogetherNameTheirField(t *testing.T) {
+	for _, tc := range []struct {
+		rules Rules
+		field string
+	}{
+		{Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, RefResource: "b", Interval: Duration(time.Minute)}}}, "interval"},
+		{Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Buckets: 7}}}, "interval"},
+		{Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Interval: Duration(time.Second), Buckets: 3}}}, "interval"},
+		{Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Buckets: 1 << 20}}}, "buckets"},
+	} {
+		var re *RulesError
+		if err := tc.rules.Validate(); !errors.As(err, &re) || len(re.Problems) != 1 || re.Problems[0].Field != tc.field {
+			t.Errorf("Validate(%+v) = %v, want one problem with field %q", tc.rules, err, tc.field)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
 // A Problem is one thing wrong with a set of rules: which rule, which field,
@@ -153,6 +154,16 @@ func (p *problems) name(field, name string, required bool) {
 	}
 }
 
+// count checks a number of requests: from 0 to flow.MaxLimit.
+func (p *problems) count(field string, n int64) {
+	switch {
+	case n < 0:
+		p.add(field, "%d must not be negative", n)
+	case n > flow.MaxLimit:
+		p.add(field, "%d must be at most %d", n, int64(flow.MaxLimit))
+	}
+}
+
 func (p *problems) nonNegative(field string, d Duration) {
 	if d < 0 {
 		p.add(field, "%v must not be negative", d)
@@ -189,9 +200,7 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: f.Resource, list: into}
 	p.name("resource", f.Resource, true)
 	p.name("ref_resource", f.RefResource, false)
-	if f.Limit < 0 {
-		p.add("limit", "%d must not be negative", f.Limit)
-	}
+	p.count("limit", f.Limit)
 	p.nonNegative("interval", f.Interval)
 	p.nonNegative("max_wait", f.MaxWait)
 	p.nonNegative("warm_up", f.WarmUp)
@@ -199,9 +208,7 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	if f.Buckets < 0 {
 		p.add("buckets", "%d must not be negative", f.Buckets)
 	}
-	if f.Lease < 0 {
-		p.add("lease", "%d must not be negative", f.Lease)
-	}
+	p.count("lease", f.Lease)
 	switch t := f.flowType(); t {
 	case QPSRule, ThrottleRule, ConcurrencyRule:
 		for _, x := range flowFields {
@@ -231,6 +238,9 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 		}
 	}
 	if f.RefResource != "" {
+		if f.Buckets != 0 {
+			p.add("buckets", "a rule on another resource reads its statistics, in their buckets: it has none of its own")
+		}
 		if f.WarmUp > 0 || f.Borrow > 0 {
 			p.add("ref_resource", "a rule that limits by another resource has no warm-up and does not borrow")
 		}
@@ -259,15 +269,33 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	return p.list
 }
 
-// fieldOf returns the rule field a limiter's configuration error is about
-// (flow.ConfigError names its option as rule files name the field), or "".
+// fieldOf returns the rule field a configuration error is about, or "":
+// flow.ConfigError names its option as rule files name the field, and a
+// breaker's window error names its interval or buckets.
 func fieldOf(err error) string {
 	var ce *flow.ConfigError
 	if errors.As(err, &ce) {
 		return ce.Option
 	}
+	var we *timegrid.WindowError
+	if errors.As(err, &we) {
+		return we.Arg
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return fe.field
+	}
 	return ""
 }
+
+// A fieldError is an error of the guard's own about one field of a rule.
+type fieldError struct {
+	field string
+	err   error
+}
+
+func (e *fieldError) Error() string { return e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
 
 // strategyNames lists the breaker strategies, as rule files write them.
 const strategyNames = "adaptive, error_ratio, error_count, slow_ratio, consecutive_failures"
@@ -355,7 +383,7 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	}
 	if len(p.list) == len(into) {
 		if br, err := buildBreaker(b, nil); err != nil {
-			p.add("", "%v", err)
+			p.add(fieldOf(err), "%v", err)
 		} else if c, ok := br.b.(interface{ Close() error }); ok {
 			c.Close()
 		}
