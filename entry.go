@@ -239,9 +239,11 @@ func (e *entry) undo(now int64) {
 	e.clearHeld()
 }
 
-// Do runs fn as one request to the resource called name: Enter, fn, Exit with fn's error.
-// If Enter blocks it, Do returns its error without running fn. If fn panics,
-// the request exits with an error and the panic goes on.
+// Do runs fn as one request to the resource called name: Enter, fn, Exit
+// with fn's error. If Enter blocks it, Do returns its error without running
+// fn. If fn panics, the request exits with an error and the panic goes on.
+// Do times a real call, reading the clock before and after it, so it has no
+// ...At twin: a simulation calls EnterAt and ExitAt.
 func (g *Guard) Do(ctx context.Context, name string, fn func() error, opts ...EntryOption) (err error) {
 	e, err := g.Enter(ctx, name, opts...)
 	if err != nil {
