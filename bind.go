@@ -247,14 +247,14 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 
 // A reuse hands out the enforcers of the rules in force by the key of their
 // rule, each at most once, in rule order.
-type reuse[S, T any] struct {
+type reuse[T any] struct {
 	by    map[string][]int // indexes into in, by key
 	in    []T
 	taken []bool
 }
 
-func takeOnce[S, T any](specs []S, in []T) *reuse[S, T] {
-	r := &reuse[S, T]{by: map[string][]int{}, in: in, taken: make([]bool, len(in))}
+func takeOnce[S, T any](specs []S, in []T) *reuse[T] {
+	r := &reuse[T]{by: map[string][]int{}, in: in, taken: make([]bool, len(in))}
 	for i := range in {
 		k := ruleKey(specs[i])
 		r.by[k] = append(r.by[k], i)
@@ -263,7 +263,7 @@ func takeOnce[S, T any](specs []S, in []T) *reuse[S, T] {
 }
 
 // take returns the first enforcer of key not taken yet.
-func (r *reuse[S, T]) take(key string) (T, bool) {
+func (r *reuse[T]) take(key string) (T, bool) {
 	list := r.by[key]
 	if len(list) == 0 {
 		var zero T

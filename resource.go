@@ -162,7 +162,7 @@ func newResourceTable(max int, c clock.Clock) *resourceTable {
 
 // get returns the resource called name, making it if there is room.
 func (t *resourceTable) get(name string, now int64) *resource {
-	if name == OtherResource || len(name) > MaxNameLength {
+	if name == OtherResource { // Enter maps names over MaxNameLength here too
 		t.other.touch(now)
 		return t.other
 	}
@@ -171,14 +171,21 @@ func (t *resourceTable) get(name string, now int64) *resource {
 		r.touch(now)
 		return r
 	}
-	return t.insert(name, now)
+	if r := t.store(name); r != nil {
+		return r
+	}
+	return t.insertFull(name, now)
 }
 
-func (t *resourceTable) insert(name string, now int64) *resource {
+// store makes the resource called name if the table has room for it, and
+// returns nil if it has none: it takes its place in n with a
+// compare-and-swap below max before storing, and gives it back if another
+// caller stored the name first.
+func (t *resourceTable) store(name string) *resource {
 	for {
 		n := t.n.Load()
 		if n >= t.max {
-			return t.insertFull(name, now)
+			return nil
 		}
 		if t.n.CompareAndSwap(n, n+1) {
 			break
@@ -186,7 +193,7 @@ func (t *resourceTable) insert(name string, now int64) *resource {
 	}
 	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
 	if loaded {
-		t.n.Add(-1) // another caller made it: give the place back
+		t.n.Add(-1)
 	}
 	return v.(*resource)
 }
@@ -199,27 +206,15 @@ func (t *resourceTable) insertFull(name string, now int64) *resource {
 	if v, ok := t.m.Load(name); ok {
 		return v.(*resource)
 	}
-	if !t.evict(now) {
-		t.other.touch(now)
-		return t.other
-	}
-	// Room was made, but concurrent inserts (which do not take mu) may
-	// take it first: they, too, only store within the bound.
-	for {
-		n := t.n.Load()
-		if n >= t.max {
-			t.other.touch(now)
-			return t.other
-		}
-		if t.n.CompareAndSwap(n, n+1) {
-			break
+	// Room made by evicting may be taken first by concurrent inserts (which
+	// do not take mu): they, too, only store within the bound.
+	if t.evict(now) {
+		if r := t.store(name); r != nil {
+			return r
 		}
 	}
-	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
-	if loaded {
-		t.n.Add(-1)
-	}
-	return v.(*resource)
+	t.other.touch(now)
+	return t.other
 }
 
 // evict removes the resources idle for a whole window that no rule names,

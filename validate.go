@@ -251,10 +251,8 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	if f.WarmUp > 0 && f.ColdFactor != 0 && !(f.ColdFactor > 1) {
 		p.add("cold_factor", "%v must be above 1", f.ColdFactor)
 	}
-	if f.flowType() == ThrottleRule && f.WarmUp == 0 {
-		if f.Buckets != 0 {
-			p.add("buckets", "a throttle's buckets divide its warm-up: it has none (warm_up)")
-		}
+	if f.flowType() == ThrottleRule && f.WarmUp == 0 && f.Buckets != 0 {
+		p.add("buckets", "a throttle's buckets divide its warm-up: it has none (warm_up)")
 	}
 	if f.WarmUp == 0 && f.ColdFactor != 0 {
 		p.add("cold_factor", "a cold factor needs a warm-up (warm_up)")

@@ -9,8 +9,18 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strings"
 )
+
+// HeapInUse returns the bytes of live heap objects after a collection: what
+// a test measures before and after a flood.
+func HeapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
 
 // Token returns a random HTTP token (a valid method) of n bytes, distinct
 // from the others with overwhelming probability.

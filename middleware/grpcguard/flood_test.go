@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -17,13 +16,6 @@ import (
 	"github.com/slidegate/slidegate/internal/flood"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
-
-func heapInUse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
 
 // TestAFloodOfUnknownMethodsMakesOneResource calls a server that has an
 // UnknownServiceHandler, as an attacker would, with thousands of long
@@ -51,7 +43,7 @@ func TestAFloodOfUnknownMethodsMakesOneResource(t *testing.T) {
 	client := testpb.NewTestServiceClient(conn)
 	ctx := context.Background()
 
-	before := heapInUse()
+	before := flood.HeapInUse()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 2000
 	for i := range n {
@@ -64,7 +56,7 @@ func TestAFloodOfUnknownMethodsMakesOneResource(t *testing.T) {
 	if _, err := client.UnaryCall(ctx, &testpb.SimpleRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	grew := int64(heapInUse()) - int64(before)
+	grew := int64(flood.HeapInUse()) - int64(before)
 
 	got := map[string]int64{}
 	for _, s := range g.Resources() {

@@ -3,7 +3,6 @@ package httpguard_test
 import (
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"testing"
 
 	"github.com/slidegate/slidegate"
@@ -25,13 +24,6 @@ func TestMethodIsOneOfTen(t *testing.T) {
 	}
 }
 
-func heapInUse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // TestAFloodOfNewMethodsAndPathsMakesNoResources sends a real server, as
 // an attacker would, thousands of requests with methods and paths that are
 // new every time and long, routed and unrouted, and checks that the guard
@@ -48,7 +40,7 @@ func TestAFloodOfNewMethodsAndPathsMakesNoResources(t *testing.T) {
 	srv := httptest.NewServer(httpguard.Middleware(g)(mux))
 	defer srv.Close()
 
-	before := heapInUse()
+	before := flood.HeapInUse()
 	for i, f := range []struct {
 		prefix              string
 		n, method, pathSize int
@@ -61,7 +53,7 @@ func TestAFloodOfNewMethodsAndPathsMakesNoResources(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	grew := int64(heapInUse()) - int64(before)
+	grew := int64(flood.HeapInUse()) - int64(before)
 
 	got := map[string]int64{}
 	for _, s := range g.Resources() {
