@@ -30,8 +30,37 @@ import "time"
 // The zero Counter is not usable; make one with NewCounter.
 type Counter struct {
 	r   *ring
+	l   *layout
 	all View
 }
+
+// A layout maps the events a Counter records to its data words.
+type layout struct {
+	word   [numEvents]int8 // the data word of each event, -1 for one not recorded
+	events []Event         // the event of each data word
+	kinds  []kind          // the kind of each data word
+}
+
+func newLayout(events []Event) *layout {
+	l := &layout{events: events}
+	for e := range l.word {
+		l.word[e] = -1
+	}
+	for i, e := range events {
+		l.word[e] = int8(i)
+		l.kinds = append(l.kinds, e.kind())
+	}
+	return l
+}
+
+// everyEvent is the layout of a Counter that records every event.
+var everyEvent = func() *layout {
+	ev := make([]Event, numEvents)
+	for e := range ev {
+		ev[e] = Event(e)
+	}
+	return newLayout(ev)
+}()
 
 // NewCounter returns a Counter over interval divided into buckets buckets.
 // buckets must be in [1, MaxBuckets] and interval divide into them in whole
@@ -46,8 +75,12 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 	if err != nil {
 		return nil, err
 	}
-	c := &Counter{r: newRing(buckets, width, counterKinds, o.clock)}
-	c.all = View{r: c.r, k: int64(buckets)}
+	l := everyEvent
+	if o.events != nil {
+		l = newLayout(o.events)
+	}
+	c := &Counter{r: newRing(buckets, width, l.kinds, o.clock), l: l}
+	c.all = View{r: c.r, l: l, k: int64(buckets)}
 	return c, nil
 }
 
@@ -60,27 +93,43 @@ func (c *Counter) Add(e Event, v int64) { c.AddAt(c.r.clock.Now(), e, v) }
 // records its outcome and its response time together. It reports whether
 // both values were recorded.
 func (c *Counter) AddPairAt(now int64, e1 Event, v1 int64, e2 Event, v2 int64) bool {
-	if e1 >= MinRT || e2 >= MinRT {
+	i1, i2 := c.sumWord(e1), c.sumWord(e2)
+	if i1 < 0 || i2 < 0 {
 		ok1 := c.AddAt(now, e1, v1)
 		return c.AddAt(now, e2, v2) && ok1
 	}
-	b := c.r.bucketOf(now)
-	s := c.r.slotOf(b)
-	ok1 := c.r.addIn(b, s, int(e1), v1)
-	return c.r.addIn(b, s, int(e2), v2) && ok1
+	r := c.r
+	ws := r.pick()
+	b := r.bucketOf(now)
+	s := r.slotOf(b)
+	ok1 := r.addIn(ws, b, s, i1, v1)
+	return r.addIn(ws, b, s, i2, v2) && ok1
+}
+
+// sumWord returns the data word of summed event e, or -1 if e is not a
+// summed event the Counter records.
+func (c *Counter) sumWord(e Event) int {
+	if e >= MinRT {
+		return -1
+	}
+	return int(c.l.word[e])
 }
 
 // AddAt records v for event e at time now. It reports false if the value was
-// not recorded: e is not an Event, or now's bucket has already been replaced
-// by a later one (see Late).
+// not recorded: e is not an Event the Counter records (see WithEvents), or
+// now's bucket has already been replaced by a later one (see Late).
 func (c *Counter) AddAt(now int64, e Event, v int64) bool {
-	if e < MinRT {
-		return c.r.add(now, int(e), v)
-	}
 	if e >= numEvents {
 		return false
 	}
-	return c.r.write(now, int(e), v)
+	i := int(c.l.word[e])
+	switch {
+	case i < 0:
+		return false
+	case e < MinRT:
+		return c.r.add(now, i, v)
+	}
+	return c.r.write(now, i, v)
 }
 
 // Sum returns event e over the whole interval at the current time. See
@@ -107,7 +156,7 @@ func (c *Counter) View(d time.Duration) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	return View{r: c.r, k: k}, nil
+	return View{r: c.r, l: c.l, k: k}, nil
 }
 
 // Width returns the width of one bucket.
@@ -133,6 +182,7 @@ type Sums [NumEvents]int64
 // freely.
 type View struct {
 	r *ring
+	l *layout
 	k int64
 }
 
@@ -161,10 +211,10 @@ func (v View) Sum(e Event) int64 { return v.SumAt(v.now(), e) }
 // up; MinRT is the smallest value and MaxConcurrency the largest over the
 // view's buckets. A view with nothing recorded returns 0 for every event.
 func (v View) SumAt(now int64, e Event) int64 {
-	if v.r == nil || e >= numEvents {
+	if v.r == nil || e >= numEvents || v.l.word[e] < 0 {
 		return 0
 	}
-	return finish(e.kind(), v.r.fold(now, int(e), v.k))
+	return finish(e.kind(), v.r.fold(now, int(v.l.word[e]), v.k))
 }
 
 // finish maps the empty value of a min or max word to 0.
@@ -191,7 +241,7 @@ func (v View) SumsAt(now int64) Sums {
 	}
 	first := r.first(now, v.k)
 	for b := first; b-first < uint64(v.k); b++ {
-		r.mergeInto(&out, b)
+		r.mergeInto(v.l, &out, b)
 	}
 	for e := range out {
 		out[e] = finish(Event(e).kind(), out[e])
@@ -199,16 +249,19 @@ func (v View) SumsAt(now int64) Sums {
 	return out
 }
 
-// mergeInto combines every event of bucket b into out, if the ring still
-// holds b: each word is read once, and counts only if it carries b's tag.
-func (r *ring) mergeInto(out *Sums, b uint64) {
+// mergeInto combines every event of bucket b, laid out as l, into out, from
+// every stripe that holds b: each word is read once, and counts only if it
+// carries b's tag.
+func (r *ring) mergeInto(l *layout, out *Sums, b uint64) {
 	s := r.slotOf(b)
-	if r.words[s].Load() != b<<1 {
-		return
-	}
-	for e := range out {
-		if w := r.words[s+1+e].Load(); belongs(w, b) {
-			out[e] = Event(e).kind().merge(out[e], value(w))
+	for _, ws := range r.stripes() {
+		if ws[s].Load() != b<<1 {
+			continue
+		}
+		for i, e := range l.events {
+			if w := ws[s+1+i].Load(); belongs(w, b) {
+				out[e] = l.kinds[i].merge(out[e], value(w))
+			}
 		}
 	}
 }
@@ -233,14 +286,14 @@ func (v View) MaxBucket(e Event) int64 { return v.MaxBucketAt(v.now(), e) }
 // view at time now (Sentinel's maximum of a single bucket). Buckets with
 // nothing recorded count as 0.
 func (v View) MaxBucketAt(now int64, e Event) int64 {
-	if v.r == nil || e >= numEvents {
+	if v.r == nil || e >= numEvents || v.l.word[e] < 0 {
 		return 0
 	}
-	r, k := v.r, e.kind()
+	r, k, i := v.r, e.kind(), int(v.l.word[e])
 	best := int64(0)
 	first := r.first(now, v.k)
 	for b := first; b-first < uint64(v.k); b++ {
-		if x, ok := r.read(b, r.slotOf(b), int(e)); ok {
+		if x, ok := r.read(b, r.slotOf(b), i); ok {
 			best = max(best, finish(k, x))
 		}
 	}

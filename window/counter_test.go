@@ -440,3 +440,47 @@ func TestAddPairAtIsTwoAddAts(t *testing.T) {
 		t.Fatalf("late: %d after AddPairAt, %d after two AddAt", pair.Late(), two.Late())
 	}
 }
+
+// TestWithEventsRecordsOnlyThoseEvents checks a Counter made with
+// WithEvents: it records and reads the events given exactly as a full
+// Counter does, refuses the others, and takes one word per event.
+func TestWithEventsRecordsOnlyThoseEvents(t *testing.T) {
+	clk := clock.NewManual(0)
+	few, err := NewCounter(10, 10*time.Second, WithClock(clk), WithEvents(Failed, MinRT, Allowed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := NewCounter(10, 10*time.Second, WithClock(clk))
+	rng := rand.New(rand.NewPCG(9, 10))
+	kept := map[Event]bool{Failed: true, MinRT: true, Allowed: true}
+	for i := range 5000 {
+		e, v := Event(rng.IntN(NumEvents)), rng.Int64N(100)
+		if got := few.AddAt(clk.Now(), e, v); got != kept[e] {
+			t.Fatalf("step %d: AddAt(%v) reported %v", i, e, got)
+		}
+		if kept[e] {
+			all.Add(e, v)
+		}
+		if rng.IntN(50) == 0 {
+			clk.Advance(time.Duration(rng.Int64N(int64(3 * time.Second))))
+		}
+		if a, b := few.Sums(), all.Sums(); a != b {
+			t.Fatalf("step %d: sums %v, want %v", i, a, b)
+		}
+		if few.AddPairAt(clk.Now(), Allowed, 1, Failed, 2) != all.AddPairAt(clk.Now(), Allowed, 1, Failed, 2) {
+			t.Fatalf("step %d: AddPairAt differs", i)
+		}
+	}
+	if got, want := len(few.r.words), 16*4; got != want {
+		t.Fatalf("%d words, want 16 slots of a state word and 3 events: %d", got, want)
+	}
+	for _, bad := range [][]Event{{}, {Allowed, Allowed}, {Event(NumEvents)}} {
+		_, err := NewCounter(10, 10*time.Second, WithEvents(bad...))
+		if !errors.Is(err, ErrInvalidConfig) || !contains(err.Error(), "events = ") {
+			t.Errorf("WithEvents(%v): %v, want an error naming events", bad, err)
+		}
+	}
+	if _, err := NewHistogram(4, 4*time.Second, WithEvents(Allowed)); err == nil {
+		t.Error("WithEvents given to a Histogram: no error")
+	}
+}

@@ -44,11 +44,3 @@ func (e Event) kind() kind {
 	}
 	return kindSum
 }
-
-var counterKinds = func() []kind {
-	k := make([]kind, numEvents)
-	for e := range k {
-		k[e] = Event(e).kind()
-	}
-	return k
-}()

@@ -16,10 +16,10 @@ import (
 // exactly up to MaxValue nanoseconds, the same 2^39 ns.
 //
 // The default layout counts units of 8 ns in 64 bins per power of two: within
-// 1/128 (0.79%) from 1 µs up. Its bins, the maximum and the state word fill a
-// slot of 2048 words, 16 KiB. The compact one (Compact) counts units of
+// 1/128 (0.79%) from 1 µs up. Its 1,985 bins, the maximum and the state word
+// take 15,896 bytes per bucket. The compact one (Compact) counts units of
 // 1.024 µs in 16 bins per power of two: within 1/32 (3.2%) from 16 µs up and
-// 0.52 µs below, in 512 words, 4 KiB.
+// 0.52 µs below, in 417 bins, 3,352 bytes per bucket.
 type histLayout struct {
 	unit     uint // bins count units of 2^unit ns
 	sub      uint // 2^sub bins per power of two
@@ -50,14 +50,15 @@ const (
 	HistogramRange = time.Duration(1) << 39
 
 	// HistogramBucketBytes is the memory one time bucket of a Histogram
-	// takes: one 8-byte word per bin, the maximum and the bucket's state,
-	// rounded up to a power of two of words. A Compact histogram's bucket
-	// takes CompactBucketBytes.
-	HistogramBucketBytes = 2048 * 8
+	// takes: one 8-byte word per bin (1,985 of them), the maximum and the
+	// bucket's state. A Compact histogram's bucket takes
+	// CompactBucketBytes. The number of buckets is rounded up to a power of
+	// two.
+	HistogramBucketBytes = (1985 + 2) * 8
 
 	// CompactBucketBytes is the memory one time bucket of a Compact
-	// Histogram takes.
-	CompactBucketBytes = 512 * 8
+	// Histogram takes: 417 bins, the maximum and the state.
+	CompactBucketBytes = (417 + 2) * 8
 
 	maxBins = 2048 // more than any layout's bins
 )
@@ -94,8 +95,8 @@ func (l *histLayout) mid(i int) int64 {
 // Quantiles are within 0.79% of the true value from 1 µs to HistogramRange
 // (over nine minutes); the maximum is exact up to the same bound.
 //
-// Each bucket takes HistogramBucketBytes (16 KiB) of memory, or
-// CompactBucketBytes (4 KiB) with Compact, allocated when the Histogram is
+// Each bucket takes HistogramBucketBytes (about 16 KiB) of memory, or
+// CompactBucketBytes (about 3 KiB) with Compact, allocated when the Histogram is
 // made; the number of buckets is rounded up to a power of two. Recording allocates nothing and takes no lock. Times that go
 // backwards are handled as Counter handles them.
 //
@@ -130,7 +131,7 @@ func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogr
 
 // Compact makes a Histogram count latencies in coarser bins: quantiles
 // within 3.2% from 16 µs up (and within 0.52 µs below), in CompactBucketBytes
-// (4 KiB) per bucket instead of HistogramBucketBytes (16 KiB); for many
+// (about 3 KiB) per bucket instead of HistogramBucketBytes (about 16 KiB); for many
 // histograms, such as one per resource. It applies to a Histogram only.
 func Compact() Option {
 	return func(o *options) { o.compact = true }
@@ -143,12 +144,13 @@ func (h *Histogram) Record(d time.Duration) { h.RecordAt(h.r.clock.Now(), d) }
 // already been replaced by a later one.
 func (h *Histogram) RecordAt(now int64, d time.Duration) bool {
 	r := h.r
+	ws := r.pick()
 	b := r.bucketOf(now)
 	s := r.slotOf(b)
-	if !r.addIn(b, s, h.l.bin(int64(d)), 1) {
+	if !r.addIn(ws, b, s, h.l.bin(int64(d)), 1) {
 		return false
 	}
-	return r.writeSlot(b, s, h.l.max, kindMax.clamp(max(int64(d), 0)))
+	return r.writeSlot(ws, b, s, h.l.max, kindMax.clamp(max(int64(d), 0)))
 }
 
 // View returns a view of the last d of the interval; d must be a positive
@@ -213,17 +215,19 @@ func (v HistogramView) merge(now int64, c *histCounts) {
 	c.l, c.max = l, MinValue
 	bins := c.bins[:l.bins]
 	first := r.first(now, v.k)
-	for b := first; b-first < uint64(v.k); b++ {
-		s := r.slotOf(b)
-		if r.words[s].Load() == b<<1 {
-			data := r.words[s+1 : s+1+len(l.kinds)]
-			for i := range bins {
-				if w := data[i].Load(); belongs(w, b) {
-					bins[i] += value(w)
+	for _, ws := range r.stripes() {
+		for b := first; b-first < uint64(v.k); b++ {
+			s := r.slotOf(b)
+			if ws[s].Load() == b<<1 {
+				data := ws[s+1 : s+1+len(l.kinds)]
+				for i := range bins {
+					if w := data[i].Load(); belongs(w, b) {
+						bins[i] += value(w)
+					}
 				}
-			}
-			if w := data[l.max].Load(); belongs(w, b) {
-				c.max = max(c.max, value(w))
+				if w := data[l.max].Load(); belongs(w, b) {
+					c.max = max(c.max, value(w))
+				}
 			}
 		}
 	}

@@ -883,7 +883,7 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	}
 	sum := func(k, now int64, e Event, want int64) {
 		t.Helper()
-		v := View{r: c.r, k: k}
+		v := View{r: c.r, l: c.l, k: k}
 		if got := v.SumAt(now, e); got != want {
 			t.Fatalf("Counter: view of %d buckets: SumAt(%d, %v) = %d, want %d", k, now, e, got, want)
 		}
@@ -893,7 +893,7 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	}
 	maxBucket := func(k, now int64, e Event, want int64) {
 		t.Helper()
-		v := View{r: c.r, k: k}
+		v := View{r: c.r, l: c.l, k: k}
 		if got := v.MaxBucketAt(now, e); got != want {
 			t.Fatalf("Counter: view of %d buckets: MaxBucketAt(%d, %v) = %d, want %d", k, now, e, got, want)
 		}

@@ -28,7 +28,9 @@ type ConfigError struct {
 	//   - "clock": WithClock's clock.Clock;
 	//   - "compact": Compact, given to a type it does not apply to (Value
 	//     true);
-	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise.
+	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise;
+//   - "events": WithEvents's events, a []Event (also when given to a type
+//     it does not apply to).
 	Option string
 	// Value is the value given, of the type listed for Option.
 	Value any
@@ -50,6 +52,7 @@ type options struct {
 	clock         clock.Clock
 	ignoreCurrent bool
 	compact       bool
+	events        []Event // nil: every event
 	bad           *ConfigError // the first option found bad as it was applied
 }
 
@@ -67,6 +70,45 @@ func WithClock(c clock.Clock) Option {
 		}
 		o.clock = c
 	}
+}
+
+// WithEvents makes a Counter (or a Tally) record only the events given: the
+// others are not recorded (AddAt reports false) and read 0. Each event a
+// Counter records costs 8 bytes per bucket, so a Counter that needs few of
+// them, as one per resource or per breaker does, takes a fraction of the
+// memory. The events must be Events, given once each, at least one.
+func WithEvents(events ...Event) Option {
+	ev := append([]Event(nil), events...)
+	return func(o *options) {
+		if o.bad == nil {
+			if detail := checkEvents(ev); detail != "" {
+				o.bad = &ConfigError{Option: "events", Value: ev, Detail: detail}
+			}
+		}
+		o.events = ev
+		if o.events == nil {
+			o.events = []Event{}
+		}
+	}
+}
+
+// checkEvents says what is wrong with a set of events for WithEvents, or
+// returns "".
+func checkEvents(ev []Event) string {
+	if len(ev) == 0 {
+		return "must name at least one event"
+	}
+	var seen [numEvents]bool
+	for _, e := range ev {
+		switch {
+		case e >= numEvents:
+			return e.String() + " is not an event"
+		case seen[e]:
+			return e.String() + " is given twice"
+		}
+		seen[e] = true
+	}
+	return ""
 }
 
 // The types options are given to, for buildOptions.
@@ -90,6 +132,8 @@ func buildOptions(opts []Option, forType string) (options, error) {
 		return o, o.bad
 	case o.compact && forType != forHistogram:
 		return o, &ConfigError{Option: "compact", Value: true, Detail: "applies to a Histogram, not to " + forType}
+	case o.events != nil && forType != forCounter:
+		return o, &ConfigError{Option: "events", Value: o.events, Detail: "applies to a Counter or a Tally, not to " + forType}
 	case o.ignoreCurrent && forType != forRollingWindow:
 		return o, &ConfigError{Option: "ignore_current_bucket", Value: true, Detail: "applies to a RollingWindow, not to " + forType}
 	}

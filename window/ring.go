@@ -57,15 +57,17 @@ const MaxTime = timegrid.MaxTime
 // if the state word reads b<<1 and the word carries b's tag; otherwise the
 // bucket is empty to them.
 type ring struct {
-	grid  timegrid.Grid // numbers the buckets: bucket b starts at grid.Start(b)
-	width int64         // bucket width in nanoseconds, grid.Width
-	n     int64         // number of buckets the ring covers
-	mask  uint64        // number of slots - 1
-	shift uint          // log2 of the words per slot: the state word, the data words, padding
-	kinds []kind
-	words []atomic.Uint64
-	late  atomic.Int64
-	clock clock.Clock
+	grid   timegrid.Grid // numbers the buckets: bucket b starts at grid.Start(b)
+	width  int64         // bucket width in nanoseconds, grid.Width
+	n      int64         // number of buckets the ring covers
+	mask   uint64        // number of slots - 1
+	stride int           // words per slot: the state word and the data words
+	kinds  []kind
+	words  []atomic.Uint64   // stripe 0 (see stripes.go)
+	one    [][]atomic.Uint64 // words alone, what stripes returns before there are more
+	more   atomic.Pointer[[][]atomic.Uint64]
+	late   atomic.Int64
+	clock  clock.Clock
 }
 
 // newRing returns a ring of n buckets of the given width whose buckets are
@@ -74,19 +76,19 @@ type ring struct {
 func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
 	w := int64(width)
 	slots := 1 << bits.Len(uint(n-1))
-	stride := 1 << bits.Len(uint(len(kinds))) // the state word and the data words, rounded up to a power of two
 	r := &ring{
-		grid:  timegrid.New(width, int64(n)),
-		width: w,
-		n:     int64(n),
-		mask:  uint64(slots - 1),
-		shift: uint(bits.TrailingZeros(uint(stride))),
-		kinds: kinds,
-		clock: c,
+		grid:   timegrid.New(width, int64(n)),
+		width:  w,
+		n:      int64(n),
+		mask:   uint64(slots - 1),
+		stride: 1 + len(kinds),
+		kinds:  kinds,
+		clock:  c,
 	}
 	// Zeroed state words hold bucket 0, which no time maps to: every slot
 	// starts empty and its first writer resets it.
-	r.words = make([]atomic.Uint64, slots*stride)
+	r.words = make([]atomic.Uint64, slots*r.stride)
+	r.one = [][]atomic.Uint64{r.words}
 	return r
 }
 
@@ -96,47 +98,51 @@ func (r *ring) bucketOf(t int64) uint64 { return r.grid.Index(t) }
 // startOf returns the time at which bucket b starts.
 func (r *ring) startOf(b uint64) int64 { return r.grid.Start(b) }
 
-// slotOf returns the index in words of the state word of bucket b's slot.
-func (r *ring) slotOf(b uint64) int { return int(b&r.mask) << (r.shift & 63) }
+// slotOf returns the index in a stripe's words of the state word of bucket
+// b's slot.
+func (r *ring) slotOf(b uint64) int { return int(b&r.mask) * r.stride }
 
 // write combines v into data word i of the bucket holding time t. It reports
 // false, and counts the value in late, when the slot already holds a later
 // bucket.
 func (r *ring) write(t int64, i int, v int64) bool {
 	b := r.bucketOf(t)
-	return r.writeSlot(b, r.slotOf(b), i, r.kinds[i].clamp(v))
+	return r.writeSlot(r.pick(), b, r.slotOf(b), i, r.kinds[i].clamp(v))
 }
 
 // add adds v to data word i, which must be of kind kindSum, of the bucket
 // holding time t, and reports as write does.
 func (r *ring) add(t int64, i int, v int64) bool {
 	b := r.bucketOf(t)
-	return r.addIn(b, r.slotOf(b), i, v)
+	return r.addIn(r.pick(), b, r.slotOf(b), i, v)
 }
 
-// addIn adds v to summed data word i of bucket b, whose slot is at s. It is
-// write's fast path: when the slot already holds the bucket and the sum does
-// not saturate, it is two loads and one CAS.
-func (r *ring) addIn(b uint64, s, i int, v int64) bool {
-	if r.words[s].Load() == b<<1 && v >= MinValue && v <= MaxValue {
-		w := &r.words[s+1+i]
+// addIn adds v to summed data word i of bucket b, whose slot is at s in
+// stripe ws. It is write's fast path: when the slot already holds the bucket
+// and the sum does not saturate, it is two loads and one CAS.
+func (r *ring) addIn(ws []atomic.Uint64, b uint64, s, i int, v int64) bool {
+	if ws[s].Load() == b<<1 && v >= MinValue && v <= MaxValue {
+		w := &ws[s+1+i]
 		old := w.Load()
 		// With the bias (see word.go), the sum is an add on the whole word;
 		// if it saturates, it changes the tag and takes the slow path.
-		if nw := old + uint64(v); belongs(old, b) && belongs(nw, b) && w.CompareAndSwap(old, nw) {
-			return true
+		if nw := old + uint64(v); belongs(old, b) && belongs(nw, b) {
+			if w.CompareAndSwap(old, nw) {
+				return true
+			}
+			r.contended()
 		}
 	}
-	return r.writeSlot(b, s, i, clampValue(v))
+	return r.writeSlot(ws, b, s, i, clampValue(v))
 }
 
 // writeSlot combines v, already clamped for the kind of data word i, into
-// word i of bucket b, whose slot is at s, following the protocol described on
-// ring: it takes the slot over for b if it holds an older bucket, and drops v
-// if it holds a later one.
-func (r *ring) writeSlot(b uint64, s, i int, v int64) bool {
-	state := &r.words[s]
-	word := &r.words[s+1+i]
+// word i of bucket b, whose slot is at s in stripe ws, following the protocol
+// described on ring: it takes the slot over for b if it holds an older
+// bucket, and drops v if it holds a later one.
+func (r *ring) writeSlot(ws []atomic.Uint64, b uint64, s, i int, v int64) bool {
+	state := &ws[s]
+	word := &ws[s+1+i]
 	k := r.kinds[i]
 	want := b << 1
 	for {
@@ -151,6 +157,7 @@ func (r *ring) writeSlot(b uint64, s, i int, v int64) bool {
 			if !changed || word.CompareAndSwap(old, pack(b, nv)) {
 				return true
 			}
+			r.contended()
 			continue
 		}
 		switch {
@@ -163,7 +170,7 @@ func (r *ring) writeSlot(b uint64, s, i int, v int64) bool {
 			// stores; let its goroutine run.
 			runtime.Gosched()
 		case state.CompareAndSwap(st, want|1):
-			r.reset(s, b)
+			r.reset(ws, s, b)
 			state.Store(want)
 		}
 	}
@@ -173,26 +180,40 @@ func (r *ring) writeSlot(b uint64, s, i int, v int64) bool {
 // Reads walk from it forwards: for b := first; b-first < k; b++.
 func (r *ring) first(t int64, k int64) uint64 { return r.bucketOf(t) - uint64(k) + 1 }
 
-// reset tags every data word of the slot at s with bucket b and empties it.
-// Only the writer holding the slot's reset bit calls it.
-func (r *ring) reset(s int, b uint64) {
+// reset tags every data word of the slot at s in stripe ws with bucket b and
+// empties it. Only the writer holding the slot's reset bit calls it.
+func (r *ring) reset(ws []atomic.Uint64, s int, b uint64) {
 	for i, k := range r.kinds {
-		r.words[s+1+i].Store(pack(b, k.empty()))
+		ws[s+1+i].Store(pack(b, k.empty()))
 	}
 }
 
-// read returns data word i of bucket b, whose slot is at s, and whether the
-// ring holds bucket b. A bucket the ring does not hold (never written, being
-// reset, or replaced by a later bucket) reads as absent.
-func (r *ring) read(b uint64, s, i int) (int64, bool) {
-	if r.words[s].Load() != b<<1 {
+// readStripe returns data word i of bucket b, whose slot is at s, in stripe
+// ws, and whether the stripe holds bucket b there. A bucket the stripe does
+// not hold (never written, being reset, or replaced by a later bucket) reads
+// as absent.
+func readStripe(ws []atomic.Uint64, b uint64, s, i int) (int64, bool) {
+	if ws[s].Load() != b<<1 {
 		return 0, false
 	}
-	w := r.words[s+1+i].Load()
+	w := ws[s+1+i].Load()
 	if !belongs(w, b) {
 		return 0, false
 	}
 	return value(w), true
+}
+
+// read returns data word i of bucket b, whose slot is at s, combined over
+// the stripes as the word's kind merges values, and whether any stripe holds
+// bucket b.
+func (r *ring) read(b uint64, s, i int) (int64, bool) {
+	acc, found := r.kinds[i].empty(), false
+	for _, ws := range r.stripes() {
+		if v, ok := readStripe(ws, b, s, i); ok {
+			acc, found = r.kinds[i].merge(acc, v), true
+		}
+	}
+	return acc, found
 }
 
 // fold combines word i over the k buckets ending with the bucket holding t,
@@ -205,32 +226,37 @@ func (r *ring) fold(t int64, i int, k int64) int64 {
 	}
 	acc := kd.empty()
 	first := r.first(t, k)
-	for b := first; b-first < uint64(k); b++ {
-		if v, ok := r.read(b, r.slotOf(b), i); ok {
-			acc = kd.merge(acc, v)
+	for _, ws := range r.stripes() {
+		for b := first; b-first < uint64(k); b++ {
+			if v, ok := readStripe(ws, b, r.slotOf(b), i); ok {
+				acc = kd.merge(acc, v)
+			}
 		}
 	}
 	return acc
 }
 
 // sum adds up summed word i over the k buckets ending with the bucket holding
-// t. It is fold for the common case, written so that the loop keeps the ring's
-// fields in registers (the atomic loads stop the compiler from caching them)
-// and walks the slots forwards, oldest bucket first.
+// t, in every stripe. It is fold for the common case, written so that the
+// loop keeps the ring's fields in registers (the atomic loads stop the
+// compiler from caching them) and walks the slots forwards, oldest bucket
+// first.
 func (r *ring) sum(t int64, i int, k int64) int64 {
-	words, shift, mask := r.words, r.shift&63, r.mask // masking the shift spares the compiler's check for shifts of 64 and more
+	stride, mask := r.stride, r.mask
 	first := r.first(t, k)
 	end := first + uint64(k)
 	// Add up the biased words and take the bias off once at the end: fewer
-	// instructions per bucket, and no overflow (k × 2^40 < 2^63).
+	// instructions per bucket, and no overflow (k × stripes × 2^40 < 2^63).
 	var raw uint64
 	var n int64
-	for b := first; b != end; b++ {
-		s := int((b & mask) << shift)
-		if words[s].Load() == b<<1 {
-			if w := words[s+1+i].Load(); belongs(w, b) {
-				raw += w & valueMask
-				n++
+	for _, words := range r.stripes() {
+		for b := first; b != end; b++ {
+			s := int(b&mask) * stride
+			if words[s].Load() == b<<1 {
+				if w := words[s+1+i].Load(); belongs(w, b) {
+					raw += w & valueMask
+					n++
+				}
 			}
 		}
 	}

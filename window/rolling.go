@@ -73,12 +73,14 @@ func (rw *RollingWindow) Add(v int64) { rw.AddAt(rw.r.clock.Now(), v) }
 // bucket has already been replaced by a later one; see Counter for how times
 // that go backwards are handled.
 func (rw *RollingWindow) AddAt(now int64, v int64) bool {
-	b := rw.r.bucketOf(now)
-	s := rw.r.slotOf(b)
-	if !rw.r.addIn(b, s, rollingCount, 1) {
+	r := rw.r
+	ws := r.pick()
+	b := r.bucketOf(now)
+	s := r.slotOf(b)
+	if !r.addIn(ws, b, s, rollingCount, 1) {
 		return false
 	}
-	return rw.r.addIn(b, s, rollingSum, v)
+	return r.addIn(ws, b, s, rollingSum, v)
 }
 
 // Reduce calls fn for each bucket of the window at the current time, oldest

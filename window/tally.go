@@ -103,7 +103,7 @@ func (t *Tally) SumsAt(now int64) Sums {
 	default:
 		return t.c.SumsAt(now)
 	}
-	r.mergeInto(&out, b)
+	r.mergeInto(t.c.l, &out, b)
 	for e := range out {
 		out[e] = finish(Event(e).kind(), out[e])
 	}
@@ -120,7 +120,7 @@ func (t *Tally) before(b uint64) Sums {
 		out[e] = Event(e).kind().empty()
 	}
 	for x := b - uint64(r.n) + 1; x != b; x++ {
-		r.mergeInto(&out, x)
+		r.mergeInto(t.c.l, &out, x)
 	}
 	return out
 }
