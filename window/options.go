@@ -29,8 +29,8 @@ type ConfigError struct {
 	//   - "compact": Compact, given to a type it does not apply to (Value
 	//     true);
 	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise;
-//   - "events": WithEvents's events, a []Event (also when given to a type
-//     it does not apply to).
+	//   - "events": WithEvents's events, a []Event (also when given to a type
+	//     it does not apply to).
 	Option string
 	// Value is the value given, of the type listed for Option.
 	Value any
@@ -52,7 +52,7 @@ type options struct {
 	clock         clock.Clock
 	ignoreCurrent bool
 	compact       bool
-	events        []Event // nil: every event
+	events        []Event      // nil: every event
 	bad           *ConfigError // the first option found bad as it was applied
 }
 
