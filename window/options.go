@@ -116,6 +116,7 @@ const (
 	forCounter       = "a Counter"
 	forHistogram     = "a Histogram"
 	forRollingWindow = "a RollingWindow"
+	forSketch        = "a Sketch"
 )
 
 // buildOptions applies opts for the type named by forType and returns the

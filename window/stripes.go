@@ -36,6 +36,10 @@ import (
 // writes over every stripe.
 var hint = stripe.Hint
 
+// stripeCount is how many stripes a structure that has found contention
+// makes.
+var stripeCount = stripe.Count
+
 // pick returns the stripe the caller writes to: the ring's only words until
 // it has stripes.
 func (r *ring) pick() []atomic.Uint64 {
@@ -60,7 +64,7 @@ func (r *ring) contended() {
 	if r.more.Load() != nil {
 		return
 	}
-	m := make([][]atomic.Uint64, stripe.Count())
+	m := make([][]atomic.Uint64, stripeCount())
 	m[0] = r.words
 	for i := 1; i < len(m); i++ {
 		m[i] = make([]atomic.Uint64, len(r.words))

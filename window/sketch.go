@@ -1,0 +1,406 @@
+package window
+
+import (
+	"math"
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
+)
+
+// Sketch bins. A latency of d nanoseconds below 2^11 (2.048 µs) falls in one
+// of 8 bins of 256 ns. From there up to SketchRange each power of two
+// [2^e, 2^(e+1)) is split into 8 bins whose edges grow by the same factor,
+// 2^(1/8): a bin is reported as its geometric midpoint, which is within
+// 2^(1/16) - 1 = 4.4% of every latency in it. The bin of d is found from the
+// 10 bits below its leading one through a table, which puts a latency within
+// 2^e/1024 above a bin's upper edge in that bin: at most 0.1% more, which
+// stays within the 4.4% on that side. Latencies of SketchRange and more are
+// counted apart and reported as the maximum.
+//
+// Bins are kept by power of two, in chunks of 8 bins for each half of the
+// interval (128 bytes), and a chunk is allocated the first time a latency
+// falls in it: a resource whose latencies span a few powers of two keeps
+// a few chunks.
+const (
+	sketchSub    = 8           // bins per power of two
+	sketchLinear = 11          // latencies below 2^11 ns are binned linearly, in chunk 0
+	sketchChunks = 38 - 11 + 1 // chunk c >= 1 holds [2^(10+c), 2^(11+c))
+	sketchBins   = sketchChunks * sketchSub
+	sketchFrac   = 10 // bits below the leading one that choose the bin
+	sketchTable  = 1 << sketchFrac
+
+	// SketchRange is the longest latency a Sketch bins: 2^38 ns, about
+	// 4 min 35 s. Longer ones are counted and reported as the maximum.
+	SketchRange = time.Duration(1) << 38
+
+	// SketchError is the largest relative error of a Sketch's quantiles for
+	// latencies from 2.048 µs to SketchRange: 2^(1/16) - 1, about 4.4%.
+	// Below 2.048 µs they are within 128 ns.
+	SketchError = 0.0443
+)
+
+// sketchBinOf maps the 10 bits below a latency's leading one to its bin
+// within the power of two: the bin holding the lowest latency with those
+// bits.
+var sketchBinOf = func() (t [sketchTable]uint8) {
+	for m := range t {
+		t[m] = uint8(math.Floor(sketchSub * math.Log2(1+float64(m)/sketchTable)))
+	}
+	return t
+}()
+
+// sketchMid is the geometric midpoint of bin j of a power of two, as a
+// multiple of the power.
+var sketchMid = func() (t [sketchSub]float64) {
+	for j := range t {
+		t[j] = math.Exp2((float64(j) + 0.5) / sketchSub)
+	}
+	return t
+}()
+
+// sketchBin returns the chunk and the bin within it of latency d in [0,
+// SketchRange).
+func sketchBin(d int64) (chunk, bin int) {
+	if d < 1<<sketchLinear {
+		return 0, int(d >> (sketchLinear - 3))
+	}
+	e := bits.Len64(uint64(d)) - 1
+	m := (d >> uint(e-sketchFrac)) & (sketchTable - 1)
+	return e - (sketchLinear - 1), int(sketchBinOf[m])
+}
+
+// sketchValue returns the latency reported for bin j of chunk c.
+func sketchValue(c, j int) int64 {
+	if c == 0 {
+		return int64(j)<<(sketchLinear-3) + 1<<(sketchLinear-4)
+	}
+	return int64(float64(int64(1)<<uint(c+sketchLinear-1)) * sketchMid[j])
+}
+
+// A Sketch records latencies over a sliding interval kept in two halves,
+// and answers the maximum, exactly, and quantiles (P50, P99, ...), within
+// SketchError, over the half in progress and the one before it: the last
+// half to whole interval. It is the latency summary to keep for many things
+// at once, one per resource: it starts at about 460 bytes with one latency
+// and grows by 128 bytes for each further power of two its latencies reach
+// (latencies from 1 µs to 1 s, 20 of them, take 2.7 KiB), up to 3.9 KiB,
+// where a Histogram of the same interval in four buckets takes 13 KiB even
+// when Compact.
+//
+// Each half is a bucket as in a Counter, and each word carries the tag of
+// its bucket (see word.go), so that a writer delayed across a whole interval
+// cannot count in a later half, and reads never mistake an earlier half's
+// value for the current one's: the protocol described on ring, with the
+// words of a half spread over its bin chunks. One difference: a chunk
+// allocated while a half was being reset may keep words of an earlier
+// bucket, all zero; a writer of the current bucket, finding such a word
+// while the state word still holds its bucket, takes it as empty.
+//
+// A Sketch adds stripes under contention as a Counter does (see
+// stripes.go): each stripe a Sketch of its own, combined by readers.
+//
+// A Sketch is safe for concurrent use. Recording allocates nothing but the
+// first time a latency falls in a power of two; reading allocates nothing.
+// The zero Sketch is not usable; make one with NewSketch.
+type Sketch struct {
+	grid  timegrid.Grid
+	clock clock.Clock
+	base  sketchStripe
+	more  atomic.Pointer[[]*sketchStripe] // every stripe, base first, once contended
+	late  atomic.Int64
+}
+
+// A sketchStripe holds the two halves of one stripe: for each, its state
+// word (as a ring slot's), its maximum (kindMax), its count of latencies
+// beyond SketchRange, and its bins, in chunks.
+type sketchStripe struct {
+	state  [2]atomic.Uint64
+	max    [2]atomic.Uint64
+	over   [2]atomic.Uint64
+	chunks [sketchChunks]atomic.Pointer[sketchChunk]
+}
+
+// A sketchChunk holds the 8 bins of one power of two for both halves: half
+// h's bins are words [h*8, h*8+8).
+type sketchChunk [2 * sketchSub]atomic.Uint64
+
+// NewSketch returns a Sketch over interval, kept in two halves. The interval
+// must divide into two halves of whole nanoseconds, each at least MinWidth;
+// the only Option is WithClock. A bad argument or Option is a *ConfigError.
+func NewSketch(interval time.Duration, opts ...Option) (*Sketch, error) {
+	width, err := splitInterval(2, interval)
+	if err != nil {
+		return nil, err
+	}
+	o, err := buildOptions(opts, forSketch)
+	if err != nil {
+		return nil, err
+	}
+	return &Sketch{grid: timegrid.New(width, 2), clock: o.clock}, nil
+}
+
+// Record records latency d at the current time. A negative d counts as 0.
+func (k *Sketch) Record(d time.Duration) { k.RecordAt(k.clock.Now(), d) }
+
+// RecordAt records latency d at time now. It reports false if the half
+// holding now has already been replaced by a later one (counted by Late).
+func (k *Sketch) RecordAt(now int64, d time.Duration) bool {
+	st := k.pick()
+	b := k.grid.Index(now)
+	h := int(b & 1)
+	ns := max(int64(d), 0)
+	var word *atomic.Uint64
+	if ns >= int64(SketchRange) {
+		word = &st.over[h]
+	} else {
+		c, j := sketchBin(ns)
+		word = &st.chunk(c)[h*sketchSub+j]
+	}
+	if !k.count(st, b, word) {
+		return false
+	}
+	return k.raise(st, b, kindMax.clamp(ns))
+}
+
+// chunk returns chunk c of the stripe, allocating it if need be. A new
+// chunk's words carry, with the value 0, the bucket each half's state word
+// holds, or is being reset for: empty for that bucket, and for any later one
+// (see Sketch).
+func (st *sketchStripe) chunk(c int) *sketchChunk {
+	if p := st.chunks[c].Load(); p != nil {
+		return p
+	}
+	p := new(sketchChunk)
+	for h := range 2 {
+		w := pack(st.state[h].Load()>>1, 0)
+		for j := range sketchSub {
+			p[h*sketchSub+j].Store(w)
+		}
+	}
+	if st.chunks[c].CompareAndSwap(nil, p) {
+		return p
+	}
+	return st.chunks[c].Load()
+}
+
+// count adds one to word, of bucket b, taking the half over for b first if
+// it holds an older bucket. It reports false if the half holds a later one.
+func (k *Sketch) count(st *sketchStripe, b uint64, word *atomic.Uint64) bool {
+	state := &st.state[b&1]
+	want := b << 1
+	for {
+		sv := state.Load()
+		if sv == want {
+			old := word.Load()
+			switch {
+			case belongs(old, b):
+				if value(old) >= MaxValue || word.CompareAndSwap(old, old+1) {
+					return true // saturated, or counted
+				}
+				k.contended()
+			case state.Load() == want:
+				// A word of an older bucket while the half holds b: one of
+				// a chunk the reset did not reach. Empty for b.
+				if word.CompareAndSwap(old, pack(b, 1)) {
+					return true
+				}
+			}
+			continue
+		}
+		switch {
+		case sv>>1 > b:
+			k.late.Add(1)
+			return false
+		case sv&1 != 0:
+			runtime.Gosched() // a reset, a few stores away
+		case state.CompareAndSwap(sv, want|1):
+			st.reset(int(b&1), b)
+			state.Store(want)
+		}
+	}
+}
+
+// raise makes v the maximum of bucket b's half if it is larger. It reports
+// false if the half has moved on.
+func (k *Sketch) raise(st *sketchStripe, b uint64, v int64) bool {
+	word := &st.max[b&1]
+	for {
+		if st.state[b&1].Load() != b<<1 {
+			return false
+		}
+		old := word.Load()
+		if !belongs(old, b) {
+			return false
+		}
+		if value(old) >= v || word.CompareAndSwap(old, pack(b, v)) {
+			return true
+		}
+		k.contended()
+	}
+}
+
+// reset empties half h of the stripe for bucket b: its maximum, its count of
+// long latencies and every bin of every chunk allocated. Only the writer
+// holding the half's reset bit calls it.
+func (st *sketchStripe) reset(h int, b uint64) {
+	st.max[h].Store(pack(b, kindMax.empty()))
+	st.over[h].Store(pack(b, 0))
+	zero := pack(b, 0)
+	for c := range st.chunks {
+		if p := st.chunks[c].Load(); p != nil {
+			for j := range sketchSub {
+				p[h*sketchSub+j].Store(zero)
+			}
+		}
+	}
+}
+
+// pick returns the stripe the caller writes to.
+func (k *Sketch) pick() *sketchStripe {
+	m := k.more.Load()
+	if m == nil {
+		return &k.base
+	}
+	return (*m)[hint()&(len(*m)-1)]
+}
+
+// contended adds the Sketch's stripes, once: a compare-and-swap on one of
+// its words has failed.
+func (k *Sketch) contended() {
+	if k.more.Load() != nil {
+		return
+	}
+	m := make([]*sketchStripe, stripeCount())
+	m[0] = &k.base
+	for i := 1; i < len(m); i++ {
+		m[i] = new(sketchStripe)
+	}
+	k.more.CompareAndSwap(nil, &m)
+}
+
+// Late returns how many latencies were dropped because their half had
+// already been replaced by a later one.
+func (k *Sketch) Late() int64 { return k.late.Load() }
+
+// Summary returns the count, maximum and main quantiles of the latencies
+// recorded in the last half to whole interval, at the current time.
+func (k *Sketch) Summary() Summary { return k.SummaryAt(k.clock.Now()) }
+
+// SummaryAt returns the count, maximum and main quantiles of the latencies
+// recorded in the half holding now and the one before it, all computed from
+// one read of the bins.
+func (k *Sketch) SummaryAt(now int64) Summary {
+	var c sketchCounts
+	k.merge(now, &c)
+	return Summary{
+		Count: c.total,
+		Max:   time.Duration(c.max),
+		P50:   c.quantile(0.5),
+		P90:   c.quantile(0.9),
+		P99:   c.quantile(0.99),
+		P999:  c.quantile(0.999),
+	}
+}
+
+// Quantile returns the q-quantile at the current time. See QuantileAt.
+func (k *Sketch) Quantile(q float64) time.Duration { return k.QuantileAt(k.clock.Now(), q) }
+
+// QuantileAt returns the q-quantile of the latencies recorded in the half
+// holding now and the one before it, by nearest rank, within SketchError
+// (128 ns below 2.048 µs), and never above the maximum. q is clamped to
+// [0, 1]; with nothing recorded it returns 0.
+func (k *Sketch) QuantileAt(now int64, q float64) time.Duration {
+	var c sketchCounts
+	k.merge(now, &c)
+	return c.quantile(q)
+}
+
+// sketchCounts are the bins of the two halves read, every stripe combined.
+type sketchCounts struct {
+	bins  [sketchBins]int64
+	over  int64
+	total int64
+	max   int64
+}
+
+// merge adds up the halves of the buckets holding now and the one before it
+// into c.
+func (k *Sketch) merge(now int64, c *sketchCounts) {
+	c.max = MinValue
+	b := k.grid.Index(now)
+	if m := k.more.Load(); m != nil {
+		for _, st := range *m {
+			st.mergeInto(c, b)
+		}
+	} else {
+		k.base.mergeInto(c, b)
+	}
+	top := int64(0) // the reported latency of the highest bin counted
+	for i, n := range c.bins {
+		if n != 0 {
+			c.total += n
+			top = sketchValue(i/sketchSub, i%sketchSub)
+		}
+	}
+	if c.over != 0 {
+		c.total += c.over
+		top = int64(SketchRange)
+	}
+	if c.max == MinValue {
+		// Nothing recorded; or a latency counted in a half whose maximum its
+		// writer has not yet raised, which the highest bin stands for.
+		c.max = top
+	}
+}
+
+// mergeInto adds the stripe's halves of buckets b-1 and b into c, each word
+// counted only if its half holds that bucket and it carries the bucket's tag.
+func (st *sketchStripe) mergeInto(c *sketchCounts, b uint64) {
+	for x := b - 1; x <= b; x++ {
+		h := int(x & 1)
+		if st.state[h].Load() != x<<1 {
+			continue
+		}
+		if w := st.max[h].Load(); belongs(w, x) {
+			c.max = max(c.max, value(w))
+		}
+		if w := st.over[h].Load(); belongs(w, x) {
+			c.over += value(w)
+		}
+		for ci := range st.chunks {
+			p := st.chunks[ci].Load()
+			if p == nil {
+				continue
+			}
+			for j := range sketchSub {
+				if w := p[h*sketchSub+j].Load(); belongs(w, x) {
+					c.bins[ci*sketchSub+j] += value(w)
+				}
+			}
+		}
+	}
+}
+
+// quantile returns the nearest-rank q-quantile of c: the reported latency
+// of the bin holding the latency of rank ceil(q × total), never more than the
+// maximum.
+func (c *sketchCounts) quantile(q float64) time.Duration {
+	if c.total == 0 {
+		return 0
+	}
+	if !(q > 0) { // also catches NaN
+		q = 0
+	}
+	rank := max(int64(math.Ceil(min(q, 1)*float64(c.total))), 1)
+	var seen int64
+	for i, n := range c.bins {
+		if seen += n; seen >= rank {
+			return time.Duration(min(sketchValue(i/sketchSub, i%sketchSub), c.max))
+		}
+	}
+	return time.Duration(c.max) // beyond SketchRange
+}
