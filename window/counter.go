@@ -77,7 +77,7 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 	}
 	l := everyEvent
 	if o.events != nil {
-		l = newLayout(o.events)
+		l = o.events
 	}
 	c := &Counter{r: newRing(buckets, width, l.kinds, o.clock), l: l}
 	c.all = View{r: c.r, l: l, k: int64(buckets)}

@@ -471,8 +471,8 @@ func TestWithEventsRecordsOnlyThoseEvents(t *testing.T) {
 			t.Fatalf("step %d: AddPairAt differs", i)
 		}
 	}
-	if got, want := len(few.r.words), 16*4; got != want {
-		t.Fatalf("%d words, want 16 slots of a state word and 3 events: %d", got, want)
+	if got, want := len(few.r.words), 10*4; got != want {
+		t.Fatalf("%d words, want 10 slots of a state word and 3 events: %d", got, want)
 	}
 	for _, bad := range [][]Event{{}, {Allowed, Allowed}, {Event(NumEvents)}} {
 		_, err := NewCounter(10, 10*time.Second, WithEvents(bad...))

@@ -101,9 +101,9 @@ func fzCheckBucketArithmetic(t *testing.T, r *ring, x int64) {
 		}
 	}
 
-	p := r.mask + 1
-	if p&(p-1) != 0 || p < uint64(n) || (n > 1 && p >= 2*uint64(n)) {
-		t.Fatalf("%s: %d slots, want the next power of two >= n", shape, p)
+	p := uint64(r.slots.N())
+	if p != uint64(n) {
+		t.Fatalf("%s: %d slots, want n = %d", shape, p, n)
 	}
 	if uint64(len(r.words))%p != 0 || len(r.words) == 0 {
 		t.Fatalf("%s: %d words in %d slots", shape, len(r.words), p)

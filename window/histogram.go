@@ -52,8 +52,7 @@ const (
 	// HistogramBucketBytes is the memory one time bucket of a Histogram
 	// takes: one 8-byte word per bin (1,985 of them), the maximum and the
 	// bucket's state. A Compact histogram's bucket takes
-	// CompactBucketBytes. The number of buckets is rounded up to a power of
-	// two.
+	// CompactBucketBytes.
 	HistogramBucketBytes = (1985 + 2) * 8
 
 	// CompactBucketBytes is the memory one time bucket of a Compact
@@ -97,7 +96,7 @@ func (l *histLayout) mid(i int) int64 {
 //
 // Each bucket takes HistogramBucketBytes (about 16 KiB) of memory, or
 // CompactBucketBytes (about 3 KiB) with Compact, allocated when the Histogram is
-// made; the number of buckets is rounded up to a power of two. Recording allocates nothing and takes no lock. Times that go
+// made. Recording allocates nothing and takes no lock. Times that go
 // backwards are handled as Counter handles them.
 //
 // The zero Histogram is not usable; make one with NewHistogram.

@@ -105,7 +105,7 @@ func refKind(e Event) kind {
 // on the clock: bucket c covers [c*w, (c+1)*w).
 type refSlots struct {
 	w, n   int64
-	p      int64   // number of physical slots: the next power of two >= n
+	p      int64   // number of physical slots: n
 	shift  int64   // the ring numbers clock bucket c as c+shift internally
 	latest []int64 // latest clock bucket written to each slot, if held
 	held   []bool
@@ -114,12 +114,9 @@ type refSlots struct {
 
 func newRefSlots(t testing.TB, r *ring) refSlots {
 	t.Helper()
-	p := int64(1)
-	for p < r.n {
-		p <<= 1
-	}
-	if int64(r.mask)+1 != p {
-		t.Fatalf("ring of %d buckets has %d slots, want %d (the next power of two)", r.n, r.mask+1, p)
+	p := r.n
+	if int64(r.slots.N()) != p {
+		t.Fatalf("ring of %d buckets has %d slots, want %d", r.n, r.slots.N(), p)
 	}
 	if r.grid.Offset%r.width != 0 {
 		t.Fatalf("ring offset %d is not a multiple of the width %d: bucket starts would not be multiples of the width", r.grid.Offset, r.width)
@@ -131,7 +128,7 @@ func newRefSlots(t testing.TB, r *ring) refSlots {
 }
 
 func (m *refSlots) bucket(t int64) int64 { return refFloorDiv(refClampTime(t), m.w) }
-func (m *refSlots) slot(c int64) int64   { return (c + m.shift) & (m.p - 1) } // c+shift > 0
+func (m *refSlots) slot(c int64) int64   { return (c + m.shift) % m.p } // c+shift > 0
 
 // holds reports whether bucket c is still the bucket its slot holds.
 func (m *refSlots) holds(c int64) bool {
@@ -867,7 +864,7 @@ func TestRollingWindowMatchesReferenceModel(t *testing.T) {
 // pass by the model sharing a mistake with the implementation.
 func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	const ms = int64(time.Millisecond)
-	c, err := NewCounter(3, 3*time.Millisecond) // 3 buckets of 1 ms in 4 slots
+	c, err := NewCounter(3, 3*time.Millisecond) // 3 buckets of 1 ms in 3 slots
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -916,17 +913,17 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	sum(3, 2*ms, Allowed, 1+2+4)    // buckets 0, 1, 2
 	sum(1, ms-1, Allowed, 1+2)      // bucket 0
 	sum(2, -ms, Allowed, 8)         // buckets -2, -1
-	add(3*ms, Allowed, 16, true)    // bucket 3 takes the slot of bucket -1
-	add(-1, Allowed, 32, false)     // bucket -1 is gone: dropped, late
+	add(3*ms, Allowed, 16, true)    // bucket 3 takes the slot of bucket 0
+	add(5, Allowed, 32, false)      // bucket 0 is gone: dropped, late
 	late(1)                         //
-	sum(3, ms, Allowed, 1+2+4)      // bucket -1 no longer counts
+	sum(3, ms, Allowed, 8+4)        // bucket 0 no longer counts
 	sum(3, 3*ms, Allowed, 4+16)     // buckets 1, 2, 3
 	maxBucket(3, 3*ms, Allowed, 16) //
-	add(2*ms, Allowed, 0, true)     // bucket 2, a zero
-	add(4*ms+5, Allowed, 64, true)  // bucket 4 takes the slot of bucket 0
-	add(5, Allowed, 1, false)       // bucket 0 is gone
+	add(2*ms, Allowed, 0, true)     // bucket 2, a zero, takes the slot of bucket -1
+	add(-1, Allowed, 1, false)      // bucket -1 is gone
 	late(2)                         //
-	sum(3, 2*ms, Allowed, 4)        // buckets 0 (gone), 1, 2
+	add(4*ms+5, Allowed, 64, true)  // bucket 4 takes the slot of bucket 1
+	sum(3, 2*ms, Allowed, 0)        // buckets 0 and 1 (gone), 2 (a zero)
 	add(4*ms, MinRT, 5, true)       //
 	add(4*ms, MinRT, 3, true)       //
 	add(3*ms, MinRT, 7, true)       //
@@ -944,7 +941,7 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	add(math.MaxInt64, Allowed, 3, true) // clamped to MaxTime
 	add(MaxTime+1, Allowed, 4, true)     //
 	sum(1, MaxTime, Allowed, 7)          //
-	add(MaxTime-4*ms, Allowed, 1, false) // 4 buckets earlier: same slot, replaced
+	add(MaxTime-3*ms, Allowed, 1, false) // 3 buckets earlier: same slot, replaced
 	late(3)
 	sum(3, math.MinInt64, Allowed, 0) // clamped to -MaxTime: nothing there
 }

@@ -52,7 +52,7 @@ type options struct {
 	clock         clock.Clock
 	ignoreCurrent bool
 	compact       bool
-	events        []Event      // nil: every event
+	events        *layout      // nil: every event
 	bad           *ConfigError // the first option found bad as it was applied
 }
 
@@ -79,16 +79,19 @@ func WithClock(c clock.Clock) Option {
 // memory. The events must be Events, given once each, at least one.
 func WithEvents(events ...Event) Option {
 	ev := append([]Event(nil), events...)
+	detail := checkEvents(ev)
+	var l *layout // made once, shared by every Counter the Option makes
+	if detail == "" {
+		l = newLayout(ev)
+	}
 	return func(o *options) {
-		if o.bad == nil {
-			if detail := checkEvents(ev); detail != "" {
+		if detail != "" {
+			if o.bad == nil {
 				o.bad = &ConfigError{Option: "events", Value: ev, Detail: detail}
 			}
+			return
 		}
-		o.events = ev
-		if o.events == nil {
-			o.events = []Event{}
-		}
+		o.events = l
 	}
 }
 
@@ -134,7 +137,7 @@ func buildOptions(opts []Option, forType string) (options, error) {
 	case o.compact && forType != forHistogram:
 		return o, &ConfigError{Option: "compact", Value: true, Detail: "applies to a Histogram, not to " + forType}
 	case o.events != nil && forType != forCounter:
-		return o, &ConfigError{Option: "events", Value: o.events, Detail: "applies to a Counter or a Tally, not to " + forType}
+		return o, &ConfigError{Option: "events", Value: o.events.events, Detail: "applies to a Counter or a Tally, not to " + forType}
 	case o.ignoreCurrent && forType != forRollingWindow:
 		return o, &ConfigError{Option: "ignore_current_bucket", Value: true, Detail: "applies to a RollingWindow, not to " + forType}
 	}

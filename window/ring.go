@@ -2,7 +2,6 @@ package window
 
 import (
 	"fmt"
-	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -24,9 +23,7 @@ const MinWidth = timegrid.MinWidth
 const MaxTime = timegrid.MaxTime
 
 // A ring is the LeapArray: n slots reused in turn by time-aligned buckets of
-// width w, in a power of two of slots no fewer than n (a mask finds a slot
-// faster than a division; the spare slots merely keep older buckets a little
-// longer). Every bucket type (counter, rolling window, histogram) is a layout
+// width w. Every bucket type (counter, rolling window, histogram) is a layout
 // of words (see word.go), so one ring serves them all and no value is ever
 // boxed in an interface.
 //
@@ -34,7 +31,8 @@ const MaxTime = timegrid.MaxTime
 // [(b-k)*w, (b-k+1)*w) for a fixed k chosen so that every accepted time has
 // b > n. Bucket starts are thus multiples of w on the clock, indexes are never
 // negative, and index 0, the state of a slot never written, belongs to no
-// time. Bucket b lives in slot b mod (number of slots).
+// time. Bucket b lives in slot b mod n (timegrid.Slots finds it without a
+// division).
 //
 // A slot is a state word followed by the bucket's data words. The state word
 // holds b<<1 for the bucket the slot holds, with the low bit set while the
@@ -57,14 +55,14 @@ const MaxTime = timegrid.MaxTime
 // if the state word reads b<<1 and the word carries b's tag; otherwise the
 // bucket is empty to them.
 type ring struct {
-	grid   timegrid.Grid // numbers the buckets: bucket b starts at grid.Start(b)
-	width  int64         // bucket width in nanoseconds, grid.Width
-	n      int64         // number of buckets the ring covers
-	mask   uint64        // number of slots - 1
-	stride int           // words per slot: the state word and the data words
+	grid   timegrid.Grid  // numbers the buckets: bucket b starts at grid.Start(b)
+	width  int64          // bucket width in nanoseconds, grid.Width
+	n      int64          // number of buckets the ring covers
+	slots  timegrid.Slots // n of them
+	stride int            // words per slot: the state word and the data words
 	kinds  []kind
-	words  []atomic.Uint64   // stripe 0 (see stripes.go)
-	one    [][]atomic.Uint64 // words alone, what stripes returns before there are more
+	words  []atomic.Uint64    // stripe 0 (see stripes.go)
+	one    [1][]atomic.Uint64 // words alone, what stripes returns before there are more
 	more   atomic.Pointer[[][]atomic.Uint64]
 	late   atomic.Int64
 	clock  clock.Clock
@@ -75,20 +73,19 @@ type ring struct {
 // window that passes timegrid.CheckWindow.
 func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
 	w := int64(width)
-	slots := 1 << bits.Len(uint(n-1))
 	r := &ring{
 		grid:   timegrid.New(width, int64(n)),
 		width:  w,
 		n:      int64(n),
-		mask:   uint64(slots - 1),
+		slots:  timegrid.NewSlots(n),
 		stride: 1 + len(kinds),
 		kinds:  kinds,
 		clock:  c,
 	}
 	// Zeroed state words hold bucket 0, which no time maps to: every slot
 	// starts empty and its first writer resets it.
-	r.words = make([]atomic.Uint64, slots*r.stride)
-	r.one = [][]atomic.Uint64{r.words}
+	r.words = make([]atomic.Uint64, n*r.stride)
+	r.one[0] = r.words
 	return r
 }
 
@@ -100,7 +97,7 @@ func (r *ring) startOf(b uint64) int64 { return r.grid.Start(b) }
 
 // slotOf returns the index in a stripe's words of the state word of bucket
 // b's slot.
-func (r *ring) slotOf(b uint64) int { return int(b&r.mask) * r.stride }
+func (r *ring) slotOf(b uint64) int { return r.slots.Of(b) * r.stride }
 
 // write combines v into data word i of the bucket holding time t. It reports
 // false, and counts the value in late, when the slot already holds a later
@@ -242,21 +239,25 @@ func (r *ring) fold(t int64, i int, k int64) int64 {
 // compiler from caching them) and walks the slots forwards, oldest bucket
 // first.
 func (r *ring) sum(t int64, i int, k int64) int64 {
-	stride, mask := r.stride, r.mask
+	stride, top := r.stride, len(r.words)
 	first := r.first(t, k)
 	end := first + uint64(k)
+	s0 := r.slotOf(first)
 	// Add up the biased words and take the bias off once at the end: fewer
 	// instructions per bucket, and no overflow (k × stripes × 2^40 < 2^63).
 	var raw uint64
 	var n int64
 	for _, words := range r.stripes() {
+		s := s0
 		for b := first; b != end; b++ {
-			s := int(b&mask) * stride
 			if words[s].Load() == b<<1 {
 				if w := words[s+1+i].Load(); belongs(w, b) {
 					raw += w & valueMask
 					n++
 				}
+			}
+			if s += stride; s == top {
+				s = 0
 			}
 		}
 	}

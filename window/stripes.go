@@ -55,7 +55,7 @@ func (r *ring) stripes() [][]atomic.Uint64 {
 	if m := r.more.Load(); m != nil {
 		return *m
 	}
-	return r.one
+	return r.one[:]
 }
 
 // contended adds the ring's stripes, once: a compare-and-swap on one of its
