@@ -133,7 +133,7 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	if s.blockPolicy > IgnoreBlocks {
 		return nil, fmt.Errorf("%w: block policy = %d: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks", ErrInvalidConfig, s.blockPolicy)
 	}
-	t, err := window.NewTally(s.buckets, s.interval, window.WithClock(s.clock))
+	t, err := window.NewTally(s.buckets, s.interval, window.WithClock(s.clock), window.WithEvents(window.Succeeded, window.Failed, window.Blocked))
 	if err != nil {
 		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
 	}

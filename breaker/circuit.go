@@ -94,8 +94,18 @@ type closedWindow struct {
 	run atomic.Int64 // failures counted since the latest success
 }
 
-func newClosedWindow(buckets int, interval time.Duration, c clock.Clock) (*closedWindow, error) {
-	t, err := window.NewTally(buckets, interval, window.WithClock(c))
+// The events a Circuit counts: slow requests only for SlowRatio.
+var (
+	circuitEvents = window.WithEvents(window.Succeeded, window.Failed, window.Blocked)
+	timedEvents   = window.WithEvents(window.Succeeded, window.Failed, window.Blocked, window.Slow)
+)
+
+func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed bool) (*closedWindow, error) {
+	events := circuitEvents
+	if timed {
+		events = timedEvents
+	}
+	t, err := window.NewTally(buckets, interval, window.WithClock(c), events)
 	if err != nil {
 		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
 	}
@@ -190,7 +200,7 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		openTimeout:  st.openTimeout,
 		maxOpen:      st.maxOpenTimeout,
 	}
-	w, err := newClosedWindow(c.buckets, c.interval, c.clock)
+	w, err := newClosedWindow(c.buckets, c.interval, c.clock, c.timed)
 	if err != nil {
 		return nil, err
 	}
@@ -410,7 +420,7 @@ func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w Counts
 		c.successes = 0
 	case Closed:
 		c.opens = 0
-		w, err := newClosedWindow(c.buckets, c.interval, c.clock)
+		w, err := newClosedWindow(c.buckets, c.interval, c.clock, c.timed)
 		if err != nil {
 			panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
 		}
