@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -15,18 +16,32 @@ import (
 // buckets.
 const (
 	statsInterval = 10 * time.Second
-	statsBuckets  = 20
+	statsBuckets  = 10
 	statsWidth    = statsInterval / statsBuckets
 )
 
+// The events a resource counts in each bucket.
+var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Succeeded, window.Failed, window.RT)
+
 // DefaultMaxResources is how many resources a guard keeps statistics for
 // unless WithMaxResources says otherwise. Each takes about ResourceBytes,
-// so the default bounds them at about 80 MiB.
+// so the default bounds them at about 6.5 MiB.
 const DefaultMaxResources = 4096
 
-// ResourceBytes is about the memory the statistics of one resource take:
-// 4 KiB of counts and 16 KiB of latencies.
-const ResourceBytes = 20 << 10
+// ResourceBytes is the memory a resource takes, rules aside, while one core
+// at a time uses it and its response times fall within one power of two
+// (such as 1 to 2 ms), measured by TestResourceBytesIsWhatAResourceTakes
+// with a name of 17 bytes: its name and its place in the guard's table; the
+// counts of its 10 buckets; the summary of its response times, which takes
+// 128 bytes more for each further power of two they reach (times from 1 to
+// 16 ms take 384 more; at most 3.5 KiB more, for times from 2 µs to 4
+// minutes); and its totals. A resource that several cores use at once adds
+// a stripe of its counts, response times and totals for each core
+// (GOMAXPROCS rounded up to a power of two, at most 64), each a little
+// smaller than the resource: a hot resource on 8 cores takes up to about
+// 8 × ResourceBytes. Rules add their own state: a QPS rule and an
+// error-ratio breaker about 1.5 KiB more.
+const ResourceBytes = 1600
 
 // OtherResource is the name under which a guard counts the traffic of
 // resources it has no room for (see WithMaxResources), and of names longer
@@ -41,31 +56,27 @@ const OtherResource = "(other)"
 // keeps what one resource costs, name included, near ResourceBytes.
 const MaxNameLength = 256
 
-// Latency quantiles cover the last 7.5 to 10 s, in latBuckets buckets:
-// coarser than the counts, to keep a resource's memory small (see
-// WithMaxResources).
-const latBuckets = 4
-
 // A resource is a name and its statistics.
 type resource struct {
 	name    string
 	stats   *window.Counter
-	lat     *window.Histogram // response times, compact
-	totals  *totals           // and the number in flight: written on every request, so apart
-	lastUse atomic.Int64      // roughly: updated at most once a second
-	pinned  atomic.Bool       // a rule names it: never evicted
+	lat     *window.Sketch // response times over the last 5 to 10 s
+	tot     *totals        // the totals' first stripe: written on every request, so apart
+	more    atomic.Pointer[[]*totals]
+	lastUse atomic.Int64 // roughly: updated at most once a second
+	pinned  atomic.Bool  // a rule names it: never evicted
 }
 
 func newResource(name string, c clock.Clock) *resource {
-	ctr, err := window.NewCounter(statsBuckets, statsInterval, window.WithClock(c))
+	ctr, err := window.NewCounter(statsBuckets, statsInterval, window.WithClock(c), resourceEvents)
 	if err != nil {
 		panic("slidegate: resource statistics: " + err.Error())
 	}
-	lat, err := window.NewHistogram(latBuckets, statsInterval, window.WithClock(c), window.Compact())
+	lat, err := window.NewSketch(statsInterval, window.WithClock(c))
 	if err != nil {
 		panic("slidegate: resource latencies: " + err.Error())
 	}
-	r := &resource{name: name, stats: ctr, lat: lat, totals: new(totals)}
+	r := &resource{name: name, stats: ctr, lat: lat, tot: new(totals)}
 	r.lastUse.Store(c.Now())
 	return r
 }
@@ -73,22 +84,23 @@ func newResource(name string, c clock.Clock) *resource {
 // allow counts n requests allowed at time now.
 func (r *resource) allow(now, n int64) {
 	r.stats.AddAt(now, window.Allowed, n)
-	addTotal(&r.totals.allowed, n)
-	r.totals.inFlight.Add(n)
+	if !casTotal(&r.totalsHere().allowed, n) {
+		r.contended()
+	}
 }
 
 // block counts n requests blocked at time now for reason.
 func (r *resource) block(now int64, reason Reason, n int64) {
 	r.stats.AddAt(now, window.Blocked, n)
-	addTotal(&r.totals.blocked[reason%numReasons], n)
+	addTotal(&r.totalsHere().blocked[reason%numReasons], n)
 }
 
 // exit counts n requests that ended at time now after d nanoseconds, with an
 // error or not.
 func (r *resource) exit(now, d, n int64, failed bool) {
-	ev, total := window.Succeeded, &r.totals.succeeded
+	ev := window.Succeeded
 	if failed {
-		ev, total = window.Failed, &r.totals.failed
+		ev = window.Failed
 	}
 	rt := d // the batch's summed response time, at most math.MaxInt64
 	if n > 1 {
@@ -99,9 +111,13 @@ func (r *resource) exit(now, d, n int64, failed bool) {
 	}
 	r.stats.AddPairAt(now, ev, n, window.RT, rt/int64(time.Microsecond))
 	r.lat.RecordAt(now, time.Duration(d))
-	addTotal(total, n)
-	addTotal(&r.totals.rt, rt)
-	r.totals.inFlight.Add(-n)
+	t := r.totalsHere()
+	if failed {
+		addTotal(&t.failed, n)
+	} else if !casTotal(&t.succeeded, n) {
+		r.contended()
+	}
+	addTotal(&t.rt, rt)
 }
 
 // addTotal adds v ≥ 0 to a total that saturates at math.MaxInt64: a total
@@ -114,12 +130,73 @@ func addTotal(t *atomic.Int64, v int64) {
 	}
 }
 
+// casTotal is addTotal with one compare-and-swap first: it reports false if
+// the swap failed, another core having changed the total, and adds v anyway.
+func casTotal(t *atomic.Int64, v int64) bool {
+	old := t.Load()
+	if nv := old + v; nv >= 0 && t.CompareAndSwap(old, nv) {
+		return true
+	}
+	addTotal(t, v)
+	return false
+}
+
+// totalsHere returns the stripe of the totals the caller writes to: the
+// only one until the resource has found contention.
+func (r *resource) totalsHere() *totals {
+	m := r.more.Load()
+	if m == nil {
+		return r.tot
+	}
+	return (*m)[stripe.Hint()&(len(*m)-1)]
+}
+
+// contended adds the totals' stripes, once, as a window.Counter adds its
+// own: a compare-and-swap on a total has failed, another core having
+// written it. Counts written meanwhile to the first stripe stay there.
+func (r *resource) contended() {
+	if r.more.Load() != nil {
+		return
+	}
+	m := make([]*totals, stripe.Count())
+	m[0] = r.tot
+	for i := 1; i < len(m); i++ {
+		m[i] = new(totals)
+	}
+	r.more.CompareAndSwap(nil, &m)
+}
+
 // readTotal reads a total that addTotal writes.
 func readTotal(t *atomic.Int64) int64 {
 	if v := t.Load(); v >= 0 {
 		return v
 	}
 	return math.MaxInt64
+}
+
+// sumTotal adds up, over every stripe, the total that field picks,
+// saturating at math.MaxInt64.
+func (r *resource) sumTotal(field func(*totals) *atomic.Int64) int64 {
+	m := r.more.Load()
+	if m == nil {
+		return readTotal(field(r.tot))
+	}
+	var n int64
+	for _, t := range *m {
+		if n += readTotal(field(t)); n < 0 {
+			return math.MaxInt64
+		}
+	}
+	return n
+}
+
+// inFlight returns how many requests have entered and not exited: those
+// allowed less those ended, read in that order backwards so that an exit
+// counted is never missing its entry.
+func (r *resource) inFlight() int64 {
+	ended := r.sumTotal(func(t *totals) *atomic.Int64 { return &t.succeeded })
+	ended += r.sumTotal(func(t *totals) *atomic.Int64 { return &t.failed })
+	return max(r.sumTotal(func(t *totals) *atomic.Int64 { return &t.allowed })-ended, 0)
 }
 
 // touch notes that the resource was used at time now.
@@ -227,7 +304,7 @@ func (t *resourceTable) evict(now int64) bool {
 		return false
 	}
 	idle := func(r *resource) bool {
-		return !r.pinned.Load() && r.totals.inFlight.Load() == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second)
+		return !r.pinned.Load() && r.inFlight() == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second)
 	}
 	var evict []*resource
 	t.m.Range(func(_, v any) bool {
@@ -287,14 +364,14 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 	})
 }
 
-// totals are a resource's counts since it was made, and the number of its
-// requests in flight: kept apart from the resource's other fields, which are
-// read on every request, so that writing them does not make other cores
-// read those again.
+// totals are a resource's counts since it was made, in stripes (see
+// stripes.go): the one stripe of a resource that one core at a time uses is
+// kept apart from the resource's other fields, which are read on every
+// request, so that writing it does not make other cores read those again.
 type totals struct {
-	inFlight                       atomic.Int64
 	allowed, succeeded, failed, rt atomic.Int64 // rt: nanoseconds
 	blocked                        [numReasons]atomic.Int64
+	_                              [2]int64 // to 128 bytes: stripes on lines of their own
 }
 
 // Totals are a resource's counts since the guard began keeping statistics for
@@ -330,15 +407,16 @@ type ResourceStats struct {
 	Allowed, Blocked, Succeeded, Failed int64
 	// AvgRT is the mean response time of the requests that ended, each
 	// request of a batch counting the batch's time. The response times of
-	// one 500 ms bucket sum to at most 2^39 µs (6.4 days), where they stop
+	// one 1 s bucket sum to at most 2^39 µs (6.4 days), where they stop
 	// growing: requests that together outlast that in one bucket (a batch
 	// of 10^6 taking 3 s, a thousand hour-long streams ending at once) read
 	// a mean too low. P50 to MaxRT, which count a batch once, do not.
 	AvgRT time.Duration
 	// P50, P90, P99 and MaxRT describe the response times of the requests
-	// that ended in the last 7.5 to 10 seconds (the latencies are kept in
-	// 2.5 s buckets), the quantiles within 3.2%, the maximum exactly. A
-	// batch (WithCount) is one response time.
+	// that ended in the last 5 to 10 seconds (the latencies are kept in two
+	// halves of 10 s), the quantiles within 4.43% (window.SketchError) from
+	// 2 µs up, the maximum exactly. A batch (WithCount) is one response
+	// time.
 	P50, P90, P99, MaxRT time.Duration
 	// InFlight is how many requests have entered and not yet exited.
 	InFlight int64
@@ -354,17 +432,21 @@ func (r *resource) statsAt(now int64) ResourceStats {
 		Blocked:   s[window.Blocked],
 		Succeeded: s[window.Succeeded],
 		Failed:    s[window.Failed],
-		InFlight:  r.totals.inFlight.Load(),
+		InFlight:  r.inFlight(),
 	}
 	if n := out.Succeeded + out.Failed; n > 0 {
 		out.AvgRT = time.Duration(s[window.RT] * int64(time.Microsecond) / n)
 	}
 	l := r.lat.SummaryAt(now)
 	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
-	t := r.totals
-	out.Totals = Totals{Allowed: readTotal(&t.allowed), Succeeded: readTotal(&t.succeeded), Failed: readTotal(&t.failed), RT: time.Duration(readTotal(&t.rt))}
-	for i := range t.blocked {
-		out.Totals.BlockedBy[i] = readTotal(&t.blocked[i])
+	out.Totals = Totals{
+		Allowed:   r.sumTotal(func(t *totals) *atomic.Int64 { return &t.allowed }),
+		Succeeded: r.sumTotal(func(t *totals) *atomic.Int64 { return &t.succeeded }),
+		Failed:    r.sumTotal(func(t *totals) *atomic.Int64 { return &t.failed }),
+		RT:        time.Duration(r.sumTotal(func(t *totals) *atomic.Int64 { return &t.rt })),
+	}
+	for i := range out.Totals.BlockedBy {
+		out.Totals.BlockedBy[i] = r.sumTotal(func(t *totals) *atomic.Int64 { return &t.blocked[i] })
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/metrics"
+	"github.com/slidegate/slidegate/window"
 )
 
 // The families every scrape of a guard with resources, breakers and rules
@@ -156,11 +157,12 @@ func checkKnown(t *testing.T, f families, prefix string, lbl map[string]string, 
 	if s.GetSampleCount() != want.rtCount || s.GetSampleSum() != want.rtSum {
 		t.Errorf("%sresponse_time_seconds%v: count %d, sum %v; want %d, %v", prefix, lbl, s.GetSampleCount(), s.GetSampleSum(), want.rtCount, want.rtSum)
 	}
-	// The guard's quantiles are within 3.2% of the response times'.
+	// The guard's quantiles are within window.SketchError of the response
+	// times'.
 	for _, q := range []struct{ rank, want float64 }{{0.5, want.p50}, {0.99, want.p99}} {
 		got := quantile(s, q.rank)
-		if math.IsNaN(q.want) != math.IsNaN(got) || math.Abs(got-q.want) > 0.032*q.want {
-			t.Errorf("%sresponse_time_seconds%v quantile %v = %v, want %v within 3.2%%", prefix, lbl, q.rank, got, q.want)
+		if math.IsNaN(q.want) != math.IsNaN(got) || math.Abs(got-q.want) > window.SketchError*q.want {
+			t.Errorf("%sresponse_time_seconds%v quantile %v = %v, want %v within %.2f%%", prefix, lbl, q.rank, got, q.want, window.SketchError*100)
 		}
 	}
 }

@@ -65,8 +65,8 @@
 // it has counted anything.
 //
 // The response-time summary's quantiles are the guard's window quantiles,
-// over the requests that ended in the last 7.5 to 10 seconds and within
-// 3.2%, not over all time; its _sum and _count are totals since the
+// over the requests that ended in the last 5 to 10 seconds and within
+// 4.43% (window.SketchError), not over all time; its _sum and _count are totals since the
 // statistics began (_count is succeeded plus failed). A resource with no
 // request ended in the last 10 seconds reports its quantiles and its
 // maximum as NaN, as a Prometheus summary reports an empty window, rather

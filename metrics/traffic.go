@@ -63,10 +63,10 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 		inFlight: desc(prefix+"requests_in_flight",
 			"Requests to "+whose+" allowed and not yet ended.", labels...),
 		responseTime: desc(prefix+"response_time_seconds",
-			"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 7.5 to 10 s (within 3.2%; NaN if none ended in the last 10 s), _sum and _count since the statistics began.",
+			"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 5 to 10 s (within 4.5%; NaN if none ended in the last 10 s), _sum and _count since the statistics began.",
 			labels...),
 		responseTimeMax: desc(prefix+"response_time_max_seconds",
-			"Longest response time of the requests to "+whose+" that ended in the last 7.5 to 10 s (NaN if none ended in the last 10 s).",
+			"Longest response time of the requests to "+whose+" that ended in the last 5 to 10 s (NaN if none ended in the last 10 s).",
 			labels...),
 	}
 }
@@ -94,8 +94,8 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 	constMetric(ch, t.failed, prometheus.CounterValue, float64(tot.Failed), labelValues...)
 	constMetric(ch, t.inFlight, prometheus.GaugeValue, float64(s.InFlight), labelValues...)
 
-	// The latencies cover the last 7.5 to 10 s, in buckets of 2.5 s aligned
-	// on the clock as the counts' buckets of 0.5 s are, so they lie within
+	// The latencies cover the last 5 to 10 s, in halves of 5 s aligned on
+	// the clock as the counts' buckets of 1 s are, so they lie within
 	// the counts' last 10 s: if no request ended there, the latencies hold
 	// none, and their zeros describe no request.
 	ended := s.Succeeded+s.Failed > 0
