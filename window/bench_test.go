@@ -197,3 +197,33 @@ func BenchmarkHistogramSummary1s(b *testing.B) {
 		sinkInt += v.Summary().Count
 	}
 }
+
+// The Sketch rows record the latencies a resource sees: around 1 ms, over
+// four powers of two.
+func BenchmarkSketchRecord(b *testing.B) {
+	k, _ := NewSketch(10 * time.Second)
+	for i := 0; i < b.N; i++ {
+		k.Record(time.Duration(1<<20 + i&0x3fffff))
+	}
+}
+
+func BenchmarkSketchRecordParallel(b *testing.B) {
+	k, _ := NewSketch(10 * time.Second)
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			k.Record(time.Duration(1<<20 + i&0x3fffff))
+		}
+	})
+}
+
+func BenchmarkSketchSummary(b *testing.B) {
+	k, _ := NewSketch(10 * time.Second)
+	for i := 0; i < 100000; i++ {
+		k.Record(time.Duration(i) * time.Microsecond)
+	}
+	for i := 0; i < b.N; i++ {
+		sinkInt += k.Summary().Count
+	}
+}

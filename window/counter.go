@@ -1,6 +1,9 @@
 package window
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // A Counter counts events (see Event) in a ring of time-aligned buckets: the
 // LeapArray of MetricBuckets that Sentinel's statistics are built on, without
@@ -80,6 +83,9 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 		l = o.events
 	}
 	c := &Counter{r: newRing(buckets, width, l.kinds, o.clock), l: l}
+	if o.totals {
+		c.r.tot = &totals{retired: make([]atomic.Int64, len(l.kinds))}
+	}
 	c.all = View{r: c.r, l: l, k: int64(buckets)}
 	return c, nil
 }

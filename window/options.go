@@ -29,6 +29,8 @@ type ConfigError struct {
 	//   - "compact": Compact, given to a type it does not apply to (Value
 	//     true);
 	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise;
+	//   - "totals": WithTotals, given to a type it does not apply to (Value
+	//     true);
 	//   - "events": WithEvents's events, a []Event (also when given to a type
 	//     it does not apply to).
 	Option string
@@ -52,7 +54,8 @@ type options struct {
 	clock         clock.Clock
 	ignoreCurrent bool
 	compact       bool
-	events        *layout      // nil: every event
+	events        *layout // nil: every event
+	totals        bool
 	bad           *ConfigError // the first option found bad as it was applied
 }
 
@@ -136,6 +139,8 @@ func buildOptions(opts []Option, forType string) (options, error) {
 		return o, o.bad
 	case o.compact && forType != forHistogram:
 		return o, &ConfigError{Option: "compact", Value: true, Detail: "applies to a Histogram, not to " + forType}
+	case o.totals && forType != forCounter:
+		return o, &ConfigError{Option: "totals", Value: true, Detail: "applies to a Counter or a Tally, not to " + forType}
 	case o.events != nil && forType != forCounter:
 		return o, &ConfigError{Option: "events", Value: o.events.events, Detail: "applies to a Counter or a Tally, not to " + forType}
 	case o.ignoreCurrent && forType != forRollingWindow:

@@ -65,6 +65,7 @@ type ring struct {
 	one    [1][]atomic.Uint64 // words alone, what stripes returns before there are more
 	more   atomic.Pointer[[][]atomic.Uint64]
 	late   atomic.Int64
+	tot    *totals // nil unless the Counter keeps totals (see totals.go)
 	clock  clock.Clock
 }
 
@@ -160,6 +161,9 @@ func (r *ring) writeSlot(ws []atomic.Uint64, b uint64, s, i int, v int64) bool {
 		switch {
 		case st>>1 > b:
 			r.late.Add(1)
+			if r.tot != nil && k == kindSum {
+				r.tot.add(i, v)
+			}
 			return false
 		case st&1 != 0:
 			// A reset is in progress, for b or for an older bucket whose
@@ -167,7 +171,11 @@ func (r *ring) writeSlot(ws []atomic.Uint64, b uint64, s, i int, v int64) bool {
 			// stores; let its goroutine run.
 			runtime.Gosched()
 		case state.CompareAndSwap(st, want|1):
-			r.reset(ws, s, b)
+			if r.tot != nil {
+				r.tot.retire(r, ws, s, st>>1, b)
+			} else {
+				r.reset(ws, s, b)
+			}
 			state.Store(want)
 		}
 	}

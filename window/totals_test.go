@@ -1,0 +1,133 @@
+package window
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// TestTotalsCountEveryValueEverAdded adds random values at random times,
+// forwards, backwards, late for the ring and far ahead, and checks after
+// every add that the totals are the plain sums of every value added for a
+// summed event, and 0 for the others.
+func TestTotalsCountEveryValueEverAdded(t *testing.T) {
+	for _, striped := range []bool{false, true} {
+		if striped {
+			spreadWrites(t)
+		}
+		rng := rand.New(rand.NewPCG(11, 12))
+		ctr, err := NewCounter(5, 5*time.Second, WithTotals(), WithEvents(Allowed, RT, MinRT, Failed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if striped {
+			ctr.r.contended()
+		}
+		var want Sums
+		now := int64(time.Hour)
+		for i := range 30000 {
+			switch rng.IntN(20) {
+			case 0:
+				now += rng.Int64N(int64(20 * time.Second)) // across whole rings
+			case 1, 2, 3:
+				now += rng.Int64N(int64(time.Second))
+			}
+			at := now - rng.Int64N(int64(8*time.Second)) // sometimes late
+			e, v := Event(rng.IntN(NumEvents)), rng.Int64N(1000)-100
+			ctr.AddAt(at, e, v) // recorded, or dropped as late: either way in the totals
+			if e == Allowed || e == RT || e == Failed {
+				want[e] += v
+			}
+			if got := ctr.Totals(); got != want {
+				t.Fatalf("striped %v, step %d: totals %v, want %v", striped, i, got, want)
+			}
+		}
+		if ctr.Late() == 0 {
+			t.Fatal("no value was late: the test misses the late path")
+		}
+	}
+}
+
+// TestTotalsAreExactAndNeverGoBackUnderConcurrency races writers (more
+// goroutines than cores, on random stripes) across bucket edges and whole
+// rings with readers of the totals: a total read never goes down and never
+// exceeds what was written, and once the writers stop it is exactly what
+// they wrote.
+func TestTotalsAreExactAndNeverGoBackUnderConcurrency(t *testing.T) {
+	spreadWrites(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	clk := clock.NewManual(0)
+	ctr, _ := NewCounter(4, 4*time.Millisecond, WithClock(clk), WithTotals())
+	var written atomic.Int64
+	stop := make(chan struct{})
+	var wg, readers sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				at := clk.Now() - int64(i%3)*int64(3*time.Millisecond) // some late
+				ctr.AddAt(at, Allowed, 2)
+				written.Add(2)
+				if i%5 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	for range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			var last int64
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got := ctr.Totals()[Allowed]
+				if w := written.Load() + 6*2; got < last || got > w {
+					t.Errorf("total %d after %d, with at most %d written", got, last, w)
+					return
+				}
+				last = got
+			}
+		}()
+	}
+	for i := range 3000 {
+		if i%100 == 0 {
+			clk.Advance(4 * time.Millisecond)
+		} else {
+			clk.Advance(300 * time.Microsecond)
+		}
+		runtime.Gosched()
+	}
+	close(stop)
+	wg.Wait()
+	readers.Wait()
+	if got, want := ctr.Totals()[Allowed], written.Load(); got != want {
+		t.Fatalf("total %d, %d written", got, want)
+	}
+}
+
+func TestTotalsApplyToCountersOnly(t *testing.T) {
+	if _, err := NewSketch(time.Second, WithTotals()); err == nil {
+		t.Error("WithTotals given to a Sketch: no error")
+	}
+	c, _ := NewCounter(2, time.Second)
+	c.Add(Allowed, 3)
+	if got := c.Totals(); got != (Sums{}) {
+		t.Errorf("a Counter without WithTotals: totals %v", got)
+	}
+}
