@@ -34,9 +34,9 @@ func WithCount(n int64) EntryOption { return EntryOption{kind: optCount, count: 
 // MaxCount is the largest batch (WithCount) a request counts as: the largest
 // limit a rule can have (flow.MaxLimit), so that a batch within any limit is
 // counted whole. A resource's totals saturate at math.MaxInt64 rather than
-// wrap; the summed response time (Totals.RT, in nanoseconds, each request of
-// a batch counting the batch's time) gets there first: a batch of MaxCount
-// that takes 2.2 s fills it for good.
+// wrap; its summed response time (Totals.RT and AvgRT, each request of a
+// batch counting the batch's time) counts at most 6.4 days of it per 1 s
+// bucket: a batch of a million requests taking a second is counted short.
 const MaxCount = flow.MaxLimit
 
 // WithPriority marks the request as prioritized: a QPS rule with Borrow may

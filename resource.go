@@ -61,14 +61,14 @@ type resource struct {
 	name    string
 	stats   *window.Counter
 	lat     *window.Sketch // response times over the last 5 to 10 s
-	tot     *totals        // the totals' first stripe: written on every request, so apart
-	more    atomic.Pointer[[]*totals]
+	blocked *blockedTotals // the first stripe: written on every block, so apart
+	more    atomic.Pointer[[]*blockedTotals]
 	lastUse atomic.Int64 // roughly: updated at most once a second
 	pinned  atomic.Bool  // a rule names it: never evicted
 }
 
 func newResource(name string, c clock.Clock) *resource {
-	ctr, err := window.NewCounter(statsBuckets, statsInterval, window.WithClock(c), resourceEvents)
+	ctr, err := window.NewCounter(statsBuckets, statsInterval, window.WithClock(c), resourceEvents, window.WithTotals())
 	if err != nil {
 		panic("slidegate: resource statistics: " + err.Error())
 	}
@@ -76,7 +76,7 @@ func newResource(name string, c clock.Clock) *resource {
 	if err != nil {
 		panic("slidegate: resource latencies: " + err.Error())
 	}
-	r := &resource{name: name, stats: ctr, lat: lat, tot: new(totals)}
+	r := &resource{name: name, stats: ctr, lat: lat, blocked: new(blockedTotals)}
 	r.lastUse.Store(c.Now())
 	return r
 }
@@ -84,15 +84,14 @@ func newResource(name string, c clock.Clock) *resource {
 // allow counts n requests allowed at time now.
 func (r *resource) allow(now, n int64) {
 	r.stats.AddAt(now, window.Allowed, n)
-	if !casTotal(&r.totalsHere().allowed, n) {
-		r.contended()
-	}
 }
 
 // block counts n requests blocked at time now for reason.
 func (r *resource) block(now int64, reason Reason, n int64) {
 	r.stats.AddAt(now, window.Blocked, n)
-	addTotal(&r.totalsHere().blocked[reason%numReasons], n)
+	if !casTotal(&r.blockedHere().by[reason%numReasons], n) {
+		r.contended()
+	}
 }
 
 // exit counts n requests that ended at time now after d nanoseconds, with an
@@ -109,15 +108,11 @@ func (r *resource) exit(now, d, n int64, failed bool) {
 			rt = d * n
 		}
 	}
-	r.stats.AddPairAt(now, ev, n, window.RT, rt/int64(time.Microsecond))
+	// Rounded to the nearest microsecond, so that the total (Totals.RT)
+	// is off by at most half a microsecond per request either way, not
+	// short by up to one.
+	r.stats.AddPairAt(now, ev, n, window.RT, rt/int64(time.Microsecond)+min(rt%int64(time.Microsecond)/500, 1))
 	r.lat.RecordAt(now, time.Duration(d))
-	t := r.totalsHere()
-	if failed {
-		addTotal(&t.failed, n)
-	} else if !casTotal(&t.succeeded, n) {
-		r.contended()
-	}
-	addTotal(&t.rt, rt)
 }
 
 // addTotal adds v ≥ 0 to a total that saturates at math.MaxInt64: a total
@@ -141,27 +136,27 @@ func casTotal(t *atomic.Int64, v int64) bool {
 	return false
 }
 
-// totalsHere returns the stripe of the totals the caller writes to: the
-// only one until the resource has found contention.
-func (r *resource) totalsHere() *totals {
+// blockedHere returns the stripe of the blocked totals the caller writes
+// to: the only one until the resource has found contention.
+func (r *resource) blockedHere() *blockedTotals {
 	m := r.more.Load()
 	if m == nil {
-		return r.tot
+		return r.blocked
 	}
 	return (*m)[stripe.Hint()&(len(*m)-1)]
 }
 
-// contended adds the totals' stripes, once, as a window.Counter adds its
-// own: a compare-and-swap on a total has failed, another core having
+// contended adds the blocked totals' stripes, once, as a window.Counter
+// adds its own: a compare-and-swap on one has failed, another core having
 // written it. Counts written meanwhile to the first stripe stay there.
 func (r *resource) contended() {
 	if r.more.Load() != nil {
 		return
 	}
-	m := make([]*totals, stripe.Count())
-	m[0] = r.tot
+	m := make([]*blockedTotals, stripe.Count())
+	m[0] = r.blocked
 	for i := 1; i < len(m); i++ {
-		m[i] = new(totals)
+		m[i] = new(blockedTotals)
 	}
 	r.more.CompareAndSwap(nil, &m)
 }
@@ -174,29 +169,28 @@ func readTotal(t *atomic.Int64) int64 {
 	return math.MaxInt64
 }
 
-// sumTotal adds up, over every stripe, the total that field picks,
-// saturating at math.MaxInt64.
-func (r *resource) sumTotal(field func(*totals) *atomic.Int64) int64 {
-	m := r.more.Load()
-	if m == nil {
-		return readTotal(field(r.tot))
+// blockedBy returns the requests blocked for each reason since the
+// resource was made, every stripe added up, saturating at math.MaxInt64.
+func (r *resource) blockedBy() [numReasons]int64 {
+	var out [numReasons]int64
+	stripes := []*blockedTotals{r.blocked}
+	if m := r.more.Load(); m != nil {
+		stripes = *m
 	}
-	var n int64
-	for _, t := range *m {
-		if n += readTotal(field(t)); n < 0 {
-			return math.MaxInt64
+	for _, t := range stripes {
+		for i := range out {
+			if out[i] += readTotal(&t.by[i]); out[i] < 0 {
+				out[i] = math.MaxInt64
+			}
 		}
 	}
-	return n
+	return out
 }
 
-// inFlight returns how many requests have entered and not exited: those
-// allowed less those ended, read in that order backwards so that an exit
-// counted is never missing its entry.
-func (r *resource) inFlight() int64 {
-	ended := r.sumTotal(func(t *totals) *atomic.Int64 { return &t.succeeded })
-	ended += r.sumTotal(func(t *totals) *atomic.Int64 { return &t.failed })
-	return max(r.sumTotal(func(t *totals) *atomic.Int64 { return &t.allowed })-ended, 0)
+// inFlight returns how many requests have entered and not exited, from
+// totals t: those allowed less those ended.
+func inFlight(t window.Sums) int64 {
+	return max(t[window.Allowed]-t[window.Succeeded]-t[window.Failed], 0)
 }
 
 // touch notes that the resource was used at time now.
@@ -304,7 +298,7 @@ func (t *resourceTable) evict(now int64) bool {
 		return false
 	}
 	idle := func(r *resource) bool {
-		return !r.pinned.Load() && r.inFlight() == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second)
+		return !r.pinned.Load() && inFlight(r.stats.Totals()) == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second)
 	}
 	var evict []*resource
 	t.m.Range(func(_, v any) bool {
@@ -364,14 +358,13 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 	})
 }
 
-// totals are a resource's counts since it was made, in stripes (see
-// stripes.go): the one stripe of a resource that one core at a time uses is
-// kept apart from the resource's other fields, which are read on every
-// request, so that writing it does not make other cores read those again.
-type totals struct {
-	allowed, succeeded, failed, rt atomic.Int64 // rt: nanoseconds
-	blocked                        [numReasons]atomic.Int64
-	_                              [2]int64 // to 128 bytes: stripes on lines of their own
+// blockedTotals count a resource's blocked requests by reason since it was
+// made, in stripes (see contended); the window.Counter keeps the other
+// totals. The first stripe is kept apart from the resource's other fields,
+// which are read on every request, so that writing it does not make other
+// cores read those again.
+type blockedTotals struct {
+	by [numReasons]atomic.Int64
 }
 
 // Totals are a resource's counts since the guard began keeping statistics for
@@ -383,7 +376,9 @@ type Totals struct {
 	// BlockedBy[BreakerOpen], ... (BlockedBy[0] is unused).
 	BlockedBy [numReasons]int64
 	// RT is the sum of the response times of the requests that ended, a batch
-	// counting its response time once per request.
+	// counting its response time once per request, each rounded to the
+	// nearest microsecond. Like AvgRT, it counts at most 2^39 µs (6.4 days)
+	// of response time ended in one 1 s bucket.
 	RT time.Duration
 }
 
@@ -432,21 +427,20 @@ func (r *resource) statsAt(now int64) ResourceStats {
 		Blocked:   s[window.Blocked],
 		Succeeded: s[window.Succeeded],
 		Failed:    s[window.Failed],
-		InFlight:  r.inFlight(),
 	}
 	if n := out.Succeeded + out.Failed; n > 0 {
 		out.AvgRT = time.Duration(s[window.RT] * int64(time.Microsecond) / n)
 	}
 	l := r.lat.SummaryAt(now)
 	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
+	t := r.stats.Totals()
+	out.InFlight = inFlight(t)
 	out.Totals = Totals{
-		Allowed:   r.sumTotal(func(t *totals) *atomic.Int64 { return &t.allowed }),
-		Succeeded: r.sumTotal(func(t *totals) *atomic.Int64 { return &t.succeeded }),
-		Failed:    r.sumTotal(func(t *totals) *atomic.Int64 { return &t.failed }),
-		RT:        time.Duration(r.sumTotal(func(t *totals) *atomic.Int64 { return &t.rt })),
-	}
-	for i := range out.Totals.BlockedBy {
-		out.Totals.BlockedBy[i] = r.sumTotal(func(t *totals) *atomic.Int64 { return &t.blocked[i] })
+		Allowed:   t[window.Allowed],
+		Succeeded: t[window.Succeeded],
+		Failed:    t[window.Failed],
+		RT:        time.Duration(min(t[window.RT], math.MaxInt64/int64(time.Microsecond)) * int64(time.Microsecond)),
+		BlockedBy: r.blockedBy(),
 	}
 	return out
 }
