@@ -101,6 +101,11 @@ type MemoryOptions struct {
 	// Goroutines is how many goroutines enter each contended resource at
 	// once; 0 means GOMAXPROCS.
 	Goroutines int
+	// ContendAll measures the contended rows of every library; otherwise
+	// only slidegate's, whose counters add per-core stripes when they meet
+	// contention. The others' take most of the time (sentinel's Entry and
+	// Exit take microseconds: 4 million of them, seconds).
+	ContendAll bool
 }
 
 // DefaultMemoryOptions are the options of cmd/memtable: the whole table in
@@ -115,6 +120,7 @@ const warmUpResources = 20
 // MemoryLibrary is a column of the memory table.
 type MemoryLibrary struct {
 	Name string // with its version, read from the build
+	Ours bool   // slidegate
 	// cell returns how the library makes resources of configuration c, or
 	// a reason why the configuration does not apply to it.
 	cell func(c MemoryConfig) (newResidents, string)
@@ -197,9 +203,12 @@ func MeasureMemory(o MemoryOptions, progress io.Writer) (*MemoryTable, error) {
 			for _, lib := range t.Libraries {
 				cell := MemoryCell{BytesPerResource: math.NaN()}
 				newRes, absent := lib.cell(c)
-				if newRes == nil {
+				switch {
+				case newRes == nil:
 					cell.Absent = absent
-				} else {
+				case c.contended() && !lib.Ours && !o.ContendAll:
+					cell.Absent = "not entered concurrently unless asked (memtable -contend-all): its statistics are made in full with the resource."
+				default:
 					cell.Note = absent
 					ops := 0
 					if c.contended() {

@@ -24,7 +24,7 @@ import (
 // sentinel-golang and go-zero, with the versions this build uses.
 func MemoryLibraries() []MemoryLibrary {
 	return []MemoryLibrary{
-		{Name: "slidegate", cell: slidegateCell},
+		{Name: "slidegate", Ours: true, cell: slidegateCell},
 		{Name: versioned("sentinel-golang", "github.com/alibaba/sentinel-golang"), cell: sentinelCell},
 		{Name: versioned("go-zero", "github.com/zeromicro/go-zero"), cell: goZeroCell},
 	}

@@ -13,7 +13,7 @@ import (
 // contended row a finite growth, and the table prints a row per
 // configuration and size.
 func TestMemory(t *testing.T) {
-	o := MemoryOptions{Sizes: []int{50, 100}, Contended: 10, Ops: 200}
+	o := MemoryOptions{Sizes: []int{50, 100}, Contended: 10, Ops: 200, ContendAll: true}
 	tab, err := MeasureMemory(o, nil)
 	if err != nil {
 		t.Fatal(err)

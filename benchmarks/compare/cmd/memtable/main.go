@@ -4,11 +4,11 @@
 // the method): a resource entered once without rules, one with a QPS rule
 // and an error-ratio breaker, at each resource count of -n, and both again
 // after their resources have been entered concurrently from -goroutines
-// goroutines.
+// goroutines (slidegate's only, unless -contend-all).
 //
 // Usage:
 //
-//	go run ./cmd/memtable [-n 2000,20000] [-contended 200] [-ops 10000] [-goroutines 0]
+//	go run ./cmd/memtable [-n 2000,20000] [-contended 200] [-ops 10000] [-goroutines 0] [-contend-all]
 //
 // Progress, with how long each measurement took, goes to stderr, the table
 // to stdout.
@@ -31,8 +31,9 @@ func main() {
 	contended := flag.Int("contended", d.Contended, "resources of the contended rows")
 	ops := flag.Int("ops", d.Ops, "Enter+Exit per contended resource, all goroutines together")
 	goroutines := flag.Int("goroutines", d.Goroutines, "goroutines entering a contended resource at once (0: GOMAXPROCS)")
+	contendAll := flag.Bool("contend-all", d.ContendAll, "measure the contended rows of sentinel-golang and go-zero too (about 10 s more)")
 	flag.Parse()
-	o := compare.MemoryOptions{Contended: *contended, Ops: *ops, Goroutines: *goroutines}
+	o := compare.MemoryOptions{Contended: *contended, Ops: *ops, Goroutines: *goroutines, ContendAll: *contendAll}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
