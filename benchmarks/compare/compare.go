@@ -9,7 +9,8 @@
 // kept in Redis (redislimit.go), which run against a real redis-server that
 // the first of them starts and StopRedis stops.
 // Accuracy (accuracy.go) measures how exactly the rate limiters keep their
-// limit, with flowsim.
+// limit, with flowsim; MeasureMemory (memory.go) the heap one resource
+// takes in slidegate's guard, sentinel-golang and go-zero.
 //
 // Each comparison is a Shape: one operation measured on every implementation
 // that offers it, next to a baseline measured in the same run. Rows expands
