@@ -97,3 +97,45 @@ func within(got, want time.Duration) bool {
 	d := got - want
 	return d < want/100 && -d < want/100
 }
+
+// Keep a resource's response times in a Sketch: the quantiles within
+// 4.43%, the maximum exact, over the last 5 to 10 seconds.
+func ExampleSketch() {
+	c := clock.NewManual(0)
+	lat, err := window.NewSketch(10*time.Second, window.WithClock(c))
+	if err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 100; i++ { // 1 ms, 2 ms, ... 100 ms
+		lat.Record(time.Duration(i) * time.Millisecond)
+	}
+	s := lat.Summary()
+	fmt.Println("count:", s.Count, "max:", s.Max)
+	fmt.Println("p50 within 4.43% of 50ms:", s.P50 > 47800*time.Microsecond && s.P50 < 52300*time.Microsecond)
+	c.Advance(10 * time.Second) // both halves have left
+	fmt.Println("count 10 s later:", lat.Summary().Count)
+	// Output:
+	// count: 100 max: 100ms
+	// p50 within 4.43% of 50ms: true
+	// count 10 s later: 0
+}
+
+// Count with totals since the Counter was made, and only the events read:
+// what a metrics exporter wants, in a fraction of the memory.
+func ExampleWithTotals() {
+	c := clock.NewManual(0)
+	ctr, err := window.NewCounter(10, 10*time.Second, window.WithClock(c),
+		window.WithEvents(window.Allowed, window.Failed), window.WithTotals())
+	if err != nil {
+		panic(err)
+	}
+	for range 30 { // one a second for 30 s
+		c.Advance(time.Second)
+		ctr.Add(window.Allowed, 1)
+	}
+	fmt.Println("allowed in the last 10 s:", ctr.Sum(window.Allowed))
+	fmt.Println("allowed in all:", ctr.Totals()[window.Allowed])
+	// Output:
+	// allowed in the last 10 s: 10
+	// allowed in all: 30
+}
