@@ -114,8 +114,7 @@ func TestQPSALateOpenerTouchesNothing(t *testing.T) {
 		t.Fatalf("test setup: buckets %d and %d are in different slots", stale, now)
 	}
 	q.advance(stale, stale+1)
-	s := &q.slots[now&q.mask]
-	if s.count.Load()&sealedBit != 0 || s.borrow.Load()&sealedBit != 0 {
+	if q.slots[now&q.mask].Load()&sealedBit != 0 || q.lent.Load()&sealedBit != 0 {
 		t.Fatal("a late opener sealed the open bucket")
 	}
 	if q.open.Load() != now<<1|1 {

@@ -34,7 +34,7 @@ func WithClock(c clock.Clock) Option {
 
 // WithBuckets sets how many buckets a QPS limiter divides its interval into
 // (default DefaultBuckets). More buckets let the limiter allow closer to its
-// limit under steady overload, k/(k+1) of it, at 40 bytes per bucket; the
+// limit under steady overload, k/(k+1) of it, at 8 bytes per bucket; the
 // interval must divide into whole nanoseconds per bucket, each at least 1 µs.
 // A Throttle has buckets only with warm-up, where they set how often its pace
 // changes; without WithWarmUp, WithBuckets is an error.

@@ -31,7 +31,7 @@ const MaxLimit = 1<<countBits - 1
 // before it hold, with it, no more than the limit. The price of counting the
 // oldest bucket whole, although part of it has left the interval, is
 // throughput: under steady overload the limiter allows k/(k+1) of its limit
-// (96% with the default). Finer buckets raise that, at 40 bytes each (the
+// (96% with the default). Finer buckets raise that, at 8 bytes each (the
 // limiter keeps the next power of two above k+1 of them); deciding costs the
 // same.
 //
@@ -49,35 +49,39 @@ const MaxLimit = 1<<countBits - 1
 // for it, and it never exceeds the configured limit. RetryAfter then assumes
 // the limit stays as it is.
 //
+// Memory: a limiter without warm-up takes 144 bytes plus 8 per slot: 400
+// bytes with the default 25 buckets (32 slots). Warm-up adds its curve, 128
+// bytes; borrowing (AllowPriority) adds nothing.
+//
 // A QPS limiter is safe for concurrent use, and deciding allocates nothing.
 // It takes no lock, with one exception: while a bucket opens, once per bucket
-// width, callers wait for the caller opening it (a sum of at most k counts and
-// a few stores) rather than decide against a bucket half written. The zero
-// QPS is not usable; make one with NewQPS.
+// width, callers wait for the caller opening it (a sum of at most k counts
+// and a few stores) rather than decide against a bucket half written. The
+// zero QPS is not usable; make one with NewQPS.
+//
+// Inside, a limiter keeps one count word per slot, and one word each for
+// what belongs to the open bucket alone: its base, its lending word (see
+// borrow) and, with warm-up, its limit and coldness. A caller reads the open
+// bucket's count word and then the others; they are stored before the count
+// word is published, and a later bucket stores its own only after sealing
+// that count word, so a caller that read a later bucket's base or limit finds
+// its compare-and-swap failing and decides again.
 type QPS struct {
 	limit atomic.Int64
-	k     uint64 // buckets per interval
+	slots []atomic.Uint64 // count words, one per slot
+	k     uint64          // buckets per interval
+	mask  uint64          // slots - 1
 	grid  timegrid.Grid
-	mask  uint64 // slots - 1
 	clock clock.Clock
 	warm  *warmUp       // nil without warm-up
 	open  atomic.Uint64 // the open bucket's index << 1, | 1 once its slot is published
-	slots []qpsSlot
+	base  atomic.Int64  // the open bucket's base: allowed in the k buckets before it
+	lent  atomic.Uint64 // the open bucket's lending word (see borrow)
 }
 
-// A qpsSlot holds one bucket. Its count word is the bucket's tag, a sealed
-// bit, and the number allowed in the bucket; base is the number allowed in
-// the k buckets before it, stored before the count word is published. Its
-// borrow word, laid out as the count word, counts the prioritized requests
-// allowed into the next bucket while this one is open.
-type qpsSlot struct {
-	count  atomic.Uint64
-	borrow atomic.Uint64
-	base   atomic.Int64
-	limit  atomic.Int64  // the bucket's limit: the limiter's, or lower while it warms up
-	cold   atomic.Uint64 // with warm-up, the bucket's coldness (float64 bits)
-}
-
+// A count word is a bucket's tag, a sealed bit, and the number allowed in
+// the bucket. The lending word, laid out as a count word, counts the
+// prioritized requests the open bucket has let into the next one.
 const (
 	countBits = 32
 	countMask = 1<<countBits - 1
@@ -126,7 +130,7 @@ func newQPS(limit int64, interval time.Duration, o options, paced bool) (*QPS, e
 		grid:  timegrid.New(interval/k, int64(o.buckets)),
 		mask:  uint64(slots - 1),
 		clock: o.clock,
-		slots: make([]qpsSlot, slots),
+		slots: make([]atomic.Uint64, slots),
 	}
 	q.limit.Store(limit)
 	if o.warming {
@@ -137,11 +141,12 @@ func newQPS(limit int64, interval time.Duration, o options, paced bool) (*QPS, e
 		q.warm = w
 	}
 	// Bucket 0, before any real one, is open, published and empty; every
-	// slot is sealed, so nothing is mistaken for an open bucket.
+	// slot and the lending word are sealed, so nothing is mistaken for an
+	// open bucket and bucket 0 lends nothing.
 	for i := range q.slots {
-		q.slots[i].count.Store(sealedBit)
-		q.slots[i].borrow.Store(sealedBit)
+		q.slots[i].Store(sealedBit)
 	}
+	q.lent.Store(sealedBit)
 	q.open.Store(1)
 	return q, nil
 }
@@ -164,29 +169,52 @@ func (q *QPS) AllowAt(now int64) Decision { return q.AllowNAt(now, 1) }
 // and cooling change, so a retry may fit earlier or later; and when n exceeds
 // the current limit it is 0, as only traffic can warm the limiter.
 func (q *QPS) AllowNAt(now int64, n int64) Decision {
+	d, _ := q.decide(now, n)
+	return d
+}
+
+// decide is AllowNAt, and returns, for allowed requests, the bucket they are
+// counted in.
+func (q *QPS) decide(now, n int64) (Decision, uint64) {
 	if n <= 0 {
-		return allowed
+		return allowed, 0
 	}
 	if n > q.limit.Load() {
-		return Decision{Reason: ExceedsLimit}
+		return Decision{Reason: ExceedsLimit}, 0
 	}
 	bn := q.grid.Index(now)
 	for {
-		ob, s, w := q.openCount(bn)
-		base, own := s.base.Load(), int64(w&countMask)
-		if lim := s.limit.Load(); base+own+n > lim {
-			return Decision{Reason: RateLimited, RetryAfter: q.retryAfter(now, ob, s, base, own, n, lim)}
+		ob, w := q.openCount(bn)
+		base, own, lim := q.base.Load(), int64(w&countMask), q.bucketLimit()
+		if base+own+n > lim {
+			return q.blocked(now, ob, base, own, n, lim), 0
 		}
-		if s.count.CompareAndSwap(w, w+uint64(n)) {
-			return allowed
+		if q.slots[ob&q.mask].CompareAndSwap(w, w+uint64(n)) {
+			return allowed, ob
 		}
 	}
 }
 
-// current returns the open bucket for a request falling in bucket bn, and its
-// slot, published: bn itself if bn is later than the open bucket, which it
-// then opens.
-func (q *QPS) current(bn uint64) (uint64, *qpsSlot) {
+// bucketLimit returns the open bucket's limit: the limiter's, read at
+// decision time so that SetLimit applies at once, or, while the limiter warms
+// up, the limit the bucket opened with.
+func (q *QPS) bucketLimit() int64 {
+	if q.warm != nil {
+		return q.warm.bucketLimit.Load()
+	}
+	return q.limit.Load()
+}
+
+// blocked is the decision blocking n requests for the rate in the open
+// bucket ob, which has base and own allowed in its window under limit lim.
+func (q *QPS) blocked(now int64, ob uint64, base, own, n, lim int64) Decision {
+	return Decision{Reason: RateLimited, RetryAfter: q.retryAfter(now, ob, base, own, n, lim)}
+}
+
+// current returns the open bucket for a request falling in bucket bn,
+// published: bn itself if bn is later than the open bucket, which it then
+// opens.
+func (q *QPS) current(bn uint64) uint64 {
 	for {
 		o := q.open.Load()
 		if o&1 == 0 {
@@ -194,49 +222,54 @@ func (q *QPS) current(bn uint64) (uint64, *qpsSlot) {
 			continue
 		}
 		if ob := o >> 1; bn <= ob {
-			return ob, &q.slots[ob&q.mask]
+			return ob
 		}
 		q.advance(o>>1, bn)
 	}
 }
 
-// openCount returns the open bucket for a request falling in bucket bn, its
-// slot, and its count word, unsealed.
-func (q *QPS) openCount(bn uint64) (uint64, *qpsSlot, uint64) {
+// openCount returns the open bucket for a request falling in bucket bn, and
+// its count word, unsealed.
+func (q *QPS) openCount(bn uint64) (uint64, uint64) {
 	for {
-		ob, s := q.current(bn)
-		if w := s.count.Load(); holds(w, ob) && w&sealedBit == 0 {
-			return ob, s, w
+		ob := q.current(bn)
+		if w := q.slots[ob&q.mask].Load(); holds(w, ob) && w&sealedBit == 0 {
+			return ob, w
 		}
 		runtime.Gosched() // sealed: a later bucket is opening, a few stores away
 	}
 }
 
-// advance tries to move the open bucket from ob to bn > ob. It seals ob, sums
-// the buckets of bn's window, and moves open to bn, marked unpublished; the
-// caller whose move succeeds then writes sealed empty placeholders for the
-// buckets skipped in bn's window, publishes bn's slot, and marks open
-// published. A caller whose move fails, or who finds ob already gone, gives
-// up and looks again.
+// advance tries to move the open bucket from ob to bn > ob. It seals ob's
+// count word and the lending word, and moves open to bn, marked
+// unpublished. The caller whose move succeeds, alone from then on, sums the
+// buckets of bn's window; writes sealed
+// placeholders for the buckets skipped in bn's window; stores bn's base and
+// lending word, publishes bn's count word, and marks open published. A
+// caller whose move fails, or who finds ob already gone, gives up and looks
+// again.
 //
 // Invariant: every slot but the open bucket's is sealed, and every bucket in
 // the window of the open bucket sits in its slot with its own tag: opened
 // buckets were sealed in place, skipped ones have placeholders. So the base
 // is exact, and nothing depends on tags telling far-apart buckets apart.
 func (q *QPS) advance(ob, bn uint64) {
-	s := &q.slots[ob&q.mask]
-	used, ok := q.seal(&s.count, ob)
+	c := &q.slots[ob&q.mask]
+	used, ok := q.seal(c, ob)
 	if !ok {
 		return
 	}
-	lent, ok := q.seal(&s.borrow, ob)
+	lent, ok := q.seal(&q.lent, ob)
 	if !ok {
+		return
+	}
+	if !q.open.CompareAndSwap(ob<<1|1, bn<<1) {
 		return
 	}
 	var base int64
 	if ob+q.k >= bn {
 		for b := bn - q.k; b <= ob; b++ {
-			if w := q.slots[b&q.mask].count.Load(); holds(w, b) {
+			if w := q.slots[b&q.mask].Load(); holds(w, b) {
 				base += int64(w & countMask)
 			}
 		}
@@ -250,39 +283,29 @@ func (q *QPS) advance(ob, bn uint64) {
 			base += lent
 		}
 	}
-	limit, cold, carry := q.limit.Load(), 0.0, 0.0
 	if q.warm != nil {
-		cold, carry = q.nextCold(ob, bn, s, used, lent)
+		// Read ob's window and state before bn's replace them.
+		cold, carry := q.nextCold(ob, bn, used, lent)
 		// Places lent to bn were allowed under ob's limit; should bn's be
 		// lower (the limiter cooled), it still holds them, so that no
 		// interval ending in bn holds more than bn's limit.
-		limit = max(q.warm.limitAt(cold), min(base+own, limit))
-	}
-	if !q.open.CompareAndSwap(ob<<1|1, bn<<1) {
-		return
-	}
-	if q.warm != nil {
-		q.warm.opened(cold, carry)
+		limit := max(q.warm.limitAt(cold), min(base+own, q.limit.Load()))
+		q.warm.opened(limit, cold, carry)
 	}
 	for b := max(ob+1, bn-q.k); b < bn; b++ {
 		var n uint64
 		if b == ob+1 {
 			n = uint64(lent)
 		}
-		ps := &q.slots[b&q.mask]
-		ps.borrow.Store(b<<tagShift | sealedBit)
-		ps.count.Store(b<<tagShift | sealedBit | n)
+		q.slots[b&q.mask].Store(b<<tagShift | sealedBit | n)
 	}
-	ns := &q.slots[bn&q.mask]
-	ns.base.Store(base)
-	ns.limit.Store(limit)
-	ns.cold.Store(math.Float64bits(cold))
-	ns.borrow.Store(bn << tagShift)
-	ns.count.Store(bn<<tagShift | uint64(own))
+	q.base.Store(base)
+	q.lent.Store(bn << tagShift)
+	q.slots[bn&q.mask].Store(bn<<tagShift | uint64(own))
 	q.open.Store(bn<<1 | 1)
 }
 
-// seal seals a count or borrow word of the open bucket ob and returns its
+// seal seals a count or lending word of the open bucket ob and returns its
 // final count. It reports false if ob is no longer the open bucket: the
 // caller is late, and must touch nothing.
 func (q *QPS) seal(word *atomic.Uint64, ob uint64) (int64, bool) {
@@ -297,11 +320,11 @@ func (q *QPS) seal(word *atomic.Uint64, ob uint64) (int64, bool) {
 	}
 }
 
-// coldAt returns the coldness of the bucket open at time now: a
-// Throttle with warm-up paces by it.
+// coldAt returns the coldness of the bucket open at time now, or of one
+// opened since: a Throttle with warm-up paces by it.
 func (q *QPS) coldAt(now int64) float64 {
-	_, s := q.current(q.grid.Index(now))
-	return math.Float64frombits(s.cold.Load())
+	q.current(q.grid.Index(now))
+	return math.Float64frombits(q.warm.bucketCold.Load())
 }
 
 // placeTimeAt returns the time one place given at time now takes, for a
@@ -318,11 +341,11 @@ func (q *QPS) placeTimeAt(now int64) int64 {
 func (q *QPS) countAt(now, n int64) {
 	bn := q.grid.Index(now)
 	for {
-		_, s, w := q.openCount(bn)
+		ob, w := q.openCount(bn)
 		if int64(w&countMask)+n > MaxLimit {
 			return // the count saturates, as no limit is that high
 		}
-		if s.count.CompareAndSwap(w, w+uint64(n)) {
+		if q.slots[ob&q.mask].CompareAndSwap(w, w+uint64(n)) {
 			return
 		}
 	}
@@ -354,68 +377,75 @@ func (q *QPS) AllowPriorityAt(now int64, maxWait time.Duration) Decision {
 //
 // Borrowing keeps the guarantee: the next bucket can lend no more than the
 // bucket that leaves the window when it opens held, so no interval, the ones
-// ending in the next bucket included, ever holds more than the limit.
+// ending in the next bucket included, ever holds more than the limit. It
+// costs the limiter no memory.
 func (q *QPS) AllowPriorityNAt(now int64, n int64, maxWait time.Duration) Decision {
+	d, _ := q.decidePriority(now, n, maxWait)
+	return d
+}
+
+// decidePriority is AllowPriorityNAt, and returns, for allowed requests, the
+// bucket they are counted in.
+func (q *QPS) decidePriority(now, n int64, maxWait time.Duration) (Decision, uint64) {
 	for {
-		d := q.AllowNAt(now, n)
+		d, b := q.decide(now, n)
 		if d.Reason != RateLimited {
-			return d
+			return d, b
 		}
-		if b, done := q.borrow(now, n, maxWait); done {
-			if b.Allowed {
-				return b
+		if bd, b, done := q.borrow(now, n, maxWait); done {
+			if bd.Allowed {
+				return bd, b
 			}
-			return d
+			return d, 0
 		}
 		runtime.Gosched() // the open bucket is moving
 	}
 }
 
 // borrow tries to let n requests blocked by the open bucket into the next
-// one. It reports done = false when the open bucket is moving, so that the
-// caller decides again.
-func (q *QPS) borrow(now, n int64, maxWait time.Duration) (d Decision, done bool) {
+// one, and returns the bucket they are counted in. It reports done = false
+// when the open bucket is moving, so that the caller decides again.
+func (q *QPS) borrow(now, n int64, maxWait time.Duration) (d Decision, into uint64, done bool) {
 	for {
 		o := q.open.Load()
 		if o&1 == 0 {
-			return Decision{}, false
+			return Decision{}, 0, false
 		}
 		ob := o >> 1
 		wait := q.grid.Start(ob+1) - timegrid.Clamp(now)
 		if wait > int64(maxWait) {
-			return Decision{}, true
+			return Decision{}, 0, true
 		}
-		s := &q.slots[ob&q.mask]
-		w := s.borrow.Load()
+		w := q.lent.Load()
 		if !holds(w, ob) || w&sealedBit != 0 {
-			return Decision{}, false // ob is being sealed
+			return Decision{}, 0, false // ob is being sealed
 		}
 		// The bucket that leaves the window when ob+1 opens is sealed.
 		var leaving int64
-		if lw := q.slots[(ob-q.k)&q.mask].count.Load(); holds(lw, ob-q.k) {
+		if lw := q.slots[(ob-q.k)&q.mask].Load(); holds(lw, ob-q.k) {
 			leaving = int64(lw & countMask)
 		}
 		if int64(w&countMask)+n > leaving {
-			return Decision{}, true
+			return Decision{}, 0, true
 		}
-		if s.borrow.CompareAndSwap(w, w+uint64(n)) {
-			return Decision{Allowed: true, Wait: time.Duration(max(wait, 0))}, true
+		if q.lent.CompareAndSwap(w, w+uint64(n)) {
+			return Decision{Allowed: true, Wait: time.Duration(max(wait, 0))}, ob + 1, true
 		}
 	}
 }
 
 // retryAfter returns how long after now n more requests would fit, if
-// nothing else were allowed, given that the open bucket ob (slot s) has base
-// and own allowed in its window. As buckets ob+1, ob+2, ... open, buckets
-// ob-k, ob-k+1, ... leave the window; the places ob lent count from ob+1 on.
+// nothing else were allowed, given that the open bucket ob has base and own
+// allowed in its window. As buckets ob+1, ob+2, ... open, buckets ob-k,
+// ob-k+1, ... leave the window; the places ob lent count from ob+1 on.
 // It returns 0 when the requests exceed the bucket's limit itself, which only
 // warming up can raise.
-func (q *QPS) retryAfter(now int64, ob uint64, s *qpsSlot, base, own, n, lim int64) time.Duration {
+func (q *QPS) retryAfter(now int64, ob uint64, base, own, n, lim int64) time.Duration {
 	if n > lim {
 		return 0
 	}
 	var lent int64
-	if w := s.borrow.Load(); holds(w, ob) {
+	if w := q.lent.Load(); holds(w, ob) {
 		lent = int64(w & countMask)
 	}
 	total := base + own + lent
@@ -427,7 +457,7 @@ func (q *QPS) retryAfter(now int64, ob uint64, s *qpsSlot, base, own, n, lim int
 		case leaving == ob+1:
 			total -= lent
 		default:
-			if w := q.slots[leaving&q.mask].count.Load(); holds(w, leaving) {
+			if w := q.slots[leaving&q.mask].Load(); holds(w, leaving) {
 				total -= int64(w & countMask)
 			}
 		}
@@ -442,11 +472,11 @@ func (q *QPS) retryAfter(now int64, ob uint64, s *qpsSlot, base, own, n, lim int
 func (q *QPS) Limit() int64 { return q.limit.Load() }
 
 // SetLimit changes the limit, keeping the counts: the requests already
-// allowed stay in the window and count against the new limit. The open
-// bucket takes the new limit at once, except that a bucket opening at the
-// same moment may open with the old one; every later bucket has the new
-// one. So an interval wholly after the change (and one bucket width) holds
-// at most the new limit.
+// allowed stay in the window and count against the new limit. Every decision
+// from then on reads the new limit. Places borrowed into the next bucket
+// (AllowPriority) before the change were counted against the old limit, so
+// an interval that starts after that bucket, at most two bucket widths
+// after the change, holds at most the new limit.
 //
 // A limiter with warm-up, whose curve depends on the limit, keeps its
 // limit: make a new one. That, and a limit outside [0, MaxLimit], is a
@@ -459,9 +489,6 @@ func (q *QPS) SetLimit(limit int64) error {
 		return badLimit(limit, 0)
 	}
 	q.limit.Store(limit)
-	if o := q.open.Load(); o&1 != 0 {
-		q.slots[(o>>1)&q.mask].limit.Store(limit)
-	}
 	return nil
 }
 

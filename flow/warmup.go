@@ -72,15 +72,19 @@ type warmUp struct {
 	width     float64 // nanoseconds per bucket
 	paced     bool    // a Throttle's meter: use is measured in time
 	one       int64   // ceil(interval / limit): one place's time at the full limit
-	// For a paced meter, the open bucket's state beside its coldness: the
-	// coverage by places, in bucket widths, it inherits at its start, and the
-	// time one place takes at its coldness (pace rounded up, at least one).
-	// The caller that opens a bucket stores them before publishing it
-	// (opened); buckets open one at a time, so one word each serves them all.
-	// A caller may read them for a bucket opened after its own: then it
-	// paces by a newer coldness, as if it had come a little later.
-	carry    atomic.Uint64 // float64 bits
-	onePlace atomic.Int64
+	// The open bucket's limit and coldness (float64 bits), and, for a paced
+	// meter, the coverage by places, in bucket widths, it inherits at its
+	// start (float64 bits), and the time one place takes at its coldness
+	// (pace rounded up, at least one). The caller that opens a bucket stores
+	// them before publishing it (opened); buckets open one at a time, so one
+	// word each serves them all. A caller may read them for a bucket opened
+	// after its own: a decision then fails its compare-and-swap on the
+	// sealed count word and decides again (see QPS), and a Throttle paces by
+	// a newer coldness, as if it had come a little later.
+	bucketLimit atomic.Int64
+	bucketCold  atomic.Uint64
+	carry       atomic.Uint64
+	onePlace    atomic.Int64
 }
 
 // minWarmUpIntervals and minWarmUpBuckets bound the warm-up period from
@@ -140,14 +144,16 @@ func newWarmUp(limit int64, interval, period time.Duration, coldFactor float64, 
 	w.refill = w.max * float64(width) / float64(period)
 	w.slope = stable * (coldFactor - 1) / (2 * (w.max - w.threshold))
 	w.one = (int64(interval) + limit - 1) / limit
-	w.opened(w.max, 0)
+	w.opened(0, w.max, 0)
 	return w, nil
 }
 
-// opened records, for a paced meter, the state of a bucket opening with
-// coldness cold and coverage carry. The caller that opens the bucket calls it
-// before publishing the bucket.
-func (w *warmUp) opened(cold, carry float64) {
+// opened records the state of a bucket opening with the given limit,
+// coldness cold and, for a paced meter, coverage carry. The caller that opens
+// the bucket calls it before publishing the bucket.
+func (w *warmUp) opened(limit int64, cold, carry float64) {
+	w.bucketLimit.Store(limit)
+	w.bucketCold.Store(math.Float64bits(cold))
 	if !w.paced {
 		return
 	}
@@ -231,32 +237,32 @@ func (w *warmUp) stepPaced(s, carry float64, used int64, skipped uint64) (float6
 }
 
 // nextCold returns the coldness of bucket bn, which opens after bucket ob
-// (slot s) closes having allowed used requests and lent lent places to
-// bucket ob+1, and, for a paced meter, the coverage bn inherits.
+// closes having allowed used requests and lent lent places to bucket ob+1,
+// and, for a paced meter, the coverage bn inherits.
 //
 // For a QPS limiter it steps the curve once for ob, and once for each bucket
 // skipped between them: those allowed nothing but ob+1 what ob lent, and
 // their windows still held what ob's did, less what left them one bucket at
 // a time. After k+1 skipped buckets the windows are empty, and every further
-// one is fully idle. It reads ob's window from the slots, which advance calls
-// it in time for: before moving the open bucket, while every bucket of ob's
-// window is still in its slot.
-func (q *QPS) nextCold(ob, bn uint64, s *qpsSlot, used, lent int64) (float64, float64) {
+// one is fully idle. It reads ob's window from the slots, and ob's base,
+// limit and coldness, which advance calls it in time for: before it writes
+// bn's, while every bucket of ob's window is still in its slot.
+func (q *QPS) nextCold(ob, bn uint64, used, lent int64) (float64, float64) {
 	w := q.warm
 	if ob == 0 {
 		return w.max, 0 // the limiter starts cold
 	}
-	cold := math.Float64frombits(s.cold.Load())
+	cold := math.Float64frombits(w.bucketCold.Load())
 	skipped := bn - ob - 1
 	if w.paced {
 		return w.stepPaced(cold, math.Float64frombits(w.carry.Load()), used, skipped)
 	}
-	window := s.base.Load() + used
-	cold = w.stepWindow(cold, s.limit.Load(), used, window)
+	window := q.base.Load() + used
+	cold = w.stepWindow(cold, w.bucketLimit.Load(), used, window)
 	for j := uint64(1); j <= min(skipped, q.k+1); j++ {
 		// Bucket ob+j-k-1 leaves the window as ob+j enters it.
 		if leaving := ob + j - q.k - 1; leaving <= ob {
-			if c := q.slots[leaving&q.mask].count.Load(); holds(c, leaving) {
+			if c := q.slots[leaving&q.mask].Load(); holds(c, leaving) {
 				window -= int64(c & countMask)
 			}
 		} else if leaving == ob+1 {

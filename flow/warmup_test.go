@@ -234,7 +234,7 @@ func TestQPSWarmUpNeverExceedsEachBucketsLimit(t *testing.T) {
 					allowed[q.grid.Index(a.At+int64(d.Wait))] += a.N
 				}
 				if o := q.open.Load() >> 1; bucketLimit[o] == 0 {
-					bucketLimit[o] = q.slots[o&q.mask].limit.Load()
+					bucketLimit[o] = q.warm.bucketLimit.Load()
 				}
 			}
 			checked := 0
