@@ -43,6 +43,27 @@ const MaxLimit = 1<<countBits - 1
 // with a later time) is counted in the open bucket: the guarantee holds for
 // the times at which the limiter counts requests, which never go backwards.
 //
+// Under contention that one word would be a cache line every core fights
+// over, and callers on two cores would decide more slowly together than one
+// alone. So the first time two callers collide on it, the limiter gives
+// each processor a lease cell: a request that finds room takes, with the
+// places it needs, a few more for its processor's cell (fewer as the window
+// fills, none near the limit), and the next requests on that processor take
+// their places from the cell, writing nothing shared. Leased places count as
+// allowed in the bucket from the moment they are leased, so the guarantee
+// holds as before; the places a cell still holds when its bucket closes are
+// given back. What striping costs: 64 bytes per cell, one cell per processor
+// (GOMAXPROCS rounded up to a power of two, from 2 to 64), and 48 bytes to
+// find them, allocated the first time callers collide (never, for a limiter
+// used by one goroutine at a time) and kept for the limiter's life; a pass
+// over the cells each time a bucket opens; near the limit, a request may be
+// blocked while another processor's cell still holds a few of the bucket's
+// places (each lease is at most 1/(2 × cells) of the room left when it is
+// taken, and at most 256 places), which come back when the bucket closes, at
+// most one bucket width later, so long-run admission does not drop; and
+// RetryAfter, which counts leased places as allowed, may name a time a
+// bucket later than a retry would fit.
+//
 // With WithWarmUp the limit starts at limit/coldFactor and rises as traffic
 // warms the limiter up (see WithWarmUp); each bucket's limit is fixed when it
 // opens, from the coldness the buckets before it left, so the guarantee holds
@@ -51,13 +72,15 @@ const MaxLimit = 1<<countBits - 1
 //
 // Memory: a limiter without warm-up takes 144 bytes plus 8 per slot: 400
 // bytes with the default 25 buckets (32 slots). Warm-up adds its curve, 128
-// bytes; borrowing (AllowPriority) adds nothing.
+// bytes; borrowing (AllowPriority) adds nothing; striping adds its cells.
 //
 // A QPS limiter is safe for concurrent use, and deciding allocates nothing.
 // It takes no lock, with one exception: while a bucket opens, once per bucket
 // width, callers wait for the caller opening it (a sum of at most k counts
-// and a few stores) rather than decide against a bucket half written. The
-// zero QPS is not usable; make one with NewQPS.
+// and a few stores, and, once it stripes, a pass over the cells that waits
+// for a caller midway through taking a lease, two compare-and-swaps from
+// done) rather than decide against a bucket half written. The zero QPS is
+// not usable; make one with NewQPS.
 //
 // Inside, a limiter keeps one count word per slot, and one word each for
 // what belongs to the open bucket alone: its base, its lending word (see
@@ -67,16 +90,17 @@ const MaxLimit = 1<<countBits - 1
 // that count word, so a caller that read a later bucket's base or limit finds
 // its compare-and-swap failing and decides again.
 type QPS struct {
-	limit atomic.Int64
-	slots []atomic.Uint64 // count words, one per slot
-	k     uint64          // buckets per interval
-	mask  uint64          // slots - 1
-	grid  timegrid.Grid
-	clock clock.Clock
-	warm  *warmUp       // nil without warm-up
-	open  atomic.Uint64 // the open bucket's index << 1, | 1 once its slot is published
-	base  atomic.Int64  // the open bucket's base: allowed in the k buckets before it
-	lent  atomic.Uint64 // the open bucket's lending word (see borrow)
+	limit  atomic.Int64
+	leases atomic.Pointer[leases] // nil until callers collide on a count word
+	slots  []atomic.Uint64        // count words, one per slot
+	k      uint64                 // buckets per interval
+	mask   uint64                 // slots - 1
+	grid   timegrid.Grid
+	clock  clock.Clock
+	warm   *warmUp       // nil without warm-up
+	open   atomic.Uint64 // the open bucket's index << 1, | 1 once its slot is published
+	base   atomic.Int64  // the open bucket's base: allowed in the k buckets before it
+	lent   atomic.Uint64 // the open bucket's lending word (see borrow)
 }
 
 // A count word is a bucket's tag, a sealed bit, and the number allowed in
@@ -95,7 +119,8 @@ const (
 // stalled while later buckets opened in its slot from changing them. A stall
 // of an exact multiple of 2^31 buckets between the load and the
 // compare-and-swap (36 minutes with 1 µs buckets, 2.7 years with the default
-// 40 ms) would get past them; nothing shorter can.
+// 40 ms) would get past them; nothing shorter can. Lease cells carry the
+// same tags, for the same reason.
 func holds(w, b uint64) bool { return w>>tagShift == (b<<tagShift)>>tagShift }
 
 // NewQPS returns a limiter allowing at most limit requests in any interval
@@ -164,7 +189,8 @@ func (q *QPS) AllowAt(now int64) Decision { return q.AllowNAt(now, 1) }
 // counts them if so: all n or none. n <= 0 is allowed and counts nothing; n
 // above the limit is blocked with ExceedsLimit. Blocked for the rate
 // (RateLimited), the Decision says in RetryAfter when, if nothing else is
-// allowed, the requests would fit.
+// allowed, the requests would fit (a bucket earlier, perhaps, once the
+// limiter stripes: see QPS).
 // With warm-up, RetryAfter assumes the limit stays as it is, which warming
 // and cooling change, so a retry may fit earlier or later; and when n exceeds
 // the current limit it is 0, as only traffic can warm the limiter.
@@ -183,15 +209,26 @@ func (q *QPS) decide(now, n int64) (Decision, uint64) {
 		return Decision{Reason: ExceedsLimit}, 0
 	}
 	bn := q.grid.Index(now)
+	if ls := q.leases.Load(); ls != nil {
+		return q.decideLeasing(ls, ls.cell(), now, bn, n)
+	}
 	for {
 		ob, w := q.openCount(bn)
 		base, own, lim := q.base.Load(), int64(w&countMask), q.bucketLimit()
 		if base+own+n > lim {
 			return q.blocked(now, ob, base, own, n, lim), 0
 		}
-		if q.slots[ob&q.mask].CompareAndSwap(w, w+uint64(n)) {
+		c := &q.slots[ob&q.mask]
+		if c.CompareAndSwap(w, w+uint64(n)) {
 			return allowed, ob
 		}
+		if v := c.Load(); holds(v, ob) && v&sealedBit == 0 {
+			// Another caller counted in ob between the load and the
+			// compare-and-swap: the word is contended, so stripe.
+			ls := q.stripe()
+			return q.decideLeasing(ls, ls.cell(), now, bn, n)
+		}
+		// ob is closing: look again.
 	}
 }
 
@@ -242,8 +279,9 @@ func (q *QPS) openCount(bn uint64) (uint64, uint64) {
 
 // advance tries to move the open bucket from ob to bn > ob. It seals ob's
 // count word and the lending word, and moves open to bn, marked
-// unpublished. The caller whose move succeeds, alone from then on, sums the
-// buckets of bn's window; writes sealed
+// unpublished. The caller whose move succeeds, alone from then on, gives
+// back the places still leased in ob's cells (see leases), leaving ob's count
+// word with the places used; sums the buckets of bn's window; writes sealed
 // placeholders for the buckets skipped in bn's window; stores bn's base and
 // lending word, publishes bn's count word, and marks open published. A
 // caller whose move fails, or who finds ob already gone, gives up and looks
@@ -253,6 +291,8 @@ func (q *QPS) openCount(bn uint64) (uint64, uint64) {
 // the window of the open bucket sits in its slot with its own tag: opened
 // buckets were sealed in place, skipped ones have placeholders. So the base
 // is exact, and nothing depends on tags telling far-apart buckets apart.
+// A sealed count word changes only once more, when the caller that opens the
+// next bucket gives back ob's leases, before anyone reads it for a sum.
 func (q *QPS) advance(ob, bn uint64) {
 	c := &q.slots[ob&q.mask]
 	used, ok := q.seal(c, ob)
@@ -265,6 +305,12 @@ func (q *QPS) advance(ob, bn uint64) {
 	}
 	if !q.open.CompareAndSwap(ob<<1|1, bn<<1) {
 		return
+	}
+	if ls := q.leases.Load(); ls != nil {
+		if back := ls.giveBack(ob); back > 0 {
+			used -= back
+			c.Store(ob<<tagShift | sealedBit | uint64(used))
+		}
 	}
 	var base int64
 	if ob+q.k >= bn {
@@ -473,9 +519,11 @@ func (q *QPS) Limit() int64 { return q.limit.Load() }
 
 // SetLimit changes the limit, keeping the counts: the requests already
 // allowed stay in the window and count against the new limit. Every decision
-// from then on reads the new limit. Places borrowed into the next bucket
-// (AllowPriority) before the change were counted against the old limit, so
-// an interval that starts after that bucket, at most two bucket widths
+// from then on reads the new limit. Places taken before the change were
+// counted against the old limit and may still be used after it: places
+// leased to a processor's cell (see QPS) until the bucket open at the change
+// closes, places borrowed into the next bucket (AllowPriority) in that next
+// bucket. So an interval that starts after both, at most two bucket widths
 // after the change, holds at most the new limit.
 //
 // A limiter with warm-up, whose curve depends on the limit, keeps its
