@@ -40,7 +40,7 @@ const DefaultMaxResources = 4096
 // (GOMAXPROCS rounded up to a power of two, at most 64), each a little
 // smaller than the resource: a hot resource on 8 cores takes up to about
 // 8 × ResourceBytes. Rules add their own state: a QPS rule and an
-// error-ratio breaker about 1.5 KiB more.
+// error-ratio breaker, with their defaults, about 1.9 KB more.
 const ResourceBytes = 1600
 
 // OtherResource is the name under which a guard counts the traffic of

@@ -1,0 +1,77 @@
+package slidegate
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// heapPerResource returns the heap that making n resources with make takes,
+// per resource, everything made kept reachable until it is measured.
+func heapPerResource(n int, make func(n int) any) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := make(n)
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+}
+
+// TestResourceBytesIsWhatAResourceTakes measures the memory of a resource
+// in the configurations the docs state: ResourceBytes for a resource entered
+// once, and at most ruleBytes more with a QPS rule and an error-ratio
+// breaker (their enforcers, and the rules as the guard keeps them).
+func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
+	const n = 1000
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("GET /orders/%05d", i) // 17 bytes, as a route might be
+	}
+	bare := heapPerResource(n, func(n int) any {
+		g, err := New(WithMaxResources(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names[:n] {
+			mustEnter(t, g, name).Exit(nil)
+		}
+		return g
+	})
+	ruled := heapPerResource(n, func(n int) any {
+		g, err := New(WithMaxResources(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rules Rules
+		for _, name := range names[:n] {
+			rules.Flow = append(rules.Flow, FlowRule{Resource: name, Limit: 1 << 30})
+			rules.Breakers = append(rules.Breakers, BreakerRule{Resource: name, Strategy: ErrorRatioBreaker, Threshold: 0.5})
+		}
+		if err := g.SetRules(rules); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names[:n] {
+			mustEnter(t, g, name).Exit(nil)
+		}
+		// The rules as given are the caller's: what the guard keeps is
+		// measured, not the slice that described it.
+		return g
+	})
+	t.Logf("bytes per resource: %.0f entered once, %.0f with a QPS rule and an error-ratio breaker", bare, ruled)
+	if bare > ResourceBytes || bare < ResourceBytes*0.85 {
+		t.Errorf("a resource entered once takes %.0f bytes; ResourceBytes says %d", bare, ResourceBytes)
+	}
+	if ruled-bare > ruleBytes {
+		t.Errorf("a QPS rule and an error-ratio breaker take %.0f bytes, over the %d the docs say", ruled-bare, ruleBytes)
+	}
+}
+
+// ruleBytes is what ResourceBytes's doc says a QPS rule and an error-ratio
+// breaker add: the limiter's 26 count words (about 400 bytes), the breaker's
+// window of 10 buckets (about 950), and the rules kept as given, with their
+// bindings (about 500).
+const ruleBytes = 1920
