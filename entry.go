@@ -63,7 +63,11 @@ type Entry struct {
 	seq uint64
 }
 
-// entry is an Entry's state, pooled.
+// entry is an Entry's state, pooled. Each processor's pool holds its own
+// entries, and a request writes its entry's fields several times: entries
+// made side by side on two processors would share a cache line, the two
+// cores taking it from each other on every request (false sharing), so an
+// entry fills 128 bytes, an allocation size the allocator aligns to 128.
 type entry struct {
 	seq      atomic.Uint64 // the use of this entry; Exit moves it on
 	g        *Guard
@@ -73,6 +77,7 @@ type entry struct {
 	start    int64
 	count    int64
 	held     []hold // what the request holds of its rules; never grown past its capacity, for a hold must not move
+	_        [128 - 72]byte
 }
 
 var entries = sync.Pool{New: func() any { return new(entry) }}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestHotResourceCountsExactlyUnderContention drives one resource, with a
@@ -106,5 +107,16 @@ func TestHotResourceCountsExactlyUnderContention(t *testing.T) {
 	}
 	if blocked.Load() == 0 || allowed.Load() < limit {
 		t.Fatalf("%d allowed and %d blocked in 2 s of a limit of %d a second: the test did not reach the limit", allowed.Load(), blocked.Load(), limit)
+	}
+}
+
+// TestEntriesFillTheirCacheLines pins the size that keeps two processors'
+// entries off each other's cache lines (see entry).
+func TestEntriesFillTheirCacheLines(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 128 {
+		t.Fatalf("an entry takes %d bytes, want 128", n)
+	}
+	if n := unsafe.Sizeof(hold{}); n%128 != 0 {
+		t.Fatalf("a hold takes %d bytes, want a multiple of 128", n)
 	}
 }

@@ -67,7 +67,7 @@ func (r *ring) contended() {
 	m := make([][]atomic.Uint64, stripeCount())
 	m[0] = r.words
 	for i := 1; i < len(m); i++ {
-		m[i] = make([]atomic.Uint64, len(r.words))
+		m[i] = stripe.Words(len(r.words))
 	}
 	r.more.CompareAndSwap(nil, &m)
 }

@@ -16,7 +16,8 @@ package stripe
 import (
 	"math/bits"
 	"runtime"
-	_ "unsafe" // for go:linkname
+	"sync/atomic"
+	"unsafe" // for go:linkname, and to align stripes to cache lines
 )
 
 //go:linkname procPin runtime.procPin
@@ -43,4 +44,22 @@ const Max = 64
 func Count() int {
 	n := min(max(runtime.GOMAXPROCS(0), 2), Max)
 	return 1 << bits.Len(uint(n-1))
+}
+
+// lineWords is the words of one cache line: 64 bytes on the processors Go
+// runs on, 128 on some, where two lines are fetched together; a stripe
+// aligned to 64 bytes and padded to 128 shares no line with anything.
+const lineWords = 128 / 8
+
+// Words returns n atomic words for one stripe, on cache lines no other
+// object uses: the allocator places small objects side by side, and the
+// stripes of a structure, made together, would otherwise share the lines at
+// their edges, two cores then writing one line again (false sharing). It
+// spends up to 2 × 128 bytes more than n words.
+func Words(n int) []atomic.Uint64 {
+	w := make([]atomic.Uint64, n+2*lineWords)
+	// Start on the first 128-byte boundary (at most lineWords-1 words in);
+	// the padding left after the n words covers the rest of the last line.
+	off := (lineWords - int(uintptr(unsafe.Pointer(&w[0]))/8%lineWords)) % lineWords
+	return w[off : off+n : off+n]
 }

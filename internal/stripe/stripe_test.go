@@ -3,7 +3,9 @@ package stripe
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 func TestHintIsAProcessorIndex(t *testing.T) {
@@ -47,4 +49,24 @@ func BenchmarkHint(b *testing.B) {
 		s += Hint()
 	}
 	_ = s
+}
+
+func TestWordsAreAlignedAndAlone(t *testing.T) {
+	lines := func(w []atomic.Uint64) (first, last uintptr) { // the 128-byte lines w touches
+		return uintptr(unsafe.Pointer(&w[0])) / 128, (uintptr(unsafe.Pointer(&w[len(w)-1])) + 7) / 128
+	}
+	for n := 1; n < 100; n++ {
+		a, b := Words(n), Words(n) // side by side, as a structure's stripes are made
+		if len(a) != n || cap(a) != n {
+			t.Fatalf("Words(%d): len %d cap %d", n, len(a), cap(a))
+		}
+		if off := uintptr(unsafe.Pointer(&a[0])) % 128; off != 0 {
+			t.Fatalf("Words(%d) starts %d bytes past a 128-byte boundary", n, off)
+		}
+		a0, a1 := lines(a)
+		b0, b1 := lines(b)
+		if a0 <= b1 && b0 <= a1 {
+			t.Fatalf("Words(%d) twice: lines %d-%d and %d-%d overlap", n, a0, a1, b0, b1)
+		}
+	}
 }
