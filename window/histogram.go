@@ -244,10 +244,7 @@ func (c *histCounts) quantile(q float64) time.Duration {
 	if c.total == 0 {
 		return 0
 	}
-	if !(q > 0) { // also catches NaN
-		q = 0
-	}
-	rank := max(int64(math.Ceil(min(q, 1)*float64(c.total))), 1)
+	rank := rankOf(q, c.total)
 	var seen int64
 	for i, n := range c.bins[:c.l.bins] {
 		seen += n
@@ -290,14 +287,29 @@ func (v HistogramView) SummaryAt(now int64) Summary {
 	}
 	var c histCounts
 	v.merge(now, &c)
+	return summarize(c.total, c.max, c.quantile)
+}
+
+// summarize returns the Summary of total latencies of maximum max whose
+// quantiles quantile answers.
+func summarize(total, max int64, quantile func(float64) time.Duration) Summary {
 	return Summary{
-		Count: c.total,
-		Max:   time.Duration(c.max),
-		P50:   c.quantile(0.5),
-		P90:   c.quantile(0.9),
-		P99:   c.quantile(0.99),
-		P999:  c.quantile(0.999),
+		Count: total,
+		Max:   time.Duration(max),
+		P50:   quantile(0.5),
+		P90:   quantile(0.9),
+		P99:   quantile(0.99),
+		P999:  quantile(0.999),
 	}
+}
+
+// rankOf returns the rank of the nearest-rank q-quantile of total > 0
+// values: ceil(q × total), at least 1, with q clamped to [0, 1] (NaN as 0).
+func rankOf(q float64, total int64) int64 {
+	if !(q > 0) { // also catches NaN
+		q = 0
+	}
+	return max(int64(math.Ceil(min(q, 1)*float64(total))), 1)
 }
 
 // Quantile returns the q-quantile over the view at the current time.

@@ -296,14 +296,7 @@ func (k *Sketch) Summary() Summary { return k.SummaryAt(k.clock.Now()) }
 func (k *Sketch) SummaryAt(now int64) Summary {
 	var c sketchCounts
 	k.merge(now, &c)
-	return Summary{
-		Count: c.total,
-		Max:   time.Duration(c.max),
-		P50:   c.quantile(0.5),
-		P90:   c.quantile(0.9),
-		P99:   c.quantile(0.99),
-		P999:  c.quantile(0.999),
-	}
+	return summarize(c.total, c.max, c.quantile)
 }
 
 // Quantile returns the q-quantile at the current time. See QuantileAt.
@@ -392,10 +385,7 @@ func (c *sketchCounts) quantile(q float64) time.Duration {
 	if c.total == 0 {
 		return 0
 	}
-	if !(q > 0) { // also catches NaN
-		q = 0
-	}
-	rank := max(int64(math.Ceil(min(q, 1)*float64(c.total))), 1)
+	rank := rankOf(q, c.total)
 	var seen int64
 	for i, n := range c.bins {
 		if seen += n; seen >= rank {

@@ -21,9 +21,10 @@ import (
 // Readers add up the retired sums and every slot of every stripe. A slot
 // being reset would be read half moved, so resets announce themselves:
 // resetting counts the resets in progress up then down, and the generation
-// up once done; a reader that finds a reset in progress, or the generation
-// changed when it is done, reads again. Resets happen once per bucket width
-// per slot, so readers rarely read twice.
+// up once done; a reader that finds a reset in progress (counted, or a slot
+// whose state word says so: the writer takes the slot before it counts
+// itself), or the generation changed when it is done, reads again. Resets
+// happen once per bucket width per slot, so readers rarely read twice.
 type totals struct {
 	retired []atomic.Int64 // per data word; only summed words are used
 	active  atomic.Int64   // resets in progress
@@ -82,15 +83,16 @@ func (c *Counter) Totals() Sums {
 			runtime.Gosched() // a reset, a few swaps away
 			continue
 		}
-		out = c.readTotals()
-		if t.active.Load() == 0 && t.gen.Load() == g {
+		out, whole := c.readTotals()
+		if whole && t.active.Load() == 0 && t.gen.Load() == g {
 			return out
 		}
 	}
 }
 
-// readTotals adds up the retired sums and every slot of every stripe.
-func (c *Counter) readTotals() Sums {
+// readTotals adds up the retired sums and every slot of every stripe. It
+// reports false if it found a slot being reset, which it could not read.
+func (c *Counter) readTotals() (Sums, bool) {
 	r, t, l := c.r, c.r.tot, c.l
 	var acc [numEvents]float64 // to detect saturation without overflow
 	var out Sums
@@ -103,8 +105,11 @@ func (c *Counter) readTotals() Sums {
 	for _, ws := range r.stripes() {
 		for s := 0; s < len(ws); s += r.stride {
 			st := ws[s].Load()
-			if st == 0 || st&1 != 0 {
-				continue // never written; or being reset, which the reader catches
+			switch {
+			case st&1 != 0:
+				return out, false // being reset
+			case st == 0:
+				continue // never written
 			}
 			b := st >> 1
 			for i, e := range l.events {
@@ -127,5 +132,5 @@ func (c *Counter) readTotals() Sums {
 			out[e] = math.MinInt64
 		}
 	}
-	return out
+	return out, true
 }

@@ -131,3 +131,34 @@ func TestTotalsApplyToCountersOnly(t *testing.T) {
 		t.Errorf("a Counter without WithTotals: totals %v", got)
 	}
 }
+
+// TestTotalsWaitForASlotTakenButNotYetRetired stops a writer between taking
+// a slot for a new bucket (its state word says so) and retiring the old
+// bucket's values: a reader then must wait, not skip the slot and report
+// totals that went back.
+func TestTotalsWaitForASlotTakenButNotYetRetired(t *testing.T) {
+	ctr, _ := NewCounter(4, 4*time.Second, WithTotals(), WithEvents(Allowed))
+	now := int64(time.Hour)
+	ctr.AddAt(now, Allowed, 5)
+	r := ctr.r
+	b := r.bucketOf(now)
+	s := r.slotOf(b)
+	later := b + uint64(r.n) // the bucket that reuses the slot
+	if !r.words[s].CompareAndSwap(b<<1, later<<1|1) { // the writer's state CAS
+		t.Fatal("the slot does not hold the bucket written")
+	}
+	started, got := make(chan struct{}), make(chan int64)
+	go func() {
+		close(started)
+		got <- ctr.Totals()[Allowed]
+	}()
+	<-started
+	for range 100 {
+		runtime.Gosched() // let the reader look while the slot is half taken
+	}
+	r.tot.retire(r, r.words, s, b, later) // the writer goes on
+	r.words[s].Store(later << 1)
+	if v := <-got; v != 5 {
+		t.Fatalf("totals read %d while a slot was being taken, want 5", v)
+	}
+}
