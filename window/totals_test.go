@@ -143,7 +143,7 @@ func TestTotalsWaitForASlotTakenButNotYetRetired(t *testing.T) {
 	r := ctr.r
 	b := r.bucketOf(now)
 	s := r.slotOf(b)
-	later := b + uint64(r.n) // the bucket that reuses the slot
+	later := b + uint64(r.n)                          // the bucket that reuses the slot
 	if !r.words[s].CompareAndSwap(b<<1, later<<1|1) { // the writer's state CAS
 		t.Fatal("the slot does not hold the bucket written")
 	}
