@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/stripe"
@@ -29,13 +30,16 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 const DefaultMaxResources = 4096
 
 // ResourceBytes is the memory a resource takes, rules aside, while one core
-// at a time uses it and its response times fall within one power of two
-// (such as 1 to 2 ms), measured by TestResourceBytesIsWhatAResourceTakes
-// with a name of 17 bytes: its name and its place in the guard's table; the
-// counts of its 10 buckets; the summary of its response times, which takes
-// 128 bytes more for each further power of two they reach (times from 1 to
-// 16 ms take 384 more; at most 3.5 KiB more, for times from 2 µs to 4
-// minutes); and its totals. A resource that several cores use at once adds
+// at a time uses it and its response times fall within one power of two of
+// nanoseconds (such as 2.1 to 4.1 ms), measured by
+// TestResourceBytesIsWhatAResourceTakes with a name of 17 bytes: its name
+// and its place in the guard's table; the counts of its 10 buckets; the
+// summary of its response times, which takes 128 bytes more for each
+// further power of two they reach (times from 1 to 16 ms, five of them,
+// take 512 more; at most 3.5 KiB more, for times from 2 µs to 4 minutes);
+// and its totals. The bytes for a new power of two are allocated by the
+// Exit that first reaches it, and a resource's stripes by the request that
+// first finds contention: once each, never again. A resource that several cores use at once adds
 // a stripe of its counts, response times and totals for each core
 // (GOMAXPROCS rounded up to a power of two, at most 64), each a little
 // smaller than the resource: a hot resource on 8 cores takes up to about
@@ -156,7 +160,7 @@ func (r *resource) contended() {
 	m := make([]*blockedTotals, stripe.Count())
 	m[0] = r.blocked
 	for i := 1; i < len(m); i++ {
-		m[i] = new(blockedTotals)
+		m[i] = &new(paddedBlockedTotals).blockedTotals
 	}
 	r.more.CompareAndSwap(nil, &m)
 }
@@ -297,6 +301,10 @@ func (t *resourceTable) evict(now int64) bool {
 	if now < t.nextScan.Load() {
 		return false
 	}
+	// In flight is read from totals loaded one after another, so a request
+	// entering and exiting meanwhile can make it read low; but such a
+	// request marked the resource used first (touch comes before allow),
+	// which the check of lastUse, after it, sees.
 	idle := func(r *resource) bool {
 		return !r.pinned.Load() && inFlight(r.stats.Totals()) == 0 && now-r.lastUse.Load() >= int64(statsInterval+time.Second)
 	}
@@ -365,6 +373,14 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 // cores read those again.
 type blockedTotals struct {
 	by [numReasons]atomic.Int64
+}
+
+// A paddedBlockedTotals is a stripe made under contention, 128 bytes: a
+// size the allocator aligns to 128, so that no two stripes share a cache
+// line (nor the pair of lines some processors fetch together).
+type paddedBlockedTotals struct {
+	blockedTotals
+	_ [128 - unsafe.Sizeof(blockedTotals{})]byte
 }
 
 // Totals are a resource's counts since the guard began keeping statistics for

@@ -120,3 +120,11 @@ func TestEntriesFillTheirCacheLines(t *testing.T) {
 		t.Fatalf("a hold takes %d bytes, want a multiple of 128", n)
 	}
 }
+
+// TestStripesFillTheirCacheLines pins the sizes that keep the stripes made
+// under contention off each other's cache lines.
+func TestStripesFillTheirCacheLines(t *testing.T) {
+	if n := unsafe.Sizeof(paddedBlockedTotals{}); n != 128 {
+		t.Fatalf("a stripe of blocked totals takes %d bytes, want 128", n)
+	}
+}

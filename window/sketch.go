@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/timegrid"
@@ -122,6 +123,13 @@ type sketchStripe struct {
 	max    [2]atomic.Uint64
 	over   [2]atomic.Uint64
 	chunks [sketchChunks]atomic.Pointer[sketchChunk]
+}
+
+// A paddedSketchStripe is a stripe made under contention, 384 bytes: a size
+// the allocator aligns to 128, so that no two stripes share a cache line.
+type paddedSketchStripe struct {
+	sketchStripe
+	_ [384 - unsafe.Sizeof(sketchStripe{})]byte
 }
 
 // A sketchChunk holds the 8 bins of one power of two for both halves: half
@@ -277,7 +285,7 @@ func (k *Sketch) contended() {
 	m := make([]*sketchStripe, stripeCount())
 	m[0] = &k.base
 	for i := 1; i < len(m); i++ {
-		m[i] = new(sketchStripe)
+		m[i] = &new(paddedSketchStripe).sketchStripe
 	}
 	k.more.CompareAndSwap(nil, &m)
 }

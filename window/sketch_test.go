@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
 )
@@ -262,5 +263,13 @@ func TestSketchRejectsBadShapes(t *testing.T) {
 	}
 	if _, err := NewSketch(time.Second, Compact()); err == nil {
 		t.Error("NewSketch with Compact: no error")
+	}
+}
+
+// TestSketchStripesFillTheirCacheLines pins the size that keeps the stripes
+// made under contention off each other's cache lines.
+func TestSketchStripesFillTheirCacheLines(t *testing.T) {
+	if n := unsafe.Sizeof(paddedSketchStripe{}); n%128 != 0 {
+		t.Fatalf("a sketch stripe takes %d bytes, want a multiple of 128", n)
 	}
 }
