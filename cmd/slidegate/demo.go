@@ -184,7 +184,7 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 		len(r.Flow), plural(len(r.Flow)), len(r.Breakers), plural(len(r.Breakers)))
 	fmt.Fprintf(stdout, "  dashboard  %s/slidegate/\n  metrics    %s/metrics\n  service    %s/api/orders, /api/search, /api/payments\n", base, base, base)
 	fmt.Fprintf(stdout, "Every 20 s: steady 5 s, spike 4 s (orders ×7, slow searches), payments outage 5 s, recovery 6 s. Ctrl-C stops.\n")
-	fmt.Fprintf(stdout, "Requests per second by endpoint, and the 99th percentile of response times over 10 s:\n")
+	fmt.Fprintf(stdout, "Requests per second by endpoint, and the 99th percentile of response times over the last 5 to 10 s:\n")
 
 	load := newLoad(base)
 	wg.Add(1)

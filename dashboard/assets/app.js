@@ -380,7 +380,7 @@
       item("blocked/s", "Inbound requests blocked per second", fmtRate(last(e, "blocked_rate")), last(e, "blocked_rate") > 0 ? "warn" : ""),
       item("failed/s", "Inbound requests that failed per second", fmtRate(last(e, "failed_rate")), last(e, "failed_rate") > 0 ? "bad" : ""),
       item("in flight", "Inbound requests allowed and not yet ended", String(e.stats.in_flight)),
-      item("P99", "99th percentile of the inbound response times, last 10 s", e.stats.p99 ? fmtDur(e.stats.p99) : "–"),
+      item("P99", "99th percentile of the inbound response times, last 5 to 10 s", e.stats.p99 ? fmtDur(e.stats.p99) : "–"),
       item("updated", "Time of the latest sample", state.time ? fmtTime(state.time) : "–"));
   }
 
