@@ -26,7 +26,7 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 
 // DefaultMaxResources is how many resources a guard keeps statistics for
 // unless WithMaxResources says otherwise. Each takes about ResourceBytes,
-// so the default bounds them at about 6.5 MiB.
+// so the default bounds them at about 6.3 MiB.
 const DefaultMaxResources = 4096
 
 // ResourceBytes is the memory a resource takes, rules aside, while one core
@@ -39,12 +39,14 @@ const DefaultMaxResources = 4096
 // take 512 more; at most 3.5 KiB more, for times from 2 µs to 4 minutes);
 // and its totals. The bytes for a new power of two are allocated by the
 // Exit that first reaches it, and a resource's stripes by the request that
-// first finds contention: once each, never again. A resource that several cores use at once adds
-// a stripe of its counts, response times and totals for each core
-// (GOMAXPROCS rounded up to a power of two, at most 64), each a little
-// smaller than the resource: a hot resource on 8 cores takes up to about
-// 8 × ResourceBytes. Rules add their own state: a QPS rule and an
-// error-ratio breaker, with their defaults, about 1.9 KB more.
+// first finds contention: once each.
+//
+// A resource that several cores use at once adds a stripe of its counts,
+// response times and totals for each core (GOMAXPROCS rounded up to a
+// power of two, at most 64), each a little smaller than the resource: a hot
+// resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
+// own state: a QPS rule and an error-ratio breaker, with their defaults,
+// about 1.9 KB more.
 const ResourceBytes = 1600
 
 // OtherResource is the name under which a guard counts the traffic of
