@@ -13,7 +13,8 @@ import (
 // compare-and-swap on a data word fails (another core changed the word
 // between the load and the swap) it adds stripes: stripe.Count() sets of
 // words in all, the first being the words it had, each a whole ring of its
-// own with its own state words and the protocol described on ring. A writer
+// own with its own state words and the protocol described on ring, on cache
+// lines no other stripe touches (stripe.Words). A writer
 // then writes to the stripe of the processor it runs on (stripe.Hint), so
 // cores no longer share the words they write, and readers combine every
 // stripe: sums add, minimums and maximums merge. Counts stay exact: each
