@@ -26,6 +26,22 @@ import (
 // interval (128 bytes), and a chunk is allocated the first time a latency
 // falls in it: a resource whose latencies span a few powers of two keeps
 // a few chunks.
+//
+// Why this shape. A relative error is what a latency quantile needs (5% of
+// 100 µs and 5% of 2 s), so bins grow geometrically, as in HDR histograms
+// and DDSketch; 8 true-logarithmic bins per power of two are the fewest
+// within 5% (log-linear bins, HDR's, need 16: their first bin of each
+// power of two is the widest). Counting by bin in tagged words keeps what
+// the other windows here promise: exact counts, the reset race closed, no
+// lock, mergeable stripes and halves; a t-digest or a moment sketch would
+// need a lock or give up the error bound. Two halves instead of more time
+// buckets halve the words per power of two, for a window that covers the
+// last 5 to 10 s rather than 7.5 to 10. Measured:
+// TestSketchBinsAreWithinTheStatedError finds a worst error of 4.427% over
+// every bin edge and 20,000 random latencies in each power of two;
+// TestSketchQuantilesMatchExactOnes compares quantiles of five
+// distributions with exact ones; TestSketchMemory measures 461 bytes with
+// one latency and 2,784 with latencies from 1 µs to 1 s.
 const (
 	sketchSub    = 8           // bins per power of two
 	sketchLinear = 11          // latencies below 2^11 ns are binned linearly, in chunk 0
