@@ -74,4 +74,4 @@ func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
 // breaker add: the limiter's 26 count words (about 400 bytes), the breaker's
 // window of 10 buckets (about 950), and the rules kept as given, with their
 // bindings (about 500).
-const ruleBytes = 1920
+const ruleBytes = 2048

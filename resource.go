@@ -26,10 +26,10 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 
 // DefaultMaxResources is how many resources a guard keeps statistics for
 // unless WithMaxResources says otherwise. Each takes about ResourceBytes,
-// so the default bounds them at about 6.3 MiB.
+// so the default bounds them at about 6.6 MiB.
 const DefaultMaxResources = 4096
 
-// ResourceBytes is the memory a resource takes, rules aside, while one core
+// ResourceBytes bounds the memory a resource takes, rules aside, while one core
 // at a time uses it and its response times fall within one power of two of
 // nanoseconds (such as 2.1 to 4.1 ms), measured by
 // TestResourceBytesIsWhatAResourceTakes with a name of 17 bytes: its name
@@ -46,8 +46,8 @@ const DefaultMaxResources = 4096
 // power of two, at most 64), each a little smaller than the resource: a hot
 // resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
 // own state: a QPS rule and an error-ratio breaker, with their defaults,
-// about 1.9 KB more.
-const ResourceBytes = 1600
+// about 1.9 KB more (at most 2 KiB).
+const ResourceBytes = 1700
 
 // OtherResource is the name under which a guard counts the traffic of
 // resources it has no room for (see WithMaxResources), and of names longer
