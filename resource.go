@@ -68,7 +68,7 @@ type resource struct {
 	stats   *window.Counter
 	lat     *window.Sketch // response times over the last 5 to 10 s
 	blocked *blockedTotals // the first stripe: written on every block, so apart
-	more    atomic.Pointer[[]*blockedTotals]
+	more    stripe.Set[blockedTotals]
 	lastUse atomic.Int64 // roughly: updated at most once a second
 	pinned  atomic.Bool  // a rule names it: never evicted
 }
@@ -144,27 +144,13 @@ func casTotal(t *atomic.Int64, v int64) bool {
 
 // blockedHere returns the stripe of the blocked totals the caller writes
 // to: the only one until the resource has found contention.
-func (r *resource) blockedHere() *blockedTotals {
-	m := r.more.Load()
-	if m == nil {
-		return r.blocked
-	}
-	return (*m)[stripe.Hint()&(len(*m)-1)]
-}
+func (r *resource) blockedHere() *blockedTotals { return r.more.Pick(r.blocked, stripe.Hint) }
 
 // contended adds the blocked totals' stripes, once, as a window.Counter
 // adds its own: a compare-and-swap on one has failed, another core having
 // written it. Counts written meanwhile to the first stripe stay there.
 func (r *resource) contended() {
-	if r.more.Load() != nil {
-		return
-	}
-	m := make([]*blockedTotals, stripe.Count())
-	m[0] = r.blocked
-	for i := 1; i < len(m); i++ {
-		m[i] = &new(paddedBlockedTotals).blockedTotals
-	}
-	r.more.CompareAndSwap(nil, &m)
+	r.more.Grow(r.blocked, stripe.Count(), func() *blockedTotals { return &new(paddedBlockedTotals).blockedTotals })
 }
 
 // readTotal reads a total that addTotal writes.
@@ -179,9 +165,9 @@ func readTotal(t *atomic.Int64) int64 {
 // resource was made, every stripe added up, saturating at math.MaxInt64.
 func (r *resource) blockedBy() [numReasons]int64 {
 	var out [numReasons]int64
-	stripes := []*blockedTotals{r.blocked}
-	if m := r.more.Load(); m != nil {
-		stripes = *m
+	stripes := r.more.Stripes()
+	if stripes == nil {
+		stripes = []*blockedTotals{r.blocked}
 	}
 	for _, t := range stripes {
 		for i := range out {

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
@@ -127,7 +128,7 @@ type Sketch struct {
 	grid  timegrid.Grid
 	clock clock.Clock
 	base  sketchStripe
-	more  atomic.Pointer[[]*sketchStripe] // every stripe, base first, once contended
+	more  stripe.Set[sketchStripe] // every stripe, base first, once contended
 	late  atomic.Int64
 }
 
@@ -284,26 +285,12 @@ func (st *sketchStripe) reset(h int, b uint64) {
 }
 
 // pick returns the stripe the caller writes to.
-func (k *Sketch) pick() *sketchStripe {
-	m := k.more.Load()
-	if m == nil {
-		return &k.base
-	}
-	return (*m)[hint()&(len(*m)-1)]
-}
+func (k *Sketch) pick() *sketchStripe { return k.more.Pick(&k.base, hint) }
 
 // contended adds the Sketch's stripes, once: a compare-and-swap on one of
 // its words has failed.
 func (k *Sketch) contended() {
-	if k.more.Load() != nil {
-		return
-	}
-	m := make([]*sketchStripe, stripeCount())
-	m[0] = &k.base
-	for i := 1; i < len(m); i++ {
-		m[i] = &new(paddedSketchStripe).sketchStripe
-	}
-	k.more.CompareAndSwap(nil, &m)
+	k.more.Grow(&k.base, stripeCount(), func() *sketchStripe { return &new(paddedSketchStripe).sketchStripe })
 }
 
 // Late returns how many latencies were dropped because their half had
@@ -349,8 +336,8 @@ type sketchCounts struct {
 func (k *Sketch) merge(now int64, c *sketchCounts) {
 	c.max = MinValue
 	b := k.grid.Index(now)
-	if m := k.more.Load(); m != nil {
-		for _, st := range *m {
+	if m := k.more.Stripes(); m != nil {
+		for _, st := range m {
 			st.mergeInto(c, b)
 		}
 	} else {
