@@ -41,6 +41,9 @@ const (
 type BlockError struct {
 	// Resource is the resource the request entered.
 	Resource string
+	// Key is the request's key (WithKey) when a per-key rule blocked it;
+	// empty otherwise.
+	Key string
 	// Rule is the rule that blocked it: "flow[2]" or "breakers[0]", its
 	// index in the Rules in force.
 	Rule string

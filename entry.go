@@ -16,6 +16,7 @@ import (
 type EntryOption struct {
 	kind  entryOptionKind
 	count int64
+	key   string
 }
 
 type entryOptionKind uint8
@@ -25,6 +26,7 @@ const (
 	optPriority
 	optInbound
 	optOutbound
+	optKey
 )
 
 // WithCount makes the request count as n (a batch): rules and statistics
@@ -51,6 +53,22 @@ func Inbound() EntryOption { return EntryOption{kind: optInbound} }
 // Outbound marks the request as traffic out of the service, the default.
 func Outbound() EntryOption { return EntryOption{kind: optOutbound} }
 
+// WithKey names the key of the request: the user, tenant, client address or
+// API key that the resource's per-key rules (FlowRule.PerKey) limit on its
+// own. A request without a key is counted under the empty key "", one key
+// like any other. A composite key is the caller's to join: write its parts
+// with a separator that none of them can contain ("tenant-a/alice"), or
+// with their lengths ("8:tenant-a5:alice") when any byte may occur. Keys up
+// to MaxKeyLength bytes are told apart whole; a longer key is told apart by
+// its first MaxKeyLength bytes. The guard copies the keys it keeps (the
+// hot keys it shows, see FlowRule.PerKey) and keeps no other.
+func WithKey(key string) EntryOption { return EntryOption{kind: optKey, key: key} }
+
+// MaxKeyLength is the longest key (WithKey) the guard tells apart: a key
+// from the network (a header, an address) is input an attacker chooses, and
+// what the guard hashes, keeps and shows of it is bounded by this.
+const MaxKeyLength = 256
+
 // An Entry is one request allowed by Enter. Exit it exactly once when the
 // request ends; exiting again, or exiting a copy, does nothing. The zero Entry
 // (what Enter returns with an error) ignores Exit.
@@ -76,8 +94,9 @@ type entry struct {
 	priority bool
 	start    int64
 	count    int64
+	key      string
 	held     []hold // what the request holds of its rules; never grown past its capacity, for a hold must not move
-	_        [128 - 72]byte
+	_        [128 - 88]byte
 }
 
 var entries = sync.Pool{New: func() any { return new(entry) }}
@@ -121,7 +140,7 @@ func (h Entry) exit(now int64, given bool, err error) {
 
 // release returns the entry to the pool.
 func (e *entry) release() {
-	e.res, e.g = nil, nil
+	e.res, e.g, e.key = nil, nil, ""
 	e.clearHeld()
 	entries.Put(e)
 }
@@ -153,9 +172,11 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
-	count, priority, inbound := int64(1), false, false
+	count, priority, inbound, key := int64(1), false, false, ""
 	for _, o := range opts {
 		switch o.kind {
+		case optKey:
+			key = o.key
 		case optCount:
 			count = min(max(o.count, 1), MaxCount)
 		case optPriority:
@@ -177,7 +198,10 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 		res = g.resources.get(name, now)
 	}
 	e := entries.Get().(*entry)
-	e.g, e.res, e.count, e.inbound, e.priority = g, res, count, inbound, priority
+	if len(key) > MaxKeyLength {
+		key = key[:MaxKeyLength]
+	}
+	e.g, e.res, e.count, e.inbound, e.priority, e.key = g, res, count, inbound, priority, key
 	if b != nil {
 		if err := b.admit(ctx, g.clock, e, now); err != nil {
 			if be, blocked := err.(*BlockError); blocked {

@@ -162,6 +162,30 @@ func (g *Guard) ClusterHealth() (ClusterHealth, bool) {
 	return r.Health(), true
 }
 
+// A KeyedCluster is a Cluster that also keeps per-key cluster-wide limits
+// (FlowRule.Cluster with PerKey). A guard whose Cluster is not one refuses
+// such rules.
+type KeyedCluster interface {
+	Cluster
+	// KeyedLimiter returns the limiter of a resource's per-key cluster QPS
+	// rules, all decided together for a key: a request one of them refuses
+	// counts in none. The guard has set each rule's Interval and Buckets
+	// (to 1s and flow.DefaultBuckets when the rule leaves them out).
+	KeyedLimiter(rules []FlowRule) (KeyedClusterLimiter, error)
+}
+
+// A KeyedClusterLimiter is the limiter of a resource's per-key cluster QPS
+// rules (KeyedCluster).
+type KeyedClusterLimiter interface {
+	// AllowKeyN decides whether n requests with the given key may proceed
+	// under every rule, and counts them under every rule if so. When they
+	// may not, rule is the index, in the rules the limiter was made from,
+	// of the rule that refused them, and the Decision's RetryAfter says
+	// when that key fits again. It must return promptly, whatever ctx
+	// allows: Enter waits for it.
+	AllowKeyN(ctx context.Context, key string, n int64) (d flow.Decision, rule int)
+}
+
 // A ClusterLimiter is the limiter of one cluster-wide rule.
 type ClusterLimiter interface {
 	// AllowN decides whether n requests may proceed, and counts them if

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -128,7 +129,7 @@ func checkReloads(t *testing.T, seed uint64) {
 			if l.seq > seq {
 				continue
 			}
-			if !slices.ContainsFunc(l.rules, func(x FlowRule) bool { return x.normal() == r.normal() }) {
+			if !slices.ContainsFunc(l.rules, func(x FlowRule) bool { return ruleKey(x) == ruleKey(r) }) {
 				return false
 			}
 			if l.at <= from {
@@ -140,7 +141,7 @@ func checkReloads(t *testing.T, seed uint64) {
 	var distinct []FlowRule
 	for _, l := range loads {
 		for _, r := range l.rules {
-			if !slices.ContainsFunc(distinct, func(x FlowRule) bool { return x.normal() == r.normal() }) {
+			if !slices.ContainsFunc(distinct, func(x FlowRule) bool { return ruleKey(x) == ruleKey(r) }) {
 				distinct = append(distinct, r)
 			}
 		}
@@ -179,7 +180,7 @@ func TestRulesGivenOrReturnedShareNothingWithTheGuard(t *testing.T) {
 	*given.Breakers[0].MinRequests = 1000
 	got := g.Rules()
 	got.Flow[0].Resource = "b"
-	if r := g.Rules(); r.Flow[0] != (FlowRule{Resource: "a", Limit: 1}) || *r.Breakers[0].MinRequests != 1 {
+	if r := g.Rules(); !reflect.DeepEqual(r.Flow[0], FlowRule{Resource: "a", Limit: 1}) || *r.Breakers[0].MinRequests != 1 {
 		t.Fatalf("rules in force = %+v, changed through the slices given or returned", r)
 	}
 	mustEnter(t, g, "a").Exit(nil)

@@ -81,7 +81,26 @@ type FlowRule struct {
 	// permits per round trip to the cluster and spend them locally
 	// (redisflow.WithLease); 0 or 1 takes one per request.
 	Lease int64 `json:"lease,omitempty" yaml:"lease,omitempty"`
+	// PerKey, if true, makes the rule's limit hold for each key (WithKey)
+	// separately: per user, tenant, client address. A per-key QPS rule
+	// keeps the sliding-window promise for every key, with memory bounded
+	// whatever the number of keys (see flow.KeyedQPS); the per-key QPS
+	// rules of a resource, whatever their intervals (5 per second, 100 per
+	// minute), are decided together, all or nothing. A per-key
+	// concurrency rule limits each key's requests in flight, a per-key
+	// throttle spaces each key's requests. With Cluster, the per-key
+	// limits hold for all the instances together. PerKey cannot be
+	// combined with RefResource, WarmUp or Borrow.
+	PerKey bool `json:"per_key,omitempty" yaml:"per_key,omitempty"`
+	// Overrides gives the listed keys of a per-key rule limits of their
+	// own instead of Limit: {"tenant-a": 500, "abuser": 0}. An override
+	// of 0 blocks the key. At most MaxOverrides keys, each at most
+	// MaxKeyLength bytes.
+	Overrides map[string]int64 `json:"overrides,omitempty" yaml:"overrides,omitempty"`
 }
+
+// MaxOverrides is the most keys a per-key rule lists in its Overrides.
+const MaxOverrides = 10000
 
 // MaxClusterBuckets is the most buckets a cluster rule (FlowRule.Cluster)
 // divides its interval into: a cluster reads them at every decision.
