@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,5 +128,38 @@ func BenchmarkThrottleAllowWarmUp(b *testing.B) {
 	th, _ := NewThrottle(MaxLimit, time.Second, time.Hour, WithWarmUp(10*time.Second, 3))
 	for i := 0; i < b.N; i++ {
 		th.Allow()
+	}
+}
+
+// BenchmarkKeyedQPS decides for keys drawn at random from a million, as a
+// per-key rule on a public API sees them, and for one hot key.
+func BenchmarkKeyedQPS(b *testing.B) {
+	keys := make([]string, 1<<20)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	for _, tc := range []struct {
+		name string
+		key  func(i int) string
+	}{
+		// In order: the hash scatters them as it would any keys, and the
+		// benchmark does not measure its own reads of a 16 MiB slice.
+		{"random of 1M", func(i int) string { return keys[i&(len(keys)-1)] }},
+		{"one key", func(int) string { return "hot" }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := clock.NewManual(0)
+			q, _ := NewKeyedQPS([]KeyWindow{{Limit: 100, Interval: time.Second}}, WithClock(c))
+			now := int64(0)
+			for i := range len(keys) {
+				q.AllowNAt(now, tc.key(i), 1)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				now += 100
+				q.AllowNAt(now, tc.key(i), 1)
+			}
+		})
 	}
 }

@@ -1,0 +1,350 @@
+package flow
+
+import (
+	"fmt"
+	"hash/maphash"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
+)
+
+// A KeyedQPS limits each key (a user, a tenant, a client address) to its own
+// sliding-window limits: for every key and every window, at most the
+// window's limit of requests allowed in any interval of its length, wherever
+// it starts, as QPS promises for one key, however many keys there are and in
+// whatever order they come. One request is decided against all the windows
+// of its key together (5 per second and 100 per minute and 1,000 per day),
+// all or nothing: a request one window refuses counts in none.
+//
+// Memory is bounded whatever the keys: at most KeyedQPSMaxBytes per window
+// plus the overrides, however many distinct keys arrive, and a key is never
+// forgotten in a way that lets it through early. How:
+//
+// Hot keys have exact windows. A key that uses more than half its limit of
+// a window gets an entry of its own, with k+1 counts per window (the open
+// bucket and the k before it, as QPS keeps them); a request is allowed if
+// the counts of every window, with it, stay within the window's limit. At
+// most DefaultHotKeys keys have entries at once, plus the keys with
+// overrides, which keep theirs.
+//
+// Every other key is counted in a count-min sketch per window: a key adds
+// to three counters, chosen by a hash seeded at random per limiter (so that
+// no one can pick keys that collide) among the eight of one 64-byte block
+// (so that they cost one cache line), and its estimate is the smallest of
+// the three. The sketch keeps two generations, each covering one whole
+// interval of the window (k of its buckets, from a multiple of the
+// interval on the clock): the current one and the one before. Counting is
+// conservative: adding n raises each of the key's counters to at least its
+// estimate plus n, and no further. A counter is raised only to a value some
+// key's count reached, so every counter is at least the count of every key
+// that maps to it, and the estimate is never below the key's true count: collisions can
+// only make a key look busier than it is. A cold key is allowed if its
+// estimates in the two generations, with the request, stay within the
+// limit; the two generations cover the last interval, wherever it starts,
+// so no key is allowed more than its limit however the sketch errs.
+//
+// The proof that no key goes over, whatever happens to it. Call a record
+// of a key's admissions faithful if every admission is counted at a time no
+// earlier than the one it happened at and no later than now. An interval of
+// the window's length ending at the time of a decision lies within the open
+// bucket and the k before it, and within the sketch's two generations; a
+// decision counts everything faithfully recorded there, so an allowed
+// request leaves no interval over the limit. The records stay faithful
+// through every move between them:
+//
+//   - a key turning hot gets an exact window seeded from the sketch: the
+//     current generation's estimate counted in the open bucket, the
+//     previous generation's in the last bucket of that generation — each at
+//     least the key's true count, moved no earlier than it happened;
+//   - a hot key losing its entry (to a hotter key; only keys less hot than
+//     the newcomer are displaced) raises its counters in the sketch, for each
+//     generation, to at least the sum of its exact counts in that
+//     generation's buckets: the sketch's estimate covers them again, so
+//     eviction resets nothing;
+//   - a sketch generation is cleared only once it has left every window.
+//
+// What the sketch costs in accuracy is refusals, never admissions: a cold
+// key may be refused early if all three of its counters are shared with
+// busier keys. The sketch grows, by doubling (which keeps every estimate as it
+// was), as more distinct keys arrive in a generation (from 4 KiB, doubling
+// past 4 new keys per block), up to 16 MiB, enough for a million keys per
+// interval; past it, estimates rise with the number of keys, and cold keys are refused more
+// often. A key that stays in the sketch because hotter keys fill every
+// entry is limited as strictly, and may be allowed a little over half its
+// limit per interval under steady overload, until an entry frees.
+//
+// Keys are told apart by a 64-bit seeded hash: two keys whose hashes are
+// equal (one chance in 2^64 per pair) share one count, which again can only
+// refuse early. The keys kept for Top are cut to MaxShownKeyLength bytes.
+//
+// A KeyedQPS is safe for concurrent use. Keys hash to 64 shards, each with
+// its own mutex, entries and sketches; deciding takes one shard's mutex
+// and allocates nothing, except when a key turns hot (its copy for Top).
+type KeyedQPS struct {
+	seed   maphash.Seed
+	clock  clock.Clock
+	wins   []keyWindow
+	stride int // counts per hot entry: the windows' k+1 counts, end to end
+	// pinned are the keys with overrides: their limits per window, -1 for
+	// the window's own limit.
+	pinned map[string][]int64
+	shards [keyShards]keyShard
+}
+
+// A KeyWindow is one window of a KeyedQPS: at most Limit requests per key
+// in any Interval, counted in Buckets buckets (DefaultKeyBuckets if 0),
+// the keys in Overrides each with a limit of their own instead.
+type KeyWindow struct {
+	Limit     int64
+	Interval  time.Duration
+	Buckets   int
+	Overrides map[string]int64
+}
+
+// DefaultKeyBuckets is the number of buckets a KeyedQPS window divides its
+// interval into unless told otherwise: a hot key under steady overload is
+// allowed 10/11 (91%) of its limit, at 4 bytes per bucket per hot key.
+const DefaultKeyBuckets = 10
+
+// DefaultHotKeys is the most keys a KeyedQPS keeps exact windows for at
+// once, besides the keys with overrides.
+const DefaultHotKeys = keyShards * hotPerShard
+
+// MaxKeyWindows is the most windows a KeyedQPS decides together.
+const MaxKeyWindows = 8
+
+// MaxShownKeyLength is the longest key Top shows; a longer key is shown cut.
+const MaxShownKeyLength = 64
+
+// KeyedQPSMaxBytes bounds the heap a KeyedQPS takes per window, however
+// many keys it sees: the sketch at its largest (16 MiB) and the hot keys'
+// entries. Overrides take about 200 bytes each besides.
+const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*blockWords*4+hotPerShard*(hotEntryBase+16+(1+maxKeyBuckets)*4)) + 16384
+
+const (
+	keyShards       = 64
+	shardShift      = 58 // a hash's top 6 bits pick its shard
+	hotPerShard     = 64
+	sketchProbes    = 3  // counters per key
+	blockWords      = 16 // a block's 8 counters, two generations each: 64 bytes
+	minSketchBlocks = 64
+	maxSketchBlocks = 1 << 12 // per shard: 2 Mi counters in all, 16 MiB
+	growAt          = 4       // new keys per block in a generation that double the blocks
+	maxKeyBuckets   = 100
+)
+
+// sketchBytes is the heap of a shard's sketch of the given width.
+func sketchBytes(blocks int) int { return blocks * blockWords * 4 }
+
+// hotEntryBase is the heap of a hot entry besides its windows: its hotKey
+// and its place in the index.
+const hotEntryBase = 64 + 16
+
+// hotEntryBytes is the heap of one hot entry with the given windows and
+// counts per entry, beyond the key it keeps.
+func hotEntryBytes(windows, stride int) int { return hotEntryBase + windows*16 + stride*4 }
+
+type keyWindow struct {
+	limit    int64
+	k        uint64 // buckets per interval
+	grid     timegrid.Grid
+	off      int // where the window's counts start in an entry's
+	interval time.Duration
+}
+
+// NewKeyedQPS returns a limiter of the given windows, decided together for
+// each key: between 1 and MaxKeyWindows of them, each with a limit in [0,
+// MaxLimit], a positive interval that divides into its buckets (at most
+// 100) of at least 1 µs, and overrides within the same bounds. The only
+// Option it takes is WithClock. A bad argument is a *ConfigError naming it
+// ("windows[1].limit").
+func NewKeyedQPS(windows []KeyWindow, opts ...Option) (*KeyedQPS, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.bucketsGiven || o.warming {
+		return nil, &ConfigError{Option: "options", Value: "buckets or warm-up", Detail: "a keyed limiter takes its buckets from its windows and does not warm up"}
+	}
+	if len(windows) == 0 || len(windows) > MaxKeyWindows {
+		return nil, &ConfigError{Option: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", MaxKeyWindows)}
+	}
+	q := &KeyedQPS{seed: maphash.MakeSeed(), clock: o.clock, wins: make([]keyWindow, len(windows))}
+	for j, w := range windows {
+		at := func(field string) string { return fmt.Sprintf("windows[%d].%s", j, field) }
+		if w.Limit < 0 || w.Limit > MaxLimit {
+			return nil, &ConfigError{Option: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+		}
+		k := w.Buckets
+		if k == 0 {
+			k = DefaultKeyBuckets
+		}
+		if k > maxKeyBuckets {
+			return nil, &ConfigError{Option: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", maxKeyBuckets)}
+		}
+		if we := timegrid.CheckWindow(w.Interval, k); we != nil {
+			return nil, &ConfigError{Option: at(we.Arg), Value: we.Value, Detail: we.Detail}
+		}
+		q.wins[j] = keyWindow{limit: w.Limit, k: uint64(k), grid: alignedGrid(w.Interval, k), off: q.stride, interval: w.Interval}
+		q.stride += k + 1
+		for key, limit := range w.Overrides {
+			if limit < 0 || limit > MaxLimit {
+				return nil, &ConfigError{Option: at("overrides"), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+			}
+			if q.pinned == nil {
+				q.pinned = map[string][]int64{}
+			}
+			l := q.pinned[key]
+			if l == nil {
+				l = slices.Repeat([]int64{-1}, len(windows))
+				q.pinned[key] = l
+			}
+			l[j] = limit
+		}
+	}
+	// Pinned keys take their entries now, so that a shard's table has room
+	// for them and its hot keys from the start.
+	for key, limits := range q.pinned {
+		h := q.hash(key)
+		s := q.shard(h)
+		s.init(q)
+		i := s.take(q, h, key)
+		s.hot[i].limits = limits
+	}
+	return q, nil
+}
+
+// alignedGrid returns the grid of the window's buckets, numbered so that
+// a generation of the sketch, k buckets from a multiple of k, starts at a
+// multiple of the interval on the clock.
+func alignedGrid(interval time.Duration, k int) timegrid.Grid {
+	w := int64(interval) / int64(k)
+	spare := 2 * int64(k)
+	spare += (int64(k) - (timegrid.MaxTime/w+2+spare)%int64(k)) % int64(k)
+	return timegrid.New(time.Duration(w), spare)
+}
+
+// hash is the key's seeded hash.
+func (q *KeyedQPS) hash(key string) uint64 { return maphash.String(q.seed, key) }
+
+func (q *KeyedQPS) shard(h uint64) *keyShard { return &q.shards[h>>shardShift] }
+
+// Allow decides whether one request with the given key may proceed now.
+func (q *KeyedQPS) Allow(key string) (Decision, int) { return q.AllowNAt(q.clock.Now(), key, 1) }
+
+// AllowN decides whether n requests with the given key may proceed now.
+func (q *KeyedQPS) AllowN(key string, n int64) (Decision, int) {
+	return q.AllowNAt(q.clock.Now(), key, n)
+}
+
+// AllowNAt decides whether n requests with the given key, arriving at time
+// now, may proceed under every window, and counts them in every window if
+// so. When they may not, it returns the index of the window that refused
+// them (the first, in the order given, that did), with RetryAfter saying
+// when the key would fit it if nothing else were allowed meanwhile;
+// otherwise -1. n <= 0 is allowed and counts nothing; n above a window's
+// limit for the key is refused with ExceedsLimit. As with QPS, a time
+// earlier than one the key's shard already counted at is counted at that
+// later time.
+func (q *KeyedQPS) AllowNAt(now int64, key string, n int64) (Decision, int) {
+	if n <= 0 {
+		return allowed, -1
+	}
+	h := q.hash(key)
+	s := q.shard(h)
+	s.mu.Lock()
+	d, j := s.decide(q, h, key, now, n)
+	s.mu.Unlock()
+	return d, j
+}
+
+// SetLimit changes window j's limit, keeping every count; the overrides
+// stay as they are.
+func (q *KeyedQPS) SetLimit(j int, limit int64) error {
+	if j < 0 || j >= len(q.wins) {
+		return &ConfigError{Option: "window", Value: j, Detail: fmt.Sprintf("must be between 0 and %d", len(q.wins)-1)}
+	}
+	if limit < 0 || limit > MaxLimit {
+		return badLimit(limit, 0)
+	}
+	for i := range q.shards {
+		q.shards[i].mu.Lock()
+	}
+	q.wins[j].limit = limit
+	for i := range q.shards {
+		q.shards[i].mu.Unlock()
+	}
+	return nil
+}
+
+// A KeyStat is what Top says of one key.
+type KeyStat struct {
+	// Key is the key, cut to MaxShownKeyLength bytes.
+	Key string
+	// Allowed is how many of the key's requests the first window counts
+	// now: those allowed in its last interval or so (its open bucket and
+	// the k before it).
+	Allowed int64
+	// Blocked is how many of the key's requests were refused in the first
+	// window's current interval and the one before.
+	Blocked int64
+}
+
+// Top returns the hot keys (those with exact windows) that the limiter
+// counts most of, at most n of them, busiest first: by allowed requests,
+// or by blocked ones if byBlocked. Keys that stay in the sketch are not
+// shown: they are the cold ones. Top takes each shard's mutex in turn and
+// allocates its result.
+func (q *KeyedQPS) Top(now int64, n int, byBlocked bool) []KeyStat {
+	var all []KeyStat
+	for i := range q.shards {
+		s := &q.shards[i]
+		s.mu.Lock()
+		for e := range s.hot {
+			st := s.stat(q, int32(e), now)
+			if st.Allowed > 0 || st.Blocked > 0 {
+				all = append(all, st)
+			}
+		}
+		s.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b KeyStat) int {
+		x, y := a.Allowed, b.Allowed
+		if byBlocked {
+			x, y = a.Blocked, b.Blocked
+		}
+		if x != y {
+			if x > y {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return all[:min(n, len(all))]
+}
+
+// Bytes returns the heap the limiter takes now, beyond the keys it keeps
+// for Top.
+func (q *KeyedQPS) Bytes() int {
+	b := 16384 // the limiter and its shards
+	for i := range q.shards {
+		s := &q.shards[i]
+		s.mu.Lock()
+		for j := range s.sketch {
+			b += sketchBytes(len(s.sketch[j].cells) / blockWords)
+		}
+		b += len(s.hot) * hotEntryBytes(len(q.wins), q.stride)
+		s.mu.Unlock()
+	}
+	return b
+}
+
+// clampCount is v as a sketch counter: a count is never above MaxLimit
+// (a window's limit bounds what a key is allowed in it), and an estimate
+// cut to MaxLimit is still at least that.
+func clampCount(v int64) uint32 { return uint32(min(v, math.MaxUint32)) }

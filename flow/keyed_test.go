@@ -1,0 +1,343 @@
+package flow
+
+import (
+	"errors"
+
+	"fmt"
+	"github.com/slidegate/slidegate/clock"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// admissions records, per key, the times at which a KeyedQPS allowed its
+// requests, to check every interval of every window afterwards.
+type admissions map[string][]int64
+
+func (a admissions) add(key string, now, n int64) {
+	for range n {
+		a[key] = append(a[key], now)
+	}
+}
+
+// check fails if any key was allowed more than its limit in any interval of
+// the window's length, wherever it starts: for each admission, those in the
+// interval ending with it.
+func (a admissions) check(t *testing.T, w KeyWindow) int64 {
+	t.Helper()
+	worst := int64(0)
+	for key, times := range a {
+		limit := w.Limit
+		if o, ok := w.Overrides[key]; ok {
+			limit = o
+		}
+		slices.Sort(times)
+		first := 0
+		for i, at := range times {
+			for times[first] <= at-int64(w.Interval) {
+				first++
+			}
+			n := int64(i - first + 1)
+			worst = max(worst, n)
+			if n > limit {
+				t.Fatalf("key %q: %d allowed in the %v up to %v, limit %d", key, n, w.Interval, time.Duration(at), limit)
+			}
+		}
+	}
+	return worst
+}
+
+func mustKeyed(t testing.TB, c clock.Clock, ws ...KeyWindow) *KeyedQPS {
+	t.Helper()
+	q, err := NewKeyedQPS(ws, WithClock(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func TestKeyedQPSNeverExceedsAnyKeysLimitInAnyInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		keys  int // distinct keys: beyond hot entries and the sketch's first width
+		step  time.Duration
+		batch int64
+	}{
+		{"few keys", 10, 7 * time.Millisecond, 1},
+		{"keys overflow the hot entries", 20000, 50 * time.Microsecond, 1},
+		{"batches", 3000, 300 * time.Microsecond, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clock.NewManual(0)
+			ws := []KeyWindow{
+				{Limit: 5, Interval: time.Second},
+				{Limit: 12, Interval: 10 * time.Second, Buckets: 5, Overrides: map[string]int64{"k1": 30, "k2": 0}},
+			}
+			q := mustKeyed(t, c, ws...)
+			r := rand.New(rand.NewPCG(1, uint64(tc.keys)))
+			got := admissions{}
+			got2 := admissions{}
+			now := int64(0)
+			for range 200000 {
+				now += r.Int64N(int64(tc.step))
+				// A few hot keys take most requests; the rest scan.
+				key := "k" + strconv.Itoa(r.IntN(4))
+				if r.IntN(3) == 0 {
+					key = "k" + strconv.Itoa(r.IntN(tc.keys))
+				}
+				n := 1 + r.Int64N(tc.batch)
+				if d, j := q.AllowNAt(now, key, n); d.Allowed {
+					if j != -1 {
+						t.Fatalf("allowed with window %d", j)
+					}
+					got.add(key, now, n)
+					got2.add(key, now, n)
+				}
+			}
+			w0, w1 := got.check(t, ws[0]), got2.check(t, ws[1])
+			if w0 < ws[0].Limit || w1 < ws[1].Limit {
+				t.Fatalf("busiest key allowed %d and %d in an interval: the limits were never reached, the test tests nothing", w0, w1)
+			}
+		})
+	}
+}
+
+// The attack the anchors fail: a key at its limit while an attacker sends
+// keys enough to fill every table, in scans and in bursts at bucket edges.
+func TestKeyedQPSHotKeyIsNotResetByKeysThatDisplaceIt(t *testing.T) {
+	c := clock.NewManual(0)
+	w := KeyWindow{Limit: 10, Interval: time.Second}
+	q := mustKeyed(t, c, w)
+	got := admissions{}
+	now := int64(0)
+	attacker := 0
+	for round := range 40 {
+		// The hot key asks far over its limit, spread over the second...
+		for i := range 100 {
+			at := now + int64(i)*int64(10*time.Millisecond)
+			if d, _ := q.AllowNAt(at, "hot", 1); d.Allowed {
+				got.add("hot", at, 1)
+			}
+			// ... while attackers, each using most of its own limit, try to
+			// take every entry (its own keys' admissions are checked too).
+			for range 30 {
+				key := "a" + strconv.Itoa(attacker%50000)
+				attacker++
+				for range 6 {
+					if d, _ := q.AllowNAt(at, key, 1); d.Allowed {
+						got.add(key, at, 1)
+					}
+				}
+			}
+		}
+		// Bursts right at a bucket edge.
+		edge := now + int64(time.Second) - 1
+		for range 20 {
+			if d, _ := q.AllowNAt(edge, "hot", 1); d.Allowed {
+				got.add("hot", edge, 1)
+			}
+		}
+		now += int64(time.Second)
+		_ = round
+	}
+	got.check(t, w)
+	if n := len(got["hot"]); n < 40*5 {
+		t.Fatalf("the hot key was allowed %d requests in 40 s at a limit of 10/s: starved", n)
+	}
+	if b := q.Bytes(); b > KeyedQPSMaxBytes {
+		t.Fatalf("limiter takes %d bytes, above its bound %d", b, KeyedQPSMaxBytes)
+	}
+}
+
+func TestKeyedQPSRefusalByOneWindowCountsInNone(t *testing.T) {
+	c := clock.NewManual(0)
+	q := mustKeyed(t, c, KeyWindow{Limit: 3, Interval: time.Second}, KeyWindow{Limit: 2, Interval: time.Minute})
+	for i := range 2 {
+		if d, j := q.AllowNAt(int64(i), "u", 1); !d.Allowed || j != -1 {
+			t.Fatalf("request %d refused by window %d", i, j)
+		}
+	}
+	d, j := q.AllowNAt(2, "u", 1)
+	if d.Allowed || j != 1 || d.Reason != RateLimited {
+		t.Fatalf("third request: %+v by window %d, want refused by window 1", d, j)
+	}
+	// The per-second window counted only the two allowed: had it counted the
+	// refused one, a batch of one more would not fit in it.
+	// They leave the minute window when its bucket (6 s) is k+1 = 11
+	// buckets old.
+	if want := 66*time.Second - 2; d.RetryAfter != want {
+		t.Fatalf("RetryAfter = %v, want %v: when the minute window's bucket of the two leaves it", d.RetryAfter, want)
+	}
+	// A refusal by the first window leaves the second untouched: after the
+	// minute, the key has its two again.
+	later := int64(66 * time.Second)
+	for i := range 2 {
+		if d, j := q.AllowNAt(later+int64(i), "u", 1); !d.Allowed {
+			t.Fatalf("after the minute, request %d refused by window %d", i, j)
+		}
+	}
+}
+
+func TestKeyedQPSFirstWindowRefusalLeavesOthersUncounted(t *testing.T) {
+	c := clock.NewManual(0)
+	q := mustKeyed(t, c, KeyWindow{Limit: 1, Interval: time.Second}, KeyWindow{Limit: 3, Interval: time.Minute})
+	// One allowed per second: refused ones must not use up the minute's 3.
+	allowed := 0
+	for i := range 100 {
+		if d, _ := q.AllowNAt(int64(i)*int64(10*time.Millisecond), "u", 1); d.Allowed {
+			allowed++
+		}
+	}
+	if allowed != 1 {
+		t.Fatalf("allowed %d in the first second, want 1", allowed)
+	}
+	for s := 1; s <= 3; s++ {
+		at := int64(s)*int64(1100*time.Millisecond) + int64(time.Second)
+		d, j := q.AllowNAt(at, "u", 1)
+		if want := s < 3; d.Allowed != want {
+			t.Fatalf("second %d: allowed = %v by window %d, want %v: refusals by the first window were counted in the second", s, d.Allowed, j, want)
+		}
+	}
+}
+
+func TestKeyedQPSOverrides(t *testing.T) {
+	c := clock.NewManual(0)
+	q := mustKeyed(t, c, KeyWindow{Limit: 2, Interval: time.Second, Overrides: map[string]int64{"big": 50, "banned": 0}})
+	count := func(key string) (n int) {
+		for i := range 100 {
+			if d, _ := q.AllowNAt(int64(i), key, 1); d.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	for key, want := range map[string]int{"big": 50, "banned": 0, "other": 2} {
+		if got := count(key); got != want {
+			t.Errorf("key %q: allowed %d of 100, want %d", key, got, want)
+		}
+	}
+	if d, _ := q.AllowNAt(200, "banned", 1); d.Reason != ExceedsLimit {
+		t.Errorf("a key overridden to 0: reason %v, want ExceedsLimit", d.Reason)
+	}
+}
+
+func TestKeyedQPSRetryAfterIsWhenTheKeyFits(t *testing.T) {
+	for _, cold := range []bool{false, true} {
+		t.Run(fmt.Sprint("cold=", cold), func(t *testing.T) {
+			c := clock.NewManual(0)
+			q := mustKeyed(t, c, KeyWindow{Limit: 4, Interval: time.Second, Buckets: 4})
+			now := int64(100 * time.Millisecond)
+			if !cold {
+				for range 4 {
+					q.AllowNAt(now, "u", 1)
+					now += int64(100 * time.Millisecond)
+				}
+			} else {
+				// A cold key refused by the sketch: fill the first
+				// generation to the limit without turning hot (the key
+				// is seeded, so use batches of the limit's half).
+				q.AllowNAt(now, "u", 2)
+				now += int64(300 * time.Millisecond)
+			}
+			for {
+				d, _ := q.AllowNAt(now, "u", 2)
+				if d.Allowed {
+					break
+				}
+				if d.RetryAfter <= 0 {
+					t.Fatalf("refused with RetryAfter %v", d.RetryAfter)
+				}
+				// A moment before RetryAfter it does not fit; at it, it does
+				// (checked by going on).
+				if d2, _ := q.AllowNAt(now+int64(d.RetryAfter)-1, "u", 2); d2.Allowed {
+					t.Fatalf("fits before RetryAfter %v", d.RetryAfter)
+				}
+				now += int64(d.RetryAfter)
+			}
+		})
+	}
+}
+
+func TestKeyedQPSConfigErrorsNameTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		ws   []KeyWindow
+		want string
+	}{
+		{nil, "windows"},
+		{[]KeyWindow{{Limit: -1, Interval: time.Second}}, "windows[0].limit"},
+		{[]KeyWindow{{Limit: 1, Interval: time.Second}, {Limit: 1}}, "windows[1].interval"},
+		{[]KeyWindow{{Limit: 1, Interval: time.Second, Buckets: 101}}, "windows[0].buckets"},
+		{[]KeyWindow{{Limit: 1, Interval: time.Second, Overrides: map[string]int64{"a": -2}}}, "windows[0].overrides"},
+		{make([]KeyWindow, MaxKeyWindows+1), "windows"},
+	} {
+		_, err := NewKeyedQPS(tc.ws)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Option != tc.want {
+			t.Errorf("%+v: error %v, want one naming %s", tc.ws, err, tc.want)
+		}
+	}
+}
+
+func TestKeyedQPSAllocatesNothing(t *testing.T) {
+	c := clock.NewManual(0)
+	q := mustKeyed(t, c, KeyWindow{Limit: 100, Interval: time.Second}, KeyWindow{Limit: 1000, Interval: time.Minute})
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	now := int64(0)
+	for i := range 200000 { // warm: tables and sketches at their size
+		now += 1000
+		q.AllowNAt(now, keys[i%len(keys)], 1)
+	}
+	i := 0
+	if a := testing.AllocsPerRun(10000, func() {
+		now += 1000
+		q.AllowNAt(now, keys[i%len(keys)], 1)
+		q.AllowNAt(now, "hot", 1)
+		i++
+	}); a != 0 {
+		t.Fatalf("AllowNAt allocates %v times per call", a)
+	}
+}
+
+// A key that turns hot early in a generation brings the counts of the one
+// before into its exact window.
+func TestKeyedQPSKeyTurningHotKeepsItsPastCounts(t *testing.T) {
+	c := clock.NewManual(0)
+	w := KeyWindow{Limit: 10, Interval: time.Second}
+	q := mustKeyed(t, c, w)
+	got := admissions{}
+	ask := func(at time.Duration, n int) {
+		for range n {
+			if d, _ := q.AllowNAt(int64(at), "u", 1); d.Allowed {
+				got.add("u", int64(at), 1)
+			}
+		}
+	}
+	ask(950*time.Millisecond, 5) // cold: at most half the limit
+	ask(1050*time.Millisecond, 20)
+	ask(2050*time.Millisecond, 20)
+	got.check(t, w)
+	if n := len(got["u"]); n != 15 {
+		t.Fatalf("allowed %d, want 5 + 5 + 5", n)
+	}
+}
+
+func TestKeyedQPSGenerationsStartAtMultiplesOfTheInterval(t *testing.T) {
+	for _, iv := range []time.Duration{time.Second, 7 * time.Millisecond, time.Minute, 24 * time.Hour} {
+		for _, k := range []int{1, 3, 10, 100} {
+			if iv%time.Duration(k) != 0 {
+				continue
+			}
+			g := alignedGrid(iv, k)
+			for _, at := range []int64{0, int64(iv), -int64(iv), 5 * int64(iv)} {
+				if b := g.Index(at); b%uint64(k) != 0 || g.Index(at-1)%uint64(k) != uint64(k-1) {
+					t.Errorf("interval %v, %d buckets: a generation does not start at %v", iv, k, time.Duration(at))
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,454 @@
+package flow
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// A keyShard is one of a KeyedQPS's 64 shards: the keys whose hash falls in
+// it, under one mutex. Everything here is called with mu held.
+type keyShard struct {
+	mu     sync.Mutex
+	index  map[uint64]int32 // hash → hot entry
+	hot    []hotKey
+	counts []uint32    // hot entry e's counts at [e*stride, (e+1)*stride)
+	state  []hotWindow // hot entry e's windows at [e*len(wins), ...)
+	sketch []keySketch // one per window
+	cursor int         // where the search for an entry to displace goes on
+	_      [8]byte     // a shard takes 128 bytes: shards side by side share no mutex's line
+}
+
+// A hotKey is a key with exact windows.
+type hotKey struct {
+	hash    uint64
+	key     string  // cut to MaxShownKeyLength, for Top
+	limits  []int64 // an override per window, -1 for none; nil without overrides
+	blocked [2]uint32
+	blockAt uint64 // first window's generation blocked[blockAt&1] counts
+}
+
+// A hotWindow is a hot key's state in one window: the newest bucket it
+// counted in and the sum of its counts, which cover that bucket and the k
+// before it.
+type hotWindow struct {
+	last uint64
+	sum  int64
+}
+
+// A keySketch is a shard's count-min sketch for one window. It is blocked:
+// a key's counters are sketchProbes of the 8 in one 64-byte block (which
+// block, and which of its counters, chosen by the key's hash), so that
+// reading them costs one cache line; each counter holds two generations
+// side by side, the current one at index gen&1.
+type keySketch struct {
+	gen   uint64   // the current generation: a bucket index / k
+	mask  uint64   // blocks - 1
+	added int      // keys first counted in the current generation
+	cells []uint32 // block b, counter i, generation g at 16*b + 2*i + g&1
+}
+
+// init allocates the shard's tables on first use: room for its pinned keys
+// and hotPerShard more.
+func (s *keyShard) init(q *KeyedQPS) {
+	if s.index != nil {
+		return
+	}
+	n := hotPerShard
+	for key := range q.pinned {
+		if q.shard(q.hash(key)) == s {
+			n++
+		}
+	}
+	s.index = make(map[uint64]int32, n)
+	s.hot = make([]hotKey, 0, n)
+	s.counts = make([]uint32, n*q.stride)
+	s.state = make([]hotWindow, n*len(q.wins))
+	s.sketch = make([]keySketch, len(q.wins))
+}
+
+// take gives key (hash h) a hot entry, empty, and returns it; the caller
+// fills it. The shard must have a free entry or one to displace (see
+// promote).
+func (s *keyShard) take(q *KeyedQPS, h uint64, key string) int32 {
+	e := int32(len(s.hot))
+	s.hot = append(s.hot, hotKey{})
+	s.fill(q, e, h, key)
+	return e
+}
+
+// fill makes entry e key's, with empty windows.
+func (s *keyShard) fill(q *KeyedQPS, e int32, h uint64, key string) {
+	s.hot[e] = hotKey{hash: h, key: strings.Clone(key[:min(len(key), MaxShownKeyLength)])}
+	clear(s.counts[int(e)*q.stride : int(e+1)*q.stride])
+	clear(s.state[int(e)*len(q.wins) : int(e+1)*len(q.wins)])
+	s.index[h] = e
+}
+
+// decide is KeyedQPS.AllowNAt for a key of this shard.
+func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64) (Decision, int) {
+	if s.index == nil {
+		s.init(q)
+	}
+	if e, ok := s.index[h]; ok {
+		return s.decideHot(q, e, now, n)
+	}
+	// A cold key: estimate it in every window, and promote it if it uses
+	// more than half a window's limit.
+	var est [MaxKeyWindows][2]int64 // previous and current generation
+	var at [MaxKeyWindows]uint64    // the bucket it counts in
+	promote := false
+	for j := range q.wins {
+		w := &q.wins[j]
+		k := &s.sketch[j]
+		b := k.advance(w, now)
+		at[j] = b
+		est[j] = k.estimate(h)
+		if w.limit > 0 && 2*(est[j][0]+est[j][1]+n) > w.limit {
+			promote = true
+		}
+	}
+	if promote {
+		if e, ok := s.promote(q, h, key, now, &est, &at); ok {
+			return s.decideHot(q, e, now, n)
+		}
+	}
+	for j := range q.wins {
+		w := &q.wins[j]
+		if n > w.limit {
+			return Decision{Reason: ExceedsLimit}, j
+		}
+		if est[j][0]+est[j][1]+n > w.limit {
+			// The previous generation leaves the window when the next one
+			// opens; if the current one is already too full, the one after.
+			g := at[j]/w.k + 1
+			if est[j][1]+n > w.limit {
+				g++
+			}
+			return Decision{Reason: RateLimited, RetryAfter: time.Duration(max(w.grid.Start(g*w.k)-now, 1))}, j
+		}
+	}
+	for j := range q.wins {
+		s.sketch[j].add(h, est[j][1]+n)
+	}
+	return allowed, -1
+}
+
+// decideHot decides for hot entry e, and counts the requests in every
+// window if each allows them.
+func (s *keyShard) decideHot(q *KeyedQPS, e int32, now int64, n int64) (Decision, int) {
+	hk := &s.hot[e]
+	nw := len(q.wins)
+	for j := range q.wins {
+		w := &q.wins[j]
+		hw, c := s.window(q, e, j)
+		hw.advance(c, w.grid.Index(now), w.k)
+		limit := w.limit
+		if hk.limits != nil && hk.limits[j] >= 0 {
+			limit = hk.limits[j]
+		}
+		if n > limit {
+			s.blocked(q, hk, now, n)
+			return Decision{Reason: ExceedsLimit}, j
+		}
+		if hw.sum+n > limit {
+			s.blocked(q, hk, now, n)
+			return Decision{Reason: RateLimited, RetryAfter: hw.retryAfter(c, w, hw.sum+n-limit, now)}, j
+		}
+	}
+	for j := 0; j < nw; j++ {
+		hw, c := s.window(q, e, j)
+		c[hw.last%uint64(len(c))] += uint32(n)
+		hw.sum += n
+	}
+	return allowed, -1
+}
+
+// window returns hot entry e's state and counts in window j.
+func (s *keyShard) window(q *KeyedQPS, e int32, j int) (*hotWindow, []uint32) {
+	w := &q.wins[j]
+	base := int(e)*q.stride + w.off
+	return &s.state[int(e)*len(q.wins)+j], s.counts[base : base+int(w.k)+1]
+}
+
+// blocked counts n requests of hot key hk refused at time now.
+func (s *keyShard) blocked(q *KeyedQPS, hk *hotKey, now int64, n int64) {
+	w := &q.wins[0]
+	g := w.grid.Index(now) / w.k
+	switch {
+	case g == hk.blockAt+1:
+		hk.blocked[g&1] = 0
+	case g > hk.blockAt+1:
+		hk.blocked = [2]uint32{}
+	}
+	if g > hk.blockAt {
+		hk.blockAt = g
+	}
+	hk.blocked[hk.blockAt&1] = clampCount(int64(hk.blocked[hk.blockAt&1]) + n)
+}
+
+// stat is what Top says of hot entry e at time now.
+func (s *keyShard) stat(q *KeyedQPS, e int32, now int64) KeyStat {
+	hk := &s.hot[e]
+	w := &q.wins[0]
+	hw, c := s.window(q, e, 0)
+	hw.advance(c, w.grid.Index(now), w.k)
+	st := KeyStat{Key: hk.key, Allowed: hw.sum}
+	if g := w.grid.Index(now) / w.k; g <= hk.blockAt+1 {
+		st.Blocked = int64(hk.blocked[hk.blockAt&1])
+		if g == hk.blockAt {
+			st.Blocked += int64(hk.blocked[(hk.blockAt+1)&1])
+		}
+	}
+	return st
+}
+
+// advance moves the window on to bucket b, dropping the counts of the
+// buckets that leave it; a bucket before the newest it counted in counts
+// as that one.
+func (hw *hotWindow) advance(c []uint32, b uint64, k uint64) {
+	if b <= hw.last {
+		return
+	}
+	if b-hw.last > k {
+		clear(c)
+		hw.sum = 0
+	} else {
+		for x := hw.last + 1; x <= b; x++ {
+			p := x % (k + 1)
+			hw.sum -= int64(c[p])
+			c[p] = 0
+		}
+	}
+	hw.last = b
+}
+
+// retryAfter is how long from now until the window, which holds over
+// more than its limit with the request, has let enough of its oldest
+// buckets go.
+func (hw *hotWindow) retryAfter(c []uint32, w *keyWindow, over int64, now int64) time.Duration {
+	var freed int64
+	for m := uint64(0); m <= w.k; m++ {
+		x := hw.last - w.k + m // bucket x leaves when bucket x+k+1 opens
+		freed += int64(c[x%(w.k+1)])
+		if freed >= over {
+			return time.Duration(max(w.grid.Start(x+w.k+1)-now, 1))
+		}
+	}
+	return time.Duration(max(w.grid.Start(hw.last+w.k+1)-now, 1))
+}
+
+// promote gives key (hash h) a hot entry seeded from its estimates, if the
+// shard has a free one or one whose key is less hot, and reports whether
+// it did. est and at are the key's estimates and buckets per window.
+func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) (int32, bool) {
+	var e int32
+	if len(s.hot) < cap(s.hot) {
+		e = s.take(q, h, key)
+	} else {
+		heat := int64(0)
+		for j := range q.wins {
+			heat = max(heat, share(est[j][0]+est[j][1], q.wins[j].limit))
+		}
+		v, ok := s.victim(q, now, heat)
+		if !ok {
+			return 0, false
+		}
+		s.evict(q, v, now)
+		e = v
+		s.fill(q, e, h, key)
+	}
+	for j := range q.wins {
+		w := &q.wins[j]
+		hw, c := s.window(q, e, j)
+		b := at[j]
+		hw.last = b
+		c[b%(w.k+1)] = clampCount(est[j][1])
+		// The previous generation's count goes in its last bucket, which
+		// lies in the window: b/k*k - 1 >= b - k.
+		if first := b / w.k * w.k; est[j][0] > 0 && first > 0 {
+			c[(first-1)%(w.k+1)] = clampCount(est[j][0])
+		}
+		hw.sum = est[j][0] + est[j][1]
+	}
+	return e, true
+}
+
+// share is count as a share of limit, in 1/1024ths.
+func share(count, limit int64) int64 {
+	if limit == 0 {
+		return 1 << 40
+	}
+	return count << 10 / limit
+}
+
+// victim looks at a few entries, from where the last search stopped, for
+// the least hot one that is not pinned, and returns it if it is less hot
+// than heat.
+func (s *keyShard) victim(q *KeyedQPS, now int64, heat int64) (int32, bool) {
+	const look = 8
+	best, bestHeat := int32(-1), heat
+	for range look {
+		e := int32(s.cursor % len(s.hot))
+		s.cursor++
+		if s.hot[e].limits != nil {
+			continue
+		}
+		h := int64(0)
+		for j := range q.wins {
+			w := &q.wins[j]
+			hw, c := s.window(q, e, j)
+			hw.advance(c, w.grid.Index(now), w.k)
+			h = max(h, share(hw.sum, w.limit))
+		}
+		if h < bestHeat {
+			best, bestHeat = e, h
+		}
+	}
+	return best, best >= 0
+}
+
+// evict takes hot entry e from its key, handing the key's counts back to
+// the sketch: in each window, each generation's counters of the key are
+// raised to at least what the entry counted in that generation's buckets.
+func (s *keyShard) evict(q *KeyedQPS, e int32, now int64) {
+	hk := &s.hot[e]
+	for j := range q.wins {
+		w := &q.wins[j]
+		k := &s.sketch[j]
+		k.advance(w, now)
+		hw, c := s.window(q, e, j)
+		var sum [2]int64 // previous and current generation
+		for m := uint64(0); m <= w.k; m++ {
+			if m > hw.last {
+				break
+			}
+			x := hw.last - m
+			switch x / w.k {
+			case k.gen:
+				sum[1] += int64(c[x%(w.k+1)])
+			case k.gen - 1:
+				sum[0] += int64(c[x%(w.k+1)])
+			}
+		}
+		k.raise(hk.hash, k.gen-1, sum[0])
+		k.raise(hk.hash, k.gen, sum[1])
+	}
+	delete(s.index, hk.hash)
+}
+
+// advance moves the sketch on to the generation of time now, clearing the
+// one that leaves the window, and returns the bucket the key counts in: the
+// bucket of now, or the first of the current generation if now is before
+// it.
+func (k *keySketch) advance(w *keyWindow, now int64) uint64 {
+	b := w.grid.Index(now)
+	g := b / w.k
+	if k.cells == nil {
+		k.mask = minSketchBlocks - 1
+		k.cells = make([]uint32, minSketchBlocks*blockWords)
+		k.gen = g
+	}
+	switch {
+	case g < k.gen:
+		return k.gen * w.k
+	case g == k.gen+1:
+		for i := int(g & 1); i < len(k.cells); i += 2 {
+			k.cells[i] = 0
+		}
+		k.added = 0
+	case g > k.gen+1:
+		clear(k.cells)
+		k.added = 0
+	}
+	k.gen = g
+	return b
+}
+
+// at returns the indexes of the key's counters (hash h) in the even
+// generation; the odd one's follow each.
+func (k *keySketch) at(h uint64) [sketchProbes]int {
+	b := int(h&k.mask) * blockWords
+	p := &probes[(h>>40)%uint64(len(probes))]
+	var at [sketchProbes]int
+	for r := range at {
+		at[r] = b + 2*int(p[r])
+	}
+	return at
+}
+
+// probes lists every choice of sketchProbes distinct counters of a block's
+// 8, in order: a key's hash picks one.
+var probes = func() (ps [56][sketchProbes]uint8) {
+	n := 0
+	for a := range uint8(8) {
+		for b := a + 1; b < 8; b++ {
+			for c := b + 1; c < 8; c++ {
+				ps[n] = [sketchProbes]uint8{a, b, c}
+				n++
+			}
+		}
+	}
+	return ps
+}()
+
+// estimate returns the key's estimates in the previous and the current
+// generation.
+func (k *keySketch) estimate(h uint64) [2]int64 {
+	cur := int(k.gen & 1)
+	est := [2]int64{-1, -1}
+	for _, i := range k.at(h) {
+		p, c := int64(k.cells[i+1-cur]), int64(k.cells[i+cur])
+		if est[0] < 0 || p < est[0] {
+			est[0] = p
+		}
+		if est[1] < 0 || c < est[1] {
+			est[1] = c
+		}
+	}
+	return est
+}
+
+// add counts the key in the current generation, where its estimate is to
+// become v (its estimate and the requests allowed): the conservative update
+// raises each of its counters to v, no further. It grows the sketch when
+// the generation's keys outnumber its counters.
+func (k *keySketch) add(h uint64, v int64) {
+	cur := int(k.gen & 1)
+	fresh := true
+	for _, i := range k.at(h) {
+		if k.cells[i+cur] > 0 {
+			fresh = false
+		}
+		k.cells[i+cur] = max(k.cells[i+cur], clampCount(v))
+	}
+	if fresh {
+		k.added++
+		if k.added > growAt*int(k.mask+1) && k.mask+1 < maxSketchBlocks {
+			k.grow()
+		}
+	}
+}
+
+// raise makes the key's estimate in generation g at least v.
+func (k *keySketch) raise(h uint64, g uint64, v int64) {
+	if v <= 0 || k.cells == nil || (g != k.gen && g != k.gen-1) {
+		return
+	}
+	half := int(g & 1)
+	for _, i := range k.at(h) {
+		k.cells[i+half] = max(k.cells[i+half], clampCount(v))
+	}
+}
+
+// grow doubles the sketch's blocks. A key's block b moves to b or
+// b+blocks, depending on one more bit of its hash; both take the old
+// block's counters, so every estimate stays what it was.
+func (k *keySketch) grow() {
+	n := len(k.cells)
+	cells := make([]uint32, 2*n)
+	copy(cells, k.cells)
+	copy(cells[n:], k.cells)
+	k.cells = cells
+	k.mask = 2*k.mask + 1
+}
