@@ -199,6 +199,48 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	return d
 }
 
+// A Grant is what AllowNAt counted for requests it allowed, as GrantNAt
+// returns it, to give back with GiveBack. The zero Grant holds nothing.
+type Grant struct {
+	bucket uint64
+	n      int64
+}
+
+// GrantNAt is AllowNAt, and returns what it counted for the requests if it
+// allowed them.
+func (q *QPS) GrantNAt(now int64, n int64) (Decision, Grant) {
+	d, b := q.decide(now, n)
+	if !d.Allowed || n <= 0 {
+		return d, Grant{}
+	}
+	return d, Grant{bucket: b, n: n}
+}
+
+// GiveBack uncounts the requests of g, which did not proceed after all
+// (another limit refused them), so that they take no place in any interval.
+// It gives back as long as their bucket is in the limiter's ring, and does
+// nothing after; giving a grant back twice is a mistake, which may let
+// others through in its place. Counts stay exact: a bucket's count is then
+// what went through in it, which is what the limit is about.
+func (q *QPS) GiveBack(g Grant) {
+	if g.n <= 0 {
+		return
+	}
+	c := &q.slots[g.bucket&q.mask]
+	for {
+		// An open or a sealed count word alike: a sum read before the
+		// change counted the requests, one read after does not, and both
+		// are at least what went through.
+		w := c.Load()
+		if !holds(w, g.bucket) || int64(w&countMask) < g.n {
+			return
+		}
+		if c.CompareAndSwap(w, w-uint64(g.n)) {
+			return
+		}
+	}
+}
+
 // decide is AllowNAt, and returns, for allowed requests, the bucket they are
 // counted in.
 func (q *QPS) decide(now, n int64) (Decision, uint64) {
