@@ -14,8 +14,9 @@ import (
 type snapshot struct {
 	rules    Rules
 	by       map[string]*binding
-	flows    []rule // the flow rules' enforcers, in rule order
+	flows    []rule // the flow rules' enforcers, in rule order; a per-key group's rules share one
 	breakers []*breakerRule
+	groups   map[string]rule // the per-key groups' enforcers, by resource and shape
 }
 
 // A binding is what Enter asks for one resource: its rules, in phase order
@@ -26,10 +27,12 @@ type binding struct {
 	checks []check
 }
 
-// A check is one rule of a binding.
+// A check is one rule of a binding, or the per-key QPS rules of its
+// resource, decided together.
 type check struct {
-	place string // "flow[2]", "breakers[0]"
-	rule  rule
+	place  string   // "flow[2]", "breakers[0]"
+	places []string // for per-key rules: each rule's place, the window a refusal names picks one
+	rule   rule
 }
 
 // ruleKey identifies a rule by its whole value, the defaults it leaves out
@@ -156,7 +159,34 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 	same := takeOnce(prev.rules.Flow, prev.flows)
 	for i, r := range rules.Flow {
-		s.flows[i], _ = same.take(ruleKey(r))
+		if !r.keyedTogether() {
+			s.flows[i], _ = same.take(ruleKey(r))
+		}
+	}
+	// The per-key QPS rules of a resource have one enforcer, kept while
+	// their shape stays; the new limits go in with the rest (setLimits).
+	groups := keyGroups(rules.Flow)
+	var regrouped []*keyGroup
+	for _, kg := range groups {
+		key := kg.resource + "\x00" + kg.shape(rules.Flow)
+		r, ok := prev.groups[key]
+		if ok {
+			regrouped = append(regrouped, kg)
+		} else {
+			var err error
+			if r, err = kg.build(rules.Flow, g.clock, g.cluster); err != nil {
+				i := kg.at[0]
+				ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: fieldOf(err), Reason: err.Error()})
+				continue
+			}
+		}
+		if s.groups == nil {
+			s.groups = map[string]rule{}
+		}
+		s.groups[key] = r
+		for _, i := range kg.at {
+			s.flows[i] = r
+		}
 	}
 	// Then those of the rules in force that differ only in their limits.
 	type limited struct {
@@ -174,7 +204,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	var resized []limited // the enforcers that take a new limit, with the limit they had
 	var resizedAt []int   // and the rules they enforce
 	for i, r := range rules.Flow {
-		if s.flows[i] != nil {
+		if s.flows[i] != nil || r.keyedTogether() {
 			continue
 		}
 		if old, ok := shaped.take(ruleKey(r.shape())); ok {
@@ -205,10 +235,20 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 	var all []bound
 	for i, b := range s.breakers {
-		all = append(all, bound{rules.Breakers[i].Resource, check{ruleAt("breakers", i), b}})
+		all = append(all, bound{rules.Breakers[i].Resource, check{place: ruleAt("breakers", i), rule: b}})
+	}
+	for _, kg := range groups {
+		places := make([]string, len(kg.at))
+		for j, i := range kg.at {
+			places[j] = ruleAt("flow", i)
+		}
+		all = append(all, bound{kg.resource, check{place: places[0], places: places, rule: s.flows[kg.at[0]]}})
 	}
 	for i, f := range s.flows {
 		r := rules.Flow[i]
+		if r.keyedTogether() {
+			continue // bound as its group, above
+		}
 		if _, ok := f.(*refRule); ok {
 			// Made anew, never changed: the rules in force may share the
 			// one built or taken over above.
@@ -216,7 +256,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			f = &refRule{allowed: allowed, limit: r.Limit}
 			s.flows[i] = f
 		}
-		all = append(all, bound{r.Resource, check{ruleAt("flow", i), f}})
+		all = append(all, bound{r.Resource, check{place: ruleAt("flow", i), rule: f}})
 	}
 	slices.SortStableFunc(all, func(a, b bound) int { return int(a.rule.phase()) - int(b.rule.phase()) })
 	for _, c := range all {
@@ -241,6 +281,9 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			g.resources.unpinAllBut(prev.by, prev.rules.refs(), g.clock.Now())
 			return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: "limit", Reason: err.Error()}}}
 		}
+	}
+	for _, kg := range regrouped {
+		kg.setLimits(s.flows[kg.at[0]], rules.Flow)
 	}
 	return s, nil
 }
@@ -313,12 +356,16 @@ func (r Rules) refs() map[string]bool {
 }
 
 // buckets returns the number of buckets of the rule's window,
-// flow.DefaultBuckets when unset.
+// flow.DefaultBuckets when unset, or flow.DefaultKeyBuckets for a per-key
+// rule.
 func (f FlowRule) buckets() int {
-	if f.Buckets == 0 {
-		return flow.DefaultBuckets
+	switch {
+	case f.Buckets != 0:
+		return f.Buckets
+	case f.PerKey:
+		return flow.DefaultKeyBuckets
 	}
-	return f.Buckets
+	return flow.DefaultBuckets
 }
 
 // interval returns the rule's interval, 1 s when unset.

@@ -1,12 +1,20 @@
 package slidegate
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+)
+
+// The errors of a cluster that cannot serve a rule.
+var (
+	errNoLimiter      = errors.New("the cluster made no limiter")
+	errNoKeyedCluster = errors.New("the guard's cluster keeps no per-key limits (it is not a slidegate.KeyedCluster)")
 )
 
 // defaultColdFactor is a warm-up's cold factor when a rule leaves it out.
@@ -40,12 +48,23 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 		shaped.Interval, shaped.Buckets = Duration(interval), f.buckets()
 		l, err := cl.Limiter(shaped)
 		if err == nil && l == nil {
-			err = fmt.Errorf("the cluster made no limiter")
+			err = errNoLimiter
 		}
 		if err != nil {
 			return nil, err
 		}
 		return &clusterRule{l: l}, nil
+	case f.keyedTogether():
+		// Alone, to check it: a guard builds a resource's per-key rules
+		// together (keyGroup).
+		g := keyGroup{resource: f.Resource, at: []int{0}}
+		r, err := g.build([]FlowRule{f}, c, nil)
+		var ce *flow.ConfigError
+		if errors.As(err, &ce) {
+			// "windows[0].buckets": the rule's own field.
+			ce.Option = ce.Option[strings.IndexByte(ce.Option, '.')+1:]
+		}
+		return r, err
 	case f.Type == ConcurrencyRule:
 		l, err := flow.NewConcurrency(f.Limit)
 		if err != nil {

@@ -92,6 +92,7 @@ type entry struct {
 	res      *resource
 	inbound  bool
 	priority bool
+	window   int32 // which window of a per-key rule blocked the request
 	start    int64
 	count    int64
 	key      string
@@ -239,13 +240,21 @@ func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64)
 		e.held = e.held[:len(e.held)+1]
 		h := &e.held[len(e.held)-1]
 		h.by = nil // the hold of an earlier use of the entry
+		e.window = -1
 		d := ch.rule.admit(ctx, e, now, h)
 		if h.by == nil {
 			e.held = e.held[:len(e.held)-1] // the rule gave nothing to hold
 		}
 		if !d.Allowed {
 			e.undo(now)
-			return &BlockError{Resource: e.res.name, Rule: ch.place, Reason: d.Reason, RetryAfter: d.RetryAfter}
+			be := &BlockError{Resource: e.res.name, Rule: ch.place, Reason: d.Reason, RetryAfter: d.RetryAfter}
+			if ch.places != nil {
+				be.Key = e.key
+				if e.window >= 0 && int(e.window) < len(ch.places) {
+					be.Rule = ch.places[e.window]
+				}
+			}
+			return be
 		}
 		wait = max(wait, d.Wait)
 	}

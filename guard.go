@@ -170,7 +170,7 @@ type KeyedCluster interface {
 	// KeyedLimiter returns the limiter of a resource's per-key cluster QPS
 	// rules, all decided together for a key: a request one of them refuses
 	// counts in none. The guard has set each rule's Interval and Buckets
-	// (to 1s and flow.DefaultBuckets when the rule leaves them out).
+	// (to 1s and flow.DefaultKeyBuckets when the rule leaves them out).
 	KeyedLimiter(rules []FlowRule) (KeyedClusterLimiter, error)
 }
 

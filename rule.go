@@ -48,12 +48,16 @@ type resizer interface {
 }
 
 // A hold is what an allowed request holds of one rule until it exits.
-// The rule that gave it (by) reads only its own field.
+// The rule that gave it (by) reads only its own field. Holds are written on
+// every request by the processor serving it, so they fill whole cache
+// lines: the holds of two entries never share one.
 type hold struct {
 	by      rule
 	permit  flow.Permit      // a concurrency rule's
 	place   flow.Reservation // a throttle's
 	promise breaker.Promise  // a breaker's
+	grant   flow.Grant       // a QPS rule's, given back if a later rule blocks the request
+	_       [256 - 144]byte
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the
@@ -67,7 +71,8 @@ const (
 	phaseConcurrency              // a permit, released
 	phaseThrottle                 // a place, cancelled
 	phaseRef                      // reads another resource's statistics: takes nothing
-	phaseQPS                      // counts the request for good
+	phaseQPS                      // counts the request, given back if a later rule blocks it
+	phaseKeyed                    // the per-key QPS rules, decided together, counting for good
 	// Last: a round trip, and a permit other instances could have used,
 	// not to be spent on a request a local rule blocks.
 	phaseCluster

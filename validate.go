@@ -3,6 +3,7 @@ package slidegate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,6 +97,7 @@ func (r Rules) Validate() error {
 		ps = b.check(ruleAt("breakers", i), ps)
 	}
 	ps = sharedClusterCounts(r.Flow, ps)
+	ps = tooManyWindows(r.Flow, ps)
 	if len(ps) == 0 {
 		return nil
 	}
@@ -110,19 +112,33 @@ func sharedClusterCounts(rules []FlowRule, into []Problem) []Problem {
 		resource string
 		interval time.Duration
 		buckets  int
+		perKey   bool
 	}
 	first := make(map[count]int)
 	for i, f := range rules {
 		if !f.Cluster {
 			continue
 		}
-		c := count{f.Resource, f.interval(), f.buckets()}
+		c := count{f.Resource, f.interval(), f.buckets(), f.PerKey}
 		if j, ok := first[c]; ok {
 			into = append(into, Problem{Rule: ruleAt("flow", i), Resource: f.Resource, Field: "cluster",
 				Reason: fmt.Sprintf("flow[%d] is a cluster rule of the same resource, interval (%v) and buckets (%d): the two would keep one count in the cluster, each counting every request twice; give them different intervals, or keep one", j, c.interval, c.buckets)})
 			continue
 		}
 		first[c] = i
+	}
+	return into
+}
+
+// tooManyWindows finds resources with more per-key QPS rules than are
+// decided together.
+func tooManyWindows(rules []FlowRule, into []Problem) []Problem {
+	for _, g := range keyGroups(rules) {
+		if len(g.at) > flow.MaxKeyWindows {
+			i := g.at[flow.MaxKeyWindows]
+			into = append(into, Problem{Rule: ruleAt("flow", i), Resource: rules[i].Resource, Field: "per_key",
+				Reason: fmt.Sprintf("the resource has %d per-key QPS rules; at most %d are decided together", len(g.at), flow.MaxKeyWindows)})
+		}
 	}
 	return into
 }
@@ -257,6 +273,7 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	if f.WarmUp == 0 && f.ColdFactor != 0 {
 		p.add("cold_factor", "a cold factor needs a warm-up (warm_up)")
 	}
+	f.checkKeys(&p)
 	if len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor
 		// judge them together (bucket widths, interval splits).
@@ -265,6 +282,45 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 		}
 	}
 	return p.list
+}
+
+// checkKeys checks what makes a rule per key: what it cannot be combined
+// with, and its overrides.
+func (f FlowRule) checkKeys(p *problems) {
+	if !f.PerKey {
+		if len(f.Overrides) > 0 {
+			p.add("overrides", "only a per-key rule (per_key: true) has overrides")
+		}
+		return
+	}
+	for _, x := range []struct {
+		field string
+		set   bool
+	}{{"ref_resource", f.RefResource != ""}, {"warm_up", f.WarmUp != 0}, {"borrow", f.Borrow != 0}, {"lease", f.Lease != 0}} {
+		if x.set {
+			p.add(x.field, "a per-key rule has no warm-up, does not borrow or lease and does not limit by another resource")
+		}
+	}
+	if t := f.flowType(); t != QPSRule {
+		p.add("per_key", "a per-key %s rule is not supported yet: per-key rules count requests (type qps)", t)
+	}
+	if f.Type == QPSRule || f.Type == "" {
+		if k := f.buckets(); k > flow.MaxKeyBuckets {
+			p.add("buckets", "%d: a per-key rule has at most %d buckets", k, flow.MaxKeyBuckets)
+		}
+	}
+	if len(f.Overrides) > MaxOverrides {
+		p.add("overrides", "%d keys: a rule has at most %d overrides", len(f.Overrides), MaxOverrides)
+		return
+	}
+	for _, key := range slices.Sorted(maps.Keys(f.Overrides)) {
+		switch n := f.Overrides[key]; {
+		case len(key) > MaxKeyLength:
+			p.add("overrides", "a key of %d bytes: keys are at most %d bytes long", len(key), MaxKeyLength)
+		case n < 0 || n > flow.MaxLimit:
+			p.add("overrides", "%q: %d must be between 0 and %d", key, n, int64(flow.MaxLimit))
+		}
+	}
 }
 
 // fieldOf returns the rule field a configuration error is about, or "":

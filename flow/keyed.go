@@ -117,13 +117,17 @@ const DefaultHotKeys = keyShards * hotPerShard
 // MaxKeyWindows is the most windows a KeyedQPS decides together.
 const MaxKeyWindows = 8
 
+// MaxKeyBuckets is the most buckets a KeyedQPS window divides its interval
+// into: each takes 4 bytes per hot key.
+const MaxKeyBuckets = 100
+
 // MaxShownKeyLength is the longest key Top shows; a longer key is shown cut.
 const MaxShownKeyLength = 64
 
 // KeyedQPSMaxBytes bounds the heap a KeyedQPS takes per window, however
 // many keys it sees: the sketch at its largest (16 MiB) and the hot keys'
 // entries. Overrides take about 200 bytes each besides.
-const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*blockWords*4+hotPerShard*(hotEntryBase+16+(1+maxKeyBuckets)*4)) + 16384
+const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*blockWords*4+hotPerShard*(hotEntryBase+16+(1+MaxKeyBuckets)*4)) + 16384
 
 const (
 	keyShards       = 64
@@ -134,7 +138,6 @@ const (
 	minSketchBlocks = 64
 	maxSketchBlocks = 1 << 12 // per shard: 2 Mi counters in all, 16 MiB
 	growAt          = 4       // new keys per block in a generation that double the blocks
-	maxKeyBuckets   = 100
 )
 
 // sketchBytes is the heap of a shard's sketch of the given width.
@@ -183,8 +186,8 @@ func NewKeyedQPS(windows []KeyWindow, opts ...Option) (*KeyedQPS, error) {
 		if k == 0 {
 			k = DefaultKeyBuckets
 		}
-		if k > maxKeyBuckets {
-			return nil, &ConfigError{Option: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", maxKeyBuckets)}
+		if k > MaxKeyBuckets {
+			return nil, &ConfigError{Option: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", MaxKeyBuckets)}
 		}
 		if we := timegrid.CheckWindow(w.Interval, k); we != nil {
 			return nil, &ConfigError{Option: at(we.Arg), Value: we.Value, Detail: we.Detail}

@@ -1,0 +1,171 @@
+package slidegate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPerKeyRuleLimitsEachKeyOnItsOwn(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{
+		{Resource: "api", Limit: 2, PerKey: true, Overrides: map[string]int64{"tenant-a": 4, "abuser": 0}},
+	}})
+	for _, key := range []string{"alice", "bob", ""} {
+		for range 2 {
+			mustEnter(t, g, "api", WithKey(key)).Exit(nil)
+		}
+		be := mustBlock(t, g, "api", "flow[0]", RateLimited, WithKey(key))
+		if be.Key != key || be.RetryAfter <= 0 || be.RetryAfter > 1100*time.Millisecond {
+			t.Fatalf("block of key %q = %+v, want its key and a retry within the second", key, be)
+		}
+	}
+	for range 4 {
+		mustEnter(t, g, "api", WithKey("tenant-a")).Exit(nil)
+	}
+	mustBlock(t, g, "api", "flow[0]", RateLimited, WithKey("tenant-a"))
+	mustBlock(t, g, "api", "flow[0]", ExceedsLimit, WithKey("abuser"))
+	clk.Advance(1100 * time.Millisecond)
+	mustEnter(t, g, "api", WithKey("alice")).Exit(nil)
+}
+
+func TestPerKeyRulesOfAResourceAreDecidedTogether(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{
+		{Resource: "api", Limit: 2, PerKey: true},
+		{Resource: "other", Limit: 1},
+		{Resource: "api", Limit: 3, Interval: Duration(time.Minute), PerKey: true},
+	}})
+	for s := range 2 {
+		for range 2 {
+			mustEnter(t, g, "api", WithKey("u")).Exit(nil)
+		}
+		// The third of the second is refused by the per-second rule...
+		mustBlock(t, g, "api", "flow[0]", RateLimited, WithKey("u"))
+		_ = s
+		clk.Advance(1100 * time.Millisecond)
+		if s == 0 {
+			// ... and after it, the minute rule has counted 2 of its 3.
+			mustEnter(t, g, "api", WithKey("u")).Exit(nil)
+			be := mustBlock(t, g, "api", "flow[2]", RateLimited, WithKey("u"))
+			if be.RetryAfter < 50*time.Second {
+				t.Fatalf("the minute rule's block says retry after %v", be.RetryAfter)
+			}
+			break
+		}
+	}
+	// Refusals by the minute rule counted nothing in the per-second rule:
+	// another key is unaffected, and so is the per-second window of u.
+	mustEnter(t, g, "api", WithKey("v")).Exit(nil)
+}
+
+// A request that a later rule blocks takes no place in an earlier QPS
+// rule's window.
+func TestQPSRulesOfAResourceAreAllOrNothing(t *testing.T) {
+	keep := FlowRule{Resource: "api", Limit: 3}
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{keep, {Resource: "api", Limit: 1, Interval: Duration(time.Minute)}}})
+	mustEnter(t, g, "api").Exit(nil)
+	for range 5 {
+		mustBlock(t, g, "api", "flow[1]", RateLimited)
+	}
+	// The same first rule alone keeps its counts: one request, not three
+	// or more.
+	if err := g.SetRules(Rules{Flow: []FlowRule{keep}}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "api").Exit(nil)
+	mustEnter(t, g, "api").Exit(nil)
+	mustBlock(t, g, "api", "flow[0]", RateLimited)
+}
+
+func TestPerKeyRuleKeepsItsCountsAcrossAReloadOfItsLimit(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "api", Limit: 3, PerKey: true}}})
+	for range 3 {
+		mustEnter(t, g, "api", WithKey("u")).Exit(nil)
+	}
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "api", Limit: 4, PerKey: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "api", WithKey("u")).Exit(nil)
+	mustBlock(t, g, "api", "flow[0]", RateLimited, WithKey("u"))
+	top := g.TopKeys("api", 5, false)
+	if len(top) != 1 || top[0].Key != "u" || top[0].Allowed != 4 || top[0].Blocked != 1 {
+		t.Fatalf("TopKeys = %+v, want u with 4 allowed and 1 blocked", top)
+	}
+}
+
+func TestPerKeyRulesAreValidated(t *testing.T) {
+	long := strings.Repeat("k", MaxKeyLength+1)
+	for _, tc := range []struct {
+		rules []FlowRule
+		field string
+	}{
+		{[]FlowRule{{Resource: "a", Limit: 1, Overrides: map[string]int64{"x": 2}}}, "overrides"},
+		{[]FlowRule{{Resource: "a", Limit: 1, PerKey: true, Overrides: map[string]int64{long: 2}}}, "overrides"},
+		{[]FlowRule{{Resource: "a", Limit: 1, PerKey: true, Overrides: map[string]int64{"x": -2}}}, "overrides"},
+		{[]FlowRule{{Resource: "a", Limit: 1, PerKey: true, Borrow: Duration(time.Second)}}, "borrow"},
+		{[]FlowRule{{Resource: "a", Limit: 1, PerKey: true, WarmUp: Duration(time.Minute)}}, "warm_up"},
+		{[]FlowRule{{Resource: "a", Limit: 1, PerKey: true, Buckets: 101}}, "buckets"},
+		{[]FlowRule{{Resource: "a", Limit: 1, PerKey: true, Interval: Duration(time.Second), Buckets: 3}}, "interval"},
+		{func() (rs []FlowRule) {
+			for i := range 9 {
+				rs = append(rs, FlowRule{Resource: "a", Limit: 1, PerKey: true, Interval: Duration(time.Duration(i+1) * time.Second)})
+			}
+			return rs
+		}(), "per_key"},
+	} {
+		err := Rules{Flow: tc.rules}.Validate()
+		var re *RulesError
+		if !errors.As(err, &re) || len(re.Problems) == 0 || re.Problems[0].Field != tc.field {
+			t.Errorf("%+v: %v, want a problem with %s", tc.rules[0], err, tc.field)
+		}
+	}
+	// Rules refused leave those in force.
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, PerKey: true}}})
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 5, PerKey: true, Buckets: 101}}}); err == nil {
+		t.Fatal("bad rules accepted")
+	}
+	mustEnter(t, g, "a", WithKey("u")).Exit(nil)
+	mustBlock(t, g, "a", "flow[0]", RateLimited, WithKey("u"))
+}
+
+func TestPerKeyClusterRuleNeedsAKeyedCluster(t *testing.T) {
+	g, err := New(WithCluster(plainCluster{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, PerKey: true, Cluster: true}}})
+	var re *RulesError
+	if !errors.As(err, &re) || re.Problems[0].Field != "per_key" {
+		t.Fatalf("a per-key cluster rule on a cluster without keys: %v", err)
+	}
+}
+
+type plainCluster struct{}
+
+func (plainCluster) Limiter(FlowRule) (ClusterLimiter, error) { return nil, errors.New("unused") }
+
+func TestEnterWithAKeyAllocatesNothing(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{
+		{Resource: "api", Limit: 1000, PerKey: true},
+		{Resource: "api", Limit: 100000, Interval: Duration(time.Minute), PerKey: true},
+	}})
+	keys := make([]string, 5000)
+	for i := range keys {
+		keys[i] = "user-" + strings.Repeat("x", i%40) + string(rune('a'+i%26))
+	}
+	i := 0
+	step := func() {
+		clk.Advance(time.Microsecond)
+		e, err := g.Enter(bg, "api", WithKey(keys[i%len(keys)]))
+		if err == nil {
+			e.Exit(nil)
+		}
+		i++
+	}
+	for range 50000 {
+		step()
+	}
+	if a := testing.AllocsPerRun(5000, step); a != 0 {
+		t.Fatalf("Enter+Exit with a key allocates %v times", a)
+	}
+}

@@ -1,0 +1,153 @@
+package slidegate
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
+)
+
+// A keyedRule enforces the per-key QPS rules of one resource together
+// (flow.KeyedQPS): a window per rule, decided for the request's key all or
+// nothing. Its binding's check names each window's rule, in window order.
+type keyedRule struct {
+	holdsNothing
+	q *flow.KeyedQPS
+}
+
+func (*keyedRule) phase() phase { return phaseKeyed }
+
+func (r *keyedRule) admit(_ context.Context, e *entry, now int64, _ *hold) flow.Decision {
+	d, j := r.q.AllowNAt(now, e.key, e.count)
+	e.window = int32(j)
+	return d
+}
+
+// A keyedClusterRule enforces the per-key cluster QPS rules of one resource
+// together, through the guard's KeyedCluster.
+type keyedClusterRule struct {
+	holdsNothing
+	l KeyedClusterLimiter
+}
+
+func (*keyedClusterRule) phase() phase { return phaseCluster }
+
+func (r *keyedClusterRule) admit(ctx context.Context, e *entry, _ int64, _ *hold) flow.Decision {
+	d, j := r.l.AllowKeyN(ctx, e.key, e.count)
+	e.window = int32(j)
+	return d
+}
+
+// keyedTogether reports whether f is one of the per-key QPS rules that are
+// decided together: per key, counting requests (not a throttle or a
+// concurrency rule).
+func (f FlowRule) keyedTogether() bool { return f.PerKey && f.flowType() == QPSRule }
+
+// A keyGroup is the per-key QPS rules of one resource, local or cluster-wide,
+// in rule order.
+type keyGroup struct {
+	resource string
+	cluster  bool
+	at       []int // the rules' indexes
+}
+
+// keyGroups returns the groups of the per-key QPS rules of rules, in the
+// order of their first rules.
+func keyGroups(rules []FlowRule) []*keyGroup {
+	var gs []*keyGroup
+	by := map[[2]any]*keyGroup{}
+	for i, r := range rules {
+		if !r.keyedTogether() {
+			continue
+		}
+		k := [2]any{r.Resource, r.Cluster}
+		g := by[k]
+		if g == nil {
+			g = &keyGroup{resource: r.Resource, cluster: r.Cluster}
+			by[k] = g
+			gs = append(gs, g)
+		}
+		g.at = append(g.at, i)
+	}
+	return gs
+}
+
+// shape identifies the group by everything but its rules' limits: a group
+// of the same shape in the rules in force keeps its counts and takes the
+// new limits.
+func (g *keyGroup) shape(rules []FlowRule) string {
+	shapes := make([]FlowRule, len(g.at))
+	for j, i := range g.at {
+		shapes[j] = rules[i].normal().shape()
+	}
+	b, _ := json.Marshal(shapes) // rules marshal: see ruleKey
+	return string(b)
+}
+
+// build makes the group's enforcer.
+func (g *keyGroup) build(rules []FlowRule, c clock.Clock, cl Cluster) (rule, error) {
+	if g.cluster {
+		kc, ok := cl.(KeyedCluster)
+		if !ok {
+			return nil, &fieldError{"per_key", errNoKeyedCluster}
+		}
+		shaped := make([]FlowRule, len(g.at))
+		for j, i := range g.at {
+			shaped[j] = rules[i].normal()
+		}
+		l, err := kc.KeyedLimiter(shaped)
+		if err == nil && l == nil {
+			err = errNoLimiter
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &keyedClusterRule{l: l}, nil
+	}
+	ws := make([]flow.KeyWindow, len(g.at))
+	for j, i := range g.at {
+		r := rules[i]
+		ws[j] = flow.KeyWindow{Limit: r.Limit, Interval: r.interval(), Buckets: r.buckets(), Overrides: r.Overrides}
+	}
+	q, err := flow.NewKeyedQPS(ws, flow.WithClock(c))
+	if err != nil {
+		return nil, err
+	}
+	return &keyedRule{q: q}, nil
+}
+
+// setLimits gives a group's enforcer, taken over from the rules in force,
+// its rules' limits.
+func (g *keyGroup) setLimits(r rule, rules []FlowRule) {
+	k, ok := r.(*keyedRule)
+	if !ok {
+		return // a cluster group is rebuilt when its limits change
+	}
+	for j, i := range g.at {
+		_ = k.q.SetLimit(j, rules[i].Limit) // valid: the rules passed Validate
+	}
+}
+
+// KeyStat is what TopKeys says of one key: flow.KeyStat.
+type KeyStat = flow.KeyStat
+
+// TopKeys returns the keys busiest under the per-key QPS rules of the
+// resource called name (its first such rule's window), at most n of them,
+// busiest first: by allowed requests, or by blocked ones if byBlocked.
+// Only keys that use more than half their limit are tracked one by one; the
+// rest are counted together (see flow.KeyedQPS), so what TopKeys shows is
+// bounded however many keys there are. It returns nil for a resource
+// without local per-key QPS rules.
+func (g *Guard) TopKeys(name string, n int, byBlocked bool) []KeyStat {
+	b := g.snap.Load().by[name]
+	if b == nil {
+		return nil
+	}
+	for _, ch := range b.checks {
+		if k, ok := ch.rule.(*keyedRule); ok {
+			return k.q.Top(g.clock.Now(), n, byBlocked)
+		}
+	}
+	return nil
+}
