@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 )
 
 func TestPerKeyRuleLimitsEachKeyOnItsOwn(t *testing.T) {
@@ -167,5 +169,22 @@ func TestEnterWithAKeyAllocatesNothing(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(5000, step); a != 0 {
 		t.Fatalf("Enter+Exit with a key allocates %v times", a)
+	}
+}
+
+// Keys are input from the network: a key longer than MaxKeyLength counts
+// as its first MaxKeyLength bytes, and what TopKeys shows of it is cut.
+func TestLongKeysAreBounded(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "api", Limit: 2, PerKey: true}}})
+	prefix := strings.Repeat("a", MaxKeyLength)
+	mustEnter(t, g, "api", WithKey(prefix+"1")).Exit(nil)
+	mustEnter(t, g, "api", WithKey(prefix+strings.Repeat("2", 1<<20))).Exit(nil)
+	be := mustBlock(t, g, "api", "flow[0]", RateLimited, WithKey(prefix+"3"))
+	if len(be.Key) != MaxKeyLength {
+		t.Fatalf("the block names a key of %d bytes, want it cut to %d", len(be.Key), MaxKeyLength)
+	}
+	top := g.TopKeys("api", 1, false)
+	if len(top) != 1 || len(top[0].Key) > flow.MaxShownKeyLength || top[0].Allowed != 2 {
+		t.Fatalf("TopKeys = %+v, want one key, cut, with 2 allowed", top)
 	}
 }

@@ -143,7 +143,7 @@ func BenchmarkKeyedQPS(b *testing.B) {
 		key  func(i int) string
 	}{
 		// In order: the hash scatters them as it would any keys, and the
-		// benchmark does not measure its own reads of a 16 MiB slice.
+		// benchmark does not measure its own reads of a 16 MiB slice of keys.
 		{"random of 1M", func(i int) string { return keys[i&(len(keys)-1)] }},
 		{"one key", func(int) string { return "hot" }},
 	} {

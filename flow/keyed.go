@@ -69,11 +69,13 @@ import (
 //
 // What the sketch costs in accuracy is refusals, never admissions: a cold
 // key may be refused early if all three of its counters are shared with
-// busier keys. The sketch grows, by doubling (which keeps every estimate as it
-// was), as more distinct keys arrive in a generation (from 4 KiB, doubling
-// past 4 new keys per block), up to 16 MiB, enough for a million keys per
-// interval; past it, estimates rise with the number of keys, and cold keys are refused more
-// often. A key that stays in the sketch because hotter keys fill every
+// busier keys. The sketch grows by doubling, which keeps every estimate as
+// it was, as more distinct keys arrive in a generation: from 32 KiB, it
+// doubles when a generation's keys (counted by linear counting, a bit per
+// key) reach a quarter of its counters, up to 32 MiB: a million keys per
+// interval, four requests each, are refused 2 times in a million (see the
+// tests). Past that, estimates rise with the number of keys, and cold keys
+// are refused more often. A key that stays in the sketch because hotter keys fill every
 // entry is limited as strictly, and may be allowed a little over half its
 // limit per interval under steady overload, until an entry frees.
 //
@@ -125,9 +127,9 @@ const MaxKeyBuckets = 100
 const MaxShownKeyLength = 64
 
 // KeyedQPSMaxBytes bounds the heap a KeyedQPS takes per window, however
-// many keys it sees: the sketch at its largest (16 MiB) and the hot keys'
-// entries. Overrides take about 200 bytes each besides.
-const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*blockWords*4+hotPerShard*(hotEntryBase+16+(1+MaxKeyBuckets)*4)) + 16384
+// many keys it sees: the sketch at its largest (32 MiB), the bits that
+// count its keys, and the hot keys' entries. Overrides take about 200 bytes each besides.
+const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*(blockWords*4+1)+hotPerShard*(hotEntryBase+16+(1+MaxKeyBuckets)*4)) + 16384
 
 const (
 	keyShards       = 64
@@ -135,9 +137,9 @@ const (
 	hotPerShard     = 64
 	sketchProbes    = 3  // counters per key
 	blockWords      = 16 // a block's 8 counters, two generations each: 64 bytes
-	minSketchBlocks = 64
-	maxSketchBlocks = 1 << 12 // per shard: 2 Mi counters in all, 16 MiB
-	growAt          = 4       // new keys per block in a generation that double the blocks
+	minSketchBlocks = 8
+	maxSketchBlocks = 1 << 13 // per shard: 4 Mi counters in all, 32 MiB
+	keysPerBlock    = 2       // a generation's keys per block that double the blocks
 )
 
 // sketchBytes is the heap of a shard's sketch of the given width.
@@ -339,7 +341,7 @@ func (q *KeyedQPS) Bytes() int {
 		s := &q.shards[i]
 		s.mu.Lock()
 		for j := range s.sketch {
-			b += sketchBytes(len(s.sketch[j].cells) / blockWords)
+			b += sketchBytes(len(s.sketch[j].cells)/blockWords) + 8*len(s.sketch[j].seen)
 		}
 		b += len(s.hot) * hotEntryBytes(len(q.wins), q.stride)
 		s.mu.Unlock()

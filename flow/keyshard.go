@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -44,8 +45,14 @@ type hotWindow struct {
 type keySketch struct {
 	gen   uint64   // the current generation: a bucket index / k
 	mask  uint64   // blocks - 1
-	added int      // keys first counted in the current generation
 	cells []uint32 // block b, counter i, generation g at 16*b + 2*i + g&1
+	// seen counts the current generation's distinct keys (linear
+	// counting: a bit per key, picked by its hash, 8 bits per block);
+	// when ones, the bits set, reach growAt, the keys are about a quarter
+	// of the counters, and the sketch doubles.
+	seen   []uint64
+	ones   int
+	growAt int
 }
 
 // init allocates the shard's tables on first use: room for its pinned keys
@@ -348,6 +355,7 @@ func (k *keySketch) advance(w *keyWindow, now int64) uint64 {
 		k.mask = minSketchBlocks - 1
 		k.cells = make([]uint32, minSketchBlocks*blockWords)
 		k.gen = g
+		k.countKeys(keysPerBlock * minSketchBlocks)
 	}
 	switch {
 	case g < k.gen:
@@ -356,10 +364,10 @@ func (k *keySketch) advance(w *keyWindow, now int64) uint64 {
 		for i := int(g & 1); i < len(k.cells); i += 2 {
 			k.cells[i] = 0
 		}
-		k.added = 0
+		k.countKeys(keysPerBlock * (k.mask + 1))
 	case g > k.gen+1:
 		clear(k.cells)
-		k.added = 0
+		k.countKeys(keysPerBlock * (k.mask + 1))
 	}
 	k.gen = g
 	return b
@@ -410,24 +418,36 @@ func (k *keySketch) estimate(h uint64) [2]int64 {
 }
 
 // add counts the key in the current generation, where its estimate is to
-// become v (its estimate and the requests allowed): the conservative update
-// raises each of its counters to v, no further. It grows the sketch when
-// the generation's keys outnumber its counters.
+// become v (the requests allowed added): the conservative update raises
+// each of its counters to v, no further. It grows the sketch when the
+// generation's keys outnumber half its counters.
 func (k *keySketch) add(h uint64, v int64) {
 	cur := int(k.gen & 1)
-	fresh := true
 	for _, i := range k.at(h) {
-		if k.cells[i+cur] > 0 {
-			fresh = false
-		}
 		k.cells[i+cur] = max(k.cells[i+cur], clampCount(v))
 	}
-	if fresh {
-		k.added++
-		if k.added > growAt*int(k.mask+1) && k.mask+1 < maxSketchBlocks {
+	bit := (h >> 24) & (uint64(len(k.seen))*64 - 1)
+	if w := &k.seen[bit/64]; *w&(1<<(bit%64)) == 0 {
+		*w |= 1 << (bit % 64)
+		k.ones++
+		if k.ones >= k.growAt && k.mask+1 < maxSketchBlocks {
 			k.grow()
 		}
 	}
+}
+
+// countKeys starts counting the generation's keys afresh, n of them yet to
+// come before the sketch grows: of m bits, n distinct keys set
+// m(1 - e^(-n/m)) on average.
+func (k *keySketch) countKeys(n uint64) {
+	m := 8 * (k.mask + 1)
+	if len(k.seen) == int(m/64) {
+		clear(k.seen)
+	} else {
+		k.seen = make([]uint64, m/64)
+	}
+	k.ones = 0
+	k.growAt = int(float64(m) * (1 - math.Exp(-float64(n)/float64(m))))
 }
 
 // raise makes the key's estimate in generation g at least v.
@@ -451,4 +471,7 @@ func (k *keySketch) grow() {
 	copy(cells[n:], k.cells)
 	k.cells = cells
 	k.mask = 2*k.mask + 1
+	// The keys counted so far filled the half it had: as many again fill
+	// the new half.
+	k.countKeys(keysPerBlock * (k.mask + 1) / 2)
 }

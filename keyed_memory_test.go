@@ -1,0 +1,72 @@
+package slidegate
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// KeyedMemoryBound is what the guard may take, in all, for a million
+// distinct keys in one second under one per-key rule (DESIGN.md's target).
+const keyedMemoryBound = 64 << 20
+
+// TestAMillionKeysASecondFitTheBound sends a million distinct keys in one
+// second through a per-key rule, each key four times (within its limit of
+// 10), while one key asks far over its limit: the guard's heap stays within
+// 64 MiB, the busy key is never allowed more than its limit in any second,
+// and the cold keys are refused less than 0.1% of the time.
+func TestAMillionKeysASecondFitTheBound(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("sends 4 million requests: not under -short or -race")
+	}
+	const keys, each, limit = 1_000_000, 4, 10
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "api", Limit: limit, PerKey: true}}})
+	start := clk.Now()
+	step := time.Second / (keys * each)
+	buf := make([]byte, 0, 32)
+	var coldRefused, coldAsked int
+	var hotAllowed []int64
+	for pass := range each {
+		for k := range keys {
+			clk.Advance(step)
+			// The key is built in a reused buffer, as a server reads it
+			// from a request: the guard must not keep it.
+			buf = strconv.AppendInt(append(buf[:0], "user-"...), int64(k), 10)
+			coldAsked++
+			if e, err := g.Enter(bg, "api", WithKey(string(buf))); err != nil {
+				coldRefused++
+			} else {
+				e.Exit(nil)
+			}
+			if k%1000 == pass {
+				if e, err := g.Enter(bg, "api", WithKey("hot")); err == nil {
+					hotAllowed = append(hotAllowed, clk.Now())
+					e.Exit(nil)
+				}
+			}
+		}
+	}
+	if clk.Now()-start > int64(time.Second) {
+		t.Fatalf("the test took %v of the guard's time, not one second", time.Duration(clk.Now()-start))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(g)
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	rate := float64(coldRefused) / float64(coldAsked)
+	t.Logf("%d keys × %d in one second: heap %.1f MiB; cold keys refused %d of %d (%.4f%%); the busy key allowed %d",
+		keys, each, float64(heap)/(1<<20), coldRefused, coldAsked, 100*rate, len(hotAllowed))
+	if heap > keyedMemoryBound {
+		t.Errorf("heap grew by %d bytes, above the bound of %d", heap, keyedMemoryBound)
+	}
+	if rate >= 0.001 {
+		t.Errorf("cold keys refused %.4f%% of the time, want below 0.1%%", 100*rate)
+	}
+	if len(hotAllowed) > limit || len(hotAllowed) < limit/2 {
+		t.Errorf("the busy key was allowed %d times in one second, limit %d", len(hotAllowed), limit)
+	}
+}
