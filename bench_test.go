@@ -1,6 +1,7 @@
 package slidegate
 
 import (
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,5 +84,60 @@ func BenchmarkDoQPSAndBreaker(b *testing.B) {
 	fn := func() error { return nil }
 	for i := 0; i < b.N; i++ {
 		_ = g.Do(bg, "a", fn)
+	}
+}
+
+// benchKeys are a million keys, as a public API's users or clients might
+// be; benchmarks go through them in order (the guard's hash scatters them
+// as it would any keys).
+var benchKeys = func() []string {
+	keys := make([]string, 1<<20)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	return keys
+}()
+
+// BenchmarkEnterExitPerKey is the per-key rule's cost: Enter+Exit on a
+// resource with a QPS rule, without a key, against the same with a per-key
+// QPS rule (limit 100/s per key) on keys drawn from a million, and on one
+// key.
+func BenchmarkEnterExitPerKey(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		rule FlowRule
+		key  func(i int) string
+	}{
+		{"no key", FlowRule{Resource: "a", Limit: 1 << 30}, nil},
+		{"1M keys", FlowRule{Resource: "a", Limit: 100, PerKey: true}, func(i int) string { return benchKeys[i&(len(benchKeys)-1)] }},
+		{"64K keys", FlowRule{Resource: "a", Limit: 100, PerKey: true}, func(i int) string { return benchKeys[i&(1<<16-1)] }},
+		{"one key", FlowRule{Resource: "a", Limit: 1 << 30, PerKey: true}, func(int) string { return "user-1" }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			g, err := New()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.SetRules(Rules{Flow: []FlowRule{tc.rule}}); err != nil {
+				b.Fatal(err)
+			}
+			enter := func(i int) {
+				var e Entry
+				if tc.key == nil {
+					e, _ = g.Enter(bg, "a")
+				} else {
+					e, _ = g.Enter(bg, "a", WithKey(tc.key(i)))
+				}
+				e.Exit(nil)
+			}
+			for i := range len(benchKeys) {
+				enter(i) // every key seen once: the sketch at its size
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				enter(i)
+			}
+		})
 	}
 }

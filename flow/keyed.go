@@ -72,7 +72,7 @@ import (
 // busier keys. The sketch grows by doubling, which keeps every estimate as
 // it was, as more distinct keys arrive in a generation: from 32 KiB, it
 // doubles when a generation's keys (counted by linear counting, a bit per
-// key) reach a quarter of its counters, up to 32 MiB: a million keys per
+// key, one key in eight) reach a quarter of its counters, up to 32 MiB: a million keys per
 // interval, four requests each, are refused 2 times in a million (see the
 // tests). Past that, estimates rise with the number of keys, and cold keys
 // are refused more often. A key that stays in the sketch because hotter keys fill every
@@ -129,7 +129,7 @@ const MaxShownKeyLength = 64
 // KeyedQPSMaxBytes bounds the heap a KeyedQPS takes per window, however
 // many keys it sees: the sketch at its largest (32 MiB), the bits that
 // count its keys, and the hot keys' entries. Overrides take about 200 bytes each besides.
-const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*(blockWords*4+1)+hotPerShard*(hotEntryBase+16+(1+MaxKeyBuckets)*4)) + 16384
+const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*blockWords*4+maxSketchBlocks/8+hotPerShard*(hotEntryBase+16+(1+MaxKeyBuckets)*4)) + 16384
 
 const (
 	keyShards       = 64
@@ -140,6 +140,7 @@ const (
 	minSketchBlocks = 8
 	maxSketchBlocks = 1 << 13 // per shard: 4 Mi counters in all, 32 MiB
 	keysPerBlock    = 2       // a generation's keys per block that double the blocks
+	keySample       = 8       // one key in keySample is counted, and the count scaled
 )
 
 // sketchBytes is the heap of a shard's sketch of the given width.

@@ -47,9 +47,10 @@ type keySketch struct {
 	mask  uint64   // blocks - 1
 	cells []uint32 // block b, counter i, generation g at 16*b + 2*i + g&1
 	// seen counts the current generation's distinct keys (linear
-	// counting: a bit per key, picked by its hash, 8 bits per block);
-	// when ones, the bits set, reach growAt, the keys are about a quarter
-	// of the counters, and the sketch doubles.
+	// counting: a bit per key, picked by its hash, a bit per block, for
+	// one key in keySample, so that few requests touch it); when ones,
+	// the bits set, reach growAt, the keys are about a quarter of the
+	// counters, and the sketch doubles.
 	seen   []uint64
 	ones   int
 	growAt int
@@ -426,6 +427,9 @@ func (k *keySketch) add(h uint64, v int64) {
 	for _, i := range k.at(h) {
 		k.cells[i+cur] = max(k.cells[i+cur], clampCount(v))
 	}
+	if h>>50&(keySample-1) != 0 {
+		return
+	}
 	bit := (h >> 24) & (uint64(len(k.seen))*64 - 1)
 	if w := &k.seen[bit/64]; *w&(1<<(bit%64)) == 0 {
 		*w |= 1 << (bit % 64)
@@ -437,17 +441,17 @@ func (k *keySketch) add(h uint64, v int64) {
 }
 
 // countKeys starts counting the generation's keys afresh, n of them yet to
-// come before the sketch grows: of m bits, n distinct keys set
-// m(1 - e^(-n/m)) on average.
+// come before the sketch grows: of m bits, n/keySample distinct keys set
+// m(1 - e^(-n/keySample/m)) on average.
 func (k *keySketch) countKeys(n uint64) {
-	m := 8 * (k.mask + 1)
+	m := max(64, k.mask+1)
 	if len(k.seen) == int(m/64) {
 		clear(k.seen)
 	} else {
 		k.seen = make([]uint64, m/64)
 	}
 	k.ones = 0
-	k.growAt = int(float64(m) * (1 - math.Exp(-float64(n)/float64(m))))
+	k.growAt = max(1, int(float64(m)*(1-math.Exp(-float64(n)/keySample/float64(m)))))
 }
 
 // raise makes the key's estimate in generation g at least v.
