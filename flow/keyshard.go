@@ -17,7 +17,10 @@ type keyShard struct {
 	state  []hotWindow // hot entry e's windows at [e*len(wins), ...)
 	sketch []keySketch // one per window
 	cursor int         // where the search for an entry to displace goes on
-	_      [8]byte     // a shard takes 128 bytes: shards side by side share no mutex's line
+	// floor is the heat of the least hot entry the last failed search
+	// found; until floorUntil, a newcomer no hotter does not search.
+	floor, floorUntil int64
+	_                 [120]byte // shards side by side share no mutex's cache line
 }
 
 // A hotKey is a key with exact windows.
@@ -258,8 +261,14 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, est *[M
 		for j := range q.wins {
 			heat = max(heat, share(est[j][0]+est[j][1], q.wins[j].limit))
 		}
-		v, ok := s.victim(q, now, heat)
-		if !ok {
+		// Every entry hotter than the newcomer, when last looked at: a
+		// search would fail again, until a bucket later entries cool.
+		if heat <= s.floor && now < s.floorUntil {
+			return 0, false
+		}
+		v, least := s.victim(q, now)
+		if least >= heat {
+			s.floor, s.floorUntil = least, now+q.wins[0].grid.Width
 			return 0, false
 		}
 		s.evict(q, v, now)
@@ -290,12 +299,13 @@ func share(count, limit int64) int64 {
 	return count << 10 / limit
 }
 
-// victim looks at a few entries, from where the last search stopped, for
-// the least hot one that is not pinned, and returns it if it is less hot
-// than heat.
-func (s *keyShard) victim(q *KeyedQPS, now int64, heat int64) (int32, bool) {
+// victim looks at a few entries, from where the last search stopped, and
+// returns the least hot one that is not pinned, and its heat (the share of
+// a limit it uses, the most over its windows); a heat of MaxInt64 if all
+// it looked at are pinned.
+func (s *keyShard) victim(q *KeyedQPS, now int64) (int32, int64) {
 	const look = 8
-	best, bestHeat := int32(-1), heat
+	best, bestHeat := int32(-1), int64(math.MaxInt64)
 	for range look {
 		e := int32(s.cursor % len(s.hot))
 		s.cursor++
@@ -313,7 +323,7 @@ func (s *keyShard) victim(q *KeyedQPS, now int64, heat int64) (int32, bool) {
 			best, bestHeat = e, h
 		}
 	}
-	return best, best >= 0
+	return best, bestHeat
 }
 
 // evict takes hot entry e from its key, handing the key's counts back to
