@@ -251,6 +251,20 @@ func (d *decoder) set(dst reflect.Value, t reflect.Type, v *node) string {
 	switch {
 	case t == durationType:
 		return setDuration(dst, v)
+	case t.Kind() == reflect.Map:
+		// Overrides: keys and their limits, which the format decodes;
+		// Validate judges the keys and the limits.
+		p := reflect.New(t)
+		if v.kind != mapping {
+			return describe(v) + " is not a group of keys and their limits, such as {tenant-a: 500}"
+		}
+		if err := v.decode(p.Interface()); err != nil {
+			msg := err.Error() // YAML's lists its errors after a first line
+			msg = strings.TrimSpace(msg[strings.LastIndexByte(msg, '\n')+1:])
+			return "not keys each with a whole number for its limit, such as {tenant-a: 500}: " + msg
+		}
+		dst.Set(p.Elem())
+		return ""
 	case t.Kind() == reflect.Pointer:
 		p := reflect.New(t.Elem())
 		if reason := d.set(p.Elem(), t.Elem(), v); reason != "" {
