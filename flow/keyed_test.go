@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -338,6 +339,49 @@ func TestKeyedQPSGenerationsStartAtMultiplesOfTheInterval(t *testing.T) {
 					t.Errorf("interval %v, %d buckets: a generation does not start at %v", iv, k, time.Duration(at))
 				}
 			}
+		}
+	}
+}
+
+// Many goroutines deciding for overlapping keys: no key over its limit, and
+// the race detector sees the shards' locking. A driver moves the clock
+// between phases, so every decision of a phase has the same time.
+func TestKeyedQPSConcurrentCallersKeepEveryKeysLimit(t *testing.T) {
+	c := clock.NewManual(0)
+	ws := []KeyWindow{{Limit: 20, Interval: time.Second}, {Limit: 50, Interval: 5 * time.Second, Buckets: 5}}
+	q := mustKeyed(t, c, ws...)
+	got := admissions{}
+	var mu sync.Mutex
+	for phase := range 200 {
+		now := int64(phase) * int64(37*time.Millisecond)
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(phase), uint64(w)))
+				mine := admissions{}
+				for range 300 {
+					key := "k" + strconv.Itoa(r.IntN(8))
+					if r.IntN(2) == 0 {
+						key = "cold" + strconv.Itoa(r.IntN(5000))
+					}
+					if d, _ := q.AllowNAt(now, key, 1); d.Allowed {
+						mine.add(key, now, 1)
+					}
+				}
+				mu.Lock()
+				for k, v := range mine {
+					got[k] = append(got[k], v...)
+				}
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	for _, w := range ws {
+		if worst := got.check(t, w); worst < w.Limit {
+			t.Fatalf("the busiest key reached %d of %d: the limit was never tested", worst, w.Limit)
 		}
 	}
 }
