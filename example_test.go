@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
@@ -85,4 +86,47 @@ func ExampleEntry_Exit() {
 	// connection refused
 	// connection refused
 	// slidegate: db blocked by breakers[0]: breaker open, retry after 5s
+}
+
+// Limit each user on its own, with two windows decided together: 2 in any
+// second and 3 in any minute. A request one window refuses counts in
+// neither.
+func ExampleWithKey() {
+	clk := clock.NewManual(0)
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	err = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
+		{Resource: "GET /search", Limit: 2, PerKey: true, Overrides: map[string]int64{"bob": 0}},
+		{Resource: "GET /search", Limit: 3, Interval: slidegate.Duration(time.Minute), PerKey: true},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	search := func(user string) {
+		err := g.Do(context.Background(), "GET /search", func() error { return nil }, slidegate.WithKey(user))
+		var blocked *slidegate.BlockError
+		if errors.As(err, &blocked) {
+			fmt.Printf("%s: blocked by %s (%v), retry after %v\n", user, blocked.Rule, blocked.Reason, blocked.RetryAfter)
+			return
+		}
+		fmt.Println(user + ": served")
+	}
+	search("alice")
+	search("alice")
+	search("alice") // the per-second window refuses the third
+	search("carol") // another key has its own windows
+	search("bob")   // overridden to 0
+	clk.Advance(2 * time.Second)
+	search("alice")
+	search("alice") // the minute window refuses the fourth
+	// Output:
+	// alice: served
+	// alice: served
+	// alice: blocked by flow[0] (rate limited), retry after 1.1s
+	// carol: served
+	// bob: blocked by flow[0] (exceeds limit), retry after 0s
+	// alice: served
+	// alice: blocked by flow[1] (rate limited), retry after 1m4s
 }
