@@ -15,6 +15,12 @@
 // Guava's cold start) keep that guarantee. The package flowsim measures it
 // for any limiter.
 //
+// KeyedQPS is the QPS limit for each key (user, tenant, client address) on
+// its own, keeping the same guarantee for every key, however many keys
+// arrive, in memory bounded by a count-min sketch for the keys that carry
+// little traffic and exact windows for those that carry much; several
+// windows of one key (per second and per minute) are decided together.
+//
 // Every limiter answers with a Decision: whether a request is allowed, why
 // it is blocked (Reason), when a retry could be allowed (RetryAfter), and,
 // for a reservation or a borrowed place, how long to wait first (Wait).
