@@ -141,3 +141,32 @@ func BenchmarkEnterExitPerKey(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEnterExitPerKeyParallel is BenchmarkEnterExitPerKey from every
+// processor at once: on one key (one shard's mutex) and on many.
+func BenchmarkEnterExitPerKeyParallel(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		keys int
+	}{{"one key", 1}, {"64K keys", 1 << 16}} {
+		b.Run(tc.name, func(b *testing.B) {
+			g, err := New()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 1 << 30, PerKey: true}}}); err != nil {
+				b.Fatal(err)
+			}
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(next.Add(1) << 20)
+				for pb.Next() {
+					e, _ := g.Enter(bg, "a", WithKey(benchKeys[i%tc.keys]))
+					e.Exit(nil)
+					i++
+				}
+			})
+		})
+	}
+}

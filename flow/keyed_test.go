@@ -385,3 +385,21 @@ func TestKeyedQPSConcurrentCallersKeepEveryKeysLimit(t *testing.T) {
 		}
 	}
 }
+
+// Keys that collide in one limiter's sketch do not collide in another's:
+// the hash is seeded per limiter, so no one can prepare keys that share a
+// hot key's counters.
+func TestKeyedQPSHashIsSeededPerLimiter(t *testing.T) {
+	a := mustKeyed(t, clock.NewManual(0), KeyWindow{Limit: 1, Interval: time.Second})
+	b := mustKeyed(t, clock.NewManual(0), KeyWindow{Limit: 1, Interval: time.Second})
+	same := 0
+	for i := range 100 {
+		k := "key-" + strconv.Itoa(i)
+		if a.hash(k) == b.hash(k) {
+			same++
+		}
+	}
+	if same > 0 {
+		t.Fatalf("%d of 100 keys hash alike in two limiters", same)
+	}
+}
