@@ -1,0 +1,384 @@
+package flow
+
+import (
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"math/bits"
+	"slices"
+	"sync/atomic"
+)
+
+// A KeyedConcurrency limits each key (a user, a tenant, a client address)
+// to its own number of requests in flight: at no moment does a key hold
+// more than its limit of places, however many keys there are and however
+// their requests interleave. Keys listed in the overrides have limits of
+// their own; every other key has the limit given to NewKeyedConcurrency.
+//
+// Memory is fixed when the limiter is made and never grows, whatever the
+// keys: 64 bytes per block of a sketch sized from the number of keys the
+// caller expects in flight at once, plus about 100 bytes per override. A
+// key is never forgotten while it holds places; more keys than expected
+// only make refusals more likely. How:
+//
+// Every key without an override is counted in a counting count-min sketch:
+// its requests in flight are added to three counters, picked by a hash
+// seeded at random per limiter (so that no one can pick keys that collide)
+// among the eight 8-byte counters of one 64-byte block (so that they cost
+// one cache line), and taken off them when released. A counter holds the
+// sum, over the places added to it and not yet taken off, of their number:
+// every term is positive, so a counter is never below the places held by
+// any key that maps to it, and the smallest of a key's three counters, its
+// estimate, is never below what the key holds. Collisions only make a key
+// look busier than it is. (A conservative update, which raises only the
+// smallest counters, would be tighter, but it cannot take places back: a
+// counter it left alone would be lowered by a release it never counted.)
+//
+// Acquiring n places adds n to each of the key's three counters, then reads
+// them again, and keeps the places only if the smallest it read, the key's
+// estimate with them, is at most the limit; otherwise it takes the three
+// adds back and refuses. Every step is an atomic operation on one counter;
+// there is no lock. The proof that no key holds more than its limit: say
+// that at some moment the acquisitions of one key that were allowed and
+// are not yet released, S, hold more than the limit between them. Take Z,
+// the one of S whose last add came last. Every other member of S had added
+// to all its counters before Z's last add, so before Z read them, and none
+// of them was released before Z decided (they are held at a moment after
+// it). Every counter Z read thus held all of S's places, more than the
+// limit, and Z was refused: a contradiction. (Reading the values the adds
+// returned, instead of reading again after the last add, would not do: two
+// acquirers adding to two counters in opposite orders each see the other
+// on one counter only, and both are let in.)
+//
+// What the sketch costs is refusals, never admissions: a key is refused
+// early when other keys in flight fill all three of its counters, or while
+// a refused acquisition of a colliding key has its adds not yet taken back.
+// With as many keys in flight as the limiter was sized for, each holding
+// one place, a key with no place held is refused for its first with
+// probability about 0.9% when the limit is 1 (another key's place on each of
+// its three counters is enough), and 0.003% when the limit is 2 (it takes
+// two on each); with twice the keys in flight, 2.4% and 0.03%
+// (TestKeyedConcurrencyRefusesFewColdKeys measures them). A key holding x
+// places is refused early only if each of its counters holds limit-x places
+// of others. A larger sizing lowers the rates about in proportion.
+//
+// Keys with overrides are counted exactly, each in a counter of its own,
+// which is never shared: a compare-and-swap that allows and counts in one
+// step, as Concurrency does. Keys are told apart by their seeded 64-bit
+// hash, and a key matching an override's hash is compared with it in full,
+// so no key is taken for an overridden one.
+//
+// A key is hashed whole: its length is the caller's to bound. A
+// KeyedConcurrency reads no clock. It is safe for concurrent use; acquiring
+// and releasing allocate nothing. The zero KeyedConcurrency is not usable;
+// make one with NewKeyedConcurrency.
+type KeyedConcurrency struct {
+	seed  maphash.Seed
+	limit atomic.Int64
+	mask  uint64 // blocks - 1
+	// cells holds the sketch: block b's counters at [8b, 8b+8), one cache
+	// line (the slice's length is a power of two of at least 4 KiB, which
+	// the allocator aligns to it).
+	cells  []atomic.Int64
+	pinned pinIndex
+	pins   []pinnedCount
+}
+
+// A pinnedCount is the exact count of a key with an override, alone in its
+// cache line.
+type pinnedCount struct {
+	inflight atomic.Int64
+	limit    int64
+	key      string
+	_        [32]byte
+}
+
+// DefaultKeysInFlight is the number of keys a keyed limiter is sized for
+// when given 0: KeyedConcurrency takes 1 MiB for it, KeyedThrottle 2 MiB.
+const DefaultKeysInFlight = 4096
+
+// MaxKeysInFlight is the most keys a keyed limiter may be sized for: a
+// KeyedConcurrency of that size takes 64 MiB, a KeyedThrottle 128 MiB.
+const MaxKeysInFlight = 1 << 18
+
+const (
+	concBlockCounters = 8  // 8-byte counters in a 64-byte block
+	concBlocksPerKey  = 4  // sketch blocks per key sized for: 256 bytes
+	concCombos        = 56 // the ways to pick keyProbes counters of 8
+	keyProbes         = 3  // counters per key, in both sketches
+	minKeyBlocks      = 64 // 4 KiB: every power of two from here is line aligned
+	keyBlockBytes     = 64
+)
+
+// concProbes lists every choice of keyProbes distinct counters of a
+// block's 8: a key's hash picks one.
+var concProbes = choose3(concBlockCounters)
+
+// choose3 returns every choice of 3 distinct numbers below w, in order.
+func choose3(w uint8) [][keyProbes]uint8 {
+	var ps [][keyProbes]uint8
+	for a := range w {
+		for b := a + 1; b < w; b++ {
+			for c := b + 1; c < w; c++ {
+				ps = append(ps, [keyProbes]uint8{a, b, c})
+			}
+		}
+	}
+	return ps
+}
+
+// sketchBlocks returns the blocks of a sketch for the given keys and
+// blocks per key: a power of two, at least minKeyBlocks.
+func sketchBlocksFor(keys, perKey int) int {
+	return max(minKeyBlocks, 1<<bits.Len(uint(keys*perKey-1)))
+}
+
+// checkKeys returns the keys a keyed limiter is sized for, or the error of
+// a count outside [0, MaxKeysInFlight].
+func checkKeys(keys int) (int, error) {
+	if keys < 0 || keys > MaxKeysInFlight {
+		return 0, &ConfigError{Option: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", MaxKeysInFlight)}
+	}
+	if keys == 0 {
+		keys = DefaultKeysInFlight
+	}
+	return keys, nil
+}
+
+// A pinIndex finds the overridden keys' entries by hash.
+type pinIndex map[uint64]int32
+
+// pinOverrides checks overrides (each limit in [least, MaxLimit]) and
+// returns their keys in order, with a seed under which their hashes are
+// distinct and the index of those hashes, so that one lookup by hash finds
+// an overridden key's entry: the key at position i of the keys returned
+// has entry i.
+func pinOverrides(overrides map[string]int64, least int64) ([]string, maphash.Seed, pinIndex, error) {
+	keys := slices.Sorted(maps.Keys(overrides))
+	for _, key := range keys {
+		if l := overrides[key]; l < least || l > MaxLimit {
+			return nil, maphash.Seed{}, nil, &ConfigError{Option: "overrides", Value: fmt.Sprintf("%q: %d", key, l), Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
+		}
+	}
+	for {
+		// Two keys of the overrides share a 64-bit hash with probability
+		// n²/2⁶⁵: then another seed is drawn, so that no override shadows
+		// another.
+		seed := maphash.MakeSeed()
+		if len(keys) == 0 {
+			return nil, seed, nil, nil
+		}
+		index := make(pinIndex, len(keys))
+		for i, key := range keys {
+			index[maphash.String(seed, key)] = int32(i)
+		}
+		if len(index) == len(keys) {
+			return keys, seed, index, nil
+		}
+	}
+}
+
+// NewKeyedConcurrency returns a limiter allowing each key at most limit
+// requests in flight, and each key of overrides the limit given for it.
+// keys is how many distinct keys the caller expects to have requests in
+// flight at once (DefaultKeysInFlight if 0): the sketch takes 256 bytes per
+// key, rounded up to a power of two, from 4 KiB; more keys than that still
+// never go over their limits, but are refused early more often. limit and
+// each override must be in [0, MaxLimit] (0 blocks the key), and keys in
+// [0, MaxKeysInFlight]; otherwise the error is a *ConfigError naming
+// "limit", "overrides" (with the key) or "keys".
+func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int) (*KeyedConcurrency, error) {
+	if limit < 0 || limit > MaxLimit {
+		return nil, badLimit(limit, 0)
+	}
+	keys, err := checkKeys(keys)
+	if err != nil {
+		return nil, err
+	}
+	pinned, seed, index, err := pinOverrides(overrides, 0)
+	if err != nil {
+		return nil, err
+	}
+	blocks := sketchBlocksFor(keys, concBlocksPerKey)
+	c := &KeyedConcurrency{seed: seed, mask: uint64(blocks - 1), cells: make([]atomic.Int64, blocks*concBlockCounters), pinned: index}
+	c.limit.Store(limit)
+	if len(pinned) > 0 {
+		c.pins = make([]pinnedCount, len(pinned))
+		for i, key := range pinned {
+			c.pins[i].key, c.pins[i].limit = key, overrides[key]
+		}
+	}
+	return c, nil
+}
+
+// A KeyPermit holds the places a KeyedConcurrency gave a request: they stay
+// taken until Release. It keeps what releasing needs (where the key is
+// counted, and how many places), not the key. The zero KeyPermit holds
+// nothing.
+type KeyPermit struct {
+	c        *KeyedConcurrency
+	h        uint64 // the key's hash: its counters in the sketch
+	n        int64
+	pin      int32 // the override's entry, or -1 for the sketch
+	released atomic.Bool
+}
+
+// Release gives the permit's places back. It is idempotent: only the first
+// call, from any goroutine, releases. A KeyPermit must not be copied (go vet
+// says so); AcquireN fills it through a pointer for that reason. A KeyPermit
+// may be reused once released, after which a late Release of the earlier
+// request's places would release the new ones: finish with a KeyPermit
+// before reusing it.
+func (p *KeyPermit) Release() {
+	if p.c == nil || !p.released.CompareAndSwap(false, true) {
+		return
+	}
+	if p.pin >= 0 {
+		p.c.pins[p.pin].inflight.Add(-p.n)
+		return
+	}
+	p.c.add(p.h, -p.n)
+}
+
+// Acquire takes one place for key if its limit allows. See AcquireN.
+func (c *KeyedConcurrency) Acquire(p *KeyPermit, key string) Decision {
+	return c.AcquireN(p, key, 1)
+}
+
+// AcquireN takes n places for key, all or none. When allowed it fills p,
+// which must be a zero or released KeyPermit, and the caller must call
+// p.Release when the request is done. A nil p is blocked (ExceedsLimit), as
+// its places could never be given back. n <= 0 is allowed and takes
+// nothing; n above the key's limit is blocked with ExceedsLimit, and n that
+// does not fit beside the key's places in flight (or, for a key without an
+// override, beside its estimate: see KeyedConcurrency) with
+// ConcurrencyLimited.
+func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision {
+	if p == nil {
+		return Decision{Reason: ExceedsLimit}
+	}
+	if n <= 0 {
+		return allowed
+	}
+	h := maphash.String(c.seed, key)
+	if i, ok := c.pin(h, key); ok {
+		return c.acquirePinned(p, i, n)
+	}
+	limit := c.limit.Load()
+	if n > limit {
+		return Decision{Reason: ExceedsLimit}
+	}
+	c.add(h, n)
+	// Read again after the last add, not the values the adds returned:
+	// see the proof in KeyedConcurrency's doc.
+	if c.estimate(h) > limit {
+		c.add(h, -n)
+		return Decision{Reason: ConcurrencyLimited}
+	}
+	p.c, p.h, p.n, p.pin = c, h, n, -1
+	p.released.Store(false)
+	return allowed
+}
+
+// acquirePinned takes n places for override i, exactly.
+func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, i int32, n int64) Decision {
+	e := &c.pins[i]
+	if n > e.limit {
+		return Decision{Reason: ExceedsLimit}
+	}
+	for {
+		cur := e.inflight.Load()
+		if cur+n > e.limit {
+			return Decision{Reason: ConcurrencyLimited}
+		}
+		if e.inflight.CompareAndSwap(cur, cur+n) {
+			p.c, p.h, p.n, p.pin = c, 0, n, i
+			p.released.Store(false)
+			return allowed
+		}
+	}
+}
+
+// pin returns the entry of key (hash h) if it has an override.
+func (c *KeyedConcurrency) pin(h uint64, key string) (int32, bool) {
+	if c.pinned == nil {
+		return 0, false
+	}
+	i, ok := c.pinned[h]
+	return i, ok && c.pins[i].key == key
+}
+
+// counters returns the indexes of the key's counters (hash h): a block
+// picked by the hash's low bits, three of its counters by its high ones.
+func (c *KeyedConcurrency) counters(h uint64) (base uint64, p *[keyProbes]uint8) {
+	return (h & c.mask) * concBlockCounters, &concProbes[(h>>32)%concCombos]
+}
+
+// add adds d to each of the key's counters.
+func (c *KeyedConcurrency) add(h uint64, d int64) {
+	base, p := c.counters(h)
+	cells := c.cells[base : base+concBlockCounters]
+	for _, o := range p {
+		cells[o].Add(d)
+	}
+}
+
+// estimate returns the smallest of the key's counters: at least the places
+// the key holds.
+func (c *KeyedConcurrency) estimate(h uint64) int64 {
+	base, p := c.counters(h)
+	cells := c.cells[base : base+concBlockCounters]
+	return min(cells[p[0]].Load(), cells[p[1]].Load(), cells[p[2]].Load())
+}
+
+// InFlight returns the places key holds: exactly for a key with an
+// override, otherwise its estimate, which is never below them (and above
+// them when other keys share all its counters).
+func (c *KeyedConcurrency) InFlight(key string) int64 {
+	h := maphash.String(c.seed, key)
+	if i, ok := c.pin(h, key); ok {
+		return c.pins[i].inflight.Load()
+	}
+	return c.estimate(h)
+}
+
+// Limit returns the most places a key without an override can hold at
+// once.
+func (c *KeyedConcurrency) Limit() int64 { return c.limit.Load() }
+
+// LimitOf returns the most places key can hold at once: its override's
+// limit, or Limit.
+func (c *KeyedConcurrency) LimitOf(key string) int64 {
+	if i, ok := c.pin(maphash.String(c.seed, key), key); ok {
+		return c.pins[i].limit
+	}
+	return c.Limit()
+}
+
+// SetLimit changes the limit of the keys without overrides, keeping the
+// places held: they count against the new limit, so after lowering it a
+// key is allowed nothing until enough of its places are released. The
+// overrides stay as they are. A limit outside [0, MaxLimit] is a
+// *ConfigError (Option "limit"), and the limit in force stays.
+func (c *KeyedConcurrency) SetLimit(limit int64) error {
+	if limit < 0 || limit > MaxLimit {
+		return badLimit(limit, 0)
+	}
+	c.limit.Store(limit)
+	return nil
+}
+
+// Bytes returns the heap the limiter takes, which never changes: the
+// sketch, the overrides' counts and the limiter itself, beyond the
+// overrides' keys.
+func (c *KeyedConcurrency) Bytes() int {
+	return len(c.cells)*8 + len(c.pins)*pinnedBytes + len(c.pinned)*pinIndexBytes + 128
+}
+
+// pinnedBytes is the heap of one override's count; pinIndexBytes about
+// that of its place in the index (a map of 8-byte keys and 4-byte values,
+// at its largest load).
+const (
+	pinnedBytes   = 64
+	pinIndexBytes = 24
+)

@@ -1,0 +1,474 @@
+package flow
+
+import (
+	"errors"
+	"hash/maphash"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+)
+
+func mustKeyedConcurrency(t testing.TB, limit int64, overrides map[string]int64, keys int) *KeyedConcurrency {
+	t.Helper()
+	c, err := NewKeyedConcurrency(limit, overrides, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// hostileKeys are keys an attacker might send: empty, long, binary, and
+// near the keys of the overrides.
+func hostileKeys() []string {
+	return []string{"", "\x00", "\xff\xfe", strings.Repeat("a", 1<<16), "vip\x00", "vip ", "VIP", "vi", "vipp", strings.Repeat("\x00", 64)}
+}
+
+// sketchIsEmpty reports whether every counter of the sketch is 0.
+func (c *KeyedConcurrency) sketchIsEmpty() bool {
+	for i := range c.cells {
+		if c.cells[i].Load() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestKeyedConcurrencyNeverExceedsAnyKeysLimit runs random acquisitions and
+// releases of many more keys than the sketch has counters, hostile keys
+// and keys with overrides among them, against an exact model of each key's
+// places: no key is ever allowed beyond its limit, a key's InFlight is
+// never below its places, the keys with overrides are decided exactly, and
+// once everything is released the sketch is empty again.
+func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
+	overrides := map[string]int64{"vip": 5, "banned": 0, "one": 1}
+	for _, limit := range []int64{1, 2, 3} {
+		c := mustKeyedConcurrency(t, limit, overrides, 1) // 64 blocks: 512 counters
+		r := rand.New(rand.NewPCG(uint64(limit), 7))
+		keys := hostileKeys()
+		for i := range 3000 {
+			keys = append(keys, "user-"+strconv.Itoa(i))
+		}
+		keys = append(keys, "vip", "banned", "one")
+		held := map[string]int64{}
+		type hold struct {
+			key string
+			p   *KeyPermit
+		}
+		var holds []hold
+		var allowedN, refused int
+		for step := range 200000 {
+			if len(holds) > 0 && (r.IntN(2) == 0 || len(holds) > 4000) {
+				i := r.IntN(len(holds))
+				h := holds[i]
+				h.p.Release()
+				if r.IntN(4) == 0 {
+					h.p.Release() // a second release gives nothing back
+				}
+				held[h.key] -= h.p.n
+				holds[i] = holds[len(holds)-1]
+				holds = holds[:len(holds)-1]
+				continue
+			}
+			key := keys[r.IntN(len(keys))]
+			n := int64(1 + r.IntN(2))
+			p := new(KeyPermit)
+			d := c.AcquireN(p, key, n)
+			lim := c.LimitOf(key)
+			if _, ok := overrides[key]; ok {
+				if want := held[key]+n <= lim; d.Allowed != want {
+					t.Fatalf("step %d: key %q with an override, %d held, %d more of %d: allowed %v, want %v", step, key, held[key], n, lim, d.Allowed, want)
+				}
+			}
+			if !d.Allowed {
+				refused++
+				if n <= lim && d.Reason != ConcurrencyLimited || n > lim && d.Reason != ExceedsLimit {
+					t.Fatalf("step %d: %d of %d refused with %v", step, n, lim, d.Reason)
+				}
+				if c.InFlight(key)+n <= lim {
+					t.Fatalf("step %d: key %q refused %d with %d in flight of %d", step, key, n, c.InFlight(key), lim)
+				}
+				continue
+			}
+			allowedN++
+			held[key] += n
+			if held[key] > lim {
+				t.Fatalf("step %d: key %q holds %d places, limit %d", step, key, held[key], lim)
+			}
+			holds = append(holds, hold{key, p})
+			if got := c.InFlight(key); got < held[key] {
+				t.Fatalf("step %d: InFlight(%q) = %d below its %d places", step, key, got, held[key])
+			}
+		}
+		if allowedN < 1000 || refused < 1000 {
+			t.Fatalf("limit %d: %d allowed, %d refused: the test did not reach the limits", limit, allowedN, refused)
+		}
+		for _, h := range holds {
+			h.p.Release()
+		}
+		if !c.sketchIsEmpty() {
+			t.Fatalf("limit %d: the sketch holds places after every permit was released", limit)
+		}
+		for i := range c.pins {
+			if n := c.pins[i].inflight.Load(); n != 0 {
+				t.Fatalf("override %q holds %d after every permit was released", c.pins[i].key, n)
+			}
+		}
+	}
+}
+
+// keysInDistinctBlocks returns n keys whose hashes fall in distinct blocks
+// of a sketch with the given mask: keys that share no counter.
+func keysInDistinctBlocks(seed maphash.Seed, mask uint64, n int) []string {
+	seen := map[uint64]bool{}
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		key := "k" + strconv.Itoa(i)
+		if b := maphash.String(seed, key) & mask; !seen[b] {
+			seen[b] = true
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// TestKeyedConcurrencyIsExactForKeysThatShareNoCounter: keys alone in their
+// blocks are decided exactly as a Concurrency of their own would decide.
+func TestKeyedConcurrencyIsExactForKeysThatShareNoCounter(t *testing.T) {
+	c := mustKeyedConcurrency(t, 4, nil, 100)
+	keys := keysInDistinctBlocks(c.seed, c.mask, 50)
+	exact := map[string]*Concurrency{}
+	for _, key := range keys {
+		exact[key], _ = NewConcurrency(4)
+	}
+	var holds []*Permit
+	var kps []*KeyPermit
+	r := rand.New(rand.NewPCG(1, 2))
+	for step := range 50000 {
+		if len(kps) > 0 && r.IntN(2) == 0 {
+			i := r.IntN(len(kps))
+			kps[i].Release()
+			holds[i].Release()
+			kps[i], holds[i] = kps[len(kps)-1], holds[len(holds)-1]
+			kps, holds = kps[:len(kps)-1], holds[:len(holds)-1]
+			continue
+		}
+		key := keys[r.IntN(len(keys))]
+		n := int64(r.IntN(6))
+		kp, p := new(KeyPermit), new(Permit)
+		got, want := c.AcquireN(kp, key, n), exact[key].AcquireN(p, n)
+		if got != want {
+			t.Fatalf("step %d: key %q, %d places: %+v, a Concurrency of its own %+v", step, key, n, got, want)
+		}
+		if got.Allowed && n > 0 {
+			kps, holds = append(kps, kp), append(holds, p)
+		}
+		if c.InFlight(key) != exact[key].InFlight() {
+			t.Fatalf("step %d: InFlight(%q) = %d, exactly %d", step, key, c.InFlight(key), exact[key].InFlight())
+		}
+	}
+}
+
+// TestKeyedConcurrencyNeverExceedsTheLimitUnderRace has goroutines acquire
+// and release places of a few keys and of many, in a sketch small enough
+// that they all collide, and checks each key's true count whenever it is
+// allowed. Reading the counters' values as the adds return them, instead
+// of again after the last add, lets two acquirers of one key in (see
+// KeyedConcurrency): under the race detector, which widens the windows
+// between the adds, this test caught that in every run tried, and without
+// it in about one run of three.
+func TestKeyedConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
+	for _, limit := range []int64{1, 2} {
+		c := mustKeyedConcurrency(t, limit, map[string]int64{"vip": 3}, 1)
+		keys := []string{"a", "b", "c", "vip"}
+		for i := range 500 {
+			keys = append(keys, "user-"+strconv.Itoa(i))
+		}
+		truth := map[string]*atomic.Int64{}
+		for _, key := range keys {
+			truth[key] = new(atomic.Int64)
+		}
+		var over atomic.Int64
+		var allowedN atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(g), uint64(limit)))
+				var p KeyPermit
+				for i := range 50000 {
+					key := keys[r.IntN(4)]
+					if i%4 == 3 {
+						key = keys[r.IntN(len(keys))]
+					}
+					if !c.Acquire(&p, key).Allowed {
+						continue
+					}
+					allowedN.Add(1)
+					if truth[key].Add(1) > c.LimitOf(key) {
+						over.Add(1)
+					}
+					if i%16 == 0 {
+						runtime.Gosched()
+					}
+					truth[key].Add(-1)
+					p.Release()
+					p.Release()
+				}
+			}()
+		}
+		wg.Wait()
+		if over.Load() != 0 {
+			t.Fatalf("limit %d: %d times a key held more than its limit", limit, over.Load())
+		}
+		if allowedN.Load() < 1000 {
+			t.Fatalf("limit %d: only %d allowed", limit, allowedN.Load())
+		}
+		if !c.sketchIsEmpty() || c.InFlight("vip") != 0 {
+			t.Fatalf("limit %d: places left after every permit was released", limit)
+		}
+	}
+}
+
+// refusalRate puts keys keys in flight with one place each, then asks for
+// one place for each of probes keys never seen, releasing it at once, and
+// returns the share refused.
+func refusalRate(t *testing.T, limit int64, sized, keys, probes int) float64 {
+	c := mustKeyedConcurrency(t, limit, nil, sized)
+	ps := make([]KeyPermit, keys)
+	for i := range ps {
+		c.Acquire(&ps[i], "busy-"+strconv.Itoa(i))
+	}
+	refused := 0
+	var p KeyPermit
+	for i := range probes {
+		if c.Acquire(&p, "cold-"+strconv.Itoa(i)).Allowed {
+			p.Release()
+		} else {
+			refused++
+		}
+	}
+	return float64(refused) / float64(probes)
+}
+
+// TestKeyedConcurrencyRefusesFewColdKeys measures what the sketch costs:
+// how often a key holding nothing is refused its first place, with as many
+// keys in flight as the limiter was sized for, and twice as many. The
+// rates are those KeyedConcurrency's doc gives.
+func TestKeyedConcurrencyRefusesFewColdKeys(t *testing.T) {
+	const sized, probes = 4096, 200000
+	for _, tc := range []struct {
+		limit int64
+		load  int
+		most  float64
+	}{{1, 1, 0.02}, {1, 2, 0.05}, {2, 1, 0.001}, {2, 2, 0.002}} {
+		rate := refusalRate(t, tc.limit, sized, tc.load*sized, probes)
+		t.Logf("limit %d, %d× the keys sized for in flight: %.3f%% of cold keys refused", tc.limit, tc.load, 100*rate)
+		if rate > tc.most {
+			t.Errorf("limit %d, %d× the keys: %.3f%% of cold keys refused, expected at most %.1f%%", tc.limit, tc.load, 100*rate, 100*tc.most)
+		}
+	}
+}
+
+func TestKeyedConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
+	c := mustKeyedConcurrency(t, 2, map[string]int64{"vip": 2}, 0)
+	for _, key := range []string{"k", "vip"} {
+		var a, b KeyPermit
+		if !c.AcquireN(&a, key, 2).Allowed {
+			t.Fatalf("%q: 2 of 2 refused", key)
+		}
+		if c.Acquire(&b, key).Allowed {
+			t.Fatalf("%q: a third place of 2 allowed", key)
+		}
+		var wg sync.WaitGroup
+		for range 8 { // racing releases of one permit release once
+			wg.Add(1)
+			go func() { defer wg.Done(); a.Release() }()
+		}
+		wg.Wait()
+		b.Release() // never allowed
+		var zero KeyPermit
+		zero.Release()
+		if got := c.InFlight(key); got != 0 {
+			t.Fatalf("%q: InFlight = %d after releasing a permit of 2 many times", key, got)
+		}
+		// A released KeyPermit can be reused.
+		if !c.Acquire(&a, key).Allowed || c.InFlight(key) != 1 {
+			t.Fatalf("%q: reusing a released KeyPermit failed", key)
+		}
+		a.Release()
+		a.Release()
+		if c.InFlight(key) != 0 {
+			t.Fatalf("%q: a reused KeyPermit released twice", key)
+		}
+	}
+	if !c.sketchIsEmpty() {
+		t.Fatal("the sketch holds places after every release")
+	}
+}
+
+func TestKeyedConcurrencyEdgeCases(t *testing.T) {
+	c := mustKeyedConcurrency(t, 3, map[string]int64{"banned": 0, "vip": 10}, 0)
+	var p KeyPermit
+	if d := c.AcquireN(nil, "k", 1); d.Reason != ExceedsLimit {
+		t.Fatalf("a nil permit: %+v", d)
+	}
+	if d := c.AcquireN(&p, "k", 4); d.Reason != ExceedsLimit || d.RetryAfter != 0 {
+		t.Fatalf("4 places of 3: %+v", d)
+	}
+	if d := c.AcquireN(&p, "k", 0); !d.Allowed || c.InFlight("k") != 0 {
+		t.Fatal("0 places must be allowed and take nothing")
+	}
+	if d := c.AcquireN(&p, "k", -5); !d.Allowed || c.InFlight("k") != 0 {
+		t.Fatal("negative places must be allowed and take nothing")
+	}
+	if d := c.Acquire(&p, "banned"); d.Reason != ExceedsLimit {
+		t.Fatalf("an override of 0: %+v", d)
+	}
+	if d := c.AcquireN(&p, "vip", 10); !d.Allowed {
+		t.Fatalf("10 places of an override of 10: %+v", d)
+	}
+	if c.InFlight("vip") != 10 || c.LimitOf("vip") != 10 || c.LimitOf("k") != 3 || c.LimitOf("banned") != 0 {
+		t.Fatal("InFlight or LimitOf of the overrides")
+	}
+	p.Release()
+	// Lowering the limit keeps the places held, which count against it.
+	var a, b KeyPermit
+	c.AcquireN(&a, "k", 3)
+	if err := c.SetLimit(2); err != nil || c.Limit() != 2 || c.LimitOf("vip") != 10 {
+		t.Fatalf("SetLimit(2): %v, limit %d, vip's %d", err, c.Limit(), c.LimitOf("vip"))
+	}
+	if c.AcquireN(&b, "k", 2).Allowed || c.InFlight("k") != 3 {
+		t.Fatal("a key above a lowered limit must be refused, keeping its places")
+	}
+	a.Release()
+	if !c.AcquireN(&b, "k", 2).Allowed {
+		t.Fatal("after releasing, the lowered limit allows")
+	}
+	b.Release()
+	if err := c.SetLimit(-1); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
+		t.Fatalf("SetLimit(-1) = %v, limit now %d", err, c.Limit())
+	}
+	z := mustKeyedConcurrency(t, 0, nil, 0)
+	if d := z.Acquire(&p, "k"); d.Reason != ExceedsLimit {
+		t.Fatalf("limit 0: %+v", d)
+	}
+}
+
+func TestKeyedConcurrencyConfigErrorsNameTheFieldAndValue(t *testing.T) {
+	for _, tc := range []struct {
+		limit     int64
+		overrides map[string]int64
+		keys      int
+		option    string
+		message   string
+	}{
+		{-1, nil, 0, "limit", "limit = -1: must be between 0 and 4294967295"},
+		{MaxLimit + 1, nil, 0, "limit", "limit = 4294967296"},
+		{1, nil, -1, "keys", "keys = -1: must be between 0 and 262144"},
+		{1, nil, MaxKeysInFlight + 1, "keys", "keys = 262145"},
+		{1, map[string]int64{"ok": 1, "bad": -2}, 0, "overrides", `overrides = "bad": -2: must be between 0 and 4294967295`},
+		{1, map[string]int64{"big": MaxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
+	} {
+		_, err := NewKeyedConcurrency(tc.limit, tc.overrides, tc.keys)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Option != tc.option || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("NewKeyedConcurrency(%d, %v, %d) = %v, want a ConfigError of %s saying %q", tc.limit, tc.overrides, tc.keys, err, tc.option, tc.message)
+		}
+	}
+}
+
+func TestKeyedConcurrencyAllocatesNothing(t *testing.T) {
+	c := mustKeyedConcurrency(t, 10, map[string]int64{"vip": 5}, 0)
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	long := strings.Repeat("x", 4096)
+	i := 0
+	if a := testing.AllocsPerRun(10000, func() {
+		var p, q, r KeyPermit
+		c.Acquire(&p, keys[i%len(keys)])
+		c.Acquire(&q, "vip")
+		c.Acquire(&r, long)
+		c.InFlight(keys[i%len(keys)])
+		p.Release()
+		q.Release()
+		r.Release()
+		i++
+	}); a != 0 {
+		t.Fatalf("acquiring and releasing allocate %v times", a)
+	}
+}
+
+// TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys: a flood of distinct
+// keys, each holding a place, grows nothing; the keys with overrides keep
+// their whole limits through it; Bytes says what the limiter takes; and the
+// sketch's blocks are cache lines.
+func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := mustKeyedConcurrency(t, 1, map[string]int64{"vip": 3}, 1<<14)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	made := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if b := int64(c.Bytes()); made > b+b/20 || made < b-b/20 {
+		t.Fatalf("the limiter took %d bytes of heap, Bytes says %d", made, b)
+	}
+	if addr := uintptr(unsafe.Pointer(&c.cells[0])); addr%64 != 0 {
+		t.Fatalf("the sketch starts at %#x, not on a cache line", addr)
+	}
+	bytes := c.Bytes()
+	ps := make([]KeyPermit, 200000)
+	keys := make([]string, len(ps))
+	for i := range keys {
+		keys[i] = "flood-" + strconv.Itoa(i)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	allowedN := 0
+	for i := range ps {
+		if c.Acquire(&ps[i], keys[i]).Allowed {
+			allowedN++
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew != 0 || c.Bytes() != bytes {
+		t.Fatalf("%d keys allocated %d bytes; Bytes went from %d to %d", len(ps), grew, bytes, c.Bytes())
+	}
+	var vip [3]KeyPermit
+	for i := range vip {
+		if !c.Acquire(&vip[i], "vip").Allowed {
+			t.Fatalf("the override's place %d refused while the sketch is flooded", i+1)
+		}
+	}
+	t.Logf("a flood of %d keys in a sketch sized for %d: %d allowed", len(ps), 1<<14, allowedN)
+	for i := range ps {
+		ps[i].Release()
+	}
+	if !c.sketchIsEmpty() {
+		t.Fatal("the sketch holds places after the flood was released")
+	}
+}
+
+// TestKeyedConcurrencyOverridesAreMatchedWhole: a key that only resembles
+// an override's (a prefix, a suffix, a NUL, another case) gets the default
+// limit, and an override's key longer than any sane one still works.
+func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
+	long := strings.Repeat("k", 1<<16)
+	c := mustKeyedConcurrency(t, 1, map[string]int64{"vip": 100, long: 7}, 0)
+	for _, key := range hostileKeys() {
+		if got := c.LimitOf(key); got != 1 {
+			t.Errorf("LimitOf(%.20q) = %d, want the default 1", key, got)
+		}
+	}
+	if c.LimitOf(long) != 7 || c.LimitOf(long[1:]) != 1 {
+		t.Fatal("a long override's key must be matched whole")
+	}
+}
