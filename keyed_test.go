@@ -188,3 +188,23 @@ func TestLongKeysAreBounded(t *testing.T) {
 		t.Fatalf("TopKeys = %+v, want one key, cut, with 2 allowed", top)
 	}
 }
+
+func TestPerKeyRuleKeepsItsCountsAcrossAReloadOfItsOverrides(t *testing.T) {
+	rule := func(overrides map[string]int64) Rules {
+		return Rules{Flow: []FlowRule{{Resource: "api", Limit: 2, PerKey: true, Overrides: overrides}}}
+	}
+	g, _ := newGuard(t, rule(map[string]int64{"a": 5}))
+	for range 4 {
+		mustEnter(t, g, "api", WithKey("a")).Exit(nil)
+	}
+	mustEnter(t, g, "api", WithKey("b")).Exit(nil)
+	// a loses its override (4 counted, over the limit of 2 now); b gains
+	// one (1 counted, 2 more fit).
+	if err := g.SetRules(rule(map[string]int64{"b": 3})); err != nil {
+		t.Fatal(err)
+	}
+	mustBlock(t, g, "api", "flow[0]", RateLimited, WithKey("a"))
+	mustEnter(t, g, "api", WithKey("b")).Exit(nil)
+	mustEnter(t, g, "api", WithKey("b")).Exit(nil)
+	mustBlock(t, g, "api", "flow[0]", RateLimited, WithKey("b"))
+}

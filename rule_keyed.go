@@ -73,13 +73,19 @@ func keyGroups(rules []FlowRule) []*keyGroup {
 	return gs
 }
 
-// shape identifies the group by everything but its rules' limits: a group
-// of the same shape in the rules in force keeps its counts and takes the
-// new limits.
+// shape identifies the group by everything but its rules' limits and
+// overrides: a local group of the same shape in the rules in force keeps
+// its counts and takes the new limits and overrides. A cluster group is
+// identified by its whole rules: its cluster's limiter is made anew when
+// they change.
 func (g *keyGroup) shape(rules []FlowRule) string {
 	shapes := make([]FlowRule, len(g.at))
 	for j, i := range g.at {
-		shapes[j] = rules[i].normal().shape()
+		shapes[j] = rules[i].normal()
+		if !g.cluster {
+			shapes[j] = shapes[j].shape()
+			shapes[j].Overrides = nil
+		}
 	}
 	b, _ := json.Marshal(shapes) // rules marshal: see ruleKey
 	return string(b)
@@ -105,28 +111,31 @@ func (g *keyGroup) build(rules []FlowRule, c clock.Clock, cl Cluster) (rule, err
 		}
 		return &keyedClusterRule{l: l}, nil
 	}
-	ws := make([]flow.KeyWindow, len(g.at))
-	for j, i := range g.at {
-		r := rules[i]
-		ws[j] = flow.KeyWindow{Limit: r.Limit, Interval: r.interval(), Buckets: r.buckets(), Overrides: r.Overrides}
-	}
-	q, err := flow.NewKeyedQPS(ws, flow.WithClock(c))
+	q, err := flow.NewKeyedQPS(g.windows(rules), flow.WithClock(c))
 	if err != nil {
 		return nil, err
 	}
 	return &keyedRule{q: q}, nil
 }
 
+// windows are the group's rules as the windows of a flow.KeyedQPS.
+func (g *keyGroup) windows(rules []FlowRule) []flow.KeyWindow {
+	ws := make([]flow.KeyWindow, len(g.at))
+	for j, i := range g.at {
+		r := rules[i]
+		ws[j] = flow.KeyWindow{Limit: r.Limit, Interval: r.interval(), Buckets: r.buckets(), Overrides: r.Overrides}
+	}
+	return ws
+}
+
 // setLimits gives a group's enforcer, taken over from the rules in force,
-// its rules' limits.
+// its rules' limits and overrides.
 func (g *keyGroup) setLimits(r rule, rules []FlowRule) {
 	k, ok := r.(*keyedRule)
 	if !ok {
 		return // a cluster group is rebuilt when its limits change
 	}
-	for j, i := range g.at {
-		_ = k.q.SetLimit(j, rules[i].Limit) // valid: the rules passed Validate
-	}
+	_ = k.q.Set(g.windows(rules)) // valid: the rules passed Validate, the shape is the same
 }
 
 // KeyStat is what TopKeys says of one key: flow.KeyStat.

@@ -197,31 +197,103 @@ func NewKeyedQPS(windows []KeyWindow, opts ...Option) (*KeyedQPS, error) {
 		}
 		q.wins[j] = keyWindow{limit: w.Limit, k: uint64(k), grid: alignedGrid(w.Interval, k), off: q.stride, interval: w.Interval}
 		q.stride += k + 1
+	}
+	pinned, err := pinnedOf(windows)
+	if err != nil {
+		return nil, err
+	}
+	q.pin(pinned, q.clock.Now())
+	return q, nil
+}
+
+// pinnedOf returns the keys with overrides, each with its limit per
+// window, -1 where it has none.
+func pinnedOf(windows []KeyWindow) (map[string][]int64, error) {
+	var pinned map[string][]int64
+	for j, w := range windows {
 		for key, limit := range w.Overrides {
 			if limit < 0 || limit > MaxLimit {
-				return nil, &ConfigError{Option: at("overrides"), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+				return nil, &ConfigError{Option: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
 			}
-			if q.pinned == nil {
-				q.pinned = map[string][]int64{}
+			if pinned == nil {
+				pinned = map[string][]int64{}
 			}
-			l := q.pinned[key]
+			l := pinned[key]
 			if l == nil {
 				l = slices.Repeat([]int64{-1}, len(windows))
-				q.pinned[key] = l
+				pinned[key] = l
 			}
 			l[j] = limit
 		}
 	}
-	// Pinned keys take their entries now, so that a shard's table has room
-	// for them and its hot keys from the start.
-	for key, limits := range q.pinned {
+	return pinned, nil
+}
+
+// pin makes pinned the limiter's keys with overrides: each takes its hot
+// entry (a new one, or the one it has) for good, and a key no longer in
+// pinned keeps its entry as any hot key does. The caller holds every
+// shard's mutex, or has not shared the limiter yet.
+func (q *KeyedQPS) pin(pinned map[string][]int64, now int64) {
+	q.pinned = pinned
+	for i := range q.shards {
+		s := &q.shards[i]
+		for e := range s.hot {
+			s.hot[e].limits = nil
+		}
+		s.room = hotPerShard
+	}
+	for key, limits := range pinned {
 		h := q.hash(key)
 		s := q.shard(h)
 		s.init(q)
-		i := s.take(q, h, key)
-		s.hot[i].limits = limits
+		s.room++
+		e, ok := s.index[h]
+		if !ok {
+			// A cold key until now: its counts in the sketch come along.
+			est, at := s.estimates(q, h, now)
+			e = s.take(q, h, key)
+			s.seed(q, e, &est, &at)
+		}
+		s.hot[e].limits = limits
 	}
-	return q, nil
+}
+
+// Set gives the limiter new limits and overrides, keeping every count: the
+// windows must have the intervals and buckets the limiter was made with. A
+// key that loses its override keeps its counts, under the window's limit.
+// A bad argument is a *ConfigError, and changes nothing.
+func (q *KeyedQPS) Set(windows []KeyWindow) error {
+	if len(windows) != len(q.wins) {
+		return &ConfigError{Option: "windows", Value: len(windows), Detail: fmt.Sprintf("must be the limiter's %d", len(q.wins))}
+	}
+	for j, w := range windows {
+		at := func(field string) string { return fmt.Sprintf("windows[%d].%s", j, field) }
+		if w.Limit < 0 || w.Limit > MaxLimit {
+			return &ConfigError{Option: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+		}
+		k := w.Buckets
+		if k == 0 {
+			k = DefaultKeyBuckets
+		}
+		if w.Interval != q.wins[j].interval || uint64(k) != q.wins[j].k {
+			return &ConfigError{Option: at("interval"), Value: w.Interval, Detail: fmt.Sprintf("must stay %v in %d buckets, as the counts are kept", q.wins[j].interval, q.wins[j].k)}
+		}
+	}
+	pinned, err := pinnedOf(windows)
+	if err != nil {
+		return err
+	}
+	for i := range q.shards {
+		q.shards[i].mu.Lock()
+	}
+	for j, w := range windows {
+		q.wins[j].limit = w.Limit
+	}
+	q.pin(pinned, q.clock.Now())
+	for i := range q.shards {
+		q.shards[i].mu.Unlock()
+	}
+	return nil
 }
 
 // alignedGrid returns the grid of the window's buckets, numbered so that
@@ -266,25 +338,6 @@ func (q *KeyedQPS) AllowNAt(now int64, key string, n int64) (Decision, int) {
 	d, j := s.decide(q, h, key, now, n)
 	s.mu.Unlock()
 	return d, j
-}
-
-// SetLimit changes window j's limit, keeping every count; the overrides
-// stay as they are.
-func (q *KeyedQPS) SetLimit(j int, limit int64) error {
-	if j < 0 || j >= len(q.wins) {
-		return &ConfigError{Option: "window", Value: j, Detail: fmt.Sprintf("must be between 0 and %d", len(q.wins)-1)}
-	}
-	if limit < 0 || limit > MaxLimit {
-		return badLimit(limit, 0)
-	}
-	for i := range q.shards {
-		q.shards[i].mu.Lock()
-	}
-	q.wins[j].limit = limit
-	for i := range q.shards {
-		q.shards[i].mu.Unlock()
-	}
-	return nil
 }
 
 // A KeyStat is what Top says of one key.

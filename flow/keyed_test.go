@@ -403,3 +403,35 @@ func TestKeyedQPSHashIsSeededPerLimiter(t *testing.T) {
 		t.Fatalf("%d of 100 keys hash alike in two limiters", same)
 	}
 }
+
+func TestKeyedQPSSetKeepsCountsAndMovesOverrides(t *testing.T) {
+	c := clock.NewManual(0)
+	q := mustKeyed(t, c, KeyWindow{Limit: 2, Interval: time.Second, Overrides: map[string]int64{"a": 5}})
+	for range 4 {
+		q.AllowNAt(0, "a", 1)
+	}
+	q.AllowNAt(0, "b", 1) // cold
+	if err := q.Set([]KeyWindow{{Limit: 3, Interval: time.Second, Overrides: map[string]int64{"b": 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := q.AllowNAt(1, "a", 1); d.Allowed {
+		t.Fatal("a, 4 counted, allowed under the limit of 3 after losing its override")
+	}
+	for i := range 3 {
+		if d, _ := q.AllowNAt(1, "b", 1); !d.Allowed {
+			t.Fatalf("b, 1 counted and overridden to 4, refused its request %d", i+2)
+		}
+	}
+	if d, _ := q.AllowNAt(1, "b", 1); d.Allowed {
+		t.Fatal("b allowed a fifth under its override of 4: its count before the override was lost")
+	}
+	for _, bad := range [][]KeyWindow{
+		{{Limit: 3, Interval: 2 * time.Second}},
+		{{Limit: 3, Interval: time.Second}, {Limit: 1, Interval: time.Minute}},
+		{{Limit: -1, Interval: time.Second}},
+	} {
+		if err := q.Set(bad); err == nil {
+			t.Errorf("Set(%+v) accepted", bad)
+		}
+	}
+}

@@ -17,10 +17,11 @@ type keyShard struct {
 	state  []hotWindow // hot entry e's windows at [e*len(wins), ...)
 	sketch []keySketch // one per window
 	cursor int         // where the search for an entry to displace goes on
+	room   int         // the entries the shard may have: hotPerShard and its pinned keys
 	// floor is the heat of the least hot entry the last failed search
 	// found; until floorUntil, a newcomer no hotter does not search.
 	floor, floorUntil int64
-	_                 [120]byte // shards side by side share no mutex's cache line
+	_                 [112]byte // shards side by side share no mutex's cache line
 }
 
 // A hotKey is a key with exact windows.
@@ -76,6 +77,7 @@ func (s *keyShard) init(q *KeyedQPS) {
 	s.counts = make([]uint32, n*q.stride)
 	s.state = make([]hotWindow, n*len(q.wins))
 	s.sketch = make([]keySketch, len(q.wins))
+	s.room = hotPerShard
 }
 
 // take gives key (hash h) a hot entry, empty, and returns it; the caller
@@ -84,6 +86,11 @@ func (s *keyShard) init(q *KeyedQPS) {
 func (s *keyShard) take(q *KeyedQPS, h uint64, key string) int32 {
 	e := int32(len(s.hot))
 	s.hot = append(s.hot, hotKey{})
+	if n := cap(s.hot); len(s.state) < n*len(q.wins) {
+		// A key pinned after the tables were made.
+		s.counts = append(s.counts, make([]uint32, n*q.stride-len(s.counts))...)
+		s.state = append(s.state, make([]hotWindow, n*len(q.wins)-len(s.state))...)
+	}
 	s.fill(q, e, h, key)
 	return e
 }
@@ -106,16 +113,10 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 	}
 	// A cold key: estimate it in every window, and promote it if it uses
 	// more than half a window's limit.
-	var est [MaxKeyWindows][2]int64 // previous and current generation
-	var at [MaxKeyWindows]uint64    // the bucket it counts in
+	est, at := s.estimates(q, h, now) // per window: previous and current generation
 	promote := false
 	for j := range q.wins {
-		w := &q.wins[j]
-		k := &s.sketch[j]
-		b := k.advance(w, now)
-		at[j] = b
-		est[j] = k.estimate(h)
-		if w.limit > 0 && 2*(est[j][0]+est[j][1]+n) > w.limit {
+		if w := &q.wins[j]; w.limit > 0 && 2*(est[j][0]+est[j][1]+n) > w.limit {
 			promote = true
 		}
 	}
@@ -254,7 +255,7 @@ func (hw *hotWindow) retryAfter(c []uint32, w *keyWindow, over int64, now int64)
 // it did. est and at are the key's estimates and buckets per window.
 func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) (int32, bool) {
 	var e int32
-	if len(s.hot) < cap(s.hot) {
+	if len(s.hot) < s.room {
 		e = s.take(q, h, key)
 	} else {
 		heat := int64(0)
@@ -275,6 +276,14 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, est *[M
 		e = v
 		s.fill(q, e, h, key)
 	}
+	s.seed(q, e, est, at)
+	return e, true
+}
+
+// seed fills hot entry e's windows, empty, with the key's estimates in the
+// sketch; est and at are the estimates and the buckets they count in, per
+// window.
+func (s *keyShard) seed(q *KeyedQPS, e int32, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) {
 	for j := range q.wins {
 		w := &q.wins[j]
 		hw, c := s.window(q, e, j)
@@ -288,7 +297,17 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, est *[M
 		}
 		hw.sum = est[j][0] + est[j][1]
 	}
-	return e, true
+}
+
+// estimates returns the key's estimates in the sketch of every window, and
+// the buckets they count in, at time now.
+func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [MaxKeyWindows][2]int64, at [MaxKeyWindows]uint64) {
+	for j := range q.wins {
+		k := &s.sketch[j]
+		at[j] = k.advance(&q.wins[j], now)
+		est[j] = k.estimate(h)
+	}
+	return est, at
 }
 
 // share is count as a share of limit, in 1/1024ths.
