@@ -31,7 +31,8 @@ type binding struct {
 // resource, decided together.
 type check struct {
 	place  string   // "flow[2]", "breakers[0]"
-	places []string // for per-key rules: each rule's place, the window a refusal names picks one
+	places []string // for the per-key QPS rules: each rule's place, the window a refusal names picks one
+	keyed  bool     // a per-key rule: the key is named when it blocks
 	rule   rule
 }
 
@@ -242,7 +243,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		for j, i := range kg.at {
 			places[j] = ruleAt("flow", i)
 		}
-		all = append(all, bound{kg.resource, check{place: places[0], places: places, rule: s.flows[kg.at[0]]}})
+		all = append(all, bound{kg.resource, check{place: places[0], places: places, keyed: true, rule: s.flows[kg.at[0]]}})
 	}
 	for i, f := range s.flows {
 		r := rules.Flow[i]
@@ -256,7 +257,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			f = &refRule{allowed: allowed, limit: r.Limit}
 			s.flows[i] = f
 		}
-		all = append(all, bound{r.Resource, check{place: ruleAt("flow", i), rule: f}})
+		all = append(all, bound{r.Resource, check{place: ruleAt("flow", i), keyed: r.PerKey, rule: f}})
 	}
 	slices.SortStableFunc(all, func(a, b bound) int { return int(a.rule.phase()) - int(b.rule.phase()) })
 	for _, c := range all {

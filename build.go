@@ -65,6 +65,12 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 			ce.Option = ce.Option[strings.IndexByte(ce.Option, '.')+1:]
 		}
 		return r, err
+	case f.Type == ConcurrencyRule && f.PerKey:
+		l, err := flow.NewKeyedConcurrency(f.Limit, f.Overrides, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &keyConcurrencyRule{c: l}, nil
 	case f.Type == ConcurrencyRule:
 		l, err := flow.NewConcurrency(f.Limit)
 		if err != nil {

@@ -248,11 +248,11 @@ func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64)
 		if !d.Allowed {
 			e.undo(now)
 			be := &BlockError{Resource: e.res.name, Rule: ch.place, Reason: d.Reason, RetryAfter: d.RetryAfter}
-			if ch.places != nil {
+			if ch.keyed {
 				be.Key = e.key
-				if e.window >= 0 && int(e.window) < len(ch.places) {
-					be.Rule = ch.places[e.window]
-				}
+			}
+			if e.window >= 0 && int(e.window) < len(ch.places) {
+				be.Rule = ch.places[e.window]
 			}
 			return be
 		}

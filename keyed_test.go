@@ -208,3 +208,45 @@ func TestPerKeyRuleKeepsItsCountsAcrossAReloadOfItsOverrides(t *testing.T) {
 	mustEnter(t, g, "api", WithKey("b")).Exit(nil)
 	mustBlock(t, g, "api", "flow[0]", RateLimited, WithKey("b"))
 }
+
+func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{
+		{Resource: "api", Type: ConcurrencyRule, Limit: 2, PerKey: true, Overrides: map[string]int64{"vip": 3}},
+		{Resource: "api", Limit: 4, PerKey: true}, // refuses after the permits: they are given back
+	}})
+	a1 := mustEnter(t, g, "api", WithKey("a"))
+	a2 := mustEnter(t, g, "api", WithKey("a"))
+	be := mustBlock(t, g, "api", "flow[0]", ConcurrencyLimited, WithKey("a"))
+	if be.Key != "a" {
+		t.Fatalf("block names key %q, want a", be.Key)
+	}
+	mustEnter(t, g, "api", WithKey("b")).Exit(nil)
+	a1.Exit(nil)
+	a3 := mustEnter(t, g, "api", WithKey("a")) // the third of a's QPS rule
+	a2.Exit(nil)
+	a3.Exit(nil)
+	mustEnter(t, g, "api", WithKey("a")).Exit(nil) // the fourth
+	// a's QPS rule refuses the fifth: its concurrency permit is given back,
+	// so a still has both places.
+	mustBlock(t, g, "api", "flow[1]", RateLimited, WithKey("a"))
+	conc := FlowRule{Resource: "api", Type: ConcurrencyRule, Limit: 2, PerKey: true, Overrides: map[string]int64{"vip": 3}}
+	if err := g.SetRules(Rules{Flow: []FlowRule{conc}}); err != nil { // the same rule: its counts stay
+		t.Fatal(err)
+	}
+	mustEnter(t, g, "api", WithKey("a"))
+	mustEnter(t, g, "api", WithKey("a"))
+	for range 3 {
+		mustEnter(t, g, "vip", WithKey("vip")) // another resource: no rule
+	}
+	v := []Entry{mustEnter(t, g, "api", WithKey("vip")), mustEnter(t, g, "api", WithKey("vip")), mustEnter(t, g, "api", WithKey("vip"))}
+	mustBlock(t, g, "api", "flow[0]", ConcurrencyLimited, WithKey("vip"))
+	for _, e := range v {
+		e.Exit(nil)
+	}
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "api", Type: ConcurrencyRule, Limit: 1, PerKey: true, Overrides: map[string]int64{"vip": 3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	h := mustEnter(t, g, "api", WithKey("c"))
+	mustBlock(t, g, "api", "flow[0]", ConcurrencyLimited, WithKey("c"))
+	h.Exit(nil)
+}

@@ -56,8 +56,9 @@ type hold struct {
 	permit  flow.Permit      // a concurrency rule's
 	place   flow.Reservation // a throttle's
 	promise breaker.Promise  // a breaker's
-	grant   flow.Grant       // a QPS rule's, given back if a later rule blocks the request
-	_       [256 - 144]byte
+	grant     flow.Grant       // a QPS rule's, given back if a later rule blocks the request
+	keyPermit flow.KeyPermit   // a per-key concurrency rule's
+	_         [256 - 176]byte
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the

@@ -25,3 +25,24 @@ func (r *concurrencyRule) release(h *hold, _ int64, _ breaker.Outcome, _ bool) {
 
 func (*concurrencyRule) resizable() bool              { return true }
 func (r *concurrencyRule) setLimit(limit int64) error { return r.c.SetLimit(limit) }
+
+// A keyConcurrencyRule bounds each key's requests in flight
+// (flow.KeyedConcurrency), as concurrencyRule does for the whole resource.
+type keyConcurrencyRule struct{ c *flow.KeyedConcurrency }
+
+func (*keyConcurrencyRule) phase() phase { return phaseConcurrency }
+
+func (r *keyConcurrencyRule) admit(_ context.Context, e *entry, _ int64, h *hold) flow.Decision {
+	d := r.c.AcquireN(&h.keyPermit, e.key, e.count)
+	if d.Allowed {
+		h.by = r
+	}
+	return d
+}
+
+func (r *keyConcurrencyRule) release(h *hold, _ int64, _ breaker.Outcome, _ bool) {
+	h.keyPermit.Release()
+}
+
+func (*keyConcurrencyRule) resizable() bool              { return true }
+func (r *keyConcurrencyRule) setLimit(limit int64) error { return r.c.SetLimit(limit) }

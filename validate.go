@@ -301,8 +301,11 @@ func (f FlowRule) checkKeys(p *problems) {
 			p.add(x.field, "a per-key rule has no warm-up, does not borrow or lease and does not limit by another resource")
 		}
 	}
-	if t := f.flowType(); t != QPSRule {
-		p.add("per_key", "a per-key %s rule is not supported yet: per-key rules count requests (type qps)", t)
+	if t := f.flowType(); t == ThrottleRule {
+		p.add("per_key", "a per-key throttle is not supported yet: per-key rules count requests (qps) or requests in flight (concurrency)")
+	}
+	if f.Cluster && f.flowType() == ConcurrencyRule {
+		p.add("cluster", "a concurrency rule is not cluster-wide")
 	}
 	if f.Type == QPSRule || f.Type == "" {
 		if k := f.buckets(); k > flow.MaxKeyBuckets {
