@@ -52,10 +52,10 @@ type resizer interface {
 // every request by the processor serving it, so they fill whole cache
 // lines: the holds of two entries never share one.
 type hold struct {
-	by      rule
-	permit  flow.Permit      // a concurrency rule's
-	place   flow.Reservation // a throttle's
-	promise breaker.Promise  // a breaker's
+	by        rule
+	permit    flow.Permit      // a concurrency rule's
+	place     flow.Reservation // a throttle's
+	promise   breaker.Promise  // a breaker's
 	grant     flow.Grant       // a QPS rule's, given back if a later rule blocks the request
 	keyPermit flow.KeyPermit   // a per-key concurrency rule's
 	_         [256 - 176]byte
