@@ -1,24 +1,3 @@
-// Package httpguard guards net/http handlers and clients with a
-// slidegate.Guard.
-//
-// Middleware wraps a handler: each request enters the guard's resource for
-// its route (by default the method and the ServeMux pattern that serves it,
-// "GET /users/{id}"), a request that a rule blocks gets 429 Too Many
-// Requests (flow rules) or 503 Service Unavailable (breakers) with a
-// Retry-After header where the rule knows when to retry, and the response's
-// status, 5xx meaning an error, is recorded when the handler returns, so that
-// error-counting breakers see the server's failures. A handler that panics is
-// recorded as an error and the panic goes on.
-//
-//	g, err := slidegate.New()
-//	_ = g.SetRules(rules)
-//	mux := http.NewServeMux()
-//	mux.HandleFunc("GET /users/{id}", getUser)
-//	http.ListenAndServe(":8080", httpguard.Middleware(g)(mux))
-//
-// Transport does the same for the requests an http.Client sends: a call a
-// rule blocks returns a *slidegate.BlockError without reaching the network,
-// and 5xx responses and transport errors are recorded as errors.
 package httpguard
 
 import (
@@ -42,6 +21,7 @@ type options struct {
 	blocked  func(http.ResponseWriter, *http.Request, error)
 	isError  func(status int) bool
 	entry    func(*http.Request) []slidegate.EntryOption
+	key      func(*http.Request) string // nil: every request has the key ""
 }
 
 // WithResource names the resource a request enters. The default is
@@ -88,7 +68,9 @@ func WithIsError(f func(status int) bool) Option {
 
 // WithEntryOptions gives each request's Enter more options: a batch count,
 // or a priority (slidegate.WithPriority) for some requests. A nil f gives
-// none.
+// none. A slidegate.WithKey among them wins over the key option (KeyFrom,
+// KeyFromHeader, KeyFromClientIP). The slice f returns is read, never
+// written to, so f may return the same slice to every request.
 func WithEntryOptions(f func(*http.Request) []slidegate.EntryOption) Option {
 	return func(o *options) { o.entry = f }
 }
@@ -103,6 +85,21 @@ func build(opts []Option) options {
 		}
 	}
 	return o
+}
+
+// entryOptions appends to eo the options of r's Enter: its key, the
+// options WithEntryOptions gives (after the key, so that a key among them
+// wins), and then last. It copies WithEntryOptions's slice rather than
+// appending to it, which could write into an array that f shares between
+// requests.
+func (o *options) entryOptions(eo []slidegate.EntryOption, r *http.Request, last ...slidegate.EntryOption) []slidegate.EntryOption {
+	if o.key != nil {
+		eo = append(eo, slidegate.WithKey(o.key(r)))
+	}
+	if o.entry != nil {
+		eo = append(eo, o.entry(r)...)
+	}
+	return append(eo, last...)
 }
 
 // ServerError reports whether status is a 5xx: the default of WithIsError.
@@ -205,12 +202,8 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var eo []slidegate.EntryOption
-	if h.o.entry != nil {
-		eo = h.o.entry(r)
-	}
-	eo = append(eo, slidegate.Inbound())
-	e, err := h.g.Enter(r.Context(), h.name(r), eo...)
+	var buf [4]slidegate.EntryOption // on the stack: Enter keeps none of them
+	e, err := h.g.Enter(r.Context(), h.name(r), h.o.entryOptions(buf[:0], r, slidegate.Inbound())...)
 	if err != nil {
 		h.o.blocked(w, r, err)
 		return
@@ -256,7 +249,8 @@ func (e *StatusError) Error() string {
 // Many Requests when a flow rule blocked it, 503 Service Unavailable when a
 // breaker did or when the request ended while it waited; with a Retry-After
 // header, in whole seconds rounded up, when the rule knows when a retry
-// could be allowed.
+// could be allowed. The body is the status's text and nothing else: in
+// particular not the request's key (BlockError.Key), which the client chose.
 func WriteBlocked(w http.ResponseWriter, _ *http.Request, err error) {
 	status := http.StatusServiceUnavailable
 	var be *slidegate.BlockError
@@ -358,11 +352,8 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	var eo []slidegate.EntryOption
-	if t.o.entry != nil {
-		eo = t.o.entry(r)
-	}
-	e, err := t.g.Enter(r.Context(), t.o.resource(r), eo...)
+	var buf [4]slidegate.EntryOption
+	e, err := t.g.Enter(r.Context(), t.o.resource(r), t.o.entryOptions(buf[:0], r)...)
 	if err != nil {
 		if r.Body != nil {
 			_ = r.Body.Close() // a RoundTripper must close the body, even on errors

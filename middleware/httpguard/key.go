@@ -1,0 +1,188 @@
+package httpguard
+
+import (
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"slices"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/middleware/internal/clientip"
+)
+
+// KeyFrom takes each request's key from f. A nil f keeps the key option in
+// force. A key longer than slidegate.MaxKeyLength is cut to that length.
+// KeyFrom works for Middleware and Transport alike: f may read the request's
+// context (a tenant an authentication middleware stored there), which is
+// what a Transport usually has.
+func KeyFrom(f func(*http.Request) string) Option {
+	return func(o *options) {
+		if f != nil {
+			o.key = func(r *http.Request) string { return cut(f(r)) }
+		}
+	}
+}
+
+// KeyFromHeader takes each request's key from the first value of the
+// header called name (an API key, a tenant): for Middleware, the header the
+// client sent; for Transport, the one the request carries. A request without
+// the header, or with an empty value, has the empty key "", so all such
+// requests share one key's limit: a per-key rule then limits them together,
+// which is what makes it safe to let clients omit the header. A value longer
+// than slidegate.MaxKeyLength is cut to that length; the key shares its
+// bytes with the header, so it costs no allocation.
+//
+// The header says what the client claims: use it to share capacity among
+// clients that do not lie (an API key that is checked before the handler
+// runs, a tenant a gateway sets), not to hold back ones that do, who can
+// send a new value with every request. KeyFromClientIP keys by what a
+// client cannot choose.
+func KeyFromHeader(name string) Option {
+	canonical := textproto.CanonicalMIMEHeaderKey(name)
+	return func(o *options) {
+		o.key = func(r *http.Request) string {
+			if v := r.Header[canonical]; len(v) > 0 {
+				return cut(v[0])
+			}
+			return ""
+		}
+	}
+}
+
+// KeyFromClientIP takes each request's key from its client's IP address,
+// as ClientIP with these trusted proxies finds it (see ClientIP for how,
+// and KeyFromClient for more choices): the address's canonical text
+// ("192.0.2.1", "2001:db8::1"). With no trusted proxies it is the address
+// of the connection's peer, and forwarding headers are ignored. A
+// request whose peer is not an IP address (a Unix socket) has the empty key.
+//
+// For Middleware, a client address that the server or a trusted proxy
+// wrote canonically, as they do, costs no allocation: the key is a part of
+// Request.RemoteAddr or of the forwarding header.
+//
+// For Transport, KeyFromClientIP gives every request the empty key: an
+// outgoing request has no client address.
+func KeyFromClientIP(trusted ...netip.Prefix) Option {
+	return KeyFromClient(ClientIP{TrustedProxies: trusted})
+}
+
+// KeyFromClient takes each request's key from its client's IP address as c
+// finds it, as KeyFromClientIP does, keying an IPv6 client by its network if
+// c.IPv6Bits says so. c is copied: changing it, or its TrustedProxies,
+// afterwards changes nothing.
+func KeyFromClient(c ClientIP) Option {
+	c.TrustedProxies = slices.Clone(c.TrustedProxies)
+	c.Header = c.headerName()
+	return func(o *options) {
+		o.key = func(r *http.Request) string {
+			a, text := c.find(r)
+			return clientip.Key(a, text, c.IPv6Bits)
+		}
+	}
+}
+
+// ClientIP says how to find the IP address of the client that sent a
+// request, which may have reached the server through reverse proxies
+// (load balancers, CDNs, ingress controllers).
+//
+// The client is the peer of the request's connection (the host of
+// Request.RemoteAddr), unless that peer is in TrustedProxies. A trusted
+// proxy appends the address of its own peer to the forwarding header
+// (Header), to the right of whatever the request carried when it arrived,
+// which a client may have written anything into. So the header is read from
+// the right: each address in TrustedProxies is a proxy that passed the
+// request on, and the first that is not is the client. Addresses to its
+// left are never read, whatever they say. If all the addresses read are
+// trusted, the client is the left-most of them; if the header is absent,
+// the client is the trusted peer itself.
+//
+// An entry that is not an address (RFC 7239's "unknown" and obfuscated
+// "_hidden" nodes, host names, garbage) ends the walk at the last trusted
+// proxy read, which is then taken for the client: it is the nearest hop
+// that can be named, and every request it hides the client of shares its
+// key. The walk reads at most 32 entries, of at most 64 bytes (256 for a
+// Forwarded element) each, however long the header: a longer entry ends the
+// walk too, and a chain of more than 32 trusted proxies is cut there.
+//
+// Addresses may be written with a port ("192.0.2.1:4711",
+// "[2001:db8::1]:4711"), IPv6 with or without brackets; an IPv6 zone is
+// dropped and an IPv4-mapped IPv6 address (::ffff:192.0.2.1) is taken as
+// the IPv4 address it maps. A peer that is not an IP address (Unix socket,
+// a RemoteAddr that another middleware rewrote into something else) makes
+// the client unknown: the zero netip.Addr, whose key is "".
+//
+// Trust only the proxies in front of the server, and only if every path to
+// the server goes through them: a client that can reach the server
+// directly from a trusted address can write the header. Middleware that
+// runs before this one and rewrites RemoteAddr from a header defeats the
+// check: give its trusted proxies to ClientIP instead.
+type ClientIP struct {
+	// TrustedProxies are the addresses of the reverse proxies whose
+	// forwarding header is believed. None (the default) means the
+	// header is never read. A zero netip.Prefix matches nothing; an
+	// IPv4-mapped prefix (::ffff:10.0.0.0/104) matches the IPv4 addresses
+	// it maps. They are tried in order, one by one: keep them few.
+	TrustedProxies []netip.Prefix
+
+	// Header is the forwarding header the trusted proxies append to:
+	// "X-Forwarded-For" if empty. "Forwarded" is read as RFC 7239
+	// defines it (the "for" parameter of each element); any other header
+	// as a comma-separated list of addresses, as X-Forwarded-For is.
+	// Only this header is read: a client can send any of the others
+	// through the proxies untouched, so name the one they write.
+	Header string
+
+	// IPv6Bits, if between 1 and 127, keys an IPv6 client by its network
+	// of that many bits instead of its whole address: with 64, every
+	// address of 2001:db8:1:2::/64 has the key "2001:db8:1:2::/64". A
+	// site gets at least a /64 of its own, which its hosts, and a client
+	// that wants to escape a per-address limit, draw addresses from at
+	// will: 64 is the least that holds such a client to one key (an ISP
+	// may give a site a /56 or a /48; fewer bits hold more of a site
+	// together, and with it more of its neighbours). 0 (the default), or
+	// 128, keys by the whole address. IPv4 clients are always keyed by the
+	// whole address. A network's key costs an allocation per request.
+	IPv6Bits int
+}
+
+// Addr returns the IP address of the client that sent r, as c's doc says;
+// the zero netip.Addr if the peer is not an IP address. It does not
+// allocate for addresses written canonically, nor for a canonical Header.
+func (c ClientIP) Addr(r *http.Request) netip.Addr {
+	a, _ := c.find(r)
+	return a
+}
+
+// find returns the client's address and the text it was read from.
+func (c ClientIP) find(r *http.Request) (netip.Addr, string) {
+	peer, text, ok := clientip.ParseNode(r.RemoteAddr)
+	if !ok {
+		return netip.Addr{}, ""
+	}
+	if len(c.TrustedProxies) == 0 {
+		return peer, text
+	}
+	name := c.headerName()
+	format := clientip.List
+	if name == "Forwarded" {
+		format = clientip.Forwarded
+	}
+	return clientip.Find(peer, text, r.Header[name], format, c.TrustedProxies)
+}
+
+// headerName returns the canonical name of the forwarding header.
+func (c ClientIP) headerName() string {
+	if c.Header == "" {
+		return "X-Forwarded-For"
+	}
+	return textproto.CanonicalMIMEHeaderKey(c.Header)
+}
+
+// cut returns key's first slidegate.MaxKeyLength bytes, all the guard
+// tells apart: a key longer than that is input nobody needs to carry.
+func cut(key string) string {
+	if len(key) > slidegate.MaxKeyLength {
+		return key[:slidegate.MaxKeyLength]
+	}
+	return key
+}
