@@ -34,3 +34,31 @@ func TestUnaryInterceptorsAllocateNothingWhenAdmitted(t *testing.T) {
 		t.Errorf("client interceptor: %v allocations per RPC; want 0", n)
 	}
 }
+
+// TestServerKeysCost measures what each key option adds to an admitted
+// unary RPC on a server: nothing for a function that allocates nothing, one
+// allocation for the metadata (grpc-go copies the values it returns) and
+// one for the peer's address text.
+func TestServerKeysCost(t *testing.T) {
+	if raceDetector {
+		t.Skip("sync.Pool drops entries under the race detector")
+	}
+	g, _ := guarded(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: unaryMethod, Limit: 1 << 31, PerKey: true}}})
+	ctx := from(tcp("198.51.100.7:5555"), "x-tenant", "acme")
+	info := &grpc.UnaryServerInfo{FullMethod: unaryMethod}
+	handler := func(context.Context, any) (any, error) { return nil, nil }
+	for _, tc := range []struct {
+		name string
+		opt  grpcguard.Option
+		want float64
+	}{
+		{"KeyFrom", grpcguard.KeyFrom(func(context.Context, string) string { return "acme" }), 0},
+		{"KeyFromMetadata", grpcguard.KeyFromMetadata("x-tenant"), 1},
+		{"KeyFromPeer", grpcguard.KeyFromPeer(), 1},
+	} {
+		server := grpcguard.UnaryServerInterceptor(g, tc.opt)
+		if n := testing.AllocsPerRun(1000, func() { server(ctx, nil, info, handler) }); n != tc.want {
+			t.Errorf("%s: %v allocations per RPC; want %v", tc.name, n, tc.want)
+		}
+	}
+}

@@ -30,7 +30,7 @@ func UnaryClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryClient
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		return o.do(ctx, g, o.name(ctx, method), func() error {
 			return invoker(ctx, method, req, reply, cc, callOpts...)
-		})
+		}, slidegate.WithKey(o.keyOf(ctx, method, false)))
 	}
 }
 
@@ -59,7 +59,7 @@ func UnaryClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryClient
 func StreamClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamClientInterceptor {
 	g, o := build(g, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		e, err := g.Enter(ctx, o.name(ctx, method))
+		e, err := g.Enter(ctx, o.name(ctx, method), slidegate.WithKey(o.keyOf(ctx, method, false)))
 		if err != nil {
 			return nil, o.blocked(err)
 		}

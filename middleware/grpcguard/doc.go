@@ -35,6 +35,27 @@
 // client that made the call can take it apart with errors.As; only the
 // status crosses the network.
 //
+// # Keys
+//
+// An RPC's key (slidegate.WithKey) is what a resource's per-key rules
+// (slidegate.FlowRule.PerKey) limit on its own: a client address, a
+// tenant, an API key. On a server, KeyFromPeer keys each RPC by its
+// client's IP address, believing the "x-forwarded-for" metadata only from
+// the proxies it is told to trust (grpc-gateway, Envoy; see PeerAddr), and
+// KeyFromMetadata by an incoming metadata value; KeyFrom, on servers and
+// clients alike, by any function of the RPC's context and method. Without
+// one of them every RPC has the empty key "", one key like any other.
+//
+//	// At most 100 RPCs per second from each tenant.
+//	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
+//		{Resource: "/shop.Orders/Create", Limit: 100, PerKey: true},
+//	}})
+//	in := grpcguard.UnaryServerInterceptor(g, grpcguard.KeyFromMetadata("x-tenant"))
+//
+// A key is input a client chooses: the guard gets at most
+// slidegate.MaxKeyLength bytes of it, and the status of a blocked RPC never
+// repeats it.
+//
 // A server handler that panics is recorded as an error and the panic goes
 // on, unrecovered: grpcguard does not turn panics into statuses, which is a
 // recovery interceptor's job.

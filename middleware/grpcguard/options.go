@@ -20,6 +20,11 @@ type options struct {
 	resource    func(ctx context.Context, fullMethod string) string
 	blockStatus func(*slidegate.BlockError) *status.Status
 	errs        codeSet
+	// key names an RPC's key (nil: the empty key); serverKey says it reads
+	// what only a server has (the peer, incoming metadata), so that client
+	// interceptors ignore it.
+	key       func(ctx context.Context, fullMethod string) string
+	serverKey bool
 }
 
 // WithResource names the resource an RPC enters; fullMethod is the RPC's
@@ -77,7 +82,8 @@ func DefaultErrorCodes() []codes.Code {
 // BlockStatus is the default status of an RPC that a rule blocked:
 // codes.Unavailable if a breaker blocked it (slidegate.BreakerOpen),
 // codes.ResourceExhausted if a flow rule did (any other reason). The
-// message is be.Error(), which names the resource, the rule and the reason.
+// message is be.Error(), which names the resource, the rule and the reason,
+// and not the RPC's key (be.Key), which the client chose.
 // If be.RetryAfter is positive, the status carries a google.rpc.RetryInfo
 // detail (errdetails.RetryInfo) with that delay.
 func BlockStatus(be *slidegate.BlockError) *status.Status {
@@ -114,6 +120,14 @@ func (o *options) name(ctx context.Context, fullMethod string) string {
 		return fullMethod
 	}
 	return o.resource(ctx, fullMethod)
+}
+
+// keyOf returns the key of the RPC fullMethod, on a server if server.
+func (o *options) keyOf(ctx context.Context, fullMethod string, server bool) string {
+	if o.key == nil || (o.serverKey && !server) {
+		return ""
+	}
+	return o.key(ctx, fullMethod)
 }
 
 // blocked turns Enter's error into the RPC's: a blocked error for a

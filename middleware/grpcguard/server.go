@@ -24,7 +24,7 @@ func UnaryServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryServer
 		err = o.do(ctx, g, o.name(ctx, info.FullMethod), func() error {
 			resp, err = handler(ctx, req)
 			return err
-		}, slidegate.Inbound())
+		}, slidegate.Inbound(), slidegate.WithKey(o.keyOf(ctx, info.FullMethod, true)))
 		return resp, err
 	}
 }
@@ -49,7 +49,8 @@ func StreamServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamServ
 		if srv == nil {
 			method = UnknownMethod
 		}
-		return o.do(ctx, g, o.name(ctx, method), func() error { return handler(srv, ss) }, slidegate.Inbound())
+		return o.do(ctx, g, o.name(ctx, method), func() error { return handler(srv, ss) },
+			slidegate.Inbound(), slidegate.WithKey(o.keyOf(ctx, method, true)))
 	}
 }
 

@@ -1,0 +1,136 @@
+package grpcguard
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/middleware/internal/clientip"
+)
+
+// KeyFrom takes each RPC's key (slidegate.WithKey, what per-key rules limit
+// on its own) from f, called with the RPC's context and full method (as
+// WithResource's function is). A nil f keeps the key option in force. A key
+// longer than slidegate.MaxKeyLength is cut to that length. It is the one
+// key option of the client interceptors, for which f typically reads a
+// tenant or a user from ctx; on a server, ctx carries the incoming
+// metadata and the peer, and whatever an authentication interceptor that
+// runs before stored.
+func KeyFrom(f func(ctx context.Context, fullMethod string) string) Option {
+	return func(o *options) {
+		if f != nil {
+			o.key = func(ctx context.Context, fullMethod string) string { return cut(f(ctx, fullMethod)) }
+			o.serverKey = false
+		}
+	}
+}
+
+// KeyFromMetadata takes each RPC's key from the first value of the incoming
+// metadata key name (matched without regard to case, as gRPC metadata keys
+// are): an API key, a tenant. An RPC without it, or with an empty value,
+// has the empty key "", so all such RPCs share one key's limit. A value
+// longer than slidegate.MaxKeyLength is cut to that length. It is a server
+// option: a client interceptor ignores it, and its calls have the empty key
+// unless KeyFrom gives one.
+//
+// The metadata says what the client claims: use it to share capacity among
+// clients that do not lie (a key checked by an interceptor that runs
+// before), not to hold back ones that do, who can send a new value with
+// every call. KeyFromPeer keys by what a client cannot choose.
+func KeyFromMetadata(name string) Option {
+	name = strings.ToLower(name) // as grpc-go stores incoming keys: found without a scan
+	return func(o *options) {
+		o.key = func(ctx context.Context, _ string) string {
+			if v := metadata.ValueFromIncomingContext(ctx, name); len(v) > 0 {
+				return cut(v[0])
+			}
+			return ""
+		}
+		o.serverKey = true
+	}
+}
+
+// KeyFromPeer takes each RPC's key from its client's IP address: the
+// canonical text ("192.0.2.1", "2001:db8::1") of the address of the
+// connection's peer, or, when that peer is in trusted, of the address the
+// "x-forwarded-for" metadata names (see PeerAddr). An RPC whose peer has no
+// IP address (a Unix socket, an in-memory connection) has the empty key. It
+// is a server option: a client interceptor ignores it, and its calls have
+// the empty key unless KeyFrom gives one. trusted is copied.
+//
+// Making the key costs an allocation per RPC (the address's text), which
+// grpc-go's own few dozen per RPC dwarf.
+func KeyFromPeer(trusted ...netip.Prefix) Option {
+	trusted = slices.Clone(trusted)
+	return func(o *options) {
+		o.key = func(ctx context.Context, _ string) string {
+			a, text := peerAddr(ctx, trusted)
+			return clientip.Key(a, text, 0)
+		}
+		o.serverKey = true
+	}
+}
+
+// PeerAddr returns the IP address of the client of the RPC whose server
+// context is ctx: the address of the connection's peer, unless that peer is
+// in trusted, a proxy in front of the server (grpc-gateway, Envoy) that
+// appends the address of its own peer to the "x-forwarded-for" metadata.
+// Then the metadata's values are read from the right: each address in
+// trusted is a proxy that passed the RPC on, and the first that is not is
+// the client; addresses to its left, which a client may have written, are
+// never read. If all the addresses read are trusted, the client is the
+// left-most of them; without the metadata, the trusted peer itself. An
+// entry that is not an address ends the walk at the last trusted proxy
+// read, which is taken for the client; the walk reads at most 32 entries of
+// at most 64 bytes each. With no trusted prefixes, the metadata is never
+// read.
+//
+// It returns the zero netip.Addr if the peer has no IP address. An IPv6
+// zone is dropped and an IPv4-mapped address taken as the IPv4 address it
+// maps. A client that can reach the server directly from a trusted address
+// can write the metadata: trust only proxies that every path goes through.
+func PeerAddr(ctx context.Context, trusted ...netip.Prefix) netip.Addr {
+	a, _ := peerAddr(ctx, trusted)
+	return a
+}
+
+// peerAddr returns PeerAddr's address and the text it was read from ("" for
+// the peer's own address, which has none).
+func peerAddr(ctx context.Context, trusted clientip.Trusted) (netip.Addr, string) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return netip.Addr{}, ""
+	}
+	var a netip.Addr
+	switch addr := p.Addr.(type) {
+	case *net.TCPAddr:
+		a = addr.AddrPort().Addr()
+	case *net.UDPAddr:
+		a = addr.AddrPort().Addr()
+	default:
+		a, _, _ = clientip.ParseNode(addr.String())
+	}
+	if !a.IsValid() {
+		return netip.Addr{}, ""
+	}
+	a = a.Unmap().WithZone("")
+	if len(trusted) == 0 || !trusted.Contains(a) {
+		return a, ""
+	}
+	return clientip.Find(a, "", metadata.ValueFromIncomingContext(ctx, "x-forwarded-for"), clientip.List, trusted)
+}
+
+// cut returns key's first slidegate.MaxKeyLength bytes, all the guard
+// tells apart: a key longer than that is input nobody needs to carry.
+func cut(key string) string {
+	if len(key) > slidegate.MaxKeyLength {
+		return key[:slidegate.MaxKeyLength]
+	}
+	return key
+}
