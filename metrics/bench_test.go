@@ -9,6 +9,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/metrics"
 )
 
@@ -33,5 +34,29 @@ func BenchmarkCollect(b *testing.B) {
 		for len(ch) > 0 {
 			<-ch
 		}
+	}
+}
+
+// BenchmarkCollectTopKeys measures one Collect of a guard with a resource
+// whose per-key rule tracks as many keys as it can (flow.DefaultHotKeys,
+// each over half its limit), and with WithTopKeys(0), which reads none: the
+// difference is what the key families cost a scrape.
+func BenchmarkCollectTopKeys(b *testing.B) {
+	g, _ := keyedGuard(b, 1)
+	for i := range 2 * flow.DefaultHotKeys {
+		send(b, g, "GET /api", "user-"+strconv.Itoa(i), 2)
+	}
+	for _, n := range []int{metrics.DefaultTopKeys, 0} {
+		b.Run("top="+strconv.Itoa(n), func(b *testing.B) {
+			c := metrics.NewCollector(g, metrics.WithTopKeys(n))
+			ch := make(chan prometheus.Metric, 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Collect(ch)
+				for len(ch) > 0 {
+					<-ch
+				}
+			}
+		})
 	}
 }

@@ -19,13 +19,16 @@ const DefaultNamespace = "slidegate"
 //
 // A Collector is checked: Describe sends the fixed set of its descriptors,
 // so a registry refuses, when it is registered, a Collector whose names
-// collide with another's or whose WithConstLabels are invalid.
+// collide with another's, whose WithConstLabels are invalid, or whose
+// WithTopKeys is negative.
 //
 // Collect is not a hot path. It reads each resource's windows once and sends
 // eleven metrics per resource, which cost about 4 KiB and 120 allocations,
 // most of them the client library's, and 8 µs on a 2-core VM on top of
 // reading the guard (BenchmarkCollect): a scrape of a guard with 4096
-// resources takes some 50 ms.
+// resources takes some 50 ms. The keys of a resource with per-key rules
+// cost up to some 4 ms more, when its rules track as many keys as they can
+// (BenchmarkCollectTopKeys).
 type Collector struct {
 	guard *slidegate.Guard
 
@@ -37,6 +40,9 @@ type Collector struct {
 	flowRuleLimit        *prometheus.Desc
 	breakerRuleThreshold *prometheus.Desc
 
+	topKeys                int // keys a family exports per resource; 0: none
+	keyAllowed, keyBlocked *prometheus.Desc
+
 	clusterHealthy, clusterMisconfigured *prometheus.Desc
 	clusterFailures, clusterFallbacks    *prometheus.Desc
 }
@@ -47,6 +53,7 @@ type Option func(*options)
 type options struct {
 	namespace   string
 	constLabels prometheus.Labels
+	topKeys     int
 }
 
 // WithNamespace sets the prefix of every metric name (default
@@ -61,7 +68,7 @@ func WithNamespace(ns string) Option {
 // WithConstLabels adds labels with fixed values to every metric, to tell
 // apart two guards registered in one registry, say. The map is copied. A
 // label that is also one of the Collector's own (resource, reason, rule,
-// type, strategy), or an invalid label name, makes registering the
+// type, strategy, key), or an invalid label name, makes registering the
 // Collector fail with the reason.
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(o *options) { o.constLabels = maps.Clone(labels) }
@@ -75,7 +82,7 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 	if g == nil {
 		g = slidegate.Default()
 	}
-	o := options{namespace: DefaultNamespace}
+	o := options{namespace: DefaultNamespace, topKeys: DefaultTopKeys}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -84,10 +91,14 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", name), help, labels, o.constLabels)
 	}
+	keyAllowed, keyBlocked := keyDescs(desc, o.topKeys)
 	return &Collector{
-		guard:     g,
-		resources: newTraffic(desc, "", "the resource", "resource"),
-		inbound:   newTraffic(desc, "inbound_", "the service (requests entered with slidegate.Inbound)"),
+		guard:      g,
+		topKeys:    o.topKeys,
+		keyAllowed: keyAllowed,
+		keyBlocked: keyBlocked,
+		resources:  newTraffic(desc, "", "the resource", "resource"),
+		inbound:    newTraffic(desc, "inbound_", "the service (requests entered with slidegate.Inbound)"),
 		breakerState: desc("breaker_state",
 			"State of the breaker of a breaker rule in force: 0 closed, 1 open (a circuit blocks every request; an adaptive breaker blocks some), 2 half-open (a circuit lets probes through).",
 			"resource", "rule", "strategy"),
@@ -120,6 +131,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.breakerBlockRatio
 	ch <- c.flowRuleLimit
 	ch <- c.breakerRuleThreshold
+	ch <- c.keyAllowed
+	ch <- c.keyBlocked
 	ch <- c.clusterHealthy
 	ch <- c.clusterMisconfigured
 	ch <- c.clusterFailures
@@ -128,7 +141,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the guard and sends its metrics: the statistics of every
 // resource Guard.Resources returns and of the inbound traffic, the state of
-// every breaker, the rules in force, and the health of the guard's cluster
+// every breaker, the rules in force, the busiest keys of each resource with
+// per-key rules (Guard.TopKeys), and the health of the guard's cluster
 // if it has one that reports it (Guard.ClusterHealth). The breakers and the rules are read
 // separately, so a scrape that races a SetRules may show the breakers of
 // one set of rules beside the limits of the next.
@@ -138,7 +152,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.inbound.collect(ch, c.guard.InboundStats())
 	c.collectBreakers(ch, c.guard.Breakers())
-	c.collectRules(ch, c.guard.Rules())
+	rules := c.guard.Rules()
+	c.collectRules(ch, rules)
+	c.collectKeys(ch, rules)
 	if h, ok := c.guard.ClusterHealth(); ok {
 		constMetric(ch, c.clusterHealthy, prometheus.GaugeValue, flag(h.Healthy))
 		constMetric(ch, c.clusterMisconfigured, prometheus.GaugeValue, flag(h.Err != nil))

@@ -84,6 +84,8 @@ func TestRegisteringRefusesCollisions(t *testing.T) {
 		{"the same collector twice", []prometheus.Collector{metrics.NewCollector(g), metrics.NewCollector(g)}, false},
 		{"a constant label that is one of the collector's", []prometheus.Collector{
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"resource": "x"}))}, false},
+		{"a constant label called key, as the key families' own", []prometheus.Collector{
+			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"key": "x"}))}, false},
 		{"an invalid constant label", []prometheus.Collector{
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"__reserved": "x"}))}, false},
 	} {
@@ -117,7 +119,7 @@ func TestDescribeSendsTheFixedSet(t *testing.T) {
 	if got := describe(metrics.NewCollector(busy)); !slices.Equal(got, empty) {
 		t.Errorf("a guard's rules and traffic change the descriptors:\n%q\n%q", got, empty)
 	}
-	if n := len(allFamilies) + len(clusterFamilies); len(empty) != n || len(slices.Compact(slices.Clone(empty))) != len(empty) {
+	if n := len(allFamilies) + len(clusterFamilies) + len(keyFamilies); len(empty) != n || len(slices.Compact(slices.Clone(empty))) != len(empty) {
 		t.Errorf("%d descriptors, want %d distinct", len(empty), n)
 	}
 }

@@ -34,6 +34,8 @@
 //	slidegate_breaker_block_ratio                 gauge    resource, rule, strategy
 //	slidegate_flow_rule_limit                    gauge    resource, rule, type
 //	slidegate_breaker_rule_threshold             gauge    resource, rule, strategy
+//	slidegate_top_key_requests_allowed           gauge    resource, key
+//	slidegate_top_key_requests_blocked           gauge    resource, key
 //	slidegate_cluster_healthy                    gauge    -
 //	slidegate_cluster_misconfigured              gauge    -
 //	slidegate_cluster_failures_total             counter  -
@@ -44,7 +46,8 @@
 // redisflow.Cluster does). Alert on slidegate_cluster_misconfigured: a
 // wrong password or a missing permission does not mend by itself.
 //
-// WithConstLabels adds labels to every family.
+// WithConstLabels adds labels to every family. WithTopKeys sets how many
+// keys the key families export (see Keys below).
 //
 // The label reason is one of rate_limited, concurrency_limited,
 // exceeds_limit, wait_too_long, ref_limited and breaker_open
@@ -71,6 +74,44 @@
 // request ended in the last 10 seconds reports its quantiles and its
 // maximum as NaN, as a Prometheus summary reports an empty window, rather
 // than a latency of 0 that no request had.
+//
+// # Keys
+//
+// A resource with per-key rules (slidegate.FlowRule.PerKey) limits each key
+// (a user, a tenant, a client address: slidegate.WithKey) on its own, and
+// there may be millions of keys. The Collector never exports one series
+// per key: for each such resource, it exports the keys the guard reports
+// busiest (Guard.TopKeys), WithTopKeys of them (DefaultTopKeys, 10) in each
+// family:
+//
+//   - slidegate_top_key_requests_allowed: the keys with the most requests
+//     allowed in the last interval of the resource's first per-key rule,
+//     and that number;
+//   - slidegate_top_key_requests_blocked: the keys with the most requests
+//     blocked by the per-key rules in that rule's current and previous
+//     intervals, and that number; a key with none blocked is not there.
+//
+// Only keys that use more than half their limit are tracked one by one, so
+// a quiet key is in neither family. A scrape holds at most n series per
+// resource with per-key rules in each family (2·n·R for R such resources,
+// which the rules bound), however many keys there are: a flood of 100,000
+// keys adds no more than those lines to a scrape (see the tests). Over
+// time, though, keys come and go as they get busy and quiet: each key that
+// takes a turn at the top leaves a series that Prometheus marks stale once
+// it is gone, and a day's series are all the keys that took a turn. On a
+// large fleet, where every instance exports its own top keys, lower n, or
+// export none (WithTopKeys(0)) and read the keys on the dashboard.
+//
+// A key is what a client sent: the guard shows it cut to 64 bytes, and the
+// Collector makes it valid UTF-8 (each invalid byte becomes U+FFFD), as a
+// label value must be; keys that then read the same (a long key and
+// another with the same first 64 bytes) are added up into one series, for
+// two series with the same labels would fail the whole scrape. The empty
+// key, that of the requests that carry none, is exported as key="", which
+// Prometheus reads as a series without the label key. Reading the keys
+// costs a scrape about 4 ms for a resource that tracks as many keys as it
+// can (4,096; BenchmarkCollectTopKeys), and nothing for a resource without
+// per-key rules.
 //
 // # The guard's inbound traffic
 //

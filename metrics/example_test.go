@@ -55,3 +55,40 @@ func ExampleNewCollector() {
 	// slidegate_requests_blocked_total{reason="rate_limited",resource="GET /orders"} 1
 	// slidegate_response_time_seconds_count{resource="GET /orders"} 2
 }
+
+func ExampleWithTopKeys() {
+	g, err := slidegate.New(slidegate.WithClock(clock.NewManual(0)))
+	if err != nil {
+		panic(err)
+	}
+	// Each user at most 5 requests a second.
+	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 5, PerKey: true}}})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(g, metrics.WithTopKeys(3)))
+
+	send := func(user string, n int) {
+		for range n {
+			_ = g.Do(context.Background(), "GET /orders", func() error { return nil }, slidegate.WithKey(user))
+		}
+	}
+	send("alice", 1)    // quiet: not tracked
+	send("bob", 4)      // busy, within the limit
+	send("mallory", 20) // over it: 5 allowed, 15 blocked
+
+	// What Prometheus would scrape (in the registry's order: by labels).
+	mfs, _ := reg.Gather()
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		_ = enc.Encode(mf)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "slidegate_top_key_") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// slidegate_top_key_requests_allowed{key="bob",resource="GET /orders"} 4
+	// slidegate_top_key_requests_allowed{key="mallory",resource="GET /orders"} 5
+	// slidegate_top_key_requests_blocked{key="mallory",resource="GET /orders"} 15
+}

@@ -53,8 +53,8 @@ func newScraper(t *testing.T, cs ...prometheus.Collector) *scraper {
 	return &scraper{srv: srv}
 }
 
-// scrape fetches /metrics in the text format and parses it.
-func (s *scraper) scrape(t *testing.T) families {
+// body fetches /metrics in the text format.
+func (s *scraper) body(t *testing.T) string {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, s.srv.URL+"/metrics", nil)
 	if err != nil {
@@ -73,8 +73,15 @@ func (s *scraper) scrape(t *testing.T) families {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("scrape: %s\n%s", resp.Status, body)
 	}
+	return string(body)
+}
+
+// scrape fetches /metrics in the text format and parses it.
+func (s *scraper) scrape(t *testing.T) families {
+	t.Helper()
+	body := s.body(t)
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("parse the exposition: %v\n%s", err, body)
 	}
