@@ -56,8 +56,8 @@ import (
 // With as many keys in flight as the limiter was sized for, each holding
 // one place, a key with no place held is refused for its first with
 // probability about 0.9% when the limit is 1 (another key's place on each of
-// its three counters is enough), and 0.003% when the limit is 2 (it takes
-// two on each); with twice the keys in flight, 2.4% and 0.03%
+// its three counters is enough), and 0.001-0.006% when the limit is 2 (it
+// takes two on each); with twice the keys in flight, 2.5% and 0.03%
 // (TestKeyedConcurrencyRefusesFewColdKeys measures them). A key holding x
 // places is refused early only if each of its counters holds limit-x places
 // of others. A larger sizing lowers the rates about in proportion.

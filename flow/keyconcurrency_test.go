@@ -261,7 +261,7 @@ func refusalRate(t *testing.T, limit int64, sized, keys, probes int) float64 {
 // keys in flight as the limiter was sized for, and twice as many. The
 // rates are those KeyedConcurrency's doc gives.
 func TestKeyedConcurrencyRefusesFewColdKeys(t *testing.T) {
-	const sized, probes = 4096, 200000
+	const sized, probes = 4096, 100000
 	for _, tc := range []struct {
 		limit int64
 		load  int
@@ -425,7 +425,7 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 		t.Fatalf("the sketch starts at %#x, not on a cache line", addr)
 	}
 	bytes := c.Bytes()
-	ps := make([]KeyPermit, 200000)
+	ps := make([]KeyPermit, 100000)
 	keys := make([]string, len(ps))
 	for i := range keys {
 		keys[i] = "flood-" + strconv.Itoa(i)
@@ -470,5 +470,12 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 	}
 	if c.LimitOf(long) != 7 || c.LimitOf(long[1:]) != 1 {
 		t.Fatal("a long override's key must be matched whole")
+	}
+	// A key whose hash equals an override's (one chance in 2^64, forced
+	// here) is still not taken for it.
+	c.pinned[maphash.String(c.seed, "impostor")] = c.pinned[maphash.String(c.seed, "vip")]
+	var p KeyPermit
+	if c.LimitOf("impostor") != 1 || !c.Acquire(&p, "impostor").Allowed || c.InFlight("vip") != 0 {
+		t.Fatal("a key sharing an override's hash was taken for it")
 	}
 }

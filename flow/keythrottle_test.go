@@ -324,7 +324,7 @@ func coldWaits(t *testing.T, sized, busy, probes int) float64 {
 // many keys paced as the limiter was sized for, and twice as many. The
 // rates are those KeyedThrottle's doc gives.
 func TestKeyedThrottleColdKeysRarelyWait(t *testing.T) {
-	const sized, probes = 4096, 200000
+	const sized, probes = 4096, 100000
 	for _, tc := range []struct {
 		load int
 		most float64

@@ -1,0 +1,177 @@
+package flow
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// Benchmarks of the per-key concurrency limit and pacing, beside the
+// unkeyed limiters in the same run; BenchmarkBaselineTimeNow (bench_test.go)
+// gives the clock's cost. Run:
+//
+//	go test -run '^$' -bench 'BaselineTimeNow|KeyedConcurrency|KeyedThrottle' ./flow/
+
+// millionKeys are 2^20 distinct keys, as a per-key rule on a public API
+// sees them. Benchmarks take them in order: the seeded hash scatters them
+// as it would any keys, and the benchmark does not measure its own random
+// reads of a slice of 16 MiB.
+var millionKeys = sync.OnceValue(func() []string {
+	keys := make([]string, 1<<20)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	return keys
+})
+
+// keyCases are the keys a benchmark decides for: one key, or a million in
+// turn.
+func keyCases() []struct {
+	name string
+	key  func(i int) string
+} {
+	keys := millionKeys()
+	return []struct {
+		name string
+		key  func(i int) string
+	}{
+		{"one key", func(int) string { return "hot" }},
+		{"random of 1M", func(i int) string { return keys[i&(len(keys)-1)] }},
+	}
+}
+
+// BenchmarkKeyedConcurrency acquires and releases one place per request,
+// under a limit the requests never reach, for one key and for keys of a
+// million, in a sketch of the default size (1 MiB) and the largest (64
+// MiB, where a key's block is rarely in cache); and for an unkeyed
+// Concurrency.
+func BenchmarkKeyedConcurrency(b *testing.B) {
+	b.Run("unkeyed", func(b *testing.B) {
+		c, _ := NewConcurrency(100)
+		b.ReportAllocs()
+		for b.Loop() {
+			var p Permit
+			c.Acquire(&p)
+			p.Release()
+		}
+	})
+	for _, keys := range []int{0, MaxKeysInFlight} {
+		for _, tc := range keyCases() {
+			c, _ := NewKeyedConcurrency(100, nil, keys)
+			b.Run(tc.name+"/"+strconv.Itoa(c.Bytes()>>20)+"MiB", func(b *testing.B) {
+				for i := range 1 << 20 { // every page of the sketch touched
+					var p KeyPermit
+					c.Acquire(&p, millionKeys()[i])
+					p.Release()
+				}
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					var p KeyPermit
+					c.Acquire(&p, tc.key(i))
+					p.Release()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkKeyedConcurrencyParallel is BenchmarkKeyedConcurrency from
+// every processor, each taking keys of a million in its own turn.
+func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
+	b.Run("unkeyed", func(b *testing.B) {
+		c, _ := NewConcurrency(1 << 20)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				var p Permit
+				c.Acquire(&p)
+				p.Release()
+			}
+		})
+	})
+	var next atomic.Int64
+	for _, tc := range keyCases() {
+		c, _ := NewKeyedConcurrency(1<<20, nil, 0)
+		b.Run(tc.name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(next.Add(1) << 16)
+				for pb.Next() {
+					var p KeyPermit
+					c.Acquire(&p, tc.key(i))
+					p.Release()
+					i++
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkKeyedThrottle decides one request at a time, under a limit the
+// requests never reach (every decision allows and takes a place), for one
+// key and for keys of a million, with the time given (AllowNAt) and read
+// from the system clock inside (Allow); and for an unkeyed Throttle.
+func BenchmarkKeyedThrottle(b *testing.B) {
+	b.Run("unkeyed/now given", func(b *testing.B) {
+		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		b.ReportAllocs()
+		now := int64(0)
+		for b.Loop() {
+			now += 100
+			th.AllowNAt(now, 1)
+		}
+	})
+	b.Run("unkeyed/clock read", func(b *testing.B) {
+		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		b.ReportAllocs()
+		for b.Loop() {
+			th.Allow()
+		}
+	})
+	for _, tc := range keyCases() {
+		b.Run(tc.name+"/now given", func(b *testing.B) {
+			th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0, WithClock(clock.NewManual(0)))
+			b.ReportAllocs()
+			now := int64(0)
+			for i := 0; b.Loop(); i++ {
+				now += 100
+				th.AllowNAt(now, tc.key(i), 1)
+			}
+		})
+		b.Run(tc.name+"/clock read", func(b *testing.B) {
+			th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				th.Allow(tc.key(i))
+			}
+		})
+	}
+}
+
+// BenchmarkKeyedThrottleParallel is BenchmarkKeyedThrottle with the clock
+// read inside, from every processor.
+func BenchmarkKeyedThrottleParallel(b *testing.B) {
+	b.Run("unkeyed", func(b *testing.B) {
+		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				th.Allow()
+			}
+		})
+	})
+	var next atomic.Int64
+	for _, tc := range keyCases() {
+		th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0)
+		b.Run(tc.name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(next.Add(1) << 16)
+				for pb.Next() {
+					th.Allow(tc.key(i))
+					i++
+				}
+			})
+		})
+	}
+}
