@@ -47,8 +47,10 @@ import (
 // it). Every counter Z read thus held all of S's places, more than the
 // limit, and Z was refused: a contradiction. (Reading the values the adds
 // returned, instead of reading again after the last add, would not do: two
-// acquirers adding to two counters in opposite orders each see the other
-// on one counter only, and both are let in.)
+// acquirers of one key whose adds interleave, one first on a counter and
+// the other first on the next, each see the other on one counter only, and
+// both are let in.) The limit is the one in force: places held when
+// SetLimit lowers it count against the new one.
 //
 // What the sketch costs is refusals, never admissions: a key is refused
 // early when other keys in flight fill all three of its counters, or while
@@ -60,7 +62,7 @@ import (
 // takes two on each); with twice the keys in flight, 2.5% and 0.03%
 // (TestKeyedConcurrencyRefusesFewColdKeys measures them). A key holding x
 // places is refused early only if each of its counters holds limit-x places
-// of others. A larger sizing lowers the rates about in proportion.
+// of others. A larger sizing lowers the rates at least in proportion.
 //
 // Keys with overrides are counted exactly, each in a counter of its own,
 // which is never shared: a compare-and-swap that allows and counts in one

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
 	"runtime"
@@ -478,4 +479,25 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 	if c.LimitOf("impostor") != 1 || !c.Acquire(&p, "impostor").Allowed || c.InFlight("vip") != 0 {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}
+}
+
+// Two requests in flight per user, five for one of them.
+func ExampleKeyedConcurrency() {
+	limiter, err := NewKeyedConcurrency(2, map[string]int64{"batch-job": 5}, 0)
+	if err != nil {
+		panic(err)
+	}
+	var first, second, third KeyPermit
+	fmt.Println(limiter.Acquire(&first, "alice").Allowed)
+	fmt.Println(limiter.Acquire(&second, "alice").Allowed)
+	fmt.Println(limiter.Acquire(&third, "alice").Reason)
+	fmt.Println(limiter.AcquireN(&third, "batch-job", 5).Allowed)
+	first.Release() // when alice's first request is done
+	fmt.Println(limiter.InFlight("alice"))
+	// Output:
+	// true
+	// true
+	// concurrency limited
+	// true
+	// 1
 }

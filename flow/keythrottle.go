@@ -45,29 +45,31 @@ import (
 // since a counter only ever rises, and rises to the new next free place
 // of the key that raised it. So a key's estimate is at least its next free
 // place, its new place starts no sooner than that (or now, if later), and
-// a key's places never overlap: each comes a pace per request after the
-// one before it begins. The block's mutex makes reading the estimate and
-// raising the counters one step for the keys of the block, which are the
-// only keys that share counters.
+// a key's places never overlap: each begins no sooner than the one before
+// it ends, a pace per request after that one began. The block's mutex
+// makes reading the estimate and raising the counters one step for the
+// keys of the block, which are the only keys that share counters.
 //
 // What the sketch costs is waiting, never pace: a key all of whose three
-// counters are shared with keys paced further ahead waits as if it were
-// the least far ahead of them, and is refused (WaitTooLong) if that is
+// counters are shared with keys paced ahead waits until the earliest of
+// its counters' latest places, and is refused (WaitTooLong) if that is
 // beyond the maximum wait. With as many keys paced at once as the limiter
 // was sized for, a key not seen for a pace finds its place in the future,
 // and must wait, with probability about 0.8%; its wait is then that of a
-// busy key of its block, so at most the maximum wait and an interval. With twice
-// as many keys, about 2%. TestKeyedThrottleColdKeysRarelyWait measures
-// these; a larger sizing lowers them about in proportion.
+// busy key of its block, at most the maximum wait and an interval. With
+// twice as many keys, about 2%. TestKeyedThrottleColdKeysRarelyWait
+// measures these; a larger sizing lowers them about in proportion.
 //
 // Cancelling a reservation gives its place back only if no other place was
 // given in its block since (the block's count of writes says so), and the
 // place has not yet come: the block is then put back exactly as it was
-// before, as if the reservation had never been made. Otherwise the place
-// stays taken: a counter raised by the reservation may since carry another
-// key's next free place, which lowering it would lose, so the key's next
-// request waits as if the cancelled one had gone. A place given back is
-// therefore almost always the last one of its key, as Throttle gives back.
+// before, as if the reservation had never been made, so the invariant
+// above holds of the places not given back. Otherwise the place stays
+// taken: a counter raised by the reservation may since carry another key's
+// next free place, which lowering it would lose, and the key's next
+// request waits as if the cancelled one had gone. So Cancel gives back
+// when Throttle would (the key's last place, not yet come), unless another
+// key of its block was given a place since.
 //
 // Keys with overrides are paced exactly, each by a next free place of its
 // own, with one compare-and-swap as Throttle does. Keys are told apart by

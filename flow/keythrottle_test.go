@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"math/big"
@@ -649,4 +650,24 @@ func TestKeyedThrottleMemoryIsFixedWhateverTheKeys(t *testing.T) {
 			t.Fatalf("a key's next place is at %v, a pace after the flood", time.Duration(next))
 		}
 	}
+}
+
+// Each user's requests spaced 100 ms apart, waiting at most 250 ms.
+func ExampleKeyedThrottle() {
+	c := clock.NewManual(0)
+	limiter, err := NewKeyedThrottle(10, time.Second, 250*time.Millisecond, nil, 0, WithClock(c))
+	if err != nil {
+		panic(err)
+	}
+	for range 4 {
+		r := limiter.ReserveN("alice", 1)
+		fmt.Println(r.Allowed, r.Wait, r.Reason)
+	}
+	fmt.Println(limiter.Allow("bob").Allowed) // another key, paced on its own
+	// Output:
+	// true 0s not blocked
+	// true 100ms not blocked
+	// true 200ms not blocked
+	// false 0s wait too long
+	// true
 }
