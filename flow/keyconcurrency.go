@@ -242,6 +242,14 @@ func (p *KeyPermit) Release() {
 	p.c.add(p.h, -p.n)
 }
 
+// arm makes a filled permit releasable: a zero permit already is, and a
+// plain load spares it the locked write a store would take.
+func (p *KeyPermit) arm() {
+	if p.released.Load() {
+		p.released.Store(false)
+	}
+}
+
 // Acquire takes one place for key if its limit allows. See AcquireN.
 func (c *KeyedConcurrency) Acquire(p *KeyPermit, key string) Decision {
 	return c.AcquireN(p, key, 1)
@@ -278,7 +286,7 @@ func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision 
 		return Decision{Reason: ConcurrencyLimited}
 	}
 	p.c, p.h, p.n, p.pin = c, h, n, -1
-	p.released.Store(false)
+	p.arm()
 	return allowed
 }
 
@@ -295,7 +303,7 @@ func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, i int32, n int64) Decisio
 		}
 		if e.inflight.CompareAndSwap(cur, cur+n) {
 			p.c, p.h, p.n, p.pin = c, 0, n, i
-			p.released.Store(false)
+			p.arm()
 			return allowed
 		}
 	}
