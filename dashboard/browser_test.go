@@ -187,76 +187,10 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 		sim.second(nil)
 	}
 
-	// The browser, with a deadline: a hung browser fails the test.
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	userData, err := os.MkdirTemp("", "slidegate-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(userData) }) // after the browser has exited
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(userData),
-		chromedp.WindowSize(1280, 800),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(cancelAlloc) // waits for the browser to exit
-	tab, cancelTab := chromedp.NewContext(allocCtx)
-	defer cancelTab()
-
-	// Collect what the page writes to its console: it must write no error.
-	var consoleMu sync.Mutex
-	var problems []string
-	messages := chromedp.Console(tab)
-	consoleDone := make(chan struct{})
-	go func() {
-		defer close(consoleDone)
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if strings.Contains(m.Text, "status of 422") {
-				continue // the bad rules, answered 422 on purpose
-			}
-			if m.IsException() || m.Type == "error" || m.Type == "assert" {
-				consoleMu.Lock()
-				problems = append(problems, m.String())
-				consoleMu.Unlock()
-			}
-		}
-	}()
-
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(tab, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	waitUntil := func(what, expr string) {
-		t.Helper()
-		_, err := chromedp.Run(tab, chromedp.Poll[bool](expr,
-			chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second)))
-		if err != nil {
-			t.Fatalf("waiting for %s (%s): %v", what, expr, err)
-		}
-	}
-	eval := func(expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(tab, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("evaluating %s: %v", expr, err)
-		}
-		return v
-	}
+	pg := openBrowser(t, browser, func(text string) bool {
+		return strings.Contains(text, "status of 422") // the bad rules, answered 422 on purpose
+	})
+	tab, do, waitUntil, eval := pg.tab, pg.do, pg.waitUntil, pg.eval
 	cell := func(resource, class string) string {
 		return fmt.Sprintf(`(document.querySelector('#resources tr[data-resource=%s] td.%s') || {}).textContent`, strconv.Quote(resource), class)
 	}
@@ -386,12 +320,109 @@ func TestBrowserShowsLiveTraffic(t *testing.T) {
 	do("saving no rules", chromedp.Click(chromedp.ID("save")))
 	waitUntil("no rules", `(document.querySelector("#rules p.empty") || {}).textContent === "No rules: every request is allowed."`)
 
-	cancelTab()
-	<-consoleDone
-	consoleMu.Lock()
-	defer consoleMu.Unlock()
-	for _, p := range problems {
-		t.Errorf("the page's console: %s", p)
+	pg.close()
+}
+
+// A page is a headless browser's tab, and what the page wrote to its
+// console that it should not have.
+type page struct {
+	t           *testing.T
+	tab         context.Context
+	cancelTab   context.CancelFunc
+	consoleDone chan struct{}
+	consoleMu   sync.Mutex
+	problems    []string
+}
+
+// openBrowser starts the browser at path with a deadline (a hung browser
+// fails the test) and opens a tab. It collects the errors the page writes to
+// its console, but those for which expected reports true; close reports
+// them.
+func openBrowser(t *testing.T, path string, expected func(text string) bool) *page {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	userData, err := os.MkdirTemp("", "slidegate-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(userData) }) // after the browser has exited
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(userData),
+		chromedp.WindowSize(1280, 800),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc) // waits for the browser to exit
+	tab, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelTab)
+	pg := &page{t: t, tab: tab, cancelTab: cancelTab, consoleDone: make(chan struct{})}
+
+	// Collect what the page writes to its console: it must write no error.
+	messages := chromedp.Console(tab)
+	go func() {
+		defer close(pg.consoleDone)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if expected != nil && expected(m.Text) {
+				continue
+			}
+			if m.IsException() || m.Type == "error" || m.Type == "assert" {
+				pg.consoleMu.Lock()
+				pg.problems = append(pg.problems, m.String())
+				pg.consoleMu.Unlock()
+			}
+		}
+	}()
+	return pg
+}
+
+func (pg *page) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	pg.t.Helper()
+	if err := chromedp.Do(pg.tab, steps...); err != nil {
+		pg.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitUntil polls expr until it is true, for at most 15 s.
+func (pg *page) waitUntil(what, expr string) {
+	pg.t.Helper()
+	_, err := chromedp.Run(pg.tab, chromedp.Poll[bool](expr,
+		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil {
+		pg.t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+func (pg *page) eval(expr string) string {
+	pg.t.Helper()
+	v, err := chromedp.Run(pg.tab, chromedp.Evaluate[string](expr))
+	if err != nil {
+		pg.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// close closes the tab and fails the test for each error the page wrote to
+// its console.
+func (pg *page) close() {
+	pg.t.Helper()
+	pg.cancelTab()
+	<-pg.consoleDone
+	pg.consoleMu.Lock()
+	defer pg.consoleMu.Unlock()
+	for _, p := range pg.problems {
+		pg.t.Errorf("the page's console: %s", p)
 	}
 }
 
@@ -431,6 +462,13 @@ func speaksTheVocabulary(t *testing.T, eval func(string) string) {
 			t.Errorf("%s: %q, want %q", c.what, got, c.want)
 		}
 	}
+	usesNoOldWords(t, eval)
+}
+
+// usesNoOldWords checks that no word the page shows, and no tooltip or
+// class name, says pass, refuse, reject or error for requests.
+func usesNoOldWords(t *testing.T, eval func(string) string) {
+	t.Helper()
 	// Every word the page shows, and every tooltip and class name.
 	words := eval(`[document.body.innerText, ...[...document.querySelectorAll("[title]")].map(e => e.title),
 		...[...document.querySelectorAll("[class]")].map(e => e.getAttribute("class"))].join("\n")`)
@@ -439,4 +477,139 @@ func speaksTheVocabulary(t *testing.T, eval func(string) string) {
 	for _, m := range oldWords.FindAllStringSubmatch(words, -1) {
 		t.Errorf("the page says %q", m[1])
 	}
+}
+
+// A keyed simulation sends, second by second on a manual clock, the
+// requests of many users to one resource with per-key rules, and samples
+// the dashboard at the end of each second.
+type keyedSimulation struct {
+	t        *testing.T
+	clk      *clock.Manual
+	g        *slidegate.Guard
+	d        *dashboard.Dashboard
+	resource string
+}
+
+// second sends, in ten slices of 100 ms, one request of each of users
+// users and perSecond[key] requests of each key, then samples.
+func (s *keyedSimulation) second(users int, perSecond map[string]int) {
+	s.t.Helper()
+	for slice := range 10 {
+		send := func(key string) {
+			err := s.g.Do(context.Background(), s.resource, func() error { return nil }, slidegate.WithKey(key))
+			if err != nil && !errors.Is(err, slidegate.ErrBlocked) {
+				s.t.Fatal(err)
+			}
+		}
+		for u := slice; u < users; u += 10 {
+			send(fmt.Sprintf("user-%04d", u))
+		}
+		for key, n := range perSecond {
+			for range n/10 + btoi(slice < n%10) {
+				send(key)
+			}
+		}
+		s.clk.Advance(100 * time.Millisecond)
+	}
+	s.d.Sample()
+}
+
+func TestBrowserShowsTopKeys(t *testing.T) {
+	browser := findBrowser()
+	if browser == "" {
+		t.Skip("no chromium binary: install Debian's chromium to run the browser test")
+	}
+	clk := clock.NewManual(int64(time.Hour))
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const resource = "GET /api/orders"
+	if err := g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
+		{Resource: resource, Limit: 20, PerKey: true},                                             // 20 a second per user
+		{Resource: resource, Limit: 900, Interval: slidegate.Duration(time.Minute), PerKey: true}, // and 900 a minute
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dashboard.New(g, dashboard.WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+
+	// 300 users at a request a second; an abusive one at 60 a second, over
+	// its limit of 20; and a busy key, within its limit, that is markup.
+	const abuser, markup = "user-0042", `<img src=x onerror=alert(1)>`
+	sim := &keyedSimulation{t: t, clk: clk, g: g, d: d, resource: resource}
+	traffic := map[string]int{abuser: 60, markup: 15}
+	for range 3 {
+		sim.second(300, traffic)
+	}
+
+	pg := openBrowser(t, browser, nil)
+	pg.do("opening the page", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/"))
+	pg.waitUntil("the stream", `document.getElementById("status").dataset.state === "live"`)
+	list := func(which string) string {
+		return fmt.Sprintf(`[...document.querySelectorAll('#keys .keys-card[data-resource=%s] .keys-list.%s tbody tr')]`, strconv.Quote(resource), which)
+	}
+	row := func(which string) string {
+		return list(which) + `.map(tr => [...tr.cells].map(td => td.textContent).join("|")).join("\n")`
+	}
+	pg.waitUntil("the top keys", `!document.getElementById("keys-panel").hidden && `+list("blocked")+`.length > 0`)
+
+	// What the guard says of the keys, at the time of the sample: the page
+	// shows the same. The abusive user is the most blocked; the busiest are
+	// the abuser and the markup, which shows as text, not as an element.
+	want := map[string]slidegate.KeyStat{}
+	for _, k := range g.TopKeys(resource, 10, false) {
+		want[k.Key] = k
+	}
+	a, m := want[abuser], want[markup]
+	if a.Allowed != 20 || a.Blocked < 40 || m.Allowed != 15 || m.Blocked != 0 || len(want) != 2 {
+		t.Fatalf("the guard's top keys: %+v; want %s 20 allowed, 40 or more blocked, and %s 15 allowed", want, abuser, markup)
+	}
+	if got, w := pg.eval(row("blocked")), fmt.Sprintf("%s|%d|%d", abuser, a.Blocked, a.Allowed); got != w {
+		t.Errorf("most blocked:\n%s\nwant %s", got, w)
+	}
+	if got, w := pg.eval(row("allowed")), fmt.Sprintf("%s|%d|%d\n%s|%d|%d", abuser, a.Allowed, a.Blocked, markup, m.Allowed, m.Blocked); got != w {
+		t.Errorf("busiest:\n%s\nwant\n%s", got, w)
+	}
+	if n := pg.eval(`String(document.querySelectorAll("img").length)`); n != "0" {
+		t.Errorf("the page has %s img elements: a key was read as markup", n)
+	}
+	if got := pg.eval(`[...document.querySelectorAll("#keys td.key")].map(td => td.title).join("|")`); !strings.Contains(got, markup) {
+		t.Errorf("the keys' tooltips %q do not show the markup as text", got)
+	}
+	// The users at a request a second are not tracked one by one.
+	if n := pg.eval(list("allowed") + `.length + ""`); n != "2" {
+		t.Errorf("%s keys among the busiest, want the abuser and the markup", n)
+	}
+
+	// Live: a new abusive key takes the top of the most blocked.
+	traffic["bot-7"] = 300
+	sim.second(300, traffic)
+	pg.waitUntil("the new abuser", list("blocked")+`[0].cells[0].textContent === "bot-7"`)
+	top := g.TopKeys(resource, 1, true)
+	if got := pg.eval(list("blocked") + `[0].cells[1].textContent`); len(top) != 1 || top[0].Key != "bot-7" || got != strconv.FormatInt(top[0].Blocked, 10) {
+		t.Errorf("bot-7 shows %s blocked, want the guard's %+v", got, top)
+	}
+	usesNoOldWords(t, pg.eval)
+
+	if dir := os.Getenv("SLIDEGATE_SCREENSHOTS"); dir != "" {
+		shot, err := chromedp.Run(pg.tab, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "dashboard-keys.png")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+	pg.close()
 }

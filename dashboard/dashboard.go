@@ -31,6 +31,7 @@ type Dashboard struct {
 	history        int
 	snapshotPoints int
 	maxStreams     int
+	topKeys        int // keys of each list of a resource's top keys; 0: none
 	token          *[32]byte
 	mux            *http.ServeMux
 	writeTimeout   time.Duration // of each write to a client: writeTimeout but in tests
@@ -95,6 +96,7 @@ func New(g *slidegate.Guard, opts ...Option) (*Dashboard, error) {
 	cfg := config{
 		interval: DefaultInterval, history: DefaultHistory,
 		maxStreams: DefaultMaxStreams, snapshotPoints: DefaultSnapshotPoints,
+		topKeys: DefaultTopKeys,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -111,6 +113,7 @@ func New(g *slidegate.Guard, opts ...Option) (*Dashboard, error) {
 		history:        cfg.history,
 		snapshotPoints: cfg.snapshotPoints,
 		maxStreams:     cfg.maxStreams,
+		topKeys:        cfg.topKeys,
 		token:          cfg.token,
 		writeTimeout:   writeTimeout,
 		series:         make(map[string]*series),

@@ -12,8 +12,10 @@
 // and open /slidegate/ in a browser. The page lists every resource the guard
 // keeps statistics for, with its requests allowed, blocked and failed per
 // second, its requests in flight, its P50 and P99 response times and the
-// state of its breakers; a chart per resource over the last minutes; and the
-// rules in force, which it can also edit if WithRuleEditing allows it.
+// state of its breakers; for each resource with per-key rules
+// (slidegate.FlowRule.PerKey), its busiest keys and its most blocked ones; a
+// chart per resource over the last minutes; and the rules in force, which it
+// can also edit if WithRuleEditing allows it.
 //
 // A sampler goroutine reads the guard every second (WithInterval) and keeps
 // the last 300 samples of each resource (WithHistory). The rates are exact:
@@ -36,14 +38,15 @@
 // In the JSON, times are Unix seconds, durations seconds, rates requests per
 // second, and names are written as slidegate.Rules writes them. A snapshot is
 //
-//	{"seq": 42, "time": 1763800000.123, "interval": 1, "history": 300, "editing": false,
+//	{"seq": 42, "time": 1763800000.123, "interval": 1, "history": 300, "top_keys": 10, "editing": false,
 //	 "inbound":   {"name": "inbound", "stats": {...}, "history": {...}},
 //	 "resources": [{"name": "GET /orders", "breaker": "closed",
 //	                "stats":   {"allowed": 950, "blocked": 12, "succeeded": 940, "failed": 10,
 //	                            "avg_rt": 0.012, "p50": 0.01, "p90": 0.02, "p99": 0.05, "max_rt": 0.2,
 //	                            "in_flight": 3, "totals": {"allowed": ..., "blocked": ..., "succeeded": ..., "failed": ..., "rt": ...}},
 //	                "history": {"t": [...], "allowed_rate": [...], "blocked_rate": [...], "failed_rate": [...],
-//	                            "in_flight": [...], "p50": [...], "p99": [...], "breaker": [...]}}],
+//	                            "in_flight": [...], "p50": [...], "p99": [...], "breaker": [...]},
+//	                "keys":    {"interval": 1, "top": [{"key": "user-42", "allowed": 20, "blocked": 80}, ...]}}],
 //	 "breakers":  [{"resource": "GET /orders", "rule": "breakers[0]", "strategy": "error_ratio", "state": "closed",
 //	                "block_ratio": 0, "requests": 950, "succeeded": 940, "failed": 10, "slow": 0,
 //	                "blocked": 0, "probes_in_flight": 0, "retry_after": 0}],
@@ -58,7 +61,17 @@
 // "half-open", "open"; absent without one). A breaker's counts are of its
 // interval: the requests it counted an outcome of, those that succeeded,
 // failed and were slow, and those it blocked; block_ratio is the share of
-// requests it blocks now, 0 to 1. A snapshot carries at most
+// requests it blocks now, 0 to 1. keys is there for a resource with a per-key
+// QPS rule of its own (not a cluster's): the top_keys keys (WithTopKeys)
+// with the most requests allowed and those with the most blocked, together,
+// busiest first, as the guard tracks them (Guard.TopKeys: only keys over
+// half their limit); for each, the requests allowed in the last interval of
+// the resource's first per-key rule (interval, in seconds) and those the
+// per-key rules blocked in that interval and the one before. A key is any
+// text a client sent, cut to 64 bytes, its invalid UTF-8 replaced by
+// U+FFFD; keys that then read the same are added up. The page shows keys as
+// text, never as markup. The keys of at most 16 resources are sent, those
+// with the most requests blocked in the last 10 seconds. A snapshot carries at most
 // WithSnapshotPoints points of history in all: when the resources have more,
 // each one's history is its newest points only, and the resource has
 // "partial": true; api/history then serves it whole, as
@@ -72,7 +85,7 @@
 // with, for each resource the guard keeps, its stats and its new point
 // ({"t": ..., "allowed_rate": ..., "blocked_rate": ..., "failed_rate": ...,
 // "in_flight": ..., "p50": ..., "p99": ..., "breaker": ...}) instead of its
-// history; a resource missing from it is gone. The rules are there only when
+// history, and its keys as of the sample; a resource missing from it is gone. The rules are there only when
 // they changed.
 //
 // # What clients can make it hold
@@ -98,18 +111,25 @@
 // snapshot's size, about R·0.4 KiB of names and statistics and min(P, R·H)
 // points of 30 to 140 bytes each; and E is an event's size, about R·0.4 KiB.
 // A resource whose name is long, and escaped in JSON, adds up to 1.5 KiB to
-// both. With the guard's default 4,096 resources and the default options,
-// that is 75 MiB of history, S ≈ 3 MiB and E ≈ 1.6 MiB: about 120 MiB in
-// all, whatever the number of clients. Beyond it, a stream costs only its
+// both. The top keys add to both at most 16·2·T keys (T of WithTopKeys) of
+// at most 0.45 KiB each, a key of 64 bytes escaped in JSON at 6 bytes a
+// byte, and some 60 bytes each for keys like "user-42": at most 140 KiB, and
+// some 20 KiB, with the default T of 10, however many keys the clients
+// send (measured: a flood of hostile keys on 20 resources adds 54 KiB). With the
+// guard's default 4,096 resources and the default options, that is 75 MiB
+// of history, S ≈ 3 MiB and E ≈ 1.6 MiB: about 120 MiB in all, whatever
+// the number of clients. Beyond it, a stream costs only its
 // connection, goroutine and timer, a few KiB; the dashboard serves at most
 // WithMaxStreams streams at once and answers any more with 503. An api/history
 // response costs one resource's history, H points, while it is written.
 // Time is bounded likewise: at most one snapshot and one event are encoded
 // per sample (some 30 ms and 50 ms with 4,096 resources), whatever the
-// clients ask.
+// clients ask. Reading a resource's top keys costs a sample up to some 2 ms
+// when its rules track as many keys as they can (4,096;
+// BenchmarkSampleTopKeys), so at most some 35 ms for the 16 resources.
 //
 // The dashboard reads the guard only through its exported API (ResourcesAt,
-// BreakersAt, InboundStatsAt, StatsAt, Rules, SetRules), each sample at one
-// reading of the guard's clock (Guard.Clock); it sits above
-// the root package and below nothing.
+// BreakersAt, InboundStatsAt, StatsAt, Rules, SetRules, TopKeys), each sample
+// at one reading of the guard's clock (Guard.Clock), but for TopKeys, which
+// reads the clock itself; it sits above the root package and below nothing.
 package dashboard

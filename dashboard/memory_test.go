@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -320,5 +321,78 @@ func TestAStalledStreamIsDroppedAfterTheWriteTimeout(t *testing.T) {
 			t.Fatalf("the stalled stream is still served after %d samples", samples)
 		}
 		f.step(time.Second)
+	}
+}
+
+// TestTheKeysAFrameCarriesAreBounded floods 20 resources with per-key rules,
+// as an attacker would, with keys that are long and escape to six bytes a
+// byte in JSON: a frame carries the keys of 16 of them, the most blocked,
+// each with at most 2·DefaultTopKeys keys, and the keys add to an event and
+// a snapshot no more than the package documentation says.
+func TestTheKeysAFrameCarriesAreBounded(t *testing.T) {
+	const resources, keysEach = 20, 300
+	f := newFixture(t, nil)
+	bare, err := New(f.g, WithInterval(0), WithTopKeys(0)) // the same frames without keys
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bare.Close() })
+	var rules slidegate.Rules
+	for r := range resources {
+		rules.Flow = append(rules.Flow, slidegate.FlowRule{Resource: fmt.Sprintf("r%02d", r), Limit: 1, PerKey: true})
+	}
+	if err := f.g.SetRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	escaped := strings.Repeat("<\x01\xff", 100) // 6 bytes each in JSON: \u003c \u0001 \ufffd
+	for r := range resources {
+		for k := range keysEach {
+			// r00..r03 are blocked least: each key sends one request over
+			// its limit, and r04.. two.
+			f.keyed(t, fmt.Sprintf("r%02d", r), fmt.Sprintf("%04d", k)+escaped, 2+min(r/4, 1))
+		}
+	}
+	f.clk.Advance(time.Millisecond)
+	f.d.Sample()
+	bare.Sample()
+
+	sizes := func(d *Dashboard) (event, snapshot int) {
+		d.sampling.Lock()
+		ev := d.encodeEvent(false)
+		d.sampling.Unlock()
+		if err := d.encodeSnapshot(); err != nil {
+			t.Fatal(err)
+		}
+		return len(ev.data), len(d.snap.data)
+	}
+	event, snapshot := sizes(f.d)
+	bareEvent, bareSnapshot := sizes(bare)
+
+	var carried []string
+	for _, r := range f.snapshot(t).Resources {
+		if r.Keys == nil {
+			continue
+		}
+		carried = append(carried, r.Name)
+		if n := len(r.Keys.Top); n < 1 || n > 2*DefaultTopKeys {
+			t.Errorf("%s carries %d keys, want 1 to %d", r.Name, n, 2*DefaultTopKeys)
+		}
+		for _, k := range r.Keys.Top {
+			if len(k.Key) > 3*64 { // U+FFFD takes 3 bytes decoded
+				t.Errorf("%s: a key of %d bytes", r.Name, len(k.Key))
+			}
+		}
+	}
+	if len(carried) != maxKeyedResources || slices.ContainsFunc(carried, func(n string) bool { return n < "r04" }) {
+		t.Errorf("the keys of %q, want those of the %d most blocked resources, r04 to r19", carried, maxKeyedResources)
+	}
+	// The package documentation's bound on what keys add to a frame.
+	entry := len(`{"key":"","allowed":4294967295,"blocked":4294967295},`) + 6*64
+	head := len(`,"keys":{"interval":1,"top":[]}`)
+	bound := maxKeyedResources * (head + 2*DefaultTopKeys*entry)
+	t.Logf("%d resources flooded with %d keys each: keys add %d bytes to an event (%d without), %d to a snapshot (%d without); bound %d",
+		resources, keysEach, event-bareEvent, bareEvent, snapshot-bareSnapshot, bareSnapshot, bound)
+	if event-bareEvent > bound || snapshot-bareSnapshot > bound {
+		t.Errorf("keys add %d bytes to an event and %d to a snapshot, over the bound of %d", event-bareEvent, snapshot-bareSnapshot, bound)
 	}
 }

@@ -13,6 +13,8 @@ const (
 	DefaultHistory        = 300         // WithHistory: five minutes at one sample a second
 	DefaultMaxStreams     = 64          // WithMaxStreams
 	DefaultSnapshotPoints = 1 << 15     // WithSnapshotPoints: the whole default history of 109 resources
+	DefaultTopKeys        = 10          // WithTopKeys
+	MaxTopKeys            = 100         // WithTopKeys' largest n
 )
 
 // An Option customises a Dashboard.
@@ -23,6 +25,7 @@ type config struct {
 	history        int
 	maxStreams     int
 	snapshotPoints int
+	topKeys        int
 	token          *[sha256.Size]byte // nil: rule editing disabled
 	err            error              // the first bad option
 }
@@ -116,5 +119,23 @@ func WithRuleEditing(token string) Option {
 		}
 		sum := sha256.Sum256([]byte(token))
 		c.token = &sum
+	}
+}
+
+// WithTopKeys sets how many keys the dashboard shows of each resource with
+// per-key rules (slidegate.FlowRule.PerKey; default DefaultTopKeys): the n
+// keys with the most requests allowed, and the n with the most blocked,
+// among those the guard tracks (Guard.TopKeys: keys over half their
+// limit). An n of 0 shows none and reads none; an n below 0 or above
+// MaxTopKeys is an error. Every sample carries these keys, so n bounds
+// what they add to each event and snapshot: at most 2·n keys of at most 64
+// bytes for each of at most 16 resources (see the package documentation).
+func WithTopKeys(n int) Option {
+	return func(c *config) {
+		if n < 0 || n > MaxTopKeys {
+			c.bad("top keys = %d: must be between 0 (no keys) and %d", n, MaxTopKeys)
+			return
+		}
+		c.topKeys = n
 	}
 }

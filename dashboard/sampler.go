@@ -65,8 +65,9 @@ type series struct {
 	prev    slidegate.Totals
 	stats   slidegate.ResourceStats
 	breaker breakerState
-	seen    uint64 // the observation that last found the resource
-	fresh   bool   // the last sample added a point
+	seen    uint64    // the observation that last found the resource
+	fresh   bool      // the last sample added a point
+	keys    *keysJSON // its top keys, if it has per-key rules (observeKeys)
 }
 
 // add appends p, dropping the oldest point if the series holds limit of them.
@@ -222,6 +223,7 @@ func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 			d.otherPrev = st.Totals
 		}
 	}
+	d.observeKeys(rules)
 	d.inbound.update(now, inbound, noBreaker, elapsed, record, d.history)
 	d.last = now
 	return rulesChanged

@@ -26,7 +26,7 @@ type fixture struct {
 	d   *Dashboard
 }
 
-func newFixture(t *testing.T, gopts []slidegate.Option, opts ...Option) *fixture {
+func newFixture(t testing.TB, gopts []slidegate.Option, opts ...Option) *fixture {
 	t.Helper()
 	clk := clock.NewManual(int64(time.Hour))
 	g, err := slidegate.New(append([]slidegate.Option{slidegate.WithClock(clk)}, gopts...)...)

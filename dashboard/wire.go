@@ -17,6 +17,7 @@ type snapshotJSON struct {
 	Time      float64         `json:"time"`     // of the latest sample
 	Interval  float64         `json:"interval"` // seconds between samples; 0: on demand (Sample)
 	History   int             `json:"history"`  // points kept per resource
+	TopKeys   int             `json:"top_keys"` // keys in each list of a resource's top keys (WithTopKeys)
 	Editing   bool            `json:"editing"`  // PUT api/rules is allowed
 	Inbound   resourceJSON    `json:"inbound"`
 	Resources []resourceJSON  `json:"resources"`
@@ -43,6 +44,26 @@ type resourceJSON struct {
 	History *historyJSON `json:"history,omitempty"`
 	Partial bool         `json:"partial,omitempty"` // the history is only the newest points (WithSnapshotPoints)
 	Point   *pointJSON   `json:"point,omitempty"`
+	Keys    *keysJSON    `json:"keys,omitempty"` // a resource with per-key rules: its top keys
+}
+
+// keysJSON is the top keys of a resource with per-key rules, as of the
+// sample: the WithTopKeys keys with the most requests allowed and those
+// with the most blocked, together, busiest first. It is made anew each
+// sample and never changed, so that a snapshot may encode it after the
+// sampler has moved on.
+type keysJSON struct {
+	Interval float64   `json:"interval"` // seconds: the interval of the resource's first per-key rule
+	Top      []keyJSON `json:"top"`      // empty, not null, while no key is tracked
+}
+
+// keyJSON is one key: the requests allowed in the last interval of the
+// resource's first per-key rule, and those the per-key rules blocked in
+// that interval and the one before (slidegate.KeyStat).
+type keyJSON struct {
+	Key     string `json:"key"` // at most 64 bytes; any text a client sent
+	Allowed int64  `json:"allowed"`
+	Blocked int64  `json:"blocked"`
 }
 
 // resourceHistoryJSON is api/history: a resource with its whole history,
@@ -185,7 +206,7 @@ func (d *Dashboard) pointOf(p point) pointJSON {
 
 // resourceOf describes s, without its points.
 func (d *Dashboard) resourceOf(s *series) resourceJSON {
-	return resourceJSON{Name: s.name, Breaker: s.breaker.String(), Stats: statsOf(s.stats)}
+	return resourceJSON{Name: s.name, Breaker: s.breaker.String(), Stats: statsOf(s.stats), Keys: s.keys}
 }
 
 // withHistory describes s with its newest n points, marked partial if it
@@ -240,6 +261,7 @@ func (d *Dashboard) snapshot() snapshotJSON {
 		Time:      d.unix(d.last),
 		Interval:  d.interval.Seconds(),
 		History:   d.history,
+		TopKeys:   d.topKeys,
 		Editing:   d.token != nil,
 		Inbound:   d.withHistory(d.inbound, d.history),
 		Resources: make([]resourceJSON, 0, len(d.series)),

@@ -1,5 +1,5 @@
-// The slidegate dashboard's page: a table of resources, a chart per resource
-// and the rules in force, kept live by the server's event stream
+// The slidegate dashboard's page: a table of resources, the top keys of the
+// resources with per-key rules, a chart per resource and the rules in force, kept live by the server's event stream
 // (api/events). Every URL is relative, so the page works under any prefix.
 // No build step: plain JavaScript, with uPlot (vendored) for the charts.
 "use strict";
@@ -19,10 +19,11 @@
   // by "sample" events.
   const state = {
     history: 300,
+    topKeys: 10, // keys shown in each list of a resource's top keys
     editing: false,
     time: 0,
     inbound: null, // {name, stats, hist}
-    resources: new Map(), // name → {name, breaker, stats, hist}
+    resources: new Map(), // name → {name, breaker, stats, hist, keys}
     breakers: [],
     rules: {},
     sortKey: "name",
@@ -87,11 +88,12 @@
   // snapshot's share (the server bounds the points a snapshot carries), and
   // those since. Its chart asks for the rest (fetchHistory).
   function fromSnapshotResource(r) {
-    return { name: r.name, breaker: r.breaker || "", stats: r.stats, hist: r.history || emptyHist(), partial: !!r.partial };
+    return { name: r.name, breaker: r.breaker || "", stats: r.stats, hist: r.history || emptyHist(), partial: !!r.partial, keys: r.keys || null };
   }
 
   function applySnapshot(s) {
     state.history = s.history;
+    state.topKeys = s.top_keys;
     state.editing = s.editing;
     state.time = s.time;
     state.inbound = fromSnapshotResource(s.inbound);
@@ -104,6 +106,7 @@
   function applyPoint(entry, r) {
     entry.stats = r.stats;
     entry.breaker = r.breaker || "";
+    entry.keys = r.keys || null;
     const p = r.point;
     if (!p) return;
     const h = entry.hist;
@@ -224,6 +227,76 @@
       th.classList.toggle("sorted-desc", th.dataset.key === state.sortKey && state.sortDir < 0);
       th.setAttribute("aria-sort", th.dataset.key === state.sortKey ? (state.sortDir > 0 ? "ascending" : "descending") : "none");
     }
+  }
+
+  // ---- the top keys ----
+
+  // A key is text a client sent: it is only ever set as text (el appends
+  // strings as text nodes), never parsed as markup.
+  function keyCell(key) {
+    if (key === "") return el("td", { className: "key no-key", title: "The requests that carry no key" }, "(no key)");
+    return el("td", { className: "key", title: key }, key);
+  }
+
+  const byText = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+  function fmtInterval(s) {
+    if (s >= 3600 && s % 3600 === 0) return s / 3600 + " h";
+    if (s >= 60 && s % 60 === 0) return s / 60 + " min";
+    return s + " s";
+  }
+
+  // keyedInRules returns the resources whose keys the guard tracks: those
+  // with a per-key QPS rule of their own (not a cluster's).
+  function keyedInRules() {
+    const names = new Set();
+    for (const f of state.rules.flow || []) {
+      if (f.per_key && !f.cluster && (f.type || "qps") === "qps") names.add(f.resource);
+    }
+    return names;
+  }
+
+  // keyList is one list of a resource's keys: by what first says, most first.
+  function keyList(title, keys, first, second, heads, tips, empty) {
+    const rows = keys.map((k) =>
+      el("tr", { dataset: { key: k.key } }, keyCell(k.key),
+        el("td", { className: "num " + first }, String(k[first])),
+        el("td", { className: "num " + second }, String(k[second]))));
+    return el("div", { className: "keys-list " + first },
+      el("h4", {}, title),
+      rows.length ? el("table", { className: "grid compact" },
+        el("thead", {}, el("tr", {},
+          el("th", { scope: "col" }, "Key"),
+          el("th", { scope: "col", className: "num", title: tips[first] }, heads[first]),
+          el("th", { scope: "col", className: "num", title: tips[second] }, heads[second]))),
+        el("tbody", {}, ...rows)) : el("p", { className: "empty" }, empty));
+  }
+
+  function renderKeys() {
+    const list = [...state.resources.values()].filter((e) => e.keys).sort((a, b) => byText(a.name, b.name));
+    const unshown = [...keyedInRules()].filter((name) => { const e = state.resources.get(name); return e && !e.keys; }).length;
+    $("keys-panel").hidden = state.topKeys === 0 || (list.length === 0 && unshown === 0);
+    const n = state.topKeys;
+    const heads = { allowed: "Allowed", blocked: "Blocked" };
+    const cards = list.map((e) => {
+      const iv = fmtInterval(e.keys.interval);
+      const tips = {
+        allowed: "Requests of the key allowed in the last " + iv,
+        blocked: "Requests of the key that the per-key rules blocked, in this " + iv + " and the one before",
+      };
+      const top = e.keys.top;
+      const busiest = [...top].sort((a, b) => b.allowed - a.allowed || b.blocked - a.blocked || byText(a.key, b.key)).slice(0, n);
+      const blocked = top.filter((k) => k.blocked > 0)
+        .sort((a, b) => b.blocked - a.blocked || b.allowed - a.allowed || byText(a.key, b.key)).slice(0, n);
+      return el("article", { className: "keys-card", dataset: { resource: e.name } },
+        el("header", {}, el("h3", { title: e.name }, e.name), el("span", { className: "note" }, "per key, last " + iv)),
+        el("div", { className: "keys-lists" },
+          keyList("Busiest", busiest, "allowed", "blocked", heads, tips, "No key over half its limit."),
+          keyList("Most blocked", blocked, "blocked", "allowed", heads, tips, "No key blocked.")));
+    });
+    $("keys").replaceChildren(...cards);
+    $("keys-note").textContent = "keys over half their limit" +
+      (unshown > 0 ? ` · ${unshown} more resource${unshown === 1 ? "" : "s"} with per-key rules not shown: a sample carries the keys of the most blocked ${list.length}` : "");
   }
 
   // ---- the charts ----
@@ -407,6 +480,12 @@
     if (f.warm_up) extra.push("warm-up " + f.warm_up);
     if (f.borrow) extra.push("borrow " + f.borrow);
     if (f.ref_resource) extra.push("by " + f.ref_resource);
+    if (f.per_key) extra.push("per key");
+    if (f.overrides) {
+      const n = Object.keys(f.overrides).length;
+      extra.push(n + (n === 1 ? " override" : " overrides"));
+    }
+    if (f.cluster) extra.push("cluster");
     return extra.join(", ");
   }
 
@@ -490,6 +569,7 @@
     const list = visibleResources();
     renderInbound();
     renderTable(list);
+    renderKeys();
     renderCharts(list);
     renderRules();
     renderEditor();
