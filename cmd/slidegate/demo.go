@@ -33,7 +33,9 @@ Runs a small HTTP service protected by slidegate, drives traffic at it, and
 serves the live dashboard and Prometheus metrics. The traffic repeats every
 20 s: a steady phase, a spike above the orders' rate limit (searches turn
 slow), an outage of the payments' dependency (its breaker opens), and a
-recovery (the breaker closes).
+recovery (the breaker closes). It comes from 2,000 users (the X-User
+header), one of whom, user-0042, hammers the orders at 60 a second, over
+the per-user limit of 20.
 
   --addr ADDR      where to serve the service, the dashboard and /metrics
                    (default 127.0.0.1:8700; 127.0.0.1:0 picks a free port)
@@ -73,6 +75,29 @@ func phaseAt(d time.Duration) *phase {
 	}
 	return &phases[len(phases)-1]
 }
+
+// The demo's users: each request of the endpoints' traffic comes from one
+// of them, at random, named in the X-User header, which the service's
+// per-key rules limit each user by. Two users send traffic of their own on
+// top: one busy but within the orders' per-user limit, one far over it.
+const (
+	users       = 2000
+	userHeader  = "X-User"
+	abusiveUser = "user-0042"
+	busyUser    = "user-0007"
+)
+
+// heavyUsers are the users with traffic of their own, to the orders.
+var heavyUsers = []struct {
+	user string
+	rate float64 // requests per second
+}{
+	{abusiveUser, 60}, // three times the per-user limit of 20 a second
+	{busyUser, 12},    // busy, within it
+}
+
+// userName names user i of the population, counting from 1.
+func userName(i int) string { return fmt.Sprintf("user-%04d", i) }
 
 // The demo service's endpoints, which are its resources.
 var endpoints = []struct {
@@ -152,7 +177,10 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	start := time.Now()
 	svc := &service{start: start}
 	mux := http.NewServeMux()
-	mux.Handle("/api/", httpguard.Middleware(g)(svc.mux()))
+	// The key of a request is its user: the header stands for an identity
+	// the service has checked, as an API key would be (a public service
+	// would key by what a client cannot choose: httpguard.KeyFromClientIP).
+	mux.Handle("/api/", httpguard.Middleware(g, httpguard.KeyFromHeader(userHeader))(svc.mux()))
 	closeObs, err := observe(mux, g)
 	if err != nil {
 		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
@@ -184,7 +212,9 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 		len(r.Flow), plural(len(r.Flow)), len(r.Breakers), plural(len(r.Breakers)))
 	fmt.Fprintf(stdout, "  dashboard  %s/slidegate/\n  metrics    %s/metrics\n  service    %s/api/orders, /api/search, /api/payments\n", base, base, base)
 	fmt.Fprintf(stdout, "Every 20 s: steady 5 s, spike 4 s (orders ×7, slow searches), payments outage 5 s, recovery 6 s. Ctrl-C stops.\n")
-	fmt.Fprintf(stdout, "Requests per second by endpoint, and the 99th percentile of response times over the last 5 to 10 s:\n")
+	fmt.Fprintf(stdout, "The traffic comes from %d users (the %s header); %s also sends %.0f orders a second, %s %.0f.\n",
+		users, userHeader, abusiveUser, heavyUsers[0].rate, busyUser, heavyUsers[1].rate)
+	fmt.Fprintf(stdout, "Requests per second by endpoint (the orders blocked include %s's, over its per-user limit),\nand the 99th percentile of response times over the last 5 to 10 s:\n", abusiveUser)
 
 	load := newLoad(base)
 	wg.Add(1)
@@ -193,6 +223,7 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 		load.run(ctx, start)
 	}()
 	totals := report(ctx, g, start, stdout)
+	keys := topKeys(g)
 
 	closeObs() // ends the dashboard's event streams, which Shutdown would wait for
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -201,6 +232,7 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	wg.Wait()
 	fmt.Fprintf(stdout, "stopped after %v: %d requests allowed, %d blocked, %d failed\n",
 		time.Since(start).Round(100*time.Millisecond), totals.Allowed, totals.Blocked(), totals.Failed)
+	fmt.Fprint(stdout, keys)
 	return 0
 }
 
@@ -265,15 +297,30 @@ func newLoad(base string) *load {
 	}
 }
 
-// run sends each endpoint's rate of requests, in steps of 10 ms, until ctx
-// ends, and waits for the requests in flight.
+// run sends each endpoint's rate of requests, each from a user at random,
+// and each heavy user's requests to the orders, in steps of 10 ms, until
+// ctx ends, and waits for the requests in flight.
 func (l *load) run(ctx context.Context, start time.Time) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	owed := make([]float64, len(endpoints))
+	owedHeavy := make([]float64, len(heavyUsers))
 	last := time.Now()
+	send := func(url, user string) {
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			return // the service is that slow: skip the request
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-l.slots }()
+			l.get(ctx, url, user)
+		}()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -285,28 +332,25 @@ func (l *load) run(ctx context.Context, start time.Time) {
 			for i, ep := range endpoints {
 				owed[i] += ep.rate(p) * dt
 				for ; owed[i] >= 1; owed[i]-- {
-					select {
-					case l.slots <- struct{}{}:
-					default:
-						continue // the service is that slow: skip the request
-					}
-					wg.Add(1)
-					go func(url string) {
-						defer wg.Done()
-						defer func() { <-l.slots }()
-						l.get(ctx, url)
-					}(l.base + ep.path)
+					send(l.base+ep.path, userName(1+rand.IntN(users)))
+				}
+			}
+			for i, h := range heavyUsers {
+				owedHeavy[i] += h.rate * dt
+				for ; owedHeavy[i] >= 1; owedHeavy[i]-- {
+					send(l.base+endpoints[0].path, h.user)
 				}
 			}
 		}
 	}
 }
 
-func (l *load) get(ctx context.Context, url string) {
+func (l *load) get(ctx context.Context, url, user string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return
 	}
+	req.Header.Set(userHeader, user)
 	resp, err := l.client.Do(req)
 	if err != nil {
 		return
@@ -380,3 +424,33 @@ func delta(t, prev slidegate.Totals) slidegate.Totals {
 
 // stamp formats d as the demo's clock: "  12.3s".
 func stamp(d time.Duration) string { return fmt.Sprintf("%6.1fs", d.Seconds()) }
+
+// topKeys describes, for each resource with per-key rules, the keys its
+// rules track one by one (those over half their limit: Guard.TopKeys), the
+// most blocked first, at most three; or nothing if no rule is per key.
+func topKeys(g *slidegate.Guard) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, f := range g.Rules().Flow {
+		if !f.PerKey || f.Cluster || (f.Type != "" && f.Type != slidegate.QPSRule) || seen[f.Resource] {
+			continue
+		}
+		seen[f.Resource] = true // the first per-key rule, whose interval the counts cover
+		interval := time.Duration(f.Interval)
+		if interval == 0 {
+			interval = time.Second
+		}
+		keys := g.TopKeys(f.Resource, 3, true)
+		if len(keys) == 0 {
+			fmt.Fprintf(&b, "per-key rules on %s: no key over half its limit\n", f.Resource)
+			continue
+		}
+		fmt.Fprintf(&b, "per-key rules on %s: most blocked key %s (%d requests blocked in this %v and the one before, %d allowed in the last %v)",
+			f.Resource, keys[0].Key, keys[0].Blocked, interval, keys[0].Allowed, interval)
+		for _, k := range keys[1:] {
+			fmt.Fprintf(&b, "; %s (%d blocked, %d allowed)", k.Key, k.Blocked, k.Allowed)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

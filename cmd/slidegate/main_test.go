@@ -113,7 +113,8 @@ func TestUsage(t *testing.T) {
 }
 
 // The demo, for real: 20 s of traffic on a free port. Its output must show
-// the spike's blocks and the payments breaker opening and closing again.
+// the spike's blocks, the payments breaker opening and closing again, and
+// the abusive user as the orders' most blocked key.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo runs for 20 s")
@@ -140,6 +141,17 @@ func TestDemo(t *testing.T) {
 	}
 	if !spikeBlocks || !opened || !closedAfter {
 		t.Fatalf("spike blocks %v, payments breaker opened %v and closed again %v; output:\n%s", spikeBlocks, opened, closedAfter, out)
+	}
+	// The abusive user, at three times its limit, is blocked; it is the
+	// most blocked key.
+	const most = "per-key rules on GET /api/orders: most blocked key " + abusiveUser + " ("
+	if i := strings.Index(out, most); i < 0 {
+		t.Errorf("the summary does not name %s as the most blocked key:\n%s", abusiveUser, out)
+	} else {
+		var blocked int
+		if _, err := fmt.Sscan(out[i+len(most):], &blocked); err != nil || blocked < 1 {
+			t.Errorf("the summary says %q, want %s with requests blocked", strings.SplitN(out[i:], "\n", 2)[0], abusiveUser)
+		}
 	}
 	// The summary says how long the demo ran: 20 s and the time it took to
 	// stop, which a busy machine stretches.
@@ -180,6 +192,14 @@ func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
 	if err := g.Do(context.Background(), "a", func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
+	// A key over its limit of 2 an hour, which the metrics and the
+	// dashboard show.
+	if err := g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "k", Limit: 2, Interval: slidegate.Duration(time.Hour), PerKey: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_ = g.Do(context.Background(), "k", func() error { return nil }, slidegate.WithKey("abuser"))
+	}
 	mux := http.NewServeMux()
 	stop, err := observe(mux, g)
 	if err != nil {
@@ -194,7 +214,8 @@ func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `slidegate_requests_allowed_total{resource="a"} 1`) {
+	if !strings.Contains(string(body), `slidegate_requests_allowed_total{resource="a"} 1`) ||
+		!strings.Contains(string(body), `slidegate_top_key_requests_blocked{key="abuser",resource="k"} 1`) {
 		t.Fatalf("/metrics:\n%s", body)
 	}
 	resp, err = http.Get(srv.URL + "/slidegate/api/snapshot")
@@ -203,7 +224,8 @@ func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"a"`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"a"`) ||
+		!strings.Contains(string(body), `"keys":{"interval":3600,"top":[{"key":"abuser","allowed":2,"blocked":1}]}`) {
 		t.Fatalf("/slidegate/api/snapshot: %d\n%s", resp.StatusCode, body)
 	}
 }
