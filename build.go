@@ -83,6 +83,12 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 				interval, statsInterval, statsWidth, statsWidth, statsInterval)}
 		}
 		return &refRule{limit: f.Limit}, nil
+	case f.Type == ThrottleRule && f.PerKey:
+		t, err := flow.NewKeyedThrottle(f.Limit, interval, time.Duration(f.MaxWait), f.Overrides, 0, flow.WithClock(c))
+		if err != nil {
+			return nil, err
+		}
+		return &keyThrottleRule{t: t}, nil
 	case f.Type == ThrottleRule && f.Limit > 0:
 		t, err := flow.NewThrottle(f.Limit, interval, time.Duration(f.MaxWait), opts...)
 		if err != nil {

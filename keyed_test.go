@@ -250,3 +250,27 @@ func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
 	mustBlock(t, g, "api", "flow[0]", ConcurrencyLimited, WithKey("c"))
 	h.Exit(nil)
 }
+
+func TestPerKeyThrottleRuleSpacesEachKey(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{
+		{Resource: "api", Type: ThrottleRule, Limit: 2, PerKey: true, Overrides: map[string]int64{"fast": 1000}},
+		{Resource: "api", Limit: 1, Interval: Duration(time.Minute), PerKey: true}, // blocks the second of each key
+	}})
+	mustEnter(t, g, "api", WithKey("a")).Exit(nil)
+	// a's next place is 500 ms away and the rule waits for none...
+	be := mustBlock(t, g, "api", "flow[0]", WaitTooLong, WithKey("a"))
+	if be.Key != "a" {
+		t.Fatalf("block names key %q", be.Key)
+	}
+	mustEnter(t, g, "api", WithKey("b")).Exit(nil) // ... b has its own pace
+	clk.Advance(500 * time.Millisecond)
+	mustBlock(t, g, "api", "flow[1]", RateLimited, WithKey("b")) // paced, then the minute rule
+	// An override paces its key at its own rate: 1 ms apart.
+	mustEnter(t, g, "api", WithKey("fast")).Exit(nil)
+	mustBlock(t, g, "api", "flow[0]", WaitTooLong, WithKey("fast"))
+	clk.Advance(time.Millisecond)
+	mustBlock(t, g, "api", "flow[1]", RateLimited, WithKey("fast"))
+	if err := (Rules{Flow: []FlowRule{{Resource: "api", Type: ThrottleRule, PerKey: true}}}).Validate(); err == nil {
+		t.Fatal("a per-key throttle of limit 0 accepted")
+	}
+}

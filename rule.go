@@ -53,12 +53,13 @@ type resizer interface {
 // lines: the holds of two entries never share one.
 type hold struct {
 	by        rule
-	permit    flow.Permit      // a concurrency rule's
-	place     flow.Reservation // a throttle's
-	promise   breaker.Promise  // a breaker's
-	grant     flow.Grant       // a QPS rule's, given back if a later rule blocks the request
-	keyPermit flow.KeyPermit   // a per-key concurrency rule's
-	_         [256 - 176]byte
+	permit    flow.Permit         // a concurrency rule's
+	place     flow.Reservation    // a throttle's
+	promise   breaker.Promise     // a breaker's
+	grant     flow.Grant          // a QPS rule's, given back if a later rule blocks the request
+	keyPermit flow.KeyPermit      // a per-key concurrency rule's
+	keyPlace  flow.KeyReservation // a per-key throttle's
+	_         [384 - 264]byte
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the

@@ -27,3 +27,23 @@ func (r *throttleRule) release(h *hold, now int64, _ breaker.Outcome, blocked bo
 		h.place.CancelAt(now)
 	}
 }
+
+// A keyThrottleRule spaces each key's requests evenly
+// (flow.KeyedThrottle), as throttleRule does for the whole resource.
+type keyThrottleRule struct{ t *flow.KeyedThrottle }
+
+func (*keyThrottleRule) phase() phase { return phaseThrottle }
+
+func (r *keyThrottleRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
+	h.keyPlace = r.t.ReserveNAt(now, e.key, e.count)
+	if h.keyPlace.Allowed {
+		h.by = r
+	}
+	return h.keyPlace.Decision
+}
+
+func (r *keyThrottleRule) release(h *hold, now int64, _ breaker.Outcome, blocked bool) {
+	if blocked {
+		h.keyPlace.CancelAt(now)
+	}
+}

@@ -301,8 +301,8 @@ func (f FlowRule) checkKeys(p *problems) {
 			p.add(x.field, "a per-key rule has no warm-up, does not borrow or lease and does not limit by another resource")
 		}
 	}
-	if t := f.flowType(); t == ThrottleRule {
-		p.add("per_key", "a per-key throttle is not supported yet: per-key rules count requests (qps) or requests in flight (concurrency)")
+	if f.flowType() == ThrottleRule && f.Limit == 0 {
+		p.add("limit", "0: a per-key throttle paces at least 1 request per interval; block keys with overrides of 0")
 	}
 	if f.Cluster && f.flowType() == ConcurrencyRule {
 		p.add("cluster", "a concurrency rule is not cluster-wide")
