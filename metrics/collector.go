@@ -27,7 +27,7 @@ const DefaultNamespace = "slidegate"
 // most of them the client library's, and 8 µs on a 2-core VM on top of
 // reading the guard (BenchmarkCollect): a scrape of a guard with 4096
 // resources takes some 50 ms. The keys of a resource with per-key rules
-// cost up to some 4 ms more, when its rules track as many keys as they can
+// cost some 2 ms more, when its rules track as many keys as they can
 // (BenchmarkCollectTopKeys).
 type Collector struct {
 	guard *slidegate.Guard
