@@ -149,13 +149,18 @@ type KeyStat = flow.KeyStat
 // bounded however many keys there are. It returns nil for a resource
 // without local per-key QPS rules.
 func (g *Guard) TopKeys(name string, n int, byBlocked bool) []KeyStat {
+	return g.TopKeysAt(g.clock.Now(), name, n, byBlocked)
+}
+
+// TopKeysAt is TopKeys at time now, in nanoseconds on the guard's clock.
+func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeyStat {
 	b := g.snap.Load().by[name]
 	if b == nil {
 		return nil
 	}
 	for _, ch := range b.checks {
 		if k, ok := ch.rule.(*keyedRule); ok {
-			return k.q.Top(g.clock.Now(), n, byBlocked)
+			return k.q.Top(now, n, byBlocked)
 		}
 	}
 	return nil
