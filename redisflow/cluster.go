@@ -25,9 +25,12 @@ var (
 	limitSource string
 	//go:embed heartbeat.lua
 	heartbeatSource string
+	//go:embed keyed.lua
+	keyedSource string
 
 	limitScript     = &script{redis.NewScript(limitSource), "the limit script"}
 	heartbeatScript = &script{redis.NewScript(heartbeatSource), "the heartbeat script"}
+	keyedScript     = &script{redis.NewScript(keyedSource), "the keyed limit script"}
 	leaveScript     = &script{redis.NewScript(`return redis.call('ZREM', KEYS[1], ARGV[1])`), "the leave script"}
 	pingScript      = &script{redis.NewScript(`return 1`), "the ping script"}
 )
@@ -542,9 +545,15 @@ func (c *Cluster) beatScript() *script {
 // were flushed), run loads the script and runs it again. It notes an error
 // that retrying will not fix, and the success that ends it.
 func (c *Cluster) run(ctx context.Context, s *script, keys []string, args ...any) *redis.Cmd {
+	return c.runAs(ctx, s, keys[0], keys, args...)
+}
+
+// runAs is run, noting what the call meets as a call of s on key named: the
+// name of keys[0] that a fault is recorded, logged and cleared under.
+func (c *Cluster) runAs(ctx context.Context, s *script, named string, keys []string, args ...any) *redis.Cmd {
 	r := c.runOnce(ctx, s, keys, args...)
 	if !c.starting {
-		c.note(s, keys[0], r.Err())
+		c.note(s, named, r.Err())
 	}
 	return r
 }
