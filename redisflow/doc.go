@@ -32,6 +32,24 @@
 // Every key of a limit lands in one Redis Cluster slot, and every key expires
 // once it no longer counts.
 //
+// Limits per key (a user, a tenant) are a KeyedLimiter's: NewKeyedLimiter,
+// or a guard's per-key cluster rules (FlowRule.PerKey with Cluster), whose
+// windows (5 per second and 100 per minute) hold for every key across the
+// instances, decided together in one round trip, all or nothing:
+//
+//	users, err := cluster.NewKeyedLimiter("orders", []flow.KeyWindow{
+//		{Limit: 5, Interval: time.Second},
+//		{Limit: 100, Interval: time.Minute, Overrides: map[string]int64{"batch-job": 1000}},
+//	})
+//	...
+//	if d, window := users.AllowKey(ctx, userID); !d.Allowed {
+//		// blocked by windows[window]: retry after d.RetryAfter
+//	}
+//
+// Each window of a key is one Redis string, under the key as a hash tag
+// (PREFIX:k:{KEY}:NAME:INTERVAL:BUCKETS, braces escaped): the windows of one
+// key share a slot, different keys spread over a Redis Cluster's nodes.
+//
 // When Redis is slow or down, a decision waits at most the cluster's timeout
 // (WithTimeout), then falls back (WithFallback): by default each instance
 // limits on its own to its share of the limit, the number of instances being

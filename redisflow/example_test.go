@@ -9,6 +9,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/redisflow"
 )
 
@@ -29,6 +30,55 @@ func ExampleCluster_NewLimiter() {
 	if d := orders.Allow(context.Background()); !d.Allowed {
 		fmt.Println("blocked; retry after", d.RetryAfter)
 	}
+}
+
+// Each user may make 5 requests per second and 100 per minute, on every
+// instance of the service together; a batch job's user 1000 per minute.
+func ExampleCluster_NewKeyedLimiter() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	cluster, err := redisflow.New(rdb)
+	if err != nil {
+		panic(err)
+	}
+	defer cluster.Close()
+	users, err := cluster.NewKeyedLimiter("orders", []flow.KeyWindow{
+		{Limit: 5, Interval: time.Second},
+		{Limit: 100, Interval: time.Minute, Overrides: map[string]int64{"batch-job": 1000}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	if d, window := users.AllowKey(context.Background(), "user-42"); !d.Allowed {
+		fmt.Printf("blocked by window %d; retry after %v\n", window, d.RetryAfter)
+	}
+}
+
+// A guard's per-key rules marked cluster-wide: per user, on every instance.
+func ExampleCluster_KeyedLimiter() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	cluster, err := redisflow.New(rdb)
+	if err != nil {
+		panic(err)
+	}
+	defer cluster.Close()
+	g, err := slidegate.New(slidegate.WithCluster(cluster))
+	if err != nil {
+		panic(err)
+	}
+	err = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
+		{Resource: "GET /orders", Limit: 5, Cluster: true, PerKey: true},
+		{Resource: "GET /orders", Limit: 100, Interval: slidegate.Duration(time.Minute), Cluster: true, PerKey: true},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	e, err := g.Enter(context.Background(), "GET /orders", slidegate.WithKey("user-42"))
+	if err != nil {
+		return // blocked: err is a *slidegate.BlockError naming the rule and the key
+	}
+	defer e.Exit(nil)
 }
 
 // A guard whose rules marked cluster-wide hold across the service's

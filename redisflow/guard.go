@@ -1,12 +1,17 @@
 package redisflow
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 )
 
-var _ slidegate.Cluster = (*Cluster)(nil)
+var (
+	_ slidegate.KeyedCluster        = (*Cluster)(nil)
+	_ slidegate.KeyedClusterLimiter = (*KeyedLimiter)(nil)
+)
 
 // Limiter returns the limiter of a guard's cluster-wide rule: named after the
 // rule's resource, with its limit, interval, buckets and lease. A field left
@@ -27,6 +32,39 @@ func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error
 		interval = time.Second
 	}
 	l, err := c.NewLimiter(r.Resource, r.Limit, interval, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// KeyedLimiter returns the limiter of a guard's per-key cluster QPS rules
+// of one resource, decided together: a KeyedLimiter named after the
+// resource, with a window per rule, in the order given, of the rule's
+// limit, interval, buckets and overrides. A field left at zero takes
+// NewKeyedLimiter's default (an interval of 1s, flow.DefaultKeyBuckets
+// buckets); a negative one, rules of different resources, or no rule, is an
+// error, as a bad window is NewKeyedLimiter's. It makes Cluster a
+// slidegate.KeyedCluster, for slidegate.WithCluster.
+func (c *Cluster) KeyedLimiter(rules []slidegate.FlowRule) (slidegate.KeyedClusterLimiter, error) {
+	if len(rules) == 0 {
+		return nil, fmt.Errorf("%w: keyed limiter: no rule", ErrInvalidConfig)
+	}
+	windows := make([]flow.KeyWindow, len(rules))
+	for j, r := range rules {
+		if r.Resource != rules[0].Resource {
+			return nil, fmt.Errorf("%w: keyed limiter: rules[%d] is of resource %q, rules[0] of %q: a keyed limiter holds the rules of one resource", ErrInvalidConfig, j, r.Resource, rules[0].Resource)
+		}
+		interval := time.Duration(r.Interval)
+		if interval == 0 {
+			interval = time.Second
+		}
+		if r.Buckets < 0 {
+			return nil, fmt.Errorf("%w: keyed limiter %q: rules[%d].buckets = %d: must not be negative", ErrInvalidConfig, r.Resource, j, r.Buckets)
+		}
+		windows[j] = flow.KeyWindow{Limit: r.Limit, Interval: interval, Buckets: r.Buckets, Overrides: r.Overrides}
+	}
+	l, err := c.NewKeyedLimiter(rules[0].Resource, windows)
 	if err != nil {
 		return nil, err
 	}

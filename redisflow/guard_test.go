@@ -89,3 +89,69 @@ func TestClusterLimiterReturnsAnErrorForANegativeField(t *testing.T) {
 		t.Errorf("Limiter of a rule with every field defaulted: %v", err)
 	}
 }
+
+// Two instances, each with its own guard and cluster, read the same rules
+// file: a resource's per-key cluster rules hold for each key, for both
+// instances together, decided as one (a request the hour's rule refuses
+// takes no place in the minute's), with the key's overrides.
+func TestGuardsSharePerKeyClusterRules(t *testing.T) {
+	srv := redistest.Start(t)
+	rules, err := rulefile.Parse("rules.yaml", []byte(`
+flow:
+  - resource: GET /orders
+    limit: 3
+    interval: 1m
+    cluster: true
+    per_key: true
+    overrides: {vip: 6}
+  - resource: GET /orders
+    limit: 4
+    interval: 1h
+    cluster: true
+    per_key: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var guards []*slidegate.Guard
+	for range 2 {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { rdb.Close() })
+		c, err := redisflow.New(rdb, redisflow.WithInstances(2), redisflow.WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		g, err := slidegate.New(slidegate.WithCluster(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.SetRules(rules); err != nil {
+			t.Fatal(err)
+		}
+		guards = append(guards, g)
+	}
+	for _, tc := range []struct {
+		key     string
+		allowed int
+		rule    string
+		within  time.Duration
+	}{{"alice", 3, "flow[0]", time.Minute + time.Minute/10}, {"bob", 3, "flow[0]", time.Minute + time.Minute/10}, {"vip", 4, "flow[1]", time.Hour + time.Hour/10}} {
+		allowed := 0
+		for i := range 10 {
+			e, err := guards[i%2].Enter(context.Background(), "GET /orders", slidegate.WithKey(tc.key))
+			if err == nil {
+				allowed++
+				e.Exit(nil)
+				continue
+			}
+			var be *slidegate.BlockError
+			if !errors.As(err, &be) || be.Rule != tc.rule || be.Key != tc.key || be.Reason != slidegate.RateLimited || be.RetryAfter <= 0 || be.RetryAfter > tc.within {
+				t.Fatalf("key %q: Enter: %v (%+v); want a block by %s for the key, with a RetryAfter within %v", tc.key, err, be, tc.rule, tc.within)
+			}
+		}
+		if allowed != tc.allowed {
+			t.Errorf("key %q: the two instances allowed %d; want %d in all", tc.key, allowed, tc.allowed)
+		}
+	}
+}
