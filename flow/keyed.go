@@ -28,8 +28,9 @@ import (
 // a window gets an entry of its own, with k+1 counts per window (the open
 // bucket and the k before it, as QPS keeps them); a request is allowed if
 // the counts of every window, with it, stay within the window's limit. At
-// most DefaultHotKeys keys have entries at once, plus the keys with
-// overrides, which keep theirs.
+// first DefaultHotKeys keys may have entries at once; when more keys than
+// that use over half their limits, the entries double, up to 8 MiB of them
+// per window. The keys with overrides keep theirs besides.
 //
 // Every other key is counted in a count-min sketch per window: a key adds
 // to three counters, chosen by a hash seeded at random per limiter (so that
@@ -72,10 +73,11 @@ import (
 // busier keys. The sketch grows by doubling, which keeps every estimate as
 // it was, as more distinct keys arrive in a generation: from 32 KiB, it
 // doubles when a generation's keys (counted by linear counting, a bit per
-// key, one key in eight) reach a quarter of its counters, up to 32 MiB: a million keys per
-// interval, four requests each, are refused 2 times in a million (see the
-// tests). Past that, estimates rise with the number of keys, and cold keys
-// are refused more often. A key that stays in the sketch because hotter keys fill every
+// key, one key in eight) reach a quarter of its counters, up to 32 MiB: a
+// million keys per interval, four requests each, fit, and are refused a few
+// times in a million (TestAMillionKeysASecondFitTheBound). Past that,
+// estimates rise with the number of keys, and cold keys are refused more
+// often. A key that stays in the sketch because hotter keys fill every
 // entry is limited as strictly, and may be allowed a little over half its
 // limit per interval under steady overload, until an entry frees.
 //
@@ -113,7 +115,9 @@ type KeyWindow struct {
 const DefaultKeyBuckets = 10
 
 // DefaultHotKeys is the most keys a KeyedQPS keeps exact windows for at
-// once, besides the keys with overrides.
+// once at first, besides the keys with overrides. When more keys than that
+// use over half their limits, the entries double, up to 8 MiB of them per
+// window (some 60,000 keys with one window of 10 buckets).
 const DefaultHotKeys = keyShards * hotPerShard
 
 // MaxKeyWindows is the most windows a KeyedQPS decides together.
@@ -128,19 +132,23 @@ const MaxShownKeyLength = 64
 
 // KeyedQPSMaxBytes bounds the heap a KeyedQPS takes per window, however
 // many keys it sees: the sketch at its largest (32 MiB), the bits that
-// count its keys, and the hot keys' entries. Overrides take about 200 bytes each besides.
-const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*blockWords*4+maxSketchBlocks/8+hotPerShard*(hotEntryBase+16+(1+MaxKeyBuckets)*4)) + 16384
+// count its keys, and the hot keys' entries (8 MiB) and their index. Overrides take about 200 bytes each besides.
+const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*blockWords*4+maxSketchBlocks/8) + hotBytesPerWindow + hotIndexBytes + 16384
 
 const (
-	keyShards       = 64
-	shardShift      = 58 // a hash's top 6 bits pick its shard
-	hotPerShard     = 64
-	sketchProbes    = 3  // counters per key
-	blockWords      = 16 // a block's 8 counters, two generations each: 64 bytes
-	minSketchBlocks = 8
-	maxSketchBlocks = 1 << 13 // per shard: 4 Mi counters in all, 32 MiB
-	keysPerBlock    = 2       // a generation's keys per block that double the blocks
-	keySample       = 8       // one key in keySample is counted, and the count scaled
+	keyShards   = 64
+	shardShift  = 58 // a hash's top 6 bits pick its shard
+	hotPerShard = 64
+	// hotBytesPerWindow bounds the hot entries, per window; hotIndexBytes
+	// the index that finds them, at its largest.
+	hotBytesPerWindow = 8 << 20
+	hotIndexBytes     = 4 << 20
+	sketchProbes      = 3  // counters per key
+	blockWords        = 16 // a block's 8 counters, two generations each: 64 bytes
+	minSketchBlocks   = 8
+	maxSketchBlocks   = 1 << 13 // per shard: 4 Mi counters in all, 32 MiB
+	keysPerBlock      = 2       // a generation's keys per block that double the blocks
+	keySample         = 8       // one key in keySample is counted, and the count scaled
 )
 
 // sketchBytes is the heap of a shard's sketch of the given width.
@@ -240,13 +248,13 @@ func (q *KeyedQPS) pin(pinned map[string][]int64, now int64) {
 		for e := range s.hot {
 			s.hot[e].limits = nil
 		}
-		s.room = hotPerShard
+		s.pins = 0
 	}
 	for key, limits := range pinned {
 		h := q.hash(key)
 		s := q.shard(h)
 		s.init(q)
-		s.room++
+		s.pins++
 		e, ok := s.index[h]
 		if !ok {
 			// A cold key until now: its counts in the sketch come along.

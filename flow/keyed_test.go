@@ -435,3 +435,34 @@ func TestKeyedQPSSetKeepsCountsAndMovesOverrides(t *testing.T) {
 		}
 	}
 }
+
+// Keys that each use half their limit, steadily, more of them than the
+// entries a limiter starts with: they are refused no more than keys alone
+// would be, for the entries grow to hold them.
+func TestKeyedQPSManySteadyKeysGetExactWindows(t *testing.T) {
+	const keys, limit = 20000, 10
+	c := clock.NewManual(0)
+	q := mustKeyed(t, c, KeyWindow{Limit: limit, Interval: time.Second})
+	period := int64(1100 * time.Millisecond)
+	var asked, refused int
+	for round := range 8 {
+		for k := range keys {
+			at := int64(round)*period + int64(k)*(period/keys)
+			for range limit / 2 {
+				d, _ := q.AllowNAt(at, "user-"+strconv.Itoa(k), 1)
+				if round > 0 {
+					asked++
+					if !d.Allowed {
+						refused++
+					}
+				}
+			}
+		}
+	}
+	if rate := float64(refused) / float64(asked); rate > 0.001 {
+		t.Fatalf("%d of %d refused (%.3f%%) from keys within their limit", refused, asked, 100*rate)
+	}
+	if b := q.Bytes(); b > KeyedQPSMaxBytes {
+		t.Fatalf("%d bytes, over the bound %d", b, KeyedQPSMaxBytes)
+	}
+}

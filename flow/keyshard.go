@@ -17,7 +17,8 @@ type keyShard struct {
 	state  []hotWindow // hot entry e's windows at [e*len(wins), ...)
 	sketch []keySketch // one per window
 	cursor int         // where the search for an entry to displace goes on
-	room   int         // the entries the shard may have: hotPerShard and its pinned keys
+	room   int         // the entries its hot keys may have: hotPerShard, doubling up to maxRoom
+	pins   int         // the entries its pinned keys have, besides
 	// floor is the heat of the least hot entry the last failed search
 	// found; until floorUntil, a newcomer no hotter does not search.
 	floor, floorUntil int64
@@ -78,6 +79,12 @@ func (s *keyShard) init(q *KeyedQPS) {
 	s.state = make([]hotWindow, n*len(q.wins))
 	s.sketch = make([]keySketch, len(q.wins))
 	s.room = hotPerShard
+}
+
+// maxRoom is the most entries a shard's hot keys may have: 8 MiB of
+// entries per window in all the shards, and at least hotPerShard.
+func (q *KeyedQPS) maxRoom() int {
+	return max(hotPerShard, hotBytesPerWindow*len(q.wins)/keyShards/hotEntryBytes(len(q.wins), q.stride))
 }
 
 // take gives key (hash h) a hot entry, empty, and returns it; the caller
@@ -255,7 +262,7 @@ func (hw *hotWindow) retryAfter(c []uint32, w *keyWindow, over int64, now int64)
 // it did. est and at are the key's estimates and buckets per window.
 func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) (int32, bool) {
 	var e int32
-	if len(s.hot) < s.room {
+	if len(s.hot) < s.room+s.pins {
 		e = s.take(q, h, key)
 	} else {
 		heat := int64(0)
@@ -268,13 +275,21 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, est *[M
 			return 0, false
 		}
 		v, least := s.victim(q, now)
-		if least >= heat {
+		switch {
+		case least < heat:
+			s.evict(q, v, now)
+			e = v
+			s.fill(q, e, h, key)
+		case s.room < q.maxRoom():
+			// Every entry looked at is as hot as the newcomer: more keys
+			// use over half their limits than the shard has room for, so
+			// it makes more, up to its bound.
+			s.room = min(2*s.room, q.maxRoom())
+			e = s.take(q, h, key)
+		default:
 			s.floor, s.floorUntil = least, now+q.wins[0].grid.Width
 			return 0, false
 		}
-		s.evict(q, v, now)
-		e = v
-		s.fill(q, e, h, key)
 	}
 	s.seed(q, e, est, at)
 	return e, true
