@@ -83,11 +83,13 @@ import (
 //
 // Keys are told apart by a 64-bit seeded hash: two keys whose hashes are
 // equal (one chance in 2^64 per pair) share one count, which again can only
-// refuse early. The keys kept for Top are cut to MaxShownKeyLength bytes.
+// refuse early. The keys kept for Top are cut to MaxShownKeyLength bytes,
+// copied into the hot entries' own storage, so turning hot allocates
+// nothing once the entries are made.
 //
 // A KeyedQPS is safe for concurrent use. Keys hash to 64 shards, each with
 // its own mutex, entries and sketches; deciding takes one shard's mutex
-// and allocates nothing, except when a key turns hot (its copy for Top).
+// and allocates nothing, except when the sketch or the entries grow.
 type KeyedQPS struct {
 	seed   maphash.Seed
 	clock  clock.Clock
@@ -154,9 +156,9 @@ const (
 // sketchBytes is the heap of a shard's sketch of the given width.
 func sketchBytes(blocks int) int { return blocks * blockWords * 4 }
 
-// hotEntryBase is the heap of a hot entry besides its windows: its hotKey
-// and its place in the index.
-const hotEntryBase = 64 + 16
+// hotEntryBase is the heap of a hot entry besides its windows: its hotKey,
+// its key as Top shows it, and its place in the index.
+const hotEntryBase = 64 + 16 + MaxShownKeyLength
 
 // hotEntryBytes is the heap of one hot entry with the given windows and
 // counts per entry, beyond the key it keeps.
@@ -395,8 +397,7 @@ func (q *KeyedQPS) Top(now int64, n int, byBlocked bool) []KeyStat {
 	return all[:min(n, len(all))]
 }
 
-// Bytes returns the heap the limiter takes now, beyond the keys it keeps
-// for Top.
+// Bytes returns the heap the limiter takes now.
 func (q *KeyedQPS) Bytes() int {
 	b := 16384 // the limiter and its shards
 	for i := range q.shards {

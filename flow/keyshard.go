@@ -2,7 +2,6 @@ package flow
 
 import (
 	"math"
-	"strings"
 	"sync"
 	"time"
 )
@@ -15,6 +14,7 @@ type keyShard struct {
 	hot    []hotKey
 	counts []uint32    // hot entry e's counts at [e*stride, (e+1)*stride)
 	state  []hotWindow // hot entry e's windows at [e*len(wins), ...)
+	names  []byte      // hot entry e's key, cut, at [e*MaxShownKeyLength, ...): copied without allocating
 	sketch []keySketch // one per window
 	cursor int         // where the search for an entry to displace goes on
 	room   int         // the entries its hot keys may have: hotPerShard, doubling up to maxRoom
@@ -28,7 +28,7 @@ type keyShard struct {
 // A hotKey is a key with exact windows.
 type hotKey struct {
 	hash    uint64
-	key     string  // cut to MaxShownKeyLength, for Top
+	keyLen  uint8   // the bytes of its key in names, cut to MaxShownKeyLength, for Top
 	limits  []int64 // an override per window, -1 for none; nil without overrides
 	blocked [2]uint32
 	blockAt uint64 // first window's generation blocked[blockAt&1] counts
@@ -77,6 +77,7 @@ func (s *keyShard) init(q *KeyedQPS) {
 	s.hot = make([]hotKey, 0, n)
 	s.counts = make([]uint32, n*q.stride)
 	s.state = make([]hotWindow, n*len(q.wins))
+	s.names = make([]byte, n*MaxShownKeyLength)
 	s.sketch = make([]keySketch, len(q.wins))
 	s.room = hotPerShard
 }
@@ -94,9 +95,10 @@ func (s *keyShard) take(q *KeyedQPS, h uint64, key string) int32 {
 	e := int32(len(s.hot))
 	s.hot = append(s.hot, hotKey{})
 	if n := cap(s.hot); len(s.state) < n*len(q.wins) {
-		// A key pinned after the tables were made.
+		// The entries grew, or a key was pinned after they were made.
 		s.counts = append(s.counts, make([]uint32, n*q.stride-len(s.counts))...)
 		s.state = append(s.state, make([]hotWindow, n*len(q.wins)-len(s.state))...)
+		s.names = append(s.names, make([]byte, n*MaxShownKeyLength-len(s.names))...)
 	}
 	s.fill(q, e, h, key)
 	return e
@@ -104,7 +106,9 @@ func (s *keyShard) take(q *KeyedQPS, h uint64, key string) int32 {
 
 // fill makes entry e key's, with empty windows.
 func (s *keyShard) fill(q *KeyedQPS, e int32, h uint64, key string) {
-	s.hot[e] = hotKey{hash: h, key: strings.Clone(key[:min(len(key), MaxShownKeyLength)])}
+	name := key[:min(len(key), MaxShownKeyLength)]
+	copy(s.names[int(e)*MaxShownKeyLength:], name)
+	s.hot[e] = hotKey{hash: h, keyLen: uint8(len(name))}
 	clear(s.counts[int(e)*q.stride : int(e+1)*q.stride])
 	clear(s.state[int(e)*len(q.wins) : int(e+1)*len(q.wins)])
 	s.index[h] = e
@@ -212,7 +216,7 @@ func (s *keyShard) stat(q *KeyedQPS, e int32, now int64) KeyStat {
 	w := &q.wins[0]
 	hw, c := s.window(q, e, 0)
 	hw.advance(c, w.grid.Index(now), w.k)
-	st := KeyStat{Key: hk.key, Allowed: hw.sum}
+	st := KeyStat{Key: string(s.names[int(e)*MaxShownKeyLength:][:hk.keyLen]), Allowed: hw.sum}
 	if g := w.grid.Index(now) / w.k; g <= hk.blockAt+1 {
 		st.Blocked = int64(hk.blocked[hk.blockAt&1])
 		if g == hk.blockAt {
