@@ -1,9 +1,14 @@
 package redisflow
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/redistest"
@@ -195,3 +200,117 @@ func benchPing(b *testing.B, parallel bool) {
 func BenchmarkBaselinePing(b *testing.B) { benchPing(b, false) }
 
 func BenchmarkBaselinePingParallel(b *testing.B) { benchPing(b, true) }
+
+// scriptTime returns what the server has spent running scripts by their
+// digest so far (INFO commandstats: EVALSHA and EVALSHA_RO), in
+// microseconds, and in how many calls.
+func scriptTime(b *testing.B, rdb *redis.Client) (usec, calls int64) {
+	b.Helper()
+	info, err := rdb.Info(bg, "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha")
+		if !ok {
+			continue
+		}
+		_, rest, _ = strings.Cut(rest, ":")
+		var n, u int64
+		if _, err := fmt.Sscanf(rest, "calls=%d,usec=%d,", &n, &u); err != nil {
+			b.Fatalf("INFO commandstats: %q: %v", line, err)
+		}
+		usec, calls = usec+u, calls+n
+	}
+	return usec, calls
+}
+
+// keyedWindows are the windows of the keyed benchmarks, never reached: 10^6
+// per second, then 10^8 per minute and 10^9 per hour.
+var keyedWindows = []flow.KeyWindow{
+	{Limit: 1_000_000, Interval: time.Second},
+	{Limit: 100_000_000, Interval: time.Minute},
+	{Limit: 1_000_000_000, Interval: time.Hour},
+}
+
+// benchKeyed measures b.N decisions of a KeyedLimiter of the first windows
+// of keyedWindows, from one goroutine, for the keys that key returns for
+// each decision i, every one of which must be allowed, and reports besides
+// the benchmark's metrics script-µs/op: what Redis spent running the script
+// per decision (usec_per_call of EVALSHA in INFO commandstats). Before the
+// timer, it decides once for each of the first warm keys.
+func benchKeyed(b *testing.B, windows, warm int, key func(i int) string) {
+	srv := redistest.Start(b)
+	rdb := client(b, srv.Addr)
+	c := cluster(b, srv, WithTimeout(time.Second), WithInstances(1))
+	l := keyed(b, c, "bench", keyedWindows[:windows]...)
+	for i := range max(warm, 1) {
+		if d, j := l.AllowKey(bg, key(i)); !d.Allowed {
+			b.Fatalf("warming up: %+v by window %d; want allowed", d, j)
+		}
+	}
+	usec, calls := scriptTime(b, rdb)
+	stop := measure(b, c)
+	var refused int
+	for i := 0; i < b.N; i++ {
+		if d, _ := l.AllowKey(bg, key(i)); !d.Allowed {
+			refused++
+		}
+	}
+	stop()
+	if refused != 0 {
+		b.Fatalf("%d of %d decisions refused; the limits are meant never to be reached", refused, b.N)
+	}
+	u, n := scriptTime(b, rdb)
+	b.ReportMetric(float64(u-usec)/float64(n-calls), "script-µs/op")
+}
+
+// keyNames returns n keys, user-0 to user-n-1.
+func keyNames(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+// BenchmarkKeyedAllow decides for keys of three kinds, under 1 to 3
+// windows: one hot key (every window counted in place), 10,000 keys in turn,
+// each held by Redis (a key comes back after some tenths of a second: the
+// one-second window has moved on by some buckets, and is rewritten; the
+// others are counted in place), and a new key every decision (every window
+// written anew).
+func BenchmarkKeyedAllow(b *testing.B) {
+	for windows := 1; windows <= len(keyedWindows); windows++ {
+		b.Run(fmt.Sprintf("windows=%d/hot", windows), func(b *testing.B) {
+			benchKeyed(b, windows, 1, func(int) string { return "user-1" })
+		})
+		b.Run(fmt.Sprintf("windows=%d/keys=10000", windows), func(b *testing.B) {
+			keys := keyNames(10_000)
+			benchKeyed(b, windows, len(keys), func(i int) string { return keys[i%len(keys)] })
+		})
+		b.Run(fmt.Sprintf("windows=%d/new", windows), func(b *testing.B) {
+			keys := keyNames(b.N + 1)
+			benchKeyed(b, windows, 0, func(i int) string { return keys[i+1] })
+		})
+	}
+}
+
+// The cached refusal: a key over its limit is refused without a round
+// trip until its window moves on.
+func BenchmarkKeyedAllowRefused(b *testing.B) {
+	srv := redistest.Start(b)
+	c := cluster(b, srv, WithTimeout(time.Second), WithInstances(1))
+	l := keyed(b, c, "bench", flow.KeyWindow{Limit: 1, Interval: time.Minute})
+	l.AllowKey(bg, "user-1")
+	if d, _ := l.AllowKey(bg, "user-1"); d.Allowed {
+		b.Fatal("the second decision of a limit of 1 per minute was allowed")
+	}
+	stop := measure(b, c)
+	for i := 0; i < b.N; i++ {
+		if d, _ := l.AllowKey(bg, "user-1"); d.Allowed {
+			b.Fatal("allowed past the limit")
+		}
+	}
+	stop()
+}
