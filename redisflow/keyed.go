@@ -27,8 +27,9 @@ import (
 //
 // Each window of a key is one Redis string, its bucketed window: k+3 64-bit
 // integers, the newest bucket counted in and the cumulative counts of the
-// last k+2 buckets, so that a decision reads two counts and writes one
-// whatever the number of buckets (keyed.lua tells how). Its key is
+// last k+2 buckets, so that a decision reads two counts whatever the number
+// of buckets, and writes one in place unless the window has moved on since
+// the key's last grant (keyed.lua tells how). Its key is
 //
 //	PREFIX:k:{KEY}:NAME:INTERVAL:BUCKETS    slidegate:k:{alice}:GET /orders:1m0s:10
 //
@@ -44,12 +45,13 @@ import (
 // request; a refused request writes nothing.
 //
 // Redis holds a string per window for every key allowed a request within
-// its interval: about 100 bytes of counts (10 buckets), the Redis key's
-// name, and Redis's own overhead per key, about 300 bytes in all. Keys come
-// from clients, so that is memory an attacker can fill: key by an identity
-// the service has checked (a user, a tenant), not a header anyone sets, or
-// bound the keys some other way, especially under long windows, whose
-// strings live as long as they are.
+// the window's interval: 8(k+3) bytes of counts (104 for 10 buckets), the
+// Redis key's name, and Redis's own overhead per key (MEMORY USAGE says 200
+// bytes for 10 buckets under a 40-byte name; the expiry takes some more).
+// Keys come from clients, so that is memory an attacker can fill: key by an
+// identity the service has checked (a user, a tenant), not a header anyone
+// sets, or bound the keys some other way, especially under long windows,
+// whose strings live as long as they are.
 //
 // A request refused by Redis for the rate is remembered, for a bounded
 // number of keys (the last refused, one per slot of a small table): the
@@ -64,7 +66,7 @@ import (
 // through up to its size more per instance in an interval (see Limiter). A
 // key's traffic on one instance is a small share of a small limit (a user's
 // 5 per second), where a lease of even 2 would give 10 instances a slack of
-// 20 over a limit of 5, and a lease per key would need a table of keys on
+// 10 over a limit of 5, and a lease per key would need a table of keys on
 // every instance, bounded, and a round trip to give back what is left of
 // each lease: the round trips saved would be few, and the exactness lost.
 //

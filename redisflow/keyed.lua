@@ -40,6 +40,11 @@
 -- frees last, first in order on a tie, and retry, the microseconds until n
 -- fits it if nothing else were granted, at least 1. A lone integer, not an
 -- array, costs Redis less to return.
+--
+-- Redis 5 and later replicate a script by its effects, as one that reads
+-- TIME must be replicated; this script does not ask for it (limit.lua does,
+-- for older servers), which costs every call. It reads and writes its
+-- integers with the struct library that Redis's Lua has had since 2.6.
 local tonumber, sunpack, spack, format = tonumber, struct.unpack, struct.pack, string.format
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
