@@ -440,7 +440,10 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	if grew := after.TotalAlloc - before.TotalAlloc; grew != 0 || c.Bytes() != bytes {
+	// TotalAlloc counts the whole process (the runtime, the testing
+	// package): a few bytes are theirs; one allocation per key would be
+	// megabytes.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 || c.Bytes() != bytes {
 		t.Fatalf("%d keys allocated %d bytes; Bytes went from %d to %d", len(ps), grew, bytes, c.Bytes())
 	}
 	var vip [3]KeyPermit

@@ -635,7 +635,10 @@ func TestKeyedThrottleMemoryIsFixedWhateverTheKeys(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	if grew := after.TotalAlloc - before.TotalAlloc; grew != 0 {
+	// TotalAlloc counts the whole process (the runtime, the testing
+	// package): a few bytes are theirs; one allocation per key would be
+	// megabytes.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 {
 		t.Fatalf("%d keys allocated %d bytes", len(keys), grew)
 	}
 	for i := range 1000 {
