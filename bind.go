@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -214,8 +215,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			continue
 		}
 		if r.Cluster && g.cluster == nil {
-			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: "cluster",
-				Reason: "the guard has no cluster to keep the counts in: make it with slidegate.WithCluster"})
+			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: "cluster", Reason: errNoCluster.Error()})
 			continue
 		}
 		f, err := buildFlow(r, g.clock, g.cluster)
@@ -321,6 +321,9 @@ func (r *reuse[T]) take(key string) (T, bool) {
 // clone returns a copy of r that shares no memory with it.
 func (r Rules) clone() Rules {
 	c := Rules{Flow: slices.Clone(r.Flow), Breakers: slices.Clone(r.Breakers)}
+	for i := range c.Flow {
+		c.Flow[i].Overrides = maps.Clone(c.Flow[i].Overrides)
+	}
 	for i := range c.Breakers {
 		b := &c.Breakers[i]
 		b.MinRequests = cloned(b.MinRequests)

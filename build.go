@@ -15,6 +15,7 @@ import (
 var (
 	errNoLimiter      = errors.New("the cluster made no limiter")
 	errNoKeyedCluster = errors.New("the guard's cluster keeps no per-key limits (it is not a slidegate.KeyedCluster)")
+	errNoCluster      = errors.New("the guard has no cluster to keep the counts in: make it with slidegate.WithCluster")
 )
 
 // defaultColdFactor is a warm-up's cold factor when a rule leaves it out.

@@ -3,6 +3,7 @@ package slidegate
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,7 +250,9 @@ func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64)
 			e.undo(now)
 			be := &BlockError{Resource: e.res.name, Rule: ch.place, Reason: d.Reason, RetryAfter: d.RetryAfter}
 			if ch.keyed {
-				be.Key = e.key
+				// A copy: the key may be a piece of a large string (a
+				// header) the error must not keep alive.
+				be.Key = strings.Clone(e.key)
 			}
 			if e.window >= 0 && int(e.window) < len(ch.places) {
 				be.Rule = ch.places[e.window]

@@ -274,3 +274,37 @@ func TestPerKeyThrottleRuleSpacesEachKey(t *testing.T) {
 		t.Fatal("a per-key throttle of limit 0 accepted")
 	}
 }
+
+// The rules in force keep their own copy of each rule's overrides: a
+// caller that changes its map and loads the rules again gets the new
+// overrides in force.
+func TestOverridesGivenAreCopied(t *testing.T) {
+	m := map[string]int64{"vip": 5}
+	rules := Rules{Flow: []FlowRule{{Resource: "api", Type: ConcurrencyRule, Limit: 5, PerKey: true, Overrides: m}}}
+	g, _ := newGuard(t, rules)
+	m["abuser"] = 0 // block a key
+	if err := g.SetRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	mustBlock(t, g, "api", "flow[0]", ExceedsLimit, WithKey("abuser"))
+	g.Rules().Flow[0].Overrides["abuser"] = 7 // a copy too
+	mustBlock(t, g, "api", "flow[0]", ExceedsLimit, WithKey("abuser"))
+}
+
+func TestTopKeysOfANegativeCountIsEmpty(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "api", Limit: 2, PerKey: true}}})
+	mustEnter(t, g, "api", WithKey("a")).Exit(nil)
+	mustEnter(t, g, "api", WithKey("a")).Exit(nil)
+	if top := g.TopKeys("api", -1, false); len(top) != 0 {
+		t.Fatalf("TopKeys(-1) = %v", top)
+	}
+}
+
+func TestPerKeyClusterRuleWithoutAClusterSaysHowToMakeOne(t *testing.T) {
+	g, _ := newGuard(t, Rules{})
+	err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "api", Limit: 2, PerKey: true, Cluster: true}}})
+	var re *RulesError
+	if !errors.As(err, &re) || re.Problems[0].Field != "cluster" || !strings.Contains(re.Problems[0].Reason, "WithCluster") {
+		t.Fatalf("SetRules: %v, want a problem with cluster naming WithCluster", err)
+	}
+}

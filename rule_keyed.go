@@ -94,6 +94,9 @@ func (g *keyGroup) shape(rules []FlowRule) string {
 // build makes the group's enforcer.
 func (g *keyGroup) build(rules []FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 	if g.cluster {
+		if cl == nil {
+			return nil, &fieldError{"cluster", errNoCluster}
+		}
 		kc, ok := cl.(KeyedCluster)
 		if !ok {
 			return nil, &fieldError{"per_key", errNoKeyedCluster}

@@ -89,8 +89,13 @@ type FlowRule struct {
 	// minute), are decided together, all or nothing. A per-key
 	// concurrency rule limits each key's requests in flight, a per-key
 	// throttle spaces each key's requests. With Cluster, the per-key
-	// limits hold for all the instances together. PerKey cannot be
-	// combined with RefResource, WarmUp or Borrow.
+	// limits hold for all the instances together (a concurrency rule is
+	// never cluster-wide). PerKey cannot be combined with RefResource,
+	// WarmUp, Borrow or Lease. The per-key QPS rules of a resource share
+	// their counts' state: a reload that keeps them all, in the same
+	// order and with the same intervals and buckets, keeps their counts
+	// (changing limits and overrides); one that adds, removes or reshapes
+	// any of them starts them all afresh.
 	PerKey bool `json:"per_key,omitempty" yaml:"per_key,omitempty"`
 	// Overrides gives the listed keys of a per-key rule limits of their
 	// own instead of Limit: {"tenant-a": 500, "abuser": 0}. An override

@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -119,7 +120,7 @@ const DefaultKeyBuckets = 10
 // DefaultHotKeys is the most keys a KeyedQPS keeps exact windows for at
 // once at first, besides the keys with overrides. When more keys than that
 // use over half their limits, the entries double, up to 8 MiB of them per
-// window (some 60,000 keys with one window of 10 buckets).
+// window (some 40,000 keys with one window of 10 buckets).
 const DefaultHotKeys = keyShards * hotPerShard
 
 // MaxKeyWindows is the most windows a KeyedQPS decides together.
@@ -134,7 +135,10 @@ const MaxShownKeyLength = 64
 
 // KeyedQPSMaxBytes bounds the heap a KeyedQPS takes per window, however
 // many keys it sees: the sketch at its largest (32 MiB), the bits that
-// count its keys, and the hot keys' entries (8 MiB) and their index. Overrides take about 200 bytes each besides.
+// count its keys, and the hot keys' entries (8 MiB) and their index. Each
+// key with an override keeps an entry besides: 64 bytes of its key, 80, 16
+// per window and 4 per bucket (204 bytes with one window of 10 buckets,
+// 3.5 KiB with 8 windows of 100).
 const KeyedQPSMaxBytes = keyShards*(maxSketchBlocks*blockWords*4+maxSketchBlocks/8) + hotBytesPerWindow + hotIndexBytes + 16384
 
 const (
@@ -266,6 +270,30 @@ func (q *KeyedQPS) pin(pinned map[string][]int64, now int64) {
 		}
 		s.hot[e].limits = limits
 	}
+	// Keys that lost their overrides keep their entries as hot keys, but
+	// no more entries than the shard may have: the surplus goes back to
+	// the sketch, so that a list of overrides that changes at every
+	// reload does not grow the entries.
+	for i := range q.shards {
+		s := &q.shards[i]
+		for e := int32(len(s.hot) - 1); e >= 0 && len(s.hot) > s.room+s.pins; e-- {
+			if s.hot[e].limits == nil {
+				s.drop(q, e, now)
+			}
+		}
+	}
+}
+
+// same reports whether windows, whose overrides are pinned, are what the
+// limiter has in force. Limits and pinned change only under every
+// shard's mutex; Set, the only writer, is not called concurrently.
+func (q *KeyedQPS) same(windows []KeyWindow, pinned map[string][]int64) bool {
+	for j := range windows {
+		if windows[j].Limit != q.wins[j].limit {
+			return false
+		}
+	}
+	return maps.EqualFunc(pinned, q.pinned, slices.Equal)
 }
 
 // Set gives the limiter new limits and overrides, keeping every count: the
@@ -292,6 +320,9 @@ func (q *KeyedQPS) Set(windows []KeyWindow) error {
 	pinned, err := pinnedOf(windows)
 	if err != nil {
 		return err
+	}
+	if q.same(windows, pinned) {
+		return nil // a reload that changes nothing here stalls no decision
 	}
 	for i := range q.shards {
 		q.shards[i].mu.Lock()
@@ -394,7 +425,7 @@ func (q *KeyedQPS) Top(now int64, n int, byBlocked bool) []KeyStat {
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
-	return all[:min(n, len(all))]
+	return all[:min(max(n, 0), len(all))]
 }
 
 // Bytes returns the heap the limiter takes now.

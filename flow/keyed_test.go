@@ -466,3 +466,101 @@ func TestKeyedQPSManySteadyKeysGetExactWindows(t *testing.T) {
 		t.Fatalf("%d bytes, over the bound %d", b, KeyedQPSMaxBytes)
 	}
 }
+
+// keysInShard returns n keys of q's shard sh.
+func keysInShard(q *KeyedQPS, sh uint64, n int, prefix string) []string {
+	var ks []string
+	for i := 0; len(ks) < n; i++ {
+		k := prefix + strconv.Itoa(i)
+		if q.hash(k)>>shardShift == sh {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// An eviction decided at a time earlier than the victim's last bucket, in an
+// earlier sketch generation (a caller that read the clock, then stalled),
+// hands all the victim's counts back to the sketch.
+func TestKeyedQPSEvictionAtAnEarlierTimeKeepsTheCounts(t *testing.T) {
+	c := clock.NewManual(0)
+	w := KeyWindow{Limit: 10, Interval: time.Second}
+	q := mustKeyed(t, c, w)
+	fs := keysInShard(q, 0, 64, "f")
+	n := keysInShard(q, 0, 1, "n")[0]
+	a := admissions{}
+	sec := int64(time.Second)
+	t0, t1, t2, t3 := 10*sec+900e6, 12*sec-100e3, 12*sec+500e3, 12*sec+2e6
+	for _, f := range fs { // 64 hot entries, made in generation 10
+		for range 6 {
+			if d, _ := q.AllowNAt(t0, f, 1); d.Allowed {
+				a.add(f, t0, 1)
+			}
+		}
+	}
+	for _, f := range fs { // each 3 requests, hot, in generation 12
+		for range 3 {
+			if d, _ := q.AllowNAt(t2, f, 1); d.Allowed {
+				a.add(f, t2, 1)
+			}
+		}
+	}
+	// A caller that read the clock at t1 (generation 11) just before t2
+	// takes the mutex now: its key turns hot and displaces fs[0].
+	for range 6 {
+		if d, _ := q.AllowNAt(t1, n, 1); d.Allowed {
+			a.add(n, t1, 1)
+		}
+	}
+	_, hot := q.shards[0].index[q.hash(fs[0])]
+	if hot {
+		t.Fatal("test setup: fs[0] was not displaced")
+	}
+	got := 0
+	for range 20 {
+		if d, _ := q.AllowNAt(t3, fs[0], 1); d.Allowed {
+			a.add(fs[0], t3, 1)
+			got++
+		}
+	}
+	t.Logf("fs[0] allowed %d more at t3 (3 already in the last %v)", got, time.Duration(t3-t2))
+	a.check(t, w)
+}
+
+// Overrides that change from one Set to the next do not grow the entries:
+// keys that lose their overrides go back to the sketch, but for the room
+// the shard has for hot keys.
+func TestKeyedQPSSetDoesNotGrowEntriesWithChangingOverrides(t *testing.T) {
+	c := clock.NewManual(0)
+	q := mustKeyed(t, c, KeyWindow{Limit: 10, Interval: time.Second})
+	entries := func() (n int) {
+		for i := range q.shards {
+			n += len(q.shards[i].hot)
+		}
+		return n
+	}
+	for round := range 50 {
+		o := map[string]int64{}
+		for i := range 2000 {
+			o["blocked-"+strconv.Itoa(round)+"-"+strconv.Itoa(i)] = 0
+		}
+		if err := q.Set([]KeyWindow{{Limit: 10, Interval: time.Second, Overrides: o}}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Minute)
+	}
+	if n := entries(); n > DefaultHotKeys+2000 {
+		t.Fatalf("%d hot entries after 50 reloads of 2,000 overrides each, want at most %d", n, DefaultHotKeys+2000)
+	}
+	for i := range 2000 {
+		if d, _ := q.AllowNAt(c.Now(), "blocked-49-"+strconv.Itoa(i), 1); d.Allowed {
+			t.Fatalf("key %d overridden to 0 allowed", i)
+		}
+	}
+	if d, _ := q.AllowNAt(c.Now(), "blocked-48-7", 1); !d.Allowed {
+		t.Fatal("a key no longer overridden is refused")
+	}
+	if top := q.Top(c.Now(), -1, false); len(top) != 0 {
+		t.Fatalf("Top(-1) = %v", top)
+	}
+}

@@ -372,8 +372,11 @@ func (s *keyShard) evict(q *KeyedQPS, e int32, now int64) {
 	for j := range q.wins {
 		w := &q.wins[j]
 		k := &s.sketch[j]
-		k.advance(w, now)
 		hw, c := s.window(q, e, j)
+		// The sketch moves on to the entry's newest bucket if a caller's
+		// time is earlier (a caller that read the clock, then stalled):
+		// every count of the entry then lies in one of its generations.
+		k.advance(w, max(now, w.grid.Start(hw.last)))
 		var sum [2]int64 // previous and current generation
 		for m := uint64(0); m <= w.k; m++ {
 			if m > hw.last {
@@ -391,6 +394,22 @@ func (s *keyShard) evict(q *KeyedQPS, e int32, now int64) {
 		k.raise(hk.hash, k.gen, sum[1])
 	}
 	delete(s.index, hk.hash)
+}
+
+// drop evicts hot entry e, and gives its place to the last entry, so that
+// the entries in use stay the first len(hot).
+func (s *keyShard) drop(q *KeyedQPS, e int32, now int64) {
+	s.evict(q, e, now)
+	last := int32(len(s.hot) - 1)
+	if e != last {
+		s.hot[e] = s.hot[last]
+		nw := len(q.wins)
+		copy(s.counts[int(e)*q.stride:int(e+1)*q.stride], s.counts[int(last)*q.stride:])
+		copy(s.state[int(e)*nw:int(e+1)*nw], s.state[int(last)*nw:])
+		copy(s.names[int(e)*MaxShownKeyLength:int(e+1)*MaxShownKeyLength], s.names[int(last)*MaxShownKeyLength:])
+		s.index[s.hot[e].hash] = e
+	}
+	s.hot = s.hot[:last]
 }
 
 // advance moves the sketch on to the generation of time now, clearing the
