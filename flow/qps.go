@@ -220,8 +220,10 @@ func (q *QPS) GrantNAt(now int64, n int64) (Decision, Grant) {
 // (another limit refused them), so that they take no place in any interval.
 // It gives back as long as their bucket is in the limiter's ring, and does
 // nothing after; giving a grant back twice is a mistake, which may let
-// others through in its place. Counts stay exact: a bucket's count is then
-// what went through in it, which is what the limit is about.
+// others through in its place. A grant given back while the caller opening
+// the next bucket returns the leased places of its bucket (see advance)
+// may be lost: the requests then stay counted, which never lets more
+// through.
 func (q *QPS) GiveBack(g Grant) {
 	if g.n <= 0 {
 		return
@@ -333,8 +335,11 @@ func (q *QPS) openCount(bn uint64) (uint64, uint64) {
 // the window of the open bucket sits in its slot with its own tag: opened
 // buckets were sealed in place, skipped ones have placeholders. So the base
 // is exact, and nothing depends on tags telling far-apart buckets apart.
-// A sealed count word changes only once more, when the caller that opens the
-// next bucket gives back ob's leases, before anyone reads it for a sum.
+// A sealed count word changes afterwards only when the caller that opens
+// the next bucket gives back ob's leases, before anyone reads it for a sum,
+// and when GiveBack lowers it: a sum read before that counts the requests
+// given back, one read after does not, and both are at least what went
+// through.
 func (q *QPS) advance(ob, bn uint64) {
 	c := &q.slots[ob&q.mask]
 	used, ok := q.seal(c, ob)
