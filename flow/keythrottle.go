@@ -399,28 +399,13 @@ func (t *KeyedThrottle) WaitN(ctx context.Context, key string, n int64) error {
 // ctx.Err() if ctx is done first, in which case the place is given back if
 // Cancel can.
 func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n int64) error {
-	if err := ctx.Err(); err != nil {
+	maxWait, err := waitBudget(ctx, t.maxWait)
+	if err != nil {
 		return err
 	}
-	maxWait := t.maxWait
-	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
-		if left <= 0 {
-			return context.DeadlineExceeded
-		}
-		maxWait = min(maxWait, int64(left))
-	}
 	r := t.reserve(now, key, n, maxWait)
-	if !r.Allowed {
-		if r.Reason == WaitTooLong && maxWait < t.maxWait {
-			// The deadline, not the throttle, is what blocks: retrying
-			// will not help this context.
-			return &BlockError{Reason: WaitTooLong}
-		}
-		return &BlockError{Reason: r.Reason, RetryAfter: r.RetryAfter}
-	}
-	if r.Wait <= 0 {
-		return nil
+	if !r.Allowed || r.Wait <= 0 {
+		return waitRefused(r.Decision, maxWait < t.maxWait)
 	}
 	if err := clock.Sleep(ctx, t.clock, r.Wait); err != nil {
 		r.Cancel()

@@ -263,35 +263,51 @@ func (t *Throttle) WaitAt(ctx context.Context, now int64) error { return t.WaitN
 // ctx.Err() if ctx is done first, in which case the place is given back as
 // Cancel would.
 func (t *Throttle) WaitNAt(ctx context.Context, now, n int64) error {
-	if err := ctx.Err(); err != nil {
+	maxWait, err := waitBudget(ctx, t.maxWait)
+	if err != nil {
 		return err
-	}
-	maxWait := t.maxWait
-	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
-		if left <= 0 {
-			return context.DeadlineExceeded
-		}
-		maxWait = min(maxWait, int64(left))
 	}
 	d, prev, start, end := t.reserve(now, n, maxWait)
 	r := Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
-	if !r.Allowed {
-		if r.Reason == WaitTooLong && maxWait < t.maxWait {
-			// The deadline, not the throttle, is what blocks: retrying
-			// will not help this context.
-			return &BlockError{Reason: WaitTooLong}
-		}
-		return &BlockError{Reason: r.Reason, RetryAfter: r.RetryAfter}
-	}
-	if r.Wait <= 0 {
-		return nil
+	if !r.Allowed || r.Wait <= 0 {
+		return waitRefused(r.Decision, maxWait < t.maxWait)
 	}
 	if err := clock.Sleep(ctx, t.clock, r.Wait); err != nil {
 		r.Cancel()
 		return err
 	}
 	return nil
+}
+
+// waitBudget returns how long a waiter with ctx may wait for its place:
+// maxWait, or less if ctx's deadline comes sooner; or ctx's error if it is
+// done, or its deadline has passed.
+func waitBudget(ctx context.Context, maxWait int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if left <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+		maxWait = min(maxWait, int64(left))
+	}
+	return maxWait, nil
+}
+
+// waitRefused is what a Wait returns for a decision that needs no waiting:
+// nil if it allows, or its *BlockError; cut says the deadline shortened
+// the wait, which then, not the throttle, is what blocks, and retrying
+// will not help that context.
+func waitRefused(d Decision, cut bool) error {
+	switch {
+	case d.Allowed:
+		return nil
+	case d.Reason == WaitTooLong && cut:
+		return &BlockError{Reason: WaitTooLong}
+	}
+	return &BlockError{Reason: d.Reason, RetryAfter: d.RetryAfter}
 }
 
 // Limit returns the number of requests allowed per interval.
