@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
 	"math/bits"
 	"sync"
@@ -148,14 +147,8 @@ var paceProbes = choose3(paceBlockCounters)
 // naming it: "limit", "interval", "max_wait", "overrides" (with the key),
 // "keys", "buckets" or "warm_up".
 func NewKeyedThrottle(limit int64, interval, maxWait time.Duration, overrides map[string]int64, keys int, opts ...Option) (*KeyedThrottle, error) {
-	if limit < 1 || limit > MaxLimit {
-		return nil, badLimit(limit, 1)
-	}
-	if interval <= 0 || interval > timegrid.MaxTime {
-		return nil, &ConfigError{Option: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
-	}
-	if maxWait < 0 {
-		return nil, &ConfigError{Option: "max_wait", Value: maxWait, Detail: "must not be negative"}
+	if err := checkPace(limit, interval, maxWait); err != nil {
+		return nil, err
 	}
 	keys, err := checkKeys(keys)
 	if err != nil {

@@ -66,14 +66,8 @@ type Throttle struct {
 // *ConfigError; WithBuckets without WithWarmUp is one, as a Throttle has
 // buckets only to warm up.
 func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (*Throttle, error) {
-	if limit < 1 || limit > MaxLimit {
-		return nil, badLimit(limit, 1)
-	}
-	if interval <= 0 || interval > timegrid.MaxTime {
-		return nil, &ConfigError{Option: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
-	}
-	if maxWait < 0 {
-		return nil, &ConfigError{Option: "max_wait", Value: maxWait, Detail: "must not be negative"}
+	if err := checkPace(limit, interval, maxWait); err != nil {
+		return nil, err
 	}
 	o, err := buildOptions(opts)
 	if err != nil {
@@ -275,6 +269,20 @@ func (t *Throttle) WaitNAt(ctx context.Context, now, n int64) error {
 	if err := clock.Sleep(ctx, t.clock, r.Wait); err != nil {
 		r.Cancel()
 		return err
+	}
+	return nil
+}
+
+// checkPace checks a throttle's limit, interval and maximum wait.
+func checkPace(limit int64, interval, maxWait time.Duration) error {
+	if limit < 1 || limit > MaxLimit {
+		return badLimit(limit, 1)
+	}
+	if interval <= 0 || interval > timegrid.MaxTime {
+		return &ConfigError{Option: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
+	}
+	if maxWait < 0 {
+		return &ConfigError{Option: "max_wait", Value: maxWait, Detail: "must not be negative"}
 	}
 	return nil
 }
