@@ -23,6 +23,14 @@
 // run the request in one call, which does this for you and counts a panic
 // as an error: g.Do(ctx, "mysql", func() error { ... }).
 //
+// A rule marked PerKey limits each key on its own: the user, tenant or client
+// a request names with WithKey. Its limit holds for every key in any
+// interval, however many keys come, in bounded memory, and the per-key QPS
+// rules of a resource (5 a second, 100 a minute) are decided together, all
+// or nothing:
+//
+//	err = g.Do(ctx, "GET /search", search, slidegate.WithKey(userID))
+//
 // Rules are validated whole (every problem reported with its place) and put in
 // force in one step as an immutable snapshot; Enter takes no lock. A rule
 // repeated unchanged by a new set of rules keeps its limiter's counts and its
