@@ -111,7 +111,7 @@ func parseMountinfo(text string) ([]mount, error) {
 				break
 			}
 		}
-		if len(fields) < 6 || sep < 0 || sep+3 > len(fields) {
+		if len(fields) < 6 || sep < 0 || sep+4 > len(fields) {
 			return nil, fmt.Errorf("mountinfo line %s: want id parent dev root point options ... - fstype source superoptions", quote(line))
 		}
 		fstype := fields[sep+1]

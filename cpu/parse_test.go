@@ -3,6 +3,7 @@ package cpu
 import (
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestParseCPUMax(t *testing.T) {
@@ -97,6 +98,7 @@ func TestParseMountinfo(t *testing.T) {
 		`30 22 0:27 / /sys/fs/cg\04 rw - cgroup2 cgroup2 rw`,
 		`30 22 0:27 / /sys/fs/cg\999 rw - cgroup2 cgroup2 rw`,
 		"- - -",
+		"0 0 0 0 00 0 - cgroup 0", // no super options: found by the fuzzer
 	} {
 		if _, err := parseMountinfo(bad); err == nil {
 			t.Errorf("parseMountinfo(%q) succeeded, want an error", bad)
@@ -196,6 +198,35 @@ func FuzzParseUsage(f *testing.F) {
 		}
 		if n, err := parseProcStat(s); err == nil && n < 0 {
 			t.Fatalf("parseProcStat(%q) = %d", s, n)
+		}
+	})
+}
+
+// FuzzNewReader feeds garbage membership and mount files, and a garbage
+// limit, to the whole Reader: it may refuse them, never panic, and what it
+// accepts has a capacity in (0, host CPUs].
+func FuzzNewReader(f *testing.F) {
+	f.Add("0::/a/b\n", "30 22 0:27 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "150000 100000")
+	f.Add("4:cpu,cpuacct:/x\n", "31 30 0:28 /x /c rw - cgroup cgroup rw,cpu,cpuacct\n", "max 100000")
+	f.Add("0::/../..\n", "1 0 0:1 / /../ rw - cgroup2 c rw\n", "1 1")
+	f.Fuzz(func(t *testing.T, cgroup, mountinfo, limit string) {
+		tree := fstest.MapFS{
+			"proc/self/cgroup":    {Data: []byte(cgroup)},
+			"proc/self/mountinfo": {Data: []byte(mountinfo)},
+			"proc/self/stat":      {Data: []byte("1 (x) R 1 1 1 0 -1 0 0 0 0 0 5 5 0 0 20 0 1 0 1 1 1\n")},
+		}
+		if m, err := parseCgroupFile(cgroup); err == nil && m.hasUnified {
+			// Put usage and limit files where a sane layout would look.
+			dir := fsPath("/sys/fs/cgroup" + m.unified)
+			tree[dir+"/cpu.stat"] = &fstest.MapFile{Data: []byte("usage_usec 7\n")}
+			tree[dir+"/cpu.max"] = &fstest.MapFile{Data: []byte(limit)}
+		}
+		r, err := NewReader(tree, 8)
+		if err != nil {
+			return
+		}
+		if c, err := r.Capacity(); err != nil || !(c > 0 && c <= 8) {
+			t.Fatalf("Capacity() = %v, %v; want in (0, 8]", c, err)
 		}
 	})
 }
