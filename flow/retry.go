@@ -1,0 +1,285 @@
+package flow
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
+)
+
+// Defaults of a retry budget, those of Finagle's RetryBudget: retries may
+// add 20% to the requests of the last 10 seconds, and 10 retries per second
+// more, so that a client sending little traffic may still retry.
+const (
+	DefaultRetryRatio        = 0.2
+	DefaultRetryMinPerSecond = 10
+	DefaultRetryInterval     = 10 * time.Second
+	// DefaultRetryBuckets is the number of buckets a retry budget divides
+	// its interval into unless WithBuckets says otherwise.
+	DefaultRetryBuckets = 20
+)
+
+// MaxRetryRatio is the largest ratio a retry budget takes.
+const MaxRetryRatio = 100
+
+// A RetryBudget bounds the retries a client adds to its traffic: the retries
+// of the last interval may be at most ratio times the requests of that
+// interval, plus a floor of minPerSecond per second of the interval. Under a
+// downstream that fails every request, a client that retries three times
+// sends four attempts per request; with a budget of 0.2 it sends at most 1.2
+// and a floor's worth.
+//
+// A caller counts each original request with Request (a deposit) and asks
+// Retry before each retry (a withdrawal). Retry decides and counts in one
+// atomic step, when the retry is decided, not when it is sent: retries
+// waiting out a backoff are already counted, so concurrent failures cannot
+// all find room for one more and overshoot the budget (a budget that counts
+// a retry only once it is sent, as Envoy's does, can overshoot by as many
+// retries as wait in backoff). Retries are not requests: they never add to
+// the budget.
+//
+// The guarantee. The interval of length W is divided into k buckets of width
+// w = W/k (WithBuckets; DefaultRetryBuckets by default). Every event is
+// counted at a time t that never goes backwards: a caller whose time is
+// earlier than an event already counted is counted at the latest bucket (see
+// QPS). A retry counted at t is allowed only if the retries of the bucket
+// holding t and of the k buckets before it, with it, are at most ratio times
+// the requests of that bucket and the k-1 before it, plus the floor. The
+// first buckets span at least (t−W, t], the second at most, so
+//
+//	retries in (t−W, t] ≤ ratio × requests in (t−W, t] + minPerSecond × W
+//
+// holds at every allowed retry, for the requests counted before it. For any
+// interval of length W, wherever it starts, the retries in it are bounded so
+// by the requests of the interval of length W ending at its last retry. What
+// this costs: retries are counted over up to W+w and requests over as little
+// as W−w, so under steady traffic a budget allows about k/(k+1) of
+// ratio × requests (95% with the default 20 buckets); the floor is never cut.
+//
+// A budget knows nothing of circuit breakers, but Retry takes the Attempt
+// that failed, so that a retry is never sent into an open breaker, nor a
+// breaker's probe repeated: see Attempt.
+//
+// A RetryBudget is safe for concurrent use; Request and Retry take no lock
+// and allocate nothing. A decision reads 2k+1 words; each bucket is sealed
+// by the first retry decided after it closes (k compare-and-swaps per
+// bucket), so that a caller who read the clock before it closed and decides
+// after cannot add a retry that later decisions have not counted. The zero
+// RetryBudget is not usable; make one with NewRetryBudget.
+//
+// Memory: 144 bytes plus 16 per slot, the slots being k+1 rounded up to a
+// power of two: 656 bytes with the default 20 buckets.
+type RetryBudget struct {
+	requests []atomic.Uint64 // count words of the requests, one per slot
+	retries  []atomic.Uint64 // count words of the retries, one per slot; sealed once closed
+	open     atomic.Uint64   // the latest bucket in which anything was counted
+	k        uint64
+	mask     uint64
+	ratio    float64
+	floor    float64 // minPerSecond × interval in seconds
+	grid     timegrid.Grid
+	clock    clock.Clock
+}
+
+// An Attempt says how the attempt that failed went through a circuit
+// breaker, which decides whether it may be retried at all. A client without
+// a breaker passes AttemptFailed.
+type Attempt uint8
+
+const (
+	// AttemptFailed: the attempt was sent, its breaker (if any) closed, and
+	// it failed. It is retried if the budget allows.
+	AttemptFailed Attempt = iota
+	// AttemptProbe: the attempt was a half-open breaker's probe. It is
+	// never retried: its failure is the breaker's answer, and retrying it
+	// would send the downstream the load the breaker is there to hold back.
+	AttemptProbe
+	// AttemptBreakerOpen: the breaker is open and refused the attempt, or
+	// is open now. It is never retried while the breaker stays open.
+	AttemptBreakerOpen
+)
+
+// NewRetryBudget returns a budget allowing, in any interval of the given
+// length, ratio retries per request plus minPerSecond retries per second
+// (the defaults are DefaultRetryRatio, DefaultRetryMinPerSecond and
+// DefaultRetryInterval). ratio must be in [0, MaxRetryRatio];
+// minPerSecond × interval, the floor, at most MaxLimit; the interval must
+// divide into the buckets (DefaultRetryBuckets unless WithBuckets says
+// otherwise) in whole nanoseconds of at least 1 µs each. A bad argument or
+// Option is a *ConfigError naming it ("ratio", "min_per_second",
+// "interval", "buckets", "clock"); WithWarmUp is an error ("warm_up").
+func NewRetryBudget(ratio float64, minPerSecond int64, interval time.Duration, opts ...Option) (*RetryBudget, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.warming {
+		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "a retry budget does not warm up"}
+	}
+	if !(ratio >= 0 && ratio <= MaxRetryRatio) { // NaN fails both
+		return nil, &ConfigError{Option: "ratio", Value: ratio, Detail: fmt.Sprintf("must be between 0 and %d", MaxRetryRatio)}
+	}
+	if !o.bucketsGiven {
+		o.buckets = DefaultRetryBuckets
+	}
+	if we := timegrid.CheckWindow(interval, o.buckets); we != nil {
+		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
+	}
+	floor := float64(minPerSecond) * interval.Seconds()
+	if minPerSecond < 0 || floor > MaxLimit {
+		return nil, &ConfigError{Option: "min_per_second", Value: minPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(MaxLimit), interval)}
+	}
+	// The retries of the open bucket and of the k before it must sit in
+	// distinct slots; the requests need only k.
+	slots := 1 << bits.Len(uint(o.buckets))
+	return &RetryBudget{
+		requests: make([]atomic.Uint64, slots),
+		retries:  make([]atomic.Uint64, slots),
+		k:        uint64(o.buckets),
+		mask:     uint64(slots - 1),
+		ratio:    ratio,
+		floor:    floor,
+		grid:     timegrid.New(interval/time.Duration(o.buckets), int64(o.buckets)),
+		clock:    o.clock,
+	}, nil
+}
+
+// Request counts one original request now: a deposit that lets ratio
+// retries more in the next interval. Retries are not counted with Request.
+func (b *RetryBudget) Request() { b.RequestAt(b.clock.Now()) }
+
+// RequestAt counts one original request at time now (nanoseconds on the
+// budget's clock). A time earlier than the latest bucket counted is counted
+// in that bucket. A bucket counts at most MaxLimit requests; more are not
+// counted, which only makes the budget smaller.
+func (b *RetryBudget) RequestAt(now int64) {
+	for {
+		i := b.bucket(now)
+		s := &b.requests[i&b.mask]
+		w := s.Load()
+		var next uint64
+		switch {
+		case holds(w, i):
+			if w&countMask == countMask {
+				return
+			}
+			next = w + 1
+		case b.open.Load() != i:
+			continue // the slot is a later bucket's: count in it
+		default:
+			// The slot holds a bucket long gone (or nothing): this request
+			// opens it.
+			next = i<<tagShift | 1
+		}
+		if s.CompareAndSwap(w, next) {
+			return
+		}
+	}
+}
+
+// Retry decides whether a retry after the given failed attempt may be sent
+// now, and counts it if so. See RetryAt.
+func (b *RetryBudget) Retry(a Attempt) bool { return b.RetryAt(b.clock.Now(), a) }
+
+// RetryAt decides whether a retry after the given failed attempt may be
+// sent, the decision taken at time now (nanoseconds on the budget's clock),
+// and counts it if so: the retry is allowed only if, with it, the retries
+// of the interval are at most ratio times its requests plus the floor (see
+// RetryBudget for the precise bound). After AttemptProbe or
+// AttemptBreakerOpen it returns false and counts nothing; an unknown
+// Attempt is treated as AttemptBreakerOpen. A time earlier than the latest
+// bucket counted is counted in that bucket.
+func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
+	if a != AttemptFailed {
+		return false
+	}
+decide:
+	for {
+		i := b.bucket(now)
+		// Seal the k buckets before i and sum their retries: once sealed, a
+		// bucket's count is final, and a caller still deciding in it finds
+		// its compare-and-swap failing and decides again in the open bucket.
+		var retried uint64
+		for j := i - b.k; j < i; j++ {
+			s := &b.retries[j&b.mask]
+			for {
+				w := s.Load()
+				if holds(w, j) && w&sealedBit != 0 {
+					retried += w & countMask
+					break
+				}
+				var sealed uint64
+				if holds(w, j) {
+					sealed = w | sealedBit
+				} else {
+					// A bucket long gone: j had no retries, unless the
+					// slot holds a later bucket than j, which means
+					// buckets later than i have been opened.
+					if b.open.Load() != i {
+						continue decide
+					}
+					sealed = j<<tagShift | sealedBit
+				}
+				if s.CompareAndSwap(w, sealed) {
+					retried += sealed & countMask
+					break
+				}
+			}
+		}
+		// The requests of i and the k-1 buckets before it. A count still
+		// growing, or a slot holding another bucket, only counts fewer.
+		var requested uint64
+		for j := i - b.k + 1; j <= i; j++ {
+			if w := b.requests[j&b.mask].Load(); holds(w, j) {
+				requested += w & countMask
+			}
+		}
+		allowance := b.ratio*float64(requested) + b.floor
+		s := &b.retries[i&b.mask]
+		for {
+			w := s.Load()
+			var r uint64
+			switch {
+			case holds(w, i) && w&sealedBit == 0:
+				r = w & countMask
+			case b.open.Load() != i:
+				continue decide // i is sealed or its slot reused: a later bucket is open
+			default:
+				// The slot holds a bucket long gone (or a relic whose tag
+				// matches i's): i has no retries yet.
+			}
+			if float64(retried+r+1) > allowance || r == countMask {
+				return false
+			}
+			if s.CompareAndSwap(w, i<<tagShift|(r+1)) {
+				return true
+			}
+		}
+	}
+}
+
+// bucket returns the bucket in which an event at time now is counted: the
+// bucket holding now, or the latest bucket counted if that is later, which
+// it opens if it is later than that.
+func (b *RetryBudget) bucket(now int64) uint64 {
+	i := b.grid.Index(now)
+	for {
+		o := b.open.Load()
+		if i <= o {
+			return o
+		}
+		if b.open.CompareAndSwap(o, i) {
+			return i
+		}
+	}
+}
+
+// Ratio returns the retries allowed per request.
+func (b *RetryBudget) Ratio() float64 { return b.ratio }
+
+// Floor returns the retries allowed in every interval whatever the
+// requests: minPerSecond × the interval in seconds.
+func (b *RetryBudget) Floor() float64 { return b.floor }

@@ -1,0 +1,465 @@
+package flow
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
+	cases := []struct {
+		name     string
+		ratio    float64
+		min      int64
+		interval time.Duration
+		opts     []Option
+		option   string
+		value    any
+	}{
+		{"negative ratio", -0.1, 10, time.Second, nil, "ratio", -0.1},
+		{"NaN ratio", math.NaN(), 10, time.Second, nil, "ratio", nil},
+		{"ratio above max", MaxRetryRatio + 1, 10, time.Second, nil, "ratio", float64(MaxRetryRatio + 1)},
+		{"infinite ratio", math.Inf(1), 10, time.Second, nil, "ratio", math.Inf(1)},
+		{"negative floor", 0.2, -1, time.Second, nil, "min_per_second", int64(-1)},
+		{"floor above max", 0.2, MaxLimit, 10 * time.Second, nil, "min_per_second", int64(MaxLimit)},
+		{"zero interval", 0.2, 10, 0, nil, "interval", time.Duration(0)},
+		{"negative interval", 0.2, 10, -time.Second, nil, "interval", -time.Second},
+		{"interval not divisible", 0.2, 10, 7, []Option{WithBuckets(3)}, "interval", time.Duration(7)},
+		{"zero buckets", 0.2, 10, time.Second, []Option{WithBuckets(0)}, "buckets", 0},
+		{"nil clock", 0.2, 10, time.Second, []Option{WithClock(nil)}, "clock", nil},
+		{"warm-up", 0.2, 10, time.Second, []Option{WithWarmUp(time.Minute, 3)}, "warm_up", time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := NewRetryBudget(c.ratio, c.min, c.interval, c.opts...)
+			if b != nil || err == nil {
+				t.Fatalf("NewRetryBudget = %v, %v; want an error", b, err)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v is not a *ConfigError wrapping ErrInvalidConfig", err)
+			}
+			if ce.Option != c.option {
+				t.Fatalf("Option = %q, want %q (%v)", ce.Option, c.option, err)
+			}
+			if c.value != nil && ce.Value != c.value {
+				t.Fatalf("Value = %#v, want %#v", ce.Value, c.value)
+			}
+			if f, ok := ce.Value.(float64); c.name == "NaN ratio" && !(ok && math.IsNaN(f)) {
+				t.Fatalf("Value = %#v, want NaN", ce.Value)
+			}
+		})
+	}
+	if _, err := NewRetryBudget(DefaultRetryRatio, DefaultRetryMinPerSecond, DefaultRetryInterval); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if _, err := NewRetryBudget(0, 0, time.Second, WithBuckets(1)); err != nil {
+		t.Fatalf("a budget that never retries is valid: %v", err)
+	}
+}
+
+// retryModel is the reference: the bucket rule of RetryBudget written out
+// with maps and division, and every event kept with the time it was counted
+// at, to check the promised bound in continuous time.
+type retryModel struct {
+	k, w           int64
+	ratio, floor   float64
+	requests       map[int64]int64
+	retries        map[int64]int64
+	open, latest   int64   // the latest bucket and time counted
+	reqAt, retryAt []int64 // the times events were counted at
+}
+
+func newRetryModel(ratio float64, minPerSecond int64, interval time.Duration, k int) *retryModel {
+	return &retryModel{
+		k: int64(k), w: int64(interval) / int64(k), ratio: ratio,
+		floor:    float64(minPerSecond) * interval.Seconds(),
+		requests: map[int64]int64{}, retries: map[int64]int64{},
+		open: math.MinInt64, latest: math.MinInt64,
+	}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// count returns the bucket and the time at which an event at now is
+// counted: neither goes backwards.
+func (m *retryModel) count(now int64) (int64, int64) {
+	m.open = max(m.open, floorDiv(now, m.w))
+	m.latest = max(m.latest, now)
+	return m.open, m.latest
+}
+
+func (m *retryModel) request(now int64) {
+	b, at := m.count(now)
+	m.requests[b]++
+	m.reqAt = append(m.reqAt, at)
+}
+
+func (m *retryModel) retry(now int64) bool {
+	b, at := m.count(now)
+	var retried, requested int64
+	for j := b - m.k; j <= b; j++ {
+		retried += m.retries[j]
+		if j > b-m.k {
+			requested += m.requests[j]
+		}
+	}
+	if float64(retried+1) > m.ratio*float64(requested)+m.floor {
+		return false
+	}
+	m.retries[b]++
+	m.retryAt = append(m.retryAt, at)
+	return true
+}
+
+// checkBound checks the promise at the retry just allowed at time t: the
+// retries counted in (t-W, t] are at most ratio × the requests counted in
+// (t-W, t] plus the floor.
+func (m *retryModel) checkBound(t *testing.T, at int64) {
+	t.Helper()
+	W := m.k * m.w
+	var retried, requested int64
+	for _, x := range m.retryAt {
+		if x > at-W && x <= at {
+			retried++
+		}
+	}
+	for _, x := range m.reqAt {
+		if x > at-W && x <= at {
+			requested++
+		}
+	}
+	if float64(retried) > m.ratio*float64(requested)+m.floor {
+		t.Fatalf("at %d: %d retries in the last interval against %d requests (ratio %v, floor %v)", at, retried, requested, m.ratio, m.floor)
+	}
+}
+
+func TestRetryBudgetMatchesModelAndKeepsBoundInEveryInterval(t *testing.T) {
+	configs := []struct {
+		ratio    float64
+		min      int64
+		interval time.Duration
+		k        int
+	}{
+		{0.2, 10, 10 * time.Second, 20},
+		{0.5, 0, time.Second, 4},
+		{0, 3, time.Second, 1},
+		{1.5, 1, 2 * time.Second, 8},
+		{0.1, 2, 3 * time.Second, 3},
+	}
+	for ci, c := range configs {
+		for seed := uint64(1); seed <= 4; seed++ {
+			rng := rand.New(rand.NewPCG(seed, uint64(ci)))
+			start := rng.Int64N(int64(time.Hour)) - int64(30*time.Minute) // negative times too
+			clk := clock.NewManual(start)
+			b, err := NewRetryBudget(c.ratio, c.min, c.interval, WithBuckets(c.k), WithClock(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := newRetryModel(c.ratio, c.min, c.interval, c.k)
+			w := int64(c.interval) / int64(c.k)
+			var allowedN, refusedN int
+			for op := 0; op < 6000; op++ {
+				switch r := rng.IntN(1000); {
+				case r < 3:
+					clk.Advance(time.Duration(rng.Int64N(3 * int64(c.interval))))
+				case r < 400:
+					clk.Advance(time.Duration(rng.Int64N(w / 8)))
+				}
+				now := clk.Now()
+				if rng.IntN(20) == 0 {
+					now -= rng.Int64N(2 * w) // a caller that read the clock a while ago
+				}
+				switch r := rng.IntN(100); {
+				case r < 55:
+					b.RequestAt(now)
+					m.request(now)
+				case r < 95:
+					got, want := b.RetryAt(now, AttemptFailed), m.retry(now)
+					if got != want {
+						t.Fatalf("config %d seed %d op %d: RetryAt(%d) = %v, model says %v", ci, seed, op, now, got, want)
+					}
+					if got {
+						allowedN++
+						m.checkBound(t, m.retryAt[len(m.retryAt)-1])
+					} else {
+						refusedN++
+					}
+				default:
+					a := AttemptProbe + Attempt(rng.IntN(3)) // probe, open, unknown
+					if b.RetryAt(now, a) {
+						t.Fatalf("RetryAt(%d, %v) allowed a retry", now, a)
+					}
+				}
+			}
+			if allowedN == 0 || refusedN == 0 {
+				t.Fatalf("config %d seed %d: %d allowed, %d refused: the test exercises only one side", ci, seed, allowedN, refusedN)
+			}
+		}
+	}
+}
+
+func TestRetryBudgetCountsRetriesWhenDecidedNotWhenSent(t *testing.T) {
+	clk := clock.NewManual(0)
+	b, err := NewRetryBudget(0.2, 10, 10*time.Second, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		b.Request()
+	}
+	clk.Advance(time.Second)
+	// 1000 requests fail at once; every retry waits in backoff before it is
+	// sent, so none has been sent when the last is decided.
+	allowed := 0
+	for range 1000 {
+		if b.Retry(AttemptFailed) {
+			allowed++
+		}
+	}
+	if want := 0.2*1000 + 10*10; allowed != int(want) {
+		t.Fatalf("%d retries allowed for 1000 failures at once, want %v", allowed, want)
+	}
+	// The retries leave the budget an interval and a bucket after they
+	// were counted, the requests an interval at most; the floor stays.
+	if b.Retry(AttemptFailed) {
+		t.Fatal("a retry allowed beyond the budget")
+	}
+	clk.Advance(10*time.Second + 500*time.Millisecond)
+	allowed = 0
+	for b.Retry(AttemptFailed) {
+		allowed++
+	}
+	if allowed != 100 {
+		t.Fatalf("%d retries allowed an interval later, want the floor, 100", allowed)
+	}
+}
+
+func TestRetryBudgetNeverRetriesProbeOrOpenBreaker(t *testing.T) {
+	b, err := NewRetryBudget(1, 100, time.Second, WithClock(clock.NewManual(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		b.Request()
+	}
+	for _, a := range []Attempt{AttemptProbe, AttemptBreakerOpen, 77} {
+		if b.Retry(a) {
+			t.Fatalf("Retry(%d) allowed a retry", a)
+		}
+	}
+	// Those refusals took nothing from the budget.
+	allowed := 0
+	for b.Retry(AttemptFailed) {
+		allowed++
+	}
+	if allowed != 200 {
+		t.Fatalf("%d retries allowed, want 200", allowed)
+	}
+}
+
+// Under a downstream that fails every request, three naive retries send four
+// attempts per request; the budget's client sends at most 1 + ratio + the
+// floor's share.
+func TestRetryBudgetBoundsLoadUnderTotalFailure(t *testing.T) {
+	const (
+		ratio        = 0.2
+		minPerSecond = 10
+		rate         = 1000 // requests per second
+		seconds      = 120
+		maxRetries   = 3
+	)
+	clk := clock.NewManual(0)
+	b, err := NewRetryBudget(ratio, minPerSecond, 10*time.Second, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests, naive, budgeted int
+	for range rate * seconds {
+		clk.Advance(time.Second / rate)
+		requests++
+		b.Request()
+		naive += 1 + maxRetries // every attempt fails, so all are retried
+		budgeted++
+		for range maxRetries {
+			if !b.Retry(AttemptFailed) {
+				break
+			}
+			budgeted++
+		}
+	}
+	naiveLoad := float64(naive) / float64(requests)
+	load := float64(budgeted) / float64(requests)
+	bound := 1 + ratio + float64(minPerSecond)/rate
+	t.Logf("attempts per request: naive %.3f, with the budget %.4f (bound %.3f)", naiveLoad, load, bound)
+	if load > bound {
+		t.Fatalf("with the budget: %.4f attempts per request, above %.3f", load, bound)
+	}
+	// The budget is spent, not merely refused: at least 90% of what the
+	// ratio allows (the buckets cost up to 2/(k+1)) plus the floor.
+	if least := 1 + 0.9*ratio + float64(minPerSecond)/rate; load < least {
+		t.Fatalf("with the budget: %.4f attempts per request, below %.3f", load, least)
+	}
+	if naiveLoad != 4 {
+		t.Fatalf("naive: %.3f attempts per request, want 4", naiveLoad)
+	}
+}
+
+// Many goroutines decide at once; the clock moves between phases, across
+// bucket boundaries, so buckets open and are sealed while others decide. The
+// counts must be exactly what one caller deciding alone would get.
+func TestRetryBudgetConcurrentRetriesAreExact(t *testing.T) {
+	const (
+		workers  = 8
+		perPhase = 40 // tries per worker per phase
+		phases   = 60
+		floor    = 50 // per second, over a 1 s interval
+	)
+	clk := clock.NewManual(0)
+	b, err := NewRetryBudget(0, floor, time.Second, WithBuckets(4), WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newRetryModel(0, floor, time.Second, 4)
+	var rng = rand.New(rand.NewPCG(7, 7))
+	for p := range phases {
+		clk.Advance(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
+		now := clk.Now()
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range perPhase {
+					if b.RetryAt(now, AttemptFailed) {
+						allowed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		want := 0
+		for range workers * perPhase {
+			if m.retry(now) {
+				want++
+			}
+		}
+		if got := allowed.Load(); got != int64(want) {
+			t.Fatalf("phase %d: %d retries allowed, a lone caller gets %d", p, got, want)
+		}
+	}
+}
+
+// Requests and retries from many goroutines while the clock moves under
+// them: whatever the interleaving, no retry is allowed beyond what the
+// requests counted in its window allow.
+func TestRetryBudgetConcurrentRequestsAndRetriesKeepBound(t *testing.T) {
+	const workers = 8
+	clk := clock.NewManual(0)
+	b, err := NewRetryBudget(0.5, 0, time.Second, WithBuckets(4), WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests, retries atomic.Int64
+	var running atomic.Int64
+	running.Store(workers)
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer running.Add(-1)
+			for i := range 20000 {
+				if (i+g)%3 == 0 {
+					b.Request()
+					requests.Add(1)
+				} else if b.Retry(AttemptFailed) {
+					retries.Add(1)
+				}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for running.Load() > 0 {
+		clk.Advance(time.Duration(rng.Int64N(int64(time.Millisecond))))
+		if rng.IntN(5000) == 0 {
+			clk.Advance(5 * time.Second) // whole rings at once
+		}
+		runtime.Gosched()
+	}
+	wg.Wait()
+	// Cut the buckets into blocks of k+1. The retries of a block were all
+	// counted by its last retry, allowed against half the requests of the k
+	// buckets ending at it, which lie in that block or the one before; so
+	// each request backs at most two blocks, and retries are at most the
+	// requests.
+	if r, q := retries.Load(), requests.Load(); r > q || q == 0 {
+		t.Fatalf("%d retries against %d requests at ratio 0.5", r, q)
+	}
+}
+
+func TestRetryBudgetAllocatesNothing(t *testing.T) {
+	clk := clock.NewManual(0)
+	b, err := NewRetryBudget(0.2, 10, 10*time.Second, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		clk.Advance(7 * time.Millisecond)
+		b.Request()
+		b.Retry(AttemptFailed)
+		b.RetryAt(clk.Now(), AttemptProbe)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per Request+Retry", allocs)
+	}
+}
+
+func BenchmarkRetryBudget(b *testing.B) {
+	b.Run("baseline=time.Now", func(b *testing.B) {
+		for b.Loop() {
+			_ = time.Now()
+		}
+	})
+	budget, err := NewRetryBudget(DefaultRetryRatio, DefaultRetryMinPerSecond, DefaultRetryInterval)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Request", func(b *testing.B) {
+		for b.Loop() {
+			budget.Request()
+		}
+	})
+	b.Run("Retry", func(b *testing.B) {
+		for b.Loop() {
+			budget.Retry(AttemptFailed)
+		}
+	})
+	b.Run("RetryAt", func(b *testing.B) {
+		now := clock.System.Now()
+		for b.Loop() {
+			budget.RetryAt(now, AttemptFailed)
+		}
+	})
+	b.Run("Retry/parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				budget.Retry(AttemptFailed)
+			}
+		})
+	})
+}
