@@ -64,24 +64,30 @@ const MaxRetryRatio = 100
 // breaker's probe repeated: see Attempt.
 //
 // A RetryBudget is safe for concurrent use; Request and Retry take no lock
-// and allocate nothing. A decision reads 2k+1 words; each bucket is sealed
-// by the first retry decided after it closes (k compare-and-swaps per
-// bucket), so that a caller who read the clock before it closed and decides
-// after cannot add a retry that later decisions have not counted. The zero
-// RetryBudget is not usable; make one with NewRetryBudget.
+// and allocate nothing. The first retry decided in a bucket seals the k
+// buckets before it (at most k compare-and-swaps), so that a caller who read
+// the clock before they closed and decides after cannot add a retry that
+// later decisions have not counted, and sums them and the requests (2k-1
+// words), keeping the sums for the decisions after it, which read five words
+// and write one. The zero RetryBudget is not usable; make one with
+// NewRetryBudget.
 //
-// Memory: 144 bytes plus 16 per slot, the slots being k+1 rounded up to a
-// power of two: 656 bytes with the default 20 buckets.
+// Memory: 160 bytes plus 16 per slot, the slots being k+1 rounded up to a
+// power of two: 672 bytes with the default 20 buckets.
 type RetryBudget struct {
 	requests []atomic.Uint64 // count words of the requests, one per slot
 	retries  []atomic.Uint64 // count words of the retries, one per slot; sealed once closed
 	open     atomic.Uint64   // the latest bucket in which anything was counted
-	k        uint64
-	mask     uint64
-	ratio    float64
-	floor    float64 // minPerSecond × interval in seconds
-	grid     timegrid.Grid
-	clock    clock.Clock
+	// For the bucket in its tag, the sum of the sealed retries of the k
+	// buckets before it, and of the requests of the k-1 before it; the
+	// sealed bit marks a word holding no sum yet.
+	retryBase, requestBase atomic.Uint64
+	k                      uint64
+	mask                   uint64
+	ratio                  float64
+	floor                  float64 // minPerSecond × interval in seconds
+	grid                   timegrid.Grid
+	clock                  clock.Clock
 }
 
 // An Attempt says how the attempt that failed went through a circuit
@@ -135,7 +141,7 @@ func NewRetryBudget(ratio float64, minPerSecond int64, interval time.Duration, o
 	// The retries of the open bucket and of the k before it must sit in
 	// distinct slots; the requests need only k.
 	slots := 1 << bits.Len(uint(o.buckets))
-	return &RetryBudget{
+	b := &RetryBudget{
 		requests: make([]atomic.Uint64, slots),
 		retries:  make([]atomic.Uint64, slots),
 		k:        uint64(o.buckets),
@@ -144,7 +150,10 @@ func NewRetryBudget(ratio float64, minPerSecond int64, interval time.Duration, o
 		floor:    floor,
 		grid:     timegrid.New(interval/time.Duration(o.buckets), int64(o.buckets)),
 		clock:    o.clock,
-	}, nil
+	}
+	b.retryBase.Store(sealedBit)
+	b.requestBase.Store(sealedBit)
+	return b, nil
 }
 
 // Request counts one original request now: a deposit that lets ratio
@@ -199,43 +208,13 @@ func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
 decide:
 	for {
 		i := b.bucket(now)
-		// Seal the k buckets before i and sum their retries: once sealed, a
-		// bucket's count is final, and a caller still deciding in it finds
-		// its compare-and-swap failing and decides again in the open bucket.
-		var retried uint64
-		for j := i - b.k; j < i; j++ {
-			s := &b.retries[j&b.mask]
-			for {
-				w := s.Load()
-				if holds(w, j) && w&sealedBit != 0 {
-					retried += w & countMask
-					break
-				}
-				var sealed uint64
-				if holds(w, j) {
-					sealed = w | sealedBit
-				} else {
-					// A bucket long gone: j had no retries, unless the
-					// slot holds a later bucket than j, which means
-					// buckets later than i have been opened.
-					if b.open.Load() != i {
-						continue decide
-					}
-					sealed = j<<tagShift | sealedBit
-				}
-				if s.CompareAndSwap(w, sealed) {
-					retried += sealed & countMask
-					break
-				}
-			}
+		retried, ok := b.retriedBefore(i)
+		if !ok {
+			continue decide
 		}
-		// The requests of i and the k-1 buckets before it. A count still
-		// growing, or a slot holding another bucket, only counts fewer.
-		var requested uint64
-		for j := i - b.k + 1; j <= i; j++ {
-			if w := b.requests[j&b.mask].Load(); holds(w, j) {
-				requested += w & countMask
-			}
+		requested := b.requestedBefore(i)
+		if w := b.requests[i&b.mask].Load(); holds(w, i) {
+			requested += w & countMask
 		}
 		allowance := b.ratio*float64(requested) + b.floor
 		s := &b.retries[i&b.mask]
@@ -259,6 +238,72 @@ decide:
 			}
 		}
 	}
+}
+
+// retriedBefore returns the retries of the k buckets before i, which it
+// seals, or false if a bucket later than i has been opened meanwhile. The
+// first caller to decide in i sums them and keeps the sum in retryBase:
+// once sealed, a bucket's count is final, and a caller still deciding in it
+// finds its compare-and-swap failing and decides again in the open bucket.
+func (b *RetryBudget) retriedBefore(i uint64) (uint64, bool) {
+	base := b.retryBase.Load()
+	if holds(base, i) && base&sealedBit == 0 {
+		return base & countMask, true
+	}
+	var retried uint64
+	for j := i - b.k; j < i; j++ {
+		s := &b.retries[j&b.mask]
+		for {
+			w := s.Load()
+			if holds(w, j) && w&sealedBit != 0 {
+				retried += w & countMask
+				break
+			}
+			var sealed uint64
+			if holds(w, j) {
+				sealed = w | sealedBit
+			} else {
+				// A bucket long gone: j had no retries, unless the slot
+				// holds a later bucket than j, which means buckets later
+				// than i have been opened.
+				if b.open.Load() != i {
+					return 0, false
+				}
+				sealed = j<<tagShift | sealedBit
+			}
+			if s.CompareAndSwap(w, sealed) {
+				retried += sealed & countMask
+				break
+			}
+		}
+	}
+	// A sum too large for the word is not kept: kept smaller, it would let
+	// retries through.
+	if retried <= countMask {
+		b.retryBase.CompareAndSwap(base, i<<tagShift|retried)
+	}
+	return retried, true
+}
+
+// requestedBefore returns the requests of the k-1 buckets before i. The
+// first caller to decide in i sums them and keeps the sum in requestBase.
+// A count still growing (a caller who read the clock before i opened), or a
+// slot holding another bucket, only counts fewer, which makes the budget
+// smaller, never larger.
+func (b *RetryBudget) requestedBefore(i uint64) uint64 {
+	base := b.requestBase.Load()
+	if holds(base, i) && base&sealedBit == 0 {
+		return base & countMask
+	}
+	var requested uint64
+	for j := i - b.k + 1; j < i; j++ {
+		if w := b.requests[j&b.mask].Load(); holds(w, j) {
+			requested += w & countMask
+		}
+	}
+	requested = min(requested, countMask) // counting fewer is safe
+	b.requestBase.CompareAndSwap(base, i<<tagShift|requested)
+	return requested
 }
 
 // bucket returns the bucket in which an event at time now is counted: the

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
 )
@@ -325,7 +326,7 @@ func TestRetryBudgetConcurrentRetriesAreExact(t *testing.T) {
 	const (
 		workers  = 8
 		perPhase = 40 // tries per worker per phase
-		phases   = 60
+		phases   = 400
 		floor    = 50 // per second, over a 1 s interval
 	)
 	clk := clock.NewManual(0)
@@ -462,4 +463,61 @@ func BenchmarkRetryBudget(b *testing.B) {
 			}
 		})
 	})
+}
+
+func TestRetryBudgetMemoryIsAsDocumented(t *testing.T) {
+	b, err := NewRetryBudget(DefaultRetryRatio, DefaultRetryMinPerSecond, DefaultRetryInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int(unsafe.Sizeof(*b)) + 8*(len(b.requests)+len(b.retries))
+	if size != 672 {
+		t.Fatalf("a budget with the default buckets takes %d bytes, documented 672", size)
+	}
+}
+
+// The race a bucket ring must be designed for: a caller finds its bucket,
+// and before it counts, later buckets open and decide without it. Callers
+// read the clock themselves while it moves a bucket at a time; with a floor
+// alone, every k+1 consecutive buckets may hold at most the floor, so the
+// retries over the whole run are bounded by the floor per k+1 buckets.
+func TestRetryBudgetLateCallersNeverOvershoot(t *testing.T) {
+	const (
+		workers = 4
+		k       = 4
+		floor   = 20 // per second, over a 1 s interval
+		width   = 250 * time.Millisecond
+	)
+	clk := clock.NewManual(0)
+	b, err := NewRetryBudget(0, floor, time.Second, WithBuckets(k), WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allowed, running atomic.Int64
+	running.Store(workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer running.Add(-1)
+			for range 20000 {
+				if b.RetryAt(clk.Now(), AttemptFailed) {
+					allowed.Add(1)
+				}
+			}
+		}()
+	}
+	for running.Load() > 0 {
+		clk.Advance(width)
+		runtime.Gosched()
+	}
+	wg.Wait()
+	buckets := clk.Now()/int64(width) + 1
+	if most := floor * ((buckets + k) / (k + 1)); allowed.Load() > most {
+		t.Fatalf("%d retries allowed over %d buckets, at most %d may be", allowed.Load(), buckets, most)
+	}
+	if allowed.Load() == 0 {
+		t.Fatal("no retry allowed")
+	}
 }
