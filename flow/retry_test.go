@@ -456,6 +456,19 @@ func BenchmarkRetryBudget(b *testing.B) {
 			budget.RetryAt(now, AttemptFailed)
 		}
 	})
+	allowing, err := NewRetryBudget(1, 0, DefaultRetryInterval)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("RequestAt+RetryAt/allowed", func(b *testing.B) {
+		now := clock.System.Now()
+		for b.Loop() {
+			allowing.RequestAt(now)
+			if !allowing.RetryAt(now, AttemptFailed) {
+				b.Fatal("refused")
+			}
+		}
+	})
 	b.Run("Retry/parallel", func(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
