@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -396,19 +397,30 @@ type KeyStat struct {
 
 // Top returns the hot keys (those with exact windows) that the limiter
 // counts most of, at most n of them, busiest first: by allowed requests,
-// or by blocked ones if byBlocked. Keys that stay in the sketch are not
-// shown: they are the cold ones. Top takes each shard's mutex in turn and
-// allocates its result.
+// or by blocked ones if byBlocked, then by key. Keys are shown cut to
+// MaxShownKeyLength bytes and made valid UTF-8; keys that then read the
+// same are added up into one, so that no two KeyStats name one key. Keys
+// that stay in the sketch are not shown: they are the cold ones. Top takes
+// each shard's mutex in turn and allocates its result.
 func (q *KeyedQPS) Top(now int64, n int, byBlocked bool) []KeyStat {
+	at := map[string]int{}
 	var all []KeyStat
 	for i := range q.shards {
 		s := &q.shards[i]
 		s.mu.Lock()
 		for e := range s.hot {
 			st := s.stat(q, int32(e), now)
-			if st.Allowed > 0 || st.Blocked > 0 {
-				all = append(all, st)
+			if st.Allowed == 0 && st.Blocked == 0 {
+				continue
 			}
+			st.Key = strings.ToValidUTF8(st.Key, "\uFFFD")
+			if j, ok := at[st.Key]; ok {
+				all[j].Allowed += st.Allowed
+				all[j].Blocked += st.Blocked
+				continue
+			}
+			at[st.Key] = len(all)
+			all = append(all, st)
 		}
 		s.mu.Unlock()
 	}
@@ -417,13 +429,7 @@ func (q *KeyedQPS) Top(now int64, n int, byBlocked bool) []KeyStat {
 		if byBlocked {
 			x, y = a.Blocked, b.Blocked
 		}
-		if x != y {
-			if x > y {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Key, b.Key)
+		return cmp.Or(cmp.Compare(y, x), strings.Compare(a.Key, b.Key))
 	})
 	return all[:min(max(n, 0), len(all))]
 }

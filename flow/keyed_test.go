@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -562,5 +563,20 @@ func TestKeyedQPSSetDoesNotGrowEntriesWithChangingOverrides(t *testing.T) {
 	}
 	if top := q.Top(c.Now(), -1, false); len(top) != 0 {
 		t.Fatalf("Top(-1) = %v", top)
+	}
+}
+
+// Keys that read the same once cut are one key in Top.
+func TestKeyedQPSTopAddsUpKeysThatReadTheSame(t *testing.T) {
+	q := mustKeyed(t, clock.NewManual(0), KeyWindow{Limit: 2, Interval: time.Second})
+	long := strings.Repeat("k", MaxShownKeyLength)
+	for _, key := range []string{long + "a", long + "b", "\xff"} {
+		for range 3 { // over half the limit: hot
+			q.AllowNAt(0, key, 1)
+		}
+	}
+	top := q.Top(0, 10, false)
+	if len(top) != 2 || top[0].Key != long || top[0].Allowed != 4 || top[0].Blocked != 2 || top[1].Key != "\uFFFD" {
+		t.Fatalf("Top = %+v, want %q with both keys' counts, then the bad byte shown as U+FFFD", top, long)
 	}
 }
