@@ -140,6 +140,26 @@ func (h Entry) exit(now int64, given bool, err error) {
 	e.release()
 }
 
+// Probe reports whether a breaker of the resource let the request through
+// as a probe of its half-open circuit: a client should not retry it if it
+// fails (see flow.AttemptProbe). It is false for the zero Entry, and once
+// the request has exited. Call it before Exit, from the goroutine that
+// ends the request.
+func (h Entry) Probe() bool {
+	e := h.e
+	if e == nil || e.seq.Load() != h.seq {
+		return false
+	}
+	for i := range e.held {
+		// A hold keeps what an earlier rule wrote in it (see clearHeld):
+		// its promise is a breaker's only if a breaker holds it now.
+		if _, ok := e.held[i].by.(*breakerRule); ok && e.held[i].promise.Probe() {
+			return true
+		}
+	}
+	return false
+}
+
 // release returns the entry to the pool.
 func (e *entry) release() {
 	e.res, e.g, e.key = nil, nil, ""

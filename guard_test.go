@@ -536,3 +536,49 @@ func TestEnteringOtherCountsThere(t *testing.T) {
 		t.Fatalf("Resources() = %+v, want one (other) with 1 pass in its totals", rs)
 	}
 }
+
+// A client asks Entry.Probe whether a failed request may be retried: a
+// half-open breaker's probe must not be, and nothing else is one, even on
+// an entry whose pooled storage last held a probe's promise.
+func TestEntryProbeIsTrueForAHalfOpenBreakersProbeAlone(t *testing.T) {
+	one := int64(1)
+	g, clk := newGuard(t, Rules{
+		Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Limit: 10}, {Resource: "c", Type: ConcurrencyRule, Limit: 10}},
+		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: &one,
+			OpenTimeout: Duration(time.Second)}},
+	})
+	if e := mustEnter(t, g, "a"); e.Probe() {
+		t.Fatal("a request through a closed breaker is a probe")
+	} else {
+		e.Exit(errors.New("boom")) // opens the breaker
+	}
+	clk.Advance(time.Second)
+	probe := mustEnter(t, g, "a")
+	if !probe.Probe() {
+		t.Fatal("the first request after the open timeout is not a probe")
+	}
+	probe.Exit(nil) // closes the breaker
+	if probe.Probe() {
+		t.Fatal("an exited entry is still a probe")
+	}
+	for range 10 {
+		if e := mustEnter(t, g, "c"); e.Probe() {
+			t.Fatal("a request to a resource without a breaker is a probe")
+		} else {
+			e.Exit(nil)
+		}
+		if e := mustEnter(t, g, "b"); e.Probe() {
+			t.Fatal("a request to a resource without rules is a probe")
+		} else {
+			e.Exit(nil)
+		}
+		if e := mustEnter(t, g, "a"); e.Probe() {
+			t.Fatal("a request through a closed breaker is a probe")
+		} else {
+			e.Exit(nil)
+		}
+	}
+	if (Entry{}).Probe() {
+		t.Fatal("the zero Entry is a probe")
+	}
+}

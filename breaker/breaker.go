@@ -194,6 +194,13 @@ type issuer struct {
 	c *Circuit
 }
 
+// Probe reports whether the request is one of a half-open Circuit's
+// probes, whose outcome decides whether the circuit closes. A client should
+// not retry a failed probe: its failure is the breaker's answer (see
+// flow.AttemptProbe). The zero Promise and an Adaptive breaker's are not
+// probes.
+func (p Promise) Probe() bool { return p.ticket != 0 }
+
 // Succeed reports that the request succeeded.
 func (p Promise) Succeed() { p.settle(Success) }
 
