@@ -20,6 +20,17 @@
 // rule blocks returns a *slidegate.BlockError without reaching the network,
 // and 5xx responses and transport errors are recorded as errors.
 //
+// # Retries
+//
+// WithRetry makes Transport retry the requests that fail transiently (a
+// transport error, 502, 503, 504) and are safe to repeat, within a
+// flow.RetryBudget: retries add at most a ratio of the recent requests plus
+// a floor, however the downstream fails. No retry is sent into an open
+// breaker, and a half-open breaker's probe is never retried.
+//
+//	budget, _ := flow.NewRetryBudget(flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+//	client := &http.Client{Transport: httpguard.Transport(g, nil, httpguard.WithRetry(budget, httpguard.RetryPolicy{}))}
+//
 // # Keys
 //
 // A request's key (slidegate.WithKey) is what a resource's per-key rules

@@ -22,6 +22,7 @@ type options struct {
 	isError  func(status int) bool
 	entry    func(*http.Request) []slidegate.EntryOption
 	key      func(*http.Request) string // nil: every request has the key ""
+	retry    *retrier                   // nil: Transport sends each request once
 }
 
 // WithResource names the resource a request enters. The default is
@@ -326,7 +327,9 @@ func (rw *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // *url.Error, without reaching the network. An allowed one exits when the
 // response's headers arrive: with an error if the round trip failed or the
 // status counts as one (WithIsError; 5xx by default). The response time is
-// thus the time to the headers, not to the end of the body.
+// thus the time to the headers, not to the end of the body. With WithRetry,
+// a request that fails may be sent again, each attempt entering the guard
+// on its own.
 func Transport(g *slidegate.Guard, base http.RoundTripper, opts ...Option) http.RoundTripper {
 	if g == nil {
 		g = slidegate.Default()
@@ -352,15 +355,26 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.o.retry != nil {
+		return t.roundTripRetrying(r)
+	}
+	resp, _, err := t.attempt(r)
+	return resp, err
+}
+
+// attempt sends r once through the guard, and reports whether the attempt
+// was a half-open breaker's probe.
+func (t *transport) attempt(r *http.Request) (resp *http.Response, probe bool, err error) {
 	var buf [4]slidegate.EntryOption
 	e, err := t.g.Enter(r.Context(), t.o.resource(r), t.o.entryOptions(buf[:0], r)...)
 	if err != nil {
 		if r.Body != nil {
 			_ = r.Body.Close() // a RoundTripper must close the body, even on errors
 		}
-		return nil, err
+		return nil, false, err
 	}
-	resp, err := t.base.RoundTrip(r)
+	probe = e.Probe()
+	resp, err = t.base.RoundTrip(r)
 	switch {
 	case err != nil:
 		e.Exit(err)
@@ -369,5 +383,5 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	default:
 		e.Exit(nil)
 	}
-	return resp, err
+	return resp, probe, err
 }

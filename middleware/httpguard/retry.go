@@ -1,0 +1,261 @@
+package httpguard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
+)
+
+// Defaults of a RetryPolicy's zero fields.
+const (
+	DefaultMaxRetries  = 2
+	DefaultBaseBackoff = 25 * time.Millisecond
+	DefaultMaxBackoff  = time.Second
+)
+
+// MaxDrain is how much of a retried response's body Transport reads before
+// closing it, so that the connection may serve the next attempt. A body
+// longer than that is closed unread, which costs the connection but never
+// more than MaxDrain bytes of a hostile server's reply.
+const MaxDrain = 4 << 10
+
+// A RetryPolicy says which requests Transport retries and how long it waits
+// between attempts. Every field's zero value stands for its default.
+type RetryPolicy struct {
+	// MaxRetries is the most retries of one request, after its first
+	// attempt. Zero means DefaultMaxRetries; a negative value, none.
+	MaxRetries int
+	// BaseBackoff is the longest wait before the first retry; it doubles
+	// for each retry after it, up to MaxBackoff. Each wait is drawn
+	// uniformly from [0, that bound] ("full jitter"), so that clients that
+	// failed together do not retry together. Zero or negative means
+	// DefaultBaseBackoff.
+	BaseBackoff time.Duration
+	// MaxBackoff bounds every wait, and the longest Retry-After a response
+	// may ask for and still be retried: a response that asks for more is
+	// returned as it is. Zero or negative means DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// Retryable says whether an attempt that reached the network (its
+	// response, or its error with a nil response) may be retried. Nil means
+	// Retryable. It is not asked about attempts the guard blocked, nor about
+	// requests that are not safe to repeat (see WithRetry), nor once the
+	// request's context is done.
+	Retryable func(resp *http.Response, err error) bool
+}
+
+// Retryable is RetryPolicy's default Retryable: a transport error other
+// than a context's (context.Canceled, context.DeadlineExceeded), and the
+// statuses that say a gateway or server failed transiently: 502 Bad
+// Gateway, 503 Service Unavailable and 504 Gateway Timeout. 429 Too Many
+// Requests is not retried: the server asked for less traffic, and a retry
+// would spend the budget on adding to it; a policy that wants it retried
+// says so, and Transport still waits out its Retry-After.
+func Retryable(resp *http.Response, err error) bool {
+	if err != nil {
+		return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// WithRetry makes Transport retry the requests that fail, within budget:
+// the budget counts each request once (RetryBudget.Request) and is asked
+// before each retry (RetryBudget.Retry), which it counts when it decides, so
+// that retries waiting out their backoff are counted too. A nil budget
+// turns retries off. Middleware ignores WithRetry.
+//
+// Only requests that are safe to send again are retried: an idempotent
+// method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or a request carrying an
+// Idempotency-Key or X-Idempotency-Key header, whose body is nil,
+// http.NoBody, or can be had again from Request.GetBody (as
+// http.NewRequest sets it for bytes, strings and their readers). Each
+// attempt enters the guard on its own, so its rules and statistics count
+// what the downstream really gets. An attempt is retried when
+// policy.Retryable says so, and:
+//
+//   - never when the guard blocked it: a breaker's block
+//     (slidegate.BreakerOpen) is flow.AttemptBreakerOpen, which the budget
+//     refuses, and a flow rule's block means the local limit said no; the
+//     call returns the *slidegate.BlockError;
+//   - never when it was a half-open breaker's probe (Entry.Probe,
+//     flow.AttemptProbe): the breaker decides from its outcome alone;
+//   - never when it asks, with Retry-After in seconds, for a longer wait
+//     than policy.MaxBackoff (an HTTP date is not read);
+//   - never once the request's context is done.
+//
+// Before a retry Transport reads at most MaxDrain bytes of the failed
+// response's body and closes it, then waits its backoff (at least the
+// response's Retry-After) on the guard's clock. A context done while it
+// waits ends the call at once with the context's error. When a retry is
+// refused, the caller gets the last attempt's response or error as it is.
+//
+// Do not stack another retrying layer under Transport (a base transport
+// that retries): its retries would bypass the budget and the guard.
+func WithRetry(budget *flow.RetryBudget, policy RetryPolicy) Option {
+	return func(o *options) {
+		if budget == nil {
+			o.retry = nil
+			return
+		}
+		p := policy
+		if p.MaxRetries == 0 {
+			p.MaxRetries = DefaultMaxRetries
+		}
+		if p.BaseBackoff <= 0 {
+			p.BaseBackoff = DefaultBaseBackoff
+		}
+		if p.MaxBackoff <= 0 {
+			p.MaxBackoff = DefaultMaxBackoff
+		}
+		if p.Retryable == nil {
+			p.Retryable = Retryable
+		}
+		o.retry = &retrier{budget: budget, policy: p}
+	}
+}
+
+// A retrier is WithRetry's configuration, its policy's defaults filled in.
+type retrier struct {
+	budget *flow.RetryBudget
+	policy RetryPolicy
+}
+
+// repeatable reports whether r may be sent more than once: an idempotent
+// method or an idempotency key, and a body that can be had again.
+func repeatable(r *http.Request) bool {
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		return false
+	}
+	switch r.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	// Present, even empty, as net/http's own transport reads them.
+	_, key := r.Header["Idempotency-Key"]
+	_, xkey := r.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// roundTripRetrying sends r, and retries it as WithRetry says.
+func (t *transport) roundTripRetrying(r *http.Request) (*http.Response, error) {
+	rt := t.o.retry
+	rt.budget.Request()
+	if !repeatable(r) {
+		resp, _, err := t.attempt(r)
+		return resp, err
+	}
+	ctx := r.Context()
+	req := r
+	for retry := 0; ; retry++ {
+		resp, probe, err := t.attempt(req)
+		if err != nil {
+			var be *slidegate.BlockError
+			if errors.As(err, &be) {
+				if be.Reason == slidegate.BreakerOpen {
+					rt.budget.Retry(flow.AttemptBreakerOpen) // refused: nothing goes into an open breaker
+				}
+				return nil, err
+			}
+		}
+		if retry >= rt.policy.MaxRetries || ctx.Err() != nil || !rt.policy.Retryable(resp, err) {
+			return resp, err
+		}
+		wait := rt.policy.backoff(retry)
+		if resp != nil {
+			if after, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+				if after > rt.policy.MaxBackoff {
+					return resp, err // the server asks for more than we wait
+				}
+				wait = max(wait, after)
+			}
+		}
+		attempt := flow.AttemptFailed
+		if probe {
+			attempt = flow.AttemptProbe
+		}
+		if !rt.budget.Retry(attempt) {
+			return resp, err
+		}
+		if resp != nil {
+			drain(resp.Body)
+		}
+		if err := clock.Sleep(ctx, t.g.Clock(), wait); err != nil {
+			return nil, err
+		}
+		next, err := again(r)
+		if err != nil {
+			return nil, err
+		}
+		req = next
+	}
+}
+
+// again returns a copy of r to send once more, with a new body from
+// r.GetBody. The copy shares r's headers, which no RoundTripper writes to.
+func again(r *http.Request) (*http.Request, error) {
+	c := new(http.Request)
+	*c = *r
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := r.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		c.Body = body
+	}
+	return c, nil
+}
+
+// drain reads at most MaxDrain bytes of body, so that its connection can be
+// reused, and closes it.
+func drain(body io.ReadCloser) {
+	if body == nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, body, MaxDrain)
+	_ = body.Close()
+}
+
+// backoff returns the wait before retry number retry+1 (retry counting
+// from 0): uniform in [0, min(MaxBackoff, BaseBackoff × 2^retry)].
+func (p *RetryPolicy) backoff(retry int) time.Duration {
+	bound := p.MaxBackoff
+	if retry < 62 && p.BaseBackoff <= p.MaxBackoff>>retry {
+		bound = p.BaseBackoff << retry
+	}
+	return time.Duration(rand.Int64N(int64(bound) + 1))
+}
+
+// retryAfter parses a Retry-After header in delay-seconds (RFC 9110,
+// section 10.2.3). A number of more than 9 digits, which could overflow a
+// Duration, is read as the longest Duration: it asks for longer than any
+// MaxBackoff. Anything else (an HTTP date, a sign, a fraction, nothing) is
+// no Retry-After.
+func retryAfter(v string) (time.Duration, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	var s int64
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if i < 9 {
+			s = s*10 + int64(c-'0')
+		}
+	}
+	if len(v) > 9 {
+		return time.Duration(1<<63 - 1), true
+	}
+	return time.Duration(s) * time.Second, true
+}
