@@ -79,13 +79,17 @@ const (
 	RefLimited
 	// BreakerOpen: a guard's breaker blocked the request.
 	BreakerOpen
+	// Overloaded: the service is overloaded, and a Shedder found as many
+	// requests in flight as it completes at its best, or an Adaptive
+	// limiter as many as the limit it has learnt.
+	Overloaded
 
 	// NumReasons is the number of Reasons, NotBlocked included: an array
 	// indexed by Reason has NumReasons elements.
 	NumReasons = iota
 )
 
-var reasonNames = [NumReasons]string{"not blocked", "rate limited", "concurrency limited", "exceeds limit", "wait too long", "associated resource limited", "breaker open"}
+var reasonNames = [NumReasons]string{"not blocked", "rate limited", "concurrency limited", "exceeds limit", "wait too long", "associated resource limited", "breaker open", "overloaded"}
 
 // String returns the reason in words ("rate limited").
 func (r Reason) String() string {

@@ -1,0 +1,462 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// An AdaptiveAlgorithm is how an Adaptive limiter moves its limit at the end
+// of each window of samples.
+type AdaptiveAlgorithm uint8
+
+const (
+	// Gradient scales the limit by how far the window's average response
+	// time is from the baseline (Netflix's gradient limit, with the
+	// baseline kept honest by probes): by tolerance × baseline / average,
+	// between 0.5 and 1, when requests queue; it grows by the limit's
+	// square root when they do not and the limit is in use.
+	Gradient AdaptiveAlgorithm = iota
+	// AIMD cuts the limit by the backoff factor when the window's average
+	// response time is above tolerance × baseline or a request in it was
+	// overloaded, and otherwise grows it by the limit's square root when
+	// the limit is in use.
+	AIMD
+)
+
+// String returns "gradient" or "aimd".
+func (a AdaptiveAlgorithm) String() string {
+	switch a {
+	case Gradient:
+		return "gradient"
+	case AIMD:
+		return "aimd"
+	}
+	return fmt.Sprintf("AdaptiveAlgorithm(%d)", uint8(a))
+}
+
+// Defaults of an Adaptive limiter.
+const (
+	DefaultAdaptiveInitialLimit  = 20
+	DefaultAdaptiveMinLimit      = 4
+	DefaultAdaptiveMaxLimit      = 10000
+	DefaultAdaptiveTolerance     = 1.5
+	DefaultAdaptiveWindow        = 100 * time.Millisecond
+	DefaultAdaptiveMinSamples    = 10
+	DefaultAdaptiveProbeInterval = 10 * time.Second
+	DefaultAdaptiveBackoff       = 0.9
+)
+
+// AdaptiveSettings configure an Adaptive limiter. Every zero field takes
+// its default.
+type AdaptiveSettings struct {
+	// Algorithm is Gradient (the default) or AIMD.
+	Algorithm AdaptiveAlgorithm
+	// InitialLimit is the limit to start from (default
+	// DefaultAdaptiveInitialLimit), within [MinLimit, MaxLimit]. The limit
+	// doubles every window until requests first queue (slow start), so a
+	// low start costs a few windows, not many.
+	InitialLimit int64
+	// MinLimit and MaxLimit bound the limit (defaults
+	// DefaultAdaptiveMinLimit and DefaultAdaptiveMaxLimit). The limit never
+	// falls below MinLimit, not even to probe.
+	MinLimit, MaxLimit int64
+	// Tolerance is how much slower than the baseline the average response
+	// time may be before the limit comes down (default 1.5, at least 1):
+	// under sustained overload, a Gradient limit settles where requests
+	// take Tolerance × the baseline, the service busy all the time.
+	Tolerance float64
+	// Window is the shortest window of samples (default 100 ms); a window
+	// also lasts at least twice the average response time, and until it
+	// holds MinSamples completed requests (default 10).
+	Window     time.Duration
+	MinSamples int64
+	// ProbeInterval is how often the limiter measures the baseline afresh
+	// (default 10 s; negative: never), by lowering the limit, for about
+	// four response times, to half of what the baseline's measurement
+	// needs: see Adaptive.
+	ProbeInterval time.Duration
+	// Backoff is what the limit is multiplied by when a request in the
+	// window was overloaded (and, for AIMD, when requests queue): default
+	// 0.9, in [0.5, 1).
+	Backoff float64
+}
+
+// An Adaptive limiter is a concurrency limit that finds itself: it admits
+// a request while fewer than its limit are in flight, as Concurrency does,
+// and moves the limit from the response times of the requests it admitted.
+//
+// The model. A service of W workers that each take S per request
+// completes C = W/S requests a second. Up to W requests in flight, each
+// takes S; beyond, the rest queue, and each takes S × inflight/W. The
+// limiter keeps a baseline: the least response time it has seen, S. At the
+// end of each window it compares the window's average response time with
+// the baseline. Gradient sets the limit to limit × tolerance × baseline /
+// average when that is below the limit, which under sustained overload is
+// tolerance × W: every worker busy, each request taking tolerance × S. It
+// grows the limit when requests take less and the limit is in use (at
+// least half of it was in flight in the window): doubling each window
+// until requests first queue (slow start), then by its square root.
+// AIMD cuts by the backoff factor instead, and grows the same way.
+//
+// What it does better than its models. A request that ends overloaded
+// (a timeout, or the downstream's "overloaded") cuts the limit by the
+// backoff factor at once, whatever the response times say (Netflix's
+// Gradient2 ignores them). The limit grows only while it is in use, and
+// never under sustained overload: the baseline cannot drift up with the
+// queue (as Vegas' rtt_noload and Gradient2's long-term average do),
+// because it is measured only by probes. Every ProbeInterval (with a
+// jitter of a quarter, so that instances do not probe together), the limit
+// goes down, for four average response times, to limit / (2 × tolerance):
+// about half the workers, so that the queue drains and the requests
+// admitted after two of those response times see none. The least of their
+// response times is the new baseline, up or down, and the limit comes
+// back to what it was. A probe never lowers the limit below MinLimit, so
+// it never drops to one request (as Envoy's filter does, failing the
+// requests its probe window refuses); a window whose requests in flight
+// stayed below the probe's limit measures the baseline without lowering
+// anything. A probe costs about a quarter of the throughput for four
+// response times in ten seconds.
+//
+// An Adaptive limiter is safe for concurrent use. Acquire is a
+// compare-and-swap on the requests in flight, as Concurrency's; DoneAt adds
+// its sample with a few atomics, and the request that finds the window
+// over closes it under a mutex that no other request waits for. Neither
+// allocates. The zero Adaptive is not usable; make one with NewAdaptive.
+type Adaptive struct {
+	limit    atomic.Int64
+	inflight atomic.Int64
+	// The current window's samples.
+	samples, rtSum, overloaded atomic.Int64
+	minRT, peak, probeMin      atomic.Int64
+	measureFrom                atomic.Int64 // requests admitted from then on measure a probe; MaxInt64 when none
+	windowEnd                  atomic.Int64
+	shownBaseline              atomic.Int64 // baseline, for Baseline
+
+	mu sync.Mutex // held by the request closing a window; no one waits for it
+	// Under mu.
+	lim       float64 // the limit, unrounded
+	baseline  int64   // the least response time, in ns; 0 until measured
+	slowStart bool
+	probing   bool
+	probeEnd  int64
+	saved     float64 // the limit before the probe
+	nextProbe int64
+	windows   uint64 // windows closed, for the probes' jitter
+
+	s     AdaptiveSettings
+	clock clock.Clock
+}
+
+// NewAdaptive returns an Adaptive limiter with the given settings. A bad
+// setting or Option is a *ConfigError naming it ("algorithm",
+// "initial_limit", "min_limit", "max_limit", "tolerance", "window",
+// "min_samples", "probe_interval", "backoff", "clock"); WithBuckets and
+// WithWarmUp are errors.
+func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.warming {
+		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "an adaptive limit does not warm up: it starts slowly by itself"}
+	}
+	if o.bucketsGiven {
+		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "an adaptive limit has windows of samples, not buckets"}
+	}
+	if err := s.fill(); err != nil {
+		return nil, err
+	}
+	a := &Adaptive{s: s, clock: o.clock, lim: float64(s.InitialLimit), slowStart: true}
+	a.limit.Store(s.InitialLimit)
+	a.minRT.Store(math.MaxInt64)
+	a.probeMin.Store(math.MaxInt64)
+	a.measureFrom.Store(math.MaxInt64)
+	now := o.clock.Now()
+	a.windowEnd.Store(now + int64(s.Window))
+	a.nextProbe = a.probeAfter(now)
+	return a, nil
+}
+
+// fill gives the zero fields their defaults and checks the others.
+func (s *AdaptiveSettings) fill() *ConfigError {
+	if s.Algorithm > AIMD {
+		return &ConfigError{Option: "algorithm", Value: s.Algorithm, Detail: "must be gradient or aimd"}
+	}
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&s.MinLimit, DefaultAdaptiveMinLimit)
+	def(&s.MaxLimit, DefaultAdaptiveMaxLimit)
+	def(&s.InitialLimit, DefaultAdaptiveInitialLimit)
+	def(&s.MinSamples, DefaultAdaptiveMinSamples)
+	if s.MinLimit < 1 || s.MinLimit > MaxLimit {
+		return &ConfigError{Option: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(MaxLimit))}
+	}
+	if s.MaxLimit < s.MinLimit || s.MaxLimit > MaxLimit {
+		return &ConfigError{Option: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(MaxLimit))}
+	}
+	if s.InitialLimit < s.MinLimit || s.InitialLimit > s.MaxLimit {
+		// An initial limit given outside its bounds is a mistake; one
+		// defaulted outside them (bounds set around it) is moved in.
+		if s.InitialLimit != DefaultAdaptiveInitialLimit {
+			return &ConfigError{Option: "initial_limit", Value: s.InitialLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and the max limit (%d)", s.MinLimit, s.MaxLimit)}
+		}
+		s.InitialLimit = min(max(s.InitialLimit, s.MinLimit), s.MaxLimit)
+	}
+	if s.Tolerance == 0 {
+		s.Tolerance = DefaultAdaptiveTolerance
+	}
+	if !(s.Tolerance >= 1 && s.Tolerance <= 100) {
+		return &ConfigError{Option: "tolerance", Value: s.Tolerance, Detail: "must be between 1 and 100"}
+	}
+	if s.Window == 0 {
+		s.Window = DefaultAdaptiveWindow
+	}
+	if s.Window < time.Millisecond || s.Window > time.Hour {
+		return &ConfigError{Option: "window", Value: s.Window, Detail: "must be between 1ms and 1h"}
+	}
+	if s.MinSamples < 1 || s.MinSamples > 1e6 {
+		return &ConfigError{Option: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
+	}
+	if s.ProbeInterval == 0 {
+		s.ProbeInterval = DefaultAdaptiveProbeInterval
+	}
+	if s.ProbeInterval > 0 && s.ProbeInterval < 10*s.Window {
+		return &ConfigError{Option: "probe_interval", Value: s.ProbeInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
+	}
+	if s.Backoff == 0 {
+		s.Backoff = DefaultAdaptiveBackoff
+	}
+	if !(s.Backoff >= 0.5 && s.Backoff < 1) {
+		return &ConfigError{Option: "backoff", Value: s.Backoff, Detail: "must be at least 0.5 and below 1"}
+	}
+	return nil
+}
+
+// An AdaptivePermit stands for a request an Adaptive limiter admitted, in
+// flight until DoneAt or Cancel. The zero AdaptivePermit holds nothing. An
+// AdaptivePermit must not be copied.
+type AdaptivePermit struct {
+	a     *Adaptive
+	start int64
+	done  atomic.Bool
+}
+
+// Acquire decides at the limiter's clock; see AcquireAt.
+func (a *Adaptive) Acquire(p *AdaptivePermit) Decision { return a.AcquireAt(a.clock.Now(), p) }
+
+// AcquireAt admits a request at time now (nanoseconds on the limiter's
+// clock) if fewer than the limit are in flight, filling p, which must be a
+// zero or done AdaptivePermit; the caller then calls p.DoneAt when the
+// request ends, or p.Cancel if it never ran. Otherwise the request is
+// blocked with Overloaded. A nil p is blocked with ExceedsLimit, as it
+// could never be given back.
+func (a *Adaptive) AcquireAt(now int64, p *AdaptivePermit) Decision {
+	if p == nil {
+		return Decision{Reason: ExceedsLimit}
+	}
+	limit := a.limit.Load()
+	for {
+		cur := a.inflight.Load()
+		if cur >= limit {
+			return Decision{Reason: Overloaded}
+		}
+		if a.inflight.CompareAndSwap(cur, cur+1) {
+			if cur+1 > a.peak.Load() {
+				storeMax(&a.peak, cur+1)
+			}
+			break
+		}
+	}
+	p.a, p.start = a, now
+	p.done.Store(false)
+	return allowed
+}
+
+// storeMax raises v to x.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if x <= cur || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
+}
+
+// storeMin lowers v to x.
+func storeMin(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if x >= cur || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
+}
+
+// Done ends the request at the limiter's clock; see DoneAt.
+func (p *AdaptivePermit) Done(overloaded bool) {
+	if p.a != nil {
+		p.DoneAt(p.a.clock.Now(), overloaded)
+	}
+}
+
+// DoneAt ends the request at time now. If overloaded, the request failed
+// for want of capacity (it timed out, or the service said it was
+// overloaded): a signal to back off, its response time not a sample.
+// Otherwise its response time is a sample of the service's. Only the first
+// of DoneAt and Cancel counts, from any goroutine.
+func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
+	a := p.a
+	if a == nil || !p.done.CompareAndSwap(false, true) {
+		return
+	}
+	a.inflight.Add(-1)
+	// A window holds the requests that ended before it did: the one that
+	// finds it over closes it, then counts in the next.
+	if now >= a.windowEnd.Load() && a.mu.TryLock() {
+		a.closeWindow(now)
+		a.mu.Unlock()
+	}
+	if overloaded {
+		a.overloaded.Add(1)
+	} else {
+		rt := max(now-p.start, 1)
+		a.rtSum.Add(rt)
+		a.samples.Add(1)
+		storeMin(&a.minRT, rt)
+		if p.start >= a.measureFrom.Load() {
+			storeMin(&a.probeMin, rt)
+		}
+	}
+}
+
+// Cancel ends a request that did not run (a later rule blocked it): it
+// leaves the requests in flight, and is no sample.
+func (p *AdaptivePermit) Cancel() {
+	if p.a != nil && p.done.CompareAndSwap(false, true) {
+		p.a.inflight.Add(-1)
+	}
+}
+
+// closeWindow ends the window at now, under mu: it takes the window's
+// samples, and moves the baseline and the limit.
+func (a *Adaptive) closeWindow(now int64) {
+	defer func() { a.shownBaseline.Store(a.baseline) }()
+	if now < a.windowEnd.Load() {
+		return // another request closed it first
+	}
+	n, over := a.samples.Load(), a.overloaded.Load()
+	if n+over < a.s.MinSamples {
+		return // too few to judge by: the window goes on
+	}
+	// A sample added between these swaps lands in one window or the next:
+	// a window is statistics, not a promise.
+	n, over = a.samples.Swap(0), a.overloaded.Swap(0)
+	sum, least := a.rtSum.Swap(0), a.minRT.Swap(math.MaxInt64)
+	peak := a.peak.Swap(a.inflight.Load())
+	a.windows++
+	avg := int64(0)
+	if n > 0 {
+		avg = sum / n
+		if a.baseline == 0 || least < a.baseline {
+			a.baseline = least
+		}
+	}
+	a.windowEnd.Store(now + max(int64(a.s.Window), 2*avg))
+	switch {
+	case a.probing:
+		if now < a.probeEnd {
+			return
+		}
+		if m := a.probeMin.Swap(math.MaxInt64); m != math.MaxInt64 {
+			a.baseline = m
+		}
+		a.measureFrom.Store(math.MaxInt64)
+		a.probing = false
+		a.nextProbe = a.probeAfter(now)
+		a.set(a.saved)
+		return
+	case a.s.ProbeInterval > 0 && now >= a.nextProbe && n > 0:
+		probe := max(float64(a.s.MinLimit), a.lim/(2*a.s.Tolerance))
+		if float64(peak) <= probe {
+			// The window never had more in flight than a probe would
+			// allow: its requests did not queue behind each other.
+			a.baseline = least
+			a.nextProbe = a.probeAfter(now)
+			break
+		}
+		a.probing, a.saved = true, a.lim
+		span := max(4*avg, 2*int64(a.s.Window))
+		a.probeEnd = now + span
+		a.measureFrom.Store(now + span/2)
+		a.probeMin.Store(math.MaxInt64)
+		a.windowEnd.Store(a.probeEnd)
+		a.set(probe)
+		return
+	}
+	a.update(n, over, avg, peak)
+}
+
+// update moves the limit by the window's samples: n response times
+// averaging avg, over overloaded requests, peak requests in flight at most.
+func (a *Adaptive) update(n, over, avg, peak int64) {
+	lim := a.lim
+	queued := n > 0 && float64(avg) > a.s.Tolerance*float64(a.baseline)
+	switch {
+	case over > 0:
+		lim *= a.s.Backoff
+		a.slowStart = false
+	case n == 0:
+		return
+	case queued && a.s.Algorithm == Gradient:
+		lim *= max(a.s.Tolerance*float64(a.baseline)/float64(avg), 0.5)
+		a.slowStart = false
+	case queued:
+		lim *= a.s.Backoff
+		a.slowStart = false
+	case 2*float64(peak) >= lim: // in use, and no queue: room to grow
+		if a.slowStart {
+			lim *= 2
+		} else {
+			lim += math.Sqrt(lim)
+		}
+	}
+	a.set(lim)
+}
+
+// set makes lim, within the bounds, the limit.
+func (a *Adaptive) set(lim float64) {
+	a.lim = min(max(lim, float64(a.s.MinLimit)), float64(a.s.MaxLimit))
+	a.limit.Store(int64(math.Round(a.lim)))
+}
+
+// probeAfter returns when the probe after now is due: ProbeInterval later,
+// give or take a quarter of it, drawn from the number of windows closed.
+func (a *Adaptive) probeAfter(now int64) int64 {
+	if a.s.ProbeInterval <= 0 {
+		return math.MaxInt64
+	}
+	x := (a.windows + 1) * 0x9e3779b97f4a7c15 // a spread of the count: a Weyl sequence
+	jitter := float64(x>>11)/float64(1<<53)/2 - 0.25
+	return now + int64(float64(a.s.ProbeInterval)*(1+jitter))
+}
+
+// Limit returns the limit in force.
+func (a *Adaptive) Limit() int64 { return a.limit.Load() }
+
+// InFlight returns the requests admitted and not yet done.
+func (a *Adaptive) InFlight() int64 { return a.inflight.Load() }
+
+// Baseline returns the least response time the limiter judges by; 0 until
+// it has one.
+func (a *Adaptive) Baseline() time.Duration { return time.Duration(a.shownBaseline.Load()) }
+
+// Settings returns the limiter's settings, the defaults filled in.
+func (a *Adaptive) Settings() AdaptiveSettings { return a.s }

@@ -1,0 +1,241 @@
+package flow
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+func newTestAdaptive(t *testing.T, s AdaptiveSettings) (*Adaptive, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(0)
+	a, err := NewAdaptive(s, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, clk
+}
+
+// batch admits n requests together at now and ends them all at now+rt,
+// overloaded or not; it fails the test if one is not admitted.
+func batch(t *testing.T, a *Adaptive, now int64, n int, rt time.Duration, overloaded bool) {
+	t.Helper()
+	ps := make([]AdaptivePermit, n)
+	for i := range ps {
+		if d := a.AcquireAt(now, &ps[i]); !d.Allowed {
+			t.Fatalf("request %d of %d at %v blocked (%v) under a limit of %d", i, n, time.Duration(now), d.Reason, a.Limit())
+		}
+	}
+	for i := range ps {
+		ps[i].DoneAt(now+int64(rt), overloaded)
+	}
+}
+
+const ms = int64(time.Millisecond)
+
+// closeAt closes the limiter's window at now, as the first request to end
+// after the window's end does.
+func closeAt(a *Adaptive, now int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closeWindow(now)
+}
+
+func TestAdaptiveGradientFollowsTheQueue(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{ProbeInterval: -1})
+	// Window 1 (ends at 100 ms): the whole limit in use, 10 ms each: the
+	// baseline, no queue: slow start doubles.
+	batch(t, a, 80*ms, 20, 10*time.Millisecond, false)
+	closeAt(a, 100*ms)
+	if got := a.Limit(); got != 40 || a.Baseline() != 10*time.Millisecond {
+		t.Fatalf("after a window without queueing: limit %d, baseline %v; want 40, 10ms", got, a.Baseline())
+	}
+	// Window 2: 40 in flight take 30 ms: 1.5 × 10 / 30 = 0.5.
+	batch(t, a, 160*ms, 40, 30*time.Millisecond, false)
+	closeAt(a, 200*ms)
+	if got := a.Limit(); got != 20 {
+		t.Fatalf("after requests took 3 × the baseline: limit %d, want 20", got)
+	}
+	// Window 3: no queue again, out of slow start: grows by its root.
+	batch(t, a, 280*ms, 20, 10*time.Millisecond, false)
+	closeAt(a, 300*ms)
+	if got, want := a.Limit(), int64(math.Round(20+math.Sqrt(20))); got != want {
+		t.Fatalf("after the queue went: limit %d, want %d", got, want)
+	}
+	// Window 4: 1.2 × the baseline is within the tolerance, but only 10
+	// of 24 were in flight: no growth.
+	batch(t, a, 380*ms, 10, 12*time.Millisecond, false)
+	closeAt(a, 400*ms)
+	if got, want := a.Limit(), int64(math.Round(20+math.Sqrt(20))); got != want {
+		t.Fatalf("after a window using under half the limit: limit %d, want %d", got, want)
+	}
+}
+
+func TestAdaptiveBacksOffWhenRequestsAreOverloaded(t *testing.T) {
+	for _, alg := range []AdaptiveAlgorithm{Gradient, AIMD} {
+		a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: alg, InitialLimit: 100, ProbeInterval: -1})
+		// Fast, but timed out: the response times say nothing of them.
+		batch(t, a, 90*ms, 10, time.Millisecond, true)
+		closeAt(a, 100*ms)
+		if got := a.Limit(); got != 90 {
+			t.Errorf("%v: after overloaded requests: limit %d, want 90", alg, got)
+		}
+	}
+}
+
+func TestAdaptiveAIMDCutsWhenRequestsQueue(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: AIMD, ProbeInterval: -1})
+	batch(t, a, 80*ms, 20, 10*time.Millisecond, false) // baseline 10 ms; slow start: 40
+	closeAt(a, 100*ms)
+	batch(t, a, 180*ms, 40, 16*time.Millisecond, false)
+	closeAt(a, 200*ms)
+	if got := a.Limit(); got != 36 {
+		t.Fatalf("AIMD after requests took 1.6 × the baseline: limit %d, want 40 × 0.9 = 36", got)
+	}
+}
+
+func TestAdaptiveNeverLeavesItsBounds(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{MinLimit: 8, MaxLimit: 30, ProbeInterval: -1})
+	now := 90 * ms
+	for range 5 { // no queue, whole limit in use: would double each time
+		batch(t, a, now, int(a.Limit()), time.Millisecond, false)
+		now += 200 * ms
+		closeAt(a, now)
+	}
+	if got := a.Limit(); got != 30 {
+		t.Fatalf("limit %d, want the max limit 30", got)
+	}
+	for range 20 {
+		batch(t, a, now, 8, time.Millisecond, true)
+		now += 200 * ms
+		closeAt(a, now)
+	}
+	if got := a.Limit(); got != 8 {
+		t.Fatalf("limit %d, want the min limit 8", got)
+	}
+}
+
+// Every ProbeInterval the limit drops, for a while, to what lets the
+// queue drain, never below MinLimit, and comes back; the baseline is then
+// what the requests admitted in the second half of the probe took, even if
+// that is more than before (the service became slower).
+func TestAdaptiveProbeRemeasuresTheBaseline(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 60, ProbeInterval: time.Second})
+	batch(t, a, 80*ms, 60, 10*time.Millisecond, false)
+	closeAt(a, 100*ms)
+	if a.Baseline() != 10*time.Millisecond {
+		t.Fatalf("baseline %v, want 10ms", a.Baseline())
+	}
+	before := a.Limit()
+	// Past the probe time (1 s ± 25%), a window with the limit in use.
+	now := 1300 * ms
+	batch(t, a, now, int(before), 30*time.Millisecond, false)
+	now += 30 * ms
+	closeAt(a, now)
+	probe := a.Limit()
+	if want := int64(math.Round(float64(before) / 3)); probe != want {
+		t.Fatalf("probing: limit %d, want %d / (2 × 1.5) = %d", probe, before, want)
+	}
+	// The service now takes 20 ms: requests admitted in the probe's first
+	// half are not measured, those in its second half are.
+	end := now + 2*int64(DefaultAdaptiveWindow) // the probe spans max(4 × 30 ms, 2 windows)
+	batch(t, a, now+10*ms, 5, 25*time.Millisecond, false)
+	batch(t, a, end-50*ms, 5, 20*time.Millisecond, false)
+	closeAt(a, end)
+	if got := a.Baseline(); got != 20*time.Millisecond {
+		t.Fatalf("baseline after the probe %v, want 20ms", got)
+	}
+	if got := a.Limit(); got != before {
+		t.Fatalf("limit after the probe %d, want %d back", got, before)
+	}
+}
+
+func TestAdaptiveProbeStopsAtTheMinLimit(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 9, MinLimit: 6, ProbeInterval: time.Second})
+	batch(t, a, 80*ms, 9, 10*time.Millisecond, false)
+	closeAt(a, 100*ms)
+	batch(t, a, 1300*ms, int(a.Limit()), 10*time.Millisecond, false)
+	closeAt(a, 1400*ms)
+	if got := a.Limit(); got != 6 {
+		t.Fatalf("probing: limit %d, want the min limit 6", got)
+	}
+}
+
+func TestAdaptiveNeverAdmitsOverItsLimitUnderRace(t *testing.T) {
+	a, clk := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 5, MinLimit: 5, MaxLimit: 5})
+	var inside, peak atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				var p AdaptivePermit
+				if !a.Acquire(&p).Allowed {
+					continue
+				}
+				storeMax(&peak, inside.Add(1))
+				inside.Add(-1)
+				clk.Advance(time.Millisecond)
+				p.Done(i%7 == 0)
+			}
+		}()
+	}
+	wg.Wait()
+	if peak.Load() > 5 || a.InFlight() != 0 {
+		t.Fatalf("peak %d in flight under a limit of 5; %d left", peak.Load(), a.InFlight())
+	}
+}
+
+func TestAdaptiveSettingsErrorsNameTheSetting(t *testing.T) {
+	for _, c := range []struct {
+		s      AdaptiveSettings
+		opts   []Option
+		option string
+	}{
+		{AdaptiveSettings{Algorithm: 7}, nil, "algorithm"},
+		{AdaptiveSettings{MinLimit: -1}, nil, "min_limit"},
+		{AdaptiveSettings{MinLimit: 10, MaxLimit: 5}, nil, "max_limit"},
+		{AdaptiveSettings{InitialLimit: 3, MinLimit: 4}, nil, "initial_limit"},
+		{AdaptiveSettings{InitialLimit: 50, MaxLimit: 40}, nil, "initial_limit"},
+		{AdaptiveSettings{Tolerance: 0.5}, nil, "tolerance"},
+		{AdaptiveSettings{Tolerance: math.NaN()}, nil, "tolerance"},
+		{AdaptiveSettings{Window: time.Microsecond}, nil, "window"},
+		{AdaptiveSettings{MinSamples: -1}, nil, "min_samples"},
+		{AdaptiveSettings{ProbeInterval: 500 * time.Millisecond}, nil, "probe_interval"},
+		{AdaptiveSettings{Backoff: 1}, nil, "backoff"},
+		{AdaptiveSettings{Backoff: 0.2}, nil, "backoff"},
+		{AdaptiveSettings{}, []Option{WithBuckets(10)}, "buckets"},
+		{AdaptiveSettings{}, []Option{WithWarmUp(time.Second, 3)}, "warm_up"},
+		{AdaptiveSettings{}, []Option{WithClock(nil)}, "clock"},
+	} {
+		_, err := NewAdaptive(c.s, c.opts...)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Option != c.option {
+			t.Errorf("NewAdaptive(%+v): %v, want a *ConfigError naming %s", c.s, err, c.option)
+		}
+	}
+	// A default initial limit outside bounds set around it moves in.
+	a, err := NewAdaptive(AdaptiveSettings{MinLimit: 50, MaxLimit: 100})
+	if err != nil || a.Limit() != 50 {
+		t.Fatalf("NewAdaptive with bounds above the default start: %v, limit %d; want 50", err, a.Limit())
+	}
+}
+
+func TestAdaptiveDoesNotAllocate(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{})
+	now := int64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		var p AdaptivePermit
+		a.AcquireAt(now, &p)
+		now += 5 * ms
+		p.DoneAt(now, false)
+	}); n != 0 {
+		t.Fatalf("AcquireAt and DoneAt allocate %.1f times", n)
+	}
+}

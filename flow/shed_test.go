@@ -1,0 +1,219 @@
+package flow
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// cpuAt is a CPU reading a test sets.
+type cpuAt struct{ v atomic.Uint64 }
+
+func (c *cpuAt) set(v float64) { c.v.Store(math.Float64bits(v)) }
+func (c *cpuAt) read() float64 { return math.Float64frombits(c.v.Load()) }
+
+func newTestShedder(t *testing.T, s ShedderSettings) (*Shedder, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(0)
+	sh, err := NewShedder(s, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh, clk
+}
+
+// complete admits n requests at now and ends each rt later, in order, so
+// that they all complete within the bucket holding now+rt.
+func complete(t *testing.T, s *Shedder, now int64, n int, rt time.Duration) {
+	t.Helper()
+	ps := make([]ShedPermit, n)
+	for i := range ps {
+		if d := s.AcquireAt(now, &ps[i]); !d.Allowed {
+			t.Fatalf("request %d of %d at %v: %v", i, n, time.Duration(now), d.Reason)
+		}
+	}
+	for i := range ps {
+		ps[i].DoneAt(now + int64(rt))
+	}
+}
+
+// The bound is Little's law over the best bucket: completions per bucket ×
+// the least average response time / the bucket's width, with response
+// times to the microsecond. A 250 µs handler completing 4,000 requests per
+// 100 ms bucket keeps 10 in flight; rounding its response time up to 1 ms,
+// as go-zero does, would allow 40.
+func TestShedderBoundIsBestRateTimesLeastResponseTime(t *testing.T) {
+	cpu := new(cpuAt)
+	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read})
+	const width = int64(100 * time.Millisecond)
+	if got := s.MaxInFlight(0); got != math.MaxInt64 {
+		t.Fatalf("bound before any completion = %d, want none", got)
+	}
+	complete(t, s, 0, 4000, 250*time.Microsecond)     // bucket 0: 4,000 at 250 µs
+	complete(t, s, width, 2000, 400*time.Microsecond) // bucket 1: fewer, slower
+	complete(t, s, 2*width, 1000, 2*time.Millisecond) // bucket 2: slower still
+	if got := s.MaxInFlight(2*width + 1); got != 10 { // buckets 0 and 1 are full
+		t.Fatalf("bound = %d, want 4000 × 250µs / 100ms = 10", got)
+	}
+	// 3 in flight already, CPU above the threshold: 7 more, then shed.
+	held := make([]ShedPermit, 3)
+	for i := range held {
+		s.AcquireAt(3*width, &held[i])
+	}
+	cpu.set(0.95)
+	allowed := 0
+	for range 20 {
+		var p ShedPermit
+		if d := s.AcquireAt(3*width, &p); d.Allowed {
+			allowed++
+		} else if d.Reason != Overloaded {
+			t.Fatalf("shed with %v, want Overloaded", d.Reason)
+		}
+	}
+	if allowed != 7 || s.InFlight() != 10 {
+		t.Fatalf("allowed %d more (in flight %d) at the bound of 10 with 3 in flight, want 7", allowed, s.InFlight())
+	}
+}
+
+func TestShedderAdmitsEverythingBelowTheCPUThresholdAndSheddsAfterward(t *testing.T) {
+	cpu := new(cpuAt)
+	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, CPUThreshold: 0.8, CoolOff: time.Second})
+	const width = int64(100 * time.Millisecond)
+	complete(t, s, 0, 10, 10*time.Millisecond) // bound: 10 × 10 ms / 100 ms = 1
+	now := 2 * width
+	cpu.set(0.79)
+	held := make([]ShedPermit, 50)
+	for i := range held {
+		if d := s.AcquireAt(now, &held[i]); !d.Allowed {
+			t.Fatalf("request %d shed with the CPU below its threshold", i)
+		}
+	}
+	cpu.set(0.8)
+	var p ShedPermit
+	if d := s.AcquireAt(now, &p); d.Allowed || d.Reason != Overloaded {
+		t.Fatalf("at the threshold with 50 in flight and a bound of 1: %+v, want shed", d)
+	}
+	if !s.Shedding(now) {
+		t.Fatal("not shedding after shedding")
+	}
+	// The CPU falls at once; the cool-off keeps shedding for a second after
+	// the last request shed.
+	cpu.set(0.1)
+	last := now + int64(999*time.Millisecond)
+	if d := s.AcquireAt(last, &p); d.Allowed {
+		t.Fatal("999ms after shedding, CPU low: allowed within the cool-off")
+	}
+	if d := s.AcquireAt(last+int64(time.Second), &p); !d.Allowed {
+		t.Fatalf("a second after the last shed, CPU low: %v", d.Reason)
+	}
+	p.Cancel()
+	for i := range held {
+		held[i].Cancel()
+		held[i].Cancel() // a second end counts nothing
+	}
+	if got := s.InFlight(); got != 0 {
+		t.Fatalf("in flight after every request ended: %d", got)
+	}
+}
+
+// Without a CPU signal the bound holds all the time.
+func TestShedderWithoutCPUAlwaysHoldsTheBound(t *testing.T) {
+	s, _ := newTestShedder(t, ShedderSettings{})
+	complete(t, s, 0, 20, 10*time.Millisecond) // bound 2
+	now := int64(200 * time.Millisecond)
+	var a, b, c ShedPermit
+	if !s.AcquireAt(now, &a).Allowed || !s.AcquireAt(now, &b).Allowed || s.AcquireAt(now, &c).Allowed {
+		t.Fatal("without a CPU signal the bound of 2 did not hold")
+	}
+	// A request that never ran is no sample: the bound stays.
+	a.Cancel()
+	b.Cancel()
+	if got := s.MaxInFlight(now + int64(100*time.Millisecond)); got != 2 {
+		t.Fatalf("bound %d, want 2", got)
+	}
+}
+
+// The window forgets: once its buckets have all left, the bound is unknown
+// again and everything is admitted.
+func TestShedderForgetsAfterItsInterval(t *testing.T) {
+	s, _ := newTestShedder(t, ShedderSettings{Interval: time.Second, Buckets: 10})
+	complete(t, s, 0, 10, time.Millisecond)
+	if got := s.MaxInFlight(int64(500 * time.Millisecond)); got != 1 {
+		t.Fatalf("bound %d, want 1", got)
+	}
+	if got := s.MaxInFlight(int64(1100 * time.Millisecond)); got != math.MaxInt64 {
+		t.Fatalf("bound a whole interval later = %d, want none", got)
+	}
+}
+
+func TestShedderSettingsErrorsNameTheSetting(t *testing.T) {
+	for _, c := range []struct {
+		s      ShedderSettings
+		opts   []Option
+		option string
+	}{
+		{ShedderSettings{CPUThreshold: 1.5}, nil, "cpu_threshold"},
+		{ShedderSettings{CPUThreshold: -0.1}, nil, "cpu_threshold"},
+		{ShedderSettings{CPUThreshold: math.NaN()}, nil, "cpu_threshold"},
+		{ShedderSettings{Buckets: 1}, nil, "buckets"},
+		{ShedderSettings{Buckets: -3}, nil, "buckets"},
+		{ShedderSettings{Interval: time.Microsecond, Buckets: 10}, nil, "interval"},
+		{ShedderSettings{}, []Option{WithBuckets(10)}, "buckets"},
+		{ShedderSettings{}, []Option{WithWarmUp(time.Second, 3)}, "warm_up"},
+		{ShedderSettings{}, []Option{WithClock(nil)}, "clock"},
+	} {
+		_, err := NewShedder(c.s, c.opts...)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Option != c.option {
+			t.Errorf("NewShedder(%+v): %v, want a *ConfigError naming %s", c.s, err, c.option)
+		}
+	}
+}
+
+func TestShedderUnderRaceKeepsItsCount(t *testing.T) {
+	cpu := new(cpuAt)
+	cpu.set(1)
+	s, clk := newTestShedder(t, ShedderSettings{CPU: cpu.read})
+	complete(t, s, 0, 100, 10*time.Millisecond) // bound 10
+	clk.Set(int64(200 * time.Millisecond))
+	var inside, peak atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2000 {
+				var p ShedPermit
+				if !s.Acquire(&p).Allowed {
+					continue
+				}
+				storeMax(&peak, inside.Add(1))
+				inside.Add(-1)
+				p.Cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if peak.Load() > 10 || s.InFlight() != 0 {
+		t.Fatalf("peak %d in flight under a bound of 10; %d left in flight", peak.Load(), s.InFlight())
+	}
+}
+
+func TestShedderDoesNotAllocate(t *testing.T) {
+	cpu := new(cpuAt)
+	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read})
+	now := int64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		var p ShedPermit
+		s.AcquireAt(now, &p)
+		now += int64(time.Millisecond)
+		p.DoneAt(now)
+	}); n != 0 {
+		t.Fatalf("AcquireAt and DoneAt allocate %.1f times", n)
+	}
+}
