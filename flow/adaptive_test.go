@@ -138,8 +138,8 @@ func TestAdaptiveProbeRemeasuresTheBaseline(t *testing.T) {
 	now += 30 * ms
 	closeAt(a, now)
 	probe := a.Limit()
-	if want := int64(math.Round(float64(before) / 3)); probe != want {
-		t.Fatalf("probing: limit %d, want %d / (2 × 1.5) = %d", probe, before, want)
+	if want := int64(math.Round(float64(before) / 2)); probe != want {
+		t.Fatalf("probing: limit %d, want 0.75 × %d / 1.5 = %d", probe, before, want)
 	}
 	// The service now takes 20 ms: requests admitted in the probe's first
 	// half are not measured, those in its second half are.
