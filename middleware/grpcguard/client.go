@@ -24,9 +24,15 @@ var errPanicked = errors.New("grpcguard: the streamer did not return")
 // context's error if ctx ended while a throttle made the call wait. A call
 // that is let through exits when it returns, with its error if its code is in
 // the error set (DefaultErrorCodes, or WithErrorCodes) and as a success
-// otherwise.
+// otherwise. With WithRetry, a call that fails may be retried, each attempt
+// entering the guard on its own.
 func UnaryClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryClientInterceptor {
 	g, o := build(g, opts)
+	if rt := o.retry; rt != nil {
+		return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+			return rt.invoke(ctx, g, o, method, req, reply, cc, invoker, callOpts)
+		}
+	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		return o.do(ctx, g, o.name(ctx, method), func() error {
 			return invoker(ctx, method, req, reply, cc, callOpts...)
@@ -51,6 +57,8 @@ func UnaryClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryClient
 //   - ctx is done: recorded as the status of ctx's error (Canceled, by
 //     default a success, or DeadlineExceeded, by default an error), so that a
 //     stream abandoned by cancelling its context does not stay in flight.
+//
+// Streams are not retried (see WithRetry).
 //
 // A stream ended in none of these ways (its ClientConn closed, its context
 // never done, RecvMsg not called to the end) stays in flight in the guard's

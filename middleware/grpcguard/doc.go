@@ -35,6 +35,19 @@
 // client that made the call can take it apart with errors.As; only the
 // status crosses the network.
 //
+// # Retries
+//
+// WithRetry makes UnaryClientInterceptor retry the calls that fail with
+// codes.Unavailable (or the codes its RetryPolicy lists) within a
+// flow.RetryBudget: retries add at most a ratio of the recent calls plus a
+// floor, however the service fails. No retry is sent into an open breaker,
+// and a half-open breaker's probe is never retried. Streams are not
+// retried. grpc-go's own retries (a service config's retryPolicy) should
+// then stay off: they would multiply with these, outside the budget.
+//
+//	budget, _ := flow.NewRetryBudget(flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+//	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, grpcguard.RetryPolicy{}))
+//
 // # Keys
 //
 // An RPC's key (slidegate.WithKey) is what a resource's per-key rules

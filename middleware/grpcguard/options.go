@@ -25,6 +25,7 @@ type options struct {
 	// interceptors ignore it.
 	key       func(ctx context.Context, fullMethod string) string
 	serverKey bool
+	retry     *retrier // nil: UnaryClientInterceptor makes each call once
 }
 
 // WithResource names the resource an RPC enters; fullMethod is the RPC's
