@@ -6,6 +6,7 @@ require (
 	github.com/afex/hystrix-go v0.0.0-20180502004556-fa1af6a1f4f5
 	github.com/alibaba/sentinel-golang v1.0.4
 	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/platinummonkey/go-concurrency-limits v0.8.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/slidegate/slidegate v0.0.0-00010101000000-000000000000
 	github.com/sony/gobreaker/v2 v2.4.0
@@ -33,7 +34,6 @@ require (
 	github.com/openzipkin/zipkin-go v0.4.3 // indirect
 	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/platinummonkey/go-concurrency-limits v0.8.0 // indirect
 	github.com/prometheus/client_golang v1.24.1 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.1 // indirect
