@@ -18,6 +18,7 @@ type snapshot struct {
 	flows    []rule // the flow rules' enforcers, in rule order; a per-key group's rules share one
 	breakers []*breakerRule
 	groups   map[string]rule // the per-key groups' enforcers, by resource and shape
+	inbound  []check         // the rules of InboundResource, in phase order
 }
 
 // A binding is what Enter asks for one resource: its rules, in phase order
@@ -60,7 +61,27 @@ func ruleKey(v any) string {
 // warm-up's cold factor.
 func (f FlowRule) normal() FlowRule {
 	f.Type = f.flowType()
-	if f.Type != ConcurrencyRule {
+	switch f.Type {
+	case ConcurrencyRule:
+	case AdaptiveRule:
+		f.Algorithm = f.adaptiveSettings().Algorithm.String()
+		def := func(v *int64, d int64) {
+			if *v == 0 {
+				*v = d
+			}
+		}
+		def(&f.Limit, flow.DefaultAdaptiveInitialLimit)
+		def(&f.MinLimit, flow.DefaultAdaptiveMinLimit)
+		def(&f.MaxLimit, flow.DefaultAdaptiveMaxLimit)
+		if f.Tolerance == 0 {
+			f.Tolerance = flow.DefaultAdaptiveTolerance
+		}
+	case ShedRule:
+		f.Interval, f.Buckets = Duration(f.interval()), f.buckets()
+		if f.CPUThreshold == 0 {
+			f.CPUThreshold = flow.DefaultShedCPUThreshold
+		}
+	default:
 		f.Interval = Duration(f.interval())
 	}
 	if f.Type == QPSRule {
@@ -218,7 +239,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: "cluster", Reason: errNoCluster.Error()})
 			continue
 		}
-		f, err := buildFlow(r, g.clock, g.cluster)
+		f, err := buildFlow(r, g.clock, g.cluster, g.cpu)
 		if err != nil {
 			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: fieldOf(err), Reason: err.Error()})
 			continue
@@ -261,6 +282,10 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 	slices.SortStableFunc(all, func(a, b bound) int { return int(a.rule.phase()) - int(b.rule.phase()) })
 	for _, c := range all {
+		if c.resource == InboundResource {
+			s.inbound = append(s.inbound, c.check)
+			continue
+		}
 		b := s.by[c.resource]
 		if b == nil {
 			b = &binding{res: g.resources.pin(c.resource)}
@@ -360,10 +385,12 @@ func (r Rules) refs() map[string]bool {
 }
 
 // buckets returns the number of buckets of the rule's window,
-// flow.DefaultBuckets when unset, or flow.DefaultKeyBuckets for a per-key
-// rule.
+// flow.DefaultBuckets when unset, flow.DefaultKeyBuckets for a per-key
+// rule, flow.DefaultShedBuckets for a shed rule.
 func (f FlowRule) buckets() int {
 	switch {
+	case f.Buckets == 0 && f.flowType() == ShedRule:
+		return flow.DefaultShedBuckets
 	case f.Buckets != 0:
 		return f.Buckets
 	case f.PerKey:
@@ -372,9 +399,13 @@ func (f FlowRule) buckets() int {
 	return flow.DefaultBuckets
 }
 
-// interval returns the rule's interval, 1 s when unset.
+// interval returns the rule's interval, when unset 1 s, or
+// flow.DefaultShedInterval for a shed rule.
 func (f FlowRule) interval() time.Duration {
 	if f.Interval == 0 {
+		if f.flowType() == ShedRule {
+			return flow.DefaultShedInterval
+		}
 		return time.Second
 	}
 	return time.Duration(f.Interval)

@@ -32,6 +32,9 @@ const (
 	RefLimited = flow.RefLimited
 	// BreakerOpen: a breaker blocked the request.
 	BreakerOpen = flow.BreakerOpen
+	// Overloaded: a shed rule found the service overloaded, or an
+	// adaptive rule its limit reached.
+	Overloaded = flow.Overloaded
 
 	numReasons = flow.NumReasons
 )

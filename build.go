@@ -26,8 +26,9 @@ const defaultColdFactor = 3
 // clock.System. A cluster rule's limiter comes from cl; with cl nil, the
 // rule is built as a local QPS rule of the same shape, to check it. A rule
 // on another resource is returned without that resource's statistics,
-// which binding it gives it.
-func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
+// which binding it gives it. A shed rule reads the CPU from cpu (nil: the
+// guard reads none).
+func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule, error) {
 	if c == nil {
 		c = clock.System
 	}
@@ -72,6 +73,28 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 			return nil, err
 		}
 		return &keyConcurrencyRule{c: l}, nil
+	case f.Type == ShedRule:
+		set := flow.ShedderSettings{CPU: cpu, CPUThreshold: f.CPUThreshold, Interval: interval, Buckets: f.buckets()}
+		if f.CPUThreshold < 0 {
+			set.CPU, set.CPUThreshold = nil, 0
+		} else if cpu == nil {
+			return nil, &fieldError{"cpu_threshold", errNoCPU}
+		}
+		s, err := flow.NewShedder(set, flow.WithClock(c))
+		if err != nil {
+			return nil, err
+		}
+		return &shedRule{s: s}, nil
+	case f.Type == AdaptiveRule:
+		a, err := flow.NewAdaptive(f.adaptiveSettings(), flow.WithClock(c))
+		var ce *flow.ConfigError
+		if errors.As(err, &ce) && ce.Option == "initial_limit" {
+			ce.Option = "limit" // the rule's field
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &adaptiveRule{a: a}, nil
 	case f.Type == ConcurrencyRule:
 		l, err := flow.NewConcurrency(f.Limit)
 		if err != nil {
@@ -108,6 +131,20 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster) (rule, error) {
 		return &borrowingRule{qpsRule: r, borrow: time.Duration(f.Borrow)}, nil
 	}
 	return &r, nil
+}
+
+// errNoCPU is the error of a shed rule that reads the CPU in a guard that
+// reads none.
+var errNoCPU = errors.New("a shed rule reads the CPU, and the guard reads none: make it with slidegate.WithCPU (the Usage of a cpu.Sampler), or set cpu_threshold to -1 to shed on the requests in flight alone")
+
+// adaptiveSettings returns an adaptive rule's settings, its defaults left
+// to flow.NewAdaptive.
+func (f FlowRule) adaptiveSettings() flow.AdaptiveSettings {
+	alg, ok := adaptiveAlgorithms[f.Algorithm]
+	if !ok {
+		alg = flow.AIMD + 1 // NewAdaptive names it; Validate has already
+	}
+	return flow.AdaptiveSettings{Algorithm: alg, InitialLimit: f.Limit, MinLimit: f.MinLimit, MaxLimit: f.MaxLimit, Tolerance: f.Tolerance}
 }
 
 var blockPolicies = map[string]breaker.BlockPolicy{

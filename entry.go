@@ -134,8 +134,11 @@ func (h Entry) exit(now int64, given bool, err error) {
 	if e.inbound {
 		e.g.inbound.exit(now, d, e.count, err != nil)
 	}
+	overloaded := err != nil && IsOverloaded(err)
 	for i := range e.held {
-		e.held[i].by.release(&e.held[i], now, o, false)
+		h := &e.held[i]
+		h.overloaded = overloaded
+		h.by.release(h, now, o, false)
 	}
 	e.release()
 }
@@ -212,7 +215,8 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	if len(name) > MaxNameLength {
 		name = OtherResource // no rule names it: see MaxNameLength
 	}
-	b := g.snap.Load().by[name]
+	snap := g.snap.Load()
+	b := snap.by[name]
 	var res *resource
 	if b != nil {
 		res = b.res // named by a rule: pinned, so never evicted and never touched
@@ -224,8 +228,16 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 		key = key[:MaxKeyLength]
 	}
 	e.g, e.res, e.count, e.inbound, e.priority, e.key = g, res, count, inbound, priority, key
-	if b != nil {
-		if err := b.admit(ctx, g.clock, e, now); err != nil {
+	var first []check // the rules of all the inbound traffic, asked first
+	if inbound {
+		first = snap.inbound
+	}
+	if b != nil || len(first) > 0 {
+		var own []check
+		if b != nil {
+			own = b.checks
+		}
+		if err := admit(ctx, g.clock, e, now, first, own); err != nil {
 			if be, blocked := err.(*BlockError); blocked {
 				res.block(now, be.Reason, count)
 				if inbound {
@@ -245,19 +257,25 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	return Entry{e: e, seq: e.seq.Load()}, nil
 }
 
-// admit asks the binding's rules, in order, whether entry e may go at time
-// now, and leaves in e what the request holds of them. When a rule blocks
-// it, the rules before give back what they gave. It sets e.start to the
-// time the request may go: now, or later if a throttle or a borrowed place
-// makes it wait.
-func (b *binding) admit(ctx context.Context, c clock.Clock, e *entry, now int64) error {
+// admit asks the rules of two lists (those of the inbound traffic, then the
+// resource's, each in phase order), in order, whether entry e may go at
+// time now, and leaves in e what the request holds of them. When a rule
+// blocks it, the rules before give back what they gave. It sets e.start to
+// the time the request may go: now, or later if a throttle or a borrowed
+// place makes it wait.
+func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then []check) error {
 	e.start = now
-	if cap(e.held) < len(b.checks) {
-		e.held = make([]hold, 0, len(b.checks))
+	if n := len(first) + len(then); cap(e.held) < n {
+		e.held = make([]hold, 0, n)
 	}
 	var wait time.Duration
-	for i := range b.checks {
-		ch := &b.checks[i]
+	for i := range len(first) + len(then) {
+		var ch *check
+		if i < len(first) {
+			ch = &first[i]
+		} else {
+			ch = &then[i-len(first)]
+		}
 		e.held = e.held[:len(e.held)+1]
 		h := &e.held[len(e.held)-1]
 		h.by = nil // the hold of an earlier use of the entry

@@ -47,8 +47,9 @@ type Guard struct {
 	load      sync.Mutex // serialises SetRules
 	resources *resourceTable
 	log       *slog.Logger
-	inbound   *resource // the guard's inbound traffic (see Inbound)
-	cluster   Cluster   // keeps the cluster rules' counts; nil without WithCluster
+	inbound   *resource      // the guard's inbound traffic (see Inbound)
+	cluster   Cluster        // keeps the cluster rules' counts; nil without WithCluster
+	cpu       func() float64 // the CPU usage shed rules read; nil without WithCPU
 }
 
 // An Option customises a Guard.
@@ -59,6 +60,7 @@ type guardOptions struct {
 	maxResources int
 	log          *slog.Logger
 	cluster      Cluster
+	cpu          func() float64
 	err          error // the first bad option
 }
 
@@ -123,6 +125,23 @@ func WithCluster(c Cluster) Option {
 			return
 		}
 		o.cluster = c
+	}
+}
+
+// WithCPU makes the guard's shed rules read the CPU from usage: the share
+// of its CPU capacity the process uses, in [0, 1]. Give it the Usage of a
+// cpu.Sampler, which reads what the process's cgroup may use, off the hot
+// path, and reads one atomic here; close the sampler when the guard is no
+// longer used. usage is called on every request to a resource with a shed
+// rule, and must be as cheap. A guard without a CPU refuses shed rules
+// that read one. A nil usage is an error.
+func WithCPU(usage func() float64) Option {
+	return func(o *guardOptions) {
+		if usage == nil {
+			o.bad("cpu = nil: give the Usage of a cpu.Sampler, or leave the option out")
+			return
+		}
+		o.cpu = usage
 	}
 }
 
@@ -209,7 +228,7 @@ func New(opts ...Option) (*Guard, error) {
 	if o.log == nil {
 		o.log = slog.New(discard{})
 	}
-	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log, cluster: o.cluster}
+	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log, cluster: o.cluster, cpu: o.cpu}
 	g.inbound = newResource("(inbound)", o.clock)
 	g.snap.Store(&snapshot{by: map[string]*binding{}})
 	return g, nil

@@ -59,7 +59,12 @@ type hold struct {
 	grant     flow.Grant          // a QPS rule's, given back if a later rule blocks the request
 	keyPermit flow.KeyPermit      // a per-key concurrency rule's
 	keyPlace  flow.KeyReservation // a per-key throttle's
-	_         [384 - 264]byte
+	shed      flow.ShedPermit     // a shed rule's
+	adaptive  flow.AdaptivePermit // an adaptive rule's
+	// overloaded says, as the request exits, whether it ended overloaded
+	// (IsOverloaded): set by Exit for every hold before release.
+	overloaded bool
+	_          [384 - 320]byte
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 )
 
 // Rules is a guard's complete set of rules: what each resource may do. A
@@ -33,7 +35,31 @@ const (
 	// ConcurrencyRule allows at most Limit requests in flight
 	// (flow.Concurrency).
 	ConcurrencyRule FlowType = "concurrency"
+	// ShedRule sheds requests while the service is overloaded: while the
+	// CPU the guard reads (WithCPU) is at or above CPUThreshold, or was
+	// within a second, it allows a request only while fewer are in flight
+	// than the service completes at its best, by Little's law: the most
+	// requests completed in a bucket of Interval × the least average
+	// response time of one (flow.Shedder). On InboundResource it protects
+	// the whole service.
+	ShedRule FlowType = "shed"
+	// AdaptiveRule is a concurrency limit that finds itself from the
+	// response times of the requests it allows (flow.Adaptive): it comes
+	// down when they queue, or end overloaded (an error that is
+	// context.DeadlineExceeded, or says Overloaded() true), and grows
+	// while they do not and the limit is in use. Limit is the limit it
+	// starts from.
+	AdaptiveRule FlowType = "adaptive"
 )
+
+// InboundResource is the resource a flow rule names to hold for all the
+// inbound traffic of the guard (WithInbound; the middleware's server
+// side) together, whatever resource each request enters: a shed rule
+// that protects the whole service, a concurrency limit on all it serves.
+// A request that enters an inbound resource is asked the rules of
+// InboundResource first, then those of its own resource. No breaker names
+// it, and no rule reads it as its RefResource.
+const InboundResource = "(inbound)"
 
 // A FlowRule limits a resource's traffic.
 type FlowRule struct {
@@ -43,14 +69,18 @@ type FlowRule struct {
 	// ConcurrencyRule.
 	Type FlowType `json:"type,omitempty" yaml:"type,omitempty"`
 	// Limit is how many requests are allowed per Interval (QPSRule,
-	// ThrottleRule) or at once (ConcurrencyRule). 0 blocks everything.
+	// ThrottleRule) or at once (ConcurrencyRule). 0 blocks everything. An
+	// adaptive rule starts from Limit (0: flow.DefaultAdaptiveInitialLimit);
+	// a shed rule has none.
 	Limit int64 `json:"limit" yaml:"limit"`
 	// Interval is the span Limit counts over (default 1s), for a QPS rule
-	// or a throttle.
+	// or a throttle; for a shed rule, the window it learns the service's
+	// capacity over (default flow.DefaultShedInterval, 5s).
 	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
 	// Buckets divides the interval of a QPS rule (default
 	// flow.DefaultBuckets: more buckets allow closer to the limit under
-	// steady overload) or of a throttle's warm-up.
+	// steady overload), of a throttle's warm-up, or of a shed rule's window
+	// (default flow.DefaultShedBuckets, 50).
 	Buckets int `json:"buckets,omitempty" yaml:"buckets,omitempty"`
 	// MaxWait is how long a throttle's request may wait for its place.
 	MaxWait Duration `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
@@ -102,7 +132,28 @@ type FlowRule struct {
 	// of 0 blocks the key. At most MaxOverrides keys, each at most
 	// MaxKeyLength bytes.
 	Overrides map[string]int64 `json:"overrides,omitempty" yaml:"overrides,omitempty"`
+	// CPUThreshold is the CPU usage at or above which a shed rule sheds
+	// (default flow.DefaultShedCPUThreshold, 0.9): a share, in (0, 1], of
+	// what the process may use, as the guard reads it (WithCPU). -1 means
+	// no CPU signal: the rule then holds the requests in flight to what
+	// the service completes all the time.
+	CPUThreshold float64 `json:"cpu_threshold,omitempty" yaml:"cpu_threshold,omitempty"`
+	// Algorithm is how an adaptive rule moves its limit: "gradient" (the
+	// default) or "aimd" (flow.Gradient, flow.AIMD).
+	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
+	// MinLimit and MaxLimit bound an adaptive rule's limit (defaults
+	// flow.DefaultAdaptiveMinLimit and flow.DefaultAdaptiveMaxLimit). It
+	// never goes below MinLimit, not even to probe.
+	MinLimit int64 `json:"min_limit,omitempty" yaml:"min_limit,omitempty"`
+	MaxLimit int64 `json:"max_limit,omitempty" yaml:"max_limit,omitempty"`
+	// Tolerance is how much slower than the least response time it has
+	// seen an adaptive rule lets requests become before its limit comes
+	// down (default flow.DefaultAdaptiveTolerance, 1.5).
+	Tolerance float64 `json:"tolerance,omitempty" yaml:"tolerance,omitempty"`
 }
+
+// The adaptive algorithms' names in rules (FlowRule.Algorithm).
+var adaptiveAlgorithms = map[string]flow.AdaptiveAlgorithm{"": flow.Gradient, "gradient": flow.Gradient, "aimd": flow.AIMD}
 
 // MaxOverrides is the most keys a per-key rule lists in its Overrides.
 const MaxOverrides = 10000

@@ -20,7 +20,7 @@ func TestValidateReportsEveryProblemWithItsPlace(t *testing.T) {
 			[]string{`flow[0] (resource "(other)"): resource: "(other)" is the name of the resources the guard has no room for`, `breakers[0] (resource "(other)"): resource: "(other)"`}},
 		{"negative limit and interval", Rules{Flow: []FlowRule{{Resource: "a", Limit: -1, Interval: Duration(-time.Second)}}},
 			[]string{`flow[0] (resource "a"): limit: -1 must not be negative`, `flow[0] (resource "a"): interval: -1s must not be negative`}},
-		{"unknown type", Rules{Flow: []FlowRule{{Resource: "a", Type: "bps"}}}, []string{`type: "bps" is not "qps", "throttle" or "concurrency"`}},
+		{"unknown type", Rules{Flow: []FlowRule{{Resource: "a", Type: "bps"}}}, []string{`type: "bps" is not "qps", "throttle", "concurrency", "shed" or "adaptive"`}},
 		{"concurrency with an interval", Rules{Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Interval: Duration(time.Second), MaxWait: 1}}},
 			[]string{`interval: does not apply to a concurrency rule`, `max_wait: does not apply to a concurrency rule`}},
 		{"cold factor", Rules{Flow: []FlowRule{{Resource: "a", WarmUp: Duration(time.Second), ColdFactor: 0.5}}}, []string{`cold_factor: 0.5 must be above 1`}},

@@ -193,8 +193,15 @@ var flowFields = []struct {
 	set   func(FlowRule) bool
 	kinds []FlowType
 }{
-	{"interval", func(f FlowRule) bool { return f.Interval != 0 }, []FlowType{QPSRule, ThrottleRule}},
-	{"buckets", func(f FlowRule) bool { return f.Buckets != 0 }, []FlowType{QPSRule, ThrottleRule}},
+	{"limit", func(f FlowRule) bool { return f.Limit != 0 }, []FlowType{QPSRule, ThrottleRule, ConcurrencyRule, AdaptiveRule}},
+	{"interval", func(f FlowRule) bool { return f.Interval != 0 }, []FlowType{QPSRule, ThrottleRule, ShedRule}},
+	{"buckets", func(f FlowRule) bool { return f.Buckets != 0 }, []FlowType{QPSRule, ThrottleRule, ShedRule}},
+	{"per_key", func(f FlowRule) bool { return f.PerKey }, []FlowType{QPSRule, ThrottleRule, ConcurrencyRule}},
+	{"cpu_threshold", func(f FlowRule) bool { return f.CPUThreshold != 0 }, []FlowType{ShedRule}},
+	{"algorithm", func(f FlowRule) bool { return f.Algorithm != "" }, []FlowType{AdaptiveRule}},
+	{"min_limit", func(f FlowRule) bool { return f.MinLimit != 0 }, []FlowType{AdaptiveRule}},
+	{"max_limit", func(f FlowRule) bool { return f.MaxLimit != 0 }, []FlowType{AdaptiveRule}},
+	{"tolerance", func(f FlowRule) bool { return f.Tolerance != 0 }, []FlowType{AdaptiveRule}},
 	{"max_wait", func(f FlowRule) bool { return f.MaxWait != 0 }, []FlowType{ThrottleRule}},
 	{"warm_up", func(f FlowRule) bool { return f.WarmUp != 0 }, []FlowType{QPSRule, ThrottleRule}},
 	{"cold_factor", func(f FlowRule) bool { return f.ColdFactor != 0 }, []FlowType{QPSRule, ThrottleRule}},
@@ -226,15 +233,16 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	}
 	p.count("lease", f.Lease)
 	switch t := f.flowType(); t {
-	case QPSRule, ThrottleRule, ConcurrencyRule:
+	case QPSRule, ThrottleRule, ConcurrencyRule, ShedRule, AdaptiveRule:
 		for _, x := range flowFields {
 			if x.set(f) && !slices.Contains(x.kinds, t) {
 				p.add(x.field, "does not apply to a %s rule", t)
 			}
 		}
 	default:
-		p.add("type", "%q is not %q, %q or %q", f.Type, QPSRule, ThrottleRule, ConcurrencyRule)
+		p.add("type", "%q is not %q, %q, %q, %q or %q", f.Type, QPSRule, ThrottleRule, ConcurrencyRule, ShedRule, AdaptiveRule)
 	}
+	f.checkOverload(&p)
 	if f.Lease > 0 && !f.Cluster {
 		p.add("lease", "only a cluster rule leases permits")
 	}
@@ -277,11 +285,35 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	if len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor
 		// judge them together (bucket widths, interval splits).
-		if _, err := buildFlow(f, nil, nil); err != nil {
+		// A CPU that reads nothing: whether the guard reads one is the
+		// guard's to say, when it is given the rule.
+		if _, err := buildFlow(f, nil, nil, func() float64 { return 0 }); err != nil {
 			p.add(fieldOf(err), "%v", err)
 		}
 	}
 	return p.list
+}
+
+// checkOverload checks the fields of shed and adaptive rules, and the rules
+// of InboundResource.
+func (f FlowRule) checkOverload(p *problems) {
+	if t := f.CPUThreshold; t != 0 && t != -1 && !(t > 0 && t <= 1) {
+		p.add("cpu_threshold", "%v must be above 0 and at most 1 (a share of the CPU the process may use), or -1 for none", t)
+	}
+	if _, ok := adaptiveAlgorithms[f.Algorithm]; !ok {
+		p.add("algorithm", "%q is not \"gradient\" or \"aimd\"", f.Algorithm)
+	}
+	p.count("min_limit", f.MinLimit)
+	p.count("max_limit", f.MaxLimit)
+	if f.Tolerance < 0 {
+		p.add("tolerance", "%v must not be negative", f.Tolerance)
+	}
+	if f.Resource == InboundResource && (f.PerKey || f.Cluster) {
+		p.add("resource", "the rules of %s hold for every inbound request, whatever its resource: they are neither per key nor cluster-wide", InboundResource)
+	}
+	if f.RefResource == InboundResource {
+		p.add("ref_resource", "%s is all the inbound traffic, not a resource with statistics of its own", InboundResource)
+	}
 }
 
 // checkKeys checks what makes a rule per key: what it cannot be combined
@@ -360,6 +392,9 @@ const strategyNames = "adaptive, error_ratio, error_count, slow_ratio, consecuti
 func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: b.Resource, list: into}
 	p.name("resource", b.Resource, true)
+	if b.Resource == InboundResource {
+		p.add("resource", "%s is all the inbound traffic: a breaker protects one resource", InboundResource)
+	}
 	for _, d := range []struct {
 		field string
 		v     Duration

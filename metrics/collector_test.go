@@ -50,7 +50,7 @@ var clusterFamilies = []string{
 }
 
 // reasonLabels are the values of the label reason, sorted.
-var reasonLabels = []string{"breaker_open", "concurrency_limited", "exceeds_limit", "rate_limited", "ref_limited", "wait_too_long"}
+var reasonLabels = []string{"breaker_open", "concurrency_limited", "exceeds_limit", "overloaded", "rate_limited", "ref_limited", "wait_too_long"}
 
 // trafficWant is what the known pattern leaves in one stream's families.
 type trafficWant struct {

@@ -27,6 +27,7 @@ var reasons = [...]struct {
 	{slidegate.WaitTooLong, "wait_too_long"},
 	{slidegate.RefLimited, "ref_limited"},
 	{slidegate.BreakerOpen, "breaker_open"},
+	{slidegate.Overloaded, "overloaded"},
 }
 
 // A traffic is the descriptors of the families that describe one stream of

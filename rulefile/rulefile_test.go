@@ -67,7 +67,7 @@ var badFiles = []struct {
 		{5, "flow[1]", "limit", `"ten" is not a whole number`},
 		{6, "flow[1]", "interval", "5 has no unit: write it as 500ms, 2s or 1m30s"},
 		{8, "flow[2]", "limit", "-1 must not be negative"},
-		{9, "flow[2]", "type", `"queue" is not "qps", "throttle" or "concurrency"`},
+		{9, "flow[2]", "type", `"queue" is not "qps", "throttle", "concurrency", "shed" or "adaptive"`},
 	}},
 	{"r.yaml", "breakers:\n  - resource: db\n    strategy: error_ratio\n    threshold: high\n    min_requests: 1.5\n    open_timeout: 5 seconds\n    max_open_timeout: 1s\n    k: 2\n", []want{
 		{4, "breakers[0]", "threshold", `"high" is not a number`},

@@ -1,0 +1,138 @@
+package slidegate
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/flow"
+)
+
+// A shedRule sheds requests while the service is overloaded
+// (flow.Shedder): a request holds its place in flight until it exits, its
+// response time then a sample of the service's.
+type shedRule struct{ s *flow.Shedder }
+
+func (*shedRule) phase() phase { return phaseConcurrency }
+
+func (r *shedRule) admit(_ context.Context, _ *entry, now int64, h *hold) flow.Decision {
+	d := r.s.AcquireAt(now, &h.shed)
+	if d.Allowed {
+		h.by = r
+	}
+	return d
+}
+
+// release ends the request: a sample, unless it never ran (blocked later)
+// or its caller gave up (its response time says nothing of the service).
+func (r *shedRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
+	if blocked || o == breaker.Ignored {
+		h.shed.Cancel()
+		return
+	}
+	h.shed.DoneAt(now)
+}
+
+// An adaptiveRule is a concurrency limit that finds itself (flow.Adaptive).
+type adaptiveRule struct{ a *flow.Adaptive }
+
+func (*adaptiveRule) phase() phase { return phaseConcurrency }
+
+func (r *adaptiveRule) admit(_ context.Context, _ *entry, now int64, h *hold) flow.Decision {
+	d := r.a.AcquireAt(now, &h.adaptive)
+	if d.Allowed {
+		h.by = r
+	}
+	return d
+}
+
+func (r *adaptiveRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
+	if blocked || o == breaker.Ignored {
+		h.adaptive.Cancel()
+		return
+	}
+	h.adaptive.DoneAt(now, h.overloaded)
+}
+
+// IsOverloaded reports whether err says that a request failed for want of
+// capacity, a signal for an adaptive rule to back off: err is (or wraps)
+// context.DeadlineExceeded, or an error with a method Overloaded() bool
+// that says true (httpguard.StatusError does for 429 and 503).
+func IsOverloaded(err error) bool {
+	// errors.As with an interface target would allocate on every failed
+	// request; the tree is walked here instead, as errors.Is walks it.
+	for err != nil {
+		if err == context.DeadlineExceeded {
+			return true
+		}
+		if o, ok := err.(interface{ Overloaded() bool }); ok && o.Overloaded() {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if IsOverloaded(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// An OverloadStatus is a shed or adaptive rule in force and what it has
+// learnt.
+type OverloadStatus struct {
+	Resource string
+	Rule     string   // its place in the rules: "flow[3]"
+	Type     FlowType // ShedRule or AdaptiveRule
+	// Limit is the most requests in flight the rule allows: an adaptive
+	// rule's limit now, or what a shed rule allows while it sheds; -1 for
+	// a shed rule that has not learnt the service's capacity yet.
+	Limit    int64
+	InFlight int64
+	// Shedding, for a shed rule, says whether it sheds now: the CPU at or
+	// above its threshold, or within a second of shedding. CPU is the
+	// usage it read, -1 without a CPU signal.
+	Shedding bool
+	CPU      float64
+	// Baseline, for an adaptive rule, is the least response time it judges
+	// queueing by; 0 until it has one.
+	Baseline time.Duration
+}
+
+// Overload returns the state of every shed and adaptive rule in force, in
+// rule order.
+func (g *Guard) Overload() []OverloadStatus { return g.OverloadAt(g.clock.Now()) }
+
+// OverloadAt is Overload at time now, in nanoseconds on the guard's clock.
+func (g *Guard) OverloadAt(now int64) []OverloadStatus {
+	s := g.snap.Load()
+	var out []OverloadStatus
+	for i, f := range s.flows {
+		r := s.rules.Flow[i]
+		st := OverloadStatus{Resource: r.Resource, Rule: ruleAt("flow", i), Type: r.flowType()}
+		switch f := f.(type) {
+		case *shedRule:
+			st.Limit, st.InFlight, st.Shedding, st.CPU = f.s.MaxInFlight(now), f.s.InFlight(), f.s.Shedding(now), -1
+			if st.Limit == math.MaxInt64 {
+				st.Limit = -1
+			}
+			if r.CPUThreshold >= 0 && g.cpu != nil {
+				st.CPU = g.cpu()
+			}
+		case *adaptiveRule:
+			st.Limit, st.InFlight, st.Baseline = f.a.Limit(), f.a.InFlight(), f.a.Baseline()
+		default:
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
+}
