@@ -72,8 +72,8 @@ const MaxRetryRatio = 100
 // and write one. The zero RetryBudget is not usable; make one with
 // NewRetryBudget.
 //
-// Memory: 160 bytes plus 16 per slot, the slots being k+1 rounded up to a
-// power of two: 672 bytes with the default 20 buckets.
+// Memory: 176 bytes plus 16 per slot, the slots being k+1 rounded up to a
+// power of two: 688 bytes with the default 20 buckets.
 type RetryBudget struct {
 	requests []atomic.Uint64 // count words of the requests, one per slot
 	retries  []atomic.Uint64 // count words of the retries, one per slot; sealed once closed
@@ -88,6 +88,10 @@ type RetryBudget struct {
 	floor                  float64 // minPerSecond × interval in seconds
 	grid                   timegrid.Grid
 	clock                  clock.Clock
+	// Totals of the retries not allowed, by why: the budget was spent, or
+	// the attempt was a probe or met an open breaker. Written only when a
+	// retry is refused.
+	refused, unretried atomic.Int64
 }
 
 // An Attempt says how the attempt that failed went through a circuit
@@ -203,6 +207,7 @@ func (b *RetryBudget) Retry(a Attempt) bool { return b.RetryAt(b.clock.Now(), a)
 // bucket counted is counted in that bucket.
 func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
 	if a != AttemptFailed {
+		b.unretried.Add(1)
 		return false
 	}
 decide:
@@ -231,6 +236,7 @@ decide:
 				// matches i's): i has no retries yet.
 			}
 			if float64(retried+r+1) > allowance || r == countMask {
+				b.refused.Add(1)
 				return false
 			}
 			if s.CompareAndSwap(w, i<<tagShift|(r+1)) {
@@ -320,6 +326,38 @@ func (b *RetryBudget) bucket(now int64) uint64 {
 			return i
 		}
 	}
+}
+
+// RetryStats are what a RetryBudget has counted.
+type RetryStats struct {
+	// Requests and Retries are the requests and the retries allowed in the
+	// last interval: its k buckets up to the one holding the time read, or
+	// the latest one counted if that is later.
+	Requests, Retries int64
+	// Refused is how many retries the budget has refused since it was
+	// made, for want of budget; NotRetried how many attempts it refused to
+	// retry because they were a breaker's probe or met an open breaker.
+	Refused, NotRetried int64
+}
+
+// Stats returns what the budget has counted; see StatsAt.
+func (b *RetryBudget) Stats() RetryStats { return b.StatsAt(b.clock.Now()) }
+
+// StatsAt returns what the budget has counted, its interval read at time
+// now. It reads the buckets without changing them (it decides nothing), so
+// a count that changes as it reads may be missed or counted in part.
+func (b *RetryBudget) StatsAt(now int64) RetryStats {
+	i := max(b.grid.Index(now), b.open.Load())
+	st := RetryStats{Refused: b.refused.Load(), NotRetried: b.unretried.Load()}
+	for j := i - min(b.k-1, i); j <= i; j++ {
+		if w := b.retries[j&b.mask].Load(); holds(w, j) {
+			st.Retries += int64(w & countMask)
+		}
+		if w := b.requests[j&b.mask].Load(); holds(w, j) {
+			st.Requests += int64(w & countMask)
+		}
+	}
+	return st
 }
 
 // Ratio returns the retries allowed per request.

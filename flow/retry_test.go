@@ -484,8 +484,8 @@ func TestRetryBudgetMemoryIsAsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := int(unsafe.Sizeof(*b)) + 8*(len(b.requests)+len(b.retries))
-	if size != 672 {
-		t.Fatalf("a budget with the default buckets takes %d bytes, documented 672", size)
+	if size != 688 {
+		t.Fatalf("a budget with the default buckets takes %d bytes, documented 688", size)
 	}
 }
 
@@ -532,5 +532,42 @@ func TestRetryBudgetLateCallersNeverOvershoot(t *testing.T) {
 	}
 	if allowed.Load() == 0 {
 		t.Fatal("no retry allowed")
+	}
+}
+
+// Stats reads the interval's requests and retries as the decisions count
+// them, and the refusals by why.
+func TestRetryBudgetStatsCountWhatWasDecided(t *testing.T) {
+	clk := clock.NewManual(0)
+	b, err := NewRetryBudget(0.5, 1, time.Second, WithClock(clk), WithBuckets(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		b.Request()
+	}
+	retried := 0
+	for range 10 {
+		if b.Retry(AttemptFailed) {
+			retried++
+		}
+	}
+	b.Retry(AttemptProbe)
+	b.Retry(AttemptBreakerOpen)
+	if retried != 6 { // 0.5 × 10 + a floor of 1
+		t.Fatalf("%d retries allowed, want 6", retried)
+	}
+	if st := b.Stats(); st != (RetryStats{Requests: 10, Retries: 6, Refused: 4, NotRetried: 2}) {
+		t.Fatalf("stats %+v, want 10 requests, 6 retries, 4 refused, 2 not retried", st)
+	}
+	// Nine buckets on, they are still in the interval; ten on, gone.
+	clk.Advance(900 * time.Millisecond)
+	b.Request()
+	if st := b.Stats(); st.Requests != 11 || st.Retries != 6 {
+		t.Fatalf("stats 900ms on %+v, want 11 requests, 6 retries", st)
+	}
+	clk.Advance(100 * time.Millisecond)
+	if st := b.Stats(); st.Requests != 1 || st.Retries != 0 || st.Refused != 4 {
+		t.Fatalf("stats an interval on %+v, want 1 request, no retries, the 4 refused still", st)
 	}
 }
