@@ -17,7 +17,7 @@ type AdaptiveAlgorithm uint8
 const (
 	// Gradient scales the limit by how far the window's average response
 	// time is from the baseline (Netflix's gradient limit, with the
-	// baseline kept honest by probes): by tolerance × baseline / average,
+	// baseline kept honest by drains, see Adaptive): by tolerance × baseline / average,
 	// between 0.5 and 1, when requests queue; it grows by the limit's
 	// square root when they do not and the limit is in use.
 	Gradient AdaptiveAlgorithm = iota
@@ -47,7 +47,7 @@ const (
 	DefaultAdaptiveTolerance     = 1.5
 	DefaultAdaptiveWindow        = 100 * time.Millisecond
 	DefaultAdaptiveMinSamples    = 10
-	DefaultAdaptiveProbeInterval = 10 * time.Second
+	DefaultAdaptiveDrainInterval = 10 * time.Second
 	DefaultAdaptiveBackoff       = 0.9
 )
 
@@ -63,7 +63,7 @@ type AdaptiveSettings struct {
 	InitialLimit int64
 	// MinLimit and MaxLimit bound the limit (defaults
 	// DefaultAdaptiveMinLimit and DefaultAdaptiveMaxLimit). The limit never
-	// falls below MinLimit, not even to probe.
+	// falls below MinLimit, not even in a drain.
 	MinLimit, MaxLimit int64
 	// Tolerance is how much slower than the baseline the average response
 	// time may be before the limit comes down (default 1.5, at least 1):
@@ -75,10 +75,10 @@ type AdaptiveSettings struct {
 	// holds MinSamples completed requests (default 10).
 	Window     time.Duration
 	MinSamples int64
-	// ProbeInterval is how often the limiter measures the baseline afresh
-	// (default 10 s; negative: never), by lowering the limit for about
-	// four response times so that the queue drains: see Adaptive.
-	ProbeInterval time.Duration
+	// DrainInterval is how often the limiter drains its queue to measure
+	// the baseline afresh (default 10 s; negative: never), lowering the
+	// limit for about four response times: see Adaptive.
+	DrainInterval time.Duration
 	// Backoff is what the limit is multiplied by when a request in the
 	// window was overloaded (and, for AIMD, when requests queue): default
 	// 0.9, in [0.5, 1).
@@ -108,19 +108,27 @@ type AdaptiveSettings struct {
 // Gradient2 ignores them). The limit grows only while it is in use, and
 // never under sustained overload: the baseline cannot drift up with the
 // queue (as Vegas' rtt_noload and Gradient2's long-term average do),
-// because between probes it only goes down. Every ProbeInterval (with a
-// jitter of a quarter, so that instances do not probe together), the limit
-// goes down, for four average response times (two windows at least), to
-// 0.75 × limit / tolerance: three quarters of the workers when the limit
-// has settled, so that the queue drains and the requests admitted in the
-// probe's second half see none. The least of their response times is the
-// new baseline, up or down, and the limit comes back to what it was. A probe never lowers the limit below MinLimit, so
-// it never drops to one request (as Envoy's filter does, failing the
-// requests its probe window refuses); a window whose requests in flight
-// stayed below the probe's limit measures the baseline without lowering
-// anything. A probe costs about a quarter of the throughput for four
-// response times every ten seconds: under 1% of it for a service whose
-// requests take 50 ms.
+// because between drains it only goes down.
+//
+// A drain measures the baseline afresh, up or down, so that a service that
+// became slower for good is not held to its old speed. Every DrainInterval
+// (with a jitter of a quarter, so that instances do not drain together),
+// the limit goes down, for four average response times (two windows at
+// least), to 0.75 × limit / tolerance: three quarters of the workers once
+// the limit has settled, so that the queue drains and the requests
+// admitted in the drain's second half see none. The least of their
+// response times is the new baseline, and the limit comes back to what it
+// was. A drain never lowers the limit below MinLimit, so it never drops to
+// one request (as Envoy's filter does, failing the requests its
+// measurement window refuses); a window whose requests in flight stayed
+// below the drain's limit measures the baseline without lowering anything.
+// A drain costs about a quarter of the throughput for four response times
+// every ten seconds: about 1% of it for a service whose requests take
+// 50 ms.
+//
+// A window holds the requests that ended within it; the first request to
+// end after it closes it, if it holds MinSamples, and the window goes on
+// otherwise.
 //
 // An Adaptive limiter is safe for concurrent use. Acquire is a
 // compare-and-swap on the requests in flight, as Concurrency's; DoneAt adds
@@ -132,8 +140,8 @@ type Adaptive struct {
 	inflight atomic.Int64
 	// The current window's samples.
 	samples, rtSum, overloaded atomic.Int64
-	minRT, peak, probeMin      atomic.Int64
-	measureFrom                atomic.Int64 // requests admitted from then on measure a probe; MaxInt64 when none
+	minRT, peak, drainMin      atomic.Int64
+	measureFrom                atomic.Int64 // requests admitted from then on measure a drain; MaxInt64 when none
 	windowEnd                  atomic.Int64
 	shownBaseline              atomic.Int64 // baseline, for Baseline
 
@@ -142,11 +150,11 @@ type Adaptive struct {
 	lim       float64 // the limit, unrounded
 	baseline  int64   // the least response time, in ns; 0 until measured
 	slowStart bool
-	probing   bool
-	probeEnd  int64
-	saved     float64 // the limit before the probe
-	nextProbe int64
-	windows   uint64 // windows closed, for the probes' jitter
+	draining  bool
+	drainEnd  int64
+	saved     float64 // the limit before the drain
+	nextDrain int64
+	windows   uint64 // windows closed, for the drains' jitter
 
 	s     AdaptiveSettings
 	clock clock.Clock
@@ -155,7 +163,7 @@ type Adaptive struct {
 // NewAdaptive returns an Adaptive limiter with the given settings. A bad
 // setting or Option is a *ConfigError naming it ("algorithm",
 // "initial_limit", "min_limit", "max_limit", "tolerance", "window",
-// "min_samples", "probe_interval", "backoff", "clock"); WithBuckets and
+// "min_samples", "drain_interval", "backoff", "clock"); WithBuckets and
 // WithWarmUp are errors.
 func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
 	o, err := buildOptions(opts)
@@ -174,11 +182,11 @@ func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
 	a := &Adaptive{s: s, clock: o.clock, lim: float64(s.InitialLimit), slowStart: true}
 	a.limit.Store(s.InitialLimit)
 	a.minRT.Store(math.MaxInt64)
-	a.probeMin.Store(math.MaxInt64)
+	a.drainMin.Store(math.MaxInt64)
 	a.measureFrom.Store(math.MaxInt64)
 	now := o.clock.Now()
 	a.windowEnd.Store(now + int64(s.Window))
-	a.nextProbe = a.probeAfter(now)
+	a.nextDrain = a.drainAfter(now)
 	return a, nil
 }
 
@@ -225,11 +233,11 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 	if s.MinSamples < 1 || s.MinSamples > 1e6 {
 		return &ConfigError{Option: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
 	}
-	if s.ProbeInterval == 0 {
-		s.ProbeInterval = DefaultAdaptiveProbeInterval
+	if s.DrainInterval == 0 {
+		s.DrainInterval = DefaultAdaptiveDrainInterval
 	}
-	if s.ProbeInterval > 0 && s.ProbeInterval < 10*s.Window {
-		return &ConfigError{Option: "probe_interval", Value: s.ProbeInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
+	if s.DrainInterval > 0 && s.DrainInterval < 10*s.Window {
+		return &ConfigError{Option: "drain_interval", Value: s.DrainInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
 	}
 	if s.Backoff == 0 {
 		s.Backoff = DefaultAdaptiveBackoff
@@ -332,7 +340,7 @@ func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
 		a.samples.Add(1)
 		storeMin(&a.minRT, rt)
 		if p.start >= a.measureFrom.Load() {
-			storeMin(&a.probeMin, rt)
+			storeMin(&a.drainMin, rt)
 		}
 	}
 }
@@ -371,34 +379,34 @@ func (a *Adaptive) closeWindow(now int64) {
 	}
 	a.windowEnd.Store(now + max(int64(a.s.Window), 2*avg))
 	switch {
-	case a.probing:
-		if now < a.probeEnd {
+	case a.draining:
+		if now < a.drainEnd {
 			return
 		}
-		if m := a.probeMin.Swap(math.MaxInt64); m != math.MaxInt64 {
+		if m := a.drainMin.Swap(math.MaxInt64); m != math.MaxInt64 {
 			a.baseline = m
 		}
 		a.measureFrom.Store(math.MaxInt64)
-		a.probing = false
-		a.nextProbe = a.probeAfter(now)
+		a.draining = false
+		a.nextDrain = a.drainAfter(now)
 		a.set(a.saved)
 		return
-	case a.s.ProbeInterval > 0 && now >= a.nextProbe && n > 0:
-		probe := max(float64(a.s.MinLimit), 0.75*a.lim/a.s.Tolerance)
-		if float64(peak) <= probe {
-			// The window never had more in flight than a probe would
+	case a.s.DrainInterval > 0 && now >= a.nextDrain && n > 0:
+		drain := max(float64(a.s.MinLimit), 0.75*a.lim/a.s.Tolerance)
+		if float64(peak) <= drain {
+			// The window never had more in flight than a drain would
 			// allow: its requests did not queue behind each other.
 			a.baseline = least
-			a.nextProbe = a.probeAfter(now)
+			a.nextDrain = a.drainAfter(now)
 			break
 		}
-		a.probing, a.saved = true, a.lim
+		a.draining, a.saved = true, a.lim
 		span := max(4*avg, 2*int64(a.s.Window))
-		a.probeEnd = now + span
+		a.drainEnd = now + span
 		a.measureFrom.Store(now + span/2)
-		a.probeMin.Store(math.MaxInt64)
-		a.windowEnd.Store(a.probeEnd)
-		a.set(probe)
+		a.drainMin.Store(math.MaxInt64)
+		a.windowEnd.Store(a.drainEnd)
+		a.set(drain)
 		return
 	}
 	a.update(n, over, avg, peak)
@@ -437,15 +445,15 @@ func (a *Adaptive) set(lim float64) {
 	a.limit.Store(int64(math.Round(a.lim)))
 }
 
-// probeAfter returns when the probe after now is due: ProbeInterval later,
+// drainAfter returns when the drain after now is due: DrainInterval later,
 // give or take a quarter of it, drawn from the number of windows closed.
-func (a *Adaptive) probeAfter(now int64) int64 {
-	if a.s.ProbeInterval <= 0 {
+func (a *Adaptive) drainAfter(now int64) int64 {
+	if a.s.DrainInterval <= 0 {
 		return math.MaxInt64
 	}
 	x := (a.windows + 1) * 0x9e3779b97f4a7c15 // a spread of the count: a Weyl sequence
 	jitter := float64(x>>11)/float64(1<<53)/2 - 0.25
-	return now + int64(float64(a.s.ProbeInterval)*(1+jitter))
+	return now + int64(float64(a.s.DrainInterval)*(1+jitter))
 }
 
 // Limit returns the limit in force.

@@ -47,7 +47,7 @@ func closeAt(a *Adaptive, now int64) {
 }
 
 func TestAdaptiveGradientFollowsTheQueue(t *testing.T) {
-	a, _ := newTestAdaptive(t, AdaptiveSettings{ProbeInterval: -1})
+	a, _ := newTestAdaptive(t, AdaptiveSettings{DrainInterval: -1})
 	// Window 1 (ends at 100 ms): the whole limit in use, 10 ms each: the
 	// baseline, no queue: slow start doubles.
 	batch(t, a, 80*ms, 20, 10*time.Millisecond, false)
@@ -78,7 +78,7 @@ func TestAdaptiveGradientFollowsTheQueue(t *testing.T) {
 
 func TestAdaptiveBacksOffWhenRequestsAreOverloaded(t *testing.T) {
 	for _, alg := range []AdaptiveAlgorithm{Gradient, AIMD} {
-		a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: alg, InitialLimit: 100, ProbeInterval: -1})
+		a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: alg, InitialLimit: 100, DrainInterval: -1})
 		// Fast, but timed out: the response times say nothing of them.
 		batch(t, a, 90*ms, 10, time.Millisecond, true)
 		closeAt(a, 100*ms)
@@ -89,7 +89,7 @@ func TestAdaptiveBacksOffWhenRequestsAreOverloaded(t *testing.T) {
 }
 
 func TestAdaptiveAIMDCutsWhenRequestsQueue(t *testing.T) {
-	a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: AIMD, ProbeInterval: -1})
+	a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: AIMD, DrainInterval: -1})
 	batch(t, a, 80*ms, 20, 10*time.Millisecond, false) // baseline 10 ms; slow start: 40
 	closeAt(a, 100*ms)
 	batch(t, a, 180*ms, 40, 16*time.Millisecond, false)
@@ -100,7 +100,7 @@ func TestAdaptiveAIMDCutsWhenRequestsQueue(t *testing.T) {
 }
 
 func TestAdaptiveNeverLeavesItsBounds(t *testing.T) {
-	a, _ := newTestAdaptive(t, AdaptiveSettings{MinLimit: 8, MaxLimit: 30, ProbeInterval: -1})
+	a, _ := newTestAdaptive(t, AdaptiveSettings{MinLimit: 8, MaxLimit: 30, DrainInterval: -1})
 	now := 90 * ms
 	for range 5 { // no queue, whole limit in use: would double each time
 		batch(t, a, now, int(a.Limit()), time.Millisecond, false)
@@ -120,49 +120,49 @@ func TestAdaptiveNeverLeavesItsBounds(t *testing.T) {
 	}
 }
 
-// Every ProbeInterval the limit drops, for a while, to what lets the
+// Every DrainInterval the limit drops, for a while, to what lets the
 // queue drain, never below MinLimit, and comes back; the baseline is then
-// what the requests admitted in the second half of the probe took, even if
+// what the requests admitted in the second half of the drain took, even if
 // that is more than before (the service became slower).
-func TestAdaptiveProbeRemeasuresTheBaseline(t *testing.T) {
-	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 60, ProbeInterval: time.Second})
+func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 60, DrainInterval: time.Second})
 	batch(t, a, 80*ms, 60, 10*time.Millisecond, false)
 	closeAt(a, 100*ms)
 	if a.Baseline() != 10*time.Millisecond {
 		t.Fatalf("baseline %v, want 10ms", a.Baseline())
 	}
 	before := a.Limit()
-	// Past the probe time (1 s ± 25%), a window with the limit in use.
+	// Past the drain time (1 s ± 25%), a window with the limit in use.
 	now := 1300 * ms
 	batch(t, a, now, int(before), 30*time.Millisecond, false)
 	now += 30 * ms
 	closeAt(a, now)
-	probe := a.Limit()
-	if want := int64(math.Round(float64(before) / 2)); probe != want {
-		t.Fatalf("probing: limit %d, want 0.75 × %d / 1.5 = %d", probe, before, want)
+	drain := a.Limit()
+	if want := int64(math.Round(float64(before) / 2)); drain != want {
+		t.Fatalf("draining: limit %d, want 0.75 × %d / 1.5 = %d", drain, before, want)
 	}
-	// The service now takes 20 ms: requests admitted in the probe's first
+	// The service now takes 20 ms: requests admitted in the drain's first
 	// half are not measured, those in its second half are.
-	end := now + 2*int64(DefaultAdaptiveWindow) // the probe spans max(4 × 30 ms, 2 windows)
+	end := now + 2*int64(DefaultAdaptiveWindow) // the drain spans max(4 × 30 ms, 2 windows)
 	batch(t, a, now+10*ms, 5, 25*time.Millisecond, false)
 	batch(t, a, end-50*ms, 5, 20*time.Millisecond, false)
 	closeAt(a, end)
 	if got := a.Baseline(); got != 20*time.Millisecond {
-		t.Fatalf("baseline after the probe %v, want 20ms", got)
+		t.Fatalf("baseline after the drain %v, want 20ms", got)
 	}
 	if got := a.Limit(); got != before {
-		t.Fatalf("limit after the probe %d, want %d back", got, before)
+		t.Fatalf("limit after the drain %d, want %d back", got, before)
 	}
 }
 
-func TestAdaptiveProbeStopsAtTheMinLimit(t *testing.T) {
-	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 9, MinLimit: 6, ProbeInterval: time.Second})
+func TestAdaptiveDrainStopsAtTheMinLimit(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 9, MinLimit: 6, DrainInterval: time.Second})
 	batch(t, a, 80*ms, 9, 10*time.Millisecond, false)
 	closeAt(a, 100*ms)
 	batch(t, a, 1300*ms, int(a.Limit()), 10*time.Millisecond, false)
 	closeAt(a, 1400*ms)
 	if got := a.Limit(); got != 6 {
-		t.Fatalf("probing: limit %d, want the min limit 6", got)
+		t.Fatalf("draining: limit %d, want the min limit 6", got)
 	}
 }
 
@@ -207,7 +207,7 @@ func TestAdaptiveSettingsErrorsNameTheSetting(t *testing.T) {
 		{AdaptiveSettings{Tolerance: math.NaN()}, nil, "tolerance"},
 		{AdaptiveSettings{Window: time.Microsecond}, nil, "window"},
 		{AdaptiveSettings{MinSamples: -1}, nil, "min_samples"},
-		{AdaptiveSettings{ProbeInterval: 500 * time.Millisecond}, nil, "probe_interval"},
+		{AdaptiveSettings{DrainInterval: 500 * time.Millisecond}, nil, "drain_interval"},
 		{AdaptiveSettings{Backoff: 1}, nil, "backoff"},
 		{AdaptiveSettings{Backoff: 0.2}, nil, "backoff"},
 		{AdaptiveSettings{}, []Option{WithBuckets(10)}, "buckets"},
