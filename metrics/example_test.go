@@ -61,8 +61,11 @@ func ExampleWithTopKeys() {
 	if err != nil {
 		panic(err)
 	}
-	// Each user at most 5 requests a second.
-	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 5, PerKey: true}}})
+	// Each user at most 5 requests a second; bob, a partner, 10. A key is
+	// tracked once it uses over half its limit, or from its first request
+	// if it has an override: mallory, watched, has one of the same 5.
+	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /orders", Limit: 5, PerKey: true,
+		Overrides: map[string]int64{"bob": 10, "mallory": 5}}}})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(g, metrics.WithTopKeys(3)))
 
@@ -72,7 +75,7 @@ func ExampleWithTopKeys() {
 		}
 	}
 	send("alice", 1)    // quiet: not tracked
-	send("bob", 4)      // busy, within the limit
+	send("bob", 4)      // within his limit
 	send("mallory", 20) // over it: 5 allowed, 15 blocked
 
 	// What Prometheus would scrape (in the registry's order: by labels).

@@ -18,13 +18,26 @@ import (
 var keyFamilies = []string{"top_key_requests_allowed", "top_key_requests_blocked"}
 
 // keyedGuard makes a guard on a manual clock whose resource "GET /api" is
-// limited to limit requests a second per key.
-func keyedGuard(t testing.TB, limit int64) (*slidegate.Guard, *clock.Manual) {
+// limited to limit requests a second per key. The keys in exact are given
+// overrides of that same limit, which gives them exact counts from their
+// first request: a key without one is counted in a sketch seeded at random
+// until it uses over half its limit, where a seed under which two keys
+// share their counters makes one of them look busier than it is. A test
+// that asserts exact counts of several keys pins them, and leaves at most
+// one key to the sketch.
+func keyedGuard(t testing.TB, limit int64, exact ...string) (*slidegate.Guard, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(start)
 	g := newGuard(t, slidegate.WithClock(clk))
+	var overrides map[string]int64
+	for _, key := range exact {
+		if overrides == nil {
+			overrides = map[string]int64{}
+		}
+		overrides[key] = limit
+	}
 	if err := g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
-		{Resource: "GET /api", Limit: limit, PerKey: true},
+		{Resource: "GET /api", Limit: limit, PerKey: true, Overrides: overrides},
 		{Resource: "other", Limit: 1000},
 	}}); err != nil {
 		t.Fatal(err)
@@ -50,12 +63,14 @@ func send(t testing.TB, g *slidegate.Guard, resource, key string, n int) int {
 }
 
 func TestTopKeysAreExported(t *testing.T) {
-	g, _ := keyedGuard(t, 10)
+	// quiet is the only key counted in the sketch, so no other key's counts
+	// can make it look busy enough to be tracked.
+	g, _ := keyedGuard(t, 10, "abuser", "busy")
 	if b := send(t, g, "GET /api", "abuser", 50); b != 40 {
 		t.Fatalf("abuser: %d of 50 blocked, want 40", b)
 	}
-	send(t, g, "GET /api", "busy", 8)  // over half its limit: tracked
-	send(t, g, "GET /api", "quiet", 1) // under: counted with the others
+	send(t, g, "GET /api", "busy", 8)  // tracked: it has requests counted
+	send(t, g, "GET /api", "quiet", 1) // under half its limit: not tracked
 	send(t, g, "other", "abuser", 5)   // no per-key rule: no keys
 	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
 
@@ -83,7 +98,7 @@ func TestTopKeysAreExported(t *testing.T) {
 }
 
 func TestTopKeysFollowTheOption(t *testing.T) {
-	g, _ := keyedGuard(t, 4)
+	g, _ := keyedGuard(t, 4, "a", "b", "c", "d", "e")
 	for _, key := range []string{"a", "b", "c", "d", "e"} {
 		send(t, g, "GET /api", key, 4+int(key[0]-'a')) // a: 0 blocked, e: 4 blocked
 	}
@@ -116,8 +131,8 @@ func TestNegativeTopKeysFailRegistering(t *testing.T) {
 // bytes, or once their invalid UTF-8 is replaced, would make two series with
 // the same labels, which fails the whole scrape. They are added up.
 func TestKeysThatReadTheSameAreAddedUp(t *testing.T) {
-	g, _ := keyedGuard(t, 10)
 	long := strings.Repeat("k", 64)
+	g, _ := keyedGuard(t, 10, long+"-one", long+"-two", "bad\xff", "bad\xfe", "é"+long[:62], long[:63]+"é", "a\"b\\c\nd", "")
 	send(t, g, "GET /api", long+"-one", 12)  // 10 allowed, 2 blocked
 	send(t, g, "GET /api", long+"-two", 7)   // 7 allowed
 	send(t, g, "GET /api", "bad\xff", 9)     // 9 allowed
