@@ -10,8 +10,14 @@ import (
 )
 
 func TestPerKeyRuleLimitsEachKeyOnItsOwn(t *testing.T) {
+	// alice has the rule's limit; bob and the requests without a key have
+	// overrides of that same limit, which count them exactly from their
+	// first request. A key without one is counted in a sketch seeded at
+	// random until it uses over half its limit: were two such keys counted
+	// there together, a seed under which they share their counters would
+	// refuse the second one early.
 	g, clk := newGuard(t, Rules{Flow: []FlowRule{
-		{Resource: "api", Limit: 2, PerKey: true, Overrides: map[string]int64{"tenant-a": 4, "abuser": 0}},
+		{Resource: "api", Limit: 2, PerKey: true, Overrides: map[string]int64{"tenant-a": 4, "abuser": 0, "bob": 2, "": 2}},
 	}})
 	for _, key := range []string{"alice", "bob", ""} {
 		for range 2 {
@@ -210,8 +216,12 @@ func TestPerKeyRuleKeepsItsCountsAcrossAReloadOfItsOverrides(t *testing.T) {
 }
 
 func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
+	// b and c, which enter while a holds its places, have overrides of the
+	// rule's own limit, which count them exactly: a key without one is
+	// counted in a sketch seeded at random, where a seed under which it
+	// shares all its counters with a would refuse it early.
 	g, _ := newGuard(t, Rules{Flow: []FlowRule{
-		{Resource: "api", Type: ConcurrencyRule, Limit: 2, PerKey: true, Overrides: map[string]int64{"vip": 3}},
+		{Resource: "api", Type: ConcurrencyRule, Limit: 2, PerKey: true, Overrides: map[string]int64{"vip": 3, "b": 2}},
 		{Resource: "api", Limit: 4, PerKey: true}, // refuses after the permits: they are given back
 	}})
 	a1 := mustEnter(t, g, "api", WithKey("a"))
@@ -229,7 +239,7 @@ func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
 	// a's QPS rule refuses the fifth: its concurrency permit is given back,
 	// so a still has both places.
 	mustBlock(t, g, "api", "flow[1]", RateLimited, WithKey("a"))
-	conc := FlowRule{Resource: "api", Type: ConcurrencyRule, Limit: 2, PerKey: true, Overrides: map[string]int64{"vip": 3}}
+	conc := FlowRule{Resource: "api", Type: ConcurrencyRule, Limit: 2, PerKey: true, Overrides: map[string]int64{"vip": 3, "b": 2}}
 	if err := g.SetRules(Rules{Flow: []FlowRule{conc}}); err != nil { // the same rule: its counts stay
 		t.Fatal(err)
 	}
@@ -243,7 +253,7 @@ func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
 	for _, e := range v {
 		e.Exit(nil)
 	}
-	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "api", Type: ConcurrencyRule, Limit: 1, PerKey: true, Overrides: map[string]int64{"vip": 3}}}}); err != nil {
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "api", Type: ConcurrencyRule, Limit: 1, PerKey: true, Overrides: map[string]int64{"vip": 3, "c": 1}}}}); err != nil {
 		t.Fatal(err)
 	}
 	h := mustEnter(t, g, "api", WithKey("c"))
