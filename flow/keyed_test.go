@@ -568,10 +568,15 @@ func TestKeyedQPSSetDoesNotGrowEntriesWithChangingOverrides(t *testing.T) {
 
 // Keys that read the same once cut are one key in Top.
 func TestKeyedQPSTopAddsUpKeysThatReadTheSame(t *testing.T) {
-	q := mustKeyed(t, clock.NewManual(0), KeyWindow{Limit: 2, Interval: time.Second})
 	long := strings.Repeat("k", MaxShownKeyLength)
+	// Overrides of the window's own limit count the keys exactly from
+	// their first request: in the sketch, a seed under which two of them
+	// share their counters would refuse the second one early, and change
+	// the counts Top adds up.
+	exact := map[string]int64{long + "a": 2, long + "b": 2, "\xff": 2}
+	q := mustKeyed(t, clock.NewManual(0), KeyWindow{Limit: 2, Interval: time.Second, Overrides: exact})
 	for _, key := range []string{long + "a", long + "b", "\xff"} {
-		for range 3 { // over half the limit: hot
+		for range 3 { // 2 allowed, 1 blocked
 			q.AllowNAt(0, key, 1)
 		}
 	}
