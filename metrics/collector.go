@@ -40,6 +40,8 @@ type Collector struct {
 	flowRuleLimit        *prometheus.Desc
 	breakerRuleThreshold *prometheus.Desc
 
+	overload overload // the shed and adaptive rules
+
 	topKeys                int // keys a family exports per resource; 0: none
 	keyAllowed, keyBlocked *prometheus.Desc
 
@@ -106,11 +108,12 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 			"Share of requests the breaker of a breaker rule blocks now, 0 to 1: an adaptive breaker's probability of blocking one; for a circuit 0 closed, 1 open, and the share of probe places taken when half-open.",
 			"resource", "rule", "strategy"),
 		flowRuleLimit: desc("flow_rule_limit",
-			"Limit of a flow rule in force: requests per the rule's interval (type qps or throttle; for a rule with a ref_resource, that resource's requests) or requests in flight (type concurrency).",
+			"Limit of a flow rule in force: requests per the rule's interval (type qps or throttle; for a rule with a ref_resource, that resource's requests) or requests in flight (type concurrency). Shed and adaptive rules are not here: their limits move (overload_limit).",
 			"resource", "rule", "type"),
 		breakerRuleThreshold: desc("breaker_rule_threshold",
 			"Threshold at which the breaker of a breaker rule in force opens: the share of failed (error_ratio) or slow (slow_ratio) requests, 0 to 1, the number of failures (error_count), or of failures in a row (consecutive_failures), in the breaker's window. Adaptive breakers have none.",
 			"resource", "rule", "strategy"),
+		overload: newOverload(desc),
 		clusterHealthy: desc("cluster_healthy",
 			"1 while the guard's cluster (slidegate.WithCluster) decides the cluster-wide rules, 0 while they fall back to local decisions."),
 		clusterMisconfigured: desc("cluster_misconfigured",
@@ -131,6 +134,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.breakerBlockRatio
 	ch <- c.flowRuleLimit
 	ch <- c.breakerRuleThreshold
+	c.overload.describe(ch)
 	ch <- c.keyAllowed
 	ch <- c.keyBlocked
 	ch <- c.clusterHealthy
@@ -141,11 +145,12 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the guard and sends its metrics: the statistics of every
 // resource Guard.Resources returns and of the inbound traffic, the state of
-// every breaker, the rules in force, the busiest keys of each resource with
+// every breaker, the rules in force, what the shed and adaptive rules have
+// learnt (Guard.Overload) and the CPU they read, the busiest keys of each resource with
 // per-key rules (Guard.TopKeys), and the health of the guard's cluster
 // if it has one that reports it (Guard.ClusterHealth). The breakers and the rules are read
-// separately, so a scrape that races a SetRules may show the breakers of
-// one set of rules beside the limits of the next.
+// separately, so a scrape that races a SetRules may show the breakers
+// or the overload rules of one set of rules beside the limits of the next.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range byLabel(c.guard.Resources()) {
 		c.resources.collect(ch, s, s.Resource)
@@ -154,6 +159,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectBreakers(ch, c.guard.Breakers())
 	rules := c.guard.Rules()
 	c.collectRules(ch, rules)
+	c.overload.collect(ch, c.guard.Overload())
 	c.collectKeys(ch, rules)
 	if h, ok := c.guard.ClusterHealth(); ok {
 		constMetric(ch, c.clusterHealthy, prometheus.GaugeValue, flag(h.Healthy))

@@ -34,6 +34,11 @@
 //	slidegate_breaker_block_ratio                 gauge    resource, rule, strategy
 //	slidegate_flow_rule_limit                    gauge    resource, rule, type
 //	slidegate_breaker_rule_threshold             gauge    resource, rule, strategy
+//	slidegate_overload_limit                     gauge    resource, rule, type
+//	slidegate_overload_in_flight                 gauge    resource, rule, type
+//	slidegate_overload_shedding                  gauge    resource, rule, type
+//	slidegate_overload_baseline_seconds          gauge    resource, rule, type
+//	slidegate_cpu_usage_ratio                    gauge    -
 //	slidegate_top_key_requests_allowed           gauge    resource, key
 //	slidegate_top_key_requests_blocked           gauge    resource, key
 //	slidegate_cluster_healthy                    gauge    -
@@ -50,12 +55,42 @@
 // keys the key families export (see Keys below).
 //
 // The label reason is one of rate_limited, concurrency_limited,
-// exceeds_limit, wait_too_long, ref_limited and breaker_open
-// (slidegate.RateLimited ... slidegate.BreakerOpen), and every resource has
-// all six series, zeros included. The label rule is the rule's place in the rules in force,
+// exceeds_limit, wait_too_long, ref_limited, breaker_open and overloaded
+// (slidegate.RateLimited ... slidegate.Overloaded), and every resource has
+// all seven series, zeros included. The label rule is the rule's place in the rules in force,
 // "flow[2]" or "breakers[0]", as a *slidegate.BlockError names it; type and
 // strategy are the rule's fields as rule files write them ("qps",
 // "throttle", "error_count").
+//
+// # Overload rules
+//
+// The shed and adaptive rules (slidegate.ShedRule, slidegate.AdaptiveRule)
+// learn their limits from the traffic, so slidegate_flow_rule_limit leaves
+// them out, and the overload families say what each has learnt
+// (Guard.Overload), one series per rule in force, labelled as the rules'
+// families are (type "shed" or "adaptive"; the resource "(inbound)" for a
+// rule on slidegate.InboundResource, which holds for all the inbound
+// traffic):
+//
+//   - slidegate_overload_limit: the most requests in flight the rule
+//     allows now: an adaptive rule's limit, or what a shed rule allows
+//     while it sheds (the service's capacity by Little's law); a shed rule
+//     that has not learnt it yet, and allows everything, has no series;
+//   - slidegate_overload_in_flight: the requests it allowed that have not
+//     ended;
+//   - slidegate_overload_shedding, for a shed rule: 1 while it sheds (the
+//     CPU at or above its cpu_threshold, or within a second of shedding;
+//     all the time for a rule without a CPU signal), else 0;
+//   - slidegate_overload_baseline_seconds, for an adaptive rule: the least
+//     response time it has seen, once it has one;
+//   - slidegate_cpu_usage_ratio: the share of its CPU capacity the process
+//     uses, 0 to 1, as the shed rules read it (slidegate.WithCPU): one
+//     series, read once per scrape, there only while a shed rule reads the
+//     CPU (one with a cpu_threshold of -1 does not). It is sent as read,
+//     even when out of range.
+//
+// The rules bound these series, whatever the traffic: at most four per
+// rule, and one for the CPU.
 //
 // # Counters and windows
 //

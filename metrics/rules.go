@@ -35,12 +35,18 @@ func stateValue(s breaker.State) float64 {
 }
 
 // collectRules sends the limit of every flow rule and the threshold of every
-// breaker rule that has one.
+// breaker rule that has one. A shed rule has no limit, and an adaptive
+// rule's Limit is only where it starts: their limits now are in the
+// overload families, and a flow_rule_limit of 0 would read as a rule that
+// blocks everything.
 func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Rules) {
 	for i, f := range rules.Flow {
 		typ := f.Type
-		if typ == "" {
+		switch typ {
+		case "":
 			typ = slidegate.QPSRule
+		case slidegate.ShedRule, slidegate.AdaptiveRule:
+			continue
 		}
 		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit),
 			labelValue(f.Resource), place("flow", i), string(typ))

@@ -52,10 +52,10 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 		// and increase() need a sample before the first block to count it,
 		// and a series born at its first nonzero value hides that first
 		// burst from an alert on rate(...{reason="breaker_open"}[5m]) > 0.
-		// Six series a resource is a bounded cost: the guard bounds its
+		// Seven series a resource is a bounded cost: the guard bounds its
 		// resources (slidegate.WithMaxResources).
 		blocked: desc(prefix+"requests_blocked_total",
-			"Requests to "+whose+" that a rule blocked, by reason: rate_limited, concurrency_limited, exceeds_limit, wait_too_long, ref_limited, breaker_open.",
+			"Requests to "+whose+" that a rule blocked, by reason: rate_limited, concurrency_limited, exceeds_limit, wait_too_long, ref_limited, breaker_open, overloaded.",
 			with("reason")...),
 		succeeded: desc(prefix+"requests_succeeded_total",
 			"Allowed requests to "+whose+" that ended without an error.", labels...),
