@@ -177,10 +177,16 @@ func (r *recorder) Admit(now int64) (func(int64, bool), bool) {
 // server frees, whichever is later; its client's answer comes at the end of
 // its service or at its timeout, whichever is first. A timed-out request
 // keeps its server until served.
-func referenceEnds(arrivals []int64, w int, service, timeout int64) (ends []int64, late []bool) {
+// With dropExpired, a request whose client has gone by the time a server
+// would start it takes no server.
+func referenceEnds(arrivals []int64, w int, service, timeout int64, dropExpired bool) (ends []int64, late []bool) {
 	free := make(minHeap, w)
 	for _, a := range arrivals {
 		start := max(a, free[0])
+		if dropExpired && start > a+timeout {
+			ends, late = append(ends, a+timeout), append(late, true)
+			continue
+		}
 		heap.Pop(&free)
 		heap.Push(&free, start+service)
 		end := start + service
@@ -207,9 +213,23 @@ func (h *minHeap) Pop() any {
 }
 
 func TestServiceMatchesAReferenceFIFOModel(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		svc := Service{Capacity: 100, ServiceTime: 40 * time.Millisecond, Timeout: 150 * time.Millisecond}
-		sc := Scenario{Name: "reference", Duration: 5 * time.Second, Rate: OnOff(5, 300*time.Millisecond, 700*time.Millisecond)}
+	// Bursts at 2.5x (every other request refused) that time most of their
+	// requests out, and bursts at 1.5x with pauses too short to serve the
+	// backlog, so that the next burst waits behind the requests of clients
+	// that have gone (and would not if they were skipped).
+	for _, c := range []struct {
+		seed     uint64
+		multiple float64
+		off      time.Duration
+		drop     bool
+	}{
+		{1, 5, 700 * time.Millisecond, false}, {2, 5, 700 * time.Millisecond, false},
+		{3, 3, 100 * time.Millisecond, false}, {4, 3, 100 * time.Millisecond, false},
+		{5, 5, 700 * time.Millisecond, true}, {6, 3, 100 * time.Millisecond, true},
+	} {
+		seed := c.seed
+		svc := Service{Capacity: 100, ServiceTime: 40 * time.Millisecond, Timeout: 150 * time.Millisecond, DropExpired: c.drop}
+		sc := Scenario{Name: "reference", Duration: 5 * time.Second, Rate: OnOff(c.multiple, 300*time.Millisecond, c.off)}
 		r := &recorder{}
 		res, err := Simulate(svc, sc, func(func() float64) Admitter { return r }, SimOptions{Seed: seed, Origin: 7})
 		if err != nil {
@@ -219,7 +239,7 @@ func TestServiceMatchesAReferenceFIFOModel(t *testing.T) {
 		for i, a := range r.admitted {
 			arr[i] = a - 7
 		}
-		ends, late := referenceEnds(arr, svc.workers(svc.Capacity), int64(svc.ServiceTime), int64(svc.Timeout))
+		ends, late := referenceEnds(arr, svc.workers(svc.Capacity), int64(svc.ServiceTime), int64(svc.Timeout), svc.DropExpired)
 		var ended int64
 		for i := range arr {
 			if ends[i] >= int64(sc.Duration) {
