@@ -6,10 +6,14 @@
 // with the RPC's status: a code in the error set (DefaultErrorCodes, or
 // WithErrorCodes) counts as an error in the resource's statistics and
 // against its breakers, any other code as a success. An RPC that a rule
-// blocks ends with codes.ResourceExhausted (a flow rule) or
-// codes.Unavailable (a breaker), a google.rpc.RetryInfo detail saying when
-// to retry where the rule knows it (see BlockStatus); on a client the call
-// never reaches the network.
+// blocks ends with codes.ResourceExhausted (a flow rule's limit) or
+// codes.Unavailable (a breaker, or a shed or adaptive rule finding the
+// service overloaded), a google.rpc.RetryInfo detail saying when to retry
+// where the rule knows it (see BlockStatus); on a client the call never
+// reaches the network. An RPC that ends with an error of code
+// ResourceExhausted, Unavailable or DeadlineExceeded is recorded as
+// overloaded (slidegate.IsOverloaded), so that an adaptive rule on the
+// client or on the server backs off; the caller gets the error unchanged.
 //
 // Server interceptors enter with slidegate.Inbound, so the guard also counts
 // the service's traffic as a whole (Guard.Inbound); client interceptors

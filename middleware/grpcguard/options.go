@@ -81,15 +81,23 @@ func DefaultErrorCodes() []codes.Code {
 }
 
 // BlockStatus is the default status of an RPC that a rule blocked:
-// codes.Unavailable if a breaker blocked it (slidegate.BreakerOpen),
-// codes.ResourceExhausted if a flow rule did (any other reason). The
+// codes.Unavailable when the service cannot take it, a breaker being open
+// (slidegate.BreakerOpen) or a shed or adaptive rule finding the service
+// overloaded (slidegate.Overloaded); codes.ResourceExhausted when a flow
+// rule's limit, the caller's quota, is reached (any other reason).
+// Unavailable is gRPC's code for a transient state of the server that a
+// retry with backoff may get past (on another instance, after the load
+// eases), which DefaultRetryCodes retries within its budget and HTTP's 503
+// maps to; ResourceExhausted says a quota is spent, and retrying it at
+// once is futile. The
 // message is be.Error(), which names the resource, the rule and the reason,
 // and not the RPC's key (be.Key), which the client chose.
 // If be.RetryAfter is positive, the status carries a google.rpc.RetryInfo
 // detail (errdetails.RetryInfo) with that delay.
 func BlockStatus(be *slidegate.BlockError) *status.Status {
 	c := codes.ResourceExhausted
-	if be.Reason == slidegate.BreakerOpen {
+	switch be.Reason {
+	case slidegate.BreakerOpen, slidegate.Overloaded:
 		c = codes.Unavailable
 	}
 	st := status.New(c, be.Error())
@@ -166,13 +174,42 @@ func (o *options) do(ctx context.Context, g *slidegate.Guard, name string, call 
 }
 
 // outcome returns what Exit records for an RPC that ended with err: err if
-// its code is in the error set, nil (a success) otherwise.
+// its code is in the error set, nil (a success) otherwise; wrapped as an
+// overloadedError when its code says the server was over its capacity.
+// The caller gets err itself: only the guard sees the wrapping.
 func (o *options) outcome(err error) error {
-	if err == nil || !o.errs.has(codeOf(err)) {
+	if err == nil {
 		return nil
+	}
+	c := codeOf(err)
+	if !o.errs.has(c) {
+		return nil
+	}
+	if overloadCode(c) {
+		return &overloadedError{err}
 	}
 	return err
 }
+
+// overloadCode reports whether an RPC that ended with code c says the
+// server is over its capacity: ResourceExhausted (out of workers, queue
+// or quota), Unavailable (shedding, or gone), DeadlineExceeded (too slow
+// to answer in time). A gRPC status error for an expired deadline does
+// not wrap context.DeadlineExceeded, which slidegate.IsOverloaded reads
+// as a timeout, so the code says it instead.
+func overloadCode(c codes.Code) bool {
+	return c == codes.ResourceExhausted || c == codes.Unavailable || c == codes.DeadlineExceeded
+}
+
+// An overloadedError is what Exit records for an RPC that ended with an
+// overload code (overloadCode): an adaptive rule (slidegate.AdaptiveRule)
+// backs off on it (slidegate.IsOverloaded). It wraps the RPC's error,
+// whose status (status.FromError) and identity (errors.Is) it keeps.
+type overloadedError struct{ err error }
+
+func (e *overloadedError) Error() string    { return e.err.Error() }
+func (e *overloadedError) Unwrap() error    { return e.err }
+func (e *overloadedError) Overloaded() bool { return true }
 
 // codeOf returns the status code of err as grpc-go sends it: the code of a
 // status error (or of an error wrapping one), Canceled or DeadlineExceeded

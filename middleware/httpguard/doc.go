@@ -4,10 +4,13 @@
 // Middleware wraps a handler: each request enters the guard's resource for
 // its route (by default the method and the ServeMux pattern that serves it,
 // "GET /users/{id}"), a request that a rule blocks gets 429 Too Many
-// Requests (flow rules) or 503 Service Unavailable (breakers) with a
+// Requests (a flow rule's limit) or 503 Service Unavailable (a breaker, or
+// a shed or adaptive rule finding the service overloaded) with a
 // Retry-After header where the rule knows when to retry, and the response's
 // status, 5xx meaning an error, is recorded when the handler returns, so that
-// error-counting breakers see the server's failures. A handler that panics is
+// error-counting breakers see the server's failures. A recorded 503 (or
+// 429, see StatusError.Overloaded) is an overload signal on which adaptive
+// rules back off. A handler that panics is
 // recorded as an error and the panic goes on.
 //
 //	g, err := slidegate.New()

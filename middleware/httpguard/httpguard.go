@@ -246,17 +246,33 @@ func (e *StatusError) Error() string {
 	return "httpguard: status " + strconv.Itoa(e.Status) + " " + http.StatusText(e.Status)
 }
 
+// Overloaded reports whether the status says that the server is over its
+// capacity: 429 Too Many Requests or 503 Service Unavailable. It makes the
+// error an overload signal (slidegate.IsOverloaded), on which an adaptive
+// rule (slidegate.AdaptiveRule) of the client (Transport) or of the server
+// (Middleware) backs off. Only a status recorded as an error is judged: by
+// default (WithIsError, 5xx) a 503 is and a 429 is not, so that a client's
+// breakers do not open on another client's quota; count 429 with
+// WithIsError for an adaptive rule to back off on it too.
+func (e *StatusError) Overloaded() bool {
+	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
+}
+
 // WriteBlocked is Middleware's default response to a blocked request: 429 Too
-// Many Requests when a flow rule blocked it, 503 Service Unavailable when a
-// breaker did or when the request ended while it waited; with a Retry-After
-// header, in whole seconds rounded up, when the rule knows when a retry
-// could be allowed. The body is the status's text and nothing else: in
+// Many Requests when a flow rule blocked it for a limit the client reached,
+// 503 Service Unavailable when the service cannot take it (a breaker is
+// open, or a shed or adaptive rule found it overloaded: the service, not
+// the client, is over its limit) or when the request ended while it waited;
+// with a Retry-After header, in whole seconds rounded up, when the rule
+// knows when a retry could be allowed. The body is the status's text and nothing else: in
 // particular not the request's key (BlockError.Key), which the client chose.
 func WriteBlocked(w http.ResponseWriter, _ *http.Request, err error) {
 	status := http.StatusServiceUnavailable
 	var be *slidegate.BlockError
 	if errors.As(err, &be) {
-		if be.Reason != slidegate.BreakerOpen {
+		switch be.Reason {
+		case slidegate.BreakerOpen, slidegate.Overloaded:
+		default:
 			status = http.StatusTooManyRequests
 		}
 		if be.RetryAfter > 0 {
