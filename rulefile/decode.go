@@ -350,8 +350,9 @@ func (d *decoder) requireFields(r slidegate.Rules) {
 			if n == nil {
 				continue
 			}
+			rule := rv.Field(k.index).Index(i).Interface()
 			for _, rf := range k.fields {
-				if !rf.required || n.lookup(rf.name) != nil || d.fields[[2]string{name, rf.name}] || d.reported(name, rf.name) {
+				if !rf.required || n.lookup(rf.name) != nil || d.fields[[2]string{name, rf.name}] || d.reported(name, rf.name) || optional(rule, rf.name) {
 					continue
 				}
 				reason := "missing"
@@ -366,6 +367,15 @@ func (d *decoder) requireFields(r slidegate.Rules) {
 			}
 		}
 	}
+}
+
+// optional reports whether rule may leave out field although its tag makes
+// it required: a shed rule has no limit, and an adaptive rule's limit is
+// only where it starts (0: the default), so that neither, cut short, puts
+// in force a rule that blocks every request.
+func optional(rule any, field string) bool {
+	f, ok := rule.(slidegate.FlowRule)
+	return ok && field == "limit" && (f.Type == slidegate.ShedRule || f.Type == slidegate.AdaptiveRule)
 }
 
 func (d *decoder) reported(rule, field string) bool {

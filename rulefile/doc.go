@@ -50,7 +50,8 @@
 //     ("limit: 1" of "limit: 100"), and must stay unchanged for 1 s;
 //   - a file with any problem is refused and the rules in force stay: a
 //     JSON file cut short never parses, and a YAML one seldom does, lacks
-//     a rule's required field (a flow rule's limit), or has a list with
+//     a rule's required field (the limit of a flow rule other than a shed or
+//     adaptive one, whose limit 0 blocks nothing), or has a list with
 //     nothing under it.
 //
 // What no watcher can tell is a writer that pauses for longer than those
