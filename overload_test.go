@@ -121,8 +121,8 @@ func TestAdaptiveRuleBacksOffOnOverloadedExits(t *testing.T) {
 		now := clk.Now()
 		serve(t, g, now, "a", 10, 5*time.Millisecond, end)
 		serve(t, g, now+int64(200*time.Millisecond), "a", 1, time.Millisecond, nil) // closes the window
-		if st := g.Overload(); st[0].Limit != 90 {
-			t.Errorf("after requests ended with %v: limit %d, want 90", end, st[0].Limit)
+		if st := g.Overload(); st[0].Limit != 80 {
+			t.Errorf("after requests ended with %v: limit %d, want 80", end, st[0].Limit)
 		}
 	}
 	// Other errors are samples like successes: a failing request still
@@ -157,8 +157,8 @@ func TestReloadKeepsAnAdaptiveLimit(t *testing.T) {
 	if err := g.SetRules(same); err != nil {
 		t.Fatal(err)
 	}
-	if st := g.Overload(); st[0].Limit != 90 {
-		t.Fatalf("limit after reloading the same rule: %d, want the 90 it had learnt", st[0].Limit)
+	if st := g.Overload(); st[0].Limit != 80 {
+		t.Fatalf("limit after reloading the same rule: %d, want the 80 it had learnt", st[0].Limit)
 	}
 }
 

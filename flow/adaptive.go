@@ -48,7 +48,7 @@ const (
 	DefaultAdaptiveWindow        = 100 * time.Millisecond
 	DefaultAdaptiveMinSamples    = 10
 	DefaultAdaptiveDrainInterval = 10 * time.Second
-	DefaultAdaptiveBackoff       = 0.9
+	DefaultAdaptiveBackoff       = 0.8
 )
 
 // AdaptiveSettings configure an Adaptive limiter. Every zero field takes
@@ -77,11 +77,11 @@ type AdaptiveSettings struct {
 	MinSamples int64
 	// DrainInterval is how often the limiter drains its queue to measure
 	// the baseline afresh (default 10 s; negative: never), lowering the
-	// limit for about four response times: see Adaptive.
+	// limit for about a response time: see Adaptive.
 	DrainInterval time.Duration
 	// Backoff is what the limit is multiplied by when a request in the
 	// window was overloaded (and, for AIMD, when requests queue): default
-	// 0.9, in [0.5, 1).
+	// 0.8, in [0.5, 1).
 	Backoff float64
 }
 
@@ -113,18 +113,18 @@ type AdaptiveSettings struct {
 // A drain measures the baseline afresh, up or down, so that a service that
 // became slower for good is not held to its old speed. Every DrainInterval
 // (with a jitter of a quarter, so that instances do not drain together),
-// the limit goes down, for four average response times (two windows at
-// least), to 0.75 × limit / tolerance: three quarters of the workers once
-// the limit has settled, so that the queue drains and the requests
-// admitted in the drain's second half see none. The least of their
-// response times is the new baseline, and the limit comes back to what it
-// was. A drain never lowers the limit below MinLimit, so it never drops to
-// one request (as Envoy's filter does, failing the requests its
-// measurement window refuses); a window whose requests in flight stayed
-// below the drain's limit measures the baseline without lowering anything.
-// A drain costs about a quarter of the throughput for four response times
-// every ten seconds: about 1% of it for a service whose requests take
-// 50 ms.
+// the limit goes down to 0.8 × limit / tolerance: four fifths of the
+// workers once the limit has settled. When the requests in flight have
+// fallen to that, the queue is gone, and the least response time of the
+// next MinSamples requests admitted is the new baseline; the limit then
+// comes back to what it was. A drain lasts about one response time more
+// than the queue takes to drain, four average response times at most. It
+// never lowers the limit below MinLimit, so it never drops to one request
+// (as Envoy's filter does, failing the requests its measurement window
+// refuses); a window whose requests in flight stayed below the drain's
+// limit measures the baseline without lowering anything. A drain costs at
+// most a fifth of the throughput for about a response time every ten
+// seconds: a fraction of a percent.
 //
 // A window holds the requests that ended within it; the first request to
 // end after it closes it, if it holds MinSamples, and the window goes on
@@ -140,10 +140,14 @@ type Adaptive struct {
 	inflight atomic.Int64
 	// The current window's samples.
 	samples, rtSum, overloaded atomic.Int64
-	minRT, peak, drainMin      atomic.Int64
-	measureFrom                atomic.Int64 // requests admitted from then on measure a drain; MaxInt64 when none
-	windowEnd                  atomic.Int64
-	shownBaseline              atomic.Int64 // baseline, for Baseline
+	minRT, peak                atomic.Int64
+	// A drain's: its limit (0 when none), when its queue was found drained
+	// (the requests admitted from then on measure the baseline; MaxInt64
+	// until then), their least response time and their number.
+	drainLimit, measureFrom atomic.Int64
+	drainMin, measured      atomic.Int64
+	windowEnd               atomic.Int64
+	shownBaseline           atomic.Int64 // baseline, for Baseline
 
 	mu sync.Mutex // held by the request closing a window; no one waits for it
 	// Under mu.
@@ -339,9 +343,29 @@ func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
 		a.rtSum.Add(rt)
 		a.samples.Add(1)
 		storeMin(&a.minRT, rt)
-		if p.start >= a.measureFrom.Load() {
-			storeMin(&a.drainMin, rt)
+		if a.drainLimit.Load() > 0 {
+			a.measure(now, p.start, rt)
 		}
+	}
+}
+
+// measure counts a response time rt of a request admitted at start and
+// ended at now during a drain: once the requests in flight have fallen to
+// the drain's limit, the queue is gone, and the requests admitted from then
+// on measure the baseline. When MinSamples of them have ended, the drain
+// is over: the next request to end closes it.
+func (a *Adaptive) measure(now, start, rt int64) {
+	from := a.measureFrom.Load()
+	if from == math.MaxInt64 && a.inflight.Load() <= a.drainLimit.Load() {
+		a.measureFrom.CompareAndSwap(math.MaxInt64, now)
+		return
+	}
+	if start < from {
+		return
+	}
+	storeMin(&a.drainMin, rt)
+	if a.measured.Add(1) == a.s.MinSamples {
+		a.windowEnd.Store(now)
 	}
 }
 
@@ -380,19 +404,20 @@ func (a *Adaptive) closeWindow(now int64) {
 	a.windowEnd.Store(now + max(int64(a.s.Window), 2*avg))
 	switch {
 	case a.draining:
-		if now < a.drainEnd {
+		if now < a.drainEnd && a.measured.Load() < a.s.MinSamples {
 			return
 		}
 		if m := a.drainMin.Swap(math.MaxInt64); m != math.MaxInt64 {
 			a.baseline = m
 		}
+		a.drainLimit.Store(0)
 		a.measureFrom.Store(math.MaxInt64)
 		a.draining = false
 		a.nextDrain = a.drainAfter(now)
 		a.set(a.saved)
 		return
 	case a.s.DrainInterval > 0 && now >= a.nextDrain && n > 0:
-		drain := max(float64(a.s.MinLimit), 0.75*a.lim/a.s.Tolerance)
+		drain := max(float64(a.s.MinLimit), 0.8*a.lim/a.s.Tolerance)
 		if float64(peak) <= drain {
 			// The window never had more in flight than a drain would
 			// allow: its requests did not queue behind each other.
@@ -401,12 +426,13 @@ func (a *Adaptive) closeWindow(now int64) {
 			break
 		}
 		a.draining, a.saved = true, a.lim
-		span := max(4*avg, 2*int64(a.s.Window))
-		a.drainEnd = now + span
-		a.measureFrom.Store(now + span/2)
+		a.drainEnd = now + max(4*avg, int64(a.s.Window))
+		a.measured.Store(0)
 		a.drainMin.Store(math.MaxInt64)
+		a.measureFrom.Store(math.MaxInt64)
 		a.windowEnd.Store(a.drainEnd)
 		a.set(drain)
+		a.drainLimit.Store(a.limit.Load())
 		return
 	}
 	a.update(n, over, avg, peak)

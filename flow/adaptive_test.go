@@ -82,8 +82,8 @@ func TestAdaptiveBacksOffWhenRequestsAreOverloaded(t *testing.T) {
 		// Fast, but timed out: the response times say nothing of them.
 		batch(t, a, 90*ms, 10, time.Millisecond, true)
 		closeAt(a, 100*ms)
-		if got := a.Limit(); got != 90 {
-			t.Errorf("%v: after overloaded requests: limit %d, want 90", alg, got)
+		if got := a.Limit(); got != 80 {
+			t.Errorf("%v: after overloaded requests: limit %d, want 80", alg, got)
 		}
 	}
 }
@@ -94,8 +94,8 @@ func TestAdaptiveAIMDCutsWhenRequestsQueue(t *testing.T) {
 	closeAt(a, 100*ms)
 	batch(t, a, 180*ms, 40, 16*time.Millisecond, false)
 	closeAt(a, 200*ms)
-	if got := a.Limit(); got != 36 {
-		t.Fatalf("AIMD after requests took 1.6 × the baseline: limit %d, want 40 × 0.9 = 36", got)
+	if got := a.Limit(); got != 32 {
+		t.Fatalf("AIMD after requests took 1.6 × the baseline: limit %d, want 40 × 0.8 = 32", got)
 	}
 }
 
@@ -120,10 +120,11 @@ func TestAdaptiveNeverLeavesItsBounds(t *testing.T) {
 	}
 }
 
-// Every DrainInterval the limit drops, for a while, to what lets the
-// queue drain, never below MinLimit, and comes back; the baseline is then
-// what the requests admitted in the second half of the drain took, even if
-// that is more than before (the service became slower).
+// Every DrainInterval the limit drops to what lets the queue drain, never
+// below MinLimit, and comes back; the baseline is then the least response
+// time of the requests admitted once the queue had drained, even if that
+// is more than before (the service became slower), and the requests
+// admitted before do not count.
 func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 60, DrainInterval: time.Second})
 	batch(t, a, 80*ms, 60, 10*time.Millisecond, false)
@@ -131,24 +132,37 @@ func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 	if a.Baseline() != 10*time.Millisecond {
 		t.Fatalf("baseline %v, want 10ms", a.Baseline())
 	}
-	before := a.Limit()
-	// Past the drain time (1 s ± 25%), a window with the limit in use.
-	now := 1300 * ms
-	batch(t, a, now, int(before), 30*time.Millisecond, false)
-	now += 30 * ms
-	closeAt(a, now)
-	drain := a.Limit()
-	if want := int64(math.Round(float64(before) / 2)); drain != want {
-		t.Fatalf("draining: limit %d, want 0.75 × %d / 1.5 = %d", drain, before, want)
+	before := a.Limit() // 120: slow start
+	// Past the drain time (1 s ± 25%), the whole limit in flight.
+	old := make([]AdaptivePermit, before)
+	for i := range old {
+		if !a.AcquireAt(1300*ms, &old[i]).Allowed {
+			t.Fatalf("request %d of %d blocked", i, before)
+		}
 	}
-	// The service now takes 20 ms: requests admitted in the drain's first
-	// half are not measured, those in its second half are.
-	end := now + 2*int64(DefaultAdaptiveWindow) // the drain spans max(4 × 30 ms, 2 windows)
-	batch(t, a, now+10*ms, 5, 25*time.Millisecond, false)
-	batch(t, a, end-50*ms, 5, 20*time.Millisecond, false)
-	closeAt(a, end)
-	if got := a.Baseline(); got != 20*time.Millisecond {
-		t.Fatalf("baseline after the drain %v, want 20ms", got)
+	// Eleven end: the eleventh closes the window of ten, and the drain
+	// starts.
+	for i := range 11 {
+		old[i].DoneAt(1330*ms, false)
+	}
+	drain := a.Limit()
+	if want := int64(math.Round(0.8 * float64(before) / 1.5)); drain != want {
+		t.Fatalf("draining: limit %d, want 0.8 × %d / 1.5 = %d", drain, before, want)
+	}
+	// The queue drains as the old requests end, 45 ms after they began:
+	// they do not measure the baseline.
+	for i := 11; i < int(before)-int(drain)+11; i++ {
+		old[i].DoneAt(1345*ms, false)
+	}
+	// The service now takes 50 ms: the next ten requests admitted measure
+	// it, and the one after them ends the drain.
+	batch(t, a, 1350*ms, 10, 50*time.Millisecond, false)
+	if a.Limit() != drain {
+		t.Fatalf("limit %d before the drain's tenth measure ended, want %d still", a.Limit(), drain)
+	}
+	old[before-1].DoneAt(1400*ms, false)
+	if got := a.Baseline(); got != 50*time.Millisecond {
+		t.Fatalf("baseline after the drain %v, want 50ms", got)
 	}
 	if got := a.Limit(); got != before {
 		t.Fatalf("limit after the drain %d, want %d back", got, before)
