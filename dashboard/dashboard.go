@@ -52,6 +52,7 @@ type Dashboard struct {
 	series       map[string]*series // by resource name
 	inbound      *series
 	breakers     []slidegate.BreakerStatus
+	overload     []slidegate.OverloadStatus // the shed and adaptive rules, as of the last observation
 	rules        slidegate.Rules
 	rulesJSON    []byte           // rules as last sent, to send them again only when they change
 	otherPrev    slidegate.Totals // OtherResource's totals while Resources hides it

@@ -12,7 +12,8 @@
 // and open /slidegate/ in a browser. The page lists every resource the guard
 // keeps statistics for, with its requests allowed, blocked and failed per
 // second, its requests in flight, its P50 and P99 response times and the
-// state of its breakers; for each resource with per-key rules
+// state of its breakers; the shed and adaptive rules with the limits they
+// have learnt, their requests in flight and the CPU they read; for each resource with per-key rules
 // (slidegate.FlowRule.PerKey), its busiest keys and its most blocked ones; a
 // chart per resource over the last minutes; and the rules in force, which it
 // can also edit if WithRuleEditing allows it.
@@ -29,7 +30,7 @@
 //
 //	GET /                           the page
 //	GET /assets/...                 its scripts and styles, and the vendored uPlot
-//	GET /api/snapshot               every resource with its newest history, its current statistics, the breakers and the rules, as JSON
+//	GET /api/snapshot               every resource with its newest history, its current statistics, the breakers, the overload rules and the rules, as JSON
 //	GET /api/history?resource=NAME  one resource with its whole history, as JSON (404 if the dashboard keeps none of that name)
 //	GET /api/events                 the same as Server-Sent Events: a "snapshot" event, then a "sample" event per sample
 //	GET /api/rules                  the rules in force, as JSON
@@ -50,6 +51,10 @@
 //	 "breakers":  [{"resource": "GET /orders", "rule": "breakers[0]", "strategy": "error_ratio", "state": "closed",
 //	                "block_ratio": 0, "requests": 950, "succeeded": 940, "failed": 10, "slow": 0,
 //	                "blocked": 0, "probes_in_flight": 0, "retry_after": 0}],
+//	 "overload":  [{"resource": "(inbound)", "rule": "flow[0]", "type": "shed", "limit": 48, "in_flight": 12,
+//	                "shedding": false, "cpu": 0.42, "baseline": 0},
+//	               {"resource": "GET /orders", "rule": "flow[2]", "type": "adaptive", "limit": 120, "in_flight": 30,
+//	                "shedding": false, "cpu": -1, "baseline": 0.008}],
 //	 "rules":     {"flow": [...], "breakers": [...]}}
 //
 // where stats are the guard's slidegate.ResourceStats (the last 10 seconds,
@@ -61,7 +66,18 @@
 // "half-open", "open"; absent without one). A breaker's counts are of its
 // interval: the requests it counted an outcome of, those that succeeded,
 // failed and were slow, and those it blocked; block_ratio is the share of
-// requests it blocks now, 0 to 1. keys is there for a resource with a per-key
+// requests it blocks now, 0 to 1. overload is the shed and adaptive rules
+// in force (slidegate.Guard.Overload), in rule order, one entry per rule,
+// so the rules bound it, not the traffic: limit is the most requests in
+// flight the rule allows now (an adaptive rule's limit, or what a shed
+// rule allows while it sheds; -1 while a shed rule has not learnt it and
+// allows everything), in_flight the requests it allowed that have not
+// ended, shedding whether a shed rule sheds now, cpu the CPU usage a shed
+// rule read, 0 to 1 (-1: none, for an adaptive rule, a shed rule without a
+// CPU signal, or a reading that is not a number), and baseline an adaptive
+// rule's least response time (0 until it has one); the resource
+// "(inbound)" is slidegate.InboundResource, a rule for all the inbound
+// traffic. keys is there for a resource with a per-key
 // QPS rule of its own (not a cluster's): the top_keys keys (WithTopKeys)
 // with the most requests allowed and those with the most blocked, together,
 // busiest first, as the guard tracks them (Guard.TopKeys: only keys over
@@ -80,7 +96,7 @@
 //
 // The inbound traffic's history is always whole. A "sample" event is
 //
-//	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "rules": {...}}
+//	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "overload": [...], "rules": {...}}
 //
 // with, for each resource the guard keeps, its stats and its new point
 // ({"t": ..., "allowed_rate": ..., "blocked_rate": ..., "failed_rate": ...,
@@ -115,7 +131,9 @@
 // at most 0.45 KiB each, a key of 64 bytes escaped in JSON at 6 bytes a
 // byte, and some 60 bytes each for keys like "user-42": at most 140 KiB, and
 // some 20 KiB, with the default T of 10, however many keys the clients
-// send (measured: a flood of hostile keys on 20 resources adds 54 KiB). With the
+// send (measured: a flood of hostile keys on 20 resources adds 54 KiB). The
+// overload rules add to both some 120 bytes per shed or adaptive rule in
+// force, and its resource's name, whatever the traffic. With the
 // guard's default 4,096 resources and the default options, that is 75 MiB
 // of history, S ≈ 3 MiB and E ≈ 1.6 MiB: about 120 MiB in all, whatever
 // the number of clients. Beyond it, a stream costs only its
@@ -129,7 +147,7 @@
 // BenchmarkSampleTopKeys), so at most some 35 ms for the 16 resources.
 //
 // The dashboard reads the guard only through its exported API (ResourcesAt,
-// BreakersAt, InboundStatsAt, StatsAt, Rules, SetRules, TopKeys), each sample
+// BreakersAt, OverloadAt, InboundStatsAt, StatsAt, Rules, SetRules, TopKeys), each sample
 // at one reading of the guard's clock (Guard.Clock), but for TopKeys, which
 // reads the clock itself; it sits above the root package and below nothing.
 package dashboard

@@ -177,6 +177,7 @@ func (d *Dashboard) Sample() {
 func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 	resources := d.g.ResourcesAt(now)
 	breakers := d.g.BreakersAt(now)
+	d.overload = d.g.OverloadAt(now)
 	inbound := d.g.InboundStatsAt(now)
 	rules := d.g.Rules()
 	if b, err := json.Marshal(rules); err == nil && !bytes.Equal(b, d.rulesJSON) {

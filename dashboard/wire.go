@@ -22,6 +22,7 @@ type snapshotJSON struct {
 	Inbound   resourceJSON    `json:"inbound"`
 	Resources []resourceJSON  `json:"resources"`
 	Breakers  []breakerJSON   `json:"breakers"`
+	Overload  []overloadJSON  `json:"overload"`
 	Rules     slidegate.Rules `json:"rules"`
 }
 
@@ -32,6 +33,7 @@ type eventJSON struct {
 	Inbound   resourceJSON     `json:"inbound"`
 	Resources []resourceJSON   `json:"resources"` // all of them: those missing are gone
 	Breakers  []breakerJSON    `json:"breakers"`
+	Overload  []overloadJSON   `json:"overload"`
 	Rules     *slidegate.Rules `json:"rules,omitempty"` // only when they changed
 }
 
@@ -145,6 +147,22 @@ type breakerJSON struct {
 	RetryAfter     float64 `json:"retry_after"`
 }
 
+// overloadJSON is a slidegate.OverloadStatus: a shed or adaptive rule in
+// force and what it has learnt.
+type overloadJSON struct {
+	Resource string `json:"resource"` // "(inbound)" for a rule on all the inbound traffic
+	Rule     string `json:"rule"`
+	Type     string `json:"type"` // "shed" or "adaptive"
+	// Limit is the most requests in flight the rule allows now: an
+	// adaptive rule's limit, or what a shed rule allows while it sheds; -1
+	// while a shed rule has not learnt it (it allows everything).
+	Limit    int64   `json:"limit"`
+	InFlight int64   `json:"in_flight"`
+	Shedding bool    `json:"shedding"` // a shed rule sheds now
+	CPU      float64 `json:"cpu"`      // the CPU usage a shed rule read, 0 to 1; -1: none
+	Baseline float64 `json:"baseline"` // an adaptive rule's least response time, seconds; 0: none yet
+}
+
 // problemJSON is a slidegate.Problem.
 type problemJSON struct {
 	Place   string `json:"place"`
@@ -184,6 +202,25 @@ func breakersOf(bs []slidegate.BreakerStatus) []breakerJSON {
 			Requests:   b.Requests, Succeeded: b.Successes, Failed: b.Failures, Slow: b.Slow, Blocked: b.Blocked,
 			ProbesInFlight: b.ProbesInFlight,
 			RetryAfter:     seconds(b.RetryAfter),
+		}
+	}
+	return out
+}
+
+func overloadOf(os []slidegate.OverloadStatus) []overloadJSON {
+	out := make([]overloadJSON, len(os))
+	for i, o := range os {
+		// Only a shed rule reads the CPU. A reading JSON cannot write is
+		// a WithCPU at fault: no reading, rather than a frame that cannot
+		// be encoded.
+		cpu := o.CPU
+		if o.Type != slidegate.ShedRule || math.IsNaN(cpu) || math.IsInf(cpu, 0) {
+			cpu = -1
+		}
+		out[i] = overloadJSON{
+			Resource: o.Resource, Rule: o.Rule, Type: string(o.Type),
+			Limit: o.Limit, InFlight: o.InFlight, Shedding: o.Shedding, CPU: cpu,
+			Baseline: seconds(o.Baseline),
 		}
 	}
 	return out
@@ -266,6 +303,7 @@ func (d *Dashboard) snapshot() snapshotJSON {
 		Inbound:   d.withHistory(d.inbound, d.history),
 		Resources: make([]resourceJSON, 0, len(d.series)),
 		Breakers:  breakersOf(d.breakers),
+		Overload:  overloadOf(d.overload),
 		Rules:     d.rules,
 	}
 	n := d.snapshotHistory()
@@ -283,6 +321,7 @@ func (d *Dashboard) event(withRules bool) eventJSON {
 		Inbound:   d.withPoint(d.inbound),
 		Resources: make([]resourceJSON, 0, len(d.series)),
 		Breakers:  breakersOf(d.breakers),
+		Overload:  overloadOf(d.overload),
 	}
 	if withRules {
 		r := d.rules

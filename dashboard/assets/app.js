@@ -1,5 +1,6 @@
-// The slidegate dashboard's page: a table of resources, the top keys of the
-// resources with per-key rules, a chart per resource and the rules in force, kept live by the server's event stream
+// The slidegate dashboard's page: a table of resources, the shed and adaptive
+// rules with what they have learnt, the top keys of the resources with
+// per-key rules, a chart per resource and the rules in force, kept live by the server's event stream
 // (api/events). Every URL is relative, so the page works under any prefix.
 // No build step: plain JavaScript, with uPlot (vendored) for the charts.
 "use strict";
@@ -25,6 +26,7 @@
     inbound: null, // {name, stats, hist}
     resources: new Map(), // name → {name, breaker, stats, hist, keys}
     breakers: [],
+    overload: [], // the shed and adaptive rules in force, with what they have learnt
     rules: {},
     sortKey: "name",
     sortDir: 1,
@@ -99,6 +101,7 @@
     state.inbound = fromSnapshotResource(s.inbound);
     state.resources = new Map(s.resources.map((r) => [r.name, fromSnapshotResource(r)]));
     state.breakers = s.breakers || [];
+    state.overload = s.overload || [];
     setRules(s.rules || {});
     render();
   }
@@ -165,6 +168,7 @@
     }
     state.resources = next; // resources missing from the event are gone
     state.breakers = ev.breakers || [];
+    state.overload = ev.overload || [];
     if (ev.rules) setRules(ev.rules);
     render();
   }
@@ -227,6 +231,32 @@
       th.classList.toggle("sorted-desc", th.dataset.key === state.sortKey && state.sortDir < 0);
       th.setAttribute("aria-sort", th.dataset.key === state.sortKey ? (state.sortDir > 0 ? "ascending" : "descending") : "none");
     }
+  }
+
+  // ---- the overload rules ----
+
+  // fmtCPU formats a CPU usage, a share; -1 is no reading.
+  function fmtCPU(v) {
+    if (v == null || v < 0) return "–";
+    return (v * 100).toFixed(0) + "%";
+  }
+
+  function renderOverload() {
+    const list = state.overload;
+    $("overload-panel").hidden = list.length === 0;
+    const rows = list.map((o) => {
+      const shed = o.type === "shed";
+      return el("tr", { dataset: { rule: o.rule } },
+        el("td", { className: "rule" }, o.rule),
+        el("td", { className: "name", title: o.resource }, o.resource),
+        el("td", { className: "type" }, o.type),
+        el("td", { className: "num limit" }, o.limit < 0 ? "learning" : String(o.limit)),
+        el("td", { className: "num inflight" }, String(o.in_flight)),
+        el("td", { className: "num cpu" }, shed ? fmtCPU(o.cpu) : "–"),
+        el("td", { className: "shedding" }, shed ? badge(o.shedding ? "shedding" : "idle") : "–"),
+        el("td", { className: "num baseline" }, shed || !o.baseline ? "–" : fmtDur(o.baseline)));
+    });
+    $("overload").tBodies[0].replaceChildren(...rows);
   }
 
   // ---- the top keys ----
@@ -474,8 +504,36 @@
       el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map((c) => el("td", {}, c))))));
   }
 
+  // The Limit and Per cells of a flow rule: a shed rule has no limit of its
+  // own, and an adaptive rule's Limit is only where it starts (0: the
+  // default); both hold requests in flight. What they have learnt is in the
+  // overload table.
+  function flowLimit(f) {
+    switch (f.type) {
+      case "shed": return "learnt";
+      case "adaptive": return f.limit ? "from " + f.limit : "learnt";
+    }
+    return String(f.limit);
+  }
+
+  function flowPer(f) {
+    switch (f.type || "qps") {
+      case "concurrency": case "shed": case "adaptive": return "at once";
+    }
+    return f.interval || "1s";
+  }
+
   function describeFlow(f) {
     const extra = [];
+    if (f.type === "shed") {
+      extra.push(f.cpu_threshold === -1 ? "no CPU signal: holds its bound all the time" :
+        f.cpu_threshold ? "sheds at CPU ≥ " + (f.cpu_threshold * 100).toFixed(0) + "%" : "sheds at the default CPU threshold");
+    }
+    if (f.type === "adaptive") {
+      extra.push(f.algorithm || "gradient");
+      if (f.min_limit) extra.push("at least " + f.min_limit);
+      if (f.max_limit) extra.push("at most " + f.max_limit);
+    }
     if (f.type === "throttle" && f.max_wait) extra.push("max wait " + f.max_wait);
     if (f.warm_up) extra.push("warm-up " + f.warm_up);
     if (f.borrow) extra.push("borrow " + f.borrow);
@@ -511,8 +569,7 @@
     const parts = [];
     if (flow.length) {
       parts.push(el("h3", {}, "Flow"), table(["Rule", "Resource", "Type", "Limit", "Per", ""],
-        flow.map((f, i) => [`flow[${i}]`, f.resource, f.type || "qps", String(f.limit),
-          (f.type || "qps") === "concurrency" ? "at once" : f.interval || "1s", describeFlow(f)])));
+        flow.map((f, i) => [`flow[${i}]`, f.resource, f.type || "qps", flowLimit(f), flowPer(f), describeFlow(f)])));
     }
     if (brs.length) {
       parts.push(el("h3", {}, "Breakers"), table(["Rule", "Resource", "Strategy", "Opens when", "State", "Last interval", "Retry after"],
@@ -569,6 +626,7 @@
     const list = visibleResources();
     renderInbound();
     renderTable(list);
+    renderOverload();
     renderKeys();
     renderCharts(list);
     renderRules();
