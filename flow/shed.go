@@ -54,8 +54,16 @@ type ShedderSettings struct {
 //
 // where the best rate is the most requests completed in one bucket of the
 // window, and the least response time the smallest average of one bucket's
-// completed requests. Below the threshold every request is admitted: the
-// service has room, whatever it has shown before.
+// completed requests. Below the threshold it admits up to twice as many:
+// the service has room, and its traffic may grow (the best rate grows with
+// what it admits, by up to twice per bucket), but a burst that comes
+// before the CPU shows it cannot fill the queue. A request refused below
+// the threshold starts no cool-off. (go-zero and Kratos admit everything
+// below the threshold, so that a burst at a cool CPU fills the queue, and
+// the backlog comes back in each time the CPU falls under the threshold
+// after a cool-off: in the overload simulation of benchmarks/compare, a p99
+// of 5.8 service times instead of 1.5 from a cold start under three times
+// the capacity.)
 //
 // What it does better than its models. Response times are kept in
 // microseconds, not rounded up to whole milliseconds (go-zero rounds a
@@ -172,15 +180,19 @@ func (s *Shedder) AcquireAt(now int64, p *ShedPermit) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
-	if s.overloaded(now) {
-		bound := s.maxInFlight(now)
+	bound := s.maxInFlight(now)
+	overloaded := s.overloaded(now)
+	if !overloaded && bound != math.MaxInt64 {
+		bound *= 2
+	}
+	if bound != math.MaxInt64 {
 		for {
 			cur := s.inflight.Load()
 			if cur >= bound {
 				// One store per shed request would make every shed
 				// request write the same word: store only when it moves
 				// on by a bucket.
-				if last := s.lastShed.Load(); last == math.MinInt64 || now-last >= s.width {
+				if last := s.lastShed.Load(); overloaded && (last == math.MinInt64 || now-last >= s.width) {
 					s.lastShed.Store(now)
 				}
 				return Decision{Reason: Overloaded}

@@ -27,18 +27,16 @@ func newTestShedder(t *testing.T, s ShedderSettings) (*Shedder, *clock.Manual) {
 	return sh, clk
 }
 
-// complete admits n requests at now and ends each rt later, in order, so
-// that they all complete within the bucket holding now+rt.
+// complete admits n requests at now, one after the other, and ends each rt
+// later, so that they all complete within the bucket holding now+rt.
 func complete(t *testing.T, s *Shedder, now int64, n int, rt time.Duration) {
 	t.Helper()
-	ps := make([]ShedPermit, n)
-	for i := range ps {
-		if d := s.AcquireAt(now, &ps[i]); !d.Allowed {
+	for i := range n {
+		var p ShedPermit
+		if d := s.AcquireAt(now, &p); !d.Allowed {
 			t.Fatalf("request %d of %d at %v: %v", i, n, time.Duration(now), d.Reason)
 		}
-	}
-	for i := range ps {
-		ps[i].DoneAt(now + int64(rt))
+		p.DoneAt(now + int64(rt))
 	}
 }
 
@@ -80,23 +78,30 @@ func TestShedderBoundIsBestRateTimesLeastResponseTime(t *testing.T) {
 	}
 }
 
-func TestShedderAdmitsEverythingBelowTheCPUThresholdAndSheddsAfterward(t *testing.T) {
+func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing.T) {
 	cpu := new(cpuAt)
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, CPUThreshold: 0.8, CoolOff: time.Second})
 	const width = int64(100 * time.Millisecond)
-	complete(t, s, 0, 10, 10*time.Millisecond) // bound: 10 × 10 ms / 100 ms = 1
+	complete(t, s, 0, 100, 10*time.Millisecond) // bound: 100 × 10 ms / 100 ms = 10
 	now := 2 * width
 	cpu.set(0.79)
-	held := make([]ShedPermit, 50)
+	held := make([]ShedPermit, 20)
 	for i := range held {
 		if d := s.AcquireAt(now, &held[i]); !d.Allowed {
-			t.Fatalf("request %d shed with the CPU below its threshold", i)
+			t.Fatalf("request %d shed with the CPU below its threshold and under twice the bound", i)
 		}
 	}
-	cpu.set(0.8)
 	var p ShedPermit
 	if d := s.AcquireAt(now, &p); d.Allowed || d.Reason != Overloaded {
-		t.Fatalf("at the threshold with 50 in flight and a bound of 1: %+v, want shed", d)
+		t.Fatalf("below the threshold with twice the bound in flight: %+v, want shed", d)
+	}
+	if s.Shedding(now) {
+		t.Fatal("a request refused below the threshold started a cool-off")
+	}
+	held[19].Cancel()
+	cpu.set(0.8)
+	if d := s.AcquireAt(now, &p); d.Allowed || d.Reason != Overloaded {
+		t.Fatalf("at the threshold with 19 in flight and a bound of 10: %+v, want shed", d)
 	}
 	if !s.Shedding(now) {
 		t.Fatal("not shedding after shedding")
