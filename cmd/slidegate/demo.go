@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 	"github.com/slidegate/slidegate/rulefile"
 )
@@ -31,11 +33,17 @@ const demoUsage = `usage: slidegate demo [--addr ADDR] [--duration D] [--rules F
 
 Runs a small HTTP service protected by slidegate, drives traffic at it, and
 serves the live dashboard and Prometheus metrics. The traffic repeats every
-20 s: a steady phase, a spike above the orders' rate limit (searches turn
-slow), an outage of the payments' dependency (its breaker opens), and a
-recovery (the breaker closes). It comes from 2,000 users (the X-User
-header), one of whom, user-0042, hammers the orders at 60 a second, over
-the per-user limit of 20.
+30 s: a steady phase, a spike above the orders' rate limit (searches turn
+slow), an outage of the payments' dependency (its breaker opens), a
+recovery (the breaker closes), an overload of the reports (a little
+slower, and over three times the traffic their workers can serve: their
+adaptive limit comes down and the excess is blocked as overloaded), and a
+recovery. It
+comes from 2,000 users (the X-User header), one of whom, user-0042, hammers
+the orders at 60 a second, over the per-user limit of 20. A shed rule
+protects the whole service while the CPU (the process's cgroup) is at 90%
+or more; where the CPU cannot be read, it holds the requests in flight to
+what the service completes at its best all the time.
 
   --addr ADDR      where to serve the service, the dashboard and /metrics
                    (default 127.0.0.1:8700; 127.0.0.1:0 picks a free port)
@@ -45,25 +53,46 @@ the per-user limit of 20.
   --print-rules    print the demo's rules and exit
 `
 
-// The demo's traffic, per phase of its 20 s cycle.
+// The demo's traffic, per phase of its 30 s cycle.
 type phase struct {
 	name     string
 	until    time.Duration // the phase ends this far into the cycle
 	orders   float64       // requests per second
 	search   float64
 	payments float64
+	reports  float64
 	slow     float64 // the share of searches that are slow
 	outage   bool    // the payments' dependency fails
+	overload bool    // the reports take longer than their workers can serve
 }
 
 var phases = []phase{
-	{name: "steady", until: 5 * time.Second, orders: 60, search: 30, payments: 40, slow: 0.05},
-	{name: "spike", until: 9 * time.Second, orders: 400, search: 30, payments: 40, slow: 0.7},
-	{name: "outage", until: 14 * time.Second, orders: 60, search: 30, payments: 40, slow: 0.05, outage: true},
-	{name: "recovery", until: 20 * time.Second, orders: 60, search: 30, payments: 40, slow: 0.05},
+	{name: "steady", until: 5 * time.Second, orders: 60, search: 30, payments: 40, reports: 60, slow: 0.05},
+	{name: "spike", until: 9 * time.Second, orders: 400, search: 30, payments: 40, reports: 60, slow: 0.7},
+	{name: "outage", until: 14 * time.Second, orders: 60, search: 30, payments: 40, reports: 60, slow: 0.05, outage: true},
+	{name: "recovery", until: 20 * time.Second, orders: 60, search: 30, payments: 40, reports: 60, slow: 0.05},
+	{name: "overload", until: 26 * time.Second, orders: 60, search: 30, payments: 40, reports: 200, slow: 0.05, overload: true},
+	{name: "recovery", until: 30 * time.Second, orders: 60, search: 30, payments: 40, reports: 60, slow: 0.05},
 }
 
-const cycle = 20 * time.Second
+const cycle = 30 * time.Second
+
+// The reports' service: reportWorkers serve one report each at a time, in
+// reportTime normally (about 180 a second at most, for 60 sent) and in
+// reportTimeOverloaded in the overload phase (about 150 a second, for 200
+// sent). Each range is narrow, well within the adaptive rule's tolerance
+// of 2, so that only queueing reads as overload. A report that finds no
+// worker free within maxReportWait is answered 503: the service says it
+// is overloaded, a signal on which the adaptive rule backs off too.
+const (
+	reportWorkers = 4
+	maxReportWait = 250 * time.Millisecond
+)
+
+var (
+	reportTime           = [2]time.Duration{20 * time.Millisecond, 24 * time.Millisecond}
+	reportTimeOverloaded = [2]time.Duration{24 * time.Millisecond, 28 * time.Millisecond}
+)
 
 // phaseAt returns the phase at d into the demo.
 func phaseAt(d time.Duration) *phase {
@@ -107,6 +136,7 @@ var endpoints = []struct {
 	{"GET /api/orders", "/api/orders", func(p *phase) float64 { return p.orders }},
 	{"GET /api/search", "/api/search", func(p *phase) float64 { return p.search }},
 	{"GET /api/payments", "/api/payments", func(p *phase) float64 { return p.payments }},
+	{"GET /api/reports", "/api/reports", func(p *phase) float64 { return p.reports }},
 }
 
 // demo runs the demo command.
@@ -150,7 +180,13 @@ func demo(args []string, stdout, stderr io.Writer) int {
 // runDemo runs the demo until ctx ends.
 func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	g, err := slidegate.New(slidegate.WithLogger(log))
+	opts := []slidegate.Option{slidegate.WithLogger(log)}
+	sampler, cpuErr := cpu.NewSampler()
+	if cpuErr == nil {
+		defer sampler.Close()
+		opts = append(opts, slidegate.WithCPU(sampler.Usage))
+	}
+	g, err := slidegate.New(opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
 		return 1
@@ -158,6 +194,9 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	if rulesPath == "" {
 		rules, err := rulefile.Parse("demo_rules.yaml", demoRules)
 		if err == nil {
+			if cpuErr != nil {
+				rules = withoutCPU(rules)
+			}
 			err = g.SetRules(rules)
 		}
 		if err != nil {
@@ -175,7 +214,7 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 		return 1
 	}
 	start := time.Now()
-	svc := &service{start: start}
+	svc := &service{start: start, reportWorkers: make(chan struct{}, reportWorkers)}
 	mux := http.NewServeMux()
 	// The key of a request is its user: the header stands for an identity
 	// the service has checked, as an API key would be (a public service
@@ -210,11 +249,16 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	r := g.Rules()
 	fmt.Fprintf(stdout, "slidegate demo: a service guarded by %d flow rule%s and %d breaker%s, and traffic to it.\n",
 		len(r.Flow), plural(len(r.Flow)), len(r.Breakers), plural(len(r.Breakers)))
-	fmt.Fprintf(stdout, "  dashboard  %s/slidegate/\n  metrics    %s/metrics\n  service    %s/api/orders, /api/search, /api/payments\n", base, base, base)
-	fmt.Fprintf(stdout, "Every 20 s: steady 5 s, spike 4 s (orders ×7, slow searches), payments outage 5 s, recovery 6 s. Ctrl-C stops.\n")
+	fmt.Fprintf(stdout, "  dashboard  %s/slidegate/\n  metrics    %s/metrics\n  service    %s/api/orders, /api/search, /api/payments, /api/reports\n", base, base, base)
+	fmt.Fprintf(stdout, "Every 30 s: steady 5 s, spike 4 s (orders ×7, slow searches), payments outage 5 s, recovery 6 s,\nreports overloaded 6 s (×3.3 traffic, more than their %d workers serve), recovery 4 s. Ctrl-C stops.\n", reportWorkers)
+	if cpuErr != nil {
+		fmt.Fprintf(stdout, "The CPU cannot be read here (%v):\nthe shed rules run with cpu_threshold -1, holding the requests in flight to what the service completes at its best.\n", cpuErr)
+	} else {
+		fmt.Fprintf(stdout, "The shed rules read the CPU from %s (%.1f CPUs).\n", sampler.Source(), sampler.Capacity())
+	}
 	fmt.Fprintf(stdout, "The traffic comes from %d users (the %s header); %s also sends %.0f orders a second, %s %.0f.\n",
 		users, userHeader, abusiveUser, heavyUsers[0].rate, busyUser, heavyUsers[1].rate)
-	fmt.Fprintf(stdout, "Requests per second by endpoint (the orders blocked include %s's, over its per-user limit),\nand the 99th percentile of response times over the last 5 to 10 s:\n", abusiveUser)
+	fmt.Fprintf(stdout, "Requests per second by endpoint (the orders blocked include %s's, over its per-user limit),\nthe 99th percentile of response times over the last 5 to 10 s, and the adaptive limit of the reports:\n", abusiveUser)
 
 	load := newLoad(base)
 	wg.Add(1)
@@ -238,7 +282,8 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 
 // A service is the demo's protected HTTP service.
 type service struct {
-	start time.Time
+	start         time.Time
+	reportWorkers chan struct{} // a place per report being worked on
 }
 
 func (s *service) phase() *phase { return phaseAt(time.Since(s.start)) }
@@ -266,7 +311,38 @@ func (s *service) mux() *http.ServeMux {
 		work(r.Context(), 5*time.Millisecond, 15*time.Millisecond)
 		fmt.Fprintln(w, `{"status":"paid"}`)
 	})
+	m.HandleFunc("GET /api/reports", func(w http.ResponseWriter, r *http.Request) {
+		wait := time.NewTimer(maxReportWait)
+		defer wait.Stop()
+		select {
+		case s.reportWorkers <- struct{}{}:
+		case <-wait.C:
+			http.Error(w, "overloaded: no worker free", http.StatusServiceUnavailable)
+			return
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-s.reportWorkers }()
+		t := reportTime
+		if s.phase().overload {
+			t = reportTimeOverloaded
+		}
+		work(r.Context(), t[0], t[1])
+		fmt.Fprintln(w, `{"report":{}}`)
+	})
 	return m
+}
+
+// withoutCPU returns rules whose shed rules read no CPU (cpu_threshold
+// -1), for a guard that cannot read one.
+func withoutCPU(r slidegate.Rules) slidegate.Rules {
+	r.Flow = slices.Clone(r.Flow)
+	for i := range r.Flow {
+		if r.Flow[i].Type == slidegate.ShedRule {
+			r.Flow[i].CPUThreshold = -1
+		}
+	}
+	return r
 }
 
 // work takes between lo and hi, or until ctx ends.
@@ -373,15 +449,30 @@ func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Wri
 	watch := func() {
 		var keys []string
 		now := map[string]string{}
+		detail := map[string]string{} // said with a change, not part of the state
 		for _, b := range g.Breakers() {
-			k := b.Rule + " on " + b.Resource
+			k := "breaker " + b.Rule + " on " + b.Resource
 			now[k] = b.State.String()
+			keys = append(keys, k)
+		}
+		for _, o := range g.Overload() {
+			if o.Type != slidegate.ShedRule {
+				continue
+			}
+			k := "shed rule " + o.Rule + " on " + o.Resource
+			now[k] = "not shedding"
+			if o.Shedding {
+				now[k] = "shedding"
+			}
+			if o.CPU >= 0 {
+				detail[k] = fmt.Sprintf(" (CPU %.0f%%)", 100*o.CPU)
+			}
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
 			if was, ok := states[k]; ok && was != now[k] {
-				fmt.Fprintf(out, "%s  breaker %s: %s → %s\n", stamp(time.Since(start)), k, was, now[k])
+				fmt.Fprintf(out, "%s  %s: %s → %s%s\n", stamp(time.Since(start)), k, was, now[k], detail[k])
 			}
 			states[k] = now[k]
 		}
@@ -398,6 +489,12 @@ func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Wri
 			}
 			elapsed := now.Sub(lastLine).Seconds()
 			lastLine = now
+			limits := map[string]int64{}
+			for _, o := range g.Overload() {
+				if o.Type == slidegate.AdaptiveRule {
+					limits[o.Resource] = o.Limit
+				}
+			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "%s  %-8s", stamp(now.Sub(start)), phaseAt(now.Sub(start)).name)
 			for _, ep := range endpoints {
@@ -407,6 +504,9 @@ func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Wri
 				rate := func(n int64) float64 { return float64(n) / elapsed }
 				fmt.Fprintf(&b, " | %s %3.0f ok %3.0f blocked %2.0f failed p99 %-5v",
 					strings.TrimPrefix(ep.path, "/api/"), rate(d.Succeeded), rate(d.Blocked()), rate(d.Failed), s.P99.Round(time.Millisecond))
+				if l, ok := limits[ep.resource]; ok {
+					fmt.Fprintf(&b, " limit %-3d", l)
+				}
 			}
 			fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
 		}

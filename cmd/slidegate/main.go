@@ -61,7 +61,10 @@ to them:
   FILE:LINE: RULE (resource "NAME"): FIELD: REASON
 
 then a line for each file: FILE: N problems, or FILE: ok: N flow rules,
-N breakers. The exit status is 0 when every file is good, 1 when any file
+N breakers, saying how many of the flow rules are shed and adaptive rules
+if any are. A good file's shed rules that read the CPU get a note each: the
+program's guard must read one (slidegate.WithCPU), or refuses them. The
+exit status is 0 when every file is good, 1 when any file
 has a problem or cannot be read, and 2 when check is used wrongly. It fits a
 pre-commit hook, which passes it the files that changed. Names after --
 are files even when they start with -.
@@ -119,8 +122,25 @@ func checkFile(path string, stdout, stderr io.Writer) bool {
 		fmt.Fprintf(stderr, "slidegate: %v\n", err)
 		return false
 	}
-	fmt.Fprintf(stdout, "%s: ok: %d flow rule%s, %d breaker%s\n", path,
-		len(r.Flow), plural(len(r.Flow)), len(r.Breakers), plural(len(r.Breakers)))
+	var shed, adaptive int
+	for i, f := range r.Flow {
+		switch f.Type {
+		case slidegate.ShedRule:
+			shed++
+			if f.CPUThreshold >= 0 {
+				fmt.Fprintf(stdout, "%s: note: flow[%d] (resource %q): the shed rule reads the CPU: the guard must read one (slidegate.WithCPU), or set cpu_threshold: -1\n",
+					path, i, f.Resource)
+			}
+		case slidegate.AdaptiveRule:
+			adaptive++
+		}
+	}
+	kinds := ""
+	if shed+adaptive > 0 {
+		kinds = fmt.Sprintf(" (%d shed, %d adaptive)", shed, adaptive)
+	}
+	fmt.Fprintf(stdout, "%s: ok: %d flow rule%s%s, %d breaker%s\n", path,
+		len(r.Flow), plural(len(r.Flow)), kinds, len(r.Breakers), plural(len(r.Breakers)))
 	return true
 }
 

@@ -112,20 +112,29 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// The demo, for real: 20 s of traffic on a free port. Its output must show
-// the spike's blocks, the payments breaker opening and closing again, and
+// The demo, for real: 27 s of traffic on a free port. Its output must show
+// the spike's blocks, the payments breaker opening and closing again, the
+// reports blocked in the overload phase with their adaptive limit, and
 // the abusive user as the orders' most blocked key.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the demo runs for 20 s")
+		t.Skip("the demo runs for 27 s")
 	}
-	code, out, errOut := runCmd("demo", "--duration", "20s", "--addr", "127.0.0.1:0")
+	code, out, errOut := runCmd("demo", "--duration", "27s", "--addr", "127.0.0.1:0")
 	if code != 0 {
 		t.Fatalf("demo exited %d\n%s\n%s", code, out, errOut)
 	}
-	var spikeBlocks, opened, closedAfter bool
+	var spikeBlocks, opened, closedAfter, overloadBlocks, limitShown bool
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
+		// "  21.0s  overload | orders ... | reports  21 ok 178 blocked  0 failed p99 116ms limit 20"
+		if i := strings.Index(line, "| reports "); i >= 0 && len(f) > 1 && f[1] == "overload" {
+			var ok, blocked int
+			if _, err := fmt.Sscanf(line[i:], "| reports %d ok %d blocked", &ok, &blocked); err == nil && blocked >= 40 {
+				overloadBlocks = true
+			}
+			limitShown = limitShown || strings.Contains(line[i:], " limit ")
+		}
 		if len(f) > 6 && f[1] == "spike" && f[2] == "|" && f[3] == "orders" {
 			var blocked int
 			if _, err := fmt.Sscan(f[6], &blocked); err == nil && blocked >= 100 {
@@ -142,6 +151,9 @@ func TestDemo(t *testing.T) {
 	if !spikeBlocks || !opened || !closedAfter {
 		t.Fatalf("spike blocks %v, payments breaker opened %v and closed again %v; output:\n%s", spikeBlocks, opened, closedAfter, out)
 	}
+	if !overloadBlocks || !limitShown {
+		t.Fatalf("overload phase: reports blocked %v, their adaptive limit shown %v; output:\n%s", overloadBlocks, limitShown, out)
+	}
 	// The abusive user, at three times its limit, is blocked; it is the
 	// most blocked key.
 	const most = "per-key rules on GET /api/orders: most blocked key " + abusiveUser + " ("
@@ -153,15 +165,15 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the summary says %q, want %s with requests blocked", strings.SplitN(out[i:], "\n", 2)[0], abusiveUser)
 		}
 	}
-	// The summary says how long the demo ran: 20 s and the time it took to
+	// The summary says how long the demo ran: 27 s and the time it took to
 	// stop, which a busy machine stretches.
 	i := strings.LastIndex(out, "stopped after ")
 	if i < 0 {
 		t.Fatalf("no summary at the end:\n%s", out)
 	}
 	ran, err := time.ParseDuration(strings.TrimSuffix(strings.Fields(out[i+len("stopped after "):])[0], ":"))
-	if err != nil || ran < 20*time.Second {
-		t.Errorf("the summary says %q, want a run of 20 s or a little more", strings.SplitN(out[i:], "\n", 2)[0])
+	if err != nil || ran < 27*time.Second {
+		t.Errorf("the summary says %q, want a run of 27 s or a little more", strings.SplitN(out[i:], "\n", 2)[0])
 	}
 }
 
