@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	gclimiter "github.com/platinummonkey/go-concurrency-limits/limiter"
 	gcllimit "github.com/platinummonkey/go-concurrency-limits/limit"
+	gclimiter "github.com/platinummonkey/go-concurrency-limits/limiter"
 	gclstrategy "github.com/platinummonkey/go-concurrency-limits/strategy"
 	"github.com/zeromicro/go-zero/core/load"
 
