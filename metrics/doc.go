@@ -138,7 +138,7 @@
 // export none (WithTopKeys(0)) and read the keys on the dashboard.
 //
 // A key is what a client sent: the guard shows it cut to 64 bytes, and the
-// Collector makes it valid UTF-8 (each invalid byte becomes U+FFFD), as a
+// Collector makes it valid UTF-8 (each run of invalid bytes becomes one U+FFFD), as a
 // label value must be; keys that then read the same (a long key and
 // another with the same first 64 bytes) are added up into one series, for
 // two series with the same labels would fail the whole scrape. The empty
