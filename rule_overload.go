@@ -128,7 +128,7 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 				st.CPU = g.cpu()
 			}
 		case *adaptiveRule:
-			st.Limit, st.InFlight, st.Baseline = f.a.Limit(), f.a.InFlight(), f.a.Baseline()
+			st.Limit, st.InFlight, st.Baseline, st.CPU = f.a.Limit(), f.a.InFlight(), f.a.Baseline(), -1
 		default:
 			continue
 		}

@@ -43,6 +43,7 @@ type Collector struct {
 	breakerRuleThreshold *prometheus.Desc
 
 	overload overload // the shed and adaptive rules
+	retries  retries  // the retry budgets (WithRetryBudget)
 
 	topKeys                int // keys a family exports per resource; 0: none
 	keyAllowed, keyBlocked *prometheus.Desc
@@ -58,6 +59,7 @@ type options struct {
 	namespace   string
 	constLabels prometheus.Labels
 	topKeys     int
+	budgets     []namedBudget
 }
 
 // WithNamespace sets the prefix of every metric name (default
@@ -116,6 +118,7 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 			"Threshold at which the breaker of a breaker rule in force opens: the share of failed (error_ratio) or slow (slow_ratio) requests, 0 to 1, the number of failures (error_count), or of failures in a row (consecutive_failures), in the breaker's window. Adaptive breakers have none.",
 			"resource", "rule", "strategy"),
 		overload: newOverload(desc),
+		retries:  newRetries(desc, o.budgets),
 		clusterHealthy: desc("cluster_healthy",
 			"1 while the guard's cluster (slidegate.WithCluster) decides the cluster-wide rules, 0 while they fall back to local decisions."),
 		clusterMisconfigured: desc("cluster_misconfigured",
@@ -137,6 +140,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.flowRuleLimit
 	ch <- c.breakerRuleThreshold
 	c.overload.describe(ch)
+	c.retries.describe(ch)
 	ch <- c.keyAllowed
 	ch <- c.keyBlocked
 	ch <- c.clusterHealthy
@@ -162,6 +166,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	rules := c.guard.Rules()
 	c.collectRules(ch, rules)
 	c.overload.collect(ch, c.guard.Overload())
+	c.retries.collect(ch)
 	c.collectKeys(ch, rules)
 	if h, ok := c.guard.ClusterHealth(); ok {
 		constMetric(ch, c.clusterHealthy, prometheus.GaugeValue, flag(h.Healthy))
