@@ -99,7 +99,8 @@ type OverloadStatus struct {
 	InFlight int64
 	// Shedding, for a shed rule, says whether it sheds now: the CPU at or
 	// above its threshold, or within a second of shedding. CPU is the
-	// usage it read, -1 without a CPU signal.
+	// usage it read; -1 for a shed rule without a CPU signal, and for an
+	// adaptive rule, which reads none.
 	Shedding bool
 	CPU      float64
 	// Baseline, for an adaptive rule, is the least response time it judges
