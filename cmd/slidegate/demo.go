@@ -29,17 +29,16 @@ import (
 //go:embed demo_rules.yaml
 var demoRules []byte
 
-const demoUsage = `usage: slidegate demo [--addr ADDR] [--duration D] [--rules FILE]
+const demoUsage = `usage: slidegate demo [--addr ADDR] [--duration D] [--rules FILE] [--cpu SHARE]
 
 Runs a small HTTP service protected by slidegate, drives traffic at it, and
 serves the live dashboard and Prometheus metrics. The traffic repeats every
 30 s: a steady phase, a spike above the orders' rate limit (searches turn
 slow), an outage of the payments' dependency (its breaker opens), a
 recovery (the breaker closes), an overload of the reports (a little
-slower, and over three times the traffic their workers can serve: their
-adaptive limit comes down and the excess is blocked as overloaded), and a
-recovery. It
-comes from 2,000 users (the X-User header), one of whom, user-0042, hammers
+slower, and four times the traffic, more than their workers can serve:
+their adaptive limit comes down and the excess is blocked as overloaded),
+and a recovery. It comes from 2,000 users (the X-User header), one of whom, user-0042, hammers
 the orders at 60 a second, over the per-user limit of 20. A shed rule
 protects the whole service while the CPU (the process's cgroup) is at 90%
 or more; where the CPU cannot be read, it holds the requests in flight to
@@ -50,6 +49,9 @@ what the service completes at its best all the time.
   --duration D     stop after D (default: run until Ctrl-C)
   --rules FILE     the rules, YAML or JSON, reloaded when the file changes
                    (default: the demo's own, printed by --print-rules)
+  --cpu SHARE      read the CPU as SHARE, 0 to 1, instead of sampling the
+                   process's cgroup: 0.95 makes the shed rule shed, 0.5
+                   keeps it quiet on a machine that other work keeps busy
   --print-rules    print the demo's rules and exit
 `
 
@@ -71,7 +73,7 @@ var phases = []phase{
 	{name: "spike", until: 9 * time.Second, orders: 400, search: 30, payments: 40, reports: 60, slow: 0.7},
 	{name: "outage", until: 14 * time.Second, orders: 60, search: 30, payments: 40, reports: 60, slow: 0.05, outage: true},
 	{name: "recovery", until: 20 * time.Second, orders: 60, search: 30, payments: 40, reports: 60, slow: 0.05},
-	{name: "overload", until: 26 * time.Second, orders: 60, search: 30, payments: 40, reports: 200, slow: 0.05, overload: true},
+	{name: "overload", until: 26 * time.Second, orders: 60, search: 30, payments: 40, reports: 240, slow: 0.05, overload: true},
 	{name: "recovery", until: 30 * time.Second, orders: 60, search: 30, payments: 40, reports: 60, slow: 0.05},
 }
 
@@ -79,7 +81,7 @@ const cycle = 30 * time.Second
 
 // The reports' service: reportWorkers serve one report each at a time, in
 // reportTime normally (about 180 a second at most, for 60 sent) and in
-// reportTimeOverloaded in the overload phase (about 150 a second, for 200
+// reportTimeOverloaded in the overload phase (about 150 a second, for 240
 // sent). Each range is narrow, well within the adaptive rule's tolerance
 // of 2, so that only queueing reads as overload. A report that finds no
 // worker free within maxReportWait is answered 503: the service says it
@@ -147,6 +149,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 0, "")
 	rulesPath := fs.String("rules", "", "")
 	printRules := fs.Bool("print-rules", false, "")
+	cpuShare := fs.Float64("cpu", -1, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, demoUsage)
@@ -163,6 +166,12 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "slidegate demo: --duration %v: must not be negative\n", *duration)
 		return 2
 	}
+	fixedCPU := false
+	fs.Visit(func(f *flag.Flag) { fixedCPU = fixedCPU || f.Name == "cpu" })
+	if fixedCPU && !(*cpuShare >= 0 && *cpuShare <= 1) {
+		fmt.Fprintf(stderr, "slidegate demo: --cpu %v: must be a share from 0 to 1\n", *cpuShare)
+		return 2
+	}
 	if *printRules {
 		_, _ = stdout.Write(demoRules)
 		return 0
@@ -174,17 +183,29 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	return runDemo(ctx, *addr, *rulesPath, stdout, stderr)
+	if !fixedCPU {
+		*cpuShare = -1
+	}
+	return runDemo(ctx, *addr, *rulesPath, *cpuShare, stdout, stderr)
 }
 
-// runDemo runs the demo until ctx ends.
-func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writer) int {
+// runDemo runs the demo until ctx ends. Its shed rules read the CPU as
+// cpuShare, or from a cpu.Sampler if cpuShare is negative.
+func runDemo(ctx context.Context, addr, rulesPath string, cpuShare float64, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []slidegate.Option{slidegate.WithLogger(log)}
-	sampler, cpuErr := cpu.NewSampler()
-	if cpuErr == nil {
+	var cpuSaid string // how the shed rules read the CPU, for the output
+	var cpuErr error
+	if cpuShare >= 0 {
+		opts = append(opts, slidegate.WithCPU(func() float64 { return cpuShare }))
+		cpuSaid = fmt.Sprintf("The shed rules read the CPU as %.0f%% (--cpu).\n", 100*cpuShare)
+	} else if sampler, err := cpu.NewSampler(); err == nil {
 		defer sampler.Close()
 		opts = append(opts, slidegate.WithCPU(sampler.Usage))
+		cpuSaid = fmt.Sprintf("The shed rules read the CPU from %s (%.1f CPUs).\n", sampler.Source(), sampler.Capacity())
+	} else {
+		cpuErr = err
+		cpuSaid = fmt.Sprintf("The CPU cannot be read here (%v):\nthe shed rules run with cpu_threshold -1, holding the requests in flight to what the service completes at its best.\n", err)
 	}
 	g, err := slidegate.New(opts...)
 	if err != nil {
@@ -250,12 +271,8 @@ func runDemo(ctx context.Context, addr, rulesPath string, stdout, stderr io.Writ
 	fmt.Fprintf(stdout, "slidegate demo: a service guarded by %d flow rule%s and %d breaker%s, and traffic to it.\n",
 		len(r.Flow), plural(len(r.Flow)), len(r.Breakers), plural(len(r.Breakers)))
 	fmt.Fprintf(stdout, "  dashboard  %s/slidegate/\n  metrics    %s/metrics\n  service    %s/api/orders, /api/search, /api/payments, /api/reports\n", base, base, base)
-	fmt.Fprintf(stdout, "Every 30 s: steady 5 s, spike 4 s (orders ×7, slow searches), payments outage 5 s, recovery 6 s,\nreports overloaded 6 s (×3.3 traffic, more than their %d workers serve), recovery 4 s. Ctrl-C stops.\n", reportWorkers)
-	if cpuErr != nil {
-		fmt.Fprintf(stdout, "The CPU cannot be read here (%v):\nthe shed rules run with cpu_threshold -1, holding the requests in flight to what the service completes at its best.\n", cpuErr)
-	} else {
-		fmt.Fprintf(stdout, "The shed rules read the CPU from %s (%.1f CPUs).\n", sampler.Source(), sampler.Capacity())
-	}
+	fmt.Fprintf(stdout, "Every 30 s: steady 5 s, spike 4 s (orders ×7, slow searches), payments outage 5 s, recovery 6 s,\nreports overloaded 6 s (×4 traffic, more than their %d workers serve), recovery 4 s. Ctrl-C stops.\n", reportWorkers)
+	fmt.Fprint(stdout, cpuSaid)
 	fmt.Fprintf(stdout, "The traffic comes from %d users (the %s header); %s also sends %.0f orders a second, %s %.0f.\n",
 		users, userHeader, abusiveUser, heavyUsers[0].rate, busyUser, heavyUsers[1].rate)
 	fmt.Fprintf(stdout, "Requests per second by endpoint (the orders blocked include %s's, over its per-user limit),\nthe 99th percentile of response times over the last 5 to 10 s, and the adaptive limit of the reports:\n", abusiveUser)
