@@ -178,20 +178,17 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
 	if !fixedCPU {
 		*cpuShare = -1
 	}
-	return runDemo(ctx, *addr, *rulesPath, *cpuShare, stdout, stderr)
+	return runDemo(ctx, *addr, *rulesPath, *duration, *cpuShare, stdout, stderr)
 }
 
-// runDemo runs the demo until ctx ends. Its shed rules read the CPU as
-// cpuShare, or from a cpu.Sampler if cpuShare is negative.
-func runDemo(ctx context.Context, addr, rulesPath string, cpuShare float64, stdout, stderr io.Writer) int {
+// runDemo runs the demo until ctx ends or, if duration is positive, for
+// duration from when the service is up (so that the summary's time is at
+// least duration, however long the setup took). Its shed rules read the
+// CPU as cpuShare, or from a cpu.Sampler if cpuShare is negative.
+func runDemo(ctx context.Context, addr, rulesPath string, duration time.Duration, cpuShare float64, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []slidegate.Option{slidegate.WithLogger(log)}
 	var cpuSaid string // how the shed rules read the CPU, for the output
@@ -235,6 +232,11 @@ func runDemo(ctx context.Context, addr, rulesPath string, cpuShare float64, stdo
 		return 1
 	}
 	start := time.Now()
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, start.Add(duration))
+		defer cancel()
+	}
 	svc := &service{start: start, reportWorkers: make(chan struct{}, reportWorkers)}
 	mux := http.NewServeMux()
 	// The key of a request is its user: the header stands for an identity
