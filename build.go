@@ -135,7 +135,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 
 // errNoCPU is the error of a shed rule that reads the CPU in a guard that
 // reads none.
-var errNoCPU = errors.New("a shed rule reads the CPU, and the guard reads none: make it with slidegate.WithCPU (the Usage of a cpu.Sampler), or set cpu_threshold to -1 to shed on the requests in flight alone")
+var errNoCPU = errors.New("a shed rule reads the CPU, and the guard reads none: make it with slidegate.WithCPU (the Usage of a cpu.Sampler), or set cpu_threshold to -1 for no CPU signal (a cap of twice the requests in flight the service completes)")
 
 // adaptiveSettings returns an adaptive rule's settings, its defaults left
 // to flow.NewAdaptive.

@@ -135,8 +135,9 @@ type FlowRule struct {
 	// CPUThreshold is the CPU usage at or above which a shed rule sheds
 	// (default flow.DefaultShedCPUThreshold, 0.9): a share, in (0, 1], of
 	// what the process may use, as the guard reads it (WithCPU). -1 means
-	// no CPU signal: the rule then holds the requests in flight to what
-	// the service completes all the time.
+	// no CPU signal: the rule then never sheds, and holds the requests in
+	// flight to twice what the service completes, all the time: a cap on
+	// floods (see flow.ShedderSettings.CPU).
 	CPUThreshold float64 `json:"cpu_threshold,omitempty" yaml:"cpu_threshold,omitempty"`
 	// Algorithm is how an adaptive rule moves its limit: "gradient" (the
 	// default) or "aimd" (flow.Gradient, flow.AIMD).

@@ -25,8 +25,14 @@ type ShedderSettings struct {
 	// CPU returns the share of its CPU capacity the process uses, in
 	// [0, 1]: cpu.Sampler.Usage, which reads one atomic. It is called on
 	// every decision, so it must be as cheap. Nil means no CPU signal: the
-	// shedder then holds the requests in flight to what the service has
-	// shown it completes, all the time.
+	// shedder then never finds the service overloaded, and holds the
+	// requests in flight to twice what the service has shown it completes,
+	// all the time: a cap that keeps a flood from filling the queue, with
+	// room for the ups and downs of the traffic. (Held to the bound itself
+	// all the time, as go-zero's shedder is with its CPU gate open, a
+	// service refuses a share of its traffic below its capacity: the
+	// requests in flight come and go around their mean, and the bound is
+	// about the mean.)
 	CPU func() float64
 	// CPUThreshold is the usage at or above which the service is
 	// overloaded (default DefaultShedCPUThreshold), in (0, 1].
@@ -212,7 +218,10 @@ func (s *Shedder) AcquireAt(now int64, p *ShedPermit) Decision {
 // overloaded reports whether the shedder sheds at now: the CPU at or above
 // the threshold, or a request shed within the cool-off.
 func (s *Shedder) overloaded(now int64) bool {
-	if s.cpu == nil || s.cpu() >= s.threshold {
+	if s.cpu == nil {
+		return false
+	}
+	if s.cpu() >= s.threshold {
 		return true
 	}
 	last := s.lastShed.Load()

@@ -127,17 +127,25 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 }
 
 // Without a CPU signal the bound holds all the time.
-func TestShedderWithoutCPUAlwaysHoldsTheBound(t *testing.T) {
+// Without a CPU signal the shedder is never overloaded: it holds twice the
+// bound all the time, and its refusals start no cool-off.
+func TestShedderWithoutCPUHoldsTwiceTheBound(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{})
 	complete(t, s, 0, 20, 10*time.Millisecond) // bound 2
 	now := int64(200 * time.Millisecond)
-	var a, b, c ShedPermit
-	if !s.AcquireAt(now, &a).Allowed || !s.AcquireAt(now, &b).Allowed || s.AcquireAt(now, &c).Allowed {
-		t.Fatal("without a CPU signal the bound of 2 did not hold")
+	held := make([]ShedPermit, 5)
+	for i := range held {
+		if got, want := s.AcquireAt(now, &held[i]).Allowed, i < 4; got != want {
+			t.Fatalf("request %d with a bound of 2 and no CPU: allowed %v, want %v", i, got, want)
+		}
+	}
+	if s.Shedding(now) {
+		t.Fatal("shedding without a CPU signal")
 	}
 	// A request that never ran is no sample: the bound stays.
-	a.Cancel()
-	b.Cancel()
+	for i := range held {
+		held[i].Cancel()
+	}
 	if got := s.MaxInFlight(now + int64(100*time.Millisecond)); got != 2 {
 		t.Fatalf("bound %d, want 2", got)
 	}

@@ -84,7 +84,7 @@
 //     ended;
 //   - slidegate_overload_shedding, for a shed rule: 1 while it sheds (the
 //     CPU at or above its cpu_threshold, or within a second of shedding;
-//     all the time for a rule without a CPU signal), else 0;
+//     never for a rule without a CPU signal), else 0;
 //   - slidegate_overload_baseline_seconds, for an adaptive rule: the least
 //     response time it has seen, once it has one;
 //   - slidegate_cpu_usage_ratio: the share of its CPU capacity the process

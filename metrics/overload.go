@@ -25,7 +25,7 @@ func newOverload(desc func(name, help string, labels ...string) *prometheus.Desc
 			"Requests a shed or adaptive rule in force allowed and that have not ended.",
 			"resource", "rule", "type"),
 		shedding: desc("overload_shedding",
-			"1 while a shed rule in force sheds (the CPU at or above its threshold, or within a second of shedding; always, without a CPU signal), 0 otherwise.",
+			"1 while a shed rule in force sheds (the CPU at or above its threshold, or within a second of shedding; never without a CPU signal), 0 otherwise.",
 			"resource", "rule", "type"),
 		baseline: desc("overload_baseline_seconds",
 			"Least response time an adaptive rule in force has seen, by which it judges whether requests queue (no series until it has one).",

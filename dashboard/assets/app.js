@@ -526,7 +526,7 @@
   function describeFlow(f) {
     const extra = [];
     if (f.type === "shed") {
-      extra.push(f.cpu_threshold === -1 ? "no CPU signal: holds its bound all the time" :
+      extra.push(f.cpu_threshold === -1 ? "no CPU signal: holds twice its bound" :
         f.cpu_threshold ? "sheds at CPU ≥ " + (f.cpu_threshold * 100).toFixed(0) + "%" : "sheds at the default CPU threshold");
     }
     if (f.type === "adaptive") {
