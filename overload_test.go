@@ -116,7 +116,7 @@ func TestShedRuleNeedsTheGuardsCPU(t *testing.T) {
 // An adaptive rule backs off when requests end overloaded: a deadline
 // exceeded, or an error that says so.
 func TestAdaptiveRuleBacksOffOnOverloadedExits(t *testing.T) {
-	for _, end := range []error{context.DeadlineExceeded, fmt.Errorf("call: %w", context.DeadlineExceeded), overloadedErr{}} {
+	for _, end := range []error{context.DeadlineExceeded, fmt.Errorf("call: %w", context.DeadlineExceeded), overloadedErr{}, timeoutErr{}} {
 		g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Type: AdaptiveRule, Limit: 100}}})
 		now := clk.Now()
 		serve(t, g, now, "a", 10, 5*time.Millisecond, end)
@@ -125,13 +125,34 @@ func TestAdaptiveRuleBacksOffOnOverloadedExits(t *testing.T) {
 			t.Errorf("after requests ended with %v: limit %d, want 80", end, st[0].Limit)
 		}
 	}
-	// Other errors are samples like successes: a failing request still
-	// took the service's time.
+	// Other errors are no samples: quick errors among slow successes must
+	// not make the service look faster than it is.
 	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Type: AdaptiveRule, Limit: 100}}})
-	serve(t, g, clk.Now(), "a", 60, 5*time.Millisecond, errors.New("boom"))
-	serve(t, g, clk.Now()+int64(200*time.Millisecond), "a", 1, time.Millisecond, nil)
-	if st := g.Overload(); st[0].Limit != 200 || st[0].Baseline != 5*time.Millisecond {
-		t.Errorf("after failed requests: %+v, want a limit of 200 (slow start) and a baseline of 5ms", st[0])
+	now := clk.Now()
+	serve(t, g, now, "a", 60, 20*time.Microsecond, errors.New("boom"))
+	serve(t, g, now+int64(10*time.Millisecond), "a", 60, 10*time.Millisecond, nil)
+	serve(t, g, now+int64(200*time.Millisecond), "a", 1, time.Millisecond, nil) // closes the window
+	if st := g.Overload(); st[0].Limit != 200 || st[0].Baseline != 10*time.Millisecond {
+		t.Errorf("after quick failures and slow successes: %+v, want a limit of 200 (slow start) and a baseline of 10ms", st[0])
+	}
+}
+
+// A timeout whose error says it is context.DeadlineExceeded through an Is
+// method (net/http's client timeout) is an overload.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string        { return "client timeout" }
+func (timeoutErr) Is(target error) bool { return target == context.DeadlineExceeded }
+func TestIsOverloadedAsksIsMethods(t *testing.T) {
+	for _, err := range []error{timeoutErr{}, fmt.Errorf("get: %w", timeoutErr{}), errors.Join(errBoom, timeoutErr{})} {
+		if !IsOverloaded(err) {
+			t.Errorf("IsOverloaded(%v) = false, want true: errors.Is says %v", err, errors.Is(err, context.DeadlineExceeded))
+		}
+	}
+	for _, err := range []error{nil, errBoom, context.Canceled, fmt.Errorf("x: %w", errBoom)} {
+		if IsOverloaded(err) {
+			t.Errorf("IsOverloaded(%v) = true", err)
+		}
 	}
 }
 

@@ -47,12 +47,22 @@ func (r *adaptiveRule) admit(_ context.Context, _ *entry, now int64, h *hold) fl
 	return d
 }
 
+// release ends the request: a sample if it succeeded, a signal to back
+// off if it ended overloaded. A request that failed otherwise (a bad
+// argument, a bug) may have taken any time, often none: its response time
+// says little of the service, and a run of quick errors would make the
+// service look faster than it is.
 func (r *adaptiveRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
-	if blocked || o == breaker.Ignored {
+	switch {
+	case blocked:
 		h.adaptive.Cancel()
-		return
+	case h.overloaded:
+		h.adaptive.DoneAt(now, true)
+	case o == breaker.Success:
+		h.adaptive.DoneAt(now, false)
+	default:
+		h.adaptive.Cancel()
 	}
-	h.adaptive.DoneAt(now, h.overloaded)
 }
 
 // IsOverloaded reports whether err says that a request failed for want of
@@ -61,9 +71,14 @@ func (r *adaptiveRule) release(h *hold, now int64, o breaker.Outcome, blocked bo
 // that says true (httpguard.StatusError does for 429 and 503).
 func IsOverloaded(err error) bool {
 	// errors.As with an interface target would allocate on every failed
-	// request; the tree is walked here instead, as errors.Is walks it.
+	// request; the tree is walked here instead, as errors.Is walks it,
+	// asking Is methods too (net/http's client timeout says it is
+	// context.DeadlineExceeded that way).
 	for err != nil {
 		if err == context.DeadlineExceeded {
+			return true
+		}
+		if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(context.DeadlineExceeded) {
 			return true
 		}
 		if o, ok := err.(interface{ Overloaded() bool }); ok && o.Overloaded() {
@@ -93,8 +108,9 @@ type OverloadStatus struct {
 	Rule     string   // its place in the rules: "flow[3]"
 	Type     FlowType // ShedRule or AdaptiveRule
 	// Limit is the most requests in flight the rule allows: an adaptive
-	// rule's limit now, or what a shed rule allows while it sheds; -1 for
-	// a shed rule that has not learnt the service's capacity yet.
+	// rule's limit now, or what a shed rule allows while it sheds (it
+	// allows twice that otherwise, and always without a CPU signal); -1
+	// for a shed rule that has not learnt the service's capacity yet.
 	Limit    int64
 	InFlight int64
 	// Shedding, for a shed rule, says whether it sheds now: the CPU at or

@@ -149,7 +149,7 @@ type FlowRule struct {
 	MaxLimit int64 `json:"max_limit,omitempty" yaml:"max_limit,omitempty"`
 	// Tolerance is how much slower than the least response time it has
 	// seen an adaptive rule lets requests become before its limit comes
-	// down (default flow.DefaultAdaptiveTolerance, 1.5).
+	// down (default flow.DefaultAdaptiveTolerance, 1.25).
 	Tolerance float64 `json:"tolerance,omitempty" yaml:"tolerance,omitempty"`
 }
 

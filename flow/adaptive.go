@@ -44,7 +44,7 @@ const (
 	DefaultAdaptiveInitialLimit  = 20
 	DefaultAdaptiveMinLimit      = 4
 	DefaultAdaptiveMaxLimit      = 10000
-	DefaultAdaptiveTolerance     = 1.5
+	DefaultAdaptiveTolerance     = 1.25
 	DefaultAdaptiveWindow        = 100 * time.Millisecond
 	DefaultAdaptiveMinSamples    = 10
 	DefaultAdaptiveDrainInterval = 10 * time.Second
@@ -66,7 +66,7 @@ type AdaptiveSettings struct {
 	// falls below MinLimit, not even in a drain.
 	MinLimit, MaxLimit int64
 	// Tolerance is how much slower than the baseline the average response
-	// time may be before the limit comes down (default 1.5, at least 1):
+	// time may be before the limit comes down (default 1.25, at least 1):
 	// under sustained overload, a Gradient limit settles where requests
 	// take Tolerance × the baseline, the service busy all the time.
 	Tolerance float64
@@ -92,9 +92,12 @@ type AdaptiveSettings struct {
 // The model. A service of W workers that each take S per request
 // completes C = W/S requests a second. Up to W requests in flight, each
 // takes S; beyond, the rest queue, and each takes S × inflight/W. The
-// limiter keeps a baseline: the least response time it has seen, S. At the
-// end of each window it compares the window's average response time with
-// the baseline. Gradient sets the limit to limit × tolerance × baseline /
+// limiter keeps a baseline: the least average response time of a window
+// (of at least MinSamples requests) it has seen, S. An average, not the
+// fastest request: a few fast answers (cache hits, quick errors) among
+// slow ones must not make every window look queued. At the end of each
+// window it compares the window's average response time with the
+// baseline. Gradient sets the limit to limit × tolerance × baseline /
 // average when that is below the limit, which under sustained overload is
 // tolerance × W: every worker busy, each request taking tolerance × S. It
 // grows the limit when requests take less and the limit is in use (at
@@ -104,8 +107,9 @@ type AdaptiveSettings struct {
 //
 // What it does better than its models. A request that ends overloaded
 // (a timeout, or the downstream's "overloaded") cuts the limit by the
-// backoff factor at once, whatever the response times say (Netflix's
-// Gradient2 ignores them). The limit grows only while it is in use, and
+// backoff factor at the end of its window, whatever the response times say
+// (Netflix's Gradient2 ignores them); in a drain, it cuts the limit the
+// drain comes back to. The limit grows only while it is in use, and
 // never under sustained overload: the baseline cannot drift up with the
 // queue (as Vegas' rtt_noload and Gradient2's long-term average do),
 // because between drains it only goes down.
@@ -115,10 +119,12 @@ type AdaptiveSettings struct {
 // (with a jitter of a quarter, so that instances do not drain together),
 // the limit goes down to 0.8 × limit / tolerance: four fifths of the
 // workers once the limit has settled. When the requests in flight have
-// fallen to that, the queue is gone, and the least response time of the
+// fallen to that, the queue is gone, and the average response time of the
 // next MinSamples requests admitted is the new baseline; the limit then
 // comes back to what it was. A drain lasts about one response time more
-// than the queue takes to drain, four average response times at most. It
+// than the queue takes to drain: at most four average response times (a
+// window if that is longer), and until a request ends after that. No drain
+// starts in a window with overloaded requests. It
 // never lowers the limit below MinLimit, so it never drops to one request
 // (as Envoy's filter does, failing the requests its measurement window
 // refuses); a window whose requests in flight stayed below the drain's
@@ -140,19 +146,19 @@ type Adaptive struct {
 	inflight atomic.Int64
 	// The current window's samples.
 	samples, rtSum, overloaded atomic.Int64
-	minRT, peak                atomic.Int64
+	peak                       atomic.Int64
 	// A drain's: its limit (0 when none), when its queue was found drained
 	// (the requests admitted from then on measure the baseline; MaxInt64
-	// until then), their least response time and their number.
+	// until then), the sum of their response times and their number.
 	drainLimit, measureFrom atomic.Int64
-	drainMin, measured      atomic.Int64
+	drainSum, measured      atomic.Int64
 	windowEnd               atomic.Int64
 	shownBaseline           atomic.Int64 // baseline, for Baseline
 
 	mu sync.Mutex // held by the request closing a window; no one waits for it
 	// Under mu.
 	lim       float64 // the limit, unrounded
-	baseline  int64   // the least response time, in ns; 0 until measured
+	baseline  int64   // the least average response time of a window, in ns; 0 until measured
 	slowStart bool
 	draining  bool
 	drainEnd  int64
@@ -185,8 +191,6 @@ func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
 	}
 	a := &Adaptive{s: s, clock: o.clock, lim: float64(s.InitialLimit), slowStart: true}
 	a.limit.Store(s.InitialLimit)
-	a.minRT.Store(math.MaxInt64)
-	a.drainMin.Store(math.MaxInt64)
 	a.measureFrom.Store(math.MaxInt64)
 	now := o.clock.Now()
 	a.windowEnd.Store(now + int64(s.Window))
@@ -302,16 +306,6 @@ func storeMax(v *atomic.Int64, x int64) {
 	}
 }
 
-// storeMin lowers v to x.
-func storeMin(v *atomic.Int64, x int64) {
-	for {
-		cur := v.Load()
-		if x >= cur || v.CompareAndSwap(cur, x) {
-			return
-		}
-	}
-}
-
 // Done ends the request at the limiter's clock; see DoneAt.
 func (p *AdaptivePermit) Done(overloaded bool) {
 	if p.a != nil {
@@ -322,8 +316,11 @@ func (p *AdaptivePermit) Done(overloaded bool) {
 // DoneAt ends the request at time now. If overloaded, the request failed
 // for want of capacity (it timed out, or the service said it was
 // overloaded): a signal to back off, its response time not a sample.
-// Otherwise its response time is a sample of the service's. Only the first
-// of DoneAt and Cancel counts, from any goroutine.
+// Otherwise its response time is a sample of the service's, unless now is
+// not after the time it was admitted (a clock that went back). A request
+// that failed quickly for its own reasons (a bad argument) says little of
+// the service: end it with Cancel. Only the first of DoneAt and Cancel
+// counts, from any goroutine.
 func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
 	a := p.a
 	if a == nil || !p.done.CompareAndSwap(false, true) {
@@ -336,13 +333,12 @@ func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
 		a.closeWindow(now)
 		a.mu.Unlock()
 	}
-	if overloaded {
+	switch rt := now - p.start; {
+	case overloaded:
 		a.overloaded.Add(1)
-	} else {
-		rt := max(now-p.start, 1)
+	case rt > 0: // a clock that went back gives no sample
 		a.rtSum.Add(rt)
 		a.samples.Add(1)
-		storeMin(&a.minRT, rt)
 		if a.drainLimit.Load() > 0 {
 			a.measure(now, p.start, rt)
 		}
@@ -363,7 +359,7 @@ func (a *Adaptive) measure(now, start, rt int64) {
 	if start < from {
 		return
 	}
-	storeMin(&a.drainMin, rt)
+	a.drainSum.Add(rt)
 	if a.measured.Add(1) == a.s.MinSamples {
 		a.windowEnd.Store(now)
 	}
@@ -391,24 +387,33 @@ func (a *Adaptive) closeWindow(now int64) {
 	// A sample added between these swaps lands in one window or the next:
 	// a window is statistics, not a promise.
 	n, over = a.samples.Swap(0), a.overloaded.Swap(0)
-	sum, least := a.rtSum.Swap(0), a.minRT.Swap(math.MaxInt64)
+	sum := a.rtSum.Swap(0)
 	peak := a.peak.Swap(a.inflight.Load())
 	a.windows++
 	avg := int64(0)
 	if n > 0 {
 		avg = sum / n
-		if a.baseline == 0 || least < a.baseline {
-			a.baseline = least
-		}
+	}
+	// The baseline is an average of many requests, not the fastest one: a
+	// few fast answers (cache hits, quick errors) among slow ones must not
+	// make every window look queued.
+	full := n >= a.s.MinSamples
+	if full && (a.baseline == 0 || avg < a.baseline) {
+		a.baseline = avg
 	}
 	a.windowEnd.Store(now + max(int64(a.s.Window), 2*avg))
 	switch {
 	case a.draining:
+		if over > 0 {
+			// Overloaded requests in a drain cut the limit it comes back to.
+			a.saved *= a.s.Backoff
+			a.slowStart = false
+		}
 		if now < a.drainEnd && a.measured.Load() < a.s.MinSamples {
 			return
 		}
-		if m := a.drainMin.Swap(math.MaxInt64); m != math.MaxInt64 {
-			a.baseline = m
+		if m := a.measured.Swap(0); m > 0 {
+			a.baseline = a.drainSum.Swap(0) / m
 		}
 		a.drainLimit.Store(0)
 		a.measureFrom.Store(math.MaxInt64)
@@ -416,19 +421,19 @@ func (a *Adaptive) closeWindow(now int64) {
 		a.nextDrain = a.drainAfter(now)
 		a.set(a.saved)
 		return
-	case a.s.DrainInterval > 0 && now >= a.nextDrain && n > 0:
+	case a.s.DrainInterval > 0 && now >= a.nextDrain && full && over == 0:
 		drain := max(float64(a.s.MinLimit), 0.8*a.lim/a.s.Tolerance)
 		if float64(peak) <= drain {
 			// The window never had more in flight than a drain would
 			// allow: its requests did not queue behind each other.
-			a.baseline = least
+			a.baseline = avg
 			a.nextDrain = a.drainAfter(now)
 			break
 		}
 		a.draining, a.saved = true, a.lim
 		a.drainEnd = now + max(4*avg, int64(a.s.Window))
 		a.measured.Store(0)
-		a.drainMin.Store(math.MaxInt64)
+		a.drainSum.Store(0)
 		a.measureFrom.Store(math.MaxInt64)
 		a.windowEnd.Store(a.drainEnd)
 		a.set(drain)
@@ -488,7 +493,8 @@ func (a *Adaptive) Limit() int64 { return a.limit.Load() }
 // InFlight returns the requests admitted and not yet done.
 func (a *Adaptive) InFlight() int64 { return a.inflight.Load() }
 
-// Baseline returns the least response time the limiter judges by; 0 until
+// Baseline returns the average response time the limiter judges queueing
+// by (see Adaptive); 0 until
 // it has one.
 func (a *Adaptive) Baseline() time.Duration { return time.Duration(a.shownBaseline.Load()) }
 

@@ -55,7 +55,7 @@ func TestAdaptiveGradientFollowsTheQueue(t *testing.T) {
 	if got := a.Limit(); got != 40 || a.Baseline() != 10*time.Millisecond {
 		t.Fatalf("after a window without queueing: limit %d, baseline %v; want 40, 10ms", got, a.Baseline())
 	}
-	// Window 2: 40 in flight take 30 ms: 1.5 × 10 / 30 = 0.5.
+	// Window 2: 40 in flight take 30 ms: 1.25 × 10 / 30, at least 0.5.
 	batch(t, a, 160*ms, 40, 30*time.Millisecond, false)
 	closeAt(a, 200*ms)
 	if got := a.Limit(); got != 20 {
@@ -146,8 +146,8 @@ func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 		old[i].DoneAt(1330*ms, false)
 	}
 	drain := a.Limit()
-	if want := int64(math.Round(0.8 * float64(before) / 1.5)); drain != want {
-		t.Fatalf("draining: limit %d, want 0.8 × %d / 1.5 = %d", drain, before, want)
+	if want := int64(math.Round(0.8 * float64(before) / DefaultAdaptiveTolerance)); drain != want {
+		t.Fatalf("draining: limit %d, want 0.8 × %d / the tolerance = %d", drain, before, want)
 	}
 	// The queue drains as the old requests end, 45 ms after they began:
 	// they do not measure the baseline.
@@ -251,5 +251,80 @@ func TestAdaptiveDoesNotAllocate(t *testing.T) {
 		p.DoneAt(now, false)
 	}); n != 0 {
 		t.Fatalf("AcquireAt and DoneAt allocate %.1f times", n)
+	}
+}
+
+// A few fast answers among slow ones (cache hits, quick errors) do not
+// make the baseline fast, so the windows of ordinary requests do not look
+// queued.
+func TestAdaptiveFewFastAnswersDoNotLowerTheBaseline(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 40, DrainInterval: time.Second})
+	now := int64(0)
+	for i := range 3000 { // 30 s, 20 at a time every 10 ms
+		ps := make([]AdaptivePermit, 20)
+		for j := range ps {
+			if !a.AcquireAt(now, &ps[j]).Allowed {
+				t.Fatalf("after %v: request %d of 20 blocked under a limit of %d (baseline %v)", time.Duration(now), j, a.Limit(), a.Baseline())
+			}
+		}
+		for j := range ps {
+			rt := 10 * ms
+			if (i*20+j)%50 == 0 { // 2% answer in 20 µs
+				rt = 20 * int64(time.Microsecond)
+			}
+			ps[j].DoneAt(now+rt, false)
+		}
+		now += 10 * ms
+	}
+	if b := a.Baseline(); b < 9*time.Millisecond {
+		t.Fatalf("baseline %v, want about the 9.8 ms average", b)
+	}
+}
+
+// A request that ends before it began (a clock that went back) is no
+// sample.
+func TestAdaptiveIgnoresASampleFromAClockThatWentBack(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 100, MinSamples: 1, DrainInterval: -1})
+	batch(t, a, 80*ms, 10, 10*time.Millisecond, false)
+	closeAt(a, 100*ms)
+	var p AdaptivePermit
+	a.AcquireAt(150*ms, &p)
+	p.DoneAt(140*ms, false)
+	closeAt(a, 300*ms)
+	if b := a.Baseline(); b != 10*time.Millisecond {
+		t.Fatalf("baseline %v after a request that ended before it began, want 10ms", b)
+	}
+	if a.InFlight() != 0 {
+		t.Fatalf("%d in flight", a.InFlight())
+	}
+}
+
+// Overloaded requests are never lost to a drain: none starts in a window
+// that has them, and those that end in one cut the limit it comes back to.
+func TestAdaptiveDrainKeepsTheOverloadSignal(t *testing.T) {
+	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 60, DrainInterval: time.Second})
+	batch(t, a, 80*ms, 60, 10*time.Millisecond, false)
+	closeAt(a, 100*ms) // 120: slow start; the next window ends at 200 ms
+	// A window of 100 requests and 10 overloaded, the drain due when it
+	// closes: it cuts the limit instead of draining.
+	batch(t, a, 110*ms, 100, 40*time.Millisecond, false)
+	batch(t, a, 110*ms, 10, 50*time.Millisecond, true)
+	var p AdaptivePermit
+	a.AcquireAt(1290*ms, &p)
+	p.DoneAt(1300*ms, false) // closes the window, past the drain time
+	if got, want := a.Limit(), int64(math.Round(120*DefaultAdaptiveBackoff)); got != want {
+		t.Fatalf("limit %d after a window with overloaded requests past the drain time, want %d: a drain started instead", got, want)
+	}
+	before := a.Limit()
+	// The next window drains; requests overloaded during it cut what it
+	// comes back to.
+	batch(t, a, 1500*ms, int(before), 10*time.Millisecond, false)
+	if a.Limit() >= before {
+		t.Fatalf("limit %d: no drain from %d", a.Limit(), before)
+	}
+	batch(t, a, 1560*ms, 10, 10*time.Millisecond, true)  // ending in the drain
+	batch(t, a, 1600*ms, 10, 20*time.Millisecond, false) // the first ends the drain, at 1.61 s
+	if got, want := a.Limit(), int64(math.Round(float64(before)*DefaultAdaptiveBackoff)); got != want {
+		t.Fatalf("limit %d after a drain with overloaded requests, want %d", got, want)
 	}
 }

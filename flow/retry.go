@@ -202,8 +202,9 @@ func (b *RetryBudget) Retry(a Attempt) bool { return b.RetryAt(b.clock.Now(), a)
 // and counts it if so: the retry is allowed only if, with it, the retries
 // of the interval are at most ratio times its requests plus the floor (see
 // RetryBudget for the precise bound). After AttemptProbe or
-// AttemptBreakerOpen it returns false and counts nothing; an unknown
-// Attempt is treated as AttemptBreakerOpen. A time earlier than the latest
+// AttemptBreakerOpen it returns false and takes nothing from the budget
+// (Stats counts it as NotRetried); an unknown Attempt is treated as
+// AttemptBreakerOpen. A time earlier than the latest
 // bucket counted is counted in that bucket.
 func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
 	if a != AttemptFailed {

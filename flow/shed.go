@@ -43,16 +43,18 @@ type ShedderSettings struct {
 	// and DefaultShedBuckets).
 	Interval time.Duration
 	Buckets  int
-	// CoolOff is how long the shedder keeps shedding after it last shed,
-	// whatever the CPU reads then (default DefaultShedCoolOff): the CPU
-	// falls as soon as requests are shed, and the shedder must not let
-	// the whole backlog in again at once. A negative CoolOff means none.
+	// CoolOff is how long the shedder keeps shedding after it last shed
+	// a request with the CPU at or above the threshold, whatever the CPU
+	// reads then (default DefaultShedCoolOff, counted from within a bucket
+	// of that request): the CPU falls as soon as requests are shed, and
+	// the shedder must not let the backlog in again at once. Requests shed
+	// in the cool-off do not renew it. A negative CoolOff means none.
 	CoolOff time.Duration
 }
 
 // A Shedder sheds load when a service is overloaded, the way go-zero's
 // adaptive shedder and Kratos' BBR limiter do: while the CPU is at or above
-// its threshold (or was, within the cool-off after it last shed), it
+// its threshold (or was, within the cool-off after it shed there), it
 // admits a request only if the requests in flight are fewer than what the
 // service completes at its best, by Little's law:
 //
@@ -71,9 +73,10 @@ type ShedderSettings struct {
 // of 5.8 service times instead of 1.5 from a cold start under three times
 // the capacity.)
 //
-// What it does better than its models. Response times are kept in
-// microseconds, not rounded up to whole milliseconds (go-zero rounds a
-// 100 µs handler's to 1 ms, and allows ten times too many in flight). The
+// What it does better than its models. Response times are kept to the
+// tenth of a microsecond, not rounded up to whole milliseconds (go-zero
+// rounds a 100 µs handler's to 1 ms, and allows ten times too many in
+// flight). The
 // bound is computed once per bucket, by the first decision to see the
 // bucket change, not on every decision; a decision reads four atomics and
 // the CPU, and allocates nothing. Nothing is logged per shed request. The
@@ -81,8 +84,10 @@ type ShedderSettings struct {
 // may use), so a container limited to part of a machine sheds at its own
 // limit, not the machine's.
 //
-// Until the window holds one full bucket of completed requests, the shedder
-// admits everything: it cannot know the service's capacity yet.
+// Until the window has held one full bucket of completed requests, the
+// shedder admits everything: it cannot know the service's capacity yet.
+// Once it has learnt a bound, a window in which nothing completed keeps
+// it: a service that completes nothing is overloaded, not idle.
 //
 // A Shedder is safe for concurrent use. The zero Shedder is not usable;
 // make one with NewShedder.
@@ -90,7 +95,7 @@ type Shedder struct {
 	inflight  atomic.Int64
 	lastShed  atomic.Int64 // when it last shed, on its clock; math.MinInt64 if never
 	bound     atomic.Uint64
-	done      *window.RollingWindow // completed requests: count and response time in µs, per bucket
+	done      *window.RollingWindow // completed requests: count and response time in rtUnit, per bucket
 	cpu       func() float64
 	threshold float64
 	coolOff   int64
@@ -187,18 +192,20 @@ func (s *Shedder) AcquireAt(now int64, p *ShedPermit) Decision {
 		return Decision{Reason: ExceedsLimit}
 	}
 	bound := s.maxInFlight(now)
-	overloaded := s.overloaded(now)
-	if !overloaded && bound != math.MaxInt64 {
+	hot := s.hot()
+	if !hot && !s.cooling(now) && bound != math.MaxInt64 {
 		bound *= 2
 	}
 	if bound != math.MaxInt64 {
 		for {
 			cur := s.inflight.Load()
 			if cur >= bound {
-				// One store per shed request would make every shed
-				// request write the same word: store only when it moves
-				// on by a bucket.
-				if last := s.lastShed.Load(); overloaded && (last == math.MinInt64 || now-last >= s.width) {
+				// The cool-off runs from the last request shed with
+				// the CPU hot: one shed in the cool-off itself must not
+				// renew it. One store per shed request would make every
+				// one write the same word: store only when it moves on by
+				// a bucket.
+				if last := s.lastShed.Load(); hot && (last == math.MinInt64 || now-last >= s.width) {
 					s.lastShed.Store(now)
 				}
 				return Decision{Reason: Overloaded}
@@ -215,15 +222,12 @@ func (s *Shedder) AcquireAt(now int64, p *ShedPermit) Decision {
 	return allowed
 }
 
-// overloaded reports whether the shedder sheds at now: the CPU at or above
-// the threshold, or a request shed within the cool-off.
-func (s *Shedder) overloaded(now int64) bool {
-	if s.cpu == nil {
-		return false
-	}
-	if s.cpu() >= s.threshold {
-		return true
-	}
+// hot reports whether the CPU is at or above the threshold.
+func (s *Shedder) hot() bool { return s.cpu != nil && s.cpu() >= s.threshold }
+
+// cooling reports whether now is within the cool-off after a request was
+// shed with the CPU hot.
+func (s *Shedder) cooling(now int64) bool {
 	last := s.lastShed.Load()
 	return last != math.MinInt64 && now-last < s.coolOff
 }
@@ -231,12 +235,19 @@ func (s *Shedder) overloaded(now int64) bool {
 // maxInFlight returns the bound for the bucket holding now, computing it if
 // the bucket has changed since it was last computed. Two decisions that
 // both see the change both compute it, from the same buckets; the later
-// store wins, and both values are right.
+// store wins, and both values are right. A window without a completed
+// request keeps the bound learnt last: a service that completes nothing
+// (a stalled database) is the most overloaded of all, not one to admit
+// everything to.
 func (s *Shedder) maxInFlight(now int64) int64 {
 	b := uint64(max(now, 0)/s.width) & (1<<boundBits - 1)
 	w := s.bound.Load()
 	if w>>boundBits != b {
-		w = b<<boundBits | s.computeBound(now)
+		v := s.computeBound(now)
+		if v == boundUnknown {
+			v = w & (1<<boundBits - 1)
+		}
+		w = b<<boundBits | v
 		s.bound.Store(w)
 	}
 	if v := w & (1<<boundBits - 1); v != boundUnknown {
@@ -262,8 +273,8 @@ func (s *Shedder) computeBound(now int64) uint64 {
 	if best == 0 {
 		return boundUnknown
 	}
-	// least is in µs, the width in ns.
-	v := math.Ceil(float64(best) * least * 1e3 / float64(s.width))
+	// least is in units of rtUnit, the width in ns.
+	v := math.Ceil(float64(best) * least * rtUnit / float64(s.width))
 	return uint64(min(max(v, 1), boundUnknown-1))
 }
 
@@ -274,16 +285,21 @@ func (p *ShedPermit) Done() {
 	}
 }
 
+// rtUnit is the unit, in nanoseconds, of the response times a Shedder
+// counts: a tenth of a microsecond, so that a bucket's sum holds 15 hours of
+// response times, and a handler of 400 ns is told from one of 0.
+const rtUnit = 100
+
 // DoneAt ends the request at time now: it leaves the requests in flight,
 // and its response time (now minus when it was admitted, to the nearest
-// microsecond) is counted in the window. Only the first of DoneAt and
-// Cancel counts, from any goroutine.
+// tenth of a microsecond, at least that) is counted in the window. Only the
+// first of DoneAt and Cancel counts, from any goroutine.
 func (p *ShedPermit) DoneAt(now int64) {
 	if p.s == nil || !p.done.CompareAndSwap(false, true) {
 		return
 	}
 	p.s.inflight.Add(-1)
-	p.s.done.AddAt(now, (max(now-p.start, 0)+500)/1000)
+	p.s.done.AddAt(now, max((now-p.start+rtUnit/2)/rtUnit, 1))
 }
 
 // Cancel ends a request that did not run (a later rule blocked it): it
@@ -297,11 +313,11 @@ func (p *ShedPermit) Cancel() {
 // InFlight returns the requests admitted and not yet done.
 func (s *Shedder) InFlight() int64 { return s.inflight.Load() }
 
-// MaxInFlight returns the most requests in flight the shedder admits at
-// time now when overloaded; math.MaxInt64 until it has learnt the
-// service's capacity.
+// MaxInFlight returns the bound at time now: the most requests in flight
+// the shedder admits while it sheds, half what it admits otherwise;
+// math.MaxInt64 until it has learnt the service's capacity.
 func (s *Shedder) MaxInFlight(now int64) int64 { return s.maxInFlight(now) }
 
 // Shedding reports whether the shedder sheds at time now: the CPU is at or
-// above its threshold, or it shed within the cool-off.
-func (s *Shedder) Shedding(now int64) bool { return s.overloaded(now) }
+// above its threshold, or it shed with the CPU there within the cool-off.
+func (s *Shedder) Shedding(now int64) bool { return s.hot() || s.cooling(now) }

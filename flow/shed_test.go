@@ -151,16 +151,75 @@ func TestShedderWithoutCPUHoldsTwiceTheBound(t *testing.T) {
 	}
 }
 
-// The window forgets: once its buckets have all left, the bound is unknown
-// again and everything is admitted.
-func TestShedderForgetsAfterItsInterval(t *testing.T) {
-	s, _ := newTestShedder(t, ShedderSettings{Interval: time.Second, Buckets: 10})
-	complete(t, s, 0, 10, time.Millisecond)
-	if got := s.MaxInFlight(int64(500 * time.Millisecond)); got != 1 {
-		t.Fatalf("bound %d, want 1", got)
+// A window in which nothing completed keeps the bound learnt last: a
+// service that stalls is overloaded, not idle.
+func TestShedderKeepsItsBoundWhileNothingCompletes(t *testing.T) {
+	cpu := new(cpuAt)
+	cpu.set(1)
+	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, Interval: time.Second, Buckets: 10})
+	complete(t, s, 0, 100, 10*time.Millisecond) // bound 10
+	for _, at := range []time.Duration{500 * time.Millisecond, 1100 * time.Millisecond, time.Hour} {
+		if got := s.MaxInFlight(int64(at)); got != 10 {
+			t.Fatalf("bound %v on, nothing completed since: %d, want the 10 learnt", at, got)
+		}
 	}
-	if got := s.MaxInFlight(int64(1100 * time.Millisecond)); got != math.MaxInt64 {
-		t.Fatalf("bound a whole interval later = %d, want none", got)
+	admitted := 0
+	for range 1000 {
+		var p ShedPermit
+		if s.AcquireAt(int64(time.Hour), &p).Allowed {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("a stalled service at CPU 1: %d admitted, want 10", admitted)
+	}
+}
+
+// Requests shed in the cool-off, the CPU cool again, do not renew it: a
+// moment of hot CPU must not pin the shedder at its bound while traffic
+// stays above it.
+func TestShedderCoolOffIsNotRenewedByItsOwnSheds(t *testing.T) {
+	cpu := new(cpuAt)
+	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, CoolOff: time.Second})
+	complete(t, s, 0, 100, 10*time.Millisecond) // bound 10
+	now := int64(200 * time.Millisecond)
+	held := make([]ShedPermit, 12)
+	cpu.set(0.95)
+	for i := range held {
+		s.AcquireAt(now, &held[i]) // 10 admitted, 2 shed hot
+	}
+	cpu.set(0.3)
+	for t0 := now; t0 < now+int64(900*time.Millisecond); t0 += int64(10 * time.Millisecond) {
+		var p ShedPermit
+		s.AcquireAt(t0, &p) // shed in the cool-off while 10 are in flight
+	}
+	after := now + int64(time.Second) + int64(100*time.Millisecond)
+	if s.Shedding(after) {
+		t.Fatal("still shedding over a second after the CPU cooled")
+	}
+	var p ShedPermit
+	if !s.AcquireAt(after, &p).Allowed {
+		t.Fatal("after the cool-off, with 10 in flight and a bound of 10: not admitted up to twice the bound")
+	}
+}
+
+// A handler of 400 ns is not one of 0: response times are counted to the
+// tenth of a microsecond.
+func TestShedderBoundHoldsForSubMicrosecondHandlers(t *testing.T) {
+	s, _ := newTestShedder(t, ShedderSettings{})
+	// 8 at a time, 400 ns each, back to back for 100 ms.
+	const width = int64(100 * time.Millisecond)
+	for now := int64(0); now < width; now += 400 {
+		var ps [8]ShedPermit
+		for i := range ps {
+			s.AcquireAt(now, &ps[i])
+		}
+		for i := range ps {
+			ps[i].DoneAt(now + 400)
+		}
+	}
+	if got := s.MaxInFlight(width); got != 8 {
+		t.Fatalf("bound of 8 at a time, 400 ns each: %d, want 8", got)
 	}
 }
 

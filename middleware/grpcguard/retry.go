@@ -3,6 +3,7 @@ package grpcguard
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -176,5 +177,6 @@ func (p *RetryPolicy) backoff(retry int) time.Duration {
 	if retry < 62 && p.BaseBackoff <= p.MaxBackoff>>retry {
 		bound = p.BaseBackoff << retry
 	}
-	return time.Duration(rand.Int64N(int64(bound) + 1))
+	// [0, bound], without bound+1 overflowing at the longest Duration.
+	return time.Duration(rand.Int64N(int64(min(bound, time.Duration(math.MaxInt64-1))) + 1))
 }

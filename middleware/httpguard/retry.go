@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -235,30 +236,35 @@ func (p *RetryPolicy) backoff(retry int) time.Duration {
 	if retry < 62 && p.BaseBackoff <= p.MaxBackoff>>retry {
 		bound = p.BaseBackoff << retry
 	}
-	return time.Duration(rand.Int64N(int64(bound) + 1))
+	// [0, bound], without bound+1 overflowing at the longest Duration.
+	return time.Duration(rand.Int64N(int64(min(bound, time.Duration(math.MaxInt64-1))) + 1))
 }
 
 // retryAfter parses a Retry-After header in delay-seconds (RFC 9110,
-// section 10.2.3). A number of more than 9 digits, which could overflow a
-// Duration, is read as the longest Duration: it asks for longer than any
-// MaxBackoff. Anything else (an HTTP date, a sign, a fraction, nothing) is
-// no Retry-After.
+// section 10.2.3), leading zeros allowed. A number of more than 9
+// significant digits, which could overflow a Duration, is read as the
+// longest Duration: it asks for longer than any MaxBackoff. Anything else
+// (an HTTP date, a sign, a fraction, nothing) is no Retry-After.
 func retryAfter(v string) (time.Duration, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
 	var s int64
+	digits := 0 // significant digits
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		if i < 9 {
+		if digits == 0 && c == '0' {
+			continue
+		}
+		if digits++; digits <= 9 {
 			s = s*10 + int64(c-'0')
 		}
 	}
-	if len(v) > 9 {
-		return time.Duration(1<<63 - 1), true
+	if digits > 9 {
+		return time.Duration(math.MaxInt64), true
 	}
 	return time.Duration(s) * time.Second, true
 }

@@ -349,6 +349,8 @@ func TestRetryAfter(t *testing.T) {
 		attempts int64
 	}{
 		{"3", 1},
+		{"0000000001", 2}, // leading zeros: 1 s
+		{"00", 2},
 		{"99999999999999999999999999", 1},
 		{"-1", 2},
 		{"1.5", 2},
