@@ -6,7 +6,9 @@
 // as a share of the capacity, p99 latency in service times, the share
 // refused, time to converge from cold, time to recover after capacity
 // doubles, and the trend of an adaptive limit under sustained overload,
-// with the goals slidegate sets itself and the goals each row misses.
+// with the goals slidegate sets itself and the goals each row misses; then
+// the attempts per request that clients send a downstream that fails every
+// request, retrying naively or within a flow.RetryBudget.
 //
 // The go-zero rows run in real time (go-zero reads the real clock), all at
 // once, so the command takes as long as the longest scenario (30 s);
@@ -21,8 +23,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/slidegate/slidegate/benchmarks/compare"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/flow/flowsim"
 )
 
@@ -50,6 +54,16 @@ func main() {
 	fmt.Printf("Service: C = %.0f requests/s, S = %v ± %.0f %%, %d workers, client timeout %v; a timed-out request still holds its place and worker. Seed %d; measured from 2 s on.\n\n",
 		svc.Capacity, svc.ServiceTime, 100*svc.Jitter, int(svc.Capacity*svc.ServiceTime.Seconds()), svc.Timeout, *seed)
 	if err := compare.WriteOverloadTable(os.Stdout, limiters, results); err != nil {
+		fmt.Fprintln(os.Stderr, "overload:", err)
+		os.Exit(1)
+	}
+	l, err := compare.SimulateRetryLoad(1000, time.Minute, 3, 10*time.Millisecond,
+		flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+	if err == nil {
+		fmt.Println()
+		err = compare.WriteRetryLoad(os.Stdout, l)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "overload:", err)
 		os.Exit(1)
 	}
