@@ -3,8 +3,6 @@ package grpcguard
 import (
 	"context"
 	"errors"
-	"math"
-	"math/rand/v2"
 	"time"
 
 	"google.golang.org/grpc"
@@ -171,12 +169,8 @@ func attempt(ctx context.Context, g *slidegate.Guard, o *options, name, key, met
 }
 
 // backoff returns the wait before retry number retry+1 (retry counting
-// from 0): uniform in [0, min(MaxBackoff, BaseBackoff × 2^retry)].
+// from 0): flow.Backoff's full jitter up to min(MaxBackoff, BaseBackoff ×
+// 2^retry).
 func (p *RetryPolicy) backoff(retry int) time.Duration {
-	bound := p.MaxBackoff
-	if retry < 62 && p.BaseBackoff <= p.MaxBackoff>>retry {
-		bound = p.BaseBackoff << retry
-	}
-	// [0, bound], without bound+1 overflowing at the longest Duration.
-	return time.Duration(rand.Int64N(int64(min(bound, time.Duration(math.MaxInt64-1))) + 1))
+	return flow.Backoff(retry, p.BaseBackoff, p.MaxBackoff)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -230,14 +229,10 @@ func drain(body io.ReadCloser) {
 }
 
 // backoff returns the wait before retry number retry+1 (retry counting
-// from 0): uniform in [0, min(MaxBackoff, BaseBackoff × 2^retry)].
+// from 0): flow.Backoff's full jitter up to min(MaxBackoff, BaseBackoff ×
+// 2^retry).
 func (p *RetryPolicy) backoff(retry int) time.Duration {
-	bound := p.MaxBackoff
-	if retry < 62 && p.BaseBackoff <= p.MaxBackoff>>retry {
-		bound = p.BaseBackoff << retry
-	}
-	// [0, bound], without bound+1 overflowing at the longest Duration.
-	return time.Duration(rand.Int64N(int64(min(bound, time.Duration(math.MaxInt64-1))) + 1))
+	return flow.Backoff(retry, p.BaseBackoff, p.MaxBackoff)
 }
 
 // retryAfter parses a Retry-After header in delay-seconds (RFC 9110,
