@@ -33,6 +33,7 @@ type Dashboard struct {
 	maxStreams     int
 	topKeys        int // keys of each list of a resource's top keys; 0: none
 	token          *[32]byte
+	budgets        []namedBudget // WithRetryBudget's, in the order given
 	mux            *http.ServeMux
 	writeTimeout   time.Duration // of each write to a client: writeTimeout but in tests
 
@@ -53,6 +54,7 @@ type Dashboard struct {
 	inbound      *series
 	breakers     []slidegate.BreakerStatus
 	overload     []slidegate.OverloadStatus // the shed and adaptive rules, as of the last observation
+	retries      []retryJSON                // the retry budgets, as of the last observation: made anew each time, never changed
 	rules        slidegate.Rules
 	rulesJSON    []byte           // rules as last sent, to send them again only when they change
 	otherPrev    slidegate.Totals // OtherResource's totals while Resources hides it
@@ -116,6 +118,7 @@ func New(g *slidegate.Guard, opts ...Option) (*Dashboard, error) {
 		maxStreams:     cfg.maxStreams,
 		topKeys:        cfg.topKeys,
 		token:          cfg.token,
+		budgets:        cfg.budgets,
 		writeTimeout:   writeTimeout,
 		series:         make(map[string]*series),
 		inbound:        &series{name: "inbound"},

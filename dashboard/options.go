@@ -4,7 +4,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // Defaults of the options.
@@ -27,6 +31,7 @@ type config struct {
 	snapshotPoints int
 	topKeys        int
 	token          *[sha256.Size]byte // nil: rule editing disabled
+	budgets        []namedBudget      // WithRetryBudget, in the order given
 	err            error              // the first bad option
 }
 
@@ -137,5 +142,44 @@ func WithTopKeys(n int) Option {
 			return
 		}
 		c.topKeys = n
+	}
+}
+
+// MaxRetryBudgets is the most retry budgets a dashboard shows
+// (WithRetryBudget): each one adds its name and some 80 bytes to every
+// event and snapshot.
+const MaxRetryBudgets = 100
+
+// namedBudget is a retry budget and the name the dashboard shows it by.
+type namedBudget struct {
+	name string
+	b    *flow.RetryBudget
+}
+
+// WithRetryBudget makes the dashboard show what the retry budget b has
+// counted (flow.RetryBudget.Stats), under name: the requests and the
+// retries of its interval, the retries it refused for want of budget and
+// the failed attempts it did not retry. Give it the budget of a client's
+// httpguard.WithRetry or grpcguard.WithRetry; budgets are shown in the
+// order given. The names come from the program, not from the network, but
+// are bounded all the same: an empty name, one longer than
+// slidegate.MaxNameLength bytes, a name given twice, a nil b, and more than
+// MaxRetryBudgets budgets are errors.
+func WithRetryBudget(name string, b *flow.RetryBudget) Option {
+	return func(c *config) {
+		switch {
+		case name == "":
+			c.bad("retry budget name = \"\": must not be empty")
+		case len(name) > slidegate.MaxNameLength:
+			c.bad("retry budget name = %.32q...: %d bytes, at most %d", name, len(name), slidegate.MaxNameLength)
+		case b == nil:
+			c.bad("retry budget %q = nil: must be a budget", name)
+		case len(c.budgets) >= MaxRetryBudgets:
+			c.bad("retry budget %q: one more than the %d a dashboard shows", name, MaxRetryBudgets)
+		case slices.ContainsFunc(c.budgets, func(nb namedBudget) bool { return nb.name == name }):
+			c.bad("retry budget name = %q: given twice", name)
+		default:
+			c.budgets = append(c.budgets, namedBudget{name, b})
+		}
 	}
 }

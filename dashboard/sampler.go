@@ -178,6 +178,7 @@ func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 	resources := d.g.ResourcesAt(now)
 	breakers := d.g.BreakersAt(now)
 	d.overload = d.g.OverloadAt(now)
+	d.retries = d.retriesNow()
 	inbound := d.g.InboundStatsAt(now)
 	rules := d.g.Rules()
 	if b, err := json.Marshal(rules); err == nil && !bytes.Equal(b, d.rulesJSON) {
@@ -237,5 +238,20 @@ func (d *Dashboard) sorted() []*series {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b *series) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// retriesNow reads the retry budgets. Each is read on its own clock
+// (flow.RetryBudget.Stats), which need not be the guard's: a time on the
+// guard's clock could name another interval of the budget's. The slice is
+// new, never changed after, so a snapshot may encode it after the sampler
+// has moved on; it is empty, not nil, without budgets, so that it is
+// written [] and not null.
+func (d *Dashboard) retriesNow() []retryJSON {
+	out := make([]retryJSON, len(d.budgets))
+	for i, nb := range d.budgets {
+		st := nb.b.Stats()
+		out[i] = retryJSON{Budget: nb.name, Requests: st.Requests, Retries: st.Retries, Refused: st.Refused, NotRetried: st.NotRetried}
+	}
 	return out
 }

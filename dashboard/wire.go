@@ -23,6 +23,7 @@ type snapshotJSON struct {
 	Resources []resourceJSON  `json:"resources"`
 	Breakers  []breakerJSON   `json:"breakers"`
 	Overload  []overloadJSON  `json:"overload"`
+	Retries   []retryJSON     `json:"retries"`
 	Rules     slidegate.Rules `json:"rules"`
 }
 
@@ -34,6 +35,7 @@ type eventJSON struct {
 	Resources []resourceJSON   `json:"resources"` // all of them: those missing are gone
 	Breakers  []breakerJSON    `json:"breakers"`
 	Overload  []overloadJSON   `json:"overload"`
+	Retries   []retryJSON      `json:"retries"`
 	Rules     *slidegate.Rules `json:"rules,omitempty"` // only when they changed
 }
 
@@ -161,6 +163,15 @@ type overloadJSON struct {
 	Shedding bool    `json:"shedding"` // a shed rule sheds now
 	CPU      float64 `json:"cpu"`      // the CPU usage a shed rule read, 0 to 1; -1: none
 	Baseline float64 `json:"baseline"` // an adaptive rule's least response time, seconds; 0: none yet
+}
+
+// retryJSON is a retry budget (WithRetryBudget): its flow.RetryStats.
+type retryJSON struct {
+	Budget     string `json:"budget"`      // the name it was given, at most slidegate.MaxNameLength bytes
+	Requests   int64  `json:"requests"`    // original requests counted in its interval
+	Retries    int64  `json:"retries"`     // retries it allowed in its interval
+	Refused    int64  `json:"refused"`     // retries it refused for want of budget, since it was made
+	NotRetried int64  `json:"not_retried"` // failed attempts it did not retry (a breaker's probe, or an open breaker), since it was made
 }
 
 // problemJSON is a slidegate.Problem.
@@ -304,6 +315,7 @@ func (d *Dashboard) snapshot() snapshotJSON {
 		Resources: make([]resourceJSON, 0, len(d.series)),
 		Breakers:  breakersOf(d.breakers),
 		Overload:  overloadOf(d.overload),
+		Retries:   d.retries,
 		Rules:     d.rules,
 	}
 	n := d.snapshotHistory()
@@ -322,6 +334,7 @@ func (d *Dashboard) event(withRules bool) eventJSON {
 		Resources: make([]resourceJSON, 0, len(d.series)),
 		Breakers:  breakersOf(d.breakers),
 		Overload:  overloadOf(d.overload),
+		Retries:   d.retries,
 	}
 	if withRules {
 		r := d.rules
