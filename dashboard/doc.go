@@ -13,7 +13,8 @@
 // keeps statistics for, with its requests allowed, blocked and failed per
 // second, its requests in flight, its P50 and P99 response times and the
 // state of its breakers; the shed and adaptive rules with the limits they
-// have learnt, their requests in flight and the CPU they read; for each resource with per-key rules
+// have learnt, their requests in flight and the CPU they read; the retry
+// budgets given by WithRetryBudget, with their requests and retries; for each resource with per-key rules
 // (slidegate.FlowRule.PerKey), its busiest keys and its most blocked ones; a
 // chart per resource over the last minutes; and the rules in force, which it
 // can also edit if WithRuleEditing allows it.
@@ -30,7 +31,7 @@
 //
 //	GET /                           the page
 //	GET /assets/...                 its scripts and styles, and the vendored uPlot
-//	GET /api/snapshot               every resource with its newest history, its current statistics, the breakers, the overload rules and the rules, as JSON
+//	GET /api/snapshot               every resource with its newest history, its current statistics, the breakers, the overload rules, the retry budgets and the rules, as JSON
 //	GET /api/history?resource=NAME  one resource with its whole history, as JSON (404 if the dashboard keeps none of that name)
 //	GET /api/events                 the same as Server-Sent Events: a "snapshot" event, then a "sample" event per sample
 //	GET /api/rules                  the rules in force, as JSON
@@ -55,6 +56,7 @@
 //	                "shedding": false, "cpu": 0.42, "baseline": 0},
 //	               {"resource": "GET /orders", "rule": "flow[2]", "type": "adaptive", "limit": 120, "in_flight": 30,
 //	                "shedding": false, "cpu": -1, "baseline": 0.008}],
+//	 "retries":   [{"budget": "orders", "requests": 950, "retries": 40, "refused": 12, "not_retried": 3}],
 //	 "rules":     {"flow": [...], "breakers": [...]}}
 //
 // where stats are the guard's slidegate.ResourceStats (the last 10 seconds,
@@ -77,7 +79,13 @@
 // CPU signal, or a reading that is not a number), and baseline an adaptive
 // rule's least response time (0 until it has one); the resource
 // "(inbound)" is slidegate.InboundResource, a rule for all the inbound
-// traffic. keys is there for a resource with a per-key
+// traffic. retries is the retry budgets of WithRetryBudget, in the order
+// given ([] without any), each read on its own clock
+// (flow.RetryBudget.Stats): requests and retries are the original requests
+// and the retries it allowed in its interval, refused the retries it has
+// refused for want of budget and not_retried the failed attempts it has not
+// retried (a breaker's probe, or one that met an open breaker), both since
+// it was made. keys is there for a resource with a per-key
 // QPS rule of its own (not a cluster's): the top_keys keys (WithTopKeys)
 // with the most requests allowed and those with the most blocked, together,
 // busiest first, as the guard tracks them (Guard.TopKeys: only keys over
@@ -96,7 +104,7 @@
 //
 // The inbound traffic's history is always whole. A "sample" event is
 //
-//	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "overload": [...], "rules": {...}}
+//	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "overload": [...], "retries": [...], "rules": {...}}
 //
 // with, for each resource the guard keeps, its stats and its new point
 // ({"t": ..., "allowed_rate": ..., "blocked_rate": ..., "failed_rate": ...,
@@ -133,7 +141,11 @@
 // some 20 KiB, with the default T of 10, however many keys the clients
 // send (measured: a flood of hostile keys on 20 resources adds 54 KiB). The
 // overload rules add to both some 120 bytes per shed or adaptive rule in
-// force, and its resource's name, whatever the traffic. With the
+// force, and its resource's name, whatever the traffic; the retry budgets
+// some 80 bytes each and their names: at most MaxRetryBudgets (100) budgets
+// of names of at most slidegate.MaxNameLength (256) bytes, at most some
+// 160 KiB if every name is escaped at 6 bytes a byte, and a few KiB for
+// names like "orders". With the
 // guard's default 4,096 resources and the default options, that is 75 MiB
 // of history, S ≈ 3 MiB and E ≈ 1.6 MiB: about 120 MiB in all, whatever
 // the number of clients. Beyond it, a stream costs only its
@@ -149,5 +161,6 @@
 // The dashboard reads the guard only through its exported API (ResourcesAt,
 // BreakersAt, OverloadAt, InboundStatsAt, StatsAt, Rules, SetRules, TopKeys), each sample
 // at one reading of the guard's clock (Guard.Clock), but for TopKeys, which
-// reads the clock itself; it sits above the root package and below nothing.
+// reads the clock itself, and the retry budgets (package flow), each read
+// on its own clock; it sits above the root package and below nothing.
 package dashboard

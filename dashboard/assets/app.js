@@ -27,6 +27,7 @@
     resources: new Map(), // name → {name, breaker, stats, hist, keys}
     breakers: [],
     overload: [], // the shed and adaptive rules in force, with what they have learnt
+    retries: [], // the retry budgets (WithRetryBudget), with what they have counted
     rules: {},
     sortKey: "name",
     sortDir: 1,
@@ -102,6 +103,7 @@
     state.resources = new Map(s.resources.map((r) => [r.name, fromSnapshotResource(r)]));
     state.breakers = s.breakers || [];
     state.overload = s.overload || [];
+    state.retries = s.retries || [];
     setRules(s.rules || {});
     render();
   }
@@ -169,6 +171,7 @@
     state.resources = next; // resources missing from the event are gone
     state.breakers = ev.breakers || [];
     state.overload = ev.overload || [];
+    state.retries = ev.retries || [];
     if (ev.rules) setRules(ev.rules);
     render();
   }
@@ -257,6 +260,22 @@
         el("td", { className: "num baseline" }, shed || !o.baseline ? "–" : fmtDur(o.baseline)));
     });
     $("overload").tBodies[0].replaceChildren(...rows);
+  }
+
+  // ---- the retry budgets ----
+
+  // A budget's name is the program's, but is shown as text all the same.
+  function renderRetries() {
+    const list = state.retries;
+    $("retry-panel").hidden = list.length === 0;
+    const rows = list.map((r) =>
+      el("tr", { dataset: { budget: r.budget } },
+        el("td", { className: "name", title: r.budget }, r.budget),
+        el("td", { className: "num requests" }, String(r.requests)),
+        el("td", { className: "num retries" }, String(r.retries)),
+        el("td", { className: "num overbudget" }, String(r.refused)),
+        el("td", { className: "num notretried" }, String(r.not_retried))));
+    $("retries").tBodies[0].replaceChildren(...rows);
   }
 
   // ---- the top keys ----
@@ -627,6 +646,7 @@
     renderInbound();
     renderTable(list);
     renderOverload();
+    renderRetries();
     renderKeys();
     renderCharts(list);
     renderRules();
