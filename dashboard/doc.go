@@ -56,7 +56,7 @@
 //	                "shedding": false, "cpu": 0.42, "baseline": 0},
 //	               {"resource": "GET /orders", "rule": "flow[2]", "type": "adaptive", "limit": 120, "in_flight": 30,
 //	                "shedding": false, "cpu": -1, "baseline": 0.008}],
-//	 "retries":   [{"budget": "orders", "requests": 950, "retries": 40, "refused": 12, "not_retried": 3}],
+//	 "retries":   [{"budget": "orders", "requests": 950, "retries": 40, "blocked": 12, "not_retried": 3}],
 //	 "rules":     {"flow": [...], "breakers": [...]}}
 //
 // where stats are the guard's slidegate.ResourceStats (the last 10 seconds,
@@ -82,8 +82,8 @@
 // traffic. retries is the retry budgets of WithRetryBudget, in the order
 // given ([] without any), each read on its own clock
 // (flow.RetryBudget.Stats): requests and retries are the original requests
-// and the retries it allowed in its interval, refused the retries it has
-// refused for want of budget and not_retried the failed attempts it has not
+// and the retries it allowed in its interval, blocked the retries it has
+// blocked for want of budget and not_retried the failed attempts it has not
 // retried (a breaker's probe, or one that met an open breaker), both since
 // it was made. keys is there for a resource with a per-key
 // QPS rule of its own (not a cluster's): the top_keys keys (WithTopKeys)

@@ -52,7 +52,7 @@ func TestBrowserShowsTheRetryBudgets(t *testing.T) {
 	pg.waitUntil("the stream", `document.getElementById("status").dataset.state === "live"`)
 	pg.waitUntil("the retry budgets", `!document.getElementById("retry-panel").hidden`)
 	head := `[...document.querySelector("#retries thead tr").cells].map(th => th.textContent).join("|")`
-	if got, w := pg.eval(head), "Budget|Requests|Retries|Over budget|Not retried"; got != w {
+	if got, w := pg.eval(head), "Budget|Requests|Retries|Blocked|Not retried"; got != w {
 		t.Errorf("the retry budgets' columns: %q, want %q", got, w)
 	}
 	rows := `[...document.querySelectorAll("#retries tbody tr")].map(tr => [...tr.cells].map(td => td.textContent).join("|")).join("\n")`
@@ -63,7 +63,7 @@ func TestBrowserShowsTheRetryBudgets(t *testing.T) {
 
 	// 10 requests and 8 retries on orders: half of them allowed; 20 and 6
 	// on payments, a fifth of them; and a probe on each, never retried.
-	spend := func(b *flow.RetryBudget, requests, retries int) (allowed, refused int) {
+	spend := func(b *flow.RetryBudget, requests, retries int) (allowed, blocked int) {
 		for range requests {
 			b.Request()
 		}
@@ -71,17 +71,17 @@ func TestBrowserShowsTheRetryBudgets(t *testing.T) {
 			if b.Retry(flow.AttemptFailed) {
 				allowed++
 			} else {
-				refused++
+				blocked++
 			}
 		}
 		b.Retry(flow.AttemptProbe)
-		return allowed, refused
+		return allowed, blocked
 	}
-	ordersAllowed, ordersRefused := spend(orders, 10, 8)
-	paymentsAllowed, paymentsRefused := spend(payments, 20, 6)
+	ordersAllowed, ordersBlocked := spend(orders, 10, 8)
+	paymentsAllowed, paymentsBlocked := spend(payments, 20, 6)
 	clk.Advance(100 * time.Millisecond)
 	d.Sample()
-	want = "orders|10|" + strconv.Itoa(ordersAllowed) + "|" + strconv.Itoa(ordersRefused) + "|1\n" + hostile + "|20|" + strconv.Itoa(paymentsAllowed) + "|" + strconv.Itoa(paymentsRefused) + "|1"
+	want = "orders|10|" + strconv.Itoa(ordersAllowed) + "|" + strconv.Itoa(ordersBlocked) + "|1\n" + hostile + "|20|" + strconv.Itoa(paymentsAllowed) + "|" + strconv.Itoa(paymentsBlocked) + "|1"
 	pg.waitUntil("the counts", `document.querySelector("#retries tbody tr td.requests").textContent === "10"`)
 	if got := pg.eval(rows); got != want {
 		t.Errorf("the retry budgets, counted:\n%s\nwant\n%s", got, want)

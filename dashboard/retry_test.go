@@ -26,7 +26,7 @@ func newBudget(t *testing.T, ratio float64, clk clock.Clock) *flow.RetryBudget {
 
 // spend counts requests original requests on b, then asks for retries
 // retries of failed attempts and one of a breaker's probe, and returns
-// what it counted: the retries allowed and refused, and the probe not
+// what it counted: the retries allowed and blocked, and the probe not
 // retried.
 func spend(b *flow.RetryBudget, requests, retries int) flow.RetryStats {
 	var st flow.RetryStats
@@ -38,7 +38,7 @@ func spend(b *flow.RetryBudget, requests, retries int) flow.RetryStats {
 		if b.Retry(flow.AttemptFailed) {
 			st.Retries++
 		} else {
-			st.Refused++
+			st.Blocked++
 		}
 	}
 	if !b.Retry(flow.AttemptProbe) {
@@ -48,7 +48,7 @@ func spend(b *flow.RetryBudget, requests, retries int) flow.RetryStats {
 }
 
 func retryOf(name string, st flow.RetryStats) retryJSON {
-	return retryJSON{Budget: name, Requests: st.Requests, Retries: st.Retries, Refused: st.Refused, NotRetried: st.NotRetried}
+	return retryJSON{Budget: name, Requests: st.Requests, Retries: st.Retries, Blocked: st.Blocked, NotRetried: st.NotRetried}
 }
 
 func TestSnapshotsAndEventsCarryTheRetryBudgets(t *testing.T) {
@@ -83,8 +83,8 @@ func TestSnapshotsAndEventsCarryTheRetryBudgets(t *testing.T) {
 
 	stOrders := spend(orders, 10, 8)
 	stPayments := spend(payments, 20, 6)
-	if stOrders.Refused == 0 || stPayments.Refused == 0 || stOrders.Retries == 0 || stPayments.Retries == 0 {
-		t.Fatalf("the budgets allowed %+v and %+v: want some retries allowed and some refused in each", stOrders, stPayments)
+	if stOrders.Blocked == 0 || stPayments.Blocked == 0 || stOrders.Retries == 0 || stPayments.Retries == 0 {
+		t.Fatalf("the budgets allowed %+v and %+v: want some retries allowed and some blocked in each", stOrders, stPayments)
 	}
 	f.step(100 * time.Millisecond) // within the budgets' interval
 	want = []retryJSON{retryOf("orders", stOrders), retryOf("payments", stPayments)}
@@ -109,7 +109,7 @@ func TestSnapshotsAndEventsCarryTheRetryBudgets(t *testing.T) {
 
 	// The field names, as the page reads them.
 	o := objectAt(t, rawJSON(t, f.d, "/api/snapshot"), "retries", 1)
-	fields := []string{"budget", "not_retried", "refused", "requests", "retries"}
+	fields := []string{"blocked", "budget", "not_retried", "requests", "retries"}
 	if got := keys(t, "a retry budget", o); !slices.Equal(got, fields) {
 		t.Errorf("a retry budget has the fields %q, want %q", got, fields)
 	}

@@ -251,7 +251,7 @@ func (d *Dashboard) retriesNow() []retryJSON {
 	out := make([]retryJSON, len(d.budgets))
 	for i, nb := range d.budgets {
 		st := nb.b.Stats()
-		out[i] = retryJSON{Budget: nb.name, Requests: st.Requests, Retries: st.Retries, Refused: st.Refused, NotRetried: st.NotRetried}
+		out[i] = retryJSON{Budget: nb.name, Requests: st.Requests, Retries: st.Retries, Blocked: st.Blocked, NotRetried: st.NotRetried}
 	}
 	return out
 }

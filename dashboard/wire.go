@@ -170,7 +170,7 @@ type retryJSON struct {
 	Budget     string `json:"budget"`      // the name it was given, at most slidegate.MaxNameLength bytes
 	Requests   int64  `json:"requests"`    // original requests counted in its interval
 	Retries    int64  `json:"retries"`     // retries it allowed in its interval
-	Refused    int64  `json:"refused"`     // retries it refused for want of budget, since it was made
+	Blocked    int64  `json:"blocked"`     // retries it blocked for want of budget, since it was made
 	NotRetried int64  `json:"not_retried"` // failed attempts it did not retry (a breaker's probe, or an open breaker), since it was made
 }
 

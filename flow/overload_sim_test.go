@@ -15,7 +15,7 @@ import (
 // prints them beside other libraries'): goodput at least 95% of the
 // capacity, p99 at most twice the service time, convergence from cold
 // within 2 s, recovery within 5 s of the capacity doubling, a limit that does
-// not grow under sustained overload, and nothing refused below capacity.
+// not grow under sustained overload, and nothing blocked below capacity.
 // The scenario of 100 ms bursts is left out: no admitter meets the goodput
 // and p99 goals together there (see flowsim.OverloadScenarios).
 
@@ -112,8 +112,8 @@ func simulate(t *testing.T, sc flowsim.Scenario, f flowsim.AdmitterFactory) flow
 
 func checkGoals(t *testing.T, name string, r flowsim.OverloadResult, limited bool) {
 	t.Helper()
-	t.Logf("%s: goodput %.3f, p99 %.2f S, refused %.1f%%, converge %v, recover %v, limit trend %.2f",
-		name, r.Goodput, r.P99, 100*r.RefusedShare, r.Converge, r.Recover, r.LimitTrend)
+	t.Logf("%s: goodput %.3f, p99 %.2f S, blocked %.1f%%, converge %v, recover %v, limit trend %.2f",
+		name, r.Goodput, r.P99, 100*r.BlockedShare, r.Converge, r.Recover, r.LimitTrend)
 	if want := 0.95 * math.Min(1, r.OfferedShare); r.Goodput < want {
 		t.Errorf("%s: goodput %.3f of the capacity, want at least %.3f", name, r.Goodput, want)
 	}
@@ -129,7 +129,7 @@ func checkGoals(t *testing.T, name string, r flowsim.OverloadResult, limited boo
 	if limited && r.LimitTrend > 1.1 {
 		t.Errorf("%s: the limit grew %.2f × under sustained overload", name, r.LimitTrend)
 	}
-	if r.OfferedShare < 1 && r.Refused > 0 {
-		t.Errorf("%s: %d requests refused below capacity", name, r.Refused)
+	if r.OfferedShare < 1 && r.Blocked > 0 {
+		t.Errorf("%s: %d requests blocked below capacity", name, r.Blocked)
 	}
 }

@@ -90,8 +90,8 @@ type RetryBudget struct {
 	clock                  clock.Clock
 	// Totals of the retries not allowed, by why: the budget was spent, or
 	// the attempt was a probe or met an open breaker. Written only when a
-	// retry is refused.
-	refused, unretried atomic.Int64
+	// retry is blocked.
+	blocked, unretried atomic.Int64
 }
 
 // An Attempt says how the attempt that failed went through a circuit
@@ -107,7 +107,7 @@ const (
 	// never retried: its failure is the breaker's answer, and retrying it
 	// would send the downstream the load the breaker is there to hold back.
 	AttemptProbe
-	// AttemptBreakerOpen: the breaker is open and refused the attempt, or
+	// AttemptBreakerOpen: the breaker is open and blocked the attempt, or
 	// is open now. It is never retried while the breaker stays open.
 	AttemptBreakerOpen
 )
@@ -237,7 +237,7 @@ decide:
 				// matches i's): i has no retries yet.
 			}
 			if float64(retried+r+1) > allowance || r == countMask {
-				b.refused.Add(1)
+				b.blocked.Add(1)
 				return false
 			}
 			if s.CompareAndSwap(w, i<<tagShift|(r+1)) {
@@ -335,10 +335,10 @@ type RetryStats struct {
 	// last interval: its k buckets up to the one holding the time read, or
 	// the latest one counted if that is later.
 	Requests, Retries int64
-	// Refused is how many retries the budget has refused since it was
-	// made, for want of budget; NotRetried how many attempts it refused to
+	// Blocked is how many retries the budget has blocked since it was
+	// made, for want of budget; NotRetried how many attempts it blocked to
 	// retry because they were a breaker's probe or met an open breaker.
-	Refused, NotRetried int64
+	Blocked, NotRetried int64
 }
 
 // Stats returns what the budget has counted; see StatsAt.
@@ -349,7 +349,7 @@ func (b *RetryBudget) Stats() RetryStats { return b.StatsAt(b.clock.Now()) }
 // a count that changes as it reads may be missed or counted in part.
 func (b *RetryBudget) StatsAt(now int64) RetryStats {
 	i := max(b.grid.Index(now), b.open.Load())
-	st := RetryStats{Refused: b.refused.Load(), NotRetried: b.unretried.Load()}
+	st := RetryStats{Blocked: b.blocked.Load(), NotRetried: b.unretried.Load()}
 	for j := i - min(b.k-1, i); j <= i; j++ {
 		if w := b.retries[j&b.mask].Load(); holds(w, j) {
 			st.Retries += int64(w & countMask)

@@ -172,7 +172,7 @@ func TestRetryBudgetMatchesModelAndKeepsBoundInEveryInterval(t *testing.T) {
 			}
 			m := newRetryModel(c.ratio, c.min, c.interval, c.k)
 			w := int64(c.interval) / int64(c.k)
-			var allowedN, refusedN int
+			var allowedN, blockedN int
 			for op := 0; op < 6000; op++ {
 				switch r := rng.IntN(1000); {
 				case r < 3:
@@ -197,7 +197,7 @@ func TestRetryBudgetMatchesModelAndKeepsBoundInEveryInterval(t *testing.T) {
 						allowedN++
 						m.checkBound(t, m.retryAt[len(m.retryAt)-1])
 					} else {
-						refusedN++
+						blockedN++
 					}
 				default:
 					a := AttemptProbe + Attempt(rng.IntN(3)) // probe, open, unknown
@@ -206,8 +206,8 @@ func TestRetryBudgetMatchesModelAndKeepsBoundInEveryInterval(t *testing.T) {
 					}
 				}
 			}
-			if allowedN == 0 || refusedN == 0 {
-				t.Fatalf("config %d seed %d: %d allowed, %d refused: the test exercises only one side", ci, seed, allowedN, refusedN)
+			if allowedN == 0 || blockedN == 0 {
+				t.Fatalf("config %d seed %d: %d allowed, %d blocked: the test exercises only one side", ci, seed, allowedN, blockedN)
 			}
 		}
 	}
@@ -309,7 +309,7 @@ func TestRetryBudgetBoundsLoadUnderTotalFailure(t *testing.T) {
 	if load > bound {
 		t.Fatalf("with the budget: %.4f attempts per request, above %.3f", load, bound)
 	}
-	// The budget is spent, not merely refused: at least 90% of what the
+	// The budget is spent, not merely blocked: at least 90% of what the
 	// ratio allows (the buckets cost up to 2/(k+1)) plus the floor.
 	if least := 1 + 0.9*ratio + float64(minPerSecond)/rate; load < least {
 		t.Fatalf("with the budget: %.4f attempts per request, below %.3f", load, least)
@@ -465,7 +465,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 		for b.Loop() {
 			allowing.RequestAt(now)
 			if !allowing.RetryAt(now, AttemptFailed) {
-				b.Fatal("refused")
+				b.Fatal("blocked")
 			}
 		}
 	})
@@ -557,8 +557,8 @@ func TestRetryBudgetStatsCountWhatWasDecided(t *testing.T) {
 	if retried != 6 { // 0.5 × 10 + a floor of 1
 		t.Fatalf("%d retries allowed, want 6", retried)
 	}
-	if st := b.Stats(); st != (RetryStats{Requests: 10, Retries: 6, Refused: 4, NotRetried: 2}) {
-		t.Fatalf("stats %+v, want 10 requests, 6 retries, 4 refused, 2 not retried", st)
+	if st := b.Stats(); st != (RetryStats{Requests: 10, Retries: 6, Blocked: 4, NotRetried: 2}) {
+		t.Fatalf("stats %+v, want 10 requests, 6 retries, 4 blocked, 2 not retried", st)
 	}
 	// Nine buckets on, they are still in the interval; ten on, gone.
 	clk.Advance(900 * time.Millisecond)
@@ -567,7 +567,7 @@ func TestRetryBudgetStatsCountWhatWasDecided(t *testing.T) {
 		t.Fatalf("stats 900ms on %+v, want 11 requests, 6 retries", st)
 	}
 	clk.Advance(100 * time.Millisecond)
-	if st := b.Stats(); st.Requests != 1 || st.Retries != 0 || st.Refused != 4 {
-		t.Fatalf("stats an interval on %+v, want 1 request, no retries, the 4 refused still", st)
+	if st := b.Stats(); st.Requests != 1 || st.Retries != 0 || st.Blocked != 4 {
+		t.Fatalf("stats an interval on %+v, want 1 request, no retries, the 4 blocked still", st)
 	}
 }

@@ -47,7 +47,7 @@
 //	slidegate_cluster_fallbacks_total            counter  -
 //	slidegate_retry_budget_requests              gauge    budget
 //	slidegate_retry_budget_retries               gauge    budget
-//	slidegate_retry_budget_refused_total         counter  budget
+//	slidegate_retry_budget_blocked_total         counter  budget
 //	slidegate_retry_budget_not_retried_total     counter  budget
 //
 // The cluster families are there only for a guard with a cluster that
@@ -99,7 +99,7 @@
 // The retry budget families are there for each budget given with
 // WithRetryBudget (a client's httpguard.WithRetry or grpcguard.WithRetry),
 // labelled with the name it was given: the original requests and the
-// retries of the budget's interval, the retries it refused for want of
+// retries of the budget's interval, the retries it blocked for want of
 // budget, and the failed attempts it did not retry because they were a
 // breaker's probe or met an open breaker (flow.RetryBudget.Stats).
 //

@@ -10,7 +10,7 @@ import (
 
 // WithRetryBudget makes the Collector export what the retry budget b has
 // counted (flow.RetryBudget.Stats), labelled budget="name": the requests
-// and the retries of its interval, and the retries it refused. Give it the
+// and the retries of its interval, and the retries it blocked. Give it the
 // budget of a client's httpguard.WithRetry or grpcguard.WithRetry. The
 // names come from the program, not from the network; a name given twice,
 // or a nil b, fails the Collector's registration.
@@ -28,7 +28,7 @@ type namedBudget struct {
 // retries is the descriptors of the retry budgets' families.
 type retries struct {
 	budgets                         []namedBudget
-	requests, retried, refused, not *prometheus.Desc
+	requests, retried, blocked, not *prometheus.Desc
 	bad                             *prometheus.Desc // set when the budgets given are wrong: fails the registration
 }
 
@@ -39,8 +39,8 @@ func newRetries(desc func(name, help string, labels ...string) *prometheus.Desc,
 			"Original requests a retry budget (metrics.WithRetryBudget) counted in its interval.", "budget"),
 		retried: desc("retry_budget_retries",
 			"Retries a retry budget allowed in its interval.", "budget"),
-		refused: desc("retry_budget_refused_total",
-			"Retries a retry budget refused for want of budget.", "budget"),
+		blocked: desc("retry_budget_blocked_total",
+			"Retries a retry budget blocked for want of budget.", "budget"),
 		not: desc("retry_budget_not_retried_total",
 			"Failed attempts a retry budget did not retry because they were a breaker's probe or met an open breaker.", "budget"),
 	}
@@ -64,7 +64,7 @@ func (r *retries) describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- r.requests
 	ch <- r.retried
-	ch <- r.refused
+	ch <- r.blocked
 	ch <- r.not
 }
 
@@ -76,7 +76,7 @@ func (r *retries) collect(ch chan<- prometheus.Metric) {
 		st := nb.b.Stats()
 		constMetric(ch, r.requests, prometheus.GaugeValue, float64(st.Requests), nb.name)
 		constMetric(ch, r.retried, prometheus.GaugeValue, float64(st.Retries), nb.name)
-		constMetric(ch, r.refused, prometheus.CounterValue, float64(st.Refused), nb.name)
+		constMetric(ch, r.blocked, prometheus.CounterValue, float64(st.Blocked), nb.name)
 		constMetric(ch, r.not, prometheus.CounterValue, float64(st.NotRetried), nb.name)
 	}
 }

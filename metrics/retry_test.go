@@ -15,7 +15,7 @@ import (
 
 // retryFamilies are the families of the retry budgets, without the
 // namespace.
-var retryFamilies = []string{"retry_budget_requests", "retry_budget_retries", "retry_budget_refused_total", "retry_budget_not_retried_total"}
+var retryFamilies = []string{"retry_budget_requests", "retry_budget_retries", "retry_budget_blocked_total", "retry_budget_not_retried_total"}
 
 func TestRetryBudgetsAreExported(t *testing.T) {
 	clk := clock.NewManual(start)
@@ -38,15 +38,15 @@ func TestRetryBudgetsAreExported(t *testing.T) {
 	}{
 		{"slidegate_retry_budget_requests", st.Requests},
 		{"slidegate_retry_budget_retries", st.Retries},
-		{"slidegate_retry_budget_refused_total", st.Refused},
+		{"slidegate_retry_budget_blocked_total", st.Blocked},
 		{"slidegate_retry_budget_not_retried_total", st.NotRetried},
 	} {
 		if got := f.value(t, c.family, labels("budget", "payments")); got != float64(c.want) {
 			t.Errorf("%s = %v, want %d", c.family, got, c.want)
 		}
 	}
-	if st.Requests != 10 || st.Retries != 15 || st.Refused != 5 || st.NotRetried != 1 {
-		t.Fatalf("the budget's stats %+v, want 10 requests, 15 retries (0.5 × 10 + a floor of 10), 5 refused, 1 not retried", st)
+	if st.Requests != 10 || st.Retries != 15 || st.Blocked != 5 || st.NotRetried != 1 {
+		t.Fatalf("the budget's stats %+v, want 10 requests, 15 retries (0.5 × 10 + a floor of 10), 5 blocked, 1 not retried", st)
 	}
 }
 

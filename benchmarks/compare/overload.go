@@ -295,15 +295,15 @@ const (
 
 // MissedGoals returns the goals a result misses. Where the offered load is
 // below the capacity, the goodput goal is 95 % of what was offered and
-// nothing may be refused beyond 1 %.
+// nothing may be blocked beyond 1 %.
 func MissedGoals(r flowsim.OverloadResult) []string {
 	var missed []string
 	if r.OfferedShare < 1 {
 		if r.Goodput < GoalGoodput*r.OfferedShare {
 			missed = append(missed, "goodput")
 		}
-		if r.RefusedShare > 0.01 {
-			missed = append(missed, "refused")
+		if r.BlockedShare > 0.01 {
+			missed = append(missed, "blocked")
 		}
 	} else if r.Goodput < GoalGoodput {
 		missed = append(missed, "goodput")
@@ -328,7 +328,7 @@ func MissedGoals(r flowsim.OverloadResult) []string {
 // column, then how each limiter was driven.
 func WriteOverloadTable(w io.Writer, limiters []OverloadLimiter, results []flowsim.OverloadResult) error {
 	var b strings.Builder
-	b.WriteString("| limiter | scenario | offered × C | goodput × C | p99 × S | refused | converge | recover | limit trend | goals missed |\n")
+	b.WriteString("| limiter | scenario | offered × C | goodput × C | p99 × S | blocked | converge | recover | limit trend | goals missed |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	fmt.Fprintf(&b, "| **goals (slidegate)** | | | ≥ %.2f | ≤ %.1f | | ≤ %v | ≤ %v | ≤ %.1f | |\n",
 		GoalGoodput, GoalP99, GoalConverge, GoalRecover, GoalTrend)
@@ -338,7 +338,7 @@ func WriteOverloadTable(w io.Writer, limiters []OverloadLimiter, results []flows
 			missed = "none"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.2f | %.3f | %s | %.1f %% | %s | %s | %s | %s |\n",
-			r.Limiter, r.Scenario, r.OfferedShare, r.Goodput, fmtNaN(r.P99), 100*r.RefusedShare,
+			r.Limiter, r.Scenario, r.OfferedShare, r.Goodput, fmtNaN(r.P99), 100*r.BlockedShare,
 			flowsim.FormatSettle(r.Converge), flowsim.FormatSettle(r.Recover), fmtNaN(r.LimitTrend), missed)
 	}
 	b.WriteString("\nHow each limiter was driven:\n\n")

@@ -98,9 +98,9 @@ func TestMissedGoals(t *testing.T) {
 	if got := strings.Join(MissedGoals(bad), ","); got != "goodput,p99,converge,recover,grows" {
 		t.Errorf("missed %q", got)
 	}
-	under := flowsim.OverloadResult{OfferedShare: 0.8, Goodput: 0.78, RefusedShare: 0.02, P99: 1.2, Recover: flowsim.NotApplicable, LimitTrend: 1}
-	if got := strings.Join(MissedGoals(under), ","); got != "refused" {
-		t.Errorf("below capacity, 2 %% refused: missed %q, want refused", got)
+	under := flowsim.OverloadResult{OfferedShare: 0.8, Goodput: 0.78, BlockedShare: 0.02, P99: 1.2, Recover: flowsim.NotApplicable, LimitTrend: 1}
+	if got := strings.Join(MissedGoals(under), ","); got != "blocked" {
+		t.Errorf("below capacity, 2 %% blocked: missed %q, want blocked", got)
 	}
 }
 
@@ -131,8 +131,8 @@ func TestOverloadGoZeroInRealTime(t *testing.T) {
 		t.Errorf("a real-time run of %v took %v", sc.Duration, took)
 	}
 	for _, r := range results {
-		if r.Offered < 1000 || r.Good+r.TimedOut+r.Refused == 0 {
-			t.Errorf("%s: offered %d, good %d, timed out %d, refused %d", r.Limiter, r.Offered, r.Good, r.TimedOut, r.Refused)
+		if r.Offered < 1000 || r.Good+r.TimedOut+r.Blocked == 0 {
+			t.Errorf("%s: offered %d, good %d, timed out %d, blocked %d", r.Limiter, r.Offered, r.Good, r.TimedOut, r.Blocked)
 		}
 	}
 }

@@ -273,7 +273,7 @@
         el("td", { className: "name", title: r.budget }, r.budget),
         el("td", { className: "num requests" }, String(r.requests)),
         el("td", { className: "num retries" }, String(r.retries)),
-        el("td", { className: "num overbudget" }, String(r.refused)),
+        el("td", { className: "num blocked" }, String(r.blocked)),
         el("td", { className: "num notretried" }, String(r.not_retried))));
     $("retries").tBodies[0].replaceChildren(...rows);
   }

@@ -114,7 +114,7 @@ type CapacityChange struct {
 // A Scenario is one named overload run.
 //
 // The measured part [MeasureFrom, Duration) is where goodput, p99 latency
-// and the refused share are measured; the first part is left out so that
+// and the blocked share are measured; the first part is left out so that
 // they describe the limiter's steady behaviour, not its start (which
 // OverloadResult.Converge measures). Sustained is the part of the run under
 // sustained overload over which a traced limit must not grow (see

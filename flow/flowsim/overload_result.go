@@ -22,19 +22,19 @@ const ConvergeWindow = 500 * time.Millisecond
 //
 // Goodput counts the requests served within their client's timeout. The
 // latency of a request is the latency its client saw: until the end of its
-// service, or the timeout if that came first; refused requests have none.
+// service, or the timeout if that came first; blocked requests have none.
 type OverloadResult struct {
 	Limiter  string // the caller's name for the admitter; Simulate leaves it empty
 	Scenario string
 
 	// Over the measured part [Scenario.MeasureFrom, Scenario.Duration):
-	Offered, Refused, Good, TimedOut int64
+	Offered, Blocked, Good, TimedOut int64
 	// OfferedShare and Goodput are the requests offered and served in time
 	// as a share of what the service could complete in the measured part
 	// (the integral of its capacity, so a capacity change is accounted for).
 	OfferedShare, Goodput float64
-	// RefusedShare is Refused / Offered.
-	RefusedShare float64
+	// BlockedShare is Blocked / Offered.
+	BlockedShare float64
 	// P99 is the 99th percentile (nearest rank) of the latencies of the
 	// requests that ended in the measured part, in service times
 	// (Service.ServiceTime); NaN if none ended.
@@ -71,7 +71,7 @@ func (s *sim) result() OverloadResult {
 	var lat []int64
 	for _, sl := range s.slots[from:] {
 		res.Offered += sl.offered
-		res.Refused += sl.refused
+		res.Blocked += sl.blocked
 		res.Good += sl.good
 		res.TimedOut += sl.timedOut
 		capacity += sl.capacity
@@ -80,7 +80,7 @@ func (s *sim) result() OverloadResult {
 	res.OfferedShare = float64(res.Offered) / capacity
 	res.Goodput = float64(res.Good) / capacity
 	if res.Offered > 0 {
-		res.RefusedShare = float64(res.Refused) / float64(res.Offered)
+		res.BlockedShare = float64(res.Blocked) / float64(res.Offered)
 	}
 	res.P99 = p99(lat) / float64(s.svc.ServiceTime)
 
@@ -169,14 +169,14 @@ func p99(lat []int64) float64 {
 
 // WriteOverloadTable writes results as a markdown table: offered load and
 // goodput as multiples of the capacity, p99 latency in service times, the
-// refused share, convergence and recovery times, and the limit's trend.
+// blocked share, convergence and recovery times, and the limit's trend.
 func WriteOverloadTable(w io.Writer, results []OverloadResult) error {
-	if _, err := fmt.Fprintf(w, "| limiter | scenario | offered × C | goodput × C | p99 × S | refused | converge | recover | limit trend |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n"); err != nil {
+	if _, err := fmt.Fprintf(w, "| limiter | scenario | offered × C | goodput × C | p99 × S | blocked | converge | recover | limit trend |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n"); err != nil {
 		return err
 	}
 	for _, r := range results {
 		_, err := fmt.Fprintf(w, "| %s | %s | %.2f | %.3f | %s | %.1f %% | %s | %s | %s |\n",
-			r.Limiter, r.Scenario, r.OfferedShare, r.Goodput, fmtFloat(r.P99, "%.2f"), 100*r.RefusedShare,
+			r.Limiter, r.Scenario, r.OfferedShare, r.Goodput, fmtFloat(r.P99, "%.2f"), 100*r.BlockedShare,
 			FormatSettle(r.Converge), FormatSettle(r.Recover), fmtFloat(r.LimitTrend, "%.2f"))
 		if err != nil {
 			return err

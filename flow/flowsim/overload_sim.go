@@ -14,7 +14,7 @@ import (
 const SlotLength = 100 * time.Millisecond
 
 // maxArrivals bounds the work of one simulation, whatever the scenario
-// asks: a scenario expecting more than half of it is refused before it
+// asks: a scenario expecting more than half of it is blocked before it
 // runs, and a run is stopped when it sees more. maxPieces bounds the
 // constant pieces of a rate walked to find the expected number.
 const (
@@ -92,7 +92,7 @@ type request struct {
 
 // slot holds what one SlotLength of virtual time measured.
 type slot struct {
-	offered, refused, good, timedOut int64
+	offered, blocked, good, timedOut int64
 	latencies                        []int64 // client-seen latency of each request that ended in the slot
 	capacity                         float64 // requests the service could complete in the slot
 	limit                            float64 // traced limit at the slot's start; NaN if none
@@ -285,7 +285,7 @@ func (s *sim) arrive(t, service int64) {
 	sl.offered++
 	done, ok := s.adm.Admit(s.opt.Origin + t)
 	if !ok {
-		sl.refused++
+		sl.blocked++
 		return
 	}
 	s.reqs = append(s.reqs, request{arrive: t, service: service, done: done})

@@ -61,9 +61,9 @@ func TestAdmitAllCollapsesUnderOverload(t *testing.T) {
 		// The queue grows by 2 C each second, so after 0.25 s every request
 		// waits longer than the timeout and the workers serve clients that
 		// have gone.
-		if res.Goodput > 0.05 || res.P99 < 9.99 || res.Refused != 0 || res.Converge != Never {
-			t.Errorf("%s: admit all: goodput %.3f (want < 0.05), p99 %.2f S (want the timeout, 10 S), refused %d, converge %v",
-				name, res.Goodput, res.P99, res.Refused, res.Converge)
+		if res.Goodput > 0.05 || res.P99 < 9.99 || res.Blocked != 0 || res.Converge != Never {
+			t.Errorf("%s: admit all: goodput %.3f (want < 0.05), p99 %.2f S (want the timeout, 10 S), blocked %d, converge %v",
+				name, res.Goodput, res.P99, res.Blocked, res.Converge)
 		}
 	}
 }
@@ -78,8 +78,8 @@ func TestFixedLimitOfTheWorkersKeepsGoodputAndLatency(t *testing.T) {
 	if res.Goodput < 0.97 || res.Goodput > 1.0 || res.P99 > 1.2 || res.P99 < 1.15 {
 		t.Errorf("fixed W: goodput %.3f (want 0.97..1), p99 %.3f S (want 1.15..1.2)", res.Goodput, res.P99)
 	}
-	if math.Abs(res.RefusedShare-2.0/3) > 0.02 || res.TimedOut != 0 {
-		t.Errorf("fixed W: refused %.3f (want 2/3), timed out %d", res.RefusedShare, res.TimedOut)
+	if math.Abs(res.BlockedShare-2.0/3) > 0.02 || res.TimedOut != 0 {
+		t.Errorf("fixed W: blocked %.3f (want 2/3), timed out %d", res.BlockedShare, res.TimedOut)
 	}
 	if res.Converge < 0 || res.Converge > ConvergeWindow {
 		t.Errorf("fixed W: converge %v, want at most %v", res.Converge, ConvergeWindow)
@@ -102,7 +102,7 @@ func TestFixedLimitOfTheWorkersKeepsGoodputAndLatency(t *testing.T) {
 	}
 }
 
-func TestBelowCapacityNothingIsRefusedOrLate(t *testing.T) {
+func TestBelowCapacityNothingIsBlockedOrLate(t *testing.T) {
 	svc := DefaultService()
 	// A fixed limit of W would refuse when all W happen to be busy (Erlang's
 	// loss formula: about 2 % at 0.8 load on 50 workers); at 2 W the excess
@@ -112,8 +112,8 @@ func TestBelowCapacityNothingIsRefusedOrLate(t *testing.T) {
 		if math.Abs(res.OfferedShare-0.8) > 0.03 || math.Abs(res.Goodput-res.OfferedShare) > 0.01 {
 			t.Errorf("0.8x: offered %.3f (want 0.8), goodput %.3f (want all of it)", res.OfferedShare, res.Goodput)
 		}
-		if res.Refused != 0 || res.TimedOut != 0 || res.Converge != 0 || res.P99 > 2 {
-			t.Errorf("0.8x: refused %d, timed out %d, converge %v, p99 %.2f S", res.Refused, res.TimedOut, res.Converge, res.P99)
+		if res.Blocked != 0 || res.TimedOut != 0 || res.Converge != 0 || res.P99 > 2 {
+			t.Errorf("0.8x: blocked %d, timed out %d, converge %v, p99 %.2f S", res.Blocked, res.TimedOut, res.Converge, res.P99)
 		}
 	}
 }
@@ -213,7 +213,7 @@ func (h *minHeap) Pop() any {
 }
 
 func TestServiceMatchesAReferenceFIFOModel(t *testing.T) {
-	// Bursts at 2.5x (every other request refused) that time most of their
+	// Bursts at 2.5x (every other request blocked) that time most of their
 	// requests out, and bursts at 1.5x with pauses too short to serve the
 	// backlog, so that the next burst waits behind the requests of clients
 	// that have gone (and would not if they were skipped).
@@ -254,9 +254,9 @@ func TestServiceMatchesAReferenceFIFOModel(t *testing.T) {
 					seed, i, arr[i], r.calls[i], r.ends[i]-7, r.late[i], ends[i], late[i])
 			}
 		}
-		if res.Good+res.TimedOut != ended || res.Offered != int64(r.n) || res.Refused != int64(r.n/2) {
-			t.Errorf("seed %d: good %d + timed out %d, want %d ended; offered %d refused %d, want %d and %d",
-				seed, res.Good, res.TimedOut, ended, res.Offered, res.Refused, r.n, r.n/2)
+		if res.Good+res.TimedOut != ended || res.Offered != int64(r.n) || res.Blocked != int64(r.n/2) {
+			t.Errorf("seed %d: good %d + timed out %d, want %d ended; offered %d blocked %d, want %d and %d",
+				seed, res.Good, res.TimedOut, ended, res.Offered, res.Blocked, r.n, r.n/2)
 		}
 		if res.TimedOut == 0 || res.Good == 0 {
 			t.Errorf("seed %d: the scenario should time some requests out and serve others: good %d, timed out %d", seed, res.Good, res.TimedOut)
