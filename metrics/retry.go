@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
 )
 
@@ -12,8 +13,9 @@ import (
 // counted (flow.RetryBudget.Stats), labelled budget="name": the requests
 // and the retries of its interval, and the retries it blocked. Give it the
 // budget of a client's httpguard.WithRetry or grpcguard.WithRetry. The
-// names come from the program, not from the network; a name given twice,
-// or a nil b, fails the Collector's registration.
+// names come from the program, not from the network; an empty name or one
+// longer than slidegate.MaxNameLength, a name given twice, or a nil b,
+// fails the Collector's registration.
 func WithRetryBudget(name string, b *flow.RetryBudget) Option {
 	return func(o *options) {
 		o.budgets = append(o.budgets, namedBudget{name, b})
@@ -47,6 +49,8 @@ func newRetries(desc func(name, help string, labels ...string) *prometheus.Desc,
 	seen := map[string]bool{}
 	for _, nb := range budgets {
 		switch {
+		case nb.name == "" || len(nb.name) > slidegate.MaxNameLength:
+			r.bad = prometheus.NewInvalidDesc(fmt.Errorf("metrics: retry budget name %q: must be 1 to %d bytes", nb.name, slidegate.MaxNameLength))
 		case nb.b == nil:
 			r.bad = prometheus.NewInvalidDesc(fmt.Errorf("metrics: retry budget %q is nil", nb.name))
 		case seen[nb.name]:

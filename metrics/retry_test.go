@@ -57,6 +57,8 @@ func TestRetryBudgetsGivenWrongFailTheRegistration(t *testing.T) {
 		want string
 	}{
 		{[]metrics.Option{metrics.WithRetryBudget("a", nil)}, `retry budget "a" is nil`},
+		{[]metrics.Option{metrics.WithRetryBudget("", b)}, `retry budget name "": must be 1 to 256 bytes`},
+		{[]metrics.Option{metrics.WithRetryBudget(strings.Repeat("x", 257), b)}, `must be 1 to 256 bytes`},
 		{[]metrics.Option{metrics.WithRetryBudget("a", b), metrics.WithRetryBudget("a", b)}, `two retry budgets named "a"`},
 	} {
 		err := prometheus.NewPedanticRegistry().Register(metrics.NewCollector(newGuard(t), c.opts...))
