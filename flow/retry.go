@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
@@ -72,8 +73,10 @@ const MaxRetryRatio = 100
 // and write one. The zero RetryBudget is not usable; make one with
 // NewRetryBudget.
 //
-// Memory: 176 bytes plus 16 per slot, the slots being k+1 rounded up to a
-// power of two: 688 bytes with the default 20 buckets.
+// Memory: 192 bytes plus 16 per slot, the slots being k+1 rounded up to a
+// power of two, plus 128 bytes per processor (GOMAXPROCS rounded up to a
+// power of two, from 2 to 64) for the counts of the retries it blocked:
+// 960 bytes with the default 20 buckets on two processors.
 type RetryBudget struct {
 	requests []atomic.Uint64 // count words of the requests, one per slot
 	retries  []atomic.Uint64 // count words of the retries, one per slot; sealed once closed
@@ -88,10 +91,34 @@ type RetryBudget struct {
 	floor                  float64 // minPerSecond × interval in seconds
 	grid                   timegrid.Grid
 	clock                  clock.Clock
-	// Totals of the retries not allowed, by why: the budget was spent, or
-	// the attempt was a probe or met an open breaker. Written only when a
-	// retry is blocked.
-	blocked, unretried atomic.Int64
+	// Totals of the retries not allowed, by why: the budget was spent
+	// (word 0 of a stripe), or the attempt was a probe or met an open
+	// breaker (word 1). Written only when a retry is blocked, which in a
+	// retry storm is every decision: one stripe per processor
+	// (internal/stripe), one cache line each, so that cores blocking
+	// retries together do not take one line from each other.
+	notAllowed []atomic.Uint64
+	stripes    uint64 // the stripes' count, a power of two
+}
+
+// stripeWords is the words between two stripes of notAllowed: a cache line
+// of 128 bytes.
+const stripeWords = 16
+
+// countNotAllowed adds one to word w (0 blocked, 1 not retried) of the
+// caller's processor's stripe.
+func (b *RetryBudget) countNotAllowed(w int) {
+	i := (uint64(stripe.Hint()) & (b.stripes - 1)) * stripeWords
+	b.notAllowed[i+uint64(w)].Add(1)
+}
+
+// sumNotAllowed returns word w summed over the stripes.
+func (b *RetryBudget) sumNotAllowed(w int) int64 {
+	var n uint64
+	for i := uint64(0); i < b.stripes; i++ {
+		n += b.notAllowed[i*stripeWords+uint64(w)].Load()
+	}
+	return int64(n)
 }
 
 // An Attempt says how the attempt that failed went through a circuit
@@ -145,15 +172,18 @@ func NewRetryBudget(ratio float64, minPerSecond int64, interval time.Duration, o
 	// The retries of the open bucket and of the k before it must sit in
 	// distinct slots; the requests need only k.
 	slots := 1 << bits.Len(uint(o.buckets))
+	stripes := stripe.Count()
 	b := &RetryBudget{
-		requests: make([]atomic.Uint64, slots),
-		retries:  make([]atomic.Uint64, slots),
-		k:        uint64(o.buckets),
-		mask:     uint64(slots - 1),
-		ratio:    ratio,
-		floor:    floor,
-		grid:     timegrid.New(interval/time.Duration(o.buckets), int64(o.buckets)),
-		clock:    o.clock,
+		requests:   make([]atomic.Uint64, slots),
+		retries:    make([]atomic.Uint64, slots),
+		notAllowed: stripe.Words(stripes * stripeWords),
+		stripes:    uint64(stripes),
+		k:          uint64(o.buckets),
+		mask:       uint64(slots - 1),
+		ratio:      ratio,
+		floor:      floor,
+		grid:       timegrid.New(interval/time.Duration(o.buckets), int64(o.buckets)),
+		clock:      o.clock,
 	}
 	b.retryBase.Store(sealedBit)
 	b.requestBase.Store(sealedBit)
@@ -208,7 +238,7 @@ func (b *RetryBudget) Retry(a Attempt) bool { return b.RetryAt(b.clock.Now(), a)
 // bucket counted is counted in that bucket.
 func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
 	if a != AttemptFailed {
-		b.unretried.Add(1)
+		b.countNotAllowed(1)
 		return false
 	}
 decide:
@@ -237,7 +267,7 @@ decide:
 				// matches i's): i has no retries yet.
 			}
 			if float64(retried+r+1) > allowance || r == countMask {
-				b.blocked.Add(1)
+				b.countNotAllowed(0)
 				return false
 			}
 			if s.CompareAndSwap(w, i<<tagShift|(r+1)) {
@@ -336,8 +366,8 @@ type RetryStats struct {
 	// the latest one counted if that is later.
 	Requests, Retries int64
 	// Blocked is how many retries the budget has blocked since it was
-	// made, for want of budget; NotRetried how many attempts it blocked to
-	// retry because they were a breaker's probe or met an open breaker.
+	// made, for want of budget; NotRetried how many failed attempts it did
+	// not retry because they were a breaker's probe or met an open breaker.
 	Blocked, NotRetried int64
 }
 
@@ -349,7 +379,7 @@ func (b *RetryBudget) Stats() RetryStats { return b.StatsAt(b.clock.Now()) }
 // a count that changes as it reads may be missed or counted in part.
 func (b *RetryBudget) StatsAt(now int64) RetryStats {
 	i := max(b.grid.Index(now), b.open.Load())
-	st := RetryStats{Blocked: b.blocked.Load(), NotRetried: b.unretried.Load()}
+	st := RetryStats{Blocked: b.sumNotAllowed(0), NotRetried: b.sumNotAllowed(1)}
 	for j := i - min(b.k-1, i); j <= i; j++ {
 		if w := b.retries[j&b.mask].Load(); holds(w, j) {
 			st.Retries += int64(w & countMask)

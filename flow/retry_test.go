@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/stripe"
 )
 
 func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
@@ -484,8 +485,11 @@ func TestRetryBudgetMemoryIsAsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := int(unsafe.Sizeof(*b)) + 8*(len(b.requests)+len(b.retries))
-	if size != 688 {
-		t.Fatalf("a budget with the default buckets takes %d bytes, documented 688", size)
+	if size != 192+16*32 {
+		t.Fatalf("a budget with the default buckets takes %d bytes besides its stripes, documented %d", size, 192+16*32)
+	}
+	if got, want := 8*len(b.notAllowed), 128*stripe.Count(); got != want {
+		t.Fatalf("its stripes take %d bytes, documented %d", got, want)
 	}
 }
 
