@@ -183,6 +183,26 @@ func TestReloadKeepsAnAdaptiveLimit(t *testing.T) {
 	}
 }
 
+// A reload that changes only an adaptive rule's starting limit keeps what
+// it learnt; one that changes its bounds starts afresh.
+func TestReloadWithAnotherStartKeepsAnAdaptiveLimit(t *testing.T) {
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Type: AdaptiveRule, Limit: 100}}})
+	serve(t, g, clk.Now(), "a", 10, time.Millisecond, context.DeadlineExceeded)
+	serve(t, g, clk.Now()+int64(200*time.Millisecond), "a", 1, time.Millisecond, nil)
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Type: AdaptiveRule, Limit: 50}}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := g.Overload(); st[0].Limit != 80 {
+		t.Fatalf("limit after a reload with another start: %d, want the 80 it had learnt", st[0].Limit)
+	}
+	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Type: AdaptiveRule, Limit: 50, MaxLimit: 60}}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := g.Overload(); st[0].Limit != 50 {
+		t.Fatalf("limit after a reload with other bounds: %d, want the new start, 50", st[0].Limit)
+	}
+}
+
 func TestOverloadRulesAreValidated(t *testing.T) {
 	for _, c := range []struct {
 		rule  FlowRule

@@ -65,6 +65,11 @@ func (r *adaptiveRule) release(h *hold, now int64, o breaker.Outcome, blocked bo
 	}
 }
 
+// An adaptive rule's Limit is only where it starts: a reload that changes
+// nothing else keeps the limiter, and what it has learnt.
+func (*adaptiveRule) resizable() bool        { return true }
+func (*adaptiveRule) setLimit(_ int64) error { return nil }
+
 // IsOverloaded reports whether err says that a request failed for want of
 // capacity, a signal for an adaptive rule to back off: err is (or wraps)
 // context.DeadlineExceeded, or an error with a method Overloaded() bool

@@ -70,8 +70,9 @@ type FlowRule struct {
 	Type FlowType `json:"type,omitempty" yaml:"type,omitempty"`
 	// Limit is how many requests are allowed per Interval (QPSRule,
 	// ThrottleRule) or at once (ConcurrencyRule). 0 blocks everything. An
-	// adaptive rule starts from Limit (0: flow.DefaultAdaptiveInitialLimit);
-	// a shed rule has none.
+	// adaptive rule starts from Limit (0: flow.DefaultAdaptiveInitialLimit),
+	// and a reload that changes only its Limit keeps the limit it has
+	// learnt; a shed rule has none.
 	Limit int64 `json:"limit" yaml:"limit"`
 	// Interval is the span Limit counts over (default 1s), for a QPS rule
 	// or a throttle; for a shed rule, the window it learns the service's
