@@ -74,8 +74,8 @@ func WithNamespace(ns string) Option {
 // WithConstLabels adds labels with fixed values to every metric, to tell
 // apart two guards registered in one registry, say. The map is copied. A
 // label that is also one of the Collector's own (resource, reason, rule,
-// type, strategy, key), or an invalid label name, makes registering the
-// Collector fail with the reason.
+// type, strategy, state, key, budget), or an invalid label name, makes
+// registering the Collector fail with the reason.
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(o *options) { o.constLabels = maps.Clone(labels) }
 }
@@ -106,8 +106,8 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 		resources:  newTraffic(desc, "", "the resource", "resource"),
 		inbound:    newTraffic(desc, "inbound_", "the service (requests entered with slidegate.Inbound)"),
 		breakerState: desc("breaker_state",
-			"State of the breaker of a breaker rule in force: 0 closed, 1 open (a circuit blocks every request; an adaptive breaker blocks some), 2 half-open (a circuit lets probes through).",
-			"resource", "rule", "strategy"),
+			"1 if the breaker of a breaker rule in force is in the state the label state names, else 0: closed, open (a circuit blocks every request; an adaptive breaker blocks some) or half_open (a circuit lets probes through). One series per state, so that max() and sum() across instances work.",
+			"resource", "rule", "strategy", "state"),
 		breakerBlockRatio: desc("breaker_block_ratio",
 			"Share of requests the breaker of a breaker rule blocks now, 0 to 1: an adaptive breaker's probability of blocking one; for a circuit 0 closed, 1 open, and the share of probe places taken when half-open.",
 			"resource", "rule", "strategy"),

@@ -93,11 +93,8 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"slidegate_breaker_state", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 1},
 		{"slidegate_breaker_block_ratio", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 1},
-		{"slidegate_breaker_state", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0},
 		{"slidegate_breaker_block_ratio", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0},
-		{"slidegate_breaker_state", labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), 0},
 		{"slidegate_breaker_block_ratio", labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), 0},
 		{"slidegate_flow_rule_limit", labels("resource", "orders", "rule", "flow[0]", "type", "qps"), 3},
 		{"slidegate_flow_rule_limit", labels("resource", "db", "rule", "flow[1]", "type", "concurrency"), 2},
@@ -110,8 +107,18 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", s.name, s.labels, got, s.want)
 		}
 	}
+	for _, b := range []struct {
+		labels map[string]string
+		state  string
+	}{
+		{labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), "open"},
+		{labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), "closed"},
+		{labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), "closed"},
+	} {
+		checkBreakerState(t, f, b.labels, b.state)
+	}
 	for name, n := range map[string]int{
-		"slidegate_breaker_state":          3,
+		"slidegate_breaker_state":          9, // three states of three breakers
 		"slidegate_breaker_block_ratio":    3,
 		"slidegate_flow_rule_limit":        4,
 		"slidegate_breaker_rule_threshold": 2, // the adaptive breaker has none
@@ -191,16 +198,13 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 	bs := g.Breakers()
 	for _, b := range bs {
 		l := labels("resource", b.Resource, "rule", b.Rule, "strategy", string(b.Strategy))
-		want := map[breaker.State]float64{breaker.Closed: 0, breaker.Open: 1, breaker.HalfOpen: 2}[b.State]
-		if got := f.value(t, "slidegate_breaker_state", l); got != want {
-			t.Errorf("slidegate_breaker_state%v = %v, want %v (%v)", l, got, want, b.State)
-		}
+		checkBreakerState(t, f, l, map[breaker.State]string{breaker.Closed: "closed", breaker.Open: "open", breaker.HalfOpen: "half_open"}[b.State])
 		if got := f.value(t, "slidegate_breaker_block_ratio", l); got != b.BlockRatio {
 			t.Errorf("slidegate_breaker_block_ratio%v = %v, want %v", l, got, b.BlockRatio)
 		}
 	}
-	if got := len(f["slidegate_breaker_state"].GetMetric()); got != len(bs) {
-		t.Errorf("slidegate_breaker_state has %d series, want one per breaker, %d", got, len(bs))
+	if got := len(f["slidegate_breaker_state"].GetMetric()); got != len(breakerStates)*len(bs) {
+		t.Errorf("slidegate_breaker_state has %d series, want one per state of each breaker, %d", got, len(breakerStates)*len(bs))
 	}
 
 	rules := g.Rules()
@@ -307,36 +311,81 @@ func TestBreakerStateFollowsTheCircuit(t *testing.T) {
 	}
 	s := newScraper(t, metrics.NewCollector(g))
 	l := labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count")
-	check := func(when string, state, ratio float64) {
+	check := func(when string, state string, ratio float64) {
 		t.Helper()
 		f := s.scrape(t)
-		if got := f.value(t, "slidegate_breaker_state", l); got != state {
-			t.Errorf("%s: state %v, want %v", when, got, state)
-		}
+		checkBreakerState(t, f, l, state)
 		if got := f.value(t, "slidegate_breaker_block_ratio", l); got != ratio {
 			t.Errorf("%s: drop ratio %v, want %v", when, got, ratio)
 		}
 	}
 	ctx := context.Background()
 
-	check("before any request", 0, 0)
+	check("before any request", "closed", 0)
 	for i := range 3 {
 		if err := g.Do(ctx, "db", func() error { return errFailed }); err != errFailed {
 			t.Fatalf("request %d: %v", i, err)
 		}
 		if i < 2 {
-			check(fmt.Sprintf("after %d failures", i+1), 0, 0)
+			check(fmt.Sprintf("after %d failures", i+1), "closed", 0)
 		}
 	}
-	check("after 3 failures", 1, 1)
+	check("after 3 failures", "open", 1)
 	clk.Advance(5 * time.Second)
 	probe, err := g.Enter(ctx, "db")
 	if err != nil {
 		t.Fatalf("the probe after the open timeout: %v", err)
 	}
-	check("with the probe in flight", 2, 1) // its one probe place taken
+	check("with the probe in flight", "half_open", 1) // its one probe place taken
 	probe.Exit(nil)
-	check("after the probe succeeded", 0, 0)
+	check("after the probe succeeded", "closed", 0)
+}
+
+// breakerStates are the values of the label state of
+// slidegate_breaker_state.
+var breakerStates = []string{"closed", "open", "half_open"}
+
+// checkBreakerState checks that the breaker with labels lbl has one series
+// of slidegate_breaker_state per state, 1 for state and 0 for the others.
+func checkBreakerState(t *testing.T, f families, lbl map[string]string, state string) {
+	t.Helper()
+	for _, st := range breakerStates {
+		l := maps.Clone(lbl)
+		l["state"] = st
+		want := 0.0
+		if st == state {
+			want = 1
+		}
+		if m := f.find("slidegate_breaker_state", l); m == nil {
+			t.Errorf("no slidegate_breaker_state%v in the scrape", l)
+		} else if got := m.GetGauge().GetValue(); got != want {
+			t.Errorf("slidegate_breaker_state%v = %v, want %v (the breaker is %s)", l, got, want, state)
+		}
+	}
+}
+
+// TestBreakerStatesAggregateAcrossGuards reads two guards' breakers as
+// max by (state) over their scrapes does: one open and one closed breaker
+// of the same rule make open and closed 1 each, and half_open 0, where a
+// number per state would have said nothing true (max 1, open).
+func TestBreakerStatesAggregateAcrossGuards(t *testing.T) {
+	open, _ := knownTraffic(t) // the db breaker is open
+	closed := newGuard(t, slidegate.WithClock(clock.NewManual(start)))
+	if err := closed.SetRules(knownRules()); err != nil {
+		t.Fatal(err)
+	}
+	maxByState := map[string]float64{}
+	for _, g := range []*slidegate.Guard{open, closed} {
+		f := newScraper(t, metrics.NewCollector(g)).scrape(t)
+		for _, m := range f["slidegate_breaker_state"].GetMetric() {
+			if l := labelsOf(m); l["resource"] == "db" {
+				maxByState[l["state"]] = max(maxByState[l["state"]], m.GetGauge().GetValue())
+			}
+		}
+	}
+	if want := map[string]float64{"closed": 1, "open": 1, "half_open": 0}; !maps.Equal(maxByState, want) {
+		t.Errorf("max by (state) of db's breaker over two guards = %v, want %v", maxByState, want)
+	}
 }
 
 func TestEverySeriesExistsBeforeTraffic(t *testing.T) {

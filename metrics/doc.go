@@ -30,7 +30,7 @@
 //	slidegate_inbound_requests_in_flight         gauge    -
 //	slidegate_inbound_response_time_seconds      summary  quantile 0.5, 0.9, 0.99
 //	slidegate_inbound_response_time_max_seconds  gauge    -
-//	slidegate_breaker_state                      gauge    resource, rule, strategy
+//	slidegate_breaker_state                      gauge    resource, rule, strategy, state
 //	slidegate_breaker_block_ratio                 gauge    resource, rule, strategy
 //	slidegate_flow_rule_limit                    gauge    resource, rule, type
 //	slidegate_breaker_rule_threshold             gauge    resource, rule, strategy
@@ -57,6 +57,14 @@
 //
 // WithConstLabels adds labels to every family. WithTopKeys sets how many
 // keys the key families export (see Keys below).
+//
+// slidegate_breaker_state is a state set: three series per breaker, one per
+// value of the label state (closed, open, half_open), 1 for the state the
+// breaker is in and 0 for the other two. An alert on any open breaker of a
+// fleet is max by (resource, rule) (slidegate_breaker_state{state="open"})
+// == 1, and sum counts the instances whose breaker is open; a single number
+// per state could not be aggregated (the largest of closed, open and
+// half-open is no state any instance is in).
 //
 // The label reason is one of rate_limited, concurrency_limited,
 // exceeds_limit, wait_too_long, ref_limited, breaker_open and overloaded

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,25 +14,34 @@ import (
 func (c *Collector) collectBreakers(ch chan<- prometheus.Metric, bs []slidegate.BreakerStatus) {
 	for _, b := range bs {
 		labels := []string{labelValue(b.Resource), b.Rule, string(b.Strategy)}
-		constMetric(ch, c.breakerState, prometheus.GaugeValue, stateValue(b.State), labels...)
+		withState := append(slices.Clip(labels), "")
+		for _, st := range breakerStates {
+			withState[len(labels)] = st.label
+			constMetric(ch, c.breakerState, prometheus.GaugeValue, flag(b.State == st.state), withState...)
+		}
 		constMetric(ch, c.breakerBlockRatio, prometheus.GaugeValue, b.BlockRatio, labels...)
 	}
 }
 
-// stateValue is the value of breaker_state for s, as its help says. The
-// values are spelt out rather than taken from breaker.State's numbering,
-// which is the breaker package's to change; a state this package does not
-// know is -1.
-func stateValue(s breaker.State) float64 {
-	switch s {
-	case breaker.Closed:
-		return 0
-	case breaker.Open:
-		return 1
-	case breaker.HalfOpen:
-		return 2
-	}
-	return -1
+// breakerStates gives each breaker state its value of the label state of
+// breaker_state. The values are part of the metrics' contract, so they are
+// spelt here once, in snake_case as the reasons are, and not taken from
+// breaker.State.String ("half-open"), which is the breaker package's to
+// reword.
+//
+// breaker_state is a state set, as Prometheus conventions model an enum:
+// one series per state, 1 for the state the breaker is in and 0 for the
+// others. Unlike one number per state, it adds up across instances:
+// max by (resource, rule) (breaker_state{state="open"}) is 1 while any
+// instance's breaker is open, and sum counts them. A state this package
+// does not know sets every series to 0.
+var breakerStates = [...]struct {
+	state breaker.State
+	label string
+}{
+	{breaker.Closed, "closed"},
+	{breaker.Open, "open"},
+	{breaker.HalfOpen, "half_open"},
 }
 
 // collectRules sends the limit of every flow rule and the threshold of every
