@@ -58,7 +58,7 @@ type trafficWant struct {
 	blocked                             map[string]float64 // by reason; absent: 0
 	rtSum                               float64            // seconds
 	rtCount                             uint64
-	p50, p99, max                       float64 // seconds; NaN: no request ended
+	p50, p99, max                       float64 // seconds; NaN: no request ended, so no series
 }
 
 func TestScrapeShowsTheKnownTraffic(t *testing.T) {
@@ -147,12 +147,12 @@ func checkKnown(t *testing.T, f families, prefix string, lbl map[string]string, 
 		{"requests_succeeded_total", want.succeeded},
 		{"requests_failed_total", want.failed},
 		{"requests_in_flight", want.inFlight},
-		{"response_time_max_seconds", want.max},
 	} {
-		if got := f.value(t, prefix+c.family, lbl); !same(got, c.want) {
+		if got := f.value(t, prefix+c.family, lbl); got != c.want {
 			t.Errorf("%s%s%v = %v, want %v", prefix, c.family, lbl, got, c.want)
 		}
 	}
+	checkMax(t, f, prefix, lbl, want.max)
 	for _, reason := range reasonLabels {
 		l := maps.Clone(lbl)
 		l["reason"] = reason
@@ -165,7 +165,10 @@ func checkKnown(t *testing.T, f families, prefix string, lbl map[string]string, 
 		t.Errorf("%sresponse_time_seconds%v: count %d, sum %v; want %d, %v", prefix, lbl, s.GetSampleCount(), s.GetSampleSum(), want.rtCount, want.rtSum)
 	}
 	// The guard's quantiles are within window.SketchError of the response
-	// times'.
+	// times'; a stream with no request ended has none.
+	if n, want := len(s.GetQuantile()), map[bool]int{true: 0, false: 3}[math.IsNaN(want.p50)]; n != want {
+		t.Errorf("%sresponse_time_seconds%v has %d quantiles, want %d", prefix, lbl, n, want)
+	}
 	for _, q := range []struct{ rank, want float64 }{{0.5, want.p50}, {0.99, want.p99}} {
 		got := quantile(s, q.rank)
 		if math.IsNaN(q.want) != math.IsNaN(got) || math.Abs(got-q.want) > window.SketchError*q.want {
@@ -185,7 +188,7 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 		checkStats(t, f, "slidegate_", labels("resource", s.Resource), s)
 	}
 	for _, family := range []string{"requests_allowed_total", "requests_succeeded_total", "requests_failed_total",
-		"requests_in_flight", "response_time_seconds", "response_time_max_seconds"} {
+		"requests_in_flight", "response_time_seconds"} {
 		if got := f.labelValues("slidegate_"+family, "resource"); !slices.Equal(got, names) {
 			t.Errorf("slidegate_%s: resources %q, want Guard.Resources' %q", family, got, names)
 		}
@@ -256,12 +259,12 @@ func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, 
 		{"requests_succeeded_total", float64(s.Totals.Succeeded)},
 		{"requests_failed_total", float64(s.Totals.Failed)},
 		{"requests_in_flight", float64(s.InFlight)},
-		{"response_time_max_seconds", orNaN(s.MaxRT)},
 	} {
-		if got := f.value(t, prefix+c.family, lbl); !same(got, c.want) {
+		if got := f.value(t, prefix+c.family, lbl); got != c.want {
 			t.Errorf("%s%s%v = %v, want the guard's %v", prefix, c.family, lbl, got, c.want)
 		}
 	}
+	checkMax(t, f, prefix, lbl, orNaN(s.MaxRT))
 	for _, r := range []struct {
 		reason slidegate.Reason
 		label  string
@@ -285,8 +288,8 @@ func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, 
 	if got, want := sum.GetSampleSum(), s.Totals.RT.Seconds(); got != want {
 		t.Errorf("%sresponse_time_seconds_sum%v = %v, want the guard's %v", prefix, lbl, got, want)
 	}
-	if n := len(sum.GetQuantile()); n != 3 {
-		t.Errorf("%sresponse_time_seconds%v has %d quantiles, want 3", prefix, lbl, n)
+	if n, want := len(sum.GetQuantile()), map[bool]int{true: 3, false: 0}[ended]; n != want {
+		t.Errorf("%sresponse_time_seconds%v has %d quantiles, want %d", prefix, lbl, n, want)
 	}
 	for _, q := range []struct {
 		rank float64
@@ -295,6 +298,21 @@ func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, 
 		if got := quantile(sum, q.rank); !same(got, orNaN(q.d)) {
 			t.Errorf("%sresponse_time_seconds%v quantile %v = %v, want the guard's %v", prefix, lbl, q.rank, got, orNaN(q.d))
 		}
+	}
+}
+
+// checkMax checks the stream's response_time_max_seconds: want seconds, or
+// no series if want is NaN (no request ended in the last 10 s).
+func checkMax(t *testing.T, f families, prefix string, lbl map[string]string, want float64) {
+	t.Helper()
+	m := f.find(prefix+"response_time_max_seconds", lbl)
+	switch {
+	case math.IsNaN(want) && m != nil:
+		t.Errorf("%sresponse_time_max_seconds%v = %v, want no series: no request ended", prefix, lbl, m.GetGauge().GetValue())
+	case !math.IsNaN(want) && m == nil:
+		t.Errorf("no %sresponse_time_max_seconds%v in the scrape, want %v", prefix, lbl, want)
+	case !math.IsNaN(want) && m.GetGauge().GetValue() != want:
+		t.Errorf("%sresponse_time_max_seconds%v = %v, want %v", prefix, lbl, m.GetGauge().GetValue(), want)
 	}
 }
 
@@ -388,6 +406,10 @@ func TestBreakerStatesAggregateAcrossGuards(t *testing.T) {
 	}
 }
 
+// TestEverySeriesExistsBeforeTraffic checks that every counter and gauge
+// of a resource named by the rules is there before its first request, but
+// the response-time maximum and quantiles, which describe requests that
+// ended.
 func TestEverySeriesExistsBeforeTraffic(t *testing.T) {
 	// A new reason in the root package must get a label here.
 	if n := len(slidegate.Totals{}.BlockedBy) - 1; n != len(reasonLabels) {

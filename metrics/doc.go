@@ -123,11 +123,16 @@
 //
 // The response-time summary's quantiles are the guard's window quantiles,
 // over the requests that ended in the last 5 to 10 seconds and within
-// 4.43% (window.SketchError), not over all time; its _sum and _count are totals since the
-// statistics began (_count is succeeded plus failed). A resource with no
-// request ended in the last 10 seconds reports its quantiles and its
-// maximum as NaN, as a Prometheus summary reports an empty window, rather
-// than a latency of 0 that no request had.
+// 4.43% (window.SketchError), not over all time; its _sum and _count are
+// totals since the statistics began (_count is succeeded plus failed). A
+// resource with no request ended in the last 10 seconds has no quantiles
+// and no slidegate_response_time_max_seconds series, only the summary's
+// _sum and _count: not NaN, as a client_golang summary reports an empty
+// window, for one idle instance's NaN would make NaN every sum(), avg()
+// and max() over a fleet; and not 0, a latency no request had. Prometheus
+// marks the series stale while the resource is idle. No family exports NaN
+// for an idle resource; slidegate_cpu_usage_ratio sends a CPU reading as it
+// is, NaN included, for that is a fault of the reading to show.
 //
 // # Keys
 //

@@ -1,10 +1,8 @@
 package metrics
 
 import (
-	"math"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,10 +62,10 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 		inFlight: desc(prefix+"requests_in_flight",
 			"Requests to "+whose+" allowed and not yet ended.", labels...),
 		responseTime: desc(prefix+"response_time_seconds",
-			"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 5 to 10 s (within 4.5%; NaN if none ended in the last 10 s), _sum and _count since the statistics began.",
+			"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 5 to 10 s (within 4.5%; none if no request ended in the last 10 s), _sum and _count since the statistics began.",
 			labels...),
 		responseTimeMax: desc(prefix+"response_time_max_seconds",
-			"Longest response time of the requests to "+whose+" that ended in the last 5 to 10 s (NaN if none ended in the last 10 s).",
+			"Longest response time of the requests to "+whose+" that ended in the last 5 to 10 s (no series if none ended in the last 10 s).",
 			labels...),
 	}
 }
@@ -98,21 +96,24 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 	// The latencies cover the last 5 to 10 s, in halves of 5 s aligned on
 	// the clock as the counts' buckets of 1 s are, so they lie within
 	// the counts' last 10 s: if no request ended there, the latencies hold
-	// none, and their zeros describe no request.
-	ended := s.Succeeded+s.Failed > 0
-	seconds := func(d time.Duration) float64 {
-		if !ended {
-			return math.NaN()
-		}
-		return d.Seconds()
+	// none, and their zeros describe no request. The quantiles and the
+	// maximum are then left out, not sent as NaN (what a client_golang
+	// summary sends for an empty window), which would make NaN every sum(),
+	// avg() and max() taken over the instances of a fleet, nor as 0, a
+	// latency no request had. The summary keeps its _sum and _count, totals
+	// that are always defined.
+	var q map[float64]float64
+	if s.Succeeded+s.Failed > 0 {
+		q = map[float64]float64{0.5: s.P50.Seconds(), 0.9: s.P90.Seconds(), 0.99: s.P99.Seconds()}
 	}
-	q := map[float64]float64{0.5: seconds(s.P50), 0.9: seconds(s.P90), 0.99: seconds(s.P99)}
 	m, err := prometheus.NewConstSummary(t.responseTime, uint64(max(tot.Succeeded+tot.Failed, 0)), tot.RT.Seconds(), q, labelValues...)
 	if err != nil {
 		m = prometheus.NewInvalidMetric(t.responseTime, err)
 	}
 	ch <- m
-	constMetric(ch, t.responseTimeMax, prometheus.GaugeValue, seconds(s.MaxRT), labelValues...)
+	if q != nil {
+		constMetric(ch, t.responseTimeMax, prometheus.GaugeValue, s.MaxRT.Seconds(), labelValues...)
+	}
 }
 
 // blocked returns the requests t counts as blocked for reason r.
