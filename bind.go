@@ -35,6 +35,7 @@ type check struct {
 	place  string   // "flow[2]", "breakers[0]"
 	places []string // for the per-key QPS rules: each rule's place, the window a refusal names picks one
 	keyed  bool     // a per-key rule: the key is named when it blocks
+	shadow bool     // decides and counts, but never blocks: see FlowRule.Shadow
 	rule   rule
 }
 
@@ -60,6 +61,9 @@ func ruleKey(v any) string {
 // type, a QPS rule's or a throttle's interval, a QPS rule's buckets, a
 // warm-up's cold factor.
 func (f FlowRule) normal() FlowRule {
+	// Enforced or in shadow, a rule keeps its enforcer and its counts: a
+	// rule tried in shadow is then enforced from what it has counted.
+	f.Shadow = false
 	f.Type = f.flowType()
 	switch f.Type {
 	case ConcurrencyRule:
@@ -98,6 +102,7 @@ func (f FlowRule) normal() FlowRule {
 // the minimum volume, and an adaptive breaker's K, protection and block
 // policy or a circuit's open timeout, backoff and probes.
 func (b BreakerRule) normal() BreakerRule {
+	b.Shadow = false // as for a flow rule: the breaker keeps its state
 	b.MinRequests = cloned(b.MinRequests)
 	if b.Interval == 0 {
 		b.Interval = Duration(10 * time.Second)
@@ -257,14 +262,14 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 	var all []bound
 	for i, b := range s.breakers {
-		all = append(all, bound{rules.Breakers[i].Resource, check{place: ruleAt("breakers", i), rule: b}})
+		all = append(all, bound{rules.Breakers[i].Resource, check{place: ruleAt("breakers", i), shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
 	}
 	for _, kg := range groups {
 		places := make([]string, len(kg.at))
 		for j, i := range kg.at {
 			places[j] = ruleAt("flow", i)
 		}
-		all = append(all, bound{kg.resource, check{place: places[0], places: places, keyed: true, rule: s.flows[kg.at[0]]}})
+		all = append(all, bound{kg.resource, check{place: places[0], places: places, keyed: true, shadow: rules.Shadow || rules.Flow[kg.at[0]].Shadow, rule: s.flows[kg.at[0]]}})
 	}
 	for i, f := range s.flows {
 		r := rules.Flow[i]
@@ -278,7 +283,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			f = &refRule{allowed: allowed, limit: r.Limit}
 			s.flows[i] = f
 		}
-		all = append(all, bound{r.Resource, check{place: ruleAt("flow", i), keyed: r.PerKey, rule: f}})
+		all = append(all, bound{r.Resource, check{place: ruleAt("flow", i), keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
 	}
 	slices.SortStableFunc(all, func(a, b bound) int { return int(a.rule.phase()) - int(b.rule.phase()) })
 	for _, c := range all {
@@ -345,7 +350,8 @@ func (r *reuse[T]) take(key string) (T, bool) {
 
 // clone returns a copy of r that shares no memory with it.
 func (r Rules) clone() Rules {
-	c := Rules{Flow: slices.Clone(r.Flow), Breakers: slices.Clone(r.Breakers)}
+	c := r
+	c.Flow, c.Breakers = slices.Clone(r.Flow), slices.Clone(r.Breakers)
 	for i := range c.Flow {
 		c.Flow[i].Overrides = maps.Clone(c.Flow[i].Overrides)
 	}

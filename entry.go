@@ -93,7 +93,8 @@ type entry struct {
 	res      *resource
 	inbound  bool
 	priority bool
-	window   int32 // which window of a per-key rule blocked the request
+	would    Reason // why the first shadow rule that would have blocked the request would have; flow.NotBlocked if none
+	window   int32  // which window of a per-key rule blocked the request
 	start    int64
 	count    int64
 	key      string
@@ -254,6 +255,12 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	if inbound {
 		g.inbound.allow(now, count)
 	}
+	if e.would != flow.NotBlocked {
+		res.wouldBlock(e.would, count)
+		if inbound {
+			g.inbound.wouldBlock(e.would, count)
+		}
+	}
 	return Entry{e: e, seq: e.seq.Load()}, nil
 }
 
@@ -264,7 +271,7 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 // the time the request may go: now, or later if a throttle or a borrowed
 // place makes it wait.
 func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then []check) error {
-	e.start = now
+	e.start, e.would = now, flow.NotBlocked
 	if n := len(first) + len(then); cap(e.held) < n {
 		e.held = make([]hold, 0, n)
 	}
@@ -283,6 +290,14 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then 
 		d := ch.rule.admit(ctx, e, now, h)
 		if h.by == nil {
 			e.held = e.held[:len(e.held)-1] // the rule gave nothing to hold
+		}
+		if ch.shadow {
+			// Decided and counted as usual, never enforced: a refusal is
+			// noted, and a wait (a throttle's place) is not waited.
+			if !d.Allowed && e.would == flow.NotBlocked {
+				e.would = d.Reason
+			}
+			continue
 		}
 		if !d.Allowed {
 			e.undo(now)

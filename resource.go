@@ -100,6 +100,14 @@ func (r *resource) block(now int64, reason Reason, n int64) {
 	}
 }
 
+// wouldBlock counts n requests that a shadow rule would have blocked for
+// reason, and let through.
+func (r *resource) wouldBlock(reason Reason, n int64) {
+	if !casTotal(&r.blockedHere().wouldBy[reason%numReasons], n) {
+		r.contended()
+	}
+}
+
 // exit counts n requests that ended at time now after d nanoseconds, with an
 // error or not.
 func (r *resource) exit(now, d, n int64, failed bool) {
@@ -164,14 +172,26 @@ func readTotal(t *atomic.Int64) int64 {
 // blockedBy returns the requests blocked for each reason since the
 // resource was made, every stripe added up, saturating at math.MaxInt64.
 func (r *resource) blockedBy() [numReasons]int64 {
+	return r.sumBy(func(t *blockedTotals) *[numReasons]atomic.Int64 { return &t.by })
+}
+
+// wouldBlockBy returns the requests shadow rules would have blocked, as
+// blockedBy does.
+func (r *resource) wouldBlockBy() [numReasons]int64 {
+	return r.sumBy(func(t *blockedTotals) *[numReasons]atomic.Int64 { return &t.wouldBy })
+}
+
+// sumBy adds up, over every stripe, the totals by reason that field picks.
+func (r *resource) sumBy(field func(*blockedTotals) *[numReasons]atomic.Int64) [numReasons]int64 {
 	var out [numReasons]int64
 	stripes := r.more.Stripes()
 	if stripes == nil {
 		stripes = []*blockedTotals{r.blocked}
 	}
 	for _, t := range stripes {
+		by := field(t)
 		for i := range out {
-			if out[i] += readTotal(&t.by[i]); out[i] < 0 {
+			if out[i] += readTotal(&by[i]); out[i] < 0 {
 				out[i] = math.MaxInt64
 			}
 		}
@@ -361,14 +381,19 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 // cores read those again.
 type blockedTotals struct {
 	by [numReasons]atomic.Int64
+	// wouldBy counts, by reason, the requests a shadow rule would have
+	// blocked (FlowRule.Shadow, BreakerRule.Shadow, Rules.Shadow).
+	wouldBy [numReasons]atomic.Int64
 }
 
 // A paddedBlockedTotals is a stripe made under contention, 128 bytes: a
 // size the allocator aligns to 128, so that no two stripes share a cache
 // line (nor the pair of lines some processors fetch together).
 type paddedBlockedTotals struct {
-	blockedTotals
+	// First, not last: a last field of size 0 (the totals filling 128
+	// bytes) would make the struct larger.
 	_ [128 - unsafe.Sizeof(blockedTotals{})]byte
+	blockedTotals
 }
 
 // Totals are a resource's counts since the guard began keeping statistics for
@@ -379,6 +404,12 @@ type Totals struct {
 	// BlockedBy counts the blocked requests by reason: BlockedBy[RateLimited],
 	// BlockedBy[BreakerOpen], ... (BlockedBy[0] is unused).
 	BlockedBy [numReasons]int64
+	// WouldBlockBy counts, by reason, the requests that a shadow rule
+	// (FlowRule.Shadow, BreakerRule.Shadow, Rules.Shadow) would have
+	// blocked, and let through. They are among Allowed: a request is
+	// counted once, with the reason of the first shadow rule that would
+	// have blocked it, as the same rules enforced would have blocked it.
+	WouldBlockBy [numReasons]int64
 	// RT is the sum of the response times of the requests that ended, a batch
 	// counting its response time once per request, each rounded to the
 	// nearest microsecond. Like AvgRT, it counts at most 2^39 µs (6.4 days)
@@ -386,16 +417,23 @@ type Totals struct {
 	RT time.Duration
 }
 
-// Blocked returns the blocked requests, whatever the reason.
-func (t Totals) Blocked() int64 {
+// WouldBlock returns the requests shadow rules would have blocked,
+// whatever the reason.
+func (t Totals) WouldBlock() int64 { return sumSaturating(t.WouldBlockBy) }
+
+// sumSaturating adds up counts that saturate at math.MaxInt64.
+func sumSaturating(by [numReasons]int64) int64 {
 	var n int64
-	for _, b := range t.BlockedBy {
+	for _, b := range by {
 		if n += b; n < 0 {
-			return math.MaxInt64 // saturates, as the totals do
+			return math.MaxInt64
 		}
 	}
 	return n
 }
+
+// Blocked returns the blocked requests, whatever the reason.
+func (t Totals) Blocked() int64 { return sumSaturating(t.BlockedBy) }
 
 // ResourceStats are a resource's statistics over the last 10 seconds, and
 // its totals.
@@ -440,11 +478,12 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	t := r.stats.Totals()
 	out.InFlight = inFlight(t)
 	out.Totals = Totals{
-		Allowed:   t[window.Allowed],
-		Succeeded: t[window.Succeeded],
-		Failed:    t[window.Failed],
-		RT:        time.Duration(min(t[window.RT], math.MaxInt64/int64(time.Microsecond)) * int64(time.Microsecond)),
-		BlockedBy: r.blockedBy(),
+		Allowed:      t[window.Allowed],
+		Succeeded:    t[window.Succeeded],
+		Failed:       t[window.Failed],
+		RT:           time.Duration(min(t[window.RT], math.MaxInt64/int64(time.Microsecond)) * int64(time.Microsecond)),
+		BlockedBy:    r.blockedBy(),
+		WouldBlockBy: r.wouldBlockBy(),
 	}
 	return out
 }

@@ -18,6 +18,9 @@ import (
 type Rules struct {
 	Flow     []FlowRule    `json:"flow,omitempty" yaml:"flow,omitempty"`
 	Breakers []BreakerRule `json:"breakers,omitempty" yaml:"breakers,omitempty"`
+	// Shadow, if true, puts every rule in shadow (see FlowRule.Shadow):
+	// the guard decides and counts, and blocks nothing.
+	Shadow bool `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 
 // A FlowType is the kind of a flow rule (FlowRule.Type).
@@ -152,6 +155,14 @@ type FlowRule struct {
 	// seen an adaptive rule lets requests become before its limit comes
 	// down (default flow.DefaultAdaptiveTolerance, 1.25).
 	Tolerance float64 `json:"tolerance,omitempty" yaml:"tolerance,omitempty"`
+	// Shadow, if true, puts the rule in shadow (a dry run): it decides and
+	// counts as it would enforced, and never blocks. A request it would
+	// have blocked goes on, counted in Totals.WouldBlockBy; a wait it
+	// would have imposed (a throttle's) is not waited. Enforcing the rule
+	// later keeps what it counted in shadow: the same rule, shadow or not,
+	// keeps its enforcer. The per-key QPS rules of a resource, decided
+	// together, are all in shadow or none.
+	Shadow bool `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 
 // The adaptive algorithms' names in rules (FlowRule.Algorithm).
@@ -217,6 +228,10 @@ type BreakerRule struct {
 	K           float64 `json:"k,omitempty" yaml:"k,omitempty"`
 	Protection  *int64  `json:"protection,omitempty" yaml:"protection,omitempty"`
 	BlockPolicy string  `json:"block_policy,omitempty" yaml:"block_policy,omitempty"`
+	// Shadow, if true, puts the breaker in shadow (see FlowRule.Shadow):
+	// it opens, half-opens and closes as it would enforced, and a request
+	// it would have blocked goes on, counted in Totals.WouldBlockBy.
+	Shadow bool `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 
 // A Duration is a time.Duration that is written as "500ms" or "1m30s" in

@@ -98,6 +98,7 @@ func (r Rules) Validate() error {
 	}
 	ps = sharedClusterCounts(r.Flow, ps)
 	ps = tooManyWindows(r.Flow, ps)
+	ps = mixedShadow(r.Flow, ps)
 	if len(ps) == 0 {
 		return nil
 	}
@@ -138,6 +139,22 @@ func tooManyWindows(rules []FlowRule, into []Problem) []Problem {
 			i := g.at[flow.MaxKeyWindows]
 			into = append(into, Problem{Rule: ruleAt("flow", i), Resource: rules[i].Resource, Field: "per_key",
 				Reason: fmt.Sprintf("the resource has %d per-key QPS rules; at most %d are decided together", len(g.at), flow.MaxKeyWindows)})
+		}
+	}
+	return into
+}
+
+// mixedShadow finds resources whose per-key QPS rules, decided together,
+// are some in shadow and some not.
+func mixedShadow(rules []FlowRule, into []Problem) []Problem {
+	for _, g := range keyGroups(rules) {
+		first := rules[g.at[0]].Shadow
+		for _, i := range g.at[1:] {
+			if rules[i].Shadow != first {
+				into = append(into, Problem{Rule: ruleAt("flow", i), Resource: rules[i].Resource, Field: "shadow",
+					Reason: fmt.Sprintf("%v, but flow[%d] is %v: the per-key QPS rules of a resource are decided together, so all of them are in shadow or none", rules[i].Shadow, g.at[0], first)})
+				break
+			}
 		}
 	}
 	return into

@@ -38,6 +38,18 @@ var (
 	lists        = listKinds()
 )
 
+// topSetting returns the index in slidegate.Rules of the setting (a field
+// that is not a list of rules, such as shadow) that files call name.
+func topSetting(name string) (int, bool) {
+	rt := reflect.TypeFor[slidegate.Rules]()
+	for i := range rt.NumField() {
+		if n, _ := tagName(rt.Field(i)); n == name && rt.Field(i).Type.Kind() != reflect.Slice {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
 // nouns name a rule of each list in messages.
 var nouns = map[string]string{"flow": "flow rule", "breakers": "breaker"}
 
@@ -172,6 +184,13 @@ func (d *decoder) top(root *node, rv reflect.Value) {
 		seen[f.name] = f.line
 		k := listNamed(f.name)
 		if k == nil {
+			if i, ok := topSetting(f.name); ok {
+				// A setting of the whole set of rules (shadow: true).
+				if msg := d.set(rv.Field(i), rv.Field(i).Type(), f.value); msg != "" {
+					d.add(slidegate.Problem{Line: f.line, Field: f.name, Reason: msg})
+				}
+				continue
+			}
 			d.add(slidegate.Problem{Line: f.line, Reason: d.unknownTop(f.name)})
 			continue
 		}
