@@ -158,12 +158,13 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // separately, so a scrape that races a SetRules may show the breakers
 // or the overload rules of one set of rules beside the limits of the next.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range byLabel(c.guard.Resources()) {
-		c.resources.collect(ch, s, s.Resource)
-	}
-	c.inbound.collect(ch, c.guard.InboundStats())
-	c.collectBreakers(ch, c.guard.Breakers())
 	rules := c.guard.Rules()
+	shadowed := shadowedResources(rules)
+	for _, s := range byLabel(c.guard.Resources()) {
+		c.resources.collect(ch, s, shadowed[s.Resource], s.Resource)
+	}
+	c.inbound.collect(ch, c.guard.InboundStats(), shadowed[slidegate.InboundResource])
+	c.collectBreakers(ch, c.guard.Breakers())
 	c.collectRules(ch, rules)
 	c.overload.collect(ch, c.guard.Overload())
 	c.retries.collect(ch)

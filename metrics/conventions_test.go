@@ -119,7 +119,7 @@ func TestDescribeSendsTheFixedSet(t *testing.T) {
 	if got := describe(metrics.NewCollector(busy)); !slices.Equal(got, empty) {
 		t.Errorf("a guard's rules and traffic change the descriptors:\n%q\n%q", got, empty)
 	}
-	if n := len(allFamilies) + len(clusterFamilies) + len(keyFamilies) + len(overloadFamilies) + len(retryFamilies); len(empty) != n || len(slices.Compact(slices.Clone(empty))) != len(empty) {
+	if n := len(allFamilies) + len(clusterFamilies) + len(keyFamilies) + len(overloadFamilies) + len(retryFamilies) + len(shadowFamilies); len(empty) != n || len(slices.Compact(slices.Clone(empty))) != len(empty) {
 		t.Errorf("%d descriptors, want %d distinct", len(empty), n)
 	}
 }

@@ -18,6 +18,7 @@
 //	family                                       type     labels
 //	slidegate_requests_allowed_total              counter  resource
 //	slidegate_requests_blocked_total             counter  resource, reason
+//	slidegate_requests_would_block_total         counter  resource, reason
 //	slidegate_requests_succeeded_total           counter  resource
 //	slidegate_requests_failed_total              counter  resource
 //	slidegate_requests_in_flight                 gauge    resource
@@ -25,6 +26,7 @@
 //	slidegate_response_time_max_seconds          gauge    resource
 //	slidegate_inbound_requests_allowed_total      counter  -
 //	slidegate_inbound_requests_blocked_total     counter  reason
+//	slidegate_inbound_requests_would_block_total counter  reason
 //	slidegate_inbound_requests_succeeded_total   counter  -
 //	slidegate_inbound_requests_failed_total      counter  -
 //	slidegate_inbound_requests_in_flight         gauge    -
@@ -49,6 +51,13 @@
 //	slidegate_retry_budget_retries               gauge    budget
 //	slidegate_retry_budget_blocked_total         counter  budget
 //	slidegate_retry_budget_not_retried_total     counter  budget
+//
+// The would-block families count the requests a shadow rule
+// (slidegate.FlowRule.Shadow, BreakerRule.Shadow, Rules.Shadow) would have
+// blocked and let through, by the reason it would have blocked them for:
+// what the rule would do enforced. They are there, every reason, for the
+// resources a shadow rule names, and for any resource once one would have
+// blocked.
 //
 // The cluster families are there only for a guard with a cluster that
 // reports its health (slidegate.WithCluster, Guard.ClusterHealth; a

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // reasons gives each block reason its value of the label reason. The values
@@ -33,6 +34,7 @@ var reasons = [...]struct {
 // traffic, without a label.
 type traffic struct {
 	allowed, blocked, succeeded, failed *prometheus.Desc
+	wouldBlock                          *prometheus.Desc
 	inFlight                            *prometheus.Desc
 	responseTime, responseTimeMax       *prometheus.Desc
 }
@@ -55,6 +57,9 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 		blocked: desc(prefix+"requests_blocked_total",
 			"Requests to "+whose+" that a rule blocked, by reason: rate_limited, concurrency_limited, exceeds_limit, wait_too_long, ref_limited, breaker_open, overloaded.",
 			with("reason")...),
+		wouldBlock: desc(prefix+"requests_would_block_total",
+			"Requests to "+whose+" that a shadow rule would have blocked, and let through (counted among the allowed), by reason as requests_blocked_total; there for every reason while a shadow rule names them, and once one would have blocked.",
+			with("reason")...),
 		succeeded: desc(prefix+"requests_succeeded_total",
 			"Allowed requests to "+whose+" that ended without an error.", labels...),
 		failed: desc(prefix+"requests_failed_total",
@@ -73,6 +78,7 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 func (t *traffic) describe(ch chan<- *prometheus.Desc) {
 	ch <- t.allowed
 	ch <- t.blocked
+	ch <- t.wouldBlock
 	ch <- t.succeeded
 	ch <- t.failed
 	ch <- t.inFlight
@@ -80,14 +86,22 @@ func (t *traffic) describe(ch chan<- *prometheus.Desc) {
 	ch <- t.responseTimeMax
 }
 
-// collect sends the metrics of s, labelled with labelValues.
-func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats, labelValues ...string) {
+// collect sends the metrics of s, labelled with labelValues; the
+// would-block counts if shadowed (a shadow rule names them) or any is above
+// zero.
+func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats, shadowed bool, labelValues ...string) {
 	tot := s.Totals
 	constMetric(ch, t.allowed, prometheus.CounterValue, float64(tot.Allowed), labelValues...)
 	withReason := append(slices.Clip(labelValues), "")
 	for _, r := range reasons {
 		withReason[len(labelValues)] = r.label
-		constMetric(ch, t.blocked, prometheus.CounterValue, float64(blocked(tot, r.reason)), withReason...)
+		constMetric(ch, t.blocked, prometheus.CounterValue, float64(blocked(tot.BlockedBy, r.reason)), withReason...)
+	}
+	if shadowed || tot.WouldBlock() > 0 {
+		for _, r := range reasons {
+			withReason[len(labelValues)] = r.label
+			constMetric(ch, t.wouldBlock, prometheus.CounterValue, float64(blocked(tot.WouldBlockBy, r.reason)), withReason...)
+		}
 	}
 	constMetric(ch, t.succeeded, prometheus.CounterValue, float64(tot.Succeeded), labelValues...)
 	constMetric(ch, t.failed, prometheus.CounterValue, float64(tot.Failed), labelValues...)
@@ -116,12 +130,29 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 	}
 }
 
-// blocked returns the requests t counts as blocked for reason r.
-func blocked(t slidegate.Totals, r slidegate.Reason) int64 {
-	if int(r) < len(t.BlockedBy) {
-		return t.BlockedBy[r]
+// blocked returns the count of reason r in by.
+func blocked(by [flow.NumReasons]int64, r slidegate.Reason) int64 {
+	if int(r) < len(by) {
+		return by[r]
 	}
 	return 0
+}
+
+// shadowedResources returns the resources a shadow rule names, and all
+// those a rule names if every rule is in shadow (Rules.Shadow).
+func shadowedResources(r slidegate.Rules) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range r.Flow {
+		if f.Shadow || r.Shadow {
+			out[f.Resource] = true
+		}
+	}
+	for _, b := range r.Breakers {
+		if b.Shadow || r.Shadow {
+			out[b.Resource] = true
+		}
+	}
+	return out
 }
 
 // labelValue returns s as a label value: Prometheus takes only valid UTF-8,
