@@ -7,6 +7,8 @@
 //	slidegate check FILE... validate rules files (YAML or JSON) and print
 //	                        every problem as FILE:LINE: RULE: FIELD: REASON;
 //	                        exit status 1 if any file has one
+//	slidegate version       print the module's version, the Go version and
+//	                        the VCS revision it was built from
 package main
 
 import (
@@ -30,6 +32,8 @@ const usage = `usage:
   slidegate check FILE... validate rules files (YAML or JSON) and print every
                           problem as FILE:LINE: RULE: FIELD: REASON; exit
                           status 1 if any file has one
+  slidegate version       print the module's version, the Go version and the
+                          VCS revision it was built from
 `
 
 // run runs the command with args and returns its exit status: 0 on success,
@@ -44,6 +48,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return check(args[1:], stdout, stderr)
 	case "demo":
 		return demo(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "slidegate: version takes no arguments\n%s", usage)
+			return 2
+		}
+		fmt.Fprintln(stdout, version())
+		return 0
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
