@@ -18,6 +18,17 @@ type point struct {
 	inFlight                 int64
 	p50, p99                 time.Duration
 	breaker                  breakerState
+	// wouldBlock is the requests per second, since the previous sample,
+	// that shadow rules would have blocked (among allowed). A float32, to
+	// 7 significant digits, so that it fits beside breaker in what would
+	// be padding, and a point stays 64 bytes.
+	wouldBlock float32
+}
+
+// pointRates are the rates of a point: requests per second between two
+// readings of a resource's totals.
+type pointRates struct {
+	allowed, blocked, failed, wouldBlock float64
 }
 
 // A breakerState is the worst state of a resource's breakers, ordered so
@@ -109,9 +120,9 @@ func (s *series) lastPoint() (point, bool) {
 func (s *series) update(now int64, st slidegate.ResourceStats, br breakerState, elapsed float64, record bool, limit int) {
 	s.fresh = false
 	if record {
-		allowed, blocked, failed := rates(s.prev, st.Totals, elapsed)
+		r := rates(s.prev, st.Totals, elapsed)
 		s.add(point{
-			at: now, allowed: allowed, blocked: blocked, failed: failed,
+			at: now, allowed: r.allowed, blocked: r.blocked, failed: r.failed, wouldBlock: float32(r.wouldBlock),
 			inFlight: st.InFlight, p50: st.P50, p99: st.P99, breaker: br,
 		}, limit)
 		s.fresh = true
@@ -121,17 +132,22 @@ func (s *series) update(now int64, st slidegate.ResourceStats, br breakerState, 
 	s.breaker = br
 }
 
-// rates returns the requests allowed, blocked and failed per second between
-// two readings of a resource's totals, elapsed seconds apart. Totals only
-// grow while the guard keeps the resource; if one went down, the guard
-// dropped the resource and made it again in between (slidegate.Totals), and
-// the counts began again from zero.
-func rates(prev, cur slidegate.Totals, elapsed float64) (allowed, blocked, failed float64) {
+// rates returns the requests allowed, blocked, failed and that shadow rules
+// would have blocked, per second, between two readings of a resource's
+// totals, elapsed seconds apart. Totals only grow while the guard keeps the
+// resource; if one went down, the guard dropped the resource and made it
+// again in between (slidegate.Totals), and the counts began again from
+// zero.
+func rates(prev, cur slidegate.Totals, elapsed float64) pointRates {
 	da, db, df, ds := cur.Allowed-prev.Allowed, cur.Blocked()-prev.Blocked(), cur.Failed-prev.Failed, cur.Succeeded-prev.Succeeded
-	if da < 0 || db < 0 || df < 0 || ds < 0 || cur.RT < prev.RT {
-		da, db, df = cur.Allowed, cur.Blocked(), cur.Failed
+	dw := cur.WouldBlock() - prev.WouldBlock()
+	if da < 0 || db < 0 || df < 0 || ds < 0 || dw < 0 || cur.RT < prev.RT {
+		da, db, df, dw = cur.Allowed, cur.Blocked(), cur.Failed, cur.WouldBlock()
 	}
-	return float64(da) / elapsed, float64(db) / elapsed, float64(df) / elapsed
+	return pointRates{
+		allowed: float64(da) / elapsed, blocked: float64(db) / elapsed, failed: float64(df) / elapsed,
+		wouldBlock: float64(dw) / elapsed,
+	}
 }
 
 // Sample reads the guard's clock once, reads the guard at that time and

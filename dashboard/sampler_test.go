@@ -336,7 +336,8 @@ func TestRates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, b, f := rates(tt.prev, tt.cur, tt.elapsed)
+			r := rates(tt.prev, tt.cur, tt.elapsed)
+			a, b, f := r.allowed, r.blocked, r.failed
 			if a != tt.allowed || b != tt.blocked || f != tt.failed {
 				t.Errorf("rates = %v, %v, %v; want %v, %v, %v", a, b, f, tt.allowed, tt.blocked, tt.failed)
 			}

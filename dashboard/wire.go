@@ -88,6 +88,9 @@ type historyJSON struct {
 	P50         []float64 `json:"p50"`
 	P99         []float64 `json:"p99"`
 	Breaker     []string  `json:"breaker"`
+	// WouldBlockRate is the requests per second that shadow rules would
+	// have blocked, and let through (among AllowedRate).
+	WouldBlockRate []float32 `json:"would_block_rate"`
 }
 
 // pointJSON is one sample of a resource: the requests allowed, blocked and
@@ -102,6 +105,10 @@ type pointJSON struct {
 	P50         float64 `json:"p50"`
 	P99         float64 `json:"p99"`
 	Breaker     string  `json:"breaker,omitempty"`
+	// WouldBlockRate is the requests per second that shadow rules would
+	// have blocked, and let through (among AllowedRate); a float32, to 7
+	// significant digits, as the dashboard keeps it.
+	WouldBlockRate float32 `json:"would_block_rate"`
 }
 
 // statsJSON is a slidegate.ResourceStats: the requests allowed and blocked,
@@ -122,13 +129,15 @@ type statsJSON struct {
 }
 
 // totalsJSON is a slidegate.Totals, the blocked requests summed over the
-// reasons (Totals.Blocked).
+// reasons (Totals.Blocked), and so are the requests shadow rules would have
+// blocked (Totals.WouldBlock).
 type totalsJSON struct {
-	Allowed   int64   `json:"allowed"`
-	Blocked   int64   `json:"blocked"`
-	Succeeded int64   `json:"succeeded"`
-	Failed    int64   `json:"failed"`
-	RT        float64 `json:"rt"`
+	Allowed    int64   `json:"allowed"`
+	Blocked    int64   `json:"blocked"`
+	Succeeded  int64   `json:"succeeded"`
+	Failed     int64   `json:"failed"`
+	RT         float64 `json:"rt"`
+	WouldBlock int64   `json:"would_block"` // among allowed: let through by shadow rules that would have blocked them
 }
 
 // breakerJSON is a slidegate.BreakerStatus. Its counts are of the breaker's
@@ -198,7 +207,7 @@ func statsOf(st slidegate.ResourceStats) statsJSON {
 		InFlight: st.InFlight,
 		Totals: totalsJSON{
 			Allowed: st.Totals.Allowed, Blocked: st.Totals.Blocked(), Succeeded: st.Totals.Succeeded, Failed: st.Totals.Failed,
-			RT: seconds(st.Totals.RT),
+			RT: seconds(st.Totals.RT), WouldBlock: st.Totals.WouldBlock(),
 		},
 	}
 }
@@ -249,6 +258,7 @@ func (d *Dashboard) pointOf(p point) pointJSON {
 	return pointJSON{
 		T: d.unix(p.at), AllowedRate: p.allowed, BlockedRate: p.blocked, FailedRate: p.failed,
 		InFlight: p.inFlight, P50: seconds(p.p50), P99: seconds(p.p99), Breaker: p.breaker.String(),
+		WouldBlockRate: p.wouldBlock,
 	}
 }
 
@@ -266,6 +276,7 @@ func (d *Dashboard) withHistory(s *series, n int) resourceJSON {
 		T: make([]float64, 0, n), AllowedRate: make([]float64, 0, n), BlockedRate: make([]float64, 0, n),
 		FailedRate: make([]float64, 0, n), InFlight: make([]int64, 0, n),
 		P50: make([]float64, 0, n), P99: make([]float64, 0, n), Breaker: make([]string, 0, n),
+		WouldBlockRate: make([]float32, 0, n),
 	}
 	s.newest(n, func(p point) {
 		h.T = append(h.T, d.unix(p.at))
@@ -276,6 +287,7 @@ func (d *Dashboard) withHistory(s *series, n int) resourceJSON {
 		h.P50 = append(h.P50, seconds(p.p50))
 		h.P99 = append(h.P99, seconds(p.p99))
 		h.Breaker = append(h.Breaker, p.breaker.String())
+		h.WouldBlockRate = append(h.WouldBlockRate, p.wouldBlock)
 	})
 	r.History = h
 	r.Partial = n < len(s.ring)
