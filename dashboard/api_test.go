@@ -430,8 +430,8 @@ func TestJSONSpeaksTheVocabulary(t *testing.T) {
 
 	var (
 		stats   = []string{"allowed", "avg_rt", "blocked", "failed", "in_flight", "max_rt", "p50", "p90", "p99", "succeeded", "totals"}
-		totals  = []string{"allowed", "blocked", "failed", "rt", "succeeded"}
-		columns = []string{"allowed_rate", "blocked_rate", "breaker", "failed_rate", "in_flight", "p50", "p99", "t"}
+		totals  = []string{"allowed", "blocked", "failed", "rt", "succeeded", "would_block"}
+		columns = []string{"allowed_rate", "blocked_rate", "breaker", "failed_rate", "in_flight", "p50", "p99", "t", "would_block_rate"}
 		brk     = []string{"block_ratio", "blocked", "failed", "probes_in_flight", "requests", "resource", "retry_after", "rule", "slow", "state", "strategy", "succeeded"}
 	)
 	check := func(what string, v any, want []string) {

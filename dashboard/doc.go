@@ -11,13 +11,15 @@
 //
 // and open /slidegate/ in a browser. The page lists every resource the guard
 // keeps statistics for, with its requests allowed, blocked and failed per
-// second, its requests in flight, its P50 and P99 response times and the
+// second (and, tagged "would block", those that rules in shadow would have
+// blocked and let through), its requests in flight, its P50 and P99 response times and the
 // state of its breakers; the shed and adaptive rules with the limits they
 // have learnt, their requests in flight and the CPU they read; the retry
 // budgets given by WithRetryBudget, with their requests and retries; for each resource with per-key rules
 // (slidegate.FlowRule.PerKey), its busiest keys and its most blocked ones; a
 // chart per resource over the last minutes; and the rules in force, which it
-// can also edit if WithRuleEditing allows it.
+// can also edit if WithRuleEditing allows it, each rule in shadow tagged
+// "shadow".
 //
 // A sampler goroutine reads the guard every second (WithInterval) and keeps
 // the last 300 samples of each resource (WithHistory). The rates are exact:
@@ -45,9 +47,9 @@
 //	 "resources": [{"name": "GET /orders", "breaker": "closed",
 //	                "stats":   {"allowed": 950, "blocked": 12, "succeeded": 940, "failed": 10,
 //	                            "avg_rt": 0.012, "p50": 0.01, "p90": 0.02, "p99": 0.05, "max_rt": 0.2,
-//	                            "in_flight": 3, "totals": {"allowed": ..., "blocked": ..., "succeeded": ..., "failed": ..., "rt": ...}},
+//	                            "in_flight": 3, "totals": {"allowed": ..., "blocked": ..., "succeeded": ..., "failed": ..., "rt": ..., "would_block": ...}},
 //	                "history": {"t": [...], "allowed_rate": [...], "blocked_rate": [...], "failed_rate": [...],
-//	                            "in_flight": [...], "p50": [...], "p99": [...], "breaker": [...]},
+//	                            "in_flight": [...], "p50": [...], "p99": [...], "breaker": [...], "would_block_rate": [...]},
 //	                "keys":    {"interval": 1, "top": [{"key": "user-42", "allowed": 20, "blocked": 80}, ...]}}],
 //	 "breakers":  [{"resource": "GET /orders", "rule": "breakers[0]", "strategy": "error_ratio", "state": "closed",
 //	                "block_ratio": 0, "requests": 950, "succeeded": 940, "failed": 10, "slow": 0,
@@ -63,7 +65,13 @@
 // and the totals): the requests allowed and blocked, and of the allowed ones
 // those that succeeded and failed (ended with an error); history the
 // samples, oldest first, one array per field, each rate the requests
-// allowed, blocked and failed per second since the sample before; and
+// allowed, blocked and failed per second since the sample before, and
+// would_block_rate those that rules in shadow (slidegate.FlowRule.Shadow,
+// BreakerRule.Shadow, Rules.Shadow) would have blocked and let through, per
+// second (among allowed_rate; to 7 significant digits, as a point keeps
+// it), and totals.would_block their number since the resource's
+// statistics began (slidegate.Totals.WouldBlock); the rules say which are
+// in shadow ("shadow": true on a rule, or on all of them); and
 // breaker the worst state of the resource's breakers ("closed",
 // "half-open", "open"; absent without one). A breaker's counts are of its
 // interval: the requests it counted an outcome of, those that succeeded,
@@ -108,7 +116,7 @@
 //
 // with, for each resource the guard keeps, its stats and its new point
 // ({"t": ..., "allowed_rate": ..., "blocked_rate": ..., "failed_rate": ...,
-// "in_flight": ..., "p50": ..., "p99": ..., "breaker": ...}) instead of its
+// "in_flight": ..., "p50": ..., "p99": ..., "breaker": ..., "would_block_rate": ...}) instead of its
 // history, and its keys as of the sample; a resource missing from it is gone. The rules are there only when
 // they changed.
 //

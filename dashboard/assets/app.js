@@ -1,4 +1,5 @@
-// The slidegate dashboard's page: a table of resources, the shed and adaptive
+// The slidegate dashboard's page: a table of resources (with what shadow
+// rules would have blocked), the shed and adaptive
 // rules with what they have learnt, the top keys of the resources with
 // per-key rules, a chart per resource and the rules in force, kept live by the server's event stream
 // (api/events). Every URL is relative, so the page works under any prefix.
@@ -79,7 +80,7 @@
 
   // ---- state ----
 
-  const COLUMNS = ["t", "allowed_rate", "blocked_rate", "failed_rate", "in_flight", "p50", "p99", "breaker"];
+  const COLUMNS = ["t", "allowed_rate", "blocked_rate", "failed_rate", "in_flight", "p50", "p99", "breaker", "would_block_rate"];
 
   function emptyHist() {
     const h = {};
@@ -214,13 +215,26 @@
     return el("span", { className: "badge badge-" + s }, s);
   }
 
+  // wouldBlockTag says, for a resource (or the inbound traffic) that shadow
+  // rules would have blocked requests of, how many per second since the
+  // last sample; nothing for one they never would have. Those requests were
+  // allowed: they are among allowed/s, not blocked/s.
+  function wouldBlockTag(e) {
+    const total = e.stats.totals.would_block || 0;
+    if (total <= 0) return null;
+    return el("span", {
+      className: "tag tag-would-block",
+      title: "Requests that shadow rules would have blocked and let through, per second; " + total + " since the start",
+    }, "would block " + fmtRate(last(e, "would_block_rate") ?? 0) + "/s");
+  }
+
   function renderTable(list) {
     const tbody = $("resources").tBodies[0];
     const rows = list.map((e) =>
       el("tr", { dataset: { resource: e.name } },
         el("td", { className: "name", title: e.name }, e.name),
         el("td", { className: "num allowed" }, fmtRate(last(e, "allowed_rate"))),
-        el("td", { className: "num blocked" + (last(e, "blocked_rate") > 0 ? " warn" : "") }, fmtRate(last(e, "blocked_rate"))),
+        el("td", { className: "num blocked" + (last(e, "blocked_rate") > 0 ? " warn" : "") }, fmtRate(last(e, "blocked_rate")), wouldBlockTag(e)),
         el("td", { className: "num failed" + (last(e, "failed_rate") > 0 ? " bad" : "") }, fmtRate(last(e, "failed_rate"))),
         el("td", { className: "num inflight" }, String(e.stats.in_flight)),
         el("td", { className: "num p50" }, e.stats.p50 ? fmtDur(e.stats.p50) : "–"),
@@ -497,13 +511,15 @@
     const dl = $("inbound");
     if (!e) return dl.replaceChildren();
     const item = (k, tip, v, cls) => el("div", { className: "kv", title: tip }, el("dt", {}, k), el("dd", { className: cls || "" }, v));
-    dl.replaceChildren(
+    dl.replaceChildren(...[
       item("inbound allowed/s", "Inbound requests allowed per second", fmtRate(last(e, "allowed_rate"))),
       item("blocked/s", "Inbound requests blocked per second", fmtRate(last(e, "blocked_rate")), last(e, "blocked_rate") > 0 ? "warn" : ""),
+      e.stats.totals.would_block > 0 ? item("would block", "Inbound requests that shadow rules would have blocked and let through, per second; " +
+        e.stats.totals.would_block + " since the start", fmtRate(last(e, "would_block_rate") ?? 0) + "/s", "would-block") : null,
       item("failed/s", "Inbound requests that failed per second", fmtRate(last(e, "failed_rate")), last(e, "failed_rate") > 0 ? "bad" : ""),
       item("in flight", "Inbound requests allowed and not yet ended", String(e.stats.in_flight)),
       item("P99", "99th percentile of the inbound response times, last 5 to 10 s", e.stats.p99 ? fmtDur(e.stats.p99) : "–"),
-      item("updated", "Time of the latest sample", state.time ? fmtTime(state.time) : "–"));
+      item("updated", "Time of the latest sample", state.time ? fmtTime(state.time) : "–")].filter((x) => x));
   }
 
   // ---- the rules ----
@@ -576,6 +592,16 @@
     return "";
   }
 
+  // ruleName is a rule's cell in the rules tables: its place, and a
+  // "shadow" tag if it is in shadow (on its own, or with every rule).
+  function ruleName(place, r) {
+    if (!r.shadow && !state.rules.shadow) return place;
+    return el("span", {}, place, " ", el("span", {
+      className: "tag tag-shadow",
+      title: "In shadow: the rule decides and counts as if enforced, and blocks nothing; what it would have blocked is let through, counted as would block",
+    }, "shadow"));
+  }
+
   let renderedRules = null;
 
   function renderRules() {
@@ -588,18 +614,19 @@
     const parts = [];
     if (flow.length) {
       parts.push(el("h3", {}, "Flow"), table(["Rule", "Resource", "Type", "Limit", "Per", ""],
-        flow.map((f, i) => [`flow[${i}]`, f.resource, f.type || "qps", flowLimit(f), flowPer(f), describeFlow(f)])));
+        flow.map((f, i) => [ruleName(`flow[${i}]`, f), f.resource, f.type || "qps", flowLimit(f), flowPer(f), describeFlow(f)])));
     }
     if (brs.length) {
       parts.push(el("h3", {}, "Breakers"), table(["Rule", "Resource", "Strategy", "Opens when", "State", "Last interval", "Retry after"],
         brs.map((b, i) => {
           const s = status.get(`breakers[${i}]`);
-          return [`breakers[${i}]`, b.resource, b.strategy, describeBreaker(b), badge(s ? s.state : ""),
+          return [ruleName(`breakers[${i}]`, b), b.resource, b.strategy, describeBreaker(b), badge(s ? s.state : ""),
             s ? `${s.requests} req, ${s.failed} failed` + (s.blocked ? `, ${s.blocked} blocked` : "") : "–",
             s && s.retry_after ? fmtDur(s.retry_after) : "–"];
         })));
     }
     if (!parts.length) parts.push(el("p", { className: "empty" }, "No rules: every request is allowed."));
+    else if (state.rules.shadow) parts.unshift(el("p", { className: "note rules-shadow" }, "Every rule is in shadow: they block nothing, and count what they would block."));
     $("rules").replaceChildren(...parts);
   }
 
