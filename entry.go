@@ -157,7 +157,9 @@ func (h Entry) Probe() bool {
 	for i := range e.held {
 		// A hold keeps what an earlier rule wrote in it (see clearHeld):
 		// its promise is a breaker's only if a breaker holds it now.
-		if _, ok := e.held[i].by.(*breakerRule); ok && e.held[i].promise.Probe() {
+		// A breaker in shadow changes nothing a client does: its probe is
+		// no probe.
+		if _, ok := e.held[i].by.(*breakerRule); ok && !e.held[i].shadow && e.held[i].promise.Probe() {
 			return true
 		}
 	}
@@ -229,7 +231,8 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 		key = key[:MaxKeyLength]
 	}
 	e.g, e.res, e.count, e.inbound, e.priority, e.key = g, res, count, inbound, priority, key
-	var first []check // the rules of all the inbound traffic, asked first
+	e.would = flow.NotBlocked // a pooled entry keeps the last request's: admit may not run
+	var first []check         // the rules of all the inbound traffic, asked first
 	if inbound {
 		first = snap.inbound
 	}
@@ -285,7 +288,7 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then 
 		}
 		e.held = e.held[:len(e.held)+1]
 		h := &e.held[len(e.held)-1]
-		h.by = nil // the hold of an earlier use of the entry
+		h.by, h.shadow = nil, ch.shadow // the hold of an earlier use of the entry
 		e.window = -1
 		d := ch.rule.admit(ctx, e, now, h)
 		if h.by == nil {

@@ -64,6 +64,7 @@ type hold struct {
 	// overloaded says, as the request exits, whether it ended overloaded
 	// (IsOverloaded): set by Exit for every hold before release.
 	overloaded bool
+	shadow     bool // the rule that holds it is in shadow
 	_          [384 - 320]byte
 }
 

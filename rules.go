@@ -161,7 +161,11 @@ type FlowRule struct {
 	// would have imposed (a throttle's) is not waited. Enforcing the rule
 	// later keeps what it counted in shadow: the same rule, shadow or not,
 	// keeps its enforcer. The per-key QPS rules of a resource, decided
-	// together, are all in shadow or none.
+	// together, are all in shadow or none. A cluster rule in shadow still
+	// makes its round trip to the cluster. A request a shadow rule would
+	// have blocked still counts against the enforced rules after it, so
+	// WouldBlockBy is what enforcing the shadow rules would block on top of
+	// the rules enforced, not a run of the shadow rules alone.
 	Shadow bool `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 

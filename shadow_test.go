@@ -130,3 +130,34 @@ func TestShadowRulesAllocateNothing(t *testing.T) {
 		t.Fatalf("%v allocations per Enter+Exit through a shadow rule that would block", n)
 	}
 }
+
+// A pooled entry that served a request a shadow rule would have blocked
+// carries nothing of it to a request to a resource without rules.
+func TestWouldBlockIsCountedOnlyWhereAShadowRuleIs(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 0, Shadow: true}}})
+	for range 10 {
+		mustEnter(t, g, "a").Exit(nil)
+		mustEnter(t, g, "norules").Exit(nil)
+	}
+	if s, _ := g.Stats("norules"); s.Totals.WouldBlock() != 0 {
+		t.Fatalf("a resource without rules would have had %v blocked", s.Totals.WouldBlockBy)
+	}
+	if s, _ := g.Stats("a"); s.Totals.WouldBlockBy[ExceedsLimit] != 10 {
+		t.Fatalf("a: %v, want 10 exceeding the limit (of 0)", s.Totals.WouldBlockBy)
+	}
+}
+
+// A breaker in shadow makes no probe a client could see: a failed request
+// through it is retried as any other.
+func TestAShadowBreakersProbeIsNoProbe(t *testing.T) {
+	one := int64(1)
+	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1,
+		MinRequests: &one, OpenTimeout: Duration(time.Second), Shadow: true}}})
+	mustEnter(t, g, "b").Exit(errors.New("boom")) // opens it
+	clk.Advance(time.Second)                     // half-open: the next request is its probe
+	e := mustEnter(t, g, "b")
+	defer e.Exit(nil)
+	if e.Probe() {
+		t.Fatal("a shadow breaker's probe reads as a probe")
+	}
+}

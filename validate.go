@@ -98,7 +98,9 @@ func (r Rules) Validate() error {
 	}
 	ps = sharedClusterCounts(r.Flow, ps)
 	ps = tooManyWindows(r.Flow, ps)
-	ps = mixedShadow(r.Flow, ps)
+	if !r.Shadow { // every rule in shadow: none is enforced
+		ps = mixedShadow(r.Flow, ps)
+	}
 	if len(ps) == 0 {
 		return nil
 	}

@@ -176,6 +176,14 @@ func (d *decoder) top(root *node, rv reflect.Value) {
 		return
 	}
 	seen := map[string]int{}
+	settings, lists := 0, 0
+	defer func() {
+		// A file cut short after a setting (shadow: true) must not clear
+		// the rules in force, any more than an empty one.
+		if settings > 0 && lists == 0 {
+			d.add(slidegate.Problem{Line: root.line, Reason: "the file has settings but no rules; to clear the rules, write " + d.clear()})
+		}
+	}()
 	for _, f := range root.fields {
 		if first, dup := seen[f.name]; dup {
 			d.add(slidegate.Problem{Line: f.line, Field: f.name, Reason: fmt.Sprintf("given again (first on line %d): each list appears once", first)})
@@ -186,6 +194,7 @@ func (d *decoder) top(root *node, rv reflect.Value) {
 		if k == nil {
 			if i, ok := topSetting(f.name); ok {
 				// A setting of the whole set of rules (shadow: true).
+				settings++
 				if msg := d.set(rv.Field(i), rv.Field(i).Type(), f.value); msg != "" {
 					d.add(slidegate.Problem{Line: f.line, Field: f.name, Reason: msg})
 				}
@@ -194,6 +203,7 @@ func (d *decoder) top(root *node, rv reflect.Value) {
 			d.add(slidegate.Problem{Line: f.line, Reason: d.unknownTop(f.name)})
 			continue
 		}
+		lists++
 		v := f.value
 		switch v.kind {
 		case null:

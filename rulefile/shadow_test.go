@@ -26,3 +26,12 @@ func TestParseReportsABadShadowOnItsLine(t *testing.T) {
 		t.Fatalf("shadow: yes please: %v, want a problem on line 2 asking for true or false", err)
 	}
 }
+
+// A file cut short after its first line, a setting, clears no rules.
+func TestAFileOfSettingsAloneIsNoRules(t *testing.T) {
+	for name, text := range map[string]string{"r.yaml": "shadow: true\n", "r.json": `{"shadow": false}`} {
+		if _, err := Parse(name, []byte(text)); err == nil || !strings.Contains(err.Error(), "no rules") {
+			t.Errorf("%s %q: %v, want a problem saying it has no rules", name, text, err)
+		}
+	}
+}
