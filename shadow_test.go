@@ -154,7 +154,7 @@ func TestAShadowBreakersProbeIsNoProbe(t *testing.T) {
 	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1,
 		MinRequests: &one, OpenTimeout: Duration(time.Second), Shadow: true}}})
 	mustEnter(t, g, "b").Exit(errors.New("boom")) // opens it
-	clk.Advance(time.Second)                     // half-open: the next request is its probe
+	clk.Advance(time.Second)                      // half-open: the next request is its probe
 	e := mustEnter(t, g, "b")
 	defer e.Exit(nil)
 	if e.Probe() {
