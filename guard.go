@@ -267,6 +267,9 @@ type BreakerStatus struct {
 	Resource string
 	Rule     string          // its place in the rules: "breakers[0]"
 	Strategy BreakerStrategy // the rule's Strategy
+	// Shadow says the rule is in shadow (BreakerRule.Shadow, Rules.Shadow):
+	// its breaker opens and closes, and blocks nothing.
+	Shadow bool
 	breaker.Stats
 }
 
@@ -280,7 +283,8 @@ func (g *Guard) BreakersAt(now int64) []BreakerStatus {
 	out := make([]BreakerStatus, 0, len(s.breakers))
 	for i, b := range s.breakers {
 		r := s.rules.Breakers[i]
-		out = append(out, BreakerStatus{Resource: r.Resource, Rule: ruleAt("breakers", i), Strategy: r.Strategy, Stats: b.b.StatsAt(now)})
+		out = append(out, BreakerStatus{Resource: r.Resource, Rule: ruleAt("breakers", i), Strategy: r.Strategy,
+			Shadow: r.Shadow || s.rules.Shadow, Stats: b.b.StatsAt(now)})
 	}
 	return out
 }

@@ -160,4 +160,7 @@ func TestAShadowBreakersProbeIsNoProbe(t *testing.T) {
 	if e.Probe() {
 		t.Fatal("a shadow breaker's probe reads as a probe")
 	}
+	if st := g.Breakers(); len(st) != 1 || !st[0].Shadow {
+		t.Fatalf("breakers %+v, want the one marked shadow", st)
+	}
 }

@@ -205,6 +205,9 @@ func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 
 	worst := make(map[string]breakerState, len(breakers))
 	for _, b := range breakers {
+		if b.Shadow {
+			continue // blocks nothing: the rules table shows its state, tagged
+		}
 		worst[b.Resource] = max(worst[b.Resource], stateOf(b.State))
 	}
 	elapsed := time.Duration(now - d.last).Seconds()

@@ -184,3 +184,35 @@ func TestAPointIs64Bytes(t *testing.T) {
 		t.Errorf("a point takes %d bytes, want 64 (doc.go, WithHistory)", n)
 	}
 }
+
+// A breaker in shadow that opens blocks nothing: its resource does not show
+// it open; the breakers list does, marked.
+func TestAShadowBreakerDoesNotMarkItsResource(t *testing.T) {
+	f := newFixture(t, nil)
+	one := int64(1)
+	if err := f.g.SetRules(slidegate.Rules{Breakers: []slidegate.BreakerRule{
+		{Resource: "db", Strategy: slidegate.ErrorCountBreaker, Count: 1, MinRequests: &one, Shadow: true},
+		{Resource: "cache", Strategy: slidegate.ErrorCountBreaker, Count: 1, MinRequests: &one},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	f.requests(t, "db", 1, time.Millisecond, true)    // opens the shadow breaker
+	f.requests(t, "cache", 1, time.Millisecond, true) // opens the enforced one
+	f.step(time.Second)
+	s := f.snapshot(t)
+	for _, r := range s.Resources {
+		switch r.Name {
+		case "db":
+			if r.Breaker != "" {
+				t.Errorf("db, behind a shadow breaker only, shows breaker %q", r.Breaker)
+			}
+		case "cache":
+			if r.Breaker != "open" {
+				t.Errorf("cache shows breaker %q, want open", r.Breaker)
+			}
+		}
+	}
+	if len(s.Breakers) != 2 || !s.Breakers[0].Shadow || s.Breakers[0].State != "open" || s.Breakers[1].Shadow {
+		t.Errorf("breakers %+v, want the shadow one open and marked, the other not marked", s.Breakers)
+	}
+}

@@ -156,6 +156,7 @@ type breakerJSON struct {
 	Blocked        int64   `json:"blocked"`
 	ProbesInFlight int     `json:"probes_in_flight"`
 	RetryAfter     float64 `json:"retry_after"`
+	Shadow         bool    `json:"shadow,omitempty"` // in shadow: it blocks nothing, and no resource shows its state
 }
 
 // overloadJSON is a slidegate.OverloadStatus: a shed or adaptive rule in
@@ -222,6 +223,7 @@ func breakersOf(bs []slidegate.BreakerStatus) []breakerJSON {
 			Requests:   b.Requests, Succeeded: b.Successes, Failed: b.Failures, Slow: b.Slow, Blocked: b.Blocked,
 			ProbesInFlight: b.ProbesInFlight,
 			RetryAfter:     seconds(b.RetryAfter),
+			Shadow:         b.Shadow,
 		}
 	}
 	return out
