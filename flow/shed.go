@@ -1,12 +1,12 @@
 package flow
 
 import (
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -142,12 +142,15 @@ func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
 	if s.CoolOff == 0 {
 		s.CoolOff = DefaultShedCoolOff
 	}
-	done, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(o.clock), window.IgnoreCurrentBucket())
-	if err != nil {
-		return nil, windowError(err, s.Interval, s.Buckets)
+	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
+		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	if s.Buckets < 2 {
 		return nil, &ConfigError{Option: "buckets", Value: s.Buckets, Detail: "must be at least 2: the bucket in progress is not counted"}
+	}
+	done, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(o.clock), window.IgnoreCurrentBucket())
+	if err != nil {
+		return nil, err // CheckWindow has refused what the window refuses
 	}
 	sh := &Shedder{
 		done:      done,
@@ -160,15 +163,6 @@ func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
 	sh.lastShed.Store(math.MinInt64)
 	sh.bound.Store(boundUnknown) // for bucket 0 at most: recomputed at once
 	return sh, nil
-}
-
-// windowError is err, a window's *ConfigError about an interval divided
-// into buckets, as this package's.
-func windowError(err error, interval time.Duration, buckets int) *ConfigError {
-	if buckets < 1 || buckets > window.MaxBuckets {
-		return &ConfigError{Option: "buckets", Value: buckets, Detail: fmt.Sprintf("must be between 1 and %d", window.MaxBuckets)}
-	}
-	return &ConfigError{Option: "interval", Value: interval, Detail: fmt.Sprintf("must divide into %d buckets of at least %v each: %v", buckets, time.Duration(window.MinWidth), err)}
 }
 
 // A ShedPermit stands for a request a Shedder admitted, in flight until
