@@ -1,0 +1,35 @@
+package rulefile
+
+import (
+	"context"
+
+	"github.com/slidegate/slidegate"
+)
+
+// A Source is where a guard's rules come from: a file (File), a key in a
+// configuration service (etcd, Consul, Nacos, Apollo), a Kubernetes object.
+// Follow puts a source's rules in force in a guard and keeps them in step
+// with it: the source only says what its rules are and when they may have
+// changed, and Follow does the rest (validating, keeping the rules in force
+// when the new ones are refused, retrying a source that cannot be read,
+// logging, keeping the last good rules on disk).
+//
+// A Source that is also a fmt.Stringer is named by its String in logs and
+// errors ("rules.yaml", "etcd://10.0.0.1:2379/slidegate/rules").
+type Source interface {
+	// Rules reads the source's rules as they are now. Rules with a problem
+	// return a *slidegate.RulesError listing every problem, as Parse does;
+	// a source that cannot be read now (its server down, a file missing)
+	// returns another error, and Follow tries again later. Rules must
+	// return once ctx is done.
+	Rules(ctx context.Context) (slidegate.Rules, error)
+	// Changes returns a channel that receives a value whenever the rules
+	// may have changed since they were last read, and is closed by Close.
+	// A source sends without blocking on a channel with a buffer of one,
+	// so that changes in a burst make one read: a change is never lost,
+	// for the read it causes comes after it.
+	Changes() <-chan struct{}
+	// Close stops the source and closes the Changes channel. It is safe to
+	// call more than once.
+	Close() error
+}
