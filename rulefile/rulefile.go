@@ -24,7 +24,11 @@ import (
 // rules, for that is how a file cut short reads; "flow: []" or {} clears
 // them.
 func Parse(name string, data []byte) (slidegate.Rules, error) {
-	isJSON := strings.EqualFold(filepath.Ext(name), ".json")
+	return parse(name, data, strings.EqualFold(filepath.Ext(name), ".json"))
+}
+
+// parse is Parse with the format given: JSON if isJSON, else YAML.
+func parse(name string, data []byte, isJSON bool) (slidegate.Rules, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		clear := "flow: []"
 		if isJSON {
