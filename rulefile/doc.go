@@ -1,5 +1,6 @@
 // Package rulefile reads a guard's rules from YAML and JSON files, and keeps
-// a guard's rules in step with a file as it changes.
+// a guard's rules in step with a file as it changes, or with any other
+// source of rules: a configuration service, a Kubernetes object.
 //
 // # Rules files
 //
@@ -32,6 +33,60 @@
 // refused too, since that is how a file cut short reads; "flow: []" (or {}
 // in JSON) clears the rules. The package is separate from slidegate so
 // that the core packages depend on the standard library only.
+//
+// # Rule sources
+//
+// A Source is where rules come from: File(path) is a rules file, and a
+// small module of its own can make one of a key in etcd, Consul, Nacos or
+// Apollo, or of a Kubernetes object. Follow puts a source's rules in force
+// in a guard and keeps them in step with it until Close (RunSource: until
+// a context is done); Watch is Follow of File. Whenever the source signals
+// a change, Follow reads its rules and, if they differ from those it read
+// last, puts them in force: Guard.SetRules validates the whole set first,
+// and rules with any problem are refused whole, logged at Warn with every
+// problem, and the rules in force stay. A source that cannot be read (its
+// server down) leaves the rules in force too; Follow logs it once, reads it
+// again after 1 s, 2 s, 4 s… up to every 30 s, and logs once more when it
+// can read it again.
+//
+// A service that starts while its source is down, or holds rules with a
+// problem, would start with no rules at all. WithLastGood(path) prevents
+// that: Follow writes each set of rules it puts in force to path, as JSON,
+// in a new file renamed over the old so that path always holds a whole set,
+// and when it starts and the source has no sound rules to give, it puts
+// the rules of path in force, logs why, and follows the source until it
+// has. Without a last good file, Follow returns the source's error.
+//
+// Writing a source takes the three methods of Source: Rules fetches the
+// document and Parses it, so that its problems are reported as a file's
+// are, each with its line; Changes is a channel with a buffer of one that
+// the client's watch sends to without blocking; Close stops the watch and
+// closes the channel. With a client for the service (here a KV with Get,
+// and a watch run on a goroutine of the source's own):
+//
+//	type consulSource struct {
+//		kv      *KV
+//		key     string
+//		changes chan struct{} // make(chan struct{}, 1)
+//		stop    func()        // ends the watch and waits for it (sync.OnceFunc)
+//	}
+//
+//	func (s *consulSource) Rules(ctx context.Context) (slidegate.Rules, error) {
+//		doc, err := s.kv.Get(ctx, s.key)
+//		if err != nil {
+//			return slidegate.Rules{}, err // Follow tries again later
+//		}
+//		return rulefile.Parse(s.key, doc) // ".json" in the key: JSON, else YAML
+//	}
+//
+//	func (s *consulSource) Changes() <-chan struct{} { return s.changes }
+//	func (s *consulSource) Close() error             { s.stop(); return nil }
+//	func (s *consulSource) String() string           { return "consul:" + s.key }
+//
+// The watch (a blocking query, a Nacos listener, an informer) does
+// select { case s.changes <- struct{}{}: default: } on every change, and
+// closes s.changes when it ends, whether stopped or failed for good;
+// Follow does the rest.
 //
 // # Changing a watched file
 //

@@ -24,10 +24,12 @@ type Source interface {
 	// return once ctx is done.
 	Rules(ctx context.Context) (slidegate.Rules, error)
 	// Changes returns a channel that receives a value whenever the rules
-	// may have changed since they were last read, and is closed by Close.
-	// A source sends without blocking on a channel with a buffer of one,
-	// so that changes in a burst make one read: a change is never lost,
-	// for the read it causes comes after it.
+	// may have changed since they were last read, and is closed by Close,
+	// or earlier by a source that stops for good (Follow then logs it and
+	// stops, keeping the rules in force). A source sends without blocking
+	// on a channel with a buffer of one, so that changes in a burst make
+	// one read: a change is never lost, for the read it causes comes
+	// after it. Changes returns the same channel every time.
 	Changes() <-chan struct{}
 	// Close stops the source and closes the Changes channel. It is safe to
 	// call more than once.
