@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -349,8 +350,9 @@ func TestFollowMakesNoReloadForTheSameRules(t *testing.T) {
 func TestFollowerCloseStopsEverything(t *testing.T) {
 	g := newGuard(t)
 	m := clock.NewManual(0)
+	c := &slowWaker{Manual: m}
 	src := newFakeSource(limitRules(1), nil)
-	f, _, next := following(t, g, src, WithClock(m))
+	f, _, next := following(t, g, src, WithClock(c))
 	src.set(slidegate.Rules{}, errUnreachable)
 	if err := next(); !errors.Is(err, errUnreachable) {
 		t.Fatalf("reload %v, want the read error", err)
@@ -364,7 +366,7 @@ func TestFollowerCloseStopsEverything(t *testing.T) {
 	default:
 		t.Fatal("the follower's goroutine still runs after Close")
 	}
-	if n := m.Sleepers(); n != 0 {
+	if n := c.sleeping.Load(); n != 0 {
 		t.Fatalf("%d timed reads still wait after Close", n)
 	}
 	if n := src.closeCount(); n != 1 {
@@ -379,6 +381,22 @@ func TestFollowerCloseStopsEverything(t *testing.T) {
 	if got := limitsOf(g); !sameLimits(got, 1) {
 		t.Fatalf("limits %v after Close, want [1] still", got)
 	}
+}
+
+// slowWaker is a Manual clock whose sleepers take a while to wake, and
+// which counts the goroutines in Sleep, so that a Close that returns
+// before its goroutines have ended is caught.
+type slowWaker struct {
+	*clock.Manual
+	sleeping atomic.Int32
+}
+
+func (c *slowWaker) Sleep(ctx context.Context, d time.Duration) error {
+	c.sleeping.Add(1)
+	defer c.sleeping.Add(-1)
+	err := c.Manual.Sleep(ctx, d)
+	time.Sleep(20 * time.Millisecond)
+	return err
 }
 
 // A source that closes its Changes channel on its own has failed for good:
