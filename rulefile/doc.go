@@ -86,7 +86,9 @@
 // The watch (a blocking query, a Nacos listener, an informer) does
 // select { case s.changes <- struct{}{}: default: } on every change, and
 // closes s.changes when it ends, whether stopped or failed for good;
-// Follow does the rest.
+// Follow does the rest. What comes from the network is bounded before it
+// is parsed: a document larger than a rules file can sensibly be (read it
+// through an io.LimitReader) is an error of Rules, not a cost of Parse.
 //
 // # Changing a watched file
 //
