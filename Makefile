@@ -4,9 +4,9 @@ STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION   := v0.0.0-20260908200009-22c9c6c9d4da
 GOBIN               := $(shell go env GOPATH)/bin
 
-.PHONY: test fmt vet staticcheck allocs race compare-build bench compare
+.PHONY: test fmt vet staticcheck allocs race compare-build etcd bench compare
 
-test: fmt vet staticcheck compare-build allocs race
+test: fmt vet staticcheck compare-build etcd allocs race
 
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -34,6 +34,11 @@ race:
 # beside x/time/rate's and sentinel-golang's.
 compare-build:
 	cd benchmarks/compare && go vet ./... && go test -count=1 ./...
+
+# The etcd rule source is a module of its own, so that the core's go.mod
+# carries no etcd dependency; its tests start Debian's etcd (etcd-server).
+etcd: $(GOBIN)/staticcheck
+	cd etcdrules && go vet ./... && $(GOBIN)/staticcheck ./... && go test -race -count=1 ./...
 
 # Benchmarks of the library, baselines included, six runs for benchstat.
 bench:
