@@ -22,8 +22,8 @@ type snapshot struct {
 }
 
 // A binding is what Enter asks for one resource: its rules, in phase order
-// (see phase), each with its place in the rules for the *BlockError of a
-// request it blocks.
+// (see phase), each with its name for the *BlockError of a request it
+// blocks.
 type binding struct {
 	res    *resource
 	checks []check
@@ -32,10 +32,10 @@ type binding struct {
 // A check is one rule of a binding, or the per-key QPS rules of its
 // resource, decided together.
 type check struct {
-	place  string   // "flow[2]", "breakers[0]"
-	places []string // for the per-key QPS rules: each rule's place, the window a refusal names picks one
-	keyed  bool     // a per-key rule: the key is named when it blocks
-	shadow bool     // decides and counts, but never blocks: see FlowRule.Shadow
+	name   string    // the rule's name (Rules.Named): "qps", "breaker"
+	names  *[]string // for the per-key QPS rules: each rule's name, the window a refusal names picks one (a pointer: most checks have none, and a resource's checks are part of its memory)
+	keyed  bool      // a per-key rule: the key is named when it blocks
+	shadow bool      // decides and counts, but never blocks: see FlowRule.Shadow
 	rule   rule
 }
 
@@ -64,6 +64,7 @@ func (f FlowRule) normal() FlowRule {
 	// Enforced or in shadow, a rule keeps its enforcer and its counts: a
 	// rule tried in shadow is then enforced from what it has counted.
 	f.Shadow = false
+	f.Name = "" // nor does a rule renamed lose its counts
 	f.Type = f.flowType()
 	switch f.Type {
 	case ConcurrencyRule:
@@ -103,6 +104,7 @@ func (f FlowRule) normal() FlowRule {
 // policy or a circuit's open timeout, backoff and probes.
 func (b BreakerRule) normal() BreakerRule {
 	b.Shadow = false // as for a flow rule: the breaker keeps its state
+	b.Name = ""
 	b.MinRequests = cloned(b.MinRequests)
 	if b.Interval == 0 {
 		b.Interval = Duration(10 * time.Second)
@@ -261,15 +263,16 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		check
 	}
 	var all []bound
+	flowNames, breakerNames := rules.names()
 	for i, b := range s.breakers {
-		all = append(all, bound{rules.Breakers[i].Resource, check{place: ruleAt("breakers", i), shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
+		all = append(all, bound{rules.Breakers[i].Resource, check{name: breakerNames[i], shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
 	}
 	for _, kg := range groups {
-		places := make([]string, len(kg.at))
+		names := make([]string, len(kg.at))
 		for j, i := range kg.at {
-			places[j] = ruleAt("flow", i)
+			names[j] = flowNames[i]
 		}
-		all = append(all, bound{kg.resource, check{place: places[0], places: places, keyed: true, shadow: rules.Shadow || rules.Flow[kg.at[0]].Shadow, rule: s.flows[kg.at[0]]}})
+		all = append(all, bound{kg.resource, check{name: names[0], names: &names, keyed: true, shadow: rules.Shadow || rules.Flow[kg.at[0]].Shadow, rule: s.flows[kg.at[0]]}})
 	}
 	for i, f := range s.flows {
 		r := rules.Flow[i]
@@ -283,7 +286,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			f = &refRule{allowed: allowed, limit: r.Limit}
 			s.flows[i] = f
 		}
-		all = append(all, bound{r.Resource, check{place: ruleAt("flow", i), keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
+		all = append(all, bound{r.Resource, check{name: flowNames[i], keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
 	}
 	slices.SortStableFunc(all, func(a, b bound) int { return int(a.rule.phase()) - int(b.rule.phase()) })
 	for _, c := range all {

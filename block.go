@@ -47,8 +47,8 @@ type BlockError struct {
 	// Key is the request's key (WithKey) when a per-key rule blocked it;
 	// empty otherwise.
 	Key string
-	// Rule is the rule that blocked it: "flow[2]" or "breakers[0]", its
-	// index in the Rules in force.
+	// Rule is the name of the rule that blocked it (FlowRule.Name, or
+	// the one Rules.Named gives it: "qps", "breaker").
 	Rule string
 	// Reason says why.
 	Reason Reason

@@ -141,5 +141,5 @@ func TestCountsAboveMaxCountAreClampedAndTotalsNeverWrap(t *testing.T) {
 	}
 	// A batch of MaxCount fits a limit of MaxCount; nothing more does.
 	mustEnter(t, g, "limited", WithCount(math.MaxInt64)).Exit(nil)
-	mustBlock(t, g, "limited", "flow[0]", RateLimited)
+	mustBlock(t, g, "limited", "qps", RateLimited)
 }

@@ -87,8 +87,8 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 	// no shared permit is spent on it.
 	_, err = g.Enter(ctx, "a")
 	var be *BlockError
-	if !errors.As(err, &be) || be.Rule != "flow[1]" {
-		t.Fatalf("third Enter: %v; want a block by the local rule flow[1]", err)
+	if !errors.As(err, &be) || be.Rule != "qps_2" {
+		t.Fatalf("third Enter: %v; want a block by the local rule qps_2", err)
 	}
 	if len(fc.calls) != 2 {
 		t.Errorf("the cluster decided %d requests; want 2", len(fc.calls))
@@ -107,8 +107,8 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 		t.Errorf("the cluster made %d limiters; want the first kept, with its new limit", len(fc.made))
 	}
 	_, err = g.Enter(ctx, "a")
-	if !errors.As(err, &be) || be.Rule != "flow[0]" || be.Reason != RateLimited {
-		t.Fatalf("Enter over the cluster limit: %v; want a block by flow[0], rate limited", err)
+	if !errors.As(err, &be) || be.Rule != "qps" || be.Reason != RateLimited {
+		t.Fatalf("Enter over the cluster limit: %v; want a block by qps, rate limited", err)
 	}
 	if st, _ := g.Stats("a"); st.Allowed != 2 || st.Blocked != 2 {
 		t.Errorf("stats %+v; want 2 passed, 2 blocked", st)

@@ -304,14 +304,14 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then 
 		}
 		if !d.Allowed {
 			e.undo(now)
-			be := &BlockError{Resource: e.res.name, Rule: ch.place, Reason: d.Reason, RetryAfter: d.RetryAfter}
+			be := &BlockError{Resource: e.res.name, Rule: ch.name, Reason: d.Reason, RetryAfter: d.RetryAfter}
 			if ch.keyed {
 				// A copy: the key may be a piece of a large string (a
 				// header) the error must not keep alive.
 				be.Key = strings.Clone(e.key)
 			}
-			if e.window >= 0 && int(e.window) < len(ch.places) {
-				be.Rule = ch.places[e.window]
+			if ch.names != nil && e.window >= 0 && int(e.window) < len(*ch.names) {
+				be.Rule = (*ch.names)[e.window]
 			}
 			return be
 		}

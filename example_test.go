@@ -39,7 +39,7 @@ func ExampleGuard() {
 	// Output:
 	// served
 	// served
-	// blocked by flow[0]: rate limited
+	// blocked by qps: rate limited
 	// allowed 2 blocked 1
 }
 
@@ -85,7 +85,7 @@ func ExampleEntry_Exit() {
 	// Output:
 	// connection refused
 	// connection refused
-	// slidegate: db blocked by breakers[0]: breaker open, retry after 5s
+	// slidegate: db blocked by breaker: breaker open, retry after 5s
 }
 
 // Limit each user on its own, with two windows decided together: 2 in any
@@ -98,8 +98,8 @@ func ExampleWithKey() {
 		panic(err)
 	}
 	err = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
-		{Resource: "GET /search", Limit: 2, PerKey: true, Overrides: map[string]int64{"bob": 0}},
-		{Resource: "GET /search", Limit: 3, Interval: slidegate.Duration(time.Minute), PerKey: true},
+		{Resource: "GET /search", Name: "per user per second", Limit: 2, PerKey: true, Overrides: map[string]int64{"bob": 0}},
+		{Resource: "GET /search", Name: "per user per minute", Limit: 3, Interval: slidegate.Duration(time.Minute), PerKey: true},
 	}})
 	if err != nil {
 		panic(err)
@@ -124,9 +124,9 @@ func ExampleWithKey() {
 	// Output:
 	// alice: served
 	// alice: served
-	// alice: blocked by flow[0] (rate limited), retry after 1.1s
+	// alice: blocked by per user per second (rate limited), retry after 1.1s
 	// carol: served
-	// bob: blocked by flow[0] (exceeds limit), retry after 0s
+	// bob: blocked by per user per second (exceeds limit), retry after 0s
 	// alice: served
-	// alice: blocked by flow[1] (rate limited), retry after 1m4s
+	// alice: blocked by per user per minute (rate limited), retry after 1m4s
 }

@@ -265,7 +265,7 @@ func (g *Guard) Rules() Rules { return g.snap.Load().rules.clone() }
 // A BreakerStatus is a breaker rule in force and the state of its breaker.
 type BreakerStatus struct {
 	Resource string
-	Rule     string          // its place in the rules: "breakers[0]"
+	Rule     string          // its name (Rules.Named): "breaker"
 	Strategy BreakerStrategy // the rule's Strategy
 	// Shadow says the rule is in shadow (BreakerRule.Shadow, Rules.Shadow):
 	// its breaker opens and closes, and blocks nothing.
@@ -281,9 +281,10 @@ func (g *Guard) Breakers() []BreakerStatus { return g.BreakersAt(g.clock.Now()) 
 func (g *Guard) BreakersAt(now int64) []BreakerStatus {
 	s := g.snap.Load()
 	out := make([]BreakerStatus, 0, len(s.breakers))
+	_, names := s.rules.names()
 	for i, b := range s.breakers {
 		r := s.rules.Breakers[i]
-		out = append(out, BreakerStatus{Resource: r.Resource, Rule: ruleAt("breakers", i), Strategy: r.Strategy,
+		out = append(out, BreakerStatus{Resource: r.Resource, Rule: names[i], Strategy: r.Strategy,
 			Shadow: r.Shadow || s.rules.Shadow, Stats: b.b.StatsAt(now)})
 	}
 	return out

@@ -95,11 +95,11 @@ func TestQPSRuleBlocksAtTheLimit(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		mustEnter(t, g, "a").Exit(nil)
 	}
-	be := mustBlock(t, g, "a", "flow[0]", RateLimited)
+	be := mustBlock(t, g, "a", "qps", RateLimited)
 	if be.RetryAfter <= 0 || be.RetryAfter > 1100*time.Millisecond { // the interval and one bucket
 		t.Fatalf("RetryAfter = %v", be.RetryAfter)
 	}
-	if !strings.Contains(be.Error(), "a blocked by flow[0]: rate limited, retry after") {
+	if !strings.Contains(be.Error(), "a blocked by qps: rate limited, retry after") {
 		t.Fatalf("Error() = %q", be.Error())
 	}
 	clk.Advance(be.RetryAfter)
@@ -112,7 +112,7 @@ func TestQPSRuleBlocksAtTheLimit(t *testing.T) {
 func TestBatchCountsAgainstTheLimit(t *testing.T) {
 	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 5}}})
 	mustEnter(t, g, "a", WithCount(4)).Exit(nil)
-	mustBlock(t, g, "a", "flow[0]", RateLimited, WithCount(2))
+	mustBlock(t, g, "a", "qps", RateLimited, WithCount(2))
 	mustEnter(t, g, "a").Exit(nil)
 }
 
@@ -120,11 +120,11 @@ func TestConcurrencyRuleReleasesOnExit(t *testing.T) {
 	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Limit: 2}}})
 	e1 := mustEnter(t, g, "a")
 	e2 := mustEnter(t, g, "a")
-	mustBlock(t, g, "a", "flow[0]", ConcurrencyLimited)
+	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited)
 	e1.Exit(nil)
 	e1.Exit(nil) // twice: harmless
 	e3 := mustEnter(t, g, "a")
-	mustBlock(t, g, "a", "flow[0]", ConcurrencyLimited)
+	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited)
 	e2.Exit(nil)
 	e3.Exit(nil)
 	if s := stats(t, g, "a"); s.InFlight != 0 || s.Succeeded != 3 {
@@ -139,7 +139,7 @@ func TestExitTwiceDoesNotEndALaterRequest(t *testing.T) {
 	e1.Exit(nil)
 	e2 := mustEnter(t, g, "a") // may reuse e1's storage
 	copied.Exit(nil)           // a late duplicate: must not release e2
-	mustBlock(t, g, "a", "flow[0]", ConcurrencyLimited)
+	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited)
 	e2.Exit(nil)
 	mustEnter(t, g, "a").Exit(nil)
 }
@@ -166,7 +166,7 @@ func TestBreakerRuleOpensAndTellsWhenToRetry(t *testing.T) {
 	if err := g.Do(bg, "db", func() error { return boom }); err != boom {
 		t.Fatalf("Do returned %v, want fn's error", err)
 	}
-	be := mustBlock(t, g, "db", "breakers[0]", BreakerOpen)
+	be := mustBlock(t, g, "db", "breaker", BreakerOpen)
 	if be.RetryAfter != 2*time.Second {
 		t.Fatalf("RetryAfter = %v, want 2s", be.RetryAfter)
 	}
@@ -186,7 +186,7 @@ func TestARuleThatRefusesGivesBackWhatEarlierRulesTook(t *testing.T) {
 	})
 	mustEnter(t, g, "a").Exit(errors.New("boom")) // trips the breaker, spends the QPS limit
 	clk.Advance(time.Second / 2)                  // half-open; the QPS limit is still spent
-	be := mustBlock(t, g, "a", "flow[1]", RateLimited)
+	be := mustBlock(t, g, "a", "qps", RateLimited)
 	// The breaker's probe place and the concurrency place were given back:
 	// once the QPS limit allows, the request is the probe, and closes the
 	// breaker.
@@ -247,7 +247,7 @@ func TestThrottleRuleMakesEnterWait(t *testing.T) {
 	for clk.Sleepers() < 10 {
 		time.Sleep(time.Millisecond)
 	}
-	mustBlock(t, g, "a", "flow[0]", WaitTooLong)
+	mustBlock(t, g, "a", "throttle", WaitTooLong)
 	cancel()
 	wg.Wait()
 	if _, err := g.Enter(ctx, "a"); !errors.Is(err, context.Canceled) {
@@ -262,7 +262,7 @@ func TestRefResourceLimitsByAnotherResourcesTraffic(t *testing.T) {
 	}
 	mustEnter(t, g, "write").Exit(nil)
 	mustEnter(t, g, "read").Exit(nil)
-	mustBlock(t, g, "write", "flow[0]", RefLimited)
+	mustBlock(t, g, "write", "qps", RefLimited)
 }
 
 func TestPriorityBorrowsFromTheNextBucket(t *testing.T) {
@@ -271,7 +271,7 @@ func TestPriorityBorrowsFromTheNextBucket(t *testing.T) {
 	// A second later the window (3 buckets of 500 ms) still holds the two;
 	// the next bucket can lend what the bucket leaving the window holds.
 	clk.Advance(time.Second)
-	mustBlock(t, g, "a", "flow[0]", RateLimited)
+	mustBlock(t, g, "a", "qps", RateLimited)
 	done := make(chan error, 1)
 	go func() {
 		e, err := g.Enter(bg, "a", WithPriority())
@@ -344,7 +344,7 @@ func TestReloadKeepsTheCountsOfUnchangedRules(t *testing.T) {
 	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "b", Limit: 1}, rule}}); err != nil {
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "a", "flow[1]", RateLimited) // same limiter, now the second rule
+	mustBlock(t, g, "a", "qps", RateLimited) // same limiter, now the second rule
 	// A rule of another shape (here a shorter interval) starts afresh.
 	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 2, Interval: Duration(500 * time.Millisecond)}}}); err != nil {
 		t.Fatal(err)
@@ -371,10 +371,10 @@ func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "flow[0]", RateLimited) // 5 + 1 of 6
-	mustBlock(t, g, "c", "flow[1]", ConcurrencyLimited)
+	mustBlock(t, g, "a", "qps", RateLimited) // 5 + 1 of 6
+	mustBlock(t, g, "c", "concurrency", ConcurrencyLimited)
 	held[0].Exit(nil) // entered under the old rules, released to the same limiter
-	mustBlock(t, g, "c", "flow[1]", ConcurrencyLimited)
+	mustBlock(t, g, "c", "concurrency", ConcurrencyLimited)
 	held[1].Exit(nil)
 	mustEnter(t, g, "c").Exit(nil)
 	held[2].Exit(nil)
@@ -388,7 +388,7 @@ func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
 	}
 	mustEnter(t, g, "a").Exit(nil)
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "flow[0]", RateLimited)
+	mustBlock(t, g, "a", "qps", RateLimited)
 
 	// A warming rule cannot change its limit in place: it starts afresh
 	// (cold: 9/3 = 3 places).
@@ -400,7 +400,7 @@ func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
 	for range 3 {
 		mustEnter(t, g, "w").Exit(nil)
 	}
-	mustBlock(t, g, "w", "flow[0]", RateLimited)
+	mustBlock(t, g, "w", "qps", RateLimited)
 	warm.Limit = 12
 	if err := g.SetRules(Rules{Flow: []FlowRule{warm}}); err != nil {
 		t.Fatal(err)
@@ -408,7 +408,7 @@ func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
 	for range 4 {
 		mustEnter(t, g, "w").Exit(nil)
 	}
-	mustBlock(t, g, "w", "flow[0]", RateLimited)
+	mustBlock(t, g, "w", "qps", RateLimited)
 }
 
 func TestInvalidRulesKeepTheRulesInForce(t *testing.T) {
@@ -419,7 +419,7 @@ func TestInvalidRulesKeepTheRulesInForce(t *testing.T) {
 		t.Fatalf("SetRules: %v", err)
 	}
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "flow[0]", RateLimited)
+	mustBlock(t, g, "a", "qps", RateLimited)
 	if g.Rules().Flow[0].Limit != 1 {
 		t.Fatal("the rules in force changed")
 	}
@@ -482,12 +482,12 @@ func TestTotalsCountBlocksByReason(t *testing.T) {
 		Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1, MinRequests: &one}},
 	})
 	e := mustEnter(t, g, "a", Inbound())
-	mustBlock(t, g, "a", "flow[1]", ConcurrencyLimited, Inbound())
+	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited, Inbound())
 	e.Exit(nil)
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "flow[0]", RateLimited)
+	mustBlock(t, g, "a", "qps", RateLimited)
 	mustEnter(t, g, "b").Exit(errors.New("boom"))
-	mustBlock(t, g, "b", "breakers[0]", BreakerOpen)
+	mustBlock(t, g, "b", "breaker", BreakerOpen)
 
 	// Totals outlive the window.
 	clk.Advance(time.Minute)
@@ -518,7 +518,7 @@ func TestBreakersReportTheirState(t *testing.T) {
 	}})
 	mustEnter(t, g, "y").Exit(errors.New("boom"))
 	bs := g.Breakers()
-	if len(bs) != 2 || bs[0].Resource != "x" || bs[0].Rule != "breakers[0]" || bs[0].Strategy != AdaptiveBreaker ||
+	if len(bs) != 2 || bs[0].Resource != "x" || bs[0].Rule != "breaker" || bs[0].Strategy != AdaptiveBreaker ||
 		bs[0].State != breaker.Closed {
 		t.Fatalf("Breakers() = %+v", bs)
 	}

@@ -49,8 +49,8 @@ func TestShedRuleOnInboundHoldsForTheWholeService(t *testing.T) {
 	serve(t, g, now, "a", 10, 10*time.Millisecond, nil, Inbound())
 	serve(t, g, now, "b", 10, 10*time.Millisecond, nil, Inbound())
 	now += int64(100 * time.Millisecond)
-	if st := g.OverloadAt(now); len(st) != 1 || st[0].Limit != 2 || st[0].Rule != "flow[1]" || st[0].Type != ShedRule || st[0].Shedding || st[0].CPU != 0 {
-		t.Fatalf("status %+v, want flow[1], a limit of 2, not shedding, CPU 0", st)
+	if st := g.OverloadAt(now); len(st) != 1 || st[0].Limit != 2 || st[0].Rule != "shed" || st[0].Type != ShedRule || st[0].Shedding || st[0].CPU != 0 {
+		t.Fatalf("status %+v, want shed, a limit of 2, not shedding, CPU 0", st)
 	}
 	cpu.set(0.9)
 	a, err := g.EnterAt(bg, now, "a", Inbound())
@@ -63,8 +63,8 @@ func TestShedRuleOnInboundHoldsForTheWholeService(t *testing.T) {
 	}
 	_, err = g.EnterAt(bg, now, "c", Inbound())
 	var be *BlockError
-	if !errors.As(err, &be) || be.Reason != Overloaded || be.Resource != "c" || be.Rule != "flow[1]" {
-		t.Fatalf("the third inbound request at a bound of 2: %v, want blocked as overloaded by flow[1]", err)
+	if !errors.As(err, &be) || be.Reason != Overloaded || be.Resource != "c" || be.Rule != "shed" {
+		t.Fatalf("the third inbound request at a bound of 2: %v, want blocked as overloaded by shed", err)
 	}
 	if s, _ := g.StatsAt(now, "c"); s.Blocked != 1 || s.Totals.BlockedBy[Overloaded] != 1 {
 		t.Fatalf("stats of c: %+v, want one request blocked as overloaded", s)

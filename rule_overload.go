@@ -110,7 +110,7 @@ func IsOverloaded(err error) bool {
 // learnt.
 type OverloadStatus struct {
 	Resource string
-	Rule     string   // its place in the rules: "flow[3]"
+	Rule     string   // its name (Rules.Named): "adaptive"
 	Type     FlowType // ShedRule or AdaptiveRule
 	// Limit is the most requests in flight the rule allows: an adaptive
 	// rule's limit now, or what a shed rule allows while it sheds (it
@@ -137,9 +137,10 @@ func (g *Guard) Overload() []OverloadStatus { return g.OverloadAt(g.clock.Now())
 func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 	s := g.snap.Load()
 	var out []OverloadStatus
+	var names []string
 	for i, f := range s.flows {
 		r := s.rules.Flow[i]
-		st := OverloadStatus{Resource: r.Resource, Rule: ruleAt("flow", i), Type: r.flowType()}
+		st := OverloadStatus{Resource: r.Resource, Type: r.flowType()}
 		switch f := f.(type) {
 		case *shedRule:
 			st.Limit, st.InFlight, st.Shedding, st.CPU = f.s.MaxInFlight(now), f.s.InFlight(), f.s.Shedding(now), -1
@@ -154,6 +155,10 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 		default:
 			continue
 		}
+		if names == nil {
+			names, _ = s.rules.names()
+		}
+		st.Rule = names[i]
 		out = append(out, st)
 	}
 	return out

@@ -68,6 +68,12 @@ const InboundResource = "(inbound)"
 type FlowRule struct {
 	// Resource is the name of the resource the rule protects.
 	Resource string `json:"resource" yaml:"resource"`
+	// Name names the rule in a *BlockError, the metrics' rule label, the
+	// dashboard and events: unique among the rules of its resource, at
+	// most MaxRuleNameLength bytes. Unset, the guard names the rule after
+	// its type (see Rules.Named): "qps", "concurrency", "qps_per_key"…
+	// A reload that changes only a rule's name keeps its counts.
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
 	// Type is the kind of rule: QPSRule (the default), ThrottleRule or
 	// ConcurrencyRule.
 	Type FlowType `json:"type,omitempty" yaml:"type,omitempty"`
@@ -199,6 +205,8 @@ const (
 type BreakerRule struct {
 	// Resource is the name of the resource the breaker protects.
 	Resource string `json:"resource" yaml:"resource"`
+	// Name names the rule as FlowRule.Name does; unset, "breaker".
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
 	// Strategy is one of AdaptiveBreaker, ErrorRatioBreaker,
 	// ErrorCountBreaker, SlowRatioBreaker, ConsecutiveFailuresBreaker.
 	Strategy BreakerStrategy `json:"strategy" yaml:"strategy"`

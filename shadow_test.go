@@ -81,7 +81,7 @@ func TestEnforcingAShadowRuleKeepsItsCounts(t *testing.T) {
 	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 5}}}); err != nil {
 		t.Fatal(err)
 	}
-	be := mustBlock(t, g, "a", "flow[0]", RateLimited) // the 5 counted in shadow hold
+	be := mustBlock(t, g, "a", "qps", RateLimited) // the 5 counted in shadow hold
 	clk.Advance(be.RetryAfter)
 	mustEnter(t, g, "a").Exit(nil)
 }

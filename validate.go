@@ -96,6 +96,7 @@ func (r Rules) Validate() error {
 	for i, b := range r.Breakers {
 		ps = b.check(ruleAt("breakers", i), ps)
 	}
+	ps = sameNames(r, ps)
 	ps = sharedClusterCounts(r.Flow, ps)
 	ps = tooManyWindows(r.Flow, ps)
 	if !r.Shadow { // every rule in shadow: none is enforced
@@ -175,6 +176,13 @@ func (p *problems) add(field, format string, args ...any) {
 	p.list = append(p.list, Problem{Rule: p.rule, Resource: p.resource, Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
+// ruleName checks a rule's name.
+func (p *problems) ruleName(name string) {
+	if why := checkRuleName(name); why != "" {
+		p.add("name", "%s", why)
+	}
+}
+
 // name checks a resource's name.
 func (p *problems) name(field, name string, required bool) {
 	switch {
@@ -241,6 +249,7 @@ func (f FlowRule) flowType() FlowType {
 func (f FlowRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: f.Resource, list: into}
 	p.name("resource", f.Resource, true)
+	p.ruleName(f.Name)
 	p.name("ref_resource", f.RefResource, false)
 	p.count("limit", f.Limit)
 	p.nonNegative("interval", f.Interval)
@@ -411,6 +420,7 @@ const strategyNames = "adaptive, error_ratio, error_count, slow_ratio, consecuti
 func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: b.Resource, list: into}
 	p.name("resource", b.Resource, true)
+	p.ruleName(b.Name)
 	if b.Resource == InboundResource {
 		p.add("resource", "%s is all the inbound traffic: a breaker protects one resource", InboundResource)
 	}

@@ -93,15 +93,15 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"slidegate_breaker_block_ratio", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 1},
-		{"slidegate_breaker_block_ratio", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0},
-		{"slidegate_breaker_block_ratio", labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), 0},
-		{"slidegate_flow_rule_limit", labels("resource", "orders", "rule", "flow[0]", "type", "qps"), 3},
-		{"slidegate_flow_rule_limit", labels("resource", "db", "rule", "flow[1]", "type", "concurrency"), 2},
-		{"slidegate_flow_rule_limit", labels("resource", "paced", "rule", "flow[2]", "type", "throttle"), 10},
-		{"slidegate_flow_rule_limit", labels("resource", "report", "rule", "flow[3]", "type", "qps"), 2},
-		{"slidegate_breaker_rule_threshold", labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), 3},
-		{"slidegate_breaker_rule_threshold", labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), 0.5},
+		{"slidegate_breaker_block_ratio", labels("resource", "db", "rule", "breaker", "strategy", "error_count"), 1},
+		{"slidegate_breaker_block_ratio", labels("resource", "orders", "rule", "breaker", "strategy", "error_ratio"), 0},
+		{"slidegate_breaker_block_ratio", labels("resource", "search", "rule", "breaker", "strategy", "adaptive"), 0},
+		{"slidegate_flow_rule_limit", labels("resource", "orders", "rule", "qps", "type", "qps"), 3},
+		{"slidegate_flow_rule_limit", labels("resource", "db", "rule", "concurrency", "type", "concurrency"), 2},
+		{"slidegate_flow_rule_limit", labels("resource", "paced", "rule", "throttle", "type", "throttle"), 10},
+		{"slidegate_flow_rule_limit", labels("resource", "report", "rule", "qps", "type", "qps"), 2},
+		{"slidegate_breaker_rule_threshold", labels("resource", "db", "rule", "breaker", "strategy", "error_count"), 3},
+		{"slidegate_breaker_rule_threshold", labels("resource", "orders", "rule", "breaker", "strategy", "error_ratio"), 0.5},
 	} {
 		if got := f.value(t, s.name, s.labels); got != s.want {
 			t.Errorf("%s%v = %v, want %v", s.name, s.labels, got, s.want)
@@ -111,9 +111,9 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 		labels map[string]string
 		state  string
 	}{
-		{labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count"), "open"},
-		{labels("resource", "orders", "rule", "breakers[1]", "strategy", "error_ratio"), "closed"},
-		{labels("resource", "search", "rule", "breakers[2]", "strategy", "adaptive"), "closed"},
+		{labels("resource", "db", "rule", "breaker", "strategy", "error_count"), "open"},
+		{labels("resource", "orders", "rule", "breaker", "strategy", "error_ratio"), "closed"},
+		{labels("resource", "search", "rule", "breaker", "strategy", "adaptive"), "closed"},
 	} {
 		checkBreakerState(t, f, b.labels, b.state)
 	}
@@ -210,19 +210,19 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 		t.Errorf("slidegate_breaker_state has %d series, want one per state of each breaker, %d", got, len(breakerStates)*len(bs))
 	}
 
-	rules := g.Rules()
-	for i, r := range rules.Flow {
+	rules := g.Rules().Named()
+	for _, r := range rules.Flow {
 		typ := r.Type
 		if typ == "" {
 			typ = slidegate.QPSRule
 		}
-		l := labels("resource", r.Resource, "rule", fmt.Sprintf("flow[%d]", i), "type", string(typ))
+		l := labels("resource", r.Resource, "rule", r.Name, "type", string(typ))
 		if got := f.value(t, "slidegate_flow_rule_limit", l); got != float64(r.Limit) {
 			t.Errorf("slidegate_flow_rule_limit%v = %v, want %v", l, got, r.Limit)
 		}
 	}
-	for i, r := range rules.Breakers {
-		l := labels("resource", r.Resource, "rule", fmt.Sprintf("breakers[%d]", i), "strategy", string(r.Strategy))
+	for _, r := range rules.Breakers {
+		l := labels("resource", r.Resource, "rule", r.Name, "strategy", string(r.Strategy))
 		m := f.find("slidegate_breaker_rule_threshold", l)
 		switch r.Strategy {
 		case slidegate.AdaptiveBreaker:
@@ -328,7 +328,7 @@ func TestBreakerStateFollowsTheCircuit(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newScraper(t, metrics.NewCollector(g))
-	l := labels("resource", "db", "rule", "breakers[0]", "strategy", "error_count")
+	l := labels("resource", "db", "rule", "breaker", "strategy", "error_count")
 	check := func(when string, state string, ratio float64) {
 		t.Helper()
 		f := s.scrape(t)

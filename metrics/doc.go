@@ -78,10 +78,14 @@
 // The label reason is one of rate_limited, concurrency_limited,
 // exceeds_limit, wait_too_long, ref_limited, breaker_open and overloaded
 // (slidegate.RateLimited ... slidegate.Overloaded), and every resource has
-// all seven series, zeros included. The label rule is the rule's place in the rules in force,
-// "flow[2]" or "breakers[0]", as a *slidegate.BlockError names it; type and
-// strategy are the rule's fields as rule files write them ("qps",
-// "throttle", "error_count").
+// all seven series, zeros included. The label rule is the rule's name
+// (slidegate.FlowRule.Name, or the one slidegate.Rules.Named gives it:
+// "qps", "breaker"), as a *slidegate.BlockError names it, so that it keeps
+// its meaning when rules are added or reordered; type and strategy are the
+// rule's fields as rule files write them ("qps", "throttle",
+// "error_count"). Where resources' names are not valid UTF-8 and read the
+// same as label values, the second rule of a name there is labelled
+// "qps#2".
 //
 // # Overload rules
 //

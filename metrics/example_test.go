@@ -50,7 +50,7 @@ func ExampleNewCollector() {
 		}
 	}
 	// Output:
-	// slidegate_flow_rule_limit{resource="GET /orders",rule="flow[0]",type="qps"} 2
+	// slidegate_flow_rule_limit{resource="GET /orders",rule="qps",type="qps"} 2
 	// slidegate_requests_allowed_total{resource="GET /orders"} 2
 	// slidegate_requests_blocked_total{reason="rate_limited",resource="GET /orders"} 1
 	// slidegate_response_time_seconds_count{resource="GET /orders"} 2

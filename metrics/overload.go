@@ -44,13 +44,14 @@ func (o *overload) describe(ch chan<- *prometheus.Desc) {
 }
 
 // collect sends the state of every shed and adaptive rule, and the CPU
-// once, as the first shed rule that reads it read it. Each rule is one
-// place in the rules, so no two series share their labels, whatever the
-// resources are called.
+// once, as the first shed rule that reads it read it. No two series share
+// their labels, whatever the resources are called (ruleLabels).
 func (o *overload) collect(ch chan<- prometheus.Metric, rules []slidegate.OverloadStatus) {
 	cpuSent := false
+	var names ruleLabels
 	for _, r := range rules {
-		labels := []string{labelValue(r.Resource), r.Rule, string(r.Type)}
+		res := labelValue(r.Resource)
+		labels := []string{res, names.of(res, r.Rule), string(r.Type)}
 		// A limit of -1 is a shed rule that has not learnt the service's
 		// capacity: it allows everything, and a series of -1 would drag
 		// every min() and graph of the family down.

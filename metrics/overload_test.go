@@ -81,9 +81,9 @@ func TestScrapeShowsTheOverloadRules(t *testing.T) {
 	// its first, and no baseline.
 	cpu.set(0.5)
 	f := s.scrape(t)
-	inbound := labels("resource", "(inbound)", "rule", "flow[1]", "type", "shed")
-	adaptive := labels("resource", "orders", "rule", "flow[2]", "type", "adaptive")
-	search := labels("resource", "search", "rule", "flow[3]", "type", "shed")
+	inbound := labels("resource", "(inbound)", "rule", "shed", "type", "shed")
+	adaptive := labels("resource", "orders", "rule", "adaptive", "type", "adaptive")
+	search := labels("resource", "search", "rule", "shed", "type", "shed")
 	for _, name := range []string{"slidegate_overload_limit", "slidegate_overload_baseline_seconds"} {
 		for _, l := range []map[string]string{inbound, search} {
 			if m := f.find(name, l); m != nil {
@@ -253,8 +253,8 @@ func TestOverloadFamiliesTakeAnyReadingAndAnyName(t *testing.T) {
 func TestFlowRuleLimitLeavesOutTheOverloadRules(t *testing.T) {
 	g, _, _ := overloadGuard(t)
 	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
-	if got := f.labelValues("slidegate_flow_rule_limit", "rule"); len(got) != 1 || got[0] != "flow[0]" {
-		t.Errorf("slidegate_flow_rule_limit has the rules %q, want only the QPS rule flow[0]", got)
+	if got := f.labelValues("slidegate_flow_rule_limit", "rule"); len(got) != 1 || got[0] != "qps" {
+		t.Errorf("slidegate_flow_rule_limit has the rules %q, want only the QPS rule qps", got)
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 
 // collectBreakers sends the state and the block ratio of every breaker.
 func (c *Collector) collectBreakers(ch chan<- prometheus.Metric, bs []slidegate.BreakerStatus) {
+	var names ruleLabels
 	for _, b := range bs {
-		labels := []string{labelValue(b.Resource), b.Rule, string(b.Strategy)}
+		res := labelValue(b.Resource)
+		labels := []string{res, names.of(res, b.Rule), string(b.Strategy)}
 		withState := append(slices.Clip(labels), "")
 		for _, st := range breakerStates {
 			withState[len(labels)] = st.label
@@ -50,7 +52,9 @@ var breakerStates = [...]struct {
 // overload families, and a flow_rule_limit of 0 would read as a rule that
 // blocks everything.
 func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Rules) {
-	for i, f := range rules.Flow {
+	rules = rules.Named()
+	var names ruleLabels
+	for _, f := range rules.Flow {
 		typ := f.Type
 		switch typ {
 		case "":
@@ -58,10 +62,10 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 		case slidegate.ShedRule, slidegate.AdaptiveRule:
 			continue
 		}
-		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit),
-			labelValue(f.Resource), place("flow", i), string(typ))
+		res := labelValue(f.Resource)
+		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit), res, names.of(res, f.Name), string(typ))
 	}
-	for i, b := range rules.Breakers {
+	for _, b := range rules.Breakers {
 		var threshold float64
 		switch b.Strategy {
 		case slidegate.ErrorRatioBreaker, slidegate.SlowRatioBreaker:
@@ -71,12 +75,31 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 		default: // adaptive: it follows the failures and trips at no threshold
 			continue
 		}
-		constMetric(ch, c.breakerRuleThreshold, prometheus.GaugeValue, threshold,
-			labelValue(b.Resource), place("breakers", i), string(b.Strategy))
+		res := labelValue(b.Resource)
+		constMetric(ch, c.breakerRuleThreshold, prometheus.GaugeValue, threshold, res, names.of(res, b.Name), string(b.Strategy))
 	}
 }
 
-// place names the i-th rule of a list as the guard does ("flow[2]").
-func place(list string, i int) string {
-	return list + "[" + strconv.Itoa(i) + "]"
+// ruleLabels gives the rules of one family their rule labels: their names,
+// which are unique among the rules of a resource, made unique among those
+// of its label value too. Resources whose names are not valid UTF-8 may
+// share a label value (labelValue), and two series with the same labels
+// would fail the whole scrape: the second rule of a name there is labelled
+// "qps#2", the third "qps#3", in the order of the rules. The zero value is
+// ready to use.
+type ruleLabels map[[2]string]int
+
+// of returns the rule label of the rule named name, of a resource labelled
+// resource.
+func (l *ruleLabels) of(resource, name string) string {
+	if *l == nil {
+		*l = ruleLabels{}
+	}
+	k := [2]string{resource, name}
+	n := (*l)[k] + 1
+	(*l)[k] = n
+	if n == 1 {
+		return name
+	}
+	return name + "#" + strconv.Itoa(n)
 }

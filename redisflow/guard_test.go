@@ -57,7 +57,7 @@ flow:
 			continue
 		}
 		var be *slidegate.BlockError
-		if !errors.As(err, &be) || be.Rule != "flow[0]" || be.Reason != slidegate.RateLimited || be.RetryAfter <= 0 || be.RetryAfter > time.Minute+time.Minute/25 {
+		if !errors.As(err, &be) || be.Rule != "qps" || be.Reason != slidegate.RateLimited || be.RetryAfter <= 0 || be.RetryAfter > time.Minute+time.Minute/25 {
 			t.Fatalf("Enter: %v; want a block by the cluster rule flow[0], with a RetryAfter", err)
 		}
 	}
@@ -136,7 +136,7 @@ flow:
 		allowed int
 		rule    string
 		within  time.Duration
-	}{{"alice", 3, "flow[0]", time.Minute + time.Minute/10}, {"bob", 3, "flow[0]", time.Minute + time.Minute/10}, {"vip", 4, "flow[1]", time.Hour + time.Hour/10}} {
+	}{{"alice", 3, "qps_per_key", time.Minute + time.Minute/10}, {"bob", 3, "qps_per_key", time.Minute + time.Minute/10}, {"vip", 4, "qps_per_key_2", time.Hour + time.Hour/10}} {
 		allowed := 0
 		for i := range 10 {
 			e, err := guards[i%2].Enter(context.Background(), "GET /orders", slidegate.WithKey(tc.key))

@@ -271,3 +271,18 @@ func TestAnEmptyFileIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestRuleNamesAreReadAndTheirProblemsHaveLines(t *testing.T) {
+	r, err := Parse("rules.yaml", []byte("flow:\n  - resource: a\n    name: burst\n    limit: 5\nbreakers:\n  - resource: a\n    name: db\n    strategy: adaptive\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Flow[0].Name != "burst" || r.Breakers[0].Name != "db" {
+		t.Fatalf("names read: %q, %q", r.Flow[0].Name, r.Breakers[0].Name)
+	}
+	_, err = Parse("rules.yaml", []byte("flow:\n  - resource: a\n    name: burst\n    limit: 5\nbreakers:\n  - resource: a\n    name: burst\n    strategy: adaptive\n"))
+	var re *slidegate.RulesError
+	if !errors.As(err, &re) || len(re.Problems) != 1 || re.Problems[0].Line != 7 || re.Problems[0].Field != "name" {
+		t.Fatalf("a name given twice: %v, want one problem of the field name on line 7", err)
+	}
+}

@@ -107,8 +107,8 @@ func TestObserveShowsTheOverloadRules(t *testing.T) {
 	}
 	metrics := get("/metrics")
 	for _, want := range []string{
-		`slidegate_overload_limit{resource="GET /api/reports",rule="flow[5]",type="adaptive"} 20`,
-		`slidegate_overload_shedding{resource="(inbound)",rule="flow[4]",type="shed"} 0`,
+		`slidegate_overload_limit{resource="GET /api/reports",rule="adaptive",type="adaptive"} 20`,
+		`slidegate_overload_shedding{resource="(inbound)",rule="shed",type="shed"} 0`,
 		`slidegate_cpu_usage_ratio 0.25`,
 	} {
 		if !strings.Contains(metrics, want) {

@@ -27,7 +27,7 @@ func TestUnaryClientBlockedCallNeverReachesTheNetwork(t *testing.T) {
 	err := unary(context.Background(), c, codes.OK)
 	wantCode(t, err, codes.ResourceExhausted)
 	var be *slidegate.BlockError
-	if !errors.As(err, &be) || be.Resource != unaryMethod || be.Reason != slidegate.RateLimited || be.Rule != "flow[0]" {
+	if !errors.As(err, &be) || be.Resource != unaryMethod || be.Reason != slidegate.RateLimited || be.Rule != "qps" {
 		t.Errorf("errors.As: %+v; want the BlockError of %s", be, unaryMethod)
 	}
 	if !errors.Is(err, slidegate.ErrBlocked) {

@@ -69,7 +69,7 @@ func ExampleUnaryServerInterceptor() {
 	// Output:
 	// SERVING
 	// SERVING
-	// ResourceExhausted: slidegate: /grpc.health.v1.Health/Check blocked by flow[0]: rate limited (RetryInfo: true)
+	// ResourceExhausted: slidegate: /grpc.health.v1.Health/Check blocked by qps: rate limited (RetryInfo: true)
 	// passed 2 blocked 1
 }
 
@@ -140,10 +140,10 @@ func ExampleWithBlockStatus() {
 		grpcguard.UnaryServerInterceptor(nil, grpcguard.WithBlockStatus(backOff)),
 	))
 
-	st := backOff(&slidegate.BlockError{Resource: "/shop.Orders/Create", Rule: "flow[0]", Reason: slidegate.RateLimited, RetryAfter: time.Second})
+	st := backOff(&slidegate.BlockError{Resource: "/shop.Orders/Create", Rule: "qps", Reason: slidegate.RateLimited, RetryAfter: time.Second})
 	fmt.Println(st.Code(), "-", st.Message())
 	fmt.Println(st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration())
 	// Output:
-	// Unavailable - slidegate: /shop.Orders/Create blocked by flow[0]: rate limited, retry after 1s
+	// Unavailable - slidegate: /shop.Orders/Create blocked by qps: rate limited, retry after 1s
 	// 1s
 }

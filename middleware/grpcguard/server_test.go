@@ -46,7 +46,7 @@ func TestUnaryServerOverQPSLimitIsResourceExhaustedWithRetryInfo(t *testing.T) {
 	err := unary(context.Background(), c, codes.OK)
 	wantCode(t, err, codes.ResourceExhausted)
 	msg := status.Convert(err).Message()
-	for _, want := range []string{unaryMethod, "flow[0]", slidegate.RateLimited.String()} {
+	for _, want := range []string{unaryMethod, "qps", slidegate.RateLimited.String()} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q does not name %q", msg, want)
 		}
@@ -72,7 +72,7 @@ func TestUnaryServerOpenBreakerIsUnavailable(t *testing.T) {
 	}
 	err := unary(context.Background(), client, codes.OK)
 	wantCode(t, err, codes.Unavailable)
-	if msg := status.Convert(err).Message(); !strings.Contains(msg, "breakers[0]") || !strings.Contains(msg, slidegate.BreakerOpen.String()) {
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "breaker") || !strings.Contains(msg, slidegate.BreakerOpen.String()) {
 		t.Errorf("message %q does not name the breaker and the reason", msg)
 	}
 	if d := retryDelay(err); d != 5*time.Second {

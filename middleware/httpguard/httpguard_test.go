@@ -283,7 +283,7 @@ func TestBlockedHandler(t *testing.T) {
 		t.Fatalf("status %d, want the custom handler's 418", w.Code)
 	}
 	var be *slidegate.BlockError
-	if !errors.As(got, &be) || be.Resource != httpguard.NoRoute || be.Rule != "flow[0]" || be.Reason != slidegate.ExceedsLimit {
+	if !errors.As(got, &be) || be.Resource != httpguard.NoRoute || be.Rule != "qps" || be.Reason != slidegate.ExceedsLimit {
 		t.Fatalf("the handler got %v", got)
 	}
 }

@@ -1,0 +1,137 @@
+package slidegate
+
+import (
+	"fmt"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxRuleNameLength is the longest rule name (FlowRule.Name,
+// BreakerRule.Name), in bytes: a name is a label value in the metrics and a
+// cell in the dashboard.
+const MaxRuleNameLength = 64
+
+// Named returns a copy of r in which every rule has its name: its own
+// Name, or the one the guard gives a rule without one. That is its type
+// for a flow rule ("qps", "throttle", "concurrency", "shed", "adaptive",
+// with "_per_key" after it for a per-key rule) and "breaker" for a breaker
+// rule; when several rules of a resource would have the same name, the
+// second is "qps_2", the third "qps_3", and so on in the order of the
+// rules, past any name a rule of the resource has of its own. A rule's
+// default name thus survives a change of its limit, or a rule added to
+// another resource; give rules names of their own to keep them through any
+// edit.
+//
+// The names of r must be valid (Validate); Named leaves a name given twice
+// as it is.
+func (r Rules) Named() Rules {
+	out := r.clone()
+	flows, breakers := r.names()
+	for i := range out.Flow {
+		out.Flow[i].Name = flows[i]
+	}
+	for i := range out.Breakers {
+		out.Breakers[i].Name = breakers[i]
+	}
+	return out
+}
+
+// names returns the name of every flow rule and every breaker rule of r, as
+// Named gives them.
+func (r Rules) names() (flows, breakers []string) {
+	flows, breakers = make([]string, len(r.Flow)), make([]string, len(r.Breakers))
+	taken := map[[2]string]bool{} // resource, name
+	for i, f := range r.Flow {
+		if f.Name != "" {
+			flows[i] = f.Name
+			taken[[2]string{f.Resource, f.Name}] = true
+		}
+	}
+	for i, b := range r.Breakers {
+		if b.Name != "" {
+			breakers[i] = b.Name
+			taken[[2]string{b.Resource, b.Name}] = true
+		}
+	}
+	name := func(resource, base string) string {
+		n := base
+		for k := 2; taken[[2]string{resource, n}]; k++ {
+			n = base + "_" + strconv.Itoa(k)
+		}
+		taken[[2]string{resource, n}] = true
+		return n
+	}
+	for i, f := range r.Flow {
+		if f.Name == "" {
+			base := string(f.flowType())
+			if f.PerKey {
+				base += "_per_key"
+			}
+			flows[i] = name(f.Resource, base)
+		}
+	}
+	for i, b := range r.Breakers {
+		if b.Name == "" {
+			breakers[i] = name(b.Resource, "breaker")
+		}
+	}
+	return flows, breakers
+}
+
+// checkRuleName reports what is wrong with a rule's name, or "".
+func checkRuleName(name string) string {
+	switch {
+	case name == "":
+		return ""
+	case len(name) > MaxRuleNameLength:
+		return fmt.Sprintf("%q is %d bytes long; at most %d", name[:MaxRuleNameLength]+"…", len(name), MaxRuleNameLength)
+	case !utf8.ValidString(name):
+		return fmt.Sprintf("%q is not valid UTF-8", name)
+	}
+	for _, c := range name {
+		if !unicode.IsPrint(c) {
+			return fmt.Sprintf("%q has a character that does not print (%U)", name, c)
+		}
+	}
+	if name != trimSpace(name) {
+		return fmt.Sprintf("%q begins or ends with a space", name)
+	}
+	return ""
+}
+
+// trimSpace is strings.TrimSpace for the spaces IsPrint lets through.
+func trimSpace(s string) string {
+	for len(s) > 0 && s[0] == ' ' {
+		s = s[1:]
+	}
+	for len(s) > 0 && s[len(s)-1] == ' ' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// sameNames finds names given to two rules of one resource.
+func sameNames(r Rules, into []Problem) []Problem {
+	type named struct{ resource, name string }
+	first := map[named]string{}
+	note := func(rule, resource, name string) {
+		if name == "" {
+			return
+		}
+		k := named{resource, name}
+		if at, ok := first[k]; ok {
+			into = append(into, Problem{Rule: rule, Resource: resource, Field: "name",
+				Reason: fmt.Sprintf("%q is the name of %s too: the rules of a resource have names of their own", name, at)})
+			return
+		}
+		first[k] = rule
+	}
+	for i, f := range r.Flow {
+		note(ruleAt("flow", i), f.Resource, f.Name)
+	}
+	for i, b := range r.Breakers {
+		note(ruleAt("breakers", i), b.Resource, b.Name)
+	}
+	return into
+}
