@@ -68,7 +68,8 @@ var ErrInvalidConfig = errors.New("etcdrules: invalid configuration")
 // A Source never closes the client it was given: close the Source first,
 // then the client. Its methods are safe for concurrent use.
 type Source struct {
-	client    *clientv3.Client
+	kv        clientv3.KV
+	watcher   clientv3.Watcher // the Source's own, closed by Close
 	key       string
 	name      string // "etcd:<key>", as String and log lines name it
 	parseName string // what rulefile.Parse is given, whose extension picks the format
@@ -132,6 +133,12 @@ func WithTimeout(d time.Duration) Option {
 // watching the key. It does not reach the server: a server down at start
 // makes Rules fail (and Follow fall back on its last good rules) and the
 // watch wait for it. The caller keeps client open until after Close.
+//
+// The Source reads and watches through a KV and a Watcher of its own on the
+// client's connection (clientv3.NewKV, clientv3.NewWatcher), so that
+// closing it ends its watch on the server, and key is the whole key: a
+// prefix that the client's own KV or Watcher adds (package namespace) does
+// not apply.
 func New(client *clientv3.Client, key string, opts ...Option) (*Source, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: client is nil", ErrInvalidConfig)
@@ -141,7 +148,6 @@ func New(client *clientv3.Client, key string, opts ...Option) (*Source, error) {
 	}
 	name := "etcd:" + key
 	s := &Source{
-		client:  client,
 		key:     key,
 		name:    name,
 		maxSize: DefaultMaxSize,
@@ -159,6 +165,7 @@ func New(client *clientv3.Client, key string, opts ...Option) (*Source, error) {
 	} else if s.isJSON {
 		s.parseName = name + " as .json" // rulefile.Parse picks JSON by the name's extension
 	}
+	s.kv, s.watcher = clientv3.NewKV(client), clientv3.NewWatcher(client)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.running.Add(1)
 	go s.watch()
@@ -198,7 +205,7 @@ func (s *Source) String() string { return s.name }
 func (s *Source) Rules(ctx context.Context) (slidegate.Rules, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	resp, err := s.client.Get(ctx, s.key)
+	resp, err := s.kv.Get(ctx, s.key)
 	if err != nil {
 		return slidegate.Rules{}, fmt.Errorf("etcdrules: reading key %q: %w", s.key, err)
 	}
@@ -237,6 +244,10 @@ func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
 		s.running.Wait()
+		// The client leaves a watch that was canceled before the server
+		// confirmed it in place on the server for as long as its stream
+		// lasts; closing the Source's own watcher ends the stream.
+		s.watcher.Close()
 		close(s.changes)
 	})
 	return nil
@@ -260,8 +271,10 @@ func (s *Source) changed() {
 // read) is seen by the read that signal causes. That needs no revision
 // bookkeeping and cannot fail on a revision compacted away. Across a lost
 // connection the client resumes the watch from the revision after the last
-// one it reported, so changes made while the connection was down are
-// reported once it is back.
+// event it reported (or from the one it was created at), so changes made
+// while the connection was down are reported once it is back; if those
+// revisions were compacted away meanwhile, the server ends the watch and
+// it is created again.
 func (s *Source) watch() {
 	defer s.running.Done()
 	wait := minRewatch
@@ -269,7 +282,7 @@ func (s *Source) watch() {
 		// WithRequireLeader has a member cut off from its cluster's
 		// leader end the watch rather than keep it silently stale.
 		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
-		for resp := range s.client.Watch(ctx, s.key, clientv3.WithCreatedNotify()) {
+		for resp := range s.watcher.Watch(ctx, s.key, clientv3.WithCreatedNotify()) {
 			switch {
 			case resp.Created:
 				wait = minRewatch

@@ -494,3 +494,99 @@ func TestAValueOverTheClientsLimitIsSurvived(t *testing.T) {
 		return ""
 	})
 }
+
+// A watch that cannot resume, for the revisions it missed were compacted
+// away while it was down, is ended by the server; the source creates it
+// again and signals, so that what changed is read and later changes are
+// signalled.
+func TestAWatchCompactedAwayIsCreatedAgain(t *testing.T) {
+	srv := etcdtest.Start(t)
+	writer := srv.Client()
+	put(t, writer, rulesKey, doc(100))
+	proxy := etcdtest.NewProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
+	s := settled(t, srv, etcdtest.NewClient(t, proxy.Endpoint), rulesKey, WithTimeout(time.Second))
+
+	proxy.Cut()
+	waitWatchers(t, srv, 0)
+	put(t, writer, rulesKey, doc(200))
+	put(t, writer, "/other", "x")
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	last, err := writer.Get(ctx, "/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Compact(ctx, last.Header.Revision); err != nil {
+		t.Fatalf("compact: %v", err)
+	}
+	drain(s)
+	proxy.Restore()
+	eventually(t, "the change made before the compaction is read", func() string {
+		select {
+		case <-s.Changes():
+		case <-time.After(100 * time.Millisecond):
+			return "no signal yet"
+		}
+		r, err := read(t, s)
+		if err != nil || limitOf(r) != 200 {
+			return fmt.Sprintf("read %+v, %v", r, err)
+		}
+		return ""
+	})
+	waitWatchers(t, srv, 1)
+	drain(s)
+	put(t, writer, rulesKey, doc(300))
+	waitChange(t, s, "a put after the watch was created again")
+	if r, err := read(t, s); err != nil || limitOf(r) != 300 {
+		t.Fatalf("read after put: %+v, %v; want limit 300", r, err)
+	}
+}
+
+// A Source closed while its watch is being created (here, after a read, as
+// a follower that stops at once would) leaves no watch behind on the
+// server, though the client it was given stays open.
+func TestCloseWhileTheWatchIsCreatedLeavesNoWatch(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.Client()
+	put(t, c, rulesKey, doc(100))
+	for range 10 {
+		s, err := New(c, rulesKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := read(t, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	waitWatchers(t, srv, 0)
+}
+
+// A connection that comes back is signalled, though nothing changed: a
+// reader whose reads failed meanwhile reads again at once rather than at
+// the end of its backoff.
+func TestAReconnectIsSignalled(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.Client()
+	put(t, c, rulesKey, doc(100))
+	proxy := etcdtest.NewProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
+	s := settled(t, srv, etcdtest.NewClient(t, proxy.Endpoint), rulesKey, WithTimeout(time.Second))
+	// A watch resumes from the revision after the last event it reported,
+	// or else from the one it was created at, which it would report again:
+	// have it report one, so that its resumption reports nothing.
+	drain(s)
+	put(t, c, rulesKey, doc(150))
+	waitChange(t, s, "a put")
+
+	proxy.Cut()
+	waitWatchers(t, srv, 0)
+	if _, err := read(t, s); err == nil {
+		t.Fatal("Rules read the key through a cut proxy")
+	}
+	drain(s)
+	proxy.Restore()
+	waitChange(t, s, "the connection back")
+	if r, err := read(t, s); err != nil || limitOf(r) != 150 {
+		t.Fatalf("read after the connection is back: %+v, %v; want limit 150", r, err)
+	}
+}
