@@ -20,10 +20,10 @@ import (
 // Defaults of the options.
 const (
 	// DefaultMaxSize is the largest value, in bytes, that a Source reads
-	// as rules unless WithMaxSize says otherwise: 1 MiB, a hundred times
-	// a large rules document, and below etcd's own default request limit
-	// (1.5 MiB), so that any value a default server accepts is judged by
-	// its size here rather than refused by the server.
+	// as rules unless WithMaxSize says otherwise: 1 MiB, far more than
+	// rules need, and below etcd's own default request limit (1.5 MiB), so
+	// that a larger value is refused here, naming the limit, whether the
+	// server was told to take larger requests or not.
 	DefaultMaxSize = 1 << 20
 	// DefaultTimeout bounds one read of the key unless WithTimeout says
 	// otherwise.
@@ -103,13 +103,14 @@ func WithJSON() Option {
 //
 // The limit is applied to the value the client has received. What the
 // client accepts from the network at all is bounded by its
-// clientv3.Config.MaxCallRecvMsgSize, which is unbounded by default: set it
-// when the server is not trusted, for the watch's events carry the value
-// too.
+// clientv3.Config.MaxCallRecvMsgSize, which is math.MaxInt32 by default:
+// set it (a little above the limit) when the server is not trusted, for the
+// watch's events carry the value too. A message over it fails the read, and
+// ends the watch, which is created again.
 func WithMaxSize(n int) Option {
 	return func(s *Source) error {
 		if n <= 0 {
-			return fmt.Errorf("%w: max size %d: must be positive", ErrInvalidConfig, n)
+			return fmt.Errorf("%w: WithMaxSize(%d): the size must be positive", ErrInvalidConfig, n)
 		}
 		s.maxSize = n
 		return nil
@@ -122,7 +123,7 @@ func WithMaxSize(n int) Option {
 func WithTimeout(d time.Duration) Option {
 	return func(s *Source) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: timeout %v: must be positive", ErrInvalidConfig, d)
+			return fmt.Errorf("%w: WithTimeout(%v): the timeout must be positive", ErrInvalidConfig, d)
 		}
 		s.timeout = d
 		return nil

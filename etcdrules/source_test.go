@@ -299,10 +299,10 @@ func TestNewRefusesABadConfiguration(t *testing.T) {
 	}{
 		{"nil client", nil, rulesKey, nil, "client is nil"},
 		{"empty key", c, "", nil, "key is empty"},
-		{"zero max size", c, rulesKey, []Option{WithMaxSize(0)}, "max size 0"},
-		{"negative max size", c, rulesKey, []Option{WithMaxSize(-5)}, "max size -5"},
-		{"zero timeout", c, rulesKey, []Option{WithTimeout(0)}, "timeout 0s"},
-		{"negative timeout", c, rulesKey, []Option{WithTimeout(-time.Second)}, "timeout -1s"},
+		{"zero max size", c, rulesKey, []Option{WithMaxSize(0)}, "WithMaxSize(0)"},
+		{"negative max size", c, rulesKey, []Option{WithMaxSize(-5)}, "WithMaxSize(-5)"},
+		{"zero timeout", c, rulesKey, []Option{WithTimeout(0)}, "WithTimeout(0s)"},
+		{"negative timeout", c, rulesKey, []Option{WithTimeout(-time.Second)}, "WithTimeout(-1s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := New(tc.client, tc.key, tc.opts...)
