@@ -126,7 +126,7 @@ func TestFollowKeepsTheRulesWhenTheKeyIsDeletedOrInvalid(t *testing.T) {
 
 	for _, tc := range []struct{ name, value, want string }{
 		{"unknown field", "flow:\n  - resource: a\n    limt: 5\n", `unknown field \"limt\"`},
-		{"bad value", doc(-1), "limit"},
+		{"bad value", doc(-1), "limit: -1 must not be negative"},
 		{"too large", doc(300) + "#" + strings.Repeat("x", 5000) + "\n", "more than the limit of 4096"},
 	} {
 		put(t, c, rulesKey, tc.value)
@@ -215,4 +215,20 @@ func TestFollowerCloseClosesTheSource(t *testing.T) {
 	for range s.Changes() { // ends only if Changes is closed
 	}
 	waitWatchers(t, srv, 0)
+}
+
+func TestFollowSeesAChangeMadeWhileCutOff(t *testing.T) {
+	srv := etcdtest.Start(t)
+	writer := srv.Client()
+	put(t, writer, rulesKey, doc(100))
+	proxy := etcdtest.NewProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
+	g := newGuard(t)
+	follow(t, g, newSource(t, etcdtest.NewClient(t, proxy.Endpoint), rulesKey, WithTimeout(time.Second)))
+	waitWatchers(t, srv, 1)
+
+	proxy.Cut()
+	waitWatchers(t, srv, 0)
+	put(t, writer, rulesKey, doc(300))
+	proxy.Restore()
+	waitLimit(t, g, 300, "the change made while the follower was cut off")
 }
