@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
 )
 
@@ -19,6 +21,33 @@ type snapshot struct {
 	breakers []*breakerRule
 	groups   map[string]rule // the per-key groups' enforcers, by resource and shape
 	inbound  []check         // the rules of InboundResource, in phase order
+
+	named atomic.Pointer[named] // made when first needed (names)
+}
+
+// named is what a snapshot's rules are named, and which breaker rule each
+// circuit enforces, made when first asked for: statuses and events need
+// them, requests do not, and a guard of many rules would otherwise keep
+// them all.
+type named struct {
+	flows, breakers []string
+	circuits        map[*breaker.Circuit]int // a circuit → the index of its breaker rule
+}
+
+// names returns the names of the snapshot's rules, and its circuits.
+func (s *snapshot) names() *named {
+	if n := s.named.Load(); n != nil {
+		return n
+	}
+	n := &named{circuits: map[*breaker.Circuit]int{}}
+	n.flows, n.breakers = s.rules.names()
+	for i, b := range s.breakers {
+		if c, ok := b.b.(*breaker.Circuit); ok {
+			n.circuits[c] = i
+		}
+	}
+	s.named.CompareAndSwap(nil, n)
+	return s.named.Load()
 }
 
 // A binding is what Enter asks for one resource: its rules, in phase order
@@ -180,7 +209,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			s.breakers[i] = old
 			continue
 		}
-		b, err := buildBreaker(r, g.clock)
+		b, err := buildBreaker(r, g.clock, g.onTransition)
 		if err != nil {
 			ps = append(ps, Problem{Rule: ruleAt("breakers", i), Resource: r.Resource, Reason: err.Error()})
 			continue

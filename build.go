@@ -155,8 +155,9 @@ var blockPolicies = map[string]breaker.BlockPolicy{
 }
 
 // buildBreaker makes the rule that enforces breaker rule b, read as Validate
-// leaves it. A nil clock is clock.System.
-func buildBreaker(b BreakerRule, c clock.Clock) (*breakerRule, error) {
+// leaves it. A nil clock is clock.System; a circuit tells its changes of
+// state to onChange, if not nil.
+func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, breaker.Transition)) (*breakerRule, error) {
 	if c == nil {
 		c = clock.System
 	}
@@ -193,6 +194,9 @@ func buildBreaker(b BreakerRule, c clock.Clock) (*breakerRule, error) {
 			n = 1
 		}
 		opts = append(opts, breaker.WithProbes(n, time.Duration(b.ProbeTimeout)))
+	}
+	if onChange != nil {
+		opts = append(opts, breaker.OnTransition(onChange))
 	}
 	var s breaker.Strategy
 	switch b.Strategy {

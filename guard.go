@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -50,6 +51,10 @@ type Guard struct {
 	inbound   *resource      // the guard's inbound traffic (see Inbound)
 	cluster   Cluster        // keeps the cluster rules' counts; nil without WithCluster
 	cpu       func() float64 // the CPU usage shed rules read; nil without WithCPU
+	events    *events
+	// onTransition is g.breakerChanged, made once: every circuit's
+	// OnTransition, so that a breaker rule costs no function value.
+	onTransition func(*breaker.Circuit, breaker.Transition)
 }
 
 // An Option customises a Guard.
@@ -146,7 +151,11 @@ func WithCPU(usage func() float64) Option {
 }
 
 // A Cluster keeps the counts of cluster-wide flow rules for all the
-// instances of a service (package redisflow keeps them in Redis).
+// instances of a service (package redisflow keeps them in Redis). A
+// Cluster that also has a method OnHealthChange(func(ClusterHealth)) tells
+// the guard of changes of its health, which the guard records as
+// ClusterChanged events; it must call the func without waiting for
+// anything, and may call it from any goroutine.
 type Cluster interface {
 	// Limiter returns the limiter of a cluster-wide rule, whose Interval
 	// and Buckets the guard has set (to 1s and flow.DefaultBuckets when
@@ -169,6 +178,11 @@ type ClusterHealth struct {
 	// Err is the last error that retrying will not fix (a wrong password,
 	// a missing permission or command), while it lasts; nil otherwise.
 	Err error
+}
+
+// clusterChanged records a change of the cluster's health.
+func (g *Guard) clusterChanged(h ClusterHealth) {
+	g.events.record(Event{At: g.clock.Now(), Kind: ClusterChanged, Cluster: h})
 }
 
 // ClusterHealth returns the health of the guard's Cluster, and false if the
@@ -228,7 +242,15 @@ func New(opts ...Option) (*Guard, error) {
 	if o.log == nil {
 		o.log = slog.New(discard{})
 	}
-	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log, cluster: o.cluster, cpu: o.cpu}
+	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log, cluster: o.cluster, cpu: o.cpu,
+		events: newEvents(o.log)}
+	g.onTransition = g.breakerChanged
+	g.resources.full = g.events.full
+	if c, ok := o.cluster.(interface {
+		OnHealthChange(func(ClusterHealth))
+	}); ok {
+		c.OnHealthChange(g.clusterChanged)
+	}
 	g.inbound = newResource("(inbound)", o.clock)
 	g.snap.Store(&snapshot{by: map[string]*binding{}})
 	return g, nil
@@ -237,21 +259,30 @@ func New(opts ...Option) (*Guard, error) {
 // SetRules validates rules and, if they are sound, puts them in force in one
 // step. Otherwise it returns a *RulesError listing every problem, and the
 // rules in force stay in force.
+//
+// Either way it records an event (OnEvent): RulesRefused with the error, or
+// RulesChanged with what changed, when anything did.
 func (g *Guard) SetRules(rules Rules) error {
 	if err := rules.Validate(); err != nil {
-		g.log.Warn("slidegate: rules refused; the rules in force stay", "err", err)
+		g.events.record(Event{At: g.clock.Now(), Kind: RulesRefused, Err: err})
 		return err
 	}
 	rules = rules.clone() // the caller may change its slices afterwards
 	g.load.Lock()
 	defer g.load.Unlock()
-	s, err := g.compile(rules, g.snap.Load())
+	prev := g.snap.Load()
+	s, err := g.compile(rules, prev)
 	if err != nil {
+		g.events.record(Event{At: g.clock.Now(), Kind: RulesRefused, Err: err})
 		return err
 	}
 	g.snap.Store(s)
-	g.resources.unpinAllBut(s.by, rules.refs(), g.clock.Now())
-	g.log.Info("slidegate: rules in force", "flow", len(rules.Flow), "breakers", len(rules.Breakers))
+	now := g.clock.Now()
+	g.resources.unpinAllBut(s.by, rules.refs(), now)
+	if changes := ruleChanges(prev.rules, rules); len(changes) > 0 {
+		more := max(len(changes)-MaxEventChanges, 0)
+		g.events.record(Event{At: now, Kind: RulesChanged, Changes: slices.Clone(changes[:len(changes)-more]), MoreChanges: more})
+	}
 	return nil
 }
 
@@ -281,7 +312,7 @@ func (g *Guard) Breakers() []BreakerStatus { return g.BreakersAt(g.clock.Now()) 
 func (g *Guard) BreakersAt(now int64) []BreakerStatus {
 	s := g.snap.Load()
 	out := make([]BreakerStatus, 0, len(s.breakers))
-	_, names := s.rules.names()
+	names := s.names().breakers
 	for i, b := range s.breakers {
 		r := s.rules.Breakers[i]
 		out = append(out, BreakerStatus{Resource: r.Resource, Rule: names[i], Strategy: r.Strategy,

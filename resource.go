@@ -233,6 +233,10 @@ type resourceTable struct {
 	nextScan  atomic.Int64
 	other     *resource
 	evictions atomic.Int64
+	// full, if set, is told when the table has no room for a new name:
+	// how many resources it evicted, and whether it counted the name as
+	// OtherResource.
+	full func(now, evicted int64, overflowed bool)
 }
 
 // evictHook, when set by a test, runs during an eviction, between deciding
@@ -291,10 +295,17 @@ func (t *resourceTable) insertFull(name string, now int64) *resource {
 	}
 	// Room made by evicting may be taken first by concurrent inserts (which
 	// do not take mu): they, too, only store within the bound.
+	before := t.evictions.Load()
 	if t.evict(now) {
 		if r := t.store(name); r != nil {
+			if t.full != nil && t.evictions.Load() > before {
+				t.full(now, t.evictions.Load()-before, false)
+			}
 			return r
 		}
+	}
+	if t.full != nil {
+		t.full(now, t.evictions.Load()-before, true)
 	}
 	t.other.touch(now)
 	return t.other

@@ -156,7 +156,7 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 			continue
 		}
 		if names == nil {
-			names, _ = s.rules.names()
+			names = s.names().flows
 		}
 		st.Rule = names[i]
 		out = append(out, st)

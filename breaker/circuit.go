@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/notify"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
@@ -81,7 +82,8 @@ type Circuit struct {
 	opens       uint       // consecutive times probing failed, for the backoff
 	openTimeout time.Duration
 	maxOpen     time.Duration
-	notify      *notifier
+	notify      *notify.Queue[Transition]
+	hook        func(*Circuit, Transition) // OnTransition's
 }
 
 // A closedWindow is what a Circuit counts from one closing to the next: the
@@ -207,8 +209,9 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	c.stats.Store(w)
 	c.calls = calls{c}
 	c.self = issuer{c: c}
+	c.hook = st.onTransition
 	if st.onStateChange != nil {
-		c.notify = newNotifier(st.onStateChange)
+		c.notify = notify.New(st.onStateChange, queueSize)
 	}
 	return c, nil
 }
@@ -427,8 +430,11 @@ func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w Counts
 		c.stats.Store(w)
 	}
 	c.state.Store(next)
+	if c.hook != nil {
+		c.hook(c, tr)
+	}
 	if c.notify != nil {
-		c.notify.push(tr)
+		c.notify.Push(tr)
 	}
 	return true
 }
@@ -506,7 +512,7 @@ func (c *Circuit) DroppedTransitions() int64 {
 	if c.notify == nil {
 		return 0
 	}
-	return c.notify.dropped.Load()
+	return c.notify.Dropped()
 }
 
 // Close stops telling OnStateChange of state changes: changes made after it
@@ -515,7 +521,7 @@ func (c *Circuit) DroppedTransitions() int64 {
 // is safe to call more than once.
 func (c *Circuit) Close() error {
 	if c.notify != nil {
-		c.notify.close()
+		c.notify.Close()
 	}
 	return nil
 }

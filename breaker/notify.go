@@ -2,8 +2,6 @@ package breaker
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -65,72 +63,6 @@ func (t Transition) String() string {
 	return s + ")"
 }
 
-// queueSize is how many undelivered changes a notifier keeps.
+// queueSize is how many undelivered changes a Circuit keeps for its
+// listener (notify.Queue): one that falls further behind loses the oldest.
 const queueSize = 64
-
-// A notifier delivers transitions to a listener on a goroutine of its own,
-// in order, so that a slow listener never holds up the request that caused a
-// change. The goroutine starts when a change is queued and none is running,
-// and returns when the queue is empty: nothing runs while nothing changes,
-// and there is nothing to stop.
-type notifier struct {
-	f       func(Transition)
-	dropped atomic.Int64
-	running sync.WaitGroup // the delivering goroutine, if any; tests wait on it
-
-	mu      sync.Mutex
-	queue   [queueSize]Transition
-	head, n int
-	busy    bool // a goroutine is delivering
-	closed  bool
-}
-
-func newNotifier(f func(Transition)) *notifier { return &notifier{f: f} }
-
-// push queues t, dropping the oldest change if the queue is full, and starts
-// a goroutine to deliver it if none is running.
-func (n *notifier) push(t Transition) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		return
-	}
-	if n.n == queueSize {
-		n.head = (n.head + 1) % queueSize
-		n.n--
-		n.dropped.Add(1)
-	}
-	n.queue[(n.head+n.n)%queueSize] = t
-	n.n++
-	if !n.busy {
-		n.busy = true
-		n.running.Add(1)
-		go n.deliver()
-	}
-}
-
-// deliver tells the queued changes, in order, until the queue is empty.
-func (n *notifier) deliver() {
-	defer n.running.Done()
-	for {
-		n.mu.Lock()
-		if n.n == 0 {
-			n.busy = false
-			n.mu.Unlock()
-			return
-		}
-		t := n.queue[n.head]
-		n.head = (n.head + 1) % queueSize
-		n.n--
-		n.mu.Unlock()
-		n.f(t)
-	}
-}
-
-// close stops queueing changes; those queued already are still told. It does
-// not wait, so the listener itself may call it.
-func (n *notifier) close() {
-	n.mu.Lock()
-	n.closed = true
-	n.mu.Unlock()
-}

@@ -53,14 +53,14 @@ func TestCircuitSlowListenerDoesNotBlockRequests(t *testing.T) {
 	}
 	close(release)
 	c.Close()
-	c.notify.running.Wait() // the listener has told what was queued
+	c.notify.Running.Wait() // the listener has told what was queued
 	n := len(told)
 	if dropped := c.DroppedTransitions(); dropped == 0 || int64(n)+dropped > 300 {
 		t.Fatalf("told %d, dropped %d of 300 changes", n, dropped)
 	}
 	// After Close nothing more is told, and the circuit still works.
 	trip(t, c)
-	c.notify.running.Wait()
+	c.notify.Running.Wait()
 	if len(told) != n {
 		t.Fatalf("a change was told after Close")
 	}
@@ -77,7 +77,7 @@ func TestCircuitListenerMayCallClose(t *testing.T) {
 	}
 	trip(t, c)
 	<-returned // the test times out if Close deadlocks
-	c.notify.running.Wait()
+	c.notify.Running.Wait()
 }
 
 // Close without a listener returns nil, every time, and the circuit goes on
@@ -90,4 +90,26 @@ func TestCircuitCloseWithoutListener(t *testing.T) {
 		}
 	}
 	trip(t, c)
+}
+
+func TestCircuitTellsOnTransitionAtOnceWithItself(t *testing.T) {
+	var c *Circuit
+	var got []Transition
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(2),
+		OnTransition(func(from *Circuit, tr Transition) {
+			if from != c {
+				t.Errorf("told of %p, want the circuit %p", from, c)
+			}
+			got = append(got, tr) // synchronous: no lock needed
+		}))
+	settle(t, c, Success)
+	settle(t, c, Failure)
+	if len(got) != 1 || got[0].To != Open {
+		t.Fatalf("after the trip, told %+v: want closed → open at once", got)
+	}
+	clk.Advance(5 * time.Second)
+	settle(t, c, Success)
+	if len(got) != 3 || got[1].To != HalfOpen || got[2].To != Closed || got[2].Generation != 3 {
+		t.Fatalf("told %+v, want open → half-open → closed", got)
+	}
 }

@@ -31,15 +31,16 @@ const (
 	optBackoff
 	optProbes
 	optListener
+	optHook
 	numOptions
 )
 
 var optionNames = [numOptions]string{"WithK", "WithProtection", "WithRandom", "WithBlockPolicy",
-	"WithOpenTimeout", "WithBackoff", "WithProbes", "OnStateChange"}
+	"WithOpenTimeout", "WithBackoff", "WithProbes", "OnStateChange", "OnTransition"}
 
 const (
 	adaptiveOnly = 1<<optK | 1<<optProtection | 1<<optRandom | 1<<optBlockPolicy
-	circuitOnly  = 1<<optOpenTimeout | 1<<optBackoff | 1<<optProbes | 1<<optListener
+	circuitOnly  = 1<<optOpenTimeout | 1<<optBackoff | 1<<optProbes | 1<<optListener | 1<<optHook
 )
 
 // settings are every option's value; each constructor reads its own.
@@ -64,6 +65,7 @@ type settings struct {
 	probes         int
 	probeTimeout   time.Duration
 	onStateChange  func(Transition)
+	onTransition   func(*Circuit, Transition)
 }
 
 func (s *settings) mark(id optionID) { s.given |= 1 << id }
@@ -199,6 +201,17 @@ func WithProbes(n int, timeout time.Duration) Option {
 // error.
 func OnStateChange(f func(Transition)) Option {
 	return func(s *settings) { s.notNil(f == nil, "OnStateChange"); s.onStateChange = f; s.mark(optListener) }
+}
+
+// OnTransition registers f to be told of a Circuit's state changes, and of
+// the Circuit that changed, as they happen: f runs on the goroutine that
+// makes the change, with the Circuit's state lock held, before any other
+// change. It must return at once, never wait, and never call the Circuit:
+// it is for a registry of many circuits that queues the change itself
+// (one f serves them all, so a circuit costs nothing more). A listener
+// that may be slow belongs in OnStateChange. A nil f is an error.
+func OnTransition(f func(*Circuit, Transition)) Option {
+	return func(s *settings) { s.notNil(f == nil, "OnTransition"); s.onTransition = f; s.mark(optHook) }
 }
 
 // build applies opts over the defaults and checks what every breaker shares.

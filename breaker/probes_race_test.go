@@ -130,7 +130,7 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 		}(uint64(w))
 	}
 	wg.Wait()
-	c.notify.running.Wait() // every change told
+	c.notify.Running.Wait() // every change told
 	mu.Lock()
 	defer mu.Unlock()
 	for _, g := range closedFrom {

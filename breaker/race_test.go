@@ -82,7 +82,7 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	gen := c.Generation()
-	c.notify.running.Wait() // every change told
+	c.notify.Running.Wait() // every change told
 	if most > probes || most == 0 {
 		t.Fatalf("%d probes of one generation in flight at once, limit %d", most, probes)
 	}

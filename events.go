@@ -1,0 +1,460 @@
+package slidegate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/notify"
+)
+
+// An EventKind says what an Event tells.
+type EventKind uint8
+
+// The kinds of event.
+const (
+	// BreakerChanged: a breaker rule's circuit changed state (Event.Breaker).
+	// An adaptive breaker has no states, and tells none.
+	BreakerChanged EventKind = iota + 1
+	// RulesChanged: a new set of rules is in force (Event.Changes says what
+	// changed).
+	RulesChanged
+	// RulesRefused: a set of rules was refused, and the rules in force
+	// stay (Event.Err says why).
+	RulesRefused
+	// ClusterChanged: the guard's Cluster became healthy or unhealthy, or
+	// met or got over an error that retrying will not fix (Event.Cluster).
+	ClusterChanged
+	// ResourcesFull: the guard had no room for a new resource: it evicted
+	// idle ones, or counted requests as OtherResource (Event.Evicted,
+	// Event.Overflowed). Told at most once a second.
+	ResourcesFull
+)
+
+var eventKindNames = [...]string{"", "breaker_changed", "rules_changed", "rules_refused", "cluster_changed", "resources_full"}
+
+// String returns the kind as the dashboard and logs write it
+// ("breaker_changed").
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) && k != 0 {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", k)
+}
+
+// An Event is something that happened to a guard that its operators want
+// to know of when it happens, rather than by polling: a breaker opening,
+// rules reloaded, the cluster down. Listen with Guard.OnEvent; the guard
+// also logs every event through its logger (WithLogger), and keeps the
+// latest (Guard.Events). Which fields are set depends on Kind.
+type Event struct {
+	// Seq numbers the guard's events from 1, in the order they happened.
+	Seq uint64
+	// At is when it happened, in nanoseconds on the guard's clock.
+	At   int64
+	Kind EventKind
+	// Resource and Rule name the breaker rule of a BreakerChanged event
+	// (Rule is its name, as Rules.Named gives it).
+	Resource, Rule string
+	// Breaker is the change of a BreakerChanged event.
+	Breaker breaker.Transition
+	// Changes are the changes of a RulesChanged event, in the order of the
+	// rules: new and changed rules in the new rules' order, then those
+	// removed; at most MaxEventChanges of them, and MoreChanges counts the
+	// rest.
+	Changes     []RuleChange
+	MoreChanges int
+	// Err is why the rules of a RulesRefused event were refused: a
+	// *RulesError listing every problem.
+	Err error
+	// Cluster is the cluster's health after a ClusterChanged event.
+	Cluster ClusterHealth
+	// Evicted counts the idle resources evicted, and Overflowed the
+	// requests counted as OtherResource, since the ResourcesFull event
+	// before.
+	Evicted, Overflowed int64
+}
+
+// A RuleChange is one rule added, removed or changed by a new set of
+// rules. Rules are told apart by their resource, their list (flow or
+// breakers) and their name (Rules.Named).
+type RuleChange struct {
+	Resource, Rule string
+	// Breaker says the rule is a breaker rule; a flow rule otherwise.
+	Breaker bool
+	// Change is "added", "removed" or "changed".
+	Change string
+	// Fields lists, for a rule changed, each field that changed, with its
+	// value before and after: "limit: 100 → 200". Defaults are written
+	// out, so a default spelled out changes nothing.
+	Fields []string
+}
+
+// String describes the change: `flow rule "qps" of "GET /a" changed
+// (limit: 100 → 200)`.
+func (c RuleChange) String() string {
+	list := "flow"
+	if c.Breaker {
+		list = "breaker"
+	}
+	s := fmt.Sprintf("%s rule %q of %q %s", list, c.Rule, c.Resource, c.Change)
+	if len(c.Fields) > 0 {
+		s += " (" + strings.Join(c.Fields, ", ") + ")"
+	}
+	return s
+}
+
+// String describes the event in one line, as the guard logs it.
+func (e Event) String() string {
+	switch e.Kind {
+	case BreakerChanged:
+		return fmt.Sprintf("breaker %q of %q: %v", e.Rule, e.Resource, e.Breaker)
+	case RulesChanged:
+		if len(e.Changes) == 0 {
+			return "rules in force, unchanged"
+		}
+		parts := make([]string, len(e.Changes))
+		for i, c := range e.Changes {
+			parts[i] = c.String()
+		}
+		s := "rules in force: " + strings.Join(parts, "; ")
+		if e.MoreChanges > 0 {
+			s += fmt.Sprintf("; and %d more changes", e.MoreChanges)
+		}
+		return s
+	case RulesRefused:
+		return fmt.Sprintf("rules refused; the rules in force stay: %v", e.Err)
+	case ClusterChanged:
+		switch {
+		case e.Cluster.Err != nil:
+			return fmt.Sprintf("cluster unhealthy: %v", e.Cluster.Err)
+		case e.Cluster.Healthy:
+			return "cluster healthy"
+		default:
+			return "cluster unhealthy: its limiters use their fallback"
+		}
+	case ResourcesFull:
+		return fmt.Sprintf("no room for new resources: %d idle resources evicted, %d requests counted as %s", e.Evicted, e.Overflowed, OtherResource)
+	}
+	return e.Kind.String()
+}
+
+// level is the level the guard logs the event at.
+func (e Event) level() slog.Level {
+	switch {
+	case e.Kind == BreakerChanged && e.Breaker.To == breaker.Open,
+		e.Kind == ClusterChanged && !e.Cluster.Healthy,
+		e.Kind == ResourcesFull:
+		return slog.LevelWarn
+	case e.Kind == RulesRefused:
+		// SetRules returns the error to its caller, who says where the
+		// rules came from (rulefile.Follow logs it at Warn).
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
+// Bounds of a guard's events.
+const (
+	// EventQueue is how many events a listener (OnEvent) may fall behind
+	// before the oldest it has not been told are dropped.
+	EventQueue = 256
+	// KeptEvents is how many of the latest events Guard.Events returns.
+	KeptEvents = 128
+	// MaxEventChanges is how many rule changes a RulesChanged event lists
+	// (Event.Changes), so that a reload of thousands of rules makes an
+	// event, a log line and a dashboard row of bounded size.
+	MaxEventChanges = 64
+	// fullEvery is the least time between two ResourcesFull events.
+	fullEvery = int64(time.Second)
+)
+
+// events are a guard's events: numbered, kept, logged and told to its
+// listeners. Recording one takes a mutex and copies it into a ring and into
+// each listener's queue, and never waits for a listener: the events come
+// from rare moments (a breaker changing state, rules set), some of which
+// happen on the way of a request.
+type events struct {
+	log *slog.Logger
+
+	mu        sync.Mutex
+	seq       uint64
+	kept      []Event // the latest events: grows to KeptEvents, then a ring
+	listeners []*notify.Queue[Event]
+	logQueue  *notify.Queue[Event] // logs off the way of requests
+
+	dropped atomic.Int64 // by listeners removed
+
+	// For ResourcesFull: what happened since the last one, and when that was.
+	evicted, overflowed atomic.Int64
+	lastFull            atomic.Int64
+}
+
+func newEvents(log *slog.Logger) *events {
+	e := &events{log: log}
+	e.lastFull.Store(-fullEvery)
+	if log.Enabled(context.Background(), slog.LevelError) {
+		e.logQueue = notify.New(e.write, EventQueue)
+	}
+	return e
+}
+
+// record numbers ev, keeps it, and queues it for the log and the
+// listeners.
+func (e *events) record(ev Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	ev.Seq = e.seq
+	if len(e.kept) < KeptEvents {
+		e.kept = append(e.kept, ev)
+	} else {
+		e.kept[(ev.Seq-1)%KeptEvents] = ev
+	}
+	if e.logQueue != nil {
+		e.logQueue.Push(ev)
+	}
+	for _, l := range e.listeners {
+		l.Push(ev)
+	}
+}
+
+// write logs ev.
+func (e *events) write(ev Event) {
+	attrs := []slog.Attr{slog.String("event", ev.Kind.String()), slog.Uint64("seq", ev.Seq)}
+	switch ev.Kind {
+	case BreakerChanged:
+		attrs = append(attrs, slog.String("resource", ev.Resource), slog.String("rule", ev.Rule),
+			slog.String("from", ev.Breaker.From.String()), slog.String("to", ev.Breaker.To.String()),
+			slog.String("cause", ev.Breaker.Cause.String()))
+		if ev.Breaker.Cause == breaker.Tripped {
+			c := ev.Breaker.Counts
+			attrs = append(attrs, slog.Int64("requests", c.Requests), slog.Int64("failures", c.Failures), slog.Int64("slow", c.Slow))
+		}
+	case RulesChanged:
+		attrs = append(attrs, slog.Int("changes", len(ev.Changes)+ev.MoreChanges))
+	case ClusterChanged:
+		attrs = append(attrs, slog.Bool("healthy", ev.Cluster.Healthy))
+	case ResourcesFull:
+		attrs = append(attrs, slog.Int64("evicted", ev.Evicted), slog.Int64("overflowed", ev.Overflowed))
+	}
+	e.log.LogAttrs(context.Background(), ev.level(), "slidegate: "+ev.String(), attrs...)
+}
+
+// listen registers f; the returned func removes it.
+func (e *events) listen(f func(Event)) func() {
+	q := notify.New(f, EventQueue)
+	e.mu.Lock()
+	e.listeners = append(e.listeners, q)
+	e.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			for i, l := range e.listeners {
+				if l == q {
+					e.listeners = append(e.listeners[:i:i], e.listeners[i+1:]...)
+					break
+				}
+			}
+			q.Close()
+			e.dropped.Add(q.Dropped())
+		})
+	}
+}
+
+// latest returns the events kept, oldest first.
+func (e *events) latest() []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := min(e.seq, KeptEvents)
+	out := make([]Event, 0, n)
+	for s := e.seq - n + 1; s <= e.seq; s++ {
+		out = append(out, e.kept[(s-1)%KeptEvents])
+	}
+	return out
+}
+
+// droppedCount returns the events dropped by listeners, removed or not.
+func (e *events) droppedCount() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.dropped.Load()
+	for _, l := range e.listeners {
+		n += l.Dropped()
+	}
+	return n
+}
+
+// full notes that the resource table had no room at time now: it evicted
+// evicted resources, and counted the request as OtherResource if
+// overflowed. It records a ResourcesFull event at most once a second.
+func (e *events) full(now, evicted int64, overflowed bool) {
+	e.evicted.Add(evicted)
+	if overflowed {
+		e.overflowed.Add(1)
+	}
+	last := e.lastFull.Load()
+	if now-last < fullEvery || !e.lastFull.CompareAndSwap(last, now) {
+		return
+	}
+	e.record(Event{At: now, Kind: ResourcesFull, Evicted: e.evicted.Swap(0), Overflowed: e.overflowed.Swap(0)})
+}
+
+// OnEvent registers f to be told of every event of the guard from now on,
+// in order, on a goroutine of its own that runs only while there are
+// events to tell: f never holds up a request or SetRules. A listener more
+// than EventQueue events behind loses the oldest it has not been told,
+// counted in DroppedEvents. The returned func stops the telling (events
+// queued already are still told); it is safe to call more than once.
+func (g *Guard) OnEvent(f func(Event)) (stop func()) {
+	if f == nil {
+		return func() {}
+	}
+	return g.events.listen(f)
+}
+
+// Events returns the latest events of the guard, at most KeptEvents,
+// oldest first.
+func (g *Guard) Events() []Event { return g.events.latest() }
+
+// DroppedEvents returns how many events listeners (OnEvent) were not told
+// because they fell more than EventQueue events behind.
+func (g *Guard) DroppedEvents() int64 { return g.events.droppedCount() }
+
+// breakerChanged records the change of state of a circuit of the rules in
+// force. It is the circuits' OnTransition: it runs with the circuit's lock
+// held, so it only records.
+func (g *Guard) breakerChanged(c *breaker.Circuit, t breaker.Transition) {
+	s := g.snap.Load()
+	n := s.names()
+	if i, ok := n.circuits[c]; ok {
+		g.events.record(Event{At: t.At, Kind: BreakerChanged, Resource: s.rules.Breakers[i].Resource, Rule: n.breakers[i], Breaker: t})
+	}
+	// Otherwise a circuit of rules no longer in force, ending what it let
+	// in: no rule of the rules in force to tell of.
+}
+
+// ruleChanges returns what changes from the rules before to those after.
+func ruleChanges(before, after Rules) []RuleChange {
+	type id struct {
+		resource, name string
+		breaker        bool
+	}
+	type spec struct {
+		at     int
+		fields map[string]string
+	}
+	index := func(r Rules) (map[id]spec, []id) {
+		flows, breakers := r.names()
+		m := map[id]spec{}
+		var order []id
+		for i, f := range r.Flow {
+			k := id{f.Resource, flows[i], false}
+			n := f.normal()
+			n.Shadow = f.Shadow || r.Shadow
+			m[k], order = spec{i, fieldsOf(n)}, append(order, k)
+		}
+		for i, b := range r.Breakers {
+			k := id{b.Resource, breakers[i], true}
+			n := b.normal()
+			n.Shadow = b.Shadow || r.Shadow
+			m[k], order = spec{i, fieldsOf(n)}, append(order, k)
+		}
+		return m, order
+	}
+	old, oldOrder := index(before)
+	now, order := index(after)
+	var out []RuleChange
+	for _, k := range order {
+		o, ok := old[k]
+		switch {
+		case !ok:
+			out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Breaker: k.breaker, Change: "added"})
+		default:
+			if f := changedFields(o.fields, now[k].fields); len(f) > 0 {
+				out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Breaker: k.breaker, Change: "changed", Fields: f})
+			}
+		}
+	}
+	for _, k := range oldOrder {
+		if _, ok := now[k]; !ok {
+			out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Breaker: k.breaker, Change: "removed"})
+		}
+	}
+	return out
+}
+
+// fieldsOf returns the fields of a rule as its JSON writes them: name →
+// value, strings without their quotes.
+func fieldsOf(rule any) map[string]string {
+	b, err := json.Marshal(rule)
+	if err != nil {
+		panic("slidegate: a rule does not marshal: " + err.Error())
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		panic("slidegate: a rule's JSON does not read back: " + err.Error())
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			out[k] = s
+		} else {
+			out[k] = string(v)
+		}
+	}
+	return out
+}
+
+// changedFields lists the fields whose values differ, in the order of their
+// names: "limit: 100 → 200". A field one side leaves out is unset: false
+// where the other side is a boolean, 0 where a number, "none" otherwise.
+func changedFields(before, after map[string]string) []string {
+	var names []string
+	for k, v := range after {
+		if w, ok := before[k]; !ok || w != v {
+			names = append(names, k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, k := range names {
+		b, ok := before[k]
+		if !ok {
+			b = unset(after[k])
+		}
+		a, ok := after[k]
+		if !ok {
+			a = unset(before[k])
+		}
+		out[i] = k + ": " + b + " → " + a
+	}
+	return out
+}
+
+// unset returns how a field left out reads, beside its value v on the
+// other side.
+func unset(v string) string {
+	switch {
+	case v == "true" || v == "false":
+		return "false"
+	case v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && json.Valid([]byte(v)):
+		return "0"
+	}
+	return "none"
+}
