@@ -38,4 +38,14 @@
 // rules, up to a bound on the number of resources. The package-level Enter,
 // Do and SetRules use a default Guard, for programs; libraries and tests make
 // their own.
+//
+// Rules have names (FlowRule.Name, or their type: "qps", "breaker"), which a
+// *BlockError, the metrics and the dashboard use. A rule in shadow
+// (FlowRule.Shadow, Rules.Shadow) decides and counts, and blocks nothing:
+// ResourceStats.Totals.WouldBlockBy counts what it would have blocked. A
+// guard tells what happens to it as events (OnEvent, Events): breakers
+// changing state, rules put in force and what changed, rules refused, its
+// cluster's health, resources it had no room for; and logs them through
+// WithLogger. Package rulefile keeps a guard's rules in step with a file or
+// another source.
 package slidegate

@@ -130,3 +130,30 @@ func ExampleWithKey() {
 	// alice: served
 	// alice: blocked by per user per minute (rate limited), retry after 1m4s
 }
+
+// Listen to a guard's events: a breaker opening, rules put in force.
+func ExampleGuard_OnEvent() {
+	clk := clock.NewManual(0)
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	told := make(chan slidegate.Event, 16)
+	stop := g.OnEvent(func(e slidegate.Event) { told <- e }) // runs off the way of requests
+	defer stop()
+
+	err = g.SetRules(slidegate.Rules{Breakers: []slidegate.BreakerRule{
+		{Resource: "mysql", Strategy: slidegate.ConsecutiveFailuresBreaker, Count: 2},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	for range 2 {
+		_ = g.Do(context.Background(), "mysql", func() error { return errors.New("connection refused") })
+	}
+	fmt.Println((<-told).String())
+	fmt.Println((<-told).String())
+	// Output:
+	// rules in force: breaker rule "breaker" of "mysql" added
+	// breaker "breaker" of "mysql": closed → open (tripped: 2 of 2 requests failed, 2 in a row, 0 slow, open for 5s)
+}
