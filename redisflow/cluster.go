@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 )
 
@@ -123,6 +124,14 @@ type Cluster struct {
 	fault    atomic.Pointer[fault] // the one in force, if any
 	faultMu  sync.Mutex            // orders setting and clearing faults, and their lines
 	faultLog map[string]int64      // a kind of fault: when its Error line was logged
+
+	// Telling health changes (OnHealthChange). healthMu orders the
+	// tellings, and marking Redis down or up (not reading it); it is taken
+	// after faultMu, never before.
+	onHealth atomic.Pointer[func(slidegate.ClusterHealth)]
+	healthMu sync.Mutex
+	told     healthState // the state last told
+	closed   atomic.Bool // Close began: nothing more is told
 }
 
 // An Option configures a Cluster. New returns an error naming the option and
@@ -368,6 +377,7 @@ func (c *Cluster) instancesKey() string { return c.prefix + ":instances" }
 // fallback. Close returns nil; calling it again does nothing.
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
+		c.closed.Store(true)
 		c.stop() // cuts short a heartbeat under way
 		<-c.done
 		if c.joined.Load() && !c.down.Load() {
@@ -438,13 +448,7 @@ func (c *Cluster) Err() error {
 // failed records a round trip that failed with err, and marks Redis down.
 func (c *Cluster) failed(err error) {
 	c.failures.Add(1)
-	if c.down.CompareAndSwap(false, true) {
-		c.log.Warn("redisflow: Redis is down; limiters fall back", "fallback", c.fallback.String(), "err", err)
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	}
+	c.markDown(err, false)
 }
 
 // keep runs in the background until ctx ends: it renews the heartbeat while
@@ -485,12 +489,13 @@ func (c *Cluster) keep(ctx context.Context) {
 		}
 		switch {
 		case err == nil && down:
-			c.down.Store(false)
+			c.markUp()
 			upSince = time.Now()
 			c.log.Info("redisflow: Redis is back; limiters decide through it again", "instances", c.instances.Load())
 		case err != nil && down:
 			c.failures.Add(1)
 			backoff = min(2*backoff, c.probeMax)
+			c.tellHealth() // an error cleared while Redis was down (clearFault)
 		case err != nil:
 			c.failed(err)
 			select { // the nudge is for this loop, which is here

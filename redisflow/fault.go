@@ -60,6 +60,7 @@ func misconfigured(kind string, s *script, key string, err error) error {
 // another.
 type fault struct {
 	err    error  // from misconfigured
+	kind   string // what Redis refuses (permanentPrefixes)
 	redis  string // Redis's error's text
 	script *script
 	key    string
@@ -99,7 +100,7 @@ func (c *Cluster) setFault(kind string, s *script, key string, err error) {
 	if old != nil && old.script == s && old.key == key && old.redis == msg {
 		return // the same call failing the same way: nothing new
 	}
-	f := &fault{err: misconfigured(kind, s, key, err), redis: msg, script: s, key: key, logged: old != nil && old.logged}
+	f := &fault{err: misconfigured(kind, s, key, err), kind: kind, redis: msg, script: s, key: key, logged: old != nil && old.logged}
 	now := c.clock.Now()
 	if c.faultLog == nil {
 		c.faultLog = make(map[string]int64, 4) // one per kind: bounded
@@ -111,6 +112,10 @@ func (c *Cluster) setFault(kind string, s *script, key string, err error) {
 			"refused", kind, "err", err, "call", s.name, "key", key, "fallback", c.fallback.String())
 	}
 	c.fault.Store(f)
+	// Redis refuses: it is down to the limiters until the call succeeds
+	// (the caller would mark it down next, as for any failure; marking it
+	// here tells of the error and of Redis down at once).
+	c.markDown(err, true)
 }
 
 // clearFault ends fault f if it is still the one in force.
@@ -122,6 +127,13 @@ func (c *Cluster) clearFault(f *fault) {
 	}
 	if f.logged {
 		c.alarm().Info("redisflow: Redis accepts the cluster's commands again", "call", f.script.name, "key", f.key)
+	}
+	// With Redis marked down, the probe tells: the one that cleared it
+	// marks Redis up next, and one that fails tells of Redis down. Telling
+	// here would tell of an outage between the error and its end that
+	// there was not.
+	if !c.down.Load() {
+		c.tellHealth()
 	}
 }
 
