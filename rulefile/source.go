@@ -15,7 +15,7 @@ import (
 // logging, keeping the last good rules on disk).
 //
 // A Source that is also a fmt.Stringer is named by its String in logs and
-// errors ("rules.yaml", "etcd://10.0.0.1:2379/slidegate/rules").
+// errors ("rules.yaml", "etcd:/slidegate/rules").
 type Source interface {
 	// Rules reads the source's rules as they are now. Rules with a problem
 	// return a *slidegate.RulesError listing every problem, as Parse does;
