@@ -230,6 +230,7 @@ func New(opts ...Option) (*Guard, error) {
 	}
 	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log, cluster: o.cluster, cpu: o.cpu}
 	g.inbound = newResource("(inbound)", o.clock)
+	g.inbound.markInbound() // by definition
 	g.snap.Store(&snapshot{by: map[string]*binding{}})
 	return g, nil
 }

@@ -71,6 +71,7 @@ type resource struct {
 	more    stripe.Set[blockedTotals]
 	lastUse atomic.Int64 // roughly: updated at most once a second
 	pinned  atomic.Bool  // a rule names it: never evicted
+	inbound atomic.Bool  // a request entered it with Inbound: sticky
 }
 
 func newResource(name string, c clock.Clock) *resource {
@@ -85,6 +86,16 @@ func newResource(name string, c clock.Clock) *resource {
 	r := &resource{name: name, stats: ctr, lat: lat, blocked: new(blockedTotals)}
 	r.lastUse.Store(c.Now())
 	return r
+}
+
+// markInbound notes that a request entered the resource with Inbound. It
+// loads before it stores, so that the requests after the first pay one load
+// of a word no one writes, not a store that would take the cache line from
+// the other cores reading it.
+func (r *resource) markInbound() {
+	if !r.inbound.Load() {
+		r.inbound.Store(true)
+	}
 }
 
 // allow counts n requests allowed at time now.
@@ -439,6 +450,15 @@ func (t Totals) Blocked() int64 { return sumSaturating(t.BlockedBy) }
 // its totals.
 type ResourceStats struct {
 	Resource string
+	// Inbound is true once any request entered the resource with Inbound,
+	// allowed or blocked: the resource is traffic into the service, a
+	// route it serves. The rest are outbound, calls the service makes
+	// (Outbound, the default). It stays true while the guard keeps the
+	// resource; one evicted for idleness (see WithMaxResources) comes back
+	// outbound until an inbound request enters it again. OtherResource,
+	// which counts the traffic of many names, is inbound once any of them
+	// was.
+	Inbound bool
 	// Allowed and Blocked count the requests allowed and blocked; Succeeded and
 	// Failed those that ended (Entry.Exit) without and with an error.
 	Allowed, Blocked, Succeeded, Failed int64
@@ -465,6 +485,7 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	s := r.stats.SumsAt(now)
 	out := ResourceStats{
 		Resource:  r.name,
+		Inbound:   r.inbound.Load(),
 		Allowed:   s[window.Allowed],
 		Blocked:   s[window.Blocked],
 		Succeeded: s[window.Succeeded],
