@@ -73,8 +73,8 @@ func WithNamespace(ns string) Option {
 
 // WithConstLabels adds labels with fixed values to every metric, to tell
 // apart two guards registered in one registry, say. The map is copied. A
-// label that is also one of the Collector's own (resource, reason, rule,
-// type, strategy, state, key, budget), or an invalid label name, makes
+// label that is also one of the Collector's own (resource, direction,
+// reason, rule, type, strategy, state, key, budget), or an invalid label name, makes
 // registering the Collector fail with the reason.
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(o *options) { o.constLabels = maps.Clone(labels) }
@@ -103,7 +103,7 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 		topKeys:    o.topKeys,
 		keyAllowed: keyAllowed,
 		keyBlocked: keyBlocked,
-		resources:  newTraffic(desc, "", "the resource", "resource"),
+		resources:  newTraffic(desc, "", "the resource", "resource", "direction"),
 		inbound:    newTraffic(desc, "inbound_", "the service (requests entered with slidegate.Inbound)"),
 		breakerState: desc("breaker_state",
 			"1 if the breaker of a breaker rule in force is in the state the label state names, else 0: closed, open (a circuit blocks every request; an adaptive breaker blocks some) or half_open (a circuit lets probes through). One series per state, so that max() and sum() across instances work.",
@@ -161,7 +161,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	rules := c.guard.Rules()
 	shadowed := shadowedResources(rules)
 	for _, s := range byLabel(c.guard.Resources()) {
-		c.resources.collect(ch, s, shadowed[s.Resource], s.Resource)
+		c.resources.collect(ch, s, shadowed[s.Resource], s.Resource, direction(s.Inbound))
 	}
 	c.inbound.collect(ch, c.guard.InboundStats(), shadowed[slidegate.InboundResource])
 	c.collectBreakers(ch, c.guard.Breakers())
@@ -175,6 +175,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		constMetric(ch, c.clusterFailures, prometheus.CounterValue, float64(h.Failures))
 		constMetric(ch, c.clusterFallbacks, prometheus.CounterValue, float64(h.Fallbacks))
 	}
+}
+
+// direction is the value of the label direction of a resource that is
+// inbound or not (slidegate.ResourceStats.Inbound).
+func direction(inbound bool) string {
+	if inbound {
+		return "inbound"
+	}
+	return "outbound"
 }
 
 // flag is 1 for true and 0 for false.

@@ -16,14 +16,14 @@
 // With the default namespace "slidegate":
 //
 //	family                                       type     labels
-//	slidegate_requests_allowed_total              counter  resource
-//	slidegate_requests_blocked_total             counter  resource, reason
-//	slidegate_requests_would_block_total         counter  resource, reason
-//	slidegate_requests_succeeded_total           counter  resource
-//	slidegate_requests_failed_total              counter  resource
-//	slidegate_requests_in_flight                 gauge    resource
-//	slidegate_response_time_seconds              summary  resource; quantile 0.5, 0.9, 0.99
-//	slidegate_response_time_max_seconds          gauge    resource
+//	slidegate_requests_allowed_total              counter  resource, direction
+//	slidegate_requests_blocked_total             counter  resource, direction, reason
+//	slidegate_requests_would_block_total         counter  resource, direction, reason
+//	slidegate_requests_succeeded_total           counter  resource, direction
+//	slidegate_requests_failed_total              counter  resource, direction
+//	slidegate_requests_in_flight                 gauge    resource, direction
+//	slidegate_response_time_seconds              summary  resource, direction; quantile 0.5, 0.9, 0.99
+//	slidegate_response_time_max_seconds          gauge    resource, direction
 //	slidegate_inbound_requests_allowed_total      counter  -
 //	slidegate_inbound_requests_blocked_total     counter  reason
 //	slidegate_inbound_requests_would_block_total counter  reason
@@ -180,6 +180,23 @@
 // costs a scrape about 2 ms on a 2-core VM for a resource that tracks as
 // many keys as it can (4,096; BenchmarkCollectTopKeys), and nothing for a
 // resource without per-key rules.
+//
+// # Direction
+//
+// The families labelled by resource are labelled by direction too:
+// "inbound" for a resource that any request entered with slidegate.Inbound
+// (a route the service serves: httpguard.Handler, grpcguard's server
+// interceptors), "outbound" for the rest (the calls the service makes:
+// httpguard.Transport, grpcguard's client interceptors, a database),
+// as slidegate.ResourceStats.Inbound says. A label rather than families of
+// their own: the requests of both directions are the same quantities, which
+// a dashboard selects ({direction="inbound"}) or adds up over both
+// (sum without (direction)) with one query, where separate families would
+// double the families and need an or; and a resource has one direction, so
+// the label adds no series. A resource entered outbound and later inbound
+// changes direction once, for good: its series then move from outbound to
+// inbound, which Prometheus reads as one series ending and another
+// starting.
 //
 // # The guard's inbound traffic
 //

@@ -27,7 +27,9 @@ func ExampleNewCollector() {
 	reg.MustRegister(metrics.NewCollector(g))
 
 	for range 3 { // two pass, the third is over the limit of 2 a second
-		_ = g.Do(context.Background(), "GET /orders", func() error { return nil })
+		// A route the service serves: inbound (httpguard.Handler marks its
+		// requests so).
+		_ = g.Do(context.Background(), "GET /orders", func() error { return nil }, slidegate.Inbound())
 	}
 
 	// What Prometheus would scrape, some lines of it.
@@ -40,7 +42,7 @@ func ExampleNewCollector() {
 	for _, line := range strings.Split(b.String(), "\n") {
 		for _, prefix := range []string{
 			"slidegate_requests_allowed_total",
-			`slidegate_requests_blocked_total{reason="rate_limited"`,
+			`slidegate_requests_blocked_total{direction="inbound",reason="rate_limited"`,
 			"slidegate_response_time_seconds_count",
 			"slidegate_flow_rule_limit",
 		} {
@@ -51,9 +53,9 @@ func ExampleNewCollector() {
 	}
 	// Output:
 	// slidegate_flow_rule_limit{resource="GET /orders",rule="flow[0]",type="qps"} 2
-	// slidegate_requests_allowed_total{resource="GET /orders"} 2
-	// slidegate_requests_blocked_total{reason="rate_limited",resource="GET /orders"} 1
-	// slidegate_response_time_seconds_count{resource="GET /orders"} 2
+	// slidegate_requests_allowed_total{direction="inbound",resource="GET /orders"} 2
+	// slidegate_requests_blocked_total{direction="inbound",reason="rate_limited",resource="GET /orders"} 1
+	// slidegate_response_time_seconds_count{direction="inbound",resource="GET /orders"} 2
 }
 
 func ExampleWithTopKeys() {

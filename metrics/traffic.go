@@ -189,6 +189,7 @@ func byLabel(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
 // response time is the larger of the two, which bounds the quantile of the
 // requests of both from above (AvgRT is left as it was).
 func merge(a *slidegate.ResourceStats, b slidegate.ResourceStats) {
+	a.Inbound = a.Inbound || b.Inbound // as the guard marks a resource: once any request was
 	a.Allowed += b.Allowed
 	a.Blocked += b.Blocked
 	a.Succeeded += b.Succeeded
