@@ -22,6 +22,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // directionFamilies are the families labelled by direction: those labelled
 // by resource that describe a resource's requests.
 var directionFamilies = []string{
+	"slidegate_request_duration_seconds",
 	"slidegate_requests_allowed_total",
 	"slidegate_requests_blocked_total",
 	"slidegate_requests_failed_total",
