@@ -234,4 +234,3 @@ func (h *bothHistogram) Write(out *dto.Metric) error {
 	out.Histogram.CreatedTimestamp = nil
 	return nil
 }
-
