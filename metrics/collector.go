@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"maps"
 	"time"
 
@@ -81,8 +82,9 @@ func WithNamespace(ns string) Option {
 // WithConstLabels adds labels with fixed values to every metric, to tell
 // apart two guards registered in one registry, say. The map is copied. A
 // label that is also one of the Collector's own (resource, direction,
-// reason, rule, type, strategy, state, key, budget), or an invalid label name, makes
-// registering the Collector fail with the reason.
+// reason, rule, type, strategy, state, key, budget, and le and quantile,
+// those of the histograms' buckets and the summaries' quantiles), or an
+// invalid label name, makes registering the Collector fail with the reason.
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(o *options) { o.constLabels = maps.Clone(labels) }
 }
@@ -108,9 +110,19 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 	if !o.bucketsSet {
 		o.buckets = DefaultBuckets()
 	}
-	bucketsErr := checkBuckets(o.buckets)
-	if bucketsErr != nil {
+	histogramErr := checkBuckets(o.buckets)
+	if histogramErr != nil {
 		o.buckets = nil
+	}
+	// The client library adds the labels le and quantile to a histogram's
+	// buckets and a summary's quantiles: a constant label of the same name
+	// would make two labels of one name, which fails the whole scrape.
+	var summaryErr error
+	if v, ok := o.constLabels["le"]; ok && histogramErr == nil {
+		histogramErr = fmt.Errorf("metrics: constant label le=%q: the histograms' buckets are labelled le", v)
+	}
+	if v, ok := o.constLabels["quantile"]; ok {
+		summaryErr = fmt.Errorf("metrics: constant label quantile=%q: the summaries' quantiles are labelled quantile", v)
 	}
 	return &Collector{
 		guard:      g,
@@ -118,8 +130,8 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 		topKeys:    o.topKeys,
 		keyAllowed: keyAllowed,
 		keyBlocked: keyBlocked,
-		resources:  newTraffic(desc, bucketsErr, "", "the resource", "resource", "direction"),
-		inbound:    newTraffic(desc, bucketsErr, "inbound_", "the service (requests entered with slidegate.Inbound)"),
+		resources:  newTraffic(desc, histogramErr, summaryErr, "", "the resource", "resource", "direction"),
+		inbound:    newTraffic(desc, histogramErr, summaryErr, "inbound_", "the service (requests entered with slidegate.Inbound)"),
 		breakerState: desc("breaker_state",
 			"1 if the breaker of a breaker rule in force is in the state the label state names, else 0: closed, open (a circuit blocks every request; an adaptive breaker blocks some) or half_open (a circuit lets probes through). One series per state, so that max() and sum() across instances work.",
 			"resource", "rule", "strategy", "state"),

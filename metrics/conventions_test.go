@@ -86,6 +86,10 @@ func TestRegisteringRefusesCollisions(t *testing.T) {
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"resource": "x"}))}, false},
 		{"a constant label called key, as the key families' own", []prometheus.Collector{
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"key": "x"}))}, false},
+		{"a constant label called quantile, as the summaries' own", []prometheus.Collector{
+			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"quantile": "x"}))}, false},
+		{"a constant label called le, as the histograms' own", []prometheus.Collector{
+			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"le": "x"}))}, false},
 		{"an invalid constant label", []prometheus.Collector{
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"__reserved": "x"}))}, false},
 	} {

@@ -87,8 +87,7 @@ func TestRequestDurationMatchesAModel(t *testing.T) {
 	reg.MustRegister(metrics.NewCollector(g))
 
 	type model struct {
-		times  []time.Duration // one per request, a batch's repeated
-		sumRTµ int64
+		times []time.Duration // one per request, a batch's repeated
 	}
 	models := map[string]*model{"GET /a": {}, "db": {}, "(inbound)": {}}
 	rng := rand.New(rand.NewPCG(9, 4))

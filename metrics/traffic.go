@@ -43,15 +43,25 @@ type traffic struct {
 // newTraffic makes the descriptors with desc, their names prefixed with
 // prefix, their help saying whose requests they count, and labels before
 // any of their own.
-func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc, bucketsErr error, prefix, whose string, labels ...string) traffic {
+//
+// histogramErr and summaryErr, if not nil, make the histogram's and the
+// summary's descriptors invalid, and registering fail with them.
+func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc, histogramErr, summaryErr error, prefix, whose string, labels ...string) traffic {
 	with := func(extra ...string) []string { return append(slices.Clip(labels), extra...) }
 	requestDuration := desc(prefix+"request_duration_seconds",
 		"Response time of the requests to "+whose+" that ended since the statistics began: the classic buckets count a request in the bucket of its response time within 4.5%; the native buckets (schema 3) in its own bucket, or the next one up if it lies within 1.6% below that bucket's lower bound; response times below 256 ns in the zero bucket.",
 		labels...)
-	if bucketsErr != nil {
-		requestDuration = prometheus.NewInvalidDesc(bucketsErr)
+	if histogramErr != nil {
+		requestDuration = prometheus.NewInvalidDesc(histogramErr)
+	}
+	responseTime := desc(prefix+"response_time_seconds",
+		"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 5 to 10 s (within 4.5%; none if no request ended in the last 10 s), _sum and _count since the statistics began.",
+		labels...)
+	if summaryErr != nil {
+		responseTime = prometheus.NewInvalidDesc(summaryErr)
 	}
 	return traffic{
+		responseTime:    responseTime,
 		requestDuration: requestDuration,
 		allowed: desc(prefix+"requests_allowed_total",
 			"Requests to "+whose+" that the guard allowed.", labels...),
@@ -74,9 +84,6 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 			"Allowed requests to "+whose+" that ended with an error.", labels...),
 		inFlight: desc(prefix+"requests_in_flight",
 			"Requests to "+whose+" allowed and not yet ended.", labels...),
-		responseTime: desc(prefix+"response_time_seconds",
-			"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 5 to 10 s (within 4.5%; none if no request ended in the last 10 s), _sum and _count since the statistics began.",
-			labels...),
 		responseTimeMax: desc(prefix+"response_time_max_seconds",
 			"Longest response time of the requests to "+whose+" that ended in the last 5 to 10 s (no series if none ended in the last 10 s).",
 			labels...),
