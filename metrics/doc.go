@@ -157,7 +157,9 @@
 // one OpenTelemetry's http.server.request.duration takes in Prometheus.
 // Its _count is the summary's (succeeded plus failed), and its _sum too; a
 // batch (slidegate.WithCount) counts as its requests, each taking the
-// batch's response time.
+// batch's response time. The buckets (with _count, their total) and _sum
+// are read one after the other, so a scrape during traffic may count a
+// request in one and not yet in the other.
 //
 // The guard counts response times in bins of 256 ns below 2.048 µs and 8 to
 // each power of two of nanoseconds above, up to window.SketchRange (about
