@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -96,4 +97,40 @@ func ExampleWithTopKeys() {
 	// slidegate_top_key_requests_allowed{key="bob",resource="GET /orders"} 4
 	// slidegate_top_key_requests_allowed{key="mallory",resource="GET /orders"} 5
 	// slidegate_top_key_requests_blocked{key="mallory",resource="GET /orders"} 15
+}
+
+func ExampleWithBuckets() {
+	clk := clock.NewManual(0)
+	g, err := slidegate.New(slidegate.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(g, metrics.WithBuckets(10*time.Millisecond, 100*time.Millisecond)))
+
+	// Three calls out, of 4, 40 and 400 ms.
+	for _, d := range []time.Duration{4 * time.Millisecond, 40 * time.Millisecond, 400 * time.Millisecond} {
+		e, _ := g.EnterAt(context.Background(), clk.Now(), "GET inventory.internal")
+		e.ExitAt(clk.Now()+int64(d), nil)
+	}
+
+	// The text format shows the classic buckets; the protobuf format
+	// carries native buckets too.
+	mfs, _ := reg.Gather()
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		_ = enc.Encode(mf)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "slidegate_request_duration_seconds_bucket") ||
+			strings.HasPrefix(line, "slidegate_request_duration_seconds_count") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// slidegate_request_duration_seconds_bucket{direction="outbound",resource="GET inventory.internal",le="0.01"} 1
+	// slidegate_request_duration_seconds_bucket{direction="outbound",resource="GET inventory.internal",le="0.1"} 2
+	// slidegate_request_duration_seconds_bucket{direction="outbound",resource="GET inventory.internal",le="+Inf"} 3
+	// slidegate_request_duration_seconds_count{direction="outbound",resource="GET inventory.internal"} 3
 }
