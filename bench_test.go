@@ -170,3 +170,17 @@ func BenchmarkEnterExitPerKeyParallel(b *testing.B) {
 		})
 	}
 }
+
+// Inbound traffic, no rules: the resource's direction is marked, and the
+// guard's inbound traffic counted too.
+func BenchmarkEnterExitInbound(b *testing.B) {
+	g, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := Inbound()
+	for i := 0; i < b.N; i++ {
+		e, _ := g.Enter(bg, "a", in)
+		e.Exit(nil)
+	}
+}

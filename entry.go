@@ -226,6 +226,9 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	} else {
 		res = g.resources.get(name, now)
 	}
+	if inbound {
+		res.markInbound()
+	}
 	e := entries.Get().(*entry)
 	if len(key) > MaxKeyLength {
 		key = key[:MaxKeyLength]

@@ -252,6 +252,7 @@ func New(opts ...Option) (*Guard, error) {
 		c.OnHealthChange(g.clusterChanged)
 	}
 	g.inbound = newResource("(inbound)", o.clock)
+	g.inbound.markInbound() // by definition
 	g.snap.Store(&snapshot{by: map[string]*binding{}})
 	return g, nil
 }

@@ -26,7 +26,7 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 
 // DefaultMaxResources is how many resources a guard keeps statistics for
 // unless WithMaxResources says otherwise. Each takes about ResourceBytes,
-// so the default bounds them at about 6.6 MiB.
+// so the default bounds them at about 7 MiB.
 const DefaultMaxResources = 4096
 
 // ResourceBytes bounds the memory a resource takes, rules aside, while one core
@@ -34,10 +34,11 @@ const DefaultMaxResources = 4096
 // nanoseconds (such as 2.1 to 4.1 ms), measured by
 // TestResourceBytesIsWhatAResourceTakes with a name of 17 bytes: its name
 // and its place in the guard's table; the counts of its 10 buckets; the
-// summary of its response times, which takes 128 bytes more for each
-// further power of two they reach (times from 1 to 16 ms, five of them,
-// take 512 more; at most 3.5 KiB more, for times from 2 µs to 4 minutes);
-// and its totals. The bytes for a new power of two are allocated by the
+// summary of its response times, over the last 10 seconds and by bin since
+// it began (ResponseTimeTotals, 64 of the bytes), which takes 192 bytes
+// more for each further power of two they reach (times from 1 to 16 ms,
+// five of them, take 768 more; at most 5.1 KiB more, for times from 2 µs
+// to 4 minutes); and its totals. The bytes for a new power of two are allocated by the
 // Exit that first reaches it, and a resource's stripes by the request that
 // first finds contention: once each.
 //
@@ -47,7 +48,7 @@ const DefaultMaxResources = 4096
 // resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
 // own state: a QPS rule and an error-ratio breaker, with their defaults,
 // about 1.9 KB more (at most 2 KiB).
-const ResourceBytes = 1700
+const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of
 // resources it has no room for (see WithMaxResources), and of names longer
@@ -71,6 +72,7 @@ type resource struct {
 	more    stripe.Set[blockedTotals]
 	lastUse atomic.Int64 // roughly: updated at most once a second
 	pinned  atomic.Bool  // a rule names it: never evicted
+	inbound atomic.Bool  // a request entered it with Inbound: sticky
 }
 
 func newResource(name string, c clock.Clock) *resource {
@@ -85,6 +87,16 @@ func newResource(name string, c clock.Clock) *resource {
 	r := &resource{name: name, stats: ctr, lat: lat, blocked: new(blockedTotals)}
 	r.lastUse.Store(c.Now())
 	return r
+}
+
+// markInbound notes that a request entered the resource with Inbound. It
+// loads before it stores, so that the requests after the first pay one load
+// of a word no one writes, not a store that would take the cache line from
+// the other cores reading it.
+func (r *resource) markInbound() {
+	if !r.inbound.Load() {
+		r.inbound.Store(true)
+	}
 }
 
 // allow counts n requests allowed at time now.
@@ -126,7 +138,7 @@ func (r *resource) exit(now, d, n int64, failed bool) {
 	// is off by at most half a microsecond per request either way, not
 	// short by up to one.
 	r.stats.AddPairAt(now, ev, n, window.RT, rt/int64(time.Microsecond)+min(rt%int64(time.Microsecond)/500, 1))
-	r.lat.RecordAt(now, time.Duration(d))
+	r.lat.RecordBatchAt(now, time.Duration(d), n)
 }
 
 // addTotal adds v ≥ 0 to a total that saturates at math.MaxInt64: a total
@@ -447,9 +459,19 @@ func sumSaturating(by [numReasons]int64) int64 {
 func (t Totals) Blocked() int64 { return sumSaturating(t.BlockedBy) }
 
 // ResourceStats are a resource's statistics over the last 10 seconds, and
-// its totals.
+// its totals. Its response times since its statistics began, by bin, which
+// a histogram exports, are read apart: Guard.ResponseTimeTotals.
 type ResourceStats struct {
 	Resource string
+	// Inbound is true once any request entered the resource with Inbound,
+	// allowed or blocked: the resource is traffic into the service, a
+	// route it serves. The rest are outbound, calls the service makes
+	// (Outbound, the default). It stays true while the guard keeps the
+	// resource; one evicted for idleness (see WithMaxResources) comes back
+	// outbound until an inbound request enters it again. OtherResource,
+	// which counts the traffic of many names, is inbound once any of them
+	// was.
+	Inbound bool
 	// Allowed and Blocked count the requests allowed and blocked; Succeeded and
 	// Failed those that ended (Entry.Exit) without and with an error.
 	Allowed, Blocked, Succeeded, Failed int64
@@ -476,6 +498,7 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	s := r.stats.SumsAt(now)
 	out := ResourceStats{
 		Resource:  r.name,
+		Inbound:   r.inbound.Load(),
 		Allowed:   s[window.Allowed],
 		Blocked:   s[window.Blocked],
 		Succeeded: s[window.Succeeded],
@@ -513,6 +536,40 @@ func (g *Guard) StatsAt(now int64, name string) (ResourceStats, bool) {
 		return ResourceStats{Resource: name}, false
 	}
 	return v.(*resource).statsAt(now), true
+}
+
+// ResponseTimeTotals sets *into to the response times of the requests to
+// the resource called name that ended since the guard began keeping
+// statistics for it, counted by bin (see window.SketchTotals for the bins:
+// 8 per power of two of nanoseconds, each within window.SketchError of its
+// reported value), and reports whether the guard keeps statistics for it;
+// if it does not, *into is all zeros. These are the counts a response-time
+// histogram exports: they only grow, and add up across instances, where
+// the quantiles of ResourceStats do not. A batch (WithCount) counts as its
+// requests, each taking the batch's response time, so that into.Count()
+// is Totals.Succeeded plus Totals.Failed, and the bins' response times add
+// up to Totals.RT, within the bins' error, when the guard is read while no
+// request ends. A resource evicted for idleness (see WithMaxResources)
+// starts again from zero if it comes back. ResponseTimeTotals allocates
+// nothing; keep one window.SketchTotals (1.8 KB) and fill it again.
+func (g *Guard) ResponseTimeTotals(name string, into *window.SketchTotals) bool {
+	if name == OtherResource {
+		g.resources.other.lat.TotalsInto(into)
+		return true
+	}
+	v, ok := g.resources.m.Load(name)
+	if !ok {
+		*into = window.SketchTotals{}
+		return false
+	}
+	v.(*resource).lat.TotalsInto(into)
+	return true
+}
+
+// InboundResponseTimeTotals is ResponseTimeTotals for the guard's inbound
+// traffic (see Inbound and InboundStats).
+func (g *Guard) InboundResponseTimeTotals(into *window.SketchTotals) {
+	g.inbound.lat.TotalsInto(into)
 }
 
 // Resources returns the statistics of every resource the guard keeps, and of

@@ -31,7 +31,7 @@ func TestNamesFollowPrometheusConventions(t *testing.T) {
 		if total := strings.HasSuffix(name, "_total"); counter != total {
 			t.Errorf("%s is a %v: a name ends in _total exactly when it is a counter's", name, mf.GetType())
 		}
-		if strings.Contains(name, "response_time") && !strings.HasSuffix(name, "_seconds") {
+		if (strings.Contains(name, "response_time") || strings.Contains(name, "duration")) && !strings.HasSuffix(name, "_seconds") {
 			t.Errorf("%s: a time is in seconds, and its name says so", name)
 		}
 		if mf.GetHelp() == "" {
@@ -40,6 +40,11 @@ func TestNamesFollowPrometheusConventions(t *testing.T) {
 	}
 	if got := f["slidegate_response_time_seconds"].GetType(); got != dto.MetricType_SUMMARY {
 		t.Errorf("slidegate_response_time_seconds is a %v, want a summary", got)
+	}
+	for _, name := range []string{"slidegate_request_duration_seconds", "slidegate_inbound_request_duration_seconds"} {
+		if got := f[name].GetType(); got != dto.MetricType_HISTOGRAM {
+			t.Errorf("%s is a %v, want a histogram", name, got)
+		}
 	}
 }
 
@@ -86,6 +91,10 @@ func TestRegisteringRefusesCollisions(t *testing.T) {
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"resource": "x"}))}, false},
 		{"a constant label called key, as the key families' own", []prometheus.Collector{
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"key": "x"}))}, false},
+		{"a constant label called quantile, as the summaries' own", []prometheus.Collector{
+			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"quantile": "x"}))}, false},
+		{"a constant label called le, as the histograms' own", []prometheus.Collector{
+			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"le": "x"}))}, false},
 		{"an invalid constant label", []prometheus.Collector{
 			metrics.NewCollector(g, metrics.WithConstLabels(prometheus.Labels{"__reserved": "x"}))}, false},
 	} {

@@ -15,42 +15,44 @@
 //
 // With the default namespace "slidegate":
 //
-//	family                                       type     labels
-//	slidegate_requests_allowed_total              counter  resource
-//	slidegate_requests_blocked_total             counter  resource, reason
-//	slidegate_requests_would_block_total         counter  resource, reason
-//	slidegate_requests_succeeded_total           counter  resource
-//	slidegate_requests_failed_total              counter  resource
-//	slidegate_requests_in_flight                 gauge    resource
-//	slidegate_response_time_seconds              summary  resource; quantile 0.5, 0.9, 0.99
-//	slidegate_response_time_max_seconds          gauge    resource
-//	slidegate_inbound_requests_allowed_total      counter  -
-//	slidegate_inbound_requests_blocked_total     counter  reason
-//	slidegate_inbound_requests_would_block_total counter  reason
-//	slidegate_inbound_requests_succeeded_total   counter  -
-//	slidegate_inbound_requests_failed_total      counter  -
-//	slidegate_inbound_requests_in_flight         gauge    -
-//	slidegate_inbound_response_time_seconds      summary  quantile 0.5, 0.9, 0.99
-//	slidegate_inbound_response_time_max_seconds  gauge    -
-//	slidegate_breaker_state                      gauge    resource, rule, strategy, state
-//	slidegate_breaker_block_ratio                 gauge    resource, rule, strategy
-//	slidegate_flow_rule_limit                    gauge    resource, rule, type
-//	slidegate_breaker_rule_threshold             gauge    resource, rule, strategy
-//	slidegate_overload_limit                     gauge    resource, rule, type
-//	slidegate_overload_in_flight                 gauge    resource, rule, type
-//	slidegate_overload_shedding                  gauge    resource, rule, type
-//	slidegate_overload_baseline_seconds          gauge    resource, rule, type
-//	slidegate_cpu_usage_ratio                    gauge    -
-//	slidegate_top_key_requests_allowed           gauge    resource, key
-//	slidegate_top_key_requests_blocked           gauge    resource, key
-//	slidegate_cluster_healthy                    gauge    -
-//	slidegate_cluster_misconfigured              gauge    -
-//	slidegate_cluster_failures_total             counter  -
-//	slidegate_cluster_fallbacks_total            counter  -
-//	slidegate_retry_budget_requests              gauge    budget
-//	slidegate_retry_budget_retries               gauge    budget
-//	slidegate_retry_budget_blocked_total         counter  budget
-//	slidegate_retry_budget_not_retried_total     counter  budget
+//	family                                        type       labels
+//	slidegate_requests_allowed_total              counter    resource, direction
+//	slidegate_requests_blocked_total              counter    resource, direction, reason
+//	slidegate_requests_would_block_total          counter    resource, direction, reason
+//	slidegate_requests_succeeded_total            counter    resource, direction
+//	slidegate_requests_failed_total               counter    resource, direction
+//	slidegate_requests_in_flight                  gauge      resource, direction
+//	slidegate_response_time_seconds               summary    resource, direction; quantile 0.5, 0.9, 0.99
+//	slidegate_response_time_max_seconds           gauge      resource, direction
+//	slidegate_request_duration_seconds            histogram  resource, direction; classic and native buckets
+//	slidegate_inbound_requests_allowed_total      counter    -
+//	slidegate_inbound_requests_blocked_total      counter    reason
+//	slidegate_inbound_requests_would_block_total  counter    reason
+//	slidegate_inbound_requests_succeeded_total    counter    -
+//	slidegate_inbound_requests_failed_total       counter    -
+//	slidegate_inbound_requests_in_flight          gauge      -
+//	slidegate_inbound_response_time_seconds       summary    quantile 0.5, 0.9, 0.99
+//	slidegate_inbound_response_time_max_seconds   gauge      -
+//	slidegate_inbound_request_duration_seconds    histogram  classic and native buckets
+//	slidegate_breaker_state                       gauge      resource, rule, strategy, state
+//	slidegate_breaker_block_ratio                 gauge      resource, rule, strategy
+//	slidegate_flow_rule_limit                     gauge      resource, rule, type
+//	slidegate_breaker_rule_threshold              gauge      resource, rule, strategy
+//	slidegate_overload_limit                      gauge      resource, rule, type
+//	slidegate_overload_in_flight                  gauge      resource, rule, type
+//	slidegate_overload_shedding                   gauge      resource, rule, type
+//	slidegate_overload_baseline_seconds           gauge      resource, rule, type
+//	slidegate_cpu_usage_ratio                     gauge      -
+//	slidegate_top_key_requests_allowed            gauge      resource, key
+//	slidegate_top_key_requests_blocked            gauge      resource, key
+//	slidegate_cluster_healthy                     gauge      -
+//	slidegate_cluster_misconfigured               gauge      -
+//	slidegate_cluster_failures_total              counter    -
+//	slidegate_cluster_fallbacks_total             counter    -
+//	slidegate_retry_budget_requests               gauge      budget
+//	slidegate_retry_budget_retries                gauge      budget
+//	slidegate_retry_budget_blocked_total          counter    budget
+//	slidegate_retry_budget_not_retried_total      counter    budget
 //
 // The would-block families count the requests a shadow rule
 // (slidegate.FlowRule.Shadow, BreakerRule.Shadow, Rules.Shadow) would have
@@ -147,6 +149,62 @@
 // for an idle resource; slidegate_cpu_usage_ratio sends a CPU reading as it
 // is, NaN included, for that is a fault of the reading to show.
 //
+// # Response-time histograms
+//
+// slidegate_request_duration_seconds and its inbound twin are histograms of
+// the response times of every request that ended since the guard began
+// keeping statistics for the resource (slidegate.Guard.ResponseTimeTotals):
+// counts that only grow, which add up across the instances of a fleet, where
+// the summary's quantiles cannot (the mean of two P99s is no P99). The
+// summary stays, for the dashboards and alerts that read it; the histogram
+// has a name of its own, as Prometheus wants (a family is one type), the
+// one OpenTelemetry's http.server.request.duration takes in Prometheus.
+// Its _count is the summary's (succeeded plus failed), and its _sum too; a
+// batch (slidegate.WithCount) counts as its requests, each taking the
+// batch's response time. The buckets (with _count, their total) and _sum
+// are read one after the other, so a scrape during traffic may count a
+// request in one and not yet in the other.
+//
+// The guard counts response times in bins of 256 ns below 2.048 µs and 8 to
+// each power of two of nanoseconds above, up to window.SketchRange (about
+// 4 min 35 s), and reports each bin as one response time, within
+// window.SketchError (4.43%) of every one in the bin (128 ns below
+// 2.048 µs): window.SketchBinValue. A histogram counts each bin where that
+// response time falls:
+//
+//   - Classic buckets, the upper bounds of WithBuckets (DefaultBuckets, 1 ms
+//     to 10 s): a bin straddling a bound B is counted in le="B" if its
+//     reported response time is at most B, and above it if not. So le="B"
+//     counts every request up to B/1.0443 and none above B×1.0443 (128 ns
+//     either way below 2.048 µs): the requests within 4.43% of a bound may
+//     be on either side of it. Response times of SketchRange and more count
+//     in +Inf alone.
+//   - Native buckets, schema 3: 8 buckets to each power of two of seconds,
+//     bucket i holding (2^((i-1)/8), 2^(i/8)] s. Their edges do not fall
+//     on the guard's, for a power of two of nanoseconds is not one of
+//     seconds (10^9 = 2^29.897): each bin straddles two buckets, 18% of it
+//     (on a log scale) in the lower and 82% in the upper, and goes whole to
+//     the upper, which holds its reported response time. So a request from
+//     2.048 µs up is counted in its own bucket, or in the next one up if it
+//     lies within 1.56% below that bucket's lower bound (2^(0.179/8)); the
+//     buckets' own width is 9%. Below 2.048 µs, the guard's bins are 256 ns
+//     wide, and each goes to the bucket of its midpoint; below 256 ns, to
+//     the zero bucket (zero threshold 256 ns). Response times of
+//     SketchRange and more count in the bucket holding SketchRange,
+//     (256 s, 279.2 s].
+//
+// A scrape in the text format shows the classic buckets; one in the
+// protobuf format, what a Prometheus with native histograms asks for,
+// carries both, and Prometheus keeps the native ones (and the classic too
+// with always_scrape_classic_histograms). The histograms carry no created
+// timestamp: the guard does not keep when a resource began. Each costs, in
+// the text format, a series per bound, +Inf, _sum and _count: 16 per
+// resource with the default bounds; WithBuckets with fewer bounds, or
+// none, lowers that. In the protobuf format, the native buckets are those
+// that counted anything: one per 9% of response times seen, at most 225.
+// The histograms hold counts since the statistics began, never NaN: a
+// resource whose requests never ended has a histogram of zeros.
+//
 // # Keys
 //
 // A resource with per-key rules (slidegate.FlowRule.PerKey) limits each key
@@ -184,6 +242,23 @@
 // costs a scrape about 2 ms on a 2-core VM for a resource that tracks as
 // many keys as it can (4,096; BenchmarkCollectTopKeys), and nothing for a
 // resource without per-key rules.
+//
+// # Direction
+//
+// The families labelled by resource are labelled by direction too:
+// "inbound" for a resource that any request entered with slidegate.Inbound
+// (a route the service serves: httpguard.Handler, grpcguard's server
+// interceptors), "outbound" for the rest (the calls the service makes:
+// httpguard.Transport, grpcguard's client interceptors, a database),
+// as slidegate.ResourceStats.Inbound says. A label rather than families of
+// their own: the requests of both directions are the same quantities, which
+// a dashboard selects ({direction="inbound"}) or adds up over both
+// (sum without (direction)) with one query, where separate families would
+// double the families and need an or; and a resource has one direction, so
+// the label adds no series. A resource entered outbound and later inbound
+// changes direction once, for good: its series then move from outbound to
+// inbound, which Prometheus reads as one series ending and another
+// starting.
 //
 // # The guard's inbound traffic
 //

@@ -91,23 +91,30 @@ func (s *scraper) scrape(t *testing.T) families {
 // families are a scrape, by metric name.
 type families map[string]*dto.MetricFamily
 
-// find returns the metric of family name whose labels are exactly labels.
+// find returns the metric of family name whose labels are exactly labels,
+// the label direction aside if labels does not name it: most tests are
+// about other things, and TestDirectionLabelsTheResources checks it.
 func (f families) find(name string, labels map[string]string) *dto.Metric {
 	mf := f[name]
 	if mf == nil {
 		return nil
 	}
+	_, withDirection := labels["direction"]
 next:
 	for _, m := range mf.GetMetric() {
-		if len(m.GetLabel()) != len(labels) {
-			continue
-		}
+		n := 0
 		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "direction" && !withDirection {
+				continue
+			}
+			n++
 			if v, ok := labels[lp.GetName()]; !ok || v != lp.GetValue() {
 				continue next
 			}
 		}
-		return m
+		if n == len(labels) {
+			return m
+		}
 	}
 	return nil
 }

@@ -37,14 +37,32 @@ type traffic struct {
 	wouldBlock                          *prometheus.Desc
 	inFlight                            *prometheus.Desc
 	responseTime, responseTimeMax       *prometheus.Desc
+	requestDuration                     *prometheus.Desc
 }
 
 // newTraffic makes the descriptors with desc, their names prefixed with
 // prefix, their help saying whose requests they count, and labels before
 // any of their own.
-func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc, prefix, whose string, labels ...string) traffic {
+//
+// histogramErr and summaryErr, if not nil, make the histogram's and the
+// summary's descriptors invalid, and registering fail with them.
+func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc, histogramErr, summaryErr error, prefix, whose string, labels ...string) traffic {
 	with := func(extra ...string) []string { return append(slices.Clip(labels), extra...) }
+	requestDuration := desc(prefix+"request_duration_seconds",
+		"Response time of the requests to "+whose+" that ended since the statistics began: the classic buckets count a request in the bucket of its response time within 4.5%; the native buckets (schema 3) in its own bucket, or the next one up if it lies within 1.6% below that bucket's lower bound; response times below 256 ns in the zero bucket.",
+		labels...)
+	if histogramErr != nil {
+		requestDuration = prometheus.NewInvalidDesc(histogramErr)
+	}
+	responseTime := desc(prefix+"response_time_seconds",
+		"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 5 to 10 s (within 4.5%; none if no request ended in the last 10 s), _sum and _count since the statistics began.",
+		labels...)
+	if summaryErr != nil {
+		responseTime = prometheus.NewInvalidDesc(summaryErr)
+	}
 	return traffic{
+		responseTime:    responseTime,
+		requestDuration: requestDuration,
 		allowed: desc(prefix+"requests_allowed_total",
 			"Requests to "+whose+" that the guard allowed.", labels...),
 		// Every reason is exported for every resource, zeros included, so
@@ -66,9 +84,6 @@ func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc,
 			"Allowed requests to "+whose+" that ended with an error.", labels...),
 		inFlight: desc(prefix+"requests_in_flight",
 			"Requests to "+whose+" allowed and not yet ended.", labels...),
-		responseTime: desc(prefix+"response_time_seconds",
-			"Response time of the requests to "+whose+": the quantiles over the requests that ended in the last 5 to 10 s (within 4.5%; none if no request ended in the last 10 s), _sum and _count since the statistics began.",
-			labels...),
 		responseTimeMax: desc(prefix+"response_time_max_seconds",
 			"Longest response time of the requests to "+whose+" that ended in the last 5 to 10 s (no series if none ended in the last 10 s).",
 			labels...),
@@ -84,12 +99,14 @@ func (t *traffic) describe(ch chan<- *prometheus.Desc) {
 	ch <- t.inFlight
 	ch <- t.responseTime
 	ch <- t.responseTimeMax
+	ch <- t.requestDuration
 }
 
-// collect sends the metrics of s, labelled with labelValues; the
-// would-block counts if shadowed (a shadow rule names them) or any is above
-// zero.
-func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats, shadowed bool, labelValues ...string) {
+// collect sends the metrics of s and its response times since the
+// statistics began, d, as b bins them (none if d is not ok), labelled with
+// labelValues; the would-block counts if shadowed (a shadow rule names
+// them) or any is above zero.
+func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats, d durations, b *binning, shadowed bool, labelValues ...string) {
 	tot := s.Totals
 	constMetric(ch, t.allowed, prometheus.CounterValue, float64(tot.Allowed), labelValues...)
 	withReason := append(slices.Clip(labelValues), "")
@@ -128,6 +145,9 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 	if q != nil {
 		constMetric(ch, t.responseTimeMax, prometheus.GaugeValue, s.MaxRT.Seconds(), labelValues...)
 	}
+	if d.ok {
+		b.histogram(ch, t.requestDuration, d, labelValues...)
+	}
 }
 
 // blocked returns the count of reason r in by.
@@ -164,22 +184,30 @@ func labelValue(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// byLabel returns the resources' statistics with their names made label
-// values, sorted, and those that share a name merged into one, for two
-// series with the same labels would fail the whole scrape. Names that are not
-// valid UTF-8 may read the same once made valid.
-func byLabel(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
+// A row is what the Collector exports of one resource: its statistics and
+// its response times since they began.
+type row struct {
+	stats slidegate.ResourceStats
+	rt    durations
+}
+
+// byLabel returns the resources' rows with their names made label values,
+// sorted, and those that share a name merged into one, for two series with
+// the same labels would fail the whole scrape. Names that are not valid
+// UTF-8 may read the same once made valid.
+func byLabel(rs []row) []row {
 	for i := range rs {
-		rs[i].Resource = labelValue(rs[i].Resource)
+		rs[i].stats.Resource = labelValue(rs[i].stats.Resource)
 	}
-	slices.SortStableFunc(rs, func(a, b slidegate.ResourceStats) int { return strings.Compare(a.Resource, b.Resource) })
+	slices.SortStableFunc(rs, func(a, b row) int { return strings.Compare(a.stats.Resource, b.stats.Resource) })
 	out := rs[:0]
-	for _, s := range rs {
-		if n := len(out); n > 0 && out[n-1].Resource == s.Resource {
-			merge(&out[n-1], s)
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1].stats.Resource == r.stats.Resource {
+			merge(&out[n-1].stats, r.stats)
+			out[n-1].rt.add(r.rt)
 			continue
 		}
-		out = append(out, s)
+		out = append(out, r)
 	}
 	return out
 }
@@ -189,6 +217,7 @@ func byLabel(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
 // response time is the larger of the two, which bounds the quantile of the
 // requests of both from above (AvgRT is left as it was).
 func merge(a *slidegate.ResourceStats, b slidegate.ResourceStats) {
+	a.Inbound = a.Inbound || b.Inbound // as the guard marks a resource: once any request was
 	a.Allowed += b.Allowed
 	a.Blocked += b.Blocked
 	a.Succeeded += b.Succeeded

@@ -16,8 +16,10 @@
 //     quantiles within 0.79% over any view (3.2% in a fifth of the memory
 //     with Compact).
 //   - Sketch: latencies over the two halves of an interval, quantiles within
-//     4.43% and the exact maximum, in a few hundred bytes that grow with the
-//     powers of two the latencies reach: one per resource.
+//     4.43% and the exact maximum, and every latency by bin since it was
+//     made (TotalsInto, for histograms that add up across processes), in a
+//     few hundred bytes that grow with the powers of two the latencies
+//     reach: one per resource.
 //
 // Everything here is safe for concurrent use and allocates nothing to record
 // or to read. Nothing takes a lock; the one wait is a writer's that finds its
