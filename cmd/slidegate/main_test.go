@@ -228,7 +228,7 @@ func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `slidegate_requests_allowed_total{resource="a"} 1`) ||
+	if !strings.Contains(string(body), `slidegate_requests_allowed_total{direction="outbound",resource="a"} 1`) ||
 		!strings.Contains(string(body), `slidegate_top_key_requests_blocked{key="abuser",resource="k"} 1`) {
 		t.Fatalf("/metrics:\n%s", body)
 	}
