@@ -66,4 +66,8 @@
 // (and so by a guard's ClusterHealth and its metrics), and in the log, at
 // Error level through slog.Default unless WithLogger gives the cluster its
 // own logger, once when it appears and once when it clears.
+//
+// A guard given the cluster (slidegate.WithCluster) is told of each change
+// of its health (OnHealthChange): Redis down, back, an error that retrying
+// will not fix and its end, which it records as ClusterChanged events.
 package redisflow

@@ -23,13 +23,14 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/middleware/httpguard"
+	"github.com/slidegate/slidegate/redisflow"
 	"github.com/slidegate/slidegate/rulefile"
 )
 
 //go:embed demo_rules.yaml
 var demoRules []byte
 
-const demoUsage = `usage: slidegate demo [--addr ADDR] [--duration D] [--rules FILE] [--cpu SHARE]
+const demoUsage = `usage: slidegate demo [--addr ADDR] [--duration D] [--rules FILE] [--cpu SHARE] [--redis ADDR]
 
 Runs a small HTTP service protected by slidegate, drives traffic at it, and
 serves the live dashboard and Prometheus metrics. The traffic repeats every
@@ -52,7 +53,16 @@ twice what the service completes at its best, a cap on floods.
   --cpu SHARE      read the CPU as SHARE, 0 to 1, instead of sampling the
                    process's cgroup: 0.95 makes the shed rule shed, 0.5
                    keeps it quiet on a machine that other work keeps busy
+  --redis ADDR     keep the orders' limits in Redis at ADDR (host:port),
+                   shared by every demo that uses it: the demo's QPS rules
+                   (100 orders a second; 20 a second and 900 a minute per
+                   user) become cluster-wide (cluster: true). While Redis
+                   is down, each demo limits on its own to its share of
+                   them. With --rules, the file says which rules are.
   --print-rules    print the demo's rules and exit
+
+Breakers changing state, rules reloaded and, with --redis, the cluster's
+health changing are printed as they happen.
 `
 
 // The demo's traffic, per phase of its 30 s cycle.
@@ -150,6 +160,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	rulesPath := fs.String("rules", "", "")
 	printRules := fs.Bool("print-rules", false, "")
 	cpuShare := fs.Float64("cpu", -1, "")
+	redisAddr := fs.String("redis", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, demoUsage)
@@ -172,6 +183,10 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "slidegate demo: --cpu %v: must be a share from 0 to 1\n", *cpuShare)
 		return 2
 	}
+	if _, _, err := net.SplitHostPort(*redisAddr); *redisAddr != "" && err != nil {
+		fmt.Fprintf(stderr, "slidegate demo: --redis %q: want host:port: %v\n", *redisAddr, err)
+		return 2
+	}
 	if *printRules {
 		_, _ = stdout.Write(demoRules)
 		return 0
@@ -181,16 +196,41 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	if !fixedCPU {
 		*cpuShare = -1
 	}
-	return runDemo(ctx, *addr, *rulesPath, *duration, *cpuShare, stdout, stderr)
+	return runDemo(ctx, demoOptions{addr: *addr, rulesPath: *rulesPath, duration: *duration, cpuShare: *cpuShare, redisAddr: *redisAddr}, stdout, stderr)
 }
 
-// runDemo runs the demo until ctx ends or, if duration is positive, for
-// duration from when the service is up (so that the summary's time is at
-// least duration, however long the setup took). Its shed rules read the
-// CPU as cpuShare, or from a cpu.Sampler if cpuShare is negative.
-func runDemo(ctx context.Context, addr, rulesPath string, duration time.Duration, cpuShare float64, stdout, stderr io.Writer) int {
+// demoOptions are the demo's flags.
+type demoOptions struct {
+	addr      string        // where to serve
+	rulesPath string        // the rules file; "": the demo's own rules
+	duration  time.Duration // how long to run; 0: until ctx ends
+	cpuShare  float64       // what the shed rules read as the CPU; negative: sample it
+	redisAddr string        // the Redis of the cluster rules; "": none
+}
+
+// runDemo runs the demo until ctx ends or, if o.duration is positive, for
+// o.duration from when the service is up (so that the summary's time is at
+// least o.duration, however long the setup took). Its shed rules read the
+// CPU as o.cpuShare, or from a cpu.Sampler if o.cpuShare is negative.
+func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
+	addr, rulesPath, duration, cpuShare := o.addr, o.rulesPath, o.duration, o.cpuShare
+	stdout = &syncWriter{w: stdout} // the report's lines and the events'
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := []slidegate.Option{slidegate.WithLogger(log)}
+	// The guard and the cluster log what stdout says as it happens (the
+	// events); only what an operator must fix goes to stderr.
+	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	opts := []slidegate.Option{slidegate.WithLogger(quiet)}
+	var cluster *redisflow.Cluster
+	if o.redisAddr != "" {
+		c, leave, err := joinCluster(o.redisAddr, quiet)
+		if err != nil {
+			fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
+			return 1
+		}
+		defer leave()
+		cluster = c
+		opts = append(opts, slidegate.WithCluster(c))
+	}
 	var cpuSaid string // how the shed rules read the CPU, for the output
 	var cpuErr error
 	if cpuShare >= 0 {
@@ -214,6 +254,9 @@ func runDemo(ctx context.Context, addr, rulesPath string, duration time.Duration
 		if err == nil {
 			if cpuErr != nil {
 				rules = withoutCPU(rules)
+			}
+			if cluster != nil {
+				rules = clusterWide(rules)
 			}
 			err = g.SetRules(rules)
 		}
@@ -268,10 +311,19 @@ func runDemo(ctx context.Context, addr, rulesPath string, duration time.Duration
 		}()
 	}
 
+	stopEvents := printEvents(g, start, stdout)
+	defer stopEvents()
 	base := "http://" + ln.Addr().String()
 	r := g.Rules()
 	fmt.Fprintf(stdout, "slidegate demo: a service guarded by %d flow rule%s and %d breaker%s, and traffic to it.\n",
 		len(r.Flow), plural(len(r.Flow)), len(r.Breakers), plural(len(r.Breakers)))
+	if cluster != nil {
+		fmt.Fprintf(stdout, "Cluster-wide: %d of the flow rules, kept in Redis at %s for every demo that uses it (keys %s:*).\n",
+			clusterRules(r), o.redisAddr, clusterPrefix)
+		if h, _ := g.ClusterHealth(); !h.Healthy {
+			fmt.Fprintf(stdout, "Redis at %s does not answer now: each demo limits on its own to its share until it does.\n", o.redisAddr)
+		}
+	}
 	fmt.Fprintf(stdout, "  dashboard  %s/slidegate/\n  metrics    %s/metrics\n  service    %s/api/orders, /api/search, /api/payments, /api/reports\n", base, base, base)
 	fmt.Fprintf(stdout, "Every 30 s: steady 5 s, spike 4 s (orders ×7, slow searches), payments outage 5 s, recovery 6 s,\nreports overloaded 6 s (×4 traffic, more than their %d workers serve), recovery 4 s. Ctrl-C stops.\n", reportWorkers)
 	fmt.Fprint(stdout, cpuSaid)
@@ -287,6 +339,7 @@ func runDemo(ctx context.Context, addr, rulesPath string, duration time.Duration
 	}()
 	totals := report(ctx, g, start, stdout)
 	keys := topKeys(g)
+	stopEvents()
 
 	closeObs() // ends the dashboard's event streams, which Shutdown would wait for
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -296,6 +349,11 @@ func runDemo(ctx context.Context, addr, rulesPath string, duration time.Duration
 	fmt.Fprintf(stdout, "stopped after %v: %d requests allowed, %d blocked, %d failed\n",
 		time.Since(start).Round(100*time.Millisecond), totals.Allowed, totals.Blocked(), totals.Failed)
 	fmt.Fprint(stdout, keys)
+	if cluster != nil {
+		s := cluster.Stats()
+		fmt.Fprintf(stdout, "cluster (Redis at %s): %d decisions taken to Redis, %d by the fallback, %d instance%s sharing the limits\n",
+			o.redisAddr, s.RoundTrips, s.Fallbacks, s.Instances, plural(s.Instances))
+	}
 	return 0
 }
 
@@ -454,8 +512,9 @@ func (l *load) get(ctx context.Context, url, user string) {
 	resp.Body.Close()
 }
 
-// report prints a line a second, and a line for each breaker state change,
-// until ctx ends; it returns the service's totals.
+// report prints a line a second, and a line for each shed rule starting or
+// stopping to shed, until ctx ends; it returns the service's totals.
+// Breakers tell their changes themselves (printEvents).
 func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Writer) slidegate.Totals {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -469,11 +528,6 @@ func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Wri
 		var keys []string
 		now := map[string]string{}
 		detail := map[string]string{} // said with a change, not part of the state
-		for _, b := range g.Breakers() {
-			k := "breaker " + b.Rule + " on " + b.Resource
-			now[k] = b.State.String()
-			keys = append(keys, k)
-		}
 		for _, o := range g.Overload() {
 			if o.Type != slidegate.ShedRule {
 				continue
