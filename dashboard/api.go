@@ -77,7 +77,8 @@ func (d *Dashboard) serveRules(w http.ResponseWriter, r *http.Request) {
 // putRules serves PUT api/rules: a body of slidegate.Rules in JSON replaces
 // the guard's rules.
 //
-//	200  the rules are in force; the body is the rules in force
+//	200  the rules are in force; the body is the rules in force, every
+//	     rule named (Rules.Named), as the page shows them
 //	400  the body is not one JSON object of rules (unknown fields included)
 //	401  no "Authorization: Bearer" token
 //	403  a token that is not WithRuleEditing's
@@ -140,7 +141,7 @@ func (d *Dashboard) putRules(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, body)
 		return
 	}
-	writeJSON(w, http.StatusOK, d.g.Rules())
+	writeJSON(w, http.StatusOK, d.g.Rules().Named())
 }
 
 // writeJSON writes v as the response, with status.

@@ -57,6 +57,11 @@ type Dashboard struct {
 	retries      []retryJSON                // the retry budgets, as of the last observation: made anew each time, never changed
 	rules        slidegate.Rules
 	rulesJSON    []byte           // rules as last sent, to send them again only when they change
+	eventSeq     uint64           // the Seq of the latest of the guard's events seen
+	timeline     []guardEventJSON // the latest of the guard's events seen, oldest first: made anew each time, never changed
+	newEvents    []guardEventJSON // the guard's events the last observation saw first
+	cluster      *clusterJSON     // the cluster's health, as of the last observation; nil without a cluster
+	dropped      int64            // Guard.DroppedEvents, as of the last observation
 	otherPrev    slidegate.Totals // OtherResource's totals while Resources hides it
 
 	// encoding serializes the encoding of snapshots, so that clients that

@@ -17,9 +17,13 @@
 // have learnt, their requests in flight and the CPU they read; the retry
 // budgets given by WithRetryBudget, with their requests and retries; for each resource with per-key rules
 // (slidegate.FlowRule.PerKey), its busiest keys and its most blocked ones; a
-// chart per resource over the last minutes; and the rules in force, which it
-// can also edit if WithRuleEditing allows it, each rule in shadow tagged
-// "shadow".
+// chart per resource over the last minutes; the guard's events
+// (slidegate.Event: breakers changing state, rules put in force or refused,
+// the cluster's health changing, the resource table full), newest first,
+// those that tell of trouble in the warning colour; the health of the
+// guard's cluster, if it has one (slidegate.WithCluster); and the rules in
+// force, each by its name (slidegate.Rules.Named), which it can also edit
+// if WithRuleEditing allows it, each rule in shadow tagged "shadow".
 //
 // A sampler goroutine reads the guard every second (WithInterval) and keeps
 // the last 300 samples of each resource (WithHistory). The rates are exact:
@@ -51,15 +55,40 @@
 //	                "history": {"t": [...], "allowed_rate": [...], "blocked_rate": [...], "failed_rate": [...],
 //	                            "in_flight": [...], "p50": [...], "p99": [...], "breaker": [...], "would_block_rate": [...]},
 //	                "keys":    {"interval": 1, "top": [{"key": "user-42", "allowed": 20, "blocked": 80}, ...]}}],
-//	 "breakers":  [{"resource": "GET /orders", "rule": "breakers[0]", "strategy": "error_ratio", "state": "closed",
+//	 "breakers":  [{"resource": "GET /orders", "rule": "breaker", "strategy": "error_ratio", "state": "closed",
 //	                "block_ratio": 0, "requests": 950, "succeeded": 940, "failed": 10, "slow": 0,
 //	                "blocked": 0, "probes_in_flight": 0, "retry_after": 0}],
-//	 "overload":  [{"resource": "(inbound)", "rule": "flow[0]", "type": "shed", "limit": 48, "in_flight": 12,
+//	 "overload":  [{"resource": "(inbound)", "rule": "shed", "type": "shed", "limit": 48, "in_flight": 12,
 //	                "shedding": false, "cpu": 0.42, "baseline": 0},
-//	               {"resource": "GET /orders", "rule": "flow[2]", "type": "adaptive", "limit": 120, "in_flight": 30,
+//	               {"resource": "GET /orders", "rule": "adaptive", "type": "adaptive", "limit": 120, "in_flight": 30,
 //	                "shedding": false, "cpu": -1, "baseline": 0.008}],
 //	 "retries":   [{"budget": "orders", "requests": 950, "retries": 40, "blocked": 12, "not_retried": 3}],
-//	 "rules":     {"flow": [...], "breakers": [...]}}
+//	 "rules":     {"flow": [{"name": "shed", ...}, ...], "breakers": [{"name": "breaker", ...}]},
+//	 "events":    [{"seq": 7, "time": 1763799990.5, "kind": "breaker_changed", "warn": true,
+//	                "text": "breaker \"breaker\" of \"GET /orders\": closed → open (tripped: ...)"}],
+//	 "dropped_events": 0,
+//	 "cluster":   {"state": "healthy", "failures": 2, "fallbacks": 40}}
+//
+// A rule is named by its name (slidegate.Rules.Named: its own, or its
+// type's, "qps", "qps_2", "breaker"), unique among its resource's rules:
+// the breakers and the overload rules say which rule they are by their
+// resource and rule, and the rules are sent with every name written out
+// (so is the body of PUT api/rules' 200).
+// events are the guard's latest events (slidegate.Guard.Events), oldest
+// first, at most slidegate.KeptEvents (128), numbered by the guard (seq):
+// kind is a slidegate.EventKind, text the event's description
+// (slidegate.Event.String) on one line, cut to 512 bytes, and warn marks a
+// breaker that opened, rules refused, the cluster unhealthy and the
+// resource table full. The dashboard reads the guard's events each sample;
+// events beyond the latest 128 between two samples are not seen, and their
+// seq is missing. dropped_events is slidegate.Guard.DroppedEvents: the
+// events the guard's listeners fell too far behind to be told. cluster is
+// there only for a guard with a cluster that reports its health
+// (slidegate.Guard.ClusterHealth): state is "healthy", "unhealthy" (the
+// cluster rules' limiters use their fallback) or "misconfigured" (an error
+// that retrying will not fix, in error, on one line, cut to 512 bytes),
+// with the calls to the cluster that failed and the decisions the fallback
+// made.
 //
 // where stats are the guard's slidegate.ResourceStats (the last 10 seconds,
 // and the totals): the requests allowed and blocked, and of the allowed ones
@@ -112,13 +141,15 @@
 //
 // The inbound traffic's history is always whole. A "sample" event is
 //
-//	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "overload": [...], "retries": [...], "rules": {...}}
+//	{"seq": 43, "time": ..., "inbound": {...}, "resources": [...], "breakers": [...], "overload": [...], "retries": [...], "rules": {...},
+//	 "events": [...], "dropped_events": 0, "cluster": {...}}
 //
 // with, for each resource the guard keeps, its stats and its new point
 // ({"t": ..., "allowed_rate": ..., "blocked_rate": ..., "failed_rate": ...,
 // "in_flight": ..., "p50": ..., "p99": ..., "breaker": ..., "would_block_rate": ...}) instead of its
 // history, and its keys as of the sample; a resource missing from it is gone. The rules are there only when
-// they changed.
+// they changed, and events only when the sample saw new ones: those, oldest
+// first (a client that has one already, by its seq, leaves it).
 //
 // # What clients can make it hold
 //
@@ -153,7 +184,11 @@
 // some 80 bytes each and their names: at most MaxRetryBudgets (100) budgets
 // of names of at most slidegate.MaxNameLength (256) bytes, at most some
 // 160 KiB if every name is escaped at 6 bytes a byte, and a few KiB for
-// names like "orders". With the
+// names like "orders". The guard's events add at most 128 of at most 512
+// bytes of text each: at most some 400 KiB if every byte is escaped at 6
+// bytes, and some 20 KiB for events like a breaker opening (measured: 128
+// events of rule sets of 1,000 problems on names of 256 bytes made a
+// sample of 121 KiB). With the
 // guard's default 4,096 resources and the default options, that is 75 MiB
 // of history, S ≈ 3 MiB and E ≈ 1.6 MiB: about 120 MiB in all, whatever
 // the number of clients. Beyond it, a stream costs only its
@@ -167,7 +202,8 @@
 // BenchmarkSampleTopKeys), so at most some 35 ms for the 16 resources.
 //
 // The dashboard reads the guard only through its exported API (ResourcesAt,
-// BreakersAt, OverloadAt, InboundStatsAt, StatsAt, Rules, SetRules, TopKeys), each sample
+// BreakersAt, OverloadAt, InboundStatsAt, StatsAt, Rules, SetRules, TopKeys,
+// Events, DroppedEvents, ClusterHealth), each sample
 // at one reading of the guard's clock (Guard.Clock), but for TopKeys, which
 // reads the clock itself, and the retry budgets (package flow), each read
 // on its own clock; it sits above the root package and below nothing.

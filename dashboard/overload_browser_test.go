@@ -60,18 +60,21 @@ func TestBrowserShowsTheOverloadRules(t *testing.T) {
 	// In the rules: no limit of 0 for the shed rule, the adaptive rule's
 	// first limit, both of requests in flight.
 	flowRows := `[...document.querySelectorAll("#rules table")[0].tBodies[0].rows].map(tr => [...tr.cells].map(td => td.textContent).join("|")).join("\n")`
-	wantRules := "flow[0]|(inbound)|shed|learnt|at once|sheds at CPU ≥ 80%\n" +
-		"flow[1]|GET /orders|adaptive|from 50|at once|gradient, at most 400\n" +
-		"flow[2]|GET /orders|qps|1000|1s|"
+	wantRules := "shed|(inbound)|shed|learnt|at once|sheds at CPU ≥ 80%\n" +
+		"adaptive|GET /orders|adaptive|from 50|at once|gradient, at most 400\n" +
+		"qps|GET /orders|qps|1000|1s|"
 	if got := pg.eval(flowRows); got != wantRules {
 		t.Errorf("the flow rules:\n%s\nwant\n%s", got, wantRules)
 	}
 
 	pg.waitUntil("the overload rules", `!document.getElementById("overload-panel").hidden`)
+	if got := pg.eval(`String(document.getElementById("cluster").hidden)`); got != "true" {
+		t.Errorf("a guard without a cluster: the cluster's health hidden %s, want true", got)
+	}
 	rows := `[...document.querySelectorAll("#overload tbody tr")].map(tr => [...tr.cells].map(td => td.textContent).join("|")).join("\n")`
 	// Nothing learnt yet: the shed rule allows everything.
-	want := "flow[0]|(inbound)|shed|learning|0|30%|idle|–\n" +
-		"flow[1]|GET /orders|adaptive|50|0|–|–|–"
+	want := "shed|(inbound)|shed|learning|0|30%|idle|–\n" +
+		"adaptive|GET /orders|adaptive|50|0|–|–|–"
 	if got := pg.eval(rows); got != want {
 		t.Errorf("the overload rules:\n%s\nwant\n%s", got, want)
 	}
@@ -108,9 +111,9 @@ func TestBrowserShowsTheOverloadRules(t *testing.T) {
 	clk.Advance(time.Second)
 	d.Sample()
 	limit := g.Overload()[1].Limit
-	want = "flow[0]|(inbound)|shed|4|1|90%|shedding|–\n" +
-		"flow[1]|GET /orders|adaptive|" + strconv.FormatInt(limit, 10) + "|1|–|–|10.0 ms"
-	pg.waitUntil("the shed rule's bound", `document.querySelector('#overload tr[data-rule="flow[0]"] td.limit').textContent === "4"`)
+	want = "shed|(inbound)|shed|4|1|90%|shedding|–\n" +
+		"adaptive|GET /orders|adaptive|" + strconv.FormatInt(limit, 10) + "|1|–|–|10.0 ms"
+	pg.waitUntil("the shed rule's bound", `document.querySelector('#overload tr[data-resource="(inbound)"][data-rule="shed"] td.limit').textContent === "4"`)
 	if got := pg.eval(rows); got != want {
 		t.Errorf("the overload rules, learnt:\n%s\nwant\n%s", got, want)
 	}

@@ -22,9 +22,9 @@ func (c *fakeCPU) usage() float64 { return math.Float64frombits(c.bits.Load()) }
 
 // overloadFixture is a fixture whose guard reads cpu, with these rules:
 //
-//	flow[0]  GET /a     qps 1000          (not an overload rule)
-//	flow[1]  (inbound)  shed at CPU ≥ 0.8
-//	flow[2]  GET /a     adaptive from 50
+//	qps       GET /a     qps 1000          (not an overload rule)
+//	shed      (inbound)  shed at CPU ≥ 0.8
+//	adaptive  GET /a     adaptive from 50
 //
 // and a sample taken since.
 func overloadFixture(t *testing.T) (*fixture, *fakeCPU) {
@@ -67,8 +67,8 @@ func TestSnapshotsAndEventsCarryTheOverloadRules(t *testing.T) {
 	s.next(t, "snapshot", &first)
 	// Before anything is learnt: the shed rule has no limit yet.
 	want := []overloadJSON{
-		{Resource: "(inbound)", Rule: "flow[1]", Type: "shed", Limit: -1, CPU: 0},
-		{Resource: "GET /a", Rule: "flow[2]", Type: "adaptive", Limit: 50, CPU: -1},
+		{Resource: "(inbound)", Rule: "shed", Type: "shed", Limit: -1, CPU: 0},
+		{Resource: "GET /a", Rule: "adaptive", Type: "adaptive", Limit: 50, CPU: -1},
 	}
 	if !slices.Equal(first.Overload, want) {
 		t.Errorf("the first snapshot's overload rules:\n%+v, want\n%+v", first.Overload, want)
@@ -90,8 +90,8 @@ func TestSnapshotsAndEventsCarryTheOverloadRules(t *testing.T) {
 	f.step(time.Second)
 
 	want = []overloadJSON{
-		{Resource: "(inbound)", Rule: "flow[1]", Type: "shed", Limit: 4, InFlight: 1, Shedding: true, CPU: 0.9},
-		{Resource: "GET /a", Rule: "flow[2]", Type: "adaptive", Limit: adaptiveLimit, InFlight: 1, CPU: -1, Baseline: 0.010},
+		{Resource: "(inbound)", Rule: "shed", Type: "shed", Limit: 4, InFlight: 1, Shedding: true, CPU: 0.9},
+		{Resource: "GET /a", Rule: "adaptive", Type: "adaptive", Limit: adaptiveLimit, InFlight: 1, CPU: -1, Baseline: 0.010},
 	}
 	var ev eventJSON
 	s.next(t, "sample", &ev)

@@ -198,9 +198,15 @@ func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 	inbound := d.g.InboundStatsAt(now)
 	rules := d.g.Rules()
 	if b, err := json.Marshal(rules); err == nil && !bytes.Equal(b, d.rulesJSON) {
+		// The page names every rule (Rules.Named), as the breakers and
+		// the overload rules name theirs, and keys them by resource and
+		// name.
 		d.rulesJSON, rulesChanged = b, true
+		d.rules = rules.Named()
 	}
-	d.rules = rules
+	d.observeEvents()
+	d.cluster = d.clusterNow()
+	d.dropped = d.g.DroppedEvents()
 	d.breakers = breakers
 
 	worst := make(map[string]breakerState, len(breakers))
@@ -244,7 +250,7 @@ func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 			d.otherPrev = st.Totals
 		}
 	}
-	d.observeKeys(rules)
+	d.observeKeys(d.rules)
 	d.inbound.update(now, inbound, noBreaker, elapsed, record, d.history)
 	d.last = now
 	return rulesChanged

@@ -201,8 +201,8 @@ func TestBreakerStateIsRecordedPerPoint(t *testing.T) {
 	if r.Breaker != "open" || r.History.BlockedRate[1] != 2 || r.History.FailedRate[1] != 3 {
 		t.Errorf("resource breaker %q, blocked/s %v, failed/s %v; want open, 2, 3", r.Breaker, r.History.BlockedRate[1], r.History.FailedRate[1])
 	}
-	if len(s.Breakers) != 1 || s.Breakers[0].State != "open" || s.Breakers[0].Rule != "breakers[0]" || math.Abs(s.Breakers[0].RetryAfter-59) > 0.01 {
-		t.Errorf("breakers %+v, want breakers[0] open for 59 s more", s.Breakers)
+	if len(s.Breakers) != 1 || s.Breakers[0].State != "open" || s.Breakers[0].Rule != "breaker" || math.Abs(s.Breakers[0].RetryAfter-59) > 0.01 {
+		t.Errorf("breakers %+v, want \"breaker\" open for 59 s more", s.Breakers)
 	}
 }
 

@@ -52,7 +52,7 @@ func TestBrowserShowsWhatShadowRulesWouldBlock(t *testing.T) {
 	pg.do("opening the page", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/"))
 	pg.waitUntil("the stream", `document.getElementById("status").dataset.state === "live"`)
 	ruleCells := `[...document.querySelectorAll("#rules table")].map(t => [...t.tBodies[0].rows].map(tr => tr.cells[0].textContent).join("|")).join("\n")`
-	if got, want := pg.eval(ruleCells), "flow[0] shadow|flow[1]\nbreakers[0] shadow|breakers[1]"; got != want {
+	if got, want := pg.eval(ruleCells), "qps shadow|qps\nbreaker shadow|breaker"; got != want {
 		t.Errorf("the rules' names:\n%s\nwant\n%s", got, want)
 	}
 	if got := pg.eval(`String(document.querySelectorAll("#rules .tag-shadow").length)`); got != "2" {
@@ -111,7 +111,7 @@ func TestBrowserShowsWhatShadowRulesWouldBlock(t *testing.T) {
 	clk.Advance(time.Second)
 	d.Sample()
 	pg.waitUntil("the note", `document.querySelector("#rules .rules-shadow") !== null`)
-	if got, want := pg.eval(ruleCells), "flow[0] shadow"; got != want {
+	if got, want := pg.eval(ruleCells), "qps shadow"; got != want {
 		t.Errorf("the rules' names with every rule in shadow: %q, want %q", got, want)
 	}
 	pg.waitUntil("GET /items' tag", tag("GET /items")+` !== null`)

@@ -24,7 +24,13 @@ type snapshotJSON struct {
 	Breakers  []breakerJSON   `json:"breakers"`
 	Overload  []overloadJSON  `json:"overload"`
 	Retries   []retryJSON     `json:"retries"`
-	Rules     slidegate.Rules `json:"rules"`
+	Rules     slidegate.Rules `json:"rules"` // every rule named (Rules.Named)
+	// Events are the latest of the guard's events the dashboard has seen,
+	// oldest first, at most slidegate.KeptEvents; empty, not null, without
+	// any.
+	Events        []guardEventJSON `json:"events"`
+	DroppedEvents int64            `json:"dropped_events"`    // Guard.DroppedEvents
+	Cluster       *clusterJSON     `json:"cluster,omitempty"` // absent without a cluster that reports its health
 }
 
 // eventJSON is a "sample" event: the new point of every resource.
@@ -36,7 +42,12 @@ type eventJSON struct {
 	Breakers  []breakerJSON    `json:"breakers"`
 	Overload  []overloadJSON   `json:"overload"`
 	Retries   []retryJSON      `json:"retries"`
-	Rules     *slidegate.Rules `json:"rules,omitempty"` // only when they changed
+	Rules     *slidegate.Rules `json:"rules,omitempty"` // only when they changed; every rule named
+	// Events are the guard's events seen first by this sample, oldest
+	// first; absent without any.
+	Events        []guardEventJSON `json:"events,omitempty"`
+	DroppedEvents int64            `json:"dropped_events"`
+	Cluster       *clusterJSON     `json:"cluster,omitempty"`
 }
 
 // resourceJSON is a resource: in a snapshot with its history, in an event
@@ -331,6 +342,13 @@ func (d *Dashboard) snapshot() snapshotJSON {
 		Overload:  overloadOf(d.overload),
 		Retries:   d.retries,
 		Rules:     d.rules,
+		Events:    d.timeline,
+
+		DroppedEvents: d.dropped,
+		Cluster:       d.cluster,
+	}
+	if snap.Events == nil {
+		snap.Events = []guardEventJSON{}
 	}
 	n := d.snapshotHistory()
 	for _, s := range d.sorted() {
@@ -349,6 +367,10 @@ func (d *Dashboard) event(withRules bool) eventJSON {
 		Breakers:  breakersOf(d.breakers),
 		Overload:  overloadOf(d.overload),
 		Retries:   d.retries,
+		Events:    d.newEvents,
+
+		DroppedEvents: d.dropped,
+		Cluster:       d.cluster,
 	}
 	if withRules {
 		r := d.rules

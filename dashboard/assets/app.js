@@ -1,5 +1,6 @@
 // The slidegate dashboard's page: a table of resources (with what shadow
-// rules would have blocked), the shed and adaptive
+// rules would have blocked), the guard's events as a timeline, the health of
+// its cluster, the shed and adaptive
 // rules with what they have learnt, the top keys of the resources with
 // per-key rules, a chart per resource and the rules in force, kept live by the server's event stream
 // (api/events). Every URL is relative, so the page works under any prefix.
@@ -8,6 +9,7 @@
 
 (function () {
   const MAX_CHARTS = 24; // charts drawn at once; the filter picks others
+  const MAX_EVENTS = 128; // the guard's events kept, as the server keeps them (slidegate.KeptEvents)
 
   const COLORS = {
     allowed: "#1c7ed6",
@@ -29,7 +31,10 @@
     breakers: [],
     overload: [], // the shed and adaptive rules in force, with what they have learnt
     retries: [], // the retry budgets (WithRetryBudget), with what they have counted
-    rules: {},
+    events: [], // the guard's events, oldest first, at most MAX_EVENTS: {seq, time, kind, warn, text}
+    droppedEvents: 0, // events the guard's listeners were not told
+    cluster: null, // the cluster's health: {state, failures, fallbacks, error}; null without a cluster
+    rules: {}, // every rule named
     sortKey: "name",
     sortDir: 1,
     filter: "",
@@ -105,6 +110,9 @@
     state.breakers = s.breakers || [];
     state.overload = s.overload || [];
     state.retries = s.retries || [];
+    state.events = (s.events || []).slice(-MAX_EVENTS);
+    state.droppedEvents = s.dropped_events || 0;
+    state.cluster = s.cluster || null;
     setRules(s.rules || {});
     render();
   }
@@ -173,8 +181,21 @@
     state.breakers = ev.breakers || [];
     state.overload = ev.overload || [];
     state.retries = ev.retries || [];
+    addEvents(ev.events || []);
+    state.droppedEvents = ev.dropped_events || 0;
+    state.cluster = ev.cluster || null;
     if (ev.rules) setRules(ev.rules);
     render();
+  }
+
+  // addEvents appends the events newer than those the page has (a stream
+  // that caught up from a snapshot may be sent one again), keeping the
+  // newest MAX_EVENTS.
+  function addEvents(list) {
+    const have = state.events.length ? state.events[state.events.length - 1].seq : 0;
+    const fresh = list.filter((e) => e.seq > have);
+    if (!fresh.length) return;
+    state.events = state.events.concat(fresh).slice(-MAX_EVENTS);
   }
 
   function last(entry, col) {
@@ -263,7 +284,7 @@
     $("overload-panel").hidden = list.length === 0;
     const rows = list.map((o) => {
       const shed = o.type === "shed";
-      return el("tr", { dataset: { rule: o.rule } },
+      return el("tr", { dataset: { resource: o.resource, rule: o.rule } },
         el("td", { className: "rule" }, o.rule),
         el("td", { className: "name", title: o.resource }, o.resource),
         el("td", { className: "type" }, o.type),
@@ -274,6 +295,61 @@
         el("td", { className: "num baseline" }, shed || !o.baseline ? "–" : fmtDur(o.baseline)));
     });
     $("overload").tBodies[0].replaceChildren(...rows);
+  }
+
+  // ---- the guard's events ----
+
+  // fmtAgo says how long ago, in seconds, something happened: to the
+  // nearest second (times are Unix seconds with milliseconds, whose
+  // difference is not exact), then in whole minutes, hours and days.
+  function fmtAgo(s) {
+    const r = Math.round(s);
+    if (r < 1) return "now";
+    if (r < 60) return r + " s ago";
+    if (r < 3600) return Math.floor(r / 60) + " min ago";
+    if (r < 86400) return Math.floor(r / 3600) + " h ago";
+    return Math.floor(r / 86400) + " d ago";
+  }
+
+  // renderEvents lists the events newest first, each at its time relative
+  // to the latest sample (both on the guard's clock), those that tell of
+  // trouble (a breaker opening, rules refused, …) in the warning colour.
+  // An event's text is the server's, at most 512 bytes, shown as text.
+  function renderEvents() {
+    const list = state.events;
+    const rows = [];
+    for (let i = list.length - 1; i >= 0; i--) {
+      const e = list[i];
+      rows.push(el("tr", { className: e.warn ? "warn" : "", dataset: { seq: e.seq, kind: e.kind } },
+        el("td", { className: "ago", title: fmtTime(e.time) }, fmtAgo(state.time - e.time)),
+        el("td", { className: "kind" }, el("span", { className: "badge badge-event" + (e.warn ? " badge-event-warn" : "") }, e.kind.replace(/_/g, " "))),
+        el("td", { className: "text", title: e.text }, e.text)));
+    }
+    $("events").tBodies[0].replaceChildren(...rows);
+    $("events-empty").hidden = list.length > 0;
+    const dropped = state.droppedEvents;
+    $("events-note").textContent = "newest first, the latest " + MAX_EVENTS +
+      (dropped > 0 ? ` · ${dropped} not told to listeners that fell behind` : "");
+  }
+
+  // ---- the cluster ----
+
+  // renderCluster shows the health of the guard's cluster in the header,
+  // and nothing for a guard without one.
+  function renderCluster() {
+    const box = $("cluster");
+    const c = state.cluster;
+    box.hidden = !c;
+    if (!c) return box.replaceChildren();
+    const tip = c.state === "healthy" ? "The cluster decides the cluster-wide limits" :
+      c.state === "misconfigured" ? "An error that retrying will not fix: " + (c.error || "") :
+        "The cluster-wide limits use their fallback";
+    box.title = tip + `. ${c.failures} calls failed or timed out; ${c.fallbacks} decisions made by the fallback.`;
+    box.replaceChildren(
+      el("dt", {}, "cluster"),
+      el("dd", {}, el("span", { className: "badge badge-cluster-" + c.state }, c.state),
+        el("span", { className: "cluster-counts" }, ` ${c.failures} failures · ${c.fallbacks} fallbacks`),
+        c.error ? el("span", { className: "cluster-error" }, " " + c.error) : null));
   }
 
   // ---- the retry budgets ----
@@ -592,11 +668,13 @@
     return "";
   }
 
-  // ruleName is a rule's cell in the rules tables: its place, and a
-  // "shadow" tag if it is in shadow (on its own, or with every rule).
-  function ruleName(place, r) {
-    if (!r.shadow && !state.rules.shadow) return place;
-    return el("span", {}, place, " ", el("span", {
+  // ruleName is a rule's cell in the rules tables: its name (the server
+  // names every rule), and a "shadow" tag if it is in shadow (on its own,
+  // or with every rule).
+  function ruleName(r) {
+    const name = r.name || "";
+    if (!r.shadow && !state.rules.shadow) return name;
+    return el("span", {}, name, " ", el("span", {
       className: "tag tag-shadow",
       title: "In shadow: the rule decides and counts as if enforced, and blocks nothing; what it would have blocked is let through, counted as would block",
     }, "shadow"));
@@ -610,17 +688,19 @@
     renderedRules = key;
     const flow = state.rules.flow || [];
     const brs = state.rules.breakers || [];
-    const status = new Map(state.breakers.map((b) => [b.rule, b]));
+    // A rule's name is unique among its resource's rules only.
+    const ruleKey = (resource, name) => resource + "\u0000" + name;
+    const status = new Map(state.breakers.map((b) => [ruleKey(b.resource, b.rule), b]));
     const parts = [];
     if (flow.length) {
       parts.push(el("h3", {}, "Flow"), table(["Rule", "Resource", "Type", "Limit", "Per", ""],
-        flow.map((f, i) => [ruleName(`flow[${i}]`, f), f.resource, f.type || "qps", flowLimit(f), flowPer(f), describeFlow(f)])));
+        flow.map((f) => [ruleName(f), f.resource, f.type || "qps", flowLimit(f), flowPer(f), describeFlow(f)])));
     }
     if (brs.length) {
       parts.push(el("h3", {}, "Breakers"), table(["Rule", "Resource", "Strategy", "Opens when", "State", "Last interval", "Retry after"],
-        brs.map((b, i) => {
-          const s = status.get(`breakers[${i}]`);
-          return [ruleName(`breakers[${i}]`, b), b.resource, b.strategy, describeBreaker(b), badge(s ? s.state : ""),
+        brs.map((b) => {
+          const s = status.get(ruleKey(b.resource, b.name));
+          return [ruleName(b), b.resource, b.strategy, describeBreaker(b), badge(s ? s.state : ""),
             s ? `${s.requests} req, ${s.failed} failed` + (s.blocked ? `, ${s.blocked} blocked` : "") : "–",
             s && s.retry_after ? fmtDur(s.retry_after) : "–"];
         })));
@@ -671,7 +751,9 @@
   function render() {
     const list = visibleResources();
     renderInbound();
+    renderCluster();
     renderTable(list);
+    renderEvents();
     renderOverload();
     renderRetries();
     renderKeys();
