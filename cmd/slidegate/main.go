@@ -4,9 +4,10 @@
 //
 //	slidegate demo          run a guarded service with generated traffic,
 //	                        the live dashboard and Prometheus metrics
-//	slidegate check FILE... validate rules files (YAML or JSON) and print
-//	                        every problem as FILE:LINE: RULE: FIELD: REASON;
-//	                        exit status 1 if any file has one
+//	slidegate check FILE... validate rules files (YAML or JSON; - is the
+//	                        standard input) and print every problem as
+//	                        FILE:LINE: RULE: FIELD: REASON; exit status 1 if
+//	                        any file has one
 //	slidegate version       print the module's version, the Go version and
 //	                        the VCS revision it was built from
 package main
@@ -71,6 +72,10 @@ to them:
 
   FILE:LINE: RULE (resource "NAME"): FIELD: REASON
 
+A FILE of - is the standard input, read as YAML (JSON is YAML too) and
+named stdin: rules kept elsewhere are checked through a pipe, as in
+  etcdctl get --print-value-only /slidegate/rules | slidegate check -
+
 then a line for each file: FILE: N problems, or FILE: ok: N flow rules,
 N breakers, saying how many of the flow rules are shed and adaptive rules
 if any are. A good file's shed rules that read the CPU get a note each: the
@@ -115,7 +120,14 @@ func check(args []string, stdout, stderr io.Writer) int {
 // checkFile validates the rules file at path, prints its problems and a
 // summary, and reports whether it is good.
 func checkFile(path string, stdout, stderr io.Writer) bool {
-	r, err := rulefile.Load(path)
+	var r slidegate.Rules
+	var err error
+	if path == "-" {
+		path = "stdin"
+		r, err = parseStdin()
+	} else {
+		r, err = rulefile.Load(path)
+	}
 	var re *slidegate.RulesError
 	switch {
 	case errors.As(err, &re):
@@ -153,6 +165,25 @@ func checkFile(path string, stdout, stderr io.Writer) bool {
 	fmt.Fprintf(stdout, "%s: ok: %d flow rule%s%s, %d breaker%s\n", path,
 		len(r.Flow), plural(len(r.Flow)), kinds, len(r.Breakers), plural(len(r.Breakers)))
 	return true
+}
+
+// stdin is what check reads for the file -: the standard input, or what a
+// test gives.
+var stdin io.Reader = os.Stdin
+
+// maxStdin bounds the rules document check reads from the standard input.
+const maxStdin = 16 << 20
+
+// parseStdin reads and parses the rules document on the standard input.
+func parseStdin() (slidegate.Rules, error) {
+	data, err := io.ReadAll(io.LimitReader(stdin, maxStdin+1))
+	if err != nil {
+		return slidegate.Rules{}, fmt.Errorf("reading the standard input: %w", err)
+	}
+	if len(data) > maxStdin {
+		return slidegate.Rules{}, fmt.Errorf("the standard input holds more than %d MiB: not a rules document", maxStdin>>20)
+	}
+	return rulefile.Parse("stdin", data)
 }
 
 func plural(n int) string {

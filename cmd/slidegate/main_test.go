@@ -51,6 +51,34 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// check - reads the rules document piped to it, so that rules kept in etcd
+// or another source are checked through a pipe.
+func TestCheckReadsTheStandardInput(t *testing.T) {
+	defer func(r io.Reader) { stdin = r }(stdin)
+	stdin = strings.NewReader("flow:\n  - resource: a\n    limit: 10\n")
+	if code, out, _ := runCmd("check", "-"); code != 0 || out != "stdin: ok: 1 flow rule, 0 breakers\n" {
+		t.Fatalf("check - of a good document: %d %q", code, out)
+	}
+	stdin = strings.NewReader("flow:\n  - resource: a\n    limit: -1\n")
+	if code, out, _ := runCmd("check", "-"); code != 1 || !strings.Contains(out, "stdin:3: flow[0]") {
+		t.Fatalf("check - of a bad document: %d %q", code, out)
+	}
+	stdin = io.LimitReader(zeros{}, maxStdin+1)
+	if code, _, errOut := runCmd("check", "-"); code != 1 || !strings.Contains(errOut, "more than 16 MiB") {
+		t.Fatalf("check - of an endless input: %d %q", code, errOut)
+	}
+}
+
+// zeros reads as spaces without end.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
 // check takes every file a pre-commit hook gives it, and reports each by
 // name, its problems as compilers do (file:line: ...), so that editors jump
 // to them.
