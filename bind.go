@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
 )
 
@@ -25,27 +24,20 @@ type snapshot struct {
 	named atomic.Pointer[named] // made when first needed (names)
 }
 
-// named is what a snapshot's rules are named, and which breaker rule each
-// circuit enforces, made when first asked for: statuses and events need
-// them, requests do not, and a guard of many rules would otherwise keep
-// them all.
+// named is what a snapshot's rules are named, made when first asked for:
+// statuses need them, requests do not, and a guard of many rules would
+// otherwise keep them all.
 type named struct {
 	flows, breakers []string
-	circuits        map[*breaker.Circuit]int // a circuit → the index of its breaker rule
 }
 
-// names returns the names of the snapshot's rules, and its circuits.
+// names returns the names of the snapshot's rules.
 func (s *snapshot) names() *named {
 	if n := s.named.Load(); n != nil {
 		return n
 	}
-	n := &named{circuits: map[*breaker.Circuit]int{}}
+	n := &named{}
 	n.flows, n.breakers = s.rules.names()
-	for i, b := range s.breakers {
-		if c, ok := b.b.(*breaker.Circuit); ok {
-			n.circuits[c] = i
-		}
-	}
 	s.named.CompareAndSwap(nil, n)
 	return s.named.Load()
 }
@@ -202,11 +194,18 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 	var ps []Problem
 
-	// Build: take over the enforcers of the same rules in force.
-	oldBreakers := takeOnce(prev.rules.Breakers, prev.breakers)
+	// Build: take over the enforcers of the same rules in force, each
+	// rule with a name of its own preferring the one of its name.
+	flowNames, breakerNames := rules.ownNames()
+	prevFlowNames, prevBreakerNames := prev.rules.ownNames()
+	keys := make([]string, len(rules.Breakers))
 	for i, r := range rules.Breakers {
-		if old, ok := oldBreakers.take(ruleKey(r)); ok {
-			s.breakers[i] = old
+		keys[i] = ruleKey(r)
+	}
+	oldBreakers, kept := takeOnce(prev.rules.Breakers, prev.breakers, prevBreakerNames).takeAll(keys, breakerNames)
+	for i, r := range rules.Breakers {
+		if kept[i] {
+			s.breakers[i] = oldBreakers[i]
 			continue
 		}
 		b, err := buildBreaker(r, g.clock, g.onTransition)
@@ -216,12 +215,14 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		}
 		s.breakers[i] = b
 	}
-	same := takeOnce(prev.rules.Flow, prev.flows)
+	keys = make([]string, len(rules.Flow))
 	for i, r := range rules.Flow {
 		if !r.keyedTogether() {
-			s.flows[i], _ = same.take(ruleKey(r))
+			keys[i] = ruleKey(r)
 		}
 	}
+	same := takeOnce(prev.rules.Flow, prev.flows, prevFlowNames)
+	s.flows, _ = same.takeAll(keys, flowNames)
 	// The per-key QPS rules of a resource have one enforcer, kept while
 	// their shape stays; the new limits go in with the rest (setLimits).
 	groups := keyGroups(rules.Flow)
@@ -254,21 +255,29 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 	var leftSpecs []FlowRule
 	var left []limited
+	var leftNames []string
 	for i, old := range prev.flows {
 		if rs, ok := old.(resizer); ok && !same.taken[i] && rs.resizable() {
 			leftSpecs, left = append(leftSpecs, prev.rules.Flow[i].shape()), append(left, limited{rs, prev.rules.Flow[i].Limit})
+			leftNames = append(leftNames, prevFlowNames[i])
 		}
 	}
-	shaped := takeOnce(leftSpecs, left)
+	for i, r := range rules.Flow {
+		keys[i] = ""
+		if s.flows[i] == nil && !r.keyedTogether() {
+			keys[i] = ruleKey(r.shape())
+		}
+	}
+	shaped, reshaped := takeOnce(leftSpecs, left, leftNames).takeAll(keys, flowNames)
 	var resized []limited // the enforcers that take a new limit, with the limit they had
 	var resizedAt []int   // and the rules they enforce
 	for i, r := range rules.Flow {
 		if s.flows[i] != nil || r.keyedTogether() {
 			continue
 		}
-		if old, ok := shaped.take(ruleKey(r.shape())); ok {
-			s.flows[i] = old.rule
-			resized, resizedAt = append(resized, old), append(resizedAt, i)
+		if reshaped[i] {
+			s.flows[i] = shaped[i].rule
+			resized, resizedAt = append(resized, shaped[i]), append(resizedAt, i)
 			continue
 		}
 		if r.Cluster && g.cluster == nil {
@@ -292,7 +301,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		check
 	}
 	var all []bound
-	flowNames, breakerNames := rules.names()
+	flowNames, breakerNames = rules.names()
 	for i, b := range s.breakers {
 		all = append(all, bound{rules.Breakers[i].Resource, check{name: breakerNames[i], shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
 	}
@@ -356,11 +365,14 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 type reuse[T any] struct {
 	by    map[string][]int // indexes into in, by key
 	in    []T
+	names []string // the names of the rules of in
 	taken []bool
 }
 
-func takeOnce[S, T any](specs []S, in []T) *reuse[T] {
-	r := &reuse[T]{by: map[string][]int{}, in: in, taken: make([]bool, len(in))}
+// takeOnce returns the enforcers in of the rules specs, named names, to be
+// taken over (takeAll).
+func takeOnce[S, T any](specs []S, in []T, names []string) *reuse[T] {
+	r := &reuse[T]{by: map[string][]int{}, in: in, names: names, taken: make([]bool, len(in))}
 	for i := range in {
 		k := ruleKey(specs[i])
 		r.by[k] = append(r.by[k], i)
@@ -368,16 +380,30 @@ func takeOnce[S, T any](specs []S, in []T) *reuse[T] {
 	return r
 }
 
-// take returns the first enforcer of key not taken yet.
-func (r *reuse[T]) take(key string) (T, bool) {
-	list := r.by[key]
-	if len(list) == 0 {
-		var zero T
-		return zero, false
+// takeAll gives each new rule i, of key keys[i] ("" for none) and name of
+// its own names[i] ("" for none), an enforcer of the same key not taken
+// yet, if there is one, and reports which rules got one. A rule with a
+// name takes the enforcer of the rule of that name first: every rule that
+// finds one does, then the others take the first left of their key, in
+// rule order. So named rules of the same settings reordered keep each its
+// own counts and state. (A name the guard gives is not preferred: it
+// follows the rule's place, so a reordering changes it.)
+func (r *reuse[T]) takeAll(keys, names []string) ([]T, []bool) {
+	out, ok := make([]T, len(keys)), make([]bool, len(keys))
+	for pass := range 2 {
+		for i, k := range keys {
+			if k == "" || ok[i] {
+				continue
+			}
+			for _, j := range r.by[k] {
+				if !r.taken[j] && (pass == 1 || names[i] != "" && r.names[j] == names[i]) {
+					r.taken[j], out[i], ok[i] = true, r.in[j], true
+					break
+				}
+			}
+		}
 	}
-	r.by[key] = list[1:]
-	r.taken[list[0]] = true
-	return r.in[list[0]], true
+	return out, ok
 }
 
 // clone returns a copy of r that shares no memory with it.

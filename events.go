@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/internal/notify"
@@ -52,8 +53,9 @@ func (k EventKind) String() string {
 // An Event is something that happened to a guard that its operators want
 // to know of when it happens, rather than by polling: a breaker opening,
 // rules reloaded, the cluster down. Listen with Guard.OnEvent; the guard
-// also logs every event through its logger (WithLogger), and keeps the
-// latest (Guard.Events). Which fields are set depends on Kind.
+// also logs its events through its logger (WithLogger: a logger more than
+// EventQueue events behind loses the oldest), and keeps the latest
+// (Guard.Events). Which fields are set depends on Kind.
 type Event struct {
 	// Seq numbers the guard's events from 1, in the order they happened.
 	Seq uint64
@@ -74,11 +76,18 @@ type Event struct {
 	// Err is why the rules of a RulesRefused event were refused: a
 	// *RulesError listing every problem.
 	Err error
+	// Source names where the refused rules came from, when a source
+	// reported them (ReportRefused: rulefile.Follow names its source);
+	// "" for rules given to SetRules.
+	Source string
 	// Cluster is the cluster's health after a ClusterChanged event.
 	Cluster ClusterHealth
 	// Evicted counts the idle resources evicted, and Overflowed the
-	// requests counted as OtherResource, since the ResourcesFull event
-	// before.
+	// requests counted as OtherResource for want of room (not for a name
+	// over MaxNameLength), since the ResourcesFull event before. What
+	// happens within a second of an event is told by the next one, when
+	// the guard is full again; OtherResource's statistics count it
+	// meanwhile.
 	Evicted, Overflowed int64
 }
 
@@ -111,8 +120,17 @@ func (c RuleChange) String() string {
 	return s
 }
 
-// String describes the event in one line, as the guard logs it.
+// maxEventText bounds Event.String: a RulesRefused event's error lists
+// every problem of the rules.
+const maxEventText = 4096
+
+// String describes the event in one line of at most 4 KiB, as the guard
+// logs it.
 func (e Event) String() string {
+	return cut(strings.ReplaceAll(e.text(), "\n\t", "; "), maxEventText)
+}
+
+func (e Event) text() string {
 	switch e.Kind {
 	case BreakerChanged:
 		return fmt.Sprintf("breaker %q of %q: %v", e.Rule, e.Resource, e.Breaker)
@@ -130,6 +148,9 @@ func (e Event) String() string {
 		}
 		return s
 	case RulesRefused:
+		if e.Source != "" {
+			return fmt.Sprintf("rules from %s refused; the rules in force stay: %v", e.Source, e.Err)
+		}
 		return fmt.Sprintf("rules refused; the rules in force stay: %v", e.Err)
 	case ClusterChanged:
 		switch {
@@ -330,17 +351,30 @@ func (g *Guard) Events() []Event { return g.events.latest() }
 // because they fell more than EventQueue events behind.
 func (g *Guard) DroppedEvents() int64 { return g.events.droppedCount() }
 
+// ReportRefused records a RulesRefused event for rules that came from
+// source (a file's path, "etcd:/slidegate/rules") and were refused before
+// they reached SetRules, because err (a *RulesError) found problems in
+// them: rulefile.Follow reports so the documents it refuses. SetRules
+// records the rules it refuses itself. A nil err records nothing.
+func (g *Guard) ReportRefused(source string, err error) {
+	if err != nil {
+		g.events.record(Event{At: g.clock.Now(), Kind: RulesRefused, Err: err, Source: cut(source, MaxNameLength)})
+	}
+}
+
 // breakerChanged records the change of state of a circuit of the rules in
 // force. It is the circuits' OnTransition: it runs with the circuit's lock
 // held, so it only records.
 func (g *Guard) breakerChanged(c *breaker.Circuit, t breaker.Transition) {
 	s := g.snap.Load()
-	n := s.names()
-	if i, ok := n.circuits[c]; ok {
-		g.events.record(Event{At: t.At, Kind: BreakerChanged, Resource: s.rules.Breakers[i].Resource, Rule: n.breakers[i], Breaker: t})
+	for i, b := range s.breakers {
+		if cb, ok := b.b.(*breaker.Circuit); ok && cb == c {
+			g.events.record(Event{At: t.At, Kind: BreakerChanged, Resource: s.rules.Breakers[i].Resource, Rule: s.rules.breakerName(i), Breaker: t})
+			return
+		}
 	}
-	// Otherwise a circuit of rules no longer in force, ending what it let
-	// in: no rule of the rules in force to tell of.
+	// A circuit of rules no longer in force, ending what it let in: no
+	// rule of the rules in force to tell of.
 }
 
 // ruleChanges returns what changes from the rules before to those after.
@@ -393,8 +427,16 @@ func ruleChanges(before, after Rules) []RuleChange {
 	return out
 }
 
-// fieldsOf returns the fields of a rule as its JSON writes them: name →
-// value, strings without their quotes.
+// Bounds of what a RuleChange says, so that an event, its log line and
+// its dashboard row stay small whatever the rules hold (an overrides map
+// may have 10,000 keys of 256 bytes).
+const (
+	maxChangedFields = 8   // fields, or keys of a map, listed per change
+	maxFieldValue    = 100 // bytes of a value, before and after
+)
+
+// fieldsOf returns the fields of a rule as its JSON writes them, name →
+// value; a map (overrides) is one field per key, "overrides[tenant-a]".
 func fieldsOf(rule any) map[string]string {
 	b, err := json.Marshal(rule)
 	if err != nil {
@@ -406,19 +448,32 @@ func fieldsOf(rule any) map[string]string {
 	}
 	out := make(map[string]string, len(raw))
 	for k, v := range raw {
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			out[k] = s
-		} else {
-			out[k] = string(v)
+		var m map[string]json.RawMessage
+		if len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &m) == nil {
+			for mk, mv := range m {
+				out[k+"["+mk+"]"] = text(mv)
+			}
+			continue
 		}
+		out[k] = text(v)
 	}
 	return out
 }
 
+// text is a JSON value as a change writes it: a string without its quotes.
+func text(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}
+
 // changedFields lists the fields whose values differ, in the order of their
-// names: "limit: 100 → 200". A field one side leaves out is unset: false
-// where the other side is a boolean, 0 where a number, "none" otherwise.
+// names, at most maxChangedFields of them and then how many more:
+// "limit: 100 → 200". A field one side leaves out is unset: false where
+// the other side is a boolean, 0 where a number, "none" otherwise. Values
+// are cut to maxFieldValue bytes.
 func changedFields(before, after map[string]string) []string {
 	var names []string
 	for k, v := range after {
@@ -432,8 +487,10 @@ func changedFields(before, after map[string]string) []string {
 		}
 	}
 	slices.Sort(names)
-	out := make([]string, len(names))
-	for i, k := range names {
+	more := max(len(names)-maxChangedFields, 0)
+	names = names[:len(names)-more]
+	out := make([]string, 0, len(names)+1)
+	for _, k := range names {
 		b, ok := before[k]
 		if !ok {
 			b = unset(after[k])
@@ -442,9 +499,24 @@ func changedFields(before, after map[string]string) []string {
 		if !ok {
 			a = unset(before[k])
 		}
-		out[i] = k + ": " + b + " → " + a
+		out = append(out, cut(k, maxFieldValue)+": "+cut(b, maxFieldValue)+" → "+cut(a, maxFieldValue))
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
 	}
 	return out
+}
+
+// cut returns s cut to at most n bytes at a character boundary, with "…"
+// after it when cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // unset returns how a field left out reads, beside its value v on the

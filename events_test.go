@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"maps"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -140,7 +142,7 @@ func TestARuleReloadTellsWhatChanged(t *testing.T) {
 		`rules in force: flow rule "qps" of "a" added; flow rule "concurrency" of "b" added; breaker rule "breaker" of "a" added`,
 		`rules in force: flow rule "qps" of "a" changed (limit: 100 → 200); flow rule "qps" of "c" added; flow rule "concurrency" of "b" removed`,
 		`rules in force: flow rule "qps" of "c" changed (shadow: true → false)`,
-		"rules refused; the rules in force stay: " + err.Error(),
+		"rules refused; the rules in force stay: " + strings.ReplaceAll(err.Error(), "\n\t", "; "),
 	}
 	if !reflect.DeepEqual(lines, want) {
 		t.Fatalf("events\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
@@ -302,5 +304,39 @@ func TestEventsKeepsTheLatest(t *testing.T) {
 	evs := g.Events()
 	if len(evs) != KeptEvents || evs[0].Seq != 6 || evs[len(evs)-1].Seq != KeptEvents+5 {
 		t.Fatalf("Events() has %d, from %d to %d", len(evs), evs[0].Seq, evs[len(evs)-1].Seq)
+	}
+}
+
+func TestAChangedRuleIsToldInBoundedWords(t *testing.T) {
+	overrides := map[string]int64{}
+	for i := range 9999 {
+		overrides[strings.Repeat("k", 200)+strconv.Itoa(i)] = 5
+	}
+	rule := FlowRule{Resource: "api", Limit: 10, PerKey: true, Overrides: overrides}
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{rule}})
+	changed := maps.Clone(overrides)
+	changed["tenant-a"] = 50 // one key added
+	for i := range 20 {      // and twenty changed
+		changed[strings.Repeat("k", 200)+strconv.Itoa(i)] = 6
+	}
+	rule.Overrides = changed
+	if err := g.SetRules(Rules{Flow: []FlowRule{rule}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.Events()
+	last := evs[len(evs)-1]
+	if len(last.Changes) != 1 {
+		t.Fatalf("changes %+v", last.Changes)
+	}
+	f := last.Changes[0].Fields
+	if len(f) != 9 || f[8] != "and 13 more" || !strings.HasPrefix(f[0], "overrides[kkkk") || !strings.HasSuffix(f[0], "…: 5 → 6") {
+		t.Errorf("fields %q, want 8 of the 21 keys changed, cut, and how many more", f)
+	}
+	size := 0
+	for _, x := range f {
+		size += len(x)
+	}
+	if size > 9*(3*maxFieldValue+20) || len(last.String()) > maxEventText+len("…") {
+		t.Errorf("the change takes %d bytes, its line %d", size, len(last.String()))
 	}
 }

@@ -277,13 +277,15 @@ func (g *Guard) SetRules(rules Rules) error {
 		g.events.record(Event{At: g.clock.Now(), Kind: RulesRefused, Err: err})
 		return err
 	}
-	g.snap.Store(s)
 	now := g.clock.Now()
-	g.resources.unpinAllBut(s.by, rules.refs(), now)
+	// Told before they are in force, so that a breaker of the new rules
+	// changing state is told after the rule that made it.
 	if changes := ruleChanges(prev.rules, rules); len(changes) > 0 {
 		more := max(len(changes)-MaxEventChanges, 0)
 		g.events.record(Event{At: now, Kind: RulesChanged, Changes: slices.Clone(changes[:len(changes)-more]), MoreChanges: more})
 	}
+	g.snap.Store(s)
+	g.resources.unpinAllBut(s.by, rules.refs(), now)
 	return nil
 }
 

@@ -79,6 +79,46 @@ func (r Rules) names() (flows, breakers []string) {
 	return flows, breakers
 }
 
+// breakerName returns the name of breaker rule i, as names gives it, from
+// the rules of its resource alone: a breaker's change of state is told on
+// the way of a request, which must not name every rule of the guard.
+func (r Rules) breakerName(i int) string {
+	b := r.Breakers[i]
+	if b.Name != "" {
+		return b.Name
+	}
+	var same Rules // the rules of b's resource
+	for _, f := range r.Flow {
+		if f.Resource == b.Resource {
+			same.Flow = append(same.Flow, f)
+		}
+	}
+	at := 0
+	for j, x := range r.Breakers {
+		if x.Resource == b.Resource {
+			if j == i {
+				at = len(same.Breakers)
+			}
+			same.Breakers = append(same.Breakers, x)
+		}
+	}
+	_, names := same.names()
+	return names[at]
+}
+
+// ownNames returns the names the rules of r have of their own (Name), ""
+// for those without.
+func (r Rules) ownNames() (flows, breakers []string) {
+	flows, breakers = make([]string, len(r.Flow)), make([]string, len(r.Breakers))
+	for i, f := range r.Flow {
+		flows[i] = f.Name
+	}
+	for i, b := range r.Breakers {
+		breakers[i] = b.Name
+	}
+	return flows, breakers
+}
+
 // checkRuleName reports what is wrong with a rule's name, or "".
 func checkRuleName(name string) string {
 	switch {

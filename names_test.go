@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -96,4 +97,48 @@ func TestRenamingARuleKeepsItsCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustBlock(t, g, "a", "two a second", RateLimited) // its two places were taken under its old name
+}
+
+func TestReorderingRulesOfTheSameSettingsKeepsEachItsOwnState(t *testing.T) {
+	a := BreakerRule{Resource: "db", Name: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64)}
+	b := a
+	b.Name = "b"
+	qa := FlowRule{Resource: "api", Name: "a", Limit: 2}
+	qb := qa
+	qb.Name = "b"
+	g, _ := newGuard(t, Rules{Breakers: []BreakerRule{a}, Flow: []FlowRule{qa}})
+	mustEnter(t, g, "db").Exit(errors.New("boom")) // a opens
+	mustEnter(t, g, "api").Exit(nil)
+	mustEnter(t, g, "api").Exit(nil) // a's two places taken
+	if err := g.SetRules(Rules{Breakers: []BreakerRule{b, a}, Flow: []FlowRule{qb, qa}}); err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]string{}
+	for _, s := range g.Breakers() {
+		state[s.Rule] = s.State.String()
+	}
+	if state["a"] != "open" || state["b"] != "closed" {
+		t.Errorf("after b was put before a: %v, want a still open and b closed", state)
+	}
+	mustBlock(t, g, "api", "a", RateLimited) // b, new, allows; a has no place left
+}
+
+func TestABreakersNameFromItsResourceAloneIsItsName(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
+	for range 500 {
+		var r Rules
+		for range rng.IntN(6) {
+			r.Flow = append(r.Flow, FlowRule{Resource: pick("a", "b"), Name: pick("", "", "breaker", "breaker_2", "x"), Limit: 1})
+		}
+		for range 1 + rng.IntN(5) {
+			r.Breakers = append(r.Breakers, BreakerRule{Resource: pick("a", "b"), Name: pick("", "", "", "breaker_2", "y"), Strategy: AdaptiveBreaker})
+		}
+		_, want := r.names()
+		for i := range r.Breakers {
+			if got := r.breakerName(i); got != want[i] {
+				t.Fatalf("rules %+v: breaker %d named %q alone, %q with the others", r, i, got, want[i])
+			}
+		}
+	}
 }

@@ -72,7 +72,10 @@ type FlowRule struct {
 	// dashboard and events: unique among the rules of its resource, at
 	// most MaxRuleNameLength bytes. Unset, the guard names the rule after
 	// its type (see Rules.Named): "qps", "concurrency", "qps_per_key"…
-	// A reload that changes only a rule's name keeps its counts.
+	// A reload that changes only a rule's name keeps its counts, though
+	// its event (RulesChanged) tells it as a rule removed and one added:
+	// names tell rules apart. Among rules of a resource with the same
+	// settings, a reload gives each the counts of the rule of its name.
 	Name string `json:"name,omitempty" yaml:"name,omitempty"`
 	// Type is the kind of rule: QPSRule (the default), ThrottleRule or
 	// ConcurrencyRule.

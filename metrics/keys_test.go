@@ -208,3 +208,23 @@ func TestKeyFamiliesPassTheLint(t *testing.T) {
 		t.Errorf("%d key series, want 2", n)
 	}
 }
+
+// Rules of resources whose names read the same as label values get labels
+// of their own, whatever names they were given.
+func TestRulesOfResourcesThatReadTheSameHaveLabelsOfTheirOwn(t *testing.T) {
+	g := newGuard(t, slidegate.WithClock(clock.NewManual(start)))
+	if err := g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
+		{Resource: "r\xff", Limit: 1},
+		{Resource: "r\xff", Name: "qps#2", Limit: 2},
+		{Resource: "r\xfe", Limit: 3},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
+	for rule, limit := range map[string]float64{"qps": 1, "qps#2": 2, "qps#3": 3} {
+		l := labels("resource", "r\uFFFD", "rule", rule, "type", "qps")
+		if got := f.value(t, "slidegate_flow_rule_limit", l); got != limit {
+			t.Errorf("slidegate_flow_rule_limit%v = %v, want %v", l, got, limit)
+		}
+	}
+}

@@ -85,9 +85,9 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 // of its label value too. Resources whose names are not valid UTF-8 may
 // share a label value (labelValue), and two series with the same labels
 // would fail the whole scrape: the second rule of a name there is labelled
-// "qps#2", the third "qps#3", in the order of the rules. The zero value is
-// ready to use.
-type ruleLabels map[[2]string]int
+// "qps#2", the third "qps#3", in the order of the rules, each the first
+// such label no rule there has yet. The zero value is ready to use.
+type ruleLabels map[[2]string]bool // resource, rule label → used
 
 // of returns the rule label of the rule named name, of a resource labelled
 // resource.
@@ -95,11 +95,10 @@ func (l *ruleLabels) of(resource, name string) string {
 	if *l == nil {
 		*l = ruleLabels{}
 	}
-	k := [2]string{resource, name}
-	n := (*l)[k] + 1
-	(*l)[k] = n
-	if n == 1 {
-		return name
+	label := name
+	for n := 2; (*l)[[2]string{resource, label}]; n++ {
+		label = name + "#" + strconv.Itoa(n)
 	}
-	return name + "#" + strconv.Itoa(n)
+	(*l)[[2]string{resource, label}] = true
+	return label
 }

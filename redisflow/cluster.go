@@ -128,7 +128,7 @@ type Cluster struct {
 	// Telling health changes (OnHealthChange). healthMu orders the
 	// tellings, and marking Redis down or up (not reading it); it is taken
 	// after faultMu, never before.
-	onHealth atomic.Pointer[func(slidegate.ClusterHealth)]
+	onHealth []func(slidegate.ClusterHealth) // held by healthMu
 	healthMu sync.Mutex
 	told     healthState // the state last told
 	closed   atomic.Bool // Close began: nothing more is told

@@ -34,19 +34,26 @@ type healthState struct {
 // that found Redis down). If the cluster is unhealthy when f is given, f is
 // called at once, so that its first call says what is true.
 //
-// A cluster tells one func: a later call replaces the one before, and
-// OnHealthChange(nil) stops the telling. Close stops it too: a closed
-// cluster falls back for good, and tells nothing of it.
+// A cluster tells every func it is given, each of the guards that share it
+// (a nil f is none), for as long as it lives: a func cannot be taken back,
+// so a program that makes guards over and over makes a cluster for each.
+// Close stops the telling: a closed cluster falls back for good, and tells
+// nothing of it.
 func (c *Cluster) OnHealthChange(f func(slidegate.ClusterHealth)) {
-	c.healthMu.Lock()
-	defer c.healthMu.Unlock()
 	if f == nil {
-		c.onHealth.Store(nil)
 		return
 	}
-	c.onHealth.Store(&f)
-	c.told = healthState{} // what f assumes: healthy
-	c.tellLocked()
+	c.healthMu.Lock()
+	defer c.healthMu.Unlock()
+	if len(c.onHealth) == 0 {
+		// Nobody was told: what was told last is the state now, which
+		// f is told below if it is not the healthy one f assumes.
+		_, c.told = c.health()
+	}
+	c.onHealth = append(c.onHealth, f)
+	if h, s := c.health(); s != (healthState{}) && !c.closed.Load() {
+		f(h)
+	}
 }
 
 // health returns the cluster's health, as Health does, and its state, both
@@ -66,8 +73,7 @@ func (c *Cluster) health() (slidegate.ClusterHealth, healthState) {
 // changed since the last telling. c.healthMu must be held: it orders the
 // tellings, and the changes of Redis's health with them.
 func (c *Cluster) tellLocked() {
-	f := c.onHealth.Load()
-	if f == nil || c.closed.Load() {
+	if len(c.onHealth) == 0 || c.closed.Load() {
 		return
 	}
 	h, s := c.health()
@@ -75,7 +81,9 @@ func (c *Cluster) tellLocked() {
 		return
 	}
 	c.told = s
-	(*f)(h)
+	for _, f := range c.onHealth {
+		f(h)
+	}
 }
 
 // tellHealth is tellLocked, taking the lock.

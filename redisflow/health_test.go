@@ -143,8 +143,8 @@ func TestAGuardIsToldOfAPermissionLostAndRestored(t *testing.T) {
 	}
 }
 
-// A cluster unhealthy when a func is given tells it at once; a later func
-// replaces the earlier, nil stops the telling, and Close tells nothing.
+// A cluster unhealthy when a func is given tells it at once; a later func is
+// told too, nil is no func, and Close tells nothing.
 func TestOnHealthChangeTellsTheHealthAtOnceAndOneFunc(t *testing.T) {
 	c, err := New(client(t, "127.0.0.1:1"), WithInstances(2), WithTimeout(testTimeout), WithProbeBackoff(time.Hour, time.Hour))
 	if err != nil {
@@ -230,4 +230,29 @@ func TestHealthChangesAreToldInOrder(t *testing.T) {
 		}
 	}
 	t.Logf("%d changes told", len(told))
+}
+
+// Guards that share one cluster, as a process's guards do, are each told.
+func TestEveryGuardOfAClusterIsTold(t *testing.T) {
+	c, err := New(client(t, "127.0.0.1:1"), WithInstances(2), WithTimeout(testTimeout), WithProbeBackoff(time.Hour, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g1, err := slidegate.New(slidegate.WithCluster(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := slidegate.New(slidegate.WithCluster(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before1, before2 := len(clusterEvents(g1)), len(clusterEvents(g2))
+	c.markUp() // as the probe does when Redis answers
+	for i, g := range []*slidegate.Guard{g1, g2} {
+		evs := clusterEvents(g)
+		if len(evs) != []int{before1, before2}[i]+1 || !evs[len(evs)-1].Cluster.Healthy {
+			t.Errorf("guard %d: cluster events %+v, want the cluster healthy told last", i+1, evs)
+		}
+	}
 }

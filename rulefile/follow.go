@@ -163,6 +163,9 @@ func (f *Follower) start() error {
 	if unreadable && f.ctx.Err() != nil {
 		return err // cancelled while reading
 	}
+	if srcErr != nil && !unreadable {
+		f.g.ReportRefused(f.say.name, srcErr)
+	}
 	if f.lastGood == "" || !f.loadLastGood(err) {
 		return err
 	}
@@ -245,10 +248,10 @@ func (f *Follower) read() {
 		return
 	}
 	f.haveJudged, f.judged, f.judgedErr = true, r, errText
-	if err == nil {
-		if err = f.g.SetRules(r); err == nil {
-			f.saveLastGood(r)
-		}
+	if err != nil {
+		f.g.ReportRefused(f.say.name, err) // the guard's event: SetRules never saw them
+	} else if err = f.g.SetRules(r); err == nil {
+		f.saveLastGood(r)
 	}
 	f.outcome = err
 	if err != nil {

@@ -219,6 +219,16 @@ func TestFollowKeepsAnInvalidUpdateOut(t *testing.T) {
 					t.Errorf("refusal logged as %q, lacking the problem %q", line, w)
 				}
 			}
+			// Either way the guard tells it as an event, once.
+			var refused []slidegate.Event
+			for _, e := range g.Events() {
+				if e.Kind == slidegate.RulesRefused {
+					refused = append(refused, e)
+				}
+			}
+			if len(refused) != 1 || !errors.As(refused[0].Err, &rerr) || len(rerr.Problems) != 2 {
+				t.Errorf("the guard's events of refusal: %+v, want one with the 2 problems", refused)
+			}
 		})
 	}
 }
