@@ -4,9 +4,14 @@ STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION   := v0.0.0-20260908200009-22c9c6c9d4da
 GOBIN               := $(shell go env GOPATH)/bin
 
-.PHONY: test fmt vet staticcheck allocs race compare-build etcd bench compare
+# The modules nested in the repository, each with a go.mod of its own: the
+# integrations whose dependencies the core does not carry (etcd, the
+# routers, OpenTelemetry). The comparison module is tested apart.
+MODULES := $(filter-out benchmarks/compare,$(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path '*/testdata/*' | sort)))
 
-test: fmt vet staticcheck compare-build etcd allocs race
+.PHONY: test fmt vet staticcheck allocs race compare-build modules bench compare
+
+test: fmt vet staticcheck compare-build modules allocs race
 
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -35,10 +40,15 @@ race:
 compare-build:
 	cd benchmarks/compare && go vet ./... && go test -count=1 ./...
 
-# The etcd rule source is a module of its own, so that the core's go.mod
-# carries no etcd dependency; its tests start Debian's etcd (etcd-server).
-etcd: $(GOBIN)/staticcheck
-	cd etcdrules && go vet ./... && $(GOBIN)/staticcheck ./... && go test -race -count=1 ./...
+# Each nested module as the core: vet, staticcheck, the allocation tests
+# without the race detector, then every test with it. The etcd rule
+# source's tests start Debian's etcd (etcd-server).
+modules: $(GOBIN)/staticcheck
+	@set -e; for m in $(MODULES); do \
+		echo "== $$m"; \
+		(cd $$m && go vet ./... && $(GOBIN)/staticcheck ./... && \
+			go test -count=1 -run 'Allocat' ./... && go test -race -count=1 ./...); \
+	done
 
 # Benchmarks of the library, baselines included, six runs for benchstat.
 bench:
