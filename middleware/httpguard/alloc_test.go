@@ -21,14 +21,14 @@ func (w discard) WriteHeader(int)             {}
 func middlewareAllocs(t *testing.T, r *http.Request, opts ...httpguard.Option) float64 {
 	t.Helper()
 	g, _ := newGuard(t, slidegate.Rules{
-		Flow:     []slidegate.FlowRule{{Resource: httpguard.NoRoute, Limit: 1 << 31}},
-		Breakers: []slidegate.BreakerRule{{Resource: httpguard.NoRoute, Strategy: slidegate.ErrorRatioBreaker, Threshold: 0.5}},
+		Flow:     []slidegate.FlowRule{{Resource: unknownGET, Limit: 1 << 31}},
+		Breakers: []slidegate.BreakerRule{{Resource: unknownGET, Strategy: slidegate.ErrorRatioBreaker, Threshold: 0.5}},
 	})
 	h := httpguard.Middleware(g, opts...)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	w := discard{h: http.Header{}}
 	h.ServeHTTP(w, r) // the resource's first request makes it
 	n := testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) })
-	if s := stats(t, g, httpguard.NoRoute); s.Blocked != 0 || s.Failed != 0 {
+	if s := stats(t, g, unknownGET); s.Blocked != 0 || s.Failed != 0 {
 		t.Fatalf("stats %+v: the requests were not all allowed", s)
 	}
 	return n

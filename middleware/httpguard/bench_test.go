@@ -28,7 +28,7 @@ func BenchmarkMiddlewareKeys(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			rule := bc.rule
-			rule.Resource = httpguard.NoRoute
+			rule.Resource = unknownGET
 			g, err := slidegate.New()
 			if err != nil {
 				b.Fatal(err)

@@ -19,6 +19,20 @@
 //	mux.HandleFunc("GET /users/{id}", getUser)
 //	http.ListenAndServe(":8080", httpguard.Middleware(g)(mux))
 //
+// # Where to place Middleware
+//
+// Middleware names a request by its route, which it must know before the
+// request enters the guard, and so before the mux routes it. Place it
+// directly around the *http.ServeMux, as above, or around one route
+// (mux.Handle("GET /users/{id}", httpguard.Middleware(g)(getUser))). With
+// other middleware between it and the mux, give it the mux:
+//
+//	h := httpguard.Middleware(g, httpguard.WithMux(mux))(logging(mux))
+//
+// Placed elsewhere without WithMux, it names requests by their method and
+// UnknownRoute ("GET (unknown route)"), never by their paths, and warns once
+// through its logger (WithLogger) that rules on routes do not apply.
+//
 // Transport does the same for the requests an http.Client sends: a call a
 // rule blocks returns a *slidegate.BlockError without reaching the network,
 // and 5xx responses and transport errors are recorded as errors.

@@ -78,9 +78,11 @@ func ExampleKeyFromHeader() {
 	// 1 request per minute for each API key, and for all the requests
 	// without one together.
 	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
-		{Resource: httpguard.NoRoute, Limit: 1, Interval: slidegate.Duration(time.Minute), PerKey: true},
+		{Resource: "GET /", Limit: 1, Interval: slidegate.Duration(time.Minute), PerKey: true},
 	}})
-	h := httpguard.Middleware(g, httpguard.KeyFromHeader("X-Api-Key"))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /", func(http.ResponseWriter, *http.Request) {})
+	h := httpguard.Middleware(g, httpguard.KeyFromHeader("X-Api-Key"))(mux)
 	for _, key := range []string{"alice", "alice", "bob", "", ""} {
 		r := httptest.NewRequest("GET", "/", nil)
 		if key != "" {
@@ -104,7 +106,7 @@ func ExampleKeyFrom() {
 		panic(err)
 	}
 	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
-		{Resource: httpguard.NoRoute, Limit: 1, Interval: slidegate.Duration(time.Minute), PerKey: true},
+		{Resource: "GET /", Limit: 1, Interval: slidegate.Duration(time.Minute), PerKey: true},
 	}})
 	// The tenant that authentication, which runs first, stored in the
 	// request's context.
@@ -113,7 +115,9 @@ func ExampleKeyFrom() {
 		tenant, _ := r.Context().Value(tenantKey{}).(string)
 		return tenant
 	})
-	guarded := httpguard.Middleware(g, byTenant)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /", func(http.ResponseWriter, *http.Request) {})
+	guarded := httpguard.Middleware(g, byTenant)(mux)
 	authenticated := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant := r.URL.Query().Get("tenant") // a stand-in for a checked credential
 		guarded.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))

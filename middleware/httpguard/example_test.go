@@ -37,6 +37,37 @@ func ExampleMiddleware() {
 	// passed 2 blocked 1
 }
 
+// Middleware with other middleware between it and the mux learns the
+// routes from the mux it is given.
+func ExampleWithMux() {
+	g, err := slidegate.New()
+	if err != nil {
+		panic(err)
+	}
+	_ = g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{
+		{Resource: "GET /hello/{name}", Limit: 1}, // 1 per second
+	}})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hello/{name}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello, %s", r.PathValue("name"))
+	})
+	logging := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r) // log.Println(r.Method, r.URL.Path) and the like
+		})
+	}
+	h := httpguard.Middleware(g, httpguard.WithMux(mux))(logging(mux))
+
+	for _, name := range []string{"ann", "bob"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/hello/"+name, nil))
+		fmt.Println(w.Code)
+	}
+	// Output:
+	// 200
+	// 429
+}
+
 func ExampleTransport() {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadGateway) // a failing dependency

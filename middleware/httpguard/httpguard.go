@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/slidegate/slidegate"
@@ -23,6 +25,8 @@ type options struct {
 	entry    func(*http.Request) []slidegate.EntryOption
 	key      func(*http.Request) string // nil: every request has the key ""
 	retry    *retrier                   // nil: Transport sends each request once
+	mux      *http.ServeMux             // nil: Middleware routes by next if it is a mux
+	logger   *slog.Logger               // nil: slog.Default() when it is needed
 }
 
 // WithResource names the resource a request enters. The default is
@@ -74,6 +78,24 @@ func WithIsError(f func(status int) bool) Option {
 // written to, so f may return the same slice to every request.
 func WithEntryOptions(f func(*http.Request) []slidegate.EntryOption) Option {
 	return func(o *options) { o.entry = f }
+}
+
+// WithMux gives Middleware the mux that routes the requests it guards, for
+// it to name each request by its route (see RouteResource) when it is not
+// placed directly around the mux: with other middleware between them, the
+// mux sets the pattern on the request it routes, which Middleware, having
+// entered the guard before, never sees. mux is asked for each request's
+// pattern (ServeMux.Handler) before next runs. WithResource wins over it; a
+// nil mux keeps the default. Transport ignores it.
+func WithMux(mux *http.ServeMux) Option {
+	return func(o *options) { o.mux = mux }
+}
+
+// WithLogger is where Middleware says, once, that it cannot learn the
+// routes of the requests it guards (see Middleware). The default, or a nil
+// logger, is slog.Default() at the time it says so.
+func WithLogger(logger *slog.Logger) Option {
+	return func(o *options) { o.logger = logger }
 }
 
 // build applies opts to the defaults; resource stays nil unless an option
@@ -146,6 +168,39 @@ func RouteResource(r *http.Request) string {
 	return NoRoute
 }
 
+// PatternResource names r by its method (see Method) and pattern, the
+// route that serves it, as RouteResource does with r.Pattern: pattern
+// prefixed by the method unless it names one ("GET /users/{id}"), or NoRoute
+// if pattern is empty. Adapters to other routers name requests with it
+// (pattern "/users/:id" gives "GET /users/:id"); the pattern must come from
+// the program's routes, never from the request.
+func PatternResource(r *http.Request, pattern string) string {
+	if pattern == "" {
+		return NoRoute
+	}
+	return withMethod(Method(r), pattern)
+}
+
+// UnknownRoute stands for the route in the names of requests whose route
+// Middleware cannot learn (see Middleware): "GET (unknown route)".
+const UnknownRoute = "(unknown route)"
+
+// unknownRoutes holds the names UnknownRouteResource returns, so that naming
+// a request costs no allocation.
+var unknownRoutes = map[string]string{}
+
+func init() {
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace, OtherMethod} {
+		unknownRoutes[m] = m + " " + UnknownRoute
+	}
+}
+
+// UnknownRouteResource names a request whose route is not known by its
+// method (see Method) and UnknownRoute: one of ten names, whatever the
+// request's path.
+func UnknownRouteResource(r *http.Request) string { return unknownRoutes[Method(r)] }
+
 // withMethod prefixes pattern with method unless it starts with one.
 func withMethod(method, pattern string) string {
 	for i := 0; i < len(pattern); i++ {
@@ -161,10 +216,26 @@ func withMethod(method, pattern string) string {
 
 // Middleware returns middleware that guards a handler with g (nil means
 // slidegate.Default()). Each request enters the guard as inbound traffic
-// (slidegate.Inbound) under the name WithResource gives, RouteResource by
-// default. When next is a *http.ServeMux and no WithResource is given, the
-// pattern comes from the mux itself (ServeMux.Handler), since the middleware
-// runs before the mux routes the request.
+// (slidegate.Inbound) under the name WithResource gives, or else the name
+// of its route (see RouteResource), which Middleware learns from the first
+// of these that applies:
+//
+//   - the mux WithMux gives, asked for the request's pattern;
+//   - next, when next is a *http.ServeMux (place Middleware directly around
+//     the mux: mux.Handler tells the pattern before the mux routes the
+//     request);
+//   - Request.Pattern, when a mux routed the request to Middleware (as
+//     when it guards one route: mux.Handle("GET /x", Middleware(g)(h)));
+//   - else Middleware cannot learn the route before next routes the
+//     request, and names it by its method and UnknownRoute ("GET (unknown
+//     route)"), never by its raw path, so that whatever clients send the
+//     requests make at most ten names; it says so once through the logger
+//     (WithLogger), since a rule on a route then never applies.
+//
+// Hence with other middleware between Middleware and the mux, give it the
+// mux: httpguard.Middleware(g, httpguard.WithMux(mux))(logging(mux)). The
+// other middleware must then not change the request's method or path,
+// which the mux is asked about before they run.
 //
 // A blocked request gets WriteBlocked's response (see WithBlockedHandler) and
 // never reaches next. An allowed one exits the guard when next returns,
@@ -177,21 +248,11 @@ func Middleware(g *slidegate.Guard, opts ...Option) func(http.Handler) http.Hand
 	}
 	o := build(opts)
 	return func(next http.Handler) http.Handler {
-		name := o.resource
-		if name == nil {
-			name = RouteResource
+		h := &handler{g: g, next: next, o: o, mux: o.mux}
+		if h.mux == nil {
+			h.mux, _ = next.(*http.ServeMux)
 		}
-		if mux, ok := next.(*http.ServeMux); ok && o.resource == nil {
-			// Ask the mux, even when r.Pattern is set: that is the pattern
-			// of an outer mux that routed the request here.
-			name = func(r *http.Request) string {
-				if _, pattern := mux.Handler(r); pattern != "" {
-					return withMethod(Method(r), pattern)
-				}
-				return NoRoute
-			}
-		}
-		return &handler{g: g, next: next, o: o, name: name}
+		return h
 	}
 }
 
@@ -199,7 +260,34 @@ type handler struct {
 	g    *slidegate.Guard
 	next http.Handler
 	o    options
-	name func(*http.Request) string
+	mux  *http.ServeMux // asked for the pattern; nil if Middleware has none
+	// warned is set once the middleware has said that it cannot learn the
+	// route.
+	warned atomic.Bool
+}
+
+// name is the resource r enters (see Middleware).
+func (h *handler) name(r *http.Request) string {
+	switch {
+	case h.o.resource != nil:
+		return h.o.resource(r)
+	case h.mux != nil:
+		// Ask the mux, even when r.Pattern is set: that is the pattern
+		// of an outer mux that routed the request here.
+		_, pattern := h.mux.Handler(r)
+		return PatternResource(r, pattern)
+	case r.Pattern != "":
+		return withMethod(Method(r), r.Pattern)
+	}
+	if !h.warned.Load() && h.warned.CompareAndSwap(false, true) {
+		logger := h.o.logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Warn("httpguard: Middleware cannot learn the routes of the requests it guards, which share one resource per method, and rules on routes do not apply to them: place it directly around the *http.ServeMux, or give it the mux with WithMux",
+			slog.String("resource", UnknownRouteResource(r)))
+	}
+	return UnknownRouteResource(r)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -212,11 +300,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &recorder{ResponseWriter: w}
 	defer func() {
 		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				e.Exit(errAborted)
-			} else {
-				e.Exit(errPanicked)
-			}
+			e.Exit(PanicError(v))
 			panic(v) // on the original stack, which is not unwound yet
 		}
 	}()
@@ -226,6 +310,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.Exit(nil)
+}
+
+// PanicError is the error Middleware records for a handler that panicked
+// with v, for adapters to other routers that record panics as it does: an
+// error the breakers count, except for http.ErrAbortHandler (with which
+// httputil.ReverseProxy aborts when the client goes away), recorded as an
+// error that wraps context.Canceled, as for a caller that gave up, which
+// the breakers do not count.
+func PanicError(v any) error {
+	if v == http.ErrAbortHandler {
+		return errAborted
+	}
+	return errPanicked
 }
 
 var (

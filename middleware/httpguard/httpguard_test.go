@@ -108,12 +108,16 @@ func TestRouteResourceInsideARoute(t *testing.T) {
 	stats(t, g, "GET /a/{x}")
 	stats(t, g, "PUT /b")
 
-	// Without a mux, no route: a path is not a name.
+	// Without a mux, the route is unknown: a path is not a name.
 	plain := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	serve(plain, "DELETE", "/c/d")
 	serve(plain, "GET", "/e")
-	if s := stats(t, g, httpguard.NoRoute); s.Allowed != 2 {
-		t.Errorf("%s: %+v, want both requests", httpguard.NoRoute, s)
+	serve(plain, "GET", "/f")
+	if s := stats(t, g, "DELETE "+httpguard.UnknownRoute); s.Allowed != 1 {
+		t.Errorf("DELETE %s: %+v, want one request", httpguard.UnknownRoute, s)
+	}
+	if s := stats(t, g, unknownGET); s.Allowed != 2 {
+		t.Errorf("%s: %+v, want two requests", unknownGET, s)
 	}
 }
 
@@ -218,7 +222,7 @@ func TestWhichStatusesAreErrors(t *testing.T) {
 				}
 			}))
 			serve(h, "GET", "/")
-			s := stats(t, g, httpguard.NoRoute)
+			s := stats(t, g, unknownGET)
 			if (s.Failed == 1) != tc.isError || s.Succeeded+s.Failed != 1 || s.InFlight != 0 {
 				t.Errorf("stats %+v; want an error: %v", s, tc.isError)
 			}
@@ -234,14 +238,14 @@ func TestStatusIsTheFinalOne(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	serve(h, "GET", "/")
-	if s := stats(t, g, httpguard.NoRoute); s.Succeeded != 1 {
+	if s := stats(t, g, unknownGET); s.Succeeded != 1 {
 		t.Errorf("stats %+v, want a success: the response went out as 200", s)
 	}
 }
 
 func TestPanicIsRecordedAndGoesOn(t *testing.T) {
 	g, _ := newGuard(t, slidegate.Rules{Breakers: []slidegate.BreakerRule{
-		{Resource: httpguard.NoRoute, Strategy: slidegate.ErrorCountBreaker, Count: 1, MinRequests: one(1)},
+		{Resource: unknownGET, Strategy: slidegate.ErrorCountBreaker, Count: 1, MinRequests: one(1)},
 	}})
 	var panicky any = "boom"
 	h := httpguard.Middleware(g)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(panicky) }))
@@ -256,14 +260,14 @@ func TestPanicIsRecordedAndGoesOn(t *testing.T) {
 	if v := recovered(); v != http.ErrAbortHandler {
 		t.Fatalf("recovered %v, want http.ErrAbortHandler", v)
 	}
-	if s := stats(t, g, httpguard.NoRoute); s.Failed != 1 || s.InFlight != 0 {
+	if s := stats(t, g, unknownGET); s.Failed != 1 || s.InFlight != 0 {
 		t.Fatalf("after an abort: %+v, want 1 error, none in flight", s)
 	}
 	panicky = "boom"
 	if v := recovered(); v != "boom" {
 		t.Fatalf("recovered %v, want boom: the panic must go on", v)
 	}
-	if s := stats(t, g, httpguard.NoRoute); s.Failed != 2 || s.InFlight != 0 {
+	if s := stats(t, g, unknownGET); s.Failed != 2 || s.InFlight != 0 {
 		t.Fatalf("after a panic: %+v, want 2 errors, none in flight", s)
 	}
 	// The panic, not the abort, tripped the breaker.
@@ -273,7 +277,7 @@ func TestPanicIsRecordedAndGoesOn(t *testing.T) {
 }
 
 func TestBlockedHandler(t *testing.T) {
-	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: httpguard.NoRoute, Limit: 0}}})
+	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: unknownGET, Limit: 0}}})
 	var got error
 	h := httpguard.Middleware(g, httpguard.WithBlockedHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		got = err
@@ -283,7 +287,7 @@ func TestBlockedHandler(t *testing.T) {
 		t.Fatalf("status %d, want the custom handler's 418", w.Code)
 	}
 	var be *slidegate.BlockError
-	if !errors.As(got, &be) || be.Resource != httpguard.NoRoute || be.Rule != "qps" || be.Reason != slidegate.ExceedsLimit {
+	if !errors.As(got, &be) || be.Resource != unknownGET || be.Rule != "qps" || be.Reason != slidegate.ExceedsLimit {
 		t.Fatalf("the handler got %v", got)
 	}
 }

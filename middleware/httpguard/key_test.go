@@ -19,7 +19,7 @@ import (
 // *slidegate.BlockError.
 func keyOf(t *testing.T, r *http.Request, opts ...httpguard.Option) string {
 	t.Helper()
-	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: httpguard.NoRoute, Limit: 0, PerKey: true}}})
+	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: unknownGET, Limit: 0, PerKey: true}}})
 	var be *slidegate.BlockError
 	opts = append(opts, httpguard.WithBlockedHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		if !errors.As(err, &be) {
@@ -188,7 +188,7 @@ func TestKeyFromAndWhichKeyWins(t *testing.T) {
 // TestBlockedResponseDoesNotEchoTheKey blocks a request whose key is markup
 // and checks that the response says nothing of it.
 func TestBlockedResponseDoesNotEchoTheKey(t *testing.T) {
-	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: httpguard.NoRoute, Limit: 0, PerKey: true}}})
+	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: unknownGET, Limit: 0, PerKey: true}}})
 	h := httpguard.Middleware(g, httpguard.KeyFromHeader("X-Api-Key"))(http.NotFoundHandler())
 	const key = `<script>alert("key")</script>`
 	w := httptest.NewRecorder()
