@@ -364,7 +364,23 @@ func (e *StatusError) Overloaded() bool {
 // knows when a retry could be allowed. The body is the status's text and nothing else: in
 // particular not the request's key (BlockError.Key), which the client chose.
 func WriteBlocked(w http.ResponseWriter, _ *http.Request, err error) {
-	status := http.StatusServiceUnavailable
+	status, retryAfter := BlockedStatus(err)
+	if retryAfter != "" {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	http.Error(w, http.StatusText(status), status)
+}
+
+// BlockedStatus returns the status and the Retry-After header WriteBlocked
+// answers a blocked request with, for adapters to other routers that answer
+// as Middleware does: 429 Too Many Requests for a *slidegate.BlockError of a
+// limit the client reached, 503 Service Unavailable for one of a breaker or
+// an overload (slidegate.BreakerOpen, slidegate.Overloaded) and for any
+// other error (the request's context ended while it waited); retryAfter is
+// BlockError.RetryAfter in whole seconds rounded up, or "" when the rule
+// does not know when to retry. It allocates nothing for waits under 100 s.
+func BlockedStatus(err error) (status int, retryAfter string) {
+	status = http.StatusServiceUnavailable
 	var be *slidegate.BlockError
 	if errors.As(err, &be) {
 		switch be.Reason {
@@ -373,10 +389,10 @@ func WriteBlocked(w http.ResponseWriter, _ *http.Request, err error) {
 			status = http.StatusTooManyRequests
 		}
 		if be.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(be.RetryAfter), 10))
+			retryAfter = strconv.FormatInt(RetryAfterSeconds(be.RetryAfter), 10)
 		}
 	}
-	http.Error(w, http.StatusText(status), status)
+	return status, retryAfter
 }
 
 // RetryAfterSeconds returns d in whole seconds, rounded up: the value of a

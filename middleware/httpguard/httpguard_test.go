@@ -1,7 +1,9 @@
 package httpguard_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -433,6 +435,26 @@ func TestRetryAfterSeconds(t *testing.T) {
 	} {
 		if got := httpguard.RetryAfterSeconds(d); got != want {
 			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+func TestBlockedStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		err        error
+		status     int
+		retryAfter string
+	}{
+		{"limit", &slidegate.BlockError{Reason: slidegate.ExceedsLimit, RetryAfter: 1500 * time.Millisecond}, 429, "2"},
+		{"limit, no retry time", &slidegate.BlockError{Reason: slidegate.ExceedsLimit}, 429, ""},
+		{"breaker", fmt.Errorf("wrapped: %w", &slidegate.BlockError{Reason: slidegate.BreakerOpen, RetryAfter: time.Second}), 503, "1"},
+		{"overload", &slidegate.BlockError{Reason: slidegate.Overloaded}, 503, ""},
+		{"context", context.DeadlineExceeded, 503, ""},
+	} {
+		status, retryAfter := httpguard.BlockedStatus(tc.err)
+		if status != tc.status || retryAfter != tc.retryAfter {
+			t.Errorf("%s: BlockedStatus = %d, %q, want %d, %q", tc.name, status, retryAfter, tc.status, tc.retryAfter)
 		}
 	}
 }
