@@ -1,0 +1,83 @@
+package otelguard
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/breaker"
+)
+
+// The attribute keys of the instruments. Their values are bounded by the
+// guard and its rules, never by the traffic: no instrument has a key
+// attribute (slidegate.WithKey), for keys are unbounded.
+const (
+	// ResourceKey is the resource's name, at most slidegate.MaxNameLength
+	// bytes, made valid UTF-8 (see the package doc).
+	ResourceKey = attribute.Key("slidegate.resource")
+	// DirectionKey is "inbound" or "outbound" (slidegate.ResourceStats.Inbound).
+	DirectionKey = attribute.Key("slidegate.direction")
+	// OutcomeKey is "allowed", "blocked", "succeeded" or "failed".
+	OutcomeKey = attribute.Key("slidegate.outcome")
+	// ReasonKey is why a request was blocked: "rate_limited",
+	// "concurrency_limited", "exceeds_limit", "wait_too_long",
+	// "ref_limited", "breaker_open" or "overloaded".
+	ReasonKey = attribute.Key("slidegate.reason")
+	// RuleKey is the rule's name (slidegate.Rules.Named): "qps", "breaker".
+	RuleKey = attribute.Key("slidegate.rule")
+	// RuleTypeKey is a flow rule's type as rule files write it: "qps",
+	// "throttle", "concurrency", "shed", "adaptive" ...
+	RuleTypeKey = attribute.Key("slidegate.rule.type")
+	// BreakerStrategyKey is a breaker rule's strategy: "error_ratio" ...
+	BreakerStrategyKey = attribute.Key("slidegate.breaker.strategy")
+	// BreakerStateKey is "closed", "open" or "half_open".
+	BreakerStateKey = attribute.Key("slidegate.breaker.state")
+)
+
+// reasons spells each blocking reason as a value of ReasonKey: part of the
+// metrics' contract, so spelt here once (the Prometheus collector spells
+// them the same), not taken from Reason.String, which is flow's to reword.
+var reasons = [...]struct {
+	reason slidegate.Reason
+	value  string
+}{
+	{slidegate.RateLimited, "rate_limited"},
+	{slidegate.ConcurrencyLimited, "concurrency_limited"},
+	{slidegate.ExceedsLimit, "exceeds_limit"},
+	{slidegate.WaitTooLong, "wait_too_long"},
+	{slidegate.RefLimited, "ref_limited"},
+	{slidegate.BreakerOpen, "breaker_open"},
+	{slidegate.Overloaded, "overloaded"},
+}
+
+// breakerStates spells each breaker state as a value of BreakerStateKey.
+var breakerStates = [...]struct {
+	state breaker.State
+	value string
+}{
+	{breaker.Closed, "closed"},
+	{breaker.Open, "open"},
+	{breaker.HalfOpen, "half_open"},
+}
+
+// direction is the value of DirectionKey for a resource.
+func direction(inbound bool) string {
+	if inbound {
+		return "inbound"
+	}
+	return "outbound"
+}
+
+// attributeValue returns s as valid UTF-8, each run of invalid bytes one
+// U+FFFD. A resource's name is whatever the caller entered (an HTTP path,
+// a gRPC method), and OTLP carries attribute values as protobuf strings,
+// which must be valid UTF-8: one invalid name would make every batch that
+// carries it fail to export.
+func attributeValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

@@ -1,0 +1,2 @@
+// Package otelguard exports a slidegate.Guard's statistics as OpenTelemetry metrics.
+package otelguard

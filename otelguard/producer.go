@@ -1,0 +1,246 @@
+package otelguard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/window"
+)
+
+// DefaultBuckets returns the upper bounds of the histograms' buckets unless
+// WithBuckets says otherwise: those the OpenTelemetry semantic conventions
+// advise for http.server.request.duration, 5 ms to 10 s. A fresh slice on
+// every call.
+func DefaultBuckets() []time.Duration {
+	return []time.Duration{
+		5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond,
+		50 * time.Millisecond, 75 * time.Millisecond, 100 * time.Millisecond,
+		250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond,
+		time.Second, 2500 * time.Millisecond, 5 * time.Second,
+		7500 * time.Millisecond, 10 * time.Second,
+	}
+}
+
+// MaxBuckets is the most bounds WithBuckets takes.
+const MaxBuckets = 64
+
+// A ProducerOption configures a Producer.
+type ProducerOption func(*producerOptions)
+
+type producerOptions struct {
+	buckets []time.Duration
+	now     func() time.Time
+}
+
+// WithBuckets sets the upper bounds of the histograms' buckets (default
+// DefaultBuckets): each above zero, below window.SketchRange (about
+// 4 min 35 s, the longest response time the guard bins), and above the one
+// before, at most MaxBuckets of them; none leaves only the bucket to
+// +Inf. The slice is copied.
+func WithBuckets(bounds ...time.Duration) ProducerOption {
+	return func(o *producerOptions) { o.buckets = slices.Clone(bounds) }
+}
+
+// A Producer exports a guard's response-time histograms, cumulative, as an
+// external producer of the OpenTelemetry SDK's readers:
+//
+//	p, err := otelguard.NewProducer(g)
+//	reader := sdkmetric.NewPeriodicReader(exporter, sdkmetric.WithProducer(p))
+//
+// The OpenTelemetry metric API has observable counters, up-down counters
+// and gauges, and no observable histogram: a histogram instrument records
+// one measurement at a time, which would put a call, and its cost, on
+// every request's Exit. The guard already counts every response time since
+// a resource's statistics began, in its own bins
+// (Guard.ResponseTimeTotals); a Producer reads those when the reader
+// collects and hands the reader a cumulative histogram data point per
+// resource, so the request path does not change. Being a Producer, the
+// histograms bypass the MeterProvider: its views do not apply to them,
+// and they are cumulative whatever temporality the reader asks for.
+//
+// Its methods are safe for concurrent use.
+type Producer struct {
+	g        *slidegate.Guard
+	bounds   []float64 // seconds
+	bucketOf [window.SketchBins]int
+	now      func() time.Time
+
+	mu     sync.Mutex
+	buf    window.SketchTotals
+	series map[seriesKey]series
+}
+
+// seriesKey names one histogram: a resource's, or the inbound traffic's
+// (inbound, with no name).
+type seriesKey struct {
+	resource string
+	inbound  bool
+	total    bool // the guard's inbound traffic as a whole
+}
+
+// series is what a Producer remembers of a histogram between collections:
+// when it began counting, and its count then.
+type series struct {
+	start time.Time
+	count uint64
+}
+
+// NewProducer returns a Producer of the guard's histograms, or an error
+// naming the first bound of WithBuckets it does not take.
+func NewProducer(g *slidegate.Guard, opts ...ProducerOption) (*Producer, error) {
+	if g == nil {
+		return nil, fmt.Errorf("otelguard: guard is nil")
+	}
+	o := producerOptions{buckets: DefaultBuckets(), now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := checkBuckets(o.buckets); err != nil {
+		return nil, err
+	}
+	p := &Producer{g: g, now: o.now, bounds: make([]float64, len(o.buckets)), series: map[seriesKey]series{}}
+	for i, b := range o.buckets {
+		p.bounds[i] = b.Seconds()
+	}
+	// Bin i counts in the bucket of the lowest bound at or above the
+	// response time the guard reports for it, as a histogram recording
+	// that response time would.
+	for i := range p.bucketOf {
+		v := window.SketchBinValue(i)
+		p.bucketOf[i] = len(o.buckets)
+		for k, b := range o.buckets {
+			if v <= b {
+				p.bucketOf[i] = k
+				break
+			}
+		}
+	}
+	return p, nil
+}
+
+// checkBuckets returns an error naming the first bound that WithBuckets
+// does not take, and nil if they are sound.
+func checkBuckets(bounds []time.Duration) error {
+	if len(bounds) > MaxBuckets {
+		return fmt.Errorf("otelguard: buckets: %d bounds, more than the %d a histogram takes", len(bounds), MaxBuckets)
+	}
+	for i, b := range bounds {
+		switch {
+		case b <= 0:
+			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be above zero", i, b)
+		case b >= window.SketchRange:
+			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, window.SketchRange)
+		case i > 0 && b <= bounds[i-1]:
+			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be above the one before, %v", i, b, bounds[i-1])
+		}
+	}
+	return nil
+}
+
+// Produce returns the histograms slidegate.request.duration, one data
+// point per resource the guard keeps, and slidegate.inbound.request.duration,
+// one for the guard's inbound traffic, read now. It never fails.
+func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	seen := make(map[seriesKey]series, len(p.series))
+	var points []metricdata.HistogramDataPoint[float64]
+	at := map[seriesKey]int{}
+	for _, s := range p.g.Resources() {
+		if !p.g.ResponseTimeTotals(s.Resource, &p.buf) {
+			continue // evicted since Resources read it
+		}
+		k := seriesKey{resource: attributeValue(s.Resource), inbound: s.Inbound}
+		pt := p.point(s.Totals.RT, attribute.NewSet(ResourceKey.String(k.resource), DirectionKey.String(direction(k.inbound))))
+		if i, ok := at[k]; ok { // names that read the same as attribute values
+			addPoint(&points[i], pt)
+			continue
+		}
+		at[k] = len(points)
+		points = append(points, pt)
+	}
+	for k, i := range at {
+		points[i].StartTime = p.start(seen, k, points[i].Count, now)
+		points[i].Time = now
+	}
+	p.g.InboundResponseTimeTotals(&p.buf)
+	inbound := p.point(p.g.InboundStats().Totals.RT, attribute.NewSet())
+	inbound.StartTime, inbound.Time = p.start(seen, seriesKey{total: true}, inbound.Count, now), now
+	// Forget the resources the guard no longer keeps: the map is never
+	// larger than the guard's resources.
+	p.series = seen
+	return []metricdata.ScopeMetrics{{
+		Scope: instrumentation.Scope{Name: ScopeName},
+		Metrics: []metricdata.Metrics{
+			{
+				Name:        "slidegate.request.duration",
+				Description: "Response times of the requests to a resource that ended since the guard began keeping its statistics.",
+				Unit:        "s",
+				Data:        metricdata.Histogram[float64]{Temporality: metricdata.CumulativeTemporality, DataPoints: points},
+			},
+			{
+				Name:        "slidegate.inbound.request.duration",
+				Description: "Response times of the requests entered inbound that ended.",
+				Unit:        "s",
+				Data: metricdata.Histogram[float64]{Temporality: metricdata.CumulativeTemporality,
+					DataPoints: []metricdata.HistogramDataPoint[float64]{inbound}},
+			},
+		},
+	}}, nil
+}
+
+// point returns the histogram of the totals in p.buf, whose response
+// times sum to sum.
+func (p *Producer) point(sum time.Duration, attrs attribute.Set) metricdata.HistogramDataPoint[float64] {
+	pt := metricdata.HistogramDataPoint[float64]{
+		Attributes:   attrs,
+		Bounds:       p.bounds,
+		BucketCounts: make([]uint64, len(p.bounds)+1),
+		Sum:          sum.Seconds(),
+	}
+	for i, n := range p.buf.Bins {
+		if n > 0 {
+			pt.BucketCounts[p.bucketOf[i]] += uint64(n)
+			pt.Count += uint64(n)
+		}
+	}
+	if p.buf.Over > 0 {
+		pt.BucketCounts[len(p.bounds)] += uint64(p.buf.Over)
+		pt.Count += uint64(p.buf.Over)
+	}
+	return pt
+}
+
+// addPoint adds o's counts and sum to pt's.
+func addPoint(pt *metricdata.HistogramDataPoint[float64], o metricdata.HistogramDataPoint[float64]) {
+	for i, n := range o.BucketCounts {
+		pt.BucketCounts[i] += n
+	}
+	pt.Count += o.Count
+	pt.Sum += o.Sum
+}
+
+// start returns the start time of series k, whose count is count now,
+// and records it in seen. A series begins when the Producer first sees
+// it, or again when its count falls: the guard evicted the resource and
+// began counting it afresh (the guard does not keep when a resource
+// began). A resource evicted and back with more requests than before
+// between two collections is not told apart.
+func (p *Producer) start(seen map[seriesKey]series, k seriesKey, count uint64, now time.Time) time.Time {
+	s, ok := p.series[k]
+	if !ok || count < s.count {
+		s.start = now
+	}
+	s.count = count
+	seen[k] = s
+	return s.start
+}

@@ -1,0 +1,229 @@
+package otelguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/slidegate/slidegate"
+)
+
+// ScopeName is the name of the meter the instruments are made with, and
+// the instrumentation scope of the Producer's histograms.
+const ScopeName = "github.com/slidegate/slidegate/otelguard"
+
+// A Registration is a guard's instruments registered with a
+// MeterProvider. Close unregisters their callback: collections after it
+// read nothing from the guard. The instruments themselves stay with the
+// meter (the OpenTelemetry API cannot remove an instrument), without data.
+type Registration struct {
+	reg metric.Registration
+}
+
+// Close unregisters the callback. It is safe to call more than once, and
+// from any goroutine.
+func (r *Registration) Close() error { return r.reg.Unregister() }
+
+// instruments are the observable instruments of one Registration.
+type instruments struct {
+	requests, inboundRequests         metric.Int64ObservableCounter
+	inFlight, inboundInFlight         metric.Int64ObservableUpDownCounter
+	breakerState                      metric.Int64ObservableGauge
+	ruleLimit, overloadLimit          metric.Int64ObservableGauge
+	clusterHealthy                    metric.Int64ObservableGauge
+	clusterFailures, clusterFallbacks metric.Int64ObservableCounter
+}
+
+// Register makes the guard's instruments with a meter of mp (named
+// ScopeName) and registers one callback that reads the guard whenever a
+// reader collects: Guard.Resources, Guard.InboundStats, Guard.Breakers,
+// Guard.Rules, Guard.Overload and Guard.ClusterHealth. Nothing is added
+// to the request path: Enter and Exit run no code of this package and
+// allocate nothing more, with or without a Registration, and nothing runs
+// between collections. The response-time histograms are not here, for the
+// OpenTelemetry API has no observable histogram: see Producer.
+//
+// It returns an error naming the instrument the meter refused, and
+// registers nothing then.
+func Register(g *slidegate.Guard, mp metric.MeterProvider) (*Registration, error) {
+	if g == nil {
+		return nil, errors.New("otelguard: guard is nil")
+	}
+	if mp == nil {
+		return nil, errors.New("otelguard: meter provider is nil")
+	}
+	m := mp.Meter(ScopeName)
+	var in instruments
+	var errs []error
+	check := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("otelguard: instrument %s: %w", name, err))
+		}
+	}
+	var err error
+	in.requests, err = m.Int64ObservableCounter("slidegate.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests to a resource since the guard began keeping its statistics, by outcome: allowed, blocked (by reason), succeeded, failed."))
+	check("slidegate.requests", err)
+	in.inFlight, err = m.Int64ObservableUpDownCounter("slidegate.in_flight_requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests to a resource that entered and have not exited."))
+	check("slidegate.in_flight_requests", err)
+	in.inboundRequests, err = m.Int64ObservableCounter("slidegate.inbound.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests entered inbound, whatever their resource, by outcome: allowed, blocked (by reason), succeeded, failed."))
+	check("slidegate.inbound.requests", err)
+	in.inboundInFlight, err = m.Int64ObservableUpDownCounter("slidegate.inbound.in_flight_requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests entered inbound that have not exited."))
+	check("slidegate.inbound.in_flight_requests", err)
+	in.breakerState, err = m.Int64ObservableGauge("slidegate.breaker.state", metric.WithUnit("1"),
+		metric.WithDescription("1 for the state a breaker is in, 0 for the others."))
+	check("slidegate.breaker.state", err)
+	in.ruleLimit, err = m.Int64ObservableGauge("slidegate.rule.limit", metric.WithUnit("{request}"),
+		metric.WithDescription("A flow rule's limit: requests per interval, or in flight for a concurrency rule."))
+	check("slidegate.rule.limit", err)
+	in.overloadLimit, err = m.Int64ObservableGauge("slidegate.overload.limit", metric.WithUnit("{request}"),
+		metric.WithDescription("The most requests in flight a shed or adaptive rule allows now."))
+	check("slidegate.overload.limit", err)
+	in.clusterHealthy, err = m.Int64ObservableGauge("slidegate.cluster.healthy", metric.WithUnit("1"),
+		metric.WithDescription("1 while the guard's cluster decides, 0 while its rules use their fallback."))
+	check("slidegate.cluster.healthy", err)
+	in.clusterFailures, err = m.Int64ObservableCounter("slidegate.cluster.failures", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls to the guard's cluster that failed or timed out."))
+	check("slidegate.cluster.failures", err)
+	in.clusterFallbacks, err = m.Int64ObservableCounter("slidegate.cluster.fallbacks", metric.WithUnit("{decision}"),
+		metric.WithDescription("Decisions the cluster rules' fallback made instead of the cluster."))
+	check("slidegate.cluster.fallbacks", err)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		in.observe(g, o)
+		return nil
+	}, in.requests, in.inFlight, in.inboundRequests, in.inboundInFlight, in.breakerState,
+		in.ruleLimit, in.overloadLimit, in.clusterHealthy, in.clusterFailures, in.clusterFallbacks)
+	if err != nil {
+		return nil, fmt.Errorf("otelguard: register callback: %w", err)
+	}
+	return &Registration{reg: reg}, nil
+}
+
+// observe reads the guard once and observes every instrument.
+func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
+	for _, s := range mergeByAttributes(g.Resources()) {
+		attrs := []attribute.KeyValue{ResourceKey.String(s.Resource), DirectionKey.String(direction(s.Inbound))}
+		observeRequests(o, in.requests, s.Totals, attrs...)
+		o.ObserveInt64(in.inFlight, s.InFlight, metric.WithAttributes(attrs...))
+	}
+	inbound := g.InboundStats()
+	observeRequests(o, in.inboundRequests, inbound.Totals)
+	o.ObserveInt64(in.inboundInFlight, inbound.InFlight)
+
+	for _, b := range g.Breakers() {
+		for _, st := range breakerStates {
+			var v int64
+			if b.State == st.state {
+				v = 1
+			}
+			o.ObserveInt64(in.breakerState, v, metric.WithAttributes(
+				ResourceKey.String(attributeValue(b.Resource)), RuleKey.String(b.Rule),
+				BreakerStrategyKey.String(string(b.Strategy)), BreakerStateKey.String(st.value)))
+		}
+	}
+	rules := g.Rules().Named()
+	for _, f := range rules.Flow {
+		typ := f.Type
+		switch typ {
+		case "":
+			typ = slidegate.QPSRule
+		case slidegate.ShedRule, slidegate.AdaptiveRule:
+			// Their limits are learnt: slidegate.overload.limit says them.
+			continue
+		}
+		o.ObserveInt64(in.ruleLimit, f.Limit, metric.WithAttributes(
+			ResourceKey.String(attributeValue(f.Resource)), RuleKey.String(f.Name), RuleTypeKey.String(string(typ))))
+	}
+	for _, s := range g.Overload() {
+		if s.Limit < 0 { // a shed rule that has not learnt the capacity yet
+			continue
+		}
+		o.ObserveInt64(in.overloadLimit, s.Limit, metric.WithAttributes(
+			ResourceKey.String(attributeValue(s.Resource)), RuleKey.String(s.Rule), RuleTypeKey.String(string(s.Type))))
+	}
+	if h, ok := g.ClusterHealth(); ok {
+		var v int64
+		if h.Healthy {
+			v = 1
+		}
+		o.ObserveInt64(in.clusterHealthy, v)
+		o.ObserveInt64(in.clusterFailures, saturate(h.Failures))
+		o.ObserveInt64(in.clusterFallbacks, saturate(h.Fallbacks))
+	}
+}
+
+// observeRequests observes totals on a requests counter: allowed,
+// succeeded and failed, and blocked once for every reason, zeros included,
+// so that a rate over the series starts with the resource.
+func observeRequests(o metric.Observer, c metric.Int64ObservableCounter, t slidegate.Totals, attrs ...attribute.KeyValue) {
+	with := func(kv ...attribute.KeyValue) metric.ObserveOption {
+		return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(attrs)+len(kv)), attrs...), kv...)...)
+	}
+	o.ObserveInt64(c, t.Allowed, with(OutcomeKey.String("allowed")))
+	o.ObserveInt64(c, t.Succeeded, with(OutcomeKey.String("succeeded")))
+	o.ObserveInt64(c, t.Failed, with(OutcomeKey.String("failed")))
+	for _, r := range reasons {
+		o.ObserveInt64(c, t.BlockedBy[r.reason], with(OutcomeKey.String("blocked"), ReasonKey.String(r.value)))
+	}
+}
+
+// saturate returns n as an int64, math.MaxInt64 beyond it.
+func saturate(n uint64) int64 {
+	if n > 1<<63-1 {
+		return 1<<63 - 1
+	}
+	return int64(n)
+}
+
+// mergeByAttributes returns the resources with their names made attribute
+// values, those that then share a name and a direction added up into one:
+// two observations of one attribute set in a collection would be one
+// series told twice. Names are almost always valid UTF-8, and then rs is
+// returned as it is.
+func mergeByAttributes(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
+	valid := true
+	for _, s := range rs {
+		if attributeValue(s.Resource) != s.Resource {
+			valid = false
+			break
+		}
+	}
+	if valid {
+		return rs
+	}
+	type key struct {
+		name    string
+		inbound bool
+	}
+	at := make(map[key]int, len(rs))
+	out := make([]slidegate.ResourceStats, 0, len(rs))
+	for _, s := range rs {
+		s.Resource = attributeValue(s.Resource)
+		k := key{s.Resource, s.Inbound}
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, s)
+			continue
+		}
+		m := &out[i]
+		m.InFlight += s.InFlight
+		m.Totals.Allowed += s.Totals.Allowed
+		m.Totals.Succeeded += s.Totals.Succeeded
+		m.Totals.Failed += s.Totals.Failed
+		m.Totals.RT += s.Totals.RT
+		for r := range m.Totals.BlockedBy {
+			m.Totals.BlockedBy[r] += s.Totals.BlockedBy[r]
+		}
+	}
+	return out
+}
