@@ -1,2 +1,156 @@
-// Package otelguard exports a slidegate.Guard's statistics as OpenTelemetry metrics.
+// Package otelguard exports a slidegate.Guard's statistics, breakers and
+// rules as OpenTelemetry metrics. It is the OpenTelemetry twin of package
+// metrics, which exports the same to Prometheus, and a module of its own,
+// so that neither the guard nor a user of package metrics pulls in
+// OpenTelemetry.
+//
+// Register the guard's instruments with a MeterProvider, and give the
+// guard's Producer to the SDK's reader for the response-time histograms:
+//
+//	p, err := otelguard.NewProducer(g)
+//	...
+//	reader := sdkmetric.NewPeriodicReader(exporter, sdkmetric.WithProducer(p))
+//	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+//	reg, err := otelguard.Register(g, mp)
+//	...
+//	defer reg.Close()
+//
+// # Read at collection, nothing on the request path
+//
+// Every instrument is observable, with one callback for them all, which
+// reads the guard when a reader collects (Guard.Resources,
+// Guard.InboundStats, Guard.Breakers, Guard.Rules().Named(),
+// Guard.Overload, Guard.ClusterHealth); the Producer reads
+// Guard.ResponseTimeTotals and Guard.InboundResponseTimeTotals likewise.
+// The guard counts all of it anyway, so Enter and Exit run no code of this
+// package, cost what they cost without it, and allocate nothing (see the
+// tests); nothing runs between collections, and no goroutine is started.
+// A collection costs O(resources + rules) and allocates its data points.
+//
+// # Instruments
+//
+// All under the meter and scope ScopeName. Units are UCUM, as the
+// semantic conventions write them. Attributes are named by the Key
+// constants (ResourceKey ...):
+//
+//	name                                  instrument                 unit        attributes
+//	slidegate.requests                    counter (observable)       {request}   slidegate.resource, slidegate.direction, slidegate.outcome, slidegate.reason (blocked only)
+//	slidegate.in_flight_requests          up-down counter (obs.)     {request}   slidegate.resource, slidegate.direction
+//	slidegate.request.duration            histogram (Producer)       s           slidegate.resource, slidegate.direction
+//	slidegate.inbound.requests            counter (observable)       {request}   slidegate.outcome, slidegate.reason (blocked only)
+//	slidegate.inbound.in_flight_requests  up-down counter (obs.)     {request}   -
+//	slidegate.inbound.request.duration    histogram (Producer)       s           -
+//	slidegate.breaker.state               gauge (observable)         1           slidegate.resource, slidegate.rule, slidegate.breaker.strategy, slidegate.breaker.state
+//	slidegate.rule.limit                  gauge (observable)         {request}   slidegate.resource, slidegate.rule, slidegate.rule.type
+//	slidegate.overload.limit              gauge (observable)         {request}   slidegate.resource, slidegate.rule, slidegate.rule.type
+//	slidegate.cluster.healthy             gauge (observable)         1           -
+//	slidegate.cluster.failures            counter (observable)       {call}      -
+//	slidegate.cluster.fallbacks           counter (observable)       {decision}  -
+//
+// slidegate.requests counts since the guard began keeping a resource's
+// statistics (slidegate.Totals), one series per outcome: "allowed" (the
+// requests let in), "blocked" (one series for each of the seven reasons,
+// zeros included: "rate_limited", "concurrency_limited", "exceeds_limit",
+// "wait_too_long", "ref_limited", "breaker_open", "overloaded"),
+// "succeeded" and "failed" (the allowed requests that exited without and
+// with an error). The outcomes overlap: succeeded and failed are among
+// allowed, so select an outcome rather than add them all up; allowed plus
+// blocked is every request. slidegate.direction is "inbound" for a
+// resource any request entered with slidegate.Inbound, "outbound" for the
+// rest (slidegate.ResourceStats.Inbound). The inbound families count the
+// guard's inbound traffic as a whole, whatever its resources, without a
+// resource attribute: a resource name is any string, and one called like
+// the total would clash with it.
+//
+// slidegate.breaker.state is a state set: three data points per breaker
+// rule, 1 for the state its breaker is in ("closed", "open",
+// "half_open") and 0 for the other two, so that it adds up across
+// instances (a sum over the value "open" counts the instances whose
+// breaker is open). slidegate.rule.limit is each flow rule's Limit; shed
+// and adaptive rules learn theirs, which slidegate.overload.limit tells
+// (Guard.Overload: the most requests in flight the rule allows now;
+// nothing for a shed rule that has not learnt the service's capacity).
+// slidegate.rule is the rule's name as Rules.Named gives it, as a
+// *slidegate.BlockError names it. The cluster instruments have data only
+// for a guard whose cluster reports its health (a redisflow.Cluster).
+//
+// # Response-time histograms
+//
+// The OpenTelemetry metric API (go.opentelemetry.io/otel/metric) has
+// observable counters, up-down counters and gauges, and no observable
+// histogram: a histogram records one measurement at a time, which would
+// mean a call on every request's Exit. The guard already counts every
+// response time since a resource began, in its bins; the Producer, an
+// external producer of the SDK's readers (sdkmetric.WithProducer), hands
+// them to the reader at collection time as one cumulative explicit-bucket
+// histogram data point per resource. This is the only part of the package
+// that uses the SDK's types (metricdata). The cost of the choice: the
+// MeterProvider's views do not apply to the histograms, and they are
+// cumulative whatever temporality the reader asks for (a delta exporter
+// would need its own conversion).
+//
+// The buckets are DefaultBuckets (those the semantic conventions advise
+// for http.server.request.duration, 5 ms to 10 s) or WithBuckets. The guard
+// bins response times 8 to each power of two of nanoseconds (256 ns wide
+// below 2.048 µs) and reports each bin as one response time within 4.43%
+// (window.SketchError) of every one in it: a bin counts in the bucket of
+// the lowest bound at or above that response time. So a bucket up to B
+// counts every request up to B/1.0443 and none above B×1.0443. Response
+// times of window.SketchRange (about 4 min 35 s) and more count in the last
+// bucket, to +Inf. Count is Totals.Succeeded plus Totals.Failed, a batch
+// (slidegate.WithCount) counting as its requests; Sum is Totals.RT in
+// seconds. The bins and the sum are read one after the other, so a
+// collection during traffic may count a request in one and not yet in the
+// other. A histogram has no Min or Max: the guard keeps none since a
+// resource began.
+//
+// # Bounds, resets and hostile names
+//
+// No instrument has a per-key attribute: keys (slidegate.WithKey) are
+// unbounded. A resource's name is bounded by the guard: at most
+// slidegate.MaxNameLength (256) bytes, and at most WithMaxResources
+// (slidegate.DefaultMaxResources, 4096) resources besides those rules name,
+// plus slidegate.OtherResource ("(other)"), under which the guard counts
+// the traffic it has no room for. So a collection holds at most 11 data
+// points and one histogram per resource, 3 per breaker rule, and one per
+// flow or overload rule, whatever the traffic.
+//
+// A name is what a caller entered (a path, a method), and OTLP carries
+// attribute values as protobuf strings, which must be valid UTF-8: names
+// are made valid UTF-8, each run of invalid bytes one U+FFFD, and
+// resources whose names then read the same (and have the same direction)
+// are added up into one series.
+//
+// The counters count since the guard began keeping the resource. A
+// resource evicted for idleness comes back from zero: its counters then
+// fall, which backends read as a reset, and the Producer gives its
+// histogram a new StartTime when its count falls (a resource evicted and
+// back with more requests than before between two collections is not told
+// apart). The observable instruments' start times are the SDK's.
+//
+// # Beside resilience4j and Polly
+//
+// What the same things are called by resilience4j-micrometer (Micrometer
+// meters of resilience4j, Java) and by Polly v8's telemetry (the meter
+// "Polly", .NET):
+//
+//	slidegate                              resilience4j-micrometer                                         Polly
+//	slidegate.requests{outcome=allowed}    -                                                              -
+//	slidegate.requests{outcome=blocked,    resilience4j.circuitbreaker.not.permitted.calls (breaker open)  resilience.polly.strategy.events{event.name=OnRateLimiterRejected}
+//	  reason=...}
+//	slidegate.requests{outcome=succeeded,  resilience4j.circuitbreaker.calls{kind=successful|failed|       -
+//	  failed}                                ignored} (a timer)
+//	slidegate.breaker.state                resilience4j.circuitbreaker.state{state=closed|open|half_open|  resilience.polly.strategy.events{event.name=OnCircuitOpened|
+//	                                         forced_open|disabled} (1 active, 0 not)                        OnCircuitClosed|OnCircuitHalfOpened}: transitions, not a state
+//	slidegate.rule.limit                   resilience4j.ratelimiter.available.permissions (what is left,   -
+//	                                         not the limit); resilience4j.bulkhead.max.allowed.concurrent.calls
+//	slidegate.in_flight_requests           - (bulkhead.available.concurrent.calls is the room left)        -
+//	slidegate.request.duration             resilience4j.circuitbreaker.calls (timer)                       resilience.polly.pipeline.duration, resilience.polly.strategy.attempt.duration (ms)
+//
+// Both libraries name their protections (name, pipeline.name,
+// strategy.name) where slidegate names the resource and its rules; both
+// keep their state sets and events per instance, as here. Polly counts
+// events as they happen and records durations in milliseconds; here every
+// instrument is read from the guard's totals at collection time, and
+// durations are in seconds, as the semantic conventions want.
 package otelguard

@@ -171,6 +171,7 @@ func TestDurationHistogramIsTheResponseTimeTotals(t *testing.T) {
 	took("api", 20*time.Second)                            // beyond 10 s
 	took("web", 400*time.Millisecond, slidegate.Inbound()) // ≤ 500 ms
 	took("idle", 0)
+	took("slow", 5*time.Minute) // beyond the longest response time the guard bins
 	e, err := h.enter(t, "never-ended")
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +211,10 @@ func TestDurationHistogramIsTheResponseTimeTotals(t *testing.T) {
 	inbound := histogram(t, ms, "slidegate.inbound.request.duration")
 	if inbound.Count != 1 || inbound.BucketCounts[7] != 1 || inbound.Sum != web.Sum {
 		t.Errorf("inbound: count %d, sum %v, buckets %v; want web's", inbound.Count, inbound.Sum, inbound.BucketCounts)
+	}
+	slow := histogram(t, ms, "slidegate.request.duration", "slidegate.resource", "slow", "slidegate.direction", "outbound")
+	if slow.Count != 1 || slow.BucketCounts[len(bounds)] != 1 || slow.Sum != 300 {
+		t.Errorf("slow: count %d, sum %v, buckets %v; want 1 beyond the last bound, 300 s", slow.Count, slow.Sum, slow.BucketCounts)
 	}
 	for _, name := range []string{"idle", "never-ended"} {
 		dp := histogram(t, ms, "slidegate.request.duration", "slidegate.resource", name, "slidegate.direction", "outbound")
