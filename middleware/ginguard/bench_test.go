@@ -1,0 +1,46 @@
+package ginguard_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/middleware/ginguard"
+)
+
+// discard is a ResponseWriter that allocates nothing.
+type discard struct{ h http.Header }
+
+func (w discard) Header() http.Header         { return w.h }
+func (w discard) Write(p []byte) (int, error) { return len(p), nil }
+func (w discard) WriteHeader(int)             {}
+
+// BenchmarkEngine serves a routed request through gin, without the guard
+// and with it (a QPS rule and a breaker on the route).
+func BenchmarkEngine(b *testing.B) {
+	for _, guarded := range []bool{false, true} {
+		name := "bare"
+		if guarded {
+			name = "guarded"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := gin.New()
+			if guarded {
+				g := newGuard(b, slidegate.Rules{
+					Flow:     []slidegate.FlowRule{{Resource: "GET /users/:id", Limit: 1 << 31}},
+					Breakers: []slidegate.BreakerRule{{Resource: "GET /users/:id", Strategy: slidegate.ErrorRatioBreaker, Threshold: 0.5}},
+				})
+				e.Use(ginguard.Middleware(g))
+			}
+			e.GET("/users/:id", func(*gin.Context) {})
+			r := httptest.NewRequest("GET", "/users/7", nil)
+			w := discard{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				e.ServeHTTP(w, r)
+			}
+		})
+	}
+}
