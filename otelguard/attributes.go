@@ -26,7 +26,9 @@ const (
 	// "ref_limited", "breaker_open" or "overloaded".
 	ReasonKey = attribute.Key("slidegate.reason")
 	// RuleKey is the rule's name (slidegate.Rules.Named): "qps", "breaker".
-	RuleKey = attribute.Key("slidegate.rule")
+	// Not "slidegate.rule", which is the namespace of RuleTypeKey and of
+	// the instrument slidegate.rule.limit.
+	RuleKey = attribute.Key("slidegate.rule.name")
 	// RuleTypeKey is a flow rule's type as rule files write it: "qps",
 	// "throttle", "concurrency", "shed", "adaptive" ...
 	RuleTypeKey = attribute.Key("slidegate.rule.type")

@@ -40,9 +40,9 @@
 //	slidegate.inbound.requests            counter (observable)       {request}   slidegate.outcome, slidegate.reason (blocked only)
 //	slidegate.inbound.in_flight_requests  up-down counter (obs.)     {request}   -
 //	slidegate.inbound.request.duration    histogram (Producer)       s           -
-//	slidegate.breaker.state               gauge (observable)         1           slidegate.resource, slidegate.rule, slidegate.breaker.strategy, slidegate.breaker.state
-//	slidegate.rule.limit                  gauge (observable)         {request}   slidegate.resource, slidegate.rule, slidegate.rule.type
-//	slidegate.overload.limit              gauge (observable)         {request}   slidegate.resource, slidegate.rule, slidegate.rule.type
+//	slidegate.breaker.state               gauge (observable)         1           slidegate.resource, slidegate.rule.name, slidegate.breaker.strategy, slidegate.breaker.state
+//	slidegate.rule.limit                  gauge (observable)         {request}   slidegate.resource, slidegate.rule.name, slidegate.rule.type
+//	slidegate.overload.limit              gauge (observable)         {request}   slidegate.resource, slidegate.rule.name, slidegate.rule.type
 //	slidegate.cluster.healthy             gauge (observable)         1           -
 //	slidegate.cluster.failures            counter (observable)       {call}      -
 //	slidegate.cluster.fallbacks           counter (observable)       {decision}  -
@@ -70,9 +70,17 @@
 // and adaptive rules learn theirs, which slidegate.overload.limit tells
 // (Guard.Overload: the most requests in flight the rule allows now;
 // nothing for a shed rule that has not learnt the service's capacity).
-// slidegate.rule is the rule's name as Rules.Named gives it, as a
+// slidegate.rule.name is the rule's name as Rules.Named gives it, as a
 // *slidegate.BlockError names it. The cluster instruments have data only
 // for a guard whose cluster reports its health (a redisflow.Cluster).
+//
+// The names follow the semantic conventions' rule that a name does not
+// coincide with a namespace: the rule's name is slidegate.rule.name, not
+// slidegate.rule, which is the namespace of slidegate.rule.type and
+// slidegate.rule.limit; the requests in flight are
+// slidegate.in_flight_requests (as http.server.active_requests is), not
+// slidegate.requests.in_flight, which would make slidegate.requests both
+// an instrument and a namespace.
 //
 // # Response-time histograms
 //

@@ -107,7 +107,7 @@ func TestBreakerStateAndRuleLimits(t *testing.T) {
 			if st == want {
 				w = 1
 			}
-			got := value(t, ms, "slidegate.breaker.state", "slidegate.resource", "db", "slidegate.rule", "breaker",
+			got := value(t, ms, "slidegate.breaker.state", "slidegate.resource", "db", "slidegate.rule.name", "breaker",
 				"slidegate.breaker.strategy", "consecutive_failures", "slidegate.breaker.state", st)
 			if got != w {
 				t.Errorf("state %s = %d, want %d (breaker %s)", st, got, w, want)
@@ -128,16 +128,16 @@ func TestBreakerStateAndRuleLimits(t *testing.T) {
 	state("open")
 
 	ms := h.collect(t)
-	if got := value(t, ms, "slidegate.rule.limit", "slidegate.resource", "db", "slidegate.rule", "qps", "slidegate.rule.type", "qps"); got != 100 {
+	if got := value(t, ms, "slidegate.rule.limit", "slidegate.resource", "db", "slidegate.rule.name", "qps", "slidegate.rule.type", "qps"); got != 100 {
 		t.Errorf("qps limit = %d, want 100", got)
 	}
-	if got := value(t, ms, "slidegate.rule.limit", "slidegate.resource", "db", "slidegate.rule", "pool", "slidegate.rule.type", "concurrency"); got != 8 {
+	if got := value(t, ms, "slidegate.rule.limit", "slidegate.resource", "db", "slidegate.rule.name", "pool", "slidegate.rule.type", "concurrency"); got != 8 {
 		t.Errorf("concurrency limit = %d, want 8", got)
 	}
 	if n := len(points(t, ms["slidegate.rule.limit"])); n != 2 {
 		t.Errorf("%d rule limits, want 2 (the adaptive rule's is learnt)", n)
 	}
-	if got := value(t, ms, "slidegate.overload.limit", "slidegate.resource", slidegate.InboundResource, "slidegate.rule", "adaptive", "slidegate.rule.type", "adaptive"); got != 20 {
+	if got := value(t, ms, "slidegate.overload.limit", "slidegate.resource", slidegate.InboundResource, "slidegate.rule.name", "adaptive", "slidegate.rule.type", "adaptive"); got != 20 {
 		t.Errorf("adaptive limit = %d, want 20", got)
 	}
 	if got := value(t, ms, "slidegate.requests", "slidegate.resource", "db", "slidegate.direction", "outbound",
