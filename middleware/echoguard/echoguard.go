@@ -1,0 +1,124 @@
+package echoguard
+
+import (
+	"net/http"
+	"reflect"
+
+	"github.com/labstack/echo/v4"
+	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/middleware/httpguard"
+)
+
+// An Option customises Middleware.
+type Option func(*options)
+
+type options struct {
+	key     func(echo.Context) string // nil: every request has the key ""
+	isError func(status int) bool
+}
+
+// KeyFrom takes each request's key (slidegate.WithKey), which per-key rules
+// limit on its own, from f: c.RealIP() keys by the client's address as the
+// server's IPExtractor finds it, c.Request().Header.Get("X-Api-Key") by an
+// API key. A nil f keeps every request's key "". The guard tells apart at
+// most slidegate.MaxKeyLength bytes of a key.
+func KeyFrom(f func(c echo.Context) string) Option {
+	return func(o *options) { o.key = f }
+}
+
+// WithIsError says which response statuses count as failures for the
+// guard's statistics and breakers. The default is httpguard.ServerError
+// (5xx); a nil f keeps it.
+func WithIsError(f func(status int) bool) Option {
+	return func(o *options) {
+		if f != nil {
+			o.isError = f
+		}
+	}
+}
+
+// Middleware returns echo middleware that guards the handler after it with
+// g (nil means slidegate.Default()). Each request enters the guard as
+// inbound traffic (slidegate.Inbound) under its method (httpguard.Method)
+// and its route, c.Path(): "GET /users/:id"; a request that echo routes to
+// its NotFoundHandler or MethodNotAllowedHandler is httpguard.NoRoute.
+//
+// A blocked request reaches no handler after Middleware, which returns an
+// *echo.HTTPError with httpguard.BlockedStatus's status, its text as the
+// message and the guard's error as Internal, after setting the Retry-After
+// header. An allowed one exits the guard when the handler returns: with an
+// error if the response's status counts as one (WithIsError; 5xx by
+// default), or if the handler panicked, in which case the panic goes on
+// after the exit. The status of a handler that returns an error and has
+// written nothing is the one echo's default error handler writes for it:
+// an *echo.HTTPError's code, or 500 for any other error.
+func Middleware(g *slidegate.Guard, opts ...Option) echo.MiddlewareFunc {
+	if g == nil {
+		g = slidegate.Default()
+	}
+	o := options{isError: httpguard.ServerError}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			var buf [2]slidegate.EntryOption // on the stack: Enter keeps none of them
+			eo := append(buf[:0], slidegate.Inbound())
+			if o.key != nil {
+				eo = append(eo, slidegate.WithKey(o.key(c)))
+			}
+			e, err := g.Enter(r.Context(), resource(c), eo...)
+			if err != nil {
+				status, retryAfter := httpguard.BlockedStatus(err)
+				if retryAfter != "" {
+					c.Response().Header().Set("Retry-After", retryAfter)
+				}
+				return &echo.HTTPError{Code: status, Message: http.StatusText(status), Internal: err}
+			}
+			defer func() {
+				if v := recover(); v != nil {
+					e.Exit(httpguard.PanicError(v))
+					panic(v) // on the original stack, which is not unwound yet
+				}
+			}()
+			err = next(c)
+			if status := responseStatus(c, err); o.isError(status) {
+				e.Exit(&httpguard.StatusError{Status: status})
+			} else {
+				e.Exit(nil)
+			}
+			return err
+		}
+	}
+}
+
+// resource names the request c routed. Echo names a request it found no
+// route for by the nearest node of its tree, a path of no route, so those
+// are told apart by their handler: echo's own for 404 and 405.
+func resource(c echo.Context) string {
+	if h := reflect.ValueOf(c.Handler()).Pointer(); h == reflect.ValueOf(echo.NotFoundHandler).Pointer() ||
+		h == reflect.ValueOf(echo.MethodNotAllowedHandler).Pointer() {
+		return httpguard.NoRoute
+	}
+	return httpguard.PatternResource(c.Request(), c.Path())
+}
+
+// responseStatus is the status of the response to c's request, after its
+// handler returned err: the one written, or the one echo's default error
+// handler will write for err.
+func responseStatus(c echo.Context, err error) int {
+	res := c.Response()
+	if res.Committed || err == nil {
+		return res.Status
+	}
+	if he, ok := err.(*echo.HTTPError); ok {
+		if inner, ok := he.Internal.(*echo.HTTPError); ok {
+			return inner.Code
+		}
+		return he.Code
+	}
+	return http.StatusInternalServerError
+}
