@@ -49,11 +49,13 @@
 //
 // slidegate.requests counts since the guard began keeping a resource's
 // statistics (slidegate.Totals), one series per outcome: "allowed" (the
-// requests let in), "blocked" (one series for each of the seven reasons,
-// zeros included: "rate_limited", "concurrency_limited", "exceeds_limit",
+// requests let in), "blocked" (one series for each reason that blocked
+// any: "rate_limited", "concurrency_limited", "exceeds_limit",
 // "wait_too_long", "ref_limited", "breaker_open", "overloaded"),
 // "succeeded" and "failed" (the allowed requests that exited without and
-// with an error). The outcomes overlap: succeeded and failed are among
+// with an error). Allowed, succeeded and failed are there from the
+// resource's first request, zeros included; a blocked series appears with
+// the first request blocked for its reason (see Bounds below for why). The outcomes overlap: succeeded and failed are among
 // allowed, so select an outcome rather than add them all up; allowed plus
 // blocked is every request. slidegate.direction is "inbound" for a
 // resource any request entered with slidegate.Inbound, "outbound" for the
@@ -120,8 +122,19 @@
 // (slidegate.DefaultMaxResources, 4096) resources besides those rules name,
 // plus slidegate.OtherResource ("(other)"), under which the guard counts
 // the traffic it has no room for. So a collection holds at most 11 data
-// points and one histogram per resource, 3 per breaker rule, and one per
-// flow or overload rule, whatever the traffic.
+// points and one histogram per resource (4, one of them the in-flight
+// count, while nothing is blocked), 3 per breaker rule, and one per flow
+// or overload rule, whatever the traffic.
+//
+// The SDK holds at most 2,000 data points per instrument in a collection
+// unless told otherwise (sdkmetric.WithCardinalityLimit), and folds the
+// rest into one series with the attribute otel.metric.overflow=true: with
+// the default, slidegate.requests overflows from about 600 resources
+// with traffic (fewer if many are blocked for several reasons). A guard
+// that keeps more, up to WithMaxResources, wants a MeterProvider with a
+// limit of 10 × (resources + 1), or none (0), as a test shows. The
+// Producer's histograms are not the MeterProvider's, and no limit applies
+// to them.
 //
 // A name is what a caller entered (a path, a method), and OTLP carries
 // attribute values as protobuf strings, which must be valid UTF-8: names

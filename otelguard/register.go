@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -119,18 +120,22 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 	observeRequests(o, in.inboundRequests, inbound.Totals)
 	o.ObserveInt64(in.inboundInFlight, inbound.InFlight)
 
+	var breakerNames ruleNames
 	for _, b := range g.Breakers() {
+		res := attributeValue(b.Resource)
+		name := breakerNames.of(res, b.Rule)
 		for _, st := range breakerStates {
 			var v int64
 			if b.State == st.state {
 				v = 1
 			}
 			o.ObserveInt64(in.breakerState, v, metric.WithAttributes(
-				ResourceKey.String(attributeValue(b.Resource)), RuleKey.String(b.Rule),
+				ResourceKey.String(res), RuleKey.String(name),
 				BreakerStrategyKey.String(string(b.Strategy)), BreakerStateKey.String(st.value)))
 		}
 	}
 	rules := g.Rules().Named()
+	var limitNames ruleNames
 	for _, f := range rules.Flow {
 		typ := f.Type
 		switch typ {
@@ -140,15 +145,18 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 			// Their limits are learnt: slidegate.overload.limit says them.
 			continue
 		}
+		res := attributeValue(f.Resource)
 		o.ObserveInt64(in.ruleLimit, f.Limit, metric.WithAttributes(
-			ResourceKey.String(attributeValue(f.Resource)), RuleKey.String(f.Name), RuleTypeKey.String(string(typ))))
+			ResourceKey.String(res), RuleKey.String(limitNames.of(res, f.Name)), RuleTypeKey.String(string(typ))))
 	}
+	var overloadNames ruleNames
 	for _, s := range g.Overload() {
 		if s.Limit < 0 { // a shed rule that has not learnt the capacity yet
 			continue
 		}
+		res := attributeValue(s.Resource)
 		o.ObserveInt64(in.overloadLimit, s.Limit, metric.WithAttributes(
-			ResourceKey.String(attributeValue(s.Resource)), RuleKey.String(s.Rule), RuleTypeKey.String(string(s.Type))))
+			ResourceKey.String(res), RuleKey.String(overloadNames.of(res, s.Rule)), RuleTypeKey.String(string(s.Type))))
 	}
 	if h, ok := g.ClusterHealth(); ok {
 		var v int64
@@ -162,8 +170,12 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 }
 
 // observeRequests observes totals on a requests counter: allowed,
-// succeeded and failed, and blocked once for every reason, zeros included,
-// so that a rate over the series starts with the resource.
+// succeeded and failed, zeros included, and blocked for each reason that
+// blocked any request. Zero series of the seven reasons would make a
+// resource ten data points, which the SDK's default cardinality limit
+// (2,000 data points per instrument) would fold into its overflow series
+// from 200 resources on; a blocked series appears with its first request,
+// and its start time (the SDK's) says it counted from zero since then.
 func observeRequests(o metric.Observer, c metric.Int64ObservableCounter, t slidegate.Totals, attrs ...attribute.KeyValue) {
 	with := func(kv ...attribute.KeyValue) metric.ObserveOption {
 		return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(attrs)+len(kv)), attrs...), kv...)...)
@@ -172,8 +184,34 @@ func observeRequests(o metric.Observer, c metric.Int64ObservableCounter, t slide
 	o.ObserveInt64(c, t.Succeeded, with(OutcomeKey.String("succeeded")))
 	o.ObserveInt64(c, t.Failed, with(OutcomeKey.String("failed")))
 	for _, r := range reasons {
-		o.ObserveInt64(c, t.BlockedBy[r.reason], with(OutcomeKey.String("blocked"), ReasonKey.String(r.value)))
+		if n := t.BlockedBy[r.reason]; n > 0 {
+			o.ObserveInt64(c, n, with(OutcomeKey.String("blocked"), ReasonKey.String(r.value)))
+		}
 	}
+}
+
+// ruleNames gives the rules of one instrument their RuleKey values: their
+// names, which are unique among the rules of a resource, made unique among
+// those of its attribute value too. Resources whose names are not valid
+// UTF-8 may share an attribute value, and one data point told twice in a
+// collection would be one series with two values: the second rule of a
+// name there is "qps#2", the third "qps#3", in the order of the rules,
+// each the first such value no rule there has yet. The zero value is
+// ready to use.
+type ruleNames map[[2]string]bool // resource, rule value → used
+
+// of returns the RuleKey value of the rule named name, of a resource whose
+// attribute value is resource.
+func (n *ruleNames) of(resource, name string) string {
+	if *n == nil {
+		*n = ruleNames{}
+	}
+	v := name
+	for i := 2; (*n)[[2]string{resource, v}]; i++ {
+		v = name + "#" + strconv.Itoa(i)
+	}
+	(*n)[[2]string{resource, v}] = true
+	return v
 }
 
 // saturate returns n as an int64, math.MaxInt64 beyond it.

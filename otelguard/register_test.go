@@ -50,8 +50,6 @@ func TestRequestsAreTheGuardsTotals(t *testing.T) {
 		{[]string{"slidegate.outcome", "succeeded"}, 2},
 		{[]string{"slidegate.outcome", "failed"}, 1},
 		{[]string{"slidegate.outcome", "blocked", "slidegate.reason", "rate_limited"}, 2},
-		{[]string{"slidegate.outcome", "blocked", "slidegate.reason", "concurrency_limited"}, 0},
-		{[]string{"slidegate.outcome", "blocked", "slidegate.reason", "overloaded"}, 0},
 	} {
 		kv := append([]string{"slidegate.resource", "orders", "slidegate.direction", "outbound"}, c.kv...)
 		if got := value(t, ms, req, kv...); got != c.want {
@@ -77,9 +75,10 @@ func TestRequestsAreTheGuardsTotals(t *testing.T) {
 	if got := value(t, ms, "slidegate.inbound.in_flight_requests"); got != 1 {
 		t.Errorf("inbound in flight = %d, want 1", got)
 	}
-	// Each resource has its 3 outcomes and 7 reasons, and nothing else.
-	if n := len(points(t, ms[req])); n != 2*(3+7) {
-		t.Errorf("%d data points of %s for 2 resources, want %d", n, req, 2*(3+7))
+	// Each resource has its 3 outcomes and the 1 reason that blocked it,
+	// and nothing else: no series for a reason that blocked nothing.
+	if n := len(points(t, ms[req])); n != 2*(3+1) {
+		t.Errorf("%d data points of %s for 2 resources, want %d", n, req, 2*(3+1))
 	}
 	in.ExitAt(h.clk.Now(), nil)
 	ms = h.collect(t)
@@ -295,8 +294,8 @@ func TestInvalidUTF8NamesAreMerged(t *testing.T) {
 	if got := value(t, ms, "slidegate.requests", "slidegate.resource", "/a\uFFFD", "slidegate.direction", "outbound", "slidegate.outcome", "allowed"); got != 4 {
 		t.Errorf("allowed under /a\\uFFFD = %d, want 4", got)
 	}
-	if n := len(points(t, ms["slidegate.requests"])); n != 3+7 {
-		t.Errorf("%d data points, want %d: one resource", n, 3+7)
+	if n := len(points(t, ms["slidegate.requests"])); n != 3 {
+		t.Errorf("%d data points, want 3: one resource, nothing blocked", n)
 	}
 	if dp := histogram(t, ms, "slidegate.request.duration", "slidegate.resource", "/a\uFFFD", "slidegate.direction", "outbound"); dp.Count != 4 {
 		t.Errorf("histogram count %d, want 4", dp.Count)
@@ -333,5 +332,26 @@ func TestWithBucketsRefusesBadBounds(t *testing.T) {
 	}
 	if _, err := otelguard.NewProducer(g, otelguard.WithBuckets()); err != nil {
 		t.Errorf("WithBuckets(): %v", err)
+	}
+}
+
+// Rules of resources whose names read the same once made valid UTF-8
+// keep a data point each, told apart by their rule names.
+func TestRulesOfInvalidUTF8NamesAreToldApart(t *testing.T) {
+	h := newHarness(t, slidegate.Rules{
+		Flow: []slidegate.FlowRule{{Resource: "a\xff", Limit: 1}, {Resource: "a\xfe", Limit: 2}},
+		Breakers: []slidegate.BreakerRule{
+			{Resource: "a\xff", Strategy: slidegate.ErrorCountBreaker, Count: 5},
+			{Resource: "a\xfe", Strategy: slidegate.ErrorCountBreaker, Count: 5},
+		},
+	})
+	ms := h.collect(t)
+	one := value(t, ms, "slidegate.rule.limit", "slidegate.resource", "a\uFFFD", "slidegate.rule.name", "qps", "slidegate.rule.type", "qps")
+	two := value(t, ms, "slidegate.rule.limit", "slidegate.resource", "a\uFFFD", "slidegate.rule.name", "qps#2", "slidegate.rule.type", "qps")
+	if one+two != 3 || one*two != 2 {
+		t.Errorf("limits %d and %d, want 1 and 2", one, two)
+	}
+	if n := len(points(t, ms["slidegate.breaker.state"])); n != 2*3 {
+		t.Errorf("%d breaker state data points, want 6", n)
 	}
 }
