@@ -23,10 +23,10 @@ type options struct {
 	blocked  func(http.ResponseWriter, *http.Request, error)
 	isError  func(status int) bool
 	entry    func(*http.Request) []slidegate.EntryOption
-	key      func(*http.Request) string // nil: every request has the key ""
-	retry    *retrier                   // nil: Transport sends each request once
-	mux      *http.ServeMux             // nil: Middleware routes by next if it is a mux
-	logger   *slog.Logger               // nil: slog.Default() when it is needed
+	key      func(*http.Request) string                    // nil: every request has the key ""
+	retry    *retrier                                      // nil: Transport sends each request once
+	route    func(*http.Request) (pattern string, ok bool) // nil: Middleware routes by next if it is a mux
+	logger   *slog.Logger                                  // nil: slog.Default() when it is needed
 }
 
 // WithResource names the resource a request enters. The default is
@@ -85,10 +85,34 @@ func WithEntryOptions(f func(*http.Request) []slidegate.EntryOption) Option {
 // placed directly around the mux: with other middleware between them, the
 // mux sets the pattern on the request it routes, which Middleware, having
 // entered the guard before, never sees. mux is asked for each request's
-// pattern (ServeMux.Handler) before next runs. WithResource wins over it; a
-// nil mux keeps the default. Transport ignores it.
+// pattern (ServeMux.Handler) before next runs. It is WithRoute with mux's
+// routes; WithResource wins over it; a nil mux keeps the option in force.
+// Transport ignores it.
 func WithMux(mux *http.ServeMux) Option {
-	return func(o *options) { o.mux = mux }
+	if mux == nil {
+		return nil
+	}
+	return WithRoute(func(r *http.Request) (string, bool) {
+		_, pattern := mux.Handler(r)
+		return pattern, true
+	})
+}
+
+// WithRoute gives Middleware the router that routes the requests it
+// guards, as a function that returns the pattern of the route that will
+// serve r, before it is routed: "" if no route serves it (the request is
+// then NoRoute), and ok false if the function cannot tell (Middleware then
+// names r as it would without the option, see Middleware). Middleware names
+// r by PatternResource(r, pattern). Adapters to other routers give it
+// their router's lookup; a pattern must come from the router's routes,
+// never from the request. WithResource wins over it; a nil route keeps the
+// option in force. Transport ignores it.
+func WithRoute(route func(r *http.Request) (pattern string, ok bool)) Option {
+	return func(o *options) {
+		if route != nil {
+			o.route = route
+		}
+	}
 }
 
 // WithLogger is where Middleware says, once, that it cannot learn the
@@ -220,7 +244,8 @@ func withMethod(method, pattern string) string {
 // of its route (see RouteResource), which Middleware learns from the first
 // of these that applies:
 //
-//   - the mux WithMux gives, asked for the request's pattern;
+//   - the mux WithMux gives, or the router WithRoute gives, asked for the
+//     request's pattern;
 //   - next, when next is a *http.ServeMux (place Middleware directly around
 //     the mux: mux.Handler tells the pattern before the mux routes the
 //     request);
@@ -248,9 +273,11 @@ func Middleware(g *slidegate.Guard, opts ...Option) func(http.Handler) http.Hand
 	}
 	o := build(opts)
 	return func(next http.Handler) http.Handler {
-		h := &handler{g: g, next: next, o: o, mux: o.mux}
-		if h.mux == nil {
-			h.mux, _ = next.(*http.ServeMux)
+		h := &handler{g: g, next: next, o: o}
+		if h.o.route == nil {
+			if mux, ok := next.(*http.ServeMux); ok {
+				WithMux(mux)(&h.o)
+			}
 		}
 		return h
 	}
@@ -260,7 +287,6 @@ type handler struct {
 	g    *slidegate.Guard
 	next http.Handler
 	o    options
-	mux  *http.ServeMux // asked for the pattern; nil if Middleware has none
 	// warned is set once the middleware has said that it cannot learn the
 	// route.
 	warned atomic.Bool
@@ -271,12 +297,14 @@ func (h *handler) name(r *http.Request) string {
 	switch {
 	case h.o.resource != nil:
 		return h.o.resource(r)
-	case h.mux != nil:
-		// Ask the mux, even when r.Pattern is set: that is the pattern
+	case h.o.route != nil:
+		// Ask the router, even when r.Pattern is set: that is the pattern
 		// of an outer mux that routed the request here.
-		_, pattern := h.mux.Handler(r)
-		return PatternResource(r, pattern)
-	case r.Pattern != "":
+		if pattern, ok := h.o.route(r); ok {
+			return PatternResource(r, pattern)
+		}
+	}
+	if r.Pattern != "" {
 		return withMethod(Method(r), r.Pattern)
 	}
 	if !h.warned.Load() && h.warned.CompareAndSwap(false, true) {

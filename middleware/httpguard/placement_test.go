@@ -176,3 +176,31 @@ func (h *recordingHandler) messages() []string {
 	defer h.mu.Unlock()
 	return append([]string(nil), h.msgs...)
 }
+
+// TestWithRoute checks that Middleware names requests by the pattern a
+// router's lookup gives, NoRoute when it finds none, and as without the
+// option when it cannot tell.
+func TestWithRoute(t *testing.T) {
+	g, _ := newGuard(t, slidegate.Rules{})
+	var log recordingHandler
+	h := httpguard.Middleware(g, httpguard.WithLogger(slog.New(&log)), httpguard.WithRoute(nil), httpguard.WithRoute(func(r *http.Request) (string, bool) {
+		switch r.URL.Path {
+		case "/found/1", "/found/2":
+			return "/found/:n", true
+		case "/missing":
+			return "", true
+		}
+		return "", false
+	}))(http.NotFoundHandler())
+	for _, path := range []string{"/found/1", "/found/2", "/missing", "/unknown", "/unknown/2"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+	}
+	for name, want := range map[string]int64{"GET /found/:n": 2, httpguard.NoRoute: 1, unknownGET: 2} {
+		if s := stats(t, g, name); s.Allowed != want {
+			t.Errorf("%s: allowed %d, want %d", name, s.Allowed, want)
+		}
+	}
+	if msgs := log.messages(); len(msgs) != 1 {
+		t.Errorf("%d warnings, want 1", len(msgs))
+	}
+}
