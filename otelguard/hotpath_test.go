@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/slidegate/slidegate"
 )
 
@@ -73,7 +75,12 @@ func TestCollectDuringTraffic(t *testing.T) {
 				return
 			default:
 			}
-			h.collect(t)
+			// Not h.collect: FailNow belongs to the test's goroutine.
+			var rm metricdata.ResourceMetrics
+			if err := h.reader.Collect(bg, &rm); err != nil {
+				t.Error(err)
+				return
+			}
 			n++
 			if n%4 == 0 {
 				_ = h.g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "r0", Limit: 1<<30 + int64(n)}}})

@@ -25,8 +25,14 @@ type Registration struct {
 }
 
 // Close unregisters the callback. It is safe to call more than once, and
-// from any goroutine.
-func (r *Registration) Close() error { return r.reg.Unregister() }
+// from any goroutine; Close of a Registration Register did not make does
+// nothing.
+func (r *Registration) Close() error {
+	if r == nil || r.reg == nil {
+		return nil
+	}
+	return r.reg.Unregister()
+}
 
 // instruments are the observable instruments of one Registration.
 type instruments struct {
