@@ -498,7 +498,6 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	s := r.stats.SumsAt(now)
 	out := ResourceStats{
 		Resource:  r.name,
-		Inbound:   r.inbound.Load(),
 		Allowed:   s[window.Allowed],
 		Blocked:   s[window.Blocked],
 		Succeeded: s[window.Succeeded],
@@ -510,6 +509,10 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	l := r.lat.SummaryAt(now)
 	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
 	t := r.stats.Totals()
+	// Read after the counts: Enter marks a resource inbound before it
+	// counts the request, so counts that include an inbound request are
+	// never read with the resource still outbound.
+	out.Inbound = r.inbound.Load()
 	out.InFlight = inFlight(t)
 	out.Totals = Totals{
 		Allowed:      t[window.Allowed],

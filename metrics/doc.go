@@ -258,7 +258,9 @@
 // the label adds no series. A resource entered outbound and later inbound
 // changes direction once, for good: its series then move from outbound to
 // inbound, which Prometheus reads as one series ending and another
-// starting.
+// starting. So does a route that a rule names: the guard keeps its
+// resource from the moment the rules are set, with zero counts and
+// outbound, until its first request comes in.
 //
 // # The guard's inbound traffic
 //

@@ -49,7 +49,7 @@ type traffic struct {
 func newTraffic(desc func(name, help string, labels ...string) *prometheus.Desc, histogramErr, summaryErr error, prefix, whose string, labels ...string) traffic {
 	with := func(extra ...string) []string { return append(slices.Clip(labels), extra...) }
 	requestDuration := desc(prefix+"request_duration_seconds",
-		"Response time of the requests to "+whose+" that ended since the statistics began: the classic buckets count a request in the bucket of its response time within 4.5%; the native buckets (schema 3) in its own bucket, or the next one up if it lies within 1.6% below that bucket's lower bound; response times below 256 ns in the zero bucket.",
+		"Response time of the requests to "+whose+" that ended since the statistics began: from 2.048 µs up, the classic buckets count a request in the bucket of its response time within 4.5%, the native buckets (schema 3) in its own bucket, or the next one up if it lies within 1.6% below that bucket's lower bound; response times below 256 ns are in the zero bucket, and those between within 128 ns.",
 		labels...)
 	if histogramErr != nil {
 		requestDuration = prometheus.NewInvalidDesc(histogramErr)

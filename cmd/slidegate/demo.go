@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -183,9 +184,15 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "slidegate demo: --cpu %v: must be a share from 0 to 1\n", *cpuShare)
 		return 2
 	}
-	if _, _, err := net.SplitHostPort(*redisAddr); *redisAddr != "" && err != nil {
-		fmt.Fprintf(stderr, "slidegate demo: --redis %q: want host:port: %v\n", *redisAddr, err)
-		return 2
+	if *redisAddr != "" {
+		_, port, err := net.SplitHostPort(*redisAddr)
+		if n, perr := strconv.ParseUint(port, 10, 16); err == nil && (perr != nil || n == 0) {
+			err = fmt.Errorf("port %q is not a number from 1 to 65535", port)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "slidegate demo: --redis %q: want host:port: %v\n", *redisAddr, err)
+			return 2
+		}
 	}
 	if *printRules {
 		_, _ = stdout.Write(demoRules)

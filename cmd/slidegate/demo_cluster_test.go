@@ -106,7 +106,7 @@ func TestDemoWithoutItsRedis(t *testing.T) {
 }
 
 func TestDemoRedisFlag(t *testing.T) {
-	for _, addr := range []string{"localhost", "6379", "a:b:c"} {
+	for _, addr := range []string{"localhost", "6379", "a:b:c", "localhost:", "localhost:typo", "localhost:0", "localhost:65536"} {
 		if code, _, errOut := runCmd("demo", "--redis", addr); code != 2 || !strings.Contains(errOut, "--redis") {
 			t.Errorf("demo --redis %q: %d %q, want status 2 and a message naming the flag", addr, code, errOut)
 		}
