@@ -156,25 +156,31 @@
 //
 // What the same things are called by resilience4j-micrometer (Micrometer
 // meters of resilience4j, Java) and by Polly v8's telemetry (the meter
-// "Polly", .NET):
+// "Polly", .NET); attributes here without their prefix slidegate.:
 //
-//	slidegate                              resilience4j-micrometer                                         Polly
-//	slidegate.requests{outcome=allowed}    -                                                              -
-//	slidegate.requests{outcome=blocked,    resilience4j.circuitbreaker.not.permitted.calls (breaker open)  resilience.polly.strategy.events{event.name=OnRateLimiterRejected}
-//	  reason=...}
-//	slidegate.requests{outcome=succeeded,  resilience4j.circuitbreaker.calls{kind=successful|failed|       -
-//	  failed}                                ignored} (a timer)
-//	slidegate.breaker.state                resilience4j.circuitbreaker.state{state=closed|open|half_open|  resilience.polly.strategy.events{event.name=OnCircuitOpened|
-//	                                         forced_open|disabled} (1 active, 0 not)                        OnCircuitClosed|OnCircuitHalfOpened}: transitions, not a state
-//	slidegate.rule.limit                   resilience4j.ratelimiter.available.permissions (what is left,   -
-//	                                         not the limit); resilience4j.bulkhead.max.allowed.concurrent.calls
-//	slidegate.in_flight_requests           - (bulkhead.available.concurrent.calls is the room left)        -
-//	slidegate.request.duration             resilience4j.circuitbreaker.calls (timer)                       resilience.polly.pipeline.duration, resilience.polly.strategy.attempt.duration (ms)
+//	slidegate                                 resilience4j-micrometer                             Polly
+//	requests{outcome=blocked,                 resilience4j.circuitbreaker.not.permitted.calls     resilience.polly.strategy.events
+//	  reason=breaker_open|rate_limited...}      (a counter, breaker open)                           {event.name=OnRateLimiterRejected}
+//	requests{outcome=succeeded|failed}        resilience4j.circuitbreaker.calls                   -
+//	                                            {kind=successful|failed|ignored} (a timer)
+//	requests{outcome=allowed}                 -                                                   -
+//	breaker.state{breaker.state=...}          resilience4j.circuitbreaker.state                   resilience.polly.strategy.events
+//	                                            {state=closed|open|half_open|forced_open|           {event.name=OnCircuitOpened|
+//	                                            disabled}, 1 active and 0 not                       OnCircuitClosed|OnCircuitHalfOpened}
+//	rule.limit                                resilience4j.bulkhead.max.allowed.concurrent.calls  -
+//	                                            (a concurrency limit)
+//	in_flight_requests                        - (resilience4j.ratelimiter.available.permissions   -
+//	                                            and bulkhead.available.concurrent.calls
+//	                                            say what is left)
+//	request.duration (s)                      resilience4j.circuitbreaker.calls (the timer)       resilience.polly.pipeline.duration,
+//	                                                                                                resilience.polly.strategy.attempt.duration (ms)
 //
-// Both libraries name their protections (name, pipeline.name,
-// strategy.name) where slidegate names the resource and its rules; both
-// keep their state sets and events per instance, as here. Polly counts
-// events as they happen and records durations in milliseconds; here every
-// instrument is read from the guard's totals at collection time, and
-// durations are in seconds, as the semantic conventions want.
+// resilience4j tags its meters with the protection's name (name=...),
+// Polly with pipeline.name and strategy.name; here the attributes are the
+// resource and its rule's name. resilience4j's breaker state is, like
+// slidegate.breaker.state, one series per state; Polly counts the
+// breaker's transitions as events and has no state. Polly records
+// durations as they happen, in milliseconds; here every instrument is
+// read from the guard's totals at collection time, and durations are in
+// seconds, as the semantic conventions ask.
 package otelguard
