@@ -19,9 +19,11 @@ const (
 	ResourceKey = attribute.Key("slidegate.resource")
 	// DirectionKey is "inbound" or "outbound" (slidegate.ResourceStats.Inbound).
 	DirectionKey = attribute.Key("slidegate.direction")
-	// OutcomeKey is "allowed", "blocked", "succeeded" or "failed".
+	// OutcomeKey is "allowed", "blocked", "would_block", "succeeded" or
+	// "failed".
 	OutcomeKey = attribute.Key("slidegate.outcome")
-	// ReasonKey is why a request was blocked: "rate_limited",
+	// ReasonKey is why a request was blocked, or would have been:
+	// "rate_limited",
 	// "concurrency_limited", "exceeds_limit", "wait_too_long",
 	// "ref_limited", "breaker_open" or "overloaded".
 	ReasonKey = attribute.Key("slidegate.reason")

@@ -37,10 +37,10 @@
 // constants (ResourceKey ...):
 //
 //	name                                  instrument                 unit        attributes
-//	slidegate.requests                    counter (observable)       {request}   slidegate.resource, slidegate.direction, slidegate.outcome, slidegate.reason (blocked only)
+//	slidegate.requests                    counter (observable)       {request}   slidegate.resource, slidegate.direction, slidegate.outcome, slidegate.reason (blocked, would_block)
 //	slidegate.in_flight_requests          up-down counter (obs.)     {request}   slidegate.resource, slidegate.direction
 //	slidegate.request.duration            histogram (Producer)       s           slidegate.resource, slidegate.direction
-//	slidegate.inbound.requests            counter (observable)       {request}   slidegate.outcome, slidegate.reason (blocked only)
+//	slidegate.inbound.requests            counter (observable)       {request}   slidegate.outcome, slidegate.reason (blocked, would_block)
 //	slidegate.inbound.in_flight_requests  up-down counter (obs.)     {request}   -
 //	slidegate.inbound.request.duration    histogram (Producer)       s           -
 //	slidegate.breaker.state               gauge (observable)         1           slidegate.resource, slidegate.rule.name, slidegate.breaker.strategy, slidegate.breaker.state
@@ -55,17 +55,21 @@
 // requests let in), "blocked" (one series for each reason that blocked
 // any: "rate_limited", "concurrency_limited", "exceeds_limit",
 // "wait_too_long", "ref_limited", "breaker_open", "overloaded"),
-// "succeeded" and "failed" (the allowed requests that exited without and
-// with an error). Allowed, succeeded and failed are there from the
-// resource's first request, zeros included; a blocked series appears with
-// the first request blocked for its reason (see Bounds below for why). The outcomes overlap: succeeded and failed are among
-// allowed, so select an outcome rather than add them all up; allowed plus
-// blocked is every request. slidegate.direction is "inbound" for a
-// resource any request entered with slidegate.Inbound, "outbound" for the
-// rest (slidegate.ResourceStats.Inbound). The inbound families count the
-// guard's inbound traffic as a whole, whatever its resources, without a
-// resource attribute: a resource name is any string, and one called like
-// the total would clash with it.
+// "would_block" (the requests a shadow rule would have blocked and let
+// through, by the reason it would have blocked them for:
+// slidegate.FlowRule.Shadow, BreakerRule.Shadow, Rules.Shadow), "succeeded"
+// and "failed" (the allowed requests that exited without and with an
+// error). Allowed, succeeded and failed are there from the resource's
+// first request, zeros included; a blocked or would_block series appears
+// with the first request blocked, or that would have been, for its reason
+// (see Bounds below for why). The outcomes overlap: would_block, succeeded
+// and failed are among allowed, so select an outcome rather than add them
+// all up; allowed plus blocked is every request. slidegate.direction is
+// "inbound" for a resource any request entered with slidegate.Inbound,
+// "outbound" for the rest (slidegate.ResourceStats.Inbound). The inbound
+// instruments count the guard's inbound traffic as a whole, whatever its
+// resources, without a resource attribute: a resource name is any string,
+// and one called like the total would clash with it.
 //
 // slidegate.breaker.state is a state set: three data points per breaker
 // rule, 1 for the state its breaker is in ("closed", "open",
@@ -125,8 +129,8 @@
 // (slidegate.DefaultMaxResources, 4096) resources besides those rules name,
 // plus slidegate.OtherResource ("(other)"), under which the guard counts
 // the traffic it has no room for. So a collection holds at most 11 data
-// points and one histogram per resource (4, one of them the in-flight
-// count, while nothing is blocked), 3 per breaker rule, and one per flow
+// points (17 with shadow rules) and one histogram per resource (4, one
+// of them the in-flight count, while nothing is blocked), 3 per breaker rule, and one per flow
 // or overload rule, whatever the traffic.
 //
 // The SDK holds at most 2,000 data points per instrument in a collection
@@ -135,7 +139,7 @@
 // the default, slidegate.requests overflows from about 600 resources
 // with traffic (fewer if many are blocked for several reasons). A guard
 // that keeps more, up to WithMaxResources, wants a MeterProvider with a
-// limit of 10 × (resources + 1), or none (0), as a test shows. The
+// limit of 10 × (resources + 1) (17 × with shadow rules), or none (0), as a test shows. The
 // Producer's histograms are not the MeterProvider's, and no limit applies
 // to them.
 //

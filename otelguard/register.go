@@ -72,13 +72,13 @@ func Register(g *slidegate.Guard, mp metric.MeterProvider) (*Registration, error
 	}
 	var err error
 	in.requests, err = m.Int64ObservableCounter("slidegate.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests to a resource since the guard began keeping its statistics, by outcome: allowed, blocked (by reason), succeeded, failed."))
+		metric.WithDescription("Requests to a resource since the guard began keeping its statistics, by outcome: allowed, blocked and would_block (by reason), succeeded, failed."))
 	check("slidegate.requests", err)
 	in.inFlight, err = m.Int64ObservableUpDownCounter("slidegate.in_flight_requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests to a resource that entered and have not exited."))
 	check("slidegate.in_flight_requests", err)
 	in.inboundRequests, err = m.Int64ObservableCounter("slidegate.inbound.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests entered inbound, whatever their resource, by outcome: allowed, blocked (by reason), succeeded, failed."))
+		metric.WithDescription("Requests entered inbound, whatever their resource, by outcome: allowed, blocked and would_block (by reason), succeeded, failed."))
 	check("slidegate.inbound.requests", err)
 	in.inboundInFlight, err = m.Int64ObservableUpDownCounter("slidegate.inbound.in_flight_requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests entered inbound that have not exited."))
@@ -176,8 +176,8 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 }
 
 // observeRequests observes totals on a requests counter: allowed,
-// succeeded and failed, zeros included, and blocked for each reason that
-// blocked any request. Zero series of the seven reasons would make a
+// succeeded and failed, zeros included, and blocked and would_block for
+// each reason that blocked, or would have blocked, any request. Zero series of the seven reasons would make a
 // resource ten data points, which the SDK's default cardinality limit
 // (2,000 data points per instrument) would fold into its overflow series
 // from 200 resources on; a blocked series appears with its first request,
@@ -192,6 +192,9 @@ func observeRequests(o metric.Observer, c metric.Int64ObservableCounter, t slide
 	for _, r := range reasons {
 		if n := t.BlockedBy[r.reason]; n > 0 {
 			o.ObserveInt64(c, n, with(OutcomeKey.String("blocked"), ReasonKey.String(r.value)))
+		}
+		if n := t.WouldBlockBy[r.reason]; n > 0 {
+			o.ObserveInt64(c, n, with(OutcomeKey.String("would_block"), ReasonKey.String(r.value)))
 		}
 	}
 }
@@ -267,6 +270,7 @@ func mergeByAttributes(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
 		m.Totals.RT += s.Totals.RT
 		for r := range m.Totals.BlockedBy {
 			m.Totals.BlockedBy[r] += s.Totals.BlockedBy[r]
+			m.Totals.WouldBlockBy[r] += s.Totals.WouldBlockBy[r]
 		}
 	}
 	return out

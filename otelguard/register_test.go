@@ -355,3 +355,26 @@ func TestRulesOfInvalidUTF8NamesAreToldApart(t *testing.T) {
 		t.Errorf("%d breaker state data points, want 6", n)
 	}
 }
+
+// The requests a shadow rule would have blocked are counted as
+// would_block, by reason, among the allowed, and merged like the rest
+// for names that read the same.
+func TestWouldBlockIsCountedByReason(t *testing.T) {
+	h := newHarness(t, slidegate.Rules{Flow: []slidegate.FlowRule{
+		{Resource: "a\xff", Limit: 1, Shadow: true},
+		{Resource: "a\xfe", Limit: 2, Shadow: true},
+	}})
+	for _, name := range []string{"a\xff", "a\xff", "a\xff", "a\xfe", "a\xfe", "a\xfe"} {
+		if _, err := h.enter(t, name); err != nil {
+			t.Fatalf("a shadow rule blocked %q: %v", name, err)
+		}
+	}
+	ms := h.collect(t)
+	kv := []string{"slidegate.resource", "a\uFFFD", "slidegate.direction", "outbound"}
+	if got := value(t, ms, "slidegate.requests", append(kv, "slidegate.outcome", "would_block", "slidegate.reason", "rate_limited")...); got != 3 {
+		t.Errorf("would_block = %d, want 3 (2 + 1)", got)
+	}
+	if got := value(t, ms, "slidegate.requests", append(kv, "slidegate.outcome", "allowed")...); got != 6 {
+		t.Errorf("allowed = %d, want 6", got)
+	}
+}
