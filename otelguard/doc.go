@@ -128,20 +128,21 @@
 // slidegate.MaxNameLength (256) bytes, and at most WithMaxResources
 // (slidegate.DefaultMaxResources, 4096) resources besides those rules name,
 // plus slidegate.OtherResource ("(other)"), under which the guard counts
-// the traffic it has no room for. So a collection holds at most 11 data
-// points (17 with shadow rules) and one histogram per resource (4, one
-// of them the in-flight count, while nothing is blocked), 3 per breaker rule, and one per flow
-// or overload rule, whatever the traffic.
+// the traffic it has no room for. So a collection holds, per resource, at
+// most 10 data points of slidegate.requests (17 with shadow rules; 3 while
+// nothing is blocked), one of slidegate.in_flight_requests and one
+// histogram; and 3 per breaker rule, and one per flow or overload rule,
+// whatever the traffic.
 //
 // The SDK holds at most 2,000 data points per instrument in a collection
 // unless told otherwise (sdkmetric.WithCardinalityLimit), and folds the
 // rest into one series with the attribute otel.metric.overflow=true: with
-// the default, slidegate.requests overflows from about 600 resources
-// with traffic (fewer if many are blocked for several reasons). A guard
-// that keeps more, up to WithMaxResources, wants a MeterProvider with a
-// limit of 10 × (resources + 1) (17 × with shadow rules), or none (0), as a test shows. The
-// Producer's histograms are not the MeterProvider's, and no limit applies
-// to them.
+// the default, slidegate.requests overflows from about 600 resources with
+// traffic (fewer if many are blocked for several reasons). A guard that
+// keeps more, up to WithMaxResources, wants a MeterProvider with a limit
+// of 10 × (resources + 1) (17 × with shadow rules), or none (0), as a test
+// shows. The Producer's histograms are not the MeterProvider's, and no
+// limit applies to them.
 //
 // A name is what a caller entered (a path, a method), and OTLP carries
 // attribute values as protobuf strings, which must be valid UTF-8: names
