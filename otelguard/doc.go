@@ -34,7 +34,12 @@
 //
 // All under the meter and scope ScopeName. Units are UCUM, as the
 // semantic conventions write them. Attributes are named by the Key
-// constants (ResourceKey ...):
+// constants (ResourceKey ...), and WithAttributes adds attributes of one's
+// own to every data point: a process with several guards that share a
+// MeterProvider registers each with its own (attribute.String("guard",
+// "api")), or two guards' resources of the same name would be one series
+// observed twice. Each guard has its Producer, all given to the reader;
+// their histograms come as one scope each, of the same name.
 //
 //	name                                  instrument                 unit        attributes
 //	slidegate.requests                    counter (observable)       {request}   slidegate.resource, slidegate.direction, slidegate.outcome, slidegate.reason (blocked, would_block)

@@ -3,6 +3,6 @@ package otelguard
 import "time"
 
 // WithNow makes a Producer read the time of its data points from now.
-func WithNow(now func() time.Time) ProducerOption {
-	return func(o *producerOptions) { o.now = now }
+func WithNow(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
 }

@@ -63,10 +63,20 @@ func (h *harness) collect(t testing.TB) map[string]metricdata.Metrics {
 	out := map[string]metricdata.Metrics{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if _, dup := out[m.Name]; dup {
+			prev, dup := out[m.Name]
+			if !dup {
+				out[m.Name] = m
+				continue
+			}
+			// Producers of several guards each send their histograms.
+			a, okA := prev.Data.(metricdata.Histogram[float64])
+			b, okB := m.Data.(metricdata.Histogram[float64])
+			if !okA || !okB {
 				t.Fatalf("metric %s twice in one collection", m.Name)
 			}
-			out[m.Name] = m
+			a.DataPoints = append(a.DataPoints, b.DataPoints...)
+			prev.Data = a
+			out[m.Name] = prev
 		}
 	}
 	return out

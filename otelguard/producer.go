@@ -2,7 +2,7 @@ package otelguard
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -14,40 +14,6 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/window"
 )
-
-// DefaultBuckets returns the upper bounds of the histograms' buckets unless
-// WithBuckets says otherwise: those the OpenTelemetry semantic conventions
-// advise for http.server.request.duration, 5 ms to 10 s. A fresh slice on
-// every call.
-func DefaultBuckets() []time.Duration {
-	return []time.Duration{
-		5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond,
-		50 * time.Millisecond, 75 * time.Millisecond, 100 * time.Millisecond,
-		250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond,
-		time.Second, 2500 * time.Millisecond, 5 * time.Second,
-		7500 * time.Millisecond, 10 * time.Second,
-	}
-}
-
-// MaxBuckets is the most bounds WithBuckets takes.
-const MaxBuckets = 64
-
-// A ProducerOption configures a Producer.
-type ProducerOption func(*producerOptions)
-
-type producerOptions struct {
-	buckets []time.Duration
-	now     func() time.Time
-}
-
-// WithBuckets sets the upper bounds of the histograms' buckets (default
-// DefaultBuckets): each above zero, below window.SketchRange (about
-// 4 min 35 s, the longest response time the guard bins), and above the one
-// before, at most MaxBuckets of them; none leaves only the bucket to
-// +Inf. The slice is copied.
-func WithBuckets(bounds ...time.Duration) ProducerOption {
-	return func(o *producerOptions) { o.buckets = slices.Clone(bounds) }
-}
 
 // A Producer exports a guard's response-time histograms, cumulative, as an
 // external producer of the OpenTelemetry SDK's readers:
@@ -69,7 +35,8 @@ func WithBuckets(bounds ...time.Duration) ProducerOption {
 // Its methods are safe for concurrent use.
 type Producer struct {
 	g        *slidegate.Guard
-	bounds   []float64 // seconds
+	attrs    []attribute.KeyValue // WithAttributes
+	bounds   []float64            // seconds
 	bucketOf [window.SketchBins]int
 	now      func() time.Time
 
@@ -94,19 +61,16 @@ type series struct {
 }
 
 // NewProducer returns a Producer of the guard's histograms, or an error
-// naming the first bound of WithBuckets it does not take.
-func NewProducer(g *slidegate.Guard, opts ...ProducerOption) (*Producer, error) {
+// naming the option refused (WithBuckets, WithAttributes).
+func NewProducer(g *slidegate.Guard, opts ...Option) (*Producer, error) {
 	if g == nil {
-		return nil, fmt.Errorf("otelguard: guard is nil")
+		return nil, errors.New("otelguard: guard is nil")
 	}
-	o := producerOptions{buckets: DefaultBuckets(), now: time.Now}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := checkBuckets(o.buckets); err != nil {
+	o, err := newOptions(opts)
+	if err != nil {
 		return nil, err
 	}
-	p := &Producer{g: g, now: o.now, bounds: make([]float64, len(o.buckets)), series: map[seriesKey]series{}}
+	p := &Producer{g: g, now: o.now, attrs: o.attrs, bounds: make([]float64, len(o.buckets)), series: map[seriesKey]series{}}
 	for i, b := range o.buckets {
 		p.bounds[i] = b.Seconds()
 	}
@@ -126,25 +90,6 @@ func NewProducer(g *slidegate.Guard, opts ...ProducerOption) (*Producer, error) 
 	return p, nil
 }
 
-// checkBuckets returns an error naming the first bound that WithBuckets
-// does not take, and nil if they are sound.
-func checkBuckets(bounds []time.Duration) error {
-	if len(bounds) > MaxBuckets {
-		return fmt.Errorf("otelguard: buckets: %d bounds, more than the %d a histogram takes", len(bounds), MaxBuckets)
-	}
-	for i, b := range bounds {
-		switch {
-		case b <= 0:
-			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be above zero", i, b)
-		case b >= window.SketchRange:
-			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, window.SketchRange)
-		case i > 0 && b <= bounds[i-1]:
-			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be above the one before, %v", i, b, bounds[i-1])
-		}
-	}
-	return nil
-}
-
 // Produce returns the histograms slidegate.request.duration, one data
 // point per resource the guard keeps, and slidegate.inbound.request.duration,
 // one for the guard's inbound traffic, read now. It never fails.
@@ -160,7 +105,7 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 			continue // evicted since Resources read it
 		}
 		k := seriesKey{resource: attributeValue(s.Resource), inbound: s.Inbound}
-		pt := p.point(s.Totals.RT, attribute.NewSet(ResourceKey.String(k.resource), DirectionKey.String(direction(k.inbound))))
+		pt := p.point(s.Totals.RT, p.set(ResourceKey.String(k.resource), DirectionKey.String(direction(k.inbound))))
 		if i, ok := at[k]; ok { // names that read the same as attribute values
 			addPoint(&points[i], pt)
 			continue
@@ -173,7 +118,7 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		points[i].Time = now
 	}
 	p.g.InboundResponseTimeTotals(&p.buf)
-	inbound := p.point(p.g.InboundStats().Totals.RT, attribute.NewSet())
+	inbound := p.point(p.g.InboundStats().Totals.RT, p.set())
 	inbound.StartTime, inbound.Time = p.start(seen, seriesKey{total: true}, inbound.Count, now), now
 	// Forget the resources the guard no longer keeps: the map is never
 	// larger than the guard's resources.
@@ -218,6 +163,11 @@ func (p *Producer) point(sum time.Duration, attrs attribute.Set) metricdata.Hist
 		pt.Count += uint64(p.buf.Over)
 	}
 	return pt
+}
+
+// set returns the attribute set of kv and the WithAttributes ones.
+func (p *Producer) set(kv ...attribute.KeyValue) attribute.Set {
+	return attribute.NewSet(append(slices.Clip(p.attrs), kv...)...)
 }
 
 // addPoint adds o's counts and sum to pt's.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -42,6 +43,14 @@ type instruments struct {
 	ruleLimit, overloadLimit          metric.Int64ObservableGauge
 	clusterHealthy                    metric.Int64ObservableGauge
 	clusterFailures, clusterFallbacks metric.Int64ObservableCounter
+
+	attrs []attribute.KeyValue // WithAttributes, on every data point
+}
+
+// with returns the option that observes with the attributes kv and those
+// of WithAttributes.
+func (in *instruments) with(kv ...attribute.KeyValue) metric.ObserveOption {
+	return metric.WithAttributes(append(slices.Clip(in.attrs), kv...)...)
 }
 
 // Register makes the guard's instruments with a meter of mp (named
@@ -53,24 +62,30 @@ type instruments struct {
 // between collections. The response-time histograms are not here, for the
 // OpenTelemetry API has no observable histogram: see Producer.
 //
-// It returns an error naming the instrument the meter refused, and
-// registers nothing then.
-func Register(g *slidegate.Guard, mp metric.MeterProvider) (*Registration, error) {
+// Options: WithAttributes. It returns an error naming the option refused
+// or the instrument the meter refused, and registers nothing then.
+func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (*Registration, error) {
 	if g == nil {
 		return nil, errors.New("otelguard: guard is nil")
 	}
 	if mp == nil {
 		return nil, errors.New("otelguard: meter provider is nil")
 	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.bucketsSet {
+		return nil, errors.New("otelguard: WithBuckets sets the Producer's histograms, and Register makes none: give it to NewProducer")
+	}
 	m := mp.Meter(ScopeName)
-	var in instruments
+	in := instruments{attrs: o.attrs}
 	var errs []error
 	check := func(name string, err error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("otelguard: instrument %s: %w", name, err))
 		}
 	}
-	var err error
 	in.requests, err = m.Int64ObservableCounter("slidegate.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests to a resource since the guard began keeping its statistics, by outcome: allowed, blocked and would_block (by reason), succeeded, failed."))
 	check("slidegate.requests", err)
@@ -119,12 +134,12 @@ func Register(g *slidegate.Guard, mp metric.MeterProvider) (*Registration, error
 func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 	for _, s := range mergeByAttributes(g.Resources()) {
 		attrs := []attribute.KeyValue{ResourceKey.String(s.Resource), DirectionKey.String(direction(s.Inbound))}
-		observeRequests(o, in.requests, s.Totals, attrs...)
-		o.ObserveInt64(in.inFlight, s.InFlight, metric.WithAttributes(attrs...))
+		in.observeRequests(o, in.requests, s.Totals, attrs...)
+		o.ObserveInt64(in.inFlight, s.InFlight, in.with(attrs...))
 	}
 	inbound := g.InboundStats()
-	observeRequests(o, in.inboundRequests, inbound.Totals)
-	o.ObserveInt64(in.inboundInFlight, inbound.InFlight)
+	in.observeRequests(o, in.inboundRequests, inbound.Totals)
+	o.ObserveInt64(in.inboundInFlight, inbound.InFlight, in.with())
 
 	var breakerNames ruleNames
 	for _, b := range g.Breakers() {
@@ -135,7 +150,7 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 			if b.State == st.state {
 				v = 1
 			}
-			o.ObserveInt64(in.breakerState, v, metric.WithAttributes(
+			o.ObserveInt64(in.breakerState, v, in.with(
 				ResourceKey.String(res), RuleKey.String(name),
 				BreakerStrategyKey.String(string(b.Strategy)), BreakerStateKey.String(st.value)))
 		}
@@ -152,7 +167,7 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 			continue
 		}
 		res := attributeValue(f.Resource)
-		o.ObserveInt64(in.ruleLimit, f.Limit, metric.WithAttributes(
+		o.ObserveInt64(in.ruleLimit, f.Limit, in.with(
 			ResourceKey.String(res), RuleKey.String(limitNames.of(res, f.Name)), RuleTypeKey.String(string(typ))))
 	}
 	var overloadNames ruleNames
@@ -161,7 +176,7 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 			continue
 		}
 		res := attributeValue(s.Resource)
-		o.ObserveInt64(in.overloadLimit, s.Limit, metric.WithAttributes(
+		o.ObserveInt64(in.overloadLimit, s.Limit, in.with(
 			ResourceKey.String(res), RuleKey.String(overloadNames.of(res, s.Rule)), RuleTypeKey.String(string(s.Type))))
 	}
 	if h, ok := g.ClusterHealth(); ok {
@@ -169,9 +184,9 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 		if h.Healthy {
 			v = 1
 		}
-		o.ObserveInt64(in.clusterHealthy, v)
-		o.ObserveInt64(in.clusterFailures, saturate(h.Failures))
-		o.ObserveInt64(in.clusterFallbacks, saturate(h.Fallbacks))
+		o.ObserveInt64(in.clusterHealthy, v, in.with())
+		o.ObserveInt64(in.clusterFailures, saturate(h.Failures), in.with())
+		o.ObserveInt64(in.clusterFallbacks, saturate(h.Fallbacks), in.with())
 	}
 }
 
@@ -182,9 +197,9 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 // (2,000 data points per instrument) would fold into its overflow series
 // from 200 resources on; a blocked series appears with its first request,
 // and its start time (the SDK's) says it counted from zero since then.
-func observeRequests(o metric.Observer, c metric.Int64ObservableCounter, t slidegate.Totals, attrs ...attribute.KeyValue) {
+func (in *instruments) observeRequests(o metric.Observer, c metric.Int64ObservableCounter, t slidegate.Totals, attrs ...attribute.KeyValue) {
 	with := func(kv ...attribute.KeyValue) metric.ObserveOption {
-		return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(attrs)+len(kv)), attrs...), kv...)...)
+		return in.with(append(slices.Clip(attrs), kv...)...)
 	}
 	o.ObserveInt64(c, t.Allowed, with(OutcomeKey.String("allowed")))
 	o.ObserveInt64(c, t.Succeeded, with(OutcomeKey.String("succeeded")))

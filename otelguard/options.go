@@ -1,0 +1,114 @@
+package otelguard
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/slidegate/slidegate/window"
+)
+
+// An Option configures Register or NewProducer.
+type Option func(*options)
+
+type options struct {
+	attrs      []attribute.KeyValue
+	buckets    []time.Duration
+	bucketsSet bool
+	now        func() time.Time
+	err        error // the first option refused
+}
+
+// newOptions applies opts over the defaults, and returns the error of the
+// first one refused.
+func newOptions(opts []Option) (options, error) {
+	o := options{buckets: DefaultBuckets(), now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.err != nil {
+		return o, o.err
+	}
+	return o, checkBuckets(o.buckets)
+}
+
+// WithAttributes adds attrs to every data point: to tell apart the guards
+// of one process that share a MeterProvider (each guard's resources are
+// its own, and two guards with a resource of the same name would
+// otherwise observe the same series twice), give each Register and
+// NewProducer its own, such as attribute.String("guard", "api"). A key
+// must not be empty nor in the namespace slidegate., which is the
+// instruments' own; a key given twice keeps its last value. The slice is
+// copied.
+func WithAttributes(attrs ...attribute.KeyValue) Option {
+	return func(o *options) {
+		for i, kv := range attrs {
+			switch k := string(kv.Key); {
+			case k == "":
+				o.refuse(fmt.Errorf("otelguard: attributes[%d]: the key is empty", i))
+				return
+			case k == "slidegate" || strings.HasPrefix(k, "slidegate."):
+				o.refuse(fmt.Errorf("otelguard: attributes[%d] = %q: the namespace slidegate. is the instruments' own", i, k))
+				return
+			}
+		}
+		o.attrs = append(o.attrs, attrs...)
+	}
+}
+
+// refuse records err unless an earlier option was refused.
+func (o *options) refuse(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// DefaultBuckets returns the upper bounds of the histograms' buckets unless
+// WithBuckets says otherwise: those the OpenTelemetry semantic conventions
+// advise for http.server.request.duration, 5 ms to 10 s. A fresh slice on
+// every call.
+func DefaultBuckets() []time.Duration {
+	return []time.Duration{
+		5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond,
+		50 * time.Millisecond, 75 * time.Millisecond, 100 * time.Millisecond,
+		250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond,
+		time.Second, 2500 * time.Millisecond, 5 * time.Second,
+		7500 * time.Millisecond, 10 * time.Second,
+	}
+}
+
+// MaxBuckets is the most bounds WithBuckets takes.
+const MaxBuckets = 64
+
+// WithBuckets sets the upper bounds of the Producer's histograms' buckets
+// (default DefaultBuckets): each above zero, below window.SketchRange
+// (about 4 min 35 s, the longest response time the guard bins), and above
+// the one before, at most MaxBuckets of them; none leaves only the bucket
+// to +Inf. NewProducer refuses bounds that are not, naming the first;
+// Register, which makes no histogram, refuses the option. The slice is
+// copied.
+func WithBuckets(bounds ...time.Duration) Option {
+	return func(o *options) { o.buckets, o.bucketsSet = slices.Clone(bounds), true }
+}
+
+// checkBuckets returns an error naming the first bound that WithBuckets
+// does not take, and nil if they are sound.
+func checkBuckets(bounds []time.Duration) error {
+	if len(bounds) > MaxBuckets {
+		return fmt.Errorf("otelguard: buckets: %d bounds, more than the %d a histogram takes", len(bounds), MaxBuckets)
+	}
+	for i, b := range bounds {
+		switch {
+		case b <= 0:
+			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be above zero", i, b)
+		case b >= window.SketchRange:
+			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, window.SketchRange)
+		case i > 0 && b <= bounds[i-1]:
+			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be above the one before, %v", i, b, bounds[i-1])
+		}
+	}
+	return nil
+}
