@@ -192,11 +192,12 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 
 // observeRequests observes totals on a requests counter: allowed,
 // succeeded and failed, zeros included, and blocked and would_block for
-// each reason that blocked, or would have blocked, any request. Zero series of the seven reasons would make a
-// resource ten data points, which the SDK's default cardinality limit
-// (2,000 data points per instrument) would fold into its overflow series
-// from 200 resources on; a blocked series appears with its first request,
-// and its start time (the SDK's) says it counted from zero since then.
+// each reason that blocked, or would have blocked, any request. Zero
+// series of every reason would make a resource 17 data points, which the
+// SDK's default cardinality limit (2,000 data points per instrument) would
+// fold into its overflow series from 117 resources on; a blocked series
+// appears with its first request, and its start time (the SDK's) says it
+// counted from zero since then.
 func (in *instruments) observeRequests(o metric.Observer, c metric.Int64ObservableCounter, t slidegate.Totals, attrs ...attribute.KeyValue) {
 	with := func(kv ...attribute.KeyValue) metric.ObserveOption {
 		return in.with(append(slices.Clip(attrs), kv...)...)
