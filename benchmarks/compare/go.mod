@@ -9,6 +9,7 @@ require (
 	github.com/platinummonkey/go-concurrency-limits v0.8.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/slidegate/slidegate v0.0.0-00010101000000-000000000000
+	github.com/slidegate/slidegate/redisflow v0.0.0-00010101000000-000000000000
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/zeromicro/go-zero v1.10.3
 	go.uber.org/ratelimit v0.3.1
@@ -54,7 +55,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.44.0 // indirect
 	go.opentelemetry.io/otel/trace v1.44.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.9.0 // indirect
-	go.uber.org/atomic v1.11.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/automaxprocs v1.6.0 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
@@ -67,3 +68,5 @@ require (
 )
 
 replace github.com/slidegate/slidegate => ../..
+
+replace github.com/slidegate/slidegate/redisflow => ../../redisflow

@@ -1,4 +1,4 @@
-package dashboard_test
+package browsertest_test
 
 import (
 	"net/http/httptest"
