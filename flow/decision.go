@@ -91,6 +91,19 @@ const (
 
 var reasonNames = [NumReasons]string{"not blocked", "rate limited", "concurrency limited", "exceeds limit", "wait too long", "associated resource limited", "breaker open", "overloaded"}
 
+var reasonCodes = [NumReasons]string{"", "rate_limited", "concurrency_limited", "exceeds_limit", "wait_too_long", "ref_limited", "breaker_open", "overloaded"}
+
+// Code returns the reason as metrics name it, in snake_case
+// ("rate_limited"; "" for NotBlocked and a Reason it does not know). The
+// codes are a contract, which dashboards and alerts select on, and do not
+// change; String is prose, and may be reworded.
+func (r Reason) Code() string {
+	if int(r) < len(reasonCodes) {
+		return reasonCodes[r]
+	}
+	return ""
+}
+
 // String returns the reason in words ("rate limited").
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {

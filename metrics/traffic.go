@@ -11,23 +11,20 @@ import (
 	"github.com/slidegate/slidegate/flow"
 )
 
-// reasons gives each block reason its value of the label reason. The values
-// are part of the metrics' contract, which dashboards and alerts select on,
-// so they are spelt here once, in snake_case, and not derived from
-// Reason.String, which is prose ("associated resource limited") and may be
-// reworded.
-var reasons = [...]struct {
+// reasons gives each block reason its value of the label reason: its Code
+// ("rate_limited"), part of the metrics' contract, which dashboards and
+// alerts select on; not Reason.String, which is prose ("associated
+// resource limited") and may be reworded.
+var reasons = func() (out [flow.NumReasons - 1]struct {
 	reason slidegate.Reason
 	label  string
-}{
-	{slidegate.RateLimited, "rate_limited"},
-	{slidegate.ConcurrencyLimited, "concurrency_limited"},
-	{slidegate.ExceedsLimit, "exceeds_limit"},
-	{slidegate.WaitTooLong, "wait_too_long"},
-	{slidegate.RefLimited, "ref_limited"},
-	{slidegate.BreakerOpen, "breaker_open"},
-	{slidegate.Overloaded, "overloaded"},
-}
+}) {
+	for i := range out {
+		r := slidegate.Reason(i + 1)
+		out[i].reason, out[i].label = r, r.Code()
+	}
+	return out
+}()
 
 // A traffic is the descriptors of the families that describe one stream of
 // requests: a resource's, labelled by resource, or the guard's inbound

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // The attribute keys of the instruments. Their values are bounded by the
@@ -40,21 +41,19 @@ const (
 	BreakerStateKey = attribute.Key("slidegate.breaker.state")
 )
 
-// reasons spells each blocking reason as a value of ReasonKey: part of the
-// metrics' contract, so spelt here once (the Prometheus collector spells
-// them the same), not taken from Reason.String, which is flow's to reword.
-var reasons = [...]struct {
+// reasons spells each blocking reason as a value of ReasonKey: its Code
+// ("rate_limited"), as the Prometheus collector does; not Reason.String,
+// which is prose and may be reworded.
+var reasons = func() (out [flow.NumReasons - 1]struct {
 	reason slidegate.Reason
 	value  string
-}{
-	{slidegate.RateLimited, "rate_limited"},
-	{slidegate.ConcurrencyLimited, "concurrency_limited"},
-	{slidegate.ExceedsLimit, "exceeds_limit"},
-	{slidegate.WaitTooLong, "wait_too_long"},
-	{slidegate.RefLimited, "ref_limited"},
-	{slidegate.BreakerOpen, "breaker_open"},
-	{slidegate.Overloaded, "overloaded"},
-}
+}) {
+	for i := range out {
+		r := slidegate.Reason(i + 1)
+		out[i].reason, out[i].value = r, r.Code()
+	}
+	return out
+}()
 
 // breakerStates spells each breaker state as a value of BreakerStateKey.
 var breakerStates = [...]struct {

@@ -97,18 +97,8 @@ func WithBuckets(bounds ...time.Duration) Option {
 // checkBuckets returns an error naming the first bound that WithBuckets
 // does not take, and nil if they are sound.
 func checkBuckets(bounds []time.Duration) error {
-	if len(bounds) > MaxBuckets {
-		return fmt.Errorf("otelguard: buckets: %d bounds, more than the %d a histogram takes", len(bounds), MaxBuckets)
-	}
-	for i, b := range bounds {
-		switch {
-		case b <= 0:
-			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be above zero", i, b)
-		case b >= window.SketchRange:
-			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, window.SketchRange)
-		case i > 0 && b <= bounds[i-1]:
-			return fmt.Errorf("otelguard: buckets[%d] = %v: a bound must be above the one before, %v", i, b, bounds[i-1])
-		}
+	if err := window.CheckBounds(bounds, MaxBuckets); err != nil {
+		return fmt.Errorf("otelguard: %w", err)
 	}
 	return nil
 }

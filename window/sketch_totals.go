@@ -1,6 +1,7 @@
 package window
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -121,3 +122,25 @@ var sketchLow = func() (t [sketchBins]int64) {
 	}
 	return t
 }()
+
+// CheckBounds checks bounds, the upper bounds of the buckets of a histogram
+// made from a Sketch's bins (SketchTotals): at most most of them, each
+// above zero and below SketchRange, and each above the one before. It
+// returns an error naming the first that is not ("buckets[2] = 0s: a bound
+// must be above zero"), or nil.
+func CheckBounds(bounds []time.Duration, most int) error {
+	if len(bounds) > most {
+		return fmt.Errorf("buckets: %d bounds, more than the %d a histogram takes", len(bounds), most)
+	}
+	for i, b := range bounds {
+		switch {
+		case b <= 0:
+			return fmt.Errorf("buckets[%d] = %v: a bound must be above zero", i, b)
+		case b >= SketchRange:
+			return fmt.Errorf("buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, SketchRange)
+		case i > 0 && b <= bounds[i-1]:
+			return fmt.Errorf("buckets[%d] = %v: a bound must be above the one before, %v", i, b, bounds[i-1])
+		}
+	}
+	return nil
+}
