@@ -2,6 +2,7 @@ package chiguard
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/go-chi/chi/v5"
@@ -27,7 +28,15 @@ import (
 func Middleware(g *slidegate.Guard, opts ...httpguard.Option) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		outer, _ := next.(chi.Routes)
-		route := httpguard.WithRoute(func(r *http.Request) (string, bool) { return Route(r, outer) })
+		route := httpguard.WithRoute(func(r *http.Request) (string, bool) {
+			method, pattern, ok := find(r, outer)
+			if pattern != "" && method != r.Method {
+				// Routed as another method (a HEAD as a GET, by
+				// middleware.GetHead): named as the request chi serves.
+				pattern = method + " " + pattern
+			}
+			return pattern, ok
+		})
 		return httpguard.Middleware(g, append([]httpguard.Option{route}, opts...)...)(next)
 	}
 }
@@ -43,29 +52,75 @@ var lookups = sync.Pool{New: func() any { return chi.NewRouteContext() }}
 // router has no route for r. ok is false when there is no router to ask.
 //
 // The method is the routing context's RouteMethod if a middleware set one,
-// else r's; the path is r's (URL.RawPath if set, else URL.Path), as chi
-// routes by at its root.
+// else r's; a HEAD that no route serves is looked up as a GET, as
+// middleware.GetHead routes it. The path is the one chi routes by at its
+// root: the routing context's RoutePath, when a middleware before routing
+// rewrote it (middleware.StripSlashes, CleanPath), else r's (URL.RawPath if
+// set, else URL.Path). Inside a mounted router, a RoutePath rewritten at
+// the root is known only as the rest of the path below the mounts: when
+// their patterns have no parameters ("/api/*"), Route looks that rest up
+// under them too.
 func Route(r *http.Request, router chi.Routes) (pattern string, ok bool) {
-	method := r.Method
-	if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.Routes != nil {
+	_, pattern, ok = find(r, router)
+	return pattern, ok
+}
+
+// find is Route, with the method it found the pattern for.
+func find(r *http.Request, router chi.Routes) (method, pattern string, ok bool) {
+	method = r.Method
+	rctx := chi.RouteContext(r.Context())
+	path := ""
+	if rctx != nil && rctx.Routes != nil {
 		router = rctx.Routes
 		if rctx.RouteMethod != "" {
 			method = rctx.RouteMethod
 		}
+		if len(rctx.RoutePatterns) == 0 {
+			path = rctx.RoutePath // rewritten before routing began
+		}
 	}
 	if router == nil {
-		return "", false
-	}
-	path := r.URL.RawPath
-	if path == "" {
-		path = r.URL.Path
+		return method, "", false
 	}
 	if path == "" {
-		path = "/"
+		path = r.URL.RawPath
+		if path == "" {
+			path = r.URL.Path
+		}
+		if path == "" {
+			path = "/"
+		}
 	}
 	lookup := lookups.Get().(*chi.Context)
-	lookup.Reset()
-	pattern = router.Find(lookup, method, path)
-	lookups.Put(lookup)
-	return pattern, true
+	defer lookups.Put(lookup)
+	look := func(method, path string) string {
+		lookup.Reset()
+		return router.Find(lookup, method, path)
+	}
+	pattern = look(method, path)
+	if pattern == "" && rctx != nil && len(rctx.RoutePatterns) > 0 && rctx.RoutePath != "" {
+		if prefix, ok := mounted(rctx.RoutePatterns); ok {
+			pattern = look(method, prefix+rctx.RoutePath)
+		}
+	}
+	if pattern == "" && method == http.MethodHead {
+		if pattern = look(http.MethodGet, path); pattern != "" {
+			method = http.MethodGet
+		}
+	}
+	return method, pattern, true
+}
+
+// mounted returns the path that the mounts of patterns ("/api/*",
+// "/v1/*") took off the front of the path they routed, and false if one of
+// them has a parameter, which the path they took is not known from.
+func mounted(patterns []string) (string, bool) {
+	prefix := ""
+	for _, p := range patterns {
+		if !strings.HasSuffix(p, "/*") || strings.ContainsAny(strings.TrimSuffix(p, "/*"), "{*") {
+			return "", false
+		}
+		prefix += strings.TrimSuffix(p, "/*")
+	}
+	return prefix, true
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/middleware/chiguard"
@@ -306,4 +307,65 @@ func (h *recordingHandler) messages() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.msgs...)
+}
+
+// A path chi routes after a middleware rewrote it (StripSlashes, CleanPath)
+// is named as chi routes it, wherever Middleware sits: a variant of the path
+// must not slip past a rule as an unrouted request.
+func TestRewrittenPathsAreNamedAsChiRoutesThem(t *testing.T) {
+	for _, place := range []string{"root", "mounted"} {
+		t.Run(place, func(t *testing.T) {
+			g := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{
+				{Resource: "GET /users/{id}", Limit: 1}, {Resource: "GET /api/users/{id}", Limit: 1}}})
+			r := chi.NewRouter()
+			r.Use(middleware.StripSlashes, middleware.CleanPath)
+			prefix := ""
+			if place == "root" {
+				r.Use(chiguard.Middleware(g))
+				routes(r)
+			} else {
+				prefix = "/api"
+				r.Route("/api", func(sub chi.Router) {
+					sub.Use(chiguard.Middleware(g))
+					routes(sub)
+				})
+			}
+			name := "GET " + prefix + "/users/{id}"
+			if w := serve(r, "GET", prefix+"/users/1"); w.Code != 200 {
+				t.Fatalf("first request: %d", w.Code)
+			}
+			for _, variant := range []string{prefix + "/users/1/", prefix + "//users//1", prefix + "/x/../users/1"} {
+				if w := serve(r, "GET", variant); w.Code != http.StatusTooManyRequests {
+					t.Errorf("%s: status %d %q, want 429 from the rule on %s", variant, w.Code, w.Body, name)
+				}
+			}
+			if s := stats(t, g, name); s.Allowed != 1 || s.Blocked != 3 {
+				t.Errorf("%s: %+v, want 1 allowed and the 3 variants blocked", name, s)
+			}
+		})
+	}
+}
+
+// A HEAD that chi serves with the GET route (middleware.GetHead) counts
+// under that route, before or after GetHead.
+func TestAHeadServedByAGetRouteCountsUnderIt(t *testing.T) {
+	for _, order := range []string{"guard first", "GetHead first"} {
+		t.Run(order, func(t *testing.T) {
+			g := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /users/{id}", Limit: 1}}})
+			r := chi.NewRouter()
+			if order == "guard first" {
+				r.Use(chiguard.Middleware(g), middleware.GetHead)
+			} else {
+				r.Use(middleware.GetHead, chiguard.Middleware(g))
+			}
+			routes(r)
+			serve(r, "GET", "/users/1")
+			if w := serve(r, "HEAD", "/users/2"); w.Code != http.StatusTooManyRequests {
+				t.Errorf("HEAD after a GET at a limit of 1: status %d, want 429", w.Code)
+			}
+			if s := stats(t, g, "GET /users/{id}"); s.Blocked != 1 {
+				t.Errorf("%+v, want the HEAD blocked under the GET route", s)
+			}
+		})
+	}
 }

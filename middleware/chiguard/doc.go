@@ -10,10 +10,13 @@
 // with the request's method and path, before it calls the next handler.
 // It can thus sit anywhere: in the root router's Use (the usual place), in
 // a sub-router's Use, inline on some routes (Router.With), or around the
-// router from outside. Place it after middleware that changes the method
-// or path chi routes by (middleware.StripSlashes, CleanPath, GetHead),
-// which it would otherwise not see, or before them and accept the original
-// request's route.
+// router from outside. It looks the request up by the method and path chi
+// routes by, after middleware that rewrote them (middleware.StripSlashes
+// and CleanPath before routing; a HEAD that GetHead serves by its GET route
+// counts under that route), so that a variant of a path ("/users/1/") does
+// not slip past a rule. One case it cannot follow: a path rewritten at the
+// root, below a mount whose pattern has a parameter ("/{tenant}/*"); put
+// Middleware in the root router's Use there.
 //
 //	g, err := slidegate.New()
 //	_ = g.SetRules(rules) // {Resource: "GET /users/{id}", Limit: 100}
