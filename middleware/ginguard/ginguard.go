@@ -45,9 +45,10 @@ func WithIsError(f func(status int) bool) Option {
 // handler after Middleware. An allowed one exits the guard when the
 // handlers after it return: with an error if the status counts as one
 // (WithIsError; 5xx by default), or if a handler attached an error with
-// Context.Error other than a gin.ErrorTypeBind one (a body that did not
-// bind is the client's fault, and counting it would let clients open the
-// breakers), or if a handler panicked, in which case the panic goes on
+// Context.Error other than a gin.ErrorTypeBind one to a response that is
+// not a 4xx (a body that did not bind, a request refused with a 4xx, is the
+// client's fault, and counting it would let clients open the breakers), or
+// if a handler panicked, in which case the panic goes on
 // after the exit.
 func Middleware(g *slidegate.Guard, opts ...Option) gin.HandlerFunc {
 	if g == nil {
@@ -88,8 +89,15 @@ func Middleware(g *slidegate.Guard, opts ...Option) gin.HandlerFunc {
 
 // failure is the error the request that c served ends with, or nil.
 func (o *options) failure(c *gin.Context) error {
-	if status := c.Writer.Status(); o.isError(status) {
+	status := c.Writer.Status()
+	if o.isError(status) {
 		return &httpguard.StatusError{Status: status}
+	}
+	if status >= 400 && status < 500 {
+		// The client's fault, whatever error a handler attached to it
+		// (c.AbortWithError(400, err) after a body that did not bind):
+		// counted, it would let clients open the breakers.
+		return nil
 	}
 	for i := len(c.Errors) - 1; i >= 0; i-- {
 		if err := c.Errors[i]; err.Type != gin.ErrorTypeBind {

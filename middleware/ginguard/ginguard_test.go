@@ -70,6 +70,14 @@ func engine(g *slidegate.Guard, opts ...ginguard.Option) *gin.Engine {
 		}
 		_ = c.Bind(&v) // a 400, and an error of type gin.ErrorTypeBind
 	})
+	e.POST("/orders", func(c *gin.Context) {
+		var v struct {
+			N int `json:"n" binding:"required"`
+		}
+		if err := c.ShouldBindJSON(&v); err != nil {
+			_ = c.AbortWithError(http.StatusBadRequest, err) // gin's usual way: an error of type gin.ErrorTypePrivate
+		}
+	})
 	e.Handle("PROPFIND", "/dav", func(c *gin.Context) {})
 	return e
 }
@@ -166,6 +174,14 @@ func TestContextErrorsAreFailuresButBindErrorsAreNot(t *testing.T) {
 	}
 	if s := stats(t, g, "POST /bind"); s.Failed != 0 || s.Succeeded != 1 {
 		t.Errorf("a client's bad body: stats %+v, want a success: clients must not open breakers", s)
+	}
+	for range 5 {
+		if w := serve(e, "POST", "/orders"); w.Code != http.StatusBadRequest {
+			t.Fatalf("a request refused with AbortWithError(400, err): status %d", w.Code)
+		}
+	}
+	if s := stats(t, g, "POST /orders"); s.Failed != 0 || s.Succeeded != 5 {
+		t.Errorf("requests refused with a 4xx and an error attached: stats %+v, want 5 successes: clients must not open breakers", s)
 	}
 }
 
