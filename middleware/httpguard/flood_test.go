@@ -3,6 +3,7 @@ package httpguard_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/slidegate/slidegate"
@@ -67,5 +68,33 @@ func TestAFloodOfNewMethodsAndPathsMakesNoResources(t *testing.T) {
 	t.Logf("the heap grew %d KiB over the flood", grew>>10)
 	if grew > bound {
 		t.Fatalf("the heap grew %d KiB over the flood, want at most %d KiB", grew>>10, bound>>10)
+	}
+}
+
+// A request the mux redirects (to its path with a slash after it, or
+// cleaned) is served by no route: it must not be named by the path it is
+// redirected to, which the client chose. CONNECT requests are redirected
+// too.
+func TestRequestsTheMuxRedirectsMakeNoResources(t *testing.T) {
+	g, err := slidegate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/users/{id}/", func(http.ResponseWriter, *http.Request) {})
+	h := httpguard.Middleware(g)(mux)
+	for i := range 200 {
+		for _, m := range []string{http.MethodGet, http.MethodConnect} {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Method, r.URL.Path = m, "/users/attacker-"+strconv.Itoa(i)
+			h.ServeHTTP(httptest.NewRecorder(), r)
+		}
+	}
+	var names []string
+	for _, s := range g.Resources() {
+		names = append(names, s.Resource)
+	}
+	if len(names) > 2 {
+		t.Fatalf("400 redirected requests made the resources %q; want them all unrouted", names)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -92,10 +93,23 @@ func WithMux(mux *http.ServeMux) Option {
 	if mux == nil {
 		return nil
 	}
-	return WithRoute(func(r *http.Request) (string, bool) {
-		_, pattern := mux.Handler(r)
-		return pattern, true
-	})
+	return WithRoute(func(r *http.Request) (string, bool) { return muxPattern(mux, r), true })
+}
+
+// redirectType is the type of the handler a ServeMux routes a request to
+// when it redirects it (to the path with a slash after it, or cleaned).
+var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusMovedPermanently))
+
+// muxPattern returns the pattern of the route of mux that will serve r, or
+// "" if none will. A request mux redirects is served by no route: for it,
+// ServeMux.Handler returns the path it redirects to, which the client
+// chose ("/users/anything/" for a pattern "/users/{id}/"), not a pattern.
+func muxPattern(mux *http.ServeMux, r *http.Request) string {
+	h, pattern := mux.Handler(r)
+	if reflect.TypeOf(h) == redirectType {
+		return ""
+	}
+	return pattern
 }
 
 // WithRoute gives Middleware the router that routes the requests it
