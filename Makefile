@@ -4,6 +4,12 @@ STATICCHECK_VERSION := v0.8.2
 BENCHSTAT_VERSION   := v0.0.0-20260908200009-22c9c6c9d4da
 GOBIN               := $(shell go env GOPATH)/bin
 
+# Every module is built and tested alone, from its own go.mod and go.sum, as
+# its users build it: go.work, which ties the modules together, is for
+# development (go run ./cmd/slidegate from the root), and would let a module
+# lean on another's requirements.
+export GOWORK := off
+
 # The modules nested in the repository, each with a go.mod of its own: the
 # integrations whose dependencies the core does not carry (etcd, the
 # routers, OpenTelemetry). The comparison module is tested apart.
@@ -38,21 +44,18 @@ race:
 # step with the library's API, and its accuracy test checks our limiter's bound
 # beside x/time/rate's and sentinel-golang's.
 compare-build:
-	cd benchmarks/compare && GOWORK=off go vet ./... && GOWORK=off go test -count=1 ./...
+	cd benchmarks/compare && go vet ./... && go test -count=1 ./...
 
 # Each nested module as the core: vet, staticcheck, the allocation tests
-# without the race detector, then every test with it. Each is built alone
-# (GOWORK=off), from its own go.mod and go.sum, as its users build it; and
-# each is in go.work, which ties them together for development (and makes
-# go run ./cmd/slidegate work from the root). The etcd rule source's tests
-# start Debian's etcd (etcd-server).
+# without the race detector, then every test with it; and each must be in
+# go.work. The etcd rule source's tests start Debian's etcd (etcd-server).
 modules: $(GOBIN)/staticcheck
 	@set -e; for m in $(MODULES) benchmarks/compare; do \
 		grep -qx "	\./$$m" go.work || { echo "go.work lacks ./$$m: run go work use ./$$m"; exit 1; }; \
 	done
 	@set -e; for m in $(MODULES); do \
 		echo "== $$m"; \
-		(cd $$m && export GOWORK=off && go vet ./... && $(GOBIN)/staticcheck ./... && \
+		(cd $$m && go vet ./... && $(GOBIN)/staticcheck ./... && \
 			go test -count=1 -run 'Allocat' ./... && go test -race -count=1 ./...); \
 	done
 
