@@ -47,17 +47,22 @@ compare-build:
 	cd benchmarks/compare && go vet ./... && go test -count=1 ./...
 
 # Each nested module as the core: vet, staticcheck, the allocation tests
-# without the race detector, then every test with it; and each must be in
-# go.work. The etcd rule source's tests start Debian's etcd (etcd-server).
+# without the race detector (in the modules that have some), then every
+# test with it; and each must be in go.work. The etcd rule source's tests start Debian's etcd (etcd-server).
 modules: $(GOBIN)/staticcheck
 	@set -e; for m in $(MODULES) benchmarks/compare; do \
 		grep -qx "	\./$$m" go.work || { echo "go.work lacks ./$$m: run go work use ./$$m"; exit 1; }; \
 	done
-	@set -e; for m in $(MODULES); do \
-		echo "== $$m"; \
-		(cd $$m && go vet ./... && $(GOBIN)/staticcheck ./... && \
-			go test -count=1 -run 'Allocat' ./... && go test -race -count=1 ./...); \
-	done
+	@printf '%s\n' $(MODULES) | xargs -P $(JOBS) -I{} sh -c '( $(MODULE_TEST) ) > "{}/.make-test.log" 2>&1; s=$$?; \
+		out=$$(cat "{}/.make-test.log"); rm -f "{}/.make-test.log"; printf "== %s\n%s\n" "{}" "$$out"; exit $$s'
+
+# The modules are tested JOBS at a time: their tests wait on servers they
+# start (Redis, etcd, a browser) as much as they compute. A module's output
+# is printed whole once it is done.
+JOBS ?= 2
+MODULE_TEST = cd {} && go vet ./... && $(GOBIN)/staticcheck ./... && \
+	{ ! grep -rqs --include=*_test.go "^func Test[A-Za-z]*Allocat" . || go test -count=1 -run Allocat ./...; } && \
+	go test -race -count=1 ./...
 
 # Benchmarks of the library, baselines included, six runs for benchstat.
 bench:
