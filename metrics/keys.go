@@ -12,6 +12,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // DefaultTopKeys is how many keys of each resource with per-key rules the
@@ -76,7 +77,7 @@ func (c *Collector) collectKeys(ch chan<- prometheus.Metric, rules slidegate.Rul
 		// before the busiest are chosen. The guard tracks a bounded number
 		// of keys (flow.DefaultHotKeys and the overrides).
 		if ks := c.guard.TopKeys(f.Resource, math.MaxInt, false); len(ks) > 0 {
-			l := labelValue(f.Resource)
+			l := exported.Value(f.Resource)
 			byResource[l] = append(byResource[l], ks...)
 		}
 	}
@@ -91,7 +92,7 @@ func (c *Collector) collectKeys(ch chan<- prometheus.Metric, rules slidegate.Rul
 // bytes (as the guard shows it already) and made valid UTF-8. A key is any
 // string a client sent.
 func keyLabel(key string) string {
-	return labelValue(key[:min(len(key), flow.MaxShownKeyLength)])
+	return exported.Value(key[:min(len(key), flow.MaxShownKeyLength)])
 }
 
 // byKeyLabel returns ks with their keys made label values, those that share

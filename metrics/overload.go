@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // overload is the descriptors of the families of the shed and adaptive
@@ -48,10 +49,10 @@ func (o *overload) describe(ch chan<- *prometheus.Desc) {
 // their labels, whatever the resources are called (ruleLabels).
 func (o *overload) collect(ch chan<- prometheus.Metric, rules []slidegate.OverloadStatus) {
 	cpuSent := false
-	var names ruleLabels
+	var names exported.RuleNames
 	for _, r := range rules {
-		res := labelValue(r.Resource)
-		labels := []string{res, names.of(res, r.Rule), string(r.Type)}
+		res := exported.Value(r.Resource)
+		labels := []string{res, names.Of(res, r.Rule), string(r.Type)}
 		// A limit of -1 is a shed rule that has not learnt the service's
 		// capacity: it allows everything, and a series of -1 would drag
 		// every min() and graph of the family down.

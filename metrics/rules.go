@@ -2,20 +2,20 @@ package metrics
 
 import (
 	"slices"
-	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // collectBreakers sends the state and the block ratio of every breaker.
 func (c *Collector) collectBreakers(ch chan<- prometheus.Metric, bs []slidegate.BreakerStatus) {
-	var names ruleLabels
+	var names exported.RuleNames
 	for _, b := range bs {
-		res := labelValue(b.Resource)
-		labels := []string{res, names.of(res, b.Rule), string(b.Strategy)}
+		res := exported.Value(b.Resource)
+		labels := []string{res, names.Of(res, b.Rule), string(b.Strategy)}
 		withState := append(slices.Clip(labels), "")
 		for _, st := range breakerStates {
 			withState[len(labels)] = st.label
@@ -53,7 +53,7 @@ var breakerStates = [...]struct {
 // blocks everything.
 func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Rules) {
 	rules = rules.Named()
-	var names ruleLabels
+	var names exported.RuleNames
 	for _, f := range rules.Flow {
 		typ := f.Type
 		switch typ {
@@ -62,8 +62,8 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 		case slidegate.ShedRule, slidegate.AdaptiveRule:
 			continue
 		}
-		res := labelValue(f.Resource)
-		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit), res, names.of(res, f.Name), string(typ))
+		res := exported.Value(f.Resource)
+		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit), res, names.Of(res, f.Name), string(typ))
 	}
 	for _, b := range rules.Breakers {
 		var threshold float64
@@ -75,30 +75,7 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 		default: // adaptive: it follows the failures and trips at no threshold
 			continue
 		}
-		res := labelValue(b.Resource)
-		constMetric(ch, c.breakerRuleThreshold, prometheus.GaugeValue, threshold, res, names.of(res, b.Name), string(b.Strategy))
+		res := exported.Value(b.Resource)
+		constMetric(ch, c.breakerRuleThreshold, prometheus.GaugeValue, threshold, res, names.Of(res, b.Name), string(b.Strategy))
 	}
-}
-
-// ruleLabels gives the rules of one family their rule labels: their names,
-// which are unique among the rules of a resource, made unique among those
-// of its label value too. Resources whose names are not valid UTF-8 may
-// share a label value (labelValue), and two series with the same labels
-// would fail the whole scrape: the second rule of a name there is labelled
-// "qps#2", the third "qps#3", in the order of the rules, each the first
-// such label no rule there has yet. The zero value is ready to use.
-type ruleLabels map[[2]string]bool // resource, rule label → used
-
-// of returns the rule label of the rule named name, of a resource labelled
-// resource.
-func (l *ruleLabels) of(resource, name string) string {
-	if *l == nil {
-		*l = ruleLabels{}
-	}
-	label := name
-	for n := 2; (*l)[[2]string{resource, label}]; n++ {
-		label = name + "#" + strconv.Itoa(n)
-	}
-	(*l)[[2]string{resource, label}] = true
-	return label
 }

@@ -3,12 +3,12 @@ package metrics
 import (
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // reasons gives each block reason its value of the label reason: its Code
@@ -172,15 +172,6 @@ func shadowedResources(r slidegate.Rules) map[string]bool {
 	return out
 }
 
-// labelValue returns s as a label value: Prometheus takes only valid UTF-8,
-// and a resource name is any string.
-func labelValue(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
-}
-
 // A row is what the Collector exports of one resource: its statistics and
 // its response times since they began.
 type row struct {
@@ -194,7 +185,7 @@ type row struct {
 // UTF-8 may read the same once made valid.
 func byLabel(rs []row) []row {
 	for i := range rs {
-		rs[i].stats.Resource = labelValue(rs[i].stats.Resource)
+		rs[i].stats.Resource = exported.Value(rs[i].stats.Resource)
 	}
 	slices.SortStableFunc(rs, func(a, b row) int { return strings.Compare(a.stats.Resource, b.stats.Resource) })
 	out := rs[:0]

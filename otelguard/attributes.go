@@ -1,9 +1,6 @@
 package otelguard
 
 import (
-	"strings"
-	"unicode/utf8"
-
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/slidegate/slidegate"
@@ -71,16 +68,4 @@ func direction(inbound bool) string {
 		return "inbound"
 	}
 	return "outbound"
-}
-
-// attributeValue returns s as valid UTF-8, each run of invalid bytes one
-// U+FFFD. A resource's name is whatever the caller entered (an HTTP path,
-// a gRPC method), and OTLP carries attribute values as protobuf strings,
-// which must be valid UTF-8: one invalid name would make every batch that
-// carries it fail to export.
-func attributeValue(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }

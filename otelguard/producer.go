@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/exported"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -104,7 +105,7 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		if !p.g.ResponseTimeTotals(s.Resource, &p.buf) {
 			continue // evicted since Resources read it
 		}
-		k := seriesKey{resource: attributeValue(s.Resource), inbound: s.Inbound}
+		k := seriesKey{resource: exported.Value(s.Resource), inbound: s.Inbound}
 		pt := p.point(s.Totals.RT, p.set(ResourceKey.String(k.resource), DirectionKey.String(direction(k.inbound))))
 		if i, ok := at[k]; ok { // names that read the same as attribute values
 			addPoint(&points[i], pt)

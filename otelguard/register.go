@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // ScopeName is the name of the meter the instruments are made with, and
@@ -141,10 +141,10 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 	in.observeRequests(o, in.inboundRequests, inbound.Totals)
 	o.ObserveInt64(in.inboundInFlight, inbound.InFlight, in.with())
 
-	var breakerNames ruleNames
+	var breakerNames exported.RuleNames
 	for _, b := range g.Breakers() {
-		res := attributeValue(b.Resource)
-		name := breakerNames.of(res, b.Rule)
+		res := exported.Value(b.Resource)
+		name := breakerNames.Of(res, b.Rule)
 		for _, st := range breakerStates {
 			var v int64
 			if b.State == st.state {
@@ -156,7 +156,7 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 		}
 	}
 	rules := g.Rules().Named()
-	var limitNames ruleNames
+	var limitNames exported.RuleNames
 	for _, f := range rules.Flow {
 		typ := f.Type
 		switch typ {
@@ -166,18 +166,18 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 			// Their limits are learnt: slidegate.overload.limit says them.
 			continue
 		}
-		res := attributeValue(f.Resource)
+		res := exported.Value(f.Resource)
 		o.ObserveInt64(in.ruleLimit, f.Limit, in.with(
-			ResourceKey.String(res), RuleKey.String(limitNames.of(res, f.Name)), RuleTypeKey.String(string(typ))))
+			ResourceKey.String(res), RuleKey.String(limitNames.Of(res, f.Name)), RuleTypeKey.String(string(typ))))
 	}
-	var overloadNames ruleNames
+	var overloadNames exported.RuleNames
 	for _, s := range g.Overload() {
 		if s.Limit < 0 { // a shed rule that has not learnt the capacity yet
 			continue
 		}
-		res := attributeValue(s.Resource)
+		res := exported.Value(s.Resource)
 		o.ObserveInt64(in.overloadLimit, s.Limit, in.with(
-			ResourceKey.String(res), RuleKey.String(overloadNames.of(res, s.Rule)), RuleTypeKey.String(string(s.Type))))
+			ResourceKey.String(res), RuleKey.String(overloadNames.Of(res, s.Rule)), RuleTypeKey.String(string(s.Type))))
 	}
 	if h, ok := g.ClusterHealth(); ok {
 		var v int64
@@ -215,30 +215,6 @@ func (in *instruments) observeRequests(o metric.Observer, c metric.Int64Observab
 	}
 }
 
-// ruleNames gives the rules of one instrument their RuleKey values: their
-// names, which are unique among the rules of a resource, made unique among
-// those of its attribute value too. Resources whose names are not valid
-// UTF-8 may share an attribute value, and one data point told twice in a
-// collection would be one series with two values: the second rule of a
-// name there is "qps#2", the third "qps#3", in the order of the rules,
-// each the first such value no rule there has yet. The zero value is
-// ready to use.
-type ruleNames map[[2]string]bool // resource, rule value → used
-
-// of returns the RuleKey value of the rule named name, of a resource whose
-// attribute value is resource.
-func (n *ruleNames) of(resource, name string) string {
-	if *n == nil {
-		*n = ruleNames{}
-	}
-	v := name
-	for i := 2; (*n)[[2]string{resource, v}]; i++ {
-		v = name + "#" + strconv.Itoa(i)
-	}
-	(*n)[[2]string{resource, v}] = true
-	return v
-}
-
 // saturate returns n as an int64, math.MaxInt64 beyond it.
 func saturate(n uint64) int64 {
 	if n > 1<<63-1 {
@@ -255,7 +231,7 @@ func saturate(n uint64) int64 {
 func mergeByAttributes(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
 	valid := true
 	for _, s := range rs {
-		if attributeValue(s.Resource) != s.Resource {
+		if exported.Value(s.Resource) != s.Resource {
 			valid = false
 			break
 		}
@@ -270,7 +246,7 @@ func mergeByAttributes(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
 	at := make(map[key]int, len(rs))
 	out := make([]slidegate.ResourceStats, 0, len(rs))
 	for _, s := range rs {
-		s.Resource = attributeValue(s.Resource)
+		s.Resource = exported.Value(s.Resource)
 		k := key{s.Resource, s.Inbound}
 		i, ok := at[k]
 		if !ok {
