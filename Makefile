@@ -17,7 +17,18 @@ MODULES := $(filter-out benchmarks/compare,$(patsubst ./%/go.mod,%,$(shell find 
 
 .PHONY: test fmt vet staticcheck allocs race compare-build modules bench compare
 
-test: fmt vet staticcheck compare-build modules allocs race
+# test runs every step, the core's first, whatever fails before it, and
+# names every step that failed at the end: a failure in one module must not
+# hide the state of the others.
+STEPS := fmt vet staticcheck allocs race compare-build modules
+
+test:
+	@failed=""; for step in $(STEPS); do \
+		echo "== make $$step"; \
+		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed"; exit 1; fi; \
+	echo "== make test: every step passed"
 
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -53,8 +64,10 @@ modules: $(GOBIN)/staticcheck
 	@set -e; for m in $(MODULES) benchmarks/compare; do \
 		grep -qx "	\./$$m" go.work || { echo "go.work lacks ./$$m: run go work use ./$$m"; exit 1; }; \
 	done
-	@printf '%s\n' $(MODULES) | xargs -P $(JOBS) -I{} sh -c '( $(MODULE_TEST) ) > "{}/.make-test.log" 2>&1; s=$$?; \
-		out=$$(cat "{}/.make-test.log"); rm -f "{}/.make-test.log"; printf "== %s\n%s\n" "{}" "$$out"; exit $$s'
+	@rm -f .make-failed-modules; printf '%s\n' $(MODULES) | xargs -P $(JOBS) -I{} sh -c '( $(MODULE_TEST) ) > "{}/.make-test.log" 2>&1; s=$$?; \
+		out=$$(cat "{}/.make-test.log"); rm -f "{}/.make-test.log"; printf "== %s\n%s\n" "{}" "$$out"; \
+		[ $$s -eq 0 ] || echo "{}" >> .make-failed-modules; exit 0'
+	@if [ -s .make-failed-modules ]; then echo "== modules FAILED: $$(sort .make-failed-modules | tr '\n' ' ')"; rm -f .make-failed-modules; exit 1; fi
 
 # The modules are tested JOBS at a time: their tests wait on servers they
 # start (Redis, etcd, a browser) as much as they compute. A module's output
