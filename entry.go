@@ -275,12 +275,27 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 // time now, and leaves in e what the request holds of them. When a rule
 // blocks it, the rules before give back what they gave. It sets e.start to
 // the time the request may go: now, or later if a throttle or a borrowed
-// place makes it wait.
-func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then []check) error {
+// place makes it wait. A rule that panics (a cluster's client on a reply
+// it cannot read, a user's limiter) is answered the same way: the rules
+// before it give back what they gave, and the panic goes on.
+func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then []check) (err error) {
 	e.start, e.would = now, flow.NotBlocked
 	if n := len(first) + len(then); cap(e.held) < n {
 		e.held = make([]hold, 0, n)
 	}
+	returned := false
+	defer func() {
+		if !returned {
+			e.undo(now)
+		}
+	}()
+	err = decide(ctx, c, e, now, first, then)
+	returned = true
+	return err
+}
+
+// decide is admit but for panics.
+func decide(ctx context.Context, c clock.Clock, e *entry, now int64, first, then []check) error {
 	var wait time.Duration
 	for i := range len(first) + len(then) {
 		var ch *check
@@ -334,7 +349,10 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then 
 // that blocked it.
 func (e *entry) undo(now int64) {
 	for i := range e.held {
-		e.held[i].by.release(&e.held[i], now, breaker.Ignored, true)
+		// The last hold's rule may have panicked before it filled it.
+		if by := e.held[i].by; by != nil {
+			by.release(&e.held[i], now, breaker.Ignored, true)
+		}
 	}
 	e.clearHeld()
 }
