@@ -1,27 +1,22 @@
 package window
 
 import (
-	"math"
-	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/latbin"
 	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// Sketch bins. A latency of d nanoseconds below 2^11 (2.048 µs) falls in one
-// of 8 bins of 256 ns. From there up to SketchRange each power of two
-// [2^e, 2^(e+1)) is split into 8 bins whose edges grow by the same factor,
-// 2^(1/8): a bin is reported as its geometric midpoint, which is within
-// 2^(1/16) - 1 = 4.4% of every latency in it. The bin of d is found from the
-// 10 bits below its leading one through a table, which puts a latency within
-// 2^e/1024 above a bin's upper edge in that bin: at most 0.1% more, which
-// stays within the 4.4% on that side. Latencies of SketchRange and more are
-// counted apart and reported as the maximum.
+// Sketch bins are those of package latbin: 8 linear bins of 256 ns below
+// 2.048 µs, then 8 per power of two whose edges grow by 2^(1/8), each
+// reported as its geometric midpoint, within SketchError of every latency
+// in it. Latencies of SketchRange and more are counted apart and reported
+// as the maximum.
 //
 // Bins are kept by power of two, in chunks of 8 bins for each half of the
 // interval and 8 more that count since the Sketch was made (its totals, see
@@ -45,16 +40,14 @@ import (
 // distributions with exact ones; TestSketchMemory measures 506 bytes with
 // one latency and 4,000 with latencies from 1 µs to 1 s.
 const (
-	sketchSub    = 8           // bins per power of two
-	sketchLinear = 11          // latencies below 2^11 ns are binned linearly, in chunk 0
-	sketchChunks = 38 - 11 + 1 // chunk c >= 1 holds [2^(10+c), 2^(11+c))
-	sketchBins   = sketchChunks * sketchSub
-	sketchFrac   = 10 // bits below the leading one that choose the bin
-	sketchTable  = 1 << sketchFrac
+	sketchSub    = latbin.Sub    // bins per power of two
+	sketchChunks = latbin.Powers // chunk c >= 1 holds [2^(10+c), 2^(11+c))
+	sketchBins   = latbin.Bins
+	sketchLinear = latbin.Linear // latencies below 2^11 ns are binned linearly, in chunk 0
 
 	// SketchRange is the longest latency a Sketch bins: 2^38 ns, about
 	// 4 min 35 s. Longer ones are counted and reported as the maximum.
-	SketchRange = time.Duration(1) << 38
+	SketchRange = time.Duration(latbin.Range)
 
 	// SketchError is the largest relative error of a Sketch's quantiles for
 	// latencies from 2.048 µs to SketchRange: 2^(1/16) - 1, about 4.4%.
@@ -62,43 +55,15 @@ const (
 	SketchError = 0.0443
 )
 
-// sketchBinOf maps the 10 bits below a latency's leading one to its bin
-// within the power of two: the bin holding the lowest latency with those
-// bits.
-var sketchBinOf = func() (t [sketchTable]uint8) {
-	for m := range t {
-		t[m] = uint8(math.Floor(sketchSub * math.Log2(1+float64(m)/sketchTable)))
-	}
-	return t
-}()
-
-// sketchMid is the geometric midpoint of bin j of a power of two, as a
-// multiple of the power.
-var sketchMid = func() (t [sketchSub]float64) {
-	for j := range t {
-		t[j] = math.Exp2((float64(j) + 0.5) / sketchSub)
-	}
-	return t
-}()
-
 // sketchBin returns the chunk and the bin within it of latency d in [0,
 // SketchRange).
 func sketchBin(d int64) (chunk, bin int) {
-	if d < 1<<sketchLinear {
-		return 0, int(d >> (sketchLinear - 3))
-	}
-	e := bits.Len64(uint64(d)) - 1
-	m := (d >> uint(e-sketchFrac)) & (sketchTable - 1)
-	return e - (sketchLinear - 1), int(sketchBinOf[m])
+	i := latbin.Of(d)
+	return i / sketchSub, i % sketchSub
 }
 
 // sketchValue returns the latency reported for bin j of chunk c.
-func sketchValue(c, j int) int64 {
-	if c == 0 {
-		return int64(j)<<(sketchLinear-3) + 1<<(sketchLinear-4)
-	}
-	return int64(float64(int64(1)<<uint(c+sketchLinear-1)) * sketchMid[j])
-}
+func sketchValue(c, j int) int64 { return latbin.Value(c*sketchSub + j) }
 
 // A Sketch records latencies over a sliding interval kept in two halves,
 // and answers the maximum, exactly, and quantiles (P50, P99, ...), within

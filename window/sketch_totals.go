@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"github.com/slidegate/slidegate/internal/latbin"
 	"math"
 	"time"
 )
@@ -94,7 +95,7 @@ func SketchBinLow(i int) time.Duration {
 	if i == SketchBins {
 		return SketchRange
 	}
-	return time.Duration(sketchLow[i])
+	return time.Duration(latbin.Low(i))
 }
 
 // SketchBinValue returns the latency a Sketch reports for bin i: the
@@ -106,22 +107,6 @@ func SketchBinValue(i int) time.Duration {
 	}
 	return time.Duration(sketchValue(i/sketchSub, i%sketchSub))
 }
-
-// sketchLow is SketchBinLow for each bin, derived from the table that
-// sketchBin reads, so that it is the bins' edges as recorded, not as
-// intended.
-var sketchLow = func() (t [sketchBins]int64) {
-	for j := range sketchSub {
-		t[j] = int64(j) << (sketchLinear - 3)
-	}
-	for c := 1; c < sketchChunks; c++ {
-		e := c + sketchLinear - 1
-		for m := sketchTable - 1; m >= 0; m-- { // the lowest m of each bin last
-			t[c*sketchSub+int(sketchBinOf[m])] = int64(1)<<e + int64(m)<<(e-sketchFrac)
-		}
-	}
-	return t
-}()
 
 // CheckBounds checks bounds, the upper bounds of the buckets of a histogram
 // made from a Sketch's bins (SketchTotals): at most most of them, each
