@@ -102,11 +102,13 @@ func (f FlowRule) normal() FlowRule {
 		if f.Tolerance == 0 {
 			f.Tolerance = flow.DefaultAdaptiveTolerance
 		}
+		f.Share = f.share()
 	case ShedRule:
 		f.Interval, f.Buckets = Duration(f.interval()), f.buckets()
 		if f.CPUThreshold == 0 {
 			f.CPUThreshold = flow.DefaultShedCPUThreshold
 		}
+		f.Share = f.share()
 	default:
 		f.Interval = Duration(f.interval())
 	}

@@ -84,7 +84,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 		if err != nil {
 			return nil, err
 		}
-		return &shedRule{s: s}, nil
+		return &shedRule{s: s, byKey: f.byKey()}, nil
 	case f.Type == AdaptiveRule:
 		a, err := flow.NewAdaptive(f.adaptiveSettings(), flow.WithClock(c))
 		var ce *flow.ConfigError
@@ -94,7 +94,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 		if err != nil {
 			return nil, err
 		}
-		return &adaptiveRule{a: a}, nil
+		return &adaptiveRule{a: a, byKey: f.byKey()}, nil
 	case f.Type == ConcurrencyRule:
 		l, err := flow.NewConcurrency(f.Limit)
 		if err != nil {
@@ -135,7 +135,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 
 // errNoCPU is the error of a shed rule that reads the CPU in a guard that
 // reads none.
-var errNoCPU = errors.New("a shed rule reads the CPU, and the guard reads none: make it with slidegate.WithCPU (the Usage of a cpu.Sampler), or set cpu_threshold to -1 for no CPU signal (a cap of twice the requests in flight the service completes)")
+var errNoCPU = errors.New("a shed rule reads the CPU, and the guard reads none: make it with slidegate.WithCPU (the Usage of a cpu.Sampler), or set cpu_threshold to -1 for no CPU signal (a cap of twice the requests in flight the service completes, shared fairly)")
 
 // adaptiveSettings returns an adaptive rule's settings, its defaults left
 // to flow.NewAdaptive.

@@ -99,7 +99,12 @@ type entry struct {
 	count    int64
 	key      string
 	held     []hold // what the request holds of its rules; never grown past its capacity, for a hold must not move
-	_        [128 - 88]byte
+	// The request's waits on its client (Entry.Pause): how many are open,
+	// when the first of them began, and how long the closed ones took.
+	pauses   atomic.Int32
+	pausedAt atomic.Int64
+	waited   atomic.Int64
+	_        [128 - 112]byte
 }
 
 var entries = sync.Pool{New: func() any { return new(entry) }}
@@ -130,18 +135,60 @@ func (h Entry) exit(now int64, given bool, err error) {
 			o = breaker.Ignored
 		}
 	}
-	d := max(now-e.start, 0)
+	// The response time is the service's: the time the request waited on
+	// its client is taken out, and its rules end it that much earlier.
+	d := max(now-e.start-e.waitedAt(now), 0)
 	e.res.exit(now, d, e.count, err != nil)
 	if e.inbound {
 		e.g.inbound.exit(now, d, e.count, err != nil)
 	}
 	overloaded := err != nil && IsOverloaded(err)
+	served := e.start + d
 	for i := range e.held {
 		h := &e.held[i]
 		h.overloaded = overloaded
-		h.by.release(h, now, o, false)
+		h.by.release(h, served, o, false)
 	}
 	e.release()
+}
+
+// waitedAt returns how long the request has waited on its client by time
+// now, a wait still open included.
+func (e *entry) waitedAt(now int64) int64 {
+	w := e.waited.Load()
+	if e.pauses.Load() > 0 {
+		w += max(now-e.pausedAt.Load(), 0)
+	}
+	return w
+}
+
+// Pause says that the request waits on its client from now on: it reads
+// the client's body, or writes to a client that reads slowly. The time
+// until Resume is not the service's: Exit takes it out of the response
+// time, which rules learn from and statistics show, so that a slow client
+// makes neither an adaptive limit nor a slow-call breaker think the service
+// slow. The request keeps what it holds of its rules meanwhile. Pauses may
+// overlap (a body read on one goroutine, a write on another): time counts
+// once. A pause still open at Exit ends there. Pause and Resume do nothing
+// on the zero Entry or after Exit.
+func (h Entry) Pause() {
+	if e := h.e; e != nil && e.seq.Load() == h.seq && e.pauses.Add(1) == 1 {
+		e.pausedAt.Store(e.g.clock.Now())
+	}
+}
+
+// Resume ends a wait that Pause began.
+func (h Entry) Resume() {
+	e := h.e
+	if e == nil || e.seq.Load() != h.seq {
+		return
+	}
+	switch n := e.pauses.Add(-1); {
+	case n == 0:
+		e.waited.Add(max(e.g.clock.Now()-e.pausedAt.Load(), 0))
+	case n < 0:
+		e.pauses.Add(1) // a Resume without its Pause
+	}
 }
 
 // Probe reports whether a breaker of the resource let the request through
@@ -235,7 +282,9 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	}
 	e.g, e.res, e.count, e.inbound, e.priority, e.key = g, res, count, inbound, priority, key
 	e.would = flow.NotBlocked // a pooled entry keeps the last request's: admit may not run
-	var first []check         // the rules of all the inbound traffic, asked first
+	e.pauses.Store(0)
+	e.waited.Store(0)
+	var first []check // the rules of all the inbound traffic, asked first
 	if inbound {
 		first = snap.inbound
 	}

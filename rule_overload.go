@@ -9,15 +9,49 @@ import (
 	"github.com/slidegate/slidegate/flow"
 )
 
+// The values of FlowRule.Share.
+const (
+	shareByResource = "resource"
+	shareByKey      = "key"
+)
+
+// share returns whom an overload rule shares its limit among
+// (FlowRule.Share), its default filled in.
+func (f FlowRule) share() string {
+	switch {
+	case f.Share != "":
+		return f.Share
+	case f.Resource == InboundResource:
+		return shareByResource
+	}
+	return shareByKey
+}
+
+// byKey reports whether an overload rule shares its limit among keys, not
+// resources.
+func (f FlowRule) byKey() bool { return f.share() == shareByKey }
+
+// shareOf is whom an entry's request counts for in an overload rule that
+// shares its limit by key or by resource.
+func shareOf(e *entry, byKey bool) string {
+	if byKey {
+		return e.key
+	}
+	return e.res.name
+}
+
 // A shedRule sheds requests while the service is overloaded
 // (flow.Shedder): a request holds its place in flight until it exits, its
 // response time then a sample of the service's.
-type shedRule struct{ s *flow.Shedder }
+type shedRule struct {
+	s     *flow.Shedder
+	byKey bool // shares the bound among keys, not resources
+}
 
 func (*shedRule) phase() phase { return phaseConcurrency }
 
-func (r *shedRule) admit(_ context.Context, _ *entry, now int64, h *hold) flow.Decision {
-	d := r.s.AcquireAt(now, &h.shed)
+func (r *shedRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
+	d := r.s.AcquireAt(now, shareOf(e, r.byKey), &h.shed)
 	if d.Allowed {
 		h.by = r
 	}
@@ -35,12 +69,15 @@ func (r *shedRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) 
 }
 
 // An adaptiveRule is a concurrency limit that finds itself (flow.Adaptive).
-type adaptiveRule struct{ a *flow.Adaptive }
+type adaptiveRule struct {
+	a     *flow.Adaptive
+	byKey bool // shares the limit among keys, not resources
+}
 
 func (*adaptiveRule) phase() phase { return phaseConcurrency }
 
-func (r *adaptiveRule) admit(_ context.Context, _ *entry, now int64, h *hold) flow.Decision {
-	d := r.a.AcquireAt(now, &h.adaptive)
+func (r *adaptiveRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
+	d := r.a.AcquireAt(now, shareOf(e, r.byKey), &h.adaptive)
 	if d.Allowed {
 		h.by = r
 	}
@@ -112,9 +149,10 @@ type OverloadStatus struct {
 	Resource string
 	Rule     string   // its name (Rules.Named): "adaptive"
 	Type     FlowType // ShedRule or AdaptiveRule
-	// Limit is the most requests in flight the rule allows: an adaptive
-	// rule's limit now, or what a shed rule allows while it sheds (it
-	// allows twice that otherwise, and always without a CPU signal); -1
+	// Limit is the most requests in flight the rule allows before it
+	// shares them (see FlowRule.Share): an adaptive rule's limit now, or
+	// what a shed rule allows while it sheds (twice that while the CPU is
+	// warm, and always without a CPU signal; no cap while it is cool); -1
 	// for a shed rule that has not learnt the service's capacity yet.
 	Limit    int64
 	InFlight int64

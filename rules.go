@@ -147,10 +147,10 @@ type FlowRule struct {
 	Overrides map[string]int64 `json:"overrides,omitempty" yaml:"overrides,omitempty"`
 	// CPUThreshold is the CPU usage at or above which a shed rule sheds
 	// (default flow.DefaultShedCPUThreshold, 0.9): a share, in (0, 1], of
-	// what the process may use, as the guard reads it (WithCPU). -1 means
-	// no CPU signal: the rule then never sheds, and holds the requests in
-	// flight to twice what the service completes, all the time: a cap on
-	// floods (see flow.ShedderSettings.CPU).
+	// what the process may use, as the guard reads it (WithCPU). Below half
+	// of it the rule caps nothing. -1 means no CPU signal: the rule then
+	// holds the requests in flight to twice what the service completes,
+	// all the time: a cap on floods (see flow.ShedderSettings.CPU).
 	CPUThreshold float64 `json:"cpu_threshold,omitempty" yaml:"cpu_threshold,omitempty"`
 	// Algorithm is how an adaptive rule moves its limit: "gradient" (the
 	// default) or "aimd" (flow.Gradient, flow.AIMD).
@@ -164,6 +164,15 @@ type FlowRule struct {
 	// seen an adaptive rule lets requests become before its limit comes
 	// down (default flow.DefaultAdaptiveTolerance, 1.25).
 	Tolerance float64 `json:"tolerance,omitempty" yaml:"tolerance,omitempty"`
+	// Share is whom a shed or adaptive rule shares its limit among when
+	// the limit is reached: "resource" (each route its share; the default
+	// on InboundResource) or "key" (each key of WithKey its share: a client
+	// address, a tenant; the default elsewhere). A request whose resource
+	// or key holds less than its share is admitted even at the limit, one
+	// that holds more is not: a route whose handler stalls, or a client
+	// whose uploads trickle in, keeps what it holds but cannot take the
+	// rest from the others (see flow.Shedder).
+	Share string `json:"share,omitempty" yaml:"share,omitempty"`
 	// Shadow, if true, puts the rule in shadow (a dry run): it decides and
 	// counts as it would enforced, and never blocks. A request it would
 	// have blocked goes on, counted in Totals.WouldBlockBy; a wait it

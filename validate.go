@@ -229,6 +229,7 @@ var flowFields = []struct {
 	{"min_limit", func(f FlowRule) bool { return f.MinLimit != 0 }, []FlowType{AdaptiveRule}},
 	{"max_limit", func(f FlowRule) bool { return f.MaxLimit != 0 }, []FlowType{AdaptiveRule}},
 	{"tolerance", func(f FlowRule) bool { return f.Tolerance != 0 }, []FlowType{AdaptiveRule}},
+	{"share", func(f FlowRule) bool { return f.Share != "" }, []FlowType{ShedRule, AdaptiveRule}},
 	{"max_wait", func(f FlowRule) bool { return f.MaxWait != 0 }, []FlowType{ThrottleRule}},
 	{"warm_up", func(f FlowRule) bool { return f.WarmUp != 0 }, []FlowType{QPSRule, ThrottleRule}},
 	{"cold_factor", func(f FlowRule) bool { return f.ColdFactor != 0 }, []FlowType{QPSRule, ThrottleRule}},
@@ -335,6 +336,15 @@ func (f FlowRule) checkOverload(p *problems) {
 	p.count("max_limit", f.MaxLimit)
 	if f.Tolerance < 0 {
 		p.add("tolerance", "%v must not be negative", f.Tolerance)
+	}
+	switch f.Share {
+	case "", shareByKey:
+	case shareByResource:
+		if f.Resource != InboundResource {
+			p.add("share", "%q: a rule on one resource has no resources to share among; only the rules of %s do (or \"key\")", f.Share, InboundResource)
+		}
+	default:
+		p.add("share", "%q is not \"resource\" or \"key\"", f.Share)
 	}
 	if f.Resource == InboundResource && (f.PerKey || f.Cluster) {
 		p.add("resource", "the rules of %s hold for every inbound request, whatever its resource: they are neither per key nor cluster-wide", InboundResource)

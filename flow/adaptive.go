@@ -88,22 +88,31 @@ type AdaptiveSettings struct {
 // An Adaptive limiter is a concurrency limit that finds itself: it admits
 // a request while fewer than its limit are in flight, as Concurrency does,
 // and moves the limit from the response times of the requests it admitted.
+// At the limit, the places are shared fairly among the keys of the
+// requests (routes, clients: see AcquireAt): a key below its share is
+// still admitted, a key above it is not, so that a key whose requests
+// stall cannot take the limit from the others.
 //
 // The model. A service of W workers that each take S per request
 // completes C = W/S requests a second. Up to W requests in flight, each
 // takes S; beyond, the rest queue, and each takes S × inflight/W. The
-// limiter keeps a baseline: the least average response time of a window
-// (of at least MinSamples requests) it has seen, S. An average, not the
-// fastest request: a few fast answers (cache hits, quick errors) among
-// slow ones must not make every window look queued. At the end of each
-// window it compares the window's average response time with the
-// baseline. Gradient sets the limit to limit × tolerance × baseline /
-// average when that is below the limit, which under sustained overload is
+// limiter judges a window of requests by their mean response time without
+// its outliers: the requests that took over four times the window's
+// median. A queue slows most requests, and moves the median with them; a
+// few requests slow for their own reasons (a large upload, a rare
+// expensive query) do not, and left in, 5% of requests 100 times slower
+// would make the mean six times the rest's. It keeps a baseline: the least
+// such mean of a window (of at least MinSamples requests) it has seen, S.
+// A mean of many requests, not the fastest one: a few fast answers (cache
+// hits, quick errors) among slow ones must not make every window look
+// queued. At the end of each window it compares the window's mean with
+// the baseline. Gradient sets the limit to limit × tolerance × baseline /
+// mean when that is below the limit, which under sustained overload is
 // tolerance × W: every worker busy, each request taking tolerance × S. It
 // grows the limit when requests take less and the limit is in use (at
 // least half of it was in flight in the window): doubling each window
-// until requests first queue (slow start), then by its square root.
-// AIMD cuts by the backoff factor instead, and grows the same way.
+// until requests first queue (slow start), then by its square root. AIMD
+// cuts by the backoff factor instead, and grows the same way.
 //
 // What it does better than its models. A request that ends overloaded
 // (a timeout, or the downstream's "overloaded") cuts the limit by the
@@ -112,29 +121,36 @@ type AdaptiveSettings struct {
 // drain comes back to. The limit grows only while it is in use, and
 // never under sustained overload: the baseline cannot drift up with the
 // queue (as Vegas' rtt_noload and Gradient2's long-term average do),
-// because between drains it only goes down.
+// because between drains it only goes down. Netflix's limits and Envoy's
+// filter judge by the plain mean (or a minimum): there, a small share of
+// slow requests halves the limit over and over, down to its floor, which
+// the slow requests then fill. A median alone would not do either: it
+// lets a queue that holds a third of the requests go unseen.
 //
 // A drain measures the baseline afresh, up or down, so that a service that
 // became slower for good is not held to its old speed. Every DrainInterval
 // (with a jitter of a quarter, so that instances do not drain together),
 // the limit goes down to 0.8 × limit / tolerance: four fifths of the
 // workers once the limit has settled. When the requests in flight have
-// fallen to that, the queue is gone, and the average response time of the
+// fallen to that, the queue is gone, and the mean response time of the
 // next MinSamples requests admitted is the new baseline; the limit then
 // comes back to what it was. A drain lasts about one response time more
-// than the queue takes to drain: at most four average response times (a
+// than the queue takes to drain: at most four mean response times (a
 // window if that is longer), and until a request ends after that. No drain
-// starts in a window with overloaded requests. It
-// never lowers the limit below MinLimit, so it never drops to one request
-// (as Envoy's filter does, failing the requests its measurement window
-// refuses); a window whose requests in flight stayed below the drain's
-// limit measures the baseline without lowering anything. A drain costs at
-// most a fifth of the throughput for about a response time every ten
-// seconds: a fraction of a percent.
+// starts in a window with overloaded requests. It never lowers the limit
+// below MinLimit, so it never drops to one request (as Envoy's filter
+// does, failing the requests its measurement window refuses); a window
+// whose requests in flight stayed below the drain's limit measures the
+// baseline without lowering anything. A drain costs at most a fifth of the
+// throughput for about a response time every ten seconds: a fraction of a
+// percent.
 //
 // A window holds the requests that ended within it; the first request to
 // end after it closes it, if it holds MinSamples, and the window goes on
-// otherwise.
+// otherwise. Response times are summed, and counted in the bins of
+// window.Sketch to find the median and the outliers: a window without
+// outliers has its exact mean, one with them the mean of the others
+// within 4.4%.
 //
 // An Adaptive limiter is safe for concurrent use. Acquire is a
 // compare-and-swap on the requests in flight, as Concurrency's; DoneAt adds
@@ -144,21 +160,25 @@ type AdaptiveSettings struct {
 type Adaptive struct {
 	limit    atomic.Int64
 	inflight atomic.Int64
-	// The current window's samples.
-	samples, rtSum, overloaded atomic.Int64
-	peak                       atomic.Int64
+	fair     *fairShare
+	// The current window's samples: their response times by bin, and the
+	// requests that ended overloaded.
+	samples    *rtBins
+	overloaded atomic.Int64
+	peak       atomic.Int64
 	// A drain's: its limit (0 when none), when its queue was found drained
 	// (the requests admitted from then on measure the baseline; MaxInt64
-	// until then), the sum of their response times and their number.
+	// until then), their response times and their number.
 	drainLimit, measureFrom atomic.Int64
-	drainSum, measured      atomic.Int64
+	drained                 *rtBins
+	measured                atomic.Int64
 	windowEnd               atomic.Int64
 	shownBaseline           atomic.Int64 // baseline, for Baseline
 
 	mu sync.Mutex // held by the request closing a window; no one waits for it
 	// Under mu.
 	lim       float64 // the limit, unrounded
-	baseline  int64   // the least average response time of a window, in ns; 0 until measured
+	baseline  int64   // the least mean response time of a window, outliers left out, in ns; 0 until measured
 	slowStart bool
 	draining  bool
 	drainEnd  int64
@@ -189,7 +209,8 @@ func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
 	if err := s.fill(); err != nil {
 		return nil, err
 	}
-	a := &Adaptive{s: s, clock: o.clock, lim: float64(s.InitialLimit), slowStart: true}
+	a := &Adaptive{s: s, clock: o.clock, lim: float64(s.InitialLimit), slowStart: true,
+		fair: newFairShare(), samples: new(rtBins), drained: new(rtBins)}
 	a.limit.Store(s.InitialLimit)
 	a.measureFrom.Store(math.MaxInt64)
 	now := o.clock.Now()
@@ -262,36 +283,35 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 type AdaptivePermit struct {
 	a     *Adaptive
 	start int64
+	lane  uint8
 	done  atomic.Bool
 }
 
 // Acquire decides at the limiter's clock; see AcquireAt.
-func (a *Adaptive) Acquire(p *AdaptivePermit) Decision { return a.AcquireAt(a.clock.Now(), p) }
+func (a *Adaptive) Acquire(key string, p *AdaptivePermit) Decision {
+	return a.AcquireAt(a.clock.Now(), key, p)
+}
 
-// AcquireAt admits a request at time now (nanoseconds on the limiter's
-// clock) if fewer than the limit are in flight, filling p, which must be a
-// zero or done AdaptivePermit; the caller then calls p.DoneAt when the
-// request ends, or p.Cancel if it never ran. Otherwise the request is
-// blocked with Overloaded. A nil p is blocked with ExceedsLimit, as it
-// could never be given back.
-func (a *Adaptive) AcquireAt(now int64, p *AdaptivePermit) Decision {
+// AcquireAt admits a request of the given key at time now (nanoseconds on
+// the limiter's clock) if fewer than the limit are in flight, or if the
+// key holds less than its share of the limit (see Adaptive), filling p,
+// which must be a zero or done AdaptivePermit; the caller then calls
+// p.DoneAt when the request ends, or p.Cancel if it never ran. Otherwise
+// the request is blocked with Overloaded. A nil p is blocked with
+// ExceedsLimit, as it could never be given back. The key says whose
+// request it is: the route, the client, "" for all alike.
+func (a *Adaptive) AcquireAt(now int64, key string, p *AdaptivePermit) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
-	limit := a.limit.Load()
-	for {
-		cur := a.inflight.Load()
-		if cur >= limit {
-			return Decision{Reason: Overloaded}
-		}
-		if a.inflight.CompareAndSwap(cur, cur+1) {
-			if cur+1 > a.peak.Load() {
-				storeMax(&a.peak, cur+1)
-			}
-			break
-		}
+	pk := a.fair.pick(key)
+	if !a.fair.admit(&a.inflight, a.limit.Load(), pk) {
+		return Decision{Reason: Overloaded}
 	}
-	p.a, p.start = a, now
+	if cur := a.inflight.Load(); cur > a.peak.Load() {
+		storeMax(&a.peak, cur)
+	}
+	p.a, p.start, p.lane = a, now, pk.lane
 	p.done.Store(false)
 	return allowed
 }
@@ -326,7 +346,7 @@ func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
 	if a == nil || !p.done.CompareAndSwap(false, true) {
 		return
 	}
-	a.inflight.Add(-1)
+	a.fair.leave(&a.inflight, p.lane)
 	// A window holds the requests that ended before it did: the one that
 	// finds it over closes it, then counts in the next.
 	if now >= a.windowEnd.Load() && a.mu.TryLock() {
@@ -337,8 +357,7 @@ func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
 	case overloaded:
 		a.overloaded.Add(1)
 	case rt > 0: // a clock that went back gives no sample
-		a.rtSum.Add(rt)
-		a.samples.Add(1)
+		a.samples.add(rt)
 		if a.drainLimit.Load() > 0 {
 			a.measure(now, p.start, rt)
 		}
@@ -359,7 +378,7 @@ func (a *Adaptive) measure(now, start, rt int64) {
 	if start < from {
 		return
 	}
-	a.drainSum.Add(rt)
+	a.drained.add(rt)
 	if a.measured.Add(1) == a.s.MinSamples {
 		a.windowEnd.Store(now)
 	}
@@ -369,7 +388,7 @@ func (a *Adaptive) measure(now, start, rt int64) {
 // leaves the requests in flight, and is no sample.
 func (p *AdaptivePermit) Cancel() {
 	if p.a != nil && p.done.CompareAndSwap(false, true) {
-		p.a.inflight.Add(-1)
+		p.a.fair.leave(&p.a.inflight, p.lane)
 	}
 }
 
@@ -380,28 +399,24 @@ func (a *Adaptive) closeWindow(now int64) {
 	if now < a.windowEnd.Load() {
 		return // another request closed it first
 	}
-	n, over := a.samples.Load(), a.overloaded.Load()
+	n, over := a.samples.count.Load(), a.overloaded.Load()
 	if n+over < a.s.MinSamples {
 		return // too few to judge by: the window goes on
 	}
-	// A sample added between these swaps lands in one window or the next:
-	// a window is statistics, not a promise.
-	n, over = a.samples.Swap(0), a.overloaded.Swap(0)
-	sum := a.rtSum.Swap(0)
+	// A sample added while the window is taken lands in one window or the
+	// next: a window is statistics, not a promise.
+	over = a.overloaded.Swap(0)
+	n, rt := a.samples.take()
 	peak := a.peak.Swap(a.inflight.Load())
 	a.windows++
-	avg := int64(0)
-	if n > 0 {
-		avg = sum / n
-	}
-	// The baseline is an average of many requests, not the fastest one: a
+	// The baseline is a mean of many requests, not the fastest one: a
 	// few fast answers (cache hits, quick errors) among slow ones must not
 	// make every window look queued.
 	full := n >= a.s.MinSamples
-	if full && (a.baseline == 0 || avg < a.baseline) {
-		a.baseline = avg
+	if full && (a.baseline == 0 || rt < a.baseline) {
+		a.baseline = rt
 	}
-	a.windowEnd.Store(now + max(int64(a.s.Window), 2*avg))
+	a.windowEnd.Store(now + max(int64(a.s.Window), 2*rt))
 	switch {
 	case a.draining:
 		if over > 0 {
@@ -412,8 +427,9 @@ func (a *Adaptive) closeWindow(now int64) {
 		if now < a.drainEnd && a.measured.Load() < a.s.MinSamples {
 			return
 		}
-		if m := a.measured.Swap(0); m > 0 {
-			a.baseline = a.drainSum.Swap(0) / m
+		a.measured.Store(0)
+		if m, rt := a.drained.take(); m > 0 {
+			a.baseline = rt
 		}
 		a.drainLimit.Store(0)
 		a.measureFrom.Store(math.MaxInt64)
@@ -426,28 +442,29 @@ func (a *Adaptive) closeWindow(now int64) {
 		if float64(peak) <= drain {
 			// The window never had more in flight than a drain would
 			// allow: its requests did not queue behind each other.
-			a.baseline = avg
+			a.baseline = rt
 			a.nextDrain = a.drainAfter(now)
 			break
 		}
 		a.draining, a.saved = true, a.lim
-		a.drainEnd = now + max(4*avg, int64(a.s.Window))
+		a.drainEnd = now + max(4*rt, int64(a.s.Window))
 		a.measured.Store(0)
-		a.drainSum.Store(0)
+		a.drained.take()
 		a.measureFrom.Store(math.MaxInt64)
 		a.windowEnd.Store(a.drainEnd)
 		a.set(drain)
 		a.drainLimit.Store(a.limit.Load())
 		return
 	}
-	a.update(n, over, avg, peak)
+	a.update(n, over, rt, peak)
 }
 
-// update moves the limit by the window's samples: n response times
-// averaging avg, over overloaded requests, peak requests in flight at most.
-func (a *Adaptive) update(n, over, avg, peak int64) {
+// update moves the limit by the window's samples: n response times of
+// mean rt (outliers left out), over overloaded requests, peak requests in
+// flight at most.
+func (a *Adaptive) update(n, over, rt, peak int64) {
 	lim := a.lim
-	queued := n > 0 && float64(avg) > a.s.Tolerance*float64(a.baseline)
+	queued := n > 0 && float64(rt) > a.s.Tolerance*float64(a.baseline)
 	switch {
 	case over > 0:
 		lim *= a.s.Backoff
@@ -455,7 +472,7 @@ func (a *Adaptive) update(n, over, avg, peak int64) {
 	case n == 0:
 		return
 	case queued && a.s.Algorithm == Gradient:
-		lim *= max(a.s.Tolerance*float64(a.baseline)/float64(avg), 0.5)
+		lim *= max(a.s.Tolerance*float64(a.baseline)/float64(rt), 0.5)
 		a.slowStart = false
 	case queued:
 		lim *= a.s.Backoff
@@ -493,9 +510,8 @@ func (a *Adaptive) Limit() int64 { return a.limit.Load() }
 // InFlight returns the requests admitted and not yet done.
 func (a *Adaptive) InFlight() int64 { return a.inflight.Load() }
 
-// Baseline returns the average response time the limiter judges queueing
-// by (see Adaptive); 0 until
-// it has one.
+// Baseline returns the mean response time the limiter judges queueing by
+// (see Adaptive); 0 until it has one.
 func (a *Adaptive) Baseline() time.Duration { return time.Duration(a.shownBaseline.Load()) }
 
 // Settings returns the limiter's settings, the defaults filled in.

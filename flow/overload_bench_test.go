@@ -17,7 +17,7 @@ func benchShedder(b *testing.B, cpu float64) (*Shedder, int64) {
 	}
 	for range 1000 {
 		var p ShedPermit
-		s.AcquireAt(0, &p)
+		s.AcquireAt(0, "", &p)
 		p.DoneAt(int64(10 * time.Millisecond))
 	}
 	now := int64(150 * time.Millisecond)
@@ -33,7 +33,7 @@ func BenchmarkShedderAcquireAt(b *testing.B) {
 	s, now := benchShedder(b, 0.95)
 	var p ShedPermit
 	for b.Loop() {
-		s.AcquireAt(now, &p)
+		s.AcquireAt(now, "", &p)
 		p.Cancel()
 	}
 }
@@ -43,7 +43,7 @@ func BenchmarkShedderAcquireDoneAt(b *testing.B) {
 	s, now := benchShedder(b, 0.95)
 	var p ShedPermit
 	for b.Loop() {
-		s.AcquireAt(now, &p)
+		s.AcquireAt(now, "", &p)
 		p.DoneAt(now + 1000)
 	}
 }
@@ -53,11 +53,11 @@ func BenchmarkShedderShedding(b *testing.B) {
 	s, now := benchShedder(b, 0.95)
 	held := make([]ShedPermit, 100)
 	for i := range held {
-		s.AcquireAt(now, &held[i])
+		s.AcquireAt(now, "", &held[i])
 	}
 	var p ShedPermit
 	for b.Loop() {
-		if s.AcquireAt(now, &p).Allowed {
+		if s.AcquireAt(now, "", &p).Allowed {
 			b.Fatal("allowed over the bound")
 		}
 	}
@@ -68,7 +68,7 @@ func BenchmarkShedderAcquireDoneParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		var p ShedPermit
 		for pb.Next() {
-			s.AcquireAt(now, &p)
+			s.AcquireAt(now, "", &p)
 			p.DoneAt(now + 1000)
 		}
 	})
@@ -81,7 +81,7 @@ func BenchmarkAdaptiveAcquireAt(b *testing.B) {
 	}
 	var p AdaptivePermit
 	for b.Loop() {
-		a.AcquireAt(0, &p)
+		a.AcquireAt(0, "", &p)
 		p.Cancel()
 	}
 }
@@ -96,7 +96,7 @@ func BenchmarkAdaptiveAcquireDoneAt(b *testing.B) {
 	var p AdaptivePermit
 	now := int64(0)
 	for b.Loop() {
-		a.AcquireAt(now, &p)
+		a.AcquireAt(now, "", &p)
 		now += 1000
 		p.DoneAt(now, false)
 	}
@@ -110,7 +110,7 @@ func BenchmarkAdaptiveAcquireDoneParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		var p AdaptivePermit
 		for pb.Next() {
-			a.Acquire(&p)
+			a.Acquire("", &p)
 			p.Done(false)
 		}
 	})

@@ -1,6 +1,7 @@
 package flow_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ type adaptiveAdmitter struct{ a *flow.Adaptive }
 
 func (x adaptiveAdmitter) Admit(now int64) (func(int64, bool), bool) {
 	p := new(flow.AdaptivePermit)
-	if !x.a.AcquireAt(now, p).Allowed {
+	if !x.a.AcquireAt(now, "", p).Allowed {
 		return nil, false
 	}
 	return func(now int64, timedOut bool) { p.DoneAt(now, timedOut) }, true
@@ -49,7 +50,7 @@ func (x *shedAdmitter) Admit(now int64) (func(int64, bool), bool) {
 		x.slot = slot
 	}
 	p := new(flow.ShedPermit)
-	if !x.s.AcquireAt(now, p).Allowed {
+	if !x.s.AcquireAt(now, "", p).Allowed {
 		return nil, false
 	}
 	return func(now int64, timedOut bool) {
@@ -61,20 +62,36 @@ func (x *shedAdmitter) Admit(now int64) (func(int64, bool), bool) {
 	}, true
 }
 
-func TestAdaptiveMeetsTheOverloadGoals(t *testing.T) {
+func TestAdaptiveMeetsTheOverloadGoals(t *testing.T) { adaptiveMeetsTheGoals(t, 1) }
+
+// The goals hold for other arrivals and service times too, not for one
+// seed's luck; all but one: AIMD, whose limit grows by its square root a
+// window, takes 8 to 10 s to recover from the capacity doubling with
+// seeds 3 and 5 (as it did when windows were judged by their plain mean).
+func TestAdaptiveMeetsTheOverloadGoalsWhateverTheSeed(t *testing.T) {
+	for seed := uint64(2); seed <= 5; seed++ {
+		adaptiveMeetsTheGoals(t, seed)
+	}
+}
+
+func adaptiveMeetsTheGoals(t *testing.T, seed uint64) {
+	t.Helper()
 	for _, alg := range []flow.AdaptiveAlgorithm{flow.Gradient, flow.AIMD} {
 		for _, sc := range flowsim.OverloadScenarios() {
 			if sc.Name == "bursty, 3x average" {
 				continue
 			}
-			r := simulate(t, sc, func(func() float64) flowsim.Admitter {
+			r := simulate(t, sc, seed, func(func() float64) flowsim.Admitter {
 				a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg}, flow.WithClock(clock.NewManual(0)))
 				if err != nil {
 					t.Fatal(err)
 				}
 				return adaptiveAdmitter{a}
 			})
-			checkGoals(t, alg.String()+", "+sc.Name, r, true)
+			if alg == flow.AIMD && seed != 1 {
+				r.Recover = flowsim.NotApplicable // see above
+			}
+			checkGoals(t, fmt.Sprintf("%v, %s, seed %d", alg, sc.Name, seed), r, true)
 		}
 	}
 }
@@ -88,7 +105,7 @@ func TestShedderMeetsTheOverloadGoalsFromCold(t *testing.T) {
 		if sc.Name != "cold start, 3x" && sc.Name != "below capacity, 0.8x" {
 			continue
 		}
-		r := simulate(t, sc, func(utilization func() float64) flowsim.Admitter {
+		r := simulate(t, sc, 1, func(utilization func() float64) flowsim.Admitter {
 			x := &shedAdmitter{utilization: utilization}
 			s, err := flow.NewShedder(flow.ShedderSettings{CPU: x.cpu}, flow.WithClock(clock.NewManual(0)))
 			if err != nil {
@@ -101,9 +118,9 @@ func TestShedderMeetsTheOverloadGoalsFromCold(t *testing.T) {
 	}
 }
 
-func simulate(t *testing.T, sc flowsim.Scenario, f flowsim.AdmitterFactory) flowsim.OverloadResult {
+func simulate(t *testing.T, sc flowsim.Scenario, seed uint64, f flowsim.AdmitterFactory) flowsim.OverloadResult {
 	t.Helper()
-	r, err := flowsim.Simulate(flowsim.DefaultService(), sc, f, flowsim.SimOptions{Seed: 1})
+	r, err := flowsim.Simulate(flowsim.DefaultService(), sc, f, flowsim.SimOptions{Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,12 +27,12 @@ type ShedderSettings struct {
 	// every decision, so it must be as cheap. Nil means no CPU signal: the
 	// shedder then never finds the service overloaded, and holds the
 	// requests in flight to twice what the service has shown it completes,
-	// all the time: a cap that keeps a flood from filling the queue, with
-	// room for the ups and downs of the traffic. (Held to the bound itself
-	// all the time, as go-zero's shedder is with its CPU gate open, a
-	// service refuses a share of its traffic below its capacity: the
-	// requests in flight come and go around their mean, and the bound is
-	// about the mean.)
+	// all the time, shared fairly among keys: a cap that keeps a flood from
+	// filling the queue, with room for the ups and downs of the traffic.
+	// (Held to the bound itself all the time, as go-zero's shedder is with
+	// its CPU gate open, a service refuses a share of its traffic below its
+	// capacity: the requests in flight come and go around their mean, and
+	// the bound is about the mean.)
 	CPU func() float64
 	// CPUThreshold is the usage at or above which the service is
 	// overloaded (default DefaultShedCPUThreshold), in (0, 1].
@@ -62,27 +62,31 @@ type ShedderSettings struct {
 //
 // where the best rate is the most requests completed in one bucket of the
 // window, and the least response time the smallest average of one bucket's
-// completed requests. Below the threshold it admits up to twice as many:
-// the service has room, and its traffic may grow (the best rate grows with
-// what it admits, by up to twice per bucket), but a burst that comes
-// before the CPU shows it cannot fill the queue. A request refused below
-// the threshold starts no cool-off. (go-zero and Kratos admit everything
-// below the threshold, so that a burst at a cool CPU fills the queue, and
-// the backlog comes back in each time the CPU falls under the threshold
-// after a cool-off: in the overload simulation of benchmarks/compare, a p99
-// of 5.8 service times instead of 1.5 from a cold start under three times
-// the capacity.)
+// completed requests. At that bound the places are shared fairly among the
+// keys of the requests (routes, clients: see AcquireAt): a key below its
+// share is still admitted, a key above it is not, so that a key whose
+// requests stall cannot take the service from the others.
+//
+// Below half the threshold it admits every request: a cap there would be
+// one that clients could fill without using the CPU. Requests that wait on
+// their clients (slow uploads, slow readers) hold their places as long as
+// the clients like, and a cap of requests in flight lets a handful of them
+// refuse everyone while the CPU is idle. Between half the threshold and
+// the threshold (and always, without a CPU signal) it admits up to twice
+// the bound, shared the same way: the service is busy enough for a burst
+// to fill its queue before the CPU, sampled and smoothed, shows it, and
+// twice the bound leaves room for the traffic to grow. A client that holds
+// connections open without using the CPU cannot make the service warm.
 //
 // What it does better than its models. Response times are kept to the
 // tenth of a microsecond, not rounded up to whole milliseconds (go-zero
 // rounds a 100 µs handler's to 1 ms, and allows ten times too many in
-// flight). The
-// bound is computed once per bucket, by the first decision to see the
-// bucket change, not on every decision; a decision reads four atomics and
-// the CPU, and allocates nothing. Nothing is logged per shed request. The
-// CPU comes from the caller (package cpu reads what the process's cgroup
-// may use), so a container limited to part of a machine sheds at its own
-// limit, not the machine's.
+// flight). The bound is computed once per bucket, by the first decision to
+// see the bucket change, not on every decision; a decision reads a few
+// atomics and the CPU, and allocates nothing. Nothing is logged per shed
+// request. The CPU comes from the caller (package cpu reads what the
+// process's cgroup may use), so a container limited to part of a machine
+// sheds at its own limit, not the machine's.
 //
 // Until the window has held one full bucket of completed requests, the
 // shedder admits everything: it cannot know the service's capacity yet.
@@ -93,6 +97,7 @@ type ShedderSettings struct {
 // make one with NewShedder.
 type Shedder struct {
 	inflight  atomic.Int64
+	fair      *fairShare
 	lastShed  atomic.Int64 // when it last shed, on its clock; math.MinInt64 if never
 	bound     atomic.Uint64
 	done      *window.RollingWindow // completed requests: count and response time in rtUnit, per bucket
@@ -153,6 +158,7 @@ func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
 		return nil, err // CheckWindow has refused what the window refuses
 	}
 	sh := &Shedder{
+		fair:      newFairShare(),
 		done:      done,
 		cpu:       s.CPU,
 		threshold: s.CPUThreshold,
@@ -170,48 +176,53 @@ func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
 type ShedPermit struct {
 	s     *Shedder
 	start int64
+	lane  uint8
 	done  atomic.Bool
 }
 
 // Acquire decides at the shedder's clock; see AcquireAt.
-func (s *Shedder) Acquire(p *ShedPermit) Decision { return s.AcquireAt(s.clock.Now(), p) }
+func (s *Shedder) Acquire(key string, p *ShedPermit) Decision {
+	return s.AcquireAt(s.clock.Now(), key, p)
+}
 
-// AcquireAt decides whether a request may enter at time now (nanoseconds on
-// the shedder's clock). If so it fills p, which must be a zero or done
-// ShedPermit, and the caller calls p.DoneAt when the request ends (or
-// p.Cancel if it never ran). A shed request is blocked with Overloaded. A
-// nil p is blocked with ExceedsLimit, as it could never be given back.
-func (s *Shedder) AcquireAt(now int64, p *ShedPermit) Decision {
+// AcquireAt decides whether a request of the given key may enter at time
+// now (nanoseconds on the shedder's clock). If so it fills p, which must be
+// a zero or done ShedPermit, and the caller calls p.DoneAt when the request
+// ends (or p.Cancel if it never ran). A shed request is blocked with
+// Overloaded. A nil p is blocked with ExceedsLimit, as it could never be
+// given back.
+//
+// The key says whose request it is, for the places to be shared fairly at
+// the bound: the route, the client, "" for all alike (see Shedder).
+func (s *Shedder) AcquireAt(now int64, key string, p *ShedPermit) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
-	bound := s.maxInFlight(now)
-	hot := s.hot()
-	if !hot && !s.cooling(now) && bound != math.MaxInt64 {
-		bound *= 2
+	pk := s.fair.pick(key)
+	usage := 1.0 // no CPU signal: as if warm, never hot
+	if s.cpu != nil {
+		usage = s.cpu()
 	}
-	if bound != math.MaxInt64 {
-		for {
-			cur := s.inflight.Load()
-			if cur >= bound {
-				// The cool-off runs from the last request shed with
-				// the CPU hot: one shed in the cool-off itself must not
-				// renew it. One store per shed request would make every
-				// one write the same word: store only when it moves on by
-				// a bucket.
-				if last := s.lastShed.Load(); hot && (last == math.MinInt64 || now-last >= s.width) {
-					s.lastShed.Store(now)
-				}
-				return Decision{Reason: Overloaded}
-			}
-			if s.inflight.CompareAndSwap(cur, cur+1) {
-				break
-			}
+	hot := s.cpu != nil && usage >= s.threshold
+	switch bound := s.maxInFlight(now); {
+	case bound == math.MaxInt64 || usage < s.threshold/2 && !s.cooling(now):
+		s.fair.take(&s.inflight, pk.lane) // cool: no cap at all
+	default:
+		if !hot && !s.cooling(now) {
+			bound *= 2 // warm: room for the traffic to grow
 		}
-	} else {
-		s.inflight.Add(1)
+		if !s.fair.admit(&s.inflight, bound, pk) {
+			// The cool-off runs from the last request shed with the CPU
+			// hot: one shed in the cool-off itself must not renew it. One
+			// store per shed request would make every one write the same
+			// word: store only when it moves on by a bucket.
+			if last := s.lastShed.Load(); hot && (last == math.MinInt64 || now-last >= s.width) {
+				s.lastShed.Store(now)
+			}
+			return Decision{Reason: Overloaded}
+		}
 	}
-	p.s, p.start = s, now
+	p.s, p.start, p.lane = s, now, pk.lane
 	p.done.Store(false)
 	return allowed
 }
@@ -292,7 +303,7 @@ func (p *ShedPermit) DoneAt(now int64) {
 	if p.s == nil || !p.done.CompareAndSwap(false, true) {
 		return
 	}
-	p.s.inflight.Add(-1)
+	p.s.fair.leave(&p.s.inflight, p.lane)
 	p.s.done.AddAt(now, max((now-p.start+rtUnit/2)/rtUnit, 1))
 }
 
@@ -300,7 +311,7 @@ func (p *ShedPermit) DoneAt(now int64) {
 // leaves the requests in flight and counts nothing else.
 func (p *ShedPermit) Cancel() {
 	if p.s != nil && p.done.CompareAndSwap(false, true) {
-		p.s.inflight.Add(-1)
+		p.s.fair.leave(&p.s.inflight, p.lane)
 	}
 }
 
@@ -308,8 +319,9 @@ func (p *ShedPermit) Cancel() {
 func (s *Shedder) InFlight() int64 { return s.inflight.Load() }
 
 // MaxInFlight returns the bound at time now: the most requests in flight
-// the shedder admits while it sheds, half what it admits otherwise;
-// math.MaxInt64 until it has learnt the service's capacity.
+// the shedder admits while it sheds before it shares them among keys (see
+// Shedder), half what it admits without a CPU signal; math.MaxInt64 until
+// it has learnt the service's capacity.
 func (s *Shedder) MaxInFlight(now int64) int64 { return s.maxInFlight(now) }
 
 // Shedding reports whether the shedder sheds at time now: the CPU is at or

@@ -124,7 +124,7 @@ func (a *slidegateShedder) Admit(now int64) (func(int64, bool), bool) {
 	a.last = now
 	a.cpu.advance(now)
 	p := new(flow.ShedPermit)
-	if !a.s.AcquireAt(now, p).Allowed {
+	if !a.s.AcquireAt(now, "", p).Allowed {
 		return nil, false
 	}
 	return func(now int64, timedOut bool) {
@@ -159,7 +159,7 @@ func newSlidegateAdaptive(alg flow.AdaptiveAlgorithm) flowsim.AdmitterFactory {
 
 func (s slidegateAdaptive) Admit(now int64) (func(int64, bool), bool) {
 	p := new(flow.AdaptivePermit)
-	if !s.a.AcquireAt(now, p).Allowed {
+	if !s.a.AcquireAt(now, "", p).Allowed {
 		return nil, false
 	}
 	return func(now int64, timedOut bool) { p.DoneAt(now, timedOut) }, true

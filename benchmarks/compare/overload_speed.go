@@ -39,12 +39,12 @@ var overloadAdmit = &Shape{
 			at := clk.Now() - int64(time.Second)
 			for range 100000 {
 				var p flow.ShedPermit
-				s.AcquireAt(at, &p)
+				s.AcquireAt(at, "", &p)
 				p.DoneAt(at + int64(100*time.Millisecond))
 			}
 			return func() int64 {
 				var p flow.ShedPermit
-				d := s.Acquire(&p)
+				d := s.Acquire("", &p)
 				p.Done()
 				return b2i(d.Allowed)
 			}
@@ -53,7 +53,7 @@ var overloadAdmit = &Shape{
 			a := must(flow.NewAdaptive(flow.AdaptiveSettings{InitialLimit: overloadUnreachable, MinLimit: overloadUnreachable, MaxLimit: overloadUnreachable}))
 			return func() int64 {
 				var p flow.AdaptivePermit
-				d := a.Acquire(&p)
+				d := a.Acquire("", &p)
 				p.Done(false)
 				return b2i(d.Allowed)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -339,7 +340,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.o.blocked(w, r, err)
 		return
 	}
-	rw := &recorder{ResponseWriter: w}
+	// One allocation: the recorder, and the body that times the reads.
+	x := &exchange{recorder: recorder{ResponseWriter: w, e: e}}
+	rw := &x.recorder
+	if r.Body != nil && r.Body != http.NoBody {
+		x.body = clientBody{ReadCloser: r.Body, e: e}
+		r.Body = &x.body
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			e.Exit(PanicError(v))
@@ -443,12 +450,36 @@ func RetryAfterSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// A recorder notes the status a handler writes. It passes Flush, Hijack and
-// the other optional interfaces on through Unwrap (http.ResponseController)
-// and through its own Flush and Hijack methods, for handlers that assert them.
+// An exchange is what Middleware keeps of one request while its handler
+// runs, in one allocation.
+type exchange struct {
+	recorder
+	body clientBody
+}
+
+// A clientBody is a request's body, whose reads wait on the client: each
+// read is a pause of the request's entry (slidegate.Entry.Pause), so that
+// a client that sends its body slowly does not make the service look slow.
+type clientBody struct {
+	io.ReadCloser
+	e slidegate.Entry
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	b.e.Pause()
+	defer b.e.Resume()
+	return b.ReadCloser.Read(p)
+}
+
+// A recorder notes the status a handler writes. Its writes and flushes
+// wait on the client, as a clientBody's reads do: each is a pause of the
+// request's entry. It passes Flush, Hijack and the other optional
+// interfaces on through Unwrap (http.ResponseController) and through its
+// own Flush and Hijack methods, for handlers that assert them.
 type recorder struct {
 	http.ResponseWriter
 	code int
+	e    slidegate.Entry // the zero Entry, for Transport's: nothing to pause
 }
 
 func (rw *recorder) status() int {
@@ -469,6 +500,8 @@ func (rw *recorder) Write(p []byte) (int, error) {
 	if rw.code == 0 {
 		rw.code = http.StatusOK
 	}
+	rw.e.Pause()
+	defer rw.e.Resume()
 	return rw.ResponseWriter.Write(p)
 }
 
@@ -480,6 +513,8 @@ func (rw *recorder) Flush() {
 	if rw.code == 0 {
 		rw.code = http.StatusOK
 	}
+	rw.e.Pause()
+	defer rw.e.Resume()
 	_ = http.NewResponseController(rw.ResponseWriter).Flush()
 }
 

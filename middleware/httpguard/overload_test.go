@@ -60,7 +60,7 @@ func TestMiddlewareAnswers503WhenTheServiceIsOverloaded(t *testing.T) {
 	h := httpguard.Middleware(g, httpguard.WithResource(func(*http.Request) string { return "GET /x" }))(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
 	// A request in flight holds the one place the (inbound) rule allows.
-	e, err := g.Enter(context.Background(), "GET /other", slidegate.Inbound())
+	e, err := g.Enter(context.Background(), "GET /x", slidegate.Inbound())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,13 @@ func TestMiddlewareAnswers503WhenTheServiceIsOverloaded(t *testing.T) {
 	}
 	if n := stats(t, g, "GET /x").Totals.BlockedBy[slidegate.Overloaded]; n != 1 {
 		t.Errorf("blocked as overloaded: %d, want 1", n)
+	}
+	// The (inbound) rule shares its limit among resources: another route
+	// gets its share while GET /x holds the whole limit.
+	other := httpguard.Middleware(g, httpguard.WithResource(func(*http.Request) string { return "GET /other" }))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if w := serve(other, "GET", "/other"); w.Code != http.StatusOK {
+		t.Fatalf("another route while GET /x holds the limit: status %d, want 200", w.Code)
 	}
 	e.Exit(nil)
 	if w := serve(h, "GET", "/x"); w.Code != http.StatusOK || served != 1 {

@@ -1,0 +1,125 @@
+package flow
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+)
+
+// fairLanes is how many lanes a fair limit spreads the keys of its requests
+// over.
+const fairLanes = 64
+
+// A fairShare shares a concurrency limit among the keys of the requests it
+// admits (routes, clients), the way Netflix's partitioned limiters and
+// Kubernetes' API Priority and Fairness do, without a queue: while fewer
+// requests than the limit are in flight, any key may take a place; at the
+// limit, a key is still admitted while it holds less than its fair share,
+// the limit divided by the keys that hold places. So a key that filled the
+// limit while it was alone (a client whose uploads trickle in, a route
+// whose handler stalls) keeps what it holds but gets no more while the
+// others come in for theirs, and its places go to them as its requests end.
+// No key is ever refused for another's sake below its share.
+//
+// Keys are counted in lanes, not one by one, so that the memory is fixed
+// whatever clients send: a key hashes, with a seed of the limiter's, to two
+// of 64 lanes and joins the one with fewer requests in flight (shuffle
+// sharding, as API Priority and Fairness deals hands of queues). A heavy
+// key fills its two lanes; another key shares its fate only if both its
+// lanes are those two, one chance in 2,016 for a given pair of keys. The
+// share is counted per lane: the limit divided by the lanes that hold
+// requests, rounded up, with the request's own lane counted if it is empty.
+//
+// What the share costs: in flight may go over the limit, by the places that
+// keys below their share take there, never over twice the limit; and only
+// while some key holds more than its share. Counting the lanes costs each
+// request one hash and two atomic adds; the lanes are read one by one only
+// at the limit, where the request would otherwise be refused.
+type fairShare struct {
+	seed  maphash.Seed
+	lanes [fairLanes]atomic.Int64
+}
+
+// newFairShare returns a fairShare with a random seed.
+func newFairShare() *fairShare { return &fairShare{seed: maphash.MakeSeed()} }
+
+// A pick is the lane a request joins, the key's other lane, and what the
+// lane held when the request came.
+type pick struct {
+	lane, other uint8
+	held        int64
+}
+
+// pick returns the lane a request of key joins: the less busy of the two
+// lanes the key hashes to.
+func (f *fairShare) pick(key string) pick {
+	a, b := f.lanesOf(key)
+	na, nb := f.lanes[a].Load(), f.lanes[b].Load()
+	if nb < na {
+		return pick{lane: b, other: a, held: nb}
+	}
+	return pick{lane: a, other: b, held: na}
+}
+
+// lanesOf returns the two lanes of key.
+func (f *fairShare) lanesOf(key string) (a, b uint8) {
+	h := maphash.String(f.seed, key)
+	a, b = uint8(h%fairLanes), uint8(h/fairLanes%fairLanes)
+	if b == a {
+		b = (a + 1) % fairLanes
+	}
+	return a, b
+}
+
+// underShare reports whether p's lane is below its share of limit, and
+// some other key holds places to share with: a key alone at the limit (its
+// two lanes the only busy ones) gets no more, whatever its lanes hold.
+func (f *fairShare) underShare(p pick, limit int64) bool {
+	active, others := int64(0), false
+	if p.held == 0 {
+		active = 1 // its own lane, which the next request makes busy
+	}
+	for i := range f.lanes {
+		if f.lanes[i].Load() > 0 {
+			active++
+			others = others || uint8(i) != p.lane && uint8(i) != p.other
+		}
+	}
+	return others && p.held*active < limit // held < ⌈limit/active⌉
+}
+
+// admit takes a place in flight (counted in inflight) for a request picked
+// p: at once while fewer than limit are in flight, and at the limit only
+// while its lane is below its share and fewer than twice the limit are in
+// flight. It reports whether it took one.
+func (f *fairShare) admit(inflight *atomic.Int64, limit int64, p pick) bool {
+	checked := false
+	for {
+		cur := inflight.Load()
+		if cur >= limit {
+			if cur >= 2*limit {
+				return false
+			}
+			if !checked && !f.underShare(p, limit) {
+				return false
+			}
+			checked = true // the share does not change in the few tries a race costs
+		}
+		if inflight.CompareAndSwap(cur, cur+1) {
+			f.lanes[p.lane].Add(1)
+			return true
+		}
+	}
+}
+
+// take counts a request admitted without a limit in its lane, and in
+// inflight.
+func (f *fairShare) take(inflight *atomic.Int64, lane uint8) {
+	inflight.Add(1)
+	f.lanes[lane].Add(1)
+}
+
+// leave takes a request of the given lane out of flight.
+func (f *fairShare) leave(inflight *atomic.Int64, lane uint8) {
+	f.lanes[lane].Add(-1)
+	inflight.Add(-1)
+}
