@@ -11,10 +11,10 @@ import (
 	"github.com/slidegate/slidegate"
 )
 
-// errPanicked is the outcome recorded for a streamer that panicked or called
-// runtime.Goexit. (The unary interceptors and the stream server run their
+// errPanicked is the outcome recorded for a streamer or a stream's handler
+// that panicked or called runtime.Goexit. (The unary interceptors run their
 // calls through Guard.Do, which records its own.)
-var errPanicked = errors.New("grpcguard: the streamer did not return")
+var errPanicked = errors.New("grpcguard: the call did not return")
 
 // UnaryClientInterceptor returns an interceptor that guards the unary RPCs a
 // client makes with g (slidegate.Default() if g is nil). Each call enters its

@@ -41,8 +41,9 @@ func heldToOne(resource string) slidegate.Rules {
 
 func TestUnaryServerOverloadedIsUnavailable(t *testing.T) {
 	g, _ := guarded(t, heldToOne(slidegate.InboundResource))
-	// A request in flight holds the one place of the (inbound) rule.
-	e, err := g.Enter(context.Background(), "/other.Service/Method", slidegate.Inbound())
+	// A request in flight holds the one place of the (inbound) rule. (A
+	// request to another method would get its share.)
+	e, err := g.Enter(context.Background(), unaryMethod, slidegate.Inbound())
 	if err != nil {
 		t.Fatal(err)
 	}

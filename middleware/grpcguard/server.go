@@ -34,7 +34,9 @@ func UnaryServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryServer
 // UnaryServerInterceptor guards unary ones: the stream enters its resource
 // before the handler runs and exits when the handler returns, with its error
 // as UnaryServerInterceptor records it. The resource is named from the
-// stream's context.
+// stream's context. The time the handler spends in RecvMsg and SendMsg
+// waits on the client, and is left out of the stream's response time (see
+// slidegate.Entry.Pause).
 //
 // The RPCs a server's grpc.UnknownServiceHandler serves are named by
 // UnknownMethod, not by the method the client sent, which could be any
@@ -49,9 +51,42 @@ func StreamServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamServ
 		if srv == nil {
 			method = UnknownMethod
 		}
-		return o.do(ctx, g, o.name(ctx, method), func() error { return handler(srv, ss) },
-			slidegate.Inbound(), slidegate.WithKey(o.keyOf(ctx, method, true)))
+		e, err := g.Enter(ctx, o.name(ctx, method), slidegate.Inbound(), slidegate.WithKey(o.keyOf(ctx, method, true)))
+		if err != nil {
+			return o.blocked(err)
+		}
+		ended := false
+		defer func() {
+			if !ended {
+				e.Exit(errPanicked) // and the panic goes on
+			}
+		}()
+		err = handler(srv, &pausingStream{ServerStream: ss, e: e})
+		ended = true
+		e.Exit(o.outcome(err))
+		return err
 	}
+}
+
+// A pausingStream is a server stream whose receives and sends wait on the
+// client: each is a pause of the stream's entry (slidegate.Entry.Pause),
+// so that a client that sends or reads slowly does not make the service
+// look slow to the rules that learn from response times.
+type pausingStream struct {
+	grpc.ServerStream
+	e slidegate.Entry
+}
+
+func (s *pausingStream) RecvMsg(m any) error {
+	s.e.Pause()
+	defer s.e.Resume()
+	return s.ServerStream.RecvMsg(m)
+}
+
+func (s *pausingStream) SendMsg(m any) error {
+	s.e.Pause()
+	defer s.e.Resume()
+	return s.ServerStream.SendMsg(m)
 }
 
 // UnknownMethod is the full method under which a server's interceptors name

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
 
@@ -423,5 +424,53 @@ func TestNilGuardIsDefault(t *testing.T) {
 	}
 	if s, ok := slidegate.Default().Stats(method); !ok || s.Allowed != 1 || s.Succeeded != 1 {
 		t.Errorf("default guard: %+v, %v; want one success", s, ok)
+	}
+}
+
+// slowClientStream is a server stream whose client sends each message and
+// reads each answer a second after it is asked, on a manual clock.
+type slowClientStream struct {
+	fakeServerStream
+	c    *clock.Manual
+	left int
+}
+
+func (s *slowClientStream) RecvMsg(any) error {
+	s.c.Advance(time.Second)
+	if s.left == 0 {
+		return io.EOF
+	}
+	s.left--
+	return nil
+}
+
+func (s *slowClientStream) SendMsg(any) error {
+	s.c.Advance(time.Second)
+	return nil
+}
+
+// The time a stream's handler waits on its client, in RecvMsg and SendMsg,
+// is not response time: a slow client does not make the service look slow.
+func TestAStreamsWaitsOnItsClientAreNotResponseTime(t *testing.T) {
+	g, c := guarded(t, slidegate.Rules{})
+	in := grpcguard.StreamServerInterceptor(g)
+	ss := &slowClientStream{fakeServerStream: fakeServerStream{context.Background()}, c: c, left: 3}
+	err := in(&testService{}, ss, &grpc.StreamServerInfo{FullMethod: bidiMethod}, func(_ any, s grpc.ServerStream) error {
+		for {
+			if err := s.RecvMsg(nil); err != nil {
+				return nil
+			}
+			c.Advance(2 * time.Millisecond) // the service's work
+			if err := s.SendMsg(nil); err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := g.Stats(bidiMethod)
+	if st.Totals.Succeeded != 1 || st.MaxRT != 6*time.Millisecond {
+		t.Fatalf("stats %+v: want one stream that took the 6 ms of the service's work, not the 7 s its client took", st)
 	}
 }
