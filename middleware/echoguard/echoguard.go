@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/middleware/httpguard"
+	"github.com/slidegate/slidegate/middleware/internal/pause"
 )
 
 // An Option customises Middleware.
@@ -78,6 +79,8 @@ func Middleware(g *slidegate.Guard, opts ...Option) echo.MiddlewareFunc {
 				}
 				return &echo.HTTPError{Code: status, Message: http.StatusText(status), Internal: err}
 			}
+			// The body's reads wait on the client: no response time.
+			r.Body = pause.Wrap(r.Body, http.NoBody, e)
 			defer func() {
 				if v := recover(); v != nil {
 					e.Exit(httpguard.PanicError(v))

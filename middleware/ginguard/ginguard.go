@@ -1,9 +1,12 @@
 package ginguard
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/middleware/httpguard"
+	"github.com/slidegate/slidegate/middleware/internal/pause"
 )
 
 // An Option customises Middleware.
@@ -76,6 +79,8 @@ func Middleware(g *slidegate.Guard, opts ...Option) gin.HandlerFunc {
 			c.AbortWithStatus(status)
 			return
 		}
+		// The body's reads wait on the client: no response time.
+		r.Body = pause.Wrap(r.Body, http.NoBody, e)
 		defer func() {
 			if v := recover(); v != nil {
 				e.Exit(httpguard.PanicError(v))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/middleware/internal/pause"
 )
 
 // An Option customises Middleware or Transport.
@@ -344,7 +344,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{recorder: recorder{ResponseWriter: w, e: e}}
 	rw := &x.recorder
 	if r.Body != nil && r.Body != http.NoBody {
-		x.body = clientBody{ReadCloser: r.Body, e: e}
+		x.body = pause.Body{ReadCloser: r.Body, E: e}
 		r.Body = &x.body
 	}
 	defer func() {
@@ -451,29 +451,16 @@ func RetryAfterSeconds(d time.Duration) int64 {
 }
 
 // An exchange is what Middleware keeps of one request while its handler
-// runs, in one allocation.
+// runs, in one allocation: the recorder, and the body whose reads wait on
+// the client.
 type exchange struct {
 	recorder
-	body clientBody
-}
-
-// A clientBody is a request's body, whose reads wait on the client: each
-// read is a pause of the request's entry (slidegate.Entry.Pause), so that
-// a client that sends its body slowly does not make the service look slow.
-type clientBody struct {
-	io.ReadCloser
-	e slidegate.Entry
-}
-
-func (b *clientBody) Read(p []byte) (int, error) {
-	b.e.Pause()
-	defer b.e.Resume()
-	return b.ReadCloser.Read(p)
+	body pause.Body
 }
 
 // A recorder notes the status a handler writes. Its writes and flushes
-// wait on the client, as a clientBody's reads do: each is a pause of the
-// request's entry. It passes Flush, Hijack and the other optional
+// wait on the client, as the body's reads do: each is a pause of the
+// request's entry (slidegate.Entry.Pause). It passes Flush, Hijack and the other optional
 // interfaces on through Unwrap (http.ResponseController) and through its
 // own Flush and Hijack methods, for handlers that assert them.
 type recorder struct {
