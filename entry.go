@@ -167,7 +167,10 @@ func (e *entry) waitedAt(now int64) int64 {
 // until Resume is not the service's: Exit takes it out of the response
 // time, which rules learn from and statistics show, so that a slow client
 // makes neither an adaptive limit nor a slow-call breaker think the service
-// slow. The request keeps what it holds of its rules meanwhile. Pauses may
+// slow. The request keeps what it holds of its rules meanwhile: it holds
+// the service's memory and goroutine, and requests that stopped counting
+// while they waited could come back all at once; what one client can hold
+// is bounded by the overload rules' shares (FlowRule.Share). Pauses may
 // overlap (a body read on one goroutine, a write on another): time counts
 // once. A pause still open at Exit ends there. Pause and Resume do nothing
 // on the zero Entry or after Exit.

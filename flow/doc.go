@@ -21,6 +21,14 @@
 // little traffic and exact windows for those that carry much; several
 // windows of one key (per second and per minute) are decided together.
 //
+// Shedder and Adaptive protect a service from overload without a fixed
+// limit: the shedder by the CPU and Little's law, the adaptive limit by the
+// response times it sees. No client can turn them against the others. At
+// their limit they share the places among the keys of the requests (the
+// routes, or the clients), so that a key whose requests stall keeps what
+// it holds and gets no more; the shedder caps nothing while the CPU is
+// cool; the adaptive limit judges response times without their outliers.
+//
 // Every limiter answers with a Decision: whether a request is allowed, why
 // it is blocked (Reason), when a retry could be allowed (RetryAfter), and,
 // for a reservation or a borrowed place, how long to wait first (Wait).

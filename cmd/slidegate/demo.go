@@ -43,8 +43,9 @@ their adaptive limit comes down and the excess is blocked as overloaded),
 and a recovery. It comes from 2,000 users (the X-User header), one of whom, user-0042, hammers
 the orders at 60 a second, over the per-user limit of 20. A shed rule
 protects the whole service while the CPU (the process's cgroup) is at 90%
-or more; where the CPU cannot be read, it holds the requests in flight to
-twice what the service completes at its best, a cap on floods.
+or more, each route keeping its share; where the CPU cannot be read, it
+holds the requests in flight to twice what the service completes at its
+best, a cap on floods.
 
   --addr ADDR      where to serve the service, the dashboard and /metrics
                    (default 127.0.0.1:8700; 127.0.0.1:0 picks a free port)
