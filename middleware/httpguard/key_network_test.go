@@ -14,17 +14,16 @@ import (
 
 // randomIn returns an address of p with random bits after its prefix.
 func randomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
-	b := p.Addr().As16()
-	for i := p.Bits() / 8; i < 16; i++ {
-		r := byte(rng.Uint32())
-		if i == p.Bits()/8 && p.Bits()%8 != 0 {
-			r &= 0xff >> (p.Bits() % 8)
-		}
-		b[i] |= r
+	b, bits := p.Addr().As16(), p.Bits()
+	if p.Addr().Is4() {
+		bits += 96 // the IPv4 address is the last 4 of the 16 bytes
+	}
+	for i := bits / 8; i < 16; i++ {
+		b[i] |= byte(rng.Uint32()) & (0xff >> max(0, bits-8*i))
 	}
 	a := netip.AddrFrom16(b)
 	if p.Addr().Is4() {
-		a = a.Unmap()
+		return a.Unmap()
 	}
 	return a
 }
@@ -86,7 +85,7 @@ func TestAClientRotatingAddressesInItsNetworkIsHeldToOneKey(t *testing.T) {
 		{"direct, rotating in a /64", direct, "2001:db8:1:2::/64", sent, limit},
 		{"direct, the next /64", direct, "2001:db8:1:3::/64", sent, limit},
 		{"forwarded, rotating in a /64", forwarded, "2001:db8:2:2::/64", sent, limit},
-		{"direct, IPv4 addresses of a /24, each its own", direct, "198.51.100.0/24", 2, 2},
+		{"direct, IPv4 addresses of a /24, each its own", direct, "198.51.100.0/24", sent, sent},
 	} {
 		if got := allowed(tc.send, netip.MustParsePrefix(tc.network), tc.n); got != tc.want {
 			t.Errorf("%s: %d of %d requests allowed, want %d", tc.name, got, tc.n, tc.want)
