@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestKeys(t *testing.T) {
@@ -120,4 +121,38 @@ func TestKeysAreSafeForConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// sink keeps what a benchmark makes, as a caller would.
+var sink string
+
+// BenchmarkKeys measures a key: of an IPv4 address written canonically,
+// the text itself; of an IPv6 client's /64, from the table, and made anew
+// each time, as it is for a network the table does not hold.
+func BenchmarkKeys(b *testing.B) {
+	b.Run("baseline=time.Now", func(b *testing.B) {
+		for b.Loop() {
+			_ = time.Now()
+		}
+	})
+	k := NewKeys(0, 0)
+	v4, v4text, _ := ParseNode("198.51.100.7:5555")
+	v6, v6text, _ := ParseNode("[2001:db8:1:2:3:4:5:6]:5555")
+	b.Run("IPv4", func(b *testing.B) {
+		for b.Loop() {
+			sink = k.Key(v4, v4text)
+		}
+	})
+	b.Run("IPv6/64/kept", func(b *testing.B) {
+		for b.Loop() {
+			sink = k.Key(v6, v6text)
+		}
+	})
+	b.Run("IPv6/64/made", func(b *testing.B) {
+		var buf [64]byte
+		for b.Loop() {
+			p, _ := v6.Prefix(64)
+			sink = string(p.AppendTo(buf[:0]))
+		}
+	})
 }
