@@ -96,8 +96,9 @@ func WithMaxStreams(n int) Option {
 
 // WithMaxStreamAge sets how long an event stream lasts (default
 // DefaultMaxStreamAge, a minute), at least a second. Then the dashboard
-// ends it, and the page comes back at once and goes on from the last event
-// it got (Last-Event-ID), missing nothing and sent no new snapshot.
+// ends it. The page comes back a second later and goes on from the last
+// event it got (Last-Event-ID): it misses no sample, and is sent no new
+// snapshot while the events since are kept (those of the last 8 samples).
 //
 // A client that stops reading holds its stream's slot no longer than that
 // and the write timeout (5 s): the dashboard cannot tell it from one that
