@@ -2,6 +2,7 @@ package clientip
 
 import (
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -155,4 +156,28 @@ func BenchmarkKeys(b *testing.B) {
 			sink = string(p.AppendTo(buf[:0]))
 		}
 	})
+}
+
+// TestKeysTakeAboutAHundredKiBWhenFull fills a table with more networks
+// than it holds: it takes what its doc says, however many more come.
+func TestKeysTakeAboutAHundredKiBWhenFull(t *testing.T) {
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	k := NewKeys(0, 0)
+	for i := range 100_000 {
+		a := netip.AddrFrom16([16]byte{0xff, 0xff, 0xff, 0xff, 0xff, byte(i >> 16), byte(i >> 8), byte(i), 15: 1})
+		k.Key(a, "")
+	}
+	used := int64(heap()) - int64(before)
+	runtime.KeepAlive(k)
+	t.Logf("a table after 100,000 /64s: %d bytes", used)
+	if used > 128<<10 {
+		t.Errorf("a full table takes %d bytes, want about 100 KiB", used)
+	}
 }
