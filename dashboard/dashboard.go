@@ -2,8 +2,11 @@ package dashboard
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +39,8 @@ type Dashboard struct {
 	budgets        []namedBudget // WithRetryBudget's, in the order given
 	mux            *http.ServeMux
 	writeTimeout   time.Duration // of each write to a client: writeTimeout but in tests
+	streamAge      time.Duration // how long an event stream lasts: WithMaxStreamAge's
+	instance       string        // tells this dashboard's event ids from another's (a restarted one's)
 
 	// The wall time at which the clock read monoBase: the page shows wall
 	// times, the rates divide monotonic ones.
@@ -78,8 +83,12 @@ type Dashboard struct {
 	events   []*frame      // the events of samples head-len(events)+1 .. head, oldest first
 	advanced chan struct{} // closed, and replaced, when head moves
 	streams  int           // event streams being served
-	closed   bool
-	closing  chan struct{} // closed by Close: ends the streams
+	// streamEnded is the clock's reading when the latest stream ended, or
+	// math.MinInt64: the sampler encodes events for resumeGrace after, for
+	// its client to come back to.
+	streamEnded int64
+	closed      bool
+	closing     chan struct{} // closed by Close: ends the streams
 
 	// Encodings made, for tests to count.
 	snapshotsEncoded, eventsEncoded atomic.Uint64
@@ -103,7 +112,7 @@ func New(g *slidegate.Guard, opts ...Option) (*Dashboard, error) {
 	}
 	cfg := config{
 		interval: DefaultInterval, history: DefaultHistory,
-		maxStreams: DefaultMaxStreams, snapshotPoints: DefaultSnapshotPoints,
+		maxStreams: DefaultMaxStreams, maxStreamAge: DefaultMaxStreamAge, snapshotPoints: DefaultSnapshotPoints,
 		topKeys: DefaultTopKeys,
 	}
 	for _, o := range opts {
@@ -125,10 +134,13 @@ func New(g *slidegate.Guard, opts ...Option) (*Dashboard, error) {
 		token:          cfg.token,
 		budgets:        cfg.budgets,
 		writeTimeout:   writeTimeout,
+		streamAge:      cfg.maxStreamAge,
+		instance:       strconv.FormatUint(rand.Uint64()>>32, 36),
 		series:         make(map[string]*series),
 		inbound:        &series{name: "inbound"},
 		advanced:       make(chan struct{}),
 		closing:        make(chan struct{}),
+		streamEnded:    math.MinInt64,
 		done:           make(chan struct{}),
 	}
 	d.wallBase, d.monoBase = time.Now(), d.clock.Now()

@@ -39,7 +39,7 @@
 //	GET /assets/...                 its scripts and styles, and the vendored uPlot
 //	GET /api/snapshot               every resource with its newest history, its current statistics, the breakers, the overload rules, the retry budgets and the rules, as JSON
 //	GET /api/history?resource=NAME  one resource with its whole history, as JSON (404 if the dashboard keeps none of that name)
-//	GET /api/events                 the same as Server-Sent Events: a "snapshot" event, then a "sample" event per sample
+//	GET /api/events                 the same as Server-Sent Events: a "snapshot" event, then a "sample" event per sample, for at most a minute
 //	GET /api/rules                  the rules in force, as JSON
 //	PUT /api/rules                  new rules, with WithRuleEditing's token (405 without the option)
 //
@@ -154,8 +154,8 @@
 // # What clients can make it hold
 //
 // Whatever is sent is encoded once and shared: a sample's event when the
-// sample is taken (and only while a stream is served), a snapshot when a
-// client first asks for one after a sample. Every client writes the same
+// sample is taken (and only while a stream is served, or was in the last
+// 10 seconds), a snapshot when a client first asks for one after a sample. Every client writes the same
 // bytes, holds one encoded event at a time and no lock while it writes, and
 // must take each write within 5 seconds, or it is dropped and lets go of
 // what it held. A new stream starts from the latest snapshot and the events
@@ -193,7 +193,11 @@
 // of history, S ≈ 3 MiB and E ≈ 1.6 MiB: about 120 MiB in all, whatever
 // the number of clients. Beyond it, a stream costs only its
 // connection, goroutine and timer, a few KiB; the dashboard serves at most
-// WithMaxStreams streams at once and answers any more with 503. An api/history
+// WithMaxStreams streams at once and answers any more with 503. A stream
+// lasts at most a minute (WithMaxStreamAge), and its client then comes back
+// and goes on from the last event it got (Last-Event-ID): so a client that
+// reads nothing holds a slot no longer than that and a write timeout,
+// however long its connection's buffers take to fill. An api/history
 // response costs one resource's history, H points, while it is written.
 // Time is bounded likewise: at most one snapshot and one event are encoded
 // per sample (some 30 ms and 50 ms with 4,096 resources), whatever the

@@ -19,6 +19,11 @@ const (
 	// retryAfter is the Retry-After of a request for a stream answered 503
 	// for WithMaxStreams.
 	retryAfter = "10"
+	// resumeGrace is how long after the latest stream ended the sampler
+	// still encodes events, on the dashboard's clock: for its client,
+	// coming back a second later (a snapshot's "retry"), to go on from
+	// them.
+	resumeGrace = 10 * time.Second
 )
 
 // openStreams returns how many event streams are being served.
@@ -32,10 +37,19 @@ func (d *Dashboard) openStreams() int {
 // "snapshot" event (what api/snapshot serves), then sends a "sample" event
 // (eventJSON) for each sample; a stream that falls behind by more than the
 // events the dashboard keeps is sent a new "snapshot" instead of the events
-// it missed. It ends when the client goes away, takes longer than the write
-// timeout to read an event, or the dashboard is closed; the browser's
-// EventSource then reconnects and starts again from a snapshot. Beyond
-// WithMaxStreams streams, it answers 503.
+// it missed. A client that comes back with the id of the last event it got
+// (Last-Event-ID) goes on from the next event, if the dashboard keeps the
+// events since, without a snapshot. The stream ends when the client goes
+// away, takes longer than the write timeout to read an event, the stream
+// has lasted its age (WithMaxStreamAge), or the dashboard is closed; the
+// browser's EventSource then comes back. Beyond WithMaxStreams streams, it
+// answers 503.
+//
+// The age bounds how long a client that reads nothing holds a slot: the
+// dashboard cannot tell it from one that reads until the connection's
+// buffers, which its client sizes, are full, and so its writes wait. That
+// takes as long as the events take to fill them, which for a small guard
+// may be hours; the age is the bound that does not depend on them.
 func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -43,7 +57,7 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.mu.Lock()
-	closed, full := d.closed, d.streams >= d.maxStreams
+	closed, full, head := d.closed, d.streams >= d.maxStreams, d.head
 	if !closed && !full {
 		d.streams++
 	}
@@ -58,8 +72,10 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() {
+		now := d.clock.Now()
 		d.mu.Lock()
 		d.streams--
+		d.streamEnded = max(d.streamEnded, now)
 		d.mu.Unlock()
 	}()
 
@@ -77,7 +93,12 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	ping := []byte(": ping\n\n")
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	age := time.NewTimer(d.streamAge)
+	defer age.Stop()
 	fresh, seq := true, uint64(0) // the last sample the client has
+	if last, ok := d.lastEventSeq(r.Header.Get("Last-Event-ID")); ok && last <= head {
+		fresh, seq = false, last
+	}
 	for {
 		f, advanced, ok, err := d.nextFrame(fresh, seq)
 		if !ok || err != nil {
@@ -88,12 +109,21 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			fresh, seq = false, f.seq
-			continue // and hold the frame no longer
+			select {
+			case <-age.C:
+				d.end(rc)
+				return
+			default:
+				continue // and hold the frame no longer
+			}
 		}
 		select {
 		case <-r.Context().Done():
 			return
 		case <-d.closing:
+			return
+		case <-age.C:
+			d.end(rc)
 			return
 		case <-advanced:
 		case <-tick.C:
@@ -103,6 +133,11 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// end gives the end of a stream that has lasted its age the write timeout
+// to be written: the client is then told that the stream ended, and comes
+// back, rather than finding its connection broken.
+func (d *Dashboard) end(rc *http.ResponseController) { d.setWriteDeadline(rc) }
 
 // setWriteDeadline gives the next write to a client d.writeTimeout. It
 // reports false if the deadline could not be set; a ResponseWriter that

@@ -22,7 +22,7 @@ func newServer(t *testing.T, h http.Handler) *httptest.Server {
 
 // sse is one Server-Sent Event.
 type sse struct {
-	event, data string
+	id, event, data string
 }
 
 // readEvent reads the next event from r, skipping comments and fields other
@@ -40,6 +40,8 @@ func readEvent(r *bufio.Reader) (sse, error) {
 			if ev.data != "" {
 				return ev, nil
 			}
+		case strings.HasPrefix(line, "id: "):
+			ev.id = strings.TrimPrefix(line, "id: ")
 		case strings.HasPrefix(line, "event: "):
 			ev.event = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):

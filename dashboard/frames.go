@@ -3,6 +3,8 @@ package dashboard
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // What the dashboard sends is encoded once and shared: a sample's event
@@ -17,6 +19,10 @@ import (
 //   - a stream that falls behind catches up from the kept events, and only
 //     if it fell further behind than they go is it sent the latest snapshot
 //     instead (encoded once for all the streams that need it);
+//   - a client whose stream ended comes back with the id of the last event
+//     it got (Last-Event-ID), and its new stream goes on from the kept
+//     events, with no snapshot: events are encoded for a while after the
+//     last stream ends (resumeGrace), so that a lone client finds them;
 //   - a snapshot is encoded at most once per sample, whatever the number of
 //     clients, and only when one asks.
 //
@@ -30,29 +36,59 @@ const eventBacklog = 8
 // A frame is one encoded event of the stream.
 type frame struct {
 	seq  uint64 // of the sample it describes
-	data []byte // "event: …\ndata: <JSON>\n\n", as written to a stream
+	data []byte // "id: …\nevent: …\ndata: <JSON>\n\n", as written to a stream
 	doc  []byte // a snapshot's JSON and a newline, within data (api/snapshot's body); nil for a sample event
 }
 
-const (
-	snapshotPrefix = "retry: 1000\nevent: snapshot\ndata: "
-	samplePrefix   = "event: sample\ndata: "
-)
-
-// newFrame encodes v as the event of sample seq, after prefix.
-func newFrame(seq uint64, prefix string, v any) (*frame, error) {
+// newFrame encodes v as the event of sample seq, of the given kind
+// ("sample" or "snapshot"), with its id (see appendEventID). A snapshot also
+// tells the client to come back a second after its stream ends.
+func (d *Dashboard) newFrame(seq uint64, kind string, v any) (*frame, error) {
 	js, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	data := make([]byte, 0, len(prefix)+len(js)+2)
-	data = append(append(append(data, prefix...), js...), "\n\n"...)
-	return &frame{seq: seq, data: data}, nil
+	data := make([]byte, 0, 64+len(js))
+	if kind == "snapshot" {
+		data = append(data, "retry: 1000\n"...)
+	}
+	data = d.appendEventID(append(data, "id: "...), seq)
+	data = append(append(append(data, "\nevent: "...), kind...), "\ndata: "...)
+	start := len(data)
+	data = append(append(data, js...), "\n\n"...)
+	f := &frame{seq: seq, data: data}
+	if kind == "snapshot" {
+		f.doc = data[start : len(data)-1]
+	}
+	return f, nil
+}
+
+// appendEventID appends the id of the event of sample seq: the dashboard's
+// instance, a dot and seq ("k3x9a1.42"). A client sends back the id of the
+// last event it got when it comes back (Last-Event-ID), and the stream goes
+// on from there if the events since are kept; the instance tells the ids
+// of another dashboard, one that was restarted, whose seq began again.
+func (d *Dashboard) appendEventID(b []byte, seq uint64) []byte {
+	return strconv.AppendUint(append(append(b, d.instance...), '.'), seq, 10)
+}
+
+// lastEventSeq returns the sample of the event whose id a client sent back
+// (Last-Event-ID), if that was an event of this dashboard.
+func (d *Dashboard) lastEventSeq(id string) (uint64, bool) {
+	if len(id) > len(d.instance)+21 {
+		return 0, false // more than an instance and 20 digits: not ours
+	}
+	instance, seq, ok := strings.Cut(id, ".")
+	if !ok || instance != d.instance {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(seq, 10, 64)
+	return n, err == nil
 }
 
 // encodeEvent encodes the latest sample's event. d.sampling is held.
 func (d *Dashboard) encodeEvent(withRules bool) *frame {
-	f, err := newFrame(d.seq, samplePrefix, d.event(withRules))
+	f, err := d.newFrame(d.seq, "sample", d.event(withRules))
 	if err != nil {
 		return nil // nothing the dashboard makes fails to encode; streams would then catch up from a snapshot
 	}
@@ -173,11 +209,10 @@ func (d *Dashboard) encodeSnapshot() error {
 	snap := d.snapshot()
 	d.sampling.Unlock()
 
-	f, err := newFrame(snap.Seq, snapshotPrefix, snap)
+	f, err := d.newFrame(snap.Seq, "snapshot", snap)
 	if err != nil {
 		return fmt.Errorf("encoding the snapshot: %w", err)
 	}
-	f.doc = f.data[len(snapshotPrefix) : len(f.data)-1]
 	d.snapshotsEncoded.Add(1)
 	d.mu.Lock()
 	if d.snap == nil || f.seq > d.snap.seq {

@@ -238,13 +238,14 @@ func TestASnapshotIsEncodedOnceWhateverTheStreams(t *testing.T) {
 	f.fill(t, resources, DefaultHistory)
 	srv := newServer(t, f.d)
 
-	// One stream, then (after a sample without it, so that the snapshot
-	// must be encoded anew) many at once: they cost one encoding too, and
-	// beyond it only their connections.
+	// One stream, then (after a sample without it, once its client would
+	// have come back, so that the snapshot must be encoded anew) many at
+	// once: they cost one encoding too, and beyond it only their
+	// connections.
 	_, spent1, closeFirst := openDrained(t, srv.URL+"/api/events", 1)
 	closeFirst()
 	waitFor(t, "the first stream to end", func() bool { return f.d.openStreams() == 0 })
-	f.step(time.Second)
+	f.step(resumeGrace)
 	size, spent, _ := openDrained(t, srv.URL+"/api/events", streams)
 	// Twice the first: the encoder's buffers may be warm for one encoding
 	// and cold for the other.

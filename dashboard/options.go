@@ -16,6 +16,7 @@ const (
 	DefaultInterval       = time.Second // WithInterval
 	DefaultHistory        = 300         // WithHistory: five minutes at one sample a second
 	DefaultMaxStreams     = 64          // WithMaxStreams
+	DefaultMaxStreamAge   = time.Minute // WithMaxStreamAge
 	DefaultSnapshotPoints = 1 << 15     // WithSnapshotPoints: the whole default history of 109 resources
 	DefaultTopKeys        = 10          // WithTopKeys
 	MaxTopKeys            = 100         // WithTopKeys' largest n
@@ -28,6 +29,7 @@ type config struct {
 	interval       time.Duration
 	history        int
 	maxStreams     int
+	maxStreamAge   time.Duration
 	snapshotPoints int
 	topKeys        int
 	token          *[sha256.Size]byte // nil: rule editing disabled
@@ -79,7 +81,9 @@ func WithHistory(n int) Option {
 // more is answered 503 Service Unavailable with a Retry-After header, and the
 // page tries again later. A stream costs the dashboard no copy of what it
 // sends (see the package documentation's memory bound), but each is a
-// connection, a goroutine and the time to write every sample.
+// connection, a goroutine and the time to write every sample. A stream
+// holds its slot for at most its age (WithMaxStreamAge) and a write
+// timeout, whether its client reads or not.
 func WithMaxStreams(n int) Option {
 	return func(c *config) {
 		if n < 1 {
@@ -87,6 +91,27 @@ func WithMaxStreams(n int) Option {
 			return
 		}
 		c.maxStreams = n
+	}
+}
+
+// WithMaxStreamAge sets how long an event stream lasts (default
+// DefaultMaxStreamAge, a minute), at least a second. Then the dashboard
+// ends it. The page comes back a second later and goes on from the last
+// event it got (Last-Event-ID): it misses no sample, and is sent no new
+// snapshot while the events since are kept (those of the last 8 samples).
+//
+// A client that stops reading holds its stream's slot no longer than that
+// and the write timeout (5 s): the dashboard cannot tell it from one that
+// reads until the connection's buffers are full, which can take far
+// longer. A client that reads too slowly to take an event within the write
+// timeout is dropped then.
+func WithMaxStreamAge(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Second {
+			c.bad("max stream age = %v: must be at least 1s", d)
+			return
+		}
+		c.maxStreamAge = d
 	}
 }
 

@@ -159,7 +159,7 @@ func rates(prev, cur slidegate.Totals, elapsed float64) pointRates {
 // by.
 //
 // The sample's event is encoded once, here, and only if a stream is being
-// served; every stream writes the same bytes.
+// served, or was a moment ago; every stream writes the same bytes.
 func (d *Dashboard) Sample() {
 	if d.g == nil {
 		return // a zero Dashboard
@@ -172,7 +172,7 @@ func (d *Dashboard) Sample() {
 	}
 	rulesChanged := d.observe(now, true)
 	d.mu.Lock()
-	streaming := d.streams > 0
+	streaming := d.streams > 0 || now < d.streamEnded+int64(resumeGrace)
 	d.mu.Unlock()
 	var ev *frame
 	if streaming {

@@ -490,6 +490,8 @@ func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 		{WithInterval(-time.Second), "interval = -1s"},
 		{WithHistory(0), "history = 0"},
 		{WithMaxStreams(0), "max streams = 0"},
+		{WithMaxStreamAge(999 * time.Millisecond), "max stream age = 999ms"},
+		{WithMaxStreamAge(-time.Minute), "max stream age = -1m0s"},
 		{WithSnapshotPoints(-1), "snapshot points = -1"},
 		{WithRuleEditing(""), `rule editing token = ""`},
 	} {

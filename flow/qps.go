@@ -199,8 +199,9 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	return d
 }
 
-// A Grant is what AllowNAt counted for requests it allowed, as GrantNAt
-// returns it, to give back with GiveBack. The zero Grant holds nothing.
+// A Grant is what a limiter counted for what it allowed, to give back with
+// its GiveBack: requests of a QPS (GrantNAt), or a retry of a RetryBudget
+// (RetryBudget.GrantRetryAt). The zero Grant holds nothing.
 type Grant struct {
 	bucket uint64
 	n      int64

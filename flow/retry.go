@@ -39,8 +39,9 @@ const MaxRetryRatio = 100
 // waiting out a backoff are already counted, so concurrent failures cannot
 // all find room for one more and overshoot the budget (a budget that counts
 // a retry only once it is sent, as Envoy's does, can overshoot by as many
-// retries as wait in backoff). Retries are not requests: they never add to
-// the budget.
+// retries as wait in backoff). A retry decided but not sent after all is
+// given back: see GrantRetry and GiveBack. Retries are not requests: they
+// never add to the budget.
 //
 // The guarantee. The interval of length W is divided into k buckets of width
 // w = W/k (WithBuckets; DefaultRetryBuckets by default). Every event is
@@ -238,9 +239,22 @@ func (b *RetryBudget) Retry(a Attempt) bool { return b.RetryAt(b.clock.Now(), a)
 // AttemptBreakerOpen. A time earlier than the latest
 // bucket counted is counted in that bucket.
 func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
+	_, ok := b.GrantRetryAt(now, a)
+	return ok
+}
+
+// GrantRetry is Retry, and returns what it counted for the retry if it
+// allowed it. See GrantRetryAt.
+func (b *RetryBudget) GrantRetry(a Attempt) (Grant, bool) { return b.GrantRetryAt(b.clock.Now(), a) }
+
+// GrantRetryAt is RetryAt, and returns what it counted for the retry if it
+// allowed it: a caller that does not send the retry after all (its context
+// ended in the backoff, or a limit refused it) gives it back with
+// GiveBack.
+func (b *RetryBudget) GrantRetryAt(now int64, a Attempt) (Grant, bool) {
 	if a != AttemptFailed {
 		b.countNotAllowed(1)
-		return false
+		return Grant{}, false
 	}
 decide:
 	for {
@@ -269,11 +283,37 @@ decide:
 			}
 			if float64(retried+r+1) > allowance || r == countMask {
 				b.countNotAllowed(0)
-				return false
+				return Grant{}, false
 			}
 			if s.CompareAndSwap(w, i<<tagShift|(r+1)) {
-				return true
+				return Grant{bucket: i, n: 1}, true
 			}
+		}
+	}
+}
+
+// GiveBack uncounts the retry of g, which was not sent after all, so that
+// it takes no place in the budget and Stats no longer counts it. Decisions
+// see it given back at once while its bucket is the latest, and from the
+// next bucket on after that; the retry stays counted once its bucket has
+// left the budget's ring. Giving a grant back twice is a mistake, which may
+// let another retry through in its place.
+func (b *RetryBudget) GiveBack(g Grant) {
+	if g.n <= 0 {
+		return
+	}
+	// A sealed word is given back as an open one is, its sealed bit kept:
+	// a sum of the sealed buckets read before the change (retryBase) counts
+	// the retry, one read after does not, and both are at least what was
+	// sent. Only a sum that counts more than was sent is ever kept.
+	s := &b.retries[g.bucket&b.mask]
+	for {
+		w := s.Load()
+		if !holds(w, g.bucket) || w&countMask < uint64(g.n) {
+			return
+		}
+		if s.CompareAndSwap(w, w-uint64(g.n)) {
+			return
 		}
 	}
 }

@@ -77,6 +77,10 @@ type retryModel struct {
 	retries        map[int64]int64
 	open, latest   int64   // the latest bucket and time counted
 	reqAt, retryAt []int64 // the times events were counted at
+	// The bucket of the latest decision, and the retries given back after
+	// it from sealed buckets, which the decisions of that bucket still
+	// count (RetryBudget keeps their sum), staleIn's.
+	decidedIn, stale, staleIn int64
 }
 
 func newRetryModel(ratio float64, minPerSecond int64, interval time.Duration, k int) *retryModel {
@@ -84,7 +88,7 @@ func newRetryModel(ratio float64, minPerSecond int64, interval time.Duration, k 
 		k: int64(k), w: int64(interval) / int64(k), ratio: ratio,
 		floor:    float64(minPerSecond) * interval.Seconds(),
 		requests: map[int64]int64{}, retries: map[int64]int64{},
-		open: math.MinInt64, latest: math.MinInt64,
+		open: math.MinInt64, latest: math.MinInt64, decidedIn: math.MinInt64,
 	}
 }
 
@@ -112,6 +116,7 @@ func (m *retryModel) request(now int64) {
 
 func (m *retryModel) retry(now int64) bool {
 	b, at := m.count(now)
+	m.decidedIn = b
 	var retried, requested int64
 	for j := b - m.k; j <= b; j++ {
 		retried += m.retries[j]
@@ -119,12 +124,37 @@ func (m *retryModel) retry(now int64) bool {
 			requested += m.requests[j]
 		}
 	}
+	if b == m.staleIn {
+		retried += m.stale
+	}
 	if float64(retried+1) > m.ratio*float64(requested)+m.floor {
 		return false
 	}
 	m.retries[b]++
 	m.retryAt = append(m.retryAt, at)
 	return true
+}
+
+// giveBack uncounts a retry counted in bucket b at time at. Given back from
+// a bucket before the open one once the open one has decided, it is still
+// counted by the open bucket's decisions.
+func (m *retryModel) giveBack(b, at int64) {
+	if m.retries[b] == 0 {
+		panic("a retry given back twice")
+	}
+	m.retries[b]--
+	for i, x := range m.retryAt {
+		if x == at {
+			m.retryAt = append(m.retryAt[:i], m.retryAt[i+1:]...)
+			break
+		}
+	}
+	if b < m.open && m.decidedIn == m.open {
+		if m.staleIn != m.open {
+			m.stale, m.staleIn = 0, m.open
+		}
+		m.stale++
+	}
 }
 
 // checkBound checks the promise at the retry just allowed at time t: the
@@ -211,6 +241,141 @@ func TestRetryBudgetMatchesModelAndKeepsBoundInEveryInterval(t *testing.T) {
 				t.Fatalf("config %d seed %d: %d allowed, %d blocked: the test exercises only one side", ci, seed, allowedN, blockedN)
 			}
 		}
+	}
+}
+
+// TestRetryBudgetGivingBackMatchesModelAndKeepsBound gives back, at random,
+// retries granted in the last interval, and checks each decision against
+// the model and the bound against the retries still counted.
+func TestRetryBudgetGivingBackMatchesModelAndKeepsBound(t *testing.T) {
+	configs := []struct {
+		ratio    float64
+		min      int64
+		interval time.Duration
+		k        int
+	}{
+		{0.2, 10, 10 * time.Second, 20},
+		{0.5, 1, time.Second, 4},
+		{0.3, 1, 2 * time.Second, 8},
+		{0, 3, time.Second, 1},
+	}
+	type granted struct {
+		g          Grant
+		bucket, at int64 // the model's
+	}
+	for ci, c := range configs {
+		for seed := uint64(1); seed <= 4; seed++ {
+			rng := rand.New(rand.NewPCG(seed, 100+uint64(ci)))
+			clk := clock.NewManual(rng.Int64N(int64(time.Hour)) - int64(30*time.Minute))
+			b, err := NewRetryBudget(c.ratio, c.min, c.interval, WithBuckets(c.k), WithClock(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := newRetryModel(c.ratio, c.min, c.interval, c.k)
+			w := int64(c.interval) / int64(c.k)
+			var out []granted
+			var gaveBack, allowedN, blockedN int
+			for op := 0; op < 6000; op++ {
+				if rng.IntN(400) < 150 {
+					clk.Advance(time.Duration(rng.Int64N(w / 4)))
+				}
+				now := clk.Now()
+				switch r := rng.IntN(100); {
+				case r < 50:
+					b.RequestAt(now)
+					m.request(now)
+				case r < 85:
+					g, got := b.GrantRetryAt(now, AttemptFailed)
+					want := m.retry(now)
+					if got != want {
+						t.Fatalf("config %d seed %d op %d: GrantRetryAt = %v, model says %v", ci, seed, op, got, want)
+					}
+					if got {
+						allowedN++
+						m.checkBound(t, m.latest)
+						out = append(out, granted{g, m.open, m.latest})
+					} else {
+						blockedN++
+					}
+				default:
+					// Give back a grant of the last interval: older ones no
+					// decision counts any more.
+					for len(out) > 0 && out[0].bucket < m.open-m.k {
+						out = out[1:]
+					}
+					if len(out) == 0 {
+						continue
+					}
+					i := rng.IntN(len(out))
+					b.GiveBack(out[i].g)
+					m.giveBack(out[i].bucket, out[i].at)
+					out = append(out[:i], out[i+1:]...)
+					gaveBack++
+				}
+			}
+			if allowedN == 0 || blockedN == 0 || gaveBack == 0 {
+				t.Fatalf("config %d seed %d: %d allowed, %d blocked, %d given back: the test exercises too little", ci, seed, allowedN, blockedN, gaveBack)
+			}
+		}
+	}
+}
+
+// TestRetryBudgetGivesBackARetryNotSent: a retry given back makes room for
+// another at once while its bucket is the latest, leaves Stats, and never
+// uncounts a later bucket's retry that took its slot.
+func TestRetryBudgetGivesBackARetryNotSent(t *testing.T) {
+	clk := clock.NewManual(0)
+	b, err := NewRetryBudget(0, 2, time.Second, WithClock(clk), WithBuckets(4)) // a floor of 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, ok1 := b.GrantRetry(AttemptFailed)
+	_, ok2 := b.GrantRetry(AttemptFailed)
+	if _, ok3 := b.GrantRetry(AttemptFailed); !ok1 || !ok2 || ok3 {
+		t.Fatalf("grants %v %v %v, want the floor's two", ok1, ok2, ok3)
+	}
+	b.GiveBack(g1)
+	if st := b.Stats(); st.Retries != 1 {
+		t.Fatalf("%d retries in the stats after one was given back, want 1", st.Retries)
+	}
+	g3, ok := b.GrantRetry(AttemptFailed)
+	if !ok {
+		t.Fatal("the retry given back made no room")
+	}
+	if b.Retry(AttemptFailed) {
+		t.Fatal("a retry beyond the floor after the give back")
+	}
+
+	// Given back from a sealed bucket: the stats drop at once, and the
+	// decisions of the bucket after the one that sealed it count it no
+	// more.
+	clk.Advance(250 * time.Millisecond)
+	if b.Retry(AttemptFailed) {
+		t.Fatal("a retry beyond the floor a bucket on")
+	}
+	b.GiveBack(g3)
+	if st := b.Stats(); st.Retries != 1 {
+		t.Fatalf("%d retries in the stats, want 1", st.Retries)
+	}
+	if b.Retry(AttemptFailed) {
+		t.Fatal("a retry allowed in the bucket whose decisions counted the one given back")
+	}
+	clk.Advance(250 * time.Millisecond)
+	if !b.Retry(AttemptFailed) {
+		t.Fatal("the retry given back from a sealed bucket made no room a bucket later")
+	}
+
+	// A grant whose slot a later bucket took gives back nothing.
+	clk.Advance(10 * time.Second)
+	old, _ := b.GrantRetry(AttemptFailed)
+	clk.Advance(8 * 250 * time.Millisecond) // the ring's 8 slots on: the same slot
+	if _, ok := b.GrantRetry(AttemptFailed); !ok {
+		t.Fatal("no retry allowed")
+	}
+	b.GiveBack(old)
+	b.GiveBack(Grant{})
+	if st := b.Stats(); st.Retries != 1 {
+		t.Fatalf("%d retries in the stats, want the later bucket's 1", st.Retries)
 	}
 }
 
@@ -425,9 +590,12 @@ func TestRetryBudgetAllocatesNothing(t *testing.T) {
 		b.Request()
 		b.Retry(AttemptFailed)
 		b.RetryAt(clk.Now(), AttemptProbe)
+		if g, ok := b.GrantRetry(AttemptFailed); ok {
+			b.GiveBack(g)
+		}
 	})
 	if allocs != 0 {
-		t.Fatalf("%v allocations per Request+Retry", allocs)
+		t.Fatalf("%v allocations per Request+Retry+GrantRetry+GiveBack", allocs)
 	}
 }
 

@@ -768,21 +768,30 @@
   }
 
   // connect opens the event stream. EventSource reconnects by itself after a
-  // network error; after an HTTP error it gives up, and so we start again.
+  // network error, or when the server ends the stream (it does every
+  // minute), and goes on from the last event it got (Last-Event-ID); after
+  // an HTTP error it gives up, and so we start again.
   let source = null;
+  let slow = 0; // the timer that says a reconnection is taking a while
   function connect() {
     source = new EventSource("api/events");
+    source.onopen = () => {
+      clearTimeout(slow);
+      setStatus("live", "live");
+    };
     source.addEventListener("snapshot", (m) => {
       applySnapshot(JSON.parse(m.data));
       setStatus("live", "live");
     });
     source.addEventListener("sample", (m) => applySample(JSON.parse(m.data)));
     source.onerror = () => {
+      clearTimeout(slow);
       if (source.readyState === EventSource.CLOSED) {
         setStatus("down", "disconnected, retrying…");
         setTimeout(connect, 3000);
       } else {
-        setStatus("connecting", "reconnecting…");
+        // Back within a second or so, as every minute: say nothing of it.
+        slow = setTimeout(() => setStatus("connecting", "reconnecting…"), 3000);
       }
     };
   }

@@ -2,6 +2,7 @@ package grpcguard_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -37,8 +38,9 @@ func TestUnaryInterceptorsAllocateNothingWhenAdmitted(t *testing.T) {
 
 // TestServerKeysCost measures what each key option adds to an admitted
 // unary RPC on a server: nothing for a function that allocates nothing, one
-// allocation for the metadata (grpc-go copies the values it returns) and
-// one for the peer's address text.
+// allocation for the metadata (grpc-go copies the values it returns), one
+// for an IPv4 peer's address text, and none for an IPv6 peer's /64, whose
+// key is made once.
 func TestServerKeysCost(t *testing.T) {
 	if raceDetector {
 		t.Skip("sync.Pool drops entries under the race detector")
@@ -55,7 +57,12 @@ func TestServerKeysCost(t *testing.T) {
 		{"KeyFrom", grpcguard.KeyFrom(func(context.Context, string) string { return "acme" }), 0},
 		{"KeyFromMetadata", grpcguard.KeyFromMetadata("x-tenant"), 1},
 		{"KeyFromPeer", grpcguard.KeyFromPeer(), 1},
+		{"KeyFromPeer, IPv6", grpcguard.KeyFromPeer(), 0},
 	} {
+		ctx := ctx
+		if strings.HasSuffix(tc.name, "IPv6") {
+			ctx = from(tcp("[2001:db8::7]:5555"))
+		}
 		server := grpcguard.UnaryServerInterceptor(g, tc.opt)
 		if n := testing.AllocsPerRun(1000, func() { server(ctx, nil, info, handler) }); n != tc.want {
 			t.Errorf("%s: %v allocations per RPC; want %v", tc.name, n, tc.want)

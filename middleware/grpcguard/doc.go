@@ -57,8 +57,9 @@
 // An RPC's key (slidegate.WithKey) is what a resource's per-key rules
 // (slidegate.FlowRule.PerKey) limit on its own: a client address, a
 // tenant, an API key. On a server, KeyFromPeer keys each RPC by its
-// client's IP address, believing the "x-forwarded-for" metadata only from
-// the proxies it is told to trust (grpc-gateway, Envoy; see PeerAddr), and
+// client's IP address (an IPv6 client by its /64), believing the
+// "x-forwarded-for" metadata only from the proxies it is told to trust
+// (grpc-gateway, Envoy; see PeerAddr), and
 // KeyFromMetadata by an incoming metadata value; KeyFrom, on servers and
 // clients alike, by any function of the RPC's context and method. Without
 // one of them every RPC has the empty key "", one key like any other.

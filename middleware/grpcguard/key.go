@@ -57,21 +57,42 @@ func KeyFromMetadata(name string) Option {
 }
 
 // KeyFromPeer takes each RPC's key from its client's IP address: the
-// canonical text ("192.0.2.1", "2001:db8::1") of the address of the
-// connection's peer, or, when that peer is in trusted, of the address the
-// "x-forwarded-for" metadata names (see PeerAddr). An RPC whose peer has no
+// address of the connection's peer, or, when that peer is in trusted, the
+// address the "x-forwarded-for" metadata names (see PeerAddr). An IPv4
+// client's key is its address's canonical text ("192.0.2.1"); an IPv6
+// client's, its /64's ("2001:db8:1:2::/64"), which a client cannot leave by
+// changing its address (see KeyFromPeerNetwork). An RPC whose peer has no
 // IP address (a Unix socket, an in-memory connection) has the empty key. It
 // is a server option: a client interceptor ignores it, and its calls have
 // the empty key unless KeyFrom gives one. trusted is copied.
 //
-// Making the key costs an allocation per RPC (the address's text), which
-// grpc-go's own few dozen per RPC dwarf.
+// An IPv4 key costs an allocation per RPC (the address's text), which
+// grpc-go's own few dozen per RPC dwarf; a network's key costs none once
+// made, while it is among the 1,024 the option keeps.
 func KeyFromPeer(trusted ...netip.Prefix) Option {
+	return KeyFromPeerNetwork(0, 0, trusted...)
+}
+
+// KeyFromPeerNetwork is KeyFromPeer keying a client by its network:
+// ipv4Bits long for an IPv4 address ("192.0.2.0/24" with 24), ipv6Bits
+// long for an IPv6 one ("2001:db8:1::/56" with 56). Zero or a negative
+// count is the default: 32, the whole address, for IPv4, and 64 for IPv6;
+// a count above the address's length is the whole address. An IPv4-mapped
+// address (::ffff:192.0.2.1) is keyed as the IPv4 address it maps.
+//
+// Why 64: a subscriber is given a /64 at the least, often a /56 or a /48
+// (RFC 6177), and its hosts take addresses from it as they please. Privacy
+// addresses (RFC 8981) change on their own within it, and a client that
+// wants to escape a limit on one address takes a new one for each RPC. 64
+// is the least that holds such a client to one key; fewer bits hold more
+// of a site together, and with it more of its neighbours.
+func KeyFromPeerNetwork(ipv4Bits, ipv6Bits int, trusted ...netip.Prefix) Option {
 	trusted = slices.Clone(trusted)
+	keys := clientip.NewKeys(ipv4Bits, ipv6Bits)
 	return func(o *options) {
 		o.key = func(ctx context.Context, _ string) string {
 			a, text := peerAddr(ctx, trusted)
-			return clientip.Key(a, text, 0)
+			return keys.Key(a, text)
 		}
 		o.serverKey = true
 	}

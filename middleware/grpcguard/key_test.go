@@ -75,6 +75,7 @@ func tcp(s string) *net.TCPAddr { return net.TCPAddrFromAddrPort(netip.MustParse
 // counts.
 func TestPeerKeyAsAnAttackerSeesIt(t *testing.T) {
 	gw := grpcguard.KeyFromPeer(netip.MustParsePrefix("10.0.0.0/8"))
+	whole := grpcguard.KeyFromPeerNetwork(0, 128, netip.MustParsePrefix("10.0.0.0/8"))
 	xff := "x-forwarded-for"
 	for _, tc := range []struct {
 		name string
@@ -91,9 +92,12 @@ func TestPeerKeyAsAnAttackerSeesIt(t *testing.T) {
 		{"garbage from the gateway", gw, from(tcp("10.0.0.1:5555"), xff, "198.51.100.7, localhost"), "10.0.0.1"},
 		{"a 10 MB value", gw, from(tcp("10.0.0.1:5555"), xff, strings.Repeat("1", 10<<20)), "10.0.0.1"},
 		{"10,000 entries", gw, from(tcp("10.0.0.1:5555"), xff, "198.51.100.7"+strings.Repeat(",10.0.0.3", 10_000)), "10.0.0.3"},
-		{"ports and brackets", gw, from(tcp("10.0.0.1:5555"), xff, "[2001:db8::7]:4711, 10.0.0.2:80"), "2001:db8::7"},
-		{"IPv6 peer", gw, from(tcp("[2001:db8::7]:5555")), "2001:db8::7"},
-		{"IPv6 zone dropped", gw, from(&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 1, Zone: "eth0"}), "fe80::1"},
+		{"ports and brackets", gw, from(tcp("10.0.0.1:5555"), xff, "[2001:db8:1:2::7]:4711, 10.0.0.2:80"), "2001:db8:1:2::/64"},
+		{"IPv6 peer: its /64", gw, from(tcp("[2001:db8::7]:5555")), "2001:db8::/64"},
+		{"IPv6 zone dropped", gw, from(&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 1, Zone: "eth0"}), "fe80::/64"},
+		{"IPv6 whole: ports and brackets", whole, from(tcp("10.0.0.1:5555"), xff, "[2001:db8::7]:4711, 10.0.0.2:80"), "2001:db8::7"},
+		{"IPv6 whole: peer", whole, from(tcp("[2001:db8::7]:5555")), "2001:db8::7"},
+		{"IPv6 whole: zone dropped", whole, from(&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 1, Zone: "eth0"}), "fe80::1"},
 		{"IPv4-mapped peer", gw, from(tcp("[::ffff:198.51.100.7]:5555")), "198.51.100.7"},
 		{"IPv4-mapped gateway", gw, from(tcp("[::ffff:10.0.0.1]:5555"), xff, "198.51.100.7"), "198.51.100.7"},
 		{"a Unix socket", gw, from(&net.UnixAddr{Name: "/run/app.sock", Net: "unix"}, xff, "198.51.100.7"), ""},

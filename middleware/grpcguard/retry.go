@@ -71,7 +71,13 @@ func DefaultRetryCodes() []codes.Code { return []codes.Code{codes.Unavailable} }
 // Between attempts the interceptor waits its backoff on the guard's clock;
 // ctx done while it waits ends the call at once with the status of ctx's
 // error. When a retry is refused, the call returns the last attempt's
-// error as it is.
+// error as it is. So it does when ctx's deadline leaves too little time
+// for another attempt: the backoff, and as long as the attempt that failed
+// took.
+//
+// The budget counts a retry when it allows it. A retry that is not sent
+// after all is given back (flow.RetryBudget.GiveBack): ctx ended in the
+// backoff, or the guard blocked it.
 //
 // Streams are not retried: their messages are sent and received by the
 // caller after the interceptor has returned the stream, and it cannot
@@ -118,9 +124,16 @@ type retrier struct {
 func (rt *retrier) invoke(ctx context.Context, g *slidegate.Guard, o *options, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts []grpc.CallOption) error {
 	rt.budget.Request()
 	name, key := o.name(ctx, method), o.keyOf(ctx, method, false)
+	deadline, hasDeadline := ctx.Deadline()
+	var grant flow.Grant // the retry being sent, to give back if it is not
 	for retry := 0; ; retry++ {
+		var start time.Time
+		if hasDeadline {
+			start = time.Now()
+		}
 		probe, block, err := attempt(ctx, g, o, name, key, method, req, reply, cc, invoker, callOpts)
 		if block != nil {
+			rt.budget.GiveBack(grant) // the retry was not sent
 			if block.Reason == slidegate.BreakerOpen {
 				rt.budget.Retry(flow.AttemptBreakerOpen) // refused: nothing goes into an open breaker
 			}
@@ -132,14 +145,20 @@ func (rt *retrier) invoke(ctx context.Context, g *slidegate.Guard, o *options, m
 		if c := codeOf(err); c == codes.OK || !rt.codes.has(c) {
 			return err
 		}
+		wait := rt.policy.backoff(retry)
+		if hasDeadline && time.Until(deadline) < wait+time.Since(start) {
+			return err // another attempt would not end in time
+		}
 		a := flow.AttemptFailed
 		if probe {
 			a = flow.AttemptProbe
 		}
-		if !rt.budget.Retry(a) {
+		var ok bool
+		if grant, ok = rt.budget.GrantRetry(a); !ok {
 			return err
 		}
-		if err := clock.Sleep(ctx, g.Clock(), rt.policy.backoff(retry)); err != nil {
+		if err := clock.Sleep(ctx, g.Clock(), wait); err != nil {
+			rt.budget.GiveBack(grant)
 			return status.FromContextError(err).Err()
 		}
 	}

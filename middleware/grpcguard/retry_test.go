@@ -254,3 +254,75 @@ func TestRetryCostsNoAllocationWhenTheFirstAttemptSucceeds(t *testing.T) {
 		t.Errorf("%v allocations per call with WithRetry; want 0, as without", n)
 	}
 }
+
+// TestARetryNotSentIsGivenBackToTheBudget: a retry the budget allowed but
+// that never reached the service, because the caller gave up in its backoff
+// or the guard blocked it, is not counted by the budget.
+func TestARetryNotSentIsGivenBackToTheBudget(t *testing.T) {
+	t.Run("cancelled in the backoff", func(t *testing.T) {
+		g, clk := guarded(t, slidegate.Rules{})
+		d := &downstream{codes: []codes.Code{codes.Unavailable}}
+		budget := unlimited(t)
+		// A backoff of an hour on a clock that never moves: only ctx ends it.
+		in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget,
+			grpcguard.RetryPolicy{BaseBackoff: time.Hour, MaxBackoff: time.Hour}))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- in(ctx, unaryMethod, nil, nil, nil, d.invoke) }()
+		eventually(t, "the retry waits", func() bool { return clk.Sleepers() > 0 })
+		if got := budget.Stats().Retries; got != 1 {
+			t.Fatalf("the budget counts %d retries while one waits in its backoff, want 1", got)
+		}
+		cancel()
+		wantCode(t, <-done, codes.Canceled)
+		if got := budget.Stats().Retries; got != 0 || d.attempts.Load() != 1 {
+			t.Errorf("the budget counts %d retries after %d attempts, want 0 after 1", got, d.attempts.Load())
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		rules slidegate.Rules
+	}{
+		{"blocked by a flow rule", slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: unaryMethod, Limit: 1}}}},
+		{"blocked by the breaker it opened", slidegate.Rules{Breakers: []slidegate.BreakerRule{
+			{Resource: unaryMethod, Strategy: slidegate.ErrorCountBreaker, Count: 1, MinRequests: ptr(int64(1)),
+				OpenTimeout: slidegate.Duration(5 * time.Second)},
+		}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, clk := guarded(t, tc.rules)
+			d := &downstream{codes: []codes.Code{codes.Unavailable}}
+			budget := unlimited(t)
+			in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, grpcguard.RetryPolicy{}))
+			var block *slidegate.BlockError
+			if err := call(clk, in, d); !errors.As(err, &block) {
+				t.Fatalf("%v, want the retry's block", err)
+			}
+			if st := budget.Stats(); st.Retries != 0 || d.attempts.Load() != 1 {
+				t.Errorf("the budget counts %d retries after %d attempts, want 0 after 1", st.Retries, d.attempts.Load())
+			}
+		})
+	}
+}
+
+// TestARetryTheDeadlineCannotFitIsNotTried: an attempt that fails after
+// taking most of the call's deadline is not retried: the call returns its
+// error at once, not the deadline's, and nothing is taken from the budget.
+func TestARetryTheDeadlineCannotFitIsNotTried(t *testing.T) {
+	g, _ := guarded(t, slidegate.Rules{}) // a clock that never moves: a backoff ends only with ctx
+	budget := unlimited(t)
+	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, grpcguard.RetryPolicy{}))
+	var attempts atomic.Int64
+	slow := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+		attempts.Add(1)
+		time.Sleep(time.Second) // of the 1.5 s the caller gives
+		return status.Error(codes.Unavailable, "down")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	wantCode(t, in(ctx, unaryMethod, nil, nil, nil, slow), codes.Unavailable)
+	if got := budget.Stats().Retries; got != 0 || attempts.Load() != 1 {
+		t.Errorf("the budget counts %d retries after %d attempts, want 0 after 1", got, attempts.Load())
+	}
+}

@@ -53,8 +53,9 @@
 // A request's key (slidegate.WithKey) is what a resource's per-key rules
 // (slidegate.FlowRule.PerKey) limit on its own: a client address, an API
 // key, a tenant. KeyFromClientIP keys each request by its client's IP
-// address, believing forwarding headers (X-Forwarded-For, Forwarded) only
-// from the reverse proxies it is told to trust (see ClientIP);
+// address, an IPv6 client by its /64, believing forwarding headers
+// (X-Forwarded-For, Forwarded) only from the reverse proxies it is told to
+// trust (see ClientIP);
 // KeyFromHeader keys it by a header's value, KeyFrom by any function of the
 // request. Without one of them every request has the empty key "", one key
 // like any other.

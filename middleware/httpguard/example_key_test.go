@@ -54,18 +54,18 @@ func ExampleKeyFromClientIP() {
 
 func ExampleKeyFromClient() {
 	// Behind proxies that write RFC 7239's Forwarded header, keying IPv6
-	// clients by their /64.
+	// clients by their /56 rather than their /64.
 	keys := httpguard.ClientIP{
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("2001:db8:ffff::/48")},
 		Header:         "Forwarded",
-		IPv6Bits:       64,
+		IPv6Bits:       56,
 	}
 	r := httptest.NewRequest("GET", "/", nil)
 	r.RemoteAddr = "[2001:db8:ffff::1]:40000"
 	r.Header.Set("Forwarded", `for="[2001:db8:1:2:3:4:5:6]:4711";proto=https`)
 	fmt.Println(keys.Addr(r))
 
-	_ = httpguard.Middleware(nil, httpguard.KeyFromClient(keys)) // key "2001:db8:1:2::/64"
+	_ = httpguard.Middleware(nil, httpguard.KeyFromClient(keys)) // key "2001:db8:1::/56"
 	// Output:
 	// 2001:db8:1:2:3:4:5:6
 }

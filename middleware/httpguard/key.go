@@ -51,14 +51,17 @@ func KeyFromHeader(name string) Option {
 
 // KeyFromClientIP takes each request's key from its client's IP address,
 // as ClientIP with these trusted proxies finds it (see ClientIP for how,
-// and KeyFromClient for more choices): the address's canonical text
-// ("192.0.2.1", "2001:db8::1"). With no trusted proxies it is the address
-// of the connection's peer, and forwarding headers are ignored. A
-// request whose peer is not an IP address (a Unix socket) has the empty key.
+// and KeyFromClient for more choices). An IPv4 client's key is its
+// address's canonical text ("192.0.2.1"); an IPv6 client's, its /64's
+// ("2001:db8:1:2::/64"), which a client cannot leave by changing its
+// address (see ClientIP.IPv6Bits). With no trusted proxies the client is
+// the connection's peer, and forwarding headers are ignored. A request
+// whose peer is not an IP address (a Unix socket) has the empty key.
 //
-// For Middleware, a client address that the server or a trusted proxy
-// wrote canonically, as they do, costs no allocation: the key is a part of
-// Request.RemoteAddr or of the forwarding header.
+// For Middleware, an IPv4 address that the server or a trusted proxy wrote
+// canonically, as they do, costs no allocation: the key is a part of
+// Request.RemoteAddr or of the forwarding header. Nor does a network whose
+// key was made recently: see ClientIP.
 //
 // For Transport, KeyFromClientIP gives every request the empty key: an
 // outgoing request has no client address.
@@ -67,16 +70,17 @@ func KeyFromClientIP(trusted ...netip.Prefix) Option {
 }
 
 // KeyFromClient takes each request's key from its client's IP address as c
-// finds it, as KeyFromClientIP does, keying an IPv6 client by its network if
-// c.IPv6Bits says so. c is copied: changing it, or its TrustedProxies,
-// afterwards changes nothing.
+// finds it, as KeyFromClientIP does, keyed by its network of c.IPv4Bits or
+// c.IPv6Bits. c is copied: changing it, or its TrustedProxies, afterwards
+// changes nothing.
 func KeyFromClient(c ClientIP) Option {
 	c.TrustedProxies = slices.Clone(c.TrustedProxies)
 	c.Header = c.headerName()
+	keys := clientip.NewKeys(c.IPv4Bits, c.IPv6Bits)
 	return func(o *options) {
 		o.key = func(r *http.Request) string {
 			a, text := c.find(r)
-			return clientip.Key(a, text, c.IPv6Bits)
+			return keys.Key(a, text)
 		}
 	}
 }
@@ -132,17 +136,32 @@ type ClientIP struct {
 	// through the proxies untouched, so name the one they write.
 	Header string
 
-	// IPv6Bits, if between 1 and 127, keys an IPv6 client by its network
-	// of that many bits instead of its whole address: with 64, every
-	// address of 2001:db8:1:2::/64 has the key "2001:db8:1:2::/64". A
-	// site gets at least a /64 of its own, which its hosts, and a client
-	// that wants to escape a per-address limit, draw addresses from at
-	// will: 64 is the least that holds such a client to one key (an ISP
-	// may give a site a /56 or a /48; fewer bits hold more of a site
-	// together, and with it more of its neighbours). 0 (the default), or
-	// 128, keys by the whole address. IPv4 clients are always keyed by the
-	// whole address. A network's key costs an allocation per request.
+	// IPv6Bits is the length of the network an IPv6 client is keyed by:
+	// with 64, every address of 2001:db8:1:2::/64 has the key
+	// "2001:db8:1:2::/64". 0 means 64, the default; 128 the whole address.
+	// A negative count means 64, one above 128 the whole address.
+	//
+	// Why 64: a subscriber is given a /64 at the least, often a /56 or a
+	// /48 (RFC 6177), and its hosts take addresses from it as they please.
+	// Privacy addresses (RFC 8981) change on their own within it, and a
+	// client that wants to escape a limit on one address takes a new one
+	// for each request. 64 is the least that holds such a client to one
+	// key; fewer bits hold more of a site together, and with it more of its
+	// neighbours.
 	IPv6Bits int
+
+	// IPv4Bits is the length of the network an IPv4 client is keyed by:
+	// 0 means 32, the whole address ("192.0.2.1"), the default; with 24,
+	// every address of 192.0.2.0/24 has the key "192.0.2.0/24". A negative
+	// count means 32, as does one above 32. An IPv4-mapped IPv6 address
+	// (::ffff:192.0.2.1) is keyed as the IPv4 address it maps.
+	//
+	// The key of a network is kept in a table of 1,024, one per hash of
+	// the network, so that a client seen again costs no allocation. Clients
+	// that spread over more networks than that evict each other, and cost
+	// an allocation per request, never more memory (about 100 KiB an
+	// option).
+	IPv4Bits int
 }
 
 // Addr returns the IP address of the client that sent r, as c's doc says;

@@ -55,7 +55,8 @@ func TestClientIPKeyAsAnAttackerSeesIt(t *testing.T) {
 	lb := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
 	viaLB := httpguard.KeyFromClientIP(lb...)
 	forwarded := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: lb, Header: "forwarded"})
-	perNet := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: lb, IPv6Bits: 64})
+	perNet := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: lb, IPv6Bits: 56, IPv4Bits: 24})
+	whole := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: lb, IPv6Bits: 128})
 	xff := "X-Forwarded-For"
 	for _, tc := range []struct {
 		name string
@@ -71,7 +72,7 @@ func TestClientIPKeyAsAnAttackerSeesIt(t *testing.T) {
 		{"spoof in a line of its own", viaLB, request("10.0.0.1:5555", xff, "1.1.1.1", xff, "198.51.100.7"), "198.51.100.7"},
 		{"through two proxies", viaLB, request("10.0.0.1:5555", xff, "1.1.1.1, 198.51.100.7, 10.0.0.2"), "198.51.100.7"},
 		{"the other header is not read", viaLB, request("10.0.0.1:5555", xff, "198.51.100.7", "Forwarded", "for=1.1.1.1"), "198.51.100.7"},
-		{"Forwarded: spoof, real client", forwarded, request("10.0.0.1:5555", "Forwarded", `for=1.1.1.1;proto=http, for="[2001:db8::7]:4711"`), "2001:db8::7"},
+		{"Forwarded: spoof, real client", forwarded, request("10.0.0.1:5555", "Forwarded", `for=1.1.1.1;proto=http, for="[2001:db8::7]:4711"`), "2001:db8::/64"},
 		{"Forwarded: X-Forwarded-For is not read", forwarded, request("10.0.0.1:5555", xff, "1.1.1.1"), "10.0.0.1"},
 		{"Forwarded: obfuscated", forwarded, request("10.0.0.1:5555", "Forwarded", `for=198.51.100.7, for="_hidden", for=10.0.0.2`), "10.0.0.2"},
 		{"Forwarded: unknown", forwarded, request("10.0.0.1:5555", "Forwarded", `for=unknown`), "10.0.0.1"},
@@ -82,16 +83,21 @@ func TestClientIPKeyAsAnAttackerSeesIt(t *testing.T) {
 		{"a 10 MB header ending in the client", viaLB, request("10.0.0.1:5555", xff, strings.Repeat("1,", 5<<20)+"198.51.100.7"), "198.51.100.7"},
 		{"10,000 entries", viaLB, request("10.0.0.1:5555", xff, "198.51.100.7"+strings.Repeat(", 10.0.0.3", 10_000)), "10.0.0.3"},
 		{"ports", viaLB, request("10.0.0.1:5555", xff, "198.51.100.7:4711, 10.0.0.2:80"), "198.51.100.7"},
-		{"IPv6 peer, port", viaLB, request("[2001:db8::7]:5555"), "2001:db8::7"},
-		{"IPv6 in brackets with a port", viaLB, request("[2001:db8:ffff::1]:5555", xff, "[2001:db8::7]:4711"), "2001:db8::7"},
-		{"IPv6 written long", viaLB, request("[2001:db8:ffff::1]:5555", xff, "2001:0DB8:0:0:0:0:0:7"), "2001:db8::7"},
-		{"IPv6 zones are dropped", viaLB, request("[fe80::1%eth0]:5555"), "fe80::1"},
-		{"IPv6 zones in the header are dropped", viaLB, request("10.0.0.1:5555", xff, "fe80::7%25attacker"), "fe80::7"},
+		{"IPv6 peer, port: its /64", viaLB, request("[2001:db8::7]:5555"), "2001:db8::/64"},
+		{"IPv6 forwarded: its /64", viaLB, request("[2001:db8:ffff::1]:5555", xff, "2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64"},
+		{"IPv6 whole, peer, port", whole, request("[2001:db8::7]:5555"), "2001:db8::7"},
+		{"IPv6 whole, in brackets with a port", whole, request("[2001:db8:ffff::1]:5555", xff, "[2001:db8::7]:4711"), "2001:db8::7"},
+		{"IPv6 whole, written long", whole, request("[2001:db8:ffff::1]:5555", xff, "2001:0DB8:0:0:0:0:0:7"), "2001:db8::7"},
+		{"IPv6 whole, zones are dropped", whole, request("[fe80::1%eth0]:5555"), "fe80::1"},
+		{"IPv6 whole, zones in the header are dropped", whole, request("10.0.0.1:5555", xff, "fe80::7%25attacker"), "fe80::7"},
+		{"IPv6 zones are dropped from the /64", viaLB, request("[fe80::1%eth0]:5555"), "fe80::/64"},
 		{"IPv4-mapped peer", viaLB, request("[::ffff:198.51.100.7]:5555"), "198.51.100.7"},
 		{"IPv4-mapped proxy", viaLB, request("[::ffff:10.0.0.1]:5555", xff, "198.51.100.7"), "198.51.100.7"},
-		{"IPv6 by its /64", perNet, request("[2001:db8:1:2:aaaa::1]:5555"), "2001:db8:1:2::/64"},
-		{"IPv6 by its /64, forwarded", perNet, request("10.0.0.1:5555", xff, "2001:db8:1:2:bbbb::2"), "2001:db8:1:2::/64"},
-		{"IPv4 whole whatever the IPv6 bits", perNet, request("198.51.100.7:5555"), "198.51.100.7"},
+		{"IPv6 by its /56", perNet, request("[2001:db8:1:2:aaaa::1]:5555"), "2001:db8:1::/56"},
+		{"IPv6 by its /56, forwarded", perNet, request("10.0.0.1:5555", xff, "2001:db8:1:2:bbbb::2"), "2001:db8:1::/56"},
+		{"IPv4 by its /24", perNet, request("198.51.100.7:5555"), "198.51.100.0/24"},
+		{"IPv4-mapped by its IPv4 /24", perNet, request("[::ffff:198.51.100.7]:5555"), "198.51.100.0/24"},
+		{"IPv4 whole whatever the IPv6 bits", whole, request("198.51.100.7:5555"), "198.51.100.7"},
 		{"a peer that is no IP address", viaLB, request("@", xff, "198.51.100.7"), ""},
 		{"an empty peer", viaLB, request("", xff, "198.51.100.7"), ""},
 		{"a 10 MB peer", viaLB, request(strings.Repeat("1", 10<<20)), ""},

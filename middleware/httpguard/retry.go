@@ -26,6 +26,13 @@ const (
 // more than MaxDrain bytes of a hostile server's reply.
 const MaxDrain = 4 << 10
 
+// drainTime bounds the time Transport reads a retried response's body. A
+// body that has not ended by then is closed, which closes its connection:
+// a server that trickles its body cannot hold the caller. It is about what
+// a new connection costs on a network that is not local, a handshake or
+// two: less is spent on reading, more would be better spent on dialing.
+const drainTime = 50 * time.Millisecond
+
 // A RetryPolicy says which requests Transport retries and how long it waits
 // between attempts. Every field's zero value stands for its default.
 type RetryPolicy struct {
@@ -97,10 +104,18 @@ func Retryable(resp *http.Response, err error) bool {
 //   - never once the request's context is done.
 //
 // Before a retry Transport reads at most MaxDrain bytes of the failed
-// response's body and closes it, then waits its backoff (at least the
-// response's Retry-After) on the guard's clock. A context done while it
-// waits ends the call at once with the context's error. When a retry is
-// refused, the caller gets the last attempt's response or error as it is.
+// response's body, for at most 50 ms, and closes it; then it waits its
+// backoff (at least the response's Retry-After) on the guard's clock. A
+// context done while it waits ends the call at once with the context's
+// error. When a retry is refused, the caller gets the last attempt's
+// response or error as it is. So it does when the request's deadline
+// leaves too little time for another attempt: 50 ms, the backoff, and as
+// long as the attempt that failed took.
+//
+// The budget counts a retry when it allows it. A retry that is not sent
+// after all is given back (flow.RetryBudget.GiveBack): its context ended
+// in the backoff, its body could not be had again, or the guard blocked
+// it.
 //
 // Do not stack another retrying layer under Transport (a base transport
 // that retries): its retries would bypass the budget and the guard.
@@ -158,12 +173,19 @@ func (t *transport) roundTripRetrying(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	ctx := r.Context()
+	deadline, hasDeadline := ctx.Deadline()
 	req := r
+	var grant flow.Grant // the retry being sent, to give back if it is not
 	for retry := 0; ; retry++ {
+		var start time.Time
+		if hasDeadline {
+			start = time.Now()
+		}
 		resp, probe, err := t.attempt(req)
 		if err != nil {
 			var be *slidegate.BlockError
 			if errors.As(err, &be) {
+				rt.budget.GiveBack(grant) // the retry was not sent
 				if be.Reason == slidegate.BreakerOpen {
 					rt.budget.Retry(flow.AttemptBreakerOpen) // refused: nothing goes into an open breaker
 				}
@@ -182,21 +204,27 @@ func (t *transport) roundTripRetrying(r *http.Request) (*http.Response, error) {
 				wait = max(wait, after)
 			}
 		}
+		if hasDeadline && time.Until(deadline) < drainTime+wait+time.Since(start) {
+			return resp, err // another attempt would not end in time
+		}
 		attempt := flow.AttemptFailed
 		if probe {
 			attempt = flow.AttemptProbe
 		}
-		if !rt.budget.Retry(attempt) {
+		var ok bool
+		if grant, ok = rt.budget.GrantRetry(attempt); !ok {
 			return resp, err
 		}
 		if resp != nil {
-			drain(resp.Body)
+			drain(resp, deadline, hasDeadline)
 		}
 		if err := clock.Sleep(ctx, t.g.Clock(), wait); err != nil {
+			rt.budget.GiveBack(grant)
 			return nil, err
 		}
 		next, err := again(r)
 		if err != nil {
+			rt.budget.GiveBack(grant)
 			return nil, err
 		}
 		req = next
@@ -218,13 +246,37 @@ func again(r *http.Request) (*http.Request, error) {
 	return c, nil
 }
 
-// drain reads at most MaxDrain bytes of body, so that its connection can be
-// reused, and closes it.
-func drain(body io.ReadCloser) {
-	if body == nil {
+// drain reads at most MaxDrain bytes of resp's body, so that its
+// connection can be reused, for at most drainTime or until the deadline,
+// and closes it. A body known to be longer is closed at once: read in
+// part, it would cost the connection all the same.
+//
+// The reading goroutine is left blocked in Read when the time is up: Close
+// ends it, as it ends a Read of net/http's bodies.
+func drain(resp *http.Response, deadline time.Time, hasDeadline bool) {
+	body := resp.Body
+	if body == nil || body == http.NoBody {
 		return
 	}
-	_, _ = io.CopyN(io.Discard, body, MaxDrain)
+	if resp.ContentLength > MaxDrain {
+		_ = body.Close()
+		return
+	}
+	d := drainTime
+	if hasDeadline {
+		d = min(d, time.Until(deadline))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.CopyN(io.Discard, body, MaxDrain)
+	}()
+	timer := time.NewTimer(d)
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+	timer.Stop()
 	_ = body.Close()
 }
 

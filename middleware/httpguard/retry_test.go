@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,13 +64,17 @@ func (b *backend) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // A countingBody is a response body of left bytes that counts what is read
-// of it and whether it was closed.
+// of it and whether it was closed. It may be closed during a Read, as
+// net/http's bodies may.
 type countingBody struct {
+	mu         sync.Mutex
 	left, read int
 	closed     bool
 }
 
 func (c *countingBody) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
 		return 0, errors.New("read after close")
 	}
@@ -82,7 +87,19 @@ func (c *countingBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *countingBody) Close() error { c.closed = true; return nil }
+func (c *countingBody) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return nil
+}
+
+// state returns the bytes read of c and whether it was closed.
+func (c *countingBody) state() (read int, closed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.read, c.closed
+}
 
 // advancing runs f in a goroutine and, until it returns, advances clk by
 // step whenever something sleeps on it: the backoffs of f's retries pass at
@@ -286,11 +303,11 @@ func TestRetryClosesTheRetriedResponses(t *testing.T) {
 		t.Fatalf("%d attempts, want 3", len(be.sent))
 	}
 	for i, b := range be.sent[:2] {
-		if !b.closed || b.read > httpguard.MaxDrain {
-			t.Errorf("retried response %d: closed %v, %d bytes read; want closed, at most %d read", i+1, b.closed, b.read, httpguard.MaxDrain)
+		if read, closed := b.state(); !closed || read > httpguard.MaxDrain {
+			t.Errorf("retried response %d: closed %v, %d bytes read; want closed, at most %d read", i+1, closed, read, httpguard.MaxDrain)
 		}
 	}
-	if be.sent[2].closed {
+	if _, closed := be.sent[2].state(); closed {
 		t.Error("the response returned to the caller was closed")
 	}
 	resp.Body.Close()
@@ -334,8 +351,8 @@ func TestRetryBackoffEndsWithTheContext(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call did not end when its context was cancelled")
 	}
-	if be.attempts.Load() != 1 || !be.sent[0].closed {
-		t.Errorf("%d attempts, the first closed: %v; want 1, closed", be.attempts.Load(), be.sent[0].closed)
+	if _, closed := be.sent[0].state(); be.attempts.Load() != 1 || !closed {
+		t.Errorf("%d attempts, the first closed: %v; want 1, closed", be.attempts.Load(), closed)
 	}
 }
 

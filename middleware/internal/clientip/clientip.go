@@ -281,27 +281,3 @@ func trimSpace(s string) string {
 	}
 	return s
 }
-
-// Key returns the key of client a, whose text is as ParseNode (or Find)
-// returned it: a's canonical text (netip.Addr.String), or, for an IPv6
-// address when 0 < ipv6Bits < 128, the canonical text of its network of
-// that many bits ("2001:db8:1:2::/64"). The zero Addr's key is "". When
-// text is already canonical, as servers and proxies write addresses, Key
-// returns text itself and allocates nothing; otherwise it allocates the
-// canonical text.
-func Key(a netip.Addr, text string, ipv6Bits int) string {
-	if !a.IsValid() {
-		return ""
-	}
-	a = a.WithZone("")
-	var buf [64]byte // the longest IPv6 text is 45 bytes, and "/128" follows a network
-	if a.Is6() && ipv6Bits > 0 && ipv6Bits < 128 {
-		p, _ := a.Prefix(ipv6Bits) // cannot fail: a is IPv6 without a zone, the bits in range
-		return string(p.AppendTo(buf[:0]))
-	}
-	b := a.AppendTo(buf[:0])
-	if string(b) == text {
-		return text
-	}
-	return string(b)
-}

@@ -157,45 +157,13 @@ func TestTrustedContains(t *testing.T) {
 	}
 }
 
-func TestKey(t *testing.T) {
-	for _, tc := range []struct {
-		node string
-		bits int
-		want string
-	}{
-		{"192.0.2.1:80", 0, "192.0.2.1"},
-		{"192.0.2.1", 64, "192.0.2.1"}, // IPv4: whole
-		{"::ffff:192.0.2.1", 64, "192.0.2.1"},
-		{"[2001:DB8:0::1]:80", 0, "2001:db8::1"},
-		{"2001:db8:1:2:3:4:5:6", 64, "2001:db8:1:2::/64"},
-		{"2001:db8:1:2:3:4:5:6", 56, "2001:db8:1::/56"},
-		{"2001:db8:1:2:3:4:5:6", 128, "2001:db8:1:2:3:4:5:6"},
-		{"2001:db8:1:2:3:4:5:6", -1, "2001:db8:1:2:3:4:5:6"},
-		{"fe80::1%eth0", 0, "fe80::1"},
-	} {
-		a, text, ok := ParseNode(tc.node)
-		if !ok {
-			t.Fatalf("%q does not parse", tc.node)
-		}
-		if got := Key(a, text, tc.bits); got != tc.want {
-			t.Errorf("Key(%q, %d) = %q, want %q", tc.node, tc.bits, got, tc.want)
-		}
-	}
-	if got := Key(netip.Addr{}, "", 0); got != "" {
-		t.Errorf("the zero Addr's key is %q", got)
-	}
-	// A zone given by the caller (a net.TCPAddr's) is not part of the key.
-	if got := Key(netip.MustParseAddr("fe80::1%eth0"), "", 0); got != "fe80::1" {
-		t.Errorf("zoned: %q", got)
-	}
-}
-
 // TestFindAndKeyAllocateNothing checks the promise the middleware's
 // allocation tests build on: for addresses written canonically, finding the
 // client and making its key allocate nothing, the key being a substring of
 // what the request already holds.
 func TestFindAndKeyAllocateNothing(t *testing.T) {
 	lb := prefixes("10.0.0.0/8")
+	keys := NewKeys(0, 128)
 	for _, tc := range []struct {
 		peer  string
 		lines []string
@@ -210,7 +178,7 @@ func TestFindAndKeyAllocateNothing(t *testing.T) {
 		n := testing.AllocsPerRun(100, func() {
 			a, text, _ := ParseNode(tc.peer)
 			a, text = Find(a, text, tc.lines, tc.f, lb)
-			key = Key(a, text, 0)
+			key = keys.Key(a, text)
 		})
 		if n != 0 || key == "" {
 			t.Errorf("%s %q: %v allocations, key %q; want none", tc.peer, tc.lines, n, key)
