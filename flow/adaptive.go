@@ -305,7 +305,7 @@ func (a *Adaptive) AcquireAt(now int64, key string, p *AdaptivePermit) Decision 
 		return Decision{Reason: ExceedsLimit}
 	}
 	pk := a.fair.pick(key)
-	if !a.fair.admit(&a.inflight, a.limit.Load(), pk) {
+	if !a.fair.admit(now, &a.inflight, a.limit.Load(), pk) {
 		return Decision{Reason: Overloaded}
 	}
 	if cur := a.inflight.Load(); cur > a.peak.Load() {

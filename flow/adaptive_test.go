@@ -349,10 +349,12 @@ func TestAdaptiveSharesItsLimitAmongKeys(t *testing.T) {
 	if d := a.AcquireAt(0, "stalled", &p); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("a key alone at the limit: %+v, want Overloaded", d)
 	}
+	now := int64(0)
 	for _, key := range apart(a.fair, 2, "stalled") {
 		for i := range 4 { // 3 busy keys in at most 6 lanes: a share of at least ⌈16/6⌉ = 3 in each of a key's two lanes
+			now += recount // a millisecond apart: the busy lanes counted afresh
 			var p AdaptivePermit
-			if d := a.AcquireAt(0, key, &p); !d.Allowed {
+			if d := a.AcquireAt(now, key, &p); !d.Allowed {
 				t.Fatalf("key %s refused its request %d: below its share at the limit", key, i+1)
 			}
 		}

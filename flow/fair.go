@@ -2,7 +2,9 @@ package flow
 
 import (
 	"hash/maphash"
+	"math"
 	"sync/atomic"
+	"time"
 )
 
 // fairLanes is how many lanes a fair limit spreads the keys of its requests
@@ -32,21 +34,32 @@ const fairLanes = 64
 // What the share costs: in flight may go over the limit, by the places that
 // keys below their share take there, never over twice the limit; and only
 // while some key holds more than its share. Counting the lanes costs each
-// request one hash and two atomic adds; the lanes are read one by one only
-// at the limit, where the request would otherwise be refused.
+// request one hash and two atomic adds. The busy lanes are counted only at
+// the limit, where a request would otherwise be refused, and at most once
+// a millisecond: a count a millisecond old can only make a share a little
+// larger or smaller for that millisecond.
 type fairShare struct {
-	seed  maphash.Seed
-	lanes [fairLanes]atomic.Int64
+	seed maphash.Seed
+	// active is how many lanes held requests at countedAt.
+	active, countedAt atomic.Int64
+	lanes             [fairLanes]atomic.Int64
 }
 
-// newFairShare returns a fairShare with a random seed.
-func newFairShare() *fairShare { return &fairShare{seed: maphash.MakeSeed()} }
+// recount is how long a count of the busy lanes serves.
+const recount = int64(time.Millisecond)
 
-// A pick is the lane a request joins, the key's other lane, and what the
-// lane held when the request came.
+// newFairShare returns a fairShare with a random seed.
+func newFairShare() *fairShare {
+	f := &fairShare{seed: maphash.MakeSeed()}
+	f.countedAt.Store(math.MinInt64) // never
+	return f
+}
+
+// A pick is the lane a request joins, and what it and the key's other lane
+// held when the request came.
 type pick struct {
-	lane, other uint8
-	held        int64
+	lane            uint8
+	held, otherHeld int64
 }
 
 // pick returns the lane a request of key joins: the less busy of the two
@@ -55,9 +68,9 @@ func (f *fairShare) pick(key string) pick {
 	a, b := f.lanesOf(key)
 	na, nb := f.lanes[a].Load(), f.lanes[b].Load()
 	if nb < na {
-		return pick{lane: b, other: a, held: nb}
+		return pick{lane: b, held: nb, otherHeld: na}
 	}
-	return pick{lane: a, other: b, held: na}
+	return pick{lane: a, held: na, otherHeld: nb}
 }
 
 // lanesOf returns the two lanes of key.
@@ -70,28 +83,42 @@ func (f *fairShare) lanesOf(key string) (a, b uint8) {
 	return a, b
 }
 
-// underShare reports whether p's lane is below its share of limit, and
-// some other key holds places to share with: a key alone at the limit (its
-// two lanes the only busy ones) gets no more, whatever its lanes hold.
-func (f *fairShare) underShare(p pick, limit int64) bool {
-	active, others := int64(0), false
-	if p.held == 0 {
-		active = 1 // its own lane, which the next request makes busy
-	}
-	for i := range f.lanes {
-		if f.lanes[i].Load() > 0 {
-			active++
-			others = others || uint8(i) != p.lane && uint8(i) != p.other
+// underShare reports whether p's lane is below its share of limit at time
+// now, and some other key holds places to share with: a key alone at the
+// limit (its two lanes the only busy ones) gets no more, whatever its
+// lanes hold.
+func (f *fairShare) underShare(now int64, p pick, limit int64) bool {
+	if at := f.countedAt.Load(); at == math.MinInt64 || now-at >= recount || now < at {
+		n := int64(0)
+		for i := range f.lanes {
+			if f.lanes[i].Load() > 0 {
+				n++
+			}
 		}
+		f.active.Store(n)
+		f.countedAt.Store(now)
 	}
-	return others && p.held*active < limit // held < ⌈limit/active⌉
+	busy, own := f.active.Load(), int64(0)
+	if p.held > 0 {
+		own++
+	}
+	if p.otherHeld > 0 {
+		own++
+	}
+	if busy <= own {
+		return false // no other key to share with
+	}
+	if p.held == 0 {
+		busy++ // its own lane, which the request makes busy
+	}
+	return p.held*busy < limit // held < ⌈limit/busy⌉
 }
 
 // admit takes a place in flight (counted in inflight) for a request picked
-// p: at once while fewer than limit are in flight, and at the limit only
-// while its lane is below its share and fewer than twice the limit are in
-// flight. It reports whether it took one.
-func (f *fairShare) admit(inflight *atomic.Int64, limit int64, p pick) bool {
+// p at time now: at once while fewer than limit are in flight, and at the
+// limit only while its lane is below its share and fewer than twice the
+// limit are in flight. It reports whether it took one.
+func (f *fairShare) admit(now int64, inflight *atomic.Int64, limit int64, p pick) bool {
 	checked := false
 	for {
 		cur := inflight.Load()
@@ -99,7 +126,7 @@ func (f *fairShare) admit(inflight *atomic.Int64, limit int64, p pick) bool {
 			if cur >= 2*limit {
 				return false
 			}
-			if !checked && !f.underShare(p, limit) {
+			if !checked && !f.underShare(now, p, limit) {
 				return false
 			}
 			checked = true // the share does not change in the few tries a race costs

@@ -17,9 +17,11 @@ func TestFairShareKeepsEachKeysShare(t *testing.T) {
 	var inflight atomic.Int64
 	const limit = 12
 	held := map[string][]uint8{}
+	now := int64(0)
 	take := func(key string) bool {
+		now += recount // requests a millisecond apart, each with a fresh count of the busy lanes
 		p := f.pick(key)
-		if !f.admit(&inflight, limit, p) {
+		if !f.admit(now, &inflight, limit, p) {
 			return false
 		}
 		held[key] = append(held[key], p.lane)
@@ -73,7 +75,7 @@ func TestFairShareBoundsWhatGoesOverTheLimit(t *testing.T) {
 		var inflight atomic.Int64
 		limit := 1 + rng.Int64N(100)
 		var lanes []uint8
-		for range 20000 {
+		for i := range 20000 {
 			if len(lanes) > 0 && rng.IntN(2) == 0 {
 				i := rng.IntN(len(lanes))
 				f.leave(&inflight, lanes[i])
@@ -83,7 +85,7 @@ func TestFairShareBoundsWhatGoesOverTheLimit(t *testing.T) {
 			}
 			key := fmt.Sprint(rng.IntN(1 + rng.IntN(300)))
 			p := f.pick(key)
-			if f.admit(&inflight, limit, p) {
+			if f.admit(int64(i)*int64(time.Millisecond), &inflight, limit, p) {
 				lanes = append(lanes, p.lane)
 			}
 			if got := inflight.Load(); got > 2*limit {

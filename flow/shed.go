@@ -211,7 +211,7 @@ func (s *Shedder) AcquireAt(now int64, key string, p *ShedPermit) Decision {
 		if !hot && !s.cooling(now) {
 			bound *= 2 // warm: room for the traffic to grow
 		}
-		if !s.fair.admit(&s.inflight, bound, pk) {
+		if !s.fair.admit(now, &s.inflight, bound, pk) {
 			// The cool-off runs from the last request shed with the CPU
 			// hot: one shed in the cool-off itself must not renew it. One
 			// store per shed request would make every one write the same
