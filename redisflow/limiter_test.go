@@ -22,8 +22,6 @@ import (
 func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 	good := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer good.Close()
-	slow := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer slow.Close()
 	for _, tc := range []struct {
 		client redis.Scripter
 		opts   []Option
@@ -44,7 +42,6 @@ func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 		{good, []Option{WithHeartbeat(math.MaxInt64)}, "heartbeat = 2562047h47m16.854775807s: must be between 1ms and 24h0m0s"},
 		{good, []Option{WithProbeBackoff(time.Microsecond, time.Second)}, "probe backoff = 1µs..1s"},
 		{good, []Option{WithProbeBackoff(time.Second, 25*time.Hour)}, "probe backoff = 1s..25h0m0s"},
-		{slow, nil, "ContextTimeoutEnabled = false with ReadTimeout = "},
 	} {
 		c, err := New(tc.client, tc.opts...)
 		if err == nil {
@@ -56,15 +53,6 @@ func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 			t.Errorf("New: %v; want ErrInvalidConfig naming %q", err, tc.want)
 		}
 	}
-	// Socket timeouts within the decision timeout do as well as context
-	// deadlines.
-	short := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: 20 * time.Millisecond, WriteTimeout: 20 * time.Millisecond})
-	defer short.Close()
-	c, err := New(short, WithInstances(1))
-	if err != nil {
-		t.Fatalf("New with short socket timeouts: %v", err)
-	}
-	c.Close()
 }
 
 func TestNewLimiterReturnsAnErrorNamingABadArgument(t *testing.T) {
