@@ -8,9 +8,10 @@ import (
 )
 
 // run runs script s by its SHA1 digest: one round trip, the script's text
-// staying out of it. If Redis answers NOSCRIPT (it restarted, or its scripts
-// were flushed), run loads the script and runs it again. It notes an error
-// that retrying will not fix, and the success that ends it.
+// staying out of it. If Redis answers NOSCRIPT (it restarted, its scripts
+// were flushed, or a replica that never ran them took over), run runs the
+// script by its text, on the same node, which loads it there. It notes an
+// error that retrying will not fix, and the success that ends it.
 func (c *Cluster) run(ctx context.Context, s *script, keys []string, args ...any) *redis.Cmd {
 	return c.runAs(ctx, s, keys[0], keys, args...)
 }
@@ -30,7 +31,9 @@ func (c *Cluster) runAs(ctx context.Context, s *script, named string, keys []str
 // client, reading a reply that broke it, becomes an error wrapping
 // ErrMalformedReply, as the outage the fallback takes it for, and every
 // connection of the cluster's own is closed, the one that held the rest of
-// that reply among them, so that no later call reads it.
+// that reply among them, so that no later call reads it. A call that fails
+// has a Redis Cluster's client learn the slots again: the master it called
+// may have died, its replica serving them now.
 func (c *Cluster) runOnce(ctx context.Context, s *script, keys []string, args ...any) (r *redis.Cmd) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -39,16 +42,14 @@ func (c *Cluster) runOnce(ctx context.Context, s *script, keys []string, args ..
 			r = redis.NewCmd(ctx)
 			r.SetErr(err)
 		}
+		if err := r.Err(); err != nil && c.slots != nil && permanent(err) == "" {
+			c.slots.ReloadState(ctx)
+		}
 	}()
 	r = s.EvalSha(ctx, c.client, keys, args...)
 	if err := r.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return r
 	}
 	c.loads.Add(1)
-	if err := s.Load(ctx, c.client).Err(); err != nil {
-		r := redis.NewCmd(ctx)
-		r.SetErr(err)
-		return r
-	}
-	return s.EvalSha(ctx, c.client, keys, args...)
+	return s.Eval(ctx, c.client, keys, args...)
 }

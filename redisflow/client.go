@@ -20,6 +20,10 @@ import (
 //     slots, reloaded);
 //   - a dial is tried once (DialerRetries): the pool retries a Redis that
 //     refuses connections in the background, where no decision waits;
+//   - a Redis Cluster's commands go to the masters of their keys' slots,
+//     without the routing by command that the client would first learn
+//     from COMMAND, a wait of up to 5s of its own, on a mutex that every
+//     other call then waits on, whatever its context says;
 //   - RESP2, whose replies the connections' guard follows (guardDial),
 //     and no client-side cache, push notifications or auto-pipelining,
 //     which the cluster does not use.
@@ -51,10 +55,13 @@ func (c *Cluster) connect(client redis.Scripter) (redis.Scripter, func() error) 
 		o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout = true, t, t
 		o.DialTimeout, o.DialerRetries, o.PoolTimeout = t, 1, t
 		o.Protocol = 2
+		o.ReadOnly, o.RouteByLatency, o.RouteRandomly = false, false, false
+		o.DisableRoutingPolicies = true
 		o.PushNotificationProcessor, o.AutoPipelineOptions = nil, nil
 		o.PipelinePoolSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize = 0, 0, 0
 		o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		own := redis.NewClusterClient(&o)
+		c.slots = own
 		return own, own.Close
 	case *redis.Ring:
 		o := *cl.Options()

@@ -92,9 +92,10 @@ func (f FallbackPolicy) String() string {
 // A Cluster is safe for concurrent use. Close it when done: it stops the
 // background work and leaves the heartbeat.
 type Cluster struct {
-	client     redis.Scripter // what the cluster calls: its own client (connect), or the one given
-	closeConn  func() error   // closes client if it is the cluster's own
-	conns      connSet        // the open connections of client, if it is the cluster's own
+	client     redis.Scripter       // what the cluster calls: its own client (connect), or the one given
+	closeConn  func() error         // closes client if it is the cluster's own
+	slots      *redis.ClusterClient // client, if it is a Redis Cluster's: told to learn the slots again
+	conns      connSet              // the open connections of client, if it is the cluster's own
 	prefix     string
 	id         string
 	timeout    time.Duration
