@@ -30,8 +30,8 @@ const (
 )
 
 // A respScanner follows a stream of RESP2 values byte by byte, as they
-// arrive, and checks each against the bounds above (when bounded is set)
-// before the bytes that would complete it are let through: a length is
+// arrive, and checks each against the bounds above before the bytes that
+// would complete it are let through: a length is
 // judged when its line ends, before the reader that would allocate for it
 // sees the line's '\n'. It holds no bytes, only its place in the value:
 // the line being read, the bytes of a bulk string still to come, and how
@@ -42,7 +42,6 @@ const (
 // counts commands with it, the reading side refuses a reply that no
 // command waits for.
 type respScanner struct {
-	bounded bool
 	onStart func() error
 
 	state  uint8
@@ -117,7 +116,7 @@ func (s *respScanner) scan(b []byte) (good int, err error) {
 				}
 				s.num = s.num*10 + d
 				s.digits++
-				if s.bounded && s.kind != ':' && !s.neg && s.num > maxReplyBytes {
+				if s.kind != ':' && !s.neg && s.num > maxReplyBytes {
 					return i, malformed("a length of more than %d", maxReplyBytes)
 				}
 			case c == '\r' && s.digits > 0:
@@ -157,7 +156,7 @@ func (s *respScanner) scan(b []byte) (good int, err error) {
 // endLine acts on a line that has just ended, its '\n' not yet let through.
 func (s *respScanner) endLine() error {
 	s.budget -= int64(s.line)
-	if s.bounded && s.budget < 0 {
+	if s.budget < 0 {
 		return malformed("a reply of more than %d bytes", maxReplyBytes)
 	}
 	if s.kind != '$' && s.kind != '*' {
@@ -172,7 +171,7 @@ func (s *respScanner) endLine() error {
 		return nil
 	}
 	if s.kind == '$' {
-		if s.budget -= s.num; s.bounded && s.budget < 0 {
+		if s.budget -= s.num; s.budget < 0 {
 			return malformed("a reply of more than %d bytes", maxReplyBytes)
 		}
 		s.left, s.state = s.num, scanBulk
@@ -181,7 +180,7 @@ func (s *respScanner) endLine() error {
 		}
 		return nil
 	}
-	if s.budget -= 16 * s.num; s.bounded && s.budget < 0 {
+	if s.budget -= 16 * s.num; s.budget < 0 {
 		return malformed("a reply of more than %d bytes", maxReplyBytes)
 	}
 	if s.num == 0 {
@@ -189,15 +188,10 @@ func (s *respScanner) endLine() error {
 		return nil
 	}
 	if s.depth == maxReplyDepth {
-		if s.bounded {
-			return malformed("arrays nested more than %d deep", maxReplyDepth)
-		}
-		// The writing side's own commands are flat; a deeper value is
-		// not followed, only its top level counted.
-	} else {
-		s.open[s.depth] = s.num
-		s.depth++
+		return malformed("arrays nested more than %d deep", maxReplyDepth)
 	}
+	s.open[s.depth] = s.num
+	s.depth++
 	s.state = scanType
 	return nil
 }
@@ -257,7 +251,7 @@ func (c sysGuardedConn) SyscallConn() (syscall.RawConn, error) {
 
 func newGuardedConn(raw net.Conn, set *connSet) net.Conn {
 	g := &guardedConn{Conn: raw, set: set}
-	g.rd = respScanner{bounded: true, onStart: func() error {
+	g.rd = respScanner{onStart: func() error {
 		if g.awaiting.Add(-1) < 0 {
 			g.awaiting.Add(1)
 			return errStray

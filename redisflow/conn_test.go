@@ -50,7 +50,7 @@ func TestTheGuardLetsThroughEveryValueWithinTheBounds(t *testing.T) {
 			stream += value(r, maxReplyDepth)
 		}
 		starts := 0
-		s := respScanner{bounded: true, onStart: func() error { starts++; return nil }}
+		s := respScanner{onStart: func() error { starts++; return nil }}
 		for rest := stream; rest != ""; {
 			n := min(1+r.IntN(8), len(rest))
 			if good, err := s.scan([]byte(rest[:n])); err != nil || good != n {
@@ -93,7 +93,7 @@ func TestTheGuardRefusesALengthBeforeItsLineEnds(t *testing.T) {
 		{"\r\n", "a value of type '\\r'", true},
 		{":1\r\n:2\r\n", "a reply to no command", true},
 	} {
-		s := respScanner{bounded: true}
+		s := respScanner{}
 		awaiting := 1
 		s.onStart = func() error {
 			if awaiting == 0 {
