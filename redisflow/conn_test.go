@@ -162,3 +162,28 @@ func FuzzAnyReplyIsSafe(f *testing.F) {
 		afterHostile(t, fr, c, func() bool { return l.Allow(bg).Allowed })
 	})
 }
+
+// The guard's cost per decision: the limit script's call as go-redis writes
+// it, and its reply, scanned once each (compare BenchmarkBaselineTimeNow and
+// a round trip, BenchmarkBaselinePing).
+func BenchmarkGuardScansADecision(b *testing.B) {
+	args := []string{"evalsha", limitScript.Hash(), "1", "slidegate:{orders}:1s:10", "1000", "100000", "10", "1", "0", "-1", "0"}
+	call := "*" + strconv.Itoa(len(args)) + "\r\n"
+	for _, a := range args {
+		call += "$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n"
+	}
+	w, r := []byte(call), []byte(honest["limit"])
+	var g guardedConn
+	g.rd = respScanner{onStart: func() error { g.awaiting.Add(-1); return nil }}
+	g.wr = respScanner{onStart: func() error { g.awaiting.Add(1); return nil }}
+	b.SetBytes(int64(len(w) + len(r)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.wr.scan(w); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := g.rd.scan(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
