@@ -1,6 +1,8 @@
 package redisflow
 
 import (
+	"time"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -35,6 +37,7 @@ func (c *Cluster) connect(client redis.Scripter) (redis.Scripter, func() error) 
 	switch cl := client.(type) {
 	case *redis.Client:
 		o := *cl.Options() // Dialer is set: the given one, or the default of the client's options
+		none(&o.MaxRetries, &o.MinRetryBackoff, &o.MaxRetryBackoff)
 		o.Dialer = guardDial(o.Dialer, &c.conns)
 		o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout = true, t, t
 		o.DialTimeout, o.DialerRetries, o.PoolTimeout = t, 1, t
@@ -47,6 +50,7 @@ func (c *Cluster) connect(client redis.Scripter) (redis.Scripter, func() error) 
 		return own, own.Close
 	case *redis.ClusterClient:
 		o := *cl.Options()
+		none(&o.MaxRedirects, &o.MinRetryBackoff, &o.MaxRetryBackoff)
 		d := o.Dialer
 		if d == nil {
 			d = base(&redis.Options{DialTimeout: t, TLSConfig: o.TLSConfig})
@@ -65,6 +69,7 @@ func (c *Cluster) connect(client redis.Scripter) (redis.Scripter, func() error) 
 		return own, own.Close
 	case *redis.Ring:
 		o := *cl.Options()
+		none(&o.MaxRetries, &o.MinRetryBackoff, &o.MaxRetryBackoff)
 		d := o.Dialer
 		if d == nil {
 			d = base(&redis.Options{DialTimeout: t, TLSConfig: o.TLSConfig})
@@ -78,4 +83,19 @@ func (c *Cluster) connect(client redis.Scripter) (redis.Scripter, func() error) 
 		return own, own.Close
 	}
 	return client, func() error { return nil }
+}
+
+// none keeps the settings that a client's options hold as 0 once go-redis
+// has filled in their defaults, meaning none (no retry, no redirect, no
+// backoff), from being filled in again as defaults when the options make
+// another client: go-redis reads 0 as "the default" and -1 as "none".
+func none(n *int, backoffs ...*time.Duration) {
+	if *n == 0 {
+		*n = -1
+	}
+	for _, d := range backoffs {
+		if *d == 0 {
+			*d = -1
+		}
+	}
 }
