@@ -33,7 +33,6 @@ import (
 // Hooks added to the given client do not see the cluster's calls.
 func (c *Cluster) connect(client redis.Scripter) (redis.Scripter, func() error) {
 	t := c.timeout
-	base := func(tls *redis.Options) dialer { return redis.NewDialer(tls) }
 	switch cl := client.(type) {
 	case *redis.Client:
 		o := *cl.Options() // Dialer is set: the given one, or the default of the client's options
@@ -53,7 +52,7 @@ func (c *Cluster) connect(client redis.Scripter) (redis.Scripter, func() error) 
 		none(&o.MaxRedirects, &o.MinRetryBackoff, &o.MaxRetryBackoff)
 		d := o.Dialer
 		if d == nil {
-			d = base(&redis.Options{DialTimeout: t, TLSConfig: o.TLSConfig})
+			d = redis.NewDialer(&redis.Options{DialTimeout: t, TLSConfig: o.TLSConfig})
 		}
 		o.Dialer = guardDial(d, &c.conns)
 		o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout = true, t, t
@@ -72,7 +71,7 @@ func (c *Cluster) connect(client redis.Scripter) (redis.Scripter, func() error) 
 		none(&o.MaxRetries, &o.MinRetryBackoff, &o.MaxRetryBackoff)
 		d := o.Dialer
 		if d == nil {
-			d = base(&redis.Options{DialTimeout: t, TLSConfig: o.TLSConfig})
+			d = redis.NewDialer(&redis.Options{DialTimeout: t, TLSConfig: o.TLSConfig})
 		}
 		o.Dialer = guardDial(d, &c.conns)
 		o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout = true, t, t
