@@ -92,7 +92,10 @@ func (f FallbackPolicy) String() string {
 // A Cluster is safe for concurrent use. Close it when done: it stops the
 // background work and leaves the heartbeat.
 type Cluster struct {
-	client     redis.Scripter
+	client     redis.Scripter       // what the cluster calls: its own client (connect), or the one given
+	closeConn  func() error         // closes client if it is the cluster's own
+	slots      *redis.ClusterClient // client, if it is a Redis Cluster's: told to learn the slots again
+	conns      connSet              // the open connections of client, if it is the cluster's own
 	prefix     string
 	id         string
 	timeout    time.Duration
@@ -207,14 +210,19 @@ func WithInstanceID(id string) Option { return func(c *Cluster) { c.id, c.ownID 
 // timeout, New returns the cluster, which falls back from the start and finds
 // Redis with its probe: New waits for a Redis that hangs once the timeout.
 //
-// The client must honour the deadline of each call's context, or a Redis that
-// hangs would hold requests for the client's own ReadTimeout (seconds by default)
-// instead of the cluster's timeout: for the go-redis clients, New checks that
-// ContextTimeoutEnabled is set, or that ReadTimeout and WriteTimeout are
-// within the timeout. Its pool (PoolSize) should hold as many connections as
-// decisions are taken to Redis at once: a decision that waits for a connection
-// spends its timeout waiting, and takes Redis for down. Leasing needs fewer:
-// one round trip at a time per limiter.
+// Given a go-redis client, the cluster makes connections of its own, with
+// the client's options (addresses, credentials, TLS, pool size) but for how
+// long a call may wait: the timeout bounds each call, every retry, redirect
+// and dial included, whatever the client's own timeouts. Replies are checked
+// as they arrive: one that no Redis would send closes its connection (see
+// ErrMalformedReply). Hooks added to client do not see these calls; Close
+// closes the connections. Anything else that runs scripts is called as it
+// is, and must honour the deadline of each call's context.
+//
+// The pool (PoolSize) should hold as many connections as decisions are
+// taken to Redis at once: a decision that waits for a connection spends its
+// timeout waiting, and takes Redis for down. Leasing needs fewer: one round
+// trip at a time per limiter.
 func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
 	c := &Cluster{
 		client:    client,
@@ -235,6 +243,7 @@ func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	c.client, c.closeConn = c.connect(c.client)
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -243,6 +252,7 @@ func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
 	}
 	c.instances.Store(max(c.configured, 1))
 	if err := c.start(); err != nil {
+		c.closeConn()
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -327,38 +337,7 @@ func (c *Cluster) check() error {
 	case c.probeMin < time.Millisecond || c.probeMax < c.probeMin || c.probeMax > maxPeriod:
 		return bad("probe backoff = %v..%v: min must be at least 1ms, max between min and %v", c.probeMin, c.probeMax, maxPeriod)
 	}
-	// A client that ignores deadlines would hold requests past the timeout.
-	var ctxTimeout bool
-	var read, write time.Duration
-	switch cl := c.client.(type) {
-	case *redis.Client:
-		o := cl.Options()
-		ctxTimeout, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
-	case *redis.ClusterClient:
-		o := cl.Options()
-		ctxTimeout, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
-	case *redis.Ring:
-		o := cl.Options()
-		ctxTimeout, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
-	default:
-		return nil
-	}
-	if !ctxTimeout && !(read > 0 && read <= c.timeout && write > 0 && write <= c.timeout) {
-		return bad("client ContextTimeoutEnabled = false with ReadTimeout = %s, WriteTimeout = %s: a Redis that hangs would hold requests that long instead of the timeout (%v); set ContextTimeoutEnabled, or both timeouts to at most %v",
-			effective(read), effective(write), c.timeout, c.timeout)
-	}
 	return nil
-}
-
-// effective describes a go-redis socket timeout as the client applies it.
-func effective(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "none"
-	case d == 0:
-		return "0 (3s, go-redis's default)"
-	}
-	return d.String()
 }
 
 func defaultID() string {
@@ -386,6 +365,7 @@ func (c *Cluster) Close() error {
 			cancel()
 		}
 		c.down.Store(true)
+		c.closeConn()
 	})
 	return nil
 }
@@ -543,37 +523,4 @@ func (c *Cluster) beatScript() *script {
 		return pingScript
 	}
 	return heartbeatScript
-}
-
-// run runs script s by its SHA1 digest: one round trip, the script's text
-// staying out of it. If Redis answers NOSCRIPT (it restarted, or its scripts
-// were flushed), run loads the script and runs it again. It notes an error
-// that retrying will not fix, and the success that ends it.
-func (c *Cluster) run(ctx context.Context, s *script, keys []string, args ...any) *redis.Cmd {
-	return c.runAs(ctx, s, keys[0], keys, args...)
-}
-
-// runAs is run, noting what the call meets as a call of s on key named: the
-// name of keys[0] that a fault is recorded, logged and cleared under.
-func (c *Cluster) runAs(ctx context.Context, s *script, named string, keys []string, args ...any) *redis.Cmd {
-	r := c.runOnce(ctx, s, keys, args...)
-	if !c.starting {
-		c.note(s, named, r.Err())
-	}
-	return r
-}
-
-// runOnce is run without the noting.
-func (c *Cluster) runOnce(ctx context.Context, s *script, keys []string, args ...any) *redis.Cmd {
-	r := s.EvalSha(ctx, c.client, keys, args...)
-	if err := r.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return r
-	}
-	c.loads.Add(1)
-	if err := s.Load(ctx, c.client).Err(); err != nil {
-		r := redis.NewCmd(ctx)
-		r.SetErr(err)
-		return r
-	}
-	return s.EvalSha(ctx, c.client, keys, args...)
 }

@@ -55,7 +55,11 @@
 // limits on its own to its share of the limit, the number of instances being
 // configured (WithInstances) or discovered through a heartbeat key. A
 // background probe finds Redis again, with backoff, and the limiters go back
-// to it.
+// to it. The timeout holds whatever Redis, or a Redis Cluster, does: the
+// cluster calls it over connections of its own, made from the client's
+// options, with every retry, redirect and dial within the timeout. A reply
+// that no Redis would send is an outage too (ErrMalformedReply), never a
+// panic.
 //
 // An error that retrying will not fix is not an outage: a wrong or missing
 // password, a command or key the ACL denies, a command Redis does not have.

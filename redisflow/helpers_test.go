@@ -20,6 +20,11 @@ import (
 // so that Redis is never taken for down unless a test takes it down.
 const testTimeout = 5 * time.Second
 
+// latencySlack is what a call may take past its deadline on a loaded
+// 2-core machine: the time to be scheduled again once the deadline has
+// passed, and to fall back.
+const latencySlack = 150 * time.Millisecond
+
 // client returns a go-redis client of addr, closed when the test ends.
 func client(t testing.TB, addr string) *redis.Client {
 	t.Helper()

@@ -79,7 +79,8 @@ func TestNewReturnsTheErrorsRetryingWillNotFix(t *testing.T) {
 	srv := redistest.Start(t)
 	admin := client(t, srv.Addr)
 	do(t, admin, "ACL", "SETUSER", "noevalsha", "on", ">pw", "~*", "+@all", "-evalsha")
-	do(t, admin, "ACL", "SETUSER", "noscript", "on", ">pw", "~*", "+@all", "-script")
+	do(t, admin, "ACL", "SETUSER", "noeval", "on", ">pw", "~*", "+@all", "-eval")
+	do(t, admin, "ACL", "SETUSER", "noscript", "on", ">pw", "~slidegate:*", "+@all", "-script")
 	do(t, admin, "ACL", "SETUSER", "nohset", "on", ">pw", "~*", "+@all", "-hset")
 	do(t, admin, "ACL", "SETUSER", "otherkeys", "on", ">pw", "~other:*", "+@all")
 	do(t, admin, "ACL", "SETUSER", "readkeys", "on", ">pw", "%R~*", "+@all")
@@ -98,7 +99,7 @@ func TestNewReturnsTheErrorsRetryingWillNotFix(t *testing.T) {
 		{"wrong password", "", "wrong", heartbeat, "WRONGPASS"},
 		{"no password", "", "", ping, "NOAUTH"},
 		{"no EVALSHA", "noevalsha", "pw", heartbeat, "NOPERM this user has no permissions to run the 'evalsha' command"},
-		{"no SCRIPT LOAD", "noscript", "pw", ping, "NOPERM this user has no permissions to run the 'script|load' command"},
+		{"no EVAL", "noeval", "pw", ping, "NOPERM this user has no permissions to run the 'eval' command"},
 		{"no HSET, inside the limit script", "nohset", "pw", ping, "can't run this command"},
 		{"no key under the prefix", "otherkeys", "pw", ping, "NOPERM this user has no permissions to access one of the keys"},
 		{"keys read only", "readkeys", "pw", ping, "NOPERM this user has no permissions to access one of the keys"},
@@ -118,15 +119,18 @@ func TestNewReturnsTheErrorsRetryingWillNotFix(t *testing.T) {
 			}
 		})
 	}
-	for _, user := range []string{"", "good"} {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: user, Password: map[string]string{"": "secret", "good": "pw"}[user], ContextTimeoutEnabled: true})
+	// A script not loaded yet runs by its text (EVAL), on the node of its
+	// keys: SCRIPT is not needed.
+	for _, user := range []string{"", "good", "noscript"} {
+		do(t, admin, "SCRIPT", "FLUSH")
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: user, Password: map[string]string{"": "secret", "good": "pw", "noscript": "pw"}[user], ContextTimeoutEnabled: true})
 		defer rdb.Close()
 		c, err := New(rdb, WithTimeout(testTimeout), WithHeartbeat(time.Hour))
 		if err != nil {
 			t.Fatalf("user %q, with the right password and permissions: New: %v", user, err)
 		}
-		if s := c.Stats(); !s.Healthy || s.Err != nil || s.PermanentFailures != 0 {
-			t.Errorf("user %q: stats %+v; want healthy, no error", user, s)
+		if s := c.Stats(); !s.Healthy || s.Err != nil || s.PermanentFailures != 0 || s.ScriptLoads == 0 {
+			t.Errorf("user %q: stats %+v; want healthy, no error, the scripts loaded", user, s)
 		}
 		c.Close()
 	}

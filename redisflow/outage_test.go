@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/redistest"
 )
@@ -117,5 +119,45 @@ func TestCloseDoesNotWaitForAHungRedis(t *testing.T) {
 	c.Close()
 	if d := time.Since(start); d > timeout+time.Second {
 		t.Errorf("Close took %v, waiting for a Redis that hangs; the timeout is %v", d, timeout)
+	}
+}
+
+// The cluster's timeout bounds its calls whatever the timeouts of the client
+// it is given: a client that waits seconds for a reply, and ignores its
+// context's deadline, makes a decision wait no longer for a Redis that
+// hangs, and neither does New.
+func TestADecisionWaitsAtMostTheTimeoutWhateverTheClientsOwnTimeouts(t *testing.T) {
+	srv := redistest.Start(t)
+	slow := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+		DialTimeout: 10 * time.Second, MaxRetries: 5, MinRetryBackoff: time.Second, MaxRetryBackoff: 5 * time.Second})
+	t.Cleanup(func() { slow.Close() })
+	const timeout = 200 * time.Millisecond
+	c, err := New(slow, WithInstances(1), WithTimeout(timeout), WithProbeBackoff(time.Hour, time.Hour))
+	if err != nil {
+		t.Fatalf("New with a client of its own timeouts: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	l := limiter(t, c, "slow", 100, time.Second)
+	if d := l.Allow(bg); !d.Allowed {
+		t.Fatalf("%+v; want allowed by a Redis that answers", d)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	start := time.Now()
+	d := l.Allow(bg)
+	if took := time.Since(start); took > timeout+time.Second {
+		t.Errorf("a decision waited %v for a Redis that hangs; the timeout is %v", took, timeout)
+	}
+	if s := c.Stats(); s.Healthy || s.Failures != 1 || !d.Allowed {
+		t.Errorf("%+v, stats %+v; want the Local fallback's decision, Redis down", d, s)
+	}
+	start = time.Now()
+	c2, err := New(slow, WithInstances(1), WithTimeout(timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if took := time.Since(start); took > timeout+time.Second {
+		t.Errorf("New waited %v for a Redis that hangs; the timeout is %v", took, timeout)
 	}
 }

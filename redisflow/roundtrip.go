@@ -44,14 +44,17 @@ type reply struct {
 // replyFields name the elements of the limit script's reply, in order.
 var replyFields = [...]string{"allowed", "granted", "retry", "bucket", "now"}
 
-// ErrMalformedReply is wrapped by the error of a run of the limit script
-// that Redis answered with something the script cannot return: a value of
-// another type or length, or a number outside what the script answers to the
-// query (a grant above what was asked, a retry beyond two intervals). The
-// server is not the Redis it seems (a proxy that mangles replies, another
-// program on its port), and its answer decides nothing: a decision that
-// meets one falls back, as in an outage, and Release returns it.
-var ErrMalformedReply = errors.New("redisflow: malformed reply from the limit script")
+// ErrMalformedReply is wrapped by the error of a call that Redis answered
+// with something the cluster's scripts cannot return. That is bytes outside
+// Redis's protocol (RESP2), a reply larger or nested deeper than a reply to
+// the cluster may be, a reply to no command, a value of another type or
+// length, or a number outside what the script answers (a grant above what
+// was asked, a retry beyond two intervals). The server is not the Redis it
+// seems: a proxy that mangles replies, or another program on its port. Its
+// answer decides nothing: a decision that meets one falls back, as in an
+// outage, and Release returns it. The connection that carried it is closed,
+// so that no later call reads the rest.
+var ErrMalformedReply = errors.New("redisflow: malformed reply")
 
 // decodeReply decodes v, Redis's answer to q, a run of the limit script for
 // a limiter whose retries are at most maxRetry microseconds. It returns an

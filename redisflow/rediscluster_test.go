@@ -1,0 +1,326 @@
+package redisflow
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slidegate/slidegate/internal/redistest"
+)
+
+// A redisCluster is a Redis Cluster of redis-servers that a test started,
+// each on a free loopback port with its cluster configuration in a
+// directory of its own, stopped when the test ends.
+type redisCluster struct {
+	t     testing.TB
+	nodes []*redisNode // the masters first, then the replicas
+}
+
+// A redisNode is one server of a redisCluster.
+type redisNode struct {
+	*redistest.Server
+	id     string
+	master *redisNode // a replica's master; nil for a master
+	admin  *redis.Client
+}
+
+// clusterNodeTimeout is how long the nodes of a test cluster take to find
+// one of them failing: short, for failovers in a test's time, and long
+// enough that a loaded machine does not fail a node over on its own.
+const clusterNodeTimeout = 2 * time.Second
+
+// startRedisCluster starts a Redis Cluster of masters masters, each with
+// replicas replicas, the slots split evenly between the masters, and waits
+// until every node sees the whole cluster in state ok. It skips the test
+// when redis-server is not installed. args are given to every server.
+func startRedisCluster(t testing.TB, masters, replicas int, args ...string) *redisCluster {
+	t.Helper()
+	rc := &redisCluster{t: t}
+	args = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10),
+		// A replica takes over however long ago it last heard its master.
+		"--cluster-replica-validity-factor", "0"}, args...)
+	for i := range masters * (1 + replicas) {
+		n := &redisNode{Server: redistest.Start(t, args...)}
+		n.admin = redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		t.Cleanup(func() { n.admin.Close() })
+		id, err := n.admin.ClusterMyID(bg).Result()
+		if err != nil {
+			t.Fatalf("rediscluster: CLUSTER MYID of %s: %v", n.Addr, err)
+		}
+		n.id = id
+		if i >= masters {
+			n.master = rc.nodes[(i-masters)%masters]
+		}
+		rc.nodes = append(rc.nodes, n)
+	}
+	for i, n := range rc.masters() {
+		lo, hi := i*16384/masters, (i+1)*16384/masters-1
+		if err := n.admin.ClusterAddSlotsRange(bg, lo, hi).Err(); err != nil {
+			t.Fatalf("rediscluster: CLUSTER ADDSLOTSRANGE %d %d on %s: %v", lo, hi, n.Addr, err)
+		}
+	}
+	first := rc.nodes[0]
+	for _, n := range rc.nodes[1:] {
+		host, port, _ := net.SplitHostPort(n.Addr)
+		if err := first.admin.ClusterMeet(bg, host, port).Err(); err != nil {
+			t.Fatalf("rediscluster: CLUSTER MEET %s: %v", n.Addr, err)
+		}
+	}
+	for _, n := range rc.nodes {
+		if n.master == nil {
+			continue
+		}
+		// A replica can follow its master once it knows it.
+		var err error
+		if !waitFor(30*time.Second, func() bool {
+			err = n.admin.ClusterReplicate(bg, n.master.id).Err()
+			return err == nil
+		}) {
+			t.Fatalf("rediscluster: CLUSTER REPLICATE on %s: %v", n.Addr, err)
+		}
+	}
+	rc.waitOK(rc.nodes...)
+	for _, n := range rc.nodes {
+		if n.master == nil {
+			continue
+		}
+		// A replica that has not copied its master's data would not take
+		// over from it.
+		if !waitFor(30*time.Second, func() bool {
+			info, err := n.admin.Info(bg, "replication").Result()
+			return err == nil && strings.Contains(info, "master_link_status:up")
+		}) {
+			t.Fatalf("rediscluster: the replica %s did not copy its master %s within 30s", n.Addr, n.master.Addr)
+		}
+	}
+	return rc
+}
+
+// masters returns the nodes started as masters.
+func (rc *redisCluster) masters() []*redisNode {
+	var ms []*redisNode
+	for _, n := range rc.nodes {
+		if n.master == nil {
+			ms = append(ms, n)
+		}
+	}
+	return ms
+}
+
+// addrs returns the address of every node, for a ClusterClient to start
+// from.
+func (rc *redisCluster) addrs() []string {
+	var a []string
+	for _, n := range rc.nodes {
+		a = append(a, n.Addr)
+	}
+	return a
+}
+
+// waitOK waits until each of nodes says the cluster is ok, knows every node
+// and sees every slot served, and fails the test after 30s.
+func (rc *redisCluster) waitOK(nodes ...*redisNode) {
+	rc.t.Helper()
+	var last string
+	if !waitFor(30*time.Second, func() bool {
+		for _, n := range nodes {
+			info, err := n.admin.ClusterInfo(bg).Result()
+			if err != nil {
+				last = fmt.Sprintf("%s: %v", n.Addr, err)
+				return false
+			}
+			for _, want := range []string{"cluster_state:ok", "cluster_slots_ok:16384",
+				"cluster_known_nodes:" + strconv.Itoa(len(rc.nodes))} {
+				if !strings.Contains(info, want) {
+					last = fmt.Sprintf("%s: no %s in\n%s", n.Addr, want, info)
+					return false
+				}
+			}
+		}
+		return true
+	}) {
+		rc.t.Fatalf("rediscluster: the cluster is not ok within 30s: %s", last)
+	}
+}
+
+// owner returns the master that serves key's slot, as the first node that
+// answers sees it.
+func (rc *redisCluster) owner(key string) *redisNode {
+	rc.t.Helper()
+	s := int64(slot(key))
+	var shards []redis.ClusterShard
+	var err error
+	for _, n := range rc.nodes { // the first that answers: some may be down
+		if shards, err = n.admin.ClusterShards(bg).Result(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		rc.t.Fatalf("rediscluster: CLUSTER SHARDS: %v", err)
+	}
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if s < r.Start || s > r.End {
+				continue
+			}
+			for _, sn := range sh.Nodes {
+				for _, n := range rc.nodes {
+					if sn.Role == "master" && n.id == sn.ID {
+						return n
+					}
+				}
+			}
+		}
+	}
+	rc.t.Fatalf("rediscluster: no master of slot %d (key %q)", s, key)
+	return nil
+}
+
+// keyOn returns a name, made from prefix and a number, for which key(name)
+// lands on master m.
+func (rc *redisCluster) keyOn(m *redisNode, prefix string, key func(name string) string) string {
+	rc.t.Helper()
+	for i := range 10000 {
+		name := prefix + strconv.Itoa(i)
+		if rc.owner(key(name)) == m {
+			return name
+		}
+	}
+	rc.t.Fatalf("rediscluster: no name %s* lands on %s", prefix, m.Addr)
+	return ""
+}
+
+// keysOn returns the keys under prefix that each master holds.
+func (rc *redisCluster) keysOn(prefix string) map[*redisNode][]string {
+	out := map[*redisNode][]string{}
+	for _, m := range rc.masters() {
+		keys, err := m.admin.Keys(bg, prefix+"*").Result()
+		if err != nil {
+			rc.t.Fatalf("rediscluster: KEYS on %s: %v", m.Addr, err)
+		}
+		slices.Sort(keys)
+		out[m] = keys
+	}
+	return out
+}
+
+// clusterClient returns a go-redis ClusterClient of rc, closed when the test
+// ends.
+func clusterClient(t testing.TB, rc *redisCluster) *redis.ClusterClient {
+	t.Helper()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// A latencies collects how long decisions took, and when, from many
+// goroutines.
+type latencies struct {
+	mu    sync.Mutex
+	start []time.Time
+	d     []time.Duration
+}
+
+func (l *latencies) add(start time.Time, d time.Duration) {
+	l.mu.Lock()
+	l.start, l.d = append(l.start, start), append(l.d, d)
+	l.mu.Unlock()
+}
+
+// quantile returns the q-quantile of the latencies (q 1: the slowest).
+func (l *latencies) quantile(q float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	s := slices.Clone(l.d)
+	slices.Sort(s)
+	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
+
+func (l *latencies) String() string {
+	return fmt.Sprintf("n %d, p50 %v, p90 %v, p99 %v, max %v", len(l.d), l.quantile(0.5), l.quantile(0.9), l.quantile(0.99), l.quantile(1))
+}
+
+// over returns the latencies above bound, each with its start, beyond what
+// the process was stalled while it lasted: what the code, not the machine,
+// made it wait.
+func (l *latencies) over(bound time.Duration, st *stalls) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []time.Duration
+	for i, d := range l.d {
+		if d > bound && d > bound+st.within(l.start[i], l.start[i].Add(d)) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// A stalls measures how late the process runs a goroutine that asks to
+// wake every millisecond: a loaded machine, or other programs on it, may
+// leave the process waiting for a core far longer than any timeout, and a
+// decision's deadline passes unnoticed meanwhile.
+type stalls struct {
+	mu   sync.Mutex
+	from []time.Time // when a sleep began that woke late
+	to   []time.Time // when it woke
+	stop chan struct{}
+	done chan struct{}
+}
+
+// measureStalls starts measuring, until the test ends.
+func measureStalls(t testing.TB) *stalls {
+	st := &stalls{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(st.done)
+		for {
+			from := time.Now()
+			select {
+			case <-st.stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if to := time.Now(); to.Sub(from) > 10*time.Millisecond {
+				st.mu.Lock()
+				st.from, st.to = append(st.from, from), append(st.to, to)
+				st.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(st.stop); <-st.done })
+	return st
+}
+
+// within returns the longest stall that overlapped [from, to].
+func (st *stalls) within(from, to time.Time) time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var most time.Duration
+	for i := range st.from {
+		if st.from[i].Before(to) && st.to[i].After(from) {
+			most = max(most, st.to[i].Sub(st.from[i])-time.Millisecond)
+		}
+	}
+	return most
+}
+
+// longest returns the longest stall measured.
+func (st *stalls) longest() time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var most time.Duration
+	for i := range st.from {
+		most = max(most, st.to[i].Sub(st.from[i])-time.Millisecond)
+	}
+	return most
+}
