@@ -1,6 +1,7 @@
 package slidegate
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -182,9 +183,10 @@ func (b BreakerRule) normal() BreakerRule {
 // A new set of rules keeps the state of the rules it repeats, matched by
 // identity, so that no two rules ever share one limiter's counts: a rule
 // equal to one in force takes over its enforcer, each at most once; then a
-// flow rule that differs from one left over only in its limit takes over
-// that one's enforcer and changes its limit, if it can (resizer; rules of
-// one shape are paired in their order). Every other rule starts afresh.
+// flow rule that differs from one left over only in its limits (its limit,
+// a per-key rule's overrides) takes over that one's enforcer and changes
+// its limits, if it can (resizer, keyResizer; rules of one shape are
+// paired in their order). Every other rule starts afresh.
 func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	s := &snapshot{
 		rules:    rules,
@@ -250,15 +252,15 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 	// Then those of the rules in force that differ only in their limits.
 	type limited struct {
-		rule  resizer
-		limit int64 // its limit in force
+		rule rule
+		was  FlowRule // the rule it enforces in force: the limits to put back
 	}
 	var leftSpecs []FlowRule
 	var left []limited
 	var leftNames []string
 	for i, old := range prev.flows {
-		if rs, ok := old.(resizer); ok && !same.taken[i] && rs.resizable() {
-			leftSpecs, left = append(leftSpecs, prev.rules.Flow[i].shape()), append(left, limited{rs, prev.rules.Flow[i].Limit})
+		if !same.taken[i] && canResize(old) {
+			leftSpecs, left = append(leftSpecs, prev.rules.Flow[i].shape()), append(left, limited{old, prev.rules.Flow[i]})
 			leftNames = append(leftNames, prevFlowNames[i])
 		}
 	}
@@ -269,7 +271,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		}
 	}
 	shaped, reshaped := takeOnce(leftSpecs, left, leftNames).takeAll(keys, flowNames)
-	var resized []limited // the enforcers that take a new limit, with the limit they had
+	var resized []limited // the enforcers that take new limits, with the rules they had
 	var resizedAt []int   // and the rules they enforce
 	for i, r := range rules.Flow {
 		if s.flows[i] != nil || r.keyedTogether() {
@@ -346,12 +348,12 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	// it, and leaves the rules in force as they were.
 	for k, l := range resized {
 		i := resizedAt[k]
-		if err := l.rule.setLimit(rules.Flow[i].Limit); err != nil {
+		if err := setLimits(l.rule, rules.Flow[i]); err != nil {
 			for _, back := range resized[:k] {
-				_ = back.rule.setLimit(back.limit)
+				_ = setLimits(back.rule, back.was)
 			}
 			g.resources.unpinAllBut(prev.by, prev.rules.refs(), g.clock.Now())
-			return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: "limit", Reason: err.Error()}}}
+			return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: cmp.Or(fieldOf(err), "limit"), Reason: err.Error()}}}
 		}
 	}
 	for _, kg := range regrouped {
@@ -430,11 +432,42 @@ func cloned[T any](p *T) *T {
 	return &v
 }
 
-// shape is the rule with its limit left out: rules of one shape differ at
-// most in their limits.
+// shape is the rule with its limits left out, its limit and a per-key
+// rule's overrides: rules of one shape differ at most in their limits.
 func (f FlowRule) shape() FlowRule {
-	f.Limit = 0
+	f.Limit, f.Overrides = 0, nil
 	return f
+}
+
+// A keyResizer is a per-key rule that takes new limits in place, its
+// limit and its overrides, keeping what every key holds.
+type keyResizer interface {
+	rule
+	// setKeyLimits changes the limits. It is called only once the rules
+	// that take the rule over are sure to be put in force.
+	setKeyLimits(limit int64, overrides map[string]int64) error
+}
+
+// canResize reports whether r can take the limits of another rule of its
+// shape in place: a keyResizer, or a resizer that can now. A rule with
+// overrides is per key: a keyResizer, or a per-key QPS rule (never asked:
+// those keep their enforcer by their group's shape).
+func canResize(r rule) bool {
+	switch r := r.(type) {
+	case keyResizer:
+		return true
+	case resizer:
+		return r.resizable()
+	}
+	return false
+}
+
+// setLimits gives r, which canResize, the limits of f.
+func setLimits(r rule, f FlowRule) error {
+	if k, ok := r.(keyResizer); ok {
+		return k.setKeyLimits(f.Limit, f.Overrides)
+	}
+	return r.(resizer).setLimit(f.Limit)
 }
 
 // refs returns the resources the rules read the statistics of.

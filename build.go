@@ -118,7 +118,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 		if err != nil {
 			return nil, err
 		}
-		return &throttleRule{t: t}, nil
+		return &throttleRule{t: t, warm: f.WarmUp > 0}, nil
 	}
 	// A QPS rule; or a throttle of limit 0, which has no places at all and
 	// blocks everything, as a QPS limit of 0 does.
