@@ -133,6 +133,26 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 	return &r, nil
 }
 
+// checkFlow has the limiters judge flow rule f's fields together, as
+// buildFlow would, without making what only enforcing the rule needs: a
+// per-key rule's overrides (checkKeys judges them) and its sketch, of a
+// few MiB. cpu is as buildFlow's.
+func checkFlow(f FlowRule, cpu func() float64) error {
+	if f.PerKey {
+		f.Overrides = nil
+		switch f.flowType() {
+		case ConcurrencyRule:
+			return nil // its limit is all it has, and checkKeys has judged it
+		case ThrottleRule:
+			// The same pace as a throttle of all keys, and no options.
+			_, err := flow.NewThrottle(f.Limit, f.interval(), time.Duration(f.MaxWait))
+			return err
+		}
+	}
+	_, err := buildFlow(f, nil, nil, cpu)
+	return err
+}
+
 // errNoCPU is the error of a shed rule that reads the CPU in a guard that
 // reads none.
 var errNoCPU = errors.New("a shed rule reads the CPU, and the guard reads none: make it with slidegate.WithCPU (the Usage of a cpu.Sampler), or set cpu_threshold to -1 for no CPU signal (a cap of twice the requests in flight the service completes)")
