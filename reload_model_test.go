@@ -268,4 +268,9 @@ func checkKeyReloads(t *testing.T, seed uint64) {
 	for _, h := range held {
 		h.e.Exit(nil)
 	}
+	for i, w := range ws {
+		if len(admitted[i]) < 40 {
+			t.Fatalf("%s: only %d admitted: the test did not reach the limits", w.resource, len(admitted[i]))
+		}
+	}
 }

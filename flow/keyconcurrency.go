@@ -16,8 +16,8 @@ import (
 //
 // Memory is fixed when the limiter is made and never grows, whatever the
 // keys: 64 bytes per block of a sketch sized from the number of keys the
-// caller expects in flight at once, plus about 100 bytes per override. A
-// key is never forgotten while it holds places; more keys than expected
+// caller expects in flight at once, plus about 140 bytes per override (Set
+// changes that part with the overrides). A key is never forgotten while it holds places; more keys than expected
 // only make refusals more likely. How:
 //
 // Every key without an override is counted in a counting count-min sketch:

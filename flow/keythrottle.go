@@ -24,8 +24,8 @@ import (
 //
 // Memory is fixed when the limiter is made and never grows, whatever the
 // keys: 64 bytes per block of a sketch sized from the number of keys the
-// caller expects to be paced at once, plus about 100 bytes per override.
-// How:
+// caller expects to be paced at once, plus about 140 bytes per override
+// (Set changes that part with the overrides). How:
 //
 // All a key's pacing needs is the time of its next free place: the end of
 // the last place it was given. A key whose next free place has passed is
