@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -120,8 +121,9 @@ type concLimits struct {
 // A pinnedCount is the exact count of a key with an override, alone in its
 // cache line.
 type pinnedCount struct {
-	// inflight is the places the key holds here, or sealedCount once the
-	// key lost its override and its places moved to the sketch.
+	// inflight is the places the key holds here; once the key lost its
+	// override and its places moved to the sketch, it is sealedCount, less
+	// what permits have released since, which they release in the sketch.
 	inflight atomic.Int64
 	// carry says that the key may hold places in the sketch, taken before
 	// it had its override, which count against its limit.
@@ -129,8 +131,9 @@ type pinnedCount struct {
 	_     [64 - 12]byte
 }
 
-// sealedCount is the count of a sealed entry.
-const sealedCount = -1
+// sealedCount is the count of a sealed entry: negative, as no other count
+// is, and far enough from 0 that releases never bring it back.
+const sealedCount = math.MinInt64 / 2
 
 // DefaultKeysInFlight is the number of keys a keyed limiter is sized for
 // when given 0: KeyedConcurrency takes 1 MiB for it, KeyedThrottle 2 MiB.
@@ -216,11 +219,22 @@ func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int) (*Ke
 // counted, and how many places), not the key. The zero KeyPermit holds
 // nothing.
 type KeyPermit struct {
+	_   noCopy
 	c   *KeyedConcurrency
 	pin *pinnedCount // the override's entry, or nil for the sketch
 	h   uint64       // the key's hash: its counters in the sketch
-	n   atomic.Int64 // the places held; 0 once released
+	// n is the places held, 0 once released: written by the acquisition
+	// that fills the permit, which comes before any Release of it, and
+	// swapped for 0 by the first Release.
+	n int64
 }
+
+// noCopy makes go vet's copylocks check refuse copies of the struct that
+// holds it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
 
 // Release gives the permit's places back. It is idempotent: only the first
 // call, from any goroutine, releases. A KeyPermit must not be copied (go vet
@@ -229,28 +243,19 @@ type KeyPermit struct {
 // request's places would release the new ones: finish with a KeyPermit
 // before reusing it.
 func (p *KeyPermit) Release() {
-	n := p.n.Swap(0)
+	n := atomic.SwapInt64(&p.n, 0)
 	if n <= 0 {
 		return
 	}
-	if e := p.pin; e != nil {
-		for {
-			cur := e.inflight.Load()
-			if cur == sealedCount {
-				break // its places moved to the sketch
-			}
-			if e.inflight.CompareAndSwap(cur, cur-n) {
-				return
-			}
-		}
+	if p.pin != nil && p.pin.inflight.Add(-n) >= 0 {
+		return
 	}
-	p.c.add(p.h, -n)
+	p.c.add(p.h, -n) // in the sketch, or its entry sealed: moved there
 }
 
 // fill makes p hold n places of key (hash h), in entry e or the sketch.
 func (p *KeyPermit) fill(c *KeyedConcurrency, e *pinnedCount, h uint64, n int64) {
-	p.c, p.pin, p.h = c, e, h
-	p.n.Store(n)
+	p.c, p.pin, p.h, p.n = c, e, h, n
 }
 
 // Acquire takes one place for key if its limit allows. See AcquireN.
@@ -319,8 +324,8 @@ func (c *KeyedConcurrency) acquireSketch(p *KeyPermit, l *concLimits, h uint64, 
 func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, e *pinnedCount, h uint64, n, limit int64) (Decision, bool) {
 	for {
 		cur := e.inflight.Load()
-		if cur == sealedCount {
-			return Decision{}, false
+		if cur < 0 {
+			return Decision{}, false // sealed
 		}
 		held := cur
 		if e.carry.Load() {
@@ -370,7 +375,7 @@ func (c *KeyedConcurrency) estimate(h uint64) int64 {
 func (c *KeyedConcurrency) InFlight(key string) int64 {
 	h := maphash.String(c.seed, key)
 	if s := c.limits.Load().pins.find(h, key); s != nil {
-		if n := s.e.inflight.Load(); n != sealedCount {
+		if n := s.e.inflight.Load(); n >= 0 {
 			if s.e.carry.Load() {
 				n += c.estimate(h)
 			}
