@@ -136,7 +136,7 @@ func tooLarge(path string, size int64) error {
 		what = strconv.FormatInt(size, 10) + " bytes, more than the limit of " + strconv.Itoa(MaxFileSize)
 	}
 	return &slidegate.RulesError{Source: path, Problems: []slidegate.Problem{{
-		Reason: "the file is " + what + " (rulefile.MaxFileSize): rules need far less; is it the right file?"}}}
+		Reason: "the file is " + what + " (rulefile.MaxFileSize)"}}}
 }
 
 // Apply puts the rules of the file at path in force in g. If the file cannot

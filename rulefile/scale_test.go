@@ -156,3 +156,30 @@ func BenchmarkParseLargeYAML(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseOverrides parses a per-key rule of MaxOverrides overrides,
+// in YAML and in JSON.
+func BenchmarkParseOverrides(b *testing.B) {
+	var y, j strings.Builder
+	y.WriteString("flow:\n  - resource: api\n    limit: 10\n    per_key: true\n    overrides:\n")
+	j.WriteString(`{"flow": [{"resource": "api", "limit": 10, "per_key": true, "overrides": {`)
+	for i := range slidegate.MaxOverrides {
+		key := "tenant-" + strconv.Itoa(i)
+		y.WriteString("      " + key + ": 50\n")
+		if i > 0 {
+			j.WriteString(",\n")
+		}
+		j.WriteString(`"` + key + `": 50`)
+	}
+	j.WriteString("}}]}\n")
+	for _, tc := range []struct{ name, data string }{{"r.yaml", y.String()}, {"r.json", j.String()}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(tc.name, []byte(tc.data)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
