@@ -18,8 +18,9 @@ import (
 // Memory is fixed when the limiter is made and never grows, whatever the
 // keys: 64 bytes per block of a sketch sized from the number of keys the
 // caller expects in flight at once, plus about 140 bytes per override (Set
-// changes that part with the overrides). A key is never forgotten while it holds places; more keys than expected
-// only make refusals more likely. How:
+// changes that part with the overrides). A key is never forgotten while it
+// holds places; more keys than expected only make refusals more likely.
+// How:
 //
 // Every key without an override is counted in a counting count-min sketch:
 // its requests in flight are added to three counters, picked by a hash
@@ -278,9 +279,9 @@ func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision 
 	if n <= 0 {
 		return allowed
 	}
+	l := c.limits.Load()
 	h := maphash.String(c.seed, key)
-	for {
-		l := c.limits.Load()
+	for ; ; l = c.limits.Load() {
 		limit := l.limit
 		if s := l.pins.find(h, key); s != nil {
 			if n > s.limit {
@@ -293,29 +294,24 @@ func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision 
 		} else if n > limit {
 			return Decision{Reason: ExceedsLimit}
 		}
-		if d, ok := c.acquireSketch(p, l, h, n, limit); ok {
-			return d
+		// In the sketch, in this function: a call here costs as much again
+		// as the cache miss on the key's block.
+		c.add(h, n)
+		// Read again after the last add, not the values the adds returned:
+		// see the proof in KeyedConcurrency's doc.
+		if c.estimate(h) > limit {
+			c.add(h, -n)
+			return Decision{Reason: ConcurrencyLimited}
 		}
+		if c.limits.Load() != l {
+			// Decided under limits no longer in force: take the count back
+			// and decide again (see concLimits).
+			c.add(h, -n)
+			continue
+		}
+		p.fill(c, nil, h, n)
+		return allowed
 	}
-}
-
-// acquireSketch takes n places for the key of hash h in the sketch, at
-// most limit in all, under the limits l. It reports false, having taken
-// nothing, if l is no longer in force: the caller decides again.
-func (c *KeyedConcurrency) acquireSketch(p *KeyPermit, l *concLimits, h uint64, n, limit int64) (Decision, bool) {
-	c.add(h, n)
-	// Read again after the last add, not the values the adds returned:
-	// see the proof in KeyedConcurrency's doc.
-	if c.estimate(h) > limit {
-		c.add(h, -n)
-		return Decision{Reason: ConcurrencyLimited}, true
-	}
-	if c.limits.Load() != l {
-		c.add(h, -n) // see concLimits
-		return Decision{}, false
-	}
-	p.fill(c, nil, h, n)
-	return allowed, true
 }
 
 // acquirePinned takes n places in entry e, exactly, at most limit in all

@@ -350,34 +350,31 @@ func TestOverridesSharingAHashAreEachFound(t *testing.T) {
 	}
 }
 
-// TestADecisionUnderLimitsNoLongerInForceTakesNothing: an acquisition or a
-// reservation in the sketch that finds, once it has decided, that Set put
-// other limits in force meanwhile (here, an override of its key) takes
-// nothing and is decided again: the new limits' decisions could not have
-// seen it.
-func TestADecisionUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
-	c := mustKeyedConcurrency(t, 2, nil, 0)
-	stale := c.limits.Load()
-	if err := c.Set(2, map[string]int64{"a": 2}); err != nil {
-		t.Fatal(err)
-	}
-	var p KeyPermit
-	if _, ok := c.acquireSketch(&p, stale, maphash.String(c.seed, "a"), 1, 2); ok || !c.sketchIsEmpty() || p.n != 0 {
-		t.Fatal("an acquisition under limits no longer in force kept its places")
-	}
+// TestAReservationUnderLimitsNoLongerInForceTakesNothing: a reservation
+// in the sketch that finds, under its block's mutex, that Set put other
+// limits in force since it read them (here, an override of its key) takes
+// nothing there and is decided again, under the limits in force: their
+// decisions could not have seen it. The test holds the key's block while
+// the reservation waits for it and Set puts the override in force. (A
+// KeyedConcurrency acquisition checks the same once counted, with no lock
+// to hold it at; TestKeyedConcurrencySetUnderRace... races it.)
+func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 	th := mustKeyedThrottle(t, 2, time.Second, time.Second, nil, 0, clock.NewManual(0))
-	staleT := th.limits.Load()
+	b, _ := th.counters(maphash.String(th.seed, "a"))
+	b.mu.Lock()
+	done := make(chan KeyReservation)
+	go func() { done <- th.ReserveNAt(0, "a", 1) }()
+	// Give the reservation time to read the limits and wait for the
+	// block; if it has not by then, it reads the new limits, and the test
+	// holds all the same.
+	time.Sleep(20 * time.Millisecond)
 	if err := th.Set(2, map[string]int64{"a": 2}); err != nil {
 		t.Fatal(err)
 	}
-	var r KeyReservation
-	if th.reserveSketch(&r, staleT, 0, maphash.String(th.seed, "a"), 1, longAgo, 0) || r.Allowed {
-		t.Fatal("a reservation under limits no longer in force was given its place")
-	}
-	for i := range th.blocks {
-		if th.blocks[i].writes != 0 {
-			t.Fatal("a reservation under limits no longer in force wrote the sketch")
-		}
+	b.mu.Unlock()
+	r := <-done
+	if !r.Allowed || r.pin == nil || b.writes != 0 {
+		t.Fatalf("%+v, %d writes in the sketch: a reservation under limits no longer in force took its place there", r.Decision, b.writes)
 	}
 }
 
