@@ -378,7 +378,7 @@ func (t *KeyedThrottle) ReserveNAt(now int64, key string, n int64) KeyReservatio
 
 // reserve takes places for n requests of key arriving at now if the first
 // is at most maxWait away.
-func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) (r KeyReservation) {
+func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyReservation {
 	if n <= 0 {
 		return KeyReservation{Decision: allowed}
 	}
@@ -418,7 +418,7 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) (r KeyR
 			b.mu.Unlock()
 			return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
 		}
-		r = KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, h: h, start: start}
+		r := KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, h: h, start: start}
 		end := start + cost + paceBias
 		for j, o := range p {
 			r.old[j] = b.next[o]
