@@ -1,7 +1,7 @@
 package slidegate
 
 import (
-	"encoding/json"
+	"cmp"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -58,24 +58,6 @@ type check struct {
 	keyed  bool      // a per-key rule: the key is named when it blocks
 	shadow bool      // decides and counts, but never blocks: see FlowRule.Shadow
 	rule   rule
-}
-
-// ruleKey identifies a rule by its whole value, the defaults it leaves out
-// written out (see normal), so that a rule and the same rule with a default
-// spelled out are one rule: a new snapshot reuses the enforcer of an
-// identical rule, with its counts and state.
-func ruleKey(v any) string {
-	switch r := v.(type) {
-	case FlowRule:
-		v = r.normal()
-	case BreakerRule:
-		v = r.normal()
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("slidegate: a rule does not marshal: " + err.Error())
-	}
-	return string(b)
 }
 
 // normal returns the rule with the defaults it leaves out written out: the
@@ -184,9 +166,10 @@ func (b BreakerRule) normal() BreakerRule {
 // A new set of rules keeps the state of the rules it repeats, matched by
 // identity, so that no two rules ever share one limiter's counts: a rule
 // equal to one in force takes over its enforcer, each at most once; then a
-// flow rule that differs from one left over only in its limit takes over
-// that one's enforcer and changes its limit, if it can (resizer; rules of
-// one shape are paired in their order). Every other rule starts afresh.
+// flow rule that differs from one left over only in its limits (its limit,
+// a per-key rule's overrides) takes over that one's enforcer and changes
+// its limits, if it can (resizer, keyResizer; rules of one shape are
+// paired in their order). Every other rule starts afresh.
 func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	s := &snapshot{
 		rules:    rules,
@@ -200,11 +183,16 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	// rule with a name of its own preferring the one of its name.
 	flowNames, breakerNames := rules.ownNames()
 	prevFlowNames, prevBreakerNames := prev.rules.ownNames()
+	var buf []byte
 	keys := make([]string, len(rules.Breakers))
-	for i, r := range rules.Breakers {
-		keys[i] = ruleKey(r)
+	for i := range rules.Breakers {
+		keys[i] = breakerKey(&rules.Breakers[i], &buf)
 	}
-	oldBreakers, kept := takeOnce(prev.rules.Breakers, prev.breakers, prevBreakerNames).takeAll(keys, breakerNames)
+	prevKeys := make([]string, len(prev.rules.Breakers))
+	for i := range prev.rules.Breakers {
+		prevKeys[i] = breakerKey(&prev.rules.Breakers[i], &buf)
+	}
+	oldBreakers, kept := takeOnce(prevKeys, prev.breakers, prevBreakerNames).takeAll(keys, breakerNames, nil)
 	for i, r := range rules.Breakers {
 		if kept[i] {
 			s.breakers[i] = oldBreakers[i]
@@ -218,13 +206,21 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		s.breakers[i] = b
 	}
 	keys = make([]string, len(rules.Flow))
-	for i, r := range rules.Flow {
-		if !r.keyedTogether() {
-			keys[i] = ruleKey(r)
+	for i := range rules.Flow {
+		if !rules.Flow[i].keyedTogether() {
+			keys[i] = flowKey(&rules.Flow[i], &buf)
 		}
 	}
-	same := takeOnce(prev.rules.Flow, prev.flows, prevFlowNames)
-	s.flows, _ = same.takeAll(keys, flowNames)
+	prevKeys = make([]string, len(prev.rules.Flow))
+	for i := range prev.rules.Flow {
+		if !prev.rules.Flow[i].keyedTogether() { // those keep their group's enforcer
+			prevKeys[i] = flowKey(&prev.rules.Flow[i], &buf)
+		}
+	}
+	same := takeOnce(prevKeys, prev.flows, prevFlowNames)
+	s.flows, _ = same.takeAll(keys, flowNames, func(i, j int) bool {
+		return sameOverrides(rules.Flow[i].Overrides, prev.rules.Flow[j].Overrides)
+	})
 	// The per-key QPS rules of a resource have one enforcer, kept while
 	// their shape stays; the new limits go in with the rest (setLimits).
 	groups := keyGroups(rules.Flow)
@@ -252,26 +248,29 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	}
 	// Then those of the rules in force that differ only in their limits.
 	type limited struct {
-		rule  resizer
-		limit int64 // its limit in force
+		rule rule
+		was  int // the rule it enforces in force, whose limits to put back
 	}
-	var leftSpecs []FlowRule
+	var leftKeys []string
 	var left []limited
 	var leftNames []string
 	for i, old := range prev.flows {
-		if rs, ok := old.(resizer); ok && !same.taken[i] && rs.resizable() {
-			leftSpecs, left = append(leftSpecs, prev.rules.Flow[i].shape()), append(left, limited{rs, prev.rules.Flow[i].Limit})
+		if !same.taken[i] && canResize(old) {
+			shape := prev.rules.Flow[i].shape()
+			leftKeys, left = append(leftKeys, flowKey(&shape, &buf)), append(left, limited{old, i})
 			leftNames = append(leftNames, prevFlowNames[i])
 		}
 	}
 	for i, r := range rules.Flow {
 		keys[i] = ""
 		if s.flows[i] == nil && !r.keyedTogether() {
-			keys[i] = ruleKey(r.shape())
+			shape := r.shape()
+			keys[i] = flowKey(&shape, &buf)
 		}
 	}
-	shaped, reshaped := takeOnce(leftSpecs, left, leftNames).takeAll(keys, flowNames)
-	var resized []limited // the enforcers that take a new limit, with the limit they had
+	// Shapes have no overrides: their keys are whole.
+	shaped, reshaped := takeOnce(leftKeys, left, leftNames).takeAll(keys, flowNames, nil)
+	var resized []limited // the enforcers that take new limits, with the rules they had
 	var resizedAt []int   // and the rules they enforce
 	for i, r := range rules.Flow {
 		if s.flows[i] != nil || r.keyedTogether() {
@@ -336,7 +335,11 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		}
 		b := s.by[c.resource]
 		if b == nil {
-			b = &binding{res: g.resources.pin(c.resource)}
+			if was := prev.by[c.resource]; was != nil {
+				b = &binding{res: was.res} // pinned already, so still the table's
+			} else {
+				b = &binding{res: g.resources.pin(c.resource)}
+			}
 			s.by[c.resource] = b
 		}
 		b.checks = append(b.checks, c.check)
@@ -348,12 +351,12 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 	// it, and leaves the rules in force as they were.
 	for k, l := range resized {
 		i := resizedAt[k]
-		if err := l.rule.setLimit(rules.Flow[i].Limit); err != nil {
+		if err := setLimits(l.rule, rules.Flow[i]); err != nil {
 			for _, back := range resized[:k] {
-				_ = back.rule.setLimit(back.limit)
+				_ = setLimits(back.rule, prev.rules.Flow[back.was])
 			}
 			g.resources.unpinAllBut(prev.by, prev.rules.refs(), g.clock.Now())
-			return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: "limit", Reason: err.Error()}}}
+			return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: cmp.Or(fieldOf(err), "limit"), Reason: err.Error()}}}
 		}
 	}
 	for _, kg := range regrouped {
@@ -371,13 +374,14 @@ type reuse[T any] struct {
 	taken []bool
 }
 
-// takeOnce returns the enforcers in of the rules specs, named names, to be
-// taken over (takeAll).
-func takeOnce[S, T any](specs []S, in []T, names []string) *reuse[T] {
-	r := &reuse[T]{by: map[string][]int{}, in: in, names: names, taken: make([]bool, len(in))}
-	for i := range in {
-		k := ruleKey(specs[i])
-		r.by[k] = append(r.by[k], i)
+// takeOnce returns the enforcers in of the rules of keys keys ("" for
+// none), named names, to be taken over (takeAll).
+func takeOnce[T any](keys []string, in []T, names []string) *reuse[T] {
+	r := &reuse[T]{by: make(map[string][]int, len(in)), in: in, names: names, taken: make([]bool, len(in))}
+	for i, k := range keys {
+		if k != "" {
+			r.by[k] = append(r.by[k], i)
+		}
 	}
 	return r
 }
@@ -389,8 +393,10 @@ func takeOnce[S, T any](specs []S, in []T, names []string) *reuse[T] {
 // finds one does, then the others take the first left of their key, in
 // rule order. So named rules of the same settings reordered keep each its
 // own counts and state. (A name the guard gives is not preferred: it
-// follows the rule's place, so a reordering changes it.)
-func (r *reuse[T]) takeAll(keys, names []string) ([]T, []bool) {
+// follows the rule's place, so a reordering changes it.) same, if not nil,
+// tells whether new rule i and old rule j of one key are the same: a key
+// holds only a hash of a rule's overrides.
+func (r *reuse[T]) takeAll(keys, names []string, same func(i, j int) bool) ([]T, []bool) {
 	out, ok := make([]T, len(keys)), make([]bool, len(keys))
 	for pass := range 2 {
 		for i, k := range keys {
@@ -398,7 +404,7 @@ func (r *reuse[T]) takeAll(keys, names []string) ([]T, []bool) {
 				continue
 			}
 			for _, j := range r.by[k] {
-				if !r.taken[j] && (pass == 1 || names[i] != "" && r.names[j] == names[i]) {
+				if !r.taken[j] && (pass == 1 || names[i] != "" && r.names[j] == names[i]) && (same == nil || same(i, j)) {
 					r.taken[j], out[i], ok[i] = true, r.in[j], true
 					break
 				}
@@ -432,11 +438,42 @@ func cloned[T any](p *T) *T {
 	return &v
 }
 
-// shape is the rule with its limit left out: rules of one shape differ at
-// most in their limits.
+// shape is the rule with its limits left out, its limit and a per-key
+// rule's overrides: rules of one shape differ at most in their limits.
 func (f FlowRule) shape() FlowRule {
-	f.Limit = 0
+	f.Limit, f.Overrides = 0, nil
 	return f
+}
+
+// A keyResizer is a per-key rule that takes new limits in place, its
+// limit and its overrides, keeping what every key holds.
+type keyResizer interface {
+	rule
+	// setKeyLimits changes the limits. It is called only once the rules
+	// that take the rule over are sure to be put in force.
+	setKeyLimits(limit int64, overrides map[string]int64) error
+}
+
+// canResize reports whether r can take the limits of another rule of its
+// shape in place: a keyResizer, or a resizer that can now. A rule with
+// overrides is per key: a keyResizer, or a per-key QPS rule (never asked:
+// those keep their enforcer by their group's shape).
+func canResize(r rule) bool {
+	switch r := r.(type) {
+	case keyResizer:
+		return true
+	case resizer:
+		return r.resizable()
+	}
+	return false
+}
+
+// setLimits gives r, which canResize, the limits of f.
+func setLimits(r rule, f FlowRule) error {
+	if k, ok := r.(keyResizer); ok {
+		return k.setKeyLimits(f.Limit, f.Overrides)
+	}
+	return r.(resizer).setLimit(f.Limit)
 }
 
 // refs returns the resources the rules read the statistics of.

@@ -118,7 +118,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 		if err != nil {
 			return nil, err
 		}
-		return &throttleRule{t: t}, nil
+		return &throttleRule{t: t, warm: f.WarmUp > 0}, nil
 	}
 	// A QPS rule; or a throttle of limit 0, which has no places at all and
 	// blocks everything, as a QPS limit of 0 does.
@@ -131,6 +131,26 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 		return &borrowingRule{qpsRule: r, borrow: time.Duration(f.Borrow)}, nil
 	}
 	return &r, nil
+}
+
+// checkFlow has the limiters judge flow rule f's fields together, as
+// buildFlow would, without making what only enforcing the rule needs: a
+// per-key rule's overrides (checkKeys judges them) and its sketch, of a
+// few MiB. cpu is as buildFlow's.
+func checkFlow(f FlowRule, cpu func() float64) error {
+	if f.PerKey {
+		f.Overrides = nil
+		switch f.flowType() {
+		case ConcurrencyRule:
+			return nil // its limit is all it has, and checkKeys has judged it
+		case ThrottleRule:
+			// The same pace as a throttle of all keys, and no options.
+			_, err := flow.NewThrottle(f.Limit, f.interval(), time.Duration(f.MaxWait))
+			return err
+		}
+	}
+	_, err := buildFlow(f, nil, nil, cpu)
+	return err
 }
 
 // errNoCPU is the error of a shed rule that reads the CPU in a guard that

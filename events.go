@@ -2,10 +2,12 @@ package slidegate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -377,51 +379,76 @@ func (g *Guard) breakerChanged(c *breaker.Circuit, t breaker.Transition) {
 	// rule of the rules in force to tell of.
 }
 
-// ruleChanges returns what changes from the rules before to those after.
+// ruleChanges returns what changes from the rules before to those after,
+// the fields that changed listed for the first MaxEventChanges changes
+// (those an event keeps). Rules are compared by their keys (see ruleKey),
+// so that a reload of many rules costs little: only changed rules are told
+// field by field.
 func ruleChanges(before, after Rules) []RuleChange {
 	type id struct {
 		resource, name string
 		breaker        bool
 	}
-	type spec struct {
-		at     int
-		fields map[string]string
+	oldFlows, oldBreakers := before.names()
+	newFlows, newBreakers := after.names()
+	old := make(map[id]int, len(before.Flow)+len(before.Breakers)) // flow i at i, breaker i at len(before.Flow)+i
+	for i, f := range before.Flow {
+		old[id{f.Resource, oldFlows[i], false}] = i
 	}
-	index := func(r Rules) (map[id]spec, []id) {
-		flows, breakers := r.names()
-		m := map[id]spec{}
-		var order []id
-		for i, f := range r.Flow {
-			k := id{f.Resource, flows[i], false}
-			n := f.normal()
-			n.Shadow = f.Shadow || r.Shadow
-			m[k], order = spec{i, fieldsOf(n)}, append(order, k)
-		}
-		for i, b := range r.Breakers {
-			k := id{b.Resource, breakers[i], true}
-			n := b.normal()
-			n.Shadow = b.Shadow || r.Shadow
-			m[k], order = spec{i, fieldsOf(n)}, append(order, k)
-		}
-		return m, order
+	for i, b := range before.Breakers {
+		old[id{b.Resource, oldBreakers[i], true}] = len(before.Flow) + i
 	}
-	old, oldOrder := index(before)
-	now, order := index(after)
+	kept := make([]bool, len(before.Flow)+len(before.Breakers))
 	var out []RuleChange
-	for _, k := range order {
-		o, ok := old[k]
-		switch {
-		case !ok:
-			out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Breaker: k.breaker, Change: "added"})
-		default:
-			if f := changedFields(o.fields, now[k].fields); len(f) > 0 {
-				out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Breaker: k.breaker, Change: "changed", Fields: f})
-			}
+	var ka, kb []byte
+	for i, f := range after.Flow {
+		k := id{f.Resource, newFlows[i], false}
+		j, ok := old[k]
+		if !ok {
+			out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Change: "added"})
+			continue
+		}
+		kept[j] = true
+		a, b := before.Flow[j].normal(), f.normal()
+		a.Shadow, b.Shadow = before.Flow[j].Shadow || before.Shadow, f.Shadow || after.Shadow
+		ka, kb = a.appendKey(ka[:0], false), b.appendKey(kb[:0], false)
+		if string(ka) == string(kb) && sameOverrides(a.Overrides, b.Overrides) {
+			continue
+		}
+		c := RuleChange{Resource: k.resource, Rule: k.name, Change: "changed"}
+		if len(out) < MaxEventChanges {
+			c.Fields = changedFields(fieldsOf(a), fieldsOf(b), overrideChanges(a.Overrides, b.Overrides))
+		}
+		out = append(out, c)
+	}
+	for i, r := range after.Breakers {
+		k := id{r.Resource, newBreakers[i], true}
+		j, ok := old[k]
+		if !ok {
+			out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Breaker: true, Change: "added"})
+			continue
+		}
+		kept[j] = true
+		a, b := before.Breakers[j-len(before.Flow)].normal(), r.normal()
+		a.Shadow, b.Shadow = before.Breakers[j-len(before.Flow)].Shadow || before.Shadow, r.Shadow || after.Shadow
+		ka, kb = a.appendKey(ka[:0]), b.appendKey(kb[:0])
+		if string(ka) == string(kb) {
+			continue
+		}
+		c := RuleChange{Resource: k.resource, Rule: k.name, Breaker: true, Change: "changed"}
+		if len(out) < MaxEventChanges {
+			c.Fields = changedFields(fieldsOf(a), fieldsOf(b), nil)
+		}
+		out = append(out, c)
+	}
+	for i, f := range before.Flow {
+		if !kept[i] {
+			out = append(out, RuleChange{Resource: f.Resource, Rule: oldFlows[i], Change: "removed"})
 		}
 	}
-	for _, k := range oldOrder {
-		if _, ok := now[k]; !ok {
-			out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Breaker: k.breaker, Change: "removed"})
+	for i, b := range before.Breakers {
+		if !kept[len(before.Flow)+i] {
+			out = append(out, RuleChange{Resource: b.Resource, Rule: oldBreakers[i], Breaker: true, Change: "removed"})
 		}
 	}
 	return out
@@ -433,48 +460,131 @@ func ruleChanges(before, after Rules) []RuleChange {
 const (
 	maxChangedFields = 8   // fields, or keys of a map, listed per change
 	maxFieldValue    = 100 // bytes of a value, before and after
+	maxShownOverride = 64  // bytes of an override's key
 )
 
-// fieldsOf returns the fields of a rule as its JSON writes them, name →
-// value; a map (overrides) is one field per key, "overrides[tenant-a]".
+// durationType is the type of the fields that files write as "500ms".
+var durationType = reflect.TypeFor[Duration]()
+
+// fieldsOf returns the fields of a rule (a FlowRule or a BreakerRule) as
+// its JSON writes them, name → value, leaving out its overrides (see
+// overrideChanges) and the fields JSON would leave out.
 func fieldsOf(rule any) map[string]string {
-	b, err := json.Marshal(rule)
-	if err != nil {
-		panic("slidegate: a rule does not marshal: " + err.Error())
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		panic("slidegate: a rule's JSON does not read back: " + err.Error())
-	}
-	out := make(map[string]string, len(raw))
-	for k, v := range raw {
-		var m map[string]json.RawMessage
-		if len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &m) == nil {
-			for mk, mv := range m {
-				out[k+"["+mk+"]"] = text(mv)
-			}
+	v := reflect.ValueOf(rule)
+	t := v.Type()
+	out := make(map[string]string, t.NumField())
+	for i := range t.NumField() {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		fv := v.Field(i)
+		if name == "" || name == "-" || fv.Kind() == reflect.Map || opts == "omitempty" && fv.IsZero() {
 			continue
 		}
-		out[k] = text(v)
+		out[name] = valueText(fv)
 	}
 	return out
 }
 
-// text is a JSON value as a change writes it: a string without its quotes.
-func text(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s
+// valueText writes a field's value as its JSON does, a string without its
+// quotes.
+func valueText(v reflect.Value) string {
+	if v.Type() == durationType {
+		return Duration(v.Int()).String()
 	}
-	return string(v)
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return "none"
+		}
+		return valueText(v.Elem())
+	case reflect.String:
+		return v.String()
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		format := byte('f')
+		if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+			format = 'e' // as encoding/json writes it
+		}
+		return strconv.FormatFloat(f, format, -1, 64)
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// overrideChanges lists how the overrides changed, in the order of their
+// keys: the count first ("overrides: 1 added, 20 changed"), then each key
+// added, removed or changed (see shownKey), with its limit
+// before and after, "none" where it has no override (which is not a limit
+// of 0: that blocks the key). It returns nil if they are the same.
+func overrideChanges(before, after map[string]int64) []string {
+	if sameOverrides(before, after) {
+		return nil
+	}
+	var keys []string
+	added, removed, changed := 0, 0, 0
+	for k, v := range after {
+		if w, ok := before[k]; !ok {
+			keys, added = append(keys, k), added+1
+		} else if w != v {
+			keys, changed = append(keys, k), changed+1
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			keys, removed = append(keys, k), removed+1
+		}
+	}
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{added, "added"}, {removed, "removed"}, {changed, "changed"}} {
+		if p.n > 0 {
+			parts = append(parts, strconv.Itoa(p.n)+" "+p.what)
+		}
+	}
+	out := make([]string, 0, 1+min(len(keys), maxChangedFields))
+	out = append(out, "overrides: "+strings.Join(parts, ", "))
+	// Only as many keys as a change lists need their order.
+	slices.Sort(keys)
+	limit := func(m map[string]int64, k string) string {
+		if v, ok := m[k]; ok {
+			return strconv.FormatInt(v, 10)
+		}
+		return "none"
+	}
+	for _, k := range keys {
+		out = append(out, "overrides["+shownKey(k)+"]: "+limit(before, k)+" → "+limit(after, k))
+	}
+	return out
+}
+
+// shownKey quotes an override's key for a change, a key longer than
+// maxShownOverride bytes by its first and last bytes, so that keys that
+// differ only at their end (a prefix and a number) still read apart:
+// "tenant-0000…"…"…0017".
+func shownKey(k string) string {
+	if len(k) <= maxShownOverride {
+		return strconv.Quote(k)
+	}
+	head, tail := maxShownOverride*3/4, len(k)-maxShownOverride/4
+	for head > 0 && !utf8.RuneStart(k[head]) {
+		head--
+	}
+	for tail < len(k) && !utf8.RuneStart(k[tail]) {
+		tail++
+	}
+	return strconv.Quote(k[:head]) + "…" + strconv.Quote(k[tail:])
 }
 
 // changedFields lists the fields whose values differ, in the order of their
-// names, at most maxChangedFields of them and then how many more:
-// "limit: 100 → 200". A field one side leaves out is unset: false where
-// the other side is a boolean, 0 where a number, "none" otherwise. Values
-// are cut to maxFieldValue bytes.
-func changedFields(before, after map[string]string) []string {
+// names, then the lines of more (overrideChanges), at most maxChangedFields
+// lines in all and then how many more: "limit: 100 → 200". A field one side
+// leaves out is unset: false where the other side is a boolean, 0 where a
+// number, "none" otherwise. Values are cut to maxFieldValue bytes.
+func changedFields(before, after map[string]string, more []string) []string {
 	var names []string
 	for k, v := range after {
 		if w, ok := before[k]; !ok || w != v {
@@ -487,9 +597,7 @@ func changedFields(before, after map[string]string) []string {
 		}
 	}
 	slices.Sort(names)
-	more := max(len(names)-maxChangedFields, 0)
-	names = names[:len(names)-more]
-	out := make([]string, 0, len(names)+1)
+	out := make([]string, 0, min(len(names)+len(more), maxChangedFields)+1)
 	for _, k := range names {
 		b, ok := before[k]
 		if !ok {
@@ -501,8 +609,9 @@ func changedFields(before, after map[string]string) []string {
 		}
 		out = append(out, cut(k, maxFieldValue)+": "+cut(b, maxFieldValue)+" → "+cut(a, maxFieldValue))
 	}
-	if more > 0 {
-		out = append(out, fmt.Sprintf("and %d more", more))
+	out = append(out, more...)
+	if n := len(out) - maxChangedFields; n > 0 {
+		out = append(out[:maxChangedFields], fmt.Sprintf("and %d more", n))
 	}
 	return out
 }
@@ -525,8 +634,14 @@ func unset(v string) string {
 	switch {
 	case v == "true" || v == "false":
 		return "false"
-	case v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && json.Valid([]byte(v)):
+	case v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && isNumber(v):
 		return "0"
 	}
 	return "none"
+}
+
+// isNumber reports whether v is a number as valueText writes one.
+func isNumber(v string) bool {
+	_, err := strconv.ParseFloat(v, 64)
+	return err == nil
 }

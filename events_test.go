@@ -329,8 +329,9 @@ func TestAChangedRuleIsToldInBoundedWords(t *testing.T) {
 		t.Fatalf("changes %+v", last.Changes)
 	}
 	f := last.Changes[0].Fields
-	if len(f) != 9 || f[8] != "and 13 more" || !strings.HasPrefix(f[0], "overrides[kkkk") || !strings.HasSuffix(f[0], "…: 5 → 6") {
-		t.Errorf("fields %q, want 8 of the 21 keys changed, cut, and how many more", f)
+	if len(f) != 9 || f[0] != "overrides: 1 added, 20 changed" || f[8] != "and 14 more" ||
+		!strings.HasPrefix(f[1], `overrides["kkkk`) || !strings.HasSuffix(f[1], `kk0"]: 5 → 6`) {
+		t.Errorf("fields %q, want how many keys changed, 7 of them, cut, and how many more", f)
 	}
 	size := 0
 	for _, x := range f {
@@ -338,5 +339,35 @@ func TestAChangedRuleIsToldInBoundedWords(t *testing.T) {
 	}
 	if size > 9*(3*maxFieldValue+20) || len(last.String()) > maxEventText+len("…") {
 		t.Errorf("the change takes %d bytes, its line %d", size, len(last.String()))
+	}
+}
+
+// An override that goes is told as gone, not as a limit of 0 (which blocks
+// the key), one that comes as new; and long keys that share their first
+// bytes, cut, still say what happened to each.
+func TestAnOverrideChangeIsToldTruthfully(t *testing.T) {
+	long := strings.Repeat("x", 150)
+	rule := FlowRule{Resource: "api", Limit: 10, PerKey: true, Overrides: map[string]int64{long + "1": 0, "a": 3, "b": 0}}
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{rule}})
+	rule.Overrides = map[string]int64{long + "2": 0, "a": 0, "c": 0}
+	if err := g.SetRules(Rules{Flow: []FlowRule{rule}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.Events()
+	last := evs[len(evs)-1]
+	if len(last.Changes) != 1 {
+		t.Fatalf("changes %+v", last.Changes)
+	}
+	shown := `overrides["` + long[:48] + `"…"` + long[:15]
+	want := []string{
+		"overrides: 2 added, 2 removed, 1 changed",
+		`overrides["a"]: 3 → 0`,
+		`overrides["b"]: 0 → none`,
+		`overrides["c"]: none → 0`,
+		shown + `1"]: 0 → none`,
+		shown + `2"]: none → 0`,
+	}
+	if f := last.Changes[0].Fields; !reflect.DeepEqual(f, want) {
+		t.Fatalf("fields\n%s\nwant\n%s", strings.Join(f, "\n"), strings.Join(want, "\n"))
 	}
 }

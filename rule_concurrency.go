@@ -44,5 +44,6 @@ func (r *keyConcurrencyRule) release(h *hold, _ int64, _ breaker.Outcome, _ bool
 	h.keyPermit.Release()
 }
 
-func (*keyConcurrencyRule) resizable() bool              { return true }
-func (r *keyConcurrencyRule) setLimit(limit int64) error { return r.c.SetLimit(limit) }
+func (r *keyConcurrencyRule) setKeyLimits(limit int64, overrides map[string]int64) error {
+	return r.c.Set(limit, overrides)
+}

@@ -10,7 +10,10 @@ import (
 // A throttleRule spaces requests evenly (flow.Throttle): a request takes the
 // next free place and waits for it, unless that is further away than the
 // rule's MaxWait. A request that a later rule blocks gives its place back.
-type throttleRule struct{ t *flow.Throttle }
+type throttleRule struct {
+	t    *flow.Throttle
+	warm bool // it warms up: its limit cannot change in place
+}
 
 func (*throttleRule) phase() phase { return phaseThrottle }
 
@@ -27,6 +30,9 @@ func (r *throttleRule) release(h *hold, now int64, _ breaker.Outcome, blocked bo
 		h.place.CancelAt(now)
 	}
 }
+
+func (r *throttleRule) resizable() bool            { return !r.warm }
+func (r *throttleRule) setLimit(limit int64) error { return r.t.SetLimit(limit) }
 
 // A keyThrottleRule spaces each key's requests evenly
 // (flow.KeyedThrottle), as throttleRule does for the whole resource.
@@ -46,4 +52,8 @@ func (r *keyThrottleRule) release(h *hold, now int64, _ breaker.Outcome, blocked
 	if blocked {
 		h.keyPlace.CancelAt(now)
 	}
+}
+
+func (r *keyThrottleRule) setKeyLimits(limit int64, overrides map[string]int64) error {
+	return r.t.Set(limit, overrides)
 }

@@ -143,7 +143,10 @@ type FlowRule struct {
 	// Overrides gives the listed keys of a per-key rule limits of their
 	// own instead of Limit: {"tenant-a": 500, "abuser": 0}. An override
 	// of 0 blocks the key. At most MaxOverrides keys, each at most
-	// MaxKeyLength bytes.
+	// MaxKeyLength bytes. A reload that changes only a per-key concurrency
+	// rule's or throttle's limit and overrides keeps what every key holds
+	// (its places in flight, its next place), a key gaining or losing an
+	// override too.
 	Overrides map[string]int64 `json:"overrides,omitempty" yaml:"overrides,omitempty"`
 	// CPUThreshold is the CPU usage at or above which a shed rule sheds
 	// (default flow.DefaultShedCPUThreshold, 0.9): a share, in (0, 1], of

@@ -3,7 +3,6 @@ package slidegate
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -316,7 +315,7 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 		// judge them together (bucket widths, interval splits).
 		// A CPU that reads nothing: whether the guard reads one is the
 		// guard's to say, when it is given the rule.
-		if _, err := buildFlow(f, nil, nil, func() float64 { return 0 }); err != nil {
+		if err := checkFlow(f, func() float64 { return 0 }); err != nil {
 			p.add(fieldOf(err), "%v", err)
 		}
 	}
@@ -386,11 +385,18 @@ func (f FlowRule) checkKeys(p *problems) {
 		p.add("overrides", "%d keys: a rule has at most %d overrides", len(f.Overrides), MaxOverrides)
 		return
 	}
-	for _, key := range slices.Sorted(maps.Keys(f.Overrides)) {
+	var bad []string // in key order, once found: most rules have none
+	for key, n := range f.Overrides {
+		if len(key) > MaxKeyLength || n < 0 || n > flow.MaxLimit {
+			bad = append(bad, key)
+		}
+	}
+	slices.Sort(bad)
+	for _, key := range bad {
 		switch n := f.Overrides[key]; {
 		case len(key) > MaxKeyLength:
 			p.add("overrides", "a key of %d bytes: keys are at most %d bytes long", len(key), MaxKeyLength)
-		case n < 0 || n > flow.MaxLimit:
+		default:
 			p.add("overrides", "%q: %d must be between 0 and %d", key, n, int64(flow.MaxLimit))
 		}
 	}

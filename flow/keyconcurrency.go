@@ -3,9 +3,9 @@ package flow
 import (
 	"fmt"
 	"hash/maphash"
-	"maps"
+	"math"
 	"math/bits"
-	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -17,9 +17,10 @@ import (
 //
 // Memory is fixed when the limiter is made and never grows, whatever the
 // keys: 64 bytes per block of a sketch sized from the number of keys the
-// caller expects in flight at once, plus about 100 bytes per override. A
-// key is never forgotten while it holds places; more keys than expected
-// only make refusals more likely. How:
+// caller expects in flight at once, plus about 140 bytes per override (Set
+// changes that part with the overrides). A key is never forgotten while it
+// holds places; more keys than expected only make refusals more likely.
+// How:
 //
 // Every key without an override is counted in a counting count-min sketch:
 // its requests in flight are added to three counters, picked by a hash
@@ -70,30 +71,70 @@ import (
 // hash, and a key matching an override's hash is compared with it in full,
 // so no key is taken for an overridden one.
 //
+// SetLimit and Set change the limits in place: every key keeps the places
+// it holds, which count against its new limit, including a key that gains
+// or loses an override.
+//
 // A key is hashed whole: its length is the caller's to bound. A
 // KeyedConcurrency reads no clock. It is safe for concurrent use; acquiring
 // and releasing allocate nothing. The zero KeyedConcurrency is not usable;
 // make one with NewKeyedConcurrency.
 type KeyedConcurrency struct {
-	seed  maphash.Seed
-	limit atomic.Int64
-	mask  uint64 // blocks - 1
+	seed maphash.Seed
+	mask uint64 // blocks - 1
 	// cells holds the sketch: block b's counters at [8b, 8b+8), one cache
 	// line (the slice's length is a power of two of at least 4 KiB, which
 	// the allocator aligns to it).
-	cells  []atomic.Int64
-	pinned pinIndex
-	pins   []pinnedCount
+	cells []atomic.Int64
+	// limits are the limits in force, swapped whole (see concLimits).
+	limits atomic.Pointer[concLimits]
+	mu     sync.Mutex // serializes SetLimit and Set
+}
+
+// concLimits are the limits of a KeyedConcurrency: the limit of the keys
+// without overrides, and the overrides. How a key's places follow it when
+// Set gives it an override or takes its override away (see pinTable):
+//
+//   - An entry is sealed by moving what it holds into the key's counters in
+//     the sketch (added there first, then the entry swapped to sealed, the
+//     add taken back and tried again if the entry changed meanwhile). A
+//     permit of a sealed entry gives its places back to the sketch. An
+//     acquisition that finds its key's entry sealed decides in the sketch,
+//     as the limits that seal it will have it.
+//   - A new entry carries the key's estimate in the sketch, which is at
+//     least what the key holds there, into its decisions, until it reads 0
+//     there: from then on the key holds nothing in the sketch, for it takes
+//     nothing there while it has the entry.
+//   - An acquisition in the sketch checks, once counted, that the limits it
+//     decided under are still those in force, and otherwise takes its count
+//     back and decides again. So every count it keeps in the sketch was made
+//     before the next limits were put in force, and every decision under
+//     those limits reads it.
+//
+// The proof that no key holds more than its limit is then the sketch's
+// proof for the places the key holds in the sketch, plus what its entry
+// holds or carries.
+type concLimits struct {
+	limit int64
+	pins  pinTable[pinnedCount]
 }
 
 // A pinnedCount is the exact count of a key with an override, alone in its
 // cache line.
 type pinnedCount struct {
+	// inflight is the places the key holds here; once the key lost its
+	// override and its places moved to the sketch, it is sealedCount, less
+	// what permits have released since, which they release in the sketch.
 	inflight atomic.Int64
-	limit    int64
-	key      string
-	_        [32]byte
+	// carry says that the key may hold places in the sketch, taken before
+	// it had its override, which count against its limit.
+	carry atomic.Bool
+	_     [64 - 12]byte
 }
+
+// sealedCount is the count of a sealed entry: negative, as no other count
+// is, and far enough from 0 that releases never bring it back.
+const sealedCount = math.MinInt64 / 2
 
 // DefaultKeysInFlight is the number of keys a keyed limiter is sized for
 // when given 0: KeyedConcurrency takes 1 MiB for it, KeyedThrottle 2 MiB.
@@ -147,39 +188,6 @@ func checkKeys(keys int) (int, error) {
 	return keys, nil
 }
 
-// A pinIndex finds the overridden keys' entries by hash.
-type pinIndex map[uint64]int32
-
-// pinOverrides checks overrides (each limit in [least, MaxLimit]) and
-// returns their keys in order, with a seed under which their hashes are
-// distinct and the index of those hashes, so that one lookup by hash finds
-// an overridden key's entry: the key at position i of the keys returned
-// has entry i.
-func pinOverrides(overrides map[string]int64, least int64) ([]string, maphash.Seed, pinIndex, error) {
-	keys := slices.Sorted(maps.Keys(overrides))
-	for _, key := range keys {
-		if l := overrides[key]; l < least || l > MaxLimit {
-			return nil, maphash.Seed{}, nil, &ConfigError{Option: "overrides", Value: fmt.Sprintf("%q: %d", key, l), Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
-		}
-	}
-	for {
-		// Two keys of the overrides share a 64-bit hash with probability
-		// n²/2⁶⁵: then another seed is drawn, so that no override shadows
-		// another.
-		seed := maphash.MakeSeed()
-		if len(keys) == 0 {
-			return nil, seed, nil, nil
-		}
-		index := make(pinIndex, len(keys))
-		for i, key := range keys {
-			index[maphash.String(seed, key)] = int32(i)
-		}
-		if len(index) == len(keys) {
-			return keys, seed, index, nil
-		}
-	}
-}
-
 // NewKeyedConcurrency returns a limiter allowing each key at most limit
 // requests in flight, and each key of overrides the limit given for it.
 // keys is how many distinct keys the caller expects to have requests in
@@ -197,19 +205,13 @@ func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int) (*Ke
 	if err != nil {
 		return nil, err
 	}
-	pinned, seed, index, err := pinOverrides(overrides, 0)
-	if err != nil {
+	if err := checkOverrides(overrides); err != nil {
 		return nil, err
 	}
 	blocks := sketchBlocksFor(keys, concBlocksPerKey)
-	c := &KeyedConcurrency{seed: seed, mask: uint64(blocks - 1), cells: make([]atomic.Int64, blocks*concBlockCounters), pinned: index}
-	c.limit.Store(limit)
-	if len(pinned) > 0 {
-		c.pins = make([]pinnedCount, len(pinned))
-		for i, key := range pinned {
-			c.pins[i].key, c.pins[i].limit = key, overrides[key]
-		}
-	}
+	c := &KeyedConcurrency{seed: maphash.MakeSeed(), mask: uint64(blocks - 1), cells: make([]atomic.Int64, blocks*concBlockCounters)}
+	pins, _ := pinAll(c.seed, overrides, &pinTable[pinnedCount]{}, func() *pinnedCount { return new(pinnedCount) }, nil)
+	c.limits.Store(&concLimits{limit: limit, pins: pins})
 	return c, nil
 }
 
@@ -218,12 +220,22 @@ func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int) (*Ke
 // counted, and how many places), not the key. The zero KeyPermit holds
 // nothing.
 type KeyPermit struct {
-	c        *KeyedConcurrency
-	h        uint64 // the key's hash: its counters in the sketch
-	n        int64
-	pin      int32 // the override's entry, or -1 for the sketch
-	released atomic.Bool
+	_   noCopy
+	c   *KeyedConcurrency
+	pin *pinnedCount // the override's entry, or nil for the sketch
+	h   uint64       // the key's hash: its counters in the sketch
+	// n is the places held, 0 once released: written by the acquisition
+	// that fills the permit, which comes before any Release of it, and
+	// swapped for 0 by the first Release.
+	n int64
 }
+
+// noCopy makes go vet's copylocks check refuse copies of the struct that
+// holds it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
 
 // Release gives the permit's places back. It is idempotent: only the first
 // call, from any goroutine, releases. A KeyPermit must not be copied (go vet
@@ -232,22 +244,19 @@ type KeyPermit struct {
 // request's places would release the new ones: finish with a KeyPermit
 // before reusing it.
 func (p *KeyPermit) Release() {
-	if p.c == nil || !p.released.CompareAndSwap(false, true) {
+	n := atomic.SwapInt64(&p.n, 0)
+	if n <= 0 {
 		return
 	}
-	if p.pin >= 0 {
-		p.c.pins[p.pin].inflight.Add(-p.n)
+	if p.pin != nil && p.pin.inflight.Add(-n) >= 0 {
 		return
 	}
-	p.c.add(p.h, -p.n)
+	p.c.add(p.h, -n) // in the sketch, or its entry sealed: moved there
 }
 
-// arm makes a filled permit releasable: a zero permit already is, and a
-// plain load spares it the locked write a store would take.
-func (p *KeyPermit) arm() {
-	if p.released.Load() {
-		p.released.Store(false)
-	}
+// fill makes p hold n places of key (hash h), in entry e or the sketch.
+func (p *KeyPermit) fill(c *KeyedConcurrency, e *pinnedCount, h uint64, n int64) {
+	p.c, p.pin, p.h, p.n = c, e, h, n
 }
 
 // Acquire takes one place for key if its limit allows. See AcquireN.
@@ -270,52 +279,66 @@ func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision 
 	if n <= 0 {
 		return allowed
 	}
+	l := c.limits.Load()
 	h := maphash.String(c.seed, key)
-	if i, ok := c.pin(h, key); ok {
-		return c.acquirePinned(p, i, n)
-	}
-	limit := c.limit.Load()
-	if n > limit {
-		return Decision{Reason: ExceedsLimit}
-	}
-	c.add(h, n)
-	// Read again after the last add, not the values the adds returned:
-	// see the proof in KeyedConcurrency's doc.
-	if c.estimate(h) > limit {
-		c.add(h, -n)
-		return Decision{Reason: ConcurrencyLimited}
-	}
-	p.c, p.h, p.n, p.pin = c, h, n, -1
-	p.arm()
-	return allowed
-}
-
-// acquirePinned takes n places for override i, exactly.
-func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, i int32, n int64) Decision {
-	e := &c.pins[i]
-	if n > e.limit {
-		return Decision{Reason: ExceedsLimit}
-	}
-	for {
-		cur := e.inflight.Load()
-		if cur+n > e.limit {
+	for ; ; l = c.limits.Load() {
+		limit := l.limit
+		if s := l.pins.find(h, key); s != nil {
+			if n > s.limit {
+				return Decision{Reason: ExceedsLimit}
+			}
+			if d, ok := c.acquirePinned(p, s.e, h, n, s.limit); ok {
+				return d
+			}
+			limit = s.limit // sealed: decide in the sketch
+		} else if n > limit {
+			return Decision{Reason: ExceedsLimit}
+		}
+		// In the sketch, in this function: a call here costs as much again
+		// as the cache miss on the key's block.
+		c.add(h, n)
+		// Read again after the last add, not the values the adds returned:
+		// see the proof in KeyedConcurrency's doc.
+		if c.estimate(h) > limit {
+			c.add(h, -n)
 			return Decision{Reason: ConcurrencyLimited}
 		}
-		if e.inflight.CompareAndSwap(cur, cur+n) {
-			p.c, p.h, p.n, p.pin = c, 0, n, i
-			p.arm()
-			return allowed
+		if c.limits.Load() != l {
+			// Decided under limits no longer in force: take the count back
+			// and decide again (see concLimits).
+			c.add(h, -n)
+			continue
 		}
+		p.fill(c, nil, h, n)
+		return allowed
 	}
 }
 
-// pin returns the entry of key (hash h) if it has an override.
-func (c *KeyedConcurrency) pin(h uint64, key string) (int32, bool) {
-	if c.pinned == nil {
-		return 0, false
+// acquirePinned takes n places in entry e, exactly, at most limit in all
+// with what it carries from the sketch (the key's hash h). It reports false,
+// having taken nothing, if e is sealed.
+func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, e *pinnedCount, h uint64, n, limit int64) (Decision, bool) {
+	for {
+		cur := e.inflight.Load()
+		if cur < 0 {
+			return Decision{}, false // sealed
+		}
+		held := cur
+		if e.carry.Load() {
+			est := c.estimate(h)
+			if est == 0 {
+				e.carry.Store(false) // see concLimits
+			}
+			held += est
+		}
+		if held+n > limit {
+			return Decision{Reason: ConcurrencyLimited}, true
+		}
+		if e.inflight.CompareAndSwap(cur, cur+n) {
+			p.fill(c, e, h, n)
+			return allowed, true
+		}
 	}
-	i, ok := c.pinned[h]
-	return i, ok && c.pins[i].key == key
 }
 
 // counters returns the indexes of the key's counters (hash h): a block
@@ -342,27 +365,34 @@ func (c *KeyedConcurrency) estimate(h uint64) int64 {
 }
 
 // InFlight returns the places key holds: exactly for a key with an
-// override, otherwise its estimate, which is never below them (and above
-// them when other keys share all its counters).
+// override (with, after Set gave it the override, its estimate in the
+// sketch while it may hold places there), otherwise its estimate, which is
+// never below them (and above them when other keys share all its counters).
 func (c *KeyedConcurrency) InFlight(key string) int64 {
 	h := maphash.String(c.seed, key)
-	if i, ok := c.pin(h, key); ok {
-		return c.pins[i].inflight.Load()
+	if s := c.limits.Load().pins.find(h, key); s != nil {
+		if n := s.e.inflight.Load(); n >= 0 {
+			if s.e.carry.Load() {
+				n += c.estimate(h)
+			}
+			return n
+		}
 	}
 	return c.estimate(h)
 }
 
 // Limit returns the most places a key without an override can hold at
 // once.
-func (c *KeyedConcurrency) Limit() int64 { return c.limit.Load() }
+func (c *KeyedConcurrency) Limit() int64 { return c.limits.Load().limit }
 
 // LimitOf returns the most places key can hold at once: its override's
 // limit, or Limit.
 func (c *KeyedConcurrency) LimitOf(key string) int64 {
-	if i, ok := c.pin(maphash.String(c.seed, key), key); ok {
-		return c.pins[i].limit
+	l := c.limits.Load()
+	if s := l.pins.find(maphash.String(c.seed, key), key); s != nil {
+		return s.limit
 	}
-	return c.Limit()
+	return l.limit
 }
 
 // SetLimit changes the limit of the keys without overrides, keeping the
@@ -374,21 +404,65 @@ func (c *KeyedConcurrency) SetLimit(limit int64) error {
 	if limit < 0 || limit > MaxLimit {
 		return badLimit(limit, 0)
 	}
-	c.limit.Store(limit)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := *c.limits.Load() // the overrides' table is shared: it never changes
+	l.limit = limit
+	c.limits.Store(&l)
 	return nil
 }
 
-// Bytes returns the heap the limiter takes, which never changes: the
-// sketch, the overrides' counts and the limiter itself, beyond the
-// overrides' keys.
-func (c *KeyedConcurrency) Bytes() int {
-	return len(c.cells)*8 + len(c.pins)*pinnedBytes + len(c.pinned)*pinIndexBytes + 128
+// Set changes the limit and the overrides, as NewKeyedConcurrency takes
+// them, keeping the places every key holds: they count against the key's
+// new limit, whether it gains an override, keeps it or loses it. A bad
+// limit or override is a *ConfigError, as NewKeyedConcurrency's, and the
+// limits in force stay. Set costs time in proportion to the overrides, old
+// and new; requests go on meanwhile.
+func (c *KeyedConcurrency) Set(limit int64, overrides map[string]int64) error {
+	if limit < 0 || limit > MaxLimit {
+		return badLimit(limit, 0)
+	}
+	if err := checkOverrides(overrides); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.limits.Load()
+	if old.pins.same(overrides) {
+		l := *old
+		l.limit = limit
+		c.limits.Store(&l)
+		return nil
+	}
+	carried := func() *pinnedCount {
+		e := new(pinnedCount)
+		e.carry.Store(true)
+		return e
+	}
+	pins, gone := pinAll(c.seed, overrides, &old.pins, carried, nil)
+	for _, s := range gone {
+		c.seal(s.e, maphash.String(c.seed, s.key))
+	}
+	c.limits.Store(&concLimits{limit: limit, pins: pins})
+	return nil
 }
 
-// pinnedBytes is the heap of one override's count; pinIndexBytes about
-// that of its place in the index (a map of 8-byte keys and 4-byte values,
-// at its largest load).
-const (
-	pinnedBytes   = 64
-	pinIndexBytes = 24
-)
+// seal moves what entry e holds into the sketch, under the key's hash h
+// (see concLimits).
+func (c *KeyedConcurrency) seal(e *pinnedCount, h uint64) {
+	for {
+		n := e.inflight.Load()
+		c.add(h, n)
+		if e.inflight.CompareAndSwap(n, sealedCount) {
+			return
+		}
+		c.add(h, -n)
+	}
+}
+
+// Bytes returns the heap the limiter takes, which changes only with Set:
+// the sketch, the overrides' counts and the limiter itself, beyond the
+// overrides' keys.
+func (c *KeyedConcurrency) Bytes() int {
+	return len(c.cells)*8 + len(c.limits.Load().pins.slots)*pinBytes + 128
+}

@@ -59,6 +59,7 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 		type hold struct {
 			key string
 			p   *KeyPermit
+			n   int64
 		}
 		var holds []hold
 		var allowedN, refused int
@@ -70,7 +71,7 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 				if r.IntN(4) == 0 {
 					h.p.Release() // a second release gives nothing back
 				}
-				held[h.key] -= h.p.n
+				held[h.key] -= h.n
 				holds[i] = holds[len(holds)-1]
 				holds = holds[:len(holds)-1]
 				continue
@@ -100,7 +101,7 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 			if held[key] > lim {
 				t.Fatalf("step %d: key %q holds %d places, limit %d", step, key, held[key], lim)
 			}
-			holds = append(holds, hold{key, p})
+			holds = append(holds, hold{key, p, n})
 			if got := c.InFlight(key); got < held[key] {
 				t.Fatalf("step %d: InFlight(%q) = %d below its %d places", step, key, got, held[key])
 			}
@@ -114,9 +115,9 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 		if !c.sketchIsEmpty() {
 			t.Fatalf("limit %d: the sketch holds places after every permit was released", limit)
 		}
-		for i := range c.pins {
-			if n := c.pins[i].inflight.Load(); n != 0 {
-				t.Fatalf("override %q holds %d after every permit was released", c.pins[i].key, n)
+		for _, s := range c.limits.Load().pins.slots {
+			if n := s.e.inflight.Load(); n != 0 {
+				t.Fatalf("override %q holds %d after every permit was released", s.key, n)
 			}
 		}
 	}
@@ -477,7 +478,8 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 	}
 	// A key whose hash equals an override's (one chance in 2^64, forced
 	// here) is still not taken for it.
-	c.pinned[maphash.String(c.seed, "impostor")] = c.pinned[maphash.String(c.seed, "vip")]
+	pins := c.limits.Load().pins
+	pins.index[maphash.String(c.seed, "impostor")] = pins.index[maphash.String(c.seed, "vip")]
 	var p KeyPermit
 	if c.LimitOf("impostor") != 1 || !c.Acquire(&p, "impostor").Allowed || c.InFlight("vip") != 0 {
 		t.Fatal("a key sharing an override's hash was taken for it")

@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -23,8 +24,8 @@ import (
 //
 // Memory is fixed when the limiter is made and never grows, whatever the
 // keys: 64 bytes per block of a sketch sized from the number of keys the
-// caller expects to be paced at once, plus about 100 bytes per override.
-// How:
+// caller expects to be paced at once, plus about 140 bytes per override
+// (Set changes that part with the overrides). How:
 //
 // All a key's pacing needs is the time of its next free place: the end of
 // the last place it was given. A key whose next free place has passed is
@@ -76,22 +77,53 @@ import (
 // compared with it in full, so no key is taken for an overridden one. A
 // key is hashed whole: its length is the caller's to bound.
 //
+// Set changes the limits in place: every key keeps its next free place,
+// including a key that gains or loses an override, and its places after it
+// take the new pace.
+//
 // A KeyedThrottle is safe for concurrent use; deciding takes the mutex of
 // the key's block (no other) and allocates nothing. The zero KeyedThrottle
 // is not usable; make one with NewKeyedThrottle.
 type KeyedThrottle struct {
 	seed    maphash.Seed
-	limit   int64
 	per     uint64 // the interval, in nanoseconds
 	maxWait int64
-	one     int64 // the pace of one request at limit
 	clock   clock.Clock
 	mask    uint64 // len(blocks) - 1
 	// blocks is the sketch, each block one cache line (a power of two of
 	// them, of at least 4 KiB in all, which the allocator aligns to it).
 	blocks []paceBlock
-	pinned pinIndex
-	pins   []pinnedPace
+	// limits are the limits in force, swapped whole (see paceLimits).
+	limits atomic.Pointer[paceLimits]
+	mu     sync.Mutex // serializes Set
+}
+
+// paceLimits are the limits of a KeyedThrottle: the limit of the keys
+// without overrides, and the overrides. How a key's next free place
+// follows it when Set gives it an override or takes its override away
+// (see pinTable):
+//
+//   - An entry is sealed by swapping its next free place for sealedPace,
+//     once the place is kept in frozen, and then raising the key's counters
+//     in the sketch to at least that place. A reservation that finds its
+//     key's entry sealed decides in the sketch, as the limits that seal it
+//     will have it, its place no earlier than frozen.
+//   - A new entry carries the key's estimate in the sketch, which is at
+//     least the key's next free place there: the first reservation that
+//     finds it carried raises the entry's next free place to the
+//     estimate, under the block's mutex, before it reserves.
+//   - A reservation in the sketch checks, under the block's mutex, that the
+//     limits it decides under are still those in force, and otherwise
+//     decides again. So every place it gives in the sketch is given under
+//     the mutex before the next limits' first reservation of a carried
+//     entry reads the block, or it is not given.
+//
+// Every place of a key thus starts no earlier than the key's next free
+// place, wherever that is kept: the invariant of KeyedThrottle's proof.
+type paceLimits struct {
+	limit int64
+	one   int64 // the pace of one request at limit
+	pins  pinTable[pinnedPace]
 }
 
 // A paceBlock is a cache line of a KeyedThrottle's sketch: six next free
@@ -109,12 +141,21 @@ type paceBlock struct {
 // A pinnedPace is the exact next free place of a key with an override,
 // alone in its cache line.
 type pinnedPace struct {
-	next  atomic.Int64
-	limit int64
-	one   int64 // the pace of one request at limit; 0 if limit is 0
-	key   string
-	_     [24]byte
+	// next is the key's next free place, or sealedPace once the key lost
+	// its override; frozen is then what it was.
+	next, frozen atomic.Int64
+	// carry says that the key's next free place may be in the sketch,
+	// where it was before it had its override.
+	carry atomic.Bool
+	_     [64 - 20]byte
 }
+
+// sealedPace is the next free place of a sealed entry; longAgo that of a new
+// one, before any time a throttle is asked about.
+const (
+	sealedPace = math.MinInt64
+	longAgo    = -1 << 62
+)
 
 const (
 	paceBlockCounters = 6
@@ -164,28 +205,82 @@ func NewKeyedThrottle(limit int64, interval, maxWait time.Duration, overrides ma
 	if o.warming {
 		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "a keyed throttle does not warm up"}
 	}
-	pinned, seed, index, err := pinOverrides(overrides, 0)
-	if err != nil {
+	if err := checkOverrides(overrides); err != nil {
 		return nil, err
 	}
 	blocks := sketchBlocksFor(keys, paceBlocksPerKey)
 	t := &KeyedThrottle{
-		seed: seed, limit: limit, per: uint64(interval), maxWait: int64(min(maxWait, timegrid.MaxTime)),
-		clock: o.clock, mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks), pinned: index,
+		seed: maphash.MakeSeed(), per: uint64(interval), maxWait: int64(min(maxWait, timegrid.MaxTime)),
+		clock: o.clock, mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks),
 	}
-	t.one = paceCost(1, limit, t.per)
-	if len(pinned) > 0 {
-		t.pins = make([]pinnedPace, len(pinned))
-		for i, key := range pinned {
-			e := &t.pins[i]
-			e.key, e.limit = key, overrides[key]
-			if e.limit > 0 {
-				e.one = paceCost(1, e.limit, t.per)
-			}
-			e.next.Store(-1 << 62) // long before any time: the first request goes at once
+	t.limits.Store(t.newLimits(limit, overrides, &pinTable[pinnedPace]{}, false))
+	return t, nil
+}
+
+// newLimits returns the limits of limit and overrides, which are valid,
+// each key keeping its entry in old if it has one; new entries carry the
+// sketch if carry. It seals the entries of old's keys that lose their
+// overrides.
+func (t *KeyedThrottle) newLimits(limit int64, overrides map[string]int64, old *pinTable[pinnedPace], carry bool) *paceLimits {
+	fresh := func() *pinnedPace {
+		e := new(pinnedPace)
+		e.next.Store(longAgo) // the first request goes at once
+		e.carry.Store(carry)
+		return e
+	}
+	pace := func(limit int64) int64 { return paceCost(1, limit, t.per) }
+	pins, gone := pinAll(t.seed, overrides, old, fresh, pace)
+	for _, s := range gone {
+		t.seal(s.e, maphash.String(t.seed, s.key))
+	}
+	return &paceLimits{limit: limit, one: pace(limit), pins: pins}
+}
+
+// seal moves entry e's next free place into the sketch, under the key's
+// hash h (see paceLimits).
+func (t *KeyedThrottle) seal(e *pinnedPace, h uint64) {
+	var v int64
+	for {
+		v = e.next.Load()
+		e.frozen.Store(v)
+		if e.next.CompareAndSwap(v, sealedPace) {
+			break
 		}
 	}
-	return t, nil
+	b, p := t.counters(h)
+	b.mu.Lock()
+	for _, o := range p {
+		b.next[o] = max(b.next[o], v+paceBias)
+	}
+	b.writes++ // no reservation before may be given back over it
+	b.mu.Unlock()
+}
+
+// Set changes the limit and the overrides, as NewKeyedThrottle takes them,
+// keeping every key's next free place: a key's next place comes no sooner
+// than its last place ends, whether it gains an override, keeps it or
+// loses it; the places after that take the key's new pace. A bad limit or
+// override is a *ConfigError, as NewKeyedThrottle's, and the limits in
+// force stay. Set costs time in proportion to the overrides, old and new;
+// requests go on meanwhile.
+func (t *KeyedThrottle) Set(limit int64, overrides map[string]int64) error {
+	if err := checkPace(limit, time.Duration(t.per), 0); err != nil {
+		return err
+	}
+	if err := checkOverrides(overrides); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.limits.Load()
+	if old.pins.same(overrides) {
+		l := *old // the overrides' table is shared: it never changes
+		l.limit, l.one = limit, paceCost(1, limit, t.per)
+		t.limits.Store(&l)
+		return nil
+	}
+	t.limits.Store(t.newLimits(limit, overrides, &old.pins, true))
+	return nil
 }
 
 // paceCost returns the time n places take at limit per interval per
@@ -210,10 +305,10 @@ func paceCost(n, limit int64, per uint64) int64 {
 type KeyReservation struct {
 	Decision
 	t      *KeyedThrottle
-	h      uint64 // the key's hash: its block and counters
-	writes uint64 // the block's writes with this reservation's
-	start  int64  // the place
-	pin    int32  // the override's entry, or -1 for the sketch
+	h      uint64      // the key's hash: its block and counters
+	writes uint64      // the block's writes with this reservation's
+	start  int64       // the place
+	pin    *pinnedPace // the override's entry, or nil for the sketch
 	// old holds the key's counters before the reservation; for a key with
 	// an override, its next free place before and after.
 	old [keyProbes]int64
@@ -237,8 +332,8 @@ func (r *KeyReservation) CancelAt(now int64) bool {
 	if r.t == nil || !r.Allowed || r.start <= now {
 		return false
 	}
-	if r.pin >= 0 {
-		if !r.t.pins[r.pin].next.CompareAndSwap(r.old[1], r.old[0]) {
+	if r.pin != nil {
+		if !r.pin.next.CompareAndSwap(r.old[1], r.old[0]) {
 			return false
 		}
 		r.t = nil
@@ -266,15 +361,6 @@ func (t *KeyedThrottle) counters(h uint64) (*paceBlock, *[keyProbes]uint8) {
 	return &t.blocks[h&t.mask], &paceProbes[(h>>32)%paceCombos]
 }
 
-// pin returns the entry of key (hash h) if it has an override.
-func (t *KeyedThrottle) pin(h uint64, key string) (int32, bool) {
-	if t.pinned == nil {
-		return 0, false
-	}
-	i, ok := t.pinned[h]
-	return i, ok && t.pins[i].key == key
-}
-
 // ReserveN reserves places for n requests of key now. See ReserveNAt.
 func (t *KeyedThrottle) ReserveN(key string, n int64) KeyReservation {
 	return t.ReserveNAt(t.clock.Now(), key, n)
@@ -298,54 +384,96 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 	}
 	now = timegrid.Clamp(now)
 	h := maphash.String(t.seed, key)
-	if i, ok := t.pin(h, key); ok {
-		return t.reservePinned(now, i, n, maxWait)
-	}
-	if n > t.limit {
-		return KeyReservation{Decision: Decision{Reason: ExceedsLimit}}
-	}
-	cost := t.one
-	if n != 1 {
-		cost = paceCost(n, t.limit, t.per)
-	}
-	b, p := t.counters(h)
-	b.mu.Lock()
-	est := min(b.next[p[0]], b.next[p[1]], b.next[p[2]]) - paceBias
-	start := max(est, now)
-	if wait := start - now; wait > maxWait {
+	for {
+		l := t.limits.Load()
+		limit, one, floor := l.limit, l.one, int64(longAgo)
+		if s := l.pins.find(h, key); s != nil {
+			if n > s.limit {
+				return KeyReservation{Decision: Decision{Reason: ExceedsLimit}}
+			}
+			if r, ok := t.reservePinned(now, s, h, n, maxWait); ok {
+				return r
+			}
+			// Sealed: decide in the sketch, no sooner than the entry's
+			// last place ends.
+			limit, one, floor = s.limit, s.one, s.e.frozen.Load()
+		} else if n > limit {
+			return KeyReservation{Decision: Decision{Reason: ExceedsLimit}}
+		}
+		cost := one
+		if n != 1 {
+			cost = paceCost(n, limit, t.per)
+		}
+		// In the sketch, in this function: a call here costs an eighth of
+		// the decision.
+		b, p := t.counters(h)
+		b.mu.Lock()
+		if t.limits.Load() != l {
+			b.mu.Unlock() // decided under limits no longer in force: see paceLimits
+			continue
+		}
+		est := min(b.next[p[0]], b.next[p[1]], b.next[p[2]]) - paceBias
+		start := max(est, floor, now)
+		if wait := start - now; wait > maxWait {
+			b.mu.Unlock()
+			return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
+		}
+		r := KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, h: h, start: start}
+		end := start + cost + paceBias
+		for j, o := range p {
+			r.old[j] = b.next[o]
+			b.next[o] = max(b.next[o], end)
+		}
+		b.writes++
+		r.writes = b.writes
 		b.mu.Unlock()
-		return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
+		return r
 	}
-	r := KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, h: h, start: start, pin: -1}
-	end := start + cost + paceBias
-	for j, o := range p {
-		r.old[j] = b.next[o]
-		b.next[o] = max(b.next[o], end)
-	}
-	b.writes++
-	r.writes = b.writes
-	b.mu.Unlock()
-	return r
 }
 
-// reservePinned is reserve for override i, exactly, as a Throttle decides.
-func (t *KeyedThrottle) reservePinned(now int64, i int32, n, maxWait int64) KeyReservation {
-	e := &t.pins[i]
-	if n > e.limit {
-		return KeyReservation{Decision: Decision{Reason: ExceedsLimit}}
+// reservePinned is reserve for the override of slot s, exactly, as a
+// Throttle decides. It reports false, having taken nothing, if the slot's
+// entry is sealed.
+func (t *KeyedThrottle) reservePinned(now int64, s *pinSlot[pinnedPace], h uint64, n, maxWait int64) (KeyReservation, bool) {
+	e := s.e
+	if e.carry.Load() && !t.uncarry(e, h) {
+		return KeyReservation{}, false
 	}
-	cost := e.one
+	cost := s.one
 	if n != 1 {
-		cost = paceCost(n, e.limit, t.per)
+		cost = paceCost(n, s.limit, t.per)
 	}
 	for {
 		prev := e.next.Load()
+		if prev == sealedPace {
+			return KeyReservation{}, false
+		}
 		start := max(prev, now)
 		if wait := start - now; wait > maxWait {
-			return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
+			return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}, true
 		}
 		if e.next.CompareAndSwap(prev, start+cost) {
-			return KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, start: start, pin: i, old: [keyProbes]int64{prev, start + cost}}
+			return KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, start: start, pin: e, old: [keyProbes]int64{prev, start + cost}}, true
+		}
+	}
+}
+
+// uncarry raises the next free place of entry e, which carries the sketch,
+// to the key's estimate there (its hash h), and reports false if e is
+// sealed.
+func (t *KeyedThrottle) uncarry(e *pinnedPace, h uint64) bool {
+	b, p := t.counters(h)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	est := min(b.next[p[0]], b.next[p[1]], b.next[p[2]]) - paceBias
+	for {
+		prev := e.next.Load()
+		if prev == sealedPace {
+			return false
+		}
+		if prev >= est || e.next.CompareAndSwap(prev, est) {
+			e.carry.Store(false)
+			return true
 		}
 	}
 }
@@ -409,15 +537,16 @@ func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n in
 
 // Limit returns the number of requests per interval of a key without an
 // override.
-func (t *KeyedThrottle) Limit() int64 { return t.limit }
+func (t *KeyedThrottle) Limit() int64 { return t.limits.Load().limit }
 
 // LimitOf returns the number of requests per interval of key: its
 // override's limit, or Limit.
 func (t *KeyedThrottle) LimitOf(key string) int64 {
-	if i, ok := t.pin(maphash.String(t.seed, key), key); ok {
-		return t.pins[i].limit
+	l := t.limits.Load()
+	if s := l.pins.find(maphash.String(t.seed, key), key); s != nil {
+		return s.limit
 	}
-	return t.limit
+	return l.limit
 }
 
 // Interval returns the throttle's interval.
@@ -426,9 +555,9 @@ func (t *KeyedThrottle) Interval() time.Duration { return time.Duration(t.per) }
 // MaxWait returns the longest a request may wait for its place.
 func (t *KeyedThrottle) MaxWait() time.Duration { return time.Duration(t.maxWait) }
 
-// Bytes returns the heap the limiter takes, which never changes: the
-// sketch, the overrides' places and the limiter itself, beyond the
+// Bytes returns the heap the limiter takes, which changes only with Set:
+// the sketch, the overrides' places and the limiter itself, beyond the
 // overrides' keys.
 func (t *KeyedThrottle) Bytes() int {
-	return len(t.blocks)*keyBlockBytes + len(t.pins)*pinnedBytes + len(t.pinned)*pinIndexBytes + 160
+	return len(t.blocks)*keyBlockBytes + len(t.limits.Load().pins.slots)*pinBytes + 160
 }

@@ -388,7 +388,8 @@ func TestKeyedThrottleCancelGivesBackOnlyTheLastPlaceOfItsBlock(t *testing.T) {
 	// A key whose hash equals an override's (one chance in 2^64, forced
 	// here) is paced as any other key, not as the override.
 	imp := mustKeyedThrottle(t, 10, time.Second, time.Second, map[string]int64{"vip": 20}, 0, c)
-	imp.pinned[maphash.String(imp.seed, "impostor")] = imp.pinned[maphash.String(imp.seed, "vip")]
+	pins := imp.limits.Load().pins
+	pins.index[maphash.String(imp.seed, "impostor")] = pins.index[maphash.String(imp.seed, "vip")]
 	if imp.LimitOf("impostor") != 10 || imp.ReserveNAt(0, "impostor", 11).Reason != ExceedsLimit || !imp.ReserveNAt(0, "vip", 20).Allowed {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}

@@ -48,12 +48,12 @@ import (
 // the warm-up meter); deciding allocates nothing. The zero Throttle is not
 // usable; make one with NewThrottle.
 type Throttle struct {
-	limit   int64
+	limit   atomic.Int64
 	per     uint64 // the interval, in nanoseconds
 	maxWait int64
-	one     int64   // cost(1), precomputed
-	warm    *QPS    // with warm-up, the meter whose coldness sets the pace; nil otherwise
-	curve   *warmUp // with warm-up, warm.warm
+	one     atomic.Int64 // cost(1), precomputed
+	warm    *QPS         // with warm-up, the meter whose coldness sets the pace; nil otherwise
+	curve   *warmUp      // with warm-up, warm.warm
 	clock   clock.Clock
 	next    atomic.Int64 // the earliest time the next place may be given
 }
@@ -79,8 +79,9 @@ func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (
 	// Times are clamped to ±MaxTime and waits and costs to MaxTime, so no
 	// place computed below overflows.
 	maxWait = min(maxWait, timegrid.MaxTime)
-	t := &Throttle{limit: limit, per: uint64(interval), maxWait: int64(maxWait), clock: o.clock}
-	t.one = t.cost(1, limit)
+	t := &Throttle{per: uint64(interval), maxWait: int64(maxWait), clock: o.clock}
+	t.limit.Store(limit)
+	t.one.Store(t.cost(1, limit))
 	if o.warming {
 		meter, err := newQPS(limit, interval, o, true)
 		if err != nil {
@@ -118,7 +119,7 @@ func (t *Throttle) warmCost(n, now int64) int64 {
 	if n == 1 {
 		return t.warm.placeTimeAt(now) // computed once per bucket
 	}
-	return t.curve.placeTime(n, t.warm.coldAt(now), t.cost(n, t.limit))
+	return t.curve.placeTime(n, t.warm.coldAt(now), t.cost(n, t.limit.Load()))
 }
 
 // A Reservation is a place given by a Throttle. Its Decision says whether it
@@ -183,16 +184,19 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 	if n <= 0 {
 		return allowed, 0, 0, 0
 	}
-	if n > t.limit {
+	limit := t.limit.Load()
+	if n > limit {
 		return Decision{Reason: ExceedsLimit}, 0, 0, 0
 	}
 	now = timegrid.Clamp(now)
-	cost := t.one
+	var cost int64
 	switch {
 	case t.warm != nil:
 		cost = t.warmCost(n, now)
-	case n != 1:
-		cost = t.cost(n, t.limit)
+	case n == 1:
+		cost = t.one.Load()
+	default:
+		cost = t.cost(n, limit)
 	}
 	for {
 		prev = t.next.Load()
@@ -319,7 +323,25 @@ func waitRefused(d Decision, cut bool) error {
 }
 
 // Limit returns the number of requests allowed per interval.
-func (t *Throttle) Limit() int64 { return t.limit }
+func (t *Throttle) Limit() int64 { return t.limit.Load() }
+
+// SetLimit changes the limit, keeping the next free place: the next place
+// comes no sooner than the last one given ends, and the places after it
+// take the new pace. A place reserved meanwhile may take either pace. A
+// Throttle with warm-up keeps its limit, as a QPS limiter's does. That, and
+// a limit outside [1, MaxLimit], is a *ConfigError (Option "limit"), and
+// the limit in force stays.
+func (t *Throttle) SetLimit(limit int64) error {
+	if t.warm != nil {
+		return &ConfigError{Option: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}
+	}
+	if err := checkPace(limit, time.Duration(t.per), 0); err != nil {
+		return err
+	}
+	t.one.Store(t.cost(1, limit))
+	t.limit.Store(limit)
+	return nil
+}
 
 // Interval returns the throttle's interval.
 func (t *Throttle) Interval() time.Duration { return time.Duration(t.per) }

@@ -287,6 +287,12 @@ func (d *decoder) set(dst reflect.Value, t reflect.Type, v *node) string {
 		if v.kind != mapping {
 			return describe(v) + " is not a group of keys and their limits, such as {tenant-a: 500}"
 		}
+		if v.twice != nil {
+			// Refused, as YAML would: the last limit would win without a word.
+			if name, line, first, found := v.twice(); found {
+				return fmt.Sprintf("%s given again on line %d (first on line %d): a key has one limit", quoteName(name), line, first)
+			}
+		}
 		if err := v.decode(p.Interface()); err != nil {
 			msg := err.Error() // YAML's lists its errors after a first line
 			msg = strings.TrimSpace(msg[strings.LastIndexByte(msg, '\n')+1:])

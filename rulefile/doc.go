@@ -88,7 +88,8 @@
 // closes s.changes when it ends, whether stopped or failed for good;
 // Follow does the rest. What comes from the network is bounded before it
 // is parsed: a document larger than a rules file can sensibly be (read it
-// through an io.LimitReader) is an error of Rules, not a cost of Parse.
+// through an io.LimitReader; MaxFileSize bounds files) is an error of
+// Rules, not a cost of Parse.
 //
 // # Changing a watched file
 //

@@ -64,7 +64,8 @@ type fileSource struct {
 // for 1 s, or the settle time if longer, before it is read as complete.
 //
 // Rules returns the error of a file that cannot be read as it is (a
-// *fs.PathError), and a *slidegate.RulesError for one with a problem.
+// *fs.PathError), and a *slidegate.RulesError for one with a problem,
+// such as a size over MaxFileSize (of which it reads no more).
 // Follow does not read a file source again on a timer while the file
 // cannot be read: the watch tells when it comes back. File's source is
 // named path in logs. File takes the options WithSettle, WithClock and
@@ -100,7 +101,7 @@ func (s *fileSource) String() string { return s.path }
 func (s *fileSource) Rules(ctx context.Context) (slidegate.Rules, error) {
 	s.mu.Lock()
 	if !s.haveRead {
-		s.settled, s.readErr = os.ReadFile(s.path)
+		s.settled, s.readErr = readFile(s.path)
 		s.haveRead = true
 	}
 	data, err := s.settled, s.readErr
@@ -178,7 +179,7 @@ func (s *fileSource) after(d time.Duration) {
 // otherwise it keeps the read and waits for the next. It reports whether
 // it waits.
 func (s *fileSource) check() bool {
-	data, err := os.ReadFile(s.path)
+	data, err := readFile(s.path)
 	s.followTarget()
 	var readErr string
 	if err != nil {

@@ -99,6 +99,10 @@ func (j *jsonTree) value(depth int) (*node, error) {
 		return nil, err
 	}
 	n.decode = func(dst any) error { return json.Unmarshal(raw, dst) }
+	if raw[0] == '{' {
+		at := pos
+		n.twice = func() (string, int, int, bool) { return j.twice(at, raw) }
+	}
 	switch raw[0] {
 	case '"':
 		n.kind, n.isText = scalar, true
@@ -154,4 +158,35 @@ func jsonReason(msg string) string {
 		return "the file ends before the rules do: a } or ] is missing"
 	}
 	return "this is not valid JSON: " + msg
+}
+
+// twice finds the first name the JSON object raw, at offset at, gives
+// twice: its name, its line and its first's line. encoding/json takes the
+// last silently.
+func (j *jsonTree) twice(at int, raw []byte) (string, int, int, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return "", 0, 0, false
+	}
+	seen := map[string]int{}
+	for dec.More() {
+		pos := at + int(dec.InputOffset())
+		for pos < len(j.data) && strings.IndexByte(" \t\r\n,", j.data[pos]) >= 0 {
+			pos++
+		}
+		tok, err := dec.Token()
+		name, ok := tok.(string)
+		if err != nil || !ok {
+			return "", 0, 0, false
+		}
+		if first, ok := seen[name]; ok {
+			return name, j.line(pos), first, true
+		}
+		seen[name] = j.line(pos)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", 0, 0, false
+		}
+	}
+	return "", 0, 0, false
 }

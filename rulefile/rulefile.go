@@ -3,9 +3,11 @@ package rulefile
 import (
 	"bytes"
 	"cmp"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/slidegate/slidegate"
@@ -16,8 +18,12 @@ import (
 // or a *slidegate.RulesError with name as its Source listing every problem
 // of the file, each with its line where it has one, in the order of the
 // lines: bad syntax (which stops the reading), a second YAML document,
-// unknown fields, values of the wrong type, fields given twice, required
-// fields left out, and what Rules.Validate finds in the values read.
+// unknown fields, values of the wrong type, fields given twice (and keys
+// given two overrides, in JSON as in YAML), required fields left out, and
+// what Rules.Validate finds in the values read. Parse costs time and
+// memory in proportion to the size of data, whether it has a problem or
+// not; it reads data of any size, which Load and File bound
+// (MaxFileSize).
 //
 // A file with no rules at all (empty, only comments, or a list given no
 // value, as in "flow:" alone) is a problem rather than a way to clear the
@@ -57,13 +63,80 @@ func parse(name string, data []byte, isJSON bool) (slidegate.Rules, error) {
 	return r, nil
 }
 
-// Load reads and parses the rules file at path.
+// MaxFileSize is the largest rules file, in bytes, that Load, Apply and
+// File read: 1 MiB, as etcdrules.DefaultMaxSize and a Kubernetes ConfigMap
+// allow, and far more than rules need (10,000 overrides take some 300 KB).
+// A larger file is refused unread, with a *slidegate.RulesError saying its
+// size and the limit, and the rules in force stay.
+const MaxFileSize = 1 << 20
+
+// Load reads and parses the rules file at path, of at most MaxFileSize
+// bytes.
 func Load(path string) (slidegate.Rules, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return slidegate.Rules{}, err
 	}
 	return Parse(path, data)
+}
+
+// readFile reads the rules file at path, or returns the error of a file
+// that cannot be read, or a *slidegate.RulesError for one larger than
+// MaxFileSize, of which it reads no more than that.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	if size > MaxFileSize {
+		return nil, tooLarge(path, size)
+	}
+	// A file may grow between the size and the read: read one byte more
+	// than the limit to know.
+	data := make([]byte, 0, min(max(size, 0), MaxFileSize)+1)
+	data, err = readUpTo(f, data, MaxFileSize+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, tooLarge(path, -1)
+	}
+	return data, nil
+}
+
+// readUpTo appends to data what r reads, until EOF or until data holds n
+// bytes.
+func readUpTo(r io.Reader, data []byte, n int) ([]byte, error) {
+	for len(data) < n {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, min(max(cap(data), 512), n-len(data)))
+		}
+		m, err := r.Read(data[len(data):min(cap(data), n)])
+		data = data[:len(data)+m]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return data, nil
+}
+
+// tooLarge is the problem of a file of size bytes (-1: more than the
+// limit, its size unknown).
+func tooLarge(path string, size int64) error {
+	what := "more than " + strconv.Itoa(MaxFileSize) + " bytes"
+	if size >= 0 {
+		what = strconv.FormatInt(size, 10) + " bytes, more than the limit of " + strconv.Itoa(MaxFileSize)
+	}
+	return &slidegate.RulesError{Source: path, Problems: []slidegate.Problem{{
+		Reason: "the file is " + what + " (rulefile.MaxFileSize)"}}}
 }
 
 // Apply puts the rules of the file at path in force in g. If the file cannot

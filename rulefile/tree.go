@@ -41,6 +41,10 @@ type node struct {
 	// format's own rules (YAML's 0x10 and yes, JSON's strict types). It is
 	// set on every node below a rule, and on the lists' items.
 	decode func(dst any) error
+	// twice finds, in a mapping below a rule (overrides), the first name
+	// given twice: its name, its line and the line of its first. It is
+	// nil where decode reports names given twice itself.
+	twice func() (name string, line, first int, found bool)
 }
 
 // A field is a mapping's field: its name, the name's line and its value.

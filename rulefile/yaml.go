@@ -1,9 +1,9 @@
 package rulefile
 
 import (
-	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -15,10 +15,11 @@ import (
 // or the problems that stop the file from being read at all: bad syntax, a
 // second document, no rules.
 func readYAML(data []byte) (*node, []slidegate.Problem) {
-	docs, err := yamlDocuments(data)
+	in := &lineReader{data: data, ends: lineEnds(data, true)}
+	docs, err := yamlDocuments(in)
 	if err != nil {
-		line := yamlErrorLine(data, err)
-		return nil, []slidegate.Problem{{Line: line, Reason: yamlReason(err, lineOf(data, line))}}
+		line := yamlErrorLine(data, in, err)
+		return nil, []slidegate.Problem{{Line: line, Reason: yamlReason(err, lineOf(data, in.ends, line))}}
 	}
 	if len(docs) == 0 || isEmptyDocument(docs[0]) && len(docs) == 1 {
 		return nil, []slidegate.Problem{{Reason: "the file has no rules, only comments; to clear the rules, write flow: []"}}
@@ -34,10 +35,43 @@ func readYAML(data []byte) (*node, []slidegate.Problem) {
 	return root, y.problems
 }
 
-// yamlDocuments parses data into its documents, leaving out empty ones after
+// A lineReader gives the parser its data a line at a time, no Read
+// crossing a line's end, so that when the parser stops at an error, the
+// lines it has read end at most a few characters of lookahead past it.
+type lineReader struct {
+	data []byte
+	ends []int // lineEnds(data, true)
+	pos  int   // the bytes given
+	line int   // the lines given whole
+}
+
+func (r *lineReader) Read(p []byte) (int, error) {
+	if r.pos == len(r.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[r.pos:r.ends[r.line]])
+	r.pos += n
+	if r.pos == r.ends[r.line] {
+		r.line++
+	}
+	return n, nil
+}
+
+// read returns the line (from 1) of the last byte given.
+func (r *lineReader) read() int {
+	if r.pos == 0 {
+		return 1
+	}
+	if r.line > 0 && r.pos == r.ends[r.line-1] {
+		return r.line
+	}
+	return r.line + 1 // within a line
+}
+
+// yamlDocuments parses in into its documents, leaving out empty ones after
 // the first, and stops at the second that has content: one is all a rules
 // file may hold, and a second is all it takes to refuse it.
-func yamlDocuments(data []byte) (docs []*yaml.Node, err error) {
+func yamlDocuments(in io.Reader) (docs []*yaml.Node, err error) {
 	defer func() {
 		// The parser is another project's code reading a user's file: a
 		// panic in it must be a problem with the file, not a crash.
@@ -45,7 +79,7 @@ func yamlDocuments(data []byte) (docs []*yaml.Node, err error) {
 			docs, err = nil, fmt.Errorf("yaml: %v", p)
 		}
 	}()
-	d := yaml.NewDecoder(bytes.NewReader(data))
+	d := yaml.NewDecoder(in)
 	for len(docs) < 2 {
 		doc := new(yaml.Node)
 		switch err := d.Decode(doc); {
@@ -66,29 +100,36 @@ func isEmptyDocument(doc *yaml.Node) bool {
 	return len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].ShortTag() == "!!null"
 }
 
-// yamlErrorLine finds the line of a syntax error. The parser reports the
-// line where the construct it was reading began, counted from 0, so an
-// indentation slip on line 4 of a list that starts on line 2 is reported
-// as "line 1". The line a user must look at is the first line whose
-// addition makes the file fail as the whole file fails: the shortest
-// prefix of whole lines that gives the same error ends there. A prefix that
-// stops early fails, if at all, with another error (an unclosed list, say),
-// and every longer prefix fails as the whole file does, so a binary search
-// over prefixes finds that line in O(log lines) parses.
-func yamlErrorLine(data []byte, err error) int {
-	ends := lineEnds(data, true)
+// yamlErrorLine finds the line of a syntax error err, which the parser
+// met reading in, a file's data. The parser reports the line where the
+// construct it was reading began, counted from 0, so an indentation slip
+// on line 4 of a list that starts on line 2 is reported as "line 1". The
+// line a user must look at is the first line whose addition makes the file
+// fail as the whole file fails: the shortest prefix of whole lines that
+// gives the same error ends there. The parser reads a line at a time, and
+// stopped at the error having read at most a few characters past it (a
+// token's lookahead: at most 4 characters, which a few empty lines may
+// hold), so the prefix of the lines it read fails as the file does; a
+// prefix that stops early fails, if at all, with another error (an
+// unclosed list, say), so the line is found by trying the prefixes one line
+// shorter, a few at most. Each try reads the file up to there: finding the
+// line costs a few reads of the file, whatever its length.
+func yamlErrorLine(data []byte, in *lineReader, err error) int {
 	want := err.Error()
-	lo, hi := 0, len(ends) // invariant: prefix lo does not fail as wanted; prefix hi does
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if _, e := yamlDocuments(data[:ends[mid-1]]); e != nil && e.Error() == want {
-			hi = mid
-		} else {
-			lo = mid
+	line := in.read()
+	for tries := 0; line > 1 && tries < maxLookaheadLines; tries++ {
+		prefix := &lineReader{data: data[:in.ends[line-2]], ends: in.ends[:line-1]}
+		if _, e := yamlDocuments(prefix); e == nil || e.Error() != want {
+			break
 		}
+		line--
 	}
-	return max(hi, 1)
+	return line
 }
+
+// maxLookaheadLines bounds the lines yamlErrorLine tries: more than the
+// parser reads past an error.
+const maxLookaheadLines = 8
 
 // yamlReason says what a YAML syntax error means, in the words of someone
 // writing a rules file rather than those of a YAML parser. text is the
@@ -135,8 +176,9 @@ func yamlReason(err error, text string) string {
 	return "this is not valid YAML: " + msg
 }
 
-// maxYAMLNodes bounds the nodes a tree is built of, aliases and merges
-// followed: YAML lets a few lines stand for millions of values.
+// maxYAMLNodes bounds the nodes a tree is built of through aliases and
+// merges: YAML lets a few lines stand for millions of values. The nodes
+// the file writes out are bounded by its size, and cost nothing here.
 const maxYAMLNodes = 100_000
 
 // maxYAMLMerges is how deep "<<" merges may nest.
@@ -144,14 +186,19 @@ const maxYAMLMerges = 10
 
 // yamlTree builds a tree from a YAML document.
 type yamlTree struct {
-	budget   int
-	problems []slidegate.Problem
+	budget    int // nodes left to build through aliases and merges
+	expanding int // how many aliases and merges the node being built is within
+	problems  []slidegate.Problem
 }
 
 // node converts n at depth (0 the document's top, 1 its lists, 2 the rules,
 // 3 their values): a value keeps its own YAML node, which decodes it, and
 // is not converted further, for nothing in a rule is more than a value.
 func (y *yamlTree) node(n *yaml.Node, depth int) *node {
+	if n.Kind == yaml.AliasNode {
+		y.expanding++
+		defer func() { y.expanding-- }()
+	}
 	n = y.resolve(n)
 	out := &node{line: n.Line, decode: n.Decode}
 	switch n.Kind {
@@ -174,11 +221,66 @@ func (y *yamlTree) node(n *yaml.Node, depth int) *node {
 		out.kind = mapping
 		if depth < 3 {
 			out.fields = y.fields(n, depth, 0)
+		} else {
+			out.twice = func() (string, int, int, bool) { return yamlTwice(y.resolve, n) }
+			out.decode = func(dst any) error { return decodeMapping(n, dst) }
 		}
 	default:
 		out.kind = null
 	}
 	return out
+}
+
+// yamlTwice finds the first name mapping n gives twice (its merges, "<<",
+// set names that the mapping may set again): its name, its line and its
+// first's line.
+func yamlTwice(resolve func(*yaml.Node) *yaml.Node, n *yaml.Node) (string, int, int, bool) {
+	seen := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolve(n.Content[i])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
+			continue
+		}
+		if first, ok := seen[k.Value]; ok {
+			return k.Value, k.Line, first, true
+		}
+		seen[k.Value] = k.Line
+	}
+	return "", 0, 0, false
+}
+
+// decodeMapping decodes mapping n into dst as n.Decode does, but a map of
+// names to whole numbers (overrides) one entry at a time: yaml's decoder
+// compares each name with every name before it, to find names given twice
+// (which twice has looked for already), and so takes time in the square of
+// their number, a third of a second for 10,000.
+func decodeMapping(n *yaml.Node, dst any) error {
+	m, ok := dst.(*map[string]int64)
+	if !ok {
+		return n.Decode(dst)
+	}
+	out := make(map[string]int64, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
+			return n.Decode(dst) // aliases and merges: yaml's rules
+		}
+		key := k.Value
+		if k.ShortTag() != "!!str" {
+			if err := k.Decode(&key); err != nil {
+				return err
+			}
+		}
+		limit, err := strconv.ParseInt(v.Value, 10, 64)
+		if v.ShortTag() != "!!int" || err != nil {
+			if err := v.Decode(&limit); err != nil {
+				return err
+			}
+		}
+		out[key] = limit
+	}
+	*m = out
+	return nil
 }
 
 // resolve follows an alias to the value it stands for.
@@ -189,9 +291,12 @@ func (y *yamlTree) resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// spend takes one node from the budget, and reports the file once when it
-// runs out.
+// spend takes one node from the budget if it is built through an alias or
+// a merge, and reports the file once when the budget runs out.
 func (y *yamlTree) spend() bool {
+	if y.expanding == 0 {
+		return true
+	}
 	y.budget--
 	if y.budget == -1 {
 		y.problems = append(y.problems, slidegate.Problem{
@@ -242,12 +347,14 @@ func (y *yamlTree) fields(n *yaml.Node, depth, merges int) []field {
 					Reason: "<< merges in the fields of a group of fields marked with &name: write <<: *name"})
 				continue
 			}
+			y.expanding++
 			for _, f := range y.fields(m, depth, merges+1) {
 				if !have[f.name] {
 					have[f.name] = true
 					all = append(all, f)
 				}
 			}
+			y.expanding--
 		}
 	}
 	return all
@@ -282,9 +389,9 @@ func lineEnds(data []byte, isYAML bool) []int {
 	return ends
 }
 
-// lineOf returns line n of data (from 1), without its line break.
-func lineOf(data []byte, n int) string {
-	ends := lineEnds(data, true)
+// lineOf returns line n of data (from 1), whose lines end at ends, without
+// its line break.
+func lineOf(data []byte, ends []int, n int) string {
 	if n < 1 || n > len(ends) {
 		return ""
 	}

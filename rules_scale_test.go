@@ -1,0 +1,111 @@
+package slidegate
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+)
+
+// manyOverrides returns n overrides of keys as long as a tenant's id, one
+// of them set to v.
+func manyOverrides(n int, v int64) map[string]int64 {
+	o := make(map[string]int64, n)
+	for i := range n {
+		o["tenant-"+strconv.Itoa(i)+"-0123456789abcdef"] = int64(10 + i%100)
+	}
+	o["tenant-0-0123456789abcdef"] = v
+	return o
+}
+
+// reloads returns two sets of rules with one per-key rule of type typ and n
+// overrides, which differ in one override: SetRules alternating them
+// changes the rule each time.
+func reloads(typ FlowType, n int) [2]Rules {
+	var rs [2]Rules
+	for i := range rs {
+		rs[i] = Rules{Flow: []FlowRule{{Resource: "api", Type: typ, Limit: 100, PerKey: true, Overrides: manyOverrides(n, int64(1+i))}}}
+	}
+	return rs
+}
+
+// BenchmarkSetRulesOverrides reloads a per-key rule of 10,000 overrides,
+// one of which changes each time: end to end, from validation to the new
+// rules in force and their event.
+func BenchmarkSetRulesOverrides(b *testing.B) {
+	for _, typ := range []FlowType{QPSRule, ConcurrencyRule, ThrottleRule} {
+		b.Run(string(typ), func(b *testing.B) {
+			g, err := New(WithClock(clock.NewManual(int64(time.Hour))))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rs := reloads(typ, MaxOverrides)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if err := g.SetRules(rs[i%2]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// manyResources returns rules of n resources, a QPS rule each, the first's
+// limit limit.
+func manyResources(n int, limit int64) Rules {
+	r := Rules{Flow: make([]FlowRule, n)}
+	for i := range r.Flow {
+		r.Flow[i] = FlowRule{Resource: "GET /api/v1/resource-" + strconv.Itoa(i), Limit: 100}
+	}
+	r.Flow[0].Limit = limit
+	return r
+}
+
+// BenchmarkSetRulesResources reloads rules of 20,000 resources, a QPS
+// rule each, one of whose limits changes each time.
+func BenchmarkSetRulesResources(b *testing.B) {
+	g, err := New(WithClock(clock.NewManual(int64(time.Hour))), WithMaxResources(40000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rs := [2]Rules{manyResources(20000, 1), manyResources(20000, 2)}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := g.SetRules(rs[i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestARuleOfTenThousandOverridesReloadsInMilliseconds: changing one
+// override of a per-key rule of MaxOverrides takes milliseconds, for every
+// kind of per-key rule (the least of a few tries, so that a busy machine
+// does not fail it; the bound is some eight times what it takes).
+func TestARuleOfTenThousandOverridesReloadsInMilliseconds(t *testing.T) {
+	bound := 40 * time.Millisecond
+	if raceDetector {
+		bound *= 4
+	}
+	for _, typ := range []FlowType{QPSRule, ConcurrencyRule, ThrottleRule} {
+		g, err := New(WithClock(clock.NewManual(int64(time.Hour))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := reloads(typ, MaxOverrides)
+		least := time.Duration(1 << 62)
+		for i := range 6 {
+			start := time.Now()
+			if err := g.SetRules(rs[i%2]); err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 { // the first makes the limiter
+				least = min(least, time.Since(start))
+			}
+		}
+		t.Logf("%s: %v", typ, least)
+		if least > bound {
+			t.Errorf("%s: a reload of one override of %d took %v, more than %v", typ, MaxOverrides, least, bound)
+		}
+	}
+}
