@@ -103,6 +103,7 @@ func (f *FlowRule) appendKey(b []byte, exact bool) []byte {
 	b = appendInt(b, f.MinLimit)
 	b = appendInt(b, f.MaxLimit)
 	b = appendFloat(b, f.Tolerance)
+	b = appendString(b, f.Share)
 	return appendBool(b, f.Shadow)
 }
 

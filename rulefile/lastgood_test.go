@@ -32,7 +32,7 @@ func everyField(t *testing.T) slidegate.Rules {
 			{Resource: "d", Limit: 5, Cluster: true, Lease: 3},
 			{Resource: "e", Limit: 5, PerKey: true, Overrides: map[string]int64{"tenant-a": 50, "abuser": 0}},
 			{Resource: "f", Type: slidegate.ShedRule, CPUThreshold: 0.8},
-			{Resource: "g", Type: slidegate.AdaptiveRule, Limit: 20, Algorithm: "aimd", MinLimit: 2, MaxLimit: 200, Tolerance: 1.5},
+			{Resource: "g", Type: slidegate.AdaptiveRule, Limit: 20, Algorithm: "aimd", MinLimit: 2, MaxLimit: 200, Tolerance: 1.5, Share: "key"},
 		},
 		Breakers: []slidegate.BreakerRule{
 			{Resource: "a", Strategy: slidegate.SlowRatioBreaker, Threshold: 0.5, MaxRT: d("300ms"), MinRequests: ptr[int64](20),
