@@ -184,3 +184,24 @@ func BenchmarkEnterExitInbound(b *testing.B) {
 		e.Exit(nil)
 	}
 }
+
+// An inbound request under the overload rules of a service: a shed rule on
+// all the inbound traffic, the CPU cool, and an adaptive limit on its
+// resource, each sharing its limit (by resource, by key).
+func BenchmarkEnterExitOverloadRules(b *testing.B) {
+	g, err := New(WithCPU(func() float64 { return 0.1 }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := g.SetRules(Rules{Flow: []FlowRule{
+		{Resource: InboundResource, Type: ShedRule},
+		{Resource: "a", Type: AdaptiveRule, Limit: 100},
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	in := Inbound()
+	for i := 0; i < b.N; i++ {
+		e, _ := g.Enter(bg, "a", in)
+		e.Exit(nil)
+	}
+}
