@@ -56,8 +56,8 @@ const (
 )
 
 // InboundResource is the resource a flow rule names to hold for all the
-// inbound traffic of the guard (WithInbound; the middleware's server
-// side) together, whatever resource each request enters: a shed rule
+// inbound traffic of the guard (requests entered with Inbound, as the
+// middleware's server side enters them) together, whatever resource each request enters: a shed rule
 // that protects the whole service, a concurrency limit on all it serves.
 // A request that enters an inbound resource is asked the rules of
 // InboundResource first, then those of its own resource. No breaker names
@@ -77,8 +77,8 @@ type FlowRule struct {
 	// names tell rules apart. Among rules of a resource with the same
 	// settings, a reload gives each the counts of the rule of its name.
 	Name string `json:"name,omitempty" yaml:"name,omitempty"`
-	// Type is the kind of rule: QPSRule (the default), ThrottleRule or
-	// ConcurrencyRule.
+	// Type is the kind of rule: QPSRule (the default), ThrottleRule,
+	// ConcurrencyRule, ShedRule or AdaptiveRule.
 	Type FlowType `json:"type,omitempty" yaml:"type,omitempty"`
 	// Limit is how many requests are allowed per Interval (QPSRule,
 	// ThrottleRule) or at once (ConcurrencyRule). 0 blocks everything. An

@@ -538,7 +538,8 @@ func Transport(g *slidegate.Guard, base http.RoundTripper, opts ...Option) http.
 }
 
 // HostResource names an outgoing request by its method (see Method) and
-// host: "GET api.example.com".
+// host, with its port if the URL has one: "GET api.example.com",
+// "GET 127.0.0.1:9101".
 func HostResource(r *http.Request) string { return Method(r) + " " + r.URL.Host }
 
 type transport struct {
