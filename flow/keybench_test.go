@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -172,6 +174,77 @@ func BenchmarkKeyedThrottleParallel(b *testing.B) {
 					i++
 				}
 			})
+		})
+	}
+}
+
+// floodFigures are what one flood of distinct keys through a KeyedQPS
+// measured: the requests asked and refused in the interval measured, and
+// the heap the limiter holds after it.
+type floodFigures struct {
+	asked, refused int
+	heap           int64
+	bytes          int
+}
+
+// flood sends keys distinct keys per interval, each each times evenly
+// spread over the interval, for two intervals (new keys in each), through
+// a limiter of limit 10 per second made by newQ, and counts the refusals
+// of the second: the sketch then holds a whole generation before it. The
+// keys are made in a reused buffer, as a server reads them.
+func flood(tb testing.TB, keys, each int, newQ func() *KeyedQPS) floodFigures {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	q := newQ()
+	var f floodFigures
+	buf := make([]byte, 0, 32)
+	iv := int64(time.Second)
+	step := iv / int64(keys*each)
+	for gen := range 2 {
+		now := int64(gen) * iv
+		for r := range each {
+			for k := range keys {
+				buf = strconv.AppendInt(append(buf[:0], byte('a'+gen), '-'), int64(k), 10)
+				d, _ := q.AllowNAt(now, string(buf), 1)
+				now += step
+				if gen == 1 {
+					f.asked++
+					if !d.Allowed {
+						f.refused++
+					}
+				}
+				_ = r
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	f.heap = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	f.bytes = q.Bytes()
+	runtime.KeepAlive(q)
+	return f
+}
+
+// BenchmarkKeyedQPSFlood sends floods of distinct keys per interval, each
+// key at a share of its limit of 10 per second, and reports the share of
+// their requests refused and the heap. One iteration is one flood: run it
+// with -benchtime 1x.
+//
+//	go test -run '^$' -bench KeyedQPSFlood -benchtime 1x ./flow/
+func BenchmarkKeyedQPSFlood(b *testing.B) {
+	for _, tc := range []struct{ keys, each int }{
+		{4_000_000, 1}, {10_000_000, 1}, {10_000_000, 4}, {10_000_000, 5}, {12_000_000, 4},
+	} {
+		b.Run(fmt.Sprintf("%dM keys at %d0%%", tc.keys/1_000_000, tc.each), func(b *testing.B) {
+			for b.Loop() {
+				f := flood(b, tc.keys, tc.each, func() *KeyedQPS {
+					return mustKeyed(b, clock.NewManual(0), KeyWindow{Limit: 10, Interval: time.Second})
+				})
+				b.ReportMetric(100*float64(f.refused)/float64(f.asked), "%refused")
+				b.ReportMetric(float64(f.heap)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(f.bytes)/(1<<20), "Bytes-MiB")
+			}
 		})
 	}
 }

@@ -1,157 +1,290 @@
 package flow
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // A keySketch is a shard's count-min sketch for one window. It is blocked:
-// a key's counters are sketchProbes of the 8 in one 64-byte block (which
-// block, and which of its counters, chosen by the key's hash), so that
-// reading them costs one cache line; each counter holds two generations
-// side by side, the current one at index gen&1.
+// a key's counters are sketchProbes of the pairs of one 64-byte block
+// (which block, and which of its pairs, chosen by the key's hash), so that
+// reading them costs one cache line. A pair is two counters side by side,
+// one per generation, the current one at gen&1.
+//
+// Counters are as narrow as the window's limit lets them be: 4 bits for a
+// limit of at most 14, 8 bits up to 254, 16 up to 65,534, 32 beyond, so
+// that a block holds 64, 32, 16 or 8 pairs. A counter saturates at its
+// largest value, which is above the limit: a saturated estimate refuses,
+// as the count it stands for would. Narrow counters are what make the
+// sketch accurate in little memory: for the same bytes, a key's three
+// counters are shared with fewer other keys.
+//
+// The sketch grows by doubling, which keeps every estimate as it was, when
+// a generation's keys (counted by linear counting, a bit per block, for one
+// key in keySample) reach one for every sketchLoad pairs, if the shard's
+// budget has the bytes; and it halves, folding each block onto its twin
+// with the larger of each two counters, which only raises estimates, when
+// a whole generation had fewer than a sixty-fourth of those keys.
 type keySketch struct {
 	gen   uint64   // the current generation: a bucket index / k
 	mask  uint64   // blocks - 1
-	cells []uint32 // block b, counter i, generation g at 16*b + 2*i + g&1
-	// seen counts the current generation's distinct keys (linear
-	// counting: a bit per key, picked by its hash, a bit per block, for
-	// one key in keySample, so that few requests touch it); when ones,
-	// the bits set, reach growAt, the keys are about a quarter of the
-	// counters, and the sketch doubles.
-	seen   []uint64
-	ones   int
-	growAt int
+	shift uint     // log2 of the counters' width in bits, 2 to 5
+	cells []uint64 // block b at [blockWords*b, blockWords*(b+1))
+	// seen counts the current generation's distinct keys: ones, the bits
+	// set, reaching growAt means it has about one key per sketchLoad pairs.
+	seen      []uint64
+	seenShift uint // 64 - log2 of seen's bits
+	ones      int
+	growAt    int
 }
+
+const (
+	blockWords      = 8 // 64 bytes
+	sketchProbes    = 3 // counters per key and generation
+	sketchLoad      = 8 // pairs per key a generation before the sketch doubles
+	keySample       = 8 // one key in keySample is counted in seen
+	minSketchBlocks = 8
+	maxSketchBlocks = 1 << 20 // per shard: the hash bits that pick a block
+	blockBytes      = blockWords * 8
+)
+
+// genMasks[s][g] has the bits of generation slot g in every pair of
+// counters 1<<s bits wide.
+var genMasks = func() (m [6][2]uint64) {
+	for s := uint(2); s <= 5; s++ {
+		w := uint(1) << s
+		ones := uint64(1)<<w - 1
+		for p := uint(0); p < 64; p += 2 * w {
+			m[s][0] |= ones << p
+			m[s][1] |= ones << (p + w)
+		}
+	}
+	return m
+}()
+
+// widthFor returns the log2 of the narrowest counter width whose largest
+// value is above limit.
+func widthFor(limit int64) uint {
+	switch {
+	case limit <= 14:
+		return 2
+	case limit <= 254:
+		return 3
+	case limit <= 65534:
+		return 4
+	}
+	return 5
+}
+
+// newKeySketch returns an empty sketch of minSketchBlocks blocks for a
+// window of the given limit.
+func newKeySketch(limit int64) keySketch {
+	k := keySketch{mask: minSketchBlocks - 1, shift: widthFor(limit), cells: make([]uint64, minSketchBlocks*blockWords)}
+	k.countKeys()
+	return k
+}
+
+// bytes is the heap the sketch takes.
+func (k *keySketch) bytes() int64 { return int64(len(k.cells)+len(k.seen)) * 8 }
+
+// top is a counter's largest value.
+func (k *keySketch) top() uint64 { return uint64(1)<<(1<<k.shift) - 1 }
+
+// pairs is the number of pairs in a block.
+func (k *keySketch) pairs() uint64 { return 256 >> k.shift }
 
 // advance moves the sketch on to the generation of time now, clearing the
 // one that leaves the window, and returns the bucket the key counts in: the
 // bucket of now, or the first of the current generation if now is before
-// it.
-func (k *keySketch) advance(w *keyWindow, now int64) uint64 {
+// it. It reports whether the sketch should halve: the generation that
+// ended had few keys.
+func (k *keySketch) advance(w *keyWindow, now int64) (uint64, bool) {
 	b := w.grid.Index(now)
 	g := b / w.k
-	if k.cells == nil {
-		k.mask = minSketchBlocks - 1
-		k.cells = make([]uint32, minSketchBlocks*blockWords)
-		k.gen = g
-		k.countKeys(keysPerBlock * minSketchBlocks)
-	}
-	switch {
-	case g < k.gen:
-		return k.gen * w.k
-	case g == k.gen+1:
-		for i := int(g & 1); i < len(k.cells); i += 2 {
-			k.cells[i] = 0
+	if g <= k.gen {
+		if g < k.gen {
+			return k.gen * w.k, false
 		}
-		k.countKeys(keysPerBlock * (k.mask + 1))
-	case g > k.gen+1:
+		return b, false
+	}
+	quiet := true
+	if g == k.gen+1 {
+		m := genMasks[k.shift][g&1]
+		for i := range k.cells {
+			k.cells[i] &^= m
+		}
+		quiet = k.keysSeen() < float64(k.mask+1)*float64(k.pairs())/sketchLoad/64
+	} else {
 		clear(k.cells)
-		k.countKeys(keysPerBlock * (k.mask + 1))
 	}
 	k.gen = g
-	return b
+	k.countKeys()
+	return b, quiet && k.mask+1 > minSketchBlocks
 }
 
-// at returns the indexes of the key's counters (hash h) in the even
-// generation; the odd one's follow each.
-func (k *keySketch) at(h uint64) [sketchProbes]int {
-	b := int(h&k.mask) * blockWords
-	p := &probes[(h>>40)%uint64(len(probes))]
-	var at [sketchProbes]int
-	for r := range at {
-		at[r] = b + 2*int(p[r])
-	}
-	return at
+// keysSeen estimates the current generation's distinct keys from its bits.
+func (k *keySketch) keysSeen() float64 {
+	m := float64(len(k.seen) * 64)
+	return -m * math.Log1p(-float64(min(k.ones, len(k.seen)*64-1))/m) * keySample
 }
 
-// probes lists every choice of sketchProbes distinct counters of a block's
-// 8, in order: a key's hash picks one.
-var probes = func() (ps [56][sketchProbes]uint8) {
-	n := 0
-	for a := range uint8(8) {
-		for b := a + 1; b < 8; b++ {
-			for c := b + 1; c < 8; c++ {
-				ps[n] = [sketchProbes]uint8{a, b, c}
-				n++
-			}
-		}
+// slots returns the words and bit offsets of the key's counters (hash h)
+// in generation slot 0; slot 1's are 1<<shift bits further.
+func (k *keySketch) slots(h uint64) (words [sketchProbes]int, offs [sketchProbes]uint) {
+	base := int(h&k.mask) * blockWords
+	pm := k.pairs() - 1
+	x := h >> 20
+	a, b, c := x&pm, (x>>6)&pm, (x>>12)&pm
+	if b == a {
+		b = (b + 1) & pm
 	}
-	return ps
-}()
+	for c == a || c == b {
+		c = (c + 1) & pm
+	}
+	for i, p := range [sketchProbes]uint64{a, b, c} {
+		bit := p << (k.shift + 1)
+		words[i], offs[i] = base+int(bit>>6), uint(bit&63)
+	}
+	return words, offs
+}
 
 // estimate returns the key's estimates in the previous and the current
 // generation.
 func (k *keySketch) estimate(h uint64) [2]int64 {
-	cur := int(k.gen & 1)
-	est := [2]int64{-1, -1}
-	for _, i := range k.at(h) {
-		p, c := int64(k.cells[i+1-cur]), int64(k.cells[i+cur])
-		if est[0] < 0 || p < est[0] {
-			est[0] = p
-		}
-		if est[1] < 0 || c < est[1] {
-			est[1] = c
-		}
+	words, offs := k.slots(h)
+	w := uint(1) << k.shift
+	top := k.top()
+	cur := uint(k.gen & 1)
+	est := [2]uint64{top, top}
+	for i := range words {
+		v := k.cells[words[i]] >> offs[i]
+		est[0] = min(est[0], v>>((1-cur)*w)&top)
+		est[1] = min(est[1], v>>(cur*w)&top)
 	}
-	return est
+	return [2]int64{int64(est[0]), int64(est[1])}
 }
 
 // add counts the key in the current generation, where its estimate is to
 // become v (the requests allowed added): the conservative update raises
-// each of its counters to v, no further. It grows the sketch when the
-// generation's keys outnumber half its counters.
-func (k *keySketch) add(h uint64, v int64) {
-	cur := int(k.gen & 1)
-	for _, i := range k.at(h) {
-		k.cells[i+cur] = max(k.cells[i+cur], clampCount(v))
+// each of its counters to v, no further. It reports whether the sketch
+// should grow: the generation's keys outnumber one per sketchLoad pairs.
+func (k *keySketch) add(h uint64, v int64) bool {
+	k.raise(h, k.gen, v)
+	if h>>38&(keySample-1) != 0 {
+		return false
 	}
-	if h>>50&(keySample-1) != 0 {
-		return
-	}
-	bit := (h >> 24) & (uint64(len(k.seen))*64 - 1)
+	bit := (h * 0x9E3779B97F4A7C15) >> k.seenShift
 	if w := &k.seen[bit/64]; *w&(1<<(bit%64)) == 0 {
 		*w |= 1 << (bit % 64)
 		k.ones++
-		if k.ones >= k.growAt && k.mask+1 < maxSketchBlocks {
-			k.grow()
-		}
+		return k.ones >= k.growAt && k.mask+1 < maxSketchBlocks
 	}
-}
-
-// countKeys starts counting the generation's keys afresh, n of them yet to
-// come before the sketch grows: of m bits, n/keySample distinct keys set
-// m(1 - e^(-n/keySample/m)) on average.
-func (k *keySketch) countKeys(n uint64) {
-	m := max(64, k.mask+1)
-	if len(k.seen) == int(m/64) {
-		clear(k.seen)
-	} else {
-		k.seen = make([]uint64, m/64)
-	}
-	k.ones = 0
-	k.growAt = max(1, int(float64(m)*(1-math.Exp(-float64(n)/keySample/float64(m)))))
+	return false
 }
 
 // raise makes the key's estimate in generation g at least v.
 func (k *keySketch) raise(h uint64, g uint64, v int64) {
-	if v <= 0 || k.cells == nil || (g != k.gen && g != k.gen-1) {
+	if v <= 0 || (g != k.gen && g != k.gen-1) {
 		return
 	}
-	half := int(g & 1)
-	for _, i := range k.at(h) {
-		k.cells[i+half] = max(k.cells[i+half], clampCount(v))
+	nv := min(uint64(v), k.top())
+	words, offs := k.slots(h)
+	sh := uint(g&1) << k.shift
+	for i := range words {
+		c := &k.cells[words[i]]
+		at := offs[i] + sh
+		if *c>>at&k.top() < nv {
+			*c = *c&^(k.top()<<at) | nv<<at
+		}
 	}
 }
 
-// grow doubles the sketch's blocks. A key's block b moves to b or
+// countKeys starts counting the generation's keys afresh: growAt is the
+// bits that keys one per sketchLoad pairs set, sampled one in keySample:
+// of m bits, n distinct keys set m(1 - e^(-n/m)) on average.
+func (k *keySketch) countKeys() {
+	m := max(64, int(k.mask+1))
+	if len(k.seen)*64 == m {
+		clear(k.seen)
+	} else {
+		k.seen = make([]uint64, m/64)
+	}
+	k.seenShift = 64 - uint(bits.Len(uint(m))-1)
+	k.ones = 0
+	n := float64(k.mask+1) * float64(k.pairs()) / sketchLoad / keySample
+	k.growAt = max(1, int(float64(m)*(1-math.Exp(-n/float64(m)))))
+}
+
+// grown returns the sketch doubled: a key's block b moves to b or
 // b+blocks, depending on one more bit of its hash; both take the old
-// block's counters, so every estimate stays what it was.
-func (k *keySketch) grow() {
+// block's counters, so every estimate stays what it was. The generation's
+// keys go on being counted as if none had been seen.
+func (k *keySketch) grown() keySketch {
 	n := len(k.cells)
-	cells := make([]uint32, 2*n)
-	copy(cells, k.cells)
-	copy(cells[n:], k.cells)
-	k.cells = cells
-	k.mask = 2*k.mask + 1
-	// The keys counted so far filled the half it had: as many again fill
-	// the new half.
-	k.countKeys(keysPerBlock * (k.mask + 1) / 2)
+	g := *k
+	g.cells = make([]uint64, 2*n)
+	copy(g.cells, k.cells)
+	copy(g.cells[n:], k.cells)
+	g.mask = 2*k.mask + 1
+	g.countKeys()
+	return g
+}
+
+// folded returns the sketch halved: block b takes, counter by counter,
+// the larger of its own and block b+blocks/2's, which both of their keys
+// now share, so that no estimate falls.
+func (k *keySketch) folded() keySketch {
+	half := len(k.cells) / 2
+	f := *k
+	f.cells = make([]uint64, half)
+	w := uint(1) << k.shift
+	top := k.top()
+	for i := range f.cells {
+		a, b := k.cells[i], k.cells[i+half]
+		var c uint64
+		for at := uint(0); at < 64; at += w {
+			c |= max(a>>at&top, b>>at&top) << at
+		}
+		f.cells[i] = c
+	}
+	f.mask = k.mask / 2
+	f.countKeys()
+	return f
+}
+
+// widened returns the sketch with counters 1<<shift bits wide, for a
+// limit its counters are too narrow for, in as many blocks: each counter of
+// a block takes the largest of the block's in its generation, so that no
+// estimate falls (and the block's keys are estimated as its busiest until
+// the generations pass). A saturated counter stays saturated.
+func (k *keySketch) widened(shift uint) keySketch {
+	n := *k
+	n.shift = shift
+	n.cells = make([]uint64, len(k.cells))
+	w, nw := uint(1)<<k.shift, uint(1)<<shift
+	top := k.top()
+	for b := 0; b < len(k.cells); b += blockWords {
+		var most [2]uint64
+		for i := b; i < b+blockWords; i++ {
+			for at := uint(0); at < 64; at += 2 * w {
+				for g := range uint(2) {
+					most[g] = max(most[g], k.cells[i]>>(at+g*w)&top)
+				}
+			}
+		}
+		for g := range most {
+			if most[g] == top {
+				most[g] = n.top()
+			}
+		}
+		var word uint64
+		for at := uint(0); at < 64; at += 2 * nw {
+			word |= most[0]<<at | most[1]<<(at+nw)
+		}
+		for i := b; i < b+blockWords; i++ {
+			n.cells[i] = word
+		}
+	}
+	n.countKeys()
+	return n
 }

@@ -1,0 +1,277 @@
+package flow
+
+import "math"
+
+// The entries of a shard, and who gets one. An entry costs what a key
+// loses when it has none. In the sketch a key is allowed while its two
+// generations hold at most its limit, which a key paced evenly above half
+// its limit overruns; a key at half its limit or below loses nothing there
+// (but for collisions). A key refused in its entry is over a limit, and is
+// owed nothing more than what the sketch allows it. So a newcomer takes,
+// in this order:
+//
+//   - a free entry, even at its first request, so that a key that will be
+//     busy starts exact, with nothing seeded from the sketch;
+//   - of a few entries looked at from a cursor that goes round, one whose
+//     key was refused in its first window's current or last generation
+//     (not for counts its entry was seeded with), or that counts nothing;
+//   - if the sketch allows its request and it is over half its limit
+//     there, the least used entry of those looked at whose key is at half
+//     its limit or below, and less used than it;
+//   - if the sketch allows its request, a new entry, while the budget has
+//     the bytes, and for a key at half its limit or below while the
+//     entries take less than an eighth of the budget.
+//
+// An entry of a key that is within its limit and over half of it is never
+// taken. A search that finds nothing spares the next skipAfterMiss
+// newcomers that need no more than its own the search.
+const (
+	victimLook    = 8
+	skipAfterMiss = 16
+	halfShare     = 512 // half a limit, in 1/1024ths
+)
+
+// share is count as a share of limit, in 1/1024ths.
+func share(count, limit int64) int64 {
+	if limit == 0 {
+		return 1 << 40
+	}
+	return count << 10 / limit
+}
+
+// promote gives key (hash h) an entry seeded from its estimates, if the
+// shard has one to give it, and reports whether it did. est and at are the
+// key's estimates and buckets per window; n is what it asks.
+func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) (int32, bool) {
+	cfg := s.cfg
+	need, refusing := int64(0), false
+	for j := range cfg.wins {
+		c := est[j][0] + est[j][1] + n
+		need = max(need, share(c, cfg.wins[j].limit))
+		refusing = refusing || c > cfg.wins[j].limit
+	}
+	var e int32
+	switch {
+	case len(s.hot) < cap(s.hot):
+		e = s.take(h, key)
+	case s.skip > 0 && need <= s.skipNeed:
+		s.skip--
+		return 0, false
+	default:
+		v, worth := s.victim(now)
+		switch {
+		case worth <= 0 || !refusing && need > halfShare && worth <= halfShare && worth < need:
+			s.evict(q, v, now)
+			s.fill(v, h, key)
+			e = v
+		case !refusing && (need > halfShare || s.eager(q)) && s.grow(q):
+			e = s.take(h, key)
+		default:
+			s.skip, s.skipNeed = skipAfterMiss, need
+			return 0, false
+		}
+	}
+	// Refusals owed to the seed do not mark the key over its limit.
+	hk := &s.hot[e]
+	hk.calm = s.seed(e, est, at)
+	hk.seeded = [2]uint32{clampCount(est[0][0]), clampCount(est[0][1])}
+	hk.seedAt = at[0]
+	return e, true
+}
+
+// victim looks at victimLook entries from the cursor, and returns the one
+// least worth keeping that has no override, and its worth: -1 for a key
+// over a limit (the first found), otherwise the largest share of a limit
+// it asked in a window, 0 for none; MaxInt64 if all it looked at have
+// overrides.
+func (s *keyShard) victim(now int64) (int32, int64) {
+	cfg := s.cfg
+	var b [MaxKeyWindows]uint64
+	for j := range cfg.wins {
+		b[j] = cfg.wins[j].grid.Index(now)
+	}
+	g := b[0] / cfg.wins[0].k
+	nw := len(cfg.wins)
+	best, least := int32(-1), int64(math.MaxInt64)
+	for range victimLook {
+		e := int32(s.cursor % len(s.hot))
+		s.cursor++
+		hk := &s.hot[e]
+		if hk.pin != nil {
+			continue
+		}
+		if hk.overAt+1 >= g {
+			return e, -1
+		}
+		// What the key asked: what its windows count, and in the first,
+		// what was refused in its current and last generation.
+		worth := int64(0)
+		for j := range cfg.wins {
+			if hw := &s.state[int(e)*nw+j]; hw.last+cfg.wins[j].k >= b[j] {
+				asked := hw.sum
+				if j == 0 && hk.blockAt+1 >= g {
+					asked += int64(hk.blocked[0]) + int64(hk.blocked[1])
+				}
+				worth = max(worth, share(asked, cfg.wins[j].limit))
+			}
+		}
+		if worth < least {
+			best, least = e, worth
+		}
+	}
+	return best, least
+}
+
+// eager reports whether the shard's entries may grow for a key at half
+// its limit or below: while they take less than an eighth of the budget's
+// share of a shard.
+func (s *keyShard) eager(q *KeyedQPS) bool {
+	return s.cfg.entriesBytes(cap(s.hot)) < q.acct.mem.limit/8/keyShards
+}
+
+// grow doubles the entries hot keys may take, if the budget has the bytes,
+// and reports whether it did.
+func (s *keyShard) grow(q *KeyedQPS) bool {
+	if !s.resize(q, 2*s.room+s.pins, false) {
+		return false
+	}
+	s.room *= 2
+	return true
+}
+
+// entriesBytes is the heap of n entries and their index.
+func (c *keyConfig) entriesBytes(n int) int64 {
+	return int64(n)*c.entryBytes() + keyIndexBytes(n)
+}
+
+// resize allocates exactly n entries, keeping those in use (at most n),
+// and their index. A floor takes the bytes whatever the budget has;
+// otherwise resize reports false, and changes nothing, if the budget lacks
+// them.
+func (s *keyShard) resize(q *KeyedQPS, n int, floor bool) bool {
+	cfg := s.cfg
+	have := cap(s.hot)
+	if n == have {
+		return true
+	}
+	switch d := cfg.entriesBytes(n) - cfg.entriesBytes(have); {
+	case d < 0:
+		q.acct.give(-d)
+	case floor:
+		q.acct.take(d)
+	case !q.acct.grow(d):
+		return false
+	}
+	nw := len(cfg.wins)
+	hot := make([]hotKey, len(s.hot), n)
+	copy(hot, s.hot)
+	counts := make([]uint32, n*cfg.stride)
+	copy(counts, s.counts[:len(s.hot)*cfg.stride])
+	state := make([]hotWindow, n*nw)
+	copy(state, s.state[:len(s.hot)*nw])
+	names := make([]byte, n*MaxShownKeyLength)
+	copy(names, s.names[:len(s.hot)*MaxShownKeyLength])
+	s.hot, s.counts, s.state, s.names = hot, counts, state, names
+	s.index = newKeyIndex(n)
+	for e := range s.hot {
+		s.index.put(s.hot[e].hash, int32(e))
+	}
+	return true
+}
+
+// take gives key (hash h) a free entry, empty, and returns it.
+func (s *keyShard) take(h uint64, key string) int32 {
+	e := int32(len(s.hot))
+	s.hot = s.hot[:e+1]
+	s.fill(e, h, key)
+	return e
+}
+
+// fill makes entry e key's, with empty windows.
+func (s *keyShard) fill(e int32, h uint64, key string) {
+	cfg := s.cfg
+	name := key[:min(len(key), MaxShownKeyLength)]
+	copy(s.names[int(e)*MaxShownKeyLength:], name)
+	s.hot[e] = hotKey{hash: h, keyLen: uint8(len(name))}
+	clear(s.counts[int(e)*cfg.stride : int(e+1)*cfg.stride])
+	clear(s.state[int(e)*len(cfg.wins) : int(e+1)*len(cfg.wins)])
+	s.index.put(h, e)
+}
+
+// evict takes hot entry e from its key, handing the key's counts back to
+// the sketch: in each window, each generation's counters of the key are
+// raised to at least what the entry counted in that generation's buckets.
+func (s *keyShard) evict(q *KeyedQPS, e int32, now int64) {
+	hk := &s.hot[e]
+	for j := range s.cfg.wins {
+		w := &s.cfg.wins[j]
+		hw, c := s.window(e, j)
+		// The sketch moves on to the entry's newest bucket if a caller's
+		// time is earlier (a caller that read the clock, then stalled):
+		// every count of the entry then lies in one of its generations.
+		s.advanceSketch(q, j, max(now, w.grid.Start(hw.last)))
+		k := &s.sketch[j]
+		var sum [2]int64 // previous and current generation
+		for m := uint64(0); m <= w.k && m <= hw.last; m++ {
+			x := hw.last - m
+			switch x / w.k {
+			case k.gen:
+				sum[1] += int64(c[x%(w.k+1)])
+			case k.gen - 1:
+				sum[0] += int64(c[x%(w.k+1)])
+			}
+		}
+		k.raise(hk.hash, k.gen-1, sum[0])
+		k.raise(hk.hash, k.gen, sum[1])
+	}
+	s.index.remove(hk.hash)
+}
+
+// drop evicts hot entry e, and gives its place to the last entry, so that
+// the entries in use stay the first len(hot).
+func (s *keyShard) drop(q *KeyedQPS, e int32, now int64) {
+	s.evict(q, e, now)
+	last := int32(len(s.hot) - 1)
+	if e != last {
+		cfg := s.cfg
+		s.hot[e] = s.hot[last]
+		nw := len(cfg.wins)
+		copy(s.counts[int(e)*cfg.stride:int(e+1)*cfg.stride], s.counts[int(last)*cfg.stride:])
+		copy(s.state[int(e)*nw:int(e+1)*nw], s.state[int(last)*nw:])
+		copy(s.names[int(e)*MaxShownKeyLength:int(e+1)*MaxShownKeyLength], s.names[int(last)*MaxShownKeyLength:])
+		s.index.put(s.hot[e].hash, e)
+	}
+	s.hot = s.hot[:last]
+}
+
+// pin gives the keys with overrides of shard id in the shard's
+// configuration their entries: each takes the one it has, or a new one
+// seeded from the sketch, for good. A key no longer pinned keeps its entry
+// as any hot key does, but for the entries hot keys may take: the surplus
+// goes back to the sketch, so that overrides that change at every reload
+// do not grow the entries. The entries are then allocated to fit.
+func (s *keyShard) pin(q *KeyedQPS, id int, now int64) {
+	pins := s.cfg.pins[id]
+	for e := range s.hot {
+		s.hot[e].pin = nil
+	}
+	s.pins = len(pins)
+	s.resize(q, max(cap(s.hot), len(s.hot)+len(pins)), true)
+	for x := range pins {
+		p := &pins[x]
+		e, ok := s.index.find(p.hash)
+		if !ok {
+			// A cold key until now: its counts in the sketch come along.
+			est, at := s.estimates(q, p.hash, now)
+			e = s.take(p.hash, p.key)
+			s.seed(e, &est, &at)
+		}
+		s.hot[e].pin = p
+	}
+	for e := int32(len(s.hot) - 1); e >= 0 && len(s.hot) > s.room+s.pins; e-- {
+		if s.hot[e].pin == nil {
+			s.drop(q, e, now)
+		}
+	}
+	s.resize(q, s.room+s.pins, true)
+}
