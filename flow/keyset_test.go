@@ -86,9 +86,10 @@ func TestKeyedQPSSetAddsAWindowKeepingTheCounts(t *testing.T) {
 		t.Fatalf("allowed %d at one instant across the reload, limit 5", n)
 	}
 	// The hourly window counts from the reload, with what the per-second
-	// window held then: 5 of its 7 are used, 2 are left for the hour.
+	// window held then: 5 of its 7 are used, 2 are left for the hour, and
+	// none until the hour from the reload has passed.
 	ask(int64(2*time.Second), 10)
-	ask(int64(30*time.Minute), 10)
+	ask(int64(59*time.Minute), 10)
 	if n := len(got["u"]); n != 7 {
 		t.Fatalf("allowed %d in the hour from the reload, limit 7", n)
 	}
@@ -138,5 +139,50 @@ func TestKeyedQPSSetRemovesAndReordersWindows(t *testing.T) {
 	}
 	if d, _ := q.AllowNAt(later+3, "b", 1); d.Allowed {
 		t.Fatal("a refused Set changed the limits")
+	}
+}
+
+// TestKeyedQPSSetSeedsANewWindowFromTheSketch: a key counted in the sketch
+// when a reload adds a window brings its counts into the new window's
+// sketch: 2 used of a new hourly 3, 1 left.
+func TestKeyedQPSSetSeedsANewWindowFromTheSketch(t *testing.T) {
+	c := clock.NewManual(0)
+	sec := KeyWindow{Limit: 6, Interval: time.Second}
+	none, _ := NewKeyMemory(0) // the shard keeps its floor of entries
+	q, err := NewKeyedQPS([]KeyWindow{sec}, WithClock(c), WithKeyMemory(none))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "u"
+	// Keys of u's shard take every entry, each at 4 of 6: u, at 2, takes
+	// none of them.
+	for _, k := range keysInShard(q, q.hash(key)>>shardShift, floorRoom, "busy-") {
+		for range 4 {
+			if d, _ := q.AllowNAt(0, k, 1); !d.Allowed {
+				t.Fatal("test setup: a busy key refused")
+			}
+		}
+	}
+	for range 2 {
+		if d, _ := q.AllowNAt(1, key, 1); !d.Allowed {
+			t.Fatal("u refused")
+		}
+	}
+	if _, hot := q.shard(q.hash(key)).index.find(q.hash(key)); hot {
+		t.Fatal("test setup: u has an entry")
+	}
+	if err := q.Set([]KeyWindow{sec, {Limit: 3, Interval: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	allowed := 0
+	for _, at := range []time.Duration{2 * time.Second, 10 * time.Minute, 50 * time.Minute} {
+		for range 3 {
+			if d, _ := q.AllowNAt(int64(at), key, 1); d.Allowed {
+				allowed++
+			}
+		}
+	}
+	if allowed != 1 {
+		t.Fatalf("u allowed %d more in the hour after the reload, with 2 of 3 counted before it", allowed)
 	}
 }
