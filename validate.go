@@ -315,7 +315,7 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 		// judge them together (bucket widths, interval splits).
 		// A CPU that reads nothing: whether the guard reads one is the
 		// guard's to say, when it is given the rule.
-		if _, err := buildFlow(f, nil, nil, func() float64 { return 0 }); err != nil {
+		if _, err := buildFlow(f, nil, nil, func() float64 { return 0 }, nil); err != nil {
 			p.add(fieldOf(err), "%v", err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 // A KeyMemory is a budget of heap for the per-key state of the keyed
 // limiters given it with [WithKeyMemory]: KeyedQPS draws its sketches'
 // growth and its hot keys' entries from it, KeyedConcurrency and
-// KeyedThrottle their sketches. A limiter that finds the budget spent
+// KeyedThrottle their sketches, each at most a sixteenth of the limit. A limiter that finds the budget spent
 // stops growing; it never goes over a key's limit for it, it only refuses
 // some keys early, as its doc says. Each limiter keeps a small floor
 // whatever the budget (KeyedQPS: a few KiB per shard it uses), so InUse
@@ -103,4 +103,32 @@ func (b *keyBytes) take(n int64) {
 func (b *keyBytes) give(n int64) {
 	b.mem.used.Add(-n)
 	b.held.Add(-n)
+}
+
+// drawFixed returns how many blocks, of blockBytes each, a keyed limiter of
+// fixed size gets from mem for the want (a power of two) it asks: halved
+// until they take at most a sixteenth of mem's limit, so that a few such
+// limiters leave room for the others, and mem has them; and at least
+// least, taken whatever mem has; want without mem. The caller ties what it
+// took to itself with giveBackWhenGone.
+func drawFixed(mem *KeyMemory, want, least, blockBytes int) int {
+	if mem == nil {
+		return want
+	}
+	b := keyBytes{mem: mem}
+	for n := want; n > least; n /= 2 {
+		if int64(n*blockBytes) <= mem.limit/16 && b.grow(int64(n*blockBytes)) {
+			return n
+		}
+	}
+	b.take(int64(least * blockBytes))
+	return least
+}
+
+// giveBackWhenGone gives the bytes owner drew from mem (drawFixed) back
+// once owner is collected.
+func giveBackWhenGone[T any](owner *T, mem *KeyMemory, bytes int) {
+	if mem != nil {
+		runtime.AddCleanup(owner, func(n int64) { mem.used.Add(-n) }, int64(bytes))
+	}
 }
