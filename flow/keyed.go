@@ -93,8 +93,8 @@ const (
 	// whatever its budget has, and doubles them as keyentries.go says.
 	floorRoom = 8
 	// keyShardBytes is the heap of a KeyedQPS besides its entries and
-	// sketches.
-	keyShardBytes = 16384
+	// sketches, rounded up.
+	keyShardBytes = 20 << 10
 )
 
 // NewKeyedQPS returns a limiter of the given windows, decided together for

@@ -15,12 +15,12 @@ import "math"
 //   - of a few entries looked at from a cursor that goes round, one whose
 //     key was refused in its first window's current or last generation
 //     (not for counts its entry was seeded with), or that counts nothing;
-//   - if the sketch allows its request and it is over half its limit
-//     there, the least used entry of those looked at whose key is at half
-//     its limit or below, and less used than it;
 //   - if the sketch allows its request, a new entry, while the budget has
-//     the bytes, and for a key at half its limit or below while the
-//     entries take less than an eighth of the budget.
+//     the bytes: while the entries take less than a sixteenth of the
+//     budget, or less than half for a key over half its limit;
+//   - if the sketch allows its request and it is over half its limit
+//     there, the least used entry of those looked at whose key is below
+//     half its limit.
 //
 // An entry of a key that is within its limit and over half of it is never
 // taken. A search that finds nothing spares the next skipAfterMiss
@@ -60,12 +60,12 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 	default:
 		v, worth := s.victim(now)
 		switch {
-		case worth <= 0 || !refusing && need > halfShare && worth <= halfShare && worth < need:
-			s.evict(q, v, now)
-			s.fill(v, h, key)
-			e = v
-		case !refusing && (need > halfShare || s.eager(q)) && s.grow(q):
+		case worth <= 0:
+			e = s.displace(q, v, h, key, now)
+		case !refusing && s.mayGrow(q, need) && s.grow(q):
 			e = s.take(h, key)
+		case !refusing && need > halfShare && worth < halfShare && worth < need:
+			e = s.displace(q, v, h, key, now)
 		default:
 			s.skip, s.skipNeed = skipAfterMiss, need
 			return 0, false
@@ -77,6 +77,14 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 	hk.seeded = [2]uint32{clampCount(est[0][0]), clampCount(est[0][1])}
 	hk.seedAt = at[0]
 	return e, true
+}
+
+// displace gives key (hash h) entry v, whose key's counts go back to the
+// sketch, and returns it.
+func (s *keyShard) displace(q *KeyedQPS, v int32, h uint64, key string, now int64) int32 {
+	s.evict(q, v, now)
+	s.fill(v, h, key)
+	return v
 }
 
 // victim looks at victimLook entries from the cursor, and returns the one
@@ -122,11 +130,56 @@ func (s *keyShard) victim(now int64) (int32, int64) {
 	return best, least
 }
 
-// eager reports whether the shard's entries may grow for a key at half
-// its limit or below: while they take less than an eighth of the budget's
-// share of a shard.
-func (s *keyShard) eager(q *KeyedQPS) bool {
-	return s.cfg.entriesBytes(cap(s.hot)) < q.acct.mem.limit/8/keyShards
+// mayGrow reports whether the shard's entries may grow for a newcomer that
+// needs the given share of its limit: while they take less than a
+// sixteenth of the shard's share of the budget, or, for a newcomer over
+// half its limit, less than half of it; the rest is the sketch's.
+func (s *keyShard) mayGrow(q *KeyedQPS, need int64) bool {
+	b := s.cfg.entriesBytes(cap(s.hot)) * keyShards
+	return b < q.acct.mem.limit/16 || need > halfShare && b < q.acct.mem.limit/2
+}
+
+// trim halves the entries hot keys may take, at time now, if fewer than a
+// quarter of them count anything: the entries of idle keys go, and their
+// bytes back to the budget. Once a generation, so that entries a flood
+// grew go back a step at a time when it has passed.
+func (s *keyShard) trim(q *KeyedQPS, now int64) {
+	if s.room <= floorRoom || s.busy(now) >= s.room/4 {
+		return
+	}
+	for e := int32(len(s.hot) - 1); e >= 0 && len(s.hot) > s.room/2+s.pins; e-- {
+		if s.hot[e].pin == nil && s.idle(e, now) {
+			s.drop(q, e, now)
+		}
+	}
+	if len(s.hot) <= s.room/2+s.pins {
+		s.room /= 2
+		s.resize(q, s.room+s.pins, true)
+	}
+}
+
+// busy returns how many entries without overrides count something at time
+// now.
+func (s *keyShard) busy(now int64) int {
+	n := 0
+	for e := range s.hot {
+		if s.hot[e].pin == nil && !s.idle(int32(e), now) {
+			n++
+		}
+	}
+	return n
+}
+
+// idle reports whether entry e counts nothing in any window at time now.
+func (s *keyShard) idle(e int32, now int64) bool {
+	nw := len(s.cfg.wins)
+	for j := range s.cfg.wins {
+		w := &s.cfg.wins[j]
+		if hw := &s.state[int(e)*nw+j]; hw.sum > 0 && hw.last+w.k >= w.grid.Index(now) {
+			return false
+		}
+	}
+	return true
 }
 
 // grow doubles the entries hot keys may take, if the budget has the bytes,

@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"math"
 	"sync"
 	"time"
 )
@@ -292,11 +291,15 @@ func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [MaxKeyWindo
 // halves it if its last generation had few keys.
 func (s *keyShard) advanceSketch(q *KeyedQPS, j int, now int64) uint64 {
 	k := &s.sketch[j]
+	gen := k.gen
 	b, quiet := k.advance(&s.cfg.wins[j], now)
 	if quiet {
 		blocks := int64(k.mask + 1)
 		*k = k.folded()
 		q.acct.give(sketchBytes(blocks) - sketchBytes(blocks/2))
+	}
+	if j == 0 && k.gen != gen {
+		s.trim(q, now)
 	}
 	return b
 }
@@ -310,9 +313,9 @@ func (s *keyShard) growSketch(q *KeyedQPS, j int) {
 		*k = k.grown()
 		return
 	}
-	k.growAt = math.MaxInt
+	k.full = true
 }
 
-// sketchBytes is the heap of a sketch of the given blocks: theirs and the
-// bits that count its keys.
-func sketchBytes(blocks int64) int64 { return blocks*blockBytes + max(64, blocks)/8 }
+// sketchBytes is the heap of a sketch of the given blocks, beside its
+// keySketch.
+func sketchBytes(blocks int64) int64 { return blocks * blockBytes }
