@@ -46,14 +46,30 @@ func (c *keyConfig) limitOf(p *keyPin, j int) int64 {
 	return c.wins[j].limit
 }
 
-// find returns the window of the given interval and buckets, or -1.
-func (c *keyConfig) find(interval time.Duration, k uint64) int {
+// match returns, for each window of c, the window of old it keeps the
+// counts of: the window of the same interval and buckets, the second of a
+// shape matched with the second, and so on; or -1.
+func (c *keyConfig) match(old *keyConfig) []int {
+	from := make([]int, len(c.wins))
 	for j := range c.wins {
-		if c.wins[j].interval == interval && c.wins[j].k == k {
-			return j
+		from[j] = -1
+		nth := 0
+		for i := range j {
+			if c.wins[i].interval == c.wins[j].interval && c.wins[i].k == c.wins[j].k {
+				nth++
+			}
+		}
+		for o := range old.wins {
+			if old.wins[o].interval == c.wins[j].interval && old.wins[o].k == c.wins[j].k {
+				if nth == 0 {
+					from[j] = o
+					break
+				}
+				nth--
+			}
 		}
 	}
-	return -1
+	return from
 }
 
 // entryBytes is the heap of one hot entry: its hotKey, its key as Top
@@ -88,9 +104,6 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 		}
 		if we := timegrid.CheckWindow(w.Interval, k); we != nil {
 			return nil, &ConfigError{Option: at(we.Arg), Value: we.Value, Detail: we.Detail}
-		}
-		if i := c.find(w.Interval, uint64(k)); i >= 0 {
-			return nil, &ConfigError{Option: at("interval"), Value: w.Interval, Detail: fmt.Sprintf("windows[%d] has the same interval in %d buckets: windows are told apart by them", i, k)}
 		}
 		c.wins[j] = keyWindow{limit: w.Limit, k: uint64(k), grid: alignedGrid(w.Interval, k), off: c.stride, interval: w.Interval}
 		c.stride += k + 1
@@ -153,9 +166,9 @@ func (c *keyConfig) same(d *keyConfig) bool {
 }
 
 // Set gives the limiter new windows, limits and overrides. Windows are
-// matched with those in force by interval and buckets, in any order: a
-// window kept keeps its counts, under its new limit; a window gone stops
-// counting. A new window counts a key's requests from the reload on, and
+// matched with those in force by interval and buckets, in any order (the
+// second of the same interval and buckets with the second): a window kept
+// keeps its counts, under its new limit; a window gone stops counting. A new window counts a key's requests from the reload on, and
 // those that the kept window of the longest interval up to its own counted
 // then; an interval that spans the reload may also hold requests no kept
 // window counted. A key that loses its override keeps its counts. A bad

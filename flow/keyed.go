@@ -24,17 +24,17 @@ import (
 // in a count-min sketch per window, which never lets a key through early
 // and may refuse it early. A key paced evenly at up to k/(k+1) of its limit
 // (95% with DefaultKeyBuckets) is never refused once it has an entry, and
-// no key takes the entry of a key within its limit and over half of it.
-// Keys that go over their limits, or come in floods of distinct keys, take
-// the entries of one another and of idle keys. docs/keyed.md gives the
-// proof of the bound, the rules for entries, and the measured rates of
-// early refusals.
+// no key takes the entry of a key within its limit and at half of it or
+// more. Keys that go over their limits, or come in floods of distinct
+// keys, take the entries of one another and of idle keys. docs/keyed.md
+// gives the proof of the bound, the rules for entries, and the measured
+// rates of early refusals.
 //
 // Memory comes from a [KeyMemory], the limiter's own of DefaultKeyMemory
-// unless [WithKeyMemory] shares one: the sketches double as distinct keys
-// arrive and halve when they go, and the entries double when more keys
-// over half their limits need them, while the budget has the bytes. The
-// keys with overrides keep entries besides.
+// unless [WithKeyMemory] shares one. The sketches double as distinct keys
+// arrive and halve when they go. The entries double as keys need them, up
+// to half the budget, and halve when most of them are idle. The keys with
+// overrides keep entries besides.
 //
 // Keys are told apart by a 64-bit hash, seeded at random per limiter, so no
 // one can pick keys that collide; two keys with equal hashes (one chance in
@@ -98,8 +98,7 @@ const (
 )
 
 // NewKeyedQPS returns a limiter of the given windows, decided together for
-// each key: between 1 and MaxKeyWindows of them, no two of the same
-// interval and buckets, each with a limit in [0, MaxLimit], a positive
+// each key: between 1 and MaxKeyWindows of them, each with a limit in [0, MaxLimit], a positive
 // interval that divides into its buckets (at most MaxKeyBuckets) of at
 // least 1 µs, and overrides within the same bounds. It takes the Options
 // WithClock and WithKeyMemory. A bad argument is a *ConfigError naming it

@@ -427,7 +427,6 @@ func TestKeyedQPSSetKeepsCountsAndMovesOverrides(t *testing.T) {
 		t.Fatal("b allowed a fifth under its override of 4: its count before the override was lost")
 	}
 	for _, bad := range [][]KeyWindow{
-		{{Limit: 3, Interval: time.Second}, {Limit: 1, Interval: time.Second, Buckets: DefaultKeyBuckets}},
 		{{Limit: -1, Interval: time.Second}},
 		{{Limit: 3, Interval: time.Second, Buckets: MaxKeyBuckets + 1}},
 	} {

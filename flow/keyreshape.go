@@ -17,10 +17,9 @@ func (s *keyShard) reshape(q *KeyedQPS, id int, cfg *keyConfig, now int64) {
 		}
 		return
 	}
-	from := make([]int, len(cfg.wins)) // each new window's old one, or -1
+	from := cfg.match(old) // each new window's old one, or -1
 	same := len(cfg.wins) == len(old.wins)
 	for j := range cfg.wins {
-		from[j] = old.find(cfg.wins[j].interval, cfg.wins[j].k)
 		same = same && from[j] == j
 	}
 	// Every window of every entry, and every sketch, up to now first.

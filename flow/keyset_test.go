@@ -134,11 +134,28 @@ func TestKeyedQPSSetRemovesAndReordersWindows(t *testing.T) {
 		t.Fatalf("b, 5 counted this minute: %+v by window %d, want refused by window 0", d, j)
 	}
 	// Bad windows change nothing.
-	if err := q.Set([]KeyWindow{{Limit: 1, Interval: time.Second, Buckets: 3}, {Limit: 1, Interval: time.Second, Buckets: 3}}); err == nil {
-		t.Fatal("Set accepted two windows of the same interval and buckets")
+	if err := q.Set([]KeyWindow{{Limit: 1, Interval: time.Second, Buckets: 3}, {Limit: -1, Interval: time.Hour}}); err == nil {
+		t.Fatal("Set accepted a limit of -1")
 	}
 	if d, _ := q.AllowNAt(later+3, "b", 1); d.Allowed {
 		t.Fatal("a refused Set changed the limits")
+	}
+	// Two windows of one interval and buckets are matched in order: the
+	// minute's counts stay with the first minute window, and the second,
+	// new, is seeded from the minute in force.
+	looser := minute
+	looser.Limit = 100
+	if err := q.Set([]KeyWindow{looser, minute}); err != nil {
+		t.Fatal(err)
+	}
+	if d, j := q.AllowNAt(later+4, "b", 1); d.Allowed || j != 1 {
+		t.Fatalf("b, 5 counted this minute: %+v by window %d, want refused by window 1, the new minute of 5, seeded with the 5", d, j)
+	}
+	if err := q.Set([]KeyWindow{minute, looser}); err != nil {
+		t.Fatal(err)
+	}
+	if d, j := q.AllowNAt(later+5, "b", 1); d.Allowed || j != 0 {
+		t.Fatalf("b: %+v by window %d, want refused by window 0, which kept the minute's counts", d, j)
 	}
 }
 
