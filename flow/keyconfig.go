@@ -114,7 +114,7 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 				return nil, &ConfigError{Option: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
 			}
 			if c.pinned == nil {
-				c.pinned = map[string][]int64{}
+				c.pinned = make(map[string][]int64, len(w.Overrides))
 			}
 			l := c.pinned[key]
 			if l == nil {
@@ -124,20 +124,18 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 			l[j] = limit
 		}
 	}
+	all := make([]keyPin, 0, len(c.pinned))
 	var n [keyShards]int
-	hashes := make([]uint64, 0, len(c.pinned))
-	keys := slices.Sorted(maps.Keys(c.pinned))
-	for _, key := range keys {
+	for key, limits := range c.pinned {
 		h := q.hash(key)
-		hashes = append(hashes, h)
+		all = append(all, keyPin{hash: h, key: key, limits: limits})
 		n[h>>shardShift]++
 	}
 	for i := range c.pins {
 		c.pins[i] = make([]keyPin, 0, n[i])
 	}
-	for x, key := range keys {
-		h := hashes[x]
-		c.pins[h>>shardShift] = append(c.pins[h>>shardShift], keyPin{hash: h, key: key, limits: c.pinned[key]})
+	for _, p := range all {
+		c.pins[p.hash>>shardShift] = append(c.pins[p.hash>>shardShift], p)
 	}
 	return c, nil
 }

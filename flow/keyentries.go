@@ -185,7 +185,7 @@ func (s *keyShard) idle(e int32, now int64) bool {
 // grow doubles the entries hot keys may take, if the budget has the bytes,
 // and reports whether it did.
 func (s *keyShard) grow(q *KeyedQPS) bool {
-	if !s.resize(q, 2*s.room+s.pins, false) {
+	if n := 2*s.room + s.pins; n > cap(s.hot) && !s.resize(q, n, false) {
 		return false
 	}
 	s.room *= 2
@@ -301,15 +301,24 @@ func (s *keyShard) drop(q *KeyedQPS, e int32, now int64) {
 // configuration their entries: each takes the one it has, or a new one
 // seeded from the sketch, for good. A key no longer pinned keeps its entry
 // as any hot key does, but for the entries hot keys may take: the surplus
-// goes back to the sketch, so that overrides that change at every reload
-// do not grow the entries. The entries are then allocated to fit.
+// goes back to the sketch, idle keys first, so that overrides that change
+// at every reload do not grow the entries. The entries are allocated anew
+// only when they do not fit, or take over twice what they need.
 func (s *keyShard) pin(q *KeyedQPS, id int, now int64) {
 	pins := s.cfg.pins[id]
+	missing := 0
 	for e := range s.hot {
 		s.hot[e].pin = nil
 	}
+	for x := range pins {
+		if _, ok := s.index.find(pins[x].hash); !ok {
+			missing++
+		}
+	}
 	s.pins = len(pins)
-	s.resize(q, max(cap(s.hot), len(s.hot)+len(pins)), true)
+	if need := len(s.hot) + missing; need > cap(s.hot) {
+		s.resize(q, need, true)
+	}
 	for x := range pins {
 		p := &pins[x]
 		e, ok := s.index.find(p.hash)
@@ -321,10 +330,15 @@ func (s *keyShard) pin(q *KeyedQPS, id int, now int64) {
 		}
 		s.hot[e].pin = p
 	}
-	for e := int32(len(s.hot) - 1); e >= 0 && len(s.hot) > s.room+s.pins; e-- {
-		if s.hot[e].pin == nil {
-			s.drop(q, e, now)
+	want := s.room + s.pins
+	for _, idleOnly := range []bool{true, false} {
+		for e := int32(len(s.hot) - 1); e >= 0 && len(s.hot) > want; e-- {
+			if s.hot[e].pin == nil && (!idleOnly || s.idle(e, now)) {
+				s.drop(q, e, now)
+			}
 		}
 	}
-	s.resize(q, s.room+s.pins, true)
+	if cap(s.hot) < want || cap(s.hot) > 2*want {
+		s.resize(q, want, true)
+	}
 }

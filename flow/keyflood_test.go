@@ -2,6 +2,7 @@ package flow
 
 import (
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -133,5 +134,49 @@ func TestKeyedQPSCountsTheSizesItHas(t *testing.T) {
 	}
 	if s := unsafe.Sizeof(KeyedQPS{}); s > keyShardBytes {
 		t.Errorf("a KeyedQPS takes %d bytes, the accounting says %d", s, keyShardBytes)
+	}
+}
+
+// TestKeyCountEstimatesDistinctKeys: the count of a generation's keys is
+// within 20% of their number (three standard errors), and keys that come
+// back are not counted again.
+func TestKeyCountEstimatesDistinctKeys(t *testing.T) {
+	q := mustKeyed(t, clock.NewManual(0), KeyWindow{Limit: 1, Interval: time.Second})
+	for _, n := range []int{10, 1000, 100_000} {
+		c := newKeyCount()
+		for range 3 {
+			for i := range n {
+				c.add(q.hash(strconv.Itoa(i)))
+			}
+		}
+		if e := c.estimate(); e < 0.8*float64(n) || e > 1.2*float64(n) {
+			t.Errorf("%d keys, each three times, estimated %.0f", n, e)
+		}
+	}
+}
+
+// TestKeyIndexFindsWhatItHoldsAfterRemovals: an index that keys come into
+// and go from, as entries change hands, finds every key it holds and none
+// it does not, whatever the runs its removals moved.
+func TestKeyIndexFindsWhatItHoldsAfterRemovals(t *testing.T) {
+	x := newKeyIndex(64)
+	in := map[uint64]int32{}
+	r := uint64(1)
+	for i := range 20000 {
+		r = r*6364136223846793005 + 1442695040888963407
+		h := r >> 7 & 0xFF // few distinct hashes, in long runs
+		if _, ok := in[h]; ok && i%3 != 0 {
+			x.remove(h)
+			delete(in, h)
+		} else if len(in) < 64 {
+			x.put(h, int32(i))
+			in[h] = int32(i)
+		}
+		for k := range uint64(256) {
+			e, ok := x.find(k)
+			if want, held := in[k]; ok != held || ok && e != want {
+				t.Fatalf("step %d: find(%d) = %d, %v; want %d, %v", i, k, e, ok, want, held)
+			}
+		}
 	}
 }

@@ -8,13 +8,19 @@ package flow
 // with (keyIndexSlotBytes a slot), which Set and the entries' growth
 // choose.
 type keyIndex struct {
-	hashes []uint64
-	at     []int32 // the entry + 1; 0 for an empty slot
-	mask   uint64
+	slots []indexSlot
+	mask  uint64
+}
+
+// An indexSlot is a hash and its entry, side by side: a probe reads one
+// cache line.
+type indexSlot struct {
+	hash uint64
+	at   int32 // the entry + 1; 0 for an empty slot
 }
 
 // keyIndexSlotBytes is the heap of one slot of a keyIndex.
-const keyIndexSlotBytes = 12
+const keyIndexSlotBytes = 16
 
 // newKeyIndex returns an empty index for up to entries entries.
 func newKeyIndex(entries int) keyIndex {
@@ -22,7 +28,7 @@ func newKeyIndex(entries int) keyIndex {
 	for n < 2*entries {
 		n *= 2
 	}
-	return keyIndex{hashes: make([]uint64, n), at: make([]int32, n), mask: uint64(n - 1)}
+	return keyIndex{slots: make([]indexSlot, n), mask: uint64(n - 1)}
 }
 
 // keyIndexBytes is the heap of an index for up to entries entries.
@@ -37,11 +43,11 @@ func keyIndexBytes(entries int) int64 {
 // find returns the entry of hash h.
 func (x *keyIndex) find(h uint64) (int32, bool) {
 	for i := h & x.mask; ; i = (i + 1) & x.mask {
-		switch a := x.at[i]; {
-		case a == 0:
+		switch sl := &x.slots[i]; {
+		case sl.at == 0:
 			return 0, false
-		case x.hashes[i] == h:
-			return a - 1, true
+		case sl.hash == h:
+			return sl.at - 1, true
 		}
 	}
 }
@@ -49,31 +55,31 @@ func (x *keyIndex) find(h uint64) (int32, bool) {
 // put makes e the entry of hash h.
 func (x *keyIndex) put(h uint64, e int32) {
 	i := h & x.mask
-	for x.at[i] != 0 && x.hashes[i] != h {
+	for x.slots[i].at != 0 && x.slots[i].hash != h {
 		i = (i + 1) & x.mask
 	}
-	x.hashes[i], x.at[i] = h, e+1
+	x.slots[i] = indexSlot{hash: h, at: e + 1}
 }
 
 // remove forgets hash h, moving back the members of its run that would
 // not be found past the slot it leaves empty.
 func (x *keyIndex) remove(h uint64) {
 	i := h & x.mask
-	for x.hashes[i] != h || x.at[i] == 0 {
-		if x.at[i] == 0 {
+	for x.slots[i].hash != h || x.slots[i].at == 0 {
+		if x.slots[i].at == 0 {
 			return
 		}
 		i = (i + 1) & x.mask
 	}
-	x.at[i] = 0
-	for j := (i + 1) & x.mask; x.at[j] != 0; j = (j + 1) & x.mask {
+	x.slots[i].at = 0
+	for j := (i + 1) & x.mask; x.slots[j].at != 0; j = (j + 1) & x.mask {
 		// The member at j stays if its home lies cyclically in (i, j].
-		home := x.hashes[j] & x.mask
+		home := x.slots[j].hash & x.mask
 		if (j-home)&x.mask < (j-i)&x.mask {
 			continue
 		}
-		x.hashes[i], x.at[i] = x.hashes[j], x.at[j]
-		x.at[j] = 0
+		x.slots[i] = x.slots[j]
+		x.slots[j].at = 0
 		i = j
 	}
 }

@@ -24,8 +24,9 @@ type KeyMemory struct {
 
 // DefaultKeyMemory is the budget of a keyed limiter made without
 // [WithKeyMemory], its own, and of a guard's per-key rules in all unless
-// told otherwise: 64 MiB, which counts some eight million distinct keys
-// an interval at a limit of at most 14, four million at most 254.
+// told otherwise: 64 MiB. A KeyedQPS counts in it some 7 million distinct
+// keys an interval at a limit of at most 14, 3.5 million at most 254,
+// before its keys share counters more than its sketch aims for.
 const DefaultKeyMemory = 64 << 20
 
 // NewKeyMemory returns a budget of limit bytes, which must be at least 0.

@@ -134,7 +134,7 @@ func carry(ow *keyWindow, ohw *hotWindow, oc []uint32, w *keyWindow, hw *hotWind
 func (k *keySketch) carried(w *keyWindow, now int64) keySketch {
 	n := *k
 	n.cells = make([]uint64, len(k.cells))
-	n.seen = keyCount{}
+	n.seen = newKeyCount()
 	n.gen = w.grid.Index(now) / w.k
 	bits := uint(1) << k.shift
 	top := k.top()

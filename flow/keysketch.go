@@ -83,7 +83,7 @@ func widthFor(limit int64) uint {
 // newKeySketch returns an empty sketch of minSketchBlocks blocks for a
 // window of the given limit.
 func newKeySketch(limit int64) keySketch {
-	return keySketch{mask: minSketchBlocks - 1, shift: widthFor(limit), cells: make([]uint64, minSketchBlocks*blockWords)}
+	return keySketch{mask: minSketchBlocks - 1, shift: widthFor(limit), cells: make([]uint64, minSketchBlocks*blockWords), seen: newKeyCount()}
 }
 
 // bytes is the heap the sketch takes.
@@ -120,7 +120,7 @@ func (k *keySketch) advance(w *keyWindow, now int64) (uint64, bool) {
 		clear(k.cells)
 	}
 	k.gen = g
-	k.seen = keyCount{}
+	k.seen = newKeyCount()
 	k.full = false
 	return b, quiet && k.mask+1 > minSketchBlocks
 }
@@ -263,34 +263,39 @@ func (k *keySketch) widened(shift uint) keySketch {
 // A keyCount counts distinct keys: a HyperLogLog of 256 registers, each
 // the most leading zeros (and one) seen in the hashes of the keys it gets,
 // whose estimate is within some 6.5% of the count (one standard error).
-type keyCount [256]uint8
+// It keeps the sum the estimate needs as its registers rise.
+type keyCount struct {
+	reg   [256]uint8
+	sum   float64 // of 2^-r over the registers
+	zeros int     // registers still 0
+}
+
+// newKeyCount returns a count of no keys.
+func newKeyCount() keyCount { return keyCount{sum: 256, zeros: 256} }
 
 // add counts the key of hash h, and reports whether a register rose: only
 // then may the estimate have changed.
 func (c *keyCount) add(h uint64) bool {
 	x := h * 0x9E3779B97F4A7C15 // the shard's keys share their top bits
 	r := uint8(bits.LeadingZeros64(x<<8|1<<7)) + 1
-	if i := x >> 56; r > c[i] {
-		c[i] = r
-		return true
+	i := x >> 56
+	if r <= c.reg[i] {
+		return false
 	}
-	return false
+	if c.reg[i] == 0 {
+		c.zeros--
+	}
+	c.sum += math.Ldexp(1, -int(r)) - math.Ldexp(1, -int(c.reg[i]))
+	c.reg[i] = r
+	return true
 }
 
 // estimate returns the number of distinct keys counted.
 func (c *keyCount) estimate() float64 {
-	var sum float64
-	zeros := 0
-	for _, r := range c {
-		sum += math.Ldexp(1, -int(r))
-		if r == 0 {
-			zeros++
-		}
-	}
-	const m = float64(len(c))
-	e := 0.7182 * m * m / sum // α for 256 registers
-	if e < 2.5*m && zeros > 0 {
-		e = m * math.Log(m/float64(zeros)) // few keys: linear counting
+	const m = float64(len(c.reg))
+	e := 0.7182 * m * m / c.sum // α for 256 registers
+	if e < 2.5*m && c.zeros > 0 {
+		e = m * math.Log(m/float64(c.zeros)) // few keys: linear counting
 	}
 	return e
 }
