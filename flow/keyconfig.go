@@ -72,10 +72,10 @@ func (c *keyConfig) match(old *keyConfig) []int {
 	return from
 }
 
-// entryBytes is the heap of one hot entry: its hotKey, its key as Top
-// shows it, its windows' states and counts, and two slots of the index.
+// entryBytes is the heap of one hot entry besides its index: its hotKey,
+// its key as Top shows it, its windows' states and counts.
 func (c *keyConfig) entryBytes() int64 {
-	return hotKeyBytes + MaxShownKeyLength + int64(len(c.wins))*hotWindowBytes + int64(c.stride)*4 + 2*keyIndexSlotBytes
+	return hotKeyBytes + MaxShownKeyLength + int64(len(c.wins))*hotWindowBytes + int64(c.stride)*4
 }
 
 const (

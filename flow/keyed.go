@@ -94,7 +94,7 @@ const (
 	floorRoom = 8
 	// keyShardBytes is the heap of a KeyedQPS besides its entries and
 	// sketches, rounded up.
-	keyShardBytes = 20 << 10
+	keyShardBytes = 24 << 10
 )
 
 // NewKeyedQPS returns a limiter of the given windows, decided together for

@@ -520,7 +520,7 @@ func TestKeyedQPSEvictionAtAnEarlierTimeKeepsTheCounts(t *testing.T) {
 	}
 	var gone []string
 	for _, f := range fs {
-		if _, hot := q.shards[0].index.find(q.hash(f)); !hot {
+		if _, hot := q.shards[0].index.find(q.hash(f), q.shards[0].hot); !hot {
 			gone = append(gone, f)
 		}
 	}

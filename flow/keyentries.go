@@ -12,23 +12,27 @@ import "math"
 //
 //   - a free entry, even at its first request, so that a key that will be
 //     busy starts exact, with nothing seeded from the sketch;
-//   - of a few entries looked at from a cursor that goes round, one whose
-//     key was refused in its first window's current or last generation
-//     (not for counts its entry was seeded with), or that counts nothing;
+//   - one whose key was refused in its first window's current or last
+//     generation (not for counts its entry was seeded with): one of the
+//     last few marked so, or one found among a few entries looked at from
+//     a cursor that goes round, as is one that counts nothing;
 //   - if the sketch allows its request, a new entry, while the budget has
-//     the bytes: while the entries take less than a sixteenth of the
+//     the bytes: while the entries take less than a sixty-fourth of the
 //     budget, or less than half for a key over half its limit;
 //   - if the sketch allows its request and it is over half its limit
 //     there, the least used entry of those looked at whose key is below
 //     half its limit.
 //
-// An entry of a key that is within its limit and over half of it is never
-// taken. A search that finds nothing spares the next skipAfterMiss
-// newcomers that need no more than its own the search.
+// An entry of a key that is within its limit and at half of it or more is
+// never taken. A search that finds nothing spares the newcomers that come
+// next and need no more than its own the search: 16 of them after one
+// such search, twice as many after each next one, up to maxSkip, until a
+// search finds an entry; so that a flood of distinct keys, which finds
+// none, pays for few searches.
 const (
-	victimLook    = 8
-	skipAfterMiss = 16
-	halfShare     = 512 // half a limit, in 1/1024ths
+	victimLook = 8
+	maxSkip    = 1024
+	halfShare  = 512 // half a limit, in 1/1024ths
 )
 
 // share is count as a share of limit, in 1/1024ths.
@@ -54,6 +58,8 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 	switch {
 	case len(s.hot) < cap(s.hot):
 		e = s.take(h, key)
+	case s.overN > 0 && s.lastOver(now, &e):
+		e = s.displace(q, e, h, key, now)
 	case s.skip > 0 && need <= s.skipNeed:
 		s.skip--
 		return 0, false
@@ -67,9 +73,11 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 		case !refusing && need > halfShare && worth < halfShare && worth < need:
 			e = s.displace(q, v, h, key, now)
 		default:
-			s.skip, s.skipNeed = skipAfterMiss, need
+			s.missed = min(max(2*s.missed, 16), maxSkip)
+			s.skip, s.skipNeed = s.missed, need
 			return 0, false
 		}
+		s.missed = 0
 	}
 	// Refusals owed to the seed do not mark the key over its limit.
 	hk := &s.hot[e]
@@ -77,6 +85,23 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 	hk.seeded = [2]uint32{clampCount(est[0][0]), clampCount(est[0][1])}
 	hk.seedAt = at[0]
 	return e, true
+}
+
+// lastOver pops the entries last marked over a limit until one still is
+// at time now, and reports whether it found one, in e: an entry may have
+// changed hands, or moved, since it was marked.
+func (s *keyShard) lastOver(now int64, e *int32) bool {
+	w := &s.cfg.wins[0]
+	g := w.grid.Index(now) / w.k
+	for s.overN > 0 {
+		s.overN--
+		x := s.over[s.overN]
+		if int(x) < len(s.hot) && s.hot[x].pin == nil && s.hot[x].overAt+1 >= g {
+			*e = x
+			return true
+		}
+	}
+	return false
 }
 
 // displace gives key (hash h) entry v, whose key's counts go back to the
@@ -132,11 +157,11 @@ func (s *keyShard) victim(now int64) (int32, int64) {
 
 // mayGrow reports whether the shard's entries may grow for a newcomer that
 // needs the given share of its limit: while they take less than a
-// sixteenth of the shard's share of the budget, or, for a newcomer over
-// half its limit, less than half of it; the rest is the sketch's.
+// sixty-fourth of the shard's share of the budget, or, for a newcomer
+// over half its limit, less than half of it; the rest is the sketch's.
 func (s *keyShard) mayGrow(q *KeyedQPS, need int64) bool {
 	b := s.cfg.entriesBytes(cap(s.hot)) * keyShards
-	return b < q.acct.mem.limit/16 || need > halfShare && b < q.acct.mem.limit/2
+	return b < q.acct.mem.limit/64 || need > halfShare && b < q.acct.mem.limit/2
 }
 
 // trim halves the entries hot keys may take, at time now, if fewer than a
@@ -227,7 +252,7 @@ func (s *keyShard) resize(q *KeyedQPS, n int, floor bool) bool {
 	s.hot, s.counts, s.state, s.names = hot, counts, state, names
 	s.index = newKeyIndex(n)
 	for e := range s.hot {
-		s.index.put(s.hot[e].hash, int32(e))
+		s.index.put(s.hot[e].hash, int32(e), s.hot)
 	}
 	return true
 }
@@ -248,7 +273,7 @@ func (s *keyShard) fill(e int32, h uint64, key string) {
 	s.hot[e] = hotKey{hash: h, keyLen: uint8(len(name))}
 	clear(s.counts[int(e)*cfg.stride : int(e+1)*cfg.stride])
 	clear(s.state[int(e)*len(cfg.wins) : int(e+1)*len(cfg.wins)])
-	s.index.put(h, e)
+	s.index.put(h, e, s.hot)
 }
 
 // evict takes hot entry e from its key, handing the key's counts back to
@@ -274,10 +299,11 @@ func (s *keyShard) evict(q *KeyedQPS, e int32, now int64) {
 				sum[0] += int64(c[x%(w.k+1)])
 			}
 		}
-		k.raise(hk.hash, k.gen-1, sum[0])
-		k.raise(hk.hash, k.gen, sum[1])
+		sl := k.slots(hk.hash)
+		k.raise(&sl, k.gen-1, sum[0])
+		k.raise(&sl, k.gen, sum[1])
 	}
-	s.index.remove(hk.hash)
+	s.index.remove(hk.hash, e, s.hot)
 }
 
 // drop evicts hot entry e, and gives its place to the last entry, so that
@@ -292,7 +318,7 @@ func (s *keyShard) drop(q *KeyedQPS, e int32, now int64) {
 		copy(s.counts[int(e)*cfg.stride:int(e+1)*cfg.stride], s.counts[int(last)*cfg.stride:])
 		copy(s.state[int(e)*nw:int(e+1)*nw], s.state[int(last)*nw:])
 		copy(s.names[int(e)*MaxShownKeyLength:int(e+1)*MaxShownKeyLength], s.names[int(last)*MaxShownKeyLength:])
-		s.index.put(s.hot[e].hash, e)
+		s.index.put(s.hot[e].hash, e, s.hot)
 	}
 	s.hot = s.hot[:last]
 }
@@ -311,7 +337,7 @@ func (s *keyShard) pin(q *KeyedQPS, id int, now int64) {
 		s.hot[e].pin = nil
 	}
 	for x := range pins {
-		if _, ok := s.index.find(pins[x].hash); !ok {
+		if _, ok := s.index.find(pins[x].hash, s.hot); !ok {
 			missing++
 		}
 	}
@@ -321,7 +347,7 @@ func (s *keyShard) pin(q *KeyedQPS, id int, now int64) {
 	}
 	for x := range pins {
 		p := &pins[x]
-		e, ok := s.index.find(p.hash)
+		e, ok := s.index.find(p.hash, s.hot)
 		if !ok {
 			// A cold key until now: its counts in the sketch come along.
 			est, at := s.estimates(q, p.hash, now)

@@ -157,25 +157,39 @@ func TestKeyCountEstimatesDistinctKeys(t *testing.T) {
 
 // TestKeyIndexFindsWhatItHoldsAfterRemovals: an index that keys come into
 // and go from, as entries change hands, finds every key it holds and none
-// it does not, whatever the runs its removals moved.
+// it does not, whatever the runs its removals moved, and keys whose hashes
+// share their top half are told apart.
 func TestKeyIndexFindsWhatItHoldsAfterRemovals(t *testing.T) {
-	x := newKeyIndex(64)
-	in := map[uint64]int32{}
+	const n = 64
+	x := newKeyIndex(n)
+	hot := make([]hotKey, n) // entry e holds hash hot[e].hash while used
+	used := map[uint64]int32{}
+	free := make([]int32, n)
+	for e := range free {
+		free[e] = int32(e)
+	}
 	r := uint64(1)
 	for i := range 20000 {
 		r = r*6364136223846793005 + 1442695040888963407
-		h := r >> 7 & 0xFF // few distinct hashes, in long runs
-		if _, ok := in[h]; ok && i%3 != 0 {
-			x.remove(h)
-			delete(in, h)
-		} else if len(in) < 64 {
-			x.put(h, int32(i))
-			in[h] = int32(i)
+		// Few distinct hashes, in long runs, in two halves: the top half
+		// of a hash is one of two.
+		h := r>>7&0xFF | r>>20&1<<32
+		if e, ok := used[h]; ok && i%3 != 0 {
+			x.remove(h, e, hot)
+			delete(used, h)
+			free = append(free, e)
+		} else if !ok && len(free) > 0 {
+			e := free[len(free)-1]
+			free = free[:len(free)-1]
+			hot[e].hash = h
+			x.put(h, e, hot)
+			used[h] = e
 		}
-		for k := range uint64(256) {
-			e, ok := x.find(k)
-			if want, held := in[k]; ok != held || ok && e != want {
-				t.Fatalf("step %d: find(%d) = %d, %v; want %d, %v", i, k, e, ok, want, held)
+		for k := range uint64(512) {
+			k = k&0xFF | k>>8<<32
+			e, ok := x.find(k, hot)
+			if want, held := used[k]; ok != held || ok && e != want {
+				t.Fatalf("step %d: find(%#x) = %d, %v; want %d, %v", i, k, e, ok, want, held)
 			}
 		}
 	}

@@ -185,7 +185,7 @@ func TestKeyedQPSSetSeedsANewWindowFromTheSketch(t *testing.T) {
 			t.Fatal("u refused")
 		}
 	}
-	if _, hot := q.shard(q.hash(key)).index.find(q.hash(key)); hot {
+	if _, hot := q.shard(q.hash(key)).index.find(q.hash(key), q.shard(q.hash(key)).hot); hot {
 		t.Fatal("test setup: u has an entry")
 	}
 	if err := q.Set([]KeyWindow{sec, {Limit: 3, Interval: time.Hour}}); err != nil {

@@ -28,9 +28,10 @@ import (
 //     a sketch doubles by copying, halves by taking the larger of two
 //     counters, widens by taking its block's largest: no estimate falls;
 //   - a reload moves a kept window's counts as they are, and seeds a new
-//     window from a kept one's, each count at the end of the bucket it
-//     was in, or at the reload, whichever is earlier (no earlier than it
-//     happened, and never later than now).
+//     window from one in force before it, each count at the end of the
+//     bucket it was in, or at the reload, whichever is earlier (no earlier
+//     than it happened, and never later than now); a sketch's two
+//     generations go, summed, into the new sketch's current one.
 type keyShard struct {
 	mu     sync.Mutex
 	cfg    *keyConfig
@@ -44,10 +45,15 @@ type keyShard struct {
 	pins   int         // the entries the keys with overrides take, besides
 	cursor int         // where the search for an entry to take goes on
 	// After a search found no entry to take, the next skip newcomers that
-	// need no more than skipNeed do not search.
-	skip     int
-	skipNeed int64
-	_        [64]byte // shards side by side share no mutex's cache line
+	// need no more than skipNeed do not search; missed is how many the
+	// last skip spared, 0 after a search that found one.
+	skip, missed int
+	skipNeed     int64
+	// over are the entries last marked over a limit, newest last: the
+	// next newcomers take them without a search.
+	over  [8]int32
+	overN int
+	_     [64]byte // shards side by side share no mutex's cache line
 }
 
 // A hotKey is a key with an entry.
@@ -76,9 +82,9 @@ type hotWindow struct {
 	sum  int64
 }
 
-// init allocates the shard's tables on first use: floorRoom entries and
-// one for each key with an override, and the sketches at their smallest,
-// taken whatever the budget has.
+// init allocates the shard's tables on first use, taken whatever the
+// budget has: floorRoom entries (pin makes room for the keys with
+// overrides), and the sketches at their smallest.
 func (s *keyShard) init(q *KeyedQPS) {
 	if s.sketch != nil {
 		return
@@ -99,7 +105,7 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 	if s.sketch == nil {
 		s.init(q)
 	}
-	if e, ok := s.index.find(h); ok {
+	if e, ok := s.index.find(h, s.hot); ok {
 		return s.decideHot(e, now, n)
 	}
 	est, at := s.estimates(q, h, now) // per window: previous and current generation
@@ -141,11 +147,11 @@ func (s *keyShard) decideHot(e int32, now int64, n int64) (Decision, int) {
 		hw.advance(c, w.grid.Index(now), w.k)
 		limit := cfg.limitOf(hk.pin, j)
 		if n > limit {
-			s.blocked(hk, j, hw, now, n, limit)
+			s.blocked(e, j, hw, now, n, limit)
 			return Decision{Reason: ExceedsLimit}, j
 		}
 		if hw.sum+n > limit {
-			s.blocked(hk, j, hw, now, n, limit)
+			s.blocked(e, j, hw, now, n, limit)
 			return Decision{Reason: RateLimited, RetryAfter: hw.retryAfter(c, w, hw.sum+n-limit, now)}, j
 		}
 	}
@@ -165,11 +171,12 @@ func (s *keyShard) window(e int32, j int) (*hotWindow, []uint32) {
 	return &s.state[int(e)*len(cfg.wins)+j], s.counts[base : base+int(w.k)+1]
 }
 
-// blocked counts n requests of hot key hk refused at time now by window j
+// blocked counts n requests of hot entry e refused at time now by window j
 // (state hw, limit limit), and marks the key over its limit unless the
 // refusal may be owed to its seed: in the first window, if what it asked
 // since it took its entry fits the limit; in another, until calm.
-func (s *keyShard) blocked(hk *hotKey, j int, hw *hotWindow, now int64, n int64, limit int64) {
+func (s *keyShard) blocked(e int32, j int, hw *hotWindow, now int64, n int64, limit int64) {
+	hk := &s.hot[e]
 	w := &s.cfg.wins[0]
 	g := w.grid.Index(now) / w.k
 	switch {
@@ -197,6 +204,10 @@ func (s *keyShard) blocked(hk *hotKey, j int, hw *hotWindow, now int64, n int64,
 		over = asked > limit
 	}
 	if over {
+		if hk.overAt+1 < g && hk.pin == nil && s.overN < len(s.over) {
+			s.over[s.overN] = e
+			s.overN++
+		}
 		hk.overAt = max(hk.overAt, g)
 	}
 }

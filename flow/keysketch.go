@@ -41,6 +41,9 @@ type keySketch struct {
 	// generation.
 	seen keyCount
 	full bool
+	// last are the slots of the key last estimated, for add to count it
+	// without finding them again.
+	last keySlots
 }
 
 const (
@@ -128,9 +131,20 @@ func (k *keySketch) advance(w *keyWindow, now int64) (uint64, bool) {
 // room is the keys a generation may have before the sketch grows.
 func (k *keySketch) room() float64 { return float64(k.mask+1) * float64(k.pairs()) / sketchLoad }
 
-// slots returns the words and bit offsets of the key's counters (hash h)
-// in generation slot 0; slot 1's are 1<<shift bits further.
-func (k *keySketch) slots(h uint64) (words [sketchProbes]int, offs [sketchProbes]uint) {
+// keySlots are where the key of a hash has its counters in a sketch of
+// the given mask and counter width: words and bit offsets in generation
+// slot 0; slot 1's are 1<<shift bits further.
+type keySlots struct {
+	hash  uint64
+	mask  uint64
+	words [sketchProbes]int32
+	offs  [sketchProbes]uint8
+	shift uint8
+}
+
+// slots returns where the key of hash h has its counters.
+func (k *keySketch) slots(h uint64) keySlots {
+	sl := keySlots{hash: h, mask: k.mask, shift: uint8(k.shift)}
 	base := int(h&k.mask) * blockWords
 	pm := k.pairs() - 1
 	x := h >> 20
@@ -143,49 +157,55 @@ func (k *keySketch) slots(h uint64) (words [sketchProbes]int, offs [sketchProbes
 	}
 	for i, p := range [sketchProbes]uint64{a, b, c} {
 		bit := p << (k.shift + 1)
-		words[i], offs[i] = base+int(bit>>6), uint(bit&63)
+		sl.words[i], sl.offs[i] = int32(base+int(bit>>6)), uint8(bit&63)
 	}
-	return words, offs
+	return sl
 }
 
 // estimate returns the key's estimates in the previous and the current
 // generation.
 func (k *keySketch) estimate(h uint64) [2]int64 {
-	words, offs := k.slots(h)
+	k.last = k.slots(h)
+	sl := &k.last
 	w := uint(1) << k.shift
 	top := k.top()
 	cur := uint(k.gen & 1)
 	est := [2]uint64{top, top}
-	for i := range words {
-		v := k.cells[words[i]] >> offs[i]
+	for i := range sl.words {
+		v := k.cells[sl.words[i]] >> sl.offs[i]
 		est[0] = min(est[0], v>>((1-cur)*w)&top)
 		est[1] = min(est[1], v>>(cur*w)&top)
 	}
 	return [2]int64{int64(est[0]), int64(est[1])}
 }
 
-// add counts the key in the current generation, where its estimate is to
-// become v (the requests allowed added): the conservative update raises
-// each of its counters to v, no further. It reports whether the sketch
-// should grow: the generation's keys outnumber one per sketchLoad pairs.
+// add counts the key of hash h in the current generation, where its
+// estimate is to become v (the requests allowed added): the conservative
+// update raises each of its counters to v, no further. It reports whether
+// the sketch should grow: the generation's keys outnumber one per
+// sketchLoad pairs.
 func (k *keySketch) add(h uint64, v int64) bool {
-	k.raise(h, k.gen, v)
+	if k.last.hash != h || k.last.mask != k.mask || uint(k.last.shift) != k.shift {
+		k.last = k.slots(h) // another key, or the sketch changed size since
+	}
+	k.raise(&k.last, k.gen, v)
 	return k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate() >= k.room()
 }
 
-// raise makes the key's estimate in generation g at least v.
-func (k *keySketch) raise(h uint64, g uint64, v int64) {
+// raise makes the estimate in generation g of the key of slots sl at
+// least v.
+func (k *keySketch) raise(sl *keySlots, g uint64, v int64) {
 	if v <= 0 || (g != k.gen && g != k.gen-1) {
 		return
 	}
-	nv := min(uint64(v), k.top())
-	words, offs := k.slots(h)
+	top := k.top()
+	nv := min(uint64(v), top)
 	sh := uint(g&1) << k.shift
-	for i := range words {
-		c := &k.cells[words[i]]
-		at := offs[i] + sh
-		if *c>>at&k.top() < nv {
-			*c = *c&^(k.top()<<at) | nv<<at
+	for i := range sl.words {
+		c := &k.cells[sl.words[i]]
+		at := uint(sl.offs[i]) + sh
+		if *c>>at&top < nv {
+			*c = *c&^(top<<at) | nv<<at
 		}
 	}
 }
