@@ -114,9 +114,9 @@ func (s *keyShard) displace(q *KeyedQPS, v int32, h uint64, key string, now int6
 
 // victim looks at victimLook entries from the cursor, and returns the one
 // least worth keeping that has no override, and its worth: -1 for a key
-// over a limit (the first found), otherwise the largest share of a limit
-// it asked in a window, 0 for none; MaxInt64 if all it looked at have
-// overrides.
+// over a limit (the first found), 0 for one its windows count nothing of,
+// otherwise the largest share of a limit it asked in a window, at least 1;
+// MaxInt64 if all it looked at have overrides.
 func (s *keyShard) victim(now int64) (int32, int64) {
 	cfg := s.cfg
 	var b [MaxKeyWindows]uint64
@@ -137,15 +137,16 @@ func (s *keyShard) victim(now int64) (int32, int64) {
 			return e, -1
 		}
 		// What the key asked: what its windows count, and in the first,
-		// what was refused in its current and last generation.
+		// what was refused in its current and last generation; at least 1
+		// if it asked anything, however far below its limit.
 		worth := int64(0)
 		for j := range cfg.wins {
-			if hw := &s.state[int(e)*nw+j]; hw.last+cfg.wins[j].k >= b[j] {
+			if hw := &s.state[int(e)*nw+j]; hw.sum > 0 && hw.last+cfg.wins[j].k >= b[j] {
 				asked := hw.sum
 				if j == 0 && hk.blockAt+1 >= g {
 					asked += int64(hk.blocked[0]) + int64(hk.blocked[1])
 				}
-				worth = max(worth, share(asked, cfg.wins[j].limit))
+				worth = max(worth, share(asked, cfg.wins[j].limit), 1)
 			}
 		}
 		if worth < least {

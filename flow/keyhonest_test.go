@@ -240,3 +240,36 @@ func TestVictimsThatArriveWithTheAttackersAreRefusedOnlyAtFirst(t *testing.T) {
 		t.Errorf("victims refused %d of %d in their eleventh and twelfth intervals, %d in their third and fourth", late, of, early)
 	}
 }
+
+// TestKeysFarBelowAHighLimitKeepTheirEntries: keys that ask a tiny share
+// of a high limit are not idle: newcomers do not take their entries (each
+// decision would evict one).
+func TestKeysFarBelowAHighLimitKeepTheirEntries(t *testing.T) {
+	q := mustKeyed(t, clock.NewManual(0), KeyWindow{Limit: 1 << 30, Interval: time.Second})
+	for i := range 20000 {
+		q.AllowNAt(int64(i), "k"+strconv.Itoa(i), 1)
+	}
+	held := map[uint64]bool{}
+	for i := range q.shards {
+		for _, hk := range q.shards[i].hot {
+			held[hk.hash] = true
+		}
+	}
+	for i := range 20000 {
+		q.AllowNAt(20000+int64(i), "later"+strconv.Itoa(i), 1)
+	}
+	lost := 0
+	for i := range q.shards {
+		s := &q.shards[i]
+		for h := range held {
+			if h>>shardShift == uint64(i) {
+				if _, ok := s.index.find(h, s.hot); !ok {
+					lost++
+				}
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of the %d keys with entries lost them to newcomers", lost, len(held))
+	}
+}
