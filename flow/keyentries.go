@@ -25,10 +25,10 @@ import "math"
 //
 // An entry of a key that is within its limit and at half of it or more is
 // never taken. A search that finds nothing spares the newcomers that come
-// next and need no more than its own the search: 16 of them after one
-// such search, twice as many after each next one, up to maxSkip, until a
-// search finds an entry; so that a flood of distinct keys, which finds
-// none, pays for few searches.
+// next and need no more than the searches that found nothing since the
+// last that found one: 16 of them after one such search, twice as many
+// after each next one, up to maxSkip; so that a flood of distinct keys,
+// which finds none, pays for few searches.
 const (
 	victimLook = 8
 	maxSkip    = 1024
@@ -47,23 +47,23 @@ func share(count, limit int64) int64 {
 // shard has one to give it, and reports whether it did. est and at are the
 // key's estimates and buckets per window; n is what it asks.
 func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) (int32, bool) {
-	cfg := s.cfg
-	need, refusing := int64(0), false
-	for j := range cfg.wins {
-		c := est[j][0] + est[j][1] + n
-		need = max(need, share(c, cfg.wins[j].limit))
-		refusing = refusing || c > cfg.wins[j].limit
-	}
 	var e int32
 	switch {
 	case len(s.hot) < cap(s.hot):
 		e = s.take(h, key)
 	case s.overN > 0 && s.lastOver(now, &e):
 		e = s.displace(q, e, h, key, now)
-	case s.skip > 0 && need <= s.skipNeed:
+	case s.skip > 0 && s.spared(est, n):
 		s.skip--
 		return 0, false
 	default:
+		cfg := s.cfg
+		need, refusing := int64(0), false
+		for j := range cfg.wins {
+			c := est[j][0] + est[j][1] + n
+			need = max(need, share(c, cfg.wins[j].limit))
+			refusing = refusing || c > cfg.wins[j].limit
+		}
 		v, worth := s.victim(now)
 		switch {
 		case worth <= 0:
@@ -73,8 +73,11 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 		case !refusing && need > halfShare && worth < halfShare && worth < need:
 			e = s.displace(q, v, h, key, now)
 		default:
+			if s.missed == 0 {
+				s.skipNeed = 0
+			}
 			s.missed = min(max(2*s.missed, 16), maxSkip)
-			s.skip, s.skipNeed = s.missed, need
+			s.skip, s.skipNeed = s.missed, max(s.skipNeed, need)
 			return 0, false
 		}
 		s.missed = 0
@@ -85,6 +88,17 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 	hk.seeded = [2]uint32{clampCount(est[0][0]), clampCount(est[0][1])}
 	hk.seedAt = at[0]
 	return e, true
+}
+
+// spared reports whether a newcomer with estimates est, asking n, needs
+// no more of any limit than the last newcomer whose search found nothing.
+func (s *keyShard) spared(est *[MaxKeyWindows][2]int64, n int64) bool {
+	for j := range s.cfg.wins {
+		if (est[j][0]+est[j][1]+n)<<10 > s.skipNeed*s.cfg.wins[j].limit {
+			return false
+		}
+	}
+	return true
 }
 
 // lastOver pops the entries last marked over a limit until one still is

@@ -53,7 +53,9 @@ type keyShard struct {
 	// next newcomers take them without a search.
 	over  [8]int32
 	overN int
-	_     [64]byte // shards side by side share no mutex's cache line
+	// touched is the word of the key's block decide reads first.
+	touched uint64
+	_       [64]byte // shards side by side share no mutex's cache line
 }
 
 // A hotKey is a key with an entry.
@@ -105,6 +107,11 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 	if s.sketch == nil {
 		s.init(q)
 	}
+	// The key's block of the first sketch, read before the index: a key
+	// without an entry (most, among many keys) waits for the one while
+	// the processor looks in the other.
+	k := &s.sketch[0]
+	s.touched = k.cells[int(h&k.mask)*blockWords]
 	if e, ok := s.index.find(h, s.hot); ok {
 		return s.decideHot(e, now, n)
 	}

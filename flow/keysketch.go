@@ -22,8 +22,9 @@ import (
 // The sketch doubles, copying each block into two, which keeps every
 // estimate as it was, when a generation's keys reach one for every
 // sketchLoad pairs, if the shard's budget has the bytes. The keys are
-// counted by a HyperLogLog of 256 registers (keyCount): a key that comes
-// back is never counted twice, whatever the sketch's size. It halves,
+// counted, one in keySample (by their hashes, so that a key is always
+// counted or never), by a HyperLogLog of 256 registers (keyCount): a key
+// that comes back is never counted twice, whatever the sketch's size. It halves,
 // folding each block onto its twin with the larger of each two counters,
 // which only raises estimates, when a whole generation had fewer than a
 // sixty-fourth of the keys it holds. (Growing by more at once, to the size
@@ -36,20 +37,20 @@ type keySketch struct {
 	mask  uint64   // blocks - 1
 	shift uint     // log2 of the counters' width in bits, 2 to 5
 	cells []uint64 // block b at [blockWords*b, blockWords*(b+1))
-	// seen counts the current generation's keys; once they fill the
-	// sketch's room, it asks to grow, unless full: it may not, this
-	// generation.
-	seen keyCount
-	full bool
 	// last are the slots of the key last estimated, for add to count it
 	// without finding them again.
 	last keySlots
+	full bool // the sketch may not grow this generation
+	// seen counts the current generation's keys, one in keySample; once
+	// they fill the sketch's room, it asks to grow.
+	seen keyCount
 }
 
 const (
 	blockWords      = 8 // 64 bytes
 	sketchProbes    = 3 // counters per key and generation
 	sketchLoad      = 8 // pairs per key a generation before the sketch doubles
+	keySample       = 4 // one key in keySample is counted in seen
 	minSketchBlocks = 8
 	maxSketchBlocks = 1 << 20 // per shard: the hash bits that pick a block
 	blockBytes      = blockWords * 8
@@ -118,7 +119,7 @@ func (k *keySketch) advance(w *keyWindow, now int64) (uint64, bool) {
 		for i := range k.cells {
 			k.cells[i] &^= m
 		}
-		quiet = k.seen.estimate() < k.room()/64
+		quiet = k.seen.estimate()*keySample < k.room()/64
 	} else {
 		clear(k.cells)
 	}
@@ -146,15 +147,15 @@ type keySlots struct {
 func (k *keySketch) slots(h uint64) keySlots {
 	sl := keySlots{hash: h, mask: k.mask, shift: uint8(k.shift)}
 	base := int(h&k.mask) * blockWords
+	// Three distinct pairs of the block: a, and a with two different
+	// nonzero offsets xored in.
 	pm := k.pairs() - 1
 	x := h >> 20
-	a, b, c := x&pm, (x>>6)&pm, (x>>12)&pm
-	if b == a {
-		b = (b + 1) & pm
+	a, d, f := x&pm, (x>>6)&pm|1, (x>>12)&pm&^1
+	if f == 0 {
+		f = 2
 	}
-	for c == a || c == b {
-		c = (c + 1) & pm
-	}
+	b, c := a^d, a^f // d is odd, f even and nonzero: a, b, c differ
 	for i, p := range [sketchProbes]uint64{a, b, c} {
 		bit := p << (k.shift + 1)
 		sl.words[i], sl.offs[i] = int32(base+int(bit>>6)), uint8(bit&63)
@@ -189,7 +190,7 @@ func (k *keySketch) add(h uint64, v int64) bool {
 		k.last = k.slots(h) // another key, or the sketch changed size since
 	}
 	k.raise(&k.last, k.gen, v)
-	return k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate() >= k.room()
+	return h>>38&(keySample-1) == 0 && k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate()*keySample >= k.room()
 }
 
 // raise makes the estimate in generation g of the key of slots sl at
