@@ -197,7 +197,7 @@ func (f floodFigures) rate() (second, third float64) {
 
 // flood sends keys distinct keys per interval, each each times evenly
 // spread over the interval, for three intervals (new keys in each),
-// through a limiter of limit 10 per second made by newQ, and counts the
+// through a limiter of a one-second window made by newQ, and counts the
 // refusals of the second and the third. The keys are made in a reused
 // buffer, as a server reads them.
 func flood(tb testing.TB, keys, each int, newQ func() *KeyedQPS) floodFigures {
@@ -234,19 +234,23 @@ func flood(tb testing.TB, keys, each int, newQ func() *KeyedQPS) floodFigures {
 }
 
 // BenchmarkKeyedQPSFlood sends floods of distinct keys per interval, each
-// key at a share of its limit of 10 per second, and reports the share of
-// their requests refused and the heap. One iteration is one flood: run it
-// with -benchtime 1x.
+// key at a share of its limit (10 per second: 4-bit counters; 20: 8-bit),
+// and reports the share of their requests refused and the heap. One
+// iteration is one flood: run it with -benchtime 1x.
 //
 //	go test -run '^$' -bench KeyedQPSFlood -benchtime 1x ./flow/
 func BenchmarkKeyedQPSFlood(b *testing.B) {
-	for _, tc := range []struct{ keys, each int }{
-		{4_000_000, 1}, {10_000_000, 1}, {10_000_000, 4}, {10_000_000, 5}, {12_000_000, 4}, {12_000_000, 5},
+	for _, tc := range []struct {
+		keys, each int
+		limit      int64
+	}{
+		{4_000_000, 1, 10}, {10_000_000, 1, 10}, {10_000_000, 4, 10}, {10_000_000, 5, 10}, {12_000_000, 4, 10}, {12_000_000, 5, 10},
+		{5_000_000, 8, 20}, {5_000_000, 10, 20},
 	} {
-		b.Run(fmt.Sprintf("%dM keys at %d0%%", tc.keys/1_000_000, tc.each), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%dM keys at %d%% of %d", tc.keys/1_000_000, 100*int64(tc.each)/tc.limit, tc.limit), func(b *testing.B) {
 			for b.Loop() {
 				f := flood(b, tc.keys, tc.each, func() *KeyedQPS {
-					return mustKeyed(b, clock.NewManual(0), KeyWindow{Limit: 10, Interval: time.Second})
+					return mustKeyed(b, clock.NewManual(0), KeyWindow{Limit: tc.limit, Interval: time.Second})
 				})
 				second, third := f.rate()
 				b.ReportMetric(100*second, "%refused-2nd")
