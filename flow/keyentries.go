@@ -25,10 +25,10 @@ import "math"
 //
 // An entry of a key that is within its limit and at half of it or more is
 // never taken. A search that finds nothing spares the newcomers that come
-// next and need no more than the searches that found nothing since the
-// last that found one: 16 of them after one such search, twice as many
-// after each next one, up to maxSkip; so that a flood of distinct keys,
-// which finds none, pays for few searches.
+// next and that it speaks for (spared): 16 of them after one such search,
+// twice as many after each next one, up to maxSkip, until a search finds
+// an entry; so that a flood of distinct keys, which finds none, pays for
+// few searches.
 const (
 	victimLook = 8
 	maxSkip    = 1024
@@ -73,11 +73,17 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 		case !refusing && need > halfShare && worth < halfShare && worth < need:
 			e = s.displace(q, v, h, key, now)
 		default:
+			// A newcomer the sketch refuses may take only refused and idle
+			// entries, which the search did not find: it speaks for the
+			// like of it. One it allows speaks for those that need no more.
 			if s.missed == 0 {
-				s.skipNeed = 0
+				s.skipNeed = -1
+			}
+			if !refusing {
+				s.skipNeed = max(s.skipNeed, need)
 			}
 			s.missed = min(max(2*s.missed, 16), maxSkip)
-			s.skip, s.skipNeed = s.missed, max(s.skipNeed, need)
+			s.skip = s.missed
 			return 0, false
 		}
 		s.missed = 0
@@ -90,15 +96,20 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 	return e, true
 }
 
-// spared reports whether a newcomer with estimates est, asking n, needs
-// no more of any limit than the last newcomer whose search found nothing.
+// spared reports whether the searches that found nothing since the last
+// that found an entry speak for a newcomer with estimates est, asking n:
+// it is refused by the sketch, or needs no more of any limit than one
+// allowed by it whose search found nothing (skipNeed, -1 for none).
 func (s *keyShard) spared(est *[MaxKeyWindows][2]int64, n int64) bool {
+	within := true
 	for j := range s.cfg.wins {
-		if (est[j][0]+est[j][1]+n)<<10 > s.skipNeed*s.cfg.wins[j].limit {
-			return false
+		c, l := est[j][0]+est[j][1]+n, s.cfg.wins[j].limit
+		if c > l {
+			return true
 		}
+		within = within && c<<10 <= s.skipNeed*l
 	}
-	return true
+	return within
 }
 
 // lastOver pops the entries last marked over a limit until one still is
@@ -294,6 +305,9 @@ func (s *keyShard) fill(e int32, h uint64, key string) {
 // evict takes hot entry e from its key, handing the key's counts back to
 // the sketch: in each window, each generation's counters of the key are
 // raised to at least what the entry counted in that generation's buckets.
+// Buckets the window no longer holds at time now are left out: what they
+// counted happened an interval or more before now, and no interval ending
+// now or later holds it.
 func (s *keyShard) evict(q *KeyedQPS, e int32, now int64) {
 	hk := &s.hot[e]
 	for j := range s.cfg.wins {
@@ -304,8 +318,9 @@ func (s *keyShard) evict(q *KeyedQPS, e int32, now int64) {
 		// every count of the entry then lies in one of its generations.
 		s.advanceSketch(q, j, max(now, w.grid.Start(hw.last)))
 		k := &s.sketch[j]
+		b := w.grid.Index(now)
 		var sum [2]int64 // previous and current generation
-		for m := uint64(0); m <= w.k && m <= hw.last; m++ {
+		for m := uint64(0); m <= w.k && m <= hw.last && hw.last-m+w.k >= b; m++ {
 			x := hw.last - m
 			switch x / w.k {
 			case k.gen:
