@@ -107,7 +107,7 @@ func (s *keyShard) spared(est *[MaxKeyWindows][2]int64, n int64) bool {
 		if c > l {
 			return true
 		}
-		within = within && c<<10 <= s.skipNeed*l
+		within = within && c<<10 < (s.skipNeed+1)*l // share(c, l) <= skipNeed
 	}
 	return within
 }
@@ -380,7 +380,7 @@ func (s *keyShard) pin(q *KeyedQPS, id int, now int64) {
 		e, ok := s.index.find(p.hash, s.hot)
 		if !ok {
 			// A cold key until now: its counts in the sketch come along.
-			est, at := s.estimates(q, p.hash, now)
+			est, at, _ := s.estimates(q, p.hash, now)
 			e = s.take(p.hash, p.key)
 			s.seed(e, &est, &at)
 		}

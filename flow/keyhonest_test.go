@@ -273,3 +273,25 @@ func TestKeysFarBelowAHighLimitKeepTheirEntries(t *testing.T) {
 		t.Fatalf("%d of the %d keys with entries lost them to newcomers", lost, len(held))
 	}
 }
+
+// TestAFullTableOfKeysFarBelowAHighLimitIsSearchedRarely: when no entry
+// can be taken, newcomers far below a high limit (whose share of it rounds
+// to nothing) are spared the search, as others are.
+func TestAFullTableOfKeysFarBelowAHighLimitIsSearchedRarely(t *testing.T) {
+	q := mustKeyed(t, clock.NewManual(0), KeyWindow{Limit: 1 << 30, Interval: time.Second})
+	for i := range 200_000 { // entries full, of busy keys
+		q.AllowNAt(int64(i), "k"+strconv.Itoa(i%20000), 1)
+	}
+	s := &q.shards[0]
+	sweeps := s.cursor
+	n := 0
+	for i := 0; n < 20000; i++ {
+		if key := "new" + strconv.Itoa(i); q.hash(key)>>shardShift == 0 {
+			q.AllowNAt(300_000+int64(n), key, 1)
+			n++
+		}
+	}
+	if looked := (s.cursor - sweeps) / victimLook; looked > n/10 {
+		t.Fatalf("%d newcomers searched the entries %d times", n, looked)
+	}
+}

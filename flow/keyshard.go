@@ -44,18 +44,19 @@ type keyShard struct {
 	room   int         // the entries hot keys may take: floorRoom, doubling
 	pins   int         // the entries the keys with overrides take, besides
 	cursor int         // where the search for an entry to take goes on
-	// After a search found no entry to take, the next skip newcomers that
-	// need no more than skipNeed do not search; missed is how many the
-	// last skip spared, 0 after a search that found one.
+	// After a search found no entry to take, the next skip newcomers it
+	// speaks for (spared, by skipNeed) do not search; missed is how many
+	// the last skip spared, 0 after a search that found one.
 	skip, missed int
 	skipNeed     int64
 	// over are the entries last marked over a limit, newest last: the
 	// next newcomers take them without a search.
 	over  [8]int32
 	overN int
-	// touched is the word of the key's block decide reads first.
-	touched uint64
-	_       [64]byte // shards side by side share no mutex's cache line
+	// saturated counts the decisions whose key's first sketch block began
+	// with a word of saturated counters.
+	saturated uint64
+	_         [64]byte // shards side by side share no mutex's cache line
 }
 
 // A hotKey is a key with an entry.
@@ -109,13 +110,17 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 	}
 	// The key's block of the first sketch, read before the index: a key
 	// without an entry (most, among many keys) waits for the one while
-	// the processor looks in the other.
+	// the processor looks in the other. (The read is kept by a test that
+	// a block's first word is never all ones, but in a saturated sketch
+	// of 4-bit counters, which counts it and is otherwise harmless.)
 	k := &s.sketch[0]
-	s.touched = k.cells[int(h&k.mask)*blockWords]
+	if k.cells[int(h&k.mask)*blockWords] == ^uint64(0) {
+		s.saturated++
+	}
 	if e, ok := s.index.find(h, s.hot); ok {
 		return s.decideHot(e, now, n)
 	}
-	est, at := s.estimates(q, h, now) // per window: previous and current generation
+	est, at, sl0 := s.estimates(q, h, now) // per window: previous and current generation
 	if e, ok := s.promote(q, h, key, now, n, &est, &at); ok {
 		return s.decideHot(e, now, n)
 	}
@@ -136,7 +141,12 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 		}
 	}
 	for j := range cfg.wins {
-		if s.sketch[j].add(h, est[j][1]+n) {
+		sl := &sl0
+		if j > 0 || sl0.mask != s.sketch[0].mask {
+			x := s.sketch[j].slots(h)
+			sl = &x
+		}
+		if s.sketch[j].add(h, sl, est[j][1]+n) {
 			s.growSketch(q, j)
 		}
 	}
@@ -295,14 +305,18 @@ func (s *keyShard) seed(e int32, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindow
 	return calm
 }
 
-// estimates returns the key's estimates in the sketch of every window, and
-// the buckets they count in, at time now.
-func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [MaxKeyWindows][2]int64, at [MaxKeyWindows]uint64) {
+// estimates returns the key's estimates in the sketch of every window, the
+// buckets they count in, at time now, and its slots in the first.
+func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [MaxKeyWindows][2]int64, at [MaxKeyWindows]uint64, sl0 keySlots) {
 	for j := range s.cfg.wins {
 		at[j] = s.advanceSketch(q, j, now)
-		est[j] = s.sketch[j].estimate(h)
+		sl := s.sketch[j].slots(h)
+		est[j] = s.sketch[j].estimate(&sl)
+		if j == 0 {
+			sl0 = sl
+		}
 	}
-	return est, at
+	return est, at, sl0
 }
 
 // advanceSketch moves sketch j on to time now (keySketch.advance), and

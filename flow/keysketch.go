@@ -37,10 +37,7 @@ type keySketch struct {
 	mask  uint64   // blocks - 1
 	shift uint     // log2 of the counters' width in bits, 2 to 5
 	cells []uint64 // block b at [blockWords*b, blockWords*(b+1))
-	// last are the slots of the key last estimated, for add to count it
-	// without finding them again.
-	last keySlots
-	full bool // the sketch may not grow this generation
+	full  bool     // the sketch may not grow this generation
 	// seen counts the current generation's keys, one in keySample; once
 	// they fill the sketch's room, it asks to grow.
 	seen keyCount
@@ -136,16 +133,14 @@ func (k *keySketch) room() float64 { return float64(k.mask+1) * float64(k.pairs(
 // the given mask and counter width: words and bit offsets in generation
 // slot 0; slot 1's are 1<<shift bits further.
 type keySlots struct {
-	hash  uint64
-	mask  uint64
+	mask  uint64 // the sketch's when they were found
 	words [sketchProbes]int32
 	offs  [sketchProbes]uint8
-	shift uint8
 }
 
 // slots returns where the key of hash h has its counters.
 func (k *keySketch) slots(h uint64) keySlots {
-	sl := keySlots{hash: h, mask: k.mask, shift: uint8(k.shift)}
+	sl := keySlots{mask: k.mask}
 	base := int(h&k.mask) * blockWords
 	// Three distinct pairs of the block: a, and a with two different
 	// nonzero offsets xored in.
@@ -163,11 +158,9 @@ func (k *keySketch) slots(h uint64) keySlots {
 	return sl
 }
 
-// estimate returns the key's estimates in the previous and the current
-// generation.
-func (k *keySketch) estimate(h uint64) [2]int64 {
-	k.last = k.slots(h)
-	sl := &k.last
+// estimate returns the estimates in the previous and the current
+// generation of the key of slots sl.
+func (k *keySketch) estimate(sl *keySlots) [2]int64 {
 	w := uint(1) << k.shift
 	top := k.top()
 	cur := uint(k.gen & 1)
@@ -180,16 +173,13 @@ func (k *keySketch) estimate(h uint64) [2]int64 {
 	return [2]int64{int64(est[0]), int64(est[1])}
 }
 
-// add counts the key of hash h in the current generation, where its
-// estimate is to become v (the requests allowed added): the conservative
-// update raises each of its counters to v, no further. It reports whether
-// the sketch should grow: the generation's keys outnumber one per
-// sketchLoad pairs.
-func (k *keySketch) add(h uint64, v int64) bool {
-	if k.last.hash != h || k.last.mask != k.mask || uint(k.last.shift) != k.shift {
-		k.last = k.slots(h) // another key, or the sketch changed size since
-	}
-	k.raise(&k.last, k.gen, v)
+// add counts the key of hash h and slots sl in the current generation,
+// where its estimate is to become v (the requests allowed added): the
+// conservative update raises each of its counters to v, no further. It
+// reports whether the sketch should grow: the generation's keys outnumber
+// one per sketchLoad pairs.
+func (k *keySketch) add(h uint64, sl *keySlots, v int64) bool {
+	k.raise(sl, k.gen, v)
 	return h>>38&(keySample-1) == 0 && k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate()*keySample >= k.room()
 }
 
