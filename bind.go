@@ -232,7 +232,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			regrouped = append(regrouped, kg)
 		} else {
 			var err error
-			if r, err = kg.build(rules.Flow, g.clock, g.cluster); err != nil {
+			if r, err = kg.build(rules.Flow, g.clock, g.cluster, g.keys); err != nil {
 				i := kg.at[0]
 				ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: fieldOf(err), Reason: err.Error()})
 				continue
@@ -285,7 +285,7 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: "cluster", Reason: errNoCluster.Error()})
 			continue
 		}
-		f, err := buildFlow(r, g.clock, g.cluster, g.cpu)
+		f, err := buildFlow(r, g.clock, g.cluster, g.cpu, g.keys)
 		if err != nil {
 			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: fieldOf(err), Reason: err.Error()})
 			continue

@@ -27,8 +27,8 @@ const defaultColdFactor = 3
 // rule is built as a local QPS rule of the same shape, to check it. A rule
 // on another resource is returned without that resource's statistics,
 // which binding it gives it. A shed rule reads the CPU from cpu (nil: the
-// guard reads none).
-func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule, error) {
+// guard reads none). Per-key rules draw from mem (nil: each its own).
+func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64, mem *flow.KeyMemory) (rule, error) {
 	if c == nil {
 		c = clock.System
 	}
@@ -60,7 +60,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 		// Alone, to check it: a guard builds a resource's per-key rules
 		// together (keyGroup).
 		g := keyGroup{resource: f.Resource, at: []int{0}}
-		r, err := g.build([]FlowRule{f}, c, nil)
+		r, err := g.build([]FlowRule{f}, c, nil, mem)
 		var ce *flow.ConfigError
 		if errors.As(err, &ce) {
 			// "windows[0].buckets": the rule's own field.
@@ -68,7 +68,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 		}
 		return r, err
 	case f.Type == ConcurrencyRule && f.PerKey:
-		l, err := flow.NewKeyedConcurrency(f.Limit, f.Overrides, 0)
+		l, err := flow.NewKeyedConcurrency(f.Limit, f.Overrides, 0, keyOptions(mem)...)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +108,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64) (rule,
 		}
 		return &refRule{limit: f.Limit}, nil
 	case f.Type == ThrottleRule && f.PerKey:
-		t, err := flow.NewKeyedThrottle(f.Limit, interval, time.Duration(f.MaxWait), f.Overrides, 0, flow.WithClock(c))
+		t, err := flow.NewKeyedThrottle(f.Limit, interval, time.Duration(f.MaxWait), f.Overrides, 0, keyOptions(mem, flow.WithClock(c))...)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +149,7 @@ func checkFlow(f FlowRule, cpu func() float64) error {
 			return err
 		}
 	}
-	_, err := buildFlow(f, nil, nil, cpu)
+	_, err := buildFlow(f, nil, nil, cpu, nil)
 	return err
 }
 

@@ -124,11 +124,11 @@ func ExampleWithKey() {
 	// Output:
 	// alice: served
 	// alice: served
-	// alice: blocked by per user per second (rate limited), retry after 1.1s
+	// alice: blocked by per user per second (rate limited), retry after 1.05s
 	// carol: served
 	// bob: blocked by per user per second (exceeds limit), retry after 0s
 	// alice: served
-	// alice: blocked by per user per minute (rate limited), retry after 1m4s
+	// alice: blocked by per user per minute (rate limited), retry after 1m1s
 }
 
 // Listen to a guard's events: a breaker opening, rules put in force.

@@ -55,6 +55,8 @@ type Guard struct {
 	// onTransition is g.breakerChanged, made once: every circuit's
 	// OnTransition, so that a breaker rule costs no function value.
 	onTransition func(*breaker.Circuit, breaker.Transition)
+	// keys is what the per-key rules draw from (WithKeyMemory).
+	keys *flow.KeyMemory
 }
 
 // An Option customises a Guard.
@@ -66,6 +68,7 @@ type guardOptions struct {
 	log          *slog.Logger
 	cluster      Cluster
 	cpu          func() float64
+	keyMemory    int64
 	err          error // the first bad option
 }
 
@@ -230,7 +233,7 @@ type ClusterLimiter interface {
 // New returns a Guard without rules, or an error wrapping ErrInvalidConfig
 // that names the first bad option and its value. A nil option is no option.
 func New(opts ...Option) (*Guard, error) {
-	o := guardOptions{clock: clock.System, maxResources: DefaultMaxResources}
+	o := guardOptions{clock: clock.System, maxResources: DefaultMaxResources, keyMemory: flow.DefaultKeyMemory}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -245,6 +248,7 @@ func New(opts ...Option) (*Guard, error) {
 	g := &Guard{clock: o.clock, resources: newResourceTable(o.maxResources, o.clock), log: o.log, cluster: o.cluster, cpu: o.cpu,
 		events: newEvents(o.log)}
 	g.onTransition = g.breakerChanged
+	g.keys, _ = flow.NewKeyMemory(o.keyMemory) // checked by WithKeyMemory
 	g.resources.full = g.events.full
 	if c, ok := o.cluster.(interface {
 		OnHealthChange(func(ClusterHealth))

@@ -91,8 +91,8 @@ func (g *keyGroup) shape(rules []FlowRule) string {
 	return string(b)
 }
 
-// build makes the group's enforcer.
-func (g *keyGroup) build(rules []FlowRule, c clock.Clock, cl Cluster) (rule, error) {
+// build makes the group's enforcer; a local one draws from mem, if any.
+func (g *keyGroup) build(rules []FlowRule, c clock.Clock, cl Cluster, mem *flow.KeyMemory) (rule, error) {
 	if g.cluster {
 		if cl == nil {
 			return nil, &fieldError{"cluster", errNoCluster}
@@ -114,7 +114,7 @@ func (g *keyGroup) build(rules []FlowRule, c clock.Clock, cl Cluster) (rule, err
 		}
 		return &keyedClusterRule{l: l}, nil
 	}
-	q, err := flow.NewKeyedQPS(g.windows(rules), flow.WithClock(c))
+	q, err := flow.NewKeyedQPS(g.windows(rules), keyOptions(mem, flow.WithClock(c))...)
 	if err != nil {
 		return nil, err
 	}

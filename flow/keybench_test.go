@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -172,6 +174,90 @@ func BenchmarkKeyedThrottleParallel(b *testing.B) {
 					i++
 				}
 			})
+		})
+	}
+}
+
+// floodFigures are what one flood of distinct keys through a KeyedQPS
+// measured: the requests asked and refused in the second interval (the
+// sketch grew through the first, which it reads as its previous
+// generation) and in the third (steady: the sketch had its size all
+// through the second), and the heap the limiter holds after them.
+type floodFigures struct {
+	asked, refused [2]int
+	heap           int64
+	bytes          int
+}
+
+// rate is the share of the requests refused in the second interval and
+// the third.
+func (f floodFigures) rate() (second, third float64) {
+	return float64(f.refused[0]) / float64(f.asked[0]), float64(f.refused[1]) / float64(f.asked[1])
+}
+
+// flood sends keys distinct keys per interval, each each times evenly
+// spread over the interval, for three intervals (new keys in each),
+// through a limiter of a one-second window made by newQ, and counts the
+// refusals of the second and the third. The keys are made in a reused
+// buffer, as a server reads them.
+func flood(tb testing.TB, keys, each int, newQ func() *KeyedQPS) floodFigures {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	q := newQ()
+	var f floodFigures
+	buf := make([]byte, 0, 32)
+	iv := int64(time.Second)
+	step := iv / int64(keys*each)
+	for gen := range 3 {
+		now := int64(gen) * iv
+		for range each {
+			for k := range keys {
+				buf = strconv.AppendInt(append(buf[:0], byte('a'+gen), '-'), int64(k), 10)
+				d, _ := q.AllowNAt(now, string(buf), 1)
+				now += step
+				if gen > 0 {
+					f.asked[gen-1]++
+					if !d.Allowed {
+						f.refused[gen-1]++
+					}
+				}
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	f.heap = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	f.bytes = q.Bytes()
+	runtime.KeepAlive(q)
+	return f
+}
+
+// BenchmarkKeyedQPSFlood sends floods of distinct keys per interval, each
+// key at a share of its limit (10 per second: 4-bit counters; 20: 8-bit),
+// and reports the share of their requests refused and the heap. One
+// iteration is one flood: run it with -benchtime 1x.
+//
+//	go test -run '^$' -bench KeyedQPSFlood -benchtime 1x ./flow/
+func BenchmarkKeyedQPSFlood(b *testing.B) {
+	for _, tc := range []struct {
+		keys, each int
+		limit      int64
+	}{
+		{4_000_000, 1, 10}, {10_000_000, 1, 10}, {10_000_000, 4, 10}, {10_000_000, 5, 10}, {12_000_000, 4, 10}, {12_000_000, 5, 10},
+		{5_000_000, 8, 20}, {5_000_000, 10, 20},
+	} {
+		b.Run(fmt.Sprintf("%dM keys at %d%% of %d", tc.keys/1_000_000, 100*int64(tc.each)/tc.limit, tc.limit), func(b *testing.B) {
+			for b.Loop() {
+				f := flood(b, tc.keys, tc.each, func() *KeyedQPS {
+					return mustKeyed(b, clock.NewManual(0), KeyWindow{Limit: tc.limit, Interval: time.Second})
+				})
+				second, third := f.rate()
+				b.ReportMetric(100*second, "%refused-2nd")
+				b.ReportMetric(100*third, "%refused-3rd")
+				b.ReportMetric(float64(f.heap)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(f.bytes)/(1<<20), "Bytes-MiB")
+			}
 		})
 	}
 }

@@ -196,8 +196,10 @@ func checkKeys(keys int) (int, error) {
 // never go over their limits, but are refused early more often. limit and
 // each override must be in [0, MaxLimit] (0 blocks the key), and keys in
 // [0, MaxKeysInFlight]; otherwise the error is a *ConfigError naming
-// "limit", "overrides" (with the key) or "keys".
-func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int) (*KeyedConcurrency, error) {
+// "limit", "overrides" (with the key) or "keys". The only Option it takes
+// is WithKeyMemory, from whose budget the sketch takes what it has, halved
+// down to 4 KiB if short.
+func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int, opts ...Option) (*KeyedConcurrency, error) {
 	if limit < 0 || limit > MaxLimit {
 		return nil, badLimit(limit, 0)
 	}
@@ -208,8 +210,16 @@ func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int) (*Ke
 	if err := checkOverrides(overrides); err != nil {
 		return nil, err
 	}
-	blocks := sketchBlocksFor(keys, concBlocksPerKey)
+	o, err := buildKeyedOptions(opts)
+	if err == nil && (o.bucketsGiven || o.warming) {
+		err = &ConfigError{Option: "options", Value: "buckets or warm-up", Detail: "a keyed concurrency limit has no buckets and does not warm up"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	blocks := drawFixed(o.memory, sketchBlocksFor(keys, concBlocksPerKey), minKeyBlocks, keyBlockBytes)
 	c := &KeyedConcurrency{seed: maphash.MakeSeed(), mask: uint64(blocks - 1), cells: make([]atomic.Int64, blocks*concBlockCounters)}
+	giveBackWhenGone(c, o.memory, blocks*keyBlockBytes)
 	pins, _ := pinAll(c.seed, overrides, &pinTable[pinnedCount]{}, func() *pinnedCount { return new(pinnedCount) }, nil)
 	c.limits.Store(&concLimits{limit: limit, pins: pins})
 	return c, nil

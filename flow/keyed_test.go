@@ -148,8 +148,8 @@ func TestKeyedQPSHotKeyIsNotResetByKeysThatDisplaceIt(t *testing.T) {
 	if n := len(got["hot"]); n < 40*5 {
 		t.Fatalf("the hot key was allowed %d requests in 40 s at a limit of 10/s: starved", n)
 	}
-	if b := q.Bytes(); b > KeyedQPSMaxBytes {
-		t.Fatalf("limiter takes %d bytes, above its bound %d", b, KeyedQPSMaxBytes)
+	if b := q.Bytes(); b > DefaultKeyMemory {
+		t.Fatalf("limiter takes %d bytes, above its bound %d", b, DefaultKeyMemory)
 	}
 }
 
@@ -167,14 +167,14 @@ func TestKeyedQPSRefusalByOneWindowCountsInNone(t *testing.T) {
 	}
 	// The per-second window counted only the two allowed: had it counted the
 	// refused one, a batch of one more would not fit in it.
-	// They leave the minute window when its bucket (6 s) is k+1 = 11
+	// They leave the minute window when its bucket (3 s) is k+1 = 21
 	// buckets old.
-	if want := 66*time.Second - 2; d.RetryAfter != want {
+	if want := 63*time.Second - 2; d.RetryAfter != want {
 		t.Fatalf("RetryAfter = %v, want %v: when the minute window's bucket of the two leaves it", d.RetryAfter, want)
 	}
 	// A refusal by the first window leaves the second untouched: after the
 	// minute, the key has its two again.
-	later := int64(66 * time.Second)
+	later := int64(63 * time.Second)
 	for i := range 2 {
 		if d, j := q.AllowNAt(later+int64(i), "u", 1); !d.Allowed {
 			t.Fatalf("after the minute, request %d refused by window %d", i, j)
@@ -427,9 +427,8 @@ func TestKeyedQPSSetKeepsCountsAndMovesOverrides(t *testing.T) {
 		t.Fatal("b allowed a fifth under its override of 4: its count before the override was lost")
 	}
 	for _, bad := range [][]KeyWindow{
-		{{Limit: 3, Interval: 2 * time.Second}},
-		{{Limit: 3, Interval: time.Second}, {Limit: 1, Interval: time.Minute}},
 		{{Limit: -1, Interval: time.Second}},
+		{{Limit: 3, Interval: time.Second, Buckets: MaxKeyBuckets + 1}},
 	} {
 		if err := q.Set(bad); err == nil {
 			t.Errorf("Set(%+v) accepted", bad)
@@ -463,8 +462,8 @@ func TestKeyedQPSManySteadyKeysGetExactWindows(t *testing.T) {
 	if rate := float64(refused) / float64(asked); rate > 0.001 {
 		t.Fatalf("%d of %d refused (%.3f%%) from keys within their limit", refused, asked, 100*rate)
 	}
-	if b := q.Bytes(); b > KeyedQPSMaxBytes {
-		t.Fatalf("%d bytes, over the bound %d", b, KeyedQPSMaxBytes)
+	if b := q.Bytes(); b > DefaultKeyMemory {
+		t.Fatalf("%d bytes, over the bound %d", b, DefaultKeyMemory)
 	}
 }
 
@@ -486,13 +485,18 @@ func keysInShard(q *KeyedQPS, sh uint64, n int, prefix string) []string {
 func TestKeyedQPSEvictionAtAnEarlierTimeKeepsTheCounts(t *testing.T) {
 	c := clock.NewManual(0)
 	w := KeyWindow{Limit: 10, Interval: time.Second}
-	q := mustKeyed(t, c, w)
-	fs := keysInShard(q, 0, 64, "f")
+	// A budget of 0: each shard keeps its floor of entries, no more.
+	none, _ := NewKeyMemory(0)
+	q, err := NewKeyedQPS([]KeyWindow{w}, WithClock(c), WithKeyMemory(none))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := keysInShard(q, 0, floorRoom, "f")
 	n := keysInShard(q, 0, 1, "n")[0]
 	a := admissions{}
 	sec := int64(time.Second)
 	t0, t1, t2, t3 := 10*sec+900e6, 12*sec-100e3, 12*sec+500e3, 12*sec+2e6
-	for _, f := range fs { // 64 hot entries, made in generation 10
+	for _, f := range fs { // every entry of the shard, taken in generation 10
 		for range 6 {
 			if d, _ := q.AllowNAt(t0, f, 1); d.Allowed {
 				a.add(f, t0, 1)
@@ -507,24 +511,33 @@ func TestKeyedQPSEvictionAtAnEarlierTimeKeepsTheCounts(t *testing.T) {
 		}
 	}
 	// A caller that read the clock at t1 (generation 11) just before t2
-	// takes the mutex now: its key turns hot and displaces fs[0].
+	// takes the mutex now: its key, past half its limit, takes the entry
+	// of one of them, at 3 of 10.
 	for range 6 {
 		if d, _ := q.AllowNAt(t1, n, 1); d.Allowed {
 			a.add(n, t1, 1)
 		}
 	}
-	_, hot := q.shards[0].index[q.hash(fs[0])]
-	if hot {
-		t.Fatal("test setup: fs[0] was not displaced")
+	var gone []string
+	for _, f := range fs {
+		if _, hot := q.shards[0].index.find(q.hash(f), q.shards[0].hot); !hot {
+			gone = append(gone, f)
+		}
+	}
+	if len(gone) != 1 {
+		t.Fatalf("test setup: %d keys lost their entries, want 1", len(gone))
 	}
 	got := 0
 	for range 20 {
-		if d, _ := q.AllowNAt(t3, fs[0], 1); d.Allowed {
-			a.add(fs[0], t3, 1)
+		if d, _ := q.AllowNAt(t3, gone[0], 1); d.Allowed {
+			a.add(gone[0], t3, 1)
 			got++
 		}
 	}
-	t.Logf("fs[0] allowed %d more at t3 (3 already in the last %v)", got, time.Duration(t3-t2))
+	t.Logf("the key that lost its entry allowed %d more at t3 (3 already in the last %v)", got, time.Duration(t3-t2))
+	if got > 7 {
+		t.Fatalf("allowed %d more: its 3 of generation 12 were lost", got)
+	}
 	a.check(t, w)
 }
 

@@ -1,37 +1,80 @@
 package flow
 
 import (
-	"math"
 	"sync"
 	"time"
 )
 
 // A keyShard is one of a KeyedQPS's 64 shards: the keys whose hash falls in
 // it, under one mutex. Everything here is called with mu held.
+//
+// The bound, whatever happens to a key. Call a record of a key's
+// admissions faithful if it counts every admission at a time no earlier
+// than the one it happened at and no later than now. An interval of a
+// window's length ending at a decision lies within the open bucket and the
+// k before it, and within the sketch's two generations; a decision counts
+// everything faithfully recorded there, so an allowed request leaves no
+// interval over the limit. The records stay faithful through every move
+// between them:
+//
+//   - a key given an entry has its windows seeded from the sketch: the
+//     current generation's estimate counted in the open bucket, the
+//     previous generation's in the last bucket of that generation, each at
+//     least the key's true count, moved no earlier than it happened;
+//   - a key losing its entry raises its counters in the sketch, for each
+//     generation, to at least the sum of its exact counts in that
+//     generation's buckets;
+//   - a sketch generation is cleared only once it has left every window;
+//     a sketch doubles by copying, halves by taking the larger of two
+//     counters, widens by taking its block's largest: no estimate falls;
+//   - a reload moves a kept window's counts as they are, and seeds a new
+//     window from one in force before it, each count at the end of the
+//     bucket it was in, or at the reload, whichever is earlier (no earlier
+//     than it happened, and never later than now); a sketch's two
+//     generations go, summed, into the new sketch's current one.
 type keyShard struct {
 	mu     sync.Mutex
-	index  map[uint64]int32 // hash → hot entry
-	hot    []hotKey
-	counts []uint32    // hot entry e's counts at [e*stride, (e+1)*stride)
-	state  []hotWindow // hot entry e's windows at [e*len(wins), ...)
-	names  []byte      // hot entry e's key, cut, at [e*MaxShownKeyLength, ...): copied without allocating
+	cfg    *keyConfig
+	index  keyIndex
+	hot    []hotKey    // the entries in use; cap(hot) are allocated
+	counts []uint32    // entry e's counts at [e*stride, (e+1)*stride)
+	state  []hotWindow // entry e's windows at [e*len(wins), ...)
+	names  []byte      // entry e's key, cut, at [e*MaxShownKeyLength, ...): copied without allocating
 	sketch []keySketch // one per window
-	cursor int         // where the search for an entry to displace goes on
-	room   int         // the entries its hot keys may have: hotPerShard, doubling up to maxRoom
-	pins   int         // the entries its pinned keys have, besides
-	// floor is the heat of the least hot entry the last failed search
-	// found; until floorUntil, a newcomer no hotter does not search.
-	floor, floorUntil int64
-	_                 [112]byte // shards side by side share no mutex's cache line
+	room   int         // the entries hot keys may take: floorRoom, doubling
+	pins   int         // the entries the keys with overrides take, besides
+	cursor int         // where the search for an entry to take goes on
+	// After a search found no entry to take, the next skip newcomers it
+	// speaks for (spared, by skipNeed) do not search; missed is how many
+	// the last skip spared, 0 after a search that found one.
+	skip, missed int
+	skipNeed     int64
+	// over are the entries last marked over a limit, newest last: the
+	// next newcomers take them without a search.
+	over  [8]int32
+	overN int
+	// saturated counts the decisions whose key's first sketch block began
+	// with a word of saturated counters.
+	saturated uint64
+	_         [64]byte // shards side by side share no mutex's cache line
 }
 
-// A hotKey is a key with exact windows.
+// A hotKey is a key with an entry.
 type hotKey struct {
 	hash    uint64
-	keyLen  uint8   // the bytes of its key in names, cut to MaxShownKeyLength, for Top
-	limits  []int64 // an override per window, -1 for none; nil without overrides
+	pin     *keyPin // its overrides; nil for none
 	blocked [2]uint32
 	blockAt uint64 // first window's generation blocked[blockAt&1] counts
+	// overAt is the first window's generation of the key's last refusal
+	// that shows it over a limit: not one owed to the counts its entry was
+	// seeded with from the sketch (seeded, the previous and the current
+	// generation's, counted in the first window's buckets before seedAt
+	// and at it; calm is when the last seed leaves any window).
+	overAt uint64
+	calm   int64
+	seeded [2]uint32
+	seedAt uint64
+	keyLen uint8 // the bytes of its key in names, for Top
 }
 
 // A hotWindow is a hot key's state in one window: the newest bucket it
@@ -42,83 +85,48 @@ type hotWindow struct {
 	sum  int64
 }
 
-// init allocates the shard's tables on first use: room for its pinned keys
-// and hotPerShard more.
+// init allocates the shard's tables on first use, taken whatever the
+// budget has: floorRoom entries (pin makes room for the keys with
+// overrides), and the sketches at their smallest.
 func (s *keyShard) init(q *KeyedQPS) {
-	if s.index != nil {
+	if s.sketch != nil {
 		return
 	}
-	n := hotPerShard
-	for key := range q.pinned {
-		if q.shard(q.hash(key)) == s {
-			n++
-		}
+	s.sketch = make([]keySketch, len(s.cfg.wins))
+	var b int64
+	for j := range s.sketch {
+		s.sketch[j] = newKeySketch(s.cfg.wins[j].limit)
+		b += s.sketch[j].bytes()
 	}
-	s.index = make(map[uint64]int32, n)
-	s.hot = make([]hotKey, 0, n)
-	s.counts = make([]uint32, n*q.stride)
-	s.state = make([]hotWindow, n*len(q.wins))
-	s.names = make([]byte, n*MaxShownKeyLength)
-	s.sketch = make([]keySketch, len(q.wins))
-	s.room = hotPerShard
-}
-
-// maxRoom is the most entries a shard's hot keys may have: 8 MiB of
-// entries per window in all the shards, and at least hotPerShard.
-func (q *KeyedQPS) maxRoom() int {
-	return max(hotPerShard, hotBytesPerWindow*len(q.wins)/keyShards/hotEntryBytes(len(q.wins), q.stride))
-}
-
-// take gives key (hash h) a hot entry, empty, and returns it; the caller
-// fills it. The shard must have a free entry or one to displace (see
-// promote).
-func (s *keyShard) take(q *KeyedQPS, h uint64, key string) int32 {
-	e := int32(len(s.hot))
-	s.hot = append(s.hot, hotKey{})
-	if n := cap(s.hot); len(s.state) < n*len(q.wins) {
-		// The entries grew, or a key was pinned after they were made.
-		s.counts = append(s.counts, make([]uint32, n*q.stride-len(s.counts))...)
-		s.state = append(s.state, make([]hotWindow, n*len(q.wins)-len(s.state))...)
-		s.names = append(s.names, make([]byte, n*MaxShownKeyLength-len(s.names))...)
-	}
-	s.fill(q, e, h, key)
-	return e
-}
-
-// fill makes entry e key's, with empty windows.
-func (s *keyShard) fill(q *KeyedQPS, e int32, h uint64, key string) {
-	name := key[:min(len(key), MaxShownKeyLength)]
-	copy(s.names[int(e)*MaxShownKeyLength:], name)
-	s.hot[e] = hotKey{hash: h, keyLen: uint8(len(name))}
-	clear(s.counts[int(e)*q.stride : int(e+1)*q.stride])
-	clear(s.state[int(e)*len(q.wins) : int(e+1)*len(q.wins)])
-	s.index[h] = e
+	s.room = floorRoom
+	q.acct.take(b)
+	s.resize(q, floorRoom, true)
 }
 
 // decide is KeyedQPS.AllowNAt for a key of this shard.
 func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64) (Decision, int) {
-	if s.index == nil {
+	if s.sketch == nil {
 		s.init(q)
 	}
-	if e, ok := s.index[h]; ok {
-		return s.decideHot(q, e, now, n)
+	// The key's block of the first sketch, read before the index: a key
+	// without an entry (most, among many keys) waits for the one while
+	// the processor looks in the other. (The read is kept by a test that
+	// a block's first word is never all ones, but in a saturated sketch
+	// of 4-bit counters, which counts it and is otherwise harmless.)
+	k := &s.sketch[0]
+	if k.cells[int(h&k.mask)*blockWords] == ^uint64(0) {
+		s.saturated++
 	}
-	// A cold key: estimate it in every window, and promote it if it uses
-	// more than half a window's limit.
-	est, at := s.estimates(q, h, now) // per window: previous and current generation
-	promote := false
-	for j := range q.wins {
-		if w := &q.wins[j]; w.limit > 0 && 2*(est[j][0]+est[j][1]+n) > w.limit {
-			promote = true
-		}
+	if e, ok := s.index.find(h, s.hot); ok {
+		return s.decideHot(e, now, n)
 	}
-	if promote {
-		if e, ok := s.promote(q, h, key, now, &est, &at); ok {
-			return s.decideHot(q, e, now, n)
-		}
+	est, at, sl0 := s.estimates(q, h, now) // per window: previous and current generation
+	if e, ok := s.promote(q, h, key, now, n, &est, &at); ok {
+		return s.decideHot(e, now, n)
 	}
-	for j := range q.wins {
-		w := &q.wins[j]
+	cfg := s.cfg
+	for j := range cfg.wins {
+		w := &cfg.wins[j]
 		if n > w.limit {
 			return Decision{Reason: ExceedsLimit}, j
 		}
@@ -132,36 +140,40 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 			return Decision{Reason: RateLimited, RetryAfter: time.Duration(max(w.grid.Start(g*w.k)-now, 1))}, j
 		}
 	}
-	for j := range q.wins {
-		s.sketch[j].add(h, est[j][1]+n)
+	for j := range cfg.wins {
+		sl := &sl0
+		if j > 0 || sl0.mask != s.sketch[0].mask {
+			x := s.sketch[j].slots(h)
+			sl = &x
+		}
+		if s.sketch[j].add(h, sl, est[j][1]+n) {
+			s.growSketch(q, j)
+		}
 	}
 	return allowed, -1
 }
 
 // decideHot decides for hot entry e, and counts the requests in every
 // window if each allows them.
-func (s *keyShard) decideHot(q *KeyedQPS, e int32, now int64, n int64) (Decision, int) {
+func (s *keyShard) decideHot(e int32, now int64, n int64) (Decision, int) {
 	hk := &s.hot[e]
-	nw := len(q.wins)
-	for j := range q.wins {
-		w := &q.wins[j]
-		hw, c := s.window(q, e, j)
+	cfg := s.cfg
+	for j := range cfg.wins {
+		w := &cfg.wins[j]
+		hw, c := s.window(e, j)
 		hw.advance(c, w.grid.Index(now), w.k)
-		limit := w.limit
-		if hk.limits != nil && hk.limits[j] >= 0 {
-			limit = hk.limits[j]
-		}
+		limit := cfg.limitOf(hk.pin, j)
 		if n > limit {
-			s.blocked(q, hk, now, n)
+			s.blocked(e, j, hw, now, n, limit)
 			return Decision{Reason: ExceedsLimit}, j
 		}
 		if hw.sum+n > limit {
-			s.blocked(q, hk, now, n)
+			s.blocked(e, j, hw, now, n, limit)
 			return Decision{Reason: RateLimited, RetryAfter: hw.retryAfter(c, w, hw.sum+n-limit, now)}, j
 		}
 	}
-	for j := 0; j < nw; j++ {
-		hw, c := s.window(q, e, j)
+	for j := range cfg.wins {
+		hw, c := s.window(e, j)
 		c[hw.last%uint64(len(c))] += uint32(n)
 		hw.sum += n
 	}
@@ -169,15 +181,20 @@ func (s *keyShard) decideHot(q *KeyedQPS, e int32, now int64, n int64) (Decision
 }
 
 // window returns hot entry e's state and counts in window j.
-func (s *keyShard) window(q *KeyedQPS, e int32, j int) (*hotWindow, []uint32) {
-	w := &q.wins[j]
-	base := int(e)*q.stride + w.off
-	return &s.state[int(e)*len(q.wins)+j], s.counts[base : base+int(w.k)+1]
+func (s *keyShard) window(e int32, j int) (*hotWindow, []uint32) {
+	cfg := s.cfg
+	w := &cfg.wins[j]
+	base := int(e)*cfg.stride + w.off
+	return &s.state[int(e)*len(cfg.wins)+j], s.counts[base : base+int(w.k)+1]
 }
 
-// blocked counts n requests of hot key hk refused at time now.
-func (s *keyShard) blocked(q *KeyedQPS, hk *hotKey, now int64, n int64) {
-	w := &q.wins[0]
+// blocked counts n requests of hot entry e refused at time now by window j
+// (state hw, limit limit), and marks the key over its limit unless the
+// refusal may be owed to its seed: in the first window, if what it asked
+// since it took its entry fits the limit; in another, until calm.
+func (s *keyShard) blocked(e int32, j int, hw *hotWindow, now int64, n int64, limit int64) {
+	hk := &s.hot[e]
+	w := &s.cfg.wins[0]
 	g := w.grid.Index(now) / w.k
 	switch {
 	case g == hk.blockAt+1:
@@ -189,13 +206,34 @@ func (s *keyShard) blocked(q *KeyedQPS, hk *hotKey, now int64, n int64) {
 		hk.blockAt = g
 	}
 	hk.blocked[hk.blockAt&1] = clampCount(int64(hk.blocked[hk.blockAt&1]) + n)
+	over := now >= hk.calm
+	if !over && j == 0 {
+		// What the key asked since it took its entry, within the span of
+		// its seed (at most k+1 buckets): its own requests the window
+		// counts, and those refused, these with them.
+		asked := hw.sum + int64(hk.blocked[0]) + int64(hk.blocked[1])
+		if hw.last <= hk.seedAt+w.k {
+			asked -= int64(hk.seeded[1])
+		}
+		if first := hk.seedAt / w.k * w.k; hw.last < first+w.k {
+			asked -= int64(hk.seeded[0])
+		}
+		over = asked > limit
+	}
+	if over {
+		if hk.overAt+1 < g && hk.pin == nil && s.overN < len(s.over) {
+			s.over[s.overN] = e
+			s.overN++
+		}
+		hk.overAt = max(hk.overAt, g)
+	}
 }
 
 // stat is what Top says of hot entry e at time now.
-func (s *keyShard) stat(q *KeyedQPS, e int32, now int64) KeyStat {
+func (s *keyShard) stat(e int32, now int64) KeyStat {
 	hk := &s.hot[e]
-	w := &q.wins[0]
-	hw, c := s.window(q, e, 0)
+	w := &s.cfg.wins[0]
+	hw, c := s.window(e, 0)
 	hw.advance(c, w.grid.Index(now), w.k)
 	st := KeyStat{Key: string(s.names[int(e)*MaxShownKeyLength:][:hk.keyLen]), Allowed: hw.sum}
 	if g := w.grid.Index(now) / w.k; g <= hk.blockAt+1 {
@@ -242,51 +280,15 @@ func (hw *hotWindow) retryAfter(c []uint32, w *keyWindow, over int64, now int64)
 	return time.Duration(max(w.grid.Start(hw.last+w.k+1)-now, 1))
 }
 
-// promote gives key (hash h) a hot entry seeded from its estimates, if the
-// shard has a free one or one whose key is less hot, and reports whether
-// it did. est and at are the key's estimates and buckets per window.
-func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) (int32, bool) {
-	var e int32
-	if len(s.hot) < s.room+s.pins {
-		e = s.take(q, h, key)
-	} else {
-		heat := int64(0)
-		for j := range q.wins {
-			heat = max(heat, share(est[j][0]+est[j][1], q.wins[j].limit))
-		}
-		// Every entry hotter than the newcomer, when last looked at: a
-		// search would fail again, until a bucket later entries cool.
-		if heat <= s.floor && now < s.floorUntil {
-			return 0, false
-		}
-		v, least := s.victim(q, now)
-		switch {
-		case least < heat:
-			s.evict(q, v, now)
-			e = v
-			s.fill(q, e, h, key)
-		case s.room < q.maxRoom():
-			// Every entry looked at is as hot as the newcomer: more keys
-			// use over half their limits than the shard has room for, so
-			// it makes more, up to its bound.
-			s.room = min(2*s.room, q.maxRoom())
-			e = s.take(q, h, key)
-		default:
-			s.floor, s.floorUntil = least, now+q.wins[0].grid.Width
-			return 0, false
-		}
-	}
-	s.seed(q, e, est, at)
-	return e, true
-}
-
 // seed fills hot entry e's windows, empty, with the key's estimates in the
 // sketch; est and at are the estimates and the buckets they count in, per
-// window.
-func (s *keyShard) seed(q *KeyedQPS, e int32, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) {
-	for j := range q.wins {
-		w := &q.wins[j]
-		hw, c := s.window(q, e, j)
+// window. It returns the time until which the counts it placed may make
+// the key refused: when the last of them leaves its window.
+func (s *keyShard) seed(e int32, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) int64 {
+	var calm int64
+	for j := range s.cfg.wins {
+		w := &s.cfg.wins[j]
+		hw, c := s.window(e, j)
 		b := at[j]
 		hw.last = b
 		c[b%(w.k+1)] = clampCount(est[j][1])
@@ -296,99 +298,56 @@ func (s *keyShard) seed(q *KeyedQPS, e int32, est *[MaxKeyWindows][2]int64, at *
 			c[(first-1)%(w.k+1)] = clampCount(est[j][0])
 		}
 		hw.sum = est[j][0] + est[j][1]
-	}
-}
-
-// estimates returns the key's estimates in the sketch of every window, and
-// the buckets they count in, at time now.
-func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [MaxKeyWindows][2]int64, at [MaxKeyWindows]uint64) {
-	for j := range q.wins {
-		k := &s.sketch[j]
-		at[j] = k.advance(&q.wins[j], now)
-		est[j] = k.estimate(h)
-	}
-	return est, at
-}
-
-// share is count as a share of limit, in 1/1024ths.
-func share(count, limit int64) int64 {
-	if limit == 0 {
-		return 1 << 40
-	}
-	return count << 10 / limit
-}
-
-// victim looks at a few entries, from where the last search stopped, and
-// returns the least hot one that is not pinned, and its heat (the share of
-// a limit it uses, the most over its windows); a heat of MaxInt64 if all
-// it looked at are pinned.
-func (s *keyShard) victim(q *KeyedQPS, now int64) (int32, int64) {
-	const look = 8
-	best, bestHeat := int32(-1), int64(math.MaxInt64)
-	for range look {
-		e := int32(s.cursor % len(s.hot))
-		s.cursor++
-		if s.hot[e].limits != nil {
-			continue
-		}
-		h := int64(0)
-		for j := range q.wins {
-			w := &q.wins[j]
-			hw, c := s.window(q, e, j)
-			hw.advance(c, w.grid.Index(now), w.k)
-			h = max(h, share(hw.sum, w.limit))
-		}
-		if h < bestHeat {
-			best, bestHeat = e, h
+		if hw.sum > 0 {
+			calm = max(calm, w.grid.Start(b+w.k+1))
 		}
 	}
-	return best, bestHeat
+	return calm
 }
 
-// evict takes hot entry e from its key, handing the key's counts back to
-// the sketch: in each window, each generation's counters of the key are
-// raised to at least what the entry counted in that generation's buckets.
-func (s *keyShard) evict(q *KeyedQPS, e int32, now int64) {
-	hk := &s.hot[e]
-	for j := range q.wins {
-		w := &q.wins[j]
-		k := &s.sketch[j]
-		hw, c := s.window(q, e, j)
-		// The sketch moves on to the entry's newest bucket if a caller's
-		// time is earlier (a caller that read the clock, then stalled):
-		// every count of the entry then lies in one of its generations.
-		k.advance(w, max(now, w.grid.Start(hw.last)))
-		var sum [2]int64 // previous and current generation
-		for m := uint64(0); m <= w.k; m++ {
-			if m > hw.last {
-				break
-			}
-			x := hw.last - m
-			switch x / w.k {
-			case k.gen:
-				sum[1] += int64(c[x%(w.k+1)])
-			case k.gen - 1:
-				sum[0] += int64(c[x%(w.k+1)])
-			}
+// estimates returns the key's estimates in the sketch of every window, the
+// buckets they count in, at time now, and its slots in the first.
+func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [MaxKeyWindows][2]int64, at [MaxKeyWindows]uint64, sl0 keySlots) {
+	for j := range s.cfg.wins {
+		at[j] = s.advanceSketch(q, j, now)
+		sl := s.sketch[j].slots(h)
+		est[j] = s.sketch[j].estimate(&sl)
+		if j == 0 {
+			sl0 = sl
 		}
-		k.raise(hk.hash, k.gen-1, sum[0])
-		k.raise(hk.hash, k.gen, sum[1])
 	}
-	delete(s.index, hk.hash)
+	return est, at, sl0
 }
 
-// drop evicts hot entry e, and gives its place to the last entry, so that
-// the entries in use stay the first len(hot).
-func (s *keyShard) drop(q *KeyedQPS, e int32, now int64) {
-	s.evict(q, e, now)
-	last := int32(len(s.hot) - 1)
-	if e != last {
-		s.hot[e] = s.hot[last]
-		nw := len(q.wins)
-		copy(s.counts[int(e)*q.stride:int(e+1)*q.stride], s.counts[int(last)*q.stride:])
-		copy(s.state[int(e)*nw:int(e+1)*nw], s.state[int(last)*nw:])
-		copy(s.names[int(e)*MaxShownKeyLength:int(e+1)*MaxShownKeyLength], s.names[int(last)*MaxShownKeyLength:])
-		s.index[s.hot[e].hash] = e
+// advanceSketch moves sketch j on to time now (keySketch.advance), and
+// halves it if its last generation had few keys.
+func (s *keyShard) advanceSketch(q *KeyedQPS, j int, now int64) uint64 {
+	k := &s.sketch[j]
+	gen := k.gen
+	b, quiet := k.advance(&s.cfg.wins[j], now)
+	if quiet {
+		blocks := int64(k.mask + 1)
+		*k = k.folded()
+		q.acct.give(sketchBytes(blocks) - sketchBytes(blocks/2))
 	}
-	s.hot = s.hot[:last]
+	if j == 0 && k.gen != gen {
+		s.trim(q, now)
+	}
+	return b
 }
+
+// growSketch doubles sketch j, if the budget has the bytes; if not, it
+// tries again in the next generation.
+func (s *keyShard) growSketch(q *KeyedQPS, j int) {
+	k := &s.sketch[j]
+	blocks := int64(k.mask + 1)
+	if q.acct.grow(sketchBytes(2*blocks) - sketchBytes(blocks)) {
+		*k = k.grown()
+		return
+	}
+	k.full = true
+}
+
+// sketchBytes is the heap of a sketch of the given blocks, beside its
+// keySketch.
+func sketchBytes(blocks int64) int64 { return blocks * blockBytes }

@@ -1,157 +1,312 @@
 package flow
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // A keySketch is a shard's count-min sketch for one window. It is blocked:
-// a key's counters are sketchProbes of the 8 in one 64-byte block (which
-// block, and which of its counters, chosen by the key's hash), so that
-// reading them costs one cache line; each counter holds two generations
-// side by side, the current one at index gen&1.
+// a key's counters are sketchProbes of the pairs of one 64-byte block
+// (which block, and which of its pairs, chosen by the key's hash), so that
+// reading them costs one cache line. A pair is two counters side by side,
+// one per generation, the current one at gen&1.
+//
+// Counters are as narrow as the window's limit lets them be: 4 bits for a
+// limit of at most 14, 8 bits up to 254, 16 up to 65,534, 32 beyond, so
+// that a block holds 64, 32, 16 or 8 pairs. A counter saturates at its
+// largest value, which is above the limit: a saturated estimate refuses,
+// as the count it stands for would. Narrow counters are what make the
+// sketch accurate in little memory: for the same bytes, a key's three
+// counters are shared with fewer other keys.
+//
+// The sketch doubles, copying each block into two, which keeps every
+// estimate as it was, when a generation's keys reach one for every
+// sketchLoad pairs, if the shard's budget has the bytes. The keys are
+// counted, one in keySample (by their hashes, so that a key is always
+// counted or never), by a HyperLogLog of 256 registers (keyCount): a key
+// that comes back is never counted twice, whatever the sketch's size. It halves,
+// folding each block onto its twin with the larger of each two counters,
+// which only raises estimates, when a whole generation had fewer than a
+// sixty-fourth of the keys it holds. (Growing by more at once, to the size
+// the pace of new keys predicts, would copy the keys already counted into
+// fewer steps; under a budget it lets the first shards to grow take the
+// bytes the others need, and refuses more: measured, keys at 40% of their
+// limit at ten million an interval, 0.6% against 0.001%.)
 type keySketch struct {
 	gen   uint64   // the current generation: a bucket index / k
 	mask  uint64   // blocks - 1
-	cells []uint32 // block b, counter i, generation g at 16*b + 2*i + g&1
-	// seen counts the current generation's distinct keys (linear
-	// counting: a bit per key, picked by its hash, a bit per block, for
-	// one key in keySample, so that few requests touch it); when ones,
-	// the bits set, reach growAt, the keys are about a quarter of the
-	// counters, and the sketch doubles.
-	seen   []uint64
-	ones   int
-	growAt int
+	shift uint     // log2 of the counters' width in bits, 2 to 5
+	cells []uint64 // block b at [blockWords*b, blockWords*(b+1))
+	full  bool     // the sketch may not grow this generation
+	// seen counts the current generation's keys, one in keySample; once
+	// they fill the sketch's room, it asks to grow.
+	seen keyCount
 }
+
+const (
+	blockWords      = 8 // 64 bytes
+	sketchProbes    = 3 // counters per key and generation
+	sketchLoad      = 8 // pairs per key a generation before the sketch doubles
+	keySample       = 4 // one key in keySample is counted in seen
+	minSketchBlocks = 8
+	maxSketchBlocks = 1 << 20 // per shard: the hash bits that pick a block
+	blockBytes      = blockWords * 8
+)
+
+// genMasks[s][g] has the bits of generation slot g in every pair of
+// counters 1<<s bits wide.
+var genMasks = func() (m [6][2]uint64) {
+	for s := uint(2); s <= 5; s++ {
+		w := uint(1) << s
+		ones := uint64(1)<<w - 1
+		for p := uint(0); p < 64; p += 2 * w {
+			m[s][0] |= ones << p
+			m[s][1] |= ones << (p + w)
+		}
+	}
+	return m
+}()
+
+// widthFor returns the log2 of the narrowest counter width whose largest
+// value is above limit.
+func widthFor(limit int64) uint {
+	switch {
+	case limit <= 14:
+		return 2
+	case limit <= 254:
+		return 3
+	case limit <= 65534:
+		return 4
+	}
+	return 5
+}
+
+// newKeySketch returns an empty sketch of minSketchBlocks blocks for a
+// window of the given limit.
+func newKeySketch(limit int64) keySketch {
+	return keySketch{mask: minSketchBlocks - 1, shift: widthFor(limit), cells: make([]uint64, minSketchBlocks*blockWords), seen: newKeyCount()}
+}
+
+// bytes is the heap the sketch takes.
+func (k *keySketch) bytes() int64 { return int64(len(k.cells)) * 8 }
+
+// top is a counter's largest value.
+func (k *keySketch) top() uint64 { return uint64(1)<<(1<<k.shift) - 1 }
+
+// pairs is the number of pairs in a block.
+func (k *keySketch) pairs() uint64 { return 256 >> k.shift }
 
 // advance moves the sketch on to the generation of time now, clearing the
 // one that leaves the window, and returns the bucket the key counts in: the
 // bucket of now, or the first of the current generation if now is before
-// it.
-func (k *keySketch) advance(w *keyWindow, now int64) uint64 {
+// it. It reports whether the sketch should halve: the generation that
+// ended had few keys.
+func (k *keySketch) advance(w *keyWindow, now int64) (uint64, bool) {
 	b := w.grid.Index(now)
 	g := b / w.k
-	if k.cells == nil {
-		k.mask = minSketchBlocks - 1
-		k.cells = make([]uint32, minSketchBlocks*blockWords)
-		k.gen = g
-		k.countKeys(keysPerBlock * minSketchBlocks)
-	}
-	switch {
-	case g < k.gen:
-		return k.gen * w.k
-	case g == k.gen+1:
-		for i := int(g & 1); i < len(k.cells); i += 2 {
-			k.cells[i] = 0
+	if g <= k.gen {
+		if g < k.gen {
+			return k.gen * w.k, false
 		}
-		k.countKeys(keysPerBlock * (k.mask + 1))
-	case g > k.gen+1:
+		return b, false
+	}
+	quiet := true
+	if g == k.gen+1 {
+		m := genMasks[k.shift][g&1]
+		for i := range k.cells {
+			k.cells[i] &^= m
+		}
+		quiet = k.seen.estimate()*keySample < k.room()/64
+	} else {
 		clear(k.cells)
-		k.countKeys(keysPerBlock * (k.mask + 1))
 	}
 	k.gen = g
-	return b
+	k.seen = newKeyCount()
+	k.full = false
+	return b, quiet && k.mask+1 > minSketchBlocks
 }
 
-// at returns the indexes of the key's counters (hash h) in the even
-// generation; the odd one's follow each.
-func (k *keySketch) at(h uint64) [sketchProbes]int {
-	b := int(h&k.mask) * blockWords
-	p := &probes[(h>>40)%uint64(len(probes))]
-	var at [sketchProbes]int
-	for r := range at {
-		at[r] = b + 2*int(p[r])
-	}
-	return at
+// room is the keys a generation may have before the sketch grows.
+func (k *keySketch) room() float64 { return float64(k.mask+1) * float64(k.pairs()) / sketchLoad }
+
+// keySlots are where the key of a hash has its counters in a sketch of
+// the given mask and counter width: words and bit offsets in generation
+// slot 0; slot 1's are 1<<shift bits further.
+type keySlots struct {
+	mask  uint64 // the sketch's when they were found
+	words [sketchProbes]int32
+	offs  [sketchProbes]uint8
 }
 
-// probes lists every choice of sketchProbes distinct counters of a block's
-// 8, in order: a key's hash picks one.
-var probes = func() (ps [56][sketchProbes]uint8) {
-	n := 0
-	for a := range uint8(8) {
-		for b := a + 1; b < 8; b++ {
-			for c := b + 1; c < 8; c++ {
-				ps[n] = [sketchProbes]uint8{a, b, c}
-				n++
-			}
-		}
+// slots returns where the key of hash h has its counters.
+func (k *keySketch) slots(h uint64) keySlots {
+	sl := keySlots{mask: k.mask}
+	base := int(h&k.mask) * blockWords
+	// Three distinct pairs of the block: a, and a with two different
+	// nonzero offsets xored in.
+	pm := k.pairs() - 1
+	x := h >> 20
+	a, d, f := x&pm, (x>>6)&pm|1, (x>>12)&pm&^1
+	if f == 0 {
+		f = 2
 	}
-	return ps
-}()
-
-// estimate returns the key's estimates in the previous and the current
-// generation.
-func (k *keySketch) estimate(h uint64) [2]int64 {
-	cur := int(k.gen & 1)
-	est := [2]int64{-1, -1}
-	for _, i := range k.at(h) {
-		p, c := int64(k.cells[i+1-cur]), int64(k.cells[i+cur])
-		if est[0] < 0 || p < est[0] {
-			est[0] = p
-		}
-		if est[1] < 0 || c < est[1] {
-			est[1] = c
-		}
+	b, c := a^d, a^f // d is odd, f even and nonzero: a, b, c differ
+	for i, p := range [sketchProbes]uint64{a, b, c} {
+		bit := p << (k.shift + 1)
+		sl.words[i], sl.offs[i] = int32(base+int(bit>>6)), uint8(bit&63)
 	}
-	return est
+	return sl
 }
 
-// add counts the key in the current generation, where its estimate is to
-// become v (the requests allowed added): the conservative update raises
-// each of its counters to v, no further. It grows the sketch when the
-// generation's keys outnumber half its counters.
-func (k *keySketch) add(h uint64, v int64) {
-	cur := int(k.gen & 1)
-	for _, i := range k.at(h) {
-		k.cells[i+cur] = max(k.cells[i+cur], clampCount(v))
+// estimate returns the estimates in the previous and the current
+// generation of the key of slots sl.
+func (k *keySketch) estimate(sl *keySlots) [2]int64 {
+	w := uint(1) << k.shift
+	top := k.top()
+	cur := uint(k.gen & 1)
+	est := [2]uint64{top, top}
+	for i := range sl.words {
+		v := k.cells[sl.words[i]] >> sl.offs[i]
+		est[0] = min(est[0], v>>((1-cur)*w)&top)
+		est[1] = min(est[1], v>>(cur*w)&top)
 	}
-	if h>>50&(keySample-1) != 0 {
+	return [2]int64{int64(est[0]), int64(est[1])}
+}
+
+// add counts the key of hash h and slots sl in the current generation,
+// where its estimate is to become v (the requests allowed added): the
+// conservative update raises each of its counters to v, no further. It
+// reports whether the sketch should grow: the generation's keys outnumber
+// one per sketchLoad pairs.
+func (k *keySketch) add(h uint64, sl *keySlots, v int64) bool {
+	k.raise(sl, k.gen, v)
+	return h>>38&(keySample-1) == 0 && k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate()*keySample >= k.room()
+}
+
+// raise makes the estimate in generation g of the key of slots sl at
+// least v.
+func (k *keySketch) raise(sl *keySlots, g uint64, v int64) {
+	if v <= 0 || (g != k.gen && g != k.gen-1) {
 		return
 	}
-	bit := (h >> 24) & (uint64(len(k.seen))*64 - 1)
-	if w := &k.seen[bit/64]; *w&(1<<(bit%64)) == 0 {
-		*w |= 1 << (bit % 64)
-		k.ones++
-		if k.ones >= k.growAt && k.mask+1 < maxSketchBlocks {
-			k.grow()
+	top := k.top()
+	nv := min(uint64(v), top)
+	sh := uint(g&1) << k.shift
+	for i := range sl.words {
+		c := &k.cells[sl.words[i]]
+		at := uint(sl.offs[i]) + sh
+		if *c>>at&top < nv {
+			*c = *c&^(top<<at) | nv<<at
 		}
 	}
 }
 
-// countKeys starts counting the generation's keys afresh, n of them yet to
-// come before the sketch grows: of m bits, n/keySample distinct keys set
-// m(1 - e^(-n/keySample/m)) on average.
-func (k *keySketch) countKeys(n uint64) {
-	m := max(64, k.mask+1)
-	if len(k.seen) == int(m/64) {
-		clear(k.seen)
-	} else {
-		k.seen = make([]uint64, m/64)
-	}
-	k.ones = 0
-	k.growAt = max(1, int(float64(m)*(1-math.Exp(-float64(n)/keySample/float64(m)))))
-}
-
-// raise makes the key's estimate in generation g at least v.
-func (k *keySketch) raise(h uint64, g uint64, v int64) {
-	if v <= 0 || k.cells == nil || (g != k.gen && g != k.gen-1) {
-		return
-	}
-	half := int(g & 1)
-	for _, i := range k.at(h) {
-		k.cells[i+half] = max(k.cells[i+half], clampCount(v))
-	}
-}
-
-// grow doubles the sketch's blocks. A key's block b moves to b or
+// grown returns the sketch doubled: a key's block b moves to b or
 // b+blocks, depending on one more bit of its hash; both take the old
 // block's counters, so every estimate stays what it was.
-func (k *keySketch) grow() {
+func (k *keySketch) grown() keySketch {
 	n := len(k.cells)
-	cells := make([]uint32, 2*n)
-	copy(cells, k.cells)
-	copy(cells[n:], k.cells)
-	k.cells = cells
-	k.mask = 2*k.mask + 1
-	// The keys counted so far filled the half it had: as many again fill
-	// the new half.
-	k.countKeys(keysPerBlock * (k.mask + 1) / 2)
+	g := *k
+	g.cells = make([]uint64, 2*n)
+	copy(g.cells, k.cells)
+	copy(g.cells[n:], k.cells)
+	g.mask = 2*k.mask + 1
+	return g
+}
+
+// folded returns the sketch halved: block b takes, counter by counter,
+// the larger of its own and block b+blocks/2's, which both of their keys
+// now share, so that no estimate falls.
+func (k *keySketch) folded() keySketch {
+	half := len(k.cells) / 2
+	f := *k
+	f.cells = make([]uint64, half)
+	w := uint(1) << k.shift
+	top := k.top()
+	for i := range f.cells {
+		a, b := k.cells[i], k.cells[i+half]
+		var c uint64
+		for at := uint(0); at < 64; at += w {
+			c |= max(a>>at&top, b>>at&top) << at
+		}
+		f.cells[i] = c
+	}
+	f.mask = k.mask / 2
+	return f
+}
+
+// widened returns the sketch with counters 1<<shift bits wide, for a
+// limit its counters are too narrow for, in as many blocks: each counter of
+// a block takes the largest of the block's in its generation, so that no
+// estimate falls (and the block's keys are estimated as its busiest until
+// the generations pass). A saturated counter stays saturated.
+func (k *keySketch) widened(shift uint) keySketch {
+	n := *k
+	n.shift = shift
+	n.cells = make([]uint64, len(k.cells))
+	w, nw := uint(1)<<k.shift, uint(1)<<shift
+	top := k.top()
+	for b := 0; b < len(k.cells); b += blockWords {
+		var most [2]uint64
+		for i := b; i < b+blockWords; i++ {
+			for at := uint(0); at < 64; at += 2 * w {
+				for g := range uint(2) {
+					most[g] = max(most[g], k.cells[i]>>(at+g*w)&top)
+				}
+			}
+		}
+		for g := range most {
+			if most[g] == top {
+				most[g] = n.top()
+			}
+		}
+		var word uint64
+		for at := uint(0); at < 64; at += 2 * nw {
+			word |= most[0]<<at | most[1]<<(at+nw)
+		}
+		for i := b; i < b+blockWords; i++ {
+			n.cells[i] = word
+		}
+	}
+	return n
+}
+
+// A keyCount counts distinct keys: a HyperLogLog of 256 registers, each
+// the most leading zeros (and one) seen in the hashes of the keys it gets,
+// whose estimate is within some 6.5% of the count (one standard error).
+// It keeps the sum the estimate needs as its registers rise.
+type keyCount struct {
+	reg   [256]uint8
+	sum   float64 // of 2^-r over the registers
+	zeros int     // registers still 0
+}
+
+// newKeyCount returns a count of no keys.
+func newKeyCount() keyCount { return keyCount{sum: 256, zeros: 256} }
+
+// add counts the key of hash h, and reports whether a register rose: only
+// then may the estimate have changed.
+func (c *keyCount) add(h uint64) bool {
+	x := h * 0x9E3779B97F4A7C15 // the shard's keys share their top bits
+	r := uint8(bits.LeadingZeros64(x<<8|1<<7)) + 1
+	i := x >> 56
+	if r <= c.reg[i] {
+		return false
+	}
+	if c.reg[i] == 0 {
+		c.zeros--
+	}
+	c.sum += math.Ldexp(1, -int(r)) - math.Ldexp(1, -int(c.reg[i]))
+	c.reg[i] = r
+	return true
+}
+
+// estimate returns the number of distinct keys counted.
+func (c *keyCount) estimate() float64 {
+	const m = float64(len(c.reg))
+	e := 0.7182 * m * m / c.sum // α for 256 registers
+	if e < 2.5*m && c.zeros > 0 {
+		e = m * math.Log(m/float64(c.zeros)) // few keys: linear counting
+	}
+	return e
 }

@@ -183,8 +183,10 @@ var paceProbes = choose3(paceBlockCounters)
 // limit must be in [1, MaxLimit], each override in [0, MaxLimit] (0 blocks
 // the key), the interval positive and at most 36 years, maxWait at least 0
 // (0 blocks every reservation that would have to wait; waits beyond 36
-// years count as that long), and keys in [0, MaxKeysInFlight]. The only
-// Option it takes is WithClock. A bad argument or Option is a *ConfigError
+// years count as that long), and keys in [0, MaxKeysInFlight]. It takes
+// the Options WithClock and WithKeyMemory, from whose budget the sketch
+// takes what it has, halved down to 4 KiB if short. A bad argument or
+// Option is a *ConfigError
 // naming it: "limit", "interval", "max_wait", "overrides" (with the key),
 // "keys", "buckets" or "warm_up".
 func NewKeyedThrottle(limit int64, interval, maxWait time.Duration, overrides map[string]int64, keys int, opts ...Option) (*KeyedThrottle, error) {
@@ -195,7 +197,7 @@ func NewKeyedThrottle(limit int64, interval, maxWait time.Duration, overrides ma
 	if err != nil {
 		return nil, err
 	}
-	o, err := buildOptions(opts)
+	o, err := buildKeyedOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -208,11 +210,12 @@ func NewKeyedThrottle(limit int64, interval, maxWait time.Duration, overrides ma
 	if err := checkOverrides(overrides); err != nil {
 		return nil, err
 	}
-	blocks := sketchBlocksFor(keys, paceBlocksPerKey)
+	blocks := drawFixed(o.memory, sketchBlocksFor(keys, paceBlocksPerKey), minKeyBlocks, keyBlockBytes)
 	t := &KeyedThrottle{
 		seed: maphash.MakeSeed(), per: uint64(interval), maxWait: int64(min(maxWait, timegrid.MaxTime)),
 		clock: o.clock, mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks),
 	}
+	giveBackWhenGone(t, o.memory, blocks*keyBlockBytes)
 	t.limits.Store(t.newLimits(limit, overrides, &pinTable[pinnedPace]{}, false))
 	return t, nil
 }

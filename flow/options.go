@@ -14,6 +14,7 @@ type options struct {
 	warmUp       time.Duration
 	cold         float64
 	warming      bool         // WithWarmUp was given
+	memory       *KeyMemory   // WithKeyMemory: what a keyed limiter draws from
 	bad          *ConfigError // the first option found bad as it was applied
 }
 
@@ -71,8 +72,17 @@ func WithWarmUp(period time.Duration, coldFactor float64) Option {
 }
 
 // buildOptions applies opts over the defaults and returns the first bad
-// option's error.
+// option's error; WithKeyMemory is one for a limiter without keys.
 func buildOptions(opts []Option) (options, error) {
+	o, err := buildKeyedOptions(opts)
+	if err == nil && o.memory != nil {
+		err = &ConfigError{Option: "key_memory", Value: o.memory.limit, Detail: "only a keyed limiter keeps per-key state"}
+	}
+	return o, err
+}
+
+// buildKeyedOptions is buildOptions for a keyed limiter.
+func buildKeyedOptions(opts []Option) (options, error) {
 	o := options{clock: clock.System, buckets: DefaultBuckets}
 	for _, opt := range opts {
 		if opt != nil {

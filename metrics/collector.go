@@ -51,8 +51,9 @@ type Collector struct {
 	overload overload // the shed and adaptive rules
 	retries  retries  // the retry budgets (WithRetryBudget)
 
-	topKeys                int // keys a family exports per resource; 0: none
-	keyAllowed, keyBlocked *prometheus.Desc
+	topKeys                   int // keys a family exports per resource; 0: none
+	keyAllowed, keyBlocked    *prometheus.Desc
+	keyMemory, keyMemoryLimit *prometheus.Desc
 
 	clusterHealthy, clusterMisconfigured *prometheus.Desc
 	clusterFailures, clusterFallbacks    *prometheus.Desc
@@ -130,8 +131,12 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 		topKeys:    o.topKeys,
 		keyAllowed: keyAllowed,
 		keyBlocked: keyBlocked,
-		resources:  newTraffic(desc, histogramErr, summaryErr, "", "the resource", "resource", "direction"),
-		inbound:    newTraffic(desc, histogramErr, summaryErr, "inbound_", "the service (requests entered with slidegate.Inbound)"),
+		keyMemory: desc("key_memory_bytes",
+			"Bytes the per-key rules hold now, together: sketches and hot keys (Guard.KeyMemory)."),
+		keyMemoryLimit: desc("key_memory_limit_bytes",
+			"Bytes the per-key rules may hold together (slidegate.WithKeyMemory); past it they stop growing and refuse some keys early, never letting one over its limit."),
+		resources: newTraffic(desc, histogramErr, summaryErr, "", "the resource", "resource", "direction"),
+		inbound:   newTraffic(desc, histogramErr, summaryErr, "inbound_", "the service (requests entered with slidegate.Inbound)"),
 		breakerState: desc("breaker_state",
 			"1 if the breaker of a breaker rule in force is in the state the label state names, else 0: closed, open (a circuit blocks every request; an adaptive breaker blocks some) or half_open (a circuit lets probes through). One series per state, so that max() and sum() across instances work.",
 			"resource", "rule", "strategy", "state"),
@@ -170,6 +175,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.retries.describe(ch)
 	ch <- c.keyAllowed
 	ch <- c.keyBlocked
+	ch <- c.keyMemory
+	ch <- c.keyMemoryLimit
 	ch <- c.clusterHealthy
 	ch <- c.clusterMisconfigured
 	ch <- c.clusterFailures
@@ -180,7 +187,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // resource Guard.Resources returns and of the inbound traffic, the state of
 // every breaker, the rules in force, what the shed and adaptive rules have
 // learnt (Guard.Overload) and the CPU they read, the busiest keys of each resource with
-// per-key rules (Guard.TopKeys), and the health of the guard's cluster
+// per-key rules (Guard.TopKeys) and the memory of the per-key rules (Guard.KeyMemory), and the health of the guard's cluster
 // if it has one that reports it (Guard.ClusterHealth). The breakers and the rules are read
 // separately, so a scrape that races a SetRules may show the breakers
 // or the overload rules of one set of rules beside the limits of the next.
@@ -206,6 +213,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.overload.collect(ch, c.guard.Overload())
 	c.retries.collect(ch)
 	c.collectKeys(ch, rules)
+	inUse, limit := c.guard.KeyMemory()
+	constMetric(ch, c.keyMemory, prometheus.GaugeValue, float64(inUse))
+	constMetric(ch, c.keyMemoryLimit, prometheus.GaugeValue, float64(limit))
 	if h, ok := c.guard.ClusterHealth(); ok {
 		constMetric(ch, c.clusterHealthy, prometheus.GaugeValue, flag(h.Healthy))
 		constMetric(ch, c.clusterMisconfigured, prometheus.GaugeValue, flag(h.Err != nil))

@@ -32,6 +32,8 @@ var allFamilies = []string{
 	"inbound_requests_succeeded_total",
 	"inbound_response_time_max_seconds",
 	"inbound_response_time_seconds",
+	"key_memory_bytes",
+	"key_memory_limit_bytes",
 	"request_duration_seconds",
 	"requests_allowed_total",
 	"requests_blocked_total",

@@ -45,6 +45,8 @@
 //	slidegate_cpu_usage_ratio                     gauge      -
 //	slidegate_top_key_requests_allowed            gauge      resource, key
 //	slidegate_top_key_requests_blocked            gauge      resource, key
+//	slidegate_key_memory_bytes                    gauge      -
+//	slidegate_key_memory_limit_bytes              gauge      -
 //	slidegate_cluster_healthy                     gauge      -
 //	slidegate_cluster_misconfigured               gauge      -
 //	slidegate_cluster_failures_total              counter    -
@@ -221,8 +223,8 @@
 //     blocked by the per-key rules in that rule's current and previous
 //     intervals, and that number; a key with none blocked is not there.
 //
-// Only keys that use more than half their limit are tracked one by one, so
-// a quiet key is in neither family. A scrape holds at most n series per
+// Only keys that use more than half their limit, were blocked, or have
+// overrides are reported, so a quiet key is in neither family. A scrape holds at most n series per
 // resource with per-key rules in each family (2·n·R for R such resources,
 // which the rules bound), however many keys there are: a flood of 100,000
 // keys adds no more than those lines to a scrape (see the tests). Over
@@ -239,9 +241,17 @@
 // two series with the same labels would fail the whole scrape. The empty
 // key, that of the requests that carry none, is exported as key="", which
 // Prometheus reads as a series without the label key. Reading the keys
-// costs a scrape about 2 ms on a 2-core VM for a resource that tracks as
-// many keys as it can (4,096; BenchmarkCollectTopKeys), and nothing for a
-// resource without per-key rules.
+// costs a scrape about 2 ms on a 2-core VM for a resource that tracks
+// 4,096 keys (BenchmarkCollectTopKeys), and nothing for a resource without
+// per-key rules.
+//
+// slidegate_key_memory_bytes is the heap all the guard's per-key rules
+// hold together, and slidegate_key_memory_limit_bytes the bound they
+// share (slidegate.WithKeyMemory, 64 MiB by default): one series each,
+// always there. The first may pass the second by the few KiB each rule
+// keeps whatever the bound. Near the bound, the rules stop growing their
+// sketches and hot keys, and keys are refused early more often; alert on
+// their ratio staying above 0.9.
 //
 // # Direction
 //

@@ -75,7 +75,8 @@ func (c *Collector) collectKeys(ch chan<- prometheus.Metric, rules slidegate.Rul
 		// Every key the guard tracks, not the first topKeys: keys that
 		// read the same once cut and made label values are added up
 		// before the busiest are chosen. The guard tracks a bounded number
-		// of keys (flow.DefaultHotKeys and the overrides).
+		// of keys (those its key memory holds entries for, and the
+		// overrides).
 		if ks := c.guard.TopKeys(f.Resource, math.MaxInt, false); len(ks) > 0 {
 			l := exported.Value(f.Resource)
 			byResource[l] = append(byResource[l], ks...)

@@ -228,3 +228,27 @@ func TestRulesOfResourcesThatReadTheSameHaveLabelsOfTheirOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyMemoryIsWhatTheGuardSays: the key memory families are the bytes the
+// guard's per-key rules hold and the bound they share.
+func TestKeyMemoryIsWhatTheGuardSays(t *testing.T) {
+	clk := clock.NewManual(start)
+	g := newGuard(t, slidegate.WithClock(clk), slidegate.WithKeyMemory(3<<20))
+	if err := g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /api", Limit: 10, PerKey: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		send(t, g, "GET /api", "user-"+strings.Repeat("x", i%7)+string(rune('a'+i%26)), 1)
+	}
+	f := newScraper(t, metrics.NewCollector(g)).scrape(t)
+	inUse, limit := g.KeyMemory()
+	if inUse <= 0 {
+		t.Fatal("the per-key rule holds nothing")
+	}
+	for name, want := range map[string]int64{"slidegate_key_memory_bytes": inUse, "slidegate_key_memory_limit_bytes": limit} {
+		ms := f[name].GetMetric()
+		if len(ms) != 1 || ms[0].GetGauge().GetValue() != float64(want) || len(ms[0].GetLabel()) != 0 {
+			t.Errorf("%s = %v, want one series of %d", name, ms, want)
+		}
+	}
+}

@@ -65,15 +65,16 @@ var KeyScaleQuick = KeyScale{ColdRate: 20_000, Duration: 2 * time.Second}
 
 // evictBetween is how many fresh keys the eviction attack puts between two
 // requests of the hot key: more than sentinel's hotspot cache holds for a
-// 1 s rule (hotspot.ParamsCapacityBase, 4,000 keys) and more than slidegate
-// keeps exact windows for (flow.DefaultHotKeys, 4,096). The attack needs a
-// cold rate of about limit × evictBetween per second to offer the hot key
-// more than its limit, and takes at least twice that.
+// 1 s rule (hotspot.ParamsCapacityBase, 4,000 keys) and more than the exact
+// windows a slidegate limiter starts with (flow.DefaultHotKeys, 512; they
+// grow, and the hot key, over its limit, is the attacker's to take). The
+// attack needs a cold rate of about limit × evictBetween per second to
+// offer the hot key more than its limit, and takes at least twice that.
 const evictBetween = 5000
 
 // attackKeys is how many keys the cycling attacker goes round: twice
-// sentinel's cache for a 1 s rule, and about twice slidegate's exact
-// windows.
+// sentinel's cache for a 1 s rule, and more than the exact windows a
+// slidegate limiter starts with.
 const attackKeys = 8000
 
 // The bounds of KeyAccuracy's arguments, which keep a pattern's arrivals

@@ -116,7 +116,7 @@ func guardKeyMemory(keys int, limit int64) (KeyMemory, error) {
 	}
 	after := heapAfterGC()
 	r := KeyMemory{Library: "slidegate per-key rule", Keys: keys, Bytes: int64(after) - int64(before),
-		Note: "a count for every key in a count-min sketch that grows with the keys, to 32 MiB at most, and exact windows for the hot keys (none here)"}
+		Note: "a count for every key in a count-min sketch that grows with the keys, within the budget of the guard's per-key rules (64 MiB by default), and exact windows for the hot keys (none here)"}
 	r.PerKey = float64(r.Bytes) / float64(keys)
 	// Probe: within the same interval, no key may be allowed its whole
 	// limit again.

@@ -1,0 +1,37 @@
+package slidegate
+
+import "github.com/slidegate/slidegate/flow"
+
+// WithKeyMemory bounds the heap of the per-key state of all the guard's
+// per-key rules together, whatever their number and their resources, to
+// bytes (default flow.DefaultKeyMemory, 64 MiB): the sketches and hot keys
+// of per-key QPS rules, and the sketches of per-key concurrency and
+// throttle rules. A rule past the bound stops growing, which never lets a
+// key over its limit, and refuses some keys early (flow.KeyedQPS says
+// which). Each rule keeps a small floor besides (flow.KeyMemory). bytes
+// must be at least 0.
+func WithKeyMemory(bytes int64) Option {
+	return func(o *guardOptions) {
+		if bytes < 0 {
+			o.bad("key memory = %d: must be at least 0 bytes", bytes)
+			return
+		}
+		o.keyMemory = bytes
+	}
+}
+
+// KeyMemory returns the bytes the guard's per-key rules hold now, and the
+// bound WithKeyMemory set. A rule the guard no longer uses gives its bytes
+// back once the garbage collector has found it so.
+func (g *Guard) KeyMemory() (inUse, limit int64) {
+	return g.keys.InUse(), g.keys.Limit()
+}
+
+// keyOptions are the Options that make a keyed limiter draw from mem, if
+// any: none when a rule is built only to be checked.
+func keyOptions(mem *flow.KeyMemory, opts ...flow.Option) []flow.Option {
+	if mem != nil {
+		opts = append(opts, flow.WithKeyMemory(mem))
+	}
+	return opts
+}
