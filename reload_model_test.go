@@ -13,10 +13,12 @@ import (
 // reloads on a manual clock, and checks every admission against a
 // brute-force model of each rule's promise.
 //
-// Six rules are watched, one per resource: per-key QPS, concurrency and
-// throttle, and the three without keys. Reloads add, remove and change
-// overrides; change limits; reorder, rename and shadow the rules; remove
-// and restore them; and add or remove rules of other resources. The model
+// Seven rules are watched: per-key QPS (two windows of one resource, a
+// second and three, decided together), concurrency and throttle, and the
+// three without keys. Reloads add, remove and change overrides; change
+// limits; reorder, rename and shadow the rules; remove and restore them
+// (a per-key QPS window added to or removed from those in force); and add
+// or remove rules of other resources. The model
 // holds each rule to this: a QPS rule or a throttle (which here never makes
 // a request wait) admits a key at most the largest limit it had for the key
 // in any interval of its length it was enforced throughout; a concurrency
@@ -33,6 +35,7 @@ type watched struct {
 	resource string
 	typ      FlowType
 	perKey   bool
+	interval time.Duration // 0: a second
 	// What the reloads change.
 	present, shadow bool
 	name            string
@@ -55,7 +58,7 @@ func (l *limits) of(key string) int64 {
 }
 
 func (w *watched) rule() FlowRule {
-	f := FlowRule{Resource: w.resource, Type: w.typ, Limit: w.limit, PerKey: w.perKey, Name: w.name, Shadow: w.shadow}
+	f := FlowRule{Resource: w.resource, Type: w.typ, Limit: w.limit, PerKey: w.perKey, Name: w.name, Shadow: w.shadow, Interval: Duration(w.interval)}
 	if w.perKey && len(w.overrides) > 0 {
 		f.Overrides = maps.Clone(w.overrides)
 	}
@@ -86,10 +89,14 @@ func checkKeyReloads(t *testing.T, seed uint64) {
 		{resource: "q", typ: QPSRule},
 		{resource: "c", typ: ConcurrencyRule},
 		{resource: "t", typ: ThrottleRule},
+		{resource: "qk", typ: QPSRule, perKey: true, interval: 3 * time.Second},
 	}
 	limit := func(w *watched) int64 {
 		if w.typ == ThrottleRule {
 			return 1 + rng.Int64N(3) // a throttle paces at least 1 a second
+		}
+		if w.interval > 0 {
+			return rng.Int64N(8)
 		}
 		return rng.Int64N(4)
 	}
@@ -97,7 +104,7 @@ func checkKeyReloads(t *testing.T, seed uint64) {
 		w.present, w.limit = true, limit(w)
 	}
 	var unrelated []FlowRule
-	order := []int{0, 1, 2, 3, 4, 5} // watched rules by index, unrelated ones from 100
+	order := []int{0, 1, 2, 3, 4, 5, 6} // watched rules by index, unrelated ones from 100
 	globalShadow := false
 	rules := func() Rules {
 		var r Rules
@@ -130,7 +137,6 @@ func checkKeyReloads(t *testing.T, seed uint64) {
 		a *modelAdmission
 	}
 	var held []heldEntry
-	interval := int64(time.Second)
 
 	// check holds the admission a of watched rule i, made at time now, to
 	// the model.
@@ -163,6 +169,10 @@ func checkKeyReloads(t *testing.T, seed uint64) {
 			return
 		}
 		// The loads in force during (now-interval, now].
+		interval := int64(time.Second)
+		if w.interval > 0 {
+			interval = int64(w.interval)
+		}
 		from := now - interval
 		bound := int64(-1)
 		for j := len(loads) - 1; j >= 0; j-- {
@@ -206,8 +216,12 @@ func checkKeyReloads(t *testing.T, seed uint64) {
 			}
 			now := clk.Now()
 			a := &modelAdmission{at: int(now), seq: seq, key: key}
-			admitted[i] = append(admitted[i], a)
-			check(i, a, now)
+			for j, w := range ws { // every rule of the resource admitted it
+				if w.resource == ws[i].resource {
+					admitted[j] = append(admitted[j], a)
+					check(j, a, now)
+				}
+			}
 			if ws[i].typ == ConcurrencyRule {
 				held = append(held, heldEntry{e, a})
 			} else {
@@ -234,11 +248,21 @@ func checkKeyReloads(t *testing.T, seed uint64) {
 				rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 			case 5:
 				w.name = []string{"", "one", "two"}[rng.IntN(3)]
+				if w.interval > 0 { // names of its own beside the other qk rule's
+					w.name = []string{"", "long", "longer"}[rng.IntN(3)]
+				}
 			case 6:
 				if rng.IntN(4) == 0 {
 					globalShadow = !globalShadow
 				} else {
-					w.shadow = !w.shadow
+					// The per-key QPS rules of a resource are all in
+					// shadow or none.
+					shadow := !w.shadow
+					for _, v := range ws {
+						if v == w || v.resource == w.resource && v.perKey && v.typ == QPSRule && w.perKey && w.typ == QPSRule {
+							v.shadow = shadow
+						}
+					}
 				}
 			case 7:
 				w.present = !w.present

@@ -266,3 +266,38 @@ func TestALimitTheClusterRefusesLeavesTheRulesInForce(t *testing.T) {
 	mustEnter(t, g, "local").Exit(nil) // a limit of 2 again, not 1
 	mustBlock(t, g, "local", "qps", RateLimited)
 }
+
+// A per-key QPS window added or removed by a reload leaves the others
+// counting: a key that took its 5 of a second keeps them when an hourly
+// window joins, and when it goes again.
+func TestAReloadAddingAPerKeyWindowKeepsTheOthersCounts(t *testing.T) {
+	second := FlowRule{Resource: "api", Limit: 5, PerKey: true}
+	hourly := FlowRule{Resource: "api", Limit: 1000, Interval: Duration(time.Hour), PerKey: true}
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{second}})
+	admitted := func(n int) int {
+		ok := 0
+		for range n {
+			if e, err := g.Enter(bg, "api", WithKey("k")); err == nil {
+				e.Exit(nil)
+				ok++
+			}
+		}
+		return ok
+	}
+	if n := admitted(5); n != 5 {
+		t.Fatalf("%d of a key's first 5 admitted, limit 5", n)
+	}
+	for _, rules := range [][]FlowRule{{second, hourly}, {hourly, second}, {second}} {
+		clk.Advance(100 * time.Millisecond)
+		if err := g.SetRules(Rules{Flow: rules}); err != nil {
+			t.Fatal(err)
+		}
+		if n := admitted(5); n != 0 {
+			t.Fatalf("after a reload to %d windows: %d more admitted in the same second, limit 5", len(rules), n)
+		}
+	}
+	clk.Advance(time.Second)
+	if n := admitted(6); n != 5 {
+		t.Fatalf("the next second: %d of 6 admitted, limit 5", n)
+	}
+}

@@ -3,6 +3,8 @@ package slidegate
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
@@ -73,22 +75,32 @@ func keyGroups(rules []FlowRule) []*keyGroup {
 	return gs
 }
 
-// shape identifies the group by everything but its rules' limits and
-// overrides: a local group of the same shape in the rules in force keeps
-// its counts and takes the new limits and overrides. A cluster group is
-// identified by its whole rules: its cluster's limiter is made anew when
-// they change.
+// shape identifies the group by everything but its rules' windows, limits
+// and overrides: a local group of the same shape in the rules in force
+// keeps its enforcer, which takes the new windows in place, counts and
+// all (flow.KeyedQPS.Set: a window added or removed, a limit changed). A
+// cluster group is identified by its whole rules: its cluster's limiter is
+// made anew when they change.
 func (g *keyGroup) shape(rules []FlowRule) string {
-	shapes := make([]FlowRule, len(g.at))
-	for j, i := range g.at {
-		shapes[j] = rules[i].normal()
-		if !g.cluster {
-			shapes[j] = shapes[j].shape()
-			shapes[j].Overrides = nil
+	if g.cluster {
+		whole := make([]FlowRule, len(g.at))
+		for j, i := range g.at {
+			whole[j] = rules[i].normal()
+		}
+		b, _ := json.Marshal(whole) // rules marshal: see ruleKey
+		return string(b)
+	}
+	var rest []string // what is left of each rule without its window, once
+	for _, i := range g.at {
+		r := rules[i].normal().shape()
+		r.Interval, r.Buckets = 0, 0
+		b, _ := json.Marshal(r)
+		if !slices.Contains(rest, string(b)) {
+			rest = append(rest, string(b))
 		}
 	}
-	b, _ := json.Marshal(shapes) // rules marshal: see ruleKey
-	return string(b)
+	slices.Sort(rest)
+	return strings.Join(rest, "\n")
 }
 
 // build makes the group's enforcer; a local one draws from mem, if any.
