@@ -31,7 +31,7 @@ import (
 // of buckets, and writes one in place unless the window has moved on since
 // the key's last grant (keyed.lua tells how). Its key is
 //
-//	PREFIX:k:{KEY}:NAME:INTERVAL:BUCKETS    slidegate:k:{alice}:GET /orders:1m0s:10
+//	PREFIX:k:{KEY}:NAME:INTERVAL:BUCKETS    slidegate:k:{alice}:GET /orders:1m0s:20
 //
 // with the request's key as the hash tag, so that every window of one key
 // lands in one Redis Cluster slot, for the one script that decides them,
@@ -45,9 +45,10 @@ import (
 // request; a refused request writes nothing.
 //
 // Redis holds a string per window for every key allowed a request within
-// the window's interval: 8(k+3) bytes of counts (104 for 10 buckets), the
-// Redis key's name, and Redis's own overhead per key (MEMORY USAGE says 200
-// bytes for 10 buckets under a 40-byte name; the expiry takes some more).
+// the window's interval: 8(k+3) bytes of counts (184 for the default 20
+// buckets), the Redis key's name, and Redis's own overhead per key (MEMORY
+// USAGE says 200 bytes for 10 buckets under a 40-byte name; the expiry
+// takes some more).
 // Keys come from clients, so that is memory an attacker can fill: key by an
 // identity the service has checked (a user, a tenant), not a header anyone
 // sets, or bound the keys some other way, especially under long windows,

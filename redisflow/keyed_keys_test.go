@@ -83,9 +83,9 @@ func TestKeyedKeysKeepEveryKeyInItsOwnTag(t *testing.T) {
 		flow.KeyWindow{Limit: 5, Interval: time.Second},
 		flow.KeyWindow{Limit: 100, Interval: time.Minute, Buckets: 6})
 	for key, want := range map[string][]string{
-		"alice":  {"slidegate:k:{alice}:GET /orders:1s:10", "slidegate:k:{alice}:GET /orders:1m0s:6"},
-		"a{b}c%": {"slidegate:k:{a%7Bb%7Dc%25}:GET /orders:1s:10", "slidegate:k:{a%7Bb%7Dc%25}:GET /orders:1m0s:6"},
-		"":       {"slidegate:k:{%}:GET /orders:1s:10", "slidegate:k:{%}:GET /orders:1m0s:6"},
+		"alice":  {"slidegate:k:{alice}:GET /orders:1s:20", "slidegate:k:{alice}:GET /orders:1m0s:6"},
+		"a{b}c%": {"slidegate:k:{a%7Bb%7Dc%25}:GET /orders:1s:20", "slidegate:k:{a%7Bb%7Dc%25}:GET /orders:1m0s:6"},
+		"":       {"slidegate:k:{%}:GET /orders:1s:20", "slidegate:k:{%}:GET /orders:1m0s:6"},
 	} {
 		if got := l.Keys(key); strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("Keys(%q) = %q; want %q", key, got, want)

@@ -147,7 +147,7 @@ func TestKeyedWrongTypeIsReportedUnderTheLimitersKeys(t *testing.T) {
 	do(t, rdb, "HSET", l.Keys("x")[0], "o", "1")
 	l.AllowKey(bg, "x")
 	err := c.Stats().Err
-	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "the keyed limit script") || !strings.Contains(err.Error(), `"slidegate:k:{*}:typed:1m0s:10"`) {
+	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "the keyed limit script") || !strings.Contains(err.Error(), `"slidegate:k:{*}:typed:1m0s:20"`) {
 		t.Fatalf("Stats().Err = %v; want ErrMisconfigured naming the keyed limit script and the limiter's keys", err)
 	}
 	do(t, rdb, "DEL", l.Keys("x")[0])

@@ -55,7 +55,7 @@ var hostileKeyedReplies = map[string]any{
 }
 
 var hostileKeyedWindows = []flow.KeyWindow{
-	{Limit: 100, Interval: time.Second},
+	{Limit: 100, Interval: time.Second, Buckets: 10},
 	{Limit: 1000, Interval: time.Second, Buckets: 20},
 }
 
