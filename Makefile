@@ -15,12 +15,12 @@ export GOWORK := off
 # routers, OpenTelemetry). The comparison module is tested apart.
 MODULES := $(filter-out benchmarks/compare,$(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path '*/testdata/*' | sort)))
 
-.PHONY: test fmt vet staticcheck allocs race compare-build modules bench compare
+.PHONY: test api-check api fmt vet staticcheck allocs race compare-build modules bench compare
 
 # test runs every step, the core's first, whatever fails before it, and
 # names every step that failed at the end: a failure in one module must not
 # hide the state of the others.
-STEPS := fmt vet staticcheck allocs race compare-build modules
+STEPS := api-check fmt vet staticcheck allocs race compare-build modules
 
 test:
 	@failed=""; for step in $(STEPS); do \
@@ -29,6 +29,16 @@ test:
 	done; \
 	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed"; exit 1; fi; \
 	echo "== make test: every step passed"
+
+# The exported API of every module is recorded in api/, a file per module;
+# api-check fails, naming each line, when the code and the record differ,
+# so that every change to the API is seen in review. make api writes the
+# record anew.
+api-check:
+	go run ./internal/apicheck
+
+api:
+	go run ./internal/apicheck -w
 
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
