@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/hooks"
 	"github.com/slidegate/slidegate/internal/notify"
 )
 
@@ -79,7 +80,7 @@ type Event struct {
 	// *RulesError listing every problem.
 	Err error
 	// Source names where the refused rules came from, when a source
-	// reported them (ReportRefused: rulefile.Follow names its source);
+	// reported them (rulefile.Follow names its source);
 	// "" for rules given to SetRules.
 	Source string
 	// Cluster is the cluster's health after a ClusterChanged event.
@@ -353,15 +354,20 @@ func (g *Guard) Events() []Event { return g.events.latest() }
 // because they fell more than EventQueue events behind.
 func (g *Guard) DroppedEvents() int64 { return g.events.droppedCount() }
 
-// ReportRefused records a RulesRefused event for rules that came from
+// reportRefused records a RulesRefused event for rules that came from
 // source (a file's path, "etcd:/slidegate/rules") and were refused before
 // they reached SetRules, because err (a *RulesError) found problems in
-// them: rulefile.Follow reports so the documents it refuses. SetRules
-// records the rules it refuses itself. A nil err records nothing.
-func (g *Guard) ReportRefused(source string, err error) {
+// them: rulefile.Follow reports so the documents it refuses, through
+// hooks.ReportRefused. SetRules records the rules it refuses itself. A nil
+// err records nothing.
+func (g *Guard) reportRefused(source string, err error) {
 	if err != nil {
 		g.events.record(Event{At: g.clock.Now(), Kind: RulesRefused, Err: err, Source: cut(source, MaxNameLength)})
 	}
+}
+
+func init() {
+	hooks.ReportRefused = func(g any, source string, err error) { g.(*Guard).reportRefused(source, err) }
 }
 
 // breakerChanged records the change of state of a circuit of the rules in

@@ -154,23 +154,36 @@ func WithCPU(usage func() float64) Option {
 }
 
 // A Cluster keeps the counts of cluster-wide flow rules for all the
-// instances of a service (package redisflow keeps them in Redis). A
-// Cluster that also has a method OnHealthChange(func(ClusterHealth)) tells
-// the guard of changes of its health, which the guard records as
-// ClusterChanged events; it must call the func without waiting for
-// anything, and may call it from any goroutine.
+// instances of a service. Package redisflow keeps them in Redis. A Cluster
+// may also be a [HealthReporter], a [HealthNotifier] or a [KeyedCluster].
 type Cluster interface {
-	// Limiter returns the limiter of a cluster-wide rule, whose Interval
-	// and Buckets the guard has set (to 1s and flow.DefaultBuckets when
-	// the rule leaves them out), or an error naming what it cannot do. A
-	// ClusterLimiter that also has a method SetLimit(int64) error keeps
-	// serving a rule whose only change is its limit.
+	// Limiter returns the limiter of a cluster-wide rule, or an error
+	// naming what it cannot do. The guard has set the rule's Interval and
+	// Buckets (1s and flow.DefaultBuckets when the rule leaves them out).
 	Limiter(rule FlowRule) (ClusterLimiter, error)
 }
 
-// ClusterHealth is what a Cluster says of its health: a Cluster that also
-// has a method Health() ClusterHealth reports it through Guard.ClusterHealth,
-// and so in the metrics (redisflow.Cluster does).
+// A HealthReporter is a [Cluster] that reports its health.
+// [Guard.ClusterHealth] returns it, and the metrics export it.
+type HealthReporter interface {
+	Health() ClusterHealth
+}
+
+// A HealthNotifier is a [Cluster] that tells the guard when its health
+// changes. The guard records each change as a [ClusterChanged] event.
+// OnHealthChange is called once, by [New]. The Cluster may call f from
+// any goroutine, and f does not wait.
+type HealthNotifier interface {
+	OnHealthChange(f func(ClusterHealth))
+}
+
+// A LimitSetter is a [ClusterLimiter] that takes a new limit in place. A
+// reload that changes only a cluster rule's limit keeps such a limiter.
+type LimitSetter interface {
+	SetLimit(limit int64) error
+}
+
+// ClusterHealth is what a [HealthReporter] says of its health.
 type ClusterHealth struct {
 	// Healthy reports whether the cluster is deciding; false while the
 	// cluster rules' limiters use their fallback.
@@ -191,7 +204,7 @@ func (g *Guard) clusterChanged(h ClusterHealth) {
 // ClusterHealth returns the health of the guard's Cluster, and false if the
 // guard has none or its Cluster does not report its health.
 func (g *Guard) ClusterHealth() (ClusterHealth, bool) {
-	r, ok := g.cluster.(interface{ Health() ClusterHealth })
+	r, ok := g.cluster.(HealthReporter)
 	if !ok {
 		return ClusterHealth{}, false
 	}
@@ -250,9 +263,7 @@ func New(opts ...Option) (*Guard, error) {
 	g.onTransition = g.breakerChanged
 	g.keys, _ = flow.NewKeyMemory(o.keyMemory) // checked by WithKeyMemory
 	g.resources.full = g.events.full
-	if c, ok := o.cluster.(interface {
-		OnHealthChange(func(ClusterHealth))
-	}); ok {
+	if c, ok := o.cluster.(HealthNotifier); ok {
 		c.OnHealthChange(g.clusterChanged)
 	}
 	g.inbound = newResource("(inbound)", o.clock)

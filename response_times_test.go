@@ -7,13 +7,15 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/window"
+
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // binOf is the bin of response time d in [0, window.SketchRange), found by
-// searching the edges window.SketchBinLow states.
+// searching the edges exported.BinLow states.
 func binOf(d time.Duration) int {
 	for i := window.SketchBins - 1; i >= 0; i-- {
-		if window.SketchBinLow(i) <= d {
+		if exported.BinLow(i) <= d {
 			return i
 		}
 	}
@@ -60,7 +62,7 @@ func TestResponseTimeTotalsMatchAModel(t *testing.T) {
 		case 0:
 			d = time.Duration(rng.Int64N(3000)) // the linear bins and just above
 		case 1:
-			d = max(window.SketchBinLow(rng.IntN(window.SketchBins))-time.Duration(rng.Int64N(2)), 0) // at an edge or just below
+			d = max(exported.BinLow(rng.IntN(window.SketchBins))-time.Duration(rng.Int64N(2)), 0) // at an edge or just below
 		case 2:
 			d = window.SketchRange + time.Duration(rng.Int64N(int64(time.Minute)))
 		default:

@@ -19,12 +19,9 @@ func (r *clusterRule) admit(ctx context.Context, e *entry, _ int64, _ *hold) flo
 	return r.l.AllowN(ctx, e.count)
 }
 
-// limitSetter is a ClusterLimiter that can change its limit.
-type limitSetter interface{ SetLimit(int64) error }
-
 func (r *clusterRule) resizable() bool {
-	_, ok := r.l.(limitSetter)
+	_, ok := r.l.(LimitSetter)
 	return ok
 }
 
-func (r *clusterRule) setLimit(limit int64) error { return r.l.(limitSetter).SetLimit(limit) }
+func (r *clusterRule) setLimit(limit int64) error { return r.l.(LimitSetter).SetLimit(limit) }

@@ -171,7 +171,7 @@
 // each power of two of nanoseconds above, up to window.SketchRange (about
 // 4 min 35 s), and reports each bin as one response time, within
 // window.SketchError (4.43%) of every one in the bin (128 ns below
-// 2.048 µs): window.SketchBinValue. A histogram counts each bin where that
+// 2.048 µs): exported.BinValue. A histogram counts each bin where that
 // response time falls:
 //
 //   - Classic buckets, the upper bounds of WithBuckets (DefaultBuckets, 1 ms

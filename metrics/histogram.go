@@ -11,6 +11,8 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/window"
+
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // DefaultBuckets returns the upper bounds of the classic buckets of the
@@ -46,7 +48,7 @@ func WithBuckets(bounds ...time.Duration) Option {
 // checkBuckets returns an error naming the first bound of bounds that
 // WithBuckets does not take, and nil if they are sound.
 func checkBuckets(bounds []time.Duration) error {
-	if err := window.CheckBounds(bounds, MaxBuckets); err != nil {
+	if err := exported.CheckBounds(bounds, MaxBuckets); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	return nil
@@ -58,7 +60,7 @@ const nativeSchema = 3
 
 // nativeZeroThreshold is the native zero bucket's bound, in seconds: the
 // guard's first bin, response times below 256 ns.
-var nativeZeroThreshold = window.SketchBinLow(1).Seconds()
+var nativeZeroThreshold = exported.BinLow(1).Seconds()
 
 // nativeIndex returns the native bucket of schema 3 that holds v seconds,
 // v > 0: the i with 2^((i-1)/8) < v ≤ 2^(i/8).
@@ -80,7 +82,7 @@ func nativeIndex(v float64) int {
 var (
 	nativeOf = func() (t [window.SketchBins]int) {
 		for i := 1; i < window.SketchBins; i++ {
-			t[i] = nativeIndex(window.SketchBinValue(i).Seconds())
+			t[i] = nativeIndex(exported.BinValue(i).Seconds())
 		}
 		return t
 	}()
@@ -89,7 +91,7 @@ var (
 
 // A binning maps the guard's response-time bins to the classic buckets of a
 // Collector's bounds: bin i is counted in the bucket of the lowest bound
-// at or above the latency the guard reports for it (window.SketchBinValue),
+// at or above the latency the guard reports for it (exported.BinValue),
 // classicOf[i], or in +Inf only (len(bounds)).
 type binning struct {
 	bounds    []float64 // seconds
@@ -102,7 +104,7 @@ func newBinning(bounds []time.Duration) *binning {
 		b.bounds[i] = d.Seconds()
 	}
 	for i := range b.classicOf {
-		v := window.SketchBinValue(i)
+		v := exported.BinValue(i)
 		b.classicOf[i] = len(bounds)
 		for k, d := range bounds {
 			if v <= d {

@@ -20,13 +20,15 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/metrics"
 	"github.com/slidegate/slidegate/window"
+
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // binOf is the guard's bin of response time d in [0, window.SketchRange),
-// found by searching the edges window.SketchBinLow states.
+// found by searching the edges exported.BinLow states.
 func binOf(d time.Duration) int {
 	for i := window.SketchBins - 1; i >= 0; i-- {
-		if window.SketchBinLow(i) <= d {
+		if exported.BinLow(i) <= d {
 			return i
 		}
 	}
@@ -39,7 +41,7 @@ func reported(d time.Duration) time.Duration {
 	if d >= window.SketchRange {
 		return window.SketchRange
 	}
-	return window.SketchBinValue(binOf(d))
+	return exported.BinValue(binOf(d))
 }
 
 // nativeBuckets decodes the positive native buckets of h, by index.

@@ -8,7 +8,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/slidegate/slidegate/window"
+
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 // An Option configures Register or NewProducer.
@@ -97,7 +98,7 @@ func WithBuckets(bounds ...time.Duration) Option {
 // checkBuckets returns an error naming the first bound that WithBuckets
 // does not take, and nil if they are sound.
 func checkBuckets(bounds []time.Duration) error {
-	if err := window.CheckBounds(bounds, MaxBuckets); err != nil {
+	if err := exported.CheckBounds(bounds, MaxBuckets); err != nil {
 		return fmt.Errorf("otelguard: %w", err)
 	}
 	return nil

@@ -79,7 +79,7 @@ func NewProducer(g *slidegate.Guard, opts ...Option) (*Producer, error) {
 	// response time the guard reports for it, as a histogram recording
 	// that response time would.
 	for i := range p.bucketOf {
-		v := window.SketchBinValue(i)
+		v := exported.BinValue(i)
 		p.bucketOf[i] = len(o.buckets)
 		for k, b := range o.buckets {
 			if v <= b {

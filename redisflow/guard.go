@@ -10,6 +10,9 @@ import (
 
 var (
 	_ slidegate.KeyedCluster        = (*Cluster)(nil)
+	_ slidegate.HealthReporter      = (*Cluster)(nil)
+	_ slidegate.HealthNotifier      = (*Cluster)(nil)
+	_ slidegate.LimitSetter         = (*Limiter)(nil)
 	_ slidegate.KeyedClusterLimiter = (*KeyedLimiter)(nil)
 )
 

@@ -4,10 +4,6 @@ import (
 	"github.com/slidegate/slidegate"
 )
 
-var _ interface {
-	OnHealthChange(func(slidegate.ClusterHealth))
-} = (*Cluster)(nil)
-
 // A healthState is what a change of health is told on: whether an error
 // that retrying will not fix is in force, and of which kind (what Redis
 // refuses), or else whether Redis is down. While such an error lasts, Redis

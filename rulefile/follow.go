@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/hooks"
 )
 
 // A Follower keeps a guard's rules in step with a Source. Whenever the
@@ -164,7 +165,7 @@ func (f *Follower) start() error {
 		return err // cancelled while reading
 	}
 	if srcErr != nil && !unreadable {
-		f.g.ReportRefused(f.say.name, srcErr)
+		hooks.ReportRefused(f.g, f.say.name, srcErr)
 	}
 	if f.lastGood == "" || !f.loadLastGood(err) {
 		return err
@@ -249,7 +250,7 @@ func (f *Follower) read() {
 	}
 	f.haveJudged, f.judged, f.judgedErr = true, r, errText
 	if err != nil {
-		f.g.ReportRefused(f.say.name, err) // the guard's event: SetRules never saw them
+		hooks.ReportRefused(f.g, f.say.name, err) // the guard's event: SetRules never saw them
 	} else if err = f.g.SetRules(r); err == nil {
 		f.saveLastGood(r)
 	}

@@ -1,11 +1,6 @@
 package window
 
-import (
-	"fmt"
-	"github.com/slidegate/slidegate/internal/latbin"
-	"math"
-	"time"
-)
+import "math"
 
 // SketchBins is how many bins a Sketch has below SketchRange: 8 linear bins
 // of 256 ns below 2.048 µs, then 8 for each power of two of nanoseconds up
@@ -13,11 +8,10 @@ import (
 const SketchBins = sketchBins
 
 // SketchTotals are the latencies a Sketch recorded since it was made, by
-// bin: the counts a histogram exports, for they only grow and add up across
-// processes, where quantiles do not. Bin i holds the latencies from
-// SketchBinLow(i) up to, not including, SketchBinLow(i+1) (SketchRange for
-// the last); SketchBinValue(i) is the latency the Sketch reports for it,
-// within SketchError of every latency in the bin (128 ns below 2.048 µs).
+// bin: the counts a histogram exports. They only grow, and they add up
+// across processes, where quantiles do not. The bins are those of
+// [SketchBins]; a Sketch reports each bin's latencies within [SketchError]
+// (128 ns below 2.048 µs).
 //
 // A SketchTotals is 1.8 KB: keep one and fill it again (TotalsInto) rather
 // than making one per read.
@@ -80,52 +74,4 @@ func addCount(n int64, v uint64) int64 {
 		return math.MaxInt64
 	}
 	return n + int64(v)
-}
-
-// SketchBinLow returns the lowest latency bin i holds, exactly: 256·i ns
-// for the 8 linear bins below 2.048 µs; above, for bin j of the power of
-// two [2^e, 2^(e+1)) ns, the lowest latency whose 10 bits below the
-// leading one the Sketch's table puts in bin j, which is 2^e·2^(j/8)
-// rounded up to a multiple of 2^(e-10), at most 0.1% above it. i =
-// SketchBins returns SketchRange. It panics if i is out of [0, SketchBins].
-func SketchBinLow(i int) time.Duration {
-	if i < 0 || i > SketchBins {
-		panic("window: SketchBinLow: bin out of range")
-	}
-	if i == SketchBins {
-		return SketchRange
-	}
-	return time.Duration(latbin.Low(i))
-}
-
-// SketchBinValue returns the latency a Sketch reports for bin i: the
-// midpoint of a linear bin, the geometric midpoint 2^e·2^((j+0.5)/8) of
-// bin j of a power of two 2^e. It panics if i is out of [0, SketchBins).
-func SketchBinValue(i int) time.Duration {
-	if i < 0 || i >= SketchBins {
-		panic("window: SketchBinValue: bin out of range")
-	}
-	return time.Duration(sketchValue(i/sketchSub, i%sketchSub))
-}
-
-// CheckBounds checks bounds, the upper bounds of the buckets of a histogram
-// made from a Sketch's bins (SketchTotals): at most most of them, each
-// above zero and below SketchRange, and each above the one before. It
-// returns an error naming the first that is not ("buckets[2] = 0s: a bound
-// must be above zero"), or nil.
-func CheckBounds(bounds []time.Duration, most int) error {
-	if len(bounds) > most {
-		return fmt.Errorf("buckets: %d bounds, more than the %d a histogram takes", len(bounds), most)
-	}
-	for i, b := range bounds {
-		switch {
-		case b <= 0:
-			return fmt.Errorf("buckets[%d] = %v: a bound must be above zero", i, b)
-		case b >= SketchRange:
-			return fmt.Errorf("buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, SketchRange)
-		case i > 0 && b <= bounds[i-1]:
-			return fmt.Errorf("buckets[%d] = %v: a bound must be above the one before, %v", i, b, bounds[i-1])
-		}
-	}
-	return nil
 }

@@ -6,26 +6,28 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/internal/latbin"
 )
 
 // modelBin is the bin of latency d in [0, SketchRange) found by searching
-// the edges SketchBinLow states.
+// the edges binLow states.
 func modelBin(d int64) int {
 	for i := SketchBins - 1; i >= 0; i-- {
-		if int64(SketchBinLow(i)) <= d {
+		if int64(binLow(i)) <= d {
 			return i
 		}
 	}
 	panic("no bin")
 }
 
-// TestSketchBinEdgesAreTheStatedOnes checks SketchBinLow against the
+// TestSketchBinEdgesAreTheStatedOnes checks binLow against the
 // intended edges, 256·i ns and 2^e·2^(j/8) rounded up by at most 0.1%, and
 // against what the Sketch records: a latency at an edge is counted in the
 // bin the edge opens, one a nanosecond below in the bin before.
 func TestSketchBinEdgesAreTheStatedOnes(t *testing.T) {
 	for i := 1; i <= SketchBins; i++ {
-		lo, prev := int64(SketchBinLow(i)), int64(SketchBinLow(i-1))
+		lo, prev := int64(binLow(i)), int64(binLow(i-1))
 		if lo <= prev {
 			t.Fatalf("bin %d starts at %d ns, not above bin %d's %d", i, lo, i-1, prev)
 		}
@@ -41,8 +43,8 @@ func TestSketchBinEdgesAreTheStatedOnes(t *testing.T) {
 		if float64(lo) < want-1 || float64(lo) > want*(1+1.0/1024)+1 {
 			t.Errorf("bin %d starts at %d ns, want %.0f rounded up by at most 0.1%%", i, lo, want)
 		}
-		if v := int64(SketchBinValue(i)); v < lo || v >= int64(SketchBinLow(i+1)) {
-			t.Errorf("bin %d reports %d ns, outside [%d, %d)", i, v, lo, SketchBinLow(i+1))
+		if v := int64(binValue(i)); v < lo || v >= int64(binLow(i+1)) {
+			t.Errorf("bin %d reports %d ns, outside [%d, %d)", i, v, lo, binLow(i+1))
 		}
 		k, _ := newTestSketch(t, time.Second)
 		k.RecordAt(0, time.Duration(lo))
@@ -71,7 +73,7 @@ func TestSketchTotalsMatchAModel(t *testing.T) {
 		case 1:
 			d = int64(SketchRange) + rng.Int64N(1<<40) // beyond every bin
 		case 2:
-			d = int64(SketchBinLow(rng.IntN(SketchBins))) - rng.Int64N(2) // an edge, or just below it
+			d = int64(binLow(rng.IntN(SketchBins))) - rng.Int64N(2) // an edge, or just below it
 		case 3:
 			d = -rng.Int64N(1000) // counts as 0
 		default:
@@ -99,7 +101,7 @@ func TestSketchTotalsMatchAModel(t *testing.T) {
 	if got != want {
 		for i := range got.Bins {
 			if got.Bins[i] != want.Bins[i] {
-				t.Errorf("bin %d [%v, %v): %d, want %d", i, SketchBinLow(i), SketchBinLow(i+1), got.Bins[i], want.Bins[i])
+				t.Errorf("bin %d [%v, %v): %d, want %d", i, binLow(i), binLow(i+1), got.Bins[i], want.Bins[i])
 			}
 		}
 		t.Fatalf("over %d, want %d; count %d, want %d", got.Over, want.Over, got.Count(), want.Count())
@@ -168,3 +170,8 @@ func TestSketchTotalsSaturate(t *testing.T) {
 		t.Fatalf("addCount of a word past 2^63 = %d, want math.MaxInt64", got)
 	}
 }
+
+// binLow and binValue are a bin's lowest latency and the latency a Sketch
+// reports for it.
+func binLow(i int) time.Duration   { return time.Duration(latbin.Low(i)) }
+func binValue(i int) time.Duration { return time.Duration(latbin.Value(i)) }

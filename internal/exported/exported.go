@@ -5,9 +5,14 @@
 package exported
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/slidegate/slidegate/internal/latbin"
+	"github.com/slidegate/slidegate/window"
 )
 
 // Value returns s as a label or attribute value: s itself if it is valid
@@ -40,4 +45,34 @@ func (n *RuleNames) Of(resource, name string) string {
 	}
 	(*n)[[2]string{resource, v}] = true
 	return v
+}
+
+// BinLow returns the lowest latency that bin i of a window.SketchTotals
+// holds, exactly; i = window.SketchBins gives window.SketchRange.
+func BinLow(i int) time.Duration { return time.Duration(latbin.Low(i)) }
+
+// BinValue returns the latency a window.Sketch reports for bin i: the
+// midpoint of a linear bin, the geometric midpoint of the others.
+func BinValue(i int) time.Duration { return time.Duration(latbin.Value(i)) }
+
+// CheckBounds checks bounds, the upper bounds of the buckets of a histogram
+// made from a window.Sketch's bins: at most most of them, each above zero
+// and below window.SketchRange, and each above the one before. It returns
+// an error naming the first that is not ("buckets[2] = 0s: a bound must be
+// above zero"), or nil.
+func CheckBounds(bounds []time.Duration, most int) error {
+	if len(bounds) > most {
+		return fmt.Errorf("buckets: %d bounds, more than the %d a histogram takes", len(bounds), most)
+	}
+	for i, b := range bounds {
+		switch {
+		case b <= 0:
+			return fmt.Errorf("buckets[%d] = %v: a bound must be above zero", i, b)
+		case b >= window.SketchRange:
+			return fmt.Errorf("buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, window.SketchRange)
+		case i > 0 && b <= bounds[i-1]:
+			return fmt.Errorf("buckets[%d] = %v: a bound must be above the one before, %v", i, b, bounds[i-1])
+		}
+	}
+	return nil
 }
