@@ -351,11 +351,14 @@ func check(dir string, apis map[string][]string) []string {
 				diff = append(diff, fmt.Sprintf("%s: + %s", name, l))
 			}
 		}
+		var gone []string
 		for l := range recorded {
 			if !now[l] {
-				diff = append(diff, fmt.Sprintf("%s: - %s", name, l))
+				gone = append(gone, fmt.Sprintf("%s: - %s", name, l))
 			}
 		}
+		slices.Sort(gone)
+		diff = append(diff, gone...)
 	}
 	return diff
 }
