@@ -22,7 +22,7 @@ import (
 // Middleware runs inside a chi router (in Use, With or a sub-router), or
 // next, when next is a chi.Routes that Middleware wraps from outside.
 // Without either, Middleware cannot learn the route and names the request
-// as httpguard.Middleware does then: by httpguard.UnknownRouteResource,
+// as httpguard.Middleware does then: by its method and httpguard.UnknownRoute,
 // never by its path, with a warning, once. An httpguard.WithResource or
 // httpguard.WithRoute among opts wins over the router.
 func Middleware(g *slidegate.Guard, opts ...httpguard.Option) func(http.Handler) http.Handler {

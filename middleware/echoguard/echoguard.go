@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/middleware/httpguard"
-	"github.com/slidegate/slidegate/middleware/internal/pause"
+	"github.com/slidegate/slidegate/middleware/internal/adapter"
 )
 
 // An Option customises Middleware.
@@ -28,8 +28,8 @@ func KeyFrom(f func(c echo.Context) string) Option {
 }
 
 // WithIsError says which response statuses count as failures for the
-// guard's statistics and breakers. The default is httpguard.ServerError
-// (5xx); a nil f keeps it.
+// guard's statistics and breakers. The default counts 5xx; a nil f keeps
+// it.
 func WithIsError(f func(status int) bool) Option {
 	return func(o *options) {
 		if f != nil {
@@ -57,7 +57,7 @@ func Middleware(g *slidegate.Guard, opts ...Option) echo.MiddlewareFunc {
 	if g == nil {
 		g = slidegate.Default()
 	}
-	o := options{isError: httpguard.ServerError}
+	o := options{isError: adapter.ServerError}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -66,33 +66,24 @@ func Middleware(g *slidegate.Guard, opts ...Option) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			var buf [2]slidegate.EntryOption // on the stack: Enter keeps none of them
-			eo := append(buf[:0], slidegate.Inbound())
+			key := ""
 			if o.key != nil {
-				eo = append(eo, slidegate.WithKey(o.key(c)))
+				key = o.key(c)
 			}
-			e, err := g.Enter(r.Context(), resource(c), eo...)
+			e, err := adapter.Enter(g, r, resource(c), key, o.key != nil)
 			if err != nil {
-				status, retryAfter := httpguard.BlockedStatus(err)
+				status, retryAfter := adapter.BlockedStatus(err)
 				if retryAfter != "" {
 					c.Response().Header().Set("Retry-After", retryAfter)
 				}
 				return &echo.HTTPError{Code: status, Message: http.StatusText(status), Internal: err}
 			}
-			// The body's reads wait on the client: no response time.
-			r.Body = pause.Wrap(r.Body, http.NoBody, e)
-			defer func() {
-				if v := recover(); v != nil {
-					e.Exit(httpguard.PanicError(v))
-					panic(v) // on the original stack, which is not unwound yet
+			adapter.Serve(e, r, func() { err = next(c) }, func() error {
+				if status := responseStatus(c, err); o.isError(status) {
+					return &httpguard.StatusError{Status: status}
 				}
-			}()
-			err = next(c)
-			if status := responseStatus(c, err); o.isError(status) {
-				e.Exit(&httpguard.StatusError{Status: status})
-			} else {
-				e.Exit(nil)
-			}
+				return nil
+			})
 			return err
 		}
 	}
@@ -106,7 +97,7 @@ func resource(c echo.Context) string {
 		h == reflect.ValueOf(echo.MethodNotAllowedHandler).Pointer() {
 		return httpguard.NoRoute
 	}
-	return httpguard.PatternResource(c.Request(), c.Path())
+	return adapter.PatternResource(c.Request(), c.Path())
 }
 
 // responseStatus is the status of the response to c's request, after its

@@ -1,12 +1,10 @@
 package ginguard
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/middleware/httpguard"
-	"github.com/slidegate/slidegate/middleware/internal/pause"
+	"github.com/slidegate/slidegate/middleware/internal/adapter"
 )
 
 // An Option customises Middleware.
@@ -27,8 +25,8 @@ func KeyFrom(f func(c *gin.Context) string) Option {
 }
 
 // WithIsError says which response statuses count as failures for the
-// guard's statistics and breakers. The default is httpguard.ServerError
-// (5xx); a nil f keeps it.
+// guard's statistics and breakers. The default counts 5xx; a nil f keeps
+// it.
 func WithIsError(f func(status int) bool) Option {
 	return func(o *options) {
 		if f != nil {
@@ -57,7 +55,7 @@ func Middleware(g *slidegate.Guard, opts ...Option) gin.HandlerFunc {
 	if g == nil {
 		g = slidegate.Default()
 	}
-	o := options{isError: httpguard.ServerError}
+	o := options{isError: adapter.ServerError}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -65,30 +63,20 @@ func Middleware(g *slidegate.Guard, opts ...Option) gin.HandlerFunc {
 	}
 	return func(c *gin.Context) {
 		r := c.Request
-		var buf [2]slidegate.EntryOption // on the stack: Enter keeps none of them
-		eo := append(buf[:0], slidegate.Inbound())
+		key := ""
 		if o.key != nil {
-			eo = append(eo, slidegate.WithKey(o.key(c)))
+			key = o.key(c)
 		}
-		e, err := g.Enter(r.Context(), httpguard.PatternResource(r, c.FullPath()), eo...)
+		e, err := adapter.Enter(g, r, adapter.PatternResource(r, c.FullPath()), key, o.key != nil)
 		if err != nil {
-			status, retryAfter := httpguard.BlockedStatus(err)
+			status, retryAfter := adapter.BlockedStatus(err)
 			if retryAfter != "" {
 				c.Header("Retry-After", retryAfter)
 			}
 			c.AbortWithStatus(status)
 			return
 		}
-		// The body's reads wait on the client: no response time.
-		r.Body = pause.Wrap(r.Body, http.NoBody, e)
-		defer func() {
-			if v := recover(); v != nil {
-				e.Exit(httpguard.PanicError(v))
-				panic(v) // on the original stack, which is not unwound yet
-			}
-		}()
-		c.Next()
-		e.Exit(o.failure(c))
+		adapter.Serve(e, r, c.Next, func() error { return o.failure(c) })
 	}
 }
 

@@ -2,18 +2,15 @@ package httpguard
 
 import (
 	"bufio"
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"reflect"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/middleware/internal/adapter"
 	"github.com/slidegate/slidegate/middleware/internal/pause"
 )
 
@@ -63,7 +60,7 @@ func WithBlockedHandler(f func(w http.ResponseWriter, r *http.Request, err error
 }
 
 // WithIsError says which response statuses count as failures for the
-// guard's statistics and breakers. The default counts 5xx (ServerError); a
+// guard's statistics and breakers. The default counts 5xx; a
 // nil f keeps it.
 func WithIsError(f func(status int) bool) Option {
 	return func(o *options) {
@@ -118,7 +115,7 @@ func muxPattern(mux *http.ServeMux, r *http.Request) string {
 // serve r, before it is routed: "" if no route serves it (the request is
 // then NoRoute), and ok false if the function cannot tell (Middleware then
 // names r as it would without the option, see Middleware). Middleware names
-// r by PatternResource(r, pattern). Adapters to other routers give it
+// r by its method and pattern, as RouteResource does. Adapters to other routers give it
 // their router's lookup; a pattern must come from the router's routes,
 // never from the request. WithResource wins over it; a nil route keeps the
 // option in force. Transport ignores it.
@@ -140,7 +137,7 @@ func WithLogger(logger *slog.Logger) Option {
 // build applies opts to the defaults; resource stays nil unless an option
 // names it.
 func build(opts []Option) options {
-	o := options{blocked: WriteBlocked, isError: ServerError}
+	o := options{blocked: WriteBlocked, isError: adapter.ServerError}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -164,32 +161,22 @@ func (o *options) entryOptions(eo []slidegate.EntryOption, r *http.Request, last
 	return append(eo, last...)
 }
 
-// ServerError reports whether status is a 5xx: the default of WithIsError.
-func ServerError(status int) bool { return status >= 500 && status <= 599 }
-
 // NoRoute is the resource of the requests that no route serves, whatever
 // their method and path: they are one resource, so that a client sending
 // random paths makes no more than one.
-const NoRoute = "(no route)"
+const NoRoute = adapter.NoRoute
 
 // OtherMethod stands for every method outside the standard set in
 // resource names ("_OTHER /users/{id}"), as OpenTelemetry's semantic
 // conventions name it: net/http accepts any token as a method, up to the
 // header limit, and each would otherwise make a resource of its own.
-const OtherMethod = "_OTHER"
+const OtherMethod = adapter.OtherMethod
 
 // Method returns r.Method if it is one of the methods of RFC 9110 and RFC
 // 5789 (GET, HEAD, POST, PUT, PATCH, DELETE, CONNECT, OPTIONS, TRACE), and
 // OtherMethod otherwise: a method a resource name can carry, from a set of
 // ten.
-func Method(r *http.Request) string {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
-		return r.Method
-	}
-	return OtherMethod
-}
+func Method(r *http.Request) string { return adapter.Method(r) }
 
 // RouteResource names a request by its method (see Method) and route: the
 // pattern that routed it (Request.Pattern, set by http.ServeMux for the
@@ -202,56 +189,14 @@ func Method(r *http.Request) string {
 // (see Middleware).
 func RouteResource(r *http.Request) string {
 	if r.Pattern != "" {
-		return withMethod(Method(r), r.Pattern)
+		return adapter.WithMethod(Method(r), r.Pattern)
 	}
 	return NoRoute
 }
 
-// PatternResource names r by its method (see Method) and pattern, the
-// route that serves it, as RouteResource does with r.Pattern: pattern
-// prefixed by the method unless it names one ("GET /users/{id}"), or NoRoute
-// if pattern is empty. Adapters to other routers name requests with it
-// (pattern "/users/:id" gives "GET /users/:id"); the pattern must come from
-// the program's routes, never from the request.
-func PatternResource(r *http.Request, pattern string) string {
-	if pattern == "" {
-		return NoRoute
-	}
-	return withMethod(Method(r), pattern)
-}
-
 // UnknownRoute stands for the route in the names of requests whose route
 // Middleware cannot learn (see Middleware): "GET (unknown route)".
-const UnknownRoute = "(unknown route)"
-
-// unknownRoutes holds the names UnknownRouteResource returns, so that naming
-// a request costs no allocation.
-var unknownRoutes = map[string]string{}
-
-func init() {
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace, OtherMethod} {
-		unknownRoutes[m] = m + " " + UnknownRoute
-	}
-}
-
-// UnknownRouteResource names a request whose route is not known by its
-// method (see Method) and UnknownRoute: one of ten names, whatever the
-// request's path.
-func UnknownRouteResource(r *http.Request) string { return unknownRoutes[Method(r)] }
-
-// withMethod prefixes pattern with method unless it starts with one.
-func withMethod(method, pattern string) string {
-	for i := 0; i < len(pattern); i++ {
-		switch pattern[i] {
-		case ' ', '\t':
-			return pattern // "GET /x" or "GET host/x"
-		case '/':
-			return method + " " + pattern
-		}
-	}
-	return method + " " + pattern
-}
+const UnknownRoute = adapter.UnknownRoute
 
 // Middleware returns middleware that guards a handler with g (nil means
 // slidegate.Default()). Each request enters the guard as inbound traffic
@@ -316,11 +261,11 @@ func (h *handler) name(r *http.Request) string {
 		// Ask the router, even when r.Pattern is set: that is the pattern
 		// of an outer mux that routed the request here.
 		if pattern, ok := h.o.route(r); ok {
-			return PatternResource(r, pattern)
+			return adapter.PatternResource(r, pattern)
 		}
 	}
 	if r.Pattern != "" {
-		return withMethod(Method(r), r.Pattern)
+		return adapter.WithMethod(Method(r), r.Pattern)
 	}
 	if !h.warned.Load() && h.warned.CompareAndSwap(false, true) {
 		logger := h.o.logger
@@ -328,9 +273,9 @@ func (h *handler) name(r *http.Request) string {
 			logger = slog.Default()
 		}
 		logger.Warn("httpguard: Middleware cannot learn the routes of the requests it guards, which share one resource per method, and rules on routes do not apply to them: place it directly around the *http.ServeMux, or give it the mux with WithMux",
-			slog.String("resource", UnknownRouteResource(r)))
+			slog.String("resource", adapter.UnknownRouteResource(r)))
 	}
-	return UnknownRouteResource(r)
+	return adapter.UnknownRouteResource(r)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -349,7 +294,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			e.Exit(PanicError(v))
+			e.Exit(adapter.PanicError(v))
 			panic(v) // on the original stack, which is not unwound yet
 		}
 	}()
@@ -360,27 +305,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.Exit(nil)
 }
-
-// PanicError is the error Middleware records for a handler that panicked
-// with v, for adapters to other routers that record panics as it does: an
-// error the breakers count, except for http.ErrAbortHandler (with which
-// httputil.ReverseProxy aborts when the client goes away), recorded as an
-// error that wraps context.Canceled, as for a caller that gave up, which
-// the breakers do not count.
-func PanicError(v any) error {
-	if v == http.ErrAbortHandler {
-		return errAborted
-	}
-	return errPanicked
-}
-
-var (
-	errPanicked = errors.New("httpguard: the handler panicked")
-	// A handler aborted with http.ErrAbortHandler, as httputil.ReverseProxy
-	// does when the client goes away: an error in the statistics, but not one
-	// the breakers count, as for a caller that gave up.
-	errAborted = fmt.Errorf("httpguard: the handler aborted: %w", context.Canceled)
-)
 
 // A StatusError is the error that Middleware and Transport record for a
 // response whose status counts as an error (see WithIsError). Transport
@@ -420,35 +344,14 @@ func WriteBlocked(w http.ResponseWriter, _ *http.Request, err error) {
 	http.Error(w, http.StatusText(status), status)
 }
 
-// BlockedStatus returns the status and the Retry-After header WriteBlocked
-// answers a blocked request with, for adapters to other routers that answer
-// as Middleware does: 429 Too Many Requests for a *slidegate.BlockError of a
-// limit the client reached, 503 Service Unavailable for one of a breaker or
-// an overload (slidegate.BreakerOpen, slidegate.Overloaded) and for any
-// other error (the request's context ended while it waited); retryAfter is
-// BlockError.RetryAfter in whole seconds rounded up, or "" when the rule
-// does not know when to retry. It allocates nothing for waits under 100 s.
-func BlockedStatus(err error) (status int, retryAfter string) {
-	status = http.StatusServiceUnavailable
-	var be *slidegate.BlockError
-	if errors.As(err, &be) {
-		switch be.Reason {
-		case slidegate.BreakerOpen, slidegate.Overloaded:
-		default:
-			status = http.StatusTooManyRequests
-		}
-		if be.RetryAfter > 0 {
-			retryAfter = strconv.FormatInt(RetryAfterSeconds(be.RetryAfter), 10)
-		}
-	}
-	return status, retryAfter
-}
-
-// RetryAfterSeconds returns d in whole seconds, rounded up: the value of a
-// Retry-After header, which cannot say less than a second.
-func RetryAfterSeconds(d time.Duration) int64 {
-	return int64((d + time.Second - 1) / time.Second)
-}
+// BlockedStatus returns the status and the Retry-After header that
+// [WriteBlocked] answers a blocked request with. A handler of
+// [WithBlockedHandler] that writes its own body (JSON, say) can answer
+// with them. status is 429 Too Many Requests for a limit the client
+// reached. It is 503 Service Unavailable for an open breaker, an overload,
+// and a request that ended while it waited. retryAfter is in whole seconds,
+// rounded up, or "" when the rule does not know when to retry.
+func BlockedStatus(err error) (status int, retryAfter string) { return adapter.BlockedStatus(err) }
 
 // An exchange is what Middleware keeps of one request while its handler
 // runs, in one allocation: the recorder, and the body whose reads wait on

@@ -429,16 +429,6 @@ type closeRecorder struct {
 
 func (c *closeRecorder) Close() error { c.closed = true; return nil }
 
-func TestRetryAfterSeconds(t *testing.T) {
-	for d, want := range map[time.Duration]int64{
-		1: 1, time.Second: 1, time.Second + 1: 2, 1500 * time.Millisecond: 2, time.Minute: 60,
-	} {
-		if got := httpguard.RetryAfterSeconds(d); got != want {
-			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", d, got, want)
-		}
-	}
-}
-
 func TestBlockedStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name       string

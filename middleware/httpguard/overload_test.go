@@ -160,7 +160,7 @@ func TestTransportBacksOffOn429WhenItCountsAsAnError(t *testing.T) {
 	})
 	rt := httpguard.Transport(g, base,
 		httpguard.WithResource(func(*http.Request) string { return resource }),
-		httpguard.WithIsError(func(s int) bool { return httpguard.ServerError(s) || s == http.StatusTooManyRequests }))
+		httpguard.WithIsError(func(s int) bool { return s >= 500 || s == http.StatusTooManyRequests }))
 	for range 40 {
 		resp, err := rt.RoundTrip(httptest.NewRequest("GET", "http://downstream/x", nil))
 		if err != nil {
