@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-
 	"github.com/slidegate/slidegate/internal/exported"
 )
 
