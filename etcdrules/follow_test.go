@@ -46,7 +46,7 @@ func newGuard(t *testing.T) *slidegate.Guard {
 	return g
 }
 
-func follow(t *testing.T, g *slidegate.Guard, s *Source, opts ...rulefile.WatchOption) *rulefile.Follower {
+func follow(t *testing.T, g *slidegate.Guard, s *Source, opts ...rulefile.Option) *rulefile.Follower {
 	t.Helper()
 	f, err := rulefile.Follow(g, s, opts...)
 	if err != nil {
@@ -70,7 +70,7 @@ func waitLimit(t *testing.T, g *slidegate.Guard, want int64, what string) {
 // reloads collects what OnReload reports.
 type reloads chan error
 
-func (r reloads) option() rulefile.WatchOption {
+func (r reloads) option() rulefile.Option {
 	return rulefile.OnReload(func(err error) { r <- err })
 }
 

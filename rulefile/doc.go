@@ -39,8 +39,8 @@
 // A Source is where rules come from: File(path) is a rules file, and a
 // small module of its own can make one of a key in etcd, Consul, Nacos or
 // Apollo, or of a Kubernetes object. Follow puts a source's rules in force
-// in a guard and keeps them in step with it until Close (RunSource: until
-// a context is done); Watch is Follow of File. Whenever the source signals
+// in a guard and keeps them in step with it until Close; Watch is Follow
+// of File. Whenever the source signals
 // a change, Follow reads its rules and, if they differ from those it read
 // last, puts them in force: Guard.SetRules validates the whole set first,
 // and rules with any problem are refused whole, logged at Warn with every

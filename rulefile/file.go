@@ -71,7 +71,7 @@ type fileSource struct {
 // named path in logs. File takes the options WithSettle, WithClock and
 // WithLogger (for the errors of the watch itself), and returns an error
 // for a bad option or a directory it cannot watch.
-func File(path string, opts ...WatchOption) (Source, error) {
+func File(path string, opts ...Option) (Source, error) {
 	s, err := newSettings(opts)
 	if err != nil {
 		return nil, err

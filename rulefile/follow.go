@@ -104,24 +104,12 @@ func wordsFor(src Source) words {
 // the error, which is a *slidegate.RulesError for rules with a problem,
 // and follows nothing. A bad option, a nil g or a nil src is an error
 // wrapping ErrInvalidConfig. The first read takes as long as src.Rules
-// does; RunSource bounds it with a context.
-func Follow(g *slidegate.Guard, src Source, opts ...WatchOption) (*Follower, error) {
+// does: a Source bounds its own reads (etcdrules.WithTimeout).
+func Follow(g *slidegate.Guard, src Source, opts ...Option) (*Follower, error) {
 	return follow(context.Background(), g, src, opts)
 }
 
-// RunSource is Follow until ctx is done: it returns Follow's error, or nil
-// once ctx is done and the follower has stopped and closed src. ctx bounds
-// Follow's first read of src too.
-func RunSource(ctx context.Context, g *slidegate.Guard, src Source, opts ...WatchOption) error {
-	f, err := follow(ctx, g, src, opts)
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return f.Close()
-}
-
-func follow(ctx context.Context, g *slidegate.Guard, src Source, opts []WatchOption) (*Follower, error) {
+func follow(ctx context.Context, g *slidegate.Guard, src Source, opts []Option) (*Follower, error) {
 	if src == nil {
 		return nil, fmt.Errorf("%w: source = nil: give a Source such as File(path)", ErrInvalidConfig)
 	}

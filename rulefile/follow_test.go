@@ -138,11 +138,11 @@ var errUnreachable = errors.New("dial tcp 10.0.0.1:2379: connect: connection ref
 // following starts a follower of src for g with opts, logging to the
 // buffer it returns, and returns a function that waits for the follower's
 // next OnReload call (10 s at most) and returns its error.
-func following(t *testing.T, g *slidegate.Guard, src Source, opts ...WatchOption) (*Follower, *lockedBuffer, func() error) {
+func following(t *testing.T, g *slidegate.Guard, src Source, opts ...Option) (*Follower, *lockedBuffer, func() error) {
 	t.Helper()
 	log := &lockedBuffer{}
 	reloads := make(chan error, 100)
-	opts = append([]WatchOption{WithLogger(slog.New(slog.NewTextHandler(log, nil))), OnReload(func(err error) { reloads <- err })}, opts...)
+	opts = append([]Option{WithLogger(slog.New(slog.NewTextHandler(log, nil))), OnReload(func(err error) { reloads <- err })}, opts...)
 	f, err := Follow(g, src, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -469,12 +469,12 @@ func TestFollowWithoutLastGoodReturnsTheSourceError(t *testing.T) {
 		name  string
 		rules slidegate.Rules
 		err   error
-		opts  []WatchOption
+		opts  []Option
 	}{
 		{"unreachable", slidegate.Rules{}, errUnreachable, nil},
 		{"rules with a problem", slidegate.Rules{}, bad, nil},
 		{"rules the guard refuses", limitRules(-1), nil, nil},
-		{"last good file missing", slidegate.Rules{}, errUnreachable, []WatchOption{WithLastGood(filepath.Join(t.TempDir(), "last.json"))}},
+		{"last good file missing", slidegate.Rules{}, errUnreachable, []Option{WithLastGood(filepath.Join(t.TempDir(), "last.json"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGuard(t)
@@ -635,7 +635,7 @@ func TestFollowRefusesBadArguments(t *testing.T) {
 		name string
 		g    *slidegate.Guard
 		src  *fakeSource
-		opt  WatchOption
+		opt  Option
 		want string
 	}{
 		{"nil guard", nil, newFakeSource(limitRules(1), nil), nil, "guard = nil"},
@@ -652,34 +652,6 @@ func TestFollowRefusesBadArguments(t *testing.T) {
 	}
 	if f, err := Follow(newGuard(t), nil); f != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "source = nil") {
 		t.Errorf("Follow(nil source): %v, %v; want an ErrInvalidConfig naming the source", f, err)
-	}
-}
-
-func TestRunSourceFollowsUntilTheContextIsDone(t *testing.T) {
-	g := newGuard(t)
-	src := newFakeSource(limitRules(1), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- RunSource(ctx, g, src, WithLogger(slog.New(slog.DiscardHandler))) }()
-	src.set(limitRules(2), nil)
-	deadline := time.Now().Add(10 * time.Second)
-	for !sameLimits(limitsOf(g), 2) {
-		if time.Now().After(deadline) {
-			t.Fatalf("limits %v 10 s after a change, want [2]", limitsOf(g))
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("RunSource still runs 10 s after its context is done")
-	}
-	if n := src.closeCount(); n != 1 {
-		t.Fatalf("the source closed %d times, want once", n)
 	}
 }
 

@@ -9,12 +9,12 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
-// A WatchOption customises Watch, Run, File, Follow and RunSource. Each
-// takes the options that concern it and ignores the others, so that one
-// list serves a source and the Follow that applies it: File takes
-// WithSettle, WithClock and WithLogger; Follow takes WithLogger, OnReload,
-// WithClock and WithLastGood; Watch and Run take them all.
-type WatchOption func(*settings)
+// An Option customises [Watch], [File] and [Follow]. Each takes the
+// options that concern it and ignores the others, so that one list serves
+// a source and the Follow that applies it. File takes [WithSettle],
+// [WithClock] and [WithLogger]. Follow takes WithLogger, [OnReload],
+// WithClock and [WithLastGood]. Watch takes them all.
+type Option func(*settings)
 
 // settings are what the options set; each field's zero value means unset.
 type settings struct {
@@ -36,7 +36,7 @@ const (
 
 // newSettings applies opts over the defaults, and returns the first bad
 // option's error.
-func newSettings(opts []WatchOption) (*settings, error) {
+func newSettings(opts []Option) (*settings, error) {
 	s := &settings{log: slog.Default(), clock: clock.System, settle: defaultSettle}
 	for _, o := range opts {
 		if o != nil {
@@ -62,7 +62,7 @@ func (s *settings) bad(format string, args ...any) {
 // *slidegate.RulesError that lists every problem; a source that cannot be
 // read at Warn once, and at Info when it can be read again. By default they
 // log through slog.Default(). A nil l is an error.
-func WithLogger(l *slog.Logger) WatchOption {
+func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) {
 		if l == nil {
 			s.bad("logger = nil: give a logger, or leave the option out for slog.Default()")
@@ -79,7 +79,7 @@ func WithLogger(l *slog.Logger) WatchOption {
 // reload and no call; a source readable again after an outage makes one,
 // even with the same rules. f is called on the follower's goroutine: the
 // follower waits for it, and f must not call Close.
-func OnReload(f func(err error)) WatchOption {
+func OnReload(f func(err error)) Option {
 	return func(s *settings) { s.onReload = f }
 }
 
@@ -90,7 +90,7 @@ func OnReload(f func(err error)) WatchOption {
 // have a part of its file judged alone (see the package documentation); a
 // longer settle time narrows that at the cost of a later reload. A d that
 // is not positive is an error.
-func WithSettle(d time.Duration) WatchOption {
+func WithSettle(d time.Duration) Option {
 	return func(s *settings) {
 		if d <= 0 {
 			s.bad("settle = %v: must be positive", d)
@@ -104,7 +104,7 @@ func WithSettle(d time.Duration) WatchOption {
 // before reading an unreadable source again run on c, which tests and
 // simulations advance by hand (clock.Manual); by default they wait on real
 // timers. A nil c is an error.
-func WithClock(c clock.Clock) WatchOption {
+func WithClock(c clock.Clock) Option {
 	return func(s *settings) {
 		if c == nil {
 			s.bad("clock = nil: give a clock, or leave the option out for real timers")
@@ -123,7 +123,7 @@ func WithClock(c clock.Clock) WatchOption {
 // goes on following the source. A failure to write the file is logged and
 // changes nothing else; a file that cannot be read back or has a problem
 // is logged and ignored. An empty path is an error.
-func WithLastGood(path string) WatchOption {
+func WithLastGood(path string) Option {
 	return func(s *settings) {
 		if path == "" {
 			s.bad("last good = \"\": give the path of a file to keep the last good rules in")

@@ -63,7 +63,7 @@ func parse(name string, data []byte, isJSON bool) (slidegate.Rules, error) {
 	return r, nil
 }
 
-// MaxFileSize is the largest rules file, in bytes, that Load, Apply and
+// MaxFileSize is the largest rules file, in bytes, that Load, Watch and
 // File read: 1 MiB, as etcdrules.DefaultMaxSize and a Kubernetes ConfigMap
 // allow, and far more than rules need (10,000 overrides take some 300 KB).
 // A larger file is refused unread, with a *slidegate.RulesError saying its
@@ -137,14 +137,4 @@ func tooLarge(path string, size int64) error {
 	}
 	return &slidegate.RulesError{Source: path, Problems: []slidegate.Problem{{
 		Reason: "the file is " + what + " (rulefile.MaxFileSize)"}}}
-}
-
-// Apply puts the rules of the file at path in force in g. If the file cannot
-// be read or has any problem, g keeps the rules it has.
-func Apply(g *slidegate.Guard, path string) error {
-	r, err := Load(path)
-	if err != nil {
-		return err
-	}
-	return g.SetRules(r)
 }

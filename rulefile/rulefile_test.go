@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -189,29 +188,6 @@ func TestParseFollowsYAMLAnchorsAndMerges(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("a billion merged fields took %v to refuse", d)
-	}
-}
-
-func TestApplyKeepsTheRulesInForceWhenTheFileIsBad(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "rules.yaml")
-	g, err := slidegate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, path, goodYAML)
-	if err := Apply(g, path); err != nil {
-		t.Fatal(err)
-	}
-	write(t, path, "flow:\n  - resource: a\n    limit: -5\n")
-	if err := Apply(g, path); err == nil {
-		t.Fatal("a bad file was applied")
-	}
-	if n := len(g.Rules().Flow); n != 2 {
-		t.Fatalf("%d flow rules in force, want the 2 of the good file", n)
-	}
-	if err := Apply(g, filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing file: %v", err)
 	}
 }
 

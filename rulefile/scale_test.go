@@ -97,7 +97,8 @@ func TestAFileOverTheSizeLimitIsRefusedUnread(t *testing.T) {
 	if err := g.SetRules(before); err != nil {
 		t.Fatal(err)
 	}
-	check("Apply", Apply(g, path))
+	_, err = Watch(g, path)
+	check("Watch", err)
 	if r := g.Rules(); len(r.Flow) != 1 || r.Flow[0].Resource != "a" {
 		t.Fatalf("rules in force %+v", r)
 	}

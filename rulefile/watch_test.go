@@ -27,7 +27,7 @@ func newGuard(t *testing.T) *slidegate.Guard {
 	return g
 }
 
-func reloadsOf(t *testing.T, g *slidegate.Guard, path string, opts ...WatchOption) (*Watcher, func() ([]int64, error)) {
+func reloadsOf(t *testing.T, g *slidegate.Guard, path string, opts ...Option) (*Follower, func() ([]int64, error)) {
 	t.Helper()
 	type reload struct {
 		err    error
@@ -225,7 +225,7 @@ func TestWatchReturnsAnErrorNamingABadOption(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, "flow: []\n")
 	for _, tc := range []struct {
-		opt  WatchOption
+		opt  Option
 		want string
 	}{
 		{WithLogger(nil), "logger = nil"},

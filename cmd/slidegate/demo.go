@@ -272,7 +272,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "slidegate demo: the embedded rules: %v\n", err)
 			return 1
 		}
-	} else if err := rulefile.Apply(g, rulesPath); err != nil {
+	} else if err := loadRules(g, rulesPath); err != nil {
 		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
 		return 1
 	}
@@ -313,9 +313,15 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := rulefile.Run(ctx, g, rulesPath, rulefile.WithLogger(log)); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(stderr, "slidegate demo: watching %s: %v\n", rulesPath, err)
+			f, err := rulefile.Watch(g, rulesPath, rulefile.WithLogger(log))
+			if err != nil {
+				if ctx.Err() == nil {
+					fmt.Fprintf(stderr, "slidegate demo: watching %s: %v\n", rulesPath, err)
+				}
+				return
 			}
+			<-ctx.Done()
+			f.Close()
 		}()
 	}
 
@@ -634,4 +640,13 @@ func topKeys(g *slidegate.Guard) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// loadRules puts the rules of the file at path in force in g.
+func loadRules(g *slidegate.Guard, path string) error {
+	r, err := rulefile.Load(path)
+	if err != nil {
+		return err
+	}
+	return g.SetRules(r)
 }
