@@ -8,8 +8,8 @@
 // interval × capacity: 0 is idle, 1 is saturated, whatever the machine's
 // size. A [Sampler] reads it in the background every 250 ms and keeps a
 // moving average that shows an overload within a second; [Sampler.Usage]
-// is one atomic load. A [Reader] does the reading, from any [io/fs.FS], so
-// that every layout is tested against a fake procfs and cgroupfs.
+// is one atomic load. The reading is done from any [io/fs.FS] ([WithRoot]),
+// so that every layout is tested against a fake procfs and cgroupfs.
 //
 // The pitfalls it avoids, each seen in a widely used shedder:
 //

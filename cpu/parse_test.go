@@ -203,7 +203,7 @@ func FuzzParseUsage(f *testing.F) {
 }
 
 // FuzzNewReader feeds garbage membership and mount files, and a garbage
-// limit, to the whole Reader: it may refuse them, never panic, and what it
+// limit, to the whole reader: it may refuse them, never panic, and what it
 // accepts has a capacity in (0, host CPUs].
 func FuzzNewReader(f *testing.F) {
 	f.Add("0::/a/b\n", "30 22 0:27 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "150000 100000")
@@ -221,7 +221,7 @@ func FuzzNewReader(f *testing.F) {
 			tree[dir+"/cpu.stat"] = &fstest.MapFile{Data: []byte("usage_usec 7\n")}
 			tree[dir+"/cpu.max"] = &fstest.MapFile{Data: []byte(limit)}
 		}
-		r, err := NewReader(tree, 8)
+		r, err := newReader(tree, 8)
 		if err != nil {
 			return
 		}

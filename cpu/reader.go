@@ -15,7 +15,7 @@ import (
 // an operating system other than Linux, when no file system root is given.
 var ErrUnavailable = errors.New("cpu usage unavailable: it is read from Linux procfs and cgroupfs")
 
-// maxFile bounds how much of one file a Reader reads. mountinfo is the
+// maxFile bounds how much of one file a reader reads. mountinfo is the
 // largest file read; a container's is a few kilobytes.
 const maxFile = 4 << 20
 
@@ -23,7 +23,7 @@ const maxFile = 4 << 20
 // second on every Linux architecture Go supports.
 const userHZ = 100
 
-// A Reader reads the CPU time and the CPU capacity of the cgroup the process
+// A reader reads the CPU time and the CPU capacity of the cgroup the process
 // is in, from a procfs and a cgroupfs under one file system root.
 //
 // Where the numbers come from, in order of preference:
@@ -61,10 +61,10 @@ const userHZ = 100
 // process and are not applied; the effective cpuset is, because the kernel
 // folds the ancestors into cpuset.cpus.effective.
 //
-// A Reader locates the cgroup once, when it is made; it reads the limits
+// A reader locates the cgroup once, when it is made; it reads the limits
 // and the CPU time afresh on every call, so that a limit changed at run time
-// is seen. A Reader is safe for concurrent use.
-type Reader struct {
+// is seen. A reader is safe for concurrent use.
+type reader struct {
 	root     fs.FS
 	hostCPUs int
 	source   string
@@ -86,7 +86,7 @@ type Reader struct {
 	cpusetFiles []string
 }
 
-// NewReader locates the process's cgroup under root, a file system holding
+// newReader locates the process's cgroup under root, a file system holding
 // proc/self/cgroup, proc/self/mountinfo and the cgroup mounts they name (at
 // their paths without the leading slash: os.DirFS("/") on Linux, or a fake
 // tree in tests). hostCPUs is the number of CPUs the process may run on
@@ -95,14 +95,14 @@ type Reader struct {
 //
 // It returns an error naming the file when a file it needs is missing or
 // malformed.
-func NewReader(root fs.FS, hostCPUs int) (*Reader, error) {
+func newReader(root fs.FS, hostCPUs int) (*reader, error) {
 	if root == nil {
 		return nil, errors.New("cpu reader root: nil file system")
 	}
 	if hostCPUs < 1 {
 		return nil, fmt.Errorf("cpu reader host CPUs %d: want at least 1", hostCPUs)
 	}
-	r := &Reader{root: root, hostCPUs: hostCPUs}
+	r := &reader{root: root, hostCPUs: hostCPUs}
 	text, err := r.read("proc/self/cgroup")
 	if err != nil {
 		return nil, fmt.Errorf("cgroup membership not readable: %w", err)
@@ -168,9 +168,9 @@ func NewReader(root fs.FS, hostCPUs int) (*Reader, error) {
 	return r, r.check()
 }
 
-// check reads everything once, so that a Reader that cannot work is not
+// check reads everything once, so that a reader that cannot work is not
 // made.
-func (r *Reader) check() error {
+func (r *reader) check() error {
 	if _, err := r.CPUTime(); err != nil {
 		return err
 	}
@@ -231,12 +231,12 @@ func fsPath(p string) string {
 
 // Source says where the numbers come from: "cgroup v2 at /sys/fs/cgroup/x",
 // "cgroup v1 at ...", or "process (no cgroup file system mounted)".
-func (r *Reader) Source() string { return r.source }
+func (r *reader) Source() string { return r.source }
 
 // CPUTime returns the CPU time the cgroup (or, without one, the process) has
 // used since it was created, summed over all CPUs. It only grows, except
 // when the cgroup is removed and made again.
-func (r *Reader) CPUTime() (time.Duration, error) {
+func (r *reader) CPUTime() (time.Duration, error) {
 	text, err := r.read(r.usageFile)
 	if err != nil {
 		return 0, fmt.Errorf("%s CPU time not readable: %w", r.source, err)
@@ -254,7 +254,7 @@ func (r *Reader) CPUTime() (time.Duration, error) {
 // Capacity returns how many CPUs the cgroup may use: the least of the
 // tightest quota on its path, the size of its cpuset and the host's CPUs.
 // It is fractional when a quota is (1.25).
-func (r *Reader) Capacity() (float64, error) {
+func (r *reader) Capacity() (float64, error) {
 	capacity := float64(r.hostCPUs)
 	for _, dir := range r.limitDirs {
 		cores, limited, err := r.quota(dir)
@@ -280,7 +280,7 @@ func (r *Reader) Capacity() (float64, error) {
 
 // quota reads the quota in dir. A missing file is no limit: the root cgroup
 // has none, nor does a cgroup whose cpu controller is not enabled.
-func (r *Reader) quota(dir string) (cores float64, limited bool, err error) {
+func (r *reader) quota(dir string) (cores float64, limited bool, err error) {
 	if !r.quotaV1 {
 		text, err := r.read(path.Join(dir, "cpu.max"))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -314,7 +314,7 @@ func (r *Reader) quota(dir string) (cores float64, limited bool, err error) {
 // cpuset reads the number of CPUs in dir's cpuset. found is false when dir
 // has no cpuset file, or an empty one (a v2 cpuset.cpus left empty inherits
 // its parent's), so that the caller looks further up.
-func (r *Reader) cpuset(dir string) (n int, found bool, err error) {
+func (r *reader) cpuset(dir string) (n int, found bool, err error) {
 	for _, name := range r.cpusetFiles {
 		file := path.Join(dir, name)
 		text, err := r.read(file)
@@ -335,7 +335,7 @@ func (r *Reader) cpuset(dir string) (n int, found bool, err error) {
 }
 
 // read returns the text of the file at name, at most maxFile bytes of it.
-func (r *Reader) read(name string) (string, error) {
+func (r *reader) read(name string) (string, error) {
 	f, err := r.root.Open(name)
 	if err != nil {
 		return "", err

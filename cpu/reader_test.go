@@ -339,7 +339,7 @@ func TestMissingOrMalformedFilesAreNamed(t *testing.T) {
 func TestV1MissingCPUAcctUsageIsNamed(t *testing.T) {
 	tree := treeCases[9].build() // v1 quota 1.25
 	delete(tree, "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpuacct.usage")
-	_, err := NewReader(tree, 8)
+	_, err := newReader(tree, 8)
 	if err == nil || !strings.Contains(err.Error(), "cgroup v1 at /sys/fs/cgroup/cpu,cpuacct/docker/abc CPU time not readable") ||
 		!errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("err = %v, want a named fs.ErrNotExist", err)
@@ -418,7 +418,7 @@ func TestDirTree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := NewReader(os.DirFS(dir), c.hostCPUs)
+	r, err := newReader(os.DirFS(dir), c.hostCPUs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,10 @@ type options struct {
 	clock     clock.Clock
 }
 
-// WithRoot reads procfs and cgroupfs under root instead of the real "/"
-// (see NewReader for the layout). It works on every platform.
+// WithRoot reads procfs and cgroupfs under root instead of the real "/".
+// root holds proc/self/cgroup, proc/self/mountinfo and the cgroup mounts
+// they name, at their paths without the leading slash. It works on every
+// platform.
 func WithRoot(root fs.FS) Option { return func(o *options) { o.root = root } }
 
 // WithHostCPUs sets the CPUs available without any cgroup limit. The default
@@ -58,7 +60,7 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 // A Sampler measures the share of its CPU capacity that the process's
 // cgroup uses, in the background, so that a decision reads one atomic.
 //
-// Every interval it reads the cgroup's CPU time and capacity (see Reader),
+// Every interval it reads the cgroup's CPU time and capacity,
 // and takes usage = ΔCPU time / (Δwall time × capacity) over the interval:
 // 0 is idle, 1 is every CPU the cgroup may use busy. The share is clamped to
 // [0, 1]; it can exceed 1 for an interval only by measurement skew (a quota
@@ -72,7 +74,7 @@ type Sampler struct {
 	capacity atomic.Uint64 // math.Float64bits of the capacity in CPUs
 	lastErr  atomic.Pointer[error]
 
-	reader    *Reader
+	reader    *reader
 	clock     clock.Clock
 	interval  time.Duration
 	smoothing time.Duration
@@ -120,7 +122,7 @@ func NewSampler(opts ...Option) (*Sampler, error) {
 		}
 		o.root = root
 	}
-	r, err := NewReader(o.root, o.hostCPUs)
+	r, err := newReader(o.root, o.hostCPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +153,9 @@ func (s *Sampler) Usage() float64 { return math.Float64frombits(s.usage.Load()) 
 // fractional when the quota is (1.25).
 func (s *Sampler) Capacity() float64 { return math.Float64frombits(s.capacity.Load()) }
 
-// Source says where the numbers come from (see Reader.Source).
+// Source says where the numbers come from: "cgroup v2 at
+// /sys/fs/cgroup/x", "cgroup v1 at …", or "process (no cgroup file system
+// mounted)".
 func (s *Sampler) Source() string { return s.reader.Source() }
 
 // Err returns the error of the last sample, or nil if it succeeded. After a
