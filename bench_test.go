@@ -178,7 +178,7 @@ func BenchmarkEnterExitInbound(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := Inbound()
+	in := WithInbound()
 	for i := 0; i < b.N; i++ {
 		e, _ := g.Enter(bg, "a", in)
 		e.Exit(nil)
@@ -199,7 +199,7 @@ func BenchmarkEnterExitOverloadRules(b *testing.B) {
 	}}); err != nil {
 		b.Fatal(err)
 	}
-	in := Inbound()
+	in := WithInbound()
 	for i := 0; i < b.N; i++ {
 		e, _ := g.Enter(bg, "a", in)
 		e.Exit(nil)

@@ -27,25 +27,22 @@ func TestInboundMarksTheResourceForGood(t *testing.T) {
 		return s.Inbound
 	}
 
-	mustEnter(t, g, "GET /orders", Inbound()).Exit(nil)
+	mustEnter(t, g, "GET /orders", WithInbound()).Exit(nil)
 	mustEnter(t, g, "mysql:orders").Exit(nil)
-	mustEnter(t, g, "explicit", Outbound()).Exit(nil)
-	mustEnter(t, g, "overridden", Inbound(), Outbound()).Exit(nil)
 	if !inbound("GET /orders") {
-		t.Error("a resource entered with Inbound reads outbound")
+		t.Error("a resource entered with WithInbound reads outbound")
 	}
-	for _, name := range []string{"mysql:orders", "explicit", "overridden"} {
+	for _, name := range []string{"mysql:orders"} {
 		if inbound(name) {
-			t.Errorf("%q, never entered with Inbound, reads inbound", name)
+			t.Errorf("%q, never entered with WithInbound, reads inbound", name)
 		}
 	}
 
 	mustEnter(t, g, "GET /orders").Exit(nil)
-	mustEnter(t, g, "GET /orders", Outbound()).Exit(nil)
 	if !inbound("GET /orders") {
 		t.Error("an outbound request made an inbound resource outbound again")
 	}
-	mustEnter(t, g, "mysql:orders", Inbound()).Exit(nil)
+	mustEnter(t, g, "mysql:orders", WithInbound()).Exit(nil)
 	if !inbound("mysql:orders") {
 		t.Error("the first inbound request did not make an outbound resource inbound")
 	}
@@ -54,7 +51,7 @@ func TestInboundMarksTheResourceForGood(t *testing.T) {
 	if inbound("refused") {
 		t.Fatal("refused reads inbound before any inbound request")
 	}
-	if _, err := g.Enter(bg, "refused", Inbound()); !errors.Is(err, ErrBlocked) {
+	if _, err := g.Enter(bg, "refused", WithInbound()); !errors.Is(err, ErrBlocked) {
 		t.Fatalf("the second request in a second: %v, want blocked", err)
 	}
 	if !inbound("refused") {

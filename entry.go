@@ -26,7 +26,6 @@ const (
 	optCount entryOptionKind = iota + 1
 	optPriority
 	optInbound
-	optOutbound
 	optKey
 )
 
@@ -46,13 +45,11 @@ const MaxCount = flow.MaxLimit
 // lend it a place in its next bucket, and Enter waits for it.
 func WithPriority() EntryOption { return EntryOption{kind: optPriority} }
 
-// Inbound marks the request as traffic into the service (a request it
-// serves); the guard also counts it in Inbound. Outbound (a call the service
-// makes) is the default.
-func Inbound() EntryOption { return EntryOption{kind: optInbound} }
-
-// Outbound marks the request as traffic out of the service, the default.
-func Outbound() EntryOption { return EntryOption{kind: optOutbound} }
+// WithInbound marks the request as traffic into the service, a request it
+// serves. The guard also counts it in [Guard.InboundStats], and the rules
+// of [InboundResource] apply to it. Without it, a request is outbound: a
+// call the service makes.
+func WithInbound() EntryOption { return EntryOption{kind: optInbound} }
 
 // WithKey names the key of the request: the user, tenant, client address or
 // API key that the resource's per-key rules (FlowRule.PerKey) limit on its
@@ -261,8 +258,6 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 			priority = true
 		case optInbound:
 			inbound = true
-		case optOutbound:
-			inbound = false
 		}
 	}
 	if len(name) > MaxNameLength {

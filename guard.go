@@ -48,7 +48,7 @@ type Guard struct {
 	load      sync.Mutex // serialises SetRules
 	resources *resourceTable
 	log       *slog.Logger
-	inbound   *resource      // the guard's inbound traffic (see Inbound)
+	inbound   *resource      // the guard's inbound traffic (see WithInbound)
 	cluster   Cluster        // keeps the cluster rules' counts; nil without WithCluster
 	cpu       func() float64 // the CPU usage shed rules read; nil without WithCPU
 	events    *events
@@ -340,7 +340,7 @@ func (g *Guard) BreakersAt(now int64) []BreakerStatus {
 }
 
 // InboundStats returns the statistics of the requests entered with the
-// option Inbound, over the last 10 seconds: the traffic into the service as
+// option WithInbound, over the last 10 seconds: the traffic into the service as
 // a whole.
 func (g *Guard) InboundStats() ResourceStats { return g.InboundStatsAt(g.clock.Now()) }
 

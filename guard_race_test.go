@@ -73,7 +73,7 @@ func TestEnterExitDoNotAllocate(t *testing.T) {
 	for name, f := range map[string]func(){
 		"rules":    func() { e, _ := g.Enter(bg, "a"); e.Exit(nil) },
 		"no rules": func() { e, _ := g.Enter(bg, "b"); e.Exit(nil) },
-		"inbound":  func() { e, _ := g.Enter(bg, "a", Inbound(), WithCount(2)); e.Exit(nil) },
+		"inbound":  func() { e, _ := g.Enter(bg, "a", WithInbound(), WithCount(2)); e.Exit(nil) },
 		"Do":       func() { _ = g.Do(bg, "a", func() error { return nil }) },
 	} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {

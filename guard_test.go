@@ -304,9 +304,8 @@ func TestDoCountsAPanicAsAnErrorAndPanicsOn(t *testing.T) {
 
 func TestInboundTrafficIsCountedForTheGuard(t *testing.T) {
 	g, _ := newGuard(t, Rules{})
-	mustEnter(t, g, "a", Inbound()).Exit(nil)
+	mustEnter(t, g, "a", WithInbound()).Exit(nil)
 	mustEnter(t, g, "b").Exit(nil)
-	mustEnter(t, g, "c", Inbound(), Outbound()).Exit(nil)
 	if s := g.InboundStats(); s.Allowed != 1 || s.Succeeded != 1 {
 		t.Fatalf("inbound = %+v", s)
 	}
@@ -481,8 +480,8 @@ func TestTotalsCountBlocksByReason(t *testing.T) {
 		},
 		Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1, MinRequests: &one}},
 	})
-	e := mustEnter(t, g, "a", Inbound())
-	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited, Inbound())
+	e := mustEnter(t, g, "a", WithInbound())
+	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited, WithInbound())
 	e.Exit(nil)
 	mustEnter(t, g, "a").Exit(nil)
 	mustBlock(t, g, "a", "qps", RateLimited)

@@ -46,22 +46,22 @@ func TestShedRuleOnInboundHoldsForTheWholeService(t *testing.T) {
 	}}, WithCPU(cpu.usage))
 	now := clk.Now()
 	// 20 requests a bucket, 10 ms each: 2 in flight at the service's best.
-	serve(t, g, now, "a", 10, 10*time.Millisecond, nil, Inbound())
-	serve(t, g, now, "b", 10, 10*time.Millisecond, nil, Inbound())
+	serve(t, g, now, "a", 10, 10*time.Millisecond, nil, WithInbound())
+	serve(t, g, now, "b", 10, 10*time.Millisecond, nil, WithInbound())
 	now += int64(100 * time.Millisecond)
 	if st := g.OverloadAt(now); len(st) != 1 || st[0].Limit != 2 || st[0].Rule != "shed" || st[0].Type != ShedRule || st[0].Shedding || st[0].CPU != 0 {
 		t.Fatalf("status %+v, want shed, a limit of 2, not shedding, CPU 0", st)
 	}
 	cpu.set(0.9)
-	a, err := g.EnterAt(bg, now, "a", Inbound())
+	a, err := g.EnterAt(bg, now, "a", WithInbound())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, err := g.EnterAt(bg, now, "a", Inbound())
+	a2, err := g.EnterAt(bg, now, "a", WithInbound())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.EnterAt(bg, now, "a", Inbound())
+	_, err = g.EnterAt(bg, now, "a", WithInbound())
 	var be *BlockError
 	if !errors.As(err, &be) || be.Reason != Overloaded || be.Resource != "a" || be.Rule != "shed" {
 		t.Fatalf("a third inbound request to a at a bound of 2: %v, want blocked as overloaded by shed", err)
@@ -71,7 +71,7 @@ func TestShedRuleOnInboundHoldsForTheWholeService(t *testing.T) {
 	}
 	// The bound is shared among resources: b holds nothing, and gets its
 	// share.
-	b, err := g.EnterAt(bg, now, "b", Inbound())
+	b, err := g.EnterAt(bg, now, "b", WithInbound())
 	if err != nil {
 		t.Fatalf("an inbound request to b while a holds the whole bound: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestAResourceRuleThatBlocksGivesBackTheInboundPlace(t *testing.T) {
 		{Resource: "a", Limit: 0},
 	}})
 	for range 20 {
-		if _, err := g.EnterAt(bg, clk.Now(), "a", Inbound()); !errors.Is(err, ErrBlocked) {
+		if _, err := g.EnterAt(bg, clk.Now(), "a", WithInbound()); !errors.Is(err, ErrBlocked) {
 			t.Fatalf("a request to a resource limited to 0: %v", err)
 		}
 	}
@@ -265,12 +265,12 @@ func TestOverloadRulesAllocateNothing(t *testing.T) {
 		{Resource: InboundResource, Type: ShedRule},
 		{Resource: "a", Type: AdaptiveRule, Limit: 1000, MaxLimit: 1000},
 	}}, WithCPU(cpu.usage))
-	mustEnter(t, g, "a", Inbound()).Exit(nil)
+	mustEnter(t, g, "a", WithInbound()).Exit(nil)
 	for name, f := range map[string]func(){
-		"succeeded":  func() { e, _ := g.Enter(bg, "a", Inbound()); e.Exit(nil) },
-		"overloaded": func() { e, _ := g.Enter(bg, "a", Inbound()); e.Exit(context.DeadlineExceeded) },
-		"failed":     func() { e, _ := g.Enter(bg, "a", Inbound()); e.Exit(errBoom) },
-		"wrapped":    func() { e, _ := g.Enter(bg, "a", Inbound()); e.Exit(errWrapped) },
+		"succeeded":  func() { e, _ := g.Enter(bg, "a", WithInbound()); e.Exit(nil) },
+		"overloaded": func() { e, _ := g.Enter(bg, "a", WithInbound()); e.Exit(context.DeadlineExceeded) },
+		"failed":     func() { e, _ := g.Enter(bg, "a", WithInbound()); e.Exit(errBoom) },
+		"wrapped":    func() { e, _ := g.Enter(bg, "a", WithInbound()); e.Exit(errWrapped) },
 	} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
 			t.Errorf("%s: %v allocations per Enter+Exit", name, n)

@@ -49,7 +49,7 @@ func TestAPanicInALaterPhaseGivesBackWhatEarlierRulesTook(t *testing.T) {
 	}
 	for i := range 20 {
 		c.Advance(time.Second) // the throttle has a place for each
-		if !enterPanics(g, "a", Inbound()) {
+		if !enterPanics(g, "a", WithInbound()) {
 			t.Fatalf("request %d did not panic", i)
 		}
 	}

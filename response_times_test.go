@@ -50,7 +50,7 @@ func TestResponseTimeTotalsMatchAModel(t *testing.T) {
 		var opts []EntryOption
 		in := name != "db" && rng.IntN(2) == 0
 		if in {
-			opts = append(opts, Inbound())
+			opts = append(opts, WithInbound())
 		}
 		n := int64(1)
 		if rng.IntN(5) == 0 {

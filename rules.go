@@ -56,7 +56,7 @@ const (
 )
 
 // InboundResource is the resource a flow rule names to hold for all the
-// inbound traffic of the guard (requests entered with Inbound, as the
+// inbound traffic of the guard (requests entered with WithInbound, as the
 // middleware's server side enters them) together, whatever resource each request enters: a shed rule
 // that protects the whole service, a concurrency limit on all it serves.
 // A request that enters an inbound resource is asked the rules of

@@ -48,7 +48,7 @@ func (f *fixture) inbound(t *testing.T, resource string, n int, rt time.Duration
 	t.Helper()
 	es := make([]slidegate.Entry, n)
 	for i := range es {
-		e, err := f.g.Enter(context.Background(), resource, slidegate.Inbound())
+		e, err := f.g.Enter(context.Background(), resource, slidegate.WithInbound())
 		if err != nil {
 			t.Fatalf("request %d of %d to %s: %v", i, n, resource, err)
 		}
@@ -81,7 +81,7 @@ func TestSnapshotsAndEventsCarryTheOverloadRules(t *testing.T) {
 	f.clk.Advance(200 * time.Millisecond)
 	f.inbound(t, "GET /a", 1, 10*time.Millisecond)
 	cpu.set(0.9)
-	held, err := f.g.Enter(context.Background(), "GET /a", slidegate.Inbound())
+	held, err := f.g.Enter(context.Background(), "GET /a", slidegate.WithInbound())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestACPUReadingJSONCannotWriteIsNoReading(t *testing.T) {
 func TestTheOverloadRulesAFrameCarriesAreTheRules(t *testing.T) {
 	f, _ := overloadFixture(t)
 	for i := range 500 {
-		if e, err := f.g.Enter(context.Background(), "GET /"+string(rune('a'+i%26))+string(rune('a'+i/26)), slidegate.Inbound()); err == nil {
+		if e, err := f.g.Enter(context.Background(), "GET /"+string(rune('a'+i%26))+string(rune('a'+i/26)), slidegate.WithInbound()); err == nil {
 			e.Exit(nil)
 		} else if !errors.Is(err, slidegate.ErrBlocked) {
 			t.Fatal(err)

@@ -167,7 +167,7 @@ func TestSnapshotRatesAreExactDeltasOfTotals(t *testing.T) {
 func TestInboundHasItsOwnSeries(t *testing.T) {
 	f := newFixture(t, nil)
 	for range 6 {
-		e, err := f.g.Enter(context.Background(), "GET /", slidegate.Inbound())
+		e, err := f.g.Enter(context.Background(), "GET /", slidegate.WithInbound())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,7 +424,7 @@ func TestSampleReadsTheClockOnce(t *testing.T) {
 		// has counted something; the first sample finds it unlisted.
 		for _, name := range []string{"a", "b"}[:1+min(i, 1)] {
 			for range 4 {
-				if e, err := g.Enter(context.Background(), name, slidegate.Inbound()); err == nil {
+				if e, err := g.Enter(context.Background(), name, slidegate.WithInbound()); err == nil {
 					e.Exit(nil)
 				}
 			}

@@ -136,7 +136,7 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 		keyMemoryLimit: desc("key_memory_limit_bytes",
 			"Bytes the per-key rules may hold together (slidegate.WithKeyMemory); past it they stop growing and refuse some keys early, never letting one over its limit."),
 		resources: newTraffic(desc, histogramErr, summaryErr, "", "the resource", "resource", "direction"),
-		inbound:   newTraffic(desc, histogramErr, summaryErr, "inbound_", "the service (requests entered with slidegate.Inbound)"),
+		inbound:   newTraffic(desc, histogramErr, summaryErr, "inbound_", "the service (requests entered with slidegate.WithInbound)"),
 		breakerState: desc("breaker_state",
 			"1 if the breaker of a breaker rule in force is in the state the label state names, else 0: closed, open (a circuit blocks every request; an adaptive breaker blocks some) or half_open (a circuit lets probes through). One series per state, so that max() and sum() across instances work.",
 			"resource", "rule", "strategy", "state"),

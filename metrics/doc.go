@@ -8,7 +8,7 @@
 //	prometheus.MustRegister(metrics.NewCollector(g))
 //
 // Each scrape reads the guard's statistics afresh (Guard.Resources,
-// Guard.Inbound, Guard.Breakers, Guard.Rules): the Collector keeps no state
+// Guard.InboundStats, Guard.Breakers, Guard.Rules): the Collector keeps no state
 // of its own, so there is nothing to update, reset or stop.
 //
 // # Metric families
@@ -274,7 +274,7 @@
 //
 // # The guard's inbound traffic
 //
-// The requests entered with slidegate.Inbound are exported in families of
+// The requests entered with slidegate.WithInbound are exported in families of
 // their own (slidegate_inbound_...), without a resource label, not as a
 // resource called "(inbound)" in the families above: a resource name is any
 // string, so a user's resource could be called "(inbound)", and two series

@@ -94,7 +94,7 @@ func TestConcurrentScrapesWhileTrafficFlows(t *testing.T) {
 					return
 				default:
 				}
-				if e, err := g.Enter(ctx, names[(i+w)%len(names)], slidegate.Inbound()); err == nil {
+				if e, err := g.Enter(ctx, names[(i+w)%len(names)], slidegate.WithInbound()); err == nil {
 					if w == 0 && i%16 == 0 {
 						clk.Advance(time.Millisecond)
 					}

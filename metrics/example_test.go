@@ -30,7 +30,7 @@ func ExampleNewCollector() {
 	for range 3 { // two pass, the third is over the limit of 2 a second
 		// A route the service serves: inbound (httpguard.Handler marks its
 		// requests so).
-		_ = g.Do(context.Background(), "GET /orders", func() error { return nil }, slidegate.Inbound())
+		_ = g.Do(context.Background(), "GET /orders", func() error { return nil }, slidegate.WithInbound())
 	}
 
 	// What Prometheus would scrape, some lines of it.

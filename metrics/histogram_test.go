@@ -112,7 +112,7 @@ func TestRequestDurationMatchesAModel(t *testing.T) {
 		n := int64(1)
 		opts := []slidegate.EntryOption{}
 		if in {
-			opts = append(opts, slidegate.Inbound())
+			opts = append(opts, slidegate.WithInbound())
 		}
 		if rng.IntN(5) == 0 {
 			n = 1 + rng.Int64N(9)

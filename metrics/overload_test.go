@@ -62,7 +62,7 @@ func serve(t *testing.T, g *slidegate.Guard, clk *clock.Manual, resource string,
 	t.Helper()
 	es := make([]slidegate.Entry, n)
 	for i := range es {
-		e, err := g.EnterAt(context.Background(), clk.Now(), resource, slidegate.Inbound())
+		e, err := g.EnterAt(context.Background(), clk.Now(), resource, slidegate.WithInbound())
 		if err != nil {
 			t.Fatalf("request %d of %d to %s: %v", i, n, resource, err)
 		}
@@ -120,7 +120,7 @@ func TestScrapeShowsTheOverloadRules(t *testing.T) {
 	clk.Advance(200 * time.Millisecond)
 	serve(t, g, clk, "orders", 1, 10*time.Millisecond) // closes the adaptive rule's window
 	cpu.set(0.9)
-	held, err := g.Enter(context.Background(), "orders", slidegate.Inbound())
+	held, err := g.Enter(context.Background(), "orders", slidegate.WithInbound())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestScrapeShowsTheOverloadRules(t *testing.T) {
 	// the next is shed.
 	shed := 0
 	for range 4 {
-		_, err := g.Enter(context.Background(), "orders", slidegate.Inbound())
+		_, err := g.Enter(context.Background(), "orders", slidegate.WithInbound())
 		var be *slidegate.BlockError
 		switch {
 		case errors.As(err, &be) && be.Reason == slidegate.Overloaded:

@@ -246,7 +246,7 @@ func knownTraffic(t *testing.T) (*slidegate.Guard, *clock.Manual) {
 		}
 		return e
 	}
-	in := slidegate.Inbound()
+	in := slidegate.WithInbound()
 
 	o1, o2, o3 := enter("orders", 0, in), enter("orders", 0, in), enter("orders", 0, in)
 	for range 3 {

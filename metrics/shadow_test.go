@@ -24,7 +24,7 @@ func TestShadowRulesExportWhatTheyWouldHaveBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "a", "a", "a", "a", "b"} {
-		if err := g.Do(context.Background(), name, func() error { return nil }, slidegate.Inbound()); err != nil {
+		if err := g.Do(context.Background(), name, func() error { return nil }, slidegate.WithInbound()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -70,7 +70,7 @@
 // (see Bounds below for why). The outcomes overlap: would_block, succeeded
 // and failed are among allowed, so select an outcome rather than add them
 // all up; allowed plus blocked is every request. slidegate.direction is
-// "inbound" for a resource any request entered with slidegate.Inbound,
+// "inbound" for a resource any request entered with slidegate.WithInbound,
 // "outbound" for the rest (slidegate.ResourceStats.Inbound). The inbound
 // instruments count the guard's inbound traffic as a whole, whatever its
 // resources, without a resource attribute: a resource name is any string,

@@ -24,7 +24,7 @@ func TestEnterExitDoNotAllocateWithInstrumentsRegistered(t *testing.T) {
 	step := func() {
 		e, _ := h.g.Enter(bg, "a")
 		e.Exit(nil)
-		e, _ = h.g.Enter(bg, "b", slidegate.Inbound())
+		e, _ = h.g.Enter(bg, "b", slidegate.WithInbound())
 		e.Exit(nil)
 	}
 	step() // fills the pooled entry's slices

@@ -32,11 +32,11 @@ func TestRequestsAreTheGuardsTotals(t *testing.T) {
 	held[0].ExitAt(h.clk.Now(), nil)
 	held[1].ExitAt(h.clk.Now(), nil)
 	held[2].ExitAt(h.clk.Now(), errFail)
-	in, err := h.enter(t, "GET /", slidegate.Inbound())
+	in, err := h.enter(t, "GET /", slidegate.WithInbound())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.enter(t, "GET /", slidegate.Inbound()); err == nil {
+	if _, err := h.enter(t, "GET /", slidegate.WithInbound()); err == nil {
 		t.Fatal("a second request in flight allowed by a concurrency limit of 1")
 	}
 
@@ -167,8 +167,8 @@ func TestDurationHistogramIsTheResponseTimeTotals(t *testing.T) {
 	}
 	took("api", 30*time.Millisecond) // ≤ 50 ms
 	took("api", 30*time.Millisecond)
-	took("api", 20*time.Second)                            // beyond 10 s
-	took("web", 400*time.Millisecond, slidegate.Inbound()) // ≤ 500 ms
+	took("api", 20*time.Second)                                // beyond 10 s
+	took("web", 400*time.Millisecond, slidegate.WithInbound()) // ≤ 500 ms
 	took("idle", 0)
 	took("slow", 5*time.Minute) // beyond the longest response time the guard bins
 	e, err := h.enter(t, "never-ended")

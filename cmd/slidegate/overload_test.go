@@ -81,7 +81,7 @@ func TestObserveShowsTheOverloadRules(t *testing.T) {
 	if err := g.SetRules(r); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Do(context.Background(), "GET /api/reports", func() error { return nil }, slidegate.Inbound()); err != nil {
+	if err := g.Do(context.Background(), "GET /api/reports", func() error { return nil }, slidegate.WithInbound()); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()

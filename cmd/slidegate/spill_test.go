@@ -156,7 +156,7 @@ func simulateDemo(t *testing.T, cpu float64, p *phase, d time.Duration, seed uin
 		for i, s := range sources {
 			owed[i] += s.rate * float64(simTick) / float64(time.Second)
 			for ; owed[i] >= 1; owed[i]-- {
-				if e, err := g.EnterAt(context.Background(), now, s.res, slidegate.Inbound(), slidegate.WithKey(s.user())); err == nil {
+				if e, err := g.EnterAt(context.Background(), now, s.res, slidegate.WithInbound(), slidegate.WithKey(s.user())); err == nil {
 					serve(s.res, e, now)
 				}
 			}

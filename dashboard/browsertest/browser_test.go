@@ -90,7 +90,7 @@ func (s *simulation) second(counts map[string]int) {
 			}
 			var opts []slidegate.EntryOption
 			if p.inbound {
-				opts = append(opts, slidegate.Inbound())
+				opts = append(opts, slidegate.WithInbound())
 			}
 			for range n {
 				e, err := s.g.Enter(context.Background(), p.name, opts...)

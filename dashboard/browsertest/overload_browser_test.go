@@ -91,7 +91,7 @@ func TestBrowserShowsTheOverloadRules(t *testing.T) {
 		t.Helper()
 		es := make([]slidegate.Entry, n)
 		for i := range es {
-			if es[i], err = g.Enter(context.Background(), "GET /orders", slidegate.Inbound()); err != nil {
+			if es[i], err = g.Enter(context.Background(), "GET /orders", slidegate.WithInbound()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -103,7 +103,7 @@ func TestBrowserShowsTheOverloadRules(t *testing.T) {
 	clk.Advance(200 * time.Millisecond)
 	inbound(1)
 	cpu.set(0.9)
-	held, err := g.Enter(context.Background(), "GET /orders", slidegate.Inbound())
+	held, err := g.Enter(context.Background(), "GET /orders", slidegate.WithInbound())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestBrowserShowsWhatShadowRulesWouldBlock(t *testing.T) {
 	send := func(resource string, n int) {
 		t.Helper()
 		for range n {
-			e, err := g.Enter(context.Background(), resource, slidegate.Inbound())
+			e, err := g.Enter(context.Background(), resource, slidegate.WithInbound())
 			if err != nil {
 				t.Fatalf("%s: %v: a shadow rule blocks nothing", resource, err)
 			}

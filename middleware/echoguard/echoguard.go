@@ -40,7 +40,7 @@ func WithIsError(f func(status int) bool) Option {
 
 // Middleware returns echo middleware that guards the handler after it with
 // g (nil means slidegate.Default()). Each request enters the guard as
-// inbound traffic (slidegate.Inbound) under its method (httpguard.Method)
+// inbound traffic (slidegate.WithInbound) under its method (httpguard.Method)
 // and its route, c.Path(): "GET /users/:id"; a request that echo routes to
 // its NotFoundHandler or MethodNotAllowedHandler is httpguard.NoRoute.
 //

@@ -37,7 +37,7 @@ func WithIsError(f func(status int) bool) Option {
 
 // Middleware returns gin middleware that guards the handlers after it with
 // g (nil means slidegate.Default()). Each request enters the guard as
-// inbound traffic (slidegate.Inbound) under its method (httpguard.Method)
+// inbound traffic (slidegate.WithInbound) under its method (httpguard.Method)
 // and its route, c.FullPath(): "GET /users/:id"; a request no route serves
 // (an empty FullPath) is httpguard.NoRoute.
 //

@@ -15,8 +15,8 @@
 // overloaded (slidegate.IsOverloaded), so that an adaptive rule on the
 // client or on the server backs off; the caller gets the error unchanged.
 //
-// Server interceptors enter with slidegate.Inbound, so the guard also counts
-// the service's traffic as a whole (Guard.Inbound); client interceptors
+// Server interceptors enter with slidegate.WithInbound, so the guard also counts
+// the service's traffic as a whole (Guard.InboundStats); client interceptors
 // enter as outbound traffic.
 //
 //	g, err := slidegate.New()

@@ -43,7 +43,7 @@ func TestUnaryServerOverloadedIsUnavailable(t *testing.T) {
 	g, _ := guarded(t, heldToOne(slidegate.InboundResource))
 	// A request in flight holds the one place of the (inbound) rule. (A
 	// request to another method would get its share.)
-	e, err := g.Enter(context.Background(), unaryMethod, slidegate.Inbound())
+	e, err := g.Enter(context.Background(), unaryMethod, slidegate.WithInbound())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 // UnaryServerInterceptor returns an interceptor that guards the unary RPCs a
 // server serves with g (slidegate.Default() if g is nil). Each RPC enters
-// its resource as inbound traffic (slidegate.Inbound) before the handler
+// its resource as inbound traffic (slidegate.WithInbound) before the handler
 // runs. An RPC that a rule blocks is not handled: it ends with the block
 // status (BlockStatus, or WithBlockStatus), or with the status of the
 // context's error if the RPC's context ended while a throttle made it wait.
@@ -24,7 +24,7 @@ func UnaryServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryServer
 		err = o.do(ctx, g, o.name(ctx, info.FullMethod), func() error {
 			resp, err = handler(ctx, req)
 			return err
-		}, slidegate.Inbound(), slidegate.WithKey(o.keyOf(ctx, info.FullMethod, true)))
+		}, slidegate.WithInbound(), slidegate.WithKey(o.keyOf(ctx, info.FullMethod, true)))
 		return resp, err
 	}
 }
@@ -51,7 +51,7 @@ func StreamServerInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamServ
 		if srv == nil {
 			method = UnknownMethod
 		}
-		e, err := g.Enter(ctx, o.name(ctx, method), slidegate.Inbound(), slidegate.WithKey(o.keyOf(ctx, method, true)))
+		e, err := g.Enter(ctx, o.name(ctx, method), slidegate.WithInbound(), slidegate.WithKey(o.keyOf(ctx, method, true)))
 		if err != nil {
 			return o.blocked(err)
 		}

@@ -200,7 +200,7 @@ const UnknownRoute = adapter.UnknownRoute
 
 // Middleware returns middleware that guards a handler with g (nil means
 // slidegate.Default()). Each request enters the guard as inbound traffic
-// (slidegate.Inbound) under the name WithResource gives, or else the name
+// (slidegate.WithInbound) under the name WithResource gives, or else the name
 // of its route (see RouteResource), which Middleware learns from the first
 // of these that applies:
 //
@@ -280,7 +280,7 @@ func (h *handler) name(r *http.Request) string {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var buf [4]slidegate.EntryOption // on the stack: Enter keeps none of them
-	e, err := h.g.Enter(r.Context(), h.name(r), h.o.entryOptions(buf[:0], r, slidegate.Inbound())...)
+	e, err := h.g.Enter(r.Context(), h.name(r), h.o.entryOptions(buf[:0], r, slidegate.WithInbound())...)
 	if err != nil {
 		h.o.blocked(w, r, err)
 		return

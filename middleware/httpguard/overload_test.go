@@ -60,7 +60,7 @@ func TestMiddlewareAnswers503WhenTheServiceIsOverloaded(t *testing.T) {
 	h := httpguard.Middleware(g, httpguard.WithResource(func(*http.Request) string { return "GET /x" }))(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
 	// A request in flight holds the one place the (inbound) rule allows.
-	e, err := g.Enter(context.Background(), "GET /x", slidegate.Inbound())
+	e, err := g.Enter(context.Background(), "GET /x", slidegate.WithInbound())
 	if err != nil {
 		t.Fatal(err)
 	}

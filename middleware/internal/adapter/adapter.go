@@ -127,7 +127,7 @@ func RetryAfterSeconds(d time.Duration) int64 {
 // Enter enters r into g as inbound traffic to resource, with key if keyed.
 func Enter(g *slidegate.Guard, r *http.Request, resource string, key string, keyed bool) (slidegate.Entry, error) {
 	var buf [2]slidegate.EntryOption // on the stack: Enter keeps none of them
-	eo := append(buf[:0], slidegate.Inbound())
+	eo := append(buf[:0], slidegate.WithInbound())
 	if keyed {
 		eo = append(eo, slidegate.WithKey(key))
 	}
