@@ -1,9 +1,9 @@
 // Package slidegate is the guard: named resources, the rules that protect
-// them, and the statistics they keep. It is what Sentinel's users call its
-// API, built on the packages below it: window for statistics, flow for rate
-// and concurrency limits, breaker for circuit breakers.
+// them, and the statistics they keep. It is built on the packages below it:
+// window for statistics, flow for rate and concurrency limits, breaker for
+// circuit breakers.
 //
-// Name a resource, give it rules, and wrap the code that uses it:
+// Name a resource, give it rules, and wrap the code that uses it.
 //
 //	g, err := slidegate.New()
 //	err := g.SetRules(slidegate.Rules{
@@ -17,35 +17,31 @@
 //	err = listOrders(ctx)
 //	e.Exit(err) // the outcome the breakers count, and the response time
 //
-// Exit records the error it is given when it is called: defer it in a
-// closure that reads the final error (defer func() { e.Exit(err) }()), not
-// as defer e.Exit(err), which records err as it was at the defer, nil. Or
-// run the request in one call, which does this for you and counts a panic
-// as an error: g.Do(ctx, "mysql", func() error { ... }).
+// [Entry.Exit] records the error it is given when it is called. To defer
+// it, use a closure that reads the final error: defer func() { e.Exit(err)
+// }(). Or run the request in one call, [Guard.Do], which does this for you
+// and counts a panic as an error.
 //
-// A rule marked PerKey limits each key on its own: the user, tenant or client
-// a request names with WithKey. Its limit holds for every key in any
-// interval, however many keys come, in bounded memory, and the per-key QPS
-// rules of a resource (5 a second, 100 a minute) are decided together, all
-// or nothing:
+// A rule marked PerKey limits each key on its own: the user, tenant or
+// client a request names with [WithKey]. Its limit holds for every key, in
+// any interval, in bounded memory. The per-key QPS rules of a resource (5 a
+// second, 100 a minute) are decided together, all or nothing.
 //
 //	err = g.Do(ctx, "GET /search", search, slidegate.WithKey(userID))
 //
-// Rules are validated whole (every problem reported with its place) and put in
-// force in one step as an immutable snapshot; Enter takes no lock. A rule
-// repeated unchanged by a new set of rules keeps its limiter's counts and its
-// breaker's state. Every resource keeps statistics whether or not it has
-// rules, up to a bound on the number of resources. The package-level Enter,
-// Do and SetRules use a default Guard, for programs; libraries and tests make
-// their own.
+// [Guard.SetRules] validates rules whole, reporting every problem with its
+// place. It puts them in force in one step, as an immutable snapshot, and
+// [Guard.Enter] takes no lock. A rule repeated unchanged keeps its
+// limiter's counts and its breaker's state. Every resource keeps
+// statistics, rules or not, up to a bound on the number of resources. The
+// package-level [Enter], [Do] and [SetRules] use a default Guard, for
+// programs; libraries and tests make their own.
 //
-// Rules have names (FlowRule.Name, or their type: "qps", "breaker"), which a
-// *BlockError, the metrics and the dashboard use. A rule in shadow
-// (FlowRule.Shadow, Rules.Shadow) decides and counts, and blocks nothing:
-// ResourceStats.Totals.WouldBlockBy counts what it would have blocked. A
-// guard tells what happens to it as events (OnEvent, Events): breakers
-// changing state, rules put in force and what changed, rules refused, its
-// cluster's health, resources it had no room for; and logs them through
-// WithLogger. Package rulefile keeps a guard's rules in step with a file or
-// another source.
+// Rules have names ([FlowRule.Name], or their type: "qps", "breaker"). A
+// [BlockError], the metrics and the dashboard use them. A rule in shadow
+// ([FlowRule.Shadow], [Rules.Shadow]) decides and counts, and blocks
+// nothing. A guard tells what happens to it as events ([Guard.OnEvent],
+// [Guard.Events]): breakers changing state, rules put in force or refused,
+// its cluster's health, resources it had no room for. Package rulefile
+// keeps a guard's rules in step with a file or another source.
 package slidegate

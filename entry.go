@@ -71,8 +71,8 @@ const MaxKeyLength = 256
 // request ends; exiting again, or exiting a copy, does nothing. The zero Entry
 // (what Enter returns with an error) ignores Exit.
 //
-// An Entry is a small value, not a pointer: its state lives in storage the
-// guard reuses, and the Entry carries the sequence number of its use, so a
+// An Entry is a small value, not a pointer. Its state lives in storage the
+// guard reuses, and the Entry carries the sequence number of its use. So a
 // late second Exit cannot end a later request that reuses the storage.
 type Entry struct {
 	e   *entry
@@ -159,18 +159,18 @@ func (e *entry) waitedAt(now int64) int64 {
 	return w
 }
 
-// Pause says that the request waits on its client from now on: it reads
-// the client's body, or writes to a client that reads slowly. The time
-// until Resume is not the service's: Exit takes it out of the response
-// time, which rules learn from and statistics show, so that a slow client
-// makes neither an adaptive limit nor a slow-call breaker think the service
-// slow. The request keeps what it holds of its rules meanwhile: it holds
-// the service's memory and goroutine, and requests that stopped counting
-// while they waited could come back all at once; what one client can hold
-// is bounded by the overload rules' shares (FlowRule.Share). Pauses may
-// overlap (a body read on one goroutine, a write on another): time counts
-// once. A pause still open at Exit ends there. Pause and Resume do nothing
-// on the zero Entry or after Exit.
+// Pause says that the request waits on its client from now on. It reads
+// the client's body, say, or writes to a client that reads slowly. The
+// time until [Entry.Resume] is not the service's: Exit leaves it out of the
+// response time. So a slow client makes neither an adaptive limit nor a
+// slow-call breaker think the service slow.
+//
+// The request keeps what it holds of its rules meanwhile: it still holds
+// the service's memory and a goroutine. What one client can hold is
+// bounded by the overload rules' shares ([FlowRule.Share]). Pauses may
+// overlap, a body read on one goroutine and a write on another: time
+// counts once. A pause still open at Exit ends there. Pause and Resume do
+// nothing on the zero Entry or after Exit.
 func (h Entry) Pause() {
 	if e := h.e; e != nil && e.seq.Load() == h.seq && e.pauses.Add(1) == 1 {
 		e.pausedAt.Store(e.g.clock.Now())
@@ -228,15 +228,16 @@ func (e *entry) release() {
 // serves as many rules again or sync.Pool drops it.
 func (e *entry) clearHeld() { e.held = e.held[:0] }
 
-// Enter asks to use the resource called name for one request (or
-// WithCount(n) of them). If the resource's rules allow it, Enter returns its
-// Entry, which must be exited when the request ends. Otherwise it returns a
-// *BlockError, or ctx.Err() if ctx ended while a throttle made the request
-// wait. Enter returns ctx.Err() at once if ctx is already done. A request
-// whose wait ctx cuts short gives back its throttle's place, its concurrency
-// permits and its breakers' promises; a place it borrowed from a QPS rule's
-// next bucket, and a cluster rule's permit, stay counted, as every
-// admission of those rules does.
+// Enter asks to use the resource called name for one request, or
+// [WithCount](n) of them. If the resource's rules allow it, Enter returns
+// its [Entry], which must be exited when the request ends. Otherwise it
+// returns a [*BlockError], or ctx.Err() if ctx ended while a throttle made
+// the request wait. Enter returns ctx.Err() at once if ctx is already done.
+//
+// A request whose wait ctx cuts short gives back what it took: its
+// throttle's place, its concurrency permits and its breakers' promises. A
+// place it borrowed from a QPS rule's next bucket stays counted, as does a
+// cluster rule's permit: every admission of those rules counts.
 func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (Entry, error) {
 	return g.EnterAt(ctx, g.clock.Now(), name, opts...)
 }

@@ -15,19 +15,18 @@ import (
 )
 
 // A Guard holds named resources, their rules and their statistics. Wrap the
-// code that uses a resource between Enter and Exit (or in Do): Enter asks
-// the resource's rules whether the request may go, and returns a
-// *BlockError when one of them blocks it; Exit records the outcome and the
-// response time.
+// code that uses a resource between [Guard.Enter] and [Entry.Exit], or in
+// [Guard.Do]. Enter asks the resource's rules whether the request may go.
+// It returns a [*BlockError] when one of them blocks it. Exit records the
+// outcome and the response time.
 //
 // Rules are swapped in whole (SetRules) as an immutable snapshot: Enter takes
 // no lock, copies no rule, and looks the resource up once. Each rule is bound
 // to its limiter or breaker when the rules are set. A new set of rules keeps
 // the limiter or breaker of every rule it repeats unchanged, with its counts
 // and state. A rule whose only change is its limit keeps its limiter too,
-// where the limiter can change its limit in place (a QPS rule without
-// warm-up, a concurrency rule): the requests it has allowed, those in flight
-// included, count against the new limit.
+// where the limiter can change its limit in place. The requests it has
+// allowed, those in flight included, count against the new limit.
 //
 // Every resource has statistics, rules or not (Stats, Resources). A guard
 // keeps statistics for at most WithMaxResources resources, and names of at

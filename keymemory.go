@@ -2,14 +2,13 @@ package slidegate
 
 import "github.com/slidegate/slidegate/flow"
 
-// WithKeyMemory bounds the heap of the per-key state of all the guard's
-// per-key rules together, whatever their number and their resources, to
-// bytes (default flow.DefaultKeyMemory, 64 MiB): the sketches and hot keys
-// of per-key QPS rules, and the sketches of per-key concurrency and
-// throttle rules. A rule past the bound stops growing, which never lets a
-// key over its limit, and refuses some keys early (flow.KeyedQPS says
-// which). Each rule keeps a small floor besides (flow.KeyMemory). bytes
-// must be at least 0.
+// WithKeyMemory bounds the heap that all the guard's per-key rules hold
+// together, whatever their number and resources. The default is
+// [flow.DefaultKeyMemory], 64 MiB. The bound covers the sketches and hot
+// keys of per-key QPS rules, and the sketches of per-key concurrency and
+// throttle rules. A rule past the bound stops growing: it never lets a key
+// over its limit, and refuses some keys early ([flow.KeyedQPS] says
+// which). Each rule keeps a small floor besides. bytes must be at least 0.
 func WithKeyMemory(bytes int64) Option {
 	return func(o *guardOptions) {
 		if bytes < 0 {

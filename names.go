@@ -13,15 +13,14 @@ import (
 const MaxRuleNameLength = 64
 
 // Named returns a copy of r in which every rule has its name: its own
-// Name, or the one the guard gives a rule without one. That is its type
-// for a flow rule ("qps", "throttle", "concurrency", "shed", "adaptive",
-// with "_per_key" after it for a per-key rule) and "breaker" for a breaker
-// rule; when several rules of a resource would have the same name, the
-// second is "qps_2", the third "qps_3", and so on in the order of the
-// rules, past any name a rule of the resource has of its own. A rule's
-// default name thus survives a change of its limit, or a rule added to
-// another resource; give rules names of their own to keep them through any
-// edit.
+// Name, or the one the guard gives a rule without one. A flow rule's
+// default name is its type ("qps", "throttle", "concurrency", "shed",
+// "adaptive"), with "_per_key" after it for a per-key rule. A breaker
+// rule's is "breaker". When several rules of a resource would share a
+// name, the second is "qps_2", the third "qps_3", in rule order, past any
+// name a rule of the resource has of its own. So a default name survives
+// a change of the rule's limit, or a rule added to another resource. Give
+// rules names of their own to keep them through any edit.
 //
 // The names of r must be valid (Validate); Named leaves a name given twice
 // as it is.

@@ -542,19 +542,18 @@ func (g *Guard) StatsAt(now int64, name string) (ResourceStats, bool) {
 }
 
 // ResponseTimeTotals sets *into to the response times of the requests to
-// the resource called name that ended since the guard began keeping
-// statistics for it, counted by bin (see window.SketchTotals for the bins:
-// 8 per power of two of nanoseconds, each within window.SketchError of its
-// reported value), and reports whether the guard keeps statistics for it;
-// if it does not, *into is all zeros. These are the counts a response-time
-// histogram exports: they only grow, and add up across instances, where
-// the quantiles of ResourceStats do not. A batch (WithCount) counts as its
-// requests, each taking the batch's response time, so that into.Count()
-// is Totals.Succeeded plus Totals.Failed, and the bins' response times add
-// up to Totals.RT, within the bins' error, when the guard is read while no
-// request ends. A resource evicted for idleness (see WithMaxResources)
+// the resource called name, counted by bin ([window.SketchTotals]). It
+// counts those that ended since the guard began keeping statistics for the
+// resource. It reports whether the guard keeps statistics for it; if not,
+// *into is all zeros.
+//
+// These are the counts a response-time histogram exports. They only grow,
+// and they add up across instances, where quantiles do not. A batch
+// ([WithCount]) counts as its requests, each with the batch's response
+// time. So into.Count() is Totals.Succeeded plus Totals.Failed, while no
+// request ends. A resource evicted for idleness ([WithMaxResources])
 // starts again from zero if it comes back. ResponseTimeTotals allocates
-// nothing; keep one window.SketchTotals (1.8 KB) and fill it again.
+// nothing: keep one window.SketchTotals and fill it again.
 func (g *Guard) ResponseTimeTotals(name string, into *window.SketchTotals) bool {
 	if name == OtherResource {
 		g.resources.other.lat.TotalsInto(into)

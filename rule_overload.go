@@ -108,9 +108,9 @@ func (*adaptiveRule) resizable() bool        { return true }
 func (*adaptiveRule) setLimit(_ int64) error { return nil }
 
 // IsOverloaded reports whether err says that a request failed for want of
-// capacity, a signal for an adaptive rule to back off: err is (or wraps)
-// context.DeadlineExceeded, or an error with a method Overloaded() bool
-// that says true (httpguard.StatusError does for 429 and 503).
+// capacity: a signal for an adaptive rule to back off. That is err is, or
+// wraps, [context.DeadlineExceeded], or an error whose method Overloaded()
+// bool says true. httpguard.StatusError says so for 429 and 503.
 func IsOverloaded(err error) bool {
 	// errors.As with an interface target would allocate on every failed
 	// request; the tree is walked here instead, as errors.Is walks it,

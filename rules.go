@@ -38,20 +38,16 @@ const (
 	// ConcurrencyRule allows at most Limit requests in flight
 	// (flow.Concurrency).
 	ConcurrencyRule FlowType = "concurrency"
-	// ShedRule sheds requests while the service is overloaded: while the
-	// CPU the guard reads (WithCPU) is at or above CPUThreshold, or was
-	// within a second, it allows a request only while fewer are in flight
-	// than the service completes at its best, by Little's law: the most
-	// requests completed in a bucket of Interval × the least average
-	// response time of one (flow.Shedder). On InboundResource it protects
-	// the whole service.
+	// ShedRule sheds requests while the service is overloaded
+	// ([flow.Shedder]). While the CPU the guard reads ([WithCPU]) is at
+	// or above CPUThreshold, or was within a second, it allows a request
+	// only while fewer are in flight than the service completes at its
+	// best. On [InboundResource] it protects the whole service.
 	ShedRule FlowType = "shed"
 	// AdaptiveRule is a concurrency limit that finds itself from the
-	// response times of the requests it allows (flow.Adaptive): it comes
-	// down when they queue, or end overloaded (an error that is
-	// context.DeadlineExceeded, or says Overloaded() true), and grows
-	// while they do not and the limit is in use. Limit is the limit it
-	// starts from.
+	// response times of the requests it allows ([flow.Adaptive]). It comes
+	// down when they queue, or end overloaded ([IsOverloaded]). It grows
+	// while they do not and the limit is in use. Limit is where it starts.
 	AdaptiveRule FlowType = "adaptive"
 )
 
