@@ -16,10 +16,9 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
-// A Dashboard is the web dashboard of one guard: an http.Handler that serves
-// the page, its assets and its API (see the package documentation), and a
-// sampler that reads the guard at a fixed interval and keeps a bounded
-// history per resource.
+// A Dashboard is the web dashboard of one guard. It is an [http.Handler]
+// that serves the page, its assets and its API. Its sampler reads the
+// guard at a fixed interval and keeps a bounded history per resource.
 //
 // Only New makes a Dashboard: the zero value is not usable. (A zero
 // Dashboard answers every request with 500 Internal Server Error, Sample
@@ -99,13 +98,11 @@ type Dashboard struct {
 }
 
 // New returns a dashboard of g (slidegate.Default() if g is nil) and starts
-// its sampler goroutine, unless WithInterval says not to, or an error
-// wrapping ErrInvalidConfig that names the first bad option. It reads the
-// guard once at once, so that the first sample's rates cover the time since
-// New. The dashboard reads the guard's clock (Guard.Clock): once per sample,
-// the time at which it reads the guard and by which the rates divide; the
-// sampler goroutine sleeps on it (clock.Sleep), so a clock.Manual given to
-// the guard drives it too.
+// its sampler goroutine, unless [WithInterval] says not to. A bad option is
+// an error wrapping [ErrInvalidConfig] that names it. New reads the guard
+// at once, so that the first sample's rates cover the time since New. The
+// dashboard reads the guard's clock once per sample, and the sampler
+// sleeps on it: a clock.Manual given to the guard drives it too.
 func New(g *slidegate.Guard, opts ...Option) (*Dashboard, error) {
 	if g == nil {
 		g = slidegate.Default()

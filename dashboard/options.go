@@ -116,13 +116,13 @@ func WithMaxStreamAge(d time.Duration) Option {
 }
 
 // WithSnapshotPoints bounds the points of history a snapshot carries, all
-// resources together (default DefaultSnapshotPoints). When the resources'
-// histories hold more, each resource's history in a snapshot is cut to its
-// newest n/resources points (at least its newest one) and marked partial:
-// GET api/history serves it whole, and the page asks for it when it draws
-// the resource's chart. So a snapshot's size, and the time to encode it,
-// depend on n and on the number of resources, but not on WithHistory. An n
-// of 0 keeps each resource's newest point alone; a negative n is an error.
+// resources together (default [DefaultSnapshotPoints]). When the histories
+// hold more, each resource's history in a snapshot is cut to its newest
+// n/resources points, at least one, and marked partial. GET api/history
+// serves it whole, and the page asks for it when it draws the chart. So a
+// snapshot's size depends on n and the number of resources, not on
+// [WithHistory]. An n of 0 keeps each resource's newest point alone; a
+// negative n is an error.
 func WithSnapshotPoints(n int) Option {
 	return func(c *config) {
 		if n < 0 {
@@ -153,13 +153,12 @@ func WithRuleEditing(token string) Option {
 }
 
 // WithTopKeys sets how many keys the dashboard shows of each resource with
-// per-key rules (slidegate.FlowRule.PerKey; default DefaultTopKeys): the n
-// keys with the most requests allowed, and the n with the most blocked,
-// among those the guard tracks (Guard.TopKeys: keys over half their
-// limit). An n of 0 shows none and reads none; an n below 0 or above
-// MaxTopKeys is an error. Every sample carries these keys, so n bounds
-// what they add to each event and snapshot: at most 2·n keys of at most 64
-// bytes for each of at most 16 resources (see the package documentation).
+// per-key rules (default [DefaultTopKeys]). It shows the n keys with the
+// most requests allowed, and the n with the most blocked, among those the
+// guard tracks ([slidegate.Guard.TopKeys]). An n of 0 shows none and
+// reads none; an n below 0 or above [MaxTopKeys] is an error. Every
+// sample carries these keys: at most 2·n keys of at most 64 bytes, for
+// each of at most 16 resources.
 func WithTopKeys(n int) Option {
 	return func(c *config) {
 		if n < 0 || n > MaxTopKeys {
