@@ -12,8 +12,9 @@ import (
 // cell in the dashboard.
 const MaxRuleNameLength = 64
 
-// Named returns a copy of r in which every rule has its name: its own
-// Name, or the one the guard gives a rule without one. A flow rule's
+// Named returns a copy of r in which every rule has its name, and every
+// flow rule its Type ("qps" where it is left out). A rule's name is its
+// own Name, or the one the guard gives a rule without one. A flow rule's
 // default name is its type ("qps", "throttle", "concurrency", "shed",
 // "adaptive"), with "_per_key" after it for a per-key rule. A breaker
 // rule's is "breaker". When several rules of a resource would share a
@@ -28,7 +29,7 @@ func (r Rules) Named() Rules {
 	out := r.clone()
 	flows, breakers := r.names()
 	for i := range out.Flow {
-		out.Flow[i].Name = flows[i]
+		out.Flow[i].Name, out.Flow[i].Type = flows[i], out.Flow[i].flowType()
 	}
 	for i := range out.Breakers {
 		out.Breakers[i].Name = breakers[i]

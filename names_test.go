@@ -39,8 +39,11 @@ func TestRulesWithoutNamesAreNamedAfterTheirType(t *testing.T) {
 	if want := []string{"breaker", "breaker_2", "db"}; !reflect.DeepEqual(breakers, want) {
 		t.Errorf("breakers named %q, want %q", breakers, want)
 	}
-	if r.Flow[0].Name != "" {
+	if r.Flow[0].Name != "" || r.Flow[0].Type != "" {
 		t.Error("Named changed the rules it was called on")
+	}
+	if got.Flow[0].Type != QPSRule || got.Flow[2].Type != ConcurrencyRule {
+		t.Errorf("types %q and %q, want qps written out and concurrency kept", got.Flow[0].Type, got.Flow[2].Type)
 	}
 	if err := got.Validate(); err != nil {
 		t.Errorf("the named rules are not valid: %v", err)

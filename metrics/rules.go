@@ -55,11 +55,8 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 	rules = rules.Named()
 	var names exported.RuleNames
 	for _, f := range rules.Flow {
-		typ := f.Type
-		switch typ {
-		case "":
-			typ = slidegate.QPSRule
-		case slidegate.ShedRule, slidegate.AdaptiveRule:
+		typ := f.Type // Named wrote it out
+		if typ == slidegate.ShedRule || typ == slidegate.AdaptiveRule {
 			continue
 		}
 		res := exported.Value(f.Resource)

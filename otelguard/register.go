@@ -158,13 +158,9 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 	rules := g.Rules().Named()
 	var limitNames exported.RuleNames
 	for _, f := range rules.Flow {
-		typ := f.Type
-		switch typ {
-		case "":
-			typ = slidegate.QPSRule
-		case slidegate.ShedRule, slidegate.AdaptiveRule:
-			// Their limits are learnt: slidegate.overload.limit says them.
-			continue
+		typ := f.Type // Named wrote it out
+		if typ == slidegate.ShedRule || typ == slidegate.AdaptiveRule {
+			continue // their limits are learnt: slidegate.overload.limit says them
 		}
 		res := exported.Value(f.Resource)
 		o.ObserveInt64(in.ruleLimit, f.Limit, in.with(
