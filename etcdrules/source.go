@@ -195,11 +195,13 @@ func (s *Source) String() string { return s.name }
 
 // Rules reads the key and parses its value. It returns:
 //   - the rules, when the value is a sound rules document.
-//   - a [*slidegate.RulesError] named "etcd:<key>", when the document has
-//     problems (it lists each) or the value is over the limit ([WithMaxSize]).
+//   - a [*slidegate.RulesError] named "etcd:<key>", for a bad value.
 //   - an error wrapping [ErrNoRules], when the key does not exist.
-//   - another error, when the server cannot be read within the timeout
-//     ([WithTimeout]) or before ctx is done.
+//   - another error, when the server cannot be read in time.
+//
+// The RulesError lists every problem of the document, or says that the
+// value is over the limit ([WithMaxSize]). The server is not read in time
+// when the timeout ([WithTimeout]) passes, or ctx is done first.
 //
 // Rules reads through the client alone. It works after [Source.Close] as
 // long as the client is open.
