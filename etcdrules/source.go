@@ -20,50 +20,50 @@ import (
 // Defaults of the options.
 const (
 	// DefaultMaxSize is the largest value, in bytes, that a Source reads
-	// as rules unless WithMaxSize says otherwise: 1 MiB, far more than
-	// rules need, and below etcd's own default request limit (1.5 MiB), so
-	// that a larger value is refused here, naming the limit, whether the
-	// server was told to take larger requests or not.
+	// as rules unless [WithMaxSize] says otherwise. It is 1 MiB, below
+	// etcd's own default request limit of 1.5 MiB.
 	DefaultMaxSize = 1 << 20
-	// DefaultTimeout bounds one read of the key unless WithTimeout says
+	// DefaultTimeout bounds one read of the key unless [WithTimeout] says
 	// otherwise.
 	DefaultTimeout = 5 * time.Second
 )
 
-// The watch is created again after it ends, waiting minRewatch at first and
-// twice as long after each watch that ends before the server confirms it,
-// up to maxRewatch. The client itself resumes a watch across a lost
-// connection; a watch ends only when the server cancels it (its revision
+// The watch is created again after it ends. It waits minRewatch at first,
+// and twice as long after each watch that ends before the server confirms
+// it, up to maxRewatch. The client itself resumes a watch across a lost
+// connection. A watch ends only when the server cancels it (its revision
 // compacted away, no leader) or for good (permission denied, the client
-// closed), which a wait keeps from becoming a busy loop.
+// closed). The wait keeps that from becoming a busy loop.
 const (
 	minRewatch = 500 * time.Millisecond
 	maxRewatch = 30 * time.Second
 )
 
-// ErrNoRules is the error, wrapped, of Rules when the key does not exist.
-// A key deleted is not a way to clear the rules, for a key deleted by
-// mistake would lift all protection at once: the rules in force stay.
+// ErrNoRules is wrapped by the error of [Source.Rules] when the key does not
+// exist. The rules in force then stay: deleting the key does not clear them.
 // Put "flow: []" (YAML) or {} (JSON) at the key to clear them.
 var ErrNoRules = errors.New("no rules at key")
 
-// ErrInvalidConfig is wrapped by New's errors: a nil client, an empty key
-// or an option out of range.
+// ErrInvalidConfig is wrapped by the errors of [New]: a nil client, an empty
+// key or an option out of range.
 var ErrInvalidConfig = errors.New("etcdrules: invalid configuration")
 
 // A Source reads a guard's rules from one key of etcd (the v3 API) and tells
-// when the key changes. It implements rulefile.Source: give it to
-// rulefile.Follow, which puts its rules in force and keeps them in step.
+// when the key changes. It implements [rulefile.Source]. Give it to
+// [rulefile.Follow], which puts its rules in force and keeps them in step.
 //
-// The value at the key is a rules document as rulefile.Parse reads it:
-// YAML, or JSON when the key ends in ".json" or WithJSON is given. Problems
-// are reported under the name "etcd:<key>".
+// The value at the key is a rules document as [rulefile.Parse] reads it. It
+// is YAML, or JSON when the key ends in ".json" or [WithJSON] is given.
+// Problems are reported under the name "etcd:<key>".
 //
-// A Source watches the key from New until Close, in a goroutine of its
-// own, and signals Changes when the key is put or deleted, when its watch
-// is (re)created, and when the client's connection comes back after it was
-// lost, so that a read that failed while the server was away is made again
-// at once, and a change that a watch could not report is read anyway.
+// A Source watches the key from [New] until [Source.Close], in a goroutine
+// of its own. It signals [Source.Changes] when:
+//   - the key is put or deleted.
+//   - its watch is created, or created again.
+//   - the client's connection comes back after it was lost.
+//
+// So a read that failed while the server was away is made again at once.
+// And a change that a watch could not report is read anyway.
 //
 // A Source never closes the client it was given: close the Source first,
 // then the client. Its methods are safe for concurrent use.
@@ -97,16 +97,16 @@ func WithJSON() Option {
 	}
 }
 
-// WithMaxSize sets the largest value, in bytes, read as rules; a larger one
-// is refused with a *slidegate.RulesError and the rules in force stay. It
-// is DefaultMaxSize (1 MiB) unless set; n must be positive.
+// WithMaxSize sets the largest value, in bytes, read as rules. A larger
+// value is refused with a [*slidegate.RulesError], and the rules in force
+// stay. It is [DefaultMaxSize] (1 MiB) unless set; n must be positive.
 //
-// The limit is applied to the value the client has received. What the
-// client accepts from the network at all is bounded by its
-// clientv3.Config.MaxCallRecvMsgSize, which is math.MaxInt32 by default:
-// set it (a little above the limit) when the server is not trusted, for the
-// watch's events carry the value too. A message over it fails the read, and
-// ends the watch, which is created again.
+// The limit applies to the value the client has received. What the client
+// accepts from the network at all is bounded by its
+// [clientv3.Config].MaxCallRecvMsgSize, which is [math.MaxInt32] by default.
+// Set it a little above the limit when the server is not trusted: the
+// watch's events carry the value too. A message over it fails the read. It
+// also ends the watch, which is created again.
 func WithMaxSize(n int) Option {
 	return func(s *Source) error {
 		if n <= 0 {
@@ -117,9 +117,10 @@ func WithMaxSize(n int) Option {
 	}
 }
 
-// WithTimeout bounds each read of the key: Rules returns an error when the
-// server has not answered within d, or when its context is done, whichever
-// comes first. It is DefaultTimeout (5 s) unless set; d must be positive.
+// WithTimeout bounds each read of the key. [Source.Rules] returns an error
+// when the server has not answered within d, or when its context is done,
+// whichever comes first. It is [DefaultTimeout] (5 s) unless set; d must be
+// positive.
 func WithTimeout(d time.Duration) Option {
 	return func(s *Source) error {
 		if d <= 0 {
@@ -131,15 +132,15 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // New returns a Source of the rules at key, read through client, and starts
-// watching the key. It does not reach the server: a server down at start
-// makes Rules fail (and Follow fall back on its last good rules) and the
-// watch wait for it. The caller keeps client open until after Close.
+// watching the key. It does not reach the server. If the server is down at
+// start, [Source.Rules] fails and the watch waits for the server;
+// [rulefile.Follow] falls back on its last good rules. The caller keeps
+// client open until after [Source.Close].
 //
 // The Source reads and watches through a KV and a Watcher of its own on the
-// client's connection (clientv3.NewKV, clientv3.NewWatcher), so that
-// closing it ends its watch on the server, and key is the whole key: a
-// prefix that the client's own KV or Watcher adds (package namespace) does
-// not apply.
+// client's connection ([clientv3.NewKV], [clientv3.NewWatcher]). Closing it
+// ends its watch on the server. The key is the whole key: a prefix that the
+// client's own KV or Watcher adds (package namespace) does not apply.
 func New(client *clientv3.Client, key string, opts ...Option) (*Source, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: client is nil", ErrInvalidConfig)
@@ -188,21 +189,22 @@ func extension(key string) string {
 	return ""
 }
 
-// String names the source "etcd:<key>". It names no endpoint and no
-// credentials.
+// String returns the source's name, "etcd:<key>". It names no endpoint and
+// no credentials.
 func (s *Source) String() string { return s.name }
 
-// Rules reads the key and parses its value. It returns
-//   - the rules, when the value is a sound rules document;
-//   - a *slidegate.RulesError named "etcd:<key>" listing every problem of
-//     the document, or saying that the value is larger than the limit
-//     (WithMaxSize);
-//   - an error wrapping ErrNoRules when the key does not exist;
-//   - another error when the server cannot be read within the timeout
-//     (WithTimeout) or before ctx is done.
+// Rules reads the key and parses its value. It returns:
+//   - the rules, when the value is a sound rules document.
+//   - a [*slidegate.RulesError] named "etcd:<key>", for a bad value.
+//   - an error wrapping [ErrNoRules], when the key does not exist.
+//   - another error, when the server cannot be read in time.
 //
-// Rules reads through the client alone, so it works after Close as long as
-// the client is open.
+// The RulesError lists every problem of the document, or says that the
+// value is over the limit ([WithMaxSize]). The server is not read in time
+// when the timeout ([WithTimeout]) passes, or ctx is done first.
+//
+// Rules reads through the client alone. It works after [Source.Close] as
+// long as the client is open.
 func (s *Source) Rules(ctx context.Context) (slidegate.Rules, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -234,12 +236,12 @@ func (s *Source) Rules(ctx context.Context) (slidegate.Rules, error) {
 
 // Changes returns the channel that receives a value when the rules may have
 // changed since they were last read. It has a buffer of one and is sent to
-// without blocking, so that a burst of changes makes one read. Close
+// without blocking, so a burst of changes makes one read. [Source.Close]
 // closes it; nothing else does.
 func (s *Source) Changes() <-chan struct{} { return s.changes }
 
-// Close stops watching the key and closes the Changes channel, once both
-// goroutines of the Source have returned. It does not close the client.
+// Close stops watching the key. Once the Source's goroutines have returned,
+// it closes the [Source.Changes] channel. It does not close the client.
 // Close is safe to call more than once, and always returns nil.
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {

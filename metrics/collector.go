@@ -11,31 +11,27 @@ import (
 	"github.com/slidegate/slidegate/window"
 )
 
-// DefaultNamespace is the prefix of every metric name unless WithNamespace
-// says otherwise: "slidegate_requests_allowed_total".
+// DefaultNamespace is the prefix of every metric name unless
+// [WithNamespace] says otherwise: "slidegate_requests_allowed_total".
 const DefaultNamespace = "slidegate"
 
-// A Collector is a prometheus.Collector that exports a guard's statistics,
-// breakers and rules (the families are listed in the package doc). It reads
-// the guard afresh on every Collect and keeps no state of its own, so it
-// needs no updating and nothing to stop, and concurrent scrapes are safe.
+// A Collector is a [prometheus.Collector] that exports a guard's statistics,
+// breakers and rules. The package doc lists the families. It reads the
+// guard afresh on every [Collector.Collect] and keeps no state of its own.
+// So it needs no updating and nothing to stop, and concurrent scrapes are
+// safe.
 //
-// A Collector is checked: Describe sends the fixed set of its descriptors,
-// so a registry refuses, when it is registered, a Collector whose names
-// collide with another's, whose WithConstLabels are invalid, or whose
-// WithTopKeys is negative.
+// A Collector is checked: [Collector.Describe] sends the fixed set of its
+// descriptors. So a registry refuses to register a Collector when:
+//   - its names collide with another's.
+//   - its [WithConstLabels] are invalid.
+//   - its [WithTopKeys] is negative.
 //
-// Collect is not a hot path. It reads each resource's windows once and sends
-// fourteen metrics per resource (seven of them the blocked requests, one
-// per reason), which cost about 6 KiB and 150 allocations, most of them the
-// client library's, and 8 µs on a 2-core VM on top of
-// reading the guard (BenchmarkCollect); the response-time histogram, which
-// reads the resource's bins once, is about 2.5 KiB, 20 allocations and
-// 10 µs of that. A scrape of a guard with 4096 resources takes some 50 to
-// 100 ms. The keys of a resource with per-key rules
-// cost some 2 ms more, when its rules track as many keys as they can
-// (BenchmarkCollectTopKeys). The shed and adaptive rules cost four
-// metrics each at most, and the CPU one.
+// Collect is not a hot path. It reads each resource's windows once. It
+// sends fourteen metrics per resource, seven of them the blocked requests
+// (one per reason). The shed and adaptive rules cost four metrics each at
+// most, and the CPU one. The notes in docs/metrics.md give what a scrape
+// costs.
 type Collector struct {
 	guard *slidegate.Guard
 
@@ -71,27 +67,29 @@ type options struct {
 	bucketsSet  bool // WithBuckets was given, with bounds or none
 }
 
-// WithNamespace sets the prefix of every metric name (default
-// DefaultNamespace): WithNamespace("edge") exports
-// edge_requests_allowed_total. An empty ns leaves the names without a prefix
-// (requests_allowed_total). Two Collectors in one registry need different
-// namespaces or different WithConstLabels.
+// WithNamespace sets the prefix of every metric name. It is
+// [DefaultNamespace] unless set. WithNamespace("edge") exports
+// edge_requests_allowed_total. An empty ns leaves the names without a
+// prefix (requests_allowed_total). Two Collectors in one registry need
+// different namespaces or different [WithConstLabels].
 func WithNamespace(ns string) Option {
 	return func(o *options) { o.namespace = ns }
 }
 
-// WithConstLabels adds labels with fixed values to every metric, to tell
-// apart two guards registered in one registry, say. The map is copied. A
-// label that is also one of the Collector's own (resource, direction,
-// reason, rule, type, strategy, state, key, budget, and le and quantile,
-// those of the histograms' buckets and the summaries' quantiles), or an
-// invalid label name, makes registering the Collector fail with the reason.
+// WithConstLabels adds labels with fixed values to every metric. It tells
+// apart two guards registered in one registry, say. The map is copied.
+//
+// Registering the Collector fails, with the reason, for an invalid label
+// name. It fails too for a label that is also one of the Collector's own:
+// resource, direction, reason, rule, type, strategy, state, key, budget,
+// and le and quantile (those of the histograms' buckets and the summaries'
+// quantiles).
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(o *options) { o.constLabels = maps.Clone(labels) }
 }
 
-// NewCollector returns a Collector for g, or for slidegate.Default() if g is
-// nil. Register it, once per registry:
+// NewCollector returns a Collector for g, or for [slidegate.Default] if g
+// is nil. Register it, once per registry:
 //
 //	prometheus.MustRegister(metrics.NewCollector(g))
 func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
@@ -162,8 +160,8 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 	}
 }
 
-// Describe sends the descriptors of every metric the Collector exports:
-// always the same set, whatever the guard holds.
+// Describe sends the descriptors of every metric the Collector exports. It
+// always sends the same set, whatever the guard holds.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.resources.describe(ch)
 	c.inbound.describe(ch)
@@ -183,14 +181,23 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.clusterFallbacks
 }
 
-// Collect reads the guard and sends its metrics: the statistics of every
-// resource Guard.Resources returns and of the inbound traffic, the state of
-// every breaker, the rules in force, what the shed and adaptive rules have
-// learnt (Guard.Overload) and the CPU they read, the busiest keys of each resource with
-// per-key rules (Guard.TopKeys) and the memory of the per-key rules (Guard.KeyMemory), and the health of the guard's cluster
-// if it has one that reports it (Guard.ClusterHealth). The breakers and the rules are read
-// separately, so a scrape that races a SetRules may show the breakers
-// or the overload rules of one set of rules beside the limits of the next.
+// Collect reads the guard and sends its metrics:
+//   - the statistics of every resource, and of the inbound traffic.
+//   - the state of every breaker, and the rules in force.
+//   - what the shed and adaptive rules have learnt, and the CPU they read.
+//   - the busiest keys of each resource with per-key rules.
+//   - the memory of the per-key rules.
+//   - the health of the guard's cluster, if it reports it.
+//
+// It reads them with [slidegate.Guard.Resources],
+// [slidegate.Guard.InboundStats], [slidegate.Guard.Breakers],
+// [slidegate.Guard.Rules], [slidegate.Guard.Overload],
+// [slidegate.Guard.TopKeys], [slidegate.Guard.KeyMemory] and
+// [slidegate.Guard.ClusterHealth].
+//
+// The breakers and the rules are read separately. So a scrape that races
+// [slidegate.Guard.SetRules] may show the breakers or the overload rules of
+// one set of rules beside the limits of the next.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	rules := c.guard.Rules()
 	shadowed := shadowedResources(rules)

@@ -16,9 +16,9 @@ import (
 )
 
 // DefaultBuckets returns the upper bounds of the classic buckets of the
-// request-duration histograms unless WithBuckets says otherwise: 1 ms to
-// 10 s in steps of 1, 2.5 and 5, thirteen of them, which suit a service's
-// routes and the calls it makes. A fresh slice on every call.
+// request-duration histograms unless [WithBuckets] says otherwise. They are
+// 1 ms to 10 s in steps of 1, 2.5 and 5, thirteen of them. They suit a
+// service's routes and the calls it makes. Each call returns a fresh slice.
 func DefaultBuckets() []time.Duration {
 	return []time.Duration{
 		time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
@@ -28,19 +28,23 @@ func DefaultBuckets() []time.Duration {
 	}
 }
 
-// MaxBuckets is the most classic buckets WithBuckets takes: each is a series
-// per resource in every scrape in the text format.
+// MaxBuckets is the most classic buckets [WithBuckets] takes. Each is a
+// series per resource in every scrape in the text format.
 const MaxBuckets = 64
 
 // WithBuckets sets the upper bounds of the classic buckets of the
-// request-duration histograms (default DefaultBuckets): each above zero,
-// below window.SketchRange (about 4 min 35 s, the longest response time the
-// guard bins), and above the one before, at most MaxBuckets of them. No
-// bound leaves only the +Inf bucket, with _sum and _count: the scrape then
-// costs three series per resource in the text format, and the native
-// buckets are all there in the protobuf format. Bounds out of order, or
-// out of range, make registering the Collector fail with the first wrong
-// one. The slice is copied.
+// request-duration histograms. They are [DefaultBuckets] unless set. Each
+// bound must be:
+//   - above zero.
+//   - below [window.SketchRange] (about 4 min 35 s).
+//   - above the one before.
+//
+// There may be at most [MaxBuckets] of them. Bounds out of order, or out of
+// range, make registering the Collector fail with the first wrong one.
+//
+// No bound leaves only the +Inf bucket, with _sum and _count. The scrape
+// then costs three series per resource in the text format. The native
+// buckets are all there in the protobuf format. The slice is copied.
 func WithBuckets(bounds ...time.Duration) Option {
 	return func(o *options) { o.buckets = slices.Clone(bounds); o.bucketsSet = true }
 }

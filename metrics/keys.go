@@ -16,23 +16,23 @@ import (
 )
 
 // DefaultTopKeys is how many keys of each resource with per-key rules the
-// Collector exports in each of its two key families, unless WithTopKeys
+// Collector exports in each of its two key families, unless [WithTopKeys]
 // says otherwise.
 const DefaultTopKeys = 10
 
 // WithTopKeys sets how many keys of each resource with per-key rules
-// (slidegate.FlowRule.PerKey) the Collector exports in each key family
-// (default DefaultTopKeys): the n keys with the most requests allowed, and
-// the n with the most blocked. A scrape then holds at most n series per such
-// resource in each of the two families, whatever the number of keys. An n
-// of 0 exports no key, and does not read them; a negative n makes
+// ([slidegate.FlowRule].PerKey) the Collector exports in each key family
+// (default [DefaultTopKeys]): the n keys with the most requests allowed,
+// and the n with the most blocked. A scrape then holds at most n series per
+// such resource in each of the two families, whatever the number of keys.
+// An n of 0 exports no key, and does not read them. A negative n makes
 // registering the Collector fail with the reason.
 //
-// Keys come and go between scrapes as they get busy and quiet, so every key
-// that was once among the busiest leaves a series that Prometheus marks
-// stale when it drops out: over a day, the series of a family are the keys
+// Keys come and go between scrapes as they get busy and quiet. Every key
+// that was once among the busiest leaves a series, which Prometheus marks
+// stale when it drops out. Over a day, the series of a family are the keys
 // that took a turn at the top, not n. For a large fleet, where every
-// instance exports its own keys, lower n, or export none (0) and look at
+// instance exports its own keys, lower n. Or export none (0), and look at
 // the keys on the dashboard instead.
 func WithTopKeys(n int) Option {
 	return func(o *options) { o.topKeys = n }

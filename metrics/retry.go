@@ -10,12 +10,14 @@ import (
 )
 
 // WithRetryBudget makes the Collector export what the retry budget b has
-// counted (flow.RetryBudget.Stats), labelled budget="name": the requests
-// and the retries of its interval, and the retries it blocked. Give it the
-// budget of a client's httpguard.WithRetry or grpcguard.WithRetry. The
-// names come from the program, not from the network; an empty name or one
-// longer than slidegate.MaxNameLength, a name given twice, or a nil b,
-// fails the Collector's registration.
+// counted ([flow.RetryBudget.Stats]), labelled budget="name". It exports
+// the requests and the retries of its interval, and the retries it blocked.
+// Give it the budget of a client's httpguard.WithRetry or
+// grpcguard.WithRetry.
+//
+// The names come from the program, not from the network. The Collector's
+// registration fails for an empty name, a name longer than
+// [slidegate.MaxNameLength], a name given twice, or a nil b.
 func WithRetryBudget(name string, b *flow.RetryBudget) Option {
 	return func(o *options) {
 		o.budgets = append(o.budgets, namedBudget{name, b})

@@ -9,25 +9,24 @@ import (
 )
 
 // The attribute keys of the instruments. Their values are bounded by the
-// guard and its rules, never by the traffic: no instrument has a key
-// attribute (slidegate.WithKey), for keys are unbounded.
+// guard and its rules, never by the traffic. No instrument has a key
+// attribute ([slidegate.WithKey]): keys are unbounded.
 const (
-	// ResourceKey is the resource's name, at most slidegate.MaxNameLength
+	// ResourceKey is the resource's name, at most [slidegate.MaxNameLength]
 	// bytes, made valid UTF-8 (see the package doc).
 	ResourceKey = attribute.Key("slidegate.resource")
-	// DirectionKey is "inbound" or "outbound" (slidegate.ResourceStats.Inbound).
+	// DirectionKey is "inbound" or "outbound" ([slidegate.ResourceStats].Inbound).
 	DirectionKey = attribute.Key("slidegate.direction")
 	// OutcomeKey is "allowed", "blocked", "would_block", "succeeded" or
 	// "failed".
 	OutcomeKey = attribute.Key("slidegate.outcome")
 	// ReasonKey is why a request was blocked, or would have been:
-	// "rate_limited",
-	// "concurrency_limited", "exceeds_limit", "wait_too_long",
-	// "ref_limited", "breaker_open" or "overloaded".
+	// "rate_limited", "concurrency_limited", "exceeds_limit",
+	// "wait_too_long", "ref_limited", "breaker_open" or "overloaded".
 	ReasonKey = attribute.Key("slidegate.reason")
-	// RuleKey is the rule's name (slidegate.Rules.Named): "qps", "breaker".
-	// Not "slidegate.rule", which is the namespace of RuleTypeKey and of
-	// the instrument slidegate.rule.limit.
+	// RuleKey is the rule's name ([slidegate.Rules.Named]): "qps", "breaker".
+	// It is not "slidegate.rule", which is the namespace of [RuleTypeKey]
+	// and of the instrument slidegate.rule.limit.
 	RuleKey = attribute.Key("slidegate.rule.name")
 	// RuleTypeKey is a flow rule's type as rule files write it: "qps",
 	// "throttle", "concurrency", "shed", "adaptive" ...

@@ -11,7 +11,7 @@ import (
 	"github.com/slidegate/slidegate/internal/exported"
 )
 
-// An Option configures Register or NewProducer.
+// An Option configures [Register] or [NewProducer].
 type Option func(*options)
 
 type options struct {
@@ -35,13 +35,14 @@ func newOptions(opts []Option) (options, error) {
 	return o, checkBuckets(o.buckets)
 }
 
-// WithAttributes adds attrs to every data point: to tell apart the guards
-// of one process that share a MeterProvider (each guard's resources are
-// its own, and two guards with a resource of the same name would
-// otherwise observe the same series twice), give each Register and
-// NewProducer its own, such as attribute.String("guard", "api"). A key
-// must not be empty nor in the namespace slidegate., which is the
-// instruments' own; a key given twice keeps its last value. The slice is
+// WithAttributes adds attrs to every data point. It tells apart the guards
+// of one process that share a MeterProvider: give each guard's [Register]
+// and [NewProducer] its own, such as attribute.String("guard", "api").
+// Without it, two guards with a resource of the same name would observe the
+// same series twice.
+//
+// A key must not be empty, nor in the namespace slidegate., which is the
+// instruments' own. A key given twice keeps its last value. The slice is
 // copied.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return func(o *options) {
@@ -66,10 +67,10 @@ func (o *options) refuse(err error) {
 	}
 }
 
-// DefaultBuckets returns the upper bounds of the histograms' buckets unless
-// WithBuckets says otherwise: those the OpenTelemetry semantic conventions
-// advise for http.server.request.duration, 5 ms to 10 s. A fresh slice on
-// every call.
+// DefaultBuckets returns the upper bounds of the histograms' buckets
+// unless [WithBuckets] says otherwise. They are those the OpenTelemetry
+// semantic conventions advise for http.server.request.duration, 5 ms to
+// 10 s. Each call returns a fresh slice.
 func DefaultBuckets() []time.Duration {
 	return []time.Duration{
 		5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond,
@@ -80,16 +81,19 @@ func DefaultBuckets() []time.Duration {
 	}
 }
 
-// MaxBuckets is the most bounds WithBuckets takes.
+// MaxBuckets is the most bounds [WithBuckets] takes.
 const MaxBuckets = 64
 
-// WithBuckets sets the upper bounds of the Producer's histograms' buckets
-// (default DefaultBuckets): each above zero, below window.SketchRange
-// (about 4 min 35 s, the longest response time the guard bins), and above
-// the one before, at most MaxBuckets of them; none leaves only the bucket
-// to +Inf. NewProducer refuses bounds that are not, naming the first;
-// Register, which makes no histogram, refuses the option. The slice is
-// copied.
+// WithBuckets sets the upper bounds of the [Producer]'s histograms'
+// buckets. They are [DefaultBuckets] unless set. Each bound must be:
+//   - above zero.
+//   - below [window.SketchRange] (about 4 min 35 s).
+//   - above the one before.
+//
+// There may be at most [MaxBuckets] of them. None leaves only the bucket to
+// +Inf. [NewProducer] refuses bounds that break these rules, naming the
+// first. [Register], which makes no histogram, refuses the option. The
+// slice is copied.
 func WithBuckets(bounds ...time.Duration) Option {
 	return func(o *options) { o.buckets, o.bucketsSet = slices.Clone(bounds), true }
 }

@@ -16,22 +16,18 @@ import (
 	"github.com/slidegate/slidegate/window"
 )
 
-// A Producer exports a guard's response-time histograms, cumulative, as an
-// external producer of the OpenTelemetry SDK's readers:
+// A Producer exports a guard's response-time histograms, cumulative. It is
+// an external producer of the OpenTelemetry SDK's readers.
 //
 //	p, err := otelguard.NewProducer(g)
 //	reader := sdkmetric.NewPeriodicReader(exporter, sdkmetric.WithProducer(p))
 //
-// The OpenTelemetry metric API has observable counters, up-down counters
-// and gauges, and no observable histogram: a histogram instrument records
-// one measurement at a time, which would put a call, and its cost, on
-// every request's Exit. The guard already counts every response time since
-// a resource's statistics began, in its own bins
-// (Guard.ResponseTimeTotals); a Producer reads those when the reader
-// collects and hands the reader a cumulative histogram data point per
-// resource, so the request path does not change. Being a Producer, the
-// histograms bypass the MeterProvider: its views do not apply to them,
-// and they are cumulative whatever temporality the reader asks for.
+// A Producer reads the guard's own bins when the reader collects
+// ([slidegate.Guard.ResponseTimeTotals],
+// [slidegate.Guard.InboundResponseTimeTotals]). It hands the reader one
+// cumulative histogram data point per resource. The request path does not
+// change. The histograms bypass the MeterProvider: its views do not apply
+// to them. They are cumulative whatever temporality the reader asks for.
 //
 // Its methods are safe for concurrent use.
 type Producer struct {
@@ -61,8 +57,8 @@ type series struct {
 	count uint64
 }
 
-// NewProducer returns a Producer of the guard's histograms, or an error
-// naming the option refused (WithBuckets, WithAttributes).
+// NewProducer returns a Producer of the guard's histograms. It returns an
+// error naming the option refused ([WithBuckets], [WithAttributes]).
 func NewProducer(g *slidegate.Guard, opts ...Option) (*Producer, error) {
 	if g == nil {
 		return nil, errors.New("otelguard: guard is nil")
@@ -91,9 +87,10 @@ func NewProducer(g *slidegate.Guard, opts ...Option) (*Producer, error) {
 	return p, nil
 }
 
-// Produce returns the histograms slidegate.request.duration, one data
-// point per resource the guard keeps, and slidegate.inbound.request.duration,
-// one for the guard's inbound traffic, read now. It never fails.
+// Produce returns the guard's histograms, read now.
+// slidegate.request.duration has one data point per resource the guard
+// keeps. slidegate.inbound.request.duration has one for the guard's inbound
+// traffic. It never fails.
 func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

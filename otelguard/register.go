@@ -13,21 +13,22 @@ import (
 	"github.com/slidegate/slidegate/internal/exported"
 )
 
-// ScopeName is the name of the meter the instruments are made with, and
-// the instrumentation scope of the Producer's histograms.
+// ScopeName is the name of the meter the instruments are made with. It is
+// also the instrumentation scope of the [Producer]'s histograms.
 const ScopeName = "github.com/slidegate/slidegate/otelguard"
 
 // A Registration is a guard's instruments registered with a
-// MeterProvider. Close unregisters their callback: collections after it
-// read nothing from the guard. The instruments themselves stay with the
-// meter (the OpenTelemetry API cannot remove an instrument), without data.
+// MeterProvider. [Registration.Close] unregisters their callback:
+// collections after it read nothing from the guard. The instruments
+// themselves stay with the meter, without data: the OpenTelemetry API
+// cannot remove an instrument.
 type Registration struct {
 	reg metric.Registration
 }
 
 // Close unregisters the callback. It is safe to call more than once, and
-// from any goroutine; Close of a Registration Register did not make does
-// nothing.
+// from any goroutine. Close of a Registration that [Register] did not make
+// does nothing.
 func (r *Registration) Close() error {
 	if r == nil || r.reg == nil {
 		return nil
@@ -53,17 +54,21 @@ func (in *instruments) with(kv ...attribute.KeyValue) metric.ObserveOption {
 	return metric.WithAttributes(append(slices.Clip(in.attrs), kv...)...)
 }
 
-// Register makes the guard's instruments with a meter of mp (named
-// ScopeName) and registers one callback that reads the guard whenever a
-// reader collects: Guard.Resources, Guard.InboundStats, Guard.Breakers,
-// Guard.Rules, Guard.Overload and Guard.ClusterHealth. Nothing is added
-// to the request path: Enter and Exit run no code of this package and
-// allocate nothing more, with or without a Registration, and nothing runs
-// between collections. The response-time histograms are not here, for the
-// OpenTelemetry API has no observable histogram: see Producer.
+// Register makes the guard's instruments with a meter of mp named
+// [ScopeName]. It registers one callback that reads the guard whenever a
+// reader collects. The callback calls [slidegate.Guard.Resources],
+// [slidegate.Guard.InboundStats], [slidegate.Guard.Breakers],
+// [slidegate.Guard.Rules], [slidegate.Guard.Overload] and
+// [slidegate.Guard.ClusterHealth].
 //
-// Options: WithAttributes. It returns an error naming the option refused
-// or the instrument the meter refused, and registers nothing then.
+// Nothing is added to the request path. Enter and Exit run no code of this
+// package, and allocate nothing more, with or without a Registration.
+// Nothing runs between collections. The response-time histograms are not
+// here: the OpenTelemetry API has no observable histogram. See [Producer].
+//
+// The option it takes is [WithAttributes]. It returns an error naming the
+// option refused, or the instrument the meter refused. It then registers
+// nothing.
 func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (*Registration, error) {
 	if g == nil {
 		return nil, errors.New("otelguard: guard is nil")

@@ -42,24 +42,27 @@ type script struct {
 	name string
 }
 
-// ErrInvalidConfig is wrapped by every error New, NewLimiter and SetLimit
-// return for a bad argument or option; the message names the option (or
+// ErrInvalidConfig is wrapped by every error that [New],
+// [Cluster.NewLimiter], [Cluster.NewKeyedLimiter] and [Limiter.SetLimit]
+// return for a bad argument or option. The message names the option (or
 // argument) and the value it was given.
 var ErrInvalidConfig = errors.New("redisflow: invalid configuration")
 
 // A FallbackPolicy says how limiters decide while Redis cannot: while it is
 // down, unreachable or too slow for the timeout, or answers with an error
-// that retrying will not fix. Stats.Fallbacks counts the decisions it makes.
+// that retrying will not fix. [Stats].Fallbacks counts the decisions the
+// policy makes.
 type FallbackPolicy uint8
 
 const (
-	// Local: each instance limits on its own to limit / instances (at
-	// least 1 when the limit is not 0), the instances being configured
-	// (WithInstances) or last discovered by the heartbeat. The default.
+	// Local makes each instance limit on its own to limit / instances, at
+	// least 1 when the limit is not 0. The instances are configured
+	// ([WithInstances]) or last discovered by the heartbeat. Local is the
+	// default.
 	Local FallbackPolicy = iota
 	// FailOpen allows every request.
 	FailOpen
-	// FailClosed blocks every request (flow.RateLimited, no RetryAfter).
+	// FailClosed blocks every request ([flow.RateLimited], no RetryAfter).
 	FailClosed
 )
 
@@ -74,20 +77,23 @@ func (f FallbackPolicy) String() string {
 }
 
 // A Cluster is one instance's connection to the limits it shares with the
-// other instances of a service, through one Redis (or Redis Cluster). Make
-// one per process with New, then a Limiter per limit with NewLimiter, or give
-// it to a guard (slidegate.WithCluster) for the rules marked cluster-wide.
+// other instances of a service, through one Redis or Redis Cluster. Make
+// one per process with [New]. Then make a [Limiter] per limit with
+// [Cluster.NewLimiter], or give the Cluster to a guard
+// ([slidegate.WithCluster]) for the rules marked cluster-wide.
 //
 // A Cluster watches Redis's health for all its limiters. A round trip that
-// fails, or does not answer within the timeout (WithTimeout), marks Redis
-// down: from then on every limiter decides by its fallback (WithFallback),
-// without a round trip, while a background probe tries Redis with backoff
-// (WithProbeBackoff) and marks it up again as soon as it answers. An error
-// that retrying will not fix (ErrMisconfigured) marks Redis down too, and is
-// reported besides: in Stats and Health, and in the log. Unless the
-// number of instances is configured (WithInstances), every instance also
-// sends a heartbeat (WithHeartbeat), through which each learns how many
-// instances share the limits.
+// fails, or does not answer within the timeout ([WithTimeout]), marks Redis
+// down. From then on every limiter decides by its fallback
+// ([WithFallback]), without a round trip. A background probe tries Redis
+// with backoff ([WithProbeBackoff]). It marks Redis up again as soon as it
+// answers. An error that retrying will not fix ([ErrMisconfigured]) marks
+// Redis down too. It is also reported, in [Cluster.Stats], [Cluster.Health]
+// and the log.
+//
+// Unless the number of instances is configured ([WithInstances]), every
+// instance sends a heartbeat ([WithHeartbeat]). Through it, each learns how
+// many instances share the limits.
 //
 // A Cluster is safe for concurrent use. Close it when done: it stops the
 // background work and leaves the heartbeat.
@@ -137,8 +143,8 @@ type Cluster struct {
 	closed   atomic.Bool // Close began: nothing more is told
 }
 
-// An Option configures a Cluster. New returns an error naming the option and
-// its value for one it cannot honour; a nil Option is no option.
+// An Option configures a Cluster. [New] returns an error naming the option
+// and its value for one it cannot honour. A nil Option is no option.
 type Option func(*Cluster)
 
 // WithPrefix sets the prefix of every key the cluster writes (default
@@ -146,17 +152,17 @@ type Option func(*Cluster)
 // different prefixes.
 func WithPrefix(p string) Option { return func(c *Cluster) { c.prefix = p } }
 
-// WithTimeout bounds how long a decision waits for Redis (default 50ms):
-// past it, the decision is the fallback's, and Redis is marked down.
+// WithTimeout bounds how long a decision waits for Redis (default 50ms).
+// Past it, the decision is the fallback's, and Redis is marked down.
 func WithTimeout(d time.Duration) Option { return func(c *Cluster) { c.timeout = d } }
 
-// WithFallback sets how limiters decide while Redis is down (default Local):
-// Local, FailOpen or FailClosed.
+// WithFallback sets how limiters decide while Redis is down: [Local] (the
+// default), [FailOpen] or [FailClosed].
 func WithFallback(f FallbackPolicy) Option { return func(c *Cluster) { c.fallback = f } }
 
 // WithInstances sets the number of instances sharing the limits, which the
-// Local fallback divides them by. Without it (or with 0), the instances
-// discover each other through a heartbeat key; an instance that has never
+// [Local] fallback divides them by. Without it (or with 0), the instances
+// discover each other through a heartbeat key. An instance that has never
 // reached Redis counts 1, itself, and so falls back to the whole limit.
 func WithInstances(n int) Option { return func(c *Cluster) { c.configured = int64(n) } }
 
@@ -172,24 +178,26 @@ func WithProbeBackoff(min, max time.Duration) Option {
 	return func(c *Cluster) { c.probeMin, c.probeMax = min, max }
 }
 
-// WithClock makes the cluster read time from c (default clock.System): its
-// limiters, for their leases, their cached blocks and the Local fallback
-// (Limiter.AllowNAt), and the cluster, for spacing the lines it logs at Error
-// level. Redis decides on its own clock. The timeout, the heartbeat and the
-// probe are real time, whatever the clock: they bound how long callers wait
-// and how often Redis is called. c must not be nil.
+// WithClock makes the cluster read time from cl (default [clock.System]).
+// Its limiters read it for their leases, their cached blocks and the Local
+// fallback ([Limiter.AllowNAt]). The cluster reads it to space the lines it
+// logs at Error level. Redis decides on its own clock. The timeout, the
+// heartbeat and the probe are real time, whatever the clock: they bound how
+// long callers wait and how often Redis is called. cl must not be nil.
 func WithClock(cl clock.Clock) Option { return func(c *Cluster) { c.clock = cl } }
 
-// WithLogger makes the cluster log through l: Redis going down and coming
-// back (Warn, Info), the instances discovered (Info), and the errors that
-// retrying will not fix (Error) and their end (Info). Without it, the cluster
-// logs only the errors that retrying will not fix and their end, through
-// slog.Default, as it is when they happen: an operator must fix those, and a
-// wrong password must not pass for an outage. Such an error is logged when
-// one of its kind (the password, a permission, a command, a key's type)
-// appears, and not again within a minute (on the cluster's clock) if errors
-// of that kind come and go; its end is logged if it was. The cluster never
-// logs per request.
+// WithLogger makes the cluster log through l:
+//   - Redis going down (Warn) and coming back (Info).
+//   - the instances discovered (Info).
+//   - the errors that retrying will not fix (Error), and their end (Info).
+//
+// Without it, the cluster logs only the errors that retrying will not fix,
+// and their end. It logs them through [slog.Default], as it is when they
+// happen: an operator must fix those, and a wrong password must not pass
+// for an outage. Such an error is logged when one of its kind appears: the
+// password, a permission, a command, a key's type. If errors of that kind
+// come and go, it is not logged again within a minute (on the cluster's
+// clock). Its end is logged if it was. The cluster never logs per request.
 // WithLogger(slog.New(slog.DiscardHandler)) silences it; l must not be nil.
 func WithLogger(l *slog.Logger) Option { return func(c *Cluster) { c.log, c.ownLog = l, true } }
 
@@ -197,32 +205,38 @@ func WithLogger(l *slog.Logger) Option { return func(c *Cluster) { c.log, c.ownL
 // name, process id and a random suffix). id must not be empty.
 func WithInstanceID(id string) Option { return func(c *Cluster) { c.id, c.ownID = id, true } }
 
-// New returns a Cluster deciding through client: a *redis.Client, a
-// *redis.ClusterClient, a *redis.Ring, or anything else that runs scripts.
+// New returns a Cluster deciding through client: a [*redis.Client], a
+// [*redis.ClusterClient], a [*redis.Ring], or anything else that runs
+// scripts.
 //
-// New checks that Redis runs what the cluster will run, giving each call the
-// timeout, as a decision would: a script that touches no key, the limit
-// script on a key of its own under the prefix (PREFIX:{check}:1µs:1), which
-// it counts nothing in and which expires within a millisecond, and unless
-// the instances are configured, the first heartbeat. If Redis answers with
-// an error that retrying will not fix, New returns it, wrapping
-// ErrMisconfigured. If Redis cannot be reached or does not answer within the
-// timeout, New returns the cluster, which falls back from the start and finds
-// Redis with its probe: New waits for a Redis that hangs once the timeout.
+// New checks that Redis runs what the cluster will run. It gives each call
+// the timeout, as a decision would:
+//   - a script that touches no key.
+//   - the limit script, on a key of its own under the prefix.
+//   - unless the instances are configured, the first heartbeat.
 //
-// Given a go-redis client, the cluster makes connections of its own, with
-// the client's options (addresses, credentials, TLS, pool size) but for how
-// long a call may wait: the timeout bounds each call, every retry, redirect
-// and dial included, whatever the client's own timeouts. Replies are checked
-// as they arrive: one that no Redis would send closes its connection (see
-// ErrMalformedReply). Hooks added to client do not see these calls; Close
-// closes the connections. Anything else that runs scripts is called as it
-// is, and must honour the deadline of each call's context.
+// The limit script's key is PREFIX:{check}:1µs:1. The check counts nothing
+// in it, and it expires within a millisecond. If Redis answers with an
+// error that retrying will not fix, New returns it, wrapping
+// [ErrMisconfigured]. If Redis cannot be reached or does not answer within
+// the timeout, New returns the cluster. The cluster then falls back from
+// the start, and finds Redis with its probe. So New waits once the timeout
+// for a Redis that hangs.
 //
-// The pool (PoolSize) should hold as many connections as decisions are
-// taken to Redis at once: a decision that waits for a connection spends its
-// timeout waiting, and takes Redis for down. Leasing needs fewer: one round
-// trip at a time per limiter.
+// Given a go-redis client, the cluster makes connections of its own. They
+// have the client's options (addresses, credentials, TLS, pool size),
+// except for how long a call may wait. The timeout bounds each call, every
+// retry, redirect and dial included, whatever the client's own timeouts.
+// Replies are checked as they arrive. One that no Redis would send closes
+// its connection (see [ErrMalformedReply]). Hooks added to client do not
+// see these calls. [Cluster.Close] closes the connections. Anything else
+// that runs scripts is called as it is. It must honour the deadline of each
+// call's context.
+//
+// The pool (PoolSize) should hold as many connections as decisions taken to
+// Redis at once. A decision that waits for a connection spends its timeout
+// waiting, and takes Redis for down. Leasing needs fewer: one round trip at
+// a time per limiter.
 func New(client redis.Scripter, opts ...Option) (*Cluster, error) {
 	c := &Cluster{
 		client:    client,
@@ -350,10 +364,10 @@ func defaultID() string {
 // instancesKey is the heartbeat's sorted set.
 func (c *Cluster) instancesKey() string { return c.prefix + ":instances" }
 
-// Close stops the cluster's background work and removes the instance from
-// the heartbeat key, so that the others stop counting it at once; it waits
-// for Redis no longer than the timeout. Its limiters go on deciding, by their
-// fallback. Close returns nil; calling it again does nothing.
+// Close stops the cluster's background work. It removes the instance from
+// the heartbeat key, so that the others stop counting it at once. It waits
+// for Redis no longer than the timeout. Its limiters go on deciding, by
+// their fallback. Close returns nil; calling it again does nothing.
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
@@ -385,17 +399,15 @@ type Stats struct {
 	Failures uint64
 	// Fallbacks counts the decisions made by the fallback.
 	Fallbacks uint64
-	// ScriptLoads counts the times a script had to be loaded into Redis
-	// (it answered NOSCRIPT: it had not seen it yet, it restarted, or its
-	// scripts were flushed).
+	// ScriptLoads counts the times a script had to be loaded into Redis.
+	// Redis answered NOSCRIPT: it had not seen the script yet, it
+	// restarted, or its scripts were flushed.
 	ScriptLoads uint64
 	// PermanentFailures counts the calls to Redis answered with an error
-	// that retrying will not fix (see ErrMisconfigured).
+	// that retrying will not fix (see [ErrMisconfigured]).
 	PermanentFailures uint64
-	// Err is the last error that retrying will not fix, wrapping
-	// ErrMisconfigured and Redis's own error, while it lasts: until the
-	// call that met it (the same script on the same key) succeeds. nil
-	// otherwise.
+	// Err is the last error that retrying will not fix, as [Cluster.Err]
+	// returns it; nil when there is none.
 	Err error
 }
 
@@ -414,10 +426,10 @@ func (c *Cluster) Stats() Stats {
 	}
 }
 
-// Err returns the last error that retrying will not fix, wrapping
-// ErrMisconfigured and Redis's own error, while it lasts: until the call
-// that met it (the same script on the same key) succeeds. It returns nil
-// when there is none.
+// Err returns the last error that retrying will not fix, while it lasts.
+// The error wraps [ErrMisconfigured] and Redis's own error. It lasts until
+// the call that met it (the same script on the same key) succeeds. Err
+// returns nil when there is none.
 func (c *Cluster) Err() error {
 	if f := c.fault.Load(); f != nil {
 		return f.err

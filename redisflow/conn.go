@@ -10,10 +10,10 @@ import (
 )
 
 // The bounds of a reply on the cluster's connections. Nothing the cluster
-// asks Redis comes near them: its scripts answer a few integers, and the
-// client's own questions (HELLO, CLUSTER SLOTS) a few kilobytes, CLUSTER
+// asks Redis comes near them. Its scripts answer a few integers. The
+// client's own questions (HELLO, CLUSTER SLOTS) get a few kilobytes. CLUSTER
 // SLOTS of a cluster whose 16384 slots are each on a master of their own
-// about 6 MiB.
+// gets about 6 MiB.
 const (
 	// maxReplyBytes bounds what one reply may make its reader allocate,
 	// counted as each header is read, before its contents arrive: the bytes

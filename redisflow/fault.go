@@ -10,13 +10,18 @@ import (
 )
 
 // ErrMisconfigured is wrapped by the errors that retrying will not fix:
-// Redis refuses the cluster's password (WRONGPASS) or wants one (NOAUTH),
-// denies the cluster's user a command or a key (NOPERM, or a command refused
-// inside a script), does not know a command the cluster runs (renamed or
-// disabled), or holds a key under the cluster's prefix of another type
-// (WRONGTYPE: something else writes there). New returns such an error when
-// Redis answers it at the start; one met later is in Stats().Err and
-// Health().Err, and is logged (see WithLogger).
+//   - WRONGPASS or NOAUTH: Redis refuses the cluster's password, or wants one.
+//   - NOPERM: Redis denies the cluster's user a command or a key.
+//   - an unknown command: Redis does not run a command the cluster runs.
+//   - WRONGTYPE: a key under the cluster's prefix holds another type.
+//
+// A command refused inside a script is denied too. A command Redis does not
+// know was renamed or disabled. A key of another type means something else
+// writes under the prefix.
+//
+// [New] returns such an error when Redis answers it at the start. One met
+// later is in [Cluster.Stats] and [Cluster.Health], and is logged (see
+// [WithLogger]).
 var ErrMisconfigured = errors.New("redisflow: Redis refuses the cluster's commands")
 
 // permanentPrefixes begin the Redis errors that retrying will not fix

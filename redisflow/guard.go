@@ -16,11 +16,12 @@ var (
 	_ slidegate.KeyedClusterLimiter = (*KeyedLimiter)(nil)
 )
 
-// Limiter returns the limiter of a guard's cluster-wide rule: named after the
-// rule's resource, with its limit, interval, buckets and lease. A field left
-// at zero takes NewLimiter's default (an interval of 1s; a lease of 0 takes
-// one permit per request); a negative one is an error, as NewLimiter's. It
-// makes Cluster a slidegate.Cluster, for slidegate.WithCluster.
+// Limiter returns the limiter of a guard's cluster-wide rule. It is named
+// after the rule's resource, with the rule's limit, interval, buckets and
+// lease. A field left at zero takes the default of [Cluster.NewLimiter]: an
+// interval of 1s, or a lease of one permit per request. A negative one is
+// an error, as it is for NewLimiter. Limiter makes Cluster a
+// [slidegate.Cluster], for [slidegate.WithCluster].
 func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error) {
 	lease := r.Lease
 	if lease == 0 {
@@ -42,13 +43,16 @@ func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error
 }
 
 // KeyedLimiter returns the limiter of a guard's per-key cluster QPS rules
-// of one resource, decided together: a KeyedLimiter named after the
-// resource, with a window per rule, in the order given, of the rule's
-// limit, interval, buckets and overrides. A field left at zero takes
-// NewKeyedLimiter's default (an interval of 1s, flow.DefaultKeyBuckets
-// buckets); a negative one, rules of different resources, or no rule, is an
-// error, as a bad window is NewKeyedLimiter's. It makes Cluster a
-// slidegate.KeyedCluster, for slidegate.WithCluster.
+// of one resource, decided together. It is a [KeyedLimiter] named after the
+// resource, with a window per rule, in the order given. Each window has its
+// rule's limit, interval, buckets and overrides. A field left at zero takes
+// the default of [Cluster.NewKeyedLimiter]: an interval of 1s, or
+// [flow.DefaultKeyBuckets] buckets.
+//
+// It is an error if a field is negative, if the rules are of different
+// resources, or if there is no rule. A bad window is an error, as it is for
+// NewKeyedLimiter. KeyedLimiter makes Cluster a [slidegate.KeyedCluster],
+// for [slidegate.WithCluster].
 func (c *Cluster) KeyedLimiter(rules []slidegate.FlowRule) (slidegate.KeyedClusterLimiter, error) {
 	if len(rules) == 0 {
 		return nil, fmt.Errorf("%w: keyed limiter: no rule", ErrInvalidConfig)
@@ -74,9 +78,9 @@ func (c *Cluster) KeyedLimiter(rules []slidegate.FlowRule) (slidegate.KeyedClust
 	return l, nil
 }
 
-// Health returns what Stats says of Redis's health (Healthy, Failures,
-// Fallbacks and Err), for a guard (slidegate.Guard.ClusterHealth) and its
-// metrics.
+// Health returns what [Cluster.Stats] says of Redis's health: Healthy,
+// Failures, Fallbacks and Err. A guard reads it
+// ([slidegate.Guard.ClusterHealth]), and so do its metrics.
 func (c *Cluster) Health() slidegate.ClusterHealth {
 	s := c.Stats()
 	return slidegate.ClusterHealth{Healthy: s.Healthy, Failures: s.Failures, Fallbacks: s.Fallbacks, Err: s.Err}

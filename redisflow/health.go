@@ -15,26 +15,30 @@ type healthState struct {
 	down bool   // Redis is marked down; false while a fault is in force
 }
 
-// OnHealthChange makes the cluster call f with its health (Health) each time
-// it changes: when Redis is marked down, when it is found again, when an
-// error that retrying will not fix appears (ErrMisconfigured), and when it
-// clears. While such an error lasts, f is told of another kind of error
-// appearing, and not of Redis going down and up again. A guard
-// (slidegate.New with slidegate.WithCluster) registers its own func, and
-// records each call as a ClusterChanged event.
+// OnHealthChange makes the cluster call f with its health
+// ([Cluster.Health]) each time it changes:
+//   - when Redis is marked down.
+//   - when Redis is found again.
+//   - when an error that retrying will not fix appears ([ErrMisconfigured]).
+//   - when that error clears.
+//
+// While such an error lasts, f is told of another kind of error appearing.
+// It is not told of Redis going down and up again. A guard ([slidegate.New]
+// with [slidegate.WithCluster]) registers its own func. It records each
+// call as a [slidegate.ClusterChanged] event.
 //
 // The cluster calls f from whichever goroutine made the change, a
-// decision's or its probe's, one call at a time, in the order of the
-// changes, each with the health as it is right after its change; f must
-// return at once without waiting for anything (it holds up the decision
-// that found Redis down). If the cluster is unhealthy when f is given, f is
-// called at once, so that its first call says what is true.
+// decision's or its probe's. It makes one call at a time, in the order of
+// the changes. Each call has the health as it is right after its change. f
+// must return at once, without waiting for anything: it holds up the
+// decision that found Redis down. If the cluster is unhealthy when f is
+// given, f is called at once, so that its first call says what is true.
 //
-// A cluster tells every func it is given, each of the guards that share it
-// (a nil f is none), for as long as it lives: a func cannot be taken back,
-// so a program that makes guards over and over makes a cluster for each.
-// Close stops the telling: a closed cluster falls back for good, and tells
-// nothing of it.
+// A cluster tells every func it is given, for as long as it lives; a nil f
+// is none. Each guard that shares the cluster gives it one. A func cannot
+// be taken back, so a program that makes guards over and over makes a
+// cluster for each. [Cluster.Close] stops the telling: a closed cluster
+// falls back for good, and tells nothing of it.
 func (c *Cluster) OnHealthChange(f func(slidegate.ClusterHealth)) {
 	if f == nil {
 		return

@@ -13,78 +13,67 @@ import (
 	"github.com/slidegate/slidegate/flow"
 )
 
-// A KeyedLimiter keeps cluster-wide limits per key (a user, a tenant, a
-// client address): for every key and every window, at most the window's
-// limit (the key's override, if it has one) allowed in any interval of the
-// window's length, wherever it starts, across every instance that shares it
-// (every KeyedLimiter of the same name and windows under the same prefix).
-// It has the semantics of flow.KeyedQPS, whose windows it keeps in Redis,
-// exactly for every key: there is no sketch, Redis holding each key's
-// counts until they no longer count. One request is decided against all the
-// windows of its key together (5 per second and 100 per minute and 1,000 per
-// day), all or nothing, by one Lua script on the Redis server's clock, in one
-// round trip: a request one window refuses counts in none.
+// A KeyedLimiter keeps cluster-wide limits per key: a user, a tenant, a
+// client address. For every key and every window, it allows at most the
+// window's limit in any interval of the window's length, wherever it
+// starts. A key's override, if it has one, is its limit. The limits hold
+// across every instance that shares them: every KeyedLimiter of the same
+// name and windows under the same prefix. It has the semantics of
+// [flow.KeyedQPS], whose windows it keeps in Redis, exactly for every key.
+// There is no sketch: Redis holds each key's counts until they no longer
+// count.
 //
-// Each window of a key is one Redis string, its bucketed window: k+3 64-bit
-// integers, the newest bucket counted in and the cumulative counts of the
-// last k+2 buckets, so that a decision reads two counts whatever the number
-// of buckets, and writes one in place unless the window has moved on since
-// the key's last grant (keyed.lua tells how). Its key is
+// A request is decided against all the windows of its key together (5 per
+// second and 100 per minute and 1,000 per day), all or nothing. One Lua
+// script decides, on the Redis server's clock, in one round trip. A request
+// that one window refuses counts in none.
+//
+// Each window of a key is one Redis string. Its key is
 //
 //	PREFIX:k:{KEY}:NAME:INTERVAL:BUCKETS    slidegate:k:{alice}:GET /orders:1m0s:20
 //
-// with the request's key as the hash tag, so that every window of one key
-// lands in one Redis Cluster slot, for the one script that decides them,
-// while different keys spread over the nodes. In the tag, '%', '{' and '}'
-// are written %25, %7B and %7D, and the empty key is written as a lone %:
-// no key can close the tag early, leave it empty (which would hash the whole
-// Redis key), or name another key's strings. Keys are bytes, any bytes;
-// those longer than slidegate.MaxKeyLength are told apart by their first
-// MaxKeyLength bytes, as the guard tells them apart. A string expires once
-// it no longer counts, a little more than its interval after its key's last
-// request; a refused request writes nothing.
+// The request's key is the hash tag. So every window of one key lands in
+// one Redis Cluster slot, while different keys spread over the nodes. In
+// the tag, '%', '{' and '}' are written %25, %7B and %7D, and the empty key
+// is a lone %. So no key can close the tag early, leave it empty, or name
+// another key's strings. Keys are bytes, any bytes. Those longer than
+// [slidegate.MaxKeyLength] are told apart by their first MaxKeyLength
+// bytes, as the guard tells them apart. A string expires once it no longer
+// counts, a little more than its interval after its key's last request. A
+// refused request writes nothing.
 //
 // Redis holds a string per window for every key allowed a request within
-// the window's interval: 8(k+3) bytes of counts (184 for the default 20
-// buckets), the Redis key's name, and Redis's own overhead per key (MEMORY
-// USAGE says 200 bytes for 10 buckets under a 40-byte name; the expiry
-// takes some more).
-// Keys come from clients, so that is memory an attacker can fill: key by an
-// identity the service has checked (a user, a tenant), not a header anyone
-// sets, or bound the keys some other way, especially under long windows,
-// whose strings live as long as they are.
+// the window's interval. For k buckets, it holds 8(k+3) bytes of counts
+// (184 for the default 20), the Redis key's name, and Redis's own overhead
+// per key. Keys come from clients, so that is memory an attacker can fill.
+// Key by an identity the service has checked (a user, a tenant), not a
+// header anyone sets. Or bound the keys some other way, especially under
+// long windows, whose strings live as long as they are.
 //
-// A request refused by Redis for the rate is remembered, for a bounded
-// number of keys (the last refused, one per slot of a small table): the
+// A request that Redis refused for the rate is remembered, for a bounded
+// number of keys: the last refused, one per slot of a small table. The
 // key's later requests for as many permits or more are refused without a
-// round trip until RetryAfter has passed, when they could first fit. A
-// request for more permits than a window's limit for its key is refused
-// with flow.ExceedsLimit without a round trip; so is every request of a key
-// whose override is 0.
+// round trip, until RetryAfter has passed. A request for more permits than
+// a window's limit for its key is refused with [flow.ExceedsLimit], without
+// a round trip. So is every request of a key whose override is 0.
 //
-// A KeyedLimiter does not lease: each decision is a round trip. A lease
-// spends, without asking Redis, permits it took for one instance, and lets
-// through up to its size more per instance in an interval (see Limiter). A
-// key's traffic on one instance is a small share of a small limit (a user's
-// 5 per second), where a lease of even 2 would give 10 instances a slack of
-// 10 over a limit of 5, and a lease per key would need a table of keys on
-// every instance, bounded, and a round trip to give back what is left of
-// each lease: the round trips saved would be few, and the exactness lost.
+// A KeyedLimiter does not lease: each decision is a round trip.
 //
-// While Redis is down (see Cluster), decisions are the cluster's fallback:
-// with Local, a flow.KeyedQPS of the same windows, each limit and override
-// divided by the number of instances (at least 1 where it was not 0).
-// Redis does not learn what the fallback allowed, nor the fallback what
-// Redis did: an interval that spans a switch between them can hold what
-// each allowed. A decision never waits for Redis longer than the cluster's
-// timeout.
+// While Redis is down (see [Cluster]), decisions are the cluster's
+// fallback. With [Local], the fallback is a [flow.KeyedQPS] of the same
+// windows. Each limit and override is divided by the number of instances,
+// and is at least 1 where it was not 0. Redis does not learn what the
+// fallback allowed, nor the fallback what Redis did. So an interval that
+// spans a switch between them can hold what each allowed. A decision never
+// waits for Redis longer than the cluster's timeout.
 //
-// Time: Redis decides on its own clock; the cached refusals and the Local
-// fallback are on the cluster's clock (WithClock), at the now that
-// AllowKeyNAt is given or that AllowKeyN reads once.
+// Redis decides on its own clock. The cached refusals and the Local
+// fallback are on the cluster's clock ([WithClock]). That clock is read at
+// the now that [KeyedLimiter.AllowKeyNAt] is given, or that
+// [KeyedLimiter.AllowKeyN] reads once.
 //
 // A KeyedLimiter is safe for concurrent use. A decision that Redis takes
-// allocates what its round trip does; one refused without a round trip
+// allocates what its round trip does. One refused without a round trip
 // allocates nothing.
 type KeyedLimiter struct {
 	c       *Cluster
@@ -131,15 +120,19 @@ type keyedFallback struct {
 	q         *flow.KeyedQPS
 }
 
-// NewKeyedLimiter returns the cluster-wide per-key limiter called name,
-// holding each of windows for every key: between 1 and flow.MaxKeyWindows
-// of them, each with a limit in [0, flow.MaxLimit], a positive interval
-// that divides into its buckets (flow.DefaultKeyBuckets if 0, at most
-// flow.MaxKeyBuckets) of whole microseconds, and at most
-// slidegate.MaxOverrides overrides, of keys of at most slidegate.MaxKeyLength
-// bytes and limits in [0, flow.MaxLimit]. No two windows may have the same
-// interval and buckets: they would keep one count. A bad argument is an
-// error wrapping ErrInvalidConfig that names it and its value.
+// NewKeyedLimiter returns the cluster-wide per-key limiter called name. It
+// holds each of windows for every key. There must be between 1 and
+// [flow.MaxKeyWindows] windows. Each window must have:
+//   - a limit in [0, flow.MaxLimit].
+//   - a positive interval that divides into its buckets.
+//   - buckets of whole microseconds.
+//   - at most [flow.MaxKeyBuckets] buckets ([flow.DefaultKeyBuckets] if 0).
+//   - at most [slidegate.MaxOverrides] overrides.
+//
+// An override's key has at most [slidegate.MaxKeyLength] bytes, and its
+// limit is in [0, flow.MaxLimit]. No two windows may have the same interval
+// and buckets: they would keep one count. A bad argument is an error
+// wrapping [ErrInvalidConfig] that names it and its value.
 //
 // The windows' overrides are copied: changing the maps later changes
 // nothing.
@@ -224,7 +217,7 @@ func clone(m map[string]int64) map[string]int64 {
 func (l *KeyedLimiter) Name() string { return l.name }
 
 // Keys returns the Redis keys of key's windows, in the order of the
-// windows, as the limiter writes them (see KeyedLimiter).
+// windows, as the limiter writes them (see [KeyedLimiter]).
 func (l *KeyedLimiter) Keys(key string) []string { return l.keys(cut(key)) }
 
 // cut returns key as the limiter tells keys apart: its first
@@ -280,33 +273,34 @@ func (l *KeyedLimiter) AllowKey(ctx context.Context, key string) (flow.Decision,
 }
 
 // AllowKeyN is AllowKeyNAt(ctx, now, key, n) at the time now on the
-// cluster's clock (WithClock): the one clock read of the decision. It makes
-// KeyedLimiter a slidegate.KeyedClusterLimiter.
+// cluster's clock ([WithClock]): the one clock read of the decision. It
+// makes KeyedLimiter a [slidegate.KeyedClusterLimiter].
 func (l *KeyedLimiter) AllowKeyN(ctx context.Context, key string, n int64) (flow.Decision, int) {
 	return l.AllowKeyNAt(ctx, l.c.clock.Now(), key, n)
 }
 
 // AllowKeyNAt decides whether n permits may be taken by requests with the
-// given key arriving at time now, under every window, all or none, and
-// counts them in every window if so; it returns the decision and -1.
+// given key arriving at time now. It decides under every window, all or
+// none, and counts them in every window if so. It then returns the decision
+// and -1.
 //
-// When they may not, it returns the index of the window that refused them
-// too: n above a window's limit for the key is refused with
-// flow.ExceedsLimit by the first such window, without a round trip.
-// Otherwise, of the windows that refuse n for the rate, the one that frees
-// last (the first of them on a tie), with RetryAfter saying when n would fit
-// it, and so every window, if nothing else were allowed meanwhile. n <= 0 is
-// allowed and counts nothing. The key is cut to slidegate.MaxKeyLength
-// bytes.
+// When they may not be taken, it also returns the index of the window that
+// refused them. n above a window's limit for the key is refused with
+// [flow.ExceedsLimit] by the first such window, without a round trip.
+// Otherwise the window is the one that frees last of those that refuse n
+// for the rate (the first of them on a tie). Its RetryAfter says when n
+// would fit it, and so every window, if nothing else were allowed
+// meanwhile. n <= 0 is allowed and counts nothing. The key is cut to
+// [slidegate.MaxKeyLength] bytes.
 //
-// now is in nanoseconds on the cluster's clock (WithClock): it is when a
-// cached refusal ends, and when the Local fallback counts; a decision taken
+// now is in nanoseconds on the cluster's clock ([WithClock]). It is when a
+// cached refusal ends, and when the Local fallback counts. A decision taken
 // to Redis is on Redis's clock, whatever now says.
 //
 // It returns within the cluster's timeout, which is real time whatever the
-// clock: past it, or if ctx ends first, or while Redis is down, the decision
-// is the cluster's fallback. With FailClosed, the fallback's refusal names
-// window 0.
+// clock. Past the timeout, if ctx ends first, or while Redis is down, the
+// decision is the cluster's fallback. With [FailClosed], the fallback's
+// refusal names window 0.
 func (l *KeyedLimiter) AllowKeyNAt(ctx context.Context, now int64, key string, n int64) (flow.Decision, int) {
 	if n <= 0 {
 		return allowed, -1

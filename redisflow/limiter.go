@@ -14,46 +14,39 @@ import (
 )
 
 // A Limiter is one cluster-wide QPS limit: at most Limit permits in any
-// interval of its length, wherever it starts, across every instance that
-// shares it (every Limiter of the same name, interval and buckets under the
-// same prefix). It has the semantics of flow.QPS, whose bucketed window it
-// keeps in Redis: one hash per limit, decided on by one Lua script on the
-// Redis server's clock (TIME), so the instances' clocks do not matter, in one
-// round trip.
+// interval of its length, wherever it starts. The limit holds across every
+// instance that shares it: every Limiter of the same name, interval and
+// buckets under the same prefix. It has the semantics of [flow.QPS], whose
+// bucketed window it keeps in Redis, in one hash per limit. One Lua script
+// decides, in one round trip, on the Redis server's clock (TIME). So the
+// instances' clocks do not matter.
 //
-// The window is divided into k buckets (WithBuckets). A grant is allowed
-// only if the bucket it falls in and the k buckets before it hold, with it,
-// no more than the limit; an interval touches at most k+1 buckets, so no
-// interval holds more than the limit (the exact guarantee, not a bound), and
-// under steady overload the cluster allows k/(k+1) of its limit. The hash
-// keeps the window's sum beside its buckets, so that a decision reads two
-// fields whatever k is. GCRA (one timestamp per limit, as in redis_rate)
-// would cost Redis a little less per decision, but bounds only the rate over
-// the long run: it lets close to twice the limit through in some intervals.
-// BENCHMARKS.md has what a decision costs.
+// The window is divided into k buckets ([WithBuckets]). No interval holds
+// more than the limit: that is exact, not a bound. Under steady overload
+// the cluster allows k/(k+1) of its limit. BENCHMARKS.md has what a
+// decision costs, beside other limiters over Redis.
 //
-// Without leasing, every decision is a round trip. With WithLease(L, ttl), a
-// round trip that allows a request also takes up to L-1 more permits, which
-// the limiter spends locally, without a round trip, until they run out or
-// the ttl passes; then the next round trip gives back what is left. A lease is
-// counted in Redis when it is taken, so the permits spent in an interval
-// are those granted in it, at most the limit, plus what is left of the lease
-// each limiter held when the interval began: at most Limit + P·(L-1) in any
-// interval, for P limiters sharing the limit (normally one per instance).
-// While a limiter's round trip for a lease is under way, its other requests
-// wait for that lease rather than ask Redis too; one that cannot be served
-// within the timeout is blocked (flow.RateLimited), as Redis is answering.
+// Without leasing, every decision is a round trip. With WithLease(L, ttl),
+// a round trip that allows a request also takes up to L-1 more permits. The
+// limiter spends them locally, without a round trip, until they run out or
+// the ttl passes. Then the next round trip gives back what is left. An
+// interval then holds at most Limit + P·(L-1) permits, for P limiters
+// sharing the limit (normally one per instance). While a limiter's round
+// trip for a lease is under way, its other requests wait for that lease
+// rather than ask Redis too. One that cannot be served within the timeout
+// is blocked ([flow.RateLimited]), as Redis is answering.
 //
-// While Redis is down (see Cluster), decisions are the cluster's fallback.
-// A decision never waits for Redis longer than the cluster's timeout. Redis
-// does not learn what the fallback allowed, nor the fallback what Redis
-// did: an interval that spans a switch between them can hold what each
-// allowed, up to twice the limit with the Local fallback.
+// While Redis is down (see [Cluster]), decisions are the cluster's
+// fallback. A decision never waits for Redis longer than the cluster's
+// timeout. Redis does not learn what the fallback allowed, nor the fallback
+// what Redis did. So an interval that spans a switch between them can hold
+// what each allowed: up to twice the limit with the [Local] fallback.
 //
-// Time: a decision taken to Redis is on Redis's clock; what the limiter keeps
-// locally (its lease, a cached block, the Local fallback's window) is on the
-// cluster's clock (WithClock), at the now that AllowNAt is given or that
-// AllowN reads once. Release and SetLimit read no clock.
+// A decision taken to Redis is on Redis's clock. What the limiter keeps
+// locally is on the cluster's clock ([WithClock]): its lease, a cached
+// block, the Local fallback's window. That clock is read at the now that
+// [Limiter.AllowNAt] is given, or that [Limiter.AllowN] reads once.
+// [Limiter.Release] and [Limiter.SetLimit] read no clock.
 //
 // A Limiter is safe for concurrent use. Spending a lease allocates nothing.
 type Limiter struct {
@@ -89,32 +82,33 @@ type limiterOptions struct {
 	ttl     time.Duration
 }
 
-// MaxBuckets is the most buckets a Limiter divides its interval into: the
-// guard's bound on a cluster rule's buckets.
+// MaxBuckets is the most buckets a Limiter divides its interval into. It is
+// the guard's bound on a cluster rule's buckets.
 const MaxBuckets = slidegate.MaxClusterBuckets
 
 // WithBuckets divides the limiter's interval into k buckets (default
-// flow.DefaultBuckets, at most MaxBuckets). Each must be a whole number of
-// microseconds, the resolution of Redis's clock. More buckets allow closer to
-// the limit under steady overload and cost a decision no more; a block reads
-// every bucket.
+// [flow.DefaultBuckets], at most [MaxBuckets]). Each must be a whole number
+// of microseconds, the resolution of Redis's clock. More buckets allow
+// closer to the limit under steady overload, and cost a decision no more. A
+// block reads every bucket.
 func WithBuckets(k int) LimiterOption { return func(o *limiterOptions) { o.buckets = k } }
 
-// WithLease makes the limiter take up to size permits per round trip and
-// spend the rest locally for at most ttl (0: one bucket width). size 1, the
-// default, leases nothing; size is at most flow.MaxLimit, and ttl must not be
-// negative. A lease is spent until its ttl has passed on the cluster's clock,
-// however long that is. See Limiter for the slack this adds.
+// WithLease makes the limiter take up to size permits per round trip. It
+// spends the rest locally for at most ttl (0: one bucket width). A size of
+// 1, the default, leases nothing. size is at most [flow.MaxLimit], and ttl
+// must not be negative. A lease is spent until its ttl has passed on the
+// cluster's clock, however long that is. See [Limiter] for the slack this
+// adds.
 func WithLease(size int64, ttl time.Duration) LimiterOption {
 	return func(o *limiterOptions) { o.lease, o.ttl = size, ttl }
 }
 
-// NewLimiter returns the cluster-wide limiter called name, allowing at most
-// limit permits in any interval of the given length across all instances.
-// limit must be in [0, flow.MaxLimit] and the interval positive, dividing
-// into buckets of whole microseconds. A bad argument or option is an error
-// wrapping ErrInvalidConfig that names it and its value; a nil LimiterOption
-// is no option.
+// NewLimiter returns the cluster-wide limiter called name. It allows at most
+// limit permits in any interval of the given length, across all instances.
+// limit must be in [0, flow.MaxLimit]. The interval must be positive, and
+// divide into buckets of whole microseconds. A bad argument or option is an
+// error wrapping [ErrInvalidConfig] that names it and its value. A nil
+// LimiterOption is no option.
 func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, opts ...LimiterOption) (*Limiter, error) {
 	o := limiterOptions{buckets: flow.DefaultBuckets, lease: 1}
 	for _, opt := range opts {
@@ -181,8 +175,8 @@ func (l *Limiter) Interval() time.Duration { return l.interval }
 
 // SetLimit changes the limit. Redis keeps the counts, which count against
 // the new limit from the next decision on. A limit outside
-// [0, flow.MaxLimit] is an error wrapping ErrInvalidConfig, and the limit in
-// force stays.
+// [0, flow.MaxLimit] is an error wrapping [ErrInvalidConfig], and the limit
+// in force stays.
 func (l *Limiter) SetLimit(limit int64) error {
 	if limit < 0 || limit > flow.MaxLimit {
 		return fmt.Errorf("%w: limiter %q: limit = %d: must be between 0 and %d", ErrInvalidConfig, l.name, limit, int64(flow.MaxLimit))
@@ -202,7 +196,7 @@ func (l *Limiter) Allow(ctx context.Context) flow.Decision {
 }
 
 // AllowN is AllowNAt(ctx, now, n) at the time now on the cluster's clock
-// (WithClock): the one clock read of the decision.
+// ([WithClock]): the one clock read of the decision.
 func (l *Limiter) AllowN(ctx context.Context, n int64) flow.Decision {
 	return l.AllowNAt(ctx, l.c.clock.Now(), n)
 }
@@ -213,24 +207,25 @@ func (l *Limiter) AllowAt(ctx context.Context, now int64) flow.Decision {
 }
 
 // AllowNAt decides whether n permits may be taken by requests arriving at
-// time now, all or none, and counts them if so. n <= 0 is allowed and counts
-// nothing; n above the limit is blocked with flow.ExceedsLimit. A block for
-// the rate says in RetryAfter when, if nothing else were allowed, the
-// permits would fit.
+// time now, all or none, and counts them if so. n <= 0 is allowed and
+// counts nothing. n above the limit is blocked with [flow.ExceedsLimit]. A
+// block for the rate says in RetryAfter when the permits would fit, if
+// nothing else were allowed.
 //
-// now is in nanoseconds on the cluster's clock (WithClock), and it is all
-// that the limiter's own state is read at: whether the lease is alive,
-// whether a cached block still holds, and the Local fallback's window. A
-// decision taken to Redis is on Redis's clock (TIME), whatever now says:
-// AllowNAt reads no clock, but what Redis answers depends on the server's
-// time too. A now earlier than one given before keeps a lease alive and a
-// cached block in force for that much longer; the fallback counts it as
-// flow.QPS does.
+// now is in nanoseconds on the cluster's clock ([WithClock]). The limiter's
+// own state is read at now alone: whether the lease is alive, whether a
+// cached block still holds, and the Local fallback's window. A decision
+// taken to Redis is on Redis's clock (TIME), whatever now says. AllowNAt
+// reads no clock, but what Redis answers depends on the server's time too.
+// A now earlier than one given before keeps a lease alive, and a cached
+// block in force, for that much longer. The fallback counts it as
+// [flow.QPS] does.
 //
 // It returns within the cluster's timeout, which is real time whatever the
-// clock: past it, or if ctx ends first, or while Redis is down, the decision
-// is the cluster's fallback; with leasing, a request still waiting for
-// another's round trip at the timeout is blocked instead, Redis being up.
+// clock. Past the timeout, if ctx ends first, or while Redis is down, the
+// decision is the cluster's fallback. With leasing, a request still waiting
+// for another's round trip at the timeout is blocked instead, Redis being
+// up.
 func (l *Limiter) AllowNAt(ctx context.Context, now, n int64) flow.Decision {
 	if n <= 0 {
 		return allowed
@@ -276,8 +271,8 @@ func (l *Limiter) fallback(now, n int64) flow.Decision {
 }
 
 // Release gives back to Redis the permits left in the limiter's lease, so
-// that other instances can take them at once; otherwise they expire with
-// the window. It waits for Redis at most the cluster's timeout, and reads no
+// that other instances can take them at once. Otherwise they expire with
+// the window. It waits for Redis at most the cluster's timeout. It reads no
 // clock: giving back is right whether the lease is alive or not, as Redis
 // ignores permits given back to a bucket that has left the window. The
 // limiter stays usable.

@@ -45,14 +45,18 @@ type reply struct {
 var replyFields = [...]string{"allowed", "granted", "retry", "bucket", "now"}
 
 // ErrMalformedReply is wrapped by the error of a call that Redis answered
-// with something the cluster's scripts cannot return. That is bytes outside
-// Redis's protocol (RESP2), a reply larger or nested deeper than a reply to
-// the cluster may be, a reply to no command, a value of another type or
-// length, or a number outside what the script answers (a grant above what
-// was asked, a retry beyond two intervals). The server is not the Redis it
-// seems: a proxy that mangles replies, or another program on its port. Its
-// answer decides nothing: a decision that meets one falls back, as in an
-// outage, and Release returns it. The connection that carried it is closed,
+// with something the cluster's scripts cannot return:
+//   - bytes outside Redis's protocol (RESP2).
+//   - a reply larger, or nested deeper, than a reply to the cluster may be.
+//   - a reply to no command.
+//   - a value of another type or length.
+//   - a number outside what the script answers.
+//
+// Such a number is a grant above what was asked, or a retry beyond two
+// intervals. The server is then not the Redis it seems: a proxy that
+// mangles replies, or another program on its port. Its answer decides
+// nothing. A decision that meets one falls back, as in an outage, and
+// [Limiter.Release] returns it. The connection that carried it is closed,
 // so that no later call reads the rest.
 var ErrMalformedReply = errors.New("redisflow: malformed reply")
 
