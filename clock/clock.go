@@ -7,16 +7,16 @@ import (
 	"time"
 )
 
-// A Clock reports monotonic time in nanoseconds. The origin is arbitrary and
-// fixed for the life of the Clock; only differences between readings mean
-// anything. Implementations must be safe for concurrent use and must never
-// return a smaller value than an earlier call returned on the same goroutine.
+// A Clock reports monotonic time in nanoseconds. The origin is arbitrary
+// and fixed for the life of the Clock. Only differences between readings
+// mean anything. Implementations must be safe for concurrent use. On one
+// goroutine, a reading must never be smaller than an earlier one.
 //
-// Readings must stay within ±2^60 ns (about 36 years) of the origin: the
+// Readings must stay within ±2^60 ns (about 36 years) of the origin. The
 // packages that take a Clock clamp times to that range, so that no bucket
 // index or time difference overflows. A clock counting from the Unix epoch
-// (time.Now().UnixNano(), beyond 2^60 since 2006) would stand still; count
-// from a fixed base instead, as System does.
+// would stand still: time.Now().UnixNano() is beyond 2^60 since 2006. Count
+// from a fixed base instead, as [System] does.
 type Clock interface {
 	Now() int64
 }
@@ -33,23 +33,24 @@ type systemClock struct{}
 // monotonic clock, not the wall clock.
 func (systemClock) Now() int64 { return int64(time.Since(base)) }
 
-// System is the real monotonic clock. Its readings start near zero when the
-// process starts and grow by one per nanosecond; they are unaffected by steps
-// of the wall clock.
+// System is the real monotonic clock. Its readings start near zero when
+// the process starts and grow by one per nanosecond. Steps of the wall
+// clock do not change them.
 var System Clock = systemClock{}
 
-// A Sleeper is a Clock that can also wait. Code that waits (a throttled
-// request, say) sleeps on its clock when the clock is a Sleeper, so that a
-// Manual clock drives it in tests; otherwise it sleeps on a real timer.
+// A Sleeper is a [Clock] that can also wait. Code that waits, such as a
+// throttled request, sleeps on its clock when the clock is a Sleeper, so
+// that a [Manual] clock drives it in tests. Otherwise it sleeps on a real
+// timer.
 type Sleeper interface {
 	Clock
-	// Sleep returns nil once d has passed on the clock, or ctx.Err() as soon
-	// as ctx is done, whichever comes first.
+	// Sleep returns nil once d has passed on the clock. It returns
+	// ctx.Err() as soon as ctx is done, if that comes first.
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// Sleep waits d on clock c: on c itself if it is a Sleeper, else on a real
-// timer. It returns ctx.Err() as soon as ctx is done.
+// Sleep waits d on clock c. It sleeps on c itself if c is a [Sleeper],
+// else on a real timer. It returns ctx.Err() as soon as ctx is done.
 func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	if s, ok := c.(Sleeper); ok {
 		return s.Sleep(ctx, d)
@@ -67,9 +68,9 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
-// Manual is a Clock that moves only when told to. It is meant for tests and
-// simulations. The zero value reads 0. A Manual is safe for concurrent use:
-// one goroutine may advance it while others read it or sleep on it.
+// Manual is a [Clock] that moves only when told to. It is meant for tests
+// and simulations. The zero value reads 0. A Manual is safe for concurrent
+// use. One goroutine may advance it while others read it or sleep on it.
 type Manual struct {
 	now atomic.Int64
 
@@ -87,10 +88,10 @@ func NewManual(start int64) *Manual {
 // Now returns the clock's current reading.
 func (m *Manual) Now() int64 { return m.now.Load() }
 
-// Advance moves the clock forward by d and returns the new reading. A negative
-// d moves it backwards, which a real clock never does; tests use it to check
-// that callers passing an older time are handled. Sleepers whose time has
-// come are woken.
+// Advance moves the clock forward by d and returns the new reading.
+// Sleepers whose time has come are woken. A negative d moves the clock
+// backwards, which a real clock never does. Tests use it to check how
+// callers handle an older time.
 func (m *Manual) Advance(d time.Duration) int64 {
 	now := m.now.Add(int64(d))
 	m.wake(now)
@@ -103,8 +104,8 @@ func (m *Manual) Set(t int64) {
 	m.wake(t)
 }
 
-// Sleep returns nil once the clock has been advanced by d from now, or
-// ctx.Err() as soon as ctx is done. It implements Sleeper.
+// Sleep returns nil once the clock has been advanced by d from now. It
+// returns ctx.Err() as soon as ctx is done. It implements [Sleeper].
 func (m *Manual) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -136,8 +137,8 @@ func (m *Manual) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Sleepers returns how many goroutines are sleeping on the clock, so that a
-// test can wait for them to be asleep before advancing it.
+// Sleepers returns how many goroutines are sleeping on the clock. A test
+// can wait for them to be asleep before advancing it.
 func (m *Manual) Sleepers() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

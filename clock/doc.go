@@ -1,17 +1,12 @@
-// Package clock is slidegate's source of time: monotonic nanoseconds as an
-// int64, read once per decision and passed down.
+// Package clock is slidegate's source of time.
 //
-// Why not wall time: wall time (time.Now().UnixNano()) jumps when NTP or an
-// operator steps the system clock. A sliding window keyed on wall time stops
-// counting, or counts twice, after such a step; a limiter built on it stops
-// limiting until the clock catches up. Monotonic time never goes backwards and
-// never jumps, so a window keyed on it is correct across clock steps.
+// A time is an int64 count of nanoseconds on a monotonic clock. It is read
+// once per decision and passed down. Monotonic time never goes backwards.
+// It does not jump when NTP or an operator steps the wall clock.
 //
-// Why an int64 and not a time.Time: a time.Time is 24 bytes, and time.Now()
-// reads both the wall and the monotonic clock. [System] reads only the
-// monotonic clock (time.Since of a fixed base), which costs about half as
-// much, and an int64 is free to pass, compare and divide.
+// [System] is the real clock. [Manual] moves only when told to. Every
+// slidegate type that reads the time takes a [Clock], so tests and
+// simulations drive it with a Manual clock instead of sleeping.
 //
-// Every slidegate type that reads the time takes a [Clock], so tests and
-// simulations drive it with a [Manual] clock instead of sleeping.
+// docs/clock.md says why the time is monotonic and an int64.
 package clock

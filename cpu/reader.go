@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// ErrUnavailable is returned where this package cannot measure CPU usage: on
-// an operating system other than Linux, when no file system root is given.
+// ErrUnavailable is returned where this package cannot measure CPU usage:
+// outside Linux, when no file system root is given.
 var ErrUnavailable = errors.New("cpu usage unavailable: it is read from Linux procfs and cgroupfs")
 
 // maxFile bounds how much of one file a reader reads. mountinfo is the

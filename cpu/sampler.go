@@ -18,12 +18,12 @@ const (
 	// DefaultInterval is how often a Sampler reads the CPU time.
 	DefaultInterval = 250 * time.Millisecond
 	// DefaultSmoothing is the time constant of a Sampler's moving average.
-	// A step in load shows as 1 - e^(-t/300ms) of the step after t: 96% of
-	// it after one second of 250 ms samples.
+	// A step in load shows as 1 - e^(-t/300ms) of the step after t. After
+	// one second of 250 ms samples, 96% of it shows.
 	DefaultSmoothing = 300 * time.Millisecond
 )
 
-// An Option configures a Sampler.
+// An Option configures a [Sampler].
 type Option func(*options)
 
 type options struct {
@@ -36,39 +36,46 @@ type options struct {
 
 // WithRoot reads procfs and cgroupfs under root instead of the real "/".
 // root holds proc/self/cgroup, proc/self/mountinfo and the cgroup mounts
-// they name, at their paths without the leading slash. It works on every
-// platform.
+// they name. Each is at its path without the leading slash. WithRoot works
+// on every platform.
 func WithRoot(root fs.FS) Option { return func(o *options) { o.root = root } }
 
-// WithHostCPUs sets the CPUs available without any cgroup limit. The default
-// is runtime.NumCPU(), the CPUs in the process's scheduler affinity.
+// WithHostCPUs sets the CPUs available without any cgroup limit. The
+// default is [runtime.NumCPU], the CPUs in the process's scheduler affinity.
 func WithHostCPUs(n int) Option { return func(o *options) { o.hostCPUs = n } }
 
-// WithInterval sets how often the CPU time is read (default
-// DefaultInterval). It must be positive and at most a minute.
+// WithInterval sets how often the CPU time is read. The default is
+// [DefaultInterval]. It must be positive and at most a minute.
 func WithInterval(d time.Duration) Option { return func(o *options) { o.interval = d } }
 
-// WithSmoothing sets the time constant of the moving average (default
-// DefaultSmoothing); 0 makes Usage the share over the last interval alone.
+// WithSmoothing sets the time constant of the moving average. The default
+// is [DefaultSmoothing]. 0 makes [Sampler.Usage] the share over the last
+// interval alone. It must not be negative.
 func WithSmoothing(d time.Duration) Option { return func(o *options) { o.smoothing = d } }
 
-// WithClock sets the clock the Sampler measures and sleeps on (default
-// clock.System). With a clock.Manual, samples are taken when the test
+// WithClock sets the clock the Sampler measures and sleeps on. The default
+// is [clock.System]. With a [clock.Manual], samples are taken when the test
 // advances it.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
 // A Sampler measures the share of its CPU capacity that the process's
-// cgroup uses, in the background, so that a decision reads one atomic.
+// cgroup uses. It samples in the background, so that a decision reads one
+// atomic.
 //
-// Every interval it reads the cgroup's CPU time and capacity,
-// and takes usage = ΔCPU time / (Δwall time × capacity) over the interval:
-// 0 is idle, 1 is every CPU the cgroup may use busy. The share is clamped to
-// [0, 1]; it can exceed 1 for an interval only by measurement skew (a quota
-// period straddling two samples), never in sustained load. Usage is an
-// exponential moving average of the shares, weighted by elapsed time with
-// time constant smoothing, so that irregular sampling does not bias it.
+// Every interval it reads the cgroup's CPU time and capacity. The share
+// over the interval is
 //
-// A Sampler is safe for concurrent use. Close stops its goroutine.
+//	share = ΔCPU time / (Δwall time × capacity)
+//
+// 0 is idle, and 1 is every CPU the cgroup may use busy. The share is
+// clamped to [0, 1]. It exceeds 1 before clamping only by measurement skew
+// (a quota period straddling two samples), never in sustained load.
+// [Sampler.Usage] is an exponential moving average of the shares, with
+// time constant smoothing. It is weighted by elapsed time, so that
+// irregular sampling does not bias it.
+//
+// A Sampler is safe for concurrent use. [Sampler.Close] stops its
+// goroutine.
 type Sampler struct {
 	usage    atomic.Uint64 // math.Float64bits of the smoothed share
 	capacity atomic.Uint64 // math.Float64bits of the capacity in CPUs
@@ -90,12 +97,13 @@ type Sampler struct {
 	done   chan struct{}
 }
 
-// NewSampler locates the process's cgroup, takes a first reading, and
-// starts a goroutine that samples every interval until Close. Usage reads 0
-// until the second reading, one interval later.
+// NewSampler locates the process's cgroup and takes a first reading. It
+// starts a goroutine that samples every interval until [Sampler.Close].
+// [Sampler.Usage] reads 0 until the second reading, one interval later.
 //
-// It returns ErrUnavailable outside Linux unless WithRoot is given, and an
-// error naming the file when a file it needs is missing or malformed.
+// Outside Linux, NewSampler returns [ErrUnavailable] unless [WithRoot] is
+// given. When a file it needs is missing or malformed, the error names the
+// file. A bad option is an error naming the option and its value.
 func NewSampler(opts ...Option) (*Sampler, error) {
 	o := options{
 		hostCPUs:  runtime.NumCPU(),
@@ -149,8 +157,8 @@ func (s *Sampler) run(ctx context.Context) {
 // reads one atomic and allocates nothing.
 func (s *Sampler) Usage() float64 { return math.Float64frombits(s.usage.Load()) }
 
-// Capacity returns the CPUs the cgroup may use, as of the last sample:
-// fractional when the quota is (1.25).
+// Capacity returns the CPUs the cgroup may use, as of the last sample. It
+// is fractional when the quota is, such as 1.25.
 func (s *Sampler) Capacity() float64 { return math.Float64frombits(s.capacity.Load()) }
 
 // Source says where the numbers come from: "cgroup v2 at
@@ -158,8 +166,9 @@ func (s *Sampler) Capacity() float64 { return math.Float64frombits(s.capacity.Lo
 // mounted)".
 func (s *Sampler) Source() string { return s.reader.Source() }
 
-// Err returns the error of the last sample, or nil if it succeeded. After a
-// failed sample Usage and Capacity keep their last values.
+// Err returns the error of the last sample, or nil if it succeeded. After
+// a failed sample, [Sampler.Usage] and [Sampler.Capacity] keep their last
+// values.
 func (s *Sampler) Err() error {
 	if p := s.lastErr.Load(); p != nil {
 		return *p
@@ -168,10 +177,10 @@ func (s *Sampler) Err() error {
 }
 
 // SampleAt takes a sample at now, a reading of the Sampler's clock. The
-// background goroutine calls it every interval; a simulation or a test may
-// call it directly. A now not after the previous sample's is ignored, and so
-// is a CPU time that went backwards (the cgroup was made again): the next
-// sample measures from there.
+// background goroutine calls it every interval. A simulation or a test may
+// call it directly. A now not after the previous sample's is ignored. So
+// is a CPU time that went backwards, when the cgroup was made again; the
+// next sample measures from there.
 func (s *Sampler) SampleAt(now int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -219,8 +228,9 @@ func (s *Sampler) sample(now int64) error {
 	return nil
 }
 
-// Close stops the background goroutine and waits for it. Usage and Capacity
-// keep their last values. Close may be called more than once.
+// Close stops the background goroutine and waits for it.
+// [Sampler.Usage] and [Sampler.Capacity] keep their last values. Close may
+// be called more than once.
 func (s *Sampler) Close() error {
 	s.cancel()
 	<-s.done

@@ -51,26 +51,29 @@ type fileSource struct {
 	closed  error
 }
 
-// File returns a Source that reads the rules file at path and watches it
-// for changes, as the package documentation describes: it watches the
+// File returns a [Source] that reads the rules file at path and watches it
+// for changes, as the package documentation describes. It watches the
 // file's directory, and the directory of the file a symbolic link at path
-// leads to, and after any change in them reads the file again (through its
-// links, resolved afresh each time) until two reads a settle time apart
-// (WithSettle, 50 ms by default) agree. Changes receives a value once they
-// agree on content other than the content last settled, and Rules then
-// returns the rules parsed from the content they agreed on; its first
-// call, before any change has settled, reads the file as it is. A YAML file
-// whose last line has no newline looks cut short, and must stay unchanged
-// for 1 s, or the settle time if longer, before it is read as complete.
+// leads to. After any change in them, it reads the file again, through its
+// links resolved afresh each time. It reads until two reads a settle time
+// apart agree ([WithSettle], 50 ms by default). Changes receives a value
+// once they agree on content other than the content last settled. Rules
+// then returns the rules parsed from the content they agreed on. Its first
+// call, before any change has settled, reads the file as it is. A YAML
+// file whose last line has no newline looks cut short. It must stay
+// unchanged for 1 s, or the settle time if longer, before it is read as
+// complete.
 //
-// Rules returns the error of a file that cannot be read as it is (a
-// *fs.PathError), and a *slidegate.RulesError for one with a problem,
-// such as a size over MaxFileSize (of which it reads no more).
-// Follow does not read a file source again on a timer while the file
-// cannot be read: the watch tells when it comes back. File's source is
-// named path in logs. File takes the options WithSettle, WithClock and
-// WithLogger (for the errors of the watch itself), and returns an error
-// for a bad option or a directory it cannot watch.
+// Rules returns the error of a file that cannot be read as it is, a
+// *fs.PathError. It returns a [*slidegate.RulesError] for a file with
+// a problem, such as a size over [MaxFileSize] (of which it reads no
+// more). [Follow] does not read a file source again on a timer while the
+// file cannot be read: the watch tells when it comes back.
+//
+// File's source is named path in logs. File takes the options
+// [WithSettle], [WithClock] and [WithLogger], the last for the errors of
+// the watch itself. It returns an error for a bad option or a directory it
+// cannot watch.
 func File(path string, opts ...Option) (Source, error) {
 	s, err := newSettings(opts)
 	if err != nil {

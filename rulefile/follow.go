@@ -14,24 +14,28 @@ import (
 	"github.com/slidegate/slidegate/internal/hooks"
 )
 
-// A Follower keeps a guard's rules in step with a Source. Whenever the
-// source signals a change (Source.Changes) it reads the source's rules and,
-// if they differ from the rules it read last (reflect.DeepEqual), puts
-// them in force with Guard.SetRules, which validates the whole set first:
-// rules with any problem are refused, and the rules in force stay in
-// force. Every outcome is logged (WithLogger), and reported to OnReload.
+// A Follower keeps a guard's rules in step with a [Source]. Whenever the
+// source signals a change ([Source.Changes]), it reads the source's rules.
+// If they differ from the rules it read last ([reflect.DeepEqual]), it
+// puts them in force with [slidegate.Guard.SetRules]. SetRules validates
+// the whole set first. Rules with any problem are refused, and the rules
+// in force stay in force. Every outcome is logged ([WithLogger]) and
+// reported to [OnReload].
 //
-// A source that cannot be read (Rules returns an error other than a
-// *slidegate.RulesError: its server down, its file missing) leaves the
-// rules in force as they are. The follower logs it once at Warn, reads the
-// source again after 1 s, then 2 s, 4 s and so on up to every 30 s (on the
-// WithClock clock), and also whenever the source signals a change, and
-// logs at Info once it can read it again. A source whose Changes channel
-// closes while the follower follows it has stopped for good: the follower
-// logs it and stops, and the rules in force stay.
+// A source that cannot be read leaves the rules in force as they are.
+// That is a source whose Rules returns an error other than a
+// [*slidegate.RulesError], such as its server down or its file missing.
+// The follower logs it once at Warn. It reads the source again after 1 s,
+// then 2 s, 4 s and so on, up to every 30 s, on the [WithClock] clock. It
+// also reads it whenever the source signals a change. It logs at Info once
+// it can read the source again.
 //
-// With WithLastGood, the follower writes each set of rules it puts in
-// force to a file, and puts that file's rules in force when Follow starts
+// A source whose Changes channel closes while the follower follows it has
+// stopped for good. The follower logs it and stops, and the rules in force
+// stay.
+//
+// With [WithLastGood], the follower writes each set of rules it puts in
+// force to a file. It puts that file's rules in force when Follow starts
 // and the source has no sound rules to give.
 //
 // A Follower's methods are safe for concurrent use.
@@ -94,17 +98,20 @@ func wordsFor(src Source) words {
 	}
 }
 
-// Follow puts the rules of src in force in g, then follows src, putting its
-// rules in force whenever they change, until Close. Follow takes src over:
-// Close closes it, and so does Follow when it returns an error.
+// Follow puts the rules of src in force in g. Then it follows src,
+// putting its rules in force whenever they change, until
+// [Follower.Close]. Follow takes src over: Close closes it, and so does
+// Follow when it returns an error.
 //
-// If src cannot be read now or its rules have a problem, Follow puts in
-// force the rules of the WithLastGood file instead, if there is one and its
-// rules are sound, logs at Warn why, and follows src; otherwise it returns
-// the error, which is a *slidegate.RulesError for rules with a problem,
-// and follows nothing. A bad option, a nil g or a nil src is an error
-// wrapping ErrInvalidConfig. The first read takes as long as src.Rules
-// does: a Source bounds its own reads (etcdrules.WithTimeout).
+// If src cannot be read now, or its rules have a problem, Follow turns to
+// the [WithLastGood] file. If there is one and its rules are sound, Follow
+// puts them in force, logs at Warn why, and follows src. Otherwise it
+// returns the error and follows nothing. For rules with a problem the
+// error is a [*slidegate.RulesError]. A bad option, a nil g or a nil src
+// is an error wrapping [ErrInvalidConfig].
+//
+// The first read takes as long as src.Rules does. A Source bounds its own
+// reads (etcdrules.WithTimeout).
 func Follow(g *slidegate.Guard, src Source, opts ...Option) (*Follower, error) {
 	return follow(context.Background(), g, src, opts)
 }
@@ -292,10 +299,10 @@ func (f *Follower) cancelRetry() {
 	}
 }
 
-// Close stops following the source, waits until the follower has stopped,
-// and closes the source, returning the source's Close error. The rules in
-// force stay. Close is safe to call more than once, and returns the same
-// error each time.
+// Close stops following the source and waits until the follower has
+// stopped. Then it closes the source and returns the source's Close error.
+// The rules in force stay. Close is safe to call more than once, and
+// returns the same error each time.
 func (f *Follower) Close() error {
 	f.closing.Do(func() {
 		f.stop()

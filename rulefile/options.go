@@ -10,8 +10,8 @@ import (
 )
 
 // An Option customises [Watch], [File] and [Follow]. Each takes the
-// options that concern it and ignores the others, so that one list serves
-// a source and the Follow that applies it. File takes [WithSettle],
+// options that concern it and ignores the others. So one list serves a
+// source and the Follow that applies it. File takes [WithSettle],
 // [WithClock] and [WithLogger]. Follow takes WithLogger, [OnReload],
 // WithClock and [WithLastGood]. Watch takes them all.
 type Option func(*settings)
@@ -46,8 +46,9 @@ func newSettings(opts []Option) (*settings, error) {
 	return s, s.err
 }
 
-// ErrInvalidConfig is wrapped by the error Watch, File and Follow return for
-// a bad option or argument. The message names the option and its value.
+// ErrInvalidConfig is wrapped by the error [Watch], [File] and [Follow]
+// return for a bad option or argument. The message names the option and
+// its value.
 var ErrInvalidConfig = errors.New("rulefile: invalid configuration")
 
 // bad records a bad option, unless one was found before.
@@ -57,11 +58,12 @@ func (s *settings) bad(format string, args ...any) {
 	}
 }
 
-// WithLogger makes the follower, and the file source, log through l: rules
-// put in force at Info, naming the source; rules refused at Warn with the
-// *slidegate.RulesError that lists every problem; a source that cannot be
-// read at Warn once, and at Info when it can be read again. By default they
-// log through slog.Default(). A nil l is an error.
+// WithLogger makes the follower and the file source log through l. Rules
+// put in force are logged at Info, naming the source. Rules refused are
+// logged at Warn, with the [*slidegate.RulesError] that lists every
+// problem. A source that cannot be read is logged once at Warn, and at
+// Info when it can be read again. By default they log through
+// [slog.Default]. A nil l is an error.
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) {
 		if l == nil {
@@ -72,24 +74,27 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// OnReload registers f to be called after each reload (not the first
-// load), with nil or the reason the rules were refused, and once when the
-// source becomes unreadable, with the error that reading it returned. A
-// change that leaves the source's rules as they were last judged makes no
-// reload and no call; a source readable again after an outage makes one,
-// even with the same rules. f is called on the follower's goroutine: the
-// follower waits for it, and f must not call Close.
+// OnReload registers f to be called after each reload, but not after the
+// first load. f is given nil, or the reason the rules were refused. f is
+// also called once when the source becomes unreadable, with the error that
+// reading it returned. A change that leaves the source's rules as they
+// were last judged makes no reload and no call. A source readable again
+// after an outage makes one, even with the same rules. f is called on the
+// follower's goroutine. The follower waits for it, and f must not call
+// [Follower.Close].
 func OnReload(f func(err error)) Option {
 	return func(s *settings) { s.onReload = f }
 }
 
-// WithSettle sets how long apart the two reads of a changed file that must
-// agree are taken, and how long after the first change the first read is:
-// 50 ms by default. A writer that pauses longer than this between its
-// writes, and does not write a new file and rename it over the old, may
-// have a part of its file judged alone (see the package documentation); a
-// longer settle time narrows that at the cost of a later reload. A d that
-// is not positive is an error.
+// WithSettle sets how far apart the two reads of a changed file are
+// taken; they must agree. It also sets how long after the first change the
+// first read is. The default is 50 ms. A d that is not positive is an
+// error.
+//
+// A writer may pause longer than this between its writes, without writing
+// a new file and renaming it over the old. Then a part of its file may be
+// judged alone (see the package documentation). A longer settle time
+// narrows that, at the cost of a later reload.
 func WithSettle(d time.Duration) Option {
 	return func(s *settings) {
 		if d <= 0 {
@@ -100,10 +105,10 @@ func WithSettle(d time.Duration) Option {
 	}
 }
 
-// WithClock makes the file source's settle waits and the follower's waits
-// before reading an unreadable source again run on c, which tests and
-// simulations advance by hand (clock.Manual); by default they wait on real
-// timers. A nil c is an error.
+// WithClock makes two kinds of waits run on c: the file source's settle
+// waits, and the follower's waits before reading an unreadable source
+// again. Tests and simulations advance c by hand ([clock.Manual]). By
+// default they wait on real timers. A nil c is an error.
 func WithClock(c clock.Clock) Option {
 	return func(s *settings) {
 		if c == nil {
@@ -115,13 +120,15 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithLastGood makes the follower keep the last good rules in the file at
-// path: after each set of rules it puts in force from its source, it writes
-// them there as JSON (a new file in path's directory, synced to disk, then
-// renamed over path, with mode 0600, so that path always holds a whole
-// set). When Follow starts and the source cannot be read or its rules have
-// a problem, the rules in that file are put in force instead, and Follow
+// path. After each set of rules it puts in force from its source, it
+// writes them there as JSON. It writes a new file in path's directory,
+// syncs it to disk and renames it over path. So path always holds a whole
+// set. The file has mode 0600.
+//
+// When Follow starts and the source cannot be read or its rules have a
+// problem, the rules in that file are put in force instead. Follow then
 // goes on following the source. A failure to write the file is logged and
-// changes nothing else; a file that cannot be read back or has a problem
+// changes nothing else. A file that cannot be read back, or has a problem,
 // is logged and ignored. An empty path is an error.
 func WithLastGood(path string) Option {
 	return func(s *settings) {

@@ -13,22 +13,29 @@ import (
 	"github.com/slidegate/slidegate"
 )
 
-// Parse reads rules from data, named name in errors. name's extension picks
-// the format: ".json" for JSON, anything else YAML. It returns the rules,
-// or a *slidegate.RulesError with name as its Source listing every problem
-// of the file, each with its line where it has one, in the order of the
-// lines: bad syntax (which stops the reading), a second YAML document,
-// unknown fields, values of the wrong type, fields given twice (and keys
-// given two overrides, in JSON as in YAML), required fields left out, and
-// what Rules.Validate finds in the values read. Parse costs time and
-// memory in proportion to the size of data, whether it has a problem or
-// not; it reads data of any size, which Load and File bound
-// (MaxFileSize).
+// Parse reads rules from data, named name in errors. name's extension
+// picks the format: ".json" for JSON, anything else YAML.
 //
-// A file with no rules at all (empty, only comments, or a list given no
-// value, as in "flow:" alone) is a problem rather than a way to clear the
-// rules, for that is how a file cut short reads; "flow: []" or {} clears
-// them.
+// Parse returns the rules, or a [*slidegate.RulesError] with name as its
+// Source. The error lists every problem of the file in the order of the
+// lines, each with its line where it has one. It finds these problems:
+//
+//   - Bad syntax, which stops the reading.
+//   - A second YAML document.
+//   - Unknown fields.
+//   - Values of the wrong type.
+//   - Fields given twice, and keys given two overrides, in JSON or YAML.
+//   - Required fields left out.
+//   - What [slidegate.Rules.Validate] finds in the values read.
+//
+// A file with no rules at all is a problem rather than a way to clear the
+// rules, for that is how a file cut short reads. Such a file is empty,
+// holds only comments, or gives a list no value, as in "flow:" alone.
+// "flow: []" or {} clears the rules.
+//
+// Parse costs time and memory in proportion to the size of data, whether
+// it has a problem or not. It reads data of any size. [Load] and [File]
+// bound the size ([MaxFileSize]).
 func Parse(name string, data []byte) (slidegate.Rules, error) {
 	return parse(name, data, strings.EqualFold(filepath.Ext(name), ".json"))
 }
@@ -63,14 +70,15 @@ func parse(name string, data []byte, isJSON bool) (slidegate.Rules, error) {
 	return r, nil
 }
 
-// MaxFileSize is the largest rules file, in bytes, that Load, Watch and
-// File read: 1 MiB, as etcdrules.DefaultMaxSize and a Kubernetes ConfigMap
-// allow, and far more than rules need (10,000 overrides take some 300 KB).
-// A larger file is refused unread, with a *slidegate.RulesError saying its
-// size and the limit, and the rules in force stay.
+// MaxFileSize is the largest rules file, in bytes, that [Load], [Watch]
+// and [File] read. It is 1 MiB, as etcdrules.DefaultMaxSize and a
+// Kubernetes ConfigMap allow. That is far more than rules need: 10,000
+// overrides take some 300 KB. A larger file is refused unread, with a
+// [*slidegate.RulesError] saying its size and the limit. The rules in
+// force stay.
 const MaxFileSize = 1 << 20
 
-// Load reads and parses the rules file at path, of at most MaxFileSize
+// Load reads and parses the rules file at path, of at most [MaxFileSize]
 // bytes.
 func Load(path string) (slidegate.Rules, error) {
 	data, err := readFile(path)

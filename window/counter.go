@@ -5,32 +5,34 @@ import (
 	"time"
 )
 
-// A Counter counts events (see Event) in a ring of time-aligned buckets: the
-// LeapArray of MetricBuckets that Sentinel's statistics are built on, without
-// locks and without losing or misplacing a count when a bucket is reused.
+// A Counter counts events (see [Event]) in a ring of time-aligned buckets.
+// It takes no lock. It never loses or misplaces a count when a bucket is
+// reused.
 //
-// The buckets have width interval/buckets and are aligned to multiples of the
-// width on the clock. The Counter's methods read the whole interval: the
-// bucket holding now and the buckets before it, buckets-1 of them. A View
+// The buckets have width interval/buckets, aligned to multiples of the
+// width on the clock. The Counter's methods read the whole interval. That
+// is the bucket holding now and the buckets-1 buckets before it. A [View]
 // reads a shorter stretch of the same ring.
 //
-// Summed events (Allowed, Blocked, Succeeded, Failed, RT, Borrowed, Slow)
-// are added; MinRT keeps the smallest value written in a bucket, MaxConcurrency the
-// largest. One bucket holds values in [MinValue, MaxValue]; sums saturate, and
-// values for MinRT and MaxConcurrency are clamped to lie strictly between the
-// two (the bounds themselves mark an empty bucket).
+// Summed events ([Allowed], [Blocked], [Succeeded], [Failed], [RT],
+// [Borrowed], [Slow]) are added. [MinRT] keeps the smallest value written
+// in a bucket, and [MaxConcurrency] the largest. One bucket holds values in
+// [MinValue, MaxValue], and sums saturate. Values for MinRT and
+// MaxConcurrency are clamped to lie strictly between the two bounds, which
+// mark an empty bucket.
 //
-// Time may be passed explicitly with the ...At methods (nanoseconds on the
-// Counter's clock). A value for a time whose bucket the ring still holds is
-// recorded there, even if later times have been seen; a value for a time whose
-// slot has since been reused by a later bucket is dropped and counted by Late,
-// since no read at a later time could see it. A time far ahead of the others
-// leaves every older bucket outside what reads at that time see, which is the
-// same as clearing them.
+// The ...At methods take the time explicitly, in nanoseconds on the
+// Counter's clock. A value for a time whose bucket the ring still holds is
+// recorded there, even if later times have been seen. A value for a time
+// whose slot a later bucket has since reused is dropped, and counted by
+// [Counter.Late]. No read at a later time could see it. A time far ahead
+// of the others leaves every older bucket outside what reads at that time
+// see. That is the same as clearing them.
 //
-// A Counter is safe for concurrent use. Adding and reading allocate nothing.
+// A Counter is safe for concurrent use. Adding and reading allocate
+// nothing.
 //
-// The zero Counter is not usable; make one with NewCounter.
+// The zero Counter is not usable. Make one with [NewCounter].
 type Counter struct {
 	r    *ring
 	word [numEvents]int8 // l.word, kept here: one load fewer on every add
@@ -67,9 +69,9 @@ var everyEvent = func() *layout {
 }()
 
 // NewCounter returns a Counter over interval divided into buckets buckets.
-// buckets must be in [1, MaxBuckets] and interval divide into them in whole
-// nanoseconds of at least MinWidth each; a bad argument or Option is a
-// *ConfigError.
+// buckets must be from 1 to [MaxBuckets]. interval must divide into them
+// in whole nanoseconds, at least [MinWidth] each. A bad argument or
+// [Option] is a [*ConfigError].
 func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, error) {
 	width, err := splitInterval(buckets, interval)
 	if err != nil {
@@ -92,13 +94,13 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 }
 
 // Add records v for event e at the current time. For summed events v is
-// added; for MinRT and MaxConcurrency it is compared.
+// added. For [MinRT] and [MaxConcurrency] it is compared.
 func (c *Counter) Add(e Event, v int64) { c.AddAt(c.r.clock.Now(), e, v) }
 
-// AddPairAt records v1 for event e1 and v2 for event e2 at time now, as
-// two AddAt calls do but finding the bucket once: a request that ends
-// records its outcome and its response time together. It reports whether
-// both values were recorded.
+// AddPairAt records v1 for event e1 and v2 for event e2 at time now. It
+// does what two [Counter.AddAt] calls do, but finds the bucket once. A
+// request that ends records its outcome and its response time together.
+// It reports whether both values were recorded.
 func (c *Counter) AddPairAt(now int64, e1 Event, v1 int64, e2 Event, v2 int64) bool {
 	i1, i2 := c.sumWord(e1), c.sumWord(e2)
 	if i1 < 0 || i2 < 0 {
@@ -122,9 +124,10 @@ func (c *Counter) sumWord(e Event) int {
 	return int(c.word[e])
 }
 
-// AddAt records v for event e at time now. It reports false if the value was
-// not recorded: e is not an Event the Counter records (see WithEvents), or
-// now's bucket has already been replaced by a later one (see Late).
+// AddAt records v for event e at time now. It reports false if the value
+// was not recorded. That is when e is not an event the Counter records
+// (see [WithEvents]), or when now's bucket has already been replaced by a
+// later one (see [Counter.Late]).
 func (c *Counter) AddAt(now int64, e Event, v int64) bool {
 	if e >= numEvents {
 		return false
@@ -140,10 +143,11 @@ func (c *Counter) AddAt(now int64, e Event, v int64) bool {
 }
 
 // Sum returns event e over the whole interval at the current time. See
-// View.Sum.
+// [View.Sum].
 func (c *Counter) Sum(e Event) int64 { return c.all.Sum(e) }
 
-// SumAt returns event e over the whole interval at time now. See View.SumAt.
+// SumAt returns event e over the whole interval at time now. See
+// [View.SumAt].
 func (c *Counter) SumAt(now int64, e Event) int64 { return c.all.SumAt(now, e) }
 
 // Sums returns every event over the whole interval at the current time.
@@ -156,8 +160,9 @@ func (c *Counter) SumsAt(now int64) Sums { return c.all.SumsAt(now) }
 func (c *Counter) All() View { return c.all }
 
 // View returns a view of the last d of the interval. d must be a positive
-// multiple of the bucket width and at most the interval: a 1 s view of a
-// Counter over 10 s in 100 buckets reads 10 buckets, not 100.
+// multiple of the bucket width and at most the interval; otherwise the
+// error is a [*ConfigError]. A 1 s view of a Counter over 10 s in 100
+// buckets reads 10 buckets, not 100.
 func (c *Counter) View(d time.Duration) (View, error) {
 	k, err := c.r.viewBuckets(d)
 	if err != nil {
@@ -176,16 +181,15 @@ func (c *Counter) Interval() time.Duration { return time.Duration(c.r.width * c.
 // been replaced by a later one.
 func (c *Counter) Late() int64 { return c.r.late.Load() }
 
-// Sums holds one value per event, indexed by Event.
+// Sums holds one value per event, indexed by [Event].
 type Sums [NumEvents]int64
 
-// A View reads the last few buckets of a Counter: Sentinel's
-// SlidingWindowMetric. A view of k buckets at time now covers the bucket
-// holding now and the k-1 buckets before it, so it spans between (k-1) and k
-// bucket widths of time, the newest bucket being partly elapsed. A read costs
-// k bucket loads and allocates nothing.
+// A View reads the last few buckets of a [Counter]. A view of k buckets at
+// time now covers the bucket holding now and the k-1 buckets before it. So
+// it spans between k-1 and k bucket widths of time, the newest bucket
+// being partly elapsed. A read costs k bucket loads and allocates nothing.
 //
-// The zero View reads zero everywhere. A View is a small value; copy it
+// The zero View reads zero everywhere. A View is a small value. Copy it
 // freely.
 type View struct {
 	r *ring
@@ -215,8 +219,9 @@ func (v View) Duration() time.Duration {
 func (v View) Sum(e Event) int64 { return v.SumAt(v.now(), e) }
 
 // SumAt returns event e over the view at time now. Summed events are added
-// up; MinRT is the smallest value and MaxConcurrency the largest over the
-// view's buckets. A view with nothing recorded returns 0 for every event.
+// up. [MinRT] is the smallest value over the view's buckets, and
+// [MaxConcurrency] the largest. A view with nothing recorded returns 0 for
+// every event.
 func (v View) SumAt(now int64, e Event) int64 {
 	if v.r == nil || e >= numEvents || v.l.word[e] < 0 {
 		return 0
@@ -276,8 +281,8 @@ func (r *ring) mergeInto(l *layout, out *Sums, b uint64) {
 // Rate returns event e per second over the view at the current time.
 func (v View) Rate(e Event) float64 { return v.RateAt(v.now(), e) }
 
-// RateAt returns event e per second over the view at time now: SumAt divided
-// by the view's duration in seconds.
+// RateAt returns event e per second over the view at time now. It is
+// [View.SumAt] divided by the view's duration in seconds.
 func (v View) RateAt(now int64, e Event) float64 {
 	if v.r == nil {
 		return 0
@@ -289,9 +294,8 @@ func (v View) RateAt(now int64, e Event) float64 {
 // view at the current time.
 func (v View) MaxBucket(e Event) int64 { return v.MaxBucketAt(v.now(), e) }
 
-// MaxBucketAt returns the largest value of event e in any one bucket of the
-// view at time now (Sentinel's maximum of a single bucket). Buckets with
-// nothing recorded count as 0.
+// MaxBucketAt returns the largest value of event e in any one bucket of
+// the view at time now. Buckets with nothing recorded count as 0.
 func (v View) MaxBucketAt(now int64, e Event) int64 {
 	if v.r == nil || e >= numEvents || v.l.word[e] < 0 {
 		return 0
@@ -311,8 +315,9 @@ func (v View) MaxBucketAt(now int64, e Event) int64 {
 // the unit RT is recorded in.
 func (v View) AvgRT() float64 { return v.AvgRTAt(v.now()) }
 
-// AvgRTAt returns the mean response time over the view at time now: the sum
-// of RT divided by the count of Succeeded, or 0 when none succeeded.
+// AvgRTAt returns the mean response time over the view at time now. It is
+// the sum of [RT] divided by the count of [Succeeded], or 0 when none
+// succeeded.
 func (v View) AvgRTAt(now int64) float64 {
 	n := v.SumAt(now, Succeeded)
 	if n == 0 {

@@ -2,11 +2,10 @@ package window
 
 import "strconv"
 
-// An Event is something a Counter counts in each bucket.
+// An Event is something a [Counter] counts in each bucket.
 type Event uint8
 
-// The events a Counter records. Summed events come first; to add one, add its
-// line above MinRT (and its name to eventNames).
+// The events a [Counter] records. Summed events come first.
 const (
 	Allowed        Event = iota // requests allowed
 	Blocked                     // requests blocked
@@ -17,10 +16,13 @@ const (
 	Slow                        // requests slower than a threshold (a slow-request breaker's count)
 	MinRT                       // smallest response time, in microseconds
 	MaxConcurrency              // largest number of requests in flight
+
+	// numEvents counts the events. To add a summed event, add its line
+	// above MinRT, and its name to eventNames.
 	numEvents
 )
 
-// NumEvents is the number of events a Counter records.
+// NumEvents is the number of events a [Counter] records.
 const NumEvents = int(numEvents)
 
 var eventNames = [numEvents]string{"allowed", "blocked", "succeeded", "failed", "rt", "borrowed", "slow", "min_rt", "max_concurrency"}

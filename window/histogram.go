@@ -44,9 +44,9 @@ var (
 )
 
 const (
-	// HistogramRange is the longest latency a Histogram resolves into bins;
-	// longer ones are counted in an overflow bin whose quantiles report the
-	// maximum.
+	// HistogramRange is the longest latency a Histogram resolves into bins.
+	// Longer ones are counted in an overflow bin, whose quantiles report
+	// the maximum.
 	HistogramRange = time.Duration(1) << 39
 
 	// HistogramBucketBytes is the memory one time bucket of a Histogram
@@ -89,27 +89,29 @@ func (l *histLayout) mid(i int) int64 {
 }
 
 // A Histogram records latencies in a ring of time-aligned buckets, one
-// log-linear histogram per bucket, and answers quantiles (P50, P99, ...) and
-// the maximum over the whole interval or a HistogramView of its last part.
-// Quantiles are within 0.79% of the true value from 1 µs to HistogramRange
-// (over nine minutes); the maximum is exact up to the same bound.
+// log-linear histogram per bucket. It answers quantiles (P50, P99, ...) and
+// the maximum over the whole interval, or over a [HistogramView] of its
+// last part. Quantiles are within 0.79% of the true value from 1 µs to
+// [HistogramRange], over nine minutes. The maximum is exact up to the same
+// bound.
 //
-// Each bucket takes HistogramBucketBytes (about 16 KiB) of memory, or
-// CompactBucketBytes (about 3 KiB) with Compact, allocated when the Histogram is
-// made. Recording allocates nothing and takes no lock. Times that go
-// backwards are handled as Counter handles them.
+// Each bucket takes [HistogramBucketBytes] of memory, about 16 KiB. With
+// [Compact] it takes [CompactBucketBytes], about 3 KiB. The memory is
+// allocated when the Histogram is made. Recording allocates nothing and
+// takes no lock. Times that go backwards are handled as a [Counter] handles
+// them. A Histogram is safe for concurrent use.
 //
-// The zero Histogram is not usable; make one with NewHistogram.
+// The zero Histogram is not usable. Make one with [NewHistogram].
 type Histogram struct {
 	r   *ring
 	l   *histLayout
 	all HistogramView
 }
 
-// NewHistogram returns a Histogram over interval divided into buckets buckets.
-// buckets must be in [1, MaxBuckets] and interval divide into them in whole
-// nanoseconds of at least MinWidth each; a bad argument or Option is a
-// *ConfigError.
+// NewHistogram returns a Histogram over interval divided into buckets
+// buckets. buckets must be from 1 to [MaxBuckets]. interval must divide
+// into them in whole nanoseconds, at least [MinWidth] each. A bad argument
+// or [Option] is a [*ConfigError].
 func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogram, error) {
 	width, err := splitInterval(buckets, interval)
 	if err != nil {
@@ -128,10 +130,11 @@ func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogr
 	return h, nil
 }
 
-// Compact makes a Histogram count latencies in coarser bins: quantiles
-// within 3.2% from 16 µs up (and within 0.52 µs below), in CompactBucketBytes
-// (about 3 KiB) per bucket instead of HistogramBucketBytes (about 16 KiB); for many
-// histograms, such as one per resource. It applies to a Histogram only.
+// Compact makes a [Histogram] count latencies in coarser bins. Its
+// quantiles are within 3.2% from 16 µs up, and within 0.52 µs below. A
+// bucket takes [CompactBucketBytes], about 3 KiB, instead of
+// [HistogramBucketBytes], about 16 KiB. It suits many histograms, such as
+// one per resource. It applies to a Histogram only.
 func Compact() Option {
 	return func(o *options) { o.compact = true }
 }
@@ -152,8 +155,9 @@ func (h *Histogram) RecordAt(now int64, d time.Duration) bool {
 	return r.writeSlot(ws, b, s, h.l.max, kindMax.clamp(max(int64(d), 0)))
 }
 
-// View returns a view of the last d of the interval; d must be a positive
-// multiple of the bucket width and at most the interval.
+// View returns a view of the last d of the interval. d must be a positive
+// multiple of the bucket width and at most the interval; otherwise the
+// error is a [*ConfigError].
 func (h *Histogram) View(d time.Duration) (HistogramView, error) {
 	k, err := h.r.viewBuckets(d)
 	if err != nil {
@@ -190,8 +194,8 @@ type Summary struct {
 	P999  time.Duration
 }
 
-// A HistogramView reads the last few buckets of a Histogram, as a View does
-// for a Counter. The zero HistogramView reads as empty.
+// A HistogramView reads the last few buckets of a [Histogram], as a [View]
+// does for a [Counter]. The zero HistogramView reads as empty.
 type HistogramView struct {
 	r *ring
 	l *histLayout
@@ -316,8 +320,9 @@ func rankOf(q float64, total int64) int64 {
 func (v HistogramView) Quantile(q float64) time.Duration { return v.QuantileAt(v.now(), q) }
 
 // QuantileAt returns the q-quantile over the view at time now, by nearest
-// rank: the latency below or at which a fraction q of the recorded latencies
-// lie, within 0.79% (3.2% with Compact). q is clamped to [0, 1]; an empty view returns 0.
+// rank. That is the latency at or below which a fraction q of the recorded
+// latencies lie. It is within 0.79% of the true value, or 3.2% with
+// [Compact]. q is clamped to [0, 1]. An empty view returns 0.
 func (v HistogramView) QuantileAt(now int64, q float64) time.Duration {
 	if v.r == nil {
 		return 0

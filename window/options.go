@@ -10,29 +10,32 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error this package returns for a bad
-// argument or Option, each a *ConfigError.
+// argument or [Option]. Each such error is a [*ConfigError].
 var ErrInvalidConfig = errors.New("window: invalid configuration")
 
-// A ConfigError is the error a constructor or a View method returns for a bad
-// argument or Option: which one, the value it was given, and what is wrong
-// with it. It wraps ErrInvalidConfig, so errors.Is(err, ErrInvalidConfig)
-// holds; errors.As takes it apart. Its message reads
-// "window: invalid configuration: buckets = 0: must be between 1 and 65536".
+// A ConfigError is the error a constructor or a [View] method returns for
+// a bad argument or [Option]. It says which one, the value given, and what
+// is wrong with it. It wraps [ErrInvalidConfig], so
+// errors.Is(err, ErrInvalidConfig) holds. [errors.As] takes it apart. Its
+// message reads like this:
+//
+//	window: invalid configuration: buckets = 0: must be between 1 and 65536
 type ConfigError struct {
-	// Option names what was wrong:
+	// Option names what was wrong. Value is of the type given here:
 	//
-	//   - "buckets": the number of buckets, an int;
-	//   - "interval": the interval, a time.Duration (also when it does not
-	//     divide into the buckets, or into buckets of at least MinWidth);
-	//   - "view": the duration given to View, a time.Duration;
-	//   - "clock": WithClock's clock.Clock;
-	//   - "compact": Compact, given to a type it does not apply to (Value
-	//     true);
-	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise;
-	//   - "totals": WithTotals, given to a type it does not apply to (Value
-	//     true);
-	//   - "events": WithEvents's events, a []Event (also when given to a type
-	//     it does not apply to).
+	//   - "buckets": the number of buckets, an int.
+	//   - "interval": the interval, a time.Duration.
+	//   - "view": the duration given to View, a time.Duration.
+	//   - "clock": the clock.Clock given to WithClock.
+	//   - "compact": Compact, given to a type it does not apply to (true).
+	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise (true).
+	//   - "totals": WithTotals, given to a type it does not apply to (true).
+	//   - "events": the events given to WithEvents, a []Event.
+	//
+	// "interval" is also the option when the interval does not divide
+	// into the buckets, or into buckets of at least MinWidth. "events" is
+	// also the option when WithEvents is given to a type it does not apply
+	// to.
 	Option string
 	// Value is the value given, of the type listed for Option.
 	Value any
@@ -46,7 +49,7 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Option, e.Value, e.Detail)
 }
 
-// Unwrap returns ErrInvalidConfig.
+// Unwrap returns [ErrInvalidConfig].
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // options are the settings shared by the constructors in this package.
@@ -59,13 +62,14 @@ type options struct {
 	bad           *ConfigError // the first option found bad as it was applied
 }
 
-// An Option customises a Counter, Histogram or RollingWindow. An Option that
-// does not apply to the type being made is an error, not ignored; a nil
-// Option is no option.
+// An Option customises a [Counter], [Tally], [Histogram], [RollingWindow]
+// or [Sketch]. An Option that does not apply to the type being made is an
+// error, not ignored. A nil Option is no option.
 type Option func(*options)
 
-// WithClock makes the structure read time from c instead of clock.System.
-// Tests and simulations pass a *clock.Manual. A nil c is an error.
+// WithClock makes the structure read time from c instead of
+// [clock.System]. Tests and simulations pass a [*clock.Manual]. A nil c is
+// an error.
 func WithClock(c clock.Clock) Option {
 	return func(o *options) {
 		if c == nil && o.bad == nil {
@@ -75,11 +79,11 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
-// WithEvents makes a Counter (or a Tally) record only the events given: the
-// others are not recorded (AddAt reports false) and read 0. Each event a
-// Counter records costs 8 bytes per bucket, so a Counter that needs few of
-// them, as one per resource or per breaker does, takes a fraction of the
-// memory. The events must be Events, given once each, at least one.
+// WithEvents makes a [Counter] or a [Tally] record only the events given.
+// The others are not recorded ([Counter.AddAt] reports false) and read 0.
+// Each event recorded costs 8 bytes per bucket. So a Counter that needs few
+// events, such as one per resource or per breaker, takes a fraction of the
+// memory. The events must be Events, each given once, at least one.
 func WithEvents(events ...Event) Option {
 	ev := append([]Event(nil), events...)
 	detail := checkEvents(ev)

@@ -16,10 +16,10 @@ const MaxBuckets = timegrid.MaxBuckets
 // MinWidth is the narrowest bucket a ring may have.
 const MinWidth = timegrid.MinWidth
 
-// MaxTime bounds the times the package accepts: times are clamped to
-// [-MaxTime, MaxTime] nanoseconds (about 36 years either side of the clock's
-// origin), so that no bucket index overflows. clock.System starts near zero
-// when the process starts.
+// MaxTime bounds the times the package accepts. Times are clamped to
+// [-MaxTime, MaxTime] nanoseconds, about 36 years either side of the
+// clock's origin, so that no bucket index overflows. [clock.System] starts
+// near zero when the process starts.
 const MaxTime = timegrid.MaxTime
 
 // A ring is the LeapArray: n slots reused in turn by time-aligned buckets of

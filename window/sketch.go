@@ -12,8 +12,8 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// Sketch bins are those of package latbin: 8 linear bins of 256 ns below
-// 2.048 µs, then 8 per power of two whose edges grow by 2^(1/8), each
+// Sketch bins. They are those of package latbin: 8 linear bins of 256 ns
+// below 2.048 µs, then 8 per power of two whose edges grow by 2^(1/8), each
 // reported as its geometric midpoint, within SketchError of every latency
 // in it. Latencies of SketchRange and more are counted apart and reported
 // as the maximum.
@@ -24,21 +24,10 @@ import (
 // a latency falls in it: a resource whose latencies span a few powers of
 // two keeps a few chunks.
 //
-// Why this shape. A relative error is what a latency quantile needs (5% of
-// 100 µs and 5% of 2 s), so bins grow geometrically, as in HDR histograms
-// and DDSketch; 8 true-logarithmic bins per power of two are the fewest
-// within 5% (log-linear bins, HDR's, need 16: their first bin of each
-// power of two is the widest). Counting by bin in tagged words keeps what
-// the other windows here promise: exact counts, the reset race closed, no
-// lock, mergeable stripes and halves; a t-digest or a moment sketch would
-// need a lock or give up the error bound. Two halves instead of more time
-// buckets halve the words per power of two, for a window that covers the
-// last 5 to 10 s rather than 7.5 to 10. Measured:
-// TestSketchBinsAreWithinTheStatedError finds a worst error of 4.427% over
-// every bin edge and 20,000 random latencies in each power of two;
-// TestSketchQuantilesMatchExactOnes compares quantiles of five
-// distributions with exact ones; TestSketchMemory measures 506 bytes with
-// one latency and 4,000 with latencies from 1 µs to 1 s.
+// docs/window.md says why the bins have this shape, and how their error
+// and memory were measured.
+
+// The range and error of a [Sketch].
 const (
 	sketchSub    = latbin.Sub    // bins per power of two
 	sketchChunks = latbin.Powers // chunk c >= 1 holds [2^(10+c), 2^(11+c))
@@ -65,32 +54,28 @@ func sketchBin(d int64) (chunk, bin int) {
 // sketchValue returns the latency reported for bin j of chunk c.
 func sketchValue(c, j int) int64 { return latbin.Value(c*sketchSub + j) }
 
-// A Sketch records latencies over a sliding interval kept in two halves,
-// and answers the maximum, exactly, and quantiles (P50, P99, ...), within
-// SketchError, over the half in progress and the one before it: the last
-// half to whole interval. It also counts every latency by bin since it was
-// made (TotalsInto), for histograms that add up across processes. It is
-// the latency summary to keep for many things at once, one per resource:
-// it starts at about 510 bytes with one latency and grows by 192 bytes for
-// each further power of two its latencies reach (latencies from 1 µs to
-// 1 s, 20 of them, take 3.9 KiB), up to 5.6 KiB, where a Histogram of the
-// same interval in four buckets takes 13 KiB even when Compact.
+// A Sketch records latencies over a sliding interval kept in two halves.
+// It answers the exact maximum, and quantiles (P50, P99, ...) within
+// [SketchError]. Both cover the half in progress and the one before it:
+// the last half to whole interval. It also counts every latency by bin
+// since it was made ([Sketch.TotalsInto]), for histograms that add up
+// across processes.
 //
-// Each half is a bucket as in a Counter, and each word carries the tag of
-// its bucket (see word.go), so that a writer delayed across a whole interval
-// cannot count in a later half, and reads never mistake an earlier half's
-// value for the current one's: the protocol described on ring, with the
-// words of a half spread over its bin chunks. One difference: a chunk
-// allocated while a half was being reset may keep words of an earlier
-// bucket, all zero; a writer of the current bucket, finding such a word
-// while the state word still holds its bucket, takes it as empty.
+// A Sketch is the latency summary to keep for many things at once, such as
+// one per resource. It starts at about 510 bytes with one latency. It grows
+// by 192 bytes for each further power of two its latencies reach, up to
+// 5.6 KiB. Latencies from 1 µs to 1 s, 20 powers of two, take 3.9 KiB. A
+// [Histogram] of the same interval in four buckets takes 13 KiB, even when
+// [Compact].
 //
-// A Sketch adds stripes under contention as a Counter does (see
-// stripes.go): each stripe a Sketch of its own, combined by readers.
+// A writer delayed across a whole interval cannot count in a later half.
+// Reads never mistake an earlier half's value for the current one's. Under
+// contention a Sketch adds stripes, as a [Counter] does, and readers
+// combine them.
 //
-// A Sketch is safe for concurrent use. Recording allocates nothing but the
-// first time a latency falls in a power of two; reading allocates nothing.
-// The zero Sketch is not usable; make one with NewSketch.
+// A Sketch is safe for concurrent use. Recording allocates nothing, except
+// the first time a latency falls in a power of two. Reading allocates
+// nothing. The zero Sketch is not usable. Make one with [NewSketch].
 type Sketch struct {
 	grid  timegrid.Grid
 	clock clock.Clock
@@ -104,6 +89,18 @@ type Sketch struct {
 // beyond SketchRange, and its bins, in chunks; and the stripe's totals: its
 // count of latencies beyond SketchRange since it was made, and, in the
 // chunks, its count of each bin's.
+//
+// Each half is a bucket as in a Counter, and each word carries the tag of
+// its bucket (see word.go), so that a writer delayed across a whole interval
+// cannot count in a later half, and reads never mistake an earlier half's
+// value for the current one's: the protocol described on ring, with the
+// words of a half spread over its bin chunks. One difference: a chunk
+// allocated while a half was being reset may keep words of an earlier
+// bucket, all zero; a writer of the current bucket, finding such a word
+// while the state word still holds its bucket, takes it as empty.
+//
+// A Sketch adds stripes under contention as a Counter does (see
+// stripes.go): each stripe a sketchStripe of its own, combined by readers.
 type sketchStripe struct {
 	state     [2]atomic.Uint64
 	max       [2]atomic.Uint64
@@ -128,9 +125,10 @@ type sketchChunk [3 * sketchSub]atomic.Uint64
 // sketchTotal is the first word of a chunk's totals.
 const sketchTotal = 2 * sketchSub
 
-// NewSketch returns a Sketch over interval, kept in two halves. The interval
-// must divide into two halves of whole nanoseconds, each at least MinWidth;
-// the only Option is WithClock. A bad argument or Option is a *ConfigError.
+// NewSketch returns a Sketch over interval, kept in two halves. The
+// interval must divide into two halves of whole nanoseconds, each at least
+// [MinWidth]. The only [Option] is [WithClock]. A bad argument or Option is
+// a [*ConfigError].
 func NewSketch(interval time.Duration, opts ...Option) (*Sketch, error) {
 	width, err := splitInterval(2, interval)
 	if err != nil {
@@ -147,15 +145,16 @@ func NewSketch(interval time.Duration, opts ...Option) (*Sketch, error) {
 func (k *Sketch) Record(d time.Duration) { k.RecordAt(k.clock.Now(), d) }
 
 // RecordAt records latency d at time now. It reports false if the half
-// holding now has already been replaced by a later one (counted by Late);
-// the latency is counted in the totals (TotalsInto) all the same.
+// holding now has already been replaced by a later one ([Sketch.Late]
+// counts it). The latency is counted in the totals ([Sketch.TotalsInto])
+// all the same.
 func (k *Sketch) RecordAt(now int64, d time.Duration) bool { return k.RecordBatchAt(now, d, 1) }
 
 // RecordBatchAt records latency d at time now for a batch of n operations
-// that took d together (n below 1 counts as 1): once in the window, for the
-// batch was one wait, and n times in the totals (TotalsInto), so that these
-// agree with a count and a sum of the operations. It reports false as
-// RecordAt does.
+// that took d together. An n below 1 counts as 1. The latency counts once
+// in the window, for the batch was one wait. It counts n times in the
+// totals ([Sketch.TotalsInto]), so that these agree with a count and a sum
+// of the operations. It reports false as [Sketch.RecordAt] does.
 func (k *Sketch) RecordBatchAt(now int64, d time.Duration, n int64) bool {
 	st := k.pick()
 	b := k.grid.Index(now)
@@ -298,13 +297,14 @@ func (k *Sketch) SummaryAt(now int64) Summary {
 	return summarize(c.total, c.max, c.quantile)
 }
 
-// Quantile returns the q-quantile at the current time. See QuantileAt.
+// Quantile returns the q-quantile at the current time. See
+// [Sketch.QuantileAt].
 func (k *Sketch) Quantile(q float64) time.Duration { return k.QuantileAt(k.clock.Now(), q) }
 
 // QuantileAt returns the q-quantile of the latencies recorded in the half
-// holding now and the one before it, by nearest rank, within SketchError
-// (128 ns below 2.048 µs), and never above the maximum. q is clamped to
-// [0, 1]; with nothing recorded it returns 0.
+// holding now and the one before it, by nearest rank. It is within
+// [SketchError], or 128 ns below 2.048 µs, and never above the maximum. q
+// is clamped to [0, 1]. With nothing recorded it returns 0.
 func (k *Sketch) QuantileAt(now int64, q float64) time.Duration {
 	var c sketchCounts
 	k.merge(now, &c)

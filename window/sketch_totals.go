@@ -2,19 +2,19 @@ package window
 
 import "math"
 
-// SketchBins is how many bins a Sketch has below SketchRange: 8 linear bins
-// of 256 ns below 2.048 µs, then 8 for each power of two of nanoseconds up
-// to SketchRange (2^11 to 2^38 ns).
+// SketchBins is how many bins a [Sketch] has below [SketchRange]. There
+// are 8 linear bins of 256 ns below 2.048 µs. Then there are 8 for each
+// power of two of nanoseconds up to SketchRange, from 2^11 to 2^38 ns.
 const SketchBins = sketchBins
 
-// SketchTotals are the latencies a Sketch recorded since it was made, by
-// bin: the counts a histogram exports. They only grow, and they add up
-// across processes, where quantiles do not. The bins are those of
-// [SketchBins]; a Sketch reports each bin's latencies within [SketchError]
-// (128 ns below 2.048 µs).
+// SketchTotals are the latencies a [Sketch] recorded since it was made, by
+// bin. They are the counts a histogram exports. They only grow, and they
+// add up across processes, where quantiles do not. The bins are those of
+// [SketchBins]. A Sketch reports each bin's latencies within [SketchError],
+// or 128 ns below 2.048 µs.
 //
-// A SketchTotals is 1.8 KB: keep one and fill it again (TotalsInto) rather
-// than making one per read.
+// A SketchTotals is 1.8 KB. Keep one and fill it again
+// ([Sketch.TotalsInto]) rather than making one per read.
 type SketchTotals struct {
 	// Bins[i] counts the latencies recorded in bin i.
 	Bins [SketchBins]int64
@@ -23,8 +23,8 @@ type SketchTotals struct {
 	Over int64
 }
 
-// Count returns how many latencies t counts: its bins and Over, saturating
-// at math.MaxInt64.
+// Count returns how many latencies t counts, its bins and Over. It
+// saturates at [math.MaxInt64].
 func (t *SketchTotals) Count() int64 {
 	n := t.Over
 	for _, b := range t.Bins {
@@ -36,11 +36,12 @@ func (t *SketchTotals) Count() int64 {
 }
 
 // TotalsInto sets t to the latencies recorded since the Sketch was made,
-// every stripe added up: a batch (RecordBatchAt) counts as its operations.
-// Each count is read on its own while writers go on, so t may hold a
-// latency recorded during the read in one bin and not another latency
-// recorded before it; no count is ever read lower than an earlier read of
-// it. A count saturates at math.MaxInt64. TotalsInto allocates nothing.
+// every stripe added up. A batch ([Sketch.RecordBatchAt]) counts as its
+// operations. Each count is read on its own while writers go on. So t may
+// hold a latency recorded during the read in one bin, and miss another
+// latency recorded before it in another bin. No count is ever read lower
+// than an earlier read of it. A count saturates at [math.MaxInt64].
+// TotalsInto allocates nothing.
 func (k *Sketch) TotalsInto(t *SketchTotals) {
 	*t = SketchTotals{}
 	if m := k.more.Stripes(); m != nil {

@@ -31,8 +31,9 @@ type totals struct {
 	gen     atomic.Uint64  // resets done
 }
 
-// WithTotals makes a Counter keep the total of each summed event since it
-// was made (see Counter.Totals). It applies to a Counter only.
+// WithTotals makes a [Counter] keep the total of each summed event since it
+// was made (see [Counter.Totals]). It applies to a Counter or a [Tally]
+// only.
 func WithTotals() Option {
 	return func(o *options) { o.totals = true }
 }
@@ -67,10 +68,14 @@ func (t *totals) add(i int, v int64) {
 }
 
 // Totals returns, for each summed event the Counter records, the sum of
-// every value recorded since the Counter was made, values dropped as late
-// included; minimums, maximums and events not recorded read 0. A Counter
-// not made WithTotals returns zeros. Totals saturate at the bounds of an
-// int64. Reading costs a load per word of the ring.
+// every value recorded since the Counter was made. Values dropped as late
+// are included. Minimums, maximums and events not recorded read 0. A
+// Counter not made [WithTotals] returns zeros. Totals saturate at the
+// bounds of an int64.
+//
+// Reading costs a load per word of the ring. Unlike other reads, Totals
+// yields while a slot is being reset. It reads again if a slot was reset
+// meanwhile, which is rare.
 func (c *Counter) Totals() Sums {
 	var out Sums
 	t := c.r.tot

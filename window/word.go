@@ -1,6 +1,6 @@
 package window
 
-// A word is one 64-bit cell of a bucket. Its high tagBits bits hold the low
+// Words. A word is one 64-bit cell of a bucket. Its high tagBits bits hold the low
 // bits of the index of the bucket the value belongs to (the tag); its low
 // valueBits bits hold the value plus bias, so that they hold 0 for MinValue
 // and 2^valueBits-1 for MaxValue. With that offset, adding a value to a word
@@ -17,6 +17,8 @@ package window
 // by a multiple of 2^tagBits; a writer would have to stall between reading
 // the slot and its CAS for that many buckets (2^24 buckets of 1 ms is over four
 // hours) for its value to land in the wrong bucket.
+
+// MaxValue and MinValue bound the value one bucket holds for one event.
 const (
 	tagBits   = 24
 	valueBits = 64 - tagBits
@@ -24,7 +26,7 @@ const (
 
 	// MaxValue is the largest value one bucket can hold for one event. Sums
 	// saturate at MaxValue instead of wrapping. With response times in
-	// microseconds it is over twelve days of summed time per bucket.
+	// microseconds, it is over twelve days of summed time per bucket.
 	MaxValue = 1<<(valueBits-1) - 1
 	// MinValue is the smallest value one bucket can hold for one event.
 	MinValue = -MaxValue - 1

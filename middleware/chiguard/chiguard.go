@@ -10,21 +10,23 @@ import (
 	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
-// Middleware returns middleware that guards a handler with g (nil means
-// slidegate.Default()) as httpguard.Middleware does, with the same options
-// (keys, WithIsError, WithBlockedHandler, WithLogger and the rest), but
-// names each request by the route of the chi router that serves it: its
-// method (httpguard.Method) and the router's whole pattern for its method
-// and path (chi.Routes.Find), "GET /users/{id}", or httpguard.NoRoute if
-// no route of the router serves the request (chi's 404 and 405).
+// Middleware returns middleware that guards a handler with g, as
+// [httpguard.Middleware] does. A nil g means [slidegate.Default]. It takes
+// the same options: keys, WithIsError, WithBlockedHandler, WithLogger and
+// the rest. But it names each request by the route of the chi router that
+// serves it. The name is the request's method ([httpguard.Method]) and the
+// router's whole pattern for its method and path ([chi.Routes.Find]), as
+// in "GET /users/{id}". If no route of the router serves the request
+// (chi's 404 and 405), the name is [httpguard.NoRoute].
 //
-// The router is the one whose routing context the request carries, when
-// Middleware runs inside a chi router (in Use, With or a sub-router), or
-// next, when next is a chi.Routes that Middleware wraps from outside.
-// Without either, Middleware cannot learn the route and names the request
-// as httpguard.Middleware does then: by its method and httpguard.UnknownRoute,
-// never by its path, with a warning, once. An httpguard.WithResource or
-// httpguard.WithRoute among opts wins over the router.
+// Inside a chi router (in Use, With or a sub-router), the router is the
+// one whose routing context the request carries. From outside, it is
+// next, when next is a [chi.Routes] that Middleware wraps. Without either,
+// Middleware cannot learn the route. It names the request as
+// httpguard.Middleware does then: by its method and
+// [httpguard.UnknownRoute], never by its path, with a warning, once. An
+// [httpguard.WithResource] or [httpguard.WithRoute] among opts wins over
+// the router.
 func Middleware(g *slidegate.Guard, opts ...httpguard.Option) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		outer, _ := next.(chi.Routes)
@@ -45,21 +47,22 @@ func Middleware(g *slidegate.Guard, opts ...httpguard.Option) func(http.Handler)
 // context they are given: not the request's, which chi routes by after.
 var lookups = sync.Pool{New: func() any { return chi.NewRouteContext() }}
 
-// Route returns the pattern of the route that will serve r: the whole
-// pattern, across mounted routers, of the route that the root router whose
-// routing context r carries (chi.RouteContext) finds for r's method and
-// path, or else the route that router finds, if it is not nil; "" if the
-// router has no route for r. ok is false when there is no router to ask.
+// Route returns the pattern of the route that will serve r, or "" if the
+// router has no route for r. The pattern is the whole pattern, across
+// mounted routers. The router asked is the root router whose routing
+// context r carries ([chi.RouteContext]), or else router, if it is not
+// nil. ok is false when there is no router to ask.
 //
-// The method is the routing context's RouteMethod if a middleware set one,
-// else r's; a HEAD that no route serves is looked up as a GET, as
-// middleware.GetHead routes it. The path is the one chi routes by at its
-// root: the routing context's RoutePath, when a middleware before routing
-// rewrote it (middleware.StripSlashes, CleanPath), else r's (URL.RawPath if
-// set, else URL.Path). Inside a mounted router, a RoutePath rewritten at
-// the root is known only as the rest of the path below the mounts: when
-// their patterns have no parameters ("/api/*"), Route looks that rest up
-// under them too.
+// The method looked up is the routing context's RouteMethod if a
+// middleware set one, else r's. A HEAD that no route serves is looked up
+// as a GET, as middleware.GetHead routes it. The path is the one chi
+// routes by at its root. That is the routing context's RoutePath, when a
+// middleware before routing rewrote it (middleware.StripSlashes,
+// CleanPath). Else it is r's: URL.RawPath if set, else URL.Path.
+//
+// Inside a mounted router, a RoutePath rewritten at the root is known only
+// as the rest of the path below the mounts. When their patterns have no
+// parameters ("/api/*"), Route looks that rest up under them too.
 func Route(r *http.Request, router chi.Routes) (pattern string, ok bool) {
 	_, pattern, ok = find(r, router)
 	return pattern, ok

@@ -1,22 +1,26 @@
 // Package chiguard guards the handlers of a chi router with a
-// slidegate.Guard, as httpguard.Middleware guards a net/http mux.
+// [slidegate.Guard], as [httpguard.Middleware] guards a net/http mux.
 //
 // Each request enters the guard's resource for its method and chi route
-// pattern, the whole of it across mounted and nested routers:
-// "GET /users/{id}". chi runs the middleware of Router.Use before it
-// routes the request, and knows the pattern (RouteContext.RoutePattern)
-// only after the handler ran, while a request must enter the guard before;
-// so Middleware asks the router for the pattern itself (chi.Routes.Find),
-// with the request's method and path, before it calls the next handler.
-// It can thus sit anywhere: in the root router's Use (the usual place), in
-// a sub-router's Use, inline on some routes (Router.With), or around the
-// router from outside. It looks the request up by the method and path chi
-// routes by, after middleware that rewrote them (middleware.StripSlashes
-// and CleanPath before routing; a HEAD that GetHead serves by its GET route
-// counts under that route), so that a variant of a path ("/users/1/") does
-// not slip past a rule. One case it cannot follow: a path rewritten at the
-// root, below a mount whose pattern has a parameter ("/{tenant}/*"); put
-// Middleware in the root router's Use there.
+// pattern, as in "GET /users/{id}". The pattern is the whole of it, across
+// mounted and nested routers. [Middleware] asks the router for the pattern
+// ([chi.Routes.Find]) before it calls the next handler. So it can sit
+// anywhere:
+//
+//   - In the root router's Use, the usual place.
+//   - In a sub-router's Use.
+//   - Inline on some routes, with Router.With.
+//   - Around the router, from outside.
+//
+// It looks the request up by the method and path chi routes by, after
+// middleware that rewrote them, such as middleware.StripSlashes and
+// CleanPath before routing. A HEAD that GetHead serves by its GET route
+// counts under that route. So a variant of a path, such as "/users/1/",
+// does not slip past a rule. One case it cannot follow is a path rewritten
+// at the root, below a mount whose pattern has a parameter ("/{tenant}/*").
+// Put Middleware in the root router's Use there.
+//
+// docs/middleware.md says why Middleware looks the route up itself.
 //
 //	g, err := slidegate.New()
 //	_ = g.SetRules(rules) // {Resource: "GET /users/{id}", Limit: 100}
@@ -24,14 +28,17 @@
 //	r.Use(middleware.Recoverer, chiguard.Middleware(g))
 //	r.Get("/users/{id}", getUser)
 //
-// A request that a rule blocks gets httpguard.WriteBlocked's answer: 429
-// Too Many Requests (a flow rule's limit) or 503 Service Unavailable (a
-// breaker, or a shed or adaptive rule finding the service overloaded), with
-// a Retry-After header where the rule knows when to retry. A 5xx response
-// is recorded as a failure for the breakers; a handler that panics is
-// recorded as one and the panic goes on.
+// A request that a rule blocks gets [httpguard.WriteBlocked]'s answer,
+// with one of two statuses:
 //
-// Names are bounded by the router's routes, not by what clients send: a
-// request no route serves (chi's 404 and 405) is httpguard.NoRoute, and a
-// method outside the standard nine is httpguard.OtherMethod.
+//   - 429 Too Many Requests, for a flow rule's limit.
+//   - 503 Service Unavailable, for a breaker, a shed or an adaptive rule.
+//
+// A Retry-After header says when to retry, where the rule knows. A 5xx
+// response is recorded as a failure for the breakers. A handler that
+// panics is recorded as a failure, and the panic goes on.
+//
+// Names are bounded by the router's routes, not by what clients send. A
+// request no route serves (chi's 404 and 405) is [httpguard.NoRoute]. A
+// method outside the standard nine is [httpguard.OtherMethod].
 package chiguard

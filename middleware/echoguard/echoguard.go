@@ -10,7 +10,7 @@ import (
 	"github.com/slidegate/slidegate/middleware/internal/adapter"
 )
 
-// An Option customises Middleware.
+// An Option customises [Middleware].
 type Option func(*options)
 
 type options struct {
@@ -18,17 +18,18 @@ type options struct {
 	isError func(status int) bool
 }
 
-// KeyFrom takes each request's key (slidegate.WithKey), which per-key rules
-// limit on its own, from f: c.RealIP() keys by the client's address as the
-// server's IPExtractor finds it, c.Request().Header.Get("X-Api-Key") by an
-// API key. A nil f keeps every request's key "". The guard tells apart at
-// most slidegate.MaxKeyLength bytes of a key.
+// KeyFrom takes each request's key ([slidegate.WithKey]), which per-key
+// rules limit on its own, from f. c.RealIP() keys by the client's address,
+// as the server's IPExtractor finds it.
+// c.Request().Header.Get("X-Api-Key") keys by an API key. A nil f keeps
+// every request's key "". The guard tells apart at most
+// [slidegate.MaxKeyLength] bytes of a key.
 func KeyFrom(f func(c echo.Context) string) Option {
 	return func(o *options) { o.key = f }
 }
 
 // WithIsError says which response statuses count as failures for the
-// guard's statistics and breakers. The default counts 5xx; a nil f keeps
+// guard's statistics and breakers. The default counts 5xx. A nil f keeps
 // it.
 func WithIsError(f func(status int) bool) Option {
 	return func(o *options) {
@@ -39,20 +40,23 @@ func WithIsError(f func(status int) bool) Option {
 }
 
 // Middleware returns echo middleware that guards the handler after it with
-// g (nil means slidegate.Default()). Each request enters the guard as
-// inbound traffic (slidegate.WithInbound) under its method (httpguard.Method)
-// and its route, c.Path(): "GET /users/:id"; a request that echo routes to
-// its NotFoundHandler or MethodNotAllowedHandler is httpguard.NoRoute.
+// g. A nil g means [slidegate.Default]. Each request enters the guard as
+// inbound traffic ([slidegate.WithInbound]). Its name is its method
+// ([httpguard.Method]) and its route, c.Path(), as in "GET /users/:id". A
+// request that echo routes to its NotFoundHandler or
+// MethodNotAllowedHandler is [httpguard.NoRoute].
 //
-// A blocked request reaches no handler after Middleware, which returns an
-// *echo.HTTPError with httpguard.BlockedStatus's status, its text as the
-// message and the guard's error as Internal, after setting the Retry-After
-// header. An allowed one exits the guard when the handler returns: with an
-// error if the response's status counts as one (WithIsError; 5xx by
-// default), or if the handler panicked, in which case the panic goes on
-// after the exit. The status of a handler that returns an error and has
-// written nothing is the one echo's default error handler writes for it:
-// an *echo.HTTPError's code, or 500 for any other error.
+// A blocked request reaches no handler after Middleware. Middleware sets
+// the Retry-After header and returns an [*echo.HTTPError]. The error has
+// [httpguard.BlockedStatus]'s status, the status's text as its message,
+// and the guard's error as Internal.
+//
+// An allowed request exits the guard when the handler returns. It exits
+// with an error if the response's status counts as one ([WithIsError], 5xx
+// by default), or if the handler panicked. A panic goes on after the exit.
+// A handler may return an error and write nothing. Its status is then the
+// one echo's default error handler writes for the error: an
+// *echo.HTTPError's code, or 500 for any other error.
 func Middleware(g *slidegate.Guard, opts ...Option) echo.MiddlewareFunc {
 	if g == nil {
 		g = slidegate.Default()

@@ -7,7 +7,7 @@ import (
 	"github.com/slidegate/slidegate/middleware/internal/adapter"
 )
 
-// An Option customises Middleware.
+// An Option customises [Middleware].
 type Option func(*options)
 
 type options struct {
@@ -15,17 +15,17 @@ type options struct {
 	isError func(status int) bool
 }
 
-// KeyFrom takes each request's key (slidegate.WithKey), which per-key rules
-// limit on its own, from f: c.ClientIP() keys by the client's address as
-// the engine's trusted proxies find it, c.GetHeader("X-Api-Key") by an API
-// key. A nil f keeps every request's key "". The guard tells apart at most
-// slidegate.MaxKeyLength bytes of a key.
+// KeyFrom takes each request's key ([slidegate.WithKey]), which per-key
+// rules limit on its own, from f. c.ClientIP() keys by the client's
+// address, as the engine's trusted proxies find it. c.GetHeader("X-Api-Key")
+// keys by an API key. A nil f keeps every request's key "". The guard
+// tells apart at most [slidegate.MaxKeyLength] bytes of a key.
 func KeyFrom(f func(c *gin.Context) string) Option {
 	return func(o *options) { o.key = f }
 }
 
 // WithIsError says which response statuses count as failures for the
-// guard's statistics and breakers. The default counts 5xx; a nil f keeps
+// guard's statistics and breakers. The default counts 5xx. A nil f keeps
 // it.
 func WithIsError(f func(status int) bool) Option {
 	return func(o *options) {
@@ -36,21 +36,24 @@ func WithIsError(f func(status int) bool) Option {
 }
 
 // Middleware returns gin middleware that guards the handlers after it with
-// g (nil means slidegate.Default()). Each request enters the guard as
-// inbound traffic (slidegate.WithInbound) under its method (httpguard.Method)
-// and its route, c.FullPath(): "GET /users/:id"; a request no route serves
-// (an empty FullPath) is httpguard.NoRoute.
+// g. A nil g means [slidegate.Default]. Each request enters the guard as
+// inbound traffic ([slidegate.WithInbound]). Its name is its method
+// ([httpguard.Method]) and its route, c.FullPath(), as in
+// "GET /users/:id". A request no route serves, with an empty FullPath, is
+// [httpguard.NoRoute].
 //
 // A blocked request is aborted (Context.AbortWithStatus) with
-// httpguard.BlockedStatus's status and Retry-After header, and reaches no
+// [httpguard.BlockedStatus]'s status and Retry-After header. It reaches no
 // handler after Middleware. An allowed one exits the guard when the
-// handlers after it return: with an error if the status counts as one
-// (WithIsError; 5xx by default), or if a handler attached an error with
-// Context.Error other than a gin.ErrorTypeBind one to a response that is
-// not a 4xx (a body that did not bind, a request refused with a 4xx, is the
-// client's fault, and counting it would let clients open the breakers), or
-// if a handler panicked, in which case the panic goes on
-// after the exit.
+// handlers after it return. It exits with an error in three cases:
+//
+//   - The status counts as one ([WithIsError], 5xx by default).
+//   - A handler attached an error with Context.Error, unless it is excused.
+//   - A handler panicked. The panic goes on after the exit.
+//
+// An error of type gin.ErrorTypeBind is excused, and so is any error on a
+// 4xx response. A body that did not bind, or a request refused with a 4xx,
+// is the client's fault. Counting it would let clients open the breakers.
 func Middleware(g *slidegate.Guard, opts ...Option) gin.HandlerFunc {
 	if g == nil {
 		g = slidegate.Default()

@@ -16,16 +16,19 @@ import (
 // calls through Guard.Do, which records its own.)
 var errPanicked = errors.New("grpcguard: the call did not return")
 
-// UnaryClientInterceptor returns an interceptor that guards the unary RPCs a
-// client makes with g (slidegate.Default() if g is nil). Each call enters its
-// resource as outbound traffic before it is sent. A call that a rule blocks
-// is not sent: it returns the block status (BlockStatus, or WithBlockStatus)
-// as an error that also wraps the *slidegate.BlockError, or the status of the
-// context's error if ctx ended while a throttle made the call wait. A call
-// that is let through exits when it returns, with its error if its code is in
-// the error set (DefaultErrorCodes, or WithErrorCodes) and as a success
-// otherwise. With WithRetry, a call that fails may be retried, each attempt
-// entering the guard on its own.
+// UnaryClientInterceptor returns an interceptor that guards the unary RPCs
+// a client makes with g. A nil g means [slidegate.Default]. Each call
+// enters its resource as outbound traffic before it is sent.
+//
+// A call that a rule blocks is not sent. It returns the block status
+// ([BlockStatus], or [WithBlockStatus]) as an error that also wraps the
+// [*slidegate.BlockError]. If ctx ended while a throttle made the call
+// wait, it returns the status of the context's error instead.
+//
+// A call that is let through exits when it returns. It exits with its
+// error if the error's code is in the error set ([DefaultErrorCodes], or
+// [WithErrorCodes]), and as a success otherwise. With [WithRetry], a call
+// that fails may be retried, each attempt entering the guard on its own.
 func UnaryClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryClientInterceptor {
 	g, o := build(g, opts)
 	if rt := o.retry; rt != nil {
@@ -41,29 +44,33 @@ func UnaryClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.UnaryClient
 }
 
 // StreamClientInterceptor returns an interceptor that guards the streaming
-// RPCs a client makes with g (slidegate.Default() if g is nil). Each stream
-// enters its resource before it is created; a stream that a rule blocks is
-// not created, and the error is as UnaryClientInterceptor returns it. If
-// creating the stream fails, the stream exits at once with that error.
-// Otherwise it exits, once, at the first of the events that end a gRPC
-// stream:
+// RPCs a client makes with g. A nil g means [slidegate.Default]. Each
+// stream enters its resource before it is created. A stream that a rule
+// blocks is not created, and the error is as [UnaryClientInterceptor]
+// returns it. If creating the stream fails, the stream exits at once with
+// that error. Otherwise it exits, once, at the first of the events that
+// end a gRPC stream:
 //
-//   - RecvMsg returns an error: io.EOF is a success, any other error is
-//     recorded by its code;
-//   - RecvMsg returns a message of an RPC whose server sends only one (unary
-//     or client-streaming): a success;
-//   - SendMsg returns an error other than io.EOF (io.EOF means the stream
-//     ended, and RecvMsg says how), recorded by its code;
-//   - ctx is done: recorded as the status of ctx's error (Canceled, by
-//     default a success, or DeadlineExceeded, by default an error), so that a
-//     stream abandoned by cancelling its context does not stay in flight.
+//   - RecvMsg returns an error.
+//   - RecvMsg returns the message of an RPC whose server sends only one.
+//   - SendMsg returns an error other than io.EOF.
+//   - ctx is done.
 //
-// Streams are not retried (see WithRetry).
+// An error of RecvMsg is recorded by its code, and io.EOF is a success.
+// The one message of a unary or client-streaming RPC is a success. An
+// error of SendMsg is recorded by its code; io.EOF means the stream ended,
+// and RecvMsg says how. When ctx is done, the stream is recorded as the
+// status of ctx's error. That is Canceled, by default a success, or
+// DeadlineExceeded, by default an error. So a stream abandoned by
+// cancelling its context does not stay in flight.
 //
-// A stream ended in none of these ways (its ClientConn closed, its context
-// never done, RecvMsg not called to the end) stays in flight in the guard's
-// statistics and concurrency rules; grpc-go documents the same four ways
-// of releasing a stream's resources.
+// A stream ended in none of these ways stays in flight in the guard's
+// statistics and concurrency rules. That is a stream whose ClientConn
+// closed, whose context is never done, or whose RecvMsg is not called to
+// the end. grpc-go documents the same four ways of releasing a stream's
+// resources.
+//
+// Streams are not retried (see [WithRetry]).
 func StreamClientInterceptor(g *slidegate.Guard, opts ...Option) grpc.StreamClientInterceptor {
 	g, o := build(g, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {

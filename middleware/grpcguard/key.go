@@ -14,14 +14,15 @@ import (
 	"github.com/slidegate/slidegate/middleware/internal/clientip"
 )
 
-// KeyFrom takes each RPC's key (slidegate.WithKey, what per-key rules limit
-// on its own) from f, called with the RPC's context and full method (as
-// WithResource's function is). A nil f keeps the key option in force. A key
-// longer than slidegate.MaxKeyLength is cut to that length. It is the one
-// key option of the client interceptors, for which f typically reads a
-// tenant or a user from ctx; on a server, ctx carries the incoming
-// metadata and the peer, and whatever an authentication interceptor that
-// runs before stored.
+// KeyFrom takes each RPC's key ([slidegate.WithKey], what per-key rules
+// limit on its own) from f. f is called with the RPC's context and full
+// method, as [WithResource]'s function is. A nil f keeps the key option in
+// force. A key longer than [slidegate.MaxKeyLength] is cut to that length.
+//
+// KeyFrom is the one key option of the client interceptors, for which f
+// typically reads a tenant or a user from ctx. On a server, ctx carries
+// the incoming metadata and the peer. It also carries whatever an
+// authentication interceptor that runs before stored.
 func KeyFrom(f func(ctx context.Context, fullMethod string) string) Option {
 	return func(o *options) {
 		if f != nil {
@@ -31,18 +32,19 @@ func KeyFrom(f func(ctx context.Context, fullMethod string) string) Option {
 	}
 }
 
-// KeyFromMetadata takes each RPC's key from the first value of the incoming
-// metadata key name (matched without regard to case, as gRPC metadata keys
-// are): an API key, a tenant. An RPC without it, or with an empty value,
-// has the empty key "", so all such RPCs share one key's limit. A value
-// longer than slidegate.MaxKeyLength is cut to that length. It is a server
-// option: a client interceptor ignores it, and its calls have the empty key
-// unless KeyFrom gives one.
+// KeyFromMetadata takes each RPC's key from the first value of the
+// incoming metadata key name, such as an API key or a tenant. name is
+// matched without regard to case, as gRPC metadata keys are. An RPC
+// without it, or with an empty value, has the empty key "". So all such
+// RPCs share one key's limit. A value longer than [slidegate.MaxKeyLength]
+// is cut to that length. It is a server option. A client interceptor
+// ignores it, and its calls have the empty key unless [KeyFrom] gives one.
 //
-// The metadata says what the client claims: use it to share capacity among
-// clients that do not lie (a key checked by an interceptor that runs
-// before), not to hold back ones that do, who can send a new value with
-// every call. KeyFromPeer keys by what a client cannot choose.
+// The metadata says what the client claims. Use it to share capacity among
+// clients that do not lie, not to hold back ones that do. A key checked by
+// an interceptor that runs before does not lie. A client that lies can
+// send a new value with every call. [KeyFromPeer] keys by what a client
+// cannot choose.
 func KeyFromMetadata(name string) Option {
 	name = strings.ToLower(name) // as grpc-go stores incoming keys: found without a scan
 	return func(o *options) {
@@ -56,36 +58,36 @@ func KeyFromMetadata(name string) Option {
 	}
 }
 
-// KeyFromPeer takes each RPC's key from its client's IP address: the
-// address of the connection's peer, or, when that peer is in trusted, the
-// address the "x-forwarded-for" metadata names (see PeerAddr). An IPv4
-// client's key is its address's canonical text ("192.0.2.1"); an IPv6
-// client's, its /64's ("2001:db8:1:2::/64"), which a client cannot leave by
-// changing its address (see KeyFromPeerNetwork). An RPC whose peer has no
-// IP address (a Unix socket, an in-memory connection) has the empty key. It
-// is a server option: a client interceptor ignores it, and its calls have
-// the empty key unless KeyFrom gives one. trusted is copied.
+// KeyFromPeer takes each RPC's key from its client's IP address. That is
+// the address of the connection's peer. When that peer is in trusted, it
+// is the address the "x-forwarded-for" metadata names (see [PeerAddr]). An
+// IPv4 client's key is its address's canonical text ("192.0.2.1"). An
+// IPv6 client's key is its /64's ("2001:db8:1:2::/64"), which a client
+// cannot leave by changing its address (see [KeyFromPeerNetwork]). An RPC
+// whose peer has no IP address, such as a Unix socket or an in-memory
+// connection, has the empty key. trusted is copied.
 //
-// An IPv4 key costs an allocation per RPC (the address's text), which
-// grpc-go's own few dozen per RPC dwarf; a network's key costs none once
-// made, while it is among the 1,024 the option keeps.
+// It is a server option. A client interceptor ignores it, and its calls
+// have the empty key unless [KeyFrom] gives one.
+//
+// An IPv4 key costs an allocation per RPC, for the address's text. A
+// network's key costs none once made, while it is among the 1,024 the
+// option keeps.
 func KeyFromPeer(trusted ...netip.Prefix) Option {
 	return KeyFromPeerNetwork(0, 0, trusted...)
 }
 
-// KeyFromPeerNetwork is KeyFromPeer keying a client by its network:
-// ipv4Bits long for an IPv4 address ("192.0.2.0/24" with 24), ipv6Bits
-// long for an IPv6 one ("2001:db8:1::/56" with 56). Zero or a negative
-// count is the default: 32, the whole address, for IPv4, and 64 for IPv6;
-// a count above the address's length is the whole address. An IPv4-mapped
-// address (::ffff:192.0.2.1) is keyed as the IPv4 address it maps.
+// KeyFromPeerNetwork is [KeyFromPeer] keying a client by its network. The
+// network is ipv4Bits long for an IPv4 address ("192.0.2.0/24" with 24),
+// and ipv6Bits long for an IPv6 one ("2001:db8:1::/56" with 56). Zero or a
+// negative count is the default: 32, the whole address, for IPv4, and 64
+// for IPv6. A count above the address's length is the whole address. An
+// IPv4-mapped address (::ffff:192.0.2.1) is keyed as the IPv4 address it
+// maps.
 //
-// Why 64: a subscriber is given a /64 at the least, often a /56 or a /48
-// (RFC 6177), and its hosts take addresses from it as they please. Privacy
-// addresses (RFC 8981) change on their own within it, and a client that
-// wants to escape a limit on one address takes a new one for each RPC. 64
-// is the least that holds such a client to one key; fewer bits hold more
-// of a site together, and with it more of its neighbours.
+// 64 is the least that holds an IPv6 client to one key, however it picks
+// its addresses; fewer bits hold more of its neighbours with it.
+// docs/middleware.md says why.
 func KeyFromPeerNetwork(ipv4Bits, ipv6Bits int, trusted ...netip.Prefix) Option {
 	trusted = slices.Clone(trusted)
 	keys := clientip.NewKeys(ipv4Bits, ipv6Bits)
@@ -99,23 +101,26 @@ func KeyFromPeerNetwork(ipv4Bits, ipv6Bits int, trusted ...netip.Prefix) Option 
 }
 
 // PeerAddr returns the IP address of the client of the RPC whose server
-// context is ctx: the address of the connection's peer, unless that peer is
-// in trusted, a proxy in front of the server (grpc-gateway, Envoy) that
-// appends the address of its own peer to the "x-forwarded-for" metadata.
-// Then the metadata's values are read from the right: each address in
-// trusted is a proxy that passed the RPC on, and the first that is not is
-// the client; addresses to its left, which a client may have written, are
-// never read. If all the addresses read are trusted, the client is the
-// left-most of them; without the metadata, the trusted peer itself. An
-// entry that is not an address ends the walk at the last trusted proxy
-// read, which is taken for the client; the walk reads at most 32 entries of
-// at most 64 bytes each. With no trusted prefixes, the metadata is never
-// read.
+// context is ctx. That is the address of the connection's peer, unless the
+// peer is in trusted. A trusted peer is a proxy in front of the server,
+// such as grpc-gateway or Envoy. It appends the address of its own peer to
+// the "x-forwarded-for" metadata.
 //
-// It returns the zero netip.Addr if the peer has no IP address. An IPv6
-// zone is dropped and an IPv4-mapped address taken as the IPv4 address it
-// maps. A client that can reach the server directly from a trusted address
-// can write the metadata: trust only proxies that every path goes through.
+// The metadata's values are then read from the right. Each address in
+// trusted is a proxy that passed the RPC on, and the first that is not is
+// the client. Addresses to its left, which a client may have written, are
+// never read. If all the addresses read are trusted, the client is the
+// left-most of them. Without the metadata, it is the trusted peer itself.
+// An entry that is not an address ends the walk at the last trusted proxy
+// read, which is taken for the client. The walk reads at most 32 entries,
+// of at most 64 bytes each. With no trusted prefixes, the metadata is
+// never read.
+//
+// PeerAddr returns the zero [netip.Addr] if the peer has no IP address. An
+// IPv6 zone is dropped. An IPv4-mapped address is taken as the IPv4
+// address it maps. A client that can reach the server directly from a
+// trusted address can write the metadata. Trust only proxies that every
+// path goes through.
 func PeerAddr(ctx context.Context, trusted ...netip.Prefix) netip.Addr {
 	a, _ := peerAddr(ctx, trusted)
 	return a

@@ -28,15 +28,17 @@ type options struct {
 	retry     *retrier // nil: UnaryClientInterceptor makes each call once
 }
 
-// WithResource names the resource an RPC enters; fullMethod is the RPC's
-// "/pkg.Service/Method", or UnknownMethod on a server for a method it does
-// not know. The default is fullMethod itself; a nil f keeps it. A name built from
-// request data (metadata, a peer address) makes one resource per value,
-// which the guard bounds (slidegate.WithMaxResources) by counting the excess
-// as slidegate.OtherResource.
+// WithResource names the resource an RPC enters. fullMethod is the RPC's
+// "/pkg.Service/Method", or [UnknownMethod] on a server for a method it
+// does not know. The default is fullMethod itself. A nil f keeps it.
+//
+// A name built from request data, such as metadata or a peer address,
+// makes one resource per value. The guard bounds them
+// ([slidegate.WithMaxResources]) by counting the excess as
+// [slidegate.OtherResource].
 //
 // A server and a client that share a guard name their resources alike by
-// default: give one of them a prefix if the two must be told apart.
+// default. Give one of them a prefix if the two must be told apart.
 func WithResource(f func(ctx context.Context, fullMethod string) string) Option {
 	return func(o *options) {
 		if f != nil {
@@ -45,7 +47,7 @@ func WithResource(f func(ctx context.Context, fullMethod string) string) Option 
 	}
 }
 
-// WithBlockStatus replaces BlockStatus, the status of an RPC that a rule
+// WithBlockStatus replaces [BlockStatus], the status of an RPC that a rule
 // blocked. A nil f, or an f that returns nil or a status with codes.OK,
 // leaves BlockStatus in charge.
 func WithBlockStatus(f func(*slidegate.BlockError) *status.Status) Option {
@@ -56,21 +58,21 @@ func WithBlockStatus(f func(*slidegate.BlockError) *status.Status) Option {
 	}
 }
 
-// WithErrorCodes sets the status codes that count as errors for the guard's
-// statistics and breakers, replacing DefaultErrorCodes; an RPC that ends
-// with any other code is a success, and so is one that ends with codes.OK,
-// listed or not. With no codes, no RPC is an error.
+// WithErrorCodes sets the status codes that count as errors for the
+// guard's statistics and breakers, replacing [DefaultErrorCodes]. An RPC
+// that ends with any other code is a success. So is one that ends with
+// codes.OK, listed or not. With no codes, no RPC is an error.
 func WithErrorCodes(cs ...codes.Code) Option {
 	return func(o *options) { o.errs = newCodeSet(cs) }
 }
 
 // DefaultErrorCodes returns the status codes that count as errors unless
-// WithErrorCodes says otherwise: those that say the service failed
-// (Unknown, DeadlineExceeded, ResourceExhausted, Unimplemented, Internal,
-// Unavailable, DataLoss). Codes that say the caller erred or gave up
-// (InvalidArgument, NotFound, PermissionDenied, Canceled, ...) are not the
-// service's failures and count as successes. The slice is new on each call,
-// so it can be extended:
+// [WithErrorCodes] says otherwise. They are those that say the service
+// failed: Unknown, DeadlineExceeded, ResourceExhausted, Unimplemented,
+// Internal, Unavailable, DataLoss. Codes that say the caller erred or gave
+// up (InvalidArgument, NotFound, PermissionDenied, Canceled, ...) are not
+// the service's failures. They count as successes. The slice is new on
+// each call, so it can be extended:
 //
 //	grpcguard.WithErrorCodes(append(grpcguard.DefaultErrorCodes(), codes.Aborted)...)
 func DefaultErrorCodes() []codes.Code {
@@ -80,20 +82,25 @@ func DefaultErrorCodes() []codes.Code {
 	}
 }
 
-// BlockStatus is the default status of an RPC that a rule blocked:
-// codes.Unavailable when the service cannot take it, a breaker being open
-// (slidegate.BreakerOpen) or a shed or adaptive rule finding the service
-// overloaded (slidegate.Overloaded); codes.ResourceExhausted when a flow
-// rule's limit, the caller's quota, is reached (any other reason).
-// Unavailable is gRPC's code for a transient state of the server that a
-// retry with backoff may get past (on another instance, after the load
-// eases), which DefaultRetryCodes retries within its budget and HTTP's 503
-// maps to; ResourceExhausted says a quota is spent, and retrying it at
-// once is futile. The
-// message is be.Error(), which names the resource, the rule and the reason,
-// and not the RPC's key (be.Key), which the client chose.
-// If be.RetryAfter is positive, the status carries a google.rpc.RetryInfo
-// detail (errdetails.RetryInfo) with that delay.
+// BlockStatus is the default status of an RPC that a rule blocked. Its
+// code is one of two:
+//
+//   - codes.Unavailable when the service cannot take the RPC.
+//   - codes.ResourceExhausted when a flow rule's limit is reached.
+//
+// The service cannot take it when a breaker is open
+// ([slidegate.BreakerOpen]), or when a shed or adaptive rule finds the
+// service overloaded ([slidegate.Overloaded]). Any other reason is a
+// limit, the caller's quota. Unavailable is gRPC's code for a transient
+// state of the server that a retry with backoff may get past, on another
+// instance or after the load eases. [DefaultRetryCodes] retries it within
+// its budget, and HTTP's 503 maps to it. ResourceExhausted says a quota is
+// spent, and retrying it at once is futile.
+//
+// The message is be.Error(), which names the resource, the rule and the
+// reason. It is not the RPC's key (be.Key), which the client chose. If
+// be.RetryAfter is positive, the status carries a google.rpc.RetryInfo
+// detail ([errdetails.RetryInfo]) with that delay.
 func BlockStatus(be *slidegate.BlockError) *status.Status {
 	c := codes.ResourceExhausted
 	switch be.Reason {

@@ -14,21 +14,21 @@ import (
 	"github.com/slidegate/slidegate/flow"
 )
 
-// Defaults of a RetryPolicy's zero fields.
+// Defaults of a [RetryPolicy]'s zero fields.
 const (
 	DefaultMaxRetries  = 2
 	DefaultBaseBackoff = 25 * time.Millisecond
 	DefaultMaxBackoff  = time.Second
 )
 
-// A RetryPolicy says which unary RPCs UnaryClientInterceptor retries and
+// A RetryPolicy says which unary RPCs [UnaryClientInterceptor] retries and
 // how long it waits between attempts. Every field's zero value stands for
 // its default.
 type RetryPolicy struct {
 	// MaxRetries is the most retries of one RPC, after its first attempt.
 	// Zero means DefaultMaxRetries; a negative value, none.
 	MaxRetries int
-	// BaseBackoff is the longest wait before the first retry; it doubles
+	// BaseBackoff is the longest wait before the first retry. It doubles
 	// for each retry after it, up to MaxBackoff. Each wait is drawn
 	// uniformly from [0, that bound] ("full jitter"), so that clients that
 	// failed together do not retry together. Zero or negative means
@@ -43,32 +43,35 @@ type RetryPolicy struct {
 	Codes []codes.Code
 }
 
-// DefaultRetryCodes returns the codes a RetryPolicy retries unless its
-// Codes say otherwise: codes.Unavailable alone, the code gRPC gives to
-// failures that happened before the server acted on the RPC (a connection
-// refused or reset, a server shutting down), which it documents as safe to
-// retry. The slice is new on each call.
+// DefaultRetryCodes returns the codes a [RetryPolicy] retries unless its
+// Codes say otherwise. That is codes.Unavailable alone. gRPC gives it to
+// failures that happened before the server acted on the RPC, such as a
+// connection refused or reset, or a server shutting down. gRPC documents
+// it as safe to retry. The slice is new on each call.
 func DefaultRetryCodes() []codes.Code { return []codes.Code{codes.Unavailable} }
 
-// WithRetry makes UnaryClientInterceptor retry the RPCs that fail, within
-// budget: the budget counts each RPC once (RetryBudget.Request) and is asked
-// before each retry (RetryBudget.Retry), which it counts when it decides,
-// so that retries waiting out their backoff are counted too. A nil budget
-// turns retries off. The server and stream interceptors ignore it.
+// WithRetry makes [UnaryClientInterceptor] retry the RPCs that fail,
+// within budget. The budget counts each RPC once
+// ([flow.RetryBudget.Request]). It is asked before each retry
+// ([flow.RetryBudget.GrantRetry]), and counts the retry when it decides.
+// So retries waiting out their backoff are counted too. A nil budget turns
+// retries off. The server and stream interceptors ignore WithRetry.
 //
 // Each attempt enters the guard on its own, so its rules and statistics
 // count what the downstream really gets. An attempt is retried when its
-// code is in policy.Codes, and:
+// code is in policy.Codes, except:
 //
-//   - never when the guard blocked it: a breaker's block
-//     (slidegate.BreakerOpen) is flow.AttemptBreakerOpen, which the budget
-//     refuses, and a flow rule's block means the local limit said no; the
-//     call returns the blocked status;
-//   - never when it was a half-open breaker's probe (Entry.Probe,
-//     flow.AttemptProbe): the breaker decides from its outcome alone;
-//   - never once ctx is done.
+//   - Never when the guard blocked it.
+//   - Never when it was a half-open breaker's probe.
+//   - Never once ctx is done.
 //
-// Between attempts the interceptor waits its backoff on the guard's clock;
+// A blocked call returns the blocked status. A breaker's block
+// ([slidegate.BreakerOpen]) counts as [flow.AttemptBreakerOpen], which the
+// budget refuses. A flow rule's block means the local limit said no. A
+// probe ([slidegate.Entry.Probe], [flow.AttemptProbe]) is not retried, for
+// the breaker decides from its outcome alone.
+//
+// Between attempts the interceptor waits its backoff on the guard's clock.
 // ctx done while it waits ends the call at once with the status of ctx's
 // error. When a retry is refused, the call returns the last attempt's
 // error as it is. So it does when ctx's deadline leaves too little time
@@ -76,16 +79,15 @@ func DefaultRetryCodes() []codes.Code { return []codes.Code{codes.Unavailable} }
 // took.
 //
 // The budget counts a retry when it allows it. A retry that is not sent
-// after all is given back (flow.RetryBudget.GiveBack): ctx ended in the
-// backoff, or the guard blocked it.
+// after all is given back ([flow.RetryBudget.GiveBack]). That is when ctx
+// ended in the backoff, or the guard blocked it.
 //
-// Streams are not retried: their messages are sent and received by the
-// caller after the interceptor has returned the stream, and it cannot
-// replay what it never saw (grpc-go's own retry buffers them, within a
-// limit, for the same reason).
+// Streams are not retried. Their messages are sent and received by the
+// caller after the interceptor has returned the stream. The interceptor
+// cannot replay what it never saw.
 //
-// Do not turn grpc-go's own retries on as well (a service config with a
-// retryPolicy, or grpc.WithDefaultServiceConfig): they happen beneath the
+// Do not turn grpc-go's own retries on as well, with a service config's
+// retryPolicy or [grpc.WithDefaultServiceConfig]. They happen beneath the
 // interceptor, outside the budget and the guard, and multiply with these.
 func WithRetry(budget *flow.RetryBudget, policy RetryPolicy) Option {
 	return func(o *options) {

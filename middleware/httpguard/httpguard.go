@@ -14,7 +14,7 @@ import (
 	"github.com/slidegate/slidegate/middleware/internal/pause"
 )
 
-// An Option customises Middleware or Transport.
+// An Option customises [Middleware] or [Transport].
 type Option func(*options)
 
 type options struct {
@@ -29,16 +29,16 @@ type options struct {
 }
 
 // WithResource names the resource a request enters. The default is
-// RouteResource for Middleware and HostResource for Transport; a nil f keeps
-// it.
+// [RouteResource] for [Middleware] and [HostResource] for [Transport]. A
+// nil f keeps it.
 //
 // Names are resources, with statistics, metrics series and dashboard rows
-// of their own: never build one from what a client sends (a raw path with
-// IDs in it, a header, a method outside the standard set; see Method). The
-// guard bounds what such names cost (slidegate.WithMaxResources,
-// slidegate.MaxNameLength), but a client that makes new ones fills its
-// table, and the routes that come after them are counted together as
-// slidegate.OtherResource.
+// of their own. Never build one from what a client sends, such as a raw
+// path with IDs in it, a header, or a method outside the standard set (see
+// [Method]). The guard bounds what such names cost
+// ([slidegate.WithMaxResources], [slidegate.MaxNameLength]). But a client
+// that makes new ones fills its table. The routes that come after them are
+// then counted together as [slidegate.OtherResource].
 func WithResource(f func(*http.Request) string) Option {
 	return func(o *options) {
 		if f != nil {
@@ -48,9 +48,9 @@ func WithResource(f func(*http.Request) string) Option {
 }
 
 // WithBlockedHandler replaces Middleware's response to a request that the
-// guard blocked: err is a *slidegate.BlockError, or the request context's
+// guard blocked. err is a [*slidegate.BlockError], or the request context's
 // error if it ended while a throttle made the request wait. The default is
-// WriteBlocked; a nil f keeps it.
+// [WriteBlocked]. A nil f keeps it.
 func WithBlockedHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return func(o *options) {
 		if f != nil {
@@ -60,8 +60,8 @@ func WithBlockedHandler(f func(w http.ResponseWriter, r *http.Request, err error
 }
 
 // WithIsError says which response statuses count as failures for the
-// guard's statistics and breakers. The default counts 5xx; a
-// nil f keeps it.
+// guard's statistics and breakers. The default counts 5xx. A nil f keeps
+// it.
 func WithIsError(f func(status int) bool) Option {
 	return func(o *options) {
 		if f != nil {
@@ -70,23 +70,26 @@ func WithIsError(f func(status int) bool) Option {
 	}
 }
 
-// WithEntryOptions gives each request's Enter more options: a batch count,
-// or a priority (slidegate.WithPriority) for some requests. A nil f gives
-// none. A slidegate.WithKey among them wins over the key option (KeyFrom,
-// KeyFromHeader, KeyFromClientIP). The slice f returns is read, never
-// written to, so f may return the same slice to every request.
+// WithEntryOptions gives each request's Enter more options, such as a
+// batch count, or a priority ([slidegate.WithPriority]) for some requests.
+// A nil f gives none. A [slidegate.WithKey] among them wins over the key
+// option ([KeyFrom], [KeyFromHeader], [KeyFromClientIP]). The slice f
+// returns is read, never written to. So f may return the same slice to
+// every request.
 func WithEntryOptions(f func(*http.Request) []slidegate.EntryOption) Option {
 	return func(o *options) { o.entry = f }
 }
 
-// WithMux gives Middleware the mux that routes the requests it guards, for
-// it to name each request by its route (see RouteResource) when it is not
-// placed directly around the mux: with other middleware between them, the
-// mux sets the pattern on the request it routes, which Middleware, having
-// entered the guard before, never sees. mux is asked for each request's
-// pattern (ServeMux.Handler) before next runs. It is WithRoute with mux's
-// routes; WithResource wins over it; a nil mux keeps the option in force.
-// Transport ignores it.
+// WithMux gives [Middleware] the mux that routes the requests it guards.
+// Middleware then names each request by its route (see [RouteResource])
+// when it is not placed directly around the mux. With other middleware
+// between them, the mux sets the pattern on the request it routes.
+// Middleware has entered the guard before, so it never sees that pattern.
+// Instead it asks mux for each request's pattern
+// ([http.ServeMux.Handler]) before next runs.
+//
+// WithMux is [WithRoute] with mux's routes. [WithResource] wins over it. A
+// nil mux keeps the option in force. [Transport] ignores it.
 func WithMux(mux *http.ServeMux) Option {
 	if mux == nil {
 		return nil
@@ -110,15 +113,17 @@ func muxPattern(mux *http.ServeMux, r *http.Request) string {
 	return pattern
 }
 
-// WithRoute gives Middleware the router that routes the requests it
-// guards, as a function that returns the pattern of the route that will
-// serve r, before it is routed: "" if no route serves it (the request is
-// then NoRoute), and ok false if the function cannot tell (Middleware then
-// names r as it would without the option, see Middleware). Middleware names
-// r by its method and pattern, as RouteResource does. Adapters to other routers give it
-// their router's lookup; a pattern must come from the router's routes,
-// never from the request. WithResource wins over it; a nil route keeps the
-// option in force. Transport ignores it.
+// WithRoute gives [Middleware] the router that routes the requests it
+// guards. route returns the pattern of the route that will serve r, before
+// r is routed. It returns "" if no route serves r; the request is then
+// [NoRoute]. It returns ok false if it cannot tell. Middleware then names r
+// as it would without the option (see Middleware). Otherwise Middleware
+// names r by its method and pattern, as [RouteResource] does.
+//
+// Adapters to other routers give WithRoute their router's lookup. A
+// pattern must come from the router's routes, never from the request.
+// [WithResource] wins over it. A nil route keeps the option in force.
+// [Transport] ignores it.
 func WithRoute(route func(r *http.Request) (pattern string, ok bool)) Option {
 	return func(o *options) {
 		if route != nil {
@@ -127,9 +132,9 @@ func WithRoute(route func(r *http.Request) (pattern string, ok bool)) Option {
 	}
 }
 
-// WithLogger is where Middleware says, once, that it cannot learn the
+// WithLogger is where [Middleware] says, once, that it cannot learn the
 // routes of the requests it guards (see Middleware). The default, or a nil
-// logger, is slog.Default() at the time it says so.
+// logger, is [slog.Default] at the time it says so.
 func WithLogger(logger *slog.Logger) Option {
 	return func(o *options) { o.logger = logger }
 }
@@ -162,31 +167,32 @@ func (o *options) entryOptions(eo []slidegate.EntryOption, r *http.Request, last
 }
 
 // NoRoute is the resource of the requests that no route serves, whatever
-// their method and path: they are one resource, so that a client sending
+// their method and path. They are one resource, so that a client sending
 // random paths makes no more than one.
 const NoRoute = adapter.NoRoute
 
 // OtherMethod stands for every method outside the standard set in
-// resource names ("_OTHER /users/{id}"), as OpenTelemetry's semantic
-// conventions name it: net/http accepts any token as a method, up to the
-// header limit, and each would otherwise make a resource of its own.
+// resource names, as in "_OTHER /users/{id}". OpenTelemetry's semantic
+// conventions name it so. net/http accepts any token as a method, up to
+// the header limit. Each would otherwise make a resource of its own.
 const OtherMethod = adapter.OtherMethod
 
 // Method returns r.Method if it is one of the methods of RFC 9110 and RFC
-// 5789 (GET, HEAD, POST, PUT, PATCH, DELETE, CONNECT, OPTIONS, TRACE), and
-// OtherMethod otherwise: a method a resource name can carry, from a set of
-// ten.
+// 5789: GET, HEAD, POST, PUT, PATCH, DELETE, CONNECT, OPTIONS, TRACE.
+// Otherwise it returns [OtherMethod]. So a resource name carries a method
+// from a set of ten.
 func Method(r *http.Request) string { return adapter.Method(r) }
 
-// RouteResource names a request by its method (see Method) and route: the
-// pattern that routed it (Request.Pattern, set by http.ServeMux for the
-// handlers it calls), prefixed by the method when the pattern names none:
-// "GET /users/{id}". A request with no pattern is NoRoute.
+// RouteResource names a request by its method (see [Method]) and route,
+// as in "GET /users/{id}". The route is the pattern that routed it:
+// Request.Pattern, which [http.ServeMux] sets for the handlers it calls.
+// The method prefixes it when the pattern names none. A request with no
+// pattern is [NoRoute].
 //
 // Its names are bounded by the program's routes, not by what clients send:
-// at most ten per pattern, and NoRoute. Middleware wrapping a
-// *http.ServeMux asks that mux for the pattern before it routes the request
-// (see Middleware).
+// at most ten per pattern, and NoRoute. [Middleware] wrapping a
+// [*http.ServeMux] asks that mux for the pattern before it routes the
+// request.
 func RouteResource(r *http.Request) string {
 	if r.Pattern != "" {
 		return adapter.WithMethod(Method(r), r.Pattern)
@@ -195,38 +201,44 @@ func RouteResource(r *http.Request) string {
 }
 
 // UnknownRoute stands for the route in the names of requests whose route
-// Middleware cannot learn (see Middleware): "GET (unknown route)".
+// [Middleware] cannot learn, as in "GET (unknown route)".
 const UnknownRoute = adapter.UnknownRoute
 
-// Middleware returns middleware that guards a handler with g (nil means
-// slidegate.Default()). Each request enters the guard as inbound traffic
-// (slidegate.WithInbound) under the name WithResource gives, or else the name
-// of its route (see RouteResource), which Middleware learns from the first
-// of these that applies:
+// Middleware returns middleware that guards a handler with g. A nil g
+// means [slidegate.Default]. Each request enters the guard as inbound
+// traffic ([slidegate.WithInbound]). Its name is the one [WithResource] gives,
+// or else the name of its route (see [RouteResource]). Middleware learns
+// the route from the first of these that applies:
 //
-//   - the mux WithMux gives, or the router WithRoute gives, asked for the
-//     request's pattern;
-//   - next, when next is a *http.ServeMux (place Middleware directly around
-//     the mux: mux.Handler tells the pattern before the mux routes the
-//     request);
-//   - Request.Pattern, when a mux routed the request to Middleware (as
-//     when it guards one route: mux.Handle("GET /x", Middleware(g)(h)));
-//   - else Middleware cannot learn the route before next routes the
-//     request, and names it by its method and UnknownRoute ("GET (unknown
-//     route)"), never by its raw path, so that whatever clients send the
-//     requests make at most ten names; it says so once through the logger
-//     (WithLogger), since a rule on a route then never applies.
+//   - The mux [WithMux] gives, or the router [WithRoute] gives.
+//   - next, when next is a [*http.ServeMux].
+//   - Request.Pattern, when a mux routed the request to Middleware.
+//
+// A mux or router is asked for the request's pattern before it routes the
+// request. Placed directly around a mux, Middleware asks it with
+// mux.Handler. Request.Pattern serves when Middleware guards one route, as
+// in mux.Handle("GET /x", Middleware(g)(h)).
+//
+// Otherwise Middleware cannot learn the route before next routes the
+// request. It names the request by its method and [UnknownRoute], as in
+// "GET (unknown route)", never by its raw path. So whatever clients send,
+// the requests make at most ten names. Middleware says so once through
+// the logger ([WithLogger]), since a rule on a route then never applies.
 //
 // Hence with other middleware between Middleware and the mux, give it the
-// mux: httpguard.Middleware(g, httpguard.WithMux(mux))(logging(mux)). The
-// other middleware must then not change the request's method or path,
-// which the mux is asked about before they run.
+// mux:
 //
-// A blocked request gets WriteBlocked's response (see WithBlockedHandler) and
-// never reaches next. An allowed one exits the guard when next returns,
-// with an error if the status it wrote counts as one (WithIsError; 5xx by
-// default; a handler that writes nothing has written 200) or if next
-// panicked, in which case the panic goes on after the exit.
+//	httpguard.Middleware(g, httpguard.WithMux(mux))(logging(mux))
+//
+// The other middleware must then not change the request's method or path.
+// The mux is asked about them before that middleware runs.
+//
+// A blocked request gets [WriteBlocked]'s response (see
+// [WithBlockedHandler]) and never reaches next. An allowed one exits the
+// guard when next returns. It exits with an error if the status written
+// counts as one ([WithIsError], 5xx by default), or if next panicked. A
+// handler that writes nothing has written 200. After a panic, the request
+// exits the guard and the panic goes on.
 func Middleware(g *slidegate.Guard, opts ...Option) func(http.Handler) http.Handler {
 	if g == nil {
 		g = slidegate.Default()
@@ -306,9 +318,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.Exit(nil)
 }
 
-// A StatusError is the error that Middleware and Transport record for a
-// response whose status counts as an error (see WithIsError). Transport
-// records it but does not return it: the caller gets the response.
+// A StatusError is the error that [Middleware] and [Transport] record for
+// a response whose status counts as an error (see [WithIsError]).
+// Transport records it but does not return it: the caller gets the
+// response.
 type StatusError struct{ Status int }
 
 // Error names the status.
@@ -318,24 +331,29 @@ func (e *StatusError) Error() string {
 
 // Overloaded reports whether the status says that the server is over its
 // capacity: 429 Too Many Requests or 503 Service Unavailable. It makes the
-// error an overload signal (slidegate.IsOverloaded), on which an adaptive
-// rule (slidegate.AdaptiveRule) of the client (Transport) or of the server
-// (Middleware) backs off. Only a status recorded as an error is judged: by
-// default (WithIsError, 5xx) a 503 is and a 429 is not, so that a client's
-// breakers do not open on another client's quota; count 429 with
-// WithIsError for an adaptive rule to back off on it too.
+// error an overload signal ([slidegate.IsOverloaded]). An adaptive rule
+// ([slidegate.AdaptiveRule]) of the client ([Transport]) or of the server
+// ([Middleware]) backs off on it.
+//
+// Only a status recorded as an error is judged. By default ([WithIsError],
+// 5xx) a 503 is and a 429 is not, so that a client's breakers do not open
+// on another client's quota. Count 429 with WithIsError for an adaptive
+// rule to back off on it too.
 func (e *StatusError) Overloaded() bool {
 	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
 }
 
-// WriteBlocked is Middleware's default response to a blocked request: 429 Too
-// Many Requests when a flow rule blocked it for a limit the client reached,
-// 503 Service Unavailable when the service cannot take it (a breaker is
-// open, or a shed or adaptive rule found it overloaded: the service, not
-// the client, is over its limit) or when the request ended while it waited;
-// with a Retry-After header, in whole seconds rounded up, when the rule
-// knows when a retry could be allowed. The body is the status's text and nothing else: in
-// particular not the request's key (BlockError.Key), which the client chose.
+// WriteBlocked is Middleware's default response to a blocked request. The
+// status is 429 Too Many Requests when a flow rule blocked it for a limit
+// the client reached. It is 503 Service Unavailable when the service
+// cannot take it: a breaker is open, or a shed or adaptive rule found the
+// service overloaded. Then the service, not the client, is over its limit.
+// It is 503 too when the request ended while it waited.
+//
+// When the rule knows when a retry could be allowed, a Retry-After header
+// says so, in whole seconds rounded up. The body is the status's text and
+// nothing else. In particular, it is not the request's key
+// ([slidegate.BlockError.Key]), which the client chose.
 func WriteBlocked(w http.ResponseWriter, _ *http.Request, err error) {
 	status, retryAfter := BlockedStatus(err)
 	if retryAfter != "" {
@@ -415,17 +433,18 @@ func (rw *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(rw.ResponseWriter).Hijack()
 }
 
-// Transport returns an http.RoundTripper that guards the requests it sends
-// through base (nil means http.DefaultTransport) with g (nil means
-// slidegate.Default()). Each request enters the guard (as outbound traffic)
-// under the name WithResource gives, HostResource by default. A blocked
-// request returns a *slidegate.BlockError, wrapped by the http.Client in a
-// *url.Error, without reaching the network. An allowed one exits when the
-// response's headers arrive: with an error if the round trip failed or the
-// status counts as one (WithIsError; 5xx by default). The response time is
-// thus the time to the headers, not to the end of the body. With WithRetry,
-// a request that fails may be sent again, each attempt entering the guard
-// on its own.
+// Transport returns an [http.RoundTripper] that guards the requests it
+// sends through base with g. A nil base means [http.DefaultTransport], and
+// a nil g [slidegate.Default]. Each request enters the guard, as outbound
+// traffic, under the name [WithResource] gives, [HostResource] by default.
+//
+// A blocked request returns a [*slidegate.BlockError] without reaching the
+// network. The [http.Client] wraps it in a *url.Error. An allowed one exits
+// when the response's headers arrive. It exits with an error if the round
+// trip failed or the status counts as one ([WithIsError], 5xx by default).
+// So the response time is the time to the headers, not to the end of the
+// body. With [WithRetry], a request that fails may be sent again, each
+// attempt entering the guard on its own.
 func Transport(g *slidegate.Guard, base http.RoundTripper, opts ...Option) http.RoundTripper {
 	if g == nil {
 		g = slidegate.Default()
@@ -440,7 +459,7 @@ func Transport(g *slidegate.Guard, base http.RoundTripper, opts ...Option) http.
 	return &transport{g: g, base: base, o: o}
 }
 
-// HostResource names an outgoing request by its method (see Method) and
+// HostResource names an outgoing request by its method (see [Method]) and
 // host, with its port if the URL has one: "GET api.example.com",
 // "GET 127.0.0.1:9101".
 func HostResource(r *http.Request) string { return Method(r) + " " + r.URL.Host }

@@ -13,17 +13,17 @@ import (
 	"github.com/slidegate/slidegate/flow"
 )
 
-// Defaults of a RetryPolicy's zero fields.
+// Defaults of a [RetryPolicy]'s zero fields.
 const (
 	DefaultMaxRetries  = 2
 	DefaultBaseBackoff = 25 * time.Millisecond
 	DefaultMaxBackoff  = time.Second
 )
 
-// MaxDrain is how much of a retried response's body Transport reads before
-// closing it, so that the connection may serve the next attempt. A body
-// longer than that is closed unread, which costs the connection but never
-// more than MaxDrain bytes of a hostile server's reply.
+// MaxDrain is how much of a retried response's body [Transport] reads
+// before closing it, so that the connection may serve the next attempt. A
+// longer body is closed unread. That costs the connection, but never more
+// than MaxDrain bytes of a hostile server's reply.
 const MaxDrain = 4 << 10
 
 // drainTime bounds the time Transport reads a retried response's body. A
@@ -33,37 +33,40 @@ const MaxDrain = 4 << 10
 // two: less is spent on reading, more would be better spent on dialing.
 const drainTime = 50 * time.Millisecond
 
-// A RetryPolicy says which requests Transport retries and how long it waits
-// between attempts. Every field's zero value stands for its default.
+// A RetryPolicy says which requests [Transport] retries and how long it
+// waits between attempts. Every field's zero value stands for its default.
 type RetryPolicy struct {
 	// MaxRetries is the most retries of one request, after its first
 	// attempt. Zero means DefaultMaxRetries; a negative value, none.
 	MaxRetries int
-	// BaseBackoff is the longest wait before the first retry; it doubles
+	// BaseBackoff is the longest wait before the first retry. It doubles
 	// for each retry after it, up to MaxBackoff. Each wait is drawn
 	// uniformly from [0, that bound] ("full jitter"), so that clients that
 	// failed together do not retry together. Zero or negative means
 	// DefaultBaseBackoff.
 	BaseBackoff time.Duration
-	// MaxBackoff bounds every wait, and the longest Retry-After a response
-	// may ask for and still be retried: a response that asks for more is
-	// returned as it is. Zero or negative means DefaultMaxBackoff.
+	// MaxBackoff bounds every wait. It also bounds the longest Retry-After
+	// a response may ask for and still be retried; a response that asks
+	// for more is returned as it is. Zero or negative means
+	// DefaultMaxBackoff.
 	MaxBackoff time.Duration
-	// Retryable says whether an attempt that reached the network (its
-	// response, or its error with a nil response) may be retried. Nil means
-	// Retryable. It is not asked about attempts the guard blocked, nor about
-	// requests that are not safe to repeat (see WithRetry), nor once the
-	// request's context is done.
+	// Retryable says whether an attempt that reached the network may be
+	// retried. It is given the attempt's response, or its error with a nil
+	// response. Nil means Retryable. It is not asked about attempts the
+	// guard blocked, nor about requests that are not safe to repeat (see
+	// WithRetry). Nor is it asked once the request's context is done.
 	Retryable func(resp *http.Response, err error) bool
 }
 
-// Retryable is RetryPolicy's default Retryable: a transport error other
-// than a context's (context.Canceled, context.DeadlineExceeded), and the
-// statuses that say a gateway or server failed transiently: 502 Bad
-// Gateway, 503 Service Unavailable and 504 Gateway Timeout. 429 Too Many
-// Requests is not retried: the server asked for less traffic, and a retry
-// would spend the budget on adding to it; a policy that wants it retried
-// says so, and Transport still waits out its Retry-After.
+// Retryable is [RetryPolicy]'s default Retryable. It retries a transport
+// error other than a context's ([context.Canceled],
+// [context.DeadlineExceeded]). It retries the statuses that say a gateway
+// or server failed transiently: 502 Bad Gateway, 503 Service Unavailable
+// and 504 Gateway Timeout.
+//
+// 429 Too Many Requests is not retried. The server asked for less traffic,
+// and a retry would spend the budget on adding to it. A policy that wants
+// it retried says so, and [Transport] still waits out its Retry-After.
 func Retryable(resp *http.Response, err error) bool {
 	if err != nil {
 		return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
@@ -78,47 +81,51 @@ func Retryable(resp *http.Response, err error) bool {
 	return false
 }
 
-// WithRetry makes Transport retry the requests that fail, within budget:
-// the budget counts each request once (RetryBudget.Request) and is asked
-// before each retry (RetryBudget.Retry), which it counts when it decides, so
-// that retries waiting out their backoff are counted too. A nil budget
-// turns retries off. Middleware ignores WithRetry.
+// WithRetry makes [Transport] retry the requests that fail, within budget.
+// The budget counts each request once ([flow.RetryBudget.Request]). It is
+// asked before each retry ([flow.RetryBudget.GrantRetry]), and counts the
+// retry when it decides. So retries waiting out their backoff are counted
+// too. A nil budget turns retries off. [Middleware] ignores WithRetry.
 //
-// Only requests that are safe to send again are retried: an idempotent
-// method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or a request carrying an
-// Idempotency-Key or X-Idempotency-Key header, whose body is nil,
-// http.NoBody, or can be had again from Request.GetBody (as
-// http.NewRequest sets it for bytes, strings and their readers). Each
-// attempt enters the guard on its own, so its rules and statistics count
-// what the downstream really gets. An attempt is retried when
-// policy.Retryable says so, and:
+// Only requests that are safe to send again are retried. Such a request
+// has an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or
+// carries an Idempotency-Key or X-Idempotency-Key header. Its body must be
+// nil, [http.NoBody], or one that can be had again from Request.GetBody.
+// [http.NewRequest] sets GetBody for bytes, strings and their readers.
+// Each attempt enters the guard on its own, so its rules and statistics
+// count what the downstream really gets.
 //
-//   - never when the guard blocked it: a breaker's block
-//     (slidegate.BreakerOpen) is flow.AttemptBreakerOpen, which the budget
-//     refuses, and a flow rule's block means the local limit said no; the
-//     call returns the *slidegate.BlockError;
-//   - never when it was a half-open breaker's probe (Entry.Probe,
-//     flow.AttemptProbe): the breaker decides from its outcome alone;
-//   - never when it asks, with Retry-After in seconds, for a longer wait
-//     than policy.MaxBackoff (an HTTP date is not read);
-//   - never once the request's context is done.
+// An attempt is retried when policy.Retryable says so, except:
 //
-// Before a retry Transport reads at most MaxDrain bytes of the failed
-// response's body, for at most 50 ms, and closes it; then it waits its
-// backoff (at least the response's Retry-After) on the guard's clock. A
+//   - Never when the guard blocked it.
+//   - Never when it was a half-open breaker's probe.
+//   - Never when it asks, with Retry-After in seconds, to wait past MaxBackoff.
+//   - Never once the request's context is done.
+//
+// A blocked call returns the [*slidegate.BlockError]. A breaker's block
+// ([slidegate.BreakerOpen]) counts as [flow.AttemptBreakerOpen], which the
+// budget refuses. A flow rule's block means the local limit said no. A
+// probe ([slidegate.Entry.Probe], [flow.AttemptProbe]) is not retried, for
+// the breaker decides from its outcome alone. An HTTP date in Retry-After
+// is not read.
+//
+// Before a retry, Transport reads at most [MaxDrain] bytes of the failed
+// response's body, for at most 50 ms, and closes it. Then it waits its
+// backoff, at least the response's Retry-After, on the guard's clock. A
 // context done while it waits ends the call at once with the context's
 // error. When a retry is refused, the caller gets the last attempt's
 // response or error as it is. So it does when the request's deadline
-// leaves too little time for another attempt: 50 ms, the backoff, and as
-// long as the attempt that failed took.
+// leaves too little time for another attempt. That is 50 ms, the backoff,
+// and as long as the attempt that failed took.
 //
 // The budget counts a retry when it allows it. A retry that is not sent
-// after all is given back (flow.RetryBudget.GiveBack): its context ended
-// in the backoff, its body could not be had again, or the guard blocked
-// it.
+// after all is given back ([flow.RetryBudget.GiveBack]). That is when its
+// context ended in the backoff, its body could not be had again, or the
+// guard blocked it.
 //
-// Do not stack another retrying layer under Transport (a base transport
-// that retries): its retries would bypass the budget and the guard.
+// Do not stack another retrying layer under Transport, such as a base
+// transport that retries. Its retries would bypass the budget and the
+// guard.
 func WithRetry(budget *flow.RetryBudget, policy RetryPolicy) Option {
 	return func(o *options) {
 		if budget == nil {
