@@ -67,11 +67,13 @@ func compile(ctx context.Context, modDir, root string, files []string, work stri
 	}
 	// Every error of the compiler first (go vet names only a package's
 	// first), then go vet's findings in the blocks that compiled.
-	out, _, err := goCommand(ctx, work, "build", "./...")
+	out, failed, err := goCommand(ctx, work, "build", "./...")
 	if err != nil {
 		return r, err
 	}
-	r.attribute(out, root, work)
+	if failed {
+		r.attribute(out, root, work)
+	}
 	vet := []string{"vet"}
 	for i := range r.compiled {
 		if _, failed := r.failures[i]; !failed {
@@ -81,26 +83,30 @@ func compile(ctx context.Context, modDir, root string, files []string, work stri
 	if len(vet) == 1 {
 		return r, nil
 	}
-	out, _, err = goCommand(ctx, work, vet...)
+	out, failed, err = goCommand(ctx, work, vet...)
 	if err != nil {
 		return r, err
 	}
-	r.attribute(out, root, work)
+	if failed {
+		r.attribute(out, root, work)
+	}
 	return r, nil
 }
 
 // blockPackage names the package of the i-th block.
 func blockPackage(i int) string { return fmt.Sprintf("b%03d", i) }
 
-// attribute files each line of the go command's output under the block
-// it names, with the Markdown file named as the caller named it; a line
-// without a position (a continuation, "too many errors") goes with the
-// line before it.
+// attribute files each line of the output of a go command that failed
+// under the block it names, with the Markdown file named as the caller
+// named it; a line without a position (a continuation, "too many errors")
+// goes with the line before it. If no line names a block, the output is
+// kept whole, so that the failure is not lost.
 func (r *report) attribute(out, root, work string) {
-	last := -1
+	last, named := -1, false
+	var others []string
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimPrefix(line, "vet: ")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "# ") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "# ") || strings.HasPrefix(line, "go: downloading ") {
 			continue
 		}
 		at := -1
@@ -124,12 +130,16 @@ func (r *report) attribute(out, root, work string) {
 		}
 		line = strings.ReplaceAll(line, work+string(filepath.Separator), "")
 		if at < 0 {
-			r.other = append(r.other, line)
+			others = append(others, line)
 			continue
 		}
-		last = at
+		last, named = at, true
 		r.failures[at] += line + "\n"
 	}
+	if !named {
+		others = []string{strings.TrimSpace(out)}
+	}
+	r.other = append(r.other, others...)
 }
 
 // writeModule writes in work the go.mod and go.sum of a module that
