@@ -137,3 +137,40 @@ func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
 		t.Fatalf("stats = %+v, want %d requests, %d failures", s, workers*per, workers*per/4)
 	}
 }
+
+// When a probe is due, one request gets it, however many ask at once.
+func TestAdaptiveLetsOneProbeThroughWhenManyAskAtOnce(t *testing.T) {
+	a, err := NewAdaptive(WithClock(clock.NewManual(0)), WithProtection(0), WithRandom(func() float64 { return 0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.AllowAt(0); err != nil {
+		t.Fatal(err)
+	} else {
+		p.RecordAt(0, Failure) // a block ratio of 1/2; every draw blocks
+	}
+	const workers, each = 8, 200
+	for round := int64(1); round <= 5; round++ {
+		now := round * int64(time.Second) // a probe is due
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := 0; i < each; i++ {
+					if _, err := a.AllowAt(now); err == nil {
+						allowed.Add(1)
+					}
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if n := allowed.Load(); n != 1 {
+			t.Fatalf("at %ds: %d of %d requests let through, want one probe", round, n, workers*each)
+		}
+	}
+}
