@@ -5,6 +5,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 )
 
 // A breakerRule puts a circuit breaker in front of a resource: a request
@@ -18,6 +19,11 @@ type statsAtBreaker interface {
 	breaker.Breaker
 	StatsAt(now int64) breaker.Stats
 }
+
+// onTransition is the option that tells the guard of a circuit's changes of
+// state as they happen, with the circuit's lock held (breaker keeps it out
+// of its API: see internal/breakerhook).
+var onTransition = breakerhook.OnTransition.(func(func(*breaker.Circuit, breaker.Transition)) breaker.Option)
 
 func (*breakerRule) phase() phase { return phaseBreaker }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
@@ -203,16 +204,18 @@ func OnStateChange(f func(Transition)) Option {
 	return func(s *settings) { s.notNil(f == nil, "OnStateChange"); s.onStateChange = f; s.mark(optListener) }
 }
 
-// OnTransition registers f to be told of a Circuit's state changes, and of
+// onTransition registers f to be told of a Circuit's state changes, and of
 // the Circuit that changed, as they happen: f runs on the goroutine that
 // makes the change, with the Circuit's state lock held, before any other
-// change. It must return at once, never wait, and never call the Circuit:
-// it is for a registry of many circuits that queues the change itself
-// (one f serves them all, so a circuit costs nothing more). A listener
-// that may be slow belongs in OnStateChange. A nil f is an error.
-func OnTransition(f func(*Circuit, Transition)) Option {
+// change. It must return at once, never wait, and never call the Circuit.
+// It is for the guard's registry of many circuits, which queues the change
+// itself (one f serves them all, so a circuit costs nothing more), and is
+// reached through internal/breakerhook. A nil f is an error.
+func onTransition(f func(*Circuit, Transition)) Option {
 	return func(s *settings) { s.notNil(f == nil, "OnTransition"); s.onTransition = f; s.mark(optHook) }
 }
+
+func init() { breakerhook.OnTransition = onTransition }
 
 // build applies opts over the defaults and checks what every breaker shares.
 // only is the set of kind-specific options this breaker takes.
