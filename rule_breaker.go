@@ -11,14 +11,7 @@ import (
 // A breakerRule puts a circuit breaker in front of a resource: a request
 // that is allowed holds the breaker's promise, settled with the request's
 // outcome when it exits, or as ignored if a later rule blocks it.
-type breakerRule struct{ b statsAtBreaker }
-
-// A statsAtBreaker is a breaker that reads its statistics at a given time,
-// as Adaptive and Circuit do.
-type statsAtBreaker interface {
-	breaker.Breaker
-	StatsAt(now int64) breaker.Stats
-}
+type breakerRule struct{ b breaker.Breaker }
 
 // onTransition is the option that tells the guard of a circuit's changes of
 // state as they happen, with the circuit's lock held (breaker keeps it out

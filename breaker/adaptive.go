@@ -91,7 +91,6 @@ func (p BlockPolicy) String() string {
 type Adaptive struct {
 	calls
 	policy
-	self        issuer
 	t           *window.Tally
 	clock       clock.Clock
 	interval    int64
@@ -153,7 +152,6 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 		random:      s.random,
 	}
 	a.calls = calls{a}
-	a.self = issuer{a: a}
 	a.probeEvery = a.interval / probesPerWindow
 	a.width = a.interval / int64(s.buckets)
 	// Times are clamped to ±2^60: no difference overflows.
@@ -180,7 +178,7 @@ func (a *Adaptive) AllowAt(now int64) (Promise, error) {
 			a.passed(now)
 		}
 	}
-	return Promise{by: &a.self}, nil
+	return Promise{rec: (*adaptiveRecorder)(a)}, nil
 }
 
 func (a *Adaptive) record(now int64, o Outcome) {

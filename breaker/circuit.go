@@ -52,7 +52,6 @@ import (
 type Circuit struct {
 	calls
 	policy
-	self        issuer
 	strategy    Strategy
 	minRequests int64
 	clock       clock.Clock
@@ -83,7 +82,7 @@ type Circuit struct {
 	openTimeout time.Duration
 	maxOpen     time.Duration
 	notify      *notify.Queue[Transition]
-	hook        func(*Circuit, Transition) // OnTransition's
+	hook        func(*Circuit, Transition) // onTransition's
 }
 
 // A closedWindow is what a Circuit counts from one closing to the next: the
@@ -208,7 +207,6 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	}
 	c.stats.Store(w)
 	c.calls = calls{c}
-	c.self = issuer{c: c}
 	c.hook = st.onTransition
 	if st.onStateChange != nil {
 		c.notify = notify.New(st.onStateChange, queueSize)
@@ -229,16 +227,16 @@ func (c *Circuit) Allow() (Promise, error) {
 	case State(st&3) != Closed:
 		return c.allowNotClosed(timegrid.Clamp(c.clock.Now()))
 	case c.timed:
-		return Promise{by: &c.self, gen: st, start: timegrid.Clamp(c.clock.Now())}, nil
+		return Promise{rec: (*circuitRecorder)(c), token: st, start: timegrid.Clamp(c.clock.Now())}, nil
 	}
-	return Promise{by: &c.self, gen: st}, nil
+	return Promise{rec: (*circuitRecorder)(c), token: st}, nil
 }
 
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
 func (c *Circuit) AllowAt(now int64) (Promise, error) {
 	now = timegrid.Clamp(now)
 	if st := c.state.Load(); State(st&3) == Closed {
-		return Promise{by: &c.self, gen: st, start: now}, nil
+		return Promise{rec: (*circuitRecorder)(c), token: st, start: now}, nil
 	}
 	return c.allowNotClosed(now)
 }
@@ -250,7 +248,7 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 		st := c.state.Load()
 		switch State(st & 3) {
 		case Closed:
-			return Promise{by: &c.self, gen: st, start: now}, nil
+			return Promise{rec: (*circuitRecorder)(c), token: st, start: now}, nil
 		case Open:
 			if now < c.openUntil.Load() {
 				c.stats.Load().t.AddAt(now, window.Blocked, 1)
@@ -295,7 +293,7 @@ func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
 		p.start.Store(now)
 		p.ticket.Store(t)
 		c.mu.Unlock()
-		return Promise{by: &c.self, gen: st, start: now, ticket: t}, true
+		return Promise{rec: (*circuitRecorder)(c), token: probeBit | t, start: now}, true
 	}
 	return Promise{}, false
 }
@@ -322,15 +320,21 @@ func (c *Circuit) expired(st uint64, now int64) bool {
 	return false
 }
 
-// record settles a request allowed under state word p.gen.
+// A Circuit's Promise has as its token the state word that allowed the
+// request, or, for a probe, probeBit and the probe's ticket. A state word
+// (generation<<2 | State) and a ticket never reach bit 63.
+const probeBit = 1 << 63
+
+// record settles a request allowed with Promise p.
 func (c *Circuit) record(p Promise, now int64, o Outcome) {
 	now = timegrid.Clamp(now)
-	if p.ticket != 0 {
-		c.settleProbe(p, now, o)
+	if p.token&probeBit != 0 {
+		c.settleProbe(p.token&^probeBit, p.start, now, o)
 		return
 	}
+	gen := p.token
 	w := c.stats.Load() // before the state word: see stats
-	if o == Ignored || c.state.Load() != p.gen {
+	if o == Ignored || c.state.Load() != gen {
 		return
 	}
 	slow := c.timed && c.strategy.slow(now-p.start)
@@ -350,18 +354,22 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 	}
 	if slow || (o == Failure && !c.timed) {
 		if n, _ := w.countsAt(now); c.strategy.meets(n, c.minRequests) {
-			c.transition(p.gen, Open, now, Tripped, n)
+			c.transition(gen, Open, now, Tripped, n)
 		}
 	}
 }
 
-// settleProbe settles a probe: a failure (or a timeout, or for SlowRatio a
-// slow probe) opens the circuit, and the last success needed closes it. A
-// probe whose place was freed meanwhile (settled already, or its half-open
-// spell over) decides nothing.
-func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
+// settleProbe settles the probe of ticket, allowed at start: a failure (or
+// a timeout, or for SlowRatio a slow probe) opens the circuit, and the last
+// success needed closes it. A probe whose place was freed meanwhile
+// (settled already, or its half-open spell over) decides nothing.
+//
+// The place still holding the ticket, with the circuit half-open, means
+// the probe's spell goes on: every change to HalfOpen frees every place,
+// and a ticket is never issued twice.
+func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
 	cause := ProbeFailed
-	switch rt := now - p.start; {
+	switch rt := now - start; {
 	case rt >= c.probeTimeout: // even an ignored result: the probe hung
 		o, cause = Failure, ProbeTimedOut
 	case o == Ignored:
@@ -370,19 +378,20 @@ func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
 	case c.timed:
 		o = Success // SlowRatio judges time only
 	}
-	place := &c.probes[slotOf(p.ticket)]
+	place := &c.probes[slotOf(ticket)]
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if place.ticket.Load() != p.ticket || c.state.Load() != p.gen {
+	st := c.state.Load()
+	if place.ticket.Load() != ticket || State(st&3) != HalfOpen {
 		return
 	}
 	place.ticket.Store(0)
 	switch o {
 	case Failure:
-		c.change(p.gen, Open, now, cause, Counts{})
+		c.change(st, Open, now, cause, Counts{})
 	case Success:
 		if c.successes++; c.successes >= len(c.probes) {
-			c.change(p.gen, Closed, now, ProbesSucceeded, Counts{})
+			c.change(st, Closed, now, ProbesSucceeded, Counts{})
 		}
 	}
 }
@@ -456,10 +465,6 @@ func (c *Circuit) openTimeoutAfter(n uint) time.Duration {
 // cause (see Circuit), so an open circuit whose timeout has passed reads Open
 // until a request arrives. It reads no clock.
 func (c *Circuit) State() State { return State(c.state.Load() & 3) }
-
-// StateAt returns the circuit's state, which does not depend on the time it
-// is read at (see State): it is State, for the Breaker interface.
-func (c *Circuit) StateAt(int64) State { return c.State() }
 
 // Generation returns the current generation: the number of state changes so
 // far.

@@ -21,8 +21,9 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 	var mu sync.Mutex
 	var told []Transition
 	clk := clock.NewManual(0)
+	var gens probeGens
 	c, err := NewCircuit(ErrorRatio(0.5), WithClock(clk), WithMinRequests(5),
-		WithOpenTimeout(10*time.Millisecond), WithProbes(probes, time.Second),
+		WithOpenTimeout(10*time.Millisecond), WithProbes(probes, time.Second), gens.option(),
 		OnStateChange(func(tr Transition) { mu.Lock(); told = append(told, tr); mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
@@ -46,20 +47,21 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 					}
 					continue
 				}
-				if p.ticket != 0 {
+				if ticketOf(p) != 0 {
+					gen := gens.of(p)
 					// Probes are counted per half-open generation: when one
 					// ends, its probes still running are abandoned (their
 					// results are ignored) and the next generation has n
 					// places of its own.
 					flight.Lock()
-					inFlight[p.gen]++
-					most = max(most, inFlight[p.gen])
+					inFlight[gen]++
+					most = max(most, inFlight[gen])
 					flight.Unlock()
 					runtime.Gosched() // hold the place while others ask for one
 					// Leave the count before settling: settling frees the
 					// place for the next probe.
 					flight.Lock()
-					inFlight[p.gen]--
+					inFlight[gen]--
 					flight.Unlock()
 				}
 				switch src.IntN(10) { // an error ratio of 5/9 in the long run
