@@ -117,12 +117,14 @@ type Adaptive struct {
 	width      int64 // of a bucket
 }
 
-// NewAdaptive returns an Adaptive breaker. The defaults are go-zero's window
-// (40 buckets over 10 s) and protection (5), K = 2 and no minimum volume;
-// see the options. A bad option is an error wrapping ErrInvalidConfig.
+// NewAdaptive returns an Adaptive breaker, with the defaults
+// [DefaultInterval], [DefaultAdaptiveBuckets], [DefaultK] and
+// [DefaultProtection] unless opts say otherwise. A bad option is an error
+// wrapping [ErrInvalidConfig].
 func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	s, err := build(opts, settings{
-		interval: 10 * time.Second, buckets: 40, k: 2, protection: 5, random: defaultRandom,
+		interval: DefaultInterval, buckets: DefaultAdaptiveBuckets,
+		k: DefaultK, protection: DefaultProtection, random: defaultRandom,
 	}, adaptiveOnly, "an Adaptive breaker")
 	if err != nil {
 		return nil, err

@@ -154,18 +154,19 @@ const ticketShift = 10 // maxProbes = 1 << ticketShift
 // slotOf returns the index of the place a ticket was issued for.
 func slotOf(ticket uint64) int { return int(ticket & (maxProbes - 1)) }
 
-// NewCircuit returns a Circuit that opens on strategy s. The defaults: a
-// window of 10 buckets over 10 s, a minimum volume of 10 requests (0 for
-// ConsecutiveFailures and TripWhen), an open timeout of 5 s without backoff,
-// and one probe with a probe timeout of 5 s. A bad strategy or option is an
-// error wrapping ErrInvalidConfig.
+// NewCircuit returns a Circuit that opens on strategy s. Unless opts say
+// otherwise, it has the defaults [DefaultInterval],
+// [DefaultCircuitBuckets], [DefaultMinRequests] (none for
+// [ConsecutiveFailures] and [TripWhen]), [DefaultOpenTimeout] and
+// [DefaultProbes]. A bad strategy or option is an error wrapping
+// [ErrInvalidConfig].
 func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	st, err := build(opts, settings{
-		interval: 10 * time.Second, buckets: 10, minRequests: s.minRequests(),
-		openTimeout: 5 * time.Second, probes: 1,
+		interval: DefaultInterval, buckets: DefaultCircuitBuckets, minRequests: s.minRequests(),
+		openTimeout: DefaultOpenTimeout, probes: DefaultProbes,
 	}, circuitOnly, "a Circuit")
 	if err != nil {
 		return nil, err

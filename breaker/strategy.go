@@ -172,7 +172,7 @@ func (s Strategy) minRequests() int64 {
 	case consecutiveFailures, tripWhen:
 		return 0
 	}
-	return 10
+	return DefaultMinRequests
 }
 
 // meets reports whether window counts c meet the strategy, given the minimum
