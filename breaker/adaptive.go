@@ -163,9 +163,9 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	return a, nil
 }
 
-// Allow reports whether a request may proceed now; if not, the error is
-// ErrBlocked and the block is counted. Settle the Promise with the request's
-// outcome.
+// Allow reports whether a request may proceed now. If not, the error is
+// [ErrBlocked], and the block is counted. Settle the [Promise] with the
+// request's outcome.
 func (a *Adaptive) Allow() (Promise, error) { return a.AllowAt(a.clock.Now()) }
 
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
@@ -295,11 +295,11 @@ func (a *Adaptive) ratio(s window.Sums) float64 {
 	return max(r, 0)
 }
 
-// BlockRatio returns the probability that the breaker blocks a request now.
+// BlockRatio returns the probability that the breaker blocks a request now,
+// probes aside.
 func (a *Adaptive) BlockRatio() float64 { return a.BlockRatioAt(a.clock.Now()) }
 
-// BlockRatioAt returns the probability that the breaker blocks a request at
-// time now.
+// BlockRatioAt is BlockRatio at time now.
 func (a *Adaptive) BlockRatioAt(now int64) float64 {
 	now = timegrid.Clamp(now)
 	bad := a.lastBad.Load()
@@ -309,8 +309,8 @@ func (a *Adaptive) BlockRatioAt(now int64) float64 {
 	return a.ratioAt(now, bad)
 }
 
-// State returns Open while the breaker blocks requests (its block ratio is
-// above zero), else Closed.
+// State returns [Open] while the breaker blocks requests (its block ratio is
+// above zero), else [Closed].
 func (a *Adaptive) State() State { return a.StateAt(a.clock.Now()) }
 
 // StateAt returns the breaker's state at time now: Open while its block
@@ -326,8 +326,8 @@ func (a *Adaptive) StateAt(now int64) State {
 func (a *Adaptive) Stats() Stats { return a.StatsAt(a.clock.Now()) }
 
 // StatsAt returns the breaker's state, block ratio and window counts at time
-// now. Counts.Slow and Counts.ConsecutiveFailures are 0: an Adaptive breaker
-// counts neither.
+// now. [Counts.Slow] and [Counts.ConsecutiveFailures] are 0: an Adaptive
+// breaker counts neither.
 func (a *Adaptive) StatsAt(now int64) Stats {
 	now = timegrid.Clamp(now)
 	w := a.t.SumsAt(now)
@@ -346,5 +346,5 @@ func (a *Adaptive) StatsAt(now int64) Stats {
 }
 
 // RetryAfterAt returns 0: an Adaptive breaker blocks requests at random, and
-// the next may be allowed at once.
+// the next one may be allowed at once.
 func (a *Adaptive) RetryAfterAt(int64) time.Duration { return 0 }

@@ -8,11 +8,12 @@ import (
 
 // ErrBlocked is the error of a request the breaker blocks: its circuit is
 // open, or the adaptive breaker blocked it at random. Test for it with
-// errors.Is, which also matches ErrProbesBusy.
+// [errors.Is], which also matches [ErrProbesBusy].
 var ErrBlocked = errors.New("breaker: blocked")
 
-// ErrProbesBusy is the error of a request a half-open Circuit blocks because
-// every probe place is taken. errors.Is(ErrProbesBusy, ErrBlocked) is true.
+// ErrProbesBusy is the error of a request a half-open [Circuit] blocks
+// because every probe place is taken. errors.Is(ErrProbesBusy, ErrBlocked)
+// is true.
 var ErrProbesBusy = fmt.Errorf("%w: half-open, every probe place taken", ErrBlocked)
 
 // ErrInvalidConfig is wrapped by every error a constructor returns for a bad
@@ -25,8 +26,8 @@ type State uint8
 const (
 	// Closed: requests are allowed and their outcomes are counted.
 	Closed State = iota
-	// Open: requests are blocked (a Circuit), or some of them are (an
-	// Adaptive breaker whose block ratio is above zero).
+	// Open: requests are blocked (a [Circuit]), or some of them are (an
+	// [Adaptive] breaker whose block ratio is above zero).
 	Open
 	// HalfOpen: a Circuit allows a few probe requests to decide whether to
 	// close again.
@@ -50,19 +51,19 @@ type Outcome uint8
 const (
 	// Success: the dependency did its job.
 	Success Outcome = iota
-	// Failure: the dependency failed (or, for a slow-request strategy, the
-	// request took longer than allowed; see SlowRatio).
+	// Failure: the dependency failed, or, for [SlowRatio], the request took
+	// longer than allowed.
 	Failure
 	// Ignored: the result says nothing about the dependency (the caller gave
-	// up, say, or the error is the caller's own). It is not counted, does
-	// not break a run of failures, and a probe that ends Ignored gives its
+	// up, say, or the error is the caller's own). It is not counted, and
+	// does not break a run of failures. A probe that ends Ignored gives its
 	// place back without deciding anything.
 	Ignored
 )
 
 // Acceptable reports whether a request that returned err counts as a success
 // (go-zero's name). A nil Acceptable leaves the decision to the breaker's
-// WithIsSuccessful, which by default takes exactly err == nil as a success.
+// [WithIsSuccessful], which by default takes only a nil error as a success.
 type Acceptable func(err error) bool
 
 // Fallback is called, instead of the request, with the error of a request the
@@ -107,16 +108,16 @@ type Recorder interface {
 // Stats is a breaker's state and the counts in its window, for metrics. The
 // zero Stats is a closed breaker that has counted nothing.
 type Stats struct {
-	// State is the breaker's state. An Adaptive breaker is Open while its
-	// block ratio is above zero.
+	// State is the breaker's state. An [Adaptive] breaker is [Open] while
+	// its block ratio is above zero.
 	State State
-	// BlockRatio is the share of requests the breaker blocks now: for an
-	// Adaptive breaker, the probability that it blocks a request; for a
-	// Circuit, 0 when closed, 1 when open, and the share of its probe
-	// places taken (probes in flight / probes) when half-open.
+	// BlockRatio is the share of requests the breaker blocks now. For an
+	// [Adaptive] breaker, it is the probability that it blocks a request.
+	// A [Circuit]'s is 0 when closed and 1 when open. Half-open, it is the
+	// share of its probe places taken (probes in flight / probes).
 	BlockRatio float64
-	// Counts are the outcomes counted in the window (see Counts). For a
-	// Circuit they are what its strategy sees; an Adaptive breaker counts
+	// Counts are the outcomes counted in the window (see [Counts]). For a
+	// Circuit they are what its strategy sees. An Adaptive breaker counts
 	// no slow requests and no runs of failures, and reports 0 for those.
 	Counts
 	// Blocked is how many requests the breaker blocked in the window (for a

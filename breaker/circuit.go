@@ -12,43 +12,41 @@ import (
 	"github.com/slidegate/slidegate/window"
 )
 
-// A Circuit is a circuit breaker with states (Sentinel's and gobreaker's):
+// A Circuit is a circuit breaker with states, as Sentinel's and gobreaker's.
 //
-//   - Closed: requests are allowed and their outcomes are counted over a
-//     sliding window (Counts). When a failure (or, for SlowRatio, a slow
-//     request) leaves the window meeting the Strategy, with at least the
-//     minimum volume of requests, the circuit opens.
-//   - Open: requests are blocked with ErrBlocked until the open timeout has
-//     passed (WithOpenTimeout; WithBackoff doubles it each time probing
-//     fails). The first request at or after it turns the circuit half-open
-//     and becomes a probe.
-//   - HalfOpen: at most n probes are in flight at once (WithProbes); other
-//     requests are blocked with ErrProbesBusy. Only probes decide: one
-//     failure, or one probe still unfinished after the probe timeout, opens
-//     the circuit again; n successes close it, with an empty window. When a
-//     half-open spell ends, its probes still running are abandoned: their
-//     results are ignored, and the next half-open spell has n places of its
-//     own.
+// Closed, it allows requests and counts their outcomes over a sliding window
+// ([Counts]). It opens when a failure (for [SlowRatio], a slow request)
+// leaves the window meeting its [Strategy], with the minimum volume.
 //
-// Every state change starts a new generation, and a request's outcome counts
-// only in the generation that allowed it: a result that arrives after the
-// circuit moved on (a request allowed while closed that ends while
-// half-open, a probe that ends after another one failed) is ignored.
-// Outcomes that WithIsExcluded excludes, and Promise.Ignore, count as
-// nothing; an ignored probe gives its place back.
+// Open, it blocks requests with [ErrBlocked] until the open timeout has
+// passed ([WithOpenTimeout]; [WithBackoff] doubles it each time probing
+// fails). The first request at or after it turns the circuit half-open and
+// becomes a probe.
 //
-// State changes happen when requests observe their cause: an open circuit
-// whose timeout has passed reads Open until the next request arrives, and a
-// probe that hangs is declared failed by the next request (or by its own
-// late result). Listeners (OnStateChange) run on a goroutine of their own,
+// Half-open, it lets at most n probes be in flight at once ([WithProbes]).
+// It blocks other requests with [ErrProbesBusy]. Only probes decide. One
+// failure opens the circuit again, as does a probe unfinished after the
+// probe timeout. n successes close it, with an empty window. When a
+// half-open spell ends, its probes still running are abandoned: their
+// results are ignored. The next spell has n places of its own.
+//
+// Every state change starts a new generation. A request's outcome counts
+// only in the generation that allowed it. So a result that arrives after the
+// circuit moved on is ignored: a request allowed while closed that ends
+// while half-open, or a probe that ends after another one failed. Outcomes
+// that [WithIsExcluded] excludes count as nothing, as does [Promise.Ignore].
+// An ignored probe gives its place back.
+//
+// State changes happen when requests observe their cause. An open circuit
+// whose timeout has passed reads Open until the next request arrives. A
+// probe that hangs is declared failed by the next request, or by its own
+// late result. Listeners ([OnStateChange]) run on a goroutine of their own,
 // only while there are changes to tell.
-//
-// The zero Circuit is not usable; make one with NewCircuit.
 //
 // A Circuit is safe for concurrent use. Allowing and settling a request
 // allocate nothing, and take no lock unless the state changes. A closed
 // Circuit reads the clock only to settle a request, and, for SlowRatio, to
-// allow one.
+// allow one. The zero Circuit is not usable; make one with [NewCircuit].
 type Circuit struct {
 	calls
 	policy
@@ -220,8 +218,8 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 const maxProbes = 1 << ticketShift
 
 // Allow reports whether a request may proceed now: always while closed, only
-// as a probe while half-open, never while open (ErrBlocked). Settle the
-// Promise with the request's outcome.
+// as a probe while half-open, never while open ([ErrBlocked]). Settle the
+// [Promise] with the request's outcome.
 func (c *Circuit) Allow() (Promise, error) {
 	st := c.state.Load()
 	switch {
@@ -463,8 +461,8 @@ func (c *Circuit) openTimeoutAfter(n uint) time.Duration {
 }
 
 // State returns the circuit's state. It changes when requests observe a
-// cause (see Circuit), so an open circuit whose timeout has passed reads Open
-// until a request arrives. It reads no clock.
+// cause (see [Circuit]): an open circuit whose timeout has passed reads
+// [Open] until a request arrives. It reads no clock.
 func (c *Circuit) State() State { return State(c.state.Load() & 3) }
 
 // Generation returns the current generation: the number of state changes so
@@ -513,7 +511,7 @@ func (c *Circuit) RetryAfterAt(now int64) time.Duration {
 }
 
 // DroppedTransitions returns how many state changes were not told to the
-// OnStateChange listener because it fell more than 64 behind.
+// [OnStateChange] listener because it fell more than 64 behind.
 func (c *Circuit) DroppedTransitions() int64 {
 	if c.notify == nil {
 		return 0
@@ -521,8 +519,8 @@ func (c *Circuit) DroppedTransitions() int64 {
 	return c.notify.Dropped()
 }
 
-// Close stops telling OnStateChange of state changes: changes made after it
-// are not told, those made before still are. It does not wait for the
+// Close stops telling [OnStateChange] of state changes: changes made after
+// it are not told, those made before still are. It does not wait for the
 // listener, so the listener may call it. The Circuit goes on working. Close
 // is safe to call more than once.
 func (c *Circuit) Close() error {
