@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
 )
 
@@ -104,29 +105,29 @@ func (f FlowRule) normal() FlowRule {
 }
 
 // normal returns the rule with the defaults of its breaker written out
-// (those breaker.NewAdaptive and breaker.NewCircuit document): the window,
-// the minimum volume, and an adaptive breaker's K, protection and block
-// policy or a circuit's open timeout, backoff and probes.
+// (breaker's Default constants): the window, the minimum volume, and an
+// adaptive breaker's K, protection and block policy or a circuit's open
+// timeout, backoff and probes.
 func (b BreakerRule) normal() BreakerRule {
 	b.Shadow = false // as for a flow rule: the breaker keeps its state
 	b.Name = ""
 	b.MinRequests = cloned(b.MinRequests)
 	if b.Interval == 0 {
-		b.Interval = Duration(10 * time.Second)
+		b.Interval = Duration(breaker.DefaultInterval)
 	}
 	if b.Strategy == AdaptiveBreaker {
 		if b.Buckets == 0 {
-			b.Buckets = 40
+			b.Buckets = breaker.DefaultAdaptiveBuckets
 		}
 		if b.MinRequests == nil {
 			b.MinRequests = new(int64)
 		}
 		if b.K == 0 {
-			b.K = 2
+			b.K = breaker.DefaultK
 		}
 		if b.Protection == nil {
-			five := int64(5)
-			b.Protection = &five
+			n := int64(breaker.DefaultProtection)
+			b.Protection = &n
 		}
 		if b.BlockPolicy == "" {
 			b.BlockPolicy = "count_blocks_while_failing"
@@ -134,23 +135,23 @@ func (b BreakerRule) normal() BreakerRule {
 		return b
 	}
 	if b.Buckets == 0 {
-		b.Buckets = 10
+		b.Buckets = breaker.DefaultCircuitBuckets
 	}
 	if b.MinRequests == nil {
-		n := int64(10)
+		n := int64(breaker.DefaultMinRequests)
 		if b.Strategy == ConsecutiveFailuresBreaker {
 			n = 0
 		}
 		b.MinRequests = &n
 	}
 	if b.OpenTimeout == 0 {
-		b.OpenTimeout = Duration(5 * time.Second)
+		b.OpenTimeout = Duration(breaker.DefaultOpenTimeout)
 	}
 	if b.MaxOpenTimeout == 0 {
 		b.MaxOpenTimeout = b.OpenTimeout
 	}
 	if b.Probes == 0 {
-		b.Probes = 1
+		b.Probes = breaker.DefaultProbes
 	}
 	if b.ProbeTimeout == 0 {
 		b.ProbeTimeout = b.OpenTimeout

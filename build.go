@@ -216,7 +216,7 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 		opts = append(opts, breaker.WithProbes(n, time.Duration(b.ProbeTimeout)))
 	}
 	if onChange != nil {
-		opts = append(opts, breaker.OnTransition(onChange))
+		opts = append(opts, onTransition(onChange))
 	}
 	var s breaker.Strategy
 	switch b.Strategy {

@@ -195,7 +195,7 @@ func TestARuleThatRefusesGivesBackWhatEarlierRulesTook(t *testing.T) {
 	if s := stats(t, g, "a"); s.InFlight != 0 || s.Allowed != 2 || s.Blocked != 1 {
 		t.Fatalf("stats = %+v", s)
 	}
-	if got := g.snap.Load().breakers[0].b.State(); got != breaker.Closed {
+	if got := g.snap.Load().breakers[0].b.Stats().State; got != breaker.Closed {
 		t.Fatalf("breaker %v after its probe succeeded", got)
 	}
 }

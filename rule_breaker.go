@@ -5,19 +5,18 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 )
 
 // A breakerRule puts a circuit breaker in front of a resource: a request
 // that is allowed holds the breaker's promise, settled with the request's
 // outcome when it exits, or as ignored if a later rule blocks it.
-type breakerRule struct{ b statsAtBreaker }
+type breakerRule struct{ b breaker.Breaker }
 
-// A statsAtBreaker is a breaker that reads its statistics at a given time,
-// as Adaptive and Circuit do.
-type statsAtBreaker interface {
-	breaker.Breaker
-	StatsAt(now int64) breaker.Stats
-}
+// onTransition is the option that tells the guard of a circuit's changes of
+// state as they happen, with the circuit's lock held (breaker keeps it out
+// of its API: see internal/breakerhook).
+var onTransition = breakerhook.OnTransition.(func(func(*breaker.Circuit, breaker.Transition)) breaker.Option)
 
 func (*breakerRule) phase() phase { return phaseBreaker }
 

@@ -11,54 +11,44 @@ import (
 	"github.com/slidegate/slidegate/window"
 )
 
-// A BlockPolicy says whether an Adaptive breaker counts the requests it
-// blocks itself among the requests of its block ratio. It decides how the
-// breaker protects a failing dependency and how fast it lets traffic back
-// when the dependency recovers; ExampleBlockPolicy measures all three. The
-// zero BlockPolicy is CountBlocksWhileFailing, the default.
+// A BlockPolicy says whether an [Adaptive] breaker counts the requests it
+// blocks among the requests of its block ratio. It decides how the breaker
+// protects a failing dependency, and how it lets traffic back after.
+// ExampleBlockPolicy measures all three. The zero BlockPolicy is
+// [CountBlocksWhileFailing], the default.
 //
-// The Google SRE book counts them ("requests" are all the requests the
-// application attempted), and so does go-zero today (CountBlocks). Under
-// overload that is what holds the dependency's load near K times what it
-// handles: if it handles C requests per second of the R offered, the breaker
-// sends about K·C. During an outage about one request per second gets
-// through. The price is recovery: the breaker's own blocks keep the ratio
-// up, and the share let through grows by about e per W/K (W the window) from
-// about 1/(R·W), so recovery takes about (W/K)·ln(R·W): a minute for 1,000
-// requests per second, a 10 s window and K = 2. That is the breaker go-zero's
-// users see stay open long after an outage.
+// Counting blocks is the Google SRE book's formula. Under overload it holds
+// the dependency's load near K times what the dependency handles. During an
+// outage about one request a second gets through. Its price is recovery: the
+// blocks keep the ratio up after the outage. The share let through then
+// grows by about e per W/K, W being the window. That takes about a minute at
+// 1,000 requests a second, with K = 2 and a 10 s window.
 //
-// Not counting them (IgnoreBlocks, what kratos users ask for), the breaker
-// sees only the requests it let through: it recovers within a second or two,
-// but sends about √(K·C·R) under overload (4.5 C for R = 10 C), and during an
-// outage lets through a number of requests per second that grows as √R (25
-// at 1,000 requests per second).
+// Not counting them, the breaker sees only the requests it let through. It
+// recovers within a second, all at once. Under overload it sends about
+// √(K·C·R) when the dependency handles C of R offered: 4.5 C for R = 10 C.
+// During an outage it lets through about 25 requests a second of 1,000.
 //
-// CountBlocksWhileFailing, the default, counts blocked requests only while
-// the window holds a failure. While the dependency fails, blocked requests
-// are evidence of load and the breaker is the SRE throttle, with its
-// protection under overload and its trickle during an outage; once every
-// request the dependency was sent in the window succeeded, the blocks are
-// the breaker's own doing, and it blocks nothing. It recovers fully one
-// window after the last failure at the latest.
-//
-// Choose CountBlocks for a dependency that needs its load to come back
-// slowly after an overload (cold caches, a queue to drain): its ramp, by e
-// per W/K, is gradual, where the default lets the whole load back at once
-// after a window without failures. Choose IgnoreBlocks when failures do not
-// come from load (an unreachable host), recovery must be fastest, and the
-// trickle of probes costs little.
+// The default counts blocks while the window holds a failure, and ramps the
+// ratio down once the dependency is back. Choose [CountBlocks] when the load
+// must come back slower still (cold caches, a queue to drain). Choose
+// [IgnoreBlocks] when failures do not come from load (an unreachable host),
+// recovery must be fastest, and the larger trickle costs little.
 type BlockPolicy uint8
 
 const (
-	// CountBlocksWhileFailing counts blocked requests as requests while the
-	// window holds a failure: the SRE formula while the dependency fails,
-	// and no blocks once it has not failed for a window.
+	// CountBlocksWhileFailing counts blocked requests while the window holds
+	// a failure: the SRE formula while the dependency fails. It then ramps.
+	// Once a request has succeeded and nothing failed for a tenth of the
+	// window, the block ratio falls in step with the time since the last
+	// failure. It reaches 0 a bucket before that failure leaves the window.
+	// So the load comes back over one window, not at once.
 	CountBlocksWhileFailing BlockPolicy = iota
-	// CountBlocks counts blocked requests as requests: the SRE formula.
+	// CountBlocks always counts blocked requests: the SRE formula, without
+	// a ramp.
 	CountBlocks
-	// IgnoreBlocks leaves blocked requests out: only requests that reached
-	// the dependency count.
+	// IgnoreBlocks never counts blocked requests: only requests that
+	// reached the dependency count.
 	IgnoreBlocks
 )
 
@@ -73,32 +63,34 @@ func (p BlockPolicy) String() string {
 }
 
 // An Adaptive breaker is the Google SRE client-side throttle ("Handling
-// Overload", Site Reliability Engineering, ch. 21), as go-zero builds its
-// breaker: over a sliding window it counts requests and successes (the
-// book's "accepts", requests the dependency handled), and blocks each new
+// Overload", Site Reliability Engineering, ch. 21), as go-zero's breaker is.
+// Over a sliding window it counts requests and successes. It blocks each new
 // request with probability
 //
 //	max(0, (requests − protection − K·successes) / (requests + 1))
 //
-// so that while every request succeeds nothing is blocked, and as the
-// dependency fails the breaker lets through about K requests per successful
-// one. There is no state to trip: the ratio follows the window, and the
-// breaker recovers as the dependency does. Whether blocked requests count
-// among the requests is a BlockPolicy; by default they count while the
-// window holds a failure.
+// While every request succeeds, nothing is blocked. As the dependency fails,
+// the breaker lets through about K requests per successful one. There is no
+// state to trip: the ratio follows the window. A [BlockPolicy] says whether
+// blocked requests count among the requests. By default they count while the
+// window holds a failure, and the ratio ramps down once the dependency is
+// back.
 //
-// Whether to block is drawn from WithRandom's source. While the window holds
-// no failure and no block the ratio is 0, and Allow reads neither the window
-// nor the source. The ratio is read in constant time, not by walking the
-// window (see window.Tally).
+// While it blocks, the breaker lets a request through when none went through
+// for a tenth of its window (a second by default). So it soon learns that the
+// dependency is back.
+//
+// Whether to block is drawn from the source of [WithRandom]. While the window
+// holds no failure (nor, under [CountBlocks], a block), [Adaptive.Allow]
+// reads neither the window nor the source. The ratio is read in constant
+// time (see [window.Tally]).
 //
 // An Adaptive breaker is safe for concurrent use. Allowing and settling a
-// request allocate nothing. State is Open while the block ratio is above
-// zero. The zero Adaptive is not usable; make one with NewAdaptive.
+// request allocate nothing. Its [State] is [Open] while the block ratio is
+// above zero. The zero Adaptive is not usable; make one with [NewAdaptive].
 type Adaptive struct {
 	calls
 	policy
-	self        issuer
 	t           *window.Tally
 	clock       clock.Clock
 	interval    int64
@@ -112,14 +104,27 @@ type Adaptive struct {
 	// window ending at least interval later holds none, and its block
 	// ratio is 0.
 	lastBad atomic.Int64
+	// lastGood is a time a success was counted after lastBad, if one was
+	// (lastGood > lastBad): the dependency may be back (see ramp). Only a
+	// success within a window of lastBad reads or writes it, so a healthy
+	// breaker never touches it.
+	lastGood atomic.Int64
+	// lastPass is about the latest time a request was let through while
+	// the block ratio was above 0, or failed: a probe is due probeEvery
+	// after it (see probe).
+	lastPass   atomic.Int64
+	probeEvery int64
+	width      int64 // of a bucket
 }
 
-// NewAdaptive returns an Adaptive breaker. The defaults are go-zero's window
-// (40 buckets over 10 s) and protection (5), K = 2 and no minimum volume;
-// see the options. A bad option is an error wrapping ErrInvalidConfig.
+// NewAdaptive returns an Adaptive breaker, with the defaults
+// [DefaultInterval], [DefaultAdaptiveBuckets], [DefaultK] and
+// [DefaultProtection] unless opts say otherwise. A bad option is an error
+// wrapping [ErrInvalidConfig].
 func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	s, err := build(opts, settings{
-		interval: 10 * time.Second, buckets: 40, k: 2, protection: 5, random: defaultRandom,
+		interval: DefaultInterval, buckets: DefaultAdaptiveBuckets,
+		k: DefaultK, protection: DefaultProtection, random: defaultRandom,
 	}, adaptiveOnly, "an Adaptive breaker")
 	if err != nil {
 		return nil, err
@@ -149,26 +154,33 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 		random:      s.random,
 	}
 	a.calls = calls{a}
-	a.self = issuer{a: a}
-	a.lastBad.Store(math.MinInt64 / 2) // times are clamped to ±2^60: no difference overflows
+	a.probeEvery = a.interval / probesPerWindow
+	a.width = a.interval / int64(s.buckets)
+	// Times are clamped to ±2^60: no difference overflows.
+	a.lastBad.Store(math.MinInt64 / 2)
+	a.lastGood.Store(math.MinInt64 / 2)
+	a.lastPass.Store(math.MinInt64 / 2)
 	return a, nil
 }
 
-// Allow reports whether a request may proceed now; if not, the error is
-// ErrBlocked and the block is counted. Settle the Promise with the request's
-// outcome.
+// Allow reports whether a request may proceed now. If not, the error is
+// [ErrBlocked], and the block is counted. Settle the [Promise] with the
+// request's outcome.
 func (a *Adaptive) Allow() (Promise, error) { return a.AllowAt(a.clock.Now()) }
 
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
 func (a *Adaptive) AllowAt(now int64) (Promise, error) {
 	now = timegrid.Clamp(now)
-	if now-a.lastBad.Load() < a.interval {
-		if r := a.ratio(a.t.SumsAt(now)); r > 0 && a.random() < r {
-			a.block(now)
-			return Promise{}, ErrBlocked
+	if bad := a.lastBad.Load(); now-bad < a.interval {
+		if r := a.ratioAt(now, bad); r > 0 {
+			if a.random() < r && !a.probe(now) {
+				a.block(now)
+				return Promise{}, ErrBlocked
+			}
+			a.passed(now)
 		}
 	}
-	return Promise{by: &a.self}, nil
+	return Promise{rec: (*adaptiveRecorder)(a)}, nil
 }
 
 func (a *Adaptive) record(now int64, o Outcome) {
@@ -176,11 +188,52 @@ func (a *Adaptive) record(now int64, o Outcome) {
 	switch o {
 	case Success:
 		a.t.AddAt(now, window.Succeeded, 1)
+		if a.blockPolicy == CountBlocksWhileFailing {
+			a.markGood(now)
+		}
 	case Failure:
 		a.t.AddAt(now, window.Failed, 1)
 		a.markBad(now)
+		a.passed(now)
 	}
 }
+
+// markGood records a success at time now: the first after the latest
+// failure, within a window of it, arms the ramp (see ramp).
+func (a *Adaptive) markGood(now int64) {
+	bad := a.lastBad.Load()
+	if now <= bad || now-bad >= a.interval {
+		return
+	}
+	for {
+		good := a.lastGood.Load()
+		if good > bad || a.lastGood.CompareAndSwap(good, now) {
+			return
+		}
+	}
+}
+
+// passed records that a request was let through at time now, when the
+// block ratio was above 0 or the request failed. It writes lastPass at most
+// about sixteen times per probeEvery, so that a breaker under load does not
+// write one word from every core.
+func (a *Adaptive) passed(now int64) {
+	if now-a.lastPass.Load() >= a.probeEvery>>4 {
+		a.lastPass.Store(now)
+	}
+}
+
+// probe reports whether a request the draw would block at time now goes
+// through instead, as a probe: no request went through for probeEvery.
+// Only one of the requests that find a probe due wins it.
+func (a *Adaptive) probe(now int64) bool {
+	last := a.lastPass.Load()
+	return now-last >= a.probeEvery && a.lastPass.CompareAndSwap(last, now)
+}
+
+// probesPerWindow is how many probes per interval a blocking breaker lets
+// through at least: one a second for the default 10 s window.
+const probesPerWindow = 10
 
 // block counts a blocked request.
 func (a *Adaptive) block(now int64) {
@@ -200,6 +253,34 @@ func (a *Adaptive) markBad(now int64) {
 	}
 }
 
+// ratioAt is the block ratio at time now, with the latest failure (or
+// block) at bad, less than an interval before now: the ratio of the window,
+// and, once a success followed the latest failure, that ratio ramped down
+// (see ramp).
+func (a *Adaptive) ratioAt(now, bad int64) float64 {
+	return a.ramp(a.ratio(a.t.SumsAt(now)), now, bad)
+}
+
+// ramp returns block ratio r at time now, the latest failure at bad,
+// lowered once the dependency is back: a request succeeded after bad, and
+// nothing failed for probeEvery since. It is then lowered in step with the
+// time since bad, a bucket ahead as go-zero counts its current bucket, and
+// reaches 0 a bucket before the failure leaves the window. So the breaker
+// lets the load back over one window, not all at once.
+//
+// A dependency that fails again within probeEvery is not back: an overload
+// whose failures pause for a moment (a quota per second, say) keeps the
+// block ratio of its window. Only CountBlocksWhileFailing ramps: the other
+// policies are the formula as it stands.
+func (a *Adaptive) ramp(r float64, now, bad int64) float64 {
+	since := now - bad
+	if r <= 0 || since < a.probeEvery || a.blockPolicy != CountBlocksWhileFailing || a.lastGood.Load() <= bad {
+		return r
+	}
+	left := a.interval - a.width - since
+	return r * float64(max(left, 0)) / float64(a.interval)
+}
+
 // ratio is the block ratio of the window totals s.
 func (a *Adaptive) ratio(s window.Sums) float64 {
 	successes, failures := s[window.Succeeded], s[window.Failed]
@@ -214,21 +295,22 @@ func (a *Adaptive) ratio(s window.Sums) float64 {
 	return max(r, 0)
 }
 
-// BlockRatio returns the probability that the breaker blocks a request now.
+// BlockRatio returns the probability that the breaker blocks a request now,
+// probes aside.
 func (a *Adaptive) BlockRatio() float64 { return a.BlockRatioAt(a.clock.Now()) }
 
-// BlockRatioAt returns the probability that the breaker blocks a request at
-// time now.
+// BlockRatioAt is BlockRatio at time now.
 func (a *Adaptive) BlockRatioAt(now int64) float64 {
 	now = timegrid.Clamp(now)
-	if now-a.lastBad.Load() >= a.interval {
+	bad := a.lastBad.Load()
+	if now-bad >= a.interval {
 		return 0
 	}
-	return a.ratio(a.t.SumsAt(now))
+	return a.ratioAt(now, bad)
 }
 
-// State returns Open while the breaker blocks requests (its block ratio is
-// above zero), else Closed.
+// State returns [Open] while the breaker blocks requests (its block ratio is
+// above zero), else [Closed].
 func (a *Adaptive) State() State { return a.StateAt(a.clock.Now()) }
 
 // StateAt returns the breaker's state at time now: Open while its block
@@ -244,16 +326,18 @@ func (a *Adaptive) StateAt(now int64) State {
 func (a *Adaptive) Stats() Stats { return a.StatsAt(a.clock.Now()) }
 
 // StatsAt returns the breaker's state, block ratio and window counts at time
-// now. Counts.Slow and Counts.ConsecutiveFailures are 0: an Adaptive breaker
-// counts neither.
+// now. [Counts.Slow] and [Counts.ConsecutiveFailures] are 0: an Adaptive
+// breaker counts neither.
 func (a *Adaptive) StatsAt(now int64) Stats {
 	now = timegrid.Clamp(now)
 	w := a.t.SumsAt(now)
 	succ, fail := w[window.Succeeded], w[window.Failed]
 	s := Stats{
-		Counts:     Counts{Requests: succ + fail, Successes: succ, Failures: fail},
-		Blocked:    w[window.Blocked],
-		BlockRatio: a.ratio(w),
+		Counts:  Counts{Requests: succ + fail, Successes: succ, Failures: fail},
+		Blocked: w[window.Blocked],
+	}
+	if bad := a.lastBad.Load(); now-bad < a.interval {
+		s.BlockRatio = a.ramp(a.ratio(w), now, bad)
 	}
 	if s.BlockRatio > 0 {
 		s.State = Open
@@ -262,5 +346,5 @@ func (a *Adaptive) StatsAt(now int64) Stats {
 }
 
 // RetryAfterAt returns 0: an Adaptive breaker blocks requests at random, and
-// the next may be allowed at once.
+// the next one may be allowed at once.
 func (a *Adaptive) RetryAfterAt(int64) time.Duration { return 0 }

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -179,5 +180,83 @@ func TestAdaptiveStateAtReadsTheGivenTime(t *testing.T) {
 	clk.Set(1000 * ms)
 	if a.State() != Closed {
 		t.Fatalf("State() at 1 s = %v, want closed", a.State())
+	}
+}
+
+// Once a request has succeeded after the latest failure, and nothing failed
+// for a tenth of the window, the block ratio falls in step with the time
+// since that failure: a bucket ahead, to 0 a bucket before the failure
+// leaves the window. The breaker lets the load back over one window. A new
+// failure stops the ramp. The other policies, the formula as it stands, do
+// not ramp.
+func TestAdaptiveBlockRatioRampsDownOnceTheDependencyIsBack(t *testing.T) {
+	const s = int64(time.Second)
+	for _, tc := range []struct {
+		policy BlockPolicy
+		ramps  bool
+	}{{CountBlocksWhileFailing, true}, {IgnoreBlocks, false}, {CountBlocks, false}} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			a, clk, _ := newAdaptive(t, WithProtection(0), WithBlockPolicy(tc.policy))
+			outcomes(t, a, 0, 10) // at 0: the window's ratio is 10/11
+			clk.Set(500 * ms)
+			if r := a.BlockRatio(); r != 10.0/11 {
+				t.Fatalf("before any success: block ratio %v, want 10/11", r)
+			}
+			outcomes(t, a, 1, 0) // at 0.5 s: the window's ratio is (11 - 2)/12
+			window := 9.0 / 12
+			for _, at := range []int64{500 * ms, 999 * ms, 1 * s, 2500 * ms, 5 * s, 9 * s, 9749 * ms, 9750 * ms, 9999 * ms} {
+				want := window
+				if tc.ramps && at >= 1*s { // nothing failed for 1 s: the ramp
+					want *= float64(max(9750*ms-at, 0)) / float64(10*s)
+				}
+				if r := a.BlockRatioAt(at); math.Abs(r-want) > 1e-12 {
+					t.Errorf("block ratio at %v = %v, want %v", time.Duration(at), r, want)
+				}
+				if r := a.StatsAt(at).BlockRatio; math.Abs(r-want) > 1e-12 {
+					t.Errorf("Stats at %v: block ratio %v, want %v", time.Duration(at), r, want)
+				}
+			}
+			if r := a.BlockRatioAt(10 * s); r != 0 {
+				t.Errorf("block ratio once the failures left the window = %v, want 0", r)
+			}
+			clk.Set(5 * s)
+			outcomes(t, a, 0, 1) // a failure at 5 s stops the ramp
+			if r, want := a.BlockRatio(), (12-2.0)/13; math.Abs(r-want) > 1e-12 {
+				t.Errorf("after a new failure: block ratio %v, want the window's %v", r, want)
+			}
+			clk.Set(5*s + 999*ms)
+			outcomes(t, a, 1, 0) // a success, but the failure is not 1 s old
+			if r, want := a.BlockRatio(), (13-4.0)/14; math.Abs(r-want) > 1e-12 {
+				t.Errorf("a success 999 ms after a failure: block ratio %v, want the window's %v", r, want)
+			}
+		})
+	}
+}
+
+// While an Adaptive breaker blocks every request it draws for, it still lets
+// one through when none went through for a tenth of its window (a second by
+// default), so that it learns when the dependency is back.
+func TestAdaptiveLetsAProbeThroughWhenNoneWentThroughForATenthOfItsWindow(t *testing.T) {
+	a, clk, r := newAdaptive(t, WithProtection(0))
+	outcomes(t, a, 0, 1) // at 0: a block ratio of 1/2
+	r.x = 0              // every draw blocks
+	var passed []int64
+	for now := int64(0); now < 5500*ms; now += 10 * ms {
+		clk.Set(now)
+		if p, err := a.Allow(); err == nil {
+			passed = append(passed, now)
+			p.Fail()
+		}
+	}
+	want := []int64{1000 * ms, 2000 * ms, 3000 * ms, 4000 * ms, 5000 * ms}
+	if fmt.Sprint(passed) != fmt.Sprint(want) {
+		t.Fatalf("requests let through at %v, want one a second: %v", passed, want)
+	}
+	// A probe is due 1 s after the last request let through, whoever asks.
+	if _, err := a.AllowAt(5999 * ms); !errors.Is(err, ErrBlocked) {
+		t.Fatalf("at 5.999 s: %v, want ErrBlocked", err)
+	}
+	if _, err := a.AllowAt(6000 * ms); err != nil {
+		t.Fatalf("at 6 s: %v, want a probe", err)
 	}
 }

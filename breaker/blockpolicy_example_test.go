@@ -24,6 +24,9 @@ type result struct {
 	leak     float64       // requests per second reaching the dependency in the second half of the outage
 	recovery time.Duration // from the outage's end until the block ratio is at most 1%; -1 if never
 	sent     float64       // requests per second reaching the dependency in the second half of the run
+	// after[s] is the share of the requests offered in [s, s+1) seconds
+	// after the outage that reached the dependency.
+	after []float64
 }
 
 func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
@@ -36,6 +39,9 @@ func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 	step := sec / int64(sc.rate)
 	outage, recovery := int64(sc.outage), int64(sc.recovery)
 	res := result{recovery: -1}
+	if recovery > 0 {
+		res.after = make([]float64, (int64(sc.length)-recovery)/sec)
+	}
 	var leaked, sent, served int64
 	for now := int64(0); now < int64(sc.length); now += step {
 		if now%sec < step {
@@ -55,6 +61,9 @@ func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 		if now >= int64(sc.length)/2 {
 			sent++
 		}
+		if recovery > 0 && now >= recovery && int((now-recovery)/sec) < len(res.after) {
+			res.after[(now-recovery)/sec]++
+		}
 		if down || (sc.capacity > 0 && served >= int64(sc.capacity)) {
 			p.RecordAt(now, breaker.Failure)
 			continue
@@ -66,24 +75,28 @@ func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 		res.leak = float64(leaked) / time.Duration(d/2).Seconds()
 	}
 	res.sent = float64(sent) / (sc.length / 2).Seconds()
+	for s := range res.after {
+		res.after[s] /= float64(sc.rate)
+	}
 	return res
 }
 
 // The three block policies at 1,000 requests per second with the default
-// window (10 s) and K (2): a one-minute outage, and an overload where the
-// dependency handles 100 requests per second.
+// window (10 s) and K (2): a one-minute outage, the share of the requests
+// let through in the seconds starting 1, 4, 8 and 30 s after it, and an
+// overload where the dependency handles 100 requests per second.
 func ExampleBlockPolicy() {
 	outage := scenario{rate: 1000, outage: 10 * time.Second, recovery: 70 * time.Second, length: 200 * time.Second}
 	overload := scenario{rate: 1000, capacity: 100, length: 120 * time.Second}
-	fmt.Println("policy                     | outage leak | recovery | overload: sent per second")
+	fmt.Println("policy                     | outage leak | let through at  +1 s  +4 s  +8 s +30 s | overload: sent per second")
 	for _, p := range []breaker.BlockPolicy{breaker.CountBlocksWhileFailing, breaker.CountBlocks, breaker.IgnoreBlocks} {
 		o, l := outage.run(p, 1), overload.run(p, 1)
-		fmt.Printf("%-26v | %6.1f/s    | %6.1fs  | %4.0f (%.1f × capacity)\n",
-			p, o.leak, o.recovery.Seconds(), l.sent, l.sent/100)
+		fmt.Printf("%-26v | %6.1f/s    |               %4.0f%% %4.0f%% %4.0f%% %4.0f%% | %4.0f (%.1f × capacity)\n",
+			p, o.leak, 100*o.after[1], 100*o.after[4], 100*o.after[8], 100*o.after[30], l.sent, l.sent/100)
 	}
 	// Output:
-	// policy                     | outage leak | recovery | overload: sent per second
-	// count blocks while failing |    0.9/s    |    9.8s  |  201 (2.0 × capacity)
-	// count blocks               |    0.9/s    |   51.4s  |  201 (2.0 × capacity)
-	// ignore blocks              |   24.9/s    |    0.6s  |  448 (4.5 × capacity)
+	// policy                     | outage leak | let through at  +1 s  +4 s  +8 s +30 s | overload: sent per second
+	// count blocks while failing |    1.4/s    |                 21%   66%  100%  100% |  201 (2.0 × capacity)
+	// count blocks               |    1.4/s    |                  0%    0%    0%   15% |  201 (2.0 × capacity)
+	// ignore blocks              |   24.9/s    |                100%  100%  100%  100% |  448 (4.5 × capacity)
 }

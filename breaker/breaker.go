@@ -1,7 +1,6 @@
 package breaker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -9,11 +8,12 @@ import (
 
 // ErrBlocked is the error of a request the breaker blocks: its circuit is
 // open, or the adaptive breaker blocked it at random. Test for it with
-// errors.Is, which also matches ErrProbesBusy.
+// [errors.Is], which also matches [ErrProbesBusy].
 var ErrBlocked = errors.New("breaker: blocked")
 
-// ErrProbesBusy is the error of a request a half-open Circuit blocks because
-// every probe place is taken. errors.Is(ErrProbesBusy, ErrBlocked) is true.
+// ErrProbesBusy is the error of a request a half-open [Circuit] blocks
+// because every probe place is taken. errors.Is(ErrProbesBusy, ErrBlocked)
+// is true.
 var ErrProbesBusy = fmt.Errorf("%w: half-open, every probe place taken", ErrBlocked)
 
 // ErrInvalidConfig is wrapped by every error a constructor returns for a bad
@@ -26,8 +26,8 @@ type State uint8
 const (
 	// Closed: requests are allowed and their outcomes are counted.
 	Closed State = iota
-	// Open: requests are blocked (a Circuit), or some of them are (an
-	// Adaptive breaker whose block ratio is above zero).
+	// Open: requests are blocked (a [Circuit]), or some of them are (an
+	// [Adaptive] breaker whose block ratio is above zero).
 	Open
 	// HalfOpen: a Circuit allows a few probe requests to decide whether to
 	// close again.
@@ -51,19 +51,19 @@ type Outcome uint8
 const (
 	// Success: the dependency did its job.
 	Success Outcome = iota
-	// Failure: the dependency failed (or, for a slow-request strategy, the
-	// request took longer than allowed; see SlowRatio).
+	// Failure: the dependency failed, or, for [SlowRatio], the request took
+	// longer than allowed.
 	Failure
 	// Ignored: the result says nothing about the dependency (the caller gave
-	// up, say, or the error is the caller's own). It is not counted, does
-	// not break a run of failures, and a probe that ends Ignored gives its
+	// up, say, or the error is the caller's own). It is not counted, and
+	// does not break a run of failures. A probe that ends Ignored gives its
 	// place back without deciding anything.
 	Ignored
 )
 
 // Acceptable reports whether a request that returned err counts as a success
 // (go-zero's name). A nil Acceptable leaves the decision to the breaker's
-// WithIsSuccessful, which by default takes exactly err == nil as a success.
+// [WithIsSuccessful], which by default takes only a nil error as a success.
 type Acceptable func(err error) bool
 
 // Fallback is called, instead of the request, with the error of a request the
@@ -71,88 +71,53 @@ type Acceptable func(err error) bool
 // breaker's error, as Do does.
 type Fallback func(err error) error
 
-// A Breaker guards calls to a dependency. Adaptive and Circuit are Breakers.
+// A Breaker guards calls to a dependency: [Adaptive] and [Circuit] are
+// Breakers, and so can be a type of your own. It is what the guard asks of
+// a breaker rule.
 //
-// Allow asks whether one request may proceed and returns a Promise on which
-// its outcome must be reported. The Do family runs the request and reports
-// for it: a request that returns an error counts as a failure unless
-// Acceptable (or the breaker's WithIsSuccessful) takes it as a success, and
-// one whose error WithIsExcluded excludes is not counted. A request that
-// panics counts as a failure and the panic goes on, with its stack. The
-// ...Ctx variants return ctx.Err() at once, counting nothing, when ctx is
-// already done, and do not count a request that fails with context.Canceled
-// after its own ctx was cancelled: the caller gave up, the dependency did not
-// fail.
-//
-// A blocked request gets ErrBlocked (or ErrProbesBusy), or what its Fallback
-// returns.
-//
-// Every method that reads the clock has an ...At twin that takes the time
-// instead, in nanoseconds on the breaker's clock (see WithClock): AllowAt,
-// StateAt, StatsAt, and Promise.RecordAt and DoneAt for settling. The Do
-// family and AllowCtx have none: the Do family times a request that really
-// runs, and code that has the time already checks its context and calls
-// AllowAt.
+// [Breaker.AllowAt] and [Breaker.StatsAt] take the time, in nanoseconds on
+// the breaker's clock; [Breaker.Allow] and [Breaker.Stats] read that clock.
+// The go-zero family of Do methods is on the concrete types.
 type Breaker interface {
-	// Allow reports whether a request may proceed now. If it may, the
-	// Promise must be told the outcome, once.
+	// Allow reports whether a request may proceed now. If it may, settle
+	// the Promise with the request's outcome, once. If not, the error is
+	// [ErrBlocked] or wraps it.
 	Allow() (Promise, error)
-	// AllowCtx is Allow, returning ctx.Err() at once if ctx is done.
-	AllowCtx(ctx context.Context) (Promise, error)
 	// AllowAt is Allow at time now.
 	AllowAt(now int64) (Promise, error)
-
-	// Do runs req if the breaker allows it and counts its outcome.
-	Do(req func() error) error
-	// DoCtx is Do, returning ctx.Err() at once if ctx is done.
-	DoCtx(ctx context.Context, req func() error) error
-	// DoWithAcceptable is Do, with acceptable deciding which errors count
-	// as successes.
-	DoWithAcceptable(req func() error, acceptable Acceptable) error
-	// DoWithAcceptableCtx is DoWithAcceptable, returning ctx.Err() at once
-	// if ctx is done.
-	DoWithAcceptableCtx(ctx context.Context, req func() error, acceptable Acceptable) error
-	// DoWithFallback is Do, calling fallback instead of req when blocked.
-	DoWithFallback(req func() error, fallback Fallback) error
-	// DoWithFallbackCtx is DoWithFallback, returning ctx.Err() at once if
-	// ctx is done.
-	DoWithFallbackCtx(ctx context.Context, req func() error, fallback Fallback) error
-	// DoWithFallbackAcceptable combines DoWithFallback and
-	// DoWithAcceptable.
-	DoWithFallbackAcceptable(req func() error, fallback Fallback, acceptable Acceptable) error
-	// DoWithFallbackAcceptableCtx is DoWithFallbackAcceptable, returning
-	// ctx.Err() at once if ctx is done.
-	DoWithFallbackAcceptableCtx(ctx context.Context, req func() error, fallback Fallback, acceptable Acceptable) error
-
-	// RetryAfterAt returns how long after time now a blocked request
-	// could be allowed: the rest of an open Circuit's timeout; 0 when the
-	// breaker cannot tell (an Adaptive breaker blocks at random) or would
-	// allow one now. It reads no clock.
+	// RetryAfterAt returns how long after time now a blocked request could
+	// be allowed, or 0 if the breaker cannot tell.
 	RetryAfterAt(now int64) time.Duration
-
-	// State returns the breaker's state now.
-	State() State
-	// StateAt returns the breaker's state at time now.
-	StateAt(now int64) State
-	// Stats returns the breaker's state and window counts now, for metrics.
+	// Stats returns the breaker's state and window counts now.
 	Stats() Stats
 	// StatsAt returns the breaker's state and window counts at time now.
 	StatsAt(now int64) Stats
 }
 
+// A Recorder is the breaker a [Promise] reports to. [Adaptive] and
+// [Circuit] have their own. A [Breaker] of your own implements it, and
+// makes its Promises with [NewPromise].
+type Recorder interface {
+	// Now returns the time on the breaker's clock, in nanoseconds.
+	Now() int64
+	// RecordAt is told that the request of p ended at time now, with
+	// outcome o. It is called each time p is settled.
+	RecordAt(p Promise, now int64, o Outcome)
+}
+
 // Stats is a breaker's state and the counts in its window, for metrics. The
 // zero Stats is a closed breaker that has counted nothing.
 type Stats struct {
-	// State is the breaker's state. An Adaptive breaker is Open while its
-	// block ratio is above zero.
+	// State is the breaker's state. An [Adaptive] breaker is [Open] while
+	// its block ratio is above zero.
 	State State
-	// BlockRatio is the share of requests the breaker blocks now: for an
-	// Adaptive breaker, the probability that it blocks a request; for a
-	// Circuit, 0 when closed, 1 when open, and the share of its probe
-	// places taken (probes in flight / probes) when half-open.
+	// BlockRatio is the share of requests the breaker blocks now. For an
+	// [Adaptive] breaker, it is the probability that it blocks a request.
+	// A [Circuit]'s is 0 when closed and 1 when open. Half-open, it is the
+	// share of its probe places taken (probes in flight / probes).
 	BlockRatio float64
-	// Counts are the outcomes counted in the window (see Counts). For a
-	// Circuit they are what its strategy sees; an Adaptive breaker counts
+	// Counts are the outcomes counted in the window (see [Counts]). For a
+	// Circuit they are what its strategy sees. An Adaptive breaker counts
 	// no slow requests and no runs of failures, and reports 0 for those.
 	Counts
 	// Blocked is how many requests the breaker blocked in the window (for a
@@ -168,38 +133,36 @@ type Stats struct {
 	Generation uint64
 }
 
-// A Promise stands for one request a breaker allowed; tell it the request's
-// outcome with exactly one of its methods, once. A Promise is a small value:
-// issuing and settling one allocates nothing. The zero Promise (what Allow
-// returns with an error) ignores every call.
+// A Promise stands for one request a breaker allowed. Tell it the request's
+// outcome with one of its methods, once. A Promise is a small value: issuing
+// and settling one allocates nothing. The zero Promise, which Allow returns
+// with an error, ignores every call.
 //
-// Settle each Promise once: settling a copy a second time counts the request
-// twice, except for a Circuit's probes, whose place is released only once.
-//
-// A Promise is four words, the most the compiler keeps in registers: larger,
-// it is copied through memory on every return, which costs more than the
-// rest of allowing a request.
+// Settling a copy a second time counts the request twice. A [Circuit]
+// releases a probe's place only once.
 type Promise struct {
-	by     *issuer // the breaker that issued it
-	start  int64   // when the request was allowed, on the breaker's clock (a Circuit's, when it needs it)
-	gen    uint64  // a Circuit's state word when the request was allowed
-	ticket uint64  // a probe's ticket (see probe), or 0
+	// A Promise is four words, the most the compiler keeps in registers:
+	// larger, it is copied through memory on every return, which costs
+	// more than the rest of allowing a request.
+	rec   Recorder
+	start int64  // a Circuit's: when the request was allowed, if it needs it
+	token uint64 // the Recorder's (see circuitToken)
 }
 
-// An issuer is the breaker a Promise reports to: one of the two is set. Each
-// breaker holds its own, so that a Promise names it in one word and settling
-// is a direct call.
-type issuer struct {
-	a *Adaptive
-	c *Circuit
-}
+// NewPromise returns a Promise that reports to r, for a [Breaker] of your
+// own. token is r's to choose: [Promise.Token] returns it.
+func NewPromise(r Recorder, token uint64) Promise { return Promise{rec: r, token: token} }
 
-// Probe reports whether the request is one of a half-open Circuit's
-// probes, whose outcome decides whether the circuit closes. A client should
-// not retry a failed probe: its failure is the breaker's answer (see
-// flow.AttemptProbe). The zero Promise and an Adaptive breaker's are not
-// probes.
-func (p Promise) Probe() bool { return p.ticket != 0 }
+// Token returns the token the Promise was made with (see [NewPromise]).
+func (p Promise) Token() uint64 { return p.token }
+
+// Probe reports whether the request is a half-open [Circuit]'s probe. Its
+// outcome decides whether the circuit closes. So a client should not retry
+// a failed probe (see flow.AttemptProbe). Other Promises are not probes.
+func (p Promise) Probe() bool {
+	_, ok := p.rec.(*circuitRecorder)
+	return ok && p.token&probeBit != 0
+}
 
 // Succeed reports that the request succeeded.
 func (p Promise) Succeed() { p.settle(Success) }
@@ -211,58 +174,92 @@ func (p Promise) Fail() { p.settle(Failure) }
 // dependency. Nothing is counted; a probe gives its place back.
 func (p Promise) Ignore() { p.settle(Ignored) }
 
-// Done reports the request's outcome by its error, as the breaker's Do does:
-// excluded (WithIsExcluded), else a success if WithIsSuccessful takes err as
-// one (by default, if err is nil), else a failure.
+// Done reports the request's outcome by its error, as Do does: [Ignored] if
+// [WithIsExcluded] excludes it, else [Success] if [WithIsSuccessful] takes it
+// as one, else [Failure]. By default only a nil error is a success. A
+// Promise of your own ([NewPromise]) takes a nil error as a success, and any
+// other as a failure.
 func (p Promise) Done(err error) {
-	switch {
-	case p.by == nil:
-	case p.by.c != nil:
-		p.settle(p.by.c.outcome(err))
-	case p.by.a != nil:
-		p.settle(p.by.a.outcome(err))
+	if p.rec != nil {
+		p.RecordAt(p.rec.Now(), p.outcome(err))
 	}
 }
 
 // DoneAt is Done at time now, in nanoseconds on the breaker's clock.
 func (p Promise) DoneAt(now int64, err error) {
-	switch {
-	case p.by == nil:
-	case p.by.c != nil:
-		p.RecordAt(now, p.by.c.outcome(err))
-	case p.by.a != nil:
-		p.RecordAt(now, p.by.a.outcome(err))
+	if p.rec != nil {
+		p.RecordAt(now, p.outcome(err))
 	}
 }
 
 // RecordAt reports outcome o at time now, in nanoseconds on the breaker's
-// clock: Succeed, Fail or Ignore for code that has read the clock already,
-// and for simulations. An o that is not an Outcome counts nothing, and a
-// probe's place stays taken until it times out.
+// clock. It is Succeed, Fail or Ignore for code that has read the clock
+// already, and for simulations. An o that is not an [Outcome] counts
+// nothing, and a probe's place stays taken until it times out.
 func (p Promise) RecordAt(now int64, o Outcome) {
 	if o > Ignored {
 		return
 	}
-	switch {
-	case p.by == nil:
-	case p.by.c != nil:
-		p.by.c.record(p, now, o)
-	case p.by.a != nil:
-		p.by.a.record(now, o)
+	// The breakers of this package are called directly, not through the
+	// interface, so that settling a request costs a direct call.
+	switch r := p.rec.(type) {
+	case nil:
+	case *adaptiveRecorder:
+		(*Adaptive)(r).record(now, o)
+	case *circuitRecorder:
+		if r.clock != nil { // not the zero Circuit
+			(*Circuit)(r).record(p, now, o)
+		}
+	default:
+		r.RecordAt(p, now, o)
 	}
 }
 
+// outcome classifies err as the breaker that issued p does.
+func (p Promise) outcome(err error) Outcome {
+	switch r := p.rec.(type) {
+	case *adaptiveRecorder:
+		return r.policy.outcome(err)
+	case *circuitRecorder:
+		return r.policy.outcome(err)
+	}
+	return outcomeOf(err, nil, nil)
+}
+
 func (p Promise) settle(o Outcome) {
-	switch {
-	case p.by == nil:
-	case p.by.c != nil:
-		c := p.by.c
-		c.record(p, c.clock.Now(), o)
-	case p.by.a != nil:
-		a := p.by.a
-		a.record(a.clock.Now(), o)
+	switch r := p.rec.(type) {
+	case nil:
+	case *adaptiveRecorder:
+		(*Adaptive)(r).record(r.clock.Now(), o)
+	case *circuitRecorder:
+		if r.clock != nil { // not the zero Circuit
+			(*Circuit)(r).record(p, r.clock.Now(), o)
+		}
+	default:
+		r.RecordAt(p, r.Now(), o)
 	}
 }
+
+// adaptiveRecorder and circuitRecorder are the breakers as the Recorders of
+// their Promises: a Promise holds the breaker itself, with no method of
+// Recorder in the breaker's API.
+type (
+	adaptiveRecorder Adaptive
+	circuitRecorder  Circuit
+)
+
+func (r *adaptiveRecorder) Now() int64 { return r.clock.Now() }
+
+func (r *adaptiveRecorder) RecordAt(p Promise, now int64, o Outcome) { p.RecordAt(now, o) }
+
+func (r *circuitRecorder) Now() int64 {
+	if r.clock == nil { // the zero Circuit
+		return 0
+	}
+	return r.clock.Now()
+}
+
+func (r *circuitRecorder) RecordAt(p Promise, now int64, o Outcome) { p.RecordAt(now, o) }
 
 var (
 	_ Breaker = (*Adaptive)(nil)

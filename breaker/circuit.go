@@ -12,47 +12,44 @@ import (
 	"github.com/slidegate/slidegate/window"
 )
 
-// A Circuit is a circuit breaker with states (Sentinel's and gobreaker's):
+// A Circuit is a circuit breaker with states, as Sentinel's and gobreaker's.
 //
-//   - Closed: requests are allowed and their outcomes are counted over a
-//     sliding window (Counts). When a failure (or, for SlowRatio, a slow
-//     request) leaves the window meeting the Strategy, with at least the
-//     minimum volume of requests, the circuit opens.
-//   - Open: requests are blocked with ErrBlocked until the open timeout has
-//     passed (WithOpenTimeout; WithBackoff doubles it each time probing
-//     fails). The first request at or after it turns the circuit half-open
-//     and becomes a probe.
-//   - HalfOpen: at most n probes are in flight at once (WithProbes); other
-//     requests are blocked with ErrProbesBusy. Only probes decide: one
-//     failure, or one probe still unfinished after the probe timeout, opens
-//     the circuit again; n successes close it, with an empty window. When a
-//     half-open spell ends, its probes still running are abandoned: their
-//     results are ignored, and the next half-open spell has n places of its
-//     own.
+// Closed, it allows requests and counts their outcomes over a sliding window
+// ([Counts]). It opens when a failure (for [SlowRatio], a slow request)
+// leaves the window meeting its [Strategy], with the minimum volume.
 //
-// Every state change starts a new generation, and a request's outcome counts
-// only in the generation that allowed it: a result that arrives after the
-// circuit moved on (a request allowed while closed that ends while
-// half-open, a probe that ends after another one failed) is ignored.
-// Outcomes that WithIsExcluded excludes, and Promise.Ignore, count as
-// nothing; an ignored probe gives its place back.
+// Open, it blocks requests with [ErrBlocked] until the open timeout has
+// passed ([WithOpenTimeout]; [WithBackoff] doubles it each time probing
+// fails). The first request at or after it turns the circuit half-open and
+// becomes a probe.
 //
-// State changes happen when requests observe their cause: an open circuit
-// whose timeout has passed reads Open until the next request arrives, and a
-// probe that hangs is declared failed by the next request (or by its own
-// late result). Listeners (OnStateChange) run on a goroutine of their own,
+// Half-open, it lets at most n probes be in flight at once ([WithProbes]).
+// It blocks other requests with [ErrProbesBusy]. Only probes decide. One
+// failure opens the circuit again, as does a probe unfinished after the
+// probe timeout. n successes close it, with an empty window. When a
+// half-open spell ends, its probes still running are abandoned: their
+// results are ignored. The next spell has n places of its own.
+//
+// Every state change starts a new generation. A request's outcome counts
+// only in the generation that allowed it. So a result that arrives after the
+// circuit moved on is ignored: a request allowed while closed that ends
+// while half-open, or a probe that ends after another one failed. Outcomes
+// that [WithIsExcluded] excludes count as nothing, as does [Promise.Ignore].
+// An ignored probe gives its place back.
+//
+// State changes happen when requests observe their cause. An open circuit
+// whose timeout has passed reads Open until the next request arrives. A
+// probe that hangs is declared failed by the next request, or by its own
+// late result. Listeners ([OnStateChange]) run on a goroutine of their own,
 // only while there are changes to tell.
-//
-// The zero Circuit is not usable; make one with NewCircuit.
 //
 // A Circuit is safe for concurrent use. Allowing and settling a request
 // allocate nothing, and take no lock unless the state changes. A closed
 // Circuit reads the clock only to settle a request, and, for SlowRatio, to
-// allow one.
+// allow one. The zero Circuit is not usable; make one with [NewCircuit].
 type Circuit struct {
 	calls
 	policy
-	self        issuer
 	strategy    Strategy
 	minRequests int64
 	clock       clock.Clock
@@ -83,7 +80,7 @@ type Circuit struct {
 	openTimeout time.Duration
 	maxOpen     time.Duration
 	notify      *notify.Queue[Transition]
-	hook        func(*Circuit, Transition) // OnTransition's
+	hook        func(*Circuit, Transition) // onTransition's
 }
 
 // A closedWindow is what a Circuit counts from one closing to the next: the
@@ -155,18 +152,19 @@ const ticketShift = 10 // maxProbes = 1 << ticketShift
 // slotOf returns the index of the place a ticket was issued for.
 func slotOf(ticket uint64) int { return int(ticket & (maxProbes - 1)) }
 
-// NewCircuit returns a Circuit that opens on strategy s. The defaults: a
-// window of 10 buckets over 10 s, a minimum volume of 10 requests (0 for
-// ConsecutiveFailures and TripWhen), an open timeout of 5 s without backoff,
-// and one probe with a probe timeout of 5 s. A bad strategy or option is an
-// error wrapping ErrInvalidConfig.
+// NewCircuit returns a Circuit that opens on strategy s. Unless opts say
+// otherwise, it has the defaults [DefaultInterval],
+// [DefaultCircuitBuckets], [DefaultMinRequests] (none for
+// [ConsecutiveFailures] and [TripWhen]), [DefaultOpenTimeout] and
+// [DefaultProbes]. A bad strategy or option is an error wrapping
+// [ErrInvalidConfig].
 func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	st, err := build(opts, settings{
-		interval: 10 * time.Second, buckets: 10, minRequests: s.minRequests(),
-		openTimeout: 5 * time.Second, probes: 1,
+		interval: DefaultInterval, buckets: DefaultCircuitBuckets, minRequests: s.minRequests(),
+		openTimeout: DefaultOpenTimeout, probes: DefaultProbes,
 	}, circuitOnly, "a Circuit")
 	if err != nil {
 		return nil, err
@@ -208,7 +206,6 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	}
 	c.stats.Store(w)
 	c.calls = calls{c}
-	c.self = issuer{c: c}
 	c.hook = st.onTransition
 	if st.onStateChange != nil {
 		c.notify = notify.New(st.onStateChange, queueSize)
@@ -221,24 +218,24 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 const maxProbes = 1 << ticketShift
 
 // Allow reports whether a request may proceed now: always while closed, only
-// as a probe while half-open, never while open (ErrBlocked). Settle the
-// Promise with the request's outcome.
+// as a probe while half-open, never while open ([ErrBlocked]). Settle the
+// [Promise] with the request's outcome.
 func (c *Circuit) Allow() (Promise, error) {
 	st := c.state.Load()
 	switch {
 	case State(st&3) != Closed:
 		return c.allowNotClosed(timegrid.Clamp(c.clock.Now()))
 	case c.timed:
-		return Promise{by: &c.self, gen: st, start: timegrid.Clamp(c.clock.Now())}, nil
+		return Promise{rec: (*circuitRecorder)(c), token: st, start: timegrid.Clamp(c.clock.Now())}, nil
 	}
-	return Promise{by: &c.self, gen: st}, nil
+	return Promise{rec: (*circuitRecorder)(c), token: st}, nil
 }
 
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
 func (c *Circuit) AllowAt(now int64) (Promise, error) {
 	now = timegrid.Clamp(now)
 	if st := c.state.Load(); State(st&3) == Closed {
-		return Promise{by: &c.self, gen: st, start: now}, nil
+		return Promise{rec: (*circuitRecorder)(c), token: st, start: now}, nil
 	}
 	return c.allowNotClosed(now)
 }
@@ -250,7 +247,7 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 		st := c.state.Load()
 		switch State(st & 3) {
 		case Closed:
-			return Promise{by: &c.self, gen: st, start: now}, nil
+			return Promise{rec: (*circuitRecorder)(c), token: st, start: now}, nil
 		case Open:
 			if now < c.openUntil.Load() {
 				c.stats.Load().t.AddAt(now, window.Blocked, 1)
@@ -295,7 +292,7 @@ func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
 		p.start.Store(now)
 		p.ticket.Store(t)
 		c.mu.Unlock()
-		return Promise{by: &c.self, gen: st, start: now, ticket: t}, true
+		return Promise{rec: (*circuitRecorder)(c), token: probeBit | t, start: now}, true
 	}
 	return Promise{}, false
 }
@@ -322,15 +319,21 @@ func (c *Circuit) expired(st uint64, now int64) bool {
 	return false
 }
 
-// record settles a request allowed under state word p.gen.
+// A Circuit's Promise has as its token the state word that allowed the
+// request, or, for a probe, probeBit and the probe's ticket. A state word
+// (generation<<2 | State) and a ticket never reach bit 63.
+const probeBit = 1 << 63
+
+// record settles a request allowed with Promise p.
 func (c *Circuit) record(p Promise, now int64, o Outcome) {
 	now = timegrid.Clamp(now)
-	if p.ticket != 0 {
-		c.settleProbe(p, now, o)
+	if p.token&probeBit != 0 {
+		c.settleProbe(p.token&^probeBit, p.start, now, o)
 		return
 	}
+	gen := p.token
 	w := c.stats.Load() // before the state word: see stats
-	if o == Ignored || c.state.Load() != p.gen {
+	if o == Ignored || c.state.Load() != gen {
 		return
 	}
 	slow := c.timed && c.strategy.slow(now-p.start)
@@ -350,18 +353,22 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 	}
 	if slow || (o == Failure && !c.timed) {
 		if n, _ := w.countsAt(now); c.strategy.meets(n, c.minRequests) {
-			c.transition(p.gen, Open, now, Tripped, n)
+			c.transition(gen, Open, now, Tripped, n)
 		}
 	}
 }
 
-// settleProbe settles a probe: a failure (or a timeout, or for SlowRatio a
-// slow probe) opens the circuit, and the last success needed closes it. A
-// probe whose place was freed meanwhile (settled already, or its half-open
-// spell over) decides nothing.
-func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
+// settleProbe settles the probe of ticket, allowed at start: a failure (or
+// a timeout, or for SlowRatio a slow probe) opens the circuit, and the last
+// success needed closes it. A probe whose place was freed meanwhile
+// (settled already, or its half-open spell over) decides nothing.
+//
+// The place still holding the ticket, with the circuit half-open, means
+// the probe's spell goes on: every change to HalfOpen frees every place,
+// and a ticket is never issued twice.
+func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
 	cause := ProbeFailed
-	switch rt := now - p.start; {
+	switch rt := now - start; {
 	case rt >= c.probeTimeout: // even an ignored result: the probe hung
 		o, cause = Failure, ProbeTimedOut
 	case o == Ignored:
@@ -370,19 +377,20 @@ func (c *Circuit) settleProbe(p Promise, now int64, o Outcome) {
 	case c.timed:
 		o = Success // SlowRatio judges time only
 	}
-	place := &c.probes[slotOf(p.ticket)]
+	place := &c.probes[slotOf(ticket)]
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if place.ticket.Load() != p.ticket || c.state.Load() != p.gen {
+	st := c.state.Load()
+	if place.ticket.Load() != ticket || State(st&3) != HalfOpen {
 		return
 	}
 	place.ticket.Store(0)
 	switch o {
 	case Failure:
-		c.change(p.gen, Open, now, cause, Counts{})
+		c.change(st, Open, now, cause, Counts{})
 	case Success:
 		if c.successes++; c.successes >= len(c.probes) {
-			c.change(p.gen, Closed, now, ProbesSucceeded, Counts{})
+			c.change(st, Closed, now, ProbesSucceeded, Counts{})
 		}
 	}
 }
@@ -453,13 +461,9 @@ func (c *Circuit) openTimeoutAfter(n uint) time.Duration {
 }
 
 // State returns the circuit's state. It changes when requests observe a
-// cause (see Circuit), so an open circuit whose timeout has passed reads Open
-// until a request arrives. It reads no clock.
+// cause (see [Circuit]): an open circuit whose timeout has passed reads
+// [Open] until a request arrives. It reads no clock.
 func (c *Circuit) State() State { return State(c.state.Load() & 3) }
-
-// StateAt returns the circuit's state, which does not depend on the time it
-// is read at (see State): it is State, for the Breaker interface.
-func (c *Circuit) StateAt(int64) State { return c.State() }
 
 // Generation returns the current generation: the number of state changes so
 // far.
@@ -507,7 +511,7 @@ func (c *Circuit) RetryAfterAt(now int64) time.Duration {
 }
 
 // DroppedTransitions returns how many state changes were not told to the
-// OnStateChange listener because it fell more than 64 behind.
+// [OnStateChange] listener because it fell more than 64 behind.
 func (c *Circuit) DroppedTransitions() int64 {
 	if c.notify == nil {
 		return 0
@@ -515,8 +519,8 @@ func (c *Circuit) DroppedTransitions() int64 {
 	return c.notify.Dropped()
 }
 
-// Close stops telling OnStateChange of state changes: changes made after it
-// are not told, those made before still are. It does not wait for the
+// Close stops telling [OnStateChange] of state changes: changes made after
+// it are not told, those made before still are. It does not wait for the
 // listener, so the listener may call it. The Circuit goes on working. Close
 // is safe to call more than once.
 func (c *Circuit) Close() error {

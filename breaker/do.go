@@ -35,15 +35,15 @@ type allower interface {
 // it, pointing it at themselves.
 type calls struct{ b allower }
 
-// Do runs req if the breaker allows it, and counts its outcome: a nil error
-// (or one WithIsSuccessful takes as a success) is a success. A blocked
-// request returns ErrBlocked without running req. If req panics, the panic
+// Do runs req if the breaker allows it, and counts its outcome. A nil error
+// is a success, or one that [WithIsSuccessful] takes as one. A blocked
+// request returns [ErrBlocked] without running req. If req panics, the panic
 // counts as a failure and goes on.
 func (c *calls) Do(req func() error) error { return c.run(context.Background(), req, nil, nil) }
 
-// DoCtx is Do, returning ctx.Err() at once, without running req or counting
-// anything, if ctx is already done. A request that fails with
-// context.Canceled after ctx was cancelled is not counted.
+// DoCtx is Do, returning ctx.Err() at once if ctx is already done, without
+// running req or counting anything. A request that fails with
+// [context.Canceled] after ctx was cancelled is not counted.
 func (c *calls) DoCtx(ctx context.Context, req func() error) error { return c.run(ctx, req, nil, nil) }
 
 // DoWithAcceptable is Do, with acceptable deciding which errors count as

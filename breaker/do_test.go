@@ -9,17 +9,37 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
+// goZeroBreaker is a Breaker with go-zero's methods, as Adaptive and
+// Circuit are.
+type goZeroBreaker interface {
+	Breaker
+	AllowCtx(ctx context.Context) (Promise, error)
+	Do(req func() error) error
+	DoCtx(ctx context.Context, req func() error) error
+	DoWithAcceptable(req func() error, acceptable Acceptable) error
+	DoWithAcceptableCtx(ctx context.Context, req func() error, acceptable Acceptable) error
+	DoWithFallback(req func() error, fallback Fallback) error
+	DoWithFallbackCtx(ctx context.Context, req func() error, fallback Fallback) error
+	DoWithFallbackAcceptable(req func() error, fallback Fallback, acceptable Acceptable) error
+	DoWithFallbackAcceptableCtx(ctx context.Context, req func() error, fallback Fallback, acceptable Acceptable) error
+}
+
+var (
+	_ goZeroBreaker = (*Adaptive)(nil)
+	_ goZeroBreaker = (*Circuit)(nil)
+)
+
 // breakers returns one of each breaker on a manual clock, and a function that
 // makes it block every request.
 func breakers(t *testing.T) map[string]struct {
-	b     Breaker
+	b     goZeroBreaker
 	block func()
 } {
 	t.Helper()
 	a, _, r := newAdaptive(t, WithProtection(0))
 	c, _ := newCircuit(t, ErrorCount(5), WithMinRequests(1))
 	return map[string]struct {
-		b     Breaker
+		b     goZeroBreaker
 		block func()
 	}{
 		"Adaptive": {a, func() {

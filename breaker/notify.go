@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// A Cause says why a Circuit changed state. The zero Cause is Tripped.
+// A Cause says why a [Circuit] changed state. The zero Cause is [Tripped].
 type Cause uint8
 
 const (
@@ -33,7 +33,8 @@ func (c Cause) String() string {
 	return "unknown cause"
 }
 
-// A Transition is one state change of a Circuit, as told to OnStateChange.
+// A Transition is one state change of a [Circuit], as told to
+// [OnStateChange].
 // The zero Transition describes no change.
 type Transition struct {
 	From, To State

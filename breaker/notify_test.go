@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 )
 
 // Telling OnStateChange listeners of a Circuit's state changes.
@@ -96,7 +97,7 @@ func TestCircuitTellsOnTransitionAtOnceWithItself(t *testing.T) {
 	var c *Circuit
 	var got []Transition
 	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(2),
-		OnTransition(func(from *Circuit, tr Transition) {
+		onTransition(func(from *Circuit, tr Transition) {
 			if from != c {
 				t.Errorf("told of %p, want the circuit %p", from, c)
 			}
@@ -111,5 +112,20 @@ func TestCircuitTellsOnTransitionAtOnceWithItself(t *testing.T) {
 	settle(t, c, Success)
 	if len(got) != 3 || got[1].To != HalfOpen || got[2].To != Closed || got[2].Generation != 3 {
 		t.Fatalf("told %+v, want open → half-open → closed", got)
+	}
+}
+
+// The guard reaches onTransition through internal/breakerhook, as the type
+// that package documents.
+func TestBreakerhookHoldsOnTransition(t *testing.T) {
+	f, ok := breakerhook.OnTransition.(func(func(*Circuit, Transition)) Option)
+	if !ok {
+		t.Fatalf("breakerhook.OnTransition is a %T", breakerhook.OnTransition)
+	}
+	told := 0
+	c, _ := newCircuit(t, ErrorCount(1), WithMinRequests(1), f(func(*Circuit, Transition) { told++ }))
+	settle(t, c, Failure)
+	if told != 1 {
+		t.Fatalf("told of %d changes, want the trip", told)
 	}
 }

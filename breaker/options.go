@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// An Option customises a breaker. A bad option (a nil clock or function, a
-// value out of range) makes the constructor return an error wrapping
-// ErrInvalidConfig that names the option and its value, and so does an
-// option that belongs to the other kind of breaker (WithK to a Circuit,
-// WithProbes to an Adaptive breaker): nothing is silently ignored. A nil
-// Option is no option.
+// An Option customises a breaker. A bad option is an error from the
+// constructor, wrapping [ErrInvalidConfig] and naming the option and its
+// value: a nil clock or function, or a value out of range. So is an option
+// of the other kind of breaker ([WithK] to a [Circuit], say): nothing is
+// silently ignored. A nil Option is no option.
 type Option func(*settings)
 
 // optionID names an option, for the error of an option given to the wrong
@@ -84,8 +84,8 @@ func (s *settings) notNil(isNil bool, option string) {
 	}
 }
 
-// WithClock makes the breaker read time from c instead of clock.System.
-// Tests and simulations pass a *clock.Manual. A nil c is an error.
+// WithClock makes the breaker read time from c instead of [clock.System].
+// Tests and simulations pass a [clock.Manual]. A nil c is an error.
 func WithClock(c clock.Clock) Option {
 	return func(s *settings) {
 		if c == nil {
@@ -96,11 +96,11 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithWindow sets the sliding window the breaker counts outcomes over: the
-// last interval, in buckets buckets (the order of window.NewCounter). The
-// defaults are 40 buckets over 10 s for Adaptive (go-zero's) and 10 buckets
-// over 10 s for Circuit; a number of buckets or an interval of 0 keeps its
+// last interval, in buckets buckets (the order of [window.NewCounter]). The
+// defaults are [DefaultInterval] and [DefaultAdaptiveBuckets] or
+// [DefaultCircuitBuckets]. A number of buckets or an interval of 0 keeps its
 // default. The interval must divide into whole nanoseconds per bucket, each
-// at least 1 µs; a negative value is an error.
+// at least 1 µs. A negative value is an error.
 func WithWindow(buckets int, interval time.Duration) Option {
 	return func(s *settings) {
 		if interval != 0 {
@@ -112,71 +112,71 @@ func WithWindow(buckets int, interval time.Duration) Option {
 	}
 }
 
-// WithMinRequests sets the minimum volume: while fewer than n requests have
-// finished with a counted outcome in the window, the breaker neither blocks
-// (Adaptive) nor trips (Circuit). n must not be negative. The defaults are 0
-// for Adaptive, whose protection already spares light traffic (see
-// WithProtection); 10 for a Circuit with ErrorRatio, ErrorCount or
-// SlowRatio; and 0 for a Circuit with ConsecutiveFailures, whose run of n
-// failures is its own volume, or TripWhen, whose condition sees the volume
-// (Counts.Requests) and sets its own.
+// WithMinRequests sets the minimum volume. While fewer than n requests in
+// the window have ended with a counted outcome, an [Adaptive] breaker blocks
+// nothing and a [Circuit] does not trip. n must not be negative. An Adaptive
+// breaker has no minimum by default: its protection spares light traffic
+// (see [WithProtection]). A Circuit's default is [DefaultMinRequests], but 0
+// for [ConsecutiveFailures], whose run of n failures is its own volume. It
+// is 0 for [TripWhen] too, whose condition sees [Counts.Requests].
 func WithMinRequests(n int64) Option {
 	return func(s *settings) { s.minRequests = n }
 }
 
-// WithIsExcluded makes errors for which f returns true count as neither
-// success nor failure (Ignored) in the Do family and Promise.Done. By default
-// no error is excluded. A nil f is an error.
+// WithIsExcluded makes the errors for which f returns true count as neither
+// success nor failure ([Ignored]), in the Do family and [Promise.Done]. By
+// default no error is excluded. A nil f is an error.
 func WithIsExcluded(f func(err error) bool) Option {
 	return func(s *settings) { s.notNil(f == nil, "WithIsExcluded"); s.isExcluded = f }
 }
 
 // WithIsSuccessful decides which errors count as successes in Do, DoCtx,
-// DoWithFallback(Ctx) and Promise.Done; the ...Acceptable variants take their
-// own. By default only a nil error is a success. A nil f is an error.
+// DoWithFallback, DoWithFallbackCtx and [Promise.Done]. The ...Acceptable
+// variants take their own. By default only a nil error is a success. A nil
+// f is an error.
 func WithIsSuccessful(f func(err error) bool) Option {
 	return func(s *settings) { s.notNil(f == nil, "WithIsSuccessful"); s.isSuccessful = f }
 }
 
-// WithK sets an Adaptive breaker's K, how many requests it lets through per
-// request that succeeds (default 2, the value the Google SRE book
-// recommends; go-zero uses 1.5). Lower is more aggressive. K must be at least
-// 1, or the breaker would block requests to a healthy dependency.
+// WithK sets an [Adaptive] breaker's K: how many requests it lets through
+// per request that succeeds. The default, [DefaultK], is the Google SRE
+// book's; go-zero's starts at 1.5. A lower K blocks sooner. K must be at
+// least 1, or the breaker would block requests to a healthy dependency.
 func WithK(k float64) Option {
 	return func(s *settings) { s.k = k; s.mark(optK) }
 }
 
-// WithProtection sets an Adaptive breaker's protection: that many requests in
-// the window are spared from the block ratio (go-zero's protection; default
-// 5), so that a few failures among light traffic block nothing. n must not be
-// negative.
+// WithProtection sets an [Adaptive] breaker's protection: that many requests
+// in the window are spared from the block ratio, so that a few failures
+// among light traffic block nothing. The default, [DefaultProtection], is
+// go-zero's. n must not be negative.
 func WithProtection(n int64) Option {
 	return func(s *settings) { s.protection = n; s.mark(optProtection) }
 }
 
-// WithRandom sets the source an Adaptive breaker draws from to decide whether
-// to block a request: f returns a number in [0, 1) and must be safe for
-// concurrent use if the breaker is. By default it is math/rand/v2's Float64.
+// WithRandom sets the source an [Adaptive] breaker draws from to decide
+// whether to block a request. f returns a number in [0, 1). It must be safe
+// for concurrent use if the breaker is. By default it is [rand.Float64].
 // Tests pass a deterministic source. A nil f is an error.
 func WithRandom(f func() float64) Option {
 	return func(s *settings) { s.notNil(f == nil, "WithRandom"); s.random = f; s.mark(optRandom) }
 }
 
-// WithBlockPolicy says whether an Adaptive breaker counts the requests it
-// blocks itself as requests: CountBlocksWhileFailing (the default),
-// CountBlocks or IgnoreBlocks. See BlockPolicy.
+// WithBlockPolicy says whether an [Adaptive] breaker counts the requests it
+// blocks as requests (see [BlockPolicy]). The default is
+// [CountBlocksWhileFailing].
 func WithBlockPolicy(p BlockPolicy) Option {
 	return func(s *settings) { s.blockPolicy = p; s.mark(optBlockPolicy) }
 }
 
-// WithOpenTimeout sets how long a Circuit stays open before it lets a probe
-// through (default 5 s); d must be positive. At exactly the timeout the next
-// request is a probe.
+// WithOpenTimeout sets how long a [Circuit] stays open before it lets a
+// probe through: [DefaultOpenTimeout] by default. d must be positive. At
+// exactly the timeout, the next request is a probe.
 func WithOpenTimeout(d time.Duration) Option {
 	return func(s *settings) { s.openTimeout = d; s.mark(optOpenTimeout) }
 }
 
-// WithBackoff makes a Circuit's open timeout grow: each time probing fails
+// WithBackoff makes a [Circuit]'s open timeout grow. Each time probing fails
 // and the circuit opens again, the timeout doubles, up to max. Closing resets
 // it. By default the timeout does not grow. max must be at least the open
 // timeout.
@@ -184,35 +184,37 @@ func WithBackoff(max time.Duration) Option {
 	return func(s *settings) { s.maxOpenTimeout = max; s.mark(optBackoff) }
 }
 
-// WithProbes sets how a half-open Circuit probes: at most n probes in flight
-// at once, n successful probes to close (default 1; at most 1024), and a
-// probe that has not finished within timeout counts as failed (a timeout of
-// 0 is the open timeout, the default; a negative one is an error). At
-// exactly the timeout the probe has failed.
+// WithProbes sets how a half-open [Circuit] probes. At most n probes are in
+// flight at once, and n successful probes close it: [DefaultProbes] by
+// default, at most 1024. A probe not finished within timeout has failed, at
+// exactly the timeout too. A timeout of 0 is the open timeout, the default;
+// a negative one is an error.
 func WithProbes(n int, timeout time.Duration) Option {
 	return func(s *settings) { s.probes, s.probeTimeout = n, timeout; s.mark(optProbes) }
 }
 
-// OnStateChange registers f to be told of a Circuit's state changes, in the
-// order they happen. f runs on a goroutine of its own, which runs only while
-// there are changes to tell, so a slow f never holds up a request; if f falls
-// more than 64 changes behind, the oldest are dropped and counted (see
-// Circuit.DroppedTransitions). Circuit.Close stops the telling. A nil f is an
-// error.
+// OnStateChange registers f to be told of a [Circuit]'s state changes, in
+// the order they happen. f runs on a goroutine of its own, only while there
+// are changes to tell, so a slow f never holds up a request. If f falls more
+// than 64 changes behind, the oldest are dropped and counted (see
+// [Circuit.DroppedTransitions]). [Circuit.Close] stops the telling. A nil f
+// is an error.
 func OnStateChange(f func(Transition)) Option {
 	return func(s *settings) { s.notNil(f == nil, "OnStateChange"); s.onStateChange = f; s.mark(optListener) }
 }
 
-// OnTransition registers f to be told of a Circuit's state changes, and of
+// onTransition registers f to be told of a Circuit's state changes, and of
 // the Circuit that changed, as they happen: f runs on the goroutine that
 // makes the change, with the Circuit's state lock held, before any other
-// change. It must return at once, never wait, and never call the Circuit:
-// it is for a registry of many circuits that queues the change itself
-// (one f serves them all, so a circuit costs nothing more). A listener
-// that may be slow belongs in OnStateChange. A nil f is an error.
-func OnTransition(f func(*Circuit, Transition)) Option {
+// change. It must return at once, never wait, and never call the Circuit.
+// It is for the guard's registry of many circuits, which queues the change
+// itself (one f serves them all, so a circuit costs nothing more), and is
+// reached through internal/breakerhook. A nil f is an error.
+func onTransition(f func(*Circuit, Transition)) Option {
 	return func(s *settings) { s.notNil(f == nil, "OnTransition"); s.onTransition = f; s.mark(optHook) }
 }
+
+func init() { breakerhook.OnTransition = onTransition }
 
 // build applies opts over the defaults and checks what every breaker shares.
 // only is the set of kind-specific options this breaker takes.

@@ -66,7 +66,7 @@ func TestOptionForTheOtherBreakerIsAnErrorNamingIt(t *testing.T) {
 		{"WithBackoff", errOf(NewAdaptive(WithBackoff(time.Second))), "WithBackoff does not apply to an Adaptive breaker"},
 		{"WithProbes", errOf(NewAdaptive(WithProbes(1, 0))), "WithProbes does not apply to an Adaptive breaker"},
 		{"OnStateChange", errOf(NewAdaptive(OnStateChange(func(Transition) {}))), "OnStateChange does not apply to an Adaptive breaker"},
-		{"OnTransition", errOf(NewAdaptive(OnTransition(func(*Circuit, Transition) {}))), "OnTransition does not apply to an Adaptive breaker"},
+		{"OnTransition", errOf(NewAdaptive(onTransition(func(*Circuit, Transition) {}))), "OnTransition does not apply to an Adaptive breaker"},
 	} {
 		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", tc.name, tc.err, tc.want)

@@ -3,6 +3,7 @@ package breaker
 import (
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +35,8 @@ func stressCircuit(t *testing.T, probes int, opts ...Option) *Circuit {
 // its start (an older time would be a timeout that never happened).
 func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 	const probes = 2
-	c := stressCircuit(t, probes)
+	var gens probeGens
+	c := stressCircuit(t, probes, gens.option())
 	var stolen, clobbered, overfull atomic.Int64
 	var flight sync.Mutex
 	inFlight := map[uint64]int{}
@@ -50,21 +52,23 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 					runtime.Gosched()
 					continue
 				}
-				if p.ticket == 0 {
+				ticket := ticketOf(p)
+				if ticket == 0 {
 					p.Fail() // closed: trip at once
 					continue
 				}
+				gen := gens.of(p)
 				flight.Lock()
-				if inFlight[p.gen]++; inFlight[p.gen] > probes {
+				if inFlight[gen]++; inFlight[gen] > probes {
 					overfull.Add(1)
 				}
 				flight.Unlock()
-				place := &c.probes[slotOf(p.ticket)]
+				place := &c.probes[slotOf(ticket)]
 				for i := 0; i < 3; i++ {
 					s1 := c.state.Load()
 					tk, start := place.ticket.Load(), place.start.Load()
-					if s2 := c.state.Load(); s1 == p.gen && s2 == p.gen {
-						if tk != p.ticket {
+					if s2 := c.state.Load(); s1 == gen && s2 == gen {
+						if tk != ticket {
 							stolen.Add(1)
 						} else if start != p.start {
 							clobbered.Add(1)
@@ -73,7 +77,7 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 					runtime.Gosched()
 				}
 				flight.Lock()
-				inFlight[p.gen]--
+				inFlight[gen]--
 				flight.Unlock()
 				switch src.IntN(5) {
 				case 0, 1:
@@ -99,7 +103,8 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 	var mu sync.Mutex
 	succeeded := map[uint64]int{} // Succeed calls of probes, by half-open generation
 	var closedFrom []uint64       // half-open generations that closed
-	c := stressCircuit(t, probes, OnStateChange(func(tr Transition) {
+	var gens probeGens
+	c := stressCircuit(t, probes, gens.option(), OnStateChange(func(tr Transition) {
 		if tr.Cause == ProbesSucceeded {
 			mu.Lock()
 			closedFrom = append(closedFrom, tr.Generation-1)
@@ -118,12 +123,13 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 					runtime.Gosched()
 					continue
 				}
-				if p.ticket == 0 || src.IntN(2) == 0 {
+				if ticketOf(p) == 0 || src.IntN(2) == 0 {
 					p.Fail()
 					continue
 				}
+				gen := gens.of(p)
 				mu.Lock()
-				succeeded[p.gen>>2]++ // counted before it can count
+				succeeded[gen>>2]++ // counted before it can count
 				mu.Unlock()
 				p.Succeed()
 			}
@@ -141,4 +147,47 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 	if len(closedFrom) == 0 {
 		t.Fatal("the circuit never closed")
 	}
+}
+
+// probeGens tells the half-open generation a probe was allowed in, which its
+// Promise does not carry. It hears every change to HalfOpen with the
+// circuit's lock held (onTransition), when the spell's first ticket will
+// be the next one issued: a ticket's spell is the last that began at or
+// below its sequence number.
+type probeGens struct {
+	mu    sync.Mutex
+	first []uint64 // the first ticket sequence of each half-open spell, in order
+	words []uint64 // its state word
+}
+
+func (g *probeGens) option() Option {
+	return onTransition(func(c *Circuit, tr Transition) {
+		if tr.To == HalfOpen {
+			g.mu.Lock()
+			g.first = append(g.first, c.tickets+1)
+			g.words = append(g.words, tr.Generation<<2|uint64(HalfOpen))
+			g.mu.Unlock()
+		}
+	})
+}
+
+// of returns the state word that allowed the request of p.
+func (g *probeGens) of(p Promise) uint64 {
+	t := ticketOf(p)
+	if t == 0 {
+		return p.token
+	}
+	seq := t >> ticketShift
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i, _ := slices.BinarySearch(g.first, seq+1) // the spells that began at or below seq
+	return g.words[i-1]
+}
+
+// ticketOf returns the ticket of a probe's Promise, or 0.
+func ticketOf(p Promise) uint64 {
+	if p.token&probeBit == 0 {
+		return 0
+	}
+	return p.token &^ probeBit
 }

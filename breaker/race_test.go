@@ -21,8 +21,9 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 	var mu sync.Mutex
 	var told []Transition
 	clk := clock.NewManual(0)
+	var gens probeGens
 	c, err := NewCircuit(ErrorRatio(0.5), WithClock(clk), WithMinRequests(5),
-		WithOpenTimeout(10*time.Millisecond), WithProbes(probes, time.Second),
+		WithOpenTimeout(10*time.Millisecond), WithProbes(probes, time.Second), gens.option(),
 		OnStateChange(func(tr Transition) { mu.Lock(); told = append(told, tr); mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
@@ -46,20 +47,21 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 					}
 					continue
 				}
-				if p.ticket != 0 {
+				if ticketOf(p) != 0 {
+					gen := gens.of(p)
 					// Probes are counted per half-open generation: when one
 					// ends, its probes still running are abandoned (their
 					// results are ignored) and the next generation has n
 					// places of its own.
 					flight.Lock()
-					inFlight[p.gen]++
-					most = max(most, inFlight[p.gen])
+					inFlight[gen]++
+					most = max(most, inFlight[gen])
 					flight.Unlock()
 					runtime.Gosched() // hold the place while others ask for one
 					// Leave the count before settling: settling frees the
 					// place for the next probe.
 					flight.Lock()
-					inFlight[p.gen]--
+					inFlight[gen]--
 					flight.Unlock()
 				}
 				switch src.IntN(10) { // an error ratio of 5/9 in the long run
@@ -135,5 +137,42 @@ func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
 	wg.Wait()
 	if s := a.Stats(); s.Requests != workers*per || s.Failures != workers*per/4 || s.Blocked != 0 {
 		t.Fatalf("stats = %+v, want %d requests, %d failures", s, workers*per, workers*per/4)
+	}
+}
+
+// When a probe is due, one request gets it, however many ask at once.
+func TestAdaptiveLetsOneProbeThroughWhenManyAskAtOnce(t *testing.T) {
+	a, err := NewAdaptive(WithClock(clock.NewManual(0)), WithProtection(0), WithRandom(func() float64 { return 0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.AllowAt(0); err != nil {
+		t.Fatal(err)
+	} else {
+		p.RecordAt(0, Failure) // a block ratio of 1/2; every draw blocks
+	}
+	const workers, each = 8, 200
+	for round := int64(1); round <= 5; round++ {
+		now := round * int64(time.Second) // a probe is due
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := 0; i < each; i++ {
+					if _, err := a.AllowAt(now); err == nil {
+						allowed.Add(1)
+					}
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if n := allowed.Load(); n != 1 {
+			t.Fatalf("at %ds: %d of %d requests let through, want one probe", round, n, workers*each)
+		}
 	}
 }

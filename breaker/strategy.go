@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// Counts are a Circuit's window as its strategy sees it: the outcomes of the
-// requests it allowed since it last closed, within its window's interval
-// (the bucket holding now and the buckets before it; see WithWindow). Probes,
-// blocked requests and ignored outcomes are not among them. A Counts is
-// handed to a TripWhen condition, and is part of Stats and Transition.
+// Counts are a [Circuit]'s window as its strategy sees it. They are the
+// outcomes of the requests it allowed since it last closed, within its
+// window's interval: the bucket holding now and those before it (see
+// [WithWindow]). Probes, blocked requests and ignored outcomes are not among
+// them. A [TripWhen] condition is handed Counts; [Stats] and [Transition]
+// hold them.
 //
 // The zero Counts is an empty window.
 type Counts struct {
@@ -23,25 +24,24 @@ type Counts struct {
 	// Slow is how many of the Requests took longer than a SlowRatio
 	// strategy's maximum. Other strategies do not time requests, and see 0.
 	Slow int64
-	// ConsecutiveFailures is the run of failures that ends the window: the
-	// failures counted after the window's latest success, or all of its
-	// failures if it holds no success, in the order the outcomes were
-	// counted. It is at most Failures, and 0 after a success. It needs no
-	// timing and is kept under every strategy.
+	// ConsecutiveFailures is the run of failures that ends the window, in
+	// the order the outcomes were counted. It is the failures counted after
+	// the window's latest success, or all of them if it holds none. It is
+	// at most Failures, and 0 after a success. It needs no timing and is
+	// kept under every strategy.
 	ConsecutiveFailures int64
 }
 
-// A Strategy is the condition on which a Circuit opens, over its window:
-// ErrorRatio, ErrorCount, SlowRatio, ConsecutiveFailures, or a condition of
-// your own with TripWhen. Every strategy also needs the window to hold at
-// least the minimum volume of requests (WithMinRequests, whose default
-// depends on the strategy), and it is checked when a request that can meet
-// it ends: a failure, or for SlowRatio a slow request. So a Circuit opens on
-// a failure (or a slow request), counting that request, and never on a
-// success.
+// A Strategy is the condition on which a [Circuit] opens, over its window:
+// [ErrorRatio], [ErrorCount], [SlowRatio], [ConsecutiveFailures], or a
+// condition of your own with [TripWhen]. Every strategy also needs the
+// window to hold the minimum volume of requests ([WithMinRequests]). It is
+// checked when a request that can meet it ends: a failure, or for SlowRatio
+// a slow request. So a Circuit opens on a failure (or a slow request),
+// counting that request, and never on a success.
 //
 // A Strategy is a small value; copy it freely. The zero Strategy is no
-// strategy: NewCircuit returns an error for it.
+// strategy: [NewCircuit] returns an error for it.
 type Strategy struct {
 	kind      strategyKind
 	threshold float64       // ErrorRatio, SlowRatio
@@ -68,7 +68,7 @@ const (
 )
 
 // ErrorRatio opens the circuit when failures are at least threshold of the
-// requests in the window (threshold in (0, 1]; 0.5 opens at half).
+// requests in the window. threshold is in (0, 1]: 0.5 opens at half.
 func ErrorRatio(threshold float64) Strategy {
 	return Strategy{kind: errorRatio, threshold: threshold}
 }
@@ -78,8 +78,8 @@ func ErrorRatio(threshold float64) Strategy {
 func ErrorCount(n int64) Strategy { return Strategy{kind: errorCount, count: n} }
 
 // SlowRatio opens the circuit when requests slower than maxRT are at least
-// threshold of the requests in the window (threshold in (0, 1], maxRT
-// positive). A request that takes exactly maxRT is not slow. A half-open
+// threshold of the requests in the window. threshold is in (0, 1], and maxRT
+// positive. A request that takes exactly maxRT is not slow. A half-open
 // probe slower than maxRT fails. Errors do not count against this strategy;
 // pair it with another Circuit for those.
 func SlowRatio(maxRT time.Duration, threshold float64) Strategy {
@@ -87,15 +87,15 @@ func SlowRatio(maxRT time.Duration, threshold float64) Strategy {
 }
 
 // ConsecutiveFailures opens the circuit when n failures in a row end its
-// window (Counts.ConsecutiveFailures at least n, n at least 1): n failures
-// with no success counted between them, all within the window's interval.
-// A success starts the run again; an ignored outcome (Promise.Ignore,
-// WithIsExcluded) neither breaks nor extends it; a failure that leaves the
-// window leaves the run. Its minimum volume is 0 unless WithMinRequests
-// sets one, since a run of n failures is a volume of n.
+// window ([Counts.ConsecutiveFailures] at least n, n at least 1). They are n
+// failures with no success counted between them, all within the window's
+// interval. A success starts the run again. An ignored outcome neither
+// breaks nor extends it. A failure that leaves the window leaves the run.
+// Its minimum volume is 0 unless [WithMinRequests] sets one: a run of n
+// failures is a volume of n.
 //
-// Half-open probes are not part of the run: as under every strategy, one
-// failed probe opens the circuit again and the probes' successes close it,
+// Half-open probes are not part of the run. As under every strategy, one
+// failed probe opens the circuit again, and the probes' successes close it,
 // with an empty window and no run.
 func ConsecutiveFailures(n int64) Strategy {
 	return Strategy{kind: consecutiveFailures, count: n}
@@ -106,13 +106,13 @@ func ConsecutiveFailures(n int64) Strategy {
 // must not be empty; trip must not be nil.
 //
 // trip is called when a failure is counted, with counts that include it,
-// and only then: a condition that only a success could make true never
-// trips. Its minimum volume is 0 unless WithMinRequests sets one, so trip
-// sees every failure and checks Counts.Requests itself if it wants a volume.
-// It is called on the goroutine that settles the request, outside every lock
-// of the Circuit and possibly from several goroutines at once; it must be
-// safe for concurrent use, should be quick, and must not block. It is not
-// called for half-open probes, which decide by themselves.
+// and only then. So a condition that only a success could make true never
+// trips. Its minimum volume is 0 unless [WithMinRequests] sets one: trip
+// sees every failure, and checks [Counts.Requests] itself if it wants a
+// volume. It is called on the goroutine that settles the request, outside
+// every lock of the Circuit, maybe from several goroutines at once. It must
+// be safe for concurrent use, be quick, and never block. It is not called
+// for half-open probes, which decide by themselves.
 func TripWhen(name string, trip func(Counts) bool) Strategy {
 	return Strategy{kind: tripWhen, when: &condition{name: name, f: trip}}
 }
@@ -172,7 +172,7 @@ func (s Strategy) minRequests() int64 {
 	case consecutiveFailures, tripWhen:
 		return 0
 	}
-	return 10
+	return DefaultMinRequests
 }
 
 // meets reports whether window counts c meet the strategy, given the minimum

@@ -2,23 +2,32 @@ package window
 
 import "time"
 
-// A RollingWindow is go-zero's RollingWindow on slidegate's ring: an interval
-// divided into buckets of a fixed width, each holding the sum and the count
-// of the values added while it was current. It is what go-zero's adaptive
-// breaker and load shedder are built on, with the same Add / Reduce API and
-// semantics, but without a lock and with buckets aligned to multiples of the
-// width on the clock. Unlike go-zero's constructor, which takes one bucket's
-// width, NewRollingWindow takes the whole interval, as NewCounter does.
+// A RollingWindow is go-zero's RollingWindow on slidegate's ring. Its
+// interval is divided into buckets of one width. Each bucket holds the sum
+// and the count of the values added while it was current. Add and Reduce
+// work as go-zero's, with three differences:
+//
+//   - [NewRollingWindow] takes the whole interval, as [NewCounter] does.
+//     go-zero's takes one bucket's width.
+//   - Buckets are aligned to multiples of the width on the clock. go-zero's
+//     are aligned to the time the window was made.
+//   - [RollingWindow.Reduce] passes every bucket of the interval, a bucket
+//     nothing was added to as a zero [Bucket]. After whole widths with
+//     nothing added, go-zero's passes only the buckets up to the last one
+//     written, and none once that one has left the window. So a reducer
+//     here always sees the same number of buckets, each a slot of time
+//     ending now, and a rate per bucket stays right after idle time. Sums
+//     are the same.
 //
 // Values are int64, as in go-zero's breaker: integer sums are exact, where a
 // float64 sum drifts. Record durations in a fixed unit (microseconds, say).
-// One bucket's sum saturates at MaxValue and MinValue.
+// One bucket's sum saturates at [MaxValue] and [MinValue].
 //
-// A RollingWindow is safe for concurrent use; Add and Reduce allocate nothing.
-// Each of a bucket's two fields is exact, but a Reduce concurrent with an Add
-// may see the Add's count before its sum.
+// A RollingWindow is safe for concurrent use, and it takes no lock. Add and
+// Reduce allocate nothing. Each of a bucket's two fields is exact, but a
+// Reduce concurrent with an Add may see the Add's count before its sum.
 //
-// The zero RollingWindow is not usable; make one with NewRollingWindow.
+// The zero RollingWindow is not usable; make one with [NewRollingWindow].
 type RollingWindow struct {
 	r             *ring
 	ignoreCurrent bool
@@ -87,10 +96,11 @@ func (rw *RollingWindow) AddAt(now int64, v int64) bool {
 // first. See ReduceAt.
 func (rw *RollingWindow) Reduce(fn func(Bucket)) { rw.ReduceAt(rw.r.clock.Now(), fn) }
 
-// ReduceAt calls fn for each bucket of the window at time now, oldest first:
-// the buckets of the interval, the last of them the one holding now, or,
-// with IgnoreCurrentBucket, all but that last one. A bucket nothing was
-// added to is passed as a zero Bucket.
+// ReduceAt calls fn for each bucket of the window at time now, oldest
+// first: the buckets of the interval, the last of them the one holding now.
+// With [IgnoreCurrentBucket], that last one is left out. A bucket nothing
+// was added to is passed as a zero [Bucket], so fn is always called as many
+// times (see [RollingWindow] for go-zero's difference).
 func (rw *RollingWindow) ReduceAt(now int64, fn func(Bucket)) {
 	r := rw.r
 	last := r.bucketOf(now)

@@ -327,7 +327,8 @@ var blockOpen = &Shape{
 		// A default Adaptive breaker offered 10,000 failing requests: block
 		// ratio 0.9994 and rising, as its own blocks count. Allow reads the
 		// clock and the window totals, draws, and counts the blocked request;
-		// about 6 requests in 10,000 are let through, and fail.
+		// about 6 requests in 10,000 are let through, and fail, besides a
+		// probe whenever none has gone through for a second.
 		{Name: "slidegate Adaptive.Allow, block ratio ≈ 1", Role: Ours, Setup: func(b *testing.B) Op {
 			a := must(breaker.NewAdaptive())
 			op := func() int64 {
