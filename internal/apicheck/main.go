@@ -73,6 +73,8 @@ func (m module) recordName() string {
 func collect(root string) (map[string][]string, error) {
 	mods := map[string]module{} // by directory
 	apis := map[string][]string{}
+	pkgs := map[string][]*ast.File{} // by directory
+	var dirs []string
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -98,17 +100,24 @@ func collect(root string) (map[string][]string, error) {
 		if f.Name.Name == "main" {
 			return nil
 		}
-		m := owner(mods, filepath.Dir(path))
-		rel, _ := filepath.Rel(m.dir, filepath.Dir(path))
+		dir := filepath.Dir(path)
+		if _, ok := pkgs[dir]; !ok {
+			dirs = append(dirs, dir)
+		}
+		pkgs[dir] = append(pkgs[dir], f)
+		return nil
+	})
+	for _, dir := range dirs {
+		m := owner(mods, dir)
+		rel, _ := filepath.Rel(m.dir, dir)
 		pkg := m.path
 		if rel != "." {
 			pkg += "/" + filepath.ToSlash(rel)
 		}
-		if ls := lines(fset, pkg, f); len(ls) > 0 {
+		if ls := lines(fset, pkg, pkgs[dir]); len(ls) > 0 {
 			apis[m.recordName()] = append(apis[m.recordName()], ls...)
 		}
-		return nil
-	})
+	}
 	for k, v := range apis {
 		slices.Sort(v)
 		apis[k] = slices.Compact(v)
@@ -140,8 +149,10 @@ func modulePath(gomod []byte) string {
 	return "?"
 }
 
-// lines returns the API lines of file f of package pkg.
-func lines(fset *token.FileSet, pkg string, f *ast.File) []string {
+// lines returns the API lines of package pkg, made of files. A method
+// that an exported struct type gets from an unexported type it embeds is
+// a method of the exported type: it is recorded as one.
+func lines(fset *token.FileSet, pkg string, files []*ast.File) []string {
 	var out []string
 	add := func(format string, args ...any) {
 		out = append(out, "pkg "+pkg+", "+fmt.Sprintf(format, args...))
@@ -151,54 +162,76 @@ func lines(fset *token.FileSet, pkg string, f *ast.File) []string {
 		_ = printer.Fprint(&b, fset, n)
 		return strings.Join(strings.Fields(b.String()), " ")
 	}
-	for _, decl := range f.Decls {
-		switch d := decl.(type) {
-		case *ast.FuncDecl:
-			if !d.Name.IsExported() {
-				continue
-			}
-			sig := signature(expr, d.Type)
-			if d.Recv == nil {
-				add("func %s%s%s", d.Name.Name, typeParams(expr, d.Type.TypeParams), sig)
-				continue
-			}
-			recv := d.Recv.List[0].Type
-			if !exportedRecv(recv) {
-				continue
-			}
-			add("method (%s) %s%s", expr(recv), d.Name.Name, sig)
-		case *ast.GenDecl:
-			for _, spec := range d.Specs {
-				switch s := spec.(type) {
-				case *ast.TypeSpec:
-					if s.Name.IsExported() {
-						typeLines(add, expr, s)
-					}
-				case *ast.ValueSpec:
-					for i, n := range s.Names {
-						if !n.IsExported() {
+	methods := map[string][]string{} // receiver type name → its exported methods, name and signature
+	embeds := map[string][]string{}  // exported struct type → the unexported types it embeds
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				sig := signature(expr, d.Type)
+				if d.Recv == nil {
+					add("func %s%s%s", d.Name.Name, typeParams(expr, d.Type.TypeParams), sig)
+					continue
+				}
+				recv := d.Recv.List[0].Type
+				if name := recvName(recv); name != "" {
+					methods[name] = append(methods[name], d.Name.Name+sig)
+				}
+				if exportedRecv(recv) {
+					add("method (%s) %s%s", expr(recv), d.Name.Name, sig)
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
 							continue
 						}
-						line := d.Tok.String() + " " + n.Name
-						if s.Type != nil {
-							line += " " + expr(s.Type)
-						}
-						if i < len(s.Values) {
-							if v := expr(s.Values[i]); len(v) <= 80 {
-								line += " = " + v
+						typeLines(add, expr, s)
+						if st, ok := s.Type.(*ast.StructType); ok {
+							for _, fld := range st.Fields.List {
+								if name := recvName(fld.Type); len(fld.Names) == 0 && name != "" && !ast.IsExported(name) {
+									embeds[s.Name.Name] = append(embeds[s.Name.Name], name)
+								}
 							}
 						}
-						add("%s", line)
+					case *ast.ValueSpec:
+						for i, n := range s.Names {
+							if !n.IsExported() {
+								continue
+							}
+							line := d.Tok.String() + " " + n.Name
+							if s.Type != nil {
+								line += " " + expr(s.Type)
+							}
+							if i < len(s.Values) {
+								if v := expr(s.Values[i]); len(v) <= 80 {
+									line += " = " + v
+								}
+							}
+							add("%s", line)
+						}
 					}
 				}
+			}
+		}
+	}
+	for t, inner := range embeds {
+		for _, u := range inner {
+			for _, m := range methods[u] {
+				add("method (%s) %s (promoted from %s)", t, m, u)
 			}
 		}
 	}
 	return out
 }
 
-// exportedRecv reports whether a method's receiver type is exported.
-func exportedRecv(t ast.Expr) bool {
+// recvName returns the name of the type t names, through a pointer and
+// type arguments, or "".
+func recvName(t ast.Expr) string {
 	if s, ok := t.(*ast.StarExpr); ok {
 		t = s.X
 	}
@@ -208,8 +241,16 @@ func exportedRecv(t ast.Expr) bool {
 	case *ast.IndexListExpr:
 		t = x.X
 	}
-	id, ok := t.(*ast.Ident)
-	return ok && id.IsExported()
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
+
+// exportedRecv reports whether a method's receiver type is exported.
+func exportedRecv(t ast.Expr) bool {
+	name := recvName(t)
+	return name != "" && ast.IsExported(name)
 }
 
 // typeLines adds a type's lines: the type, then its exported fields or
