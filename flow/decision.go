@@ -135,12 +135,21 @@ type Decision struct {
 
 var allowed = Decision{Allowed: true}
 
-// A BlockError is the error of a blocked Wait: why, and when a retry could
-// succeed (see Decision). Take it apart with errors.As.
+// ErrBlocked is what every refusal of a request matches with errors.Is: a
+// [BlockError] here, and the guard's, which package slidegate makes the same
+// value.
+var ErrBlocked = errors.New("slidegate: blocked")
+
+// A BlockError is the error of a refused Wait: why, and when a retry could
+// succeed (see [Decision]). It matches [ErrBlocked]; take it apart with
+// errors.As.
 type BlockError struct {
 	Reason     Reason
 	RetryAfter time.Duration
 }
+
+// Is reports whether target is [ErrBlocked].
+func (e *BlockError) Is(target error) bool { return target == ErrBlocked }
 
 // Error describes the block: "flow: blocked: wait too long, retry after
 // 500ms".

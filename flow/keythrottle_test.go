@@ -452,6 +452,8 @@ func TestKeyedThrottleWaitBlocks(t *testing.T) {
 	var re *BlockError
 	if err := th.Wait(context.Background(), "k"); !errors.As(err, &re) || re.Reason != WaitTooLong || re.RetryAfter != 500*time.Millisecond {
 		t.Fatalf("Wait = %v, want a BlockError: wait too long, retry after 500ms", err)
+	} else if !errors.Is(err, ErrBlocked) {
+		t.Fatalf("errors.Is(%v, ErrBlocked) = false", err)
 	}
 	if d := th.AllowN("k", 1); d.Reason != RateLimited || d.RetryAfter != time.Second {
 		t.Fatalf("Allow with the place a second away: %+v", d)

@@ -161,6 +161,9 @@ func TestThrottleWaitBlocks(t *testing.T) {
 	if err.Error() != "flow: blocked: wait too long, retry after 500ms" {
 		t.Fatalf("message %q", err.Error())
 	}
+	if !errors.Is(err, ErrBlocked) {
+		t.Fatalf("errors.Is(%v, ErrBlocked) = false", err)
+	}
 	if err := th.WaitN(context.Background(), 2); !errors.As(err, &re) || re.Reason != ExceedsLimit || re.Error() != "flow: blocked: exceeds limit" {
 		t.Fatalf("WaitN(2) of 1 = %v", err)
 	}
