@@ -158,9 +158,8 @@ type AdaptiveSettings struct {
 // over closes it under a mutex that no other request waits for. Neither
 // allocates. The zero Adaptive is not usable; make one with NewAdaptive.
 type Adaptive struct {
-	limit    atomic.Int64
-	inflight atomic.Int64
-	fair     *fairShare
+	limit atomic.Int64
+	fair  *fairShare // the requests in flight, by lane
 	// The current window's samples: their response times by bin, and the
 	// requests that ended overloaded.
 	samples    *rtBins
@@ -277,42 +276,30 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 	return nil
 }
 
-// An AdaptivePermit stands for a request an Adaptive limiter admitted, in
-// flight until DoneAt or Cancel. The zero AdaptivePermit holds nothing. An
-// AdaptivePermit must not be copied.
-type AdaptivePermit struct {
-	a     *Adaptive
-	start int64
-	lane  uint8
-	done  atomic.Bool
-}
-
 // Acquire decides at the limiter's clock; see AcquireAt.
-func (a *Adaptive) Acquire(key string, p *AdaptivePermit) Decision {
-	return a.AcquireAt(a.clock.Now(), key, p)
+func (a *Adaptive) Acquire(p *Permit, key string) Decision {
+	return a.AcquireAt(a.clock.Now(), p, key)
 }
 
 // AcquireAt admits a request of the given key at time now (nanoseconds on
 // the limiter's clock) if fewer than the limit are in flight, or if the
 // key holds less than its share of the limit (see Adaptive), filling p,
-// which must be a zero or done AdaptivePermit; the caller then calls
-// p.DoneAt when the request ends, or p.Cancel if it never ran. Otherwise
-// the request is blocked with Overloaded. A nil p is blocked with
-// ExceedsLimit, as it could never be given back. The key says whose
-// request it is: the route, the client, "" for all alike.
-func (a *Adaptive) AcquireAt(now int64, key string, p *AdaptivePermit) Decision {
+// which must be a zero or done Permit; the caller then calls p.DoneAt when
+// the request ends. Otherwise the request is blocked with Overloaded. A nil
+// p is blocked with ExceedsLimit, as it could never be given back. The key
+// says whose request it is: the route, the client, "" for all alike.
+func (a *Adaptive) AcquireAt(now int64, p *Permit, key string) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
 	pk := a.fair.pick(key)
-	if !a.fair.admit(now, &a.inflight, a.limit.Load(), pk) {
+	if !a.fair.admit(now, a.limit.Load(), pk) {
 		return Decision{Reason: Overloaded}
 	}
-	if cur := a.inflight.Load(); cur > a.peak.Load() {
+	if cur := a.fair.inflight.Load(); cur > a.peak.Load() {
 		storeMax(&a.peak, cur)
 	}
-	p.a, p.start, p.lane = a, now, pk.lane
-	p.done.Store(false)
+	p.fill(a, 1, taken{start: now, lane: pk.lane})
 	return allowed
 }
 
@@ -326,40 +313,32 @@ func storeMax(v *atomic.Int64, x int64) {
 	}
 }
 
-// Done ends the request at the limiter's clock; see DoneAt.
-func (p *AdaptivePermit) Done(overloaded bool) {
-	if p.a != nil {
-		p.DoneAt(p.a.clock.Now(), overloaded)
-	}
-}
-
-// DoneAt ends the request at time now. If overloaded, the request failed
-// for want of capacity (it timed out, or the service said it was
-// overloaded): a signal to back off, its response time not a sample.
-// Otherwise its response time is a sample of the service's, unless now is
-// not after the time it was admitted (a clock that went back). A request
-// that failed quickly for its own reasons (a bad argument) says little of
-// the service: end it with Cancel. Only the first of DoneAt and Cancel
-// counts, from any goroutine.
-func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
-	a := p.a
-	if a == nil || !p.done.CompareAndSwap(false, true) {
+// done ends the request of a permit at time now. Succeeded, its response time is
+// a sample of the service's, unless now is not after the time it was
+// admitted (a clock that went back). FailedOverloaded, it is a signal to
+// back off, its response time no sample. Failed or Ignored, it only leaves
+// the requests in flight.
+func (a *Adaptive) done(_ int64, of taken, now int64, timed bool, o Outcome) {
+	a.fair.leave(of.lane)
+	if o != Succeeded && o != FailedOverloaded {
 		return
 	}
-	a.fair.leave(&a.inflight, p.lane)
+	if !timed {
+		now = a.clock.Now()
+	}
 	// A window holds the requests that ended before it did: the one that
 	// finds it over closes it, then counts in the next.
 	if now >= a.windowEnd.Load() && a.mu.TryLock() {
 		a.closeWindow(now)
 		a.mu.Unlock()
 	}
-	switch rt := now - p.start; {
-	case overloaded:
+	switch rt := now - of.start; {
+	case o == FailedOverloaded:
 		a.overloaded.Add(1)
 	case rt > 0: // a clock that went back gives no sample
 		a.samples.add(rt)
 		if a.drainLimit.Load() > 0 {
-			a.measure(now, p.start, rt)
+			a.measure(now, of.start, rt)
 		}
 	}
 }
@@ -371,7 +350,7 @@ func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
 // is over: the next request to end closes it.
 func (a *Adaptive) measure(now, start, rt int64) {
 	from := a.measureFrom.Load()
-	if from == math.MaxInt64 && a.inflight.Load() <= a.drainLimit.Load() {
+	if from == math.MaxInt64 && a.fair.inflight.Load() <= a.drainLimit.Load() {
 		a.measureFrom.CompareAndSwap(math.MaxInt64, now)
 		return
 	}
@@ -381,14 +360,6 @@ func (a *Adaptive) measure(now, start, rt int64) {
 	a.drained.add(rt)
 	if a.measured.Add(1) == a.s.MinSamples {
 		a.windowEnd.Store(now)
-	}
-}
-
-// Cancel ends a request that did not run (a later rule blocked it): it
-// leaves the requests in flight, and is no sample.
-func (p *AdaptivePermit) Cancel() {
-	if p.a != nil && p.done.CompareAndSwap(false, true) {
-		p.a.fair.leave(&p.a.inflight, p.lane)
 	}
 }
 
@@ -407,7 +378,7 @@ func (a *Adaptive) closeWindow(now int64) {
 	// next: a window is statistics, not a promise.
 	over = a.overloaded.Swap(0)
 	n, rt := a.samples.take()
-	peak := a.peak.Swap(a.inflight.Load())
+	peak := a.peak.Swap(a.fair.inflight.Load())
 	a.windows++
 	// The baseline is a mean of many requests, not the fastest one: a
 	// few fast answers (cache hits, quick errors) among slow ones must not
@@ -508,7 +479,7 @@ func (a *Adaptive) drainAfter(now int64) int64 {
 func (a *Adaptive) Limit() int64 { return a.limit.Load() }
 
 // InFlight returns the requests admitted and not yet done.
-func (a *Adaptive) InFlight() int64 { return a.inflight.Load() }
+func (a *Adaptive) InFlight() int64 { return a.fair.inflight.Load() }
 
 // Baseline returns the mean response time the limiter judges queueing by
 // (see Adaptive); 0 until it has one.

@@ -64,7 +64,7 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		var p Permit
 		c.Acquire(&p)
-		p.Release()
+		p.Done(Succeeded)
 	}
 }
 
@@ -74,7 +74,7 @@ func BenchmarkConcurrencyAcquireReleaseParallel(b *testing.B) {
 		for pb.Next() {
 			var p Permit
 			c.Acquire(&p)
-			p.Release()
+			p.Done(Succeeded)
 		}
 	})
 }

@@ -8,7 +8,7 @@ import "sync/atomic"
 // count, then increments it, and lets too many through under load).
 //
 // A Concurrency limiter reads no clock: it counts places, taken by Acquire
-// and given back by Permit.Release. It is safe for concurrent use; deciding
+// and given back by Permit.Done. It is safe for concurrent use; deciding
 // and releasing allocate nothing. The zero Concurrency is not usable; make
 // one with NewConcurrency.
 type Concurrency struct {
@@ -28,29 +28,9 @@ func NewConcurrency(limit int64) (*Concurrency, error) {
 	return c, nil
 }
 
-// A Permit holds the places a Concurrency limiter gave a request: they stay
-// taken until Release. The zero Permit holds nothing.
-type Permit struct {
-	c        *Concurrency
-	n        int64
-	released atomic.Bool
-}
-
-// Release gives the permit's places back. It is idempotent: only the first
-// call, from any goroutine, releases. A Permit must not be copied (go vet
-// says so); Acquire fills it through a pointer for that reason. A Permit may
-// be reused once released, after which a late Release of the earlier
-// request's places would release the new ones: finish with a Permit before
-// reusing it.
-func (p *Permit) Release() {
-	if p.c != nil && p.released.CompareAndSwap(false, true) {
-		p.c.inflight.Add(-p.n)
-	}
-}
-
 // Acquire takes one place if the limit allows. When allowed it fills p,
-// which must be a zero or released Permit, and the caller must call
-// p.Release when the request is done. A nil p is blocked (ExceedsLimit), as
+// which must be a zero or done Permit, and the caller must call p.Done
+// when the request is done. A nil p is blocked (ExceedsLimit), as
 // its places could never be given back.
 func (c *Concurrency) Acquire(p *Permit) Decision { return c.AcquireN(p, 1) }
 
@@ -74,12 +54,14 @@ func (c *Concurrency) AcquireN(p *Permit, n int64) Decision {
 			return Decision{Reason: ConcurrencyLimited}
 		}
 		if c.inflight.CompareAndSwap(cur, cur+n) {
-			p.c, p.n = c, n
-			p.released.Store(false)
+			p.fill(c, n, taken{})
 			return allowed
 		}
 	}
 }
+
+// done gives back the n places of a permit, whatever the outcome.
+func (c *Concurrency) done(n int64, _ taken, _ int64, _ bool, _ Outcome) { c.inflight.Add(-n) }
 
 // InFlight returns the number of places taken.
 func (c *Concurrency) InFlight() int64 { return c.inflight.Load() }

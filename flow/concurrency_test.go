@@ -33,7 +33,7 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 					}
 				}
 				inside.Add(-1)
-				p.Release()
+				p.Done(Succeeded)
 			}
 		}()
 	}
@@ -61,15 +61,15 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ { // racing releases of one permit release once
 		wg.Add(1)
-		go func() { defer wg.Done(); a.Release() }()
+		go func() { defer wg.Done(); a.Done(Succeeded) }()
 	}
 	wg.Wait()
 	if got := c.InFlight(); got != 0 {
 		t.Fatalf("InFlight = %d after releasing a permit of 2 many times", got)
 	}
 	var zero Permit
-	zero.Release()
-	b.Release() // never allowed
+	zero.Done(Succeeded)
+	b.Done(Succeeded) // never allowed
 	if got := c.InFlight(); got != 0 {
 		t.Fatalf("InFlight = %d after releasing permits that hold nothing", got)
 	}
@@ -77,8 +77,8 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 	if !c.Acquire(&a).Allowed || c.InFlight() != 1 {
 		t.Fatal("reusing a released Permit failed")
 	}
-	a.Release()
-	a.Release()
+	a.Done(Succeeded)
+	a.Done(Succeeded)
 	if c.InFlight() != 0 {
 		t.Fatal("reused Permit released twice")
 	}
@@ -93,7 +93,7 @@ func TestConcurrencyEdgeCases(t *testing.T) {
 	if d := c.AcquireN(&p, 0); !d.Allowed || c.InFlight() != 0 {
 		t.Fatal("0 places must be allowed and take nothing")
 	}
-	p.Release() // holds nothing
+	p.Done(Succeeded) // holds nothing
 	if d := c.AcquireN(&p, 3); !d.Allowed || c.InFlight() != 3 {
 		t.Fatalf("3 places of 3: %+v, in flight %d", d, c.InFlight())
 	}
@@ -101,8 +101,8 @@ func TestConcurrencyEdgeCases(t *testing.T) {
 	if d := c.Acquire(&q); d.Reason != ConcurrencyLimited || d.RetryAfter != 0 {
 		t.Fatalf("a fourth place: %+v, want ConcurrencyLimited with no RetryAfter", d)
 	}
-	q.Release() // was never filled: gives nothing back
-	p.Release()
+	q.Done(Succeeded) // was never filled: gives nothing back
+	p.Done(Succeeded)
 	if c.InFlight() != 0 || c.Limit() != 3 {
 		t.Fatalf("InFlight %d, Limit %d", c.InFlight(), c.Limit())
 	}
@@ -116,7 +116,7 @@ func TestConcurrencyDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() {
 		var p Permit
 		c.Acquire(&p)
-		p.Release()
+		p.Done(Succeeded)
 	}); n != 0 {
 		t.Fatalf("Acquire and Release allocate %.1f times", n)
 	}

@@ -62,8 +62,8 @@ func ExampleConcurrency() {
 	}
 	var first, second, third flow.Permit
 	fmt.Println(limiter.Acquire(&first).Allowed, limiter.Acquire(&second).Allowed, limiter.Acquire(&third).Reason)
-	first.Release()
-	first.Release() // a second release does nothing
+	first.Done(flow.Succeeded)
+	first.Done(flow.Succeeded) // a second Done does nothing
 	fmt.Println("in flight:", limiter.InFlight())
 	// Output:
 	// true true concurrency limited

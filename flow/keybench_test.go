@@ -58,7 +58,7 @@ func BenchmarkKeyedConcurrency(b *testing.B) {
 		for b.Loop() {
 			var p Permit
 			c.Acquire(&p)
-			p.Release()
+			p.Done(Succeeded)
 		}
 	})
 	for _, keys := range []int{0, MaxKeysInFlight} {
@@ -66,15 +66,15 @@ func BenchmarkKeyedConcurrency(b *testing.B) {
 			c, _ := NewKeyedConcurrency(100, nil, keys)
 			b.Run(tc.name+"/"+strconv.Itoa(c.Bytes()>>20)+"MiB", func(b *testing.B) {
 				for i := range 1 << 20 { // every page of the sketch touched
-					var p KeyPermit
+					var p Permit
 					c.Acquire(&p, millionKeys()[i])
-					p.Release()
+					p.Done(Succeeded)
 				}
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
-					var p KeyPermit
+					var p Permit
 					c.Acquire(&p, tc.key(i))
-					p.Release()
+					p.Done(Succeeded)
 				}
 			})
 		}
@@ -90,7 +90,7 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 			for pb.Next() {
 				var p Permit
 				c.Acquire(&p)
-				p.Release()
+				p.Done(Succeeded)
 			}
 		})
 	})
@@ -101,9 +101,9 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)
 				for pb.Next() {
-					var p KeyPermit
+					var p Permit
 					c.Acquire(&p, tc.key(i))
-					p.Release()
+					p.Done(Succeeded)
 					i++
 				}
 			})

@@ -225,64 +225,29 @@ func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int, opts
 	return c, nil
 }
 
-// A KeyPermit holds the places a KeyedConcurrency gave a request: they stay
-// taken until Release. It keeps what releasing needs (where the key is
-// counted, and how many places), not the key. The zero KeyPermit holds
-// nothing.
-type KeyPermit struct {
-	_   noCopy
-	c   *KeyedConcurrency
-	pin *pinnedCount // the override's entry, or nil for the sketch
-	h   uint64       // the key's hash: its counters in the sketch
-	// n is the places held, 0 once released: written by the acquisition
-	// that fills the permit, which comes before any Release of it, and
-	// swapped for 0 by the first Release.
-	n int64
-}
-
-// noCopy makes go vet's copylocks check refuse copies of the struct that
-// holds it.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
-
-// Release gives the permit's places back. It is idempotent: only the first
-// call, from any goroutine, releases. A KeyPermit must not be copied (go vet
-// says so); AcquireN fills it through a pointer for that reason. A KeyPermit
-// may be reused once released, after which a late Release of the earlier
-// request's places would release the new ones: finish with a KeyPermit
-// before reusing it.
-func (p *KeyPermit) Release() {
-	n := atomic.SwapInt64(&p.n, 0)
-	if n <= 0 {
+// done gives back the n places of a permit, in the key's entry or the
+// sketch.
+func (c *KeyedConcurrency) done(n int64, of taken, _ int64, _ bool, _ Outcome) {
+	if of.pin != nil && of.pin.inflight.Add(-n) >= 0 {
 		return
 	}
-	if p.pin != nil && p.pin.inflight.Add(-n) >= 0 {
-		return
-	}
-	p.c.add(p.h, -n) // in the sketch, or its entry sealed: moved there
-}
-
-// fill makes p hold n places of key (hash h), in entry e or the sketch.
-func (p *KeyPermit) fill(c *KeyedConcurrency, e *pinnedCount, h uint64, n int64) {
-	p.c, p.pin, p.h, p.n = c, e, h, n
+	c.add(of.h, -n) // in the sketch, or its entry sealed: moved there
 }
 
 // Acquire takes one place for key if its limit allows. See AcquireN.
-func (c *KeyedConcurrency) Acquire(p *KeyPermit, key string) Decision {
+func (c *KeyedConcurrency) Acquire(p *Permit, key string) Decision {
 	return c.AcquireN(p, key, 1)
 }
 
 // AcquireN takes n places for key, all or none. When allowed it fills p,
-// which must be a zero or released KeyPermit, and the caller must call
-// p.Release when the request is done. A nil p is blocked (ExceedsLimit), as
+// which must be a zero or done Permit, and the caller must call p.Done
+// when the request is done. A nil p is blocked (ExceedsLimit), as
 // its places could never be given back. n <= 0 is allowed and takes
 // nothing; n above the key's limit is blocked with ExceedsLimit, and n that
 // does not fit beside the key's places in flight (or, for a key without an
 // override, beside its estimate: see KeyedConcurrency) with
 // ConcurrencyLimited.
-func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision {
+func (c *KeyedConcurrency) AcquireN(p *Permit, key string, n int64) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
@@ -319,7 +284,7 @@ func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision 
 			c.add(h, -n)
 			continue
 		}
-		p.fill(c, nil, h, n)
+		p.fill(c, n, taken{h: h})
 		return allowed
 	}
 }
@@ -327,7 +292,7 @@ func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision 
 // acquirePinned takes n places in entry e, exactly, at most limit in all
 // with what it carries from the sketch (the key's hash h). It reports false,
 // having taken nothing, if e is sealed.
-func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, e *pinnedCount, h uint64, n, limit int64) (Decision, bool) {
+func (c *KeyedConcurrency) acquirePinned(p *Permit, e *pinnedCount, h uint64, n, limit int64) (Decision, bool) {
 	for {
 		cur := e.inflight.Load()
 		if cur < 0 {
@@ -345,7 +310,7 @@ func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, e *pinnedCount, h uint64,
 			return Decision{Reason: ConcurrencyLimited}, true
 		}
 		if e.inflight.CompareAndSwap(cur, cur+n) {
-			p.fill(c, e, h, n)
+			p.fill(c, n, taken{pin: e, h: h})
 			return allowed, true
 		}
 	}

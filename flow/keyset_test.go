@@ -43,7 +43,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 		c := mustKeyedConcurrency(t, 2, randomOverrides(r, few, 3), 1) // 64 blocks: keys collide
 		type hold struct {
 			key string
-			p   *KeyPermit
+			p   *Permit
 			n   int64
 		}
 		var holds []hold
@@ -58,7 +58,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 			case op < 8 && len(holds) > 0:
 				i := r.IntN(len(holds))
 				h := holds[i]
-				h.p.Release()
+				h.p.Done(Succeeded)
 				held[h.key] -= h.n
 				holds[i] = holds[len(holds)-1]
 				holds = holds[:len(holds)-1]
@@ -68,7 +68,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 					key = keys[r.IntN(len(keys))]
 				}
 				n := int64(1 + r.IntN(2))
-				p := new(KeyPermit)
+				p := new(Permit)
 				if !c.AcquireN(p, key, n).Allowed {
 					continue
 				}
@@ -87,17 +87,17 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 			t.Fatalf("seed %d: only %d allowed", seed, allowedN)
 		}
 		for _, h := range holds {
-			h.p.Release()
+			h.p.Done(Succeeded)
 		}
 		if !c.sketchIsEmpty() {
 			t.Fatalf("seed %d: the sketch holds places after every permit was released", seed)
 		}
 		for _, key := range keys {
-			var p KeyPermit
+			var p Permit
 			if lim := c.LimitOf(key); lim > 0 && !c.AcquireN(&p, key, lim).Allowed {
 				t.Fatalf("seed %d: key %q refused its whole limit %d with nothing held", seed, key, lim)
 			}
-			p.Release()
+			p.Done(Succeeded)
 		}
 	}
 }
@@ -142,7 +142,7 @@ func TestKeyedConcurrencySetUnderRaceKeepsEveryKeyWithinItsLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(g), 2))
-			var p KeyPermit
+			var p Permit
 			for range 30000 {
 				i := r.IntN(len(keys))
 				if !c.Acquire(&p, keys[i]).Allowed {
@@ -153,7 +153,7 @@ func TestKeyedConcurrencySetUnderRaceKeepsEveryKeyWithinItsLimit(t *testing.T) {
 					over.Add(1)
 				}
 				truth[i].Add(-1)
-				p.Release()
+				p.Done(Succeeded)
 			}
 		}()
 	}
@@ -427,9 +427,9 @@ func BenchmarkKeyedOverride(b *testing.B) {
 		c, _ := NewKeyedConcurrency(100, overrides, 0)
 		b.ReportAllocs()
 		for b.Loop() {
-			var p KeyPermit
+			var p Permit
 			c.Acquire(&p, "tenant-17")
-			p.Release()
+			p.Done(Succeeded)
 		}
 	})
 	b.Run("throttle", func(b *testing.B) {

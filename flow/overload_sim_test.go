@@ -23,14 +23,23 @@ import (
 type adaptiveAdmitter struct{ a *flow.Adaptive }
 
 func (x adaptiveAdmitter) Admit(now int64) (func(int64, bool), bool) {
-	p := new(flow.AdaptivePermit)
-	if !x.a.AcquireAt(now, "", p).Allowed {
+	p := new(flow.Permit)
+	if !x.a.AcquireAt(now, p, "").Allowed {
 		return nil, false
 	}
-	return func(now int64, timedOut bool) { p.DoneAt(now, timedOut) }, true
+	return func(now int64, timedOut bool) { p.DoneAt(now, ended(timedOut)) }, true
 }
 
 func (x adaptiveAdmitter) Limit() int64 { return x.a.Limit() }
+
+// ended is the outcome of a simulated request: overloaded if its client
+// timed out.
+func ended(timedOut bool) flow.Outcome {
+	if timedOut {
+		return flow.FailedOverloaded
+	}
+	return flow.Succeeded
+}
 
 // A shedAdmitter reads the CPU as a cpu.Sampler does: the simulated
 // service's busy share, smoothed with a time constant of
@@ -49,15 +58,15 @@ func (x *shedAdmitter) Admit(now int64) (func(int64, bool), bool) {
 		x.smoothed += (1 - math.Exp(-float64(slot-x.slot)*float64(flowsim.SlotLength)/float64(cpu.DefaultSmoothing))) * (x.utilization() - x.smoothed)
 		x.slot = slot
 	}
-	p := new(flow.ShedPermit)
-	if !x.s.AcquireAt(now, "", p).Allowed {
+	p := new(flow.Permit)
+	if !x.s.AcquireAt(now, p, "").Allowed {
 		return nil, false
 	}
 	return func(now int64, timedOut bool) {
 		if timedOut {
-			p.Cancel()
+			p.Done(flow.Ignored)
 		} else {
-			p.DoneAt(now)
+			p.DoneAt(now, flow.Succeeded)
 		}
 	}, true
 }

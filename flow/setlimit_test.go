@@ -81,11 +81,11 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 	if c.Acquire(&p).Allowed {
 		t.Fatal("allowed with 3 in flight and a limit of 2")
 	}
-	ps[0].Release()
+	ps[0].Done(Succeeded)
 	if c.Acquire(&p).Allowed {
 		t.Fatal("allowed with 2 in flight and a limit of 2")
 	}
-	ps[1].Release()
+	ps[1].Done(Succeeded)
 	if !c.Acquire(&p).Allowed {
 		t.Fatal("blocked with 1 in flight and a limit of 2")
 	}

@@ -96,11 +96,10 @@ type ShedderSettings struct {
 // A Shedder is safe for concurrent use. The zero Shedder is not usable;
 // make one with NewShedder.
 type Shedder struct {
-	inflight  atomic.Int64
-	fair      *fairShare
+	fair      *fairShare   // the requests in flight, by lane
 	lastShed  atomic.Int64 // when it last shed, on its clock; math.MinInt64 if never
 	bound     atomic.Uint64
-	done      *window.RollingWindow // completed requests: count and response time in rtUnit, per bucket
+	completed *window.RollingWindow // completed requests: count and response time in rtUnit, per bucket
 	cpu       func() float64
 	threshold float64
 	coolOff   int64
@@ -153,13 +152,13 @@ func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
 	if s.Buckets < 2 {
 		return nil, &ConfigError{Option: "buckets", Value: s.Buckets, Detail: "must be at least 2: the bucket in progress is not counted"}
 	}
-	done, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(o.clock), window.IgnoreCurrentBucket())
+	completed, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(o.clock), window.IgnoreCurrentBucket())
 	if err != nil {
 		return nil, err // CheckWindow has refused what the window refuses
 	}
 	sh := &Shedder{
 		fair:      newFairShare(),
-		done:      done,
+		completed: completed,
 		cpu:       s.CPU,
 		threshold: s.CPUThreshold,
 		coolOff:   max(int64(s.CoolOff), 0),
@@ -171,30 +170,20 @@ func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
 	return sh, nil
 }
 
-// A ShedPermit stands for a request a Shedder admitted, in flight until
-// Done. The zero ShedPermit holds nothing. A ShedPermit must not be copied.
-type ShedPermit struct {
-	s     *Shedder
-	start int64
-	lane  uint8
-	done  atomic.Bool
-}
-
 // Acquire decides at the shedder's clock; see AcquireAt.
-func (s *Shedder) Acquire(key string, p *ShedPermit) Decision {
-	return s.AcquireAt(s.clock.Now(), key, p)
+func (s *Shedder) Acquire(p *Permit, key string) Decision {
+	return s.AcquireAt(s.clock.Now(), p, key)
 }
 
 // AcquireAt decides whether a request of the given key may enter at time
 // now (nanoseconds on the shedder's clock). If so it fills p, which must be
-// a zero or done ShedPermit, and the caller calls p.DoneAt when the request
-// ends (or p.Cancel if it never ran). A shed request is blocked with
-// Overloaded. A nil p is blocked with ExceedsLimit, as it could never be
+// a zero or done Permit, and the caller calls p.DoneAt when the request
+// ends. A shed request is blocked with Overloaded. A nil p is blocked with ExceedsLimit, as it could never be
 // given back.
 //
 // The key says whose request it is, for the places to be shared fairly at
 // the bound: the route, the client, "" for all alike (see Shedder).
-func (s *Shedder) AcquireAt(now int64, key string, p *ShedPermit) Decision {
+func (s *Shedder) AcquireAt(now int64, p *Permit, key string) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
@@ -206,12 +195,12 @@ func (s *Shedder) AcquireAt(now int64, key string, p *ShedPermit) Decision {
 	hot := s.cpu != nil && usage >= s.threshold
 	switch bound := s.maxInFlight(now); {
 	case bound == math.MaxInt64 || usage < s.threshold/2 && !s.cooling(now):
-		s.fair.take(&s.inflight, pk.lane) // cool: no cap at all
+		s.fair.take(pk.lane) // cool: no cap at all
 	default:
 		if !hot && !s.cooling(now) {
 			bound *= 2 // warm: room for the traffic to grow
 		}
-		if !s.fair.admit(now, &s.inflight, bound, pk) {
+		if !s.fair.admit(now, bound, pk) {
 			// The cool-off runs from the last request shed with the CPU
 			// hot: one shed in the cool-off itself must not renew it. One
 			// store per shed request would make every one write the same
@@ -222,8 +211,7 @@ func (s *Shedder) AcquireAt(now int64, key string, p *ShedPermit) Decision {
 			return Decision{Reason: Overloaded}
 		}
 	}
-	p.s, p.start, p.lane = s, now, pk.lane
-	p.done.Store(false)
+	p.fill(s, 1, taken{start: now, lane: pk.lane})
 	return allowed
 }
 
@@ -268,7 +256,7 @@ func (s *Shedder) maxInFlight(now int64) int64 {
 func (s *Shedder) computeBound(now int64) uint64 {
 	var best int64
 	least := math.Inf(1)
-	s.done.ReduceAt(now, func(b window.Bucket) {
+	s.completed.ReduceAt(now, func(b window.Bucket) {
 		if b.Count == 0 {
 			return
 		}
@@ -283,40 +271,27 @@ func (s *Shedder) computeBound(now int64) uint64 {
 	return uint64(min(max(v, 1), boundUnknown-1))
 }
 
-// Done ends the request at the shedder's clock; see DoneAt.
-func (p *ShedPermit) Done() {
-	if p.s != nil {
-		p.DoneAt(p.s.clock.Now())
-	}
-}
-
 // rtUnit is the unit, in nanoseconds, of the response times a Shedder
 // counts: a tenth of a microsecond, so that a bucket's sum holds 15 hours of
 // response times, and a handler of 400 ns is told from one of 0.
 const rtUnit = 100
 
-// DoneAt ends the request at time now: it leaves the requests in flight,
-// and its response time (now minus when it was admitted, to the nearest
-// tenth of a microsecond, at least that) is counted in the window. Only the
-// first of DoneAt and Cancel counts, from any goroutine.
-func (p *ShedPermit) DoneAt(now int64) {
-	if p.s == nil || !p.done.CompareAndSwap(false, true) {
+// done ends the request of a permit: it leaves the requests in flight and, unless
+// it is Ignored, its response time (now minus when it was admitted, to the
+// nearest tenth of a microsecond, at least that) is counted in the window.
+func (s *Shedder) done(_ int64, of taken, now int64, timed bool, o Outcome) {
+	s.fair.leave(of.lane)
+	if o >= Ignored {
 		return
 	}
-	p.s.fair.leave(&p.s.inflight, p.lane)
-	p.s.done.AddAt(now, max((now-p.start+rtUnit/2)/rtUnit, 1))
-}
-
-// Cancel ends a request that did not run (a later rule blocked it): it
-// leaves the requests in flight and counts nothing else.
-func (p *ShedPermit) Cancel() {
-	if p.s != nil && p.done.CompareAndSwap(false, true) {
-		p.s.fair.leave(&p.s.inflight, p.lane)
+	if !timed {
+		now = s.clock.Now()
 	}
+	s.completed.AddAt(now, max((now-of.start+rtUnit/2)/rtUnit, 1))
 }
 
 // InFlight returns the requests admitted and not yet done.
-func (s *Shedder) InFlight() int64 { return s.inflight.Load() }
+func (s *Shedder) InFlight() int64 { return s.fair.inflight.Load() }
 
 // MaxInFlight returns the bound at time now: the most requests in flight
 // the shedder admits while it sheds before it shares them among keys (see

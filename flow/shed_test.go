@@ -32,11 +32,11 @@ func newTestShedder(t *testing.T, s ShedderSettings) (*Shedder, *clock.Manual) {
 func complete(t *testing.T, s *Shedder, now int64, n int, rt time.Duration) {
 	t.Helper()
 	for i := range n {
-		var p ShedPermit
-		if d := s.AcquireAt(now, "", &p); !d.Allowed {
+		var p Permit
+		if d := s.AcquireAt(now, &p, ""); !d.Allowed {
 			t.Fatalf("request %d of %d at %v: %v", i, n, time.Duration(now), d.Reason)
 		}
-		p.DoneAt(now + int64(rt))
+		p.DoneAt(now+int64(rt), Succeeded)
 	}
 }
 
@@ -59,15 +59,15 @@ func TestShedderBoundIsBestRateTimesLeastResponseTime(t *testing.T) {
 		t.Fatalf("bound = %d, want 4000 × 250µs / 100ms = 10", got)
 	}
 	// 3 in flight already, CPU above the threshold: 7 more, then shed.
-	held := make([]ShedPermit, 3)
+	held := make([]Permit, 3)
 	for i := range held {
-		s.AcquireAt(3*width, "", &held[i])
+		s.AcquireAt(3*width, &held[i], "")
 	}
 	cpu.set(0.95)
 	allowed := 0
 	for range 20 {
-		var p ShedPermit
-		if d := s.AcquireAt(3*width, "", &p); d.Allowed {
+		var p Permit
+		if d := s.AcquireAt(3*width, &p, ""); d.Allowed {
 			allowed++
 		} else if d.Reason != Overloaded {
 			t.Fatalf("shed with %v, want Overloaded", d.Reason)
@@ -85,22 +85,22 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound: 100 × 10 ms / 100 ms = 10
 	now := 2 * width
 	cpu.set(0.79)
-	held := make([]ShedPermit, 20)
+	held := make([]Permit, 20)
 	for i := range held {
-		if d := s.AcquireAt(now, "", &held[i]); !d.Allowed {
+		if d := s.AcquireAt(now, &held[i], ""); !d.Allowed {
 			t.Fatalf("request %d shed with the CPU below its threshold and under twice the bound", i)
 		}
 	}
-	var p ShedPermit
-	if d := s.AcquireAt(now, "", &p); d.Allowed || d.Reason != Overloaded {
+	var p Permit
+	if d := s.AcquireAt(now, &p, ""); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("below the threshold with twice the bound in flight: %+v, want shed", d)
 	}
 	if s.Shedding(now) {
 		t.Fatal("a request refused below the threshold started a cool-off")
 	}
-	held[19].Cancel()
+	held[19].Done(Ignored)
 	cpu.set(0.8)
-	if d := s.AcquireAt(now, "", &p); d.Allowed || d.Reason != Overloaded {
+	if d := s.AcquireAt(now, &p, ""); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("at the threshold with 19 in flight and a bound of 10: %+v, want shed", d)
 	}
 	if !s.Shedding(now) {
@@ -110,16 +110,16 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 	// the last request shed.
 	cpu.set(0.1)
 	last := now + int64(999*time.Millisecond)
-	if d := s.AcquireAt(last, "", &p); d.Allowed {
+	if d := s.AcquireAt(last, &p, ""); d.Allowed {
 		t.Fatal("999ms after shedding, CPU low: allowed within the cool-off")
 	}
-	if d := s.AcquireAt(last+int64(time.Second), "", &p); !d.Allowed {
+	if d := s.AcquireAt(last+int64(time.Second), &p, ""); !d.Allowed {
 		t.Fatalf("a second after the last shed, CPU low: %v", d.Reason)
 	}
-	p.Cancel()
+	p.Done(Ignored)
 	for i := range held {
-		held[i].Cancel()
-		held[i].Cancel() // a second end counts nothing
+		held[i].Done(Ignored)
+		held[i].Done(Ignored) // a second end counts nothing
 	}
 	if got := s.InFlight(); got != 0 {
 		t.Fatalf("in flight after every request ended: %d", got)
@@ -133,9 +133,9 @@ func TestShedderWithoutCPUHoldsTwiceTheBound(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{})
 	complete(t, s, 0, 20, 10*time.Millisecond) // bound 2
 	now := int64(200 * time.Millisecond)
-	held := make([]ShedPermit, 5)
+	held := make([]Permit, 5)
 	for i := range held {
-		if got, want := s.AcquireAt(now, "", &held[i]).Allowed, i < 4; got != want {
+		if got, want := s.AcquireAt(now, &held[i], "").Allowed, i < 4; got != want {
 			t.Fatalf("request %d with a bound of 2 and no CPU: allowed %v, want %v", i, got, want)
 		}
 	}
@@ -144,7 +144,7 @@ func TestShedderWithoutCPUHoldsTwiceTheBound(t *testing.T) {
 	}
 	// A request that never ran is no sample: the bound stays.
 	for i := range held {
-		held[i].Cancel()
+		held[i].Done(Ignored)
 	}
 	if got := s.MaxInFlight(now + int64(100*time.Millisecond)); got != 2 {
 		t.Fatalf("bound %d, want 2", got)
@@ -165,8 +165,8 @@ func TestShedderKeepsItsBoundWhileNothingCompletes(t *testing.T) {
 	}
 	admitted := 0
 	for range 1000 {
-		var p ShedPermit
-		if s.AcquireAt(int64(time.Hour), "", &p).Allowed {
+		var p Permit
+		if s.AcquireAt(int64(time.Hour), &p, "").Allowed {
 			admitted++
 		}
 	}
@@ -183,22 +183,22 @@ func TestShedderCoolOffIsNotRenewedByItsOwnSheds(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, CoolOff: time.Second})
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound 10
 	now := int64(200 * time.Millisecond)
-	held := make([]ShedPermit, 12)
+	held := make([]Permit, 12)
 	cpu.set(0.95)
 	for i := range held {
-		s.AcquireAt(now, "", &held[i]) // 10 admitted, 2 shed hot
+		s.AcquireAt(now, &held[i], "") // 10 admitted, 2 shed hot
 	}
 	cpu.set(0.3)
 	for t0 := now; t0 < now+int64(900*time.Millisecond); t0 += int64(10 * time.Millisecond) {
-		var p ShedPermit
-		s.AcquireAt(t0, "", &p) // shed in the cool-off while 10 are in flight
+		var p Permit
+		s.AcquireAt(t0, &p, "") // shed in the cool-off while 10 are in flight
 	}
 	after := now + int64(time.Second) + int64(100*time.Millisecond)
 	if s.Shedding(after) {
 		t.Fatal("still shedding over a second after the CPU cooled")
 	}
-	var p ShedPermit
-	if !s.AcquireAt(after, "", &p).Allowed {
+	var p Permit
+	if !s.AcquireAt(after, &p, "").Allowed {
 		t.Fatal("after the cool-off, with 10 in flight and a bound of 10: not admitted up to twice the bound")
 	}
 }
@@ -210,12 +210,12 @@ func TestShedderBoundHoldsForSubMicrosecondHandlers(t *testing.T) {
 	// 8 at a time, 400 ns each, back to back for 100 ms.
 	const width = int64(100 * time.Millisecond)
 	for now := int64(0); now < width; now += 400 {
-		var ps [8]ShedPermit
+		var ps [8]Permit
 		for i := range ps {
-			s.AcquireAt(now, "", &ps[i])
+			s.AcquireAt(now, &ps[i], "")
 		}
 		for i := range ps {
-			ps[i].DoneAt(now + 400)
+			ps[i].DoneAt(now+400, Succeeded)
 		}
 	}
 	if got := s.MaxInFlight(width); got != 8 {
@@ -260,13 +260,13 @@ func TestShedderUnderRaceKeepsItsCount(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 2000 {
-				var p ShedPermit
-				if !s.Acquire("", &p).Allowed {
+				var p Permit
+				if !s.Acquire(&p, "").Allowed {
 					continue
 				}
 				storeMax(&peak, inside.Add(1))
 				inside.Add(-1)
-				p.Cancel()
+				p.Done(Ignored)
 			}
 		}()
 	}
@@ -281,10 +281,10 @@ func TestShedderDoesNotAllocate(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read})
 	now := int64(0)
 	if n := testing.AllocsPerRun(1000, func() {
-		var p ShedPermit
-		s.AcquireAt(now, "", &p)
+		var p Permit
+		s.AcquireAt(now, &p, "")
 		now += int64(time.Millisecond)
-		p.DoneAt(now)
+		p.DoneAt(now, Succeeded)
 	}); n != 0 {
 		t.Fatalf("AcquireAt and DoneAt allocate %.1f times", n)
 	}
@@ -299,27 +299,27 @@ func TestShedderBelowHalfItsThresholdCapsNothing(t *testing.T) {
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound: 10
 	now := int64(200 * time.Millisecond)
 	cpu.set(0.05)
-	held := make([]ShedPermit, 1000)
+	held := make([]Permit, 1000)
 	for i := range held {
-		if d := s.AcquireAt(now, "slow", &held[i]); !d.Allowed {
+		if d := s.AcquireAt(now, &held[i], "slow"); !d.Allowed {
 			t.Fatalf("request %d of a slow client refused with the CPU at 5%% and a bound of 10", i+1)
 		}
 	}
 	for _, key := range []string{"", "a", "slow"} {
-		var p ShedPermit
-		if d := s.AcquireAt(now, key, &p); !d.Allowed {
+		var p Permit
+		if d := s.AcquireAt(now, &p, key); !d.Allowed {
 			t.Fatalf("key %q refused with the CPU at 5%% and 1,000 slow requests in flight", key)
 		}
-		p.Cancel()
+		p.Done(Ignored)
 	}
 	// Warm (half the threshold or more): twice the bound, shared.
 	cpu.set(0.5)
-	var p ShedPermit
-	if d := s.AcquireAt(now, "slow", &p); d.Allowed {
+	var p Permit
+	if d := s.AcquireAt(now, &p, "slow"); d.Allowed {
 		t.Fatal("the slow key admitted over twice the bound with the CPU warm")
 	}
 	for i := range held {
-		held[i].DoneAt(now + int64(time.Millisecond))
+		held[i].DoneAt(now+int64(time.Millisecond), Succeeded)
 	}
 }
 
@@ -331,21 +331,21 @@ func TestShedderSharesItsBoundAmongKeys(t *testing.T) {
 	complete(t, s, 0, 200, 10*time.Millisecond) // bound: 20
 	now := int64(200 * time.Millisecond)
 	cpu.set(0.95)
-	held := make([]ShedPermit, 20)
+	held := make([]Permit, 20)
 	for i := range held {
-		if !s.AcquireAt(now, "slow", &held[i]).Allowed {
+		if !s.AcquireAt(now, &held[i], "slow").Allowed {
 			t.Fatalf("request %d of a key alone refused under the bound", i+1)
 		}
 	}
-	var p ShedPermit
-	if d := s.AcquireAt(now, "slow", &p); d.Allowed || d.Reason != Overloaded {
+	var p Permit
+	if d := s.AcquireAt(now, &p, "slow"); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("a key alone over the bound: %+v, want shed", d)
 	}
 	for _, key := range apart(s.fair, 3, "slow") {
 		for i := range 4 { // 4 busy keys in at most 8 lanes: a share of at least ⌈20/8⌉ = 3 in each of a key's two lanes
 			now += recount // a millisecond apart: the busy lanes counted afresh
-			var p ShedPermit
-			if d := s.AcquireAt(now, key, &p); !d.Allowed {
+			var p Permit
+			if d := s.AcquireAt(now, &p, key); !d.Allowed {
 				t.Fatalf("key %s refused its request %d: below its share at the bound", key, i+1)
 			}
 		}

@@ -112,7 +112,7 @@ var acquireRelease = &Shape{
 			return func() int64 {
 				var p flow.Permit
 				ok := c.Acquire(&p).Allowed
-				p.Release()
+				p.Done(flow.Succeeded)
 				return b2i(ok)
 			}
 		}},

@@ -123,15 +123,15 @@ func (u *smoothedUtilization) value() float64 { return u.smoothed }
 func (a *slidegateShedder) Admit(now int64) (func(int64, bool), bool) {
 	a.last = now
 	a.cpu.advance(now)
-	p := new(flow.ShedPermit)
-	if !a.s.AcquireAt(now, "", p).Allowed {
+	p := new(flow.Permit)
+	if !a.s.AcquireAt(now, p, "").Allowed {
 		return nil, false
 	}
 	return func(now int64, timedOut bool) {
 		if timedOut {
-			p.Cancel()
+			p.Done(flow.Ignored)
 		} else {
-			p.DoneAt(now)
+			p.DoneAt(now, flow.Succeeded)
 		}
 	}, true
 }
@@ -158,11 +158,17 @@ func newSlidegateAdaptive(alg flow.AdaptiveAlgorithm) flowsim.AdmitterFactory {
 }
 
 func (s slidegateAdaptive) Admit(now int64) (func(int64, bool), bool) {
-	p := new(flow.AdaptivePermit)
-	if !s.a.AcquireAt(now, "", p).Allowed {
+	p := new(flow.Permit)
+	if !s.a.AcquireAt(now, p, "").Allowed {
 		return nil, false
 	}
-	return func(now int64, timedOut bool) { p.DoneAt(now, timedOut) }, true
+	return func(now int64, timedOut bool) {
+		if timedOut {
+			p.DoneAt(now, flow.FailedOverloaded)
+		} else {
+			p.DoneAt(now, flow.Succeeded)
+		}
+	}, true
 }
 
 func (s slidegateAdaptive) Limit() int64 { return s.a.Limit() }
