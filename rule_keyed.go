@@ -175,7 +175,7 @@ func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeySt
 	}
 	for _, ch := range b.checks {
 		if k, ok := ch.rule.(*keyedRule); ok {
-			return k.q.Top(now, n, byBlocked)
+			return k.q.TopAt(now, n, byBlocked)
 		}
 	}
 	return nil

@@ -168,7 +168,7 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 		st := OverloadStatus{Resource: r.Resource, Type: r.flowType()}
 		switch f := f.(type) {
 		case *shedRule:
-			st.Limit, st.InFlight, st.Shedding, st.CPU = f.s.MaxInFlight(now), f.s.InFlight(), f.s.Shedding(now), -1
+			st.Limit, st.InFlight, st.Shedding, st.CPU = f.s.MaxInFlightAt(now), f.s.InFlight(), f.s.SheddingAt(now), -1
 			if st.Limit == math.MaxInt64 {
 				st.Limit = -1
 			}

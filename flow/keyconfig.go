@@ -173,8 +173,16 @@ func (c *keyConfig) same(d *keyConfig) bool {
 // argument is a *ConfigError, and changes nothing.
 //
 // Set takes the shards' mutexes one at a time, so that a decision waits at
-// most for one shard's share of the reload.
-func (q *KeyedQPS) Set(windows []KeyWindow) error {
+// most for one shard's share of the reload. It reads the clock as it
+// takes each.
+func (q *KeyedQPS) Set(windows []KeyWindow) error { return q.set(windows, 0, false) }
+
+// SetAt is [KeyedQPS.Set] at time now, for every shard.
+func (q *KeyedQPS) SetAt(now int64, windows []KeyWindow) error { return q.set(windows, now, true) }
+
+// set is Set at time now if timed, or else at the clock's time as it
+// takes each shard.
+func (q *KeyedQPS) set(windows []KeyWindow, now int64, timed bool) error {
 	q.setMu.Lock()
 	defer q.setMu.Unlock()
 	cfg, err := q.newConfig(windows)
@@ -188,7 +196,10 @@ func (q *KeyedQPS) Set(windows []KeyWindow) error {
 	for i := range q.shards {
 		s := &q.shards[i]
 		s.mu.Lock()
-		s.reshape(q, i, cfg, q.clock.Now())
+		if !timed {
+			now = q.clock.Now()
+		}
+		s.reshape(q, i, cfg, now)
 		if reshaped != nil {
 			reshaped(i)
 		}

@@ -139,6 +139,10 @@ func (q *KeyedQPS) shard(h uint64) *keyShard { return &q.shards[h>>shardShift] }
 // Allow decides whether one request with the given key may proceed now.
 func (q *KeyedQPS) Allow(key string) (Decision, int) { return q.AllowNAt(q.clock.Now(), key, 1) }
 
+// AllowAt decides whether one request with the given key, arriving at time
+// now, may proceed.
+func (q *KeyedQPS) AllowAt(now int64, key string) (Decision, int) { return q.AllowNAt(now, key, 1) }
+
 // AllowN decides whether n requests with the given key may proceed now.
 func (q *KeyedQPS) AllowN(key string, n int64) (Decision, int) {
 	return q.AllowNAt(q.clock.Now(), key, n)
@@ -178,14 +182,17 @@ type KeyStat struct {
 	Blocked int64
 }
 
-// Top returns the hot keys that the limiter counts most of, at most n of
-// them, busiest first: by allowed requests, or by blocked ones if
-// byBlocked, then by key. A hot key has an entry and uses more than half
+// Top returns the busiest hot keys now; see TopAt.
+func (q *KeyedQPS) Top(n int, byBlocked bool) []KeyStat { return q.TopAt(q.clock.Now(), n, byBlocked) }
+
+// TopAt returns the hot keys that the limiter counts most of at time now,
+// at most n of them, busiest first: by allowed requests, or by blocked ones
+// if byBlocked, then by key. A hot key has an entry and uses more than half
 // its first window's limit, was refused, or has an override. Keys are
 // shown cut to MaxShownKeyLength bytes and made valid UTF-8; keys that
 // then read the same are added up into one, so that no two KeyStats name
 // one key. Top takes each shard's mutex in turn and allocates its result.
-func (q *KeyedQPS) Top(now int64, n int, byBlocked bool) []KeyStat {
+func (q *KeyedQPS) TopAt(now int64, n int, byBlocked bool) []KeyStat {
 	at := map[string]int{}
 	var all []KeyStat
 	for i := range q.shards {

@@ -489,6 +489,10 @@ func (t *KeyedThrottle) AllowN(key string, n int64) Decision {
 	return t.AllowNAt(t.clock.Now(), key, n)
 }
 
+// AllowAt decides whether one request of key arriving at time now may
+// proceed. See AllowNAt.
+func (t *KeyedThrottle) AllowAt(now int64, key string) Decision { return t.AllowNAt(now, key, 1) }
+
 // AllowNAt decides whether n requests of key arriving at time now may
 // proceed at once, and if so takes their places: all n, next to each other,
 // or none. They are allowed only if the key's next free place is now,
@@ -512,6 +516,12 @@ func (t *KeyedThrottle) Wait(ctx context.Context, key string) error {
 // WaitN waits for places for n requests of key now. See WaitNAt.
 func (t *KeyedThrottle) WaitN(ctx context.Context, key string, n int64) error {
 	return t.WaitNAt(ctx, t.clock.Now(), key, n)
+}
+
+// WaitAt waits for a place for one request of key arriving at time now.
+// See WaitNAt.
+func (t *KeyedThrottle) WaitAt(ctx context.Context, now int64, key string) error {
+	return t.WaitNAt(ctx, now, key, 1)
 }
 
 // WaitNAt reserves places for n requests of key arriving at time now, as

@@ -293,12 +293,19 @@ func (s *Shedder) done(_ int64, of taken, now int64, timed bool, o Outcome) {
 // InFlight returns the requests admitted and not yet done.
 func (s *Shedder) InFlight() int64 { return s.fair.inflight.Load() }
 
-// MaxInFlight returns the bound at time now: the most requests in flight
+// MaxInFlight returns the bound now; see MaxInFlightAt.
+func (s *Shedder) MaxInFlight() int64 { return s.maxInFlight(s.clock.Now()) }
+
+// MaxInFlightAt returns the bound at time now: the most requests in flight
 // the shedder admits while it sheds before it shares them among keys (see
 // Shedder), half what it admits without a CPU signal; math.MaxInt64 until
 // it has learnt the service's capacity.
-func (s *Shedder) MaxInFlight(now int64) int64 { return s.maxInFlight(now) }
+func (s *Shedder) MaxInFlightAt(now int64) int64 { return s.maxInFlight(now) }
 
-// Shedding reports whether the shedder sheds at time now: the CPU is at or
-// above its threshold, or it shed with the CPU there within the cool-off.
-func (s *Shedder) Shedding(now int64) bool { return s.hot() || s.cooling(now) }
+// Shedding reports whether the shedder sheds now; see SheddingAt.
+func (s *Shedder) Shedding() bool { return s.SheddingAt(s.clock.Now()) }
+
+// SheddingAt reports whether the shedder sheds at time now: the CPU is at
+// or above its threshold, or it shed with the CPU there within the
+// cool-off.
+func (s *Shedder) SheddingAt(now int64) bool { return s.hot() || s.cooling(now) }

@@ -49,13 +49,13 @@ func TestShedderBoundIsBestRateTimesLeastResponseTime(t *testing.T) {
 	cpu := new(cpuAt)
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read})
 	const width = int64(100 * time.Millisecond)
-	if got := s.MaxInFlight(0); got != math.MaxInt64 {
+	if got := s.MaxInFlightAt(0); got != math.MaxInt64 {
 		t.Fatalf("bound before any completion = %d, want none", got)
 	}
-	complete(t, s, 0, 4000, 250*time.Microsecond)     // bucket 0: 4,000 at 250 µs
-	complete(t, s, width, 2000, 400*time.Microsecond) // bucket 1: fewer, slower
-	complete(t, s, 2*width, 1000, 2*time.Millisecond) // bucket 2: slower still
-	if got := s.MaxInFlight(2*width + 1); got != 10 { // buckets 0 and 1 are full
+	complete(t, s, 0, 4000, 250*time.Microsecond)       // bucket 0: 4,000 at 250 µs
+	complete(t, s, width, 2000, 400*time.Microsecond)   // bucket 1: fewer, slower
+	complete(t, s, 2*width, 1000, 2*time.Millisecond)   // bucket 2: slower still
+	if got := s.MaxInFlightAt(2*width + 1); got != 10 { // buckets 0 and 1 are full
 		t.Fatalf("bound = %d, want 4000 × 250µs / 100ms = 10", got)
 	}
 	// 3 in flight already, CPU above the threshold: 7 more, then shed.
@@ -95,7 +95,7 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 	if d := s.AcquireAt(now, &p, ""); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("below the threshold with twice the bound in flight: %+v, want shed", d)
 	}
-	if s.Shedding(now) {
+	if s.SheddingAt(now) {
 		t.Fatal("a request refused below the threshold started a cool-off")
 	}
 	held[19].Done(Ignored)
@@ -103,7 +103,7 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 	if d := s.AcquireAt(now, &p, ""); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("at the threshold with 19 in flight and a bound of 10: %+v, want shed", d)
 	}
-	if !s.Shedding(now) {
+	if !s.SheddingAt(now) {
 		t.Fatal("not shedding after shedding")
 	}
 	// The CPU falls at once; the cool-off keeps shedding for a second after
@@ -139,14 +139,14 @@ func TestShedderWithoutCPUHoldsTwiceTheBound(t *testing.T) {
 			t.Fatalf("request %d with a bound of 2 and no CPU: allowed %v, want %v", i, got, want)
 		}
 	}
-	if s.Shedding(now) {
+	if s.SheddingAt(now) {
 		t.Fatal("shedding without a CPU signal")
 	}
 	// A request that never ran is no sample: the bound stays.
 	for i := range held {
 		held[i].Done(Ignored)
 	}
-	if got := s.MaxInFlight(now + int64(100*time.Millisecond)); got != 2 {
+	if got := s.MaxInFlightAt(now + int64(100*time.Millisecond)); got != 2 {
 		t.Fatalf("bound %d, want 2", got)
 	}
 }
@@ -159,7 +159,7 @@ func TestShedderKeepsItsBoundWhileNothingCompletes(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, Interval: time.Second, Buckets: 10})
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound 10
 	for _, at := range []time.Duration{500 * time.Millisecond, 1100 * time.Millisecond, time.Hour} {
-		if got := s.MaxInFlight(int64(at)); got != 10 {
+		if got := s.MaxInFlightAt(int64(at)); got != 10 {
 			t.Fatalf("bound %v on, nothing completed since: %d, want the 10 learnt", at, got)
 		}
 	}
@@ -194,7 +194,7 @@ func TestShedderCoolOffIsNotRenewedByItsOwnSheds(t *testing.T) {
 		s.AcquireAt(t0, &p, "") // shed in the cool-off while 10 are in flight
 	}
 	after := now + int64(time.Second) + int64(100*time.Millisecond)
-	if s.Shedding(after) {
+	if s.SheddingAt(after) {
 		t.Fatal("still shedding over a second after the CPU cooled")
 	}
 	var p Permit
@@ -218,7 +218,7 @@ func TestShedderBoundHoldsForSubMicrosecondHandlers(t *testing.T) {
 			ps[i].DoneAt(now+400, Succeeded)
 		}
 	}
-	if got := s.MaxInFlight(width); got != 8 {
+	if got := s.MaxInFlightAt(width); got != 8 {
 		t.Fatalf("bound of 8 at a time, 400 ns each: %d, want 8", got)
 	}
 }

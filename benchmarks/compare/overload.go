@@ -139,7 +139,7 @@ func (a *slidegateShedder) Admit(now int64) (func(int64, bool), bool) {
 // Limit traces the shedder's bound at the last decision; an unknown bound
 // (the first bucket) is traced as 0.
 func (a *slidegateShedder) Limit() int64 {
-	if b := a.s.MaxInFlight(a.last); b != math.MaxInt64 {
+	if b := a.s.MaxInFlightAt(a.last); b != math.MaxInt64 {
 		return b
 	}
 	return 0
