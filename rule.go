@@ -52,17 +52,16 @@ type resizer interface {
 // every request by the processor serving it, so they fill whole cache
 // lines: the holds of two entries never share one.
 type hold struct {
-	by       rule
-	permit   flow.Permit         // a concurrency, shed or adaptive rule's, per key or not
-	place    flow.Reservation    // a throttle's
-	promise  breaker.Promise     // a breaker's
-	grant    flow.Grant          // a QPS rule's, given back if a later rule blocks the request
-	keyPlace flow.KeyReservation // a per-key throttle's
+	by      rule
+	permit  flow.Permit      // a concurrency, shed or adaptive rule's, per key or not
+	place   flow.Reservation // a throttle's, per key or not
+	promise breaker.Promise  // a breaker's
+	grant   flow.Grant       // a QPS rule's, given back if a later rule blocks the request
 	// overloaded says, as the request exits, whether it ended overloaded
 	// (IsOverloaded): set by Exit for every hold before release.
 	overloaded bool
 	shadow     bool // the rule that holds it is in shadow
-	_          [384 - 272]byte
+	_          [256 - 232]byte
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the

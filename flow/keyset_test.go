@@ -362,7 +362,7 @@ func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 	th := mustKeyedThrottle(t, 2, time.Second, time.Second, nil, 0, clock.NewManual(0))
 	b, _ := th.counters(maphash.String(th.seed, "a"))
 	b.mu.Lock()
-	done := make(chan KeyReservation)
+	done := make(chan Reservation)
 	go func() { done <- th.ReserveNAt(0, "a", 1) }()
 	// Give the reservation time to read the limits and wait for the
 	// block; if it has not by then, it reads the new limits, and the test
@@ -373,7 +373,7 @@ func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 	}
 	b.mu.Unlock()
 	r := <-done
-	if !r.Allowed || r.pin == nil || b.writes != 0 {
+	if !r.Allowed || r.next == nil || b.writes != 0 {
 		t.Fatalf("%+v, %d writes in the sketch: a reservation under limits no longer in force took its place there", r.Decision, b.writes)
 	}
 }

@@ -301,61 +301,20 @@ func paceCost(n, limit int64, per uint64) int64 {
 	return int64(q)
 }
 
-// A KeyReservation is a place given by a KeyedThrottle. Its Decision says
-// whether it was given and how long to wait for it. It keeps what giving
-// the place back needs, not the key. The zero KeyReservation holds no
-// place, and cancelling it does nothing.
-type KeyReservation struct {
-	Decision
-	t      *KeyedThrottle
-	h      uint64      // the key's hash: its block and counters
-	writes uint64      // the block's writes with this reservation's
-	start  int64       // the place
-	pin    *pinnedPace // the override's entry, or nil for the sketch
-	// old holds the key's counters before the reservation; for a key with
-	// an override, its next free place before and after.
-	old [keyProbes]int64
-}
-
-// Cancel gives the place back if it can (see KeyedThrottle: if no other
-// place was given in its block since, or, for a key with an override, if
-// it is still the key's last) and it has not yet come, and reports whether
-// it did. Cancelling twice, or cancelling a blocked reservation, does
-// nothing. Cancel through one KeyReservation value only, as for a
-// Throttle's Reservation.
-func (r *KeyReservation) Cancel() bool {
-	if r.t == nil {
-		return false
-	}
-	return r.CancelAt(r.t.clock.Now())
-}
-
-// CancelAt is Cancel at time now.
-func (r *KeyReservation) CancelAt(now int64) bool {
-	if r.t == nil || !r.Allowed || r.start <= now {
-		return false
-	}
-	if r.pin != nil {
-		if !r.pin.next.CompareAndSwap(r.old[1], r.old[0]) {
-			return false
-		}
-		r.t = nil
-		return true
-	}
-	b, p := r.t.counters(r.h)
+// giveBack gives back the place of r, in the sketch, if no other place
+// was given in its block since, and reports whether it did.
+func (t *KeyedThrottle) giveBack(r *Reservation) bool {
+	b, p := t.counters(r.h)
 	b.mu.Lock()
-	back := b.writes == r.writes
-	if back {
-		for j, o := range p {
-			b.next[o] = r.old[j]
-		}
-		b.writes++
+	defer b.mu.Unlock()
+	if b.writes != r.writes {
+		return false
 	}
-	b.mu.Unlock()
-	if back {
-		r.t = nil
+	for j, o := range p {
+		b.next[o] = r.old[j]
 	}
-	return back
+	b.writes++
+	return true
 }
 
 // counters returns the key's block (hash h, its low bits) and which three
@@ -365,7 +324,7 @@ func (t *KeyedThrottle) counters(h uint64) (*paceBlock, *[keyProbes]uint8) {
 }
 
 // ReserveN reserves places for n requests of key now. See ReserveNAt.
-func (t *KeyedThrottle) ReserveN(key string, n int64) KeyReservation {
+func (t *KeyedThrottle) ReserveN(key string, n int64) Reservation {
 	return t.ReserveNAt(t.clock.Now(), key, n)
 }
 
@@ -375,15 +334,15 @@ func (t *KeyedThrottle) ReserveN(key string, n int64) KeyReservation {
 // blocked with WaitTooLong, RetryAfter being how much further. n <= 0 is
 // allowed at once and takes nothing; n above the key's limit is blocked
 // with ExceedsLimit.
-func (t *KeyedThrottle) ReserveNAt(now int64, key string, n int64) KeyReservation {
+func (t *KeyedThrottle) ReserveNAt(now int64, key string, n int64) Reservation {
 	return t.reserve(now, key, n, t.maxWait)
 }
 
 // reserve takes places for n requests of key arriving at now if the first
 // is at most maxWait away.
-func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyReservation {
+func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) Reservation {
 	if n <= 0 {
-		return KeyReservation{Decision: allowed}
+		return Reservation{Decision: allowed}
 	}
 	now = timegrid.Clamp(now)
 	h := maphash.String(t.seed, key)
@@ -392,7 +351,7 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 		limit, one, floor := l.limit, l.one, int64(longAgo)
 		if s := l.pins.find(h, key); s != nil {
 			if n > s.limit {
-				return KeyReservation{Decision: Decision{Reason: ExceedsLimit}}
+				return Reservation{Decision: Decision{Reason: ExceedsLimit}}
 			}
 			if r, ok := t.reservePinned(now, s, h, n, maxWait); ok {
 				return r
@@ -401,7 +360,7 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 			// last place ends.
 			limit, one, floor = s.limit, s.one, s.e.frozen.Load()
 		} else if n > limit {
-			return KeyReservation{Decision: Decision{Reason: ExceedsLimit}}
+			return Reservation{Decision: Decision{Reason: ExceedsLimit}}
 		}
 		cost := one
 		if n != 1 {
@@ -419,9 +378,9 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 		start := max(est, floor, now)
 		if wait := start - now; wait > maxWait {
 			b.mu.Unlock()
-			return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
+			return Reservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
 		}
-		r := KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, h: h, start: start}
+		r := Reservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, clock: t.clock, kt: t, h: h, start: start}
 		end := start + cost + paceBias
 		for j, o := range p {
 			r.old[j] = b.next[o]
@@ -437,28 +396,20 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 // reservePinned is reserve for the override of slot s, exactly, as a
 // Throttle decides. It reports false, having taken nothing, if the slot's
 // entry is sealed.
-func (t *KeyedThrottle) reservePinned(now int64, s *pinSlot[pinnedPace], h uint64, n, maxWait int64) (KeyReservation, bool) {
+func (t *KeyedThrottle) reservePinned(now int64, s *pinSlot[pinnedPace], h uint64, n, maxWait int64) (Reservation, bool) {
 	e := s.e
 	if e.carry.Load() && !t.uncarry(e, h) {
-		return KeyReservation{}, false
+		return Reservation{}, false
 	}
 	cost := s.one
 	if n != 1 {
 		cost = paceCost(n, s.limit, t.per)
 	}
-	for {
-		prev := e.next.Load()
-		if prev == sealedPace {
-			return KeyReservation{}, false
-		}
-		start := max(prev, now)
-		if wait := start - now; wait > maxWait {
-			return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}, true
-		}
-		if e.next.CompareAndSwap(prev, start+cost) {
-			return KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, start: start, pin: e, old: [keyProbes]int64{prev, start + cost}}, true
-		}
+	d, prev, start, end, ok := reserveExact(&e.next, now, cost, maxWait)
+	if !ok || !d.Allowed {
+		return Reservation{Decision: d}, ok
 	}
+	return Reservation{Decision: d, clock: t.clock, next: &e.next, start: start, old: [keyProbes]int64{prev, end}}, true
 }
 
 // uncarry raises the next free place of entry e, which carries the sketch,
@@ -501,11 +452,7 @@ func (t *KeyedThrottle) AllowAt(now int64, key string) Decision { return t.Allow
 // that place comes. n <= 0 is allowed and takes nothing; n above the key's
 // limit is blocked with ExceedsLimit.
 func (t *KeyedThrottle) AllowNAt(now int64, key string, n int64) Decision {
-	d := t.reserve(now, key, n, 0).Decision
-	if d.Reason == WaitTooLong {
-		d.Reason = RateLimited
-	}
-	return d
+	return atOnce(t.reserve(now, key, n, 0).Decision)
 }
 
 // Wait waits for a place for one request of key now. See WaitNAt.
@@ -537,15 +484,7 @@ func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n in
 	if err != nil {
 		return err
 	}
-	r := t.reserve(now, key, n, maxWait)
-	if !r.Allowed || r.Wait <= 0 {
-		return waitRefused(r.Decision, maxWait < t.maxWait)
-	}
-	if err := clock.Sleep(ctx, t.clock, r.Wait); err != nil {
-		r.Cancel()
-		return err
-	}
-	return nil
+	return waitFor(ctx, t.clock, t.reserve(now, key, n, maxWait), maxWait < t.maxWait)
 }
 
 // Limit returns the number of requests per interval of a key without an

@@ -79,7 +79,7 @@ func TestKeyedThrottleNeverPacesAKeyFasterThanItsLimit(t *testing.T) {
 		given := paces{}
 		type held struct {
 			key string
-			r   KeyReservation
+			r   Reservation
 			x   Reservation // the exact throttle's, for an override
 			at  int         // its place in given[key]
 		}
@@ -120,7 +120,7 @@ func TestKeyedThrottleNeverPacesAKeyFasterThanItsLimit(t *testing.T) {
 			}
 			n := int64(1 + r.IntN(3))
 			allow := r.IntN(3) == 0
-			var res KeyReservation
+			var res Reservation
 			var d Decision
 			if allow {
 				d = th.AllowNAt(now, key, n)
@@ -191,7 +191,7 @@ func TestKeyedThrottleIsExactForKeysThatShareNoBlock(t *testing.T) {
 		exact[key] = mustThrottle(t, 7, time.Second, 500*time.Millisecond, c)
 	}
 	type held struct {
-		r KeyReservation
+		r Reservation
 		x Reservation
 	}
 	var pending []held
@@ -393,9 +393,9 @@ func TestKeyedThrottleCancelGivesBackOnlyTheLastPlaceOfItsBlock(t *testing.T) {
 	if imp.LimitOf("impostor") != 10 || imp.ReserveNAt(0, "impostor", 11).Reason != ExceedsLimit || !imp.ReserveNAt(0, "vip", 20).Allowed {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}
-	var zero KeyReservation
+	var zero Reservation
 	if zero.Cancel() || zero.CancelAt(0) {
-		t.Fatal("cancelling a zero KeyReservation")
+		t.Fatal("cancelling a zero Reservation")
 	}
 	// Another key's place in the block since keeps the place taken: its
 	// counters may carry the other key's next free place now.

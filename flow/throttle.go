@@ -122,42 +122,78 @@ func (t *Throttle) warmCost(n, now int64) int64 {
 	return t.curve.placeTime(n, t.warm.coldAt(now), t.cost(n, t.limit.Load()))
 }
 
-// A Reservation is a place given by a Throttle. Its Decision says whether it
-// was given and how long to wait for it. The zero Reservation holds no
-// place, and cancelling it does nothing.
+// A Reservation is a place given by a [Throttle] or a [KeyedThrottle].
+// Its Decision says whether it was given and how long to wait for it. The
+// zero Reservation holds no place, and cancelling it does nothing.
 type Reservation struct {
 	Decision
-	t           *Throttle
-	prev, start int64 // the next free place before the reservation, and its own place
-	end         int64 // the next free place after it
+	clock clock.Clock // the throttle's, for Cancel; nil once there is nothing to give back
+	// next is the exact next free place it was taken from: a Throttle's,
+	// or a key's with an override. It is nil for a place in a
+	// KeyedThrottle's sketch, which kt, h and writes then find.
+	next      *atomic.Int64
+	kt        *KeyedThrottle
+	h, writes uint64 // the key's hash; the writes of its block with this place
+	start     int64  // the place
+	// old is, for an exact place, the next free place before and after it;
+	// for a place in the sketch, the key's counters before it.
+	old [keyProbes]int64
 }
 
-// Cancel gives the place back if it is still the last one given and has not
-// yet come: requests reserved after it keep their places, so a place in the
-// middle of the queue stays empty rather than let the next request in less
-// than the pace after its neighbour. It reports whether the place was given
-// back. Cancelling twice, or cancelling a blocked reservation, does nothing.
+// Cancel gives the place back if it can and it has not yet come, and
+// reports whether it did. It can while the place is still the last one
+// given: to its throttle, to its key with an override, or in its block of
+// a keyed throttle's sketch (see [KeyedThrottle]). A place in the middle
+// of the queue stays empty, so the next request keeps the pace after its
+// neighbour. Cancelling twice, or cancelling a blocked reservation, does
+// nothing.
 //
 // Cancel through one Reservation value only: a copy does not know that the
-// other was cancelled, and once a later request has taken the place back,
+// other was cancelled. Once a later request has taken the place back,
 // cancelling the copy would give that request's place away.
 func (r *Reservation) Cancel() bool {
-	if r.t == nil {
+	if r.clock == nil {
 		return false
 	}
-	return r.CancelAt(r.t.clock.Now())
+	return r.CancelAt(r.clock.Now())
 }
 
-// CancelAt is Cancel at time now.
+// CancelAt is [Reservation.Cancel] at time now.
 func (r *Reservation) CancelAt(now int64) bool {
-	if r.t == nil || !r.Allowed || r.start <= now {
+	if r.clock == nil || !r.Allowed || r.start <= now {
 		return false
 	}
-	if r.t.next.CompareAndSwap(r.end, r.prev) {
-		r.t = nil
-		return true
+	var back bool
+	if r.next != nil {
+		back = r.next.CompareAndSwap(r.old[1], r.old[0])
+	} else {
+		back = r.kt.giveBack(r)
 	}
-	return false
+	if back {
+		r.clock = nil
+	}
+	return back
+}
+
+// reserveExact takes the place of cost for requests arriving at now from
+// next, an exact next free place, if it is at most maxWait away. It
+// returns the decision, the next free place before and after, and the
+// place. It reports false, having taken nothing, if next is sealedPace (a
+// keyed throttle's override gone).
+func reserveExact(next *atomic.Int64, now, cost, maxWait int64) (d Decision, prev, start, end int64, ok bool) {
+	for {
+		prev = next.Load()
+		if prev == sealedPace {
+			return Decision{}, 0, 0, 0, false
+		}
+		start = max(prev, now)
+		if wait := start - now; wait > maxWait {
+			return Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}, 0, 0, 0, true
+		}
+		if next.CompareAndSwap(prev, start+cost) {
+			return Decision{Allowed: true, Wait: time.Duration(start - now)}, prev, start, start + cost, true
+		}
+	}
 }
 
 // ReserveN reserves places for n requests now. See ReserveNAt.
@@ -168,12 +204,15 @@ func (t *Throttle) ReserveN(n int64) Reservation { return t.ReserveNAt(t.clock.N
 // place, at most the maximum wait; a place further away is blocked with
 // WaitTooLong. n <= 0 is allowed at once and takes nothing; n above the
 // limit is blocked with ExceedsLimit.
-func (t *Throttle) ReserveNAt(now, n int64) Reservation {
-	d, prev, start, end := t.reserve(now, n, t.maxWait)
+func (t *Throttle) ReserveNAt(now, n int64) Reservation { return t.reservation(now, n, t.maxWait) }
+
+// reservation is ReserveNAt with a maximum wait of maxWait.
+func (t *Throttle) reservation(now, n, maxWait int64) Reservation {
+	d, prev, start, end := t.reserve(now, n, maxWait)
 	if !d.Allowed || n <= 0 {
 		return Reservation{Decision: d}
 	}
-	return Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
+	return Reservation{Decision: d, clock: t.clock, next: &t.next, start: start, old: [keyProbes]int64{prev, end}}
 }
 
 // reserve takes places for n requests arriving at now if the first is at most
@@ -198,19 +237,11 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 	default:
 		cost = t.cost(n, limit)
 	}
-	for {
-		prev = t.next.Load()
-		start = max(prev, now)
-		if wait := start - now; wait > maxWait {
-			return Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}, 0, 0, 0
-		}
-		if t.next.CompareAndSwap(prev, start+cost) {
-			if t.warm != nil {
-				t.warm.countAt(now, n)
-			}
-			return Decision{Allowed: true, Wait: time.Duration(start - now)}, prev, start, start + cost
-		}
+	d, prev, start, end, _ = reserveExact(&t.next, now, cost, maxWait)
+	if d.Allowed && t.warm != nil {
+		t.warm.countAt(now, n)
 	}
+	return d, prev, start, end
 }
 
 // Allow decides whether one request may proceed now. See AllowNAt.
@@ -233,6 +264,12 @@ func (t *Throttle) AllowAt(now int64) Decision { return t.AllowNAt(now, 1) }
 // or WaitN.
 func (t *Throttle) AllowNAt(now, n int64) Decision {
 	d, _, _, _ := t.reserve(now, n, 0)
+	return atOnce(d)
+}
+
+// atOnce is the decision of a reservation that may not wait: a place
+// still to come is a rate limit.
+func atOnce(d Decision) Decision {
 	if d.Reason == WaitTooLong {
 		d.Reason = RateLimited
 	}
@@ -265,12 +302,16 @@ func (t *Throttle) WaitNAt(ctx context.Context, now, n int64) error {
 	if err != nil {
 		return err
 	}
-	d, prev, start, end := t.reserve(now, n, maxWait)
-	r := Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
+	return waitFor(ctx, t.clock, t.reservation(now, n, maxWait), maxWait < t.maxWait)
+}
+
+// waitFor waits on c for the place of r, reserved with a maximum wait
+// that ctx's deadline cut if cut, and cancels r if ctx is done first.
+func waitFor(ctx context.Context, c clock.Clock, r Reservation, cut bool) error {
 	if !r.Allowed || r.Wait <= 0 {
-		return waitRefused(r.Decision, maxWait < t.maxWait)
+		return waitRefused(r.Decision, cut)
 	}
-	if err := clock.Sleep(ctx, t.clock, r.Wait); err != nil {
+	if err := clock.Sleep(ctx, c, r.Wait); err != nil {
 		r.Cancel()
 		return err
 	}
