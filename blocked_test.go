@@ -14,7 +14,7 @@ import (
 // that one errors.Is tells every refusal of the library apart.
 func TestAThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 	clk := clock.NewManual(0)
-	th, err := flow.NewThrottle(1, time.Second, 0, flow.WithClock(clk))
+	th, err := flow.NewThrottle(flow.ThrottleSettings{Limit: 1, Interval: time.Second, MaxWait: 0, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestAThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 // The same for a per-key throttle.
 func TestAKeyedThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 	clk := clock.NewManual(0)
-	th, err := flow.NewKeyedThrottle(1, time.Second, 0, nil, 0, flow.WithClock(clk))
+	th, err := flow.NewKeyedThrottle(flow.KeyedThrottleSettings{Limit: 1, Interval: time.Second, MaxWait: 0, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

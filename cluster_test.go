@@ -30,7 +30,7 @@ func (c *fakeCluster) Limiter(r FlowRule) (ClusterLimiter, error) {
 		return nil, errors.New("13 is unlucky")
 	}
 	c.made = append(c.made, r)
-	q, err := flow.NewQPS(r.Limit, time.Duration(r.Interval), flow.WithBuckets(r.Buckets), flow.WithClock(clock.NewManual(0)))
+	q, err := flow.NewQPS(flow.QPSSettings{Limit: r.Limit, Interval: time.Duration(r.Interval), Buckets: r.Buckets, Clock: clock.NewManual(0)})
 	return &fakeLimiter{c: c, name: r.Resource, q: q}, err
 }
 

@@ -1,7 +1,5 @@
 package slidegate
 
-import "github.com/slidegate/slidegate/flow"
-
 // WithKeyMemory bounds the heap of the per-key state of all the guard's
 // per-key rules together, whatever their number and their resources, to
 // bytes (default flow.DefaultKeyMemory, 64 MiB): the sketches and hot keys
@@ -25,13 +23,4 @@ func WithKeyMemory(bytes int64) Option {
 // back once the garbage collector has found it so.
 func (g *Guard) KeyMemory() (inUse, limit int64) {
 	return g.keys.InUse(), g.keys.Limit()
-}
-
-// keyOptions are the Options that make a keyed limiter draw from mem, if
-// any: none when a rule is built only to be checked.
-func keyOptions(mem *flow.KeyMemory, opts ...flow.Option) []flow.Option {
-	if mem != nil {
-		opts = append(opts, flow.WithKeyMemory(mem))
-	}
-	return opts
 }

@@ -236,7 +236,7 @@ func (l *refusingLimit) SetLimit(n int64) error {
 type refusingLimitCluster struct{}
 
 func (refusingLimitCluster) Limiter(r FlowRule) (ClusterLimiter, error) {
-	q, err := flow.NewQPS(r.Limit, r.interval())
+	q, err := flow.NewQPS(flow.QPSSettings{Limit: r.Limit, Interval: r.interval()})
 	if err != nil {
 		return nil, err
 	}

@@ -126,7 +126,7 @@ func (g *keyGroup) build(rules []FlowRule, c clock.Clock, cl Cluster, mem *flow.
 		}
 		return &keyedClusterRule{l: l}, nil
 	}
-	q, err := flow.NewKeyedQPS(g.windows(rules), keyOptions(mem, flow.WithClock(c))...)
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: g.windows(rules), KeyMemory: mem, Clock: c})
 	if err != nil {
 		return nil, err
 	}

@@ -408,7 +408,7 @@ func (f FlowRule) checkKeys(p *problems) {
 func fieldOf(err error) string {
 	var ce *flow.ConfigError
 	if errors.As(err, &ce) {
-		return ce.Option
+		return ce.Field
 	}
 	var we *timegrid.WindowError
 	if errors.As(err, &we) {

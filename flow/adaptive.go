@@ -83,6 +83,8 @@ type AdaptiveSettings struct {
 	// window was overloaded (and, for AIMD, when requests queue): default
 	// 0.8, in [0.5, 1).
 	Backoff float64
+	// Clock is the clock the limiter reads (default clock.System).
+	Clock clock.Clock
 }
 
 // An Adaptive limiter is a concurrency limit that finds itself: it admits
@@ -189,30 +191,17 @@ type Adaptive struct {
 	clock clock.Clock
 }
 
-// NewAdaptive returns an Adaptive limiter with the given settings. A bad
-// setting or Option is a *ConfigError naming it ("algorithm",
-// "initial_limit", "min_limit", "max_limit", "tolerance", "window",
-// "min_samples", "drain_interval", "backoff", "clock"); WithBuckets and
-// WithWarmUp are errors.
-func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.warming {
-		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "an adaptive limit does not warm up: it starts slowly by itself"}
-	}
-	if o.bucketsGiven {
-		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "an adaptive limit has windows of samples, not buckets"}
-	}
+// NewAdaptive returns an Adaptive limiter of the given settings. A bad
+// setting is a [*ConfigError] naming it ("initial_limit", "tolerance").
+func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 	if err := s.fill(); err != nil {
 		return nil, err
 	}
-	a := &Adaptive{s: s, clock: o.clock, lim: float64(s.InitialLimit), slowStart: true,
+	a := &Adaptive{s: s, clock: s.Clock, lim: float64(s.InitialLimit), slowStart: true,
 		fair: newFairShare(), samples: new(rtBins), drained: new(rtBins)}
 	a.limit.Store(s.InitialLimit)
 	a.measureFrom.Store(math.MaxInt64)
-	now := o.clock.Now()
+	now := a.clock.Now()
 	a.windowEnd.Store(now + int64(s.Window))
 	a.nextDrain = a.drainAfter(now)
 	return a, nil
@@ -221,7 +210,7 @@ func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
 // fill gives the zero fields their defaults and checks the others.
 func (s *AdaptiveSettings) fill() *ConfigError {
 	if s.Algorithm > AIMD {
-		return &ConfigError{Option: "algorithm", Value: s.Algorithm, Detail: "must be gradient or aimd"}
+		return &ConfigError{Field: "algorithm", Value: s.Algorithm, Detail: "must be gradient or aimd"}
 	}
 	def := func(v *int64, d int64) {
 		if *v == 0 {
@@ -233,16 +222,16 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 	def(&s.InitialLimit, DefaultAdaptiveInitialLimit)
 	def(&s.MinSamples, DefaultAdaptiveMinSamples)
 	if s.MinLimit < 1 || s.MinLimit > MaxLimit {
-		return &ConfigError{Option: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(MaxLimit))}
+		return &ConfigError{Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(MaxLimit))}
 	}
 	if s.MaxLimit < s.MinLimit || s.MaxLimit > MaxLimit {
-		return &ConfigError{Option: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(MaxLimit))}
+		return &ConfigError{Field: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(MaxLimit))}
 	}
 	if s.InitialLimit < s.MinLimit || s.InitialLimit > s.MaxLimit {
 		// An initial limit given outside its bounds is a mistake; one
 		// defaulted outside them (bounds set around it) is moved in.
 		if s.InitialLimit != DefaultAdaptiveInitialLimit {
-			return &ConfigError{Option: "initial_limit", Value: s.InitialLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and the max limit (%d)", s.MinLimit, s.MaxLimit)}
+			return &ConfigError{Field: "initial_limit", Value: s.InitialLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and the max limit (%d)", s.MinLimit, s.MaxLimit)}
 		}
 		s.InitialLimit = min(max(s.InitialLimit, s.MinLimit), s.MaxLimit)
 	}
@@ -250,28 +239,29 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 		s.Tolerance = DefaultAdaptiveTolerance
 	}
 	if !(s.Tolerance >= 1 && s.Tolerance <= 100) {
-		return &ConfigError{Option: "tolerance", Value: s.Tolerance, Detail: "must be between 1 and 100"}
+		return &ConfigError{Field: "tolerance", Value: s.Tolerance, Detail: "must be between 1 and 100"}
 	}
 	if s.Window == 0 {
 		s.Window = DefaultAdaptiveWindow
 	}
 	if s.Window < time.Millisecond || s.Window > time.Hour {
-		return &ConfigError{Option: "window", Value: s.Window, Detail: "must be between 1ms and 1h"}
+		return &ConfigError{Field: "window", Value: s.Window, Detail: "must be between 1ms and 1h"}
 	}
 	if s.MinSamples < 1 || s.MinSamples > 1e6 {
-		return &ConfigError{Option: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
+		return &ConfigError{Field: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
 	}
 	if s.DrainInterval == 0 {
 		s.DrainInterval = DefaultAdaptiveDrainInterval
 	}
 	if s.DrainInterval > 0 && s.DrainInterval < 10*s.Window {
-		return &ConfigError{Option: "drain_interval", Value: s.DrainInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
+		return &ConfigError{Field: "drain_interval", Value: s.DrainInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
 	}
 	if s.Backoff == 0 {
 		s.Backoff = DefaultAdaptiveBackoff
 	}
+	s.Clock = clockOr(s.Clock)
 	if !(s.Backoff >= 0.5 && s.Backoff < 1) {
-		return &ConfigError{Option: "backoff", Value: s.Backoff, Detail: "must be at least 0.5 and below 1"}
+		return &ConfigError{Field: "backoff", Value: s.Backoff, Detail: "must be at least 0.5 and below 1"}
 	}
 	return nil
 }

@@ -14,7 +14,8 @@ import (
 func newTestAdaptive(t *testing.T, s AdaptiveSettings) (*Adaptive, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(0)
-	a, err := NewAdaptive(s, WithClock(clk))
+	s.Clock = clk
+	a, err := NewAdaptive(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,28 +224,24 @@ func TestAdaptiveNeverAdmitsOverItsLimitUnderRace(t *testing.T) {
 func TestAdaptiveSettingsErrorsNameTheSetting(t *testing.T) {
 	for _, c := range []struct {
 		s      AdaptiveSettings
-		opts   []Option
 		option string
 	}{
-		{AdaptiveSettings{Algorithm: 7}, nil, "algorithm"},
-		{AdaptiveSettings{MinLimit: -1}, nil, "min_limit"},
-		{AdaptiveSettings{MinLimit: 10, MaxLimit: 5}, nil, "max_limit"},
-		{AdaptiveSettings{InitialLimit: 3, MinLimit: 4}, nil, "initial_limit"},
-		{AdaptiveSettings{InitialLimit: 50, MaxLimit: 40}, nil, "initial_limit"},
-		{AdaptiveSettings{Tolerance: 0.5}, nil, "tolerance"},
-		{AdaptiveSettings{Tolerance: math.NaN()}, nil, "tolerance"},
-		{AdaptiveSettings{Window: time.Microsecond}, nil, "window"},
-		{AdaptiveSettings{MinSamples: -1}, nil, "min_samples"},
-		{AdaptiveSettings{DrainInterval: 500 * time.Millisecond}, nil, "drain_interval"},
-		{AdaptiveSettings{Backoff: 1}, nil, "backoff"},
-		{AdaptiveSettings{Backoff: 0.2}, nil, "backoff"},
-		{AdaptiveSettings{}, []Option{WithBuckets(10)}, "buckets"},
-		{AdaptiveSettings{}, []Option{WithWarmUp(time.Second, 3)}, "warm_up"},
-		{AdaptiveSettings{}, []Option{WithClock(nil)}, "clock"},
+		{AdaptiveSettings{Algorithm: 7}, "algorithm"},
+		{AdaptiveSettings{MinLimit: -1}, "min_limit"},
+		{AdaptiveSettings{MinLimit: 10, MaxLimit: 5}, "max_limit"},
+		{AdaptiveSettings{InitialLimit: 3, MinLimit: 4}, "initial_limit"},
+		{AdaptiveSettings{InitialLimit: 50, MaxLimit: 40}, "initial_limit"},
+		{AdaptiveSettings{Tolerance: 0.5}, "tolerance"},
+		{AdaptiveSettings{Tolerance: math.NaN()}, "tolerance"},
+		{AdaptiveSettings{Window: time.Microsecond}, "window"},
+		{AdaptiveSettings{MinSamples: -1}, "min_samples"},
+		{AdaptiveSettings{DrainInterval: 500 * time.Millisecond}, "drain_interval"},
+		{AdaptiveSettings{Backoff: 1}, "backoff"},
+		{AdaptiveSettings{Backoff: 0.2}, "backoff"},
 	} {
-		_, err := NewAdaptive(c.s, c.opts...)
+		_, err := NewAdaptive(c.s)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Option != c.option {
+		if !errors.As(err, &ce) || ce.Field != c.option {
 			t.Errorf("NewAdaptive(%+v): %v, want a *ConfigError naming %s", c.s, err, c.option)
 		}
 	}

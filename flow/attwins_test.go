@@ -92,7 +92,7 @@ func TestTheAtTwinsDecideAtTheTimeGiven(t *testing.T) {
 	c := clock.NewManual(0)
 	hour, sec := int64(time.Hour), int64(time.Second)
 
-	q, err := NewKeyedQPS([]KeyWindow{{Limit: 1, Interval: time.Second}}, WithClock(c))
+	q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 1, Interval: time.Second}}, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestTheAtTwinsDecideAtTheTimeGiven(t *testing.T) {
 
 	cpu := new(cpuAt)
 	cpu.set(1)
-	s, err := NewShedder(ShedderSettings{CPU: cpu.read}, WithClock(c))
+	s, err := NewShedder(ShedderSettings{CPU: cpu.read, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}

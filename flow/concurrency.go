@@ -16,15 +16,21 @@ type Concurrency struct {
 	inflight atomic.Int64
 }
 
-// NewConcurrency returns a limiter allowing at most limit requests in
-// flight. limit must be in [0, MaxLimit], else the error is a *ConfigError
-// (Option "limit"); 0 blocks everything.
-func NewConcurrency(limit int64) (*Concurrency, error) {
-	if limit < 0 || limit > MaxLimit {
-		return nil, badLimit(limit, 0)
+// ConcurrencySettings configure a [Concurrency] limiter.
+type ConcurrencySettings struct {
+	// Limit is the most requests in flight, in [0, MaxLimit]. 0 allows
+	// nothing.
+	Limit int64
+}
+
+// NewConcurrency returns a Concurrency limiter of the given settings. A bad
+// setting is a [*ConfigError] naming it.
+func NewConcurrency(s ConcurrencySettings) (*Concurrency, error) {
+	if s.Limit < 0 || s.Limit > MaxLimit {
+		return nil, badLimit(s.Limit, 0)
 	}
 	c := &Concurrency{}
-	c.limit.Store(limit)
+	c.limit.Store(s.Limit)
 	return c, nil
 }
 

@@ -9,7 +9,7 @@ import (
 
 func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 	const limit, goroutines = 5, 16
-	c, err := NewConcurrency(limit)
+	c, err := NewConcurrency(ConcurrencySettings{Limit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 }
 
 func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
-	c, _ := NewConcurrency(2)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 2})
 	var a, b Permit
 	if !c.AcquireN(&a, 2).Allowed {
 		t.Fatal("AcquireN(2) blocked on an empty limiter")
@@ -85,7 +85,7 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 }
 
 func TestConcurrencyEdgeCases(t *testing.T) {
-	c, _ := NewConcurrency(3)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 3})
 	var p Permit
 	if d := c.AcquireN(&p, 4); d.Reason != ExceedsLimit {
 		t.Fatalf("4 places of 3: %+v", d)
@@ -106,13 +106,13 @@ func TestConcurrencyEdgeCases(t *testing.T) {
 	if c.InFlight() != 0 || c.Limit() != 3 {
 		t.Fatalf("InFlight %d, Limit %d", c.InFlight(), c.Limit())
 	}
-	if _, err := NewConcurrency(-1); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewConcurrency(ConcurrencySettings{Limit: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewConcurrency(-1): %v", err)
 	}
 }
 
 func TestConcurrencyDoesNotAllocate(t *testing.T) {
-	c, _ := NewConcurrency(10)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 10})
 	if n := testing.AllocsPerRun(1000, func() {
 		var p Permit
 		c.Acquire(&p)

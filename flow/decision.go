@@ -7,49 +7,41 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error this package returns for a bad
-// argument or Option, each a *ConfigError.
+// setting, each a [*ConfigError].
 var ErrInvalidConfig = errors.New("flow: invalid configuration")
 
-// A ConfigError is the error a constructor or SetLimit returns for a bad
-// argument or Option: which one, the value it was given, and what is wrong
-// with it. It wraps ErrInvalidConfig, so errors.Is(err, ErrInvalidConfig)
-// holds; errors.As takes it apart. Its message reads
-// "flow: invalid configuration: limit = -1: must be between 0 and 4294967295".
+// A ConfigError is the error of a bad setting: which one, the value it was
+// given, and what is wrong with it. It wraps [ErrInvalidConfig]; errors.As
+// takes it apart. Its message reads "flow: invalid configuration: limit =
+// -1: must be between 0 and 4294967295".
 //
-// When two settings disagree, Option names the one the limiter judges by
-// the other: the interval when it does not divide into the buckets, or into
-// buckets of at least 1 µs; the warm-up period when it is shorter than two
-// intervals or ten buckets; the cold factor when it exceeds the limit.
+// When two settings disagree, Field names the one judged by the other: the
+// interval when it does not divide into the buckets, the warm-up period
+// when it is shorter than two intervals or ten buckets, the cold factor
+// when it exceeds the limit.
 type ConfigError struct {
-	// Option names what was wrong, as a rule file spells it:
-	//
-	//   - "limit": the limit, an int64 (NewQPS, NewThrottle,
-	//     NewConcurrency, SetLimit);
-	//   - "interval": the interval, a time.Duration;
-	//   - "max_wait": a Throttle's maximum wait, a time.Duration;
-	//   - "buckets": WithBuckets' count, an int;
-	//   - "warm_up": WithWarmUp's period, a time.Duration;
-	//   - "cold_factor": WithWarmUp's cold factor, a float64;
-	//   - "clock": WithClock's clock.Clock.
-	Option string
-	// Value is the value given, of the type listed for Option.
+	// Field names the setting as a rule file spells it: "limit",
+	// "interval", "max_wait", "buckets", "warm_up", "cold_factor", "keys",
+	// "overrides", "windows[1].limit", "cpu_threshold", "ratio".
+	Field string
+	// Value is the value given.
 	Value any
 	// Detail says what is wrong with the value, in lower case ("must be
 	// positive").
 	Detail string
 }
 
-// Error returns the package, the option, its value and what is wrong.
+// Error returns the package, the setting, its value and what is wrong.
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Option, e.Value, e.Detail)
+	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Field, e.Value, e.Detail)
 }
 
-// Unwrap returns ErrInvalidConfig.
+// Unwrap returns [ErrInvalidConfig].
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // badLimit is the error of a limit outside [least, MaxLimit].
 func badLimit(limit, least int64) *ConfigError {
-	return &ConfigError{Option: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
+	return &ConfigError{Field: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
 }
 
 // A Reason says why a request was blocked: by a limiter of this package, or

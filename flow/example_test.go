@@ -13,7 +13,7 @@ import (
 // A QPS limiter of 100 per second.
 func ExampleQPS() {
 	c := clock.NewManual(0)
-	limiter, err := flow.NewQPS(100, time.Second, flow.WithClock(c))
+	limiter, err := flow.NewQPS(flow.QPSSettings{Limit: 100, Interval: time.Second, Clock: c})
 	if err != nil {
 		panic(err)
 	}
@@ -39,7 +39,7 @@ func ExampleQPS_accuracy() {
 	const limit = 100
 	var results []flowsim.Result
 	for _, p := range flowsim.Patterns() {
-		q, _ := flow.NewQPS(limit, time.Second)
+		q, _ := flow.NewQPS(flow.QPSSettings{Limit: limit, Interval: time.Second})
 		allow := func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }
 		results = append(results, flowsim.Run(allow, p, limit, time.Second, 60*time.Second, 0, 1))
 	}
@@ -56,7 +56,7 @@ func ExampleQPS_accuracy() {
 
 // A Concurrency limiter of 2 in flight.
 func ExampleConcurrency() {
-	limiter, err := flow.NewConcurrency(2)
+	limiter, err := flow.NewConcurrency(flow.ConcurrencySettings{Limit: 2})
 	if err != nil {
 		panic(err)
 	}
@@ -75,7 +75,7 @@ func ExampleConcurrency() {
 // wait for it; Allow lets a request through only if its place is now.
 func ExampleThrottle() {
 	c := clock.NewManual(0)
-	throttle, err := flow.NewThrottle(10, time.Second, 250*time.Millisecond, flow.WithClock(c))
+	throttle, err := flow.NewThrottle(flow.ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 250 * time.Millisecond, Clock: c})
 	if err != nil {
 		panic(err)
 	}
@@ -96,8 +96,8 @@ func ExampleThrottle() {
 // A QPS limiter that warms up: from cold it allows a third of its limit, and
 // it reaches the full limit after ten seconds of full traffic, where, under
 // overload, its 25 buckets allow 25/26 of it.
-func ExampleWithWarmUp() {
-	limiter, err := flow.NewQPS(100, time.Second, flow.WithWarmUp(10*time.Second, 3))
+func ExampleQPS_warmUp() {
+	limiter, err := flow.NewQPS(flow.QPSSettings{Limit: 100, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		panic(err)
 	}
@@ -115,7 +115,7 @@ func ExampleWithWarmUp() {
 // next bucket and wait for it, without ever breaking the limit.
 func ExampleQPS_AllowPriority() {
 	c := clock.NewManual(0)
-	limiter, _ := flow.NewQPS(10, time.Second, flow.WithBuckets(10), flow.WithClock(c))
+	limiter, _ := flow.NewQPS(flow.QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	limiter.AllowN(10)                    // the window is full until 1.1 s
 	c.Set(int64(1050 * time.Millisecond)) // bucket [1000ms, 1100ms)
 	fmt.Println(limiter.Allow().Reason)

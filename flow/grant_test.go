@@ -11,7 +11,7 @@ import (
 
 func TestQPSGiveBackFreesThePlaces(t *testing.T) {
 	c := clock.NewManual(0)
-	q, _ := NewQPS(3, time.Second, WithClock(c))
+	q, _ := NewQPS(QPSSettings{Limit: 3, Interval: time.Second, Clock: c})
 	var gs []Grant
 	for range 3 {
 		d, g := q.GrantNAt(0, 1)
@@ -48,7 +48,7 @@ func TestQPSGiveBackFreesThePlaces(t *testing.T) {
 func TestQPSGiveBackUnderContentionKeepsTheLimit(t *testing.T) {
 	c := clock.NewManual(0)
 	const limit = 200
-	q, _ := NewQPS(limit, time.Second, WithClock(c))
+	q, _ := NewQPS(QPSSettings{Limit: limit, Interval: time.Second, Clock: c})
 	var mu sync.Mutex
 	kept := map[uint64]int64{}
 	var wg sync.WaitGroup

@@ -53,7 +53,7 @@ func keyCases() []struct {
 // Concurrency.
 func BenchmarkKeyedConcurrency(b *testing.B) {
 	b.Run("unkeyed", func(b *testing.B) {
-		c, _ := NewConcurrency(100)
+		c, _ := NewConcurrency(ConcurrencySettings{Limit: 100})
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Permit
@@ -63,7 +63,7 @@ func BenchmarkKeyedConcurrency(b *testing.B) {
 	})
 	for _, keys := range []int{0, MaxKeysInFlight} {
 		for _, tc := range keyCases() {
-			c, _ := NewKeyedConcurrency(100, nil, keys)
+			c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Keys: keys})
 			b.Run(tc.name+"/"+strconv.Itoa(c.Bytes()>>20)+"MiB", func(b *testing.B) {
 				for i := range 1 << 20 { // every page of the sketch touched
 					var p Permit
@@ -85,7 +85,7 @@ func BenchmarkKeyedConcurrency(b *testing.B) {
 // every processor, each taking keys of a million in its own turn.
 func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 	b.Run("unkeyed", func(b *testing.B) {
-		c, _ := NewConcurrency(1 << 20)
+		c, _ := NewConcurrency(ConcurrencySettings{Limit: 1 << 20})
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				var p Permit
@@ -96,7 +96,7 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		c, _ := NewKeyedConcurrency(1<<20, nil, 0)
+		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 1 << 20})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)
@@ -117,7 +117,7 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 // from the system clock inside (Allow); and for an unkeyed Throttle.
 func BenchmarkKeyedThrottle(b *testing.B) {
 	b.Run("unkeyed/now given", func(b *testing.B) {
-		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {
@@ -126,7 +126,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 		}
 	})
 	b.Run("unkeyed/clock read", func(b *testing.B) {
-		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		for b.Loop() {
 			th.Allow()
@@ -134,7 +134,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 	})
 	for _, tc := range keyCases() {
 		b.Run(tc.name+"/now given", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0, WithClock(clock.NewManual(0)))
+			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour, Clock: clock.NewManual(0)})
 			b.ReportAllocs()
 			now := int64(0)
 			for i := 0; b.Loop(); i++ {
@@ -143,7 +143,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 			}
 		})
 		b.Run(tc.name+"/clock read", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0)
+			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				th.Allow(tc.key(i))
@@ -156,7 +156,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 // read inside, from every processor.
 func BenchmarkKeyedThrottleParallel(b *testing.B) {
 	b.Run("unkeyed", func(b *testing.B) {
-		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				th.Allow()
@@ -165,7 +165,7 @@ func BenchmarkKeyedThrottleParallel(b *testing.B) {
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0)
+		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)

@@ -180,7 +180,7 @@ func sketchBlocksFor(keys, perKey int) int {
 // a count outside [0, MaxKeysInFlight].
 func checkKeys(keys int) (int, error) {
 	if keys < 0 || keys > MaxKeysInFlight {
-		return 0, &ConfigError{Option: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", MaxKeysInFlight)}
+		return 0, &ConfigError{Field: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", MaxKeysInFlight)}
 	}
 	if keys == 0 {
 		keys = DefaultKeysInFlight
@@ -188,40 +188,42 @@ func checkKeys(keys int) (int, error) {
 	return keys, nil
 }
 
-// NewKeyedConcurrency returns a limiter allowing each key at most limit
-// requests in flight, and each key of overrides the limit given for it.
-// keys is how many distinct keys the caller expects to have requests in
-// flight at once (DefaultKeysInFlight if 0): the sketch takes 256 bytes per
-// key, rounded up to a power of two, from 4 KiB; more keys than that still
-// never go over their limits, but are refused early more often. limit and
-// each override must be in [0, MaxLimit] (0 blocks the key), and keys in
-// [0, MaxKeysInFlight]; otherwise the error is a *ConfigError naming
-// "limit", "overrides" (with the key) or "keys". The only Option it takes
-// is WithKeyMemory, from whose budget the sketch takes what it has, halved
-// down to 4 KiB if short.
-func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int, opts ...Option) (*KeyedConcurrency, error) {
-	if limit < 0 || limit > MaxLimit {
-		return nil, badLimit(limit, 0)
+// KeyedConcurrencySettings configure a [KeyedConcurrency]. Limit says how
+// many places a key may hold; every other zero field takes its default.
+type KeyedConcurrencySettings struct {
+	// Limit is the most requests of a key in flight, in [0, MaxLimit]. 0
+	// refuses every key.
+	Limit int64
+	// Overrides are keys with limits of their own, in [0, MaxLimit].
+	Overrides map[string]int64
+	// Keys is how many keys the limiter expects in flight at once (default
+	// 4096, at most 262144). The sketch takes 256 bytes per key, rounded up
+	// to a power of two. More keys still never go over their limits, but
+	// are refused early more often.
+	Keys int
+	// KeyMemory is the budget the sketch draws from, halved down to 4 KiB
+	// if short (default: a budget of its own).
+	KeyMemory *KeyMemory
+}
+
+// NewKeyedConcurrency returns a KeyedConcurrency of the given settings. A
+// bad setting is a [*ConfigError] naming it.
+func NewKeyedConcurrency(s KeyedConcurrencySettings) (*KeyedConcurrency, error) {
+	if s.Limit < 0 || s.Limit > MaxLimit {
+		return nil, badLimit(s.Limit, 0)
 	}
-	keys, err := checkKeys(keys)
+	keys, err := checkKeys(s.Keys)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOverrides(overrides); err != nil {
+	if err := checkOverrides(s.Overrides); err != nil {
 		return nil, err
 	}
-	o, err := buildKeyedOptions(opts)
-	if err == nil && (o.bucketsGiven || o.warming) {
-		err = &ConfigError{Option: "options", Value: "buckets or warm-up", Detail: "a keyed concurrency limit has no buckets and does not warm up"}
-	}
-	if err != nil {
-		return nil, err
-	}
-	blocks := drawFixed(o.memory, sketchBlocksFor(keys, concBlocksPerKey), minKeyBlocks, keyBlockBytes)
+	blocks := drawFixed(s.KeyMemory, sketchBlocksFor(keys, concBlocksPerKey), minKeyBlocks, keyBlockBytes)
 	c := &KeyedConcurrency{seed: maphash.MakeSeed(), mask: uint64(blocks - 1), cells: make([]atomic.Int64, blocks*concBlockCounters)}
-	giveBackWhenGone(c, o.memory, blocks*keyBlockBytes)
-	pins, _ := pinAll(c.seed, overrides, &pinTable[pinnedCount]{}, func() *pinnedCount { return new(pinnedCount) }, nil)
-	c.limits.Store(&concLimits{limit: limit, pins: pins})
+	giveBackWhenGone(c, s.KeyMemory, blocks*keyBlockBytes)
+	pins, _ := pinAll(c.seed, s.Overrides, &pinTable[pinnedCount]{}, func() *pinnedCount { return new(pinnedCount) }, nil)
+	c.limits.Store(&concLimits{limit: s.Limit, pins: pins})
 	return c, nil
 }
 

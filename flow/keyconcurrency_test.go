@@ -16,7 +16,7 @@ import (
 
 func mustKeyedConcurrency(t testing.TB, limit int64, overrides map[string]int64, keys int) *KeyedConcurrency {
 	t.Helper()
-	c, err := NewKeyedConcurrency(limit, overrides, keys)
+	c, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: limit, Overrides: overrides, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestKeyedConcurrencyIsExactForKeysThatShareNoCounter(t *testing.T) {
 	keys := keysInDistinctBlocks(c.seed, c.mask, 50)
 	exact := map[string]*Concurrency{}
 	for _, key := range keys {
-		exact[key], _ = NewConcurrency(4)
+		exact[key], _ = NewConcurrency(ConcurrencySettings{Limit: 4})
 	}
 	var holds []*Permit
 	var kps []*Permit
@@ -377,9 +377,9 @@ func TestKeyedConcurrencyConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		{1, map[string]int64{"ok": 1, "bad": -2}, 0, "overrides", `overrides = "bad": -2: must be between 0 and 4294967295`},
 		{1, map[string]int64{"big": MaxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
 	} {
-		_, err := NewKeyedConcurrency(tc.limit, tc.overrides, tc.keys)
+		_, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: tc.limit, Overrides: tc.overrides, Keys: tc.keys})
 		var ce *ConfigError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Option != tc.option || !strings.Contains(err.Error(), tc.message) {
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("NewKeyedConcurrency(%d, %v, %d) = %v, want a ConfigError of %s saying %q", tc.limit, tc.overrides, tc.keys, err, tc.option, tc.message)
 		}
 	}
@@ -488,7 +488,7 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 
 // Two requests in flight per user, five for one of them.
 func ExampleKeyedConcurrency() {
-	limiter, err := NewKeyedConcurrency(2, map[string]int64{"batch-job": 5}, 0)
+	limiter, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 2, Overrides: map[string]int64{"batch-job": 5}})
 	if err != nil {
 		panic(err)
 	}

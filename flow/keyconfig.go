@@ -87,23 +87,23 @@ const (
 // *ConfigError naming it.
 func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 	if len(windows) == 0 || len(windows) > MaxKeyWindows {
-		return nil, &ConfigError{Option: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", MaxKeyWindows)}
+		return nil, &ConfigError{Field: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", MaxKeyWindows)}
 	}
 	c := &keyConfig{wins: make([]keyWindow, len(windows))}
 	for j, w := range windows {
 		at := func(field string) string { return fmt.Sprintf("windows[%d].%s", j, field) }
 		if w.Limit < 0 || w.Limit > MaxLimit {
-			return nil, &ConfigError{Option: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+			return nil, &ConfigError{Field: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
 		}
 		k := w.Buckets
 		if k == 0 {
 			k = DefaultKeyBuckets
 		}
 		if k > MaxKeyBuckets {
-			return nil, &ConfigError{Option: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", MaxKeyBuckets)}
+			return nil, &ConfigError{Field: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", MaxKeyBuckets)}
 		}
 		if we := timegrid.CheckWindow(w.Interval, k); we != nil {
-			return nil, &ConfigError{Option: at(we.Arg), Value: we.Value, Detail: we.Detail}
+			return nil, &ConfigError{Field: at(we.Arg), Value: we.Value, Detail: we.Detail}
 		}
 		c.wins[j] = keyWindow{limit: w.Limit, k: uint64(k), grid: alignedGrid(w.Interval, k), off: c.stride, interval: w.Interval}
 		c.stride += k + 1
@@ -111,7 +111,7 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 	for j, w := range windows {
 		for key, limit := range w.Overrides {
 			if limit < 0 || limit > MaxLimit {
-				return nil, &ConfigError{Option: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+				return nil, &ConfigError{Field: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
 			}
 			if c.pinned == nil {
 				c.pinned = make(map[string][]int64, len(w.Overrides))

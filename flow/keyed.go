@@ -97,26 +97,27 @@ const (
 	keyShardBytes = 24 << 10
 )
 
-// NewKeyedQPS returns a limiter of the given windows, decided together for
-// each key: between 1 and MaxKeyWindows of them, each with a limit in [0, MaxLimit], a positive
-// interval that divides into its buckets (at most MaxKeyBuckets) of at
-// least 1 µs, and overrides within the same bounds. It takes the Options
-// WithClock and WithKeyMemory. A bad argument is a *ConfigError naming it
-// ("windows[1].limit").
-func NewKeyedQPS(windows []KeyWindow, opts ...Option) (*KeyedQPS, error) {
-	o, err := buildKeyedOptions(opts)
+// KeyedQPSSettings configure a [KeyedQPS]. Windows say what each key's
+// limits are; every other zero field takes its default.
+type KeyedQPSSettings struct {
+	// Windows are decided together for each key: from 1 to 8 of them.
+	Windows []KeyWindow
+	// KeyMemory is the budget the limiter draws its per-key state from
+	// (default: a budget of its own of 64 MiB).
+	KeyMemory *KeyMemory
+	// Clock is the clock the limiter reads (default clock.System).
+	Clock clock.Clock
+}
+
+// NewKeyedQPS returns a KeyedQPS of the given settings. A bad setting is a
+// [*ConfigError] naming it ("windows[1].limit").
+func NewKeyedQPS(s KeyedQPSSettings) (*KeyedQPS, error) {
+	q := &KeyedQPS{seed: maphash.MakeSeed(), clock: clockOr(s.Clock)}
+	cfg, err := q.newConfig(s.Windows)
 	if err != nil {
 		return nil, err
 	}
-	if o.bucketsGiven || o.warming {
-		return nil, &ConfigError{Option: "options", Value: "buckets or warm-up", Detail: "a keyed limiter takes its buckets from its windows and does not warm up"}
-	}
-	q := &KeyedQPS{seed: maphash.MakeSeed(), clock: o.clock}
-	cfg, err := q.newConfig(windows)
-	if err != nil {
-		return nil, err
-	}
-	q.acct = newKeyBytes(q, memoryOf(o))
+	q.acct = newKeyBytes(q, memoryOr(s.KeyMemory))
 	q.acct.take(keyShardBytes)
 	q.cfg = cfg
 	now := q.clock.Now()

@@ -53,7 +53,7 @@ func (a admissions) check(t *testing.T, w KeyWindow) int64 {
 
 func mustKeyed(t testing.TB, c clock.Clock, ws ...KeyWindow) *KeyedQPS {
 	t.Helper()
-	q, err := NewKeyedQPS(ws, WithClock(c))
+	q, err := NewKeyedQPS(KeyedQPSSettings{Windows: ws, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,9 +274,9 @@ func TestKeyedQPSConfigErrorsNameTheWindow(t *testing.T) {
 		{[]KeyWindow{{Limit: 1, Interval: time.Second, Overrides: map[string]int64{"a": -2}}}, "windows[0].overrides"},
 		{make([]KeyWindow, MaxKeyWindows+1), "windows"},
 	} {
-		_, err := NewKeyedQPS(tc.ws)
+		_, err := NewKeyedQPS(KeyedQPSSettings{Windows: tc.ws})
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Option != tc.want {
+		if !errors.As(err, &ce) || ce.Field != tc.want {
 			t.Errorf("%+v: error %v, want one naming %s", tc.ws, err, tc.want)
 		}
 	}
@@ -487,7 +487,7 @@ func TestKeyedQPSEvictionAtAnEarlierTimeKeepsTheCounts(t *testing.T) {
 	w := KeyWindow{Limit: 10, Interval: time.Second}
 	// A budget of 0: each shard keeps its floor of entries, no more.
 	none, _ := NewKeyMemory(0)
-	q, err := NewKeyedQPS([]KeyWindow{w}, WithClock(c), WithKeyMemory(none))
+	q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{w}, Clock: c, KeyMemory: none})
 	if err != nil {
 		t.Fatal(err)
 	}

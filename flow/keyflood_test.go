@@ -29,7 +29,7 @@ func TestAFloodOfDistinctKeysRefusesFewKeysWithinHalfTheirLimit(t *testing.T) {
 	keys, budget := floodScale()
 	f := flood(t, keys, 4, func() *KeyedQPS {
 		mem, _ := NewKeyMemory(budget)
-		q, err := NewKeyedQPS([]KeyWindow{{Limit: 10, Interval: time.Second}}, WithClock(clock.NewManual(0)), WithKeyMemory(mem))
+		q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 10, Interval: time.Second}}, Clock: clock.NewManual(0), KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestKeyedQPSHeapIsWhatItsBudgetAllows(t *testing.T) {
 	var mem *KeyMemory
 	f := flood(t, keys, 1, func() *KeyedQPS {
 		mem, _ = NewKeyMemory(budget)
-		q, err := NewKeyedQPS([]KeyWindow{{Limit: 10, Interval: time.Second}}, WithClock(clock.NewManual(0)), WithKeyMemory(mem))
+		q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 10, Interval: time.Second}}, Clock: clock.NewManual(0), KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,18 +75,18 @@ func TestKeyedQPSHeapIsWhatItsBudgetAllows(t *testing.T) {
 func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 	mem, _ := NewKeyMemory(8 << 20)
 	func() {
-		q, err := NewKeyedQPS([]KeyWindow{{Limit: 10, Interval: time.Second}}, WithKeyMemory(mem), WithClock(clock.NewManual(0)))
+		q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 10, Interval: time.Second}}, KeyMemory: mem, Clock: clock.NewManual(0)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 100_000 {
 			q.AllowNAt(int64(i), "k"+string(rune(i)), 1)
 		}
-		c, err := NewKeyedConcurrency(10, nil, 0, WithKeyMemory(mem))
+		c, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 10, KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		th, err := NewKeyedThrottle(10, time.Second, 0, nil, 0, WithKeyMemory(mem))
+		th, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,17 +109,14 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 // the budget is spent.
 func TestKeyedConcurrencyAndThrottleTakeWhatTheBudgetHas(t *testing.T) {
 	mem, _ := NewKeyMemory(1 << 20)
-	c, _ := NewKeyedConcurrency(10, nil, 0, WithKeyMemory(mem)) // wants 1 MiB
+	c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 10, KeyMemory: mem}) // wants 1 MiB
 	if b := len(c.cells) * 8; b != 64<<10 {
 		t.Errorf("a keyed concurrency limit took %d bytes of a budget of 1 MiB, want 64 KiB", b)
 	}
 	none, _ := NewKeyMemory(0)
-	th, _ := NewKeyedThrottle(10, time.Second, 0, nil, 0, WithKeyMemory(none))
+	th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: none})
 	if b := len(th.blocks) * keyBlockBytes; b != minKeyBlocks*keyBlockBytes || none.InUse() != int64(b) {
 		t.Errorf("a keyed throttle took %d bytes of a budget of 0 (which says %d), want its floor %d", b, none.InUse(), minKeyBlocks*keyBlockBytes)
-	}
-	if _, err := NewQPS(10, time.Second, WithKeyMemory(mem)); err == nil {
-		t.Error("NewQPS took WithKeyMemory")
 	}
 }
 

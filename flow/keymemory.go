@@ -32,7 +32,7 @@ const DefaultKeyMemory = 64 << 20
 // NewKeyMemory returns a budget of limit bytes, which must be at least 0.
 func NewKeyMemory(limit int64) (*KeyMemory, error) {
 	if limit < 0 {
-		return nil, &ConfigError{Option: "key_memory", Value: limit, Detail: "must be at least 0"}
+		return nil, &ConfigError{Field: "key_memory", Value: limit, Detail: "must be at least 0"}
 	}
 	return &KeyMemory{limit: limit}, nil
 }
@@ -43,23 +43,10 @@ func (m *KeyMemory) Limit() int64 { return m.limit }
 // InUse returns the bytes its limiters hold now.
 func (m *KeyMemory) InUse() int64 { return m.used.Load() }
 
-// WithKeyMemory makes a keyed limiter draw its per-key state from m, which
-// other limiters may share, instead of a budget of DefaultKeyMemory of its
-// own. A nil m is an error.
-func WithKeyMemory(m *KeyMemory) Option {
-	return func(o *options) {
-		if m == nil && o.bad == nil {
-			o.bad = &ConfigError{Option: "key_memory", Value: m, Detail: "must not be nil"}
-		}
-		o.memory = m
-	}
-}
-
-// memoryOf returns the budget the options give, or a new one of
-// DefaultKeyMemory.
-func memoryOf(o options) *KeyMemory {
-	if o.memory != nil {
-		return o.memory
+// memoryOr returns m, or a new budget of DefaultKeyMemory for nil.
+func memoryOr(m *KeyMemory) *KeyMemory {
+	if m != nil {
+		return m
 	}
 	return &KeyMemory{limit: DefaultKeyMemory}
 }

@@ -312,7 +312,7 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 		for name, set := range map[string]func(int64, map[string]int64) error{"KeyedConcurrency": c.Set, "KeyedThrottle": th.Set} {
 			err := set(tc.limit, tc.overrides)
 			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Option != tc.option {
+			if !errors.As(err, &ce) || ce.Field != tc.option {
 				t.Errorf("%s.Set(%d, %v) = %v, want a ConfigError of %s", name, tc.limit, tc.overrides, err, tc.option)
 			}
 		}
@@ -381,7 +381,7 @@ func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 // TestThrottleSetLimitKeepsTheNextFreePlace: a new limit takes effect from
 // the next free place on, which the last place given still ends at.
 func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
-	th, err := NewThrottle(1, time.Second, 0)
+	th, err := NewThrottle(ThrottleSettings{Limit: 1, Interval: time.Second, MaxWait: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,10 +403,10 @@ func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
 		t.Fatal("the new pace is not kept")
 	}
 	var ce *ConfigError
-	if err := th.SetLimit(0); !errors.As(err, &ce) || ce.Option != "limit" || th.Limit() != 4 {
+	if err := th.SetLimit(0); !errors.As(err, &ce) || ce.Field != "limit" || th.Limit() != 4 {
 		t.Fatalf("SetLimit(0) = %v, limit %d", err, th.Limit())
 	}
-	warm, err := NewThrottle(10, time.Second, 0, WithWarmUp(10*time.Second, 3))
+	warm, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func BenchmarkKeyedOverride(b *testing.B) {
 		overrides["tenant-"+strconv.Itoa(i)] = MaxLimit
 	}
 	b.Run("concurrency", func(b *testing.B) {
-		c, _ := NewKeyedConcurrency(100, overrides, 0)
+		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Overrides: overrides})
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Permit
@@ -433,7 +433,7 @@ func BenchmarkKeyedOverride(b *testing.B) {
 		}
 	})
 	b.Run("throttle", func(b *testing.B) {
-		th, _ := NewKeyedThrottle(100, time.Second, time.Hour, overrides, 0, WithClock(clock.NewManual(0)))
+		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: 100, Interval: time.Second, MaxWait: time.Hour, Overrides: overrides, Clock: clock.NewManual(0)})
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {

@@ -172,51 +172,54 @@ const (
 // block's 6: a key's hash picks one.
 var paceProbes = choose3(paceBlockCounters)
 
-// NewKeyedThrottle returns a limiter pacing each key at limit requests per
-// interval, one every interval/limit, and each key of overrides at the
-// limit given for it, a reserved place being at most maxWait away. keys is
-// how many distinct keys the caller expects to be paced at once, those
-// given a place within one pace of now (DefaultKeysInFlight if 0): the
-// sketch takes 512 bytes per key, rounded up to a power of two, from 4 KiB;
-// more keys than that are still paced, but wait for others more often.
-//
-// limit must be in [1, MaxLimit], each override in [0, MaxLimit] (0 blocks
-// the key), the interval positive and at most 36 years, maxWait at least 0
-// (0 blocks every reservation that would have to wait; waits beyond 36
-// years count as that long), and keys in [0, MaxKeysInFlight]. It takes
-// the Options WithClock and WithKeyMemory, from whose budget the sketch
-// takes what it has, halved down to 4 KiB if short. A bad argument or
-// Option is a *ConfigError
-// naming it: "limit", "interval", "max_wait", "overrides" (with the key),
-// "keys", "buckets" or "warm_up".
-func NewKeyedThrottle(limit int64, interval, maxWait time.Duration, overrides map[string]int64, keys int, opts ...Option) (*KeyedThrottle, error) {
-	if err := checkPace(limit, interval, maxWait); err != nil {
+// KeyedThrottleSettings configure a [KeyedThrottle]. Limit, Interval and
+// MaxWait say what each key's pace is, as [ThrottleSettings] does; every
+// other zero field takes its default.
+type KeyedThrottleSettings struct {
+	// Limit is how many requests of a key are given places per interval,
+	// in [1, MaxLimit].
+	Limit int64
+	// Interval is positive, at most 36 years.
+	Interval time.Duration
+	// MaxWait is how far away a reserved place may be; 0 refuses every
+	// request that would have to wait.
+	MaxWait time.Duration
+	// Overrides are keys with limits of their own, in [0, MaxLimit]. 0
+	// refuses the key.
+	Overrides map[string]int64
+	// Keys is how many keys the throttle expects to pace at once: those
+	// given a place within one pace of now (default 4096, at most 262144).
+	// The sketch takes 512 bytes per key, rounded up to a power of two.
+	// More keys are still paced, but wait for each other more often.
+	Keys int
+	// KeyMemory is the budget the sketch draws from, halved down to 4 KiB
+	// if short (default: a budget of its own).
+	KeyMemory *KeyMemory
+	// Clock is the clock the throttle reads and waits on (default
+	// clock.System).
+	Clock clock.Clock
+}
+
+// NewKeyedThrottle returns a KeyedThrottle of the given settings. A bad
+// setting is a [*ConfigError] naming it.
+func NewKeyedThrottle(s KeyedThrottleSettings) (*KeyedThrottle, error) {
+	if err := checkPace(s.Limit, s.Interval, s.MaxWait); err != nil {
 		return nil, err
 	}
-	keys, err := checkKeys(keys)
+	keys, err := checkKeys(s.Keys)
 	if err != nil {
 		return nil, err
 	}
-	o, err := buildKeyedOptions(opts)
-	if err != nil {
+	if err := checkOverrides(s.Overrides); err != nil {
 		return nil, err
 	}
-	if o.bucketsGiven {
-		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "a keyed throttle has no buckets"}
-	}
-	if o.warming {
-		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "a keyed throttle does not warm up"}
-	}
-	if err := checkOverrides(overrides); err != nil {
-		return nil, err
-	}
-	blocks := drawFixed(o.memory, sketchBlocksFor(keys, paceBlocksPerKey), minKeyBlocks, keyBlockBytes)
+	blocks := drawFixed(s.KeyMemory, sketchBlocksFor(keys, paceBlocksPerKey), minKeyBlocks, keyBlockBytes)
 	t := &KeyedThrottle{
-		seed: maphash.MakeSeed(), per: uint64(interval), maxWait: int64(min(maxWait, timegrid.MaxTime)),
-		clock: o.clock, mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks),
+		seed: maphash.MakeSeed(), per: uint64(s.Interval), maxWait: int64(min(s.MaxWait, timegrid.MaxTime)),
+		clock: clockOr(s.Clock), mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks),
 	}
-	giveBackWhenGone(t, o.memory, blocks*keyBlockBytes)
-	t.limits.Store(t.newLimits(limit, overrides, &pinTable[pinnedPace]{}, false))
+	giveBackWhenGone(t, s.KeyMemory, blocks*keyBlockBytes)
+	t.limits.Store(t.newLimits(s.Limit, s.Overrides, &pinTable[pinnedPace]{}, false))
 	return t, nil
 }
 

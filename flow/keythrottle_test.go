@@ -24,7 +24,7 @@ import (
 
 func mustKeyedThrottle(t testing.TB, limit int64, interval, maxWait time.Duration, overrides map[string]int64, keys int, c clock.Clock) *KeyedThrottle {
 	t.Helper()
-	th, err := NewKeyedThrottle(limit, interval, maxWait, overrides, keys, WithClock(c))
+	th, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: limit, Interval: interval, MaxWait: maxWait, Overrides: overrides, Keys: keys, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,6 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		interval, maxWait time.Duration
 		overrides         map[string]int64
 		keys              int
-		opts              []Option
 	}
 	ok := args{limit: 1, interval: time.Second}
 	with := func(f func(*args)) args { a := ok; f(&a); return a }
@@ -559,14 +558,11 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		{with(func(a *args) { a.maxWait = -1 }), "max_wait", "max_wait = -1ns: must not be negative"},
 		{with(func(a *args) { a.keys = -3 }), "keys", "keys = -3: must be between 0 and 262144"},
 		{with(func(a *args) { a.overrides = map[string]int64{"x": -1} }), "overrides", `overrides = "x": -1`},
-		{with(func(a *args) { a.opts = []Option{WithBuckets(10)} }), "buckets", "buckets = 10: a keyed throttle has no buckets"},
-		{with(func(a *args) { a.opts = []Option{WithWarmUp(time.Minute, 3)} }), "warm_up", "warm_up = 1m0s: a keyed throttle does not warm up"},
-		{with(func(a *args) { a.opts = []Option{WithClock(nil)} }), "clock", "clock = <nil>: must not be nil"},
 	} {
 		a := tc.args
-		_, err := NewKeyedThrottle(a.limit, a.interval, a.maxWait, a.overrides, a.keys, a.opts...)
+		_, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: a.limit, Interval: a.interval, MaxWait: a.maxWait, Overrides: a.overrides, Keys: a.keys})
 		var ce *ConfigError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Option != tc.option || !strings.Contains(err.Error(), tc.message) {
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("NewKeyedThrottle(%+v) = %v, want a ConfigError of %s saying %q", a, err, tc.option, tc.message)
 		}
 	}
@@ -661,7 +657,7 @@ func TestKeyedThrottleMemoryIsFixedWhateverTheKeys(t *testing.T) {
 // Each user's requests spaced 100 ms apart, waiting at most 250 ms.
 func ExampleKeyedThrottle() {
 	c := clock.NewManual(0)
-	limiter, err := NewKeyedThrottle(10, time.Second, 250*time.Millisecond, nil, 0, WithClock(c))
+	limiter, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 250 * time.Millisecond, Clock: c})
 	if err != nil {
 		panic(err)
 	}

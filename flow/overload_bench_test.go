@@ -11,7 +11,7 @@ import (
 // flight (1,000 requests of 10 ms per 100 ms bucket), with the CPU at cpu.
 func benchShedder(b *testing.B, cpu float64) (*Shedder, int64) {
 	clk := clock.NewManual(0)
-	s, err := NewShedder(ShedderSettings{CPU: func() float64 { return cpu }}, WithClock(clk))
+	s, err := NewShedder(ShedderSettings{CPU: func() float64 { return cpu }, Clock: clk})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func BenchmarkShedderAcquireDoneParallel(b *testing.B) {
 }
 
 func BenchmarkAdaptiveAcquireAt(b *testing.B) {
-	a, err := NewAdaptive(AdaptiveSettings{InitialLimit: 1000, MaxLimit: 1000}, WithClock(clock.NewManual(0)))
+	a, err := NewAdaptive(AdaptiveSettings{InitialLimit: 1000, MaxLimit: 1000, Clock: clock.NewManual(0)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func BenchmarkAdaptiveAcquireAt(b *testing.B) {
 // A whole request: the decision, and its sample at the end; windows close
 // as the time goes on.
 func BenchmarkAdaptiveAcquireDoneAt(b *testing.B) {
-	a, err := NewAdaptive(AdaptiveSettings{InitialLimit: 1000, MaxLimit: 1000}, WithClock(clock.NewManual(0)))
+	a, err := NewAdaptive(AdaptiveSettings{InitialLimit: 1000, MaxLimit: 1000, Clock: clock.NewManual(0)})
 	if err != nil {
 		b.Fatal(err)
 	}

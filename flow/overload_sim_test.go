@@ -91,7 +91,7 @@ func adaptiveMeetsTheGoals(t *testing.T, seed uint64) {
 				continue
 			}
 			r := simulate(t, sc, seed, func(func() float64) flowsim.Admitter {
-				a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg}, flow.WithClock(clock.NewManual(0)))
+				a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg, Clock: clock.NewManual(0)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -116,7 +116,7 @@ func TestShedderMeetsTheOverloadGoalsFromCold(t *testing.T) {
 		}
 		r := simulate(t, sc, 1, func(utilization func() float64) flowsim.Admitter {
 			x := &shedAdmitter{utilization: utilization}
-			s, err := flow.NewShedder(flow.ShedderSettings{CPU: x.cpu}, flow.WithClock(clock.NewManual(0)))
+			s, err := flow.NewShedder(flow.ShedderSettings{CPU: x.cpu, Clock: clock.NewManual(0)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,11 +11,11 @@ import (
 // Done ends it once: a second Done, and Done of a zero Permit, give
 // nothing back.
 func TestEveryLimiterFillsOnePermitThatDoneEndsOnce(t *testing.T) {
-	conc, err := NewConcurrency(1)
+	conc, err := NewConcurrency(ConcurrencySettings{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyed, err := NewKeyedConcurrency(1, map[string]int64{"pinned": 1}, 0)
+	keyed, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 1, Overrides: map[string]int64{"pinned": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,43 +123,64 @@ const (
 // same tags, for the same reason.
 func holds(w, b uint64) bool { return w>>tagShift == (b<<tagShift)>>tagShift }
 
-// NewQPS returns a limiter allowing at most limit requests in any interval
-// of the given length. limit must be in [0, MaxLimit] (0 blocks everything);
-// the interval must be positive and divide into the buckets (DefaultBuckets
-// unless WithBuckets says otherwise, at most 65536) in whole nanoseconds of
-// at least 1 µs each. A bad argument or Option is a *ConfigError.
-func NewQPS(limit int64, interval time.Duration, opts ...Option) (*QPS, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	return newQPS(limit, interval, o, false)
+// QPSSettings configure a [QPS] limiter. Limit and Interval say what the
+// limit is; every other zero field takes its default.
+type QPSSettings struct {
+	// Limit is the most requests allowed in any interval, in
+	// [0, MaxLimit]. 0 allows nothing.
+	Limit int64
+	// Interval is the length of the intervals the limit holds over. It
+	// must be positive.
+	Interval time.Duration
+	// Buckets is how many buckets divide the interval (default 25, at most
+	// 65536). Each must be whole nanoseconds, at least 1 µs. More buckets
+	// allow closer to the limit under overload, at 8 bytes each.
+	Buckets int
+	// WarmUp, if positive, makes the limiter start cold and warm up over
+	// that period (see [QPS]). It must span at least two intervals and ten
+	// buckets.
+	WarmUp time.Duration
+	// ColdFactor divides the limit while the limiter is cold (default 3,
+	// with WarmUp only). It must be above 1 and at most Limit.
+	ColdFactor float64
+	// Clock is the clock the limiter reads (default clock.System).
+	Clock clock.Clock
 }
 
-// newQPS is NewQPS with its options built; paced makes a Throttle's meter,
-// whose warm-up measures use in time (see warmUp).
-func newQPS(limit int64, interval time.Duration, o options, paced bool) (*QPS, error) {
-	if limit < 0 || limit > MaxLimit {
-		return nil, badLimit(limit, 0)
+// NewQPS returns a limiter of the given settings. A bad setting is a
+// [*ConfigError] naming it.
+func NewQPS(s QPSSettings) (*QPS, error) { return newQPS(s, false) }
+
+// newQPS is NewQPS; paced makes a Throttle's meter, whose warm-up measures
+// use in time (see warmUp).
+func newQPS(s QPSSettings, paced bool) (*QPS, error) {
+	if s.Limit < 0 || s.Limit > MaxLimit {
+		return nil, badLimit(s.Limit, 0)
 	}
-	if we := timegrid.CheckWindow(interval, o.buckets); we != nil {
-		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
+	if s.Buckets == 0 {
+		s.Buckets = DefaultBuckets
 	}
-	k := time.Duration(o.buckets)
+	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
+		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
+	}
+	if err := checkWarmUp(s.WarmUp, &s.ColdFactor); err != nil {
+		return nil, err
+	}
+	k := time.Duration(s.Buckets)
 	// The open bucket and the k before it must sit in distinct slots, and the
 	// next bucket in yet another, so that opening it overwrites nothing a
 	// decision still reads.
-	slots := 1 << bits.Len(uint(o.buckets+1))
+	slots := 1 << bits.Len(uint(s.Buckets+1))
 	q := &QPS{
-		k:     uint64(o.buckets),
-		grid:  timegrid.New(interval/k, int64(o.buckets)),
+		k:     uint64(s.Buckets),
+		grid:  timegrid.New(s.Interval/k, int64(s.Buckets)),
 		mask:  uint64(slots - 1),
-		clock: o.clock,
+		clock: clockOr(s.Clock),
 		slots: make([]atomic.Uint64, slots),
 	}
-	q.limit.Store(limit)
-	if o.warming {
-		w, err := newWarmUp(limit, interval, o.warmUp, o.cold, o.buckets, paced)
+	q.limit.Store(s.Limit)
+	if s.WarmUp != 0 {
+		w, err := newWarmUp(s.Limit, s.Interval, s.WarmUp, s.ColdFactor, s.Buckets, paced)
 		if err != nil {
 			return nil, err
 		}
@@ -579,7 +600,7 @@ func (q *QPS) Limit() int64 { return q.limit.Load() }
 // *ConfigError (Option "limit"), and the limit in force stays.
 func (q *QPS) SetLimit(limit int64) error {
 	if q.warm != nil {
-		return &ConfigError{Option: "limit", Value: limit, Detail: "a limiter with warm-up keeps its limit: make a new one"}
+		return &ConfigError{Field: "limit", Value: limit, Detail: "a limiter with warm-up keeps its limit: make a new one"}
 	}
 	if limit < 0 || limit > MaxLimit {
 		return badLimit(limit, 0)

@@ -141,51 +141,59 @@ const (
 	AttemptBreakerOpen
 )
 
-// NewRetryBudget returns a budget allowing, in any interval of the given
-// length, ratio retries per request plus minPerSecond retries per second
-// (the defaults are DefaultRetryRatio, DefaultRetryMinPerSecond and
-// DefaultRetryInterval). ratio must be in [0, MaxRetryRatio];
-// minPerSecond × interval, the floor, at most MaxLimit; the interval must
-// divide into the buckets (DefaultRetryBuckets unless WithBuckets says
-// otherwise) in whole nanoseconds of at least 1 µs each. A bad argument or
-// Option is a *ConfigError naming it ("ratio", "min_per_second",
-// "interval", "buckets", "clock"); WithWarmUp is an error ("warm_up").
-func NewRetryBudget(ratio float64, minPerSecond int64, interval time.Duration, opts ...Option) (*RetryBudget, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
+// RetryBudgetSettings configure a [RetryBudget]. Ratio and MinPerSecond
+// say what the budget is; every other zero field takes its default.
+type RetryBudgetSettings struct {
+	// Ratio is the retries allowed per request, in [0, 100]. Finagle's
+	// budgets allow 0.2.
+	Ratio float64
+	// MinPerSecond is the retries allowed per second whatever the requests,
+	// so that a client sending little may still retry. Finagle's allow 10.
+	MinPerSecond int64
+	// Interval is the span the budget counts over (default 10 s).
+	// MinPerSecond over it must be at most MaxLimit.
+	Interval time.Duration
+	// Buckets is how many buckets divide the interval (default 20), each
+	// whole nanoseconds of at least 1 µs.
+	Buckets int
+	// Clock is the clock the budget reads (default clock.System).
+	Clock clock.Clock
+}
+
+// NewRetryBudget returns a RetryBudget of the given settings. A bad
+// setting is a [*ConfigError] naming it ("ratio", "min_per_second").
+func NewRetryBudget(s RetryBudgetSettings) (*RetryBudget, error) {
+	if !(s.Ratio >= 0 && s.Ratio <= MaxRetryRatio) { // NaN fails both
+		return nil, &ConfigError{Field: "ratio", Value: s.Ratio, Detail: fmt.Sprintf("must be between 0 and %d", MaxRetryRatio)}
 	}
-	if o.warming {
-		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "a retry budget does not warm up"}
+	if s.Interval == 0 {
+		s.Interval = DefaultRetryInterval
 	}
-	if !(ratio >= 0 && ratio <= MaxRetryRatio) { // NaN fails both
-		return nil, &ConfigError{Option: "ratio", Value: ratio, Detail: fmt.Sprintf("must be between 0 and %d", MaxRetryRatio)}
+	if s.Buckets == 0 {
+		s.Buckets = DefaultRetryBuckets
 	}
-	if !o.bucketsGiven {
-		o.buckets = DefaultRetryBuckets
+	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
+		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
-	if we := timegrid.CheckWindow(interval, o.buckets); we != nil {
-		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
-	}
-	floor := float64(minPerSecond) * interval.Seconds()
-	if minPerSecond < 0 || floor > MaxLimit {
-		return nil, &ConfigError{Option: "min_per_second", Value: minPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(MaxLimit), interval)}
+	floor := float64(s.MinPerSecond) * s.Interval.Seconds()
+	if s.MinPerSecond < 0 || floor > MaxLimit {
+		return nil, &ConfigError{Field: "min_per_second", Value: s.MinPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(MaxLimit), s.Interval)}
 	}
 	// The retries of the open bucket and of the k before it must sit in
 	// distinct slots; the requests need only k.
-	slots := 1 << bits.Len(uint(o.buckets))
+	slots := 1 << bits.Len(uint(s.Buckets))
 	stripes := stripe.Count()
 	b := &RetryBudget{
 		requests:   make([]atomic.Uint64, slots),
 		retries:    make([]atomic.Uint64, slots),
 		notAllowed: stripe.Words(stripes * stripeWords),
 		stripes:    uint64(stripes),
-		k:          uint64(o.buckets),
+		k:          uint64(s.Buckets),
 		mask:       uint64(slots - 1),
-		ratio:      ratio,
+		ratio:      s.Ratio,
 		floor:      floor,
-		grid:       timegrid.New(interval/time.Duration(o.buckets), int64(o.buckets)),
-		clock:      o.clock,
+		grid:       timegrid.New(s.Interval/time.Duration(s.Buckets), int64(s.Buckets)),
+		clock:      clockOr(s.Clock),
 	}
 	b.retryBase.Store(sealedBit)
 	b.requestBase.Store(sealedBit)

@@ -13,7 +13,7 @@ import (
 
 func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	clk := clock.NewManual(0)
-	q, err := NewQPS(10, time.Second, WithClock(clk))
+	q, err := NewQPS(QPSSettings{Limit: 10, Interval: time.Second, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	if q.Limit() != 20 {
 		t.Errorf("a SetLimit that failed changed the limit to %d", q.Limit())
 	}
-	w, err := NewQPS(10, time.Second, WithWarmUp(2*time.Second, 3))
+	w, err := NewQPS(QPSSettings{Limit: 10, Interval: time.Second, WarmUp: 2 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 }
 
 func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
-	c, err := NewConcurrency(5)
+	c, err := NewConcurrency(ConcurrencySettings{Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 // Under -race: changing the limit while requests are decided. Afterwards a
 // fresh window allows exactly the last limit set.
 func TestQPSSetLimitConcurrent(t *testing.T) {
-	q, err := NewQPS(50, time.Second, WithClock(clock.NewManual(0)), WithBuckets(10))
+	q, err := NewQPS(QPSSettings{Limit: 50, Interval: time.Second, Clock: clock.NewManual(0), Buckets: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

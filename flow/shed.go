@@ -50,6 +50,8 @@ type ShedderSettings struct {
 	// the shedder must not let the backlog in again at once. Requests shed
 	// in the cool-off do not renew it. A negative CoolOff means none.
 	CoolOff time.Duration
+	// Clock is the clock the shedder reads (default clock.System).
+	Clock clock.Clock
 }
 
 // A Shedder sheds load when a service is overloaded, the way go-zero's
@@ -116,26 +118,14 @@ const (
 	boundBits    = 32
 )
 
-// NewShedder returns a Shedder with the given settings. A bad setting or
-// Option is a *ConfigError naming it ("cpu_threshold", "interval",
-// "buckets", "clock"); WithBuckets and WithWarmUp are errors (the buckets
-// are a setting).
-func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.warming {
-		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "a shedder does not warm up"}
-	}
-	if o.bucketsGiven {
-		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "is a ShedderSettings field for a shedder"}
-	}
+// NewShedder returns a Shedder of the given settings. A bad setting is a
+// [*ConfigError] naming it ("cpu_threshold", "buckets").
+func NewShedder(s ShedderSettings) (*Shedder, error) {
 	if s.CPUThreshold == 0 {
 		s.CPUThreshold = DefaultShedCPUThreshold
 	}
 	if !(s.CPUThreshold > 0 && s.CPUThreshold <= 1) {
-		return nil, &ConfigError{Option: "cpu_threshold", Value: s.CPUThreshold, Detail: "must be above 0 and at most 1 (a share of the CPU the process may use)"}
+		return nil, &ConfigError{Field: "cpu_threshold", Value: s.CPUThreshold, Detail: "must be above 0 and at most 1 (a share of the CPU the process may use)"}
 	}
 	if s.Interval == 0 {
 		s.Interval = DefaultShedInterval
@@ -147,12 +137,13 @@ func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
 		s.CoolOff = DefaultShedCoolOff
 	}
 	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
-		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
+		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	if s.Buckets < 2 {
-		return nil, &ConfigError{Option: "buckets", Value: s.Buckets, Detail: "must be at least 2: the bucket in progress is not counted"}
+		return nil, &ConfigError{Field: "buckets", Value: s.Buckets, Detail: "must be at least 2: the bucket in progress is not counted"}
 	}
-	completed, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(o.clock), window.IgnoreCurrentBucket())
+	clk := clockOr(s.Clock)
+	completed, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(clk), window.IgnoreCurrentBucket())
 	if err != nil {
 		return nil, err // CheckWindow has refused what the window refuses
 	}
@@ -163,7 +154,7 @@ func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
 		threshold: s.CPUThreshold,
 		coolOff:   max(int64(s.CoolOff), 0),
 		width:     int64(s.Interval) / int64(s.Buckets),
-		clock:     o.clock,
+		clock:     clk,
 	}
 	sh.lastShed.Store(math.MinInt64)
 	sh.bound.Store(boundUnknown) // for bucket 0 at most: recomputed at once

@@ -20,7 +20,8 @@ func (c *cpuAt) read() float64 { return math.Float64frombits(c.v.Load()) }
 func newTestShedder(t *testing.T, s ShedderSettings) (*Shedder, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(0)
-	sh, err := NewShedder(s, WithClock(clk))
+	s.Clock = clk
+	sh, err := NewShedder(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,22 +227,18 @@ func TestShedderBoundHoldsForSubMicrosecondHandlers(t *testing.T) {
 func TestShedderSettingsErrorsNameTheSetting(t *testing.T) {
 	for _, c := range []struct {
 		s      ShedderSettings
-		opts   []Option
 		option string
 	}{
-		{ShedderSettings{CPUThreshold: 1.5}, nil, "cpu_threshold"},
-		{ShedderSettings{CPUThreshold: -0.1}, nil, "cpu_threshold"},
-		{ShedderSettings{CPUThreshold: math.NaN()}, nil, "cpu_threshold"},
-		{ShedderSettings{Buckets: 1}, nil, "buckets"},
-		{ShedderSettings{Buckets: -3}, nil, "buckets"},
-		{ShedderSettings{Interval: time.Microsecond, Buckets: 10}, nil, "interval"},
-		{ShedderSettings{}, []Option{WithBuckets(10)}, "buckets"},
-		{ShedderSettings{}, []Option{WithWarmUp(time.Second, 3)}, "warm_up"},
-		{ShedderSettings{}, []Option{WithClock(nil)}, "clock"},
+		{ShedderSettings{CPUThreshold: 1.5}, "cpu_threshold"},
+		{ShedderSettings{CPUThreshold: -0.1}, "cpu_threshold"},
+		{ShedderSettings{CPUThreshold: math.NaN()}, "cpu_threshold"},
+		{ShedderSettings{Buckets: 1}, "buckets"},
+		{ShedderSettings{Buckets: -3}, "buckets"},
+		{ShedderSettings{Interval: time.Microsecond, Buckets: 10}, "interval"},
 	} {
-		_, err := NewShedder(c.s, c.opts...)
+		_, err := NewShedder(c.s)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Option != c.option {
+		if !errors.As(err, &ce) || ce.Field != c.option {
 			t.Errorf("NewShedder(%+v): %v, want a *ConfigError naming %s", c.s, err, c.option)
 		}
 	}

@@ -58,32 +58,50 @@ type Throttle struct {
 	next    atomic.Int64 // the earliest time the next place may be given
 }
 
-// NewThrottle returns a Throttle allowing limit requests per interval, one
-// every interval/limit, a reserved place being at most maxWait away. limit
-// must be in [1, MaxLimit], the interval positive and at most 36 years, and
-// maxWait at least 0 (0 blocks every reservation that would have to wait;
-// waits beyond 36 years count as that long). A bad argument or Option is a
-// *ConfigError; WithBuckets without WithWarmUp is one, as a Throttle has
-// buckets only to warm up.
-func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (*Throttle, error) {
-	if err := checkPace(limit, interval, maxWait); err != nil {
+// ThrottleSettings configure a [Throttle]. Limit, Interval and MaxWait say
+// what the pace is; every other zero field takes its default.
+type ThrottleSettings struct {
+	// Limit is how many requests are given places per interval, one every
+	// Interval/Limit, in [1, MaxLimit].
+	Limit int64
+	// Interval is positive, at most 36 years.
+	Interval time.Duration
+	// MaxWait is how far away a reserved place may be. 0 refuses every
+	// request that would have to wait; a wait beyond 36 years counts as
+	// that long.
+	MaxWait time.Duration
+	// WarmUp, if positive, makes the pace start slow and quicken over that
+	// period (see [Throttle]). It must span two intervals and ten buckets.
+	WarmUp time.Duration
+	// ColdFactor divides the pace while the throttle is cold (default 3,
+	// with WarmUp only). It must be above 1 and at most Limit.
+	ColdFactor float64
+	// Buckets is how often, per interval, a warming pace changes (default
+	// 25, with WarmUp only).
+	Buckets int
+	// Clock is the clock the throttle reads and waits on (default
+	// clock.System).
+	Clock clock.Clock
+}
+
+// NewThrottle returns a Throttle of the given settings. A bad setting is a
+// [*ConfigError] naming it.
+func NewThrottle(s ThrottleSettings) (*Throttle, error) {
+	if err := checkPace(s.Limit, s.Interval, s.MaxWait); err != nil {
 		return nil, err
 	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.bucketsGiven && !o.warming {
-		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "a Throttle has buckets only with warm-up (WithWarmUp)"}
+	if s.Buckets != 0 && s.WarmUp == 0 {
+		return nil, &ConfigError{Field: "buckets", Value: s.Buckets, Detail: "a throttle has buckets only to warm up"}
 	}
 	// Times are clamped to ±MaxTime and waits and costs to MaxTime, so no
 	// place computed below overflows.
-	maxWait = min(maxWait, timegrid.MaxTime)
-	t := &Throttle{per: uint64(interval), maxWait: int64(maxWait), clock: o.clock}
-	t.limit.Store(limit)
-	t.one.Store(t.cost(1, limit))
-	if o.warming {
-		meter, err := newQPS(limit, interval, o, true)
+	maxWait := min(s.MaxWait, timegrid.MaxTime)
+	t := &Throttle{per: uint64(s.Interval), maxWait: int64(maxWait), clock: clockOr(s.Clock)}
+	t.limit.Store(s.Limit)
+	t.one.Store(t.cost(1, s.Limit))
+	if s.WarmUp != 0 || s.ColdFactor != 0 {
+		meter, err := newQPS(QPSSettings{Limit: s.Limit, Interval: s.Interval, Buckets: s.Buckets,
+			WarmUp: s.WarmUp, ColdFactor: s.ColdFactor, Clock: t.clock}, true)
 		if err != nil {
 			return nil, err
 		}
@@ -324,10 +342,10 @@ func checkPace(limit int64, interval, maxWait time.Duration) error {
 		return badLimit(limit, 1)
 	}
 	if interval <= 0 || interval > timegrid.MaxTime {
-		return &ConfigError{Option: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
+		return &ConfigError{Field: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
 	}
 	if maxWait < 0 {
-		return &ConfigError{Option: "max_wait", Value: maxWait, Detail: "must not be negative"}
+		return &ConfigError{Field: "max_wait", Value: maxWait, Detail: "must not be negative"}
 	}
 	return nil
 }
@@ -374,7 +392,7 @@ func (t *Throttle) Limit() int64 { return t.limit.Load() }
 // the limit in force stays.
 func (t *Throttle) SetLimit(limit int64) error {
 	if t.warm != nil {
-		return &ConfigError{Option: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}
+		return &ConfigError{Field: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}
 	}
 	if err := checkPace(limit, time.Duration(t.per), 0); err != nil {
 		return err

@@ -74,12 +74,14 @@ func (o warmOutcome) startRatio(c warmCase) float64 {
 // that skipping changes nothing.
 func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]int64, []flowsim.Arrival) {
 	t.Helper()
-	var opts []Option
+	var buckets int
+	var period time.Duration
+	var cold float64
 	if warm || !c.throttle { // a Throttle has buckets only to warm up
-		opts = append(opts, WithBuckets(c.buckets))
+		buckets = c.buckets
 	}
 	if warm {
-		opts = append(opts, WithWarmUp(c.period, c.cold))
+		period, cold = c.period, c.cold
 	}
 	width := int64(gridInterval) / int64(c.buckets)
 	end := int64(nb) * width
@@ -94,7 +96,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 	step := max(int64(gridInterval)/(overloadOffered*c.limit), 1)
 	burst := max((overloadOffered*c.limit+int64(c.buckets)-1)/int64(c.buckets), 1)
 	if !c.throttle {
-		q := mustQPS(t, c.limit, gridInterval, opts...)
+		q := mustQPS(t, QPSSettings{Limit: c.limit, Interval: gridInterval, Buckets: buckets, WarmUp: period, ColdFactor: cold})
 		for b := int64(0); b < int64(nb); b++ {
 			from, offered := b*width, int64(0)
 			if !c.bursts {
@@ -123,7 +125,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 	if c.bursts {
 		maxWait = gridInterval
 	}
-	th, err := NewThrottle(c.limit, gridInterval, maxWait, opts...)
+	th, err := NewThrottle(ThrottleSettings{Limit: c.limit, Interval: gridInterval, MaxWait: maxWait, Buckets: buckets, WarmUp: period, ColdFactor: cold})
 	if err != nil {
 		t.Fatal(err)
 	}

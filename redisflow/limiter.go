@@ -138,7 +138,7 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 	case o.ttl < 0:
 		return bad("lease ttl = %v: must not be negative", o.ttl)
 	}
-	local, err := flow.NewQPS(limit, interval, flow.WithBuckets(o.buckets), flow.WithClock(c.clock))
+	local, err := flow.NewQPS(flow.QPSSettings{Limit: limit, Interval: interval, Buckets: o.buckets, Clock: c.clock})
 	if err != nil {
 		return bad("%w", err)
 	}

@@ -344,7 +344,7 @@ func newKeyedGuardAllow(limit int64, interval time.Duration) (func(int64, string
 // newKeyedQPSAllow runs flow.KeyedQPS with one window (default buckets)
 // through AllowNAt.
 func newKeyedQPSAllow(limit int64, interval time.Duration) (func(int64, string) bool, func(), error) {
-	q, err := flow.NewKeyedQPS([]flow.KeyWindow{{Limit: limit, Interval: interval}})
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: []flow.KeyWindow{{Limit: limit, Interval: interval}}})
 	if err != nil {
 		return nil, nil, err
 	}

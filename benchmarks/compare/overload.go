@@ -85,7 +85,7 @@ type slidegateShedder struct {
 
 func newSlidegateShedder(utilization func() float64) flowsim.Admitter {
 	a := &slidegateShedder{cpu: smoothedUtilization{read: utilization, tau: float64(cpu.DefaultSmoothing)}}
-	s, err := flow.NewShedder(flow.ShedderSettings{CPU: a.cpu.value, CPUThreshold: 0.9}, flow.WithClock(clock.NewManual(overloadOrigin)))
+	s, err := flow.NewShedder(flow.ShedderSettings{CPU: a.cpu.value, CPUThreshold: 0.9, Clock: clock.NewManual(overloadOrigin)})
 	if err != nil {
 		panic(err) // constant settings
 	}
@@ -149,7 +149,7 @@ type slidegateAdaptive struct{ a *flow.Adaptive }
 
 func newSlidegateAdaptive(alg flow.AdaptiveAlgorithm) flowsim.AdmitterFactory {
 	return func(func() float64) flowsim.Admitter {
-		a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg}, flow.WithClock(clock.NewManual(overloadOrigin)))
+		a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg, Clock: clock.NewManual(overloadOrigin)})
 		if err != nil {
 			panic(err) // constant settings
 		}

@@ -33,7 +33,7 @@ type RetryLoad struct {
 // flow.NewRetryBudget(ratio, minPerSecond, interval).
 func SimulateRetryLoad(rate float64, duration time.Duration, maxRetries int, backoff time.Duration, ratio float64, minPerSecond int64, interval time.Duration) (RetryLoad, error) {
 	clk := clock.NewManual(0)
-	b, err := flow.NewRetryBudget(ratio, minPerSecond, interval, flow.WithClock(clk))
+	b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: ratio, MinPerSecond: minPerSecond, Interval: interval, Clock: clk})
 	if err != nil {
 		return RetryLoad{}, err
 	}

@@ -12,7 +12,7 @@ import (
 // read the most it allowed in any second, wherever the second starts.
 func ExampleRun() {
 	for _, p := range flowsim.Patterns() {
-		q, err := flow.NewQPS(100, time.Second)
+		q, err := flow.NewQPS(flow.QPSSettings{Limit: 100, Interval: time.Second})
 		if err != nil {
 			panic(err)
 		}

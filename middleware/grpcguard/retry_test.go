@@ -22,7 +22,7 @@ import (
 // bucket, so the budget's bound is exact.
 func newBudget(t *testing.T, ratio float64, minPerSecond int64) *flow.RetryBudget {
 	t.Helper()
-	b, err := flow.NewRetryBudget(ratio, minPerSecond, 10*time.Second, flow.WithClock(clock.NewManual(0)))
+	b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: ratio, MinPerSecond: minPerSecond, Interval: 10 * time.Second, Clock: clock.NewManual(0)})
 	if err != nil {
 		t.Fatal(err)
 	}

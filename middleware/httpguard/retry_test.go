@@ -26,7 +26,7 @@ const backendHost = "backend.test"
 // bucket, so the budget's bound is exact.
 func newBudget(t *testing.T, ratio float64, minPerSecond int64) *flow.RetryBudget {
 	t.Helper()
-	b, err := flow.NewRetryBudget(ratio, minPerSecond, 10*time.Second, flow.WithClock(clock.NewManual(int64(time.Hour))))
+	b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: ratio, MinPerSecond: minPerSecond, Interval: 10 * time.Second, Clock: clock.NewManual(int64(time.Hour))})
 	if err != nil {
 		t.Fatal(err)
 	}
