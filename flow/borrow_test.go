@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 func TestQPSPriorityBorrowsWhatTheLeavingBucketFrees(t *testing.T) {

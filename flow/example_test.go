@@ -2,12 +2,10 @@ package flow_test
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/flow/flowsim"
 )
 
 // A QPS limiter of 100 per second.
@@ -30,28 +28,6 @@ func ExampleQPS() {
 	// Output:
 	// allowed: 100
 	// next: rate limited retry after 890ms
-}
-
-// The accuracy simulation: for each traffic pattern, the most allowed in any
-// one-second interval, wherever it starts, and the long-run rate, as
-// multiples of the limit.
-func ExampleQPS_accuracy() {
-	const limit = 100
-	var results []flowsim.Result
-	for _, p := range flowsim.Patterns() {
-		q, _ := flow.NewQPS(flow.QPSSettings{Limit: limit, Interval: time.Second})
-		allow := func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }
-		results = append(results, flowsim.Run(allow, p, limit, time.Second, 60*time.Second, 0, 1))
-	}
-	flowsim.WriteTable(os.Stdout, "flow.QPS", limit, results)
-	// Output:
-	// | limiter | pattern | offered | allowed | max in any interval | × limit | allowed per interval | × limit |
-	// |---|---|--:|--:|--:|--:|--:|--:|
-	// | flow.QPS | steady 2x | 12000 | 5800 | 100 | 1.00 | 96.7 | 0.967 |
-	// | flow.QPS | edge bursts | 126000 | 5500 | 100 | 1.00 | 91.7 | 0.917 |
-	// | flow.QPS | idle then burst | 4000 | 2000 | 100 | 1.00 | 33.3 | 0.333 |
-	// | flow.QPS | poisson 3x | 18176 | 5800 | 100 | 1.00 | 96.7 | 0.967 |
-	// | flow.QPS | random batches | 12010 | 5625 | 100 | 1.00 | 93.8 | 0.938 |
 }
 
 // A Concurrency limiter of 2 in flight.

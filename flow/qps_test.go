@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 func mustQPS(t testing.TB, s QPSSettings) *QPS {

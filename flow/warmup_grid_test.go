@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // The warm-up promise, checked over a grid of configurations: under steady

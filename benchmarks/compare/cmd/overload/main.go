@@ -27,7 +27,7 @@ import (
 
 	"github.com/slidegate/slidegate/benchmarks/compare"
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 func main() {
