@@ -18,10 +18,6 @@ var (
 	errNoCluster      = errors.New("the guard has no cluster to keep the counts in: make it with slidegate.WithCluster")
 )
 
-// defaultColdFactor is a warm-up's cold factor when a rule leaves it out:
-// flow's default.
-const defaultColdFactor = 3
-
 // buildFlow makes the rule that enforces flow rule f, read as Validate
 // leaves it; the error names what the limiter refused. A nil clock is
 // clock.System. A cluster rule's limiter comes from cl; with cl nil, the

@@ -2,7 +2,7 @@ package slidegate
 
 // WithKeyMemory bounds the heap of the per-key state of all the guard's
 // per-key rules together, whatever their number and their resources, to
-// bytes (default flow.DefaultKeyMemory, 64 MiB): the sketches and hot keys
+// bytes (default 64 MiB): the sketches and hot keys
 // of per-key QPS rules, and the sketches of per-key concurrency and
 // throttle rules. A rule past the bound stops growing, which never lets a
 // key over its limit, and refuses some keys early (flow.KeyedQPS says

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // An AdaptiveAlgorithm is how an Adaptive limiter moves its limit at the end
@@ -39,30 +40,18 @@ func (a AdaptiveAlgorithm) String() string {
 	return fmt.Sprintf("AdaptiveAlgorithm(%d)", uint8(a))
 }
 
-// Defaults of an Adaptive limiter.
-const (
-	DefaultAdaptiveInitialLimit  = 20
-	DefaultAdaptiveMinLimit      = 4
-	DefaultAdaptiveMaxLimit      = 10000
-	DefaultAdaptiveTolerance     = 1.25
-	DefaultAdaptiveWindow        = 100 * time.Millisecond
-	DefaultAdaptiveMinSamples    = 10
-	DefaultAdaptiveDrainInterval = 10 * time.Second
-	DefaultAdaptiveBackoff       = 0.8
-)
-
 // AdaptiveSettings configure an Adaptive limiter. Every zero field takes
 // its default.
 type AdaptiveSettings struct {
 	// Algorithm is Gradient (the default) or AIMD.
 	Algorithm AdaptiveAlgorithm
 	// InitialLimit is the limit to start from (default
-	// DefaultAdaptiveInitialLimit), within [MinLimit, MaxLimit]. The limit
+	// flowlimits.DefaultAdaptiveInitialLimit), within [MinLimit, MaxLimit]. The limit
 	// doubles every window until requests first queue (slow start), so a
 	// low start costs a few windows, not many.
 	InitialLimit int64
 	// MinLimit and MaxLimit bound the limit (defaults
-	// DefaultAdaptiveMinLimit and DefaultAdaptiveMaxLimit). The limit never
+	// flowlimits.DefaultAdaptiveMinLimit and flowlimits.DefaultAdaptiveMaxLimit). The limit never
 	// falls below MinLimit, not even in a drain.
 	MinLimit, MaxLimit int64
 	// Tolerance is how much slower than the baseline the average response
@@ -217,10 +206,10 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 			*v = d
 		}
 	}
-	def(&s.MinLimit, DefaultAdaptiveMinLimit)
-	def(&s.MaxLimit, DefaultAdaptiveMaxLimit)
-	def(&s.InitialLimit, DefaultAdaptiveInitialLimit)
-	def(&s.MinSamples, DefaultAdaptiveMinSamples)
+	def(&s.MinLimit, flowlimits.DefaultAdaptiveMinLimit)
+	def(&s.MaxLimit, flowlimits.DefaultAdaptiveMaxLimit)
+	def(&s.InitialLimit, flowlimits.DefaultAdaptiveInitialLimit)
+	def(&s.MinSamples, flowlimits.DefaultAdaptiveMinSamples)
 	if s.MinLimit < 1 || s.MinLimit > MaxLimit {
 		return &ConfigError{Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(MaxLimit))}
 	}
@@ -230,19 +219,19 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 	if s.InitialLimit < s.MinLimit || s.InitialLimit > s.MaxLimit {
 		// An initial limit given outside its bounds is a mistake; one
 		// defaulted outside them (bounds set around it) is moved in.
-		if s.InitialLimit != DefaultAdaptiveInitialLimit {
+		if s.InitialLimit != flowlimits.DefaultAdaptiveInitialLimit {
 			return &ConfigError{Field: "initial_limit", Value: s.InitialLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and the max limit (%d)", s.MinLimit, s.MaxLimit)}
 		}
 		s.InitialLimit = min(max(s.InitialLimit, s.MinLimit), s.MaxLimit)
 	}
 	if s.Tolerance == 0 {
-		s.Tolerance = DefaultAdaptiveTolerance
+		s.Tolerance = flowlimits.DefaultAdaptiveTolerance
 	}
 	if !(s.Tolerance >= 1 && s.Tolerance <= 100) {
 		return &ConfigError{Field: "tolerance", Value: s.Tolerance, Detail: "must be between 1 and 100"}
 	}
 	if s.Window == 0 {
-		s.Window = DefaultAdaptiveWindow
+		s.Window = flowlimits.DefaultAdaptiveWindow
 	}
 	if s.Window < time.Millisecond || s.Window > time.Hour {
 		return &ConfigError{Field: "window", Value: s.Window, Detail: "must be between 1ms and 1h"}
@@ -251,13 +240,13 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 		return &ConfigError{Field: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
 	}
 	if s.DrainInterval == 0 {
-		s.DrainInterval = DefaultAdaptiveDrainInterval
+		s.DrainInterval = flowlimits.DefaultAdaptiveDrainInterval
 	}
 	if s.DrainInterval > 0 && s.DrainInterval < 10*s.Window {
 		return &ConfigError{Field: "drain_interval", Value: s.DrainInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
 	}
 	if s.Backoff == 0 {
-		s.Backoff = DefaultAdaptiveBackoff
+		s.Backoff = flowlimits.DefaultAdaptiveBackoff
 	}
 	s.Clock = clockOr(s.Clock)
 	if !(s.Backoff >= 0.5 && s.Backoff < 1) {

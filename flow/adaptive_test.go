@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func newTestAdaptive(t *testing.T, s AdaptiveSettings) (*Adaptive, *clock.Manual) {
@@ -157,7 +158,7 @@ func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 		old[i].DoneAt(1330*ms, Succeeded)
 	}
 	drain := a.Limit()
-	if want := int64(math.Round(0.8 * float64(before) / DefaultAdaptiveTolerance)); drain != want {
+	if want := int64(math.Round(0.8 * float64(before) / flowlimits.DefaultAdaptiveTolerance)); drain != want {
 		t.Fatalf("draining: limit %d, want 0.8 × %d / the tolerance = %d", drain, before, want)
 	}
 	// The queue drains as the old requests end, 45 ms after they began:
@@ -323,7 +324,7 @@ func TestAdaptiveDrainKeepsTheOverloadSignal(t *testing.T) {
 	var p Permit
 	a.AcquireAt(1290*ms, &p, "")
 	p.DoneAt(1300*ms, Succeeded) // closes the window, past the drain time
-	if got, want := a.Limit(), int64(math.Round(120*DefaultAdaptiveBackoff)); got != want {
+	if got, want := a.Limit(), int64(math.Round(120*flowlimits.DefaultAdaptiveBackoff)); got != want {
 		t.Fatalf("limit %d after a window with overloaded requests past the drain time, want %d: a drain started instead", got, want)
 	}
 	before := a.Limit()
@@ -335,7 +336,7 @@ func TestAdaptiveDrainKeepsTheOverloadSignal(t *testing.T) {
 	}
 	batch(t, a, 1560*ms, 10, 10*time.Millisecond, true)  // ending in the drain
 	batch(t, a, 1600*ms, 10, 20*time.Millisecond, false) // the first ends the drain, at 1.61 s
-	if got, want := a.Limit(), int64(math.Round(float64(before)*DefaultAdaptiveBackoff)); got != want {
+	if got, want := a.Limit(), int64(math.Round(float64(before)*flowlimits.DefaultAdaptiveBackoff)); got != want {
 		t.Fatalf("limit %d after a drain with overloaded requests, want %d", got, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // Baselines for the same run; see BENCHMARKS.md.
@@ -118,7 +119,7 @@ func BenchmarkQPSAllowWarmUpBlocking(b *testing.B) {
 // one (and of updating the coldness) shows.
 func BenchmarkQPSAllowAtWarmUpOpeningBuckets(b *testing.B) {
 	q := mustQPS(b, QPSSettings{Limit: 100000, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
-	width := int64(time.Second / DefaultBuckets)
+	width := int64(time.Second / flowlimits.DefaultBuckets)
 	for i := 0; i < b.N; i++ {
 		q.AllowAt(int64(i/64) * width)
 	}

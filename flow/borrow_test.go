@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
@@ -79,7 +80,7 @@ func TestQPSBorrowedPlacesCountEvenWhenTheirBucketIsSkipped(t *testing.T) {
 // start of the bucket they borrowed from.
 func TestQPSWithBorrowingNeverExceedsLimitInAnyInterval(t *testing.T) {
 	const limit = 100
-	for _, k := range []int{1, 4, DefaultBuckets} {
+	for _, k := range []int{1, 4, flowlimits.DefaultBuckets} {
 		for _, p := range flowsim.Patterns() {
 			q := mustQPS(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: k})
 			rng := rand.New(rand.NewPCG(5, uint64(k)))

@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // Settings left out take their defaults: a nil Clock is the system's, and
 // a warm-up's cold factor left out is 3.
 func TestSettingsLeftOutTakeTheirDefaults(t *testing.T) {
 	q, err := NewQPS(QPSSettings{Limit: 10, Interval: time.Second})
-	if err != nil || q.clock != clock.System || q.k != DefaultBuckets {
-		t.Fatalf("NewQPS: %v; clock %v, %d buckets; want the system clock and %d", err, q.clock, q.k, DefaultBuckets)
+	if err != nil || q.clock != clock.System || q.k != flowlimits.DefaultBuckets {
+		t.Fatalf("NewQPS: %v; clock %v, %d buckets; want the system clock and %d", err, q.clock, q.k, flowlimits.DefaultBuckets)
 	}
 	warm, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, WarmUp: 10 * time.Second})
 	if err != nil || warm.clock != clock.System || warm.curve.cold != 3 {

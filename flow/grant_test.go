@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func TestQPSGiveBackFreesThePlaces(t *testing.T) {
@@ -32,7 +33,7 @@ func TestQPSGiveBackFreesThePlaces(t *testing.T) {
 		t.Fatal("one place given back let two through")
 	}
 	// A sealed bucket's places, given back, leave the next window's room.
-	next := int64(time.Second / DefaultBuckets)
+	next := int64(time.Second / flowlimits.DefaultBuckets)
 	if d, _ := q.GrantNAt(next, 1); d.Allowed {
 		t.Fatal("allowed over the limit in the next bucket")
 	}

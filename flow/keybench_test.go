@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // Benchmarks of the per-key concurrency limit and pacing, beside the
@@ -61,10 +62,10 @@ func BenchmarkKeyedConcurrency(b *testing.B) {
 			p.Done(Succeeded)
 		}
 	})
-	for _, keys := range []int{0, MaxKeysInFlight} {
+	for _, keys := range []int{0, flowlimits.MaxKeysInFlight} {
 		for _, tc := range keyCases() {
 			c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Keys: keys})
-			b.Run(tc.name+"/"+strconv.Itoa(c.Bytes()>>20)+"MiB", func(b *testing.B) {
+			b.Run(tc.name+"/"+strconv.Itoa(c.bytes()>>20)+"MiB", func(b *testing.B) {
 				for i := range 1 << 20 { // every page of the sketch touched
 					var p Permit
 					c.Acquire(&p, millionKeys()[i])
@@ -228,7 +229,7 @@ func flood(tb testing.TB, keys, each int, newQ func() *KeyedQPS) floodFigures {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	f.heap = int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	f.bytes = q.Bytes()
+	f.bytes = q.bytes()
 	runtime.KeepAlive(q)
 	return f
 }

@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A KeyedConcurrency limits each key (a user, a tenant, a client address)
@@ -136,14 +138,6 @@ type pinnedCount struct {
 // is, and far enough from 0 that releases never bring it back.
 const sealedCount = math.MinInt64 / 2
 
-// DefaultKeysInFlight is the number of keys a keyed limiter is sized for
-// when given 0: KeyedConcurrency takes 1 MiB for it, KeyedThrottle 2 MiB.
-const DefaultKeysInFlight = 4096
-
-// MaxKeysInFlight is the most keys a keyed limiter may be sized for: a
-// KeyedConcurrency of that size takes 64 MiB, a KeyedThrottle 128 MiB.
-const MaxKeysInFlight = 1 << 18
-
 const (
 	concBlockCounters = 8  // 8-byte counters in a 64-byte block
 	concBlocksPerKey  = 4  // sketch blocks per key sized for: 256 bytes
@@ -177,13 +171,13 @@ func sketchBlocksFor(keys, perKey int) int {
 }
 
 // checkKeys returns the keys a keyed limiter is sized for, or the error of
-// a count outside [0, MaxKeysInFlight].
+// a count outside [0, flowlimits.MaxKeysInFlight].
 func checkKeys(keys int) (int, error) {
-	if keys < 0 || keys > MaxKeysInFlight {
-		return 0, &ConfigError{Field: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", MaxKeysInFlight)}
+	if keys < 0 || keys > flowlimits.MaxKeysInFlight {
+		return 0, &ConfigError{Field: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", flowlimits.MaxKeysInFlight)}
 	}
 	if keys == 0 {
-		keys = DefaultKeysInFlight
+		keys = flowlimits.DefaultKeysInFlight
 	}
 	return keys, nil
 }
@@ -372,23 +366,6 @@ func (c *KeyedConcurrency) LimitOf(key string) int64 {
 	return l.limit
 }
 
-// SetLimit changes the limit of the keys without overrides, keeping the
-// places held: they count against the new limit, so after lowering it a
-// key is allowed nothing until enough of its places are released. The
-// overrides stay as they are. A limit outside [0, MaxLimit] is a
-// *ConfigError (Option "limit"), and the limit in force stays.
-func (c *KeyedConcurrency) SetLimit(limit int64) error {
-	if limit < 0 || limit > MaxLimit {
-		return badLimit(limit, 0)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := *c.limits.Load() // the overrides' table is shared: it never changes
-	l.limit = limit
-	c.limits.Store(&l)
-	return nil
-}
-
 // Set changes the limit and the overrides, as NewKeyedConcurrency takes
 // them, keeping the places every key holds: they count against the key's
 // new limit, whether it gains an override, keeps it or loses it. A bad
@@ -437,9 +414,9 @@ func (c *KeyedConcurrency) seal(e *pinnedCount, h uint64) {
 	}
 }
 
-// Bytes returns the heap the limiter takes, which changes only with Set:
+// bytes returns the heap the limiter takes, which changes only with Set:
 // the sketch, the overrides' counts and the limiter itself, beyond the
 // overrides' keys.
-func (c *KeyedConcurrency) Bytes() int {
+func (c *KeyedConcurrency) bytes() int {
 	return len(c.cells)*8 + len(c.limits.Load().pins.slots)*pinBytes + 128
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func mustKeyedConcurrency(t testing.TB, limit int64, overrides map[string]int64, keys int) *KeyedConcurrency {
@@ -342,8 +344,9 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 	// Lowering the limit keeps the places held, which count against it.
 	var a, b Permit
 	c.AcquireN(&a, "k", 3)
-	if err := c.SetLimit(2); err != nil || c.Limit() != 2 || c.LimitOf("vip") != 10 {
-		t.Fatalf("SetLimit(2): %v, limit %d, vip's %d", err, c.Limit(), c.LimitOf("vip"))
+	overrides := map[string]int64{"vip": 10, "banned": 0}
+	if err := c.Set(2, overrides); err != nil || c.Limit() != 2 || c.LimitOf("vip") != 10 {
+		t.Fatalf("Set(2, the same overrides): %v, limit %d, vip's %d", err, c.Limit(), c.LimitOf("vip"))
 	}
 	if c.AcquireN(&b, "k", 2).Allowed || c.InFlight("k") != 3 {
 		t.Fatal("a key above a lowered limit must be refused, keeping its places")
@@ -353,8 +356,8 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 		t.Fatal("after releasing, the lowered limit allows")
 	}
 	b.Done(Succeeded)
-	if err := c.SetLimit(-1); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
-		t.Fatalf("SetLimit(-1) = %v, limit now %d", err, c.Limit())
+	if err := c.Set(-1, overrides); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
+		t.Fatalf("Set(-1) = %v, limit now %d", err, c.Limit())
 	}
 	z := mustKeyedConcurrency(t, 0, nil, 0)
 	if d := z.Acquire(&p, "k"); d.Reason != ExceedsLimit {
@@ -373,7 +376,7 @@ func TestKeyedConcurrencyConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		{-1, nil, 0, "limit", "limit = -1: must be between 0 and 4294967295"},
 		{MaxLimit + 1, nil, 0, "limit", "limit = 4294967296"},
 		{1, nil, -1, "keys", "keys = -1: must be between 0 and 262144"},
-		{1, nil, MaxKeysInFlight + 1, "keys", "keys = 262145"},
+		{1, nil, flowlimits.MaxKeysInFlight + 1, "keys", "keys = 262145"},
 		{1, map[string]int64{"ok": 1, "bad": -2}, 0, "overrides", `overrides = "bad": -2: must be between 0 and 4294967295`},
 		{1, map[string]int64{"big": MaxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
 	} {
@@ -420,13 +423,13 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	made := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if b := int64(c.Bytes()); made > b+b/20 || made < b-b/20 {
+	if b := int64(c.bytes()); made > b+b/20 || made < b-b/20 {
 		t.Fatalf("the limiter took %d bytes of heap, Bytes says %d", made, b)
 	}
 	if addr := uintptr(unsafe.Pointer(&c.cells[0])); addr%64 != 0 {
 		t.Fatalf("the sketch starts at %#x, not on a cache line", addr)
 	}
-	bytes := c.Bytes()
+	bytes := c.bytes()
 	ps := make([]Permit, 100000)
 	keys := make([]string, len(ps))
 	for i := range keys {
@@ -444,8 +447,8 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	// TotalAlloc counts the whole process (the runtime, the testing
 	// package): a few bytes are theirs; one allocation per key would be
 	// megabytes.
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 || c.Bytes() != bytes {
-		t.Fatalf("%d keys allocated %d bytes; Bytes went from %d to %d", len(ps), grew, bytes, c.Bytes())
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 || c.bytes() != bytes {
+		t.Fatalf("%d keys allocated %d bytes; Bytes went from %d to %d", len(ps), grew, bytes, c.bytes())
 	}
 	var vip [3]Permit
 	for i := range vip {

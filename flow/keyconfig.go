@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
@@ -75,7 +76,7 @@ func (c *keyConfig) match(old *keyConfig) []int {
 // entryBytes is the heap of one hot entry besides its index: its hotKey,
 // its key as Top shows it, its windows' states and counts.
 func (c *keyConfig) entryBytes() int64 {
-	return hotKeyBytes + MaxShownKeyLength + int64(len(c.wins))*hotWindowBytes + int64(c.stride)*4
+	return hotKeyBytes + flowlimits.MaxShownKeyLength + int64(len(c.wins))*hotWindowBytes + int64(c.stride)*4
 }
 
 const (
@@ -86,8 +87,8 @@ const (
 // newConfig checks windows and returns them as a keyConfig; a bad one is a
 // *ConfigError naming it.
 func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
-	if len(windows) == 0 || len(windows) > MaxKeyWindows {
-		return nil, &ConfigError{Field: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", MaxKeyWindows)}
+	if len(windows) == 0 || len(windows) > flowlimits.MaxKeyWindows {
+		return nil, &ConfigError{Field: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", flowlimits.MaxKeyWindows)}
 	}
 	c := &keyConfig{wins: make([]keyWindow, len(windows))}
 	for j, w := range windows {
@@ -97,10 +98,10 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 		}
 		k := w.Buckets
 		if k == 0 {
-			k = DefaultKeyBuckets
+			k = flowlimits.DefaultKeyBuckets
 		}
-		if k > MaxKeyBuckets {
-			return nil, &ConfigError{Field: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", MaxKeyBuckets)}
+		if k > flowlimits.MaxKeyBuckets {
+			return nil, &ConfigError{Field: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", flowlimits.MaxKeyBuckets)}
 		}
 		if we := timegrid.CheckWindow(w.Interval, k); we != nil {
 			return nil, &ConfigError{Field: at(we.Arg), Value: we.Value, Detail: we.Detail}

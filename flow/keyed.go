@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A KeyedQPS limits each key (a user, a tenant, a client address) to its own
@@ -23,14 +24,14 @@ import (
 // held by a key that went over its limit, or idle; otherwise it is counted
 // in a count-min sketch per window, which never lets a key through early
 // and may refuse it early. A key paced evenly at up to k/(k+1) of its limit
-// (95% with DefaultKeyBuckets) is never refused once it has an entry, and
+// (95% with flowlimits.DefaultKeyBuckets) is never refused once it has an entry, and
 // no key takes the entry of a key within its limit and at half of it or
 // more. Keys that go over their limits, or come in floods of distinct
 // keys, take the entries of one another and of idle keys. docs/keyed.md
 // gives the proof of the bound, the rules for entries, and the measured
 // rates of early refusals.
 //
-// Memory comes from a [KeyMemory], the limiter's own of DefaultKeyMemory
+// Memory comes from a [KeyMemory], the limiter's own of flowlimits.DefaultKeyMemory
 // unless [WithKeyMemory] shares one. The sketches double as distinct keys
 // arrive and halve when they go. The entries double as keys need them, up
 // to half the budget, and halve when most of them are idle. The keys with
@@ -39,7 +40,7 @@ import (
 // Keys are told apart by a 64-bit hash, seeded at random per limiter, so no
 // one can pick keys that collide; two keys with equal hashes (one chance in
 // 2^64 a pair) share their counts, which can only refuse early. Top shows
-// keys cut to MaxShownKeyLength bytes.
+// keys cut to flowlimits.MaxShownKeyLength bytes.
 //
 // A KeyedQPS is safe for concurrent use. Keys hash to 64 shards, each with
 // its own mutex; deciding takes one and allocates nothing, except when
@@ -56,7 +57,7 @@ type KeyedQPS struct {
 }
 
 // A KeyWindow is one window of a KeyedQPS: at most Limit requests per key
-// in any Interval, counted in Buckets buckets (DefaultKeyBuckets if 0),
+// in any Interval, counted in Buckets buckets (flowlimits.DefaultKeyBuckets if 0),
 // the keys in Overrides each with a limit of their own instead.
 type KeyWindow struct {
 	Limit     int64
@@ -64,27 +65,6 @@ type KeyWindow struct {
 	Buckets   int
 	Overrides map[string]int64
 }
-
-// DefaultKeyBuckets is the number of buckets a KeyedQPS window divides its
-// interval into unless told otherwise. A key with an entry is allowed
-// k/(k+1) of its limit under steady overload: with 20 buckets, a key paced
-// at 95% of its limit is never refused. Each bucket takes 4 bytes per hot
-// key.
-const DefaultKeyBuckets = 20
-
-// DefaultHotKeys is the most keys a KeyedQPS keeps entries for before it
-// asks its [KeyMemory] for more, besides the keys with overrides.
-const DefaultHotKeys = keyShards * floorRoom
-
-// MaxKeyWindows is the most windows a KeyedQPS decides together.
-const MaxKeyWindows = 8
-
-// MaxKeyBuckets is the most buckets a KeyedQPS window divides its interval
-// into: each takes 4 bytes per hot key.
-const MaxKeyBuckets = 100
-
-// MaxShownKeyLength is the longest key Top shows; a longer key is shown cut.
-const MaxShownKeyLength = 64
 
 const (
 	keyShards  = 64
@@ -95,6 +75,14 @@ const (
 	// keyShardBytes is the heap of a KeyedQPS besides its entries and
 	// sketches, rounded up.
 	keyShardBytes = 24 << 10
+)
+
+// The hot keys a KeyedQPS keeps before it asks its budget for more are its
+// shards' floors (flowlimits.DefaultHotKeys): either array below has a
+// negative length, and does not compile, if they differ.
+var (
+	_ [flowlimits.DefaultHotKeys - keyShards*floorRoom]struct{}
+	_ [keyShards*floorRoom - flowlimits.DefaultHotKeys]struct{}
 )
 
 // KeyedQPSSettings configure a [KeyedQPS]. Windows say what each key's
@@ -172,7 +160,7 @@ func (q *KeyedQPS) AllowNAt(now int64, key string, n int64) (Decision, int) {
 
 // A KeyStat is what Top says of one key.
 type KeyStat struct {
-	// Key is the key, cut to MaxShownKeyLength bytes.
+	// Key is the key, cut to flowlimits.MaxShownKeyLength bytes.
 	Key string
 	// Allowed is how many of the key's requests the first window counts
 	// now: those allowed in its last interval or so (its open bucket and
@@ -190,7 +178,7 @@ func (q *KeyedQPS) Top(n int, byBlocked bool) []KeyStat { return q.TopAt(q.clock
 // at most n of them, busiest first: by allowed requests, or by blocked ones
 // if byBlocked, then by key. A hot key has an entry and uses more than half
 // its first window's limit, was refused, or has an override. Keys are
-// shown cut to MaxShownKeyLength bytes and made valid UTF-8; keys that
+// shown cut to flowlimits.MaxShownKeyLength bytes and made valid UTF-8; keys that
 // then read the same are added up into one, so that no two KeyStats name
 // one key. Top takes each shard's mutex in turn and allocates its result.
 func (q *KeyedQPS) TopAt(now int64, n int, byBlocked bool) []KeyStat {
@@ -226,9 +214,9 @@ func (q *KeyedQPS) TopAt(now int64, n int, byBlocked bool) []KeyStat {
 	return all[:min(max(n, 0), len(all))]
 }
 
-// Bytes returns the heap the limiter takes now: what it holds of its
+// bytes returns the heap the limiter takes now: what it holds of its
 // KeyMemory.
-func (q *KeyedQPS) Bytes() int { return int(q.acct.held.Load()) }
+func (q *KeyedQPS) bytes() int { return int(q.acct.held.Load()) }
 
 // clampCount is v as a hot entry's count: a count is never above MaxLimit
 // (a window's limit bounds what a key is allowed in it).

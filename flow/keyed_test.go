@@ -5,6 +5,7 @@ import (
 
 	"fmt"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -148,8 +149,8 @@ func TestKeyedQPSHotKeyIsNotResetByKeysThatDisplaceIt(t *testing.T) {
 	if n := len(got["hot"]); n < 40*5 {
 		t.Fatalf("the hot key was allowed %d requests in 40 s at a limit of 10/s: starved", n)
 	}
-	if b := q.Bytes(); b > DefaultKeyMemory {
-		t.Fatalf("limiter takes %d bytes, above its bound %d", b, DefaultKeyMemory)
+	if b := q.bytes(); b > flowlimits.DefaultKeyMemory {
+		t.Fatalf("limiter takes %d bytes, above its bound %d", b, flowlimits.DefaultKeyMemory)
 	}
 }
 
@@ -272,7 +273,7 @@ func TestKeyedQPSConfigErrorsNameTheWindow(t *testing.T) {
 		{[]KeyWindow{{Limit: 1, Interval: time.Second}, {Limit: 1}}, "windows[1].interval"},
 		{[]KeyWindow{{Limit: 1, Interval: time.Second, Buckets: 101}}, "windows[0].buckets"},
 		{[]KeyWindow{{Limit: 1, Interval: time.Second, Overrides: map[string]int64{"a": -2}}}, "windows[0].overrides"},
-		{make([]KeyWindow, MaxKeyWindows+1), "windows"},
+		{make([]KeyWindow, flowlimits.MaxKeyWindows+1), "windows"},
 	} {
 		_, err := NewKeyedQPS(KeyedQPSSettings{Windows: tc.ws})
 		var ce *ConfigError
@@ -428,7 +429,7 @@ func TestKeyedQPSSetKeepsCountsAndMovesOverrides(t *testing.T) {
 	}
 	for _, bad := range [][]KeyWindow{
 		{{Limit: -1, Interval: time.Second}},
-		{{Limit: 3, Interval: time.Second, Buckets: MaxKeyBuckets + 1}},
+		{{Limit: 3, Interval: time.Second, Buckets: flowlimits.MaxKeyBuckets + 1}},
 	} {
 		if err := q.Set(bad); err == nil {
 			t.Errorf("Set(%+v) accepted", bad)
@@ -462,8 +463,8 @@ func TestKeyedQPSManySteadyKeysGetExactWindows(t *testing.T) {
 	if rate := float64(refused) / float64(asked); rate > 0.001 {
 		t.Fatalf("%d of %d refused (%.3f%%) from keys within their limit", refused, asked, 100*rate)
 	}
-	if b := q.Bytes(); b > DefaultKeyMemory {
-		t.Fatalf("%d bytes, over the bound %d", b, DefaultKeyMemory)
+	if b := q.bytes(); b > flowlimits.DefaultKeyMemory {
+		t.Fatalf("%d bytes, over the bound %d", b, flowlimits.DefaultKeyMemory)
 	}
 }
 
@@ -563,8 +564,8 @@ func TestKeyedQPSSetDoesNotGrowEntriesWithChangingOverrides(t *testing.T) {
 		}
 		c.Advance(time.Minute)
 	}
-	if n := entries(); n > DefaultHotKeys+2000 {
-		t.Fatalf("%d hot entries after 50 reloads of 2,000 overrides each, want at most %d", n, DefaultHotKeys+2000)
+	if n := entries(); n > flowlimits.DefaultHotKeys+2000 {
+		t.Fatalf("%d hot entries after 50 reloads of 2,000 overrides each, want at most %d", n, flowlimits.DefaultHotKeys+2000)
 	}
 	for i := range 2000 {
 		if d, _ := q.AllowNAt(c.Now(), "blocked-49-"+strconv.Itoa(i), 1); d.Allowed {
@@ -581,7 +582,7 @@ func TestKeyedQPSSetDoesNotGrowEntriesWithChangingOverrides(t *testing.T) {
 
 // Keys that read the same once cut are one key in Top.
 func TestKeyedQPSTopAddsUpKeysThatReadTheSame(t *testing.T) {
-	long := strings.Repeat("k", MaxShownKeyLength)
+	long := strings.Repeat("k", flowlimits.MaxShownKeyLength)
 	// Overrides of the window's own limit count the keys exactly from
 	// their first request: in the sketch, a seed under which two of them
 	// share their counters would refuse the second one early, and change

@@ -8,22 +8,23 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // floodScale is the tests' flood: keys per interval, and the budget that
-// gives the sketch as many bytes per key as DefaultKeyMemory gives ten
+// gives the sketch as many bytes per key as flowlimits.DefaultKeyMemory gives ten
 // million. BenchmarkKeyedQPSFlood runs the ten million themselves.
 func floodScale() (keys int, mem int64) {
 	keys = 1_000_000
 	if testing.Short() || raceEnabled {
 		keys = 250_000
 	}
-	return keys, DefaultKeyMemory * int64(keys) / 10_000_000
+	return keys, flowlimits.DefaultKeyMemory * int64(keys) / 10_000_000
 }
 
 // TestAFloodOfDistinctKeysRefusesFewKeysWithinHalfTheirLimit: a flood of
 // distinct keys per interval, each at 40% of its limit of 10 per second,
-// as many per byte of budget as ten million in DefaultKeyMemory, refuses
+// as many per byte of budget as ten million in flowlimits.DefaultKeyMemory, refuses
 // under 0.1% of their requests in the interval after the first.
 func TestAFloodOfDistinctKeysRefusesFewKeysWithinHalfTheirLimit(t *testing.T) {
 	keys, budget := floodScale()
@@ -60,7 +61,7 @@ func TestKeyedQPSHeapIsWhatItsBudgetAllows(t *testing.T) {
 		}
 		return q
 	})
-	floor := int64(keyShardBytes + keyShards*(sketchBytes(minSketchBlocks)+(&keyConfig{wins: make([]keyWindow, 1), stride: DefaultKeyBuckets + 1}).entriesBytes(floorRoom)))
+	floor := int64(keyShardBytes + keyShards*(sketchBytes(minSketchBlocks)+(&keyConfig{wins: make([]keyWindow, 1), stride: flowlimits.DefaultKeyBuckets + 1}).entriesBytes(floorRoom)))
 	t.Logf("%d keys: %.2f MiB held (the budget %.2f MiB, the floor %.2f MiB), heap %.2f MiB", keys, float64(f.bytes)/(1<<20), float64(budget)/(1<<20), float64(floor)/(1<<20), float64(f.heap)/(1<<20))
 	if int64(f.bytes) > budget+floor || mem.InUse() != int64(f.bytes) {
 		t.Errorf("the limiter holds %d bytes (its budget says %d), above its budget %d and its floor %d", f.bytes, mem.InUse(), budget, floor)
@@ -90,7 +91,7 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mem.InUse() < int64(q.Bytes()+c.Bytes()/2+th.Bytes()/2) {
+		if mem.InUse() < int64(q.bytes()+c.bytes()/2+th.bytes()/2) {
 			t.Fatalf("the budget says %d bytes in use, the limiters hold more", mem.InUse())
 		}
 	}()

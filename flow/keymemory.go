@@ -3,6 +3,8 @@ package flow
 import (
 	"runtime"
 	"sync/atomic"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A KeyMemory is a budget of heap for the per-key state of the keyed
@@ -22,13 +24,6 @@ type KeyMemory struct {
 	used  atomic.Int64
 }
 
-// DefaultKeyMemory is the budget of a keyed limiter made without
-// [WithKeyMemory], its own, and of a guard's per-key rules in all unless
-// told otherwise: 64 MiB. A KeyedQPS counts in it some 7 million distinct
-// keys an interval at a limit of at most 14, 3.5 million at most 254,
-// before its keys share counters more than its sketch aims for.
-const DefaultKeyMemory = 64 << 20
-
 // NewKeyMemory returns a budget of limit bytes, which must be at least 0.
 func NewKeyMemory(limit int64) (*KeyMemory, error) {
 	if limit < 0 {
@@ -43,12 +38,12 @@ func (m *KeyMemory) Limit() int64 { return m.limit }
 // InUse returns the bytes its limiters hold now.
 func (m *KeyMemory) InUse() int64 { return m.used.Load() }
 
-// memoryOr returns m, or a new budget of DefaultKeyMemory for nil.
+// memoryOr returns m, or a new budget of flowlimits.DefaultKeyMemory for nil.
 func memoryOr(m *KeyMemory) *KeyMemory {
 	if m != nil {
 		return m
 	}
-	return &KeyMemory{limit: DefaultKeyMemory}
+	return &KeyMemory{limit: flowlimits.DefaultKeyMemory}
 }
 
 // A keyBytes is what one limiter holds of a budget. It is apart from the

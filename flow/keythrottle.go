@@ -504,15 +504,9 @@ func (t *KeyedThrottle) LimitOf(key string) int64 {
 	return l.limit
 }
 
-// Interval returns the throttle's interval.
-func (t *KeyedThrottle) Interval() time.Duration { return time.Duration(t.per) }
-
-// MaxWait returns the longest a request may wait for its place.
-func (t *KeyedThrottle) MaxWait() time.Duration { return time.Duration(t.maxWait) }
-
-// Bytes returns the heap the limiter takes, which changes only with Set:
+// bytes returns the heap the limiter takes, which changes only with Set:
 // the sketch, the overrides' places and the limiter itself, beyond the
 // overrides' keys.
-func (t *KeyedThrottle) Bytes() int {
+func (t *KeyedThrottle) bytes() int {
 	return len(t.blocks)*keyBlockBytes + len(t.limits.Load().pins.slots)*pinBytes + 160
 }

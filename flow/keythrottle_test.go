@@ -567,7 +567,7 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		}
 	}
 	th := mustKeyedThrottle(t, 5, time.Second, timegrid.MaxTime+5, map[string]int64{"vip": 9}, 0, clock.NewManual(0))
-	if th.Limit() != 5 || th.LimitOf("vip") != 9 || th.LimitOf("k") != 5 || th.Interval() != time.Second || th.MaxWait() != timegrid.MaxTime {
+	if th.Limit() != 5 || th.LimitOf("vip") != 9 || th.LimitOf("k") != 5 || th.per != uint64(time.Second) || th.maxWait != timegrid.MaxTime {
 		t.Fatal("accessors")
 	}
 	if d := th.AllowNAt(0, "k", 0); !d.Allowed || d.Wait != 0 {
@@ -615,7 +615,7 @@ func TestKeyedThrottleMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	made := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if b := int64(th.Bytes()); made > b+b/20 || made < b-b/20 {
+	if b := int64(th.bytes()); made > b+b/20 || made < b-b/20 {
 		t.Fatalf("the limiter took %d bytes of heap, Bytes says %d", made, b)
 	}
 	if addr := uintptr(unsafe.Pointer(&th.blocks[0])); addr%64 != 0 {

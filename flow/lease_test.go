@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
@@ -277,7 +278,7 @@ func TestQPSStripedDecisionsDoNotAllocate(t *testing.T) {
 // with borrowing too, and the admission under steady overload.
 func TestQPSStripedKeepsEveryPromiseOfTheModel(t *testing.T) {
 	const limit = 100
-	for _, k := range []int{1, 4, DefaultBuckets} {
+	for _, k := range []int{1, 4, flowlimits.DefaultBuckets} {
 		for _, p := range flowsim.Patterns() {
 			q, _ := striped(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: k})
 			r := flowsim.Run(func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }, p, limit, time.Second, 40*time.Second, 0, 1)

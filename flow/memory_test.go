@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/stripe"
 )
 
@@ -33,7 +34,7 @@ func TestQPSTakesAtMost640BytesOfHeap(t *testing.T) {
 	per := heapPerQPS(t, 4000, func() *QPS { return mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second}) })
 	t.Logf("%.0f B per limiter", per)
 	if per > 640 {
-		t.Fatalf("a QPS limiter with %d buckets takes %.0f B of heap, want at most 640", DefaultBuckets, per)
+		t.Fatalf("a QPS limiter with %d buckets takes %.0f B of heap, want at most 640", flowlimits.DefaultBuckets, per)
 	}
 }
 

@@ -8,13 +8,9 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
-
-// DefaultBuckets is the number of buckets a QPS limiter divides its interval
-// into unless told otherwise: under steady overload it allows 25/26 (96%) of
-// its limit.
-const DefaultBuckets = 25
 
 // MaxLimit is the largest limit a limiter of this package takes.
 const MaxLimit = 1<<countBits - 1
@@ -25,7 +21,7 @@ const MaxLimit = 1<<countBits - 1
 // of the limiter's time, from any nanosecond to the same nanosecond one second
 // later, holds more than 100 allowed requests.
 //
-// How: the interval is divided into k buckets (WithBuckets; DefaultBuckets by
+// How: the interval is divided into k buckets (WithBuckets; flowlimits.DefaultBuckets by
 // default). An interval of the limiter's length touches at most k+1 of them,
 // so a request is allowed only if the bucket it falls in and the k buckets
 // before it hold, with it, no more than the limit. The price of counting the
@@ -158,7 +154,7 @@ func newQPS(s QPSSettings, paced bool) (*QPS, error) {
 		return nil, badLimit(s.Limit, 0)
 	}
 	if s.Buckets == 0 {
-		s.Buckets = DefaultBuckets
+		s.Buckets = flowlimits.DefaultBuckets
 	}
 	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
 		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
@@ -608,6 +604,3 @@ func (q *QPS) SetLimit(limit int64) error {
 	q.limit.Store(limit)
 	return nil
 }
-
-// Interval returns the length of the limiter's interval.
-func (q *QPS) Interval() time.Duration { return time.Duration(q.grid.Width * int64(q.k)) }

@@ -7,24 +7,10 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
-
-// Defaults of a retry budget, those of Finagle's RetryBudget: retries may
-// add 20% to the requests of the last 10 seconds, and 10 retries per second
-// more, so that a client sending little traffic may still retry.
-const (
-	DefaultRetryRatio        = 0.2
-	DefaultRetryMinPerSecond = 10
-	DefaultRetryInterval     = 10 * time.Second
-	// DefaultRetryBuckets is the number of buckets a retry budget divides
-	// its interval into unless WithBuckets says otherwise.
-	DefaultRetryBuckets = 20
-)
-
-// MaxRetryRatio is the largest ratio a retry budget takes.
-const MaxRetryRatio = 100
 
 // A RetryBudget bounds the retries a client adds to its traffic: the retries
 // of the last interval may be at most ratio times the requests of that
@@ -44,7 +30,7 @@ const MaxRetryRatio = 100
 // never add to the budget.
 //
 // The guarantee. The interval of length W is divided into k buckets of width
-// w = W/k (WithBuckets; DefaultRetryBuckets by default). Every event is
+// w = W/k (WithBuckets; flowlimits.DefaultRetryBuckets by default). Every event is
 // counted at a time t that never goes backwards: a caller whose time is
 // earlier than an event already counted is counted at the latest bucket (see
 // QPS). A retry counted at t is allowed only if the retries of the bucket
@@ -163,14 +149,14 @@ type RetryBudgetSettings struct {
 // NewRetryBudget returns a RetryBudget of the given settings. A bad
 // setting is a [*ConfigError] naming it ("ratio", "min_per_second").
 func NewRetryBudget(s RetryBudgetSettings) (*RetryBudget, error) {
-	if !(s.Ratio >= 0 && s.Ratio <= MaxRetryRatio) { // NaN fails both
-		return nil, &ConfigError{Field: "ratio", Value: s.Ratio, Detail: fmt.Sprintf("must be between 0 and %d", MaxRetryRatio)}
+	if !(s.Ratio >= 0 && s.Ratio <= flowlimits.MaxRetryRatio) { // NaN fails both
+		return nil, &ConfigError{Field: "ratio", Value: s.Ratio, Detail: fmt.Sprintf("must be between 0 and %d", flowlimits.MaxRetryRatio)}
 	}
 	if s.Interval == 0 {
-		s.Interval = DefaultRetryInterval
+		s.Interval = flowlimits.DefaultRetryInterval
 	}
 	if s.Buckets == 0 {
-		s.Buckets = DefaultRetryBuckets
+		s.Buckets = flowlimits.DefaultRetryBuckets
 	}
 	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
 		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
@@ -439,10 +425,3 @@ func (b *RetryBudget) StatsAt(now int64) RetryStats {
 	}
 	return st
 }
-
-// Ratio returns the retries allowed per request.
-func (b *RetryBudget) Ratio() float64 { return b.ratio }
-
-// Floor returns the retries allowed in every interval whatever the
-// requests: minPerSecond × the interval in seconds.
-func (b *RetryBudget) Floor() float64 { return b.floor }

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/stripe"
 )
 
@@ -27,7 +28,7 @@ func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
 	}{
 		{"negative ratio", -0.1, 10, time.Second, 0, "ratio", -0.1},
 		{"NaN ratio", math.NaN(), 10, time.Second, 0, "ratio", nil},
-		{"ratio above max", MaxRetryRatio + 1, 10, time.Second, 0, "ratio", float64(MaxRetryRatio + 1)},
+		{"ratio above max", flowlimits.MaxRetryRatio + 1, 10, time.Second, 0, "ratio", float64(flowlimits.MaxRetryRatio + 1)},
 		{"infinite ratio", math.Inf(1), 10, time.Second, 0, "ratio", math.Inf(1)},
 		{"negative floor", 0.2, -1, time.Second, 0, "min_per_second", int64(-1)},
 		{"floor above max", 0.2, MaxLimit, 10 * time.Second, 0, "min_per_second", int64(MaxLimit)},
@@ -56,7 +57,7 @@ func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewRetryBudget(RetryBudgetSettings{Ratio: DefaultRetryRatio, MinPerSecond: DefaultRetryMinPerSecond, Interval: DefaultRetryInterval}); err != nil {
+	if _, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10}); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
 	if _, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0, MinPerSecond: 0, Interval: time.Second, Buckets: 1}); err != nil {
@@ -602,7 +603,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 			_ = time.Now()
 		}
 	})
-	budget, err := NewRetryBudget(RetryBudgetSettings{Ratio: DefaultRetryRatio, MinPerSecond: DefaultRetryMinPerSecond, Interval: DefaultRetryInterval})
+	budget, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -622,7 +623,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 			budget.RetryAt(now, AttemptFailed)
 		}
 	})
-	allowing, err := NewRetryBudget(RetryBudgetSettings{Ratio: 1, MinPerSecond: 0, Interval: DefaultRetryInterval})
+	allowing, err := NewRetryBudget(RetryBudgetSettings{Ratio: 1, MinPerSecond: 0, Interval: flowlimits.DefaultRetryInterval})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -645,7 +646,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 }
 
 func TestRetryBudgetMemoryIsAsDocumented(t *testing.T) {
-	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: DefaultRetryRatio, MinPerSecond: DefaultRetryMinPerSecond, Interval: DefaultRetryInterval})
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

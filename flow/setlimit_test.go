@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func TestQPSSetLimitKeepsCounts(t *testing.T) {
@@ -43,7 +44,7 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	if q.Limit() != 20 {
 		t.Fatalf("Limit() = %d", q.Limit())
 	}
-	clk.Advance(time.Second + time.Second/DefaultBuckets)
+	clk.Advance(time.Second + time.Second/flowlimits.DefaultBuckets)
 	allow(20)
 
 	for _, bad := range []int64{-1, MaxLimit + 1} {

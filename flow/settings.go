@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // What the settings of the limiters share. Each limiter has a settings
@@ -11,10 +12,6 @@ import (
 // one limiter takes and another does not cannot be given to the other.
 // Limits are taken as they are given, so that 0 allows nothing; every
 // other zero field takes its default.
-
-// defaultColdFactor is a warm-up's cold factor when the settings leave it
-// out: Sentinel's.
-const defaultColdFactor = 3
 
 // clockOr returns c, or clock.System for nil.
 func clockOr(c clock.Clock) clock.Clock {
@@ -33,7 +30,7 @@ func checkWarmUp(period time.Duration, cold *float64) error {
 	case period == 0 && *cold != 0:
 		return &ConfigError{Field: "cold_factor", Value: *cold, Detail: "applies only with a warm-up"}
 	case period > 0 && *cold == 0:
-		*cold = defaultColdFactor
+		*cold = flowlimits.DefaultColdFactor
 	}
 	return nil
 }

@@ -6,18 +6,9 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
-)
-
-// Defaults of a Shedder: go-zero's and BBR's, but with a cool-off of one
-// second, not go-zero's one second after every drop found by a clock read
-// per request.
-const (
-	DefaultShedCPUThreshold = 0.9
-	DefaultShedInterval     = 5 * time.Second
-	DefaultShedBuckets      = 50
-	DefaultShedCoolOff      = time.Second
 )
 
 // ShedderSettings configure a Shedder. Every zero field takes its default.
@@ -35,17 +26,17 @@ type ShedderSettings struct {
 	// the bound is about the mean.)
 	CPU func() float64
 	// CPUThreshold is the usage at or above which the service is
-	// overloaded (default DefaultShedCPUThreshold), in (0, 1].
+	// overloaded (default flowlimits.DefaultShedCPUThreshold), in (0, 1].
 	CPUThreshold float64
 	// Interval and Buckets are the window the shedder learns the service's
 	// capacity over: its best rate of completed requests per bucket and its
-	// least average response time per bucket (defaults DefaultShedInterval
-	// and DefaultShedBuckets).
+	// least average response time per bucket (defaults flowlimits.DefaultShedInterval
+	// and flowlimits.DefaultShedBuckets).
 	Interval time.Duration
 	Buckets  int
 	// CoolOff is how long the shedder keeps shedding after it last shed
 	// a request with the CPU at or above the threshold, whatever the CPU
-	// reads then (default DefaultShedCoolOff, counted from within a bucket
+	// reads then (default flowlimits.DefaultShedCoolOff, counted from within a bucket
 	// of that request): the CPU falls as soon as requests are shed, and
 	// the shedder must not let the backlog in again at once. Requests shed
 	// in the cool-off do not renew it. A negative CoolOff means none.
@@ -122,19 +113,19 @@ const (
 // [*ConfigError] naming it ("cpu_threshold", "buckets").
 func NewShedder(s ShedderSettings) (*Shedder, error) {
 	if s.CPUThreshold == 0 {
-		s.CPUThreshold = DefaultShedCPUThreshold
+		s.CPUThreshold = flowlimits.DefaultShedCPUThreshold
 	}
 	if !(s.CPUThreshold > 0 && s.CPUThreshold <= 1) {
 		return nil, &ConfigError{Field: "cpu_threshold", Value: s.CPUThreshold, Detail: "must be above 0 and at most 1 (a share of the CPU the process may use)"}
 	}
 	if s.Interval == 0 {
-		s.Interval = DefaultShedInterval
+		s.Interval = flowlimits.DefaultShedInterval
 	}
 	if s.Buckets == 0 {
-		s.Buckets = DefaultShedBuckets
+		s.Buckets = flowlimits.DefaultShedBuckets
 	}
 	if s.CoolOff == 0 {
-		s.CoolOff = DefaultShedCoolOff
+		s.CoolOff = flowlimits.DefaultShedCoolOff
 	}
 	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
 		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}

@@ -401,9 +401,3 @@ func (t *Throttle) SetLimit(limit int64) error {
 	t.limit.Store(limit)
 	return nil
 }
-
-// Interval returns the throttle's interval.
-func (t *Throttle) Interval() time.Duration { return time.Duration(t.per) }
-
-// MaxWait returns the longest a request may wait for its place.
-func (t *Throttle) MaxWait() time.Duration { return time.Duration(t.maxWait) }

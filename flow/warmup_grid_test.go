@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
@@ -234,7 +235,7 @@ func warmGrid() []warmCase {
 	// 20 at 5/s, 1000/s with 300 at 3/s, and one bucket oscillated.
 	var grid []warmCase
 	for _, r := range []warmCase{{100, 10, 10 * gridInterval, 5, false, false}, {100, 20, 10 * gridInterval, 10, false, false},
-		{1000, 300, 10 * gridInterval, DefaultBuckets, false, false}, {100, 3, 10 * gridInterval, 1, false, false}} {
+		{1000, 300, 10 * gridInterval, flowlimits.DefaultBuckets, false, false}, {100, 3, 10 * gridInterval, 1, false, false}} {
 		for _, th := range []bool{false, true} {
 			for _, bursts := range []bool{false, true} {
 				r.throttle, r.bursts = th, bursts
@@ -248,7 +249,7 @@ func warmGrid() []warmCase {
 			// most, one and a half times that, and a long one.
 			least := max(minWarmUpIntervals*gridInterval, minWarmUpBuckets*gridInterval/time.Duration(k))
 			for _, p := range []time.Duration{least, least * 3 / 2, 5 * least} {
-				if p == 5*least && k != DefaultBuckets {
+				if p == 5*least && k != flowlimits.DefaultBuckets {
 					continue
 				}
 				for _, th := range []bool{false, true} {

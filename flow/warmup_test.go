@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
@@ -177,17 +178,17 @@ func TestWarmUpIsAnErrorWhereItCannotHonor(t *testing.T) {
 		factor  float64
 		mention string // empty: no error
 	}{
-		{100, DefaultBuckets, 10 * time.Second, 1e6, "cold_factor = 1e+06: must be at most the limit, 100"},
-		{100, DefaultBuckets, 10 * time.Second, 100.5, "cold_factor = 100.5"},
-		{100, DefaultBuckets, 10 * time.Second, 100, ""},
-		{100, DefaultBuckets, time.Second, 3, "warm_up = 1s: must be at least 2 intervals of 1s"},
-		{100, DefaultBuckets, 2*time.Second - 1, 3, "warm_up = 1.999999999s"},
-		{100, DefaultBuckets, 2 * time.Second, 3, ""},
+		{100, flowlimits.DefaultBuckets, 10 * time.Second, 1e6, "cold_factor = 1e+06: must be at most the limit, 100"},
+		{100, flowlimits.DefaultBuckets, 10 * time.Second, 100.5, "cold_factor = 100.5"},
+		{100, flowlimits.DefaultBuckets, 10 * time.Second, 100, ""},
+		{100, flowlimits.DefaultBuckets, time.Second, 3, "warm_up = 1s: must be at least 2 intervals of 1s"},
+		{100, flowlimits.DefaultBuckets, 2*time.Second - 1, 3, "warm_up = 1.999999999s"},
+		{100, flowlimits.DefaultBuckets, 2 * time.Second, 3, ""},
 		{100, 1, 5 * time.Second, 3, "warm_up = 5s: must be at least 10 buckets of 1s"},
 		{100, 1, 10 * time.Second, 3, ""},
 		{100, 4, 2 * time.Second, 3, "warm_up = 2s: must be at least 10 buckets of 250ms"},
 		{100, 5, 2 * time.Second, 3, ""},
-		{1, DefaultBuckets, 10 * time.Second, 1.5, "cold_factor = 1.5: must be at most the limit, 1"},
+		{1, flowlimits.DefaultBuckets, 10 * time.Second, 1.5, "cold_factor = 1.5: must be at most the limit, 1"},
 	} {
 		for _, throttle := range []bool{false, true} {
 			var err error
@@ -216,7 +217,7 @@ func TestWarmUpIsAnErrorWhereItCannotHonor(t *testing.T) {
 // prioritized requests borrowing places from the next bucket too.
 func TestQPSWarmUpNeverExceedsEachBucketsLimit(t *testing.T) {
 	const limit = 100
-	for _, k := range []int{1, 5, DefaultBuckets} {
+	for _, k := range []int{1, 5, flowlimits.DefaultBuckets} {
 		for _, p := range flowsim.Patterns() {
 			q := mustQPS(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: k, WarmUp: 10 * time.Second, ColdFactor: 4})
 			rng := rand.New(rand.NewPCG(7, uint64(k)))

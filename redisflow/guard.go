@@ -42,7 +42,7 @@ func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error
 // of one resource, decided together: a KeyedLimiter named after the
 // resource, with a window per rule, in the order given, of the rule's
 // limit, interval, buckets and overrides. A field left at zero takes
-// NewKeyedLimiter's default (an interval of 1s, flow.DefaultKeyBuckets
+// NewKeyedLimiter's default (an interval of 1s, 20
 // buckets); a negative one, rules of different resources, or no rule, is an
 // error, as a bad window is NewKeyedLimiter's. It makes Cluster a
 // slidegate.KeyedCluster, for slidegate.WithCluster.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A KeyedLimiter keeps cluster-wide limits per key (a user, a tenant, a
@@ -132,10 +133,9 @@ type keyedFallback struct {
 }
 
 // NewKeyedLimiter returns the cluster-wide per-key limiter called name,
-// holding each of windows for every key: between 1 and flow.MaxKeyWindows
-// of them, each with a limit in [0, flow.MaxLimit], a positive interval
-// that divides into its buckets (flow.DefaultKeyBuckets if 0, at most
-// flow.MaxKeyBuckets) of whole microseconds, and at most
+// holding each of windows for every key: between 1 and 8 of them, each
+// with a limit in [0, flow.MaxLimit], a positive interval that divides
+// into its buckets (20 if 0, at most 100) of whole microseconds, and at most
 // slidegate.MaxOverrides overrides, of keys of at most slidegate.MaxKeyLength
 // bytes and limits in [0, flow.MaxLimit]. No two windows may have the same
 // interval and buckets: they would keep one count. A bad argument is an
@@ -150,19 +150,19 @@ func (c *Cluster) NewKeyedLimiter(name string, windows []flow.KeyWindow) (*Keyed
 	if name == "" {
 		return bad("name is empty")
 	}
-	if len(windows) == 0 || len(windows) > flow.MaxKeyWindows {
-		return bad("windows: %d given: must be between 1 and %d", len(windows), flow.MaxKeyWindows)
+	if len(windows) == 0 || len(windows) > flowlimits.MaxKeyWindows {
+		return bad("windows: %d given: must be between 1 and %d", len(windows), flowlimits.MaxKeyWindows)
 	}
 	l := &KeyedLimiter{c: c, name: name, windows: make([]keyWindow, len(windows)), script: keyedScript}
 	copied := make([]flow.KeyWindow, len(windows))
 	for j, w := range windows {
 		k := int64(w.Buckets)
 		if k == 0 {
-			k = flow.DefaultKeyBuckets
+			k = flowlimits.DefaultKeyBuckets
 		}
 		switch {
-		case k < 1 || k > flow.MaxKeyBuckets:
-			return bad("windows[%d].buckets = %d: must be between 1 and %d", j, w.Buckets, flow.MaxKeyBuckets)
+		case k < 1 || k > flowlimits.MaxKeyBuckets:
+			return bad("windows[%d].buckets = %d: must be between 1 and %d", j, w.Buckets, flowlimits.MaxKeyBuckets)
 		case w.Interval <= 0 || w.Interval%(time.Duration(k)*time.Microsecond) != 0:
 			return bad("windows[%d].interval = %v: must be positive and divide into %d buckets of whole microseconds", j, w.Interval, k)
 		case len(w.Overrides) > slidegate.MaxOverrides:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A Limiter is one cluster-wide QPS limit: at most Limit permits in any
@@ -93,8 +94,8 @@ type limiterOptions struct {
 // guard's bound on a cluster rule's buckets.
 const MaxBuckets = slidegate.MaxClusterBuckets
 
-// WithBuckets divides the limiter's interval into k buckets (default
-// flow.DefaultBuckets, at most MaxBuckets). Each must be a whole number of
+// WithBuckets divides the limiter's interval into k buckets (default 25,
+// at most MaxBuckets). Each must be a whole number of
 // microseconds, the resolution of Redis's clock. More buckets allow closer to
 // the limit under steady overload and cost a decision no more; a block reads
 // every bucket.
@@ -116,7 +117,7 @@ func WithLease(size int64, ttl time.Duration) LimiterOption {
 // wrapping ErrInvalidConfig that names it and its value; a nil LimiterOption
 // is no option.
 func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, opts ...LimiterOption) (*Limiter, error) {
-	o := limiterOptions{buckets: flow.DefaultBuckets, lease: 1}
+	o := limiterOptions{buckets: flowlimits.DefaultBuckets, lease: 1}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)

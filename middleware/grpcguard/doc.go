@@ -49,7 +49,7 @@
 // retried. grpc-go's own retries (a service config's retryPolicy) should
 // then stay off: they would multiply with these, outside the budget.
 //
-//	budget, _ := flow.NewRetryBudget(flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+//	budget, _ := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 //	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, grpcguard.RetryPolicy{}))
 //
 // # Keys
