@@ -360,10 +360,7 @@ func (c *KeyedConcurrency) Limit() int64 { return c.limits.Load().limit }
 // limit, or Limit.
 func (c *KeyedConcurrency) LimitOf(key string) int64 {
 	l := c.limits.Load()
-	if s := l.pins.find(maphash.String(c.seed, key), key); s != nil {
-		return s.limit
-	}
-	return l.limit
+	return l.pins.limitOf(c.seed, key, l.limit)
 }
 
 // Set changes the limit and the overrides, as NewKeyedConcurrency takes

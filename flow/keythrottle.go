@@ -498,10 +498,7 @@ func (t *KeyedThrottle) Limit() int64 { return t.limits.Load().limit }
 // override's limit, or Limit.
 func (t *KeyedThrottle) LimitOf(key string) int64 {
 	l := t.limits.Load()
-	if s := l.pins.find(maphash.String(t.seed, key), key); s != nil {
-		return s.limit
-	}
-	return l.limit
+	return l.pins.limitOf(t.seed, key, l.limit)
 }
 
 // bytes returns the heap the limiter takes, which changes only with Set:
