@@ -98,7 +98,7 @@ type FlowRule struct {
 	MaxWait Duration `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
 	// WarmUp, if positive, makes a QPS rule or a throttle start at
 	// Limit/ColdFactor and warm up to Limit over this period of traffic: at
-	// least two intervals and ten buckets (see flow.WithWarmUp).
+	// least two intervals and ten buckets (see flow.QPSSettings.WarmUp).
 	WarmUp Duration `json:"warm_up,omitempty" yaml:"warm_up,omitempty"`
 	// ColdFactor is the warm-up's cold factor (default 3): above 1, and at
 	// most Limit.

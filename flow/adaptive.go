@@ -11,21 +11,19 @@ import (
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// An AdaptiveAlgorithm is how an Adaptive limiter moves its limit at the end
-// of each window of samples.
+// An AdaptiveAlgorithm is how an [Adaptive] limiter moves its limit at the
+// end of each window of samples.
 type AdaptiveAlgorithm uint8
 
 const (
-	// Gradient scales the limit by how far the window's average response
-	// time is from the baseline (Netflix's gradient limit, with the
-	// baseline kept honest by drains, see Adaptive): by tolerance × baseline / average,
-	// between 0.5 and 1, when requests queue; it grows by the limit's
-	// square root when they do not and the limit is in use.
+	// Gradient scales the limit by how far the window's mean response time
+	// is from the baseline when requests queue: by tolerance × baseline /
+	// mean, between 0.5 and 1. It grows by the limit's square root when
+	// they do not, and the limit is in use.
 	Gradient AdaptiveAlgorithm = iota
-	// AIMD cuts the limit by the backoff factor when the window's average
-	// response time is above tolerance × baseline or a request in it was
-	// overloaded, and otherwise grows it by the limit's square root when
-	// the limit is in use.
+	// AIMD cuts the limit by the backoff factor when the window's mean
+	// response time is above tolerance × baseline. It grows as Gradient
+	// does.
 	AIMD
 )
 
@@ -40,83 +38,67 @@ func (a AdaptiveAlgorithm) String() string {
 	return fmt.Sprintf("AdaptiveAlgorithm(%d)", uint8(a))
 }
 
-// AdaptiveSettings configure an Adaptive limiter. Every zero field takes
+// AdaptiveSettings configure an [Adaptive] limiter. Every zero field takes
 // its default.
 type AdaptiveSettings struct {
 	// Algorithm is Gradient (the default) or AIMD.
 	Algorithm AdaptiveAlgorithm
-	// InitialLimit is the limit to start from (default
-	// flowlimits.DefaultAdaptiveInitialLimit), within [MinLimit, MaxLimit]. The limit
-	// doubles every window until requests first queue (slow start), so a
-	// low start costs a few windows, not many.
+	// InitialLimit is the limit to start from, within [MinLimit, MaxLimit]
+	// (default 20). The limit doubles every window until requests first
+	// queue, so a low start costs a few windows.
 	InitialLimit int64
-	// MinLimit and MaxLimit bound the limit (defaults
-	// flowlimits.DefaultAdaptiveMinLimit and flowlimits.DefaultAdaptiveMaxLimit). The limit never
-	// falls below MinLimit, not even in a drain.
+	// MinLimit and MaxLimit bound the limit (defaults 4 and 10000). The
+	// limit never falls below MinLimit, not even in a drain.
 	MinLimit, MaxLimit int64
-	// Tolerance is how much slower than the baseline the average response
-	// time may be before the limit comes down (default 1.25, at least 1):
-	// under sustained overload, a Gradient limit settles where requests
-	// take Tolerance × the baseline, the service busy all the time.
+	// Tolerance is how much slower than the baseline the mean response time
+	// may be before the limit comes down, at least 1 (default 1.25). Under
+	// sustained overload a Gradient limit settles where requests take
+	// Tolerance × the baseline.
 	Tolerance float64
-	// Window is the shortest window of samples (default 100 ms); a window
-	// also lasts at least twice the average response time, and until it
-	// holds MinSamples completed requests (default 10).
+	// Window is the shortest window of samples (default 100 ms). A window
+	// also lasts twice the mean response time, and until it holds
+	// MinSamples completed requests (default 10).
 	Window     time.Duration
 	MinSamples int64
 	// DrainInterval is how often the limiter drains its queue to measure
-	// the baseline afresh (default 10 s; negative: never), lowering the
-	// limit for about a response time: see Adaptive.
+	// the baseline afresh (default 10 s; negative: never).
 	DrainInterval time.Duration
-	// Backoff is what the limit is multiplied by when a request in the
-	// window was overloaded (and, for AIMD, when requests queue): default
-	// 0.8, in [0.5, 1).
+	// Backoff multiplies the limit when a request in the window was
+	// overloaded, and for AIMD when requests queue: in [0.5, 1) (default
+	// 0.8).
 	Backoff float64
 	// Clock is the clock the limiter reads (default clock.System).
 	Clock clock.Clock
 }
 
-// An Adaptive limiter is a concurrency limit that finds itself: it admits
-// a request while fewer than its limit are in flight, as Concurrency does,
-// and moves the limit from the response times of the requests it admitted.
-// At the limit, the places are shared fairly among the keys of the
-// requests (routes, clients: see AcquireAt): a key below its share is
-// still admitted, a key above it is not, so that a key whose requests
-// stall cannot take the limit from the others.
+// How an Adaptive limit moves.
 //
-// The model. A service of W workers that each take S per request
-// completes C = W/S requests a second. Up to W requests in flight, each
-// takes S; beyond, the rest queue, and each takes S × inflight/W. The
-// limiter judges a window of requests by their mean response time without
-// its outliers: the requests that took over four times the window's
-// median. A queue slows most requests, and moves the median with them; a
-// few requests slow for their own reasons (a large upload, a rare
-// expensive query) do not, and left in, 5% of requests 100 times slower
-// would make the mean six times the rest's. It keeps a baseline: the least
-// such mean of a window (of at least MinSamples requests) it has seen, S.
-// A mean of many requests, not the fastest one: a few fast answers (cache
-// hits, quick errors) among slow ones must not make every window look
-// queued. At the end of each window it compares the window's mean with
-// the baseline. Gradient sets the limit to limit × tolerance × baseline /
-// mean when that is below the limit, which under sustained overload is
-// tolerance × W: every worker busy, each request taking tolerance × S. It
-// grows the limit when requests take less and the limit is in use (at
-// least half of it was in flight in the window): doubling each window
-// until requests first queue (slow start), then by its square root. AIMD
-// cuts by the backoff factor instead, and grows the same way.
-//
-// What it does better than its models. A request that ends overloaded
-// (a timeout, or the downstream's "overloaded") cuts the limit by the
-// backoff factor at the end of its window, whatever the response times say
-// (Netflix's Gradient2 ignores them); in a drain, it cuts the limit the
-// drain comes back to. The limit grows only while it is in use, and
-// never under sustained overload: the baseline cannot drift up with the
-// queue (as Vegas' rtt_noload and Gradient2's long-term average do),
-// because between drains it only goes down. Netflix's limits and Envoy's
-// filter judge by the plain mean (or a minimum): there, a small share of
-// slow requests halves the limit over and over, down to its floor, which
-// the slow requests then fill. A median alone would not do either: it
-// lets a queue that holds a third of the requests go unseen.
+// The model. A service of W workers that each take S per request completes
+// C = W/S requests a second. Up to W requests in flight, each takes S;
+// beyond, the rest queue, and each takes S × inflight/W. The limiter judges
+// a window of requests by their mean response time without its outliers:
+// the requests that took over four times the window's median. A queue
+// slows most requests, and moves the median with them; a few requests slow
+// for their own reasons (a large upload, a rare expensive query) do not,
+// and left in, 5% of requests 100 times slower would make the mean six
+// times the rest's. A median alone would not do either: it lets a queue
+// that holds a third of the requests go unseen. It keeps a baseline: the
+// least such mean of a window (of at least MinSamples requests) it has
+// seen, S. A mean of many requests, not the fastest one: a few fast answers
+// (cache hits, quick errors) among slow ones must not make every window
+// look queued. At the end of each window it compares the window's mean
+// with the baseline. Gradient sets the limit to limit × tolerance ×
+// baseline / mean when that is below the limit, which under sustained
+// overload is tolerance × W: every worker busy, each request taking
+// tolerance × S. It grows the limit when requests take less and the limit
+// is in use (at least half of it was in flight in the window): doubling
+// each window until requests first queue (slow start), then by its square
+// root. AIMD cuts by the backoff factor instead, and grows the same way. A
+// request that ends overloaded cuts the limit by the backoff factor at the
+// end of its window, whatever the response times say; in a drain, it cuts
+// the limit the drain comes back to. The limit grows only while it is in
+// use, and never under sustained overload: between drains the baseline
+// only goes down, so it cannot drift up with the queue.
 //
 // A drain measures the baseline afresh, up or down, so that a service that
 // became slower for good is not held to its old speed. Every DrainInterval
@@ -128,26 +110,39 @@ type AdaptiveSettings struct {
 // comes back to what it was. A drain lasts about one response time more
 // than the queue takes to drain: at most four mean response times (a
 // window if that is longer), and until a request ends after that. No drain
-// starts in a window with overloaded requests. It never lowers the limit
-// below MinLimit, so it never drops to one request (as Envoy's filter
-// does, failing the requests its measurement window refuses); a window
-// whose requests in flight stayed below the drain's limit measures the
-// baseline without lowering anything. A drain costs at most a fifth of the
-// throughput for about a response time every ten seconds: a fraction of a
-// percent.
+// starts in a window with overloaded requests, and none lowers the limit
+// below MinLimit; a window whose requests in flight stayed below the
+// drain's limit measures the baseline without lowering anything. A drain
+// costs at most a fifth of the throughput for about a response time every
+// ten seconds: a fraction of a percent.
 //
 // A window holds the requests that ended within it; the first request to
 // end after it closes it, if it holds MinSamples, and the window goes on
 // otherwise. Response times are summed, and counted in the bins of
 // window.Sketch to find the median and the outliers: a window without
-// outliers has its exact mean, one with them the mean of the others
-// within 4.4%.
+// outliers has its exact mean, one with them the mean of the others within
+// 4.4%. Acquiring is a compare-and-swap on the requests in flight; ending
+// adds the sample with a few atomics, and the request that finds the
+// window over closes it under a mutex that no other request waits for.
+
+// An Adaptive limiter is a concurrency limit that finds itself. It admits a
+// request while fewer than its limit are in flight, as [Concurrency] does.
+// It moves the limit by the response times of the requests it admitted.
+// At the limit, the places are shared fairly among the keys of the
+// requests (see [Adaptive.AcquireAt]). So a key whose requests stall cannot
+// take the limit from the others.
 //
-// An Adaptive limiter is safe for concurrent use. Acquire is a
-// compare-and-swap on the requests in flight, as Concurrency's; DoneAt adds
-// its sample with a few atomics, and the request that finds the window
-// over closes it under a mutex that no other request waits for. Neither
-// allocates. The zero Adaptive is not usable; make one with NewAdaptive.
+// The limiter judges each window of requests by its mean response time,
+// outliers left out. It compares that mean with a baseline: the least mean
+// it has seen. When requests queue, [Gradient] cuts the limit in
+// proportion, and [AIMD] by the backoff factor. When they do not and the
+// limit is in use, it grows. A request that ends [FailedOverloaded] cuts
+// the limit by the backoff factor. Every DrainInterval the limit dips for
+// about a response time, to measure the baseline afresh.
+//
+// An Adaptive limiter is safe for concurrent use. Neither acquiring nor
+// ending allocates. The zero Adaptive is not usable; make one with
+// [NewAdaptive].
 type Adaptive struct {
 	limit atomic.Int64
 	fair  *fairShare // the requests in flight, by lane
@@ -255,18 +250,18 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 	return nil
 }
 
-// Acquire decides at the limiter's clock; see AcquireAt.
+// Acquire decides at the limiter's clock; see [Adaptive.AcquireAt].
 func (a *Adaptive) Acquire(p *Permit, key string) Decision {
 	return a.AcquireAt(a.clock.Now(), p, key)
 }
 
-// AcquireAt admits a request of the given key at time now (nanoseconds on
-// the limiter's clock) if fewer than the limit are in flight, or if the
-// key holds less than its share of the limit (see Adaptive), filling p,
-// which must be a zero or done Permit; the caller then calls p.DoneAt when
-// the request ends. Otherwise the request is blocked with Overloaded. A nil
-// p is blocked with ExceedsLimit, as it could never be given back. The key
-// says whose request it is: the route, the client, "" for all alike.
+// AcquireAt admits a request of the given key at time now if fewer than
+// the limit are in flight, or if the key holds less than its share. It
+// then fills p, a zero or done [Permit], and the caller calls
+// [Permit.DoneAt] when the request ends. Otherwise the request is blocked
+// with [Overloaded]. A nil p is blocked with [ExceedsLimit]: it could never
+// be given back. The key says whose request it is: the route, the client,
+// or "" for all alike.
 func (a *Adaptive) AcquireAt(now int64, p *Permit, key string) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
@@ -292,8 +287,8 @@ func storeMax(v *atomic.Int64, x int64) {
 	}
 }
 
-// done ends the request of a permit at time now. Succeeded, its response time is
-// a sample of the service's, unless now is not after the time it was
+// done ends the request of a permit at time now. Succeeded, its response
+// time is a sample of the service's, unless now is not after the time it was
 // admitted (a clock that went back). FailedOverloaded, it is a signal to
 // back off, its response time no sample. Failed or Ignored, it only leaves
 // the requests in flight.
@@ -460,8 +455,8 @@ func (a *Adaptive) Limit() int64 { return a.limit.Load() }
 // InFlight returns the requests admitted and not yet done.
 func (a *Adaptive) InFlight() int64 { return a.fair.inflight.Load() }
 
-// Baseline returns the mean response time the limiter judges queueing by
-// (see Adaptive); 0 until it has one.
+// Baseline returns the mean response time the limiter judges queueing by;
+// 0 until it has one.
 func (a *Adaptive) Baseline() time.Duration { return time.Duration(a.shownBaseline.Load()) }
 
 // Settings returns the limiter's settings, the defaults filled in.

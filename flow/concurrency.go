@@ -2,15 +2,14 @@ package flow
 
 import "sync/atomic"
 
-// A Concurrency limiter allows a request only while fewer than its limit are
-// in flight. Deciding and counting are one compare-and-swap, so no number of
-// concurrent callers can push the count past the limit (Sentinel checks the
-// count, then increments it, and lets too many through under load).
+// A Concurrency limiter allows a request only while fewer than its limit
+// are in flight. Deciding and counting are one compare-and-swap, so no
+// number of concurrent callers can push the count past the limit.
 //
-// A Concurrency limiter reads no clock: it counts places, taken by Acquire
-// and given back by Permit.Done. It is safe for concurrent use; deciding
-// and releasing allocate nothing. The zero Concurrency is not usable; make
-// one with NewConcurrency.
+// It reads no clock: it counts places, taken by [Concurrency.Acquire] and
+// given back by [Permit.Done]. It is safe for concurrent use, and neither
+// allocates. The zero Concurrency is not usable; make one with
+// [NewConcurrency].
 type Concurrency struct {
 	limit    atomic.Int64
 	inflight atomic.Int64
@@ -34,15 +33,16 @@ func NewConcurrency(s ConcurrencySettings) (*Concurrency, error) {
 	return c, nil
 }
 
-// Acquire takes one place if the limit allows. When allowed it fills p,
-// which must be a zero or done Permit, and the caller must call p.Done
-// when the request is done. A nil p is blocked (ExceedsLimit), as
-// its places could never be given back.
+// Acquire takes one place if the limit allows. When allowed it fills p, a
+// zero or done [Permit], and the caller calls [Permit.Done] when the
+// request ends. A nil p is blocked with [ExceedsLimit]: its places could
+// never be given back.
 func (c *Concurrency) Acquire(p *Permit) Decision { return c.AcquireN(p, 1) }
 
-// AcquireN takes n places, all or none, as Acquire does. n <= 0 is allowed
-// and takes nothing; n above the limit is blocked with ExceedsLimit, and n
-// that does not fit beside the requests in flight with ConcurrencyLimited.
+// AcquireN takes n places, all or none, as [Concurrency.Acquire] does. n <=
+// 0 is allowed and takes nothing. n above the limit is blocked with
+// [ExceedsLimit]. n that does not fit beside the requests in flight is
+// blocked with [ConcurrencyLimited].
 func (c *Concurrency) AcquireN(p *Permit, n int64) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
@@ -75,10 +75,10 @@ func (c *Concurrency) InFlight() int64 { return c.inflight.Load() }
 // Limit returns the most places that can be taken at once.
 func (c *Concurrency) Limit() int64 { return c.limit.Load() }
 
-// SetLimit changes the limit, keeping the requests in flight: they count
-// against the new limit, so after lowering it no request is allowed until
-// enough of them are released. A limit outside [0, MaxLimit] is a
-// *ConfigError (Option "limit"), and the limit in force stays.
+// SetLimit changes the limit, keeping the requests in flight. They count
+// against the new limit: after lowering it, no request is allowed until
+// enough of them end. A limit outside [0, MaxLimit] is a [*ConfigError],
+// and the limit in force stays.
 func (c *Concurrency) SetLimit(limit int64) error {
 	if limit < 0 || limit > MaxLimit {
 		return badLimit(limit, 0)

@@ -44,36 +44,34 @@ func badLimit(limit, least int64) *ConfigError {
 	return &ConfigError{Field: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
 }
 
-// A Reason says why a request was blocked: by a limiter of this package, or
-// by one of a guard's rules (package slidegate, whose Reason is this type),
-// so that one set of values names every reason in every package, the
-// metrics and the dashboard.
+// A Reason says why a request was blocked, by a limiter of this package or
+// by a guard's rule. Package slidegate's Reason is this type, so one set of
+// values names every reason, in the metrics and the dashboard too.
 type Reason uint8
 
 const (
 	// NotBlocked is the Reason of a request allowed.
 	NotBlocked Reason = iota
 	// RateLimited: the requests allowed in the interval have reached the
-	// limit; or, for a Throttle's Allow, the next free place is still to
-	// come.
+	// limit. For a throttle's Allow, the next free place is still to come.
 	RateLimited
 	// ConcurrencyLimited: the requests in flight have reached the limit.
 	ConcurrencyLimited
-	// ExceedsLimit: the request asks for more than the limit itself, so no
+	// ExceedsLimit: the request asks for more than the limit itself. No
 	// amount of waiting can let it through.
 	ExceedsLimit
-	// WaitTooLong: a throttled request would have to wait longer than the
-	// throttle's maximum wait, or than its context allows; or a borrowing
-	// request longer than it may borrow.
+	// WaitTooLong: a throttled request would wait longer than the maximum
+	// wait, or its context allows. Or a borrowing request would wait
+	// longer than it may.
 	WaitTooLong
 	// RefLimited: a guard's rule on another resource (its RefResource)
 	// found that resource's traffic at the limit.
 	RefLimited
 	// BreakerOpen: a guard's breaker blocked the request.
 	BreakerOpen
-	// Overloaded: the service is overloaded, and a Shedder found as many
-	// requests in flight as it completes at its best, or an Adaptive
-	// limiter as many as the limit it has learnt.
+	// Overloaded: the service is overloaded. A [Shedder] found as many
+	// requests in flight as it completes at its best. Or an [Adaptive]
+	// limiter found as many as the limit it has learnt.
 	Overloaded
 
 	// NumReasons is the number of Reasons, NotBlocked included: an array
@@ -85,10 +83,10 @@ var reasonNames = [NumReasons]string{"not blocked", "rate limited", "concurrency
 
 var reasonCodes = [NumReasons]string{"", "rate_limited", "concurrency_limited", "exceeds_limit", "wait_too_long", "ref_limited", "breaker_open", "overloaded"}
 
-// Code returns the reason as metrics name it, in snake_case
-// ("rate_limited"; "" for NotBlocked and a Reason it does not know). The
-// codes are a contract, which dashboards and alerts select on, and do not
-// change; String is prose, and may be reworded.
+// Code returns the reason as metrics name it, in snake_case:
+// "rate_limited". It is "" for NotBlocked and a Reason it does not know.
+// The codes are a contract that dashboards and alerts select on, and do
+// not change; String is prose, and may be reworded.
 func (r Reason) Code() string {
 	if int(r) < len(reasonCodes) {
 		return reasonCodes[r]
@@ -112,24 +110,23 @@ type Decision struct {
 	Allowed bool
 	// Reason says why it may not; NotBlocked when Allowed.
 	Reason Reason
-	// Wait, for an allowed request, is how long the caller must wait before
-	// it proceeds: a Throttle's reservation (ReserveN) may give a place in
-	// the future, and a QPS limiter's prioritized request (AllowPriority)
-	// may borrow a place in the next bucket. It is 0 for every other
-	// decision.
+	// Wait, for an allowed request, is how long the caller must wait
+	// before it proceeds. A throttle's reservation may be in the future. A
+	// prioritized request may borrow a place in the next bucket. It is 0
+	// for every other decision.
 	Wait time.Duration
-	// RetryAfter, for a blocked request, is how long from the decision's
-	// time until a retry could be allowed if nothing else were allowed
-	// meanwhile. It is 0 when no retry can succeed (ExceedsLimit) or when
-	// the limiter cannot know (ConcurrencyLimited).
+	// RetryAfter, for a blocked request, is how long until a retry could
+	// be allowed, if nothing else were allowed meanwhile. It is 0 when no
+	// retry can succeed (ExceedsLimit), or the limiter cannot know
+	// (ConcurrencyLimited).
 	RetryAfter time.Duration
 }
 
 var allowed = Decision{Allowed: true}
 
-// ErrBlocked is what every refusal of a request matches with errors.Is: a
-// [BlockError] here, and the guard's, which package slidegate makes the same
-// value.
+// ErrBlocked is what every refusal of a request matches with errors.Is. A
+// [BlockError] matches it, and so does the guard's: slidegate.ErrBlocked is
+// this value.
 var ErrBlocked = errors.New("slidegate: blocked")
 
 // A BlockError is the error of a refused Wait: why, and when a retry could

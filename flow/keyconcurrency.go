@@ -11,18 +11,7 @@ import (
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// A KeyedConcurrency limits each key (a user, a tenant, a client address)
-// to its own number of requests in flight: at no moment does a key hold
-// more than its limit of places, however many keys there are and however
-// their requests interleave. Keys listed in the overrides have limits of
-// their own; every other key has the limit given to NewKeyedConcurrency.
-//
-// Memory is fixed when the limiter is made and never grows, whatever the
-// keys: 64 bytes per block of a sketch sized from the number of keys the
-// caller expects in flight at once, plus about 140 bytes per override (Set
-// changes that part with the overrides). A key is never forgotten while it
-// holds places; more keys than expected only make refusals more likely.
-// How:
+// How a KeyedConcurrency counts keys in fixed memory.
 //
 // Every key without an override is counted in a counting count-min sketch:
 // its requests in flight are added to three counters, picked by a hash
@@ -53,7 +42,7 @@ import (
 // acquirers of one key whose adds interleave, one first on a counter and
 // the other first on the next, each see the other on one counter only, and
 // both are let in.) The limit is the one in force: places held when
-// SetLimit lowers it count against the new one.
+// Set lowers it count against the new one.
 //
 // What the sketch costs is refusals, never admissions: a key is refused
 // early when other keys in flight fill all three of its counters, or while
@@ -72,15 +61,25 @@ import (
 // step, as Concurrency does. Keys are told apart by their seeded 64-bit
 // hash, and a key matching an override's hash is compared with it in full,
 // so no key is taken for an overridden one.
+
+// A KeyedConcurrency limits each key to its own number of requests in
+// flight. A key is a user, a tenant or a client address. At no moment does
+// a key hold more than its limit, however many keys there are. Keys in the
+// overrides have limits of their own.
 //
-// SetLimit and Set change the limits in place: every key keeps the places
-// it holds, which count against its new limit, including a key that gains
-// or loses an override.
+// Memory is fixed when the limiter is made: a sketch sized for the keys in
+// flight at once ([KeyedConcurrencySettings.Keys]), and about 140 bytes per
+// override. More keys than that never go over their limits, but are
+// refused early more often. At the sizing, a key with a limit of 1 is
+// refused early with probability 0.9%; with a limit of 2, 0.006%.
 //
-// A key is hashed whole: its length is the caller's to bound. A
-// KeyedConcurrency reads no clock. It is safe for concurrent use; acquiring
-// and releasing allocate nothing. The zero KeyedConcurrency is not usable;
-// make one with NewKeyedConcurrency.
+// [KeyedConcurrency.Set] changes the limits in place: every key keeps the
+// places it holds, which count against its new limit.
+//
+// A KeyedConcurrency reads no clock. It is safe for concurrent use, takes
+// no lock, and acquiring and releasing allocate nothing. A key is hashed
+// whole: its length is the caller's to bound. The zero KeyedConcurrency is
+// not usable; make one with [NewKeyedConcurrency].
 type KeyedConcurrency struct {
 	seed maphash.Seed
 	mask uint64 // blocks - 1
@@ -230,19 +229,18 @@ func (c *KeyedConcurrency) done(n int64, of taken, _ int64, _ bool, _ Outcome) {
 	c.add(of.h, -n) // in the sketch, or its entry sealed: moved there
 }
 
-// Acquire takes one place for key if its limit allows. See AcquireN.
+// Acquire takes one place for key if its limit allows. See
+// [KeyedConcurrency.AcquireN].
 func (c *KeyedConcurrency) Acquire(p *Permit, key string) Decision {
 	return c.AcquireN(p, key, 1)
 }
 
 // AcquireN takes n places for key, all or none. When allowed it fills p,
-// which must be a zero or done Permit, and the caller must call p.Done
-// when the request is done. A nil p is blocked (ExceedsLimit), as
-// its places could never be given back. n <= 0 is allowed and takes
-// nothing; n above the key's limit is blocked with ExceedsLimit, and n that
-// does not fit beside the key's places in flight (or, for a key without an
-// override, beside its estimate: see KeyedConcurrency) with
-// ConcurrencyLimited.
+// a zero or done [Permit], and the caller calls [Permit.Done] when the
+// request ends. A nil p is blocked with [ExceedsLimit]: its places could
+// never be given back. n <= 0 is allowed and takes nothing. n above the
+// key's limit is blocked with ExceedsLimit. n that does not fit beside the
+// key's places is blocked with [ConcurrencyLimited].
 func (c *KeyedConcurrency) AcquireN(p *Permit, key string, n int64) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
@@ -336,9 +334,8 @@ func (c *KeyedConcurrency) estimate(h uint64) int64 {
 }
 
 // InFlight returns the places key holds: exactly for a key with an
-// override (with, after Set gave it the override, its estimate in the
-// sketch while it may hold places there), otherwise its estimate, which is
-// never below them (and above them when other keys share all its counters).
+// override, otherwise its estimate in the sketch. The estimate is never
+// below them, and may be above when keys share counters.
 func (c *KeyedConcurrency) InFlight(key string) int64 {
 	h := maphash.String(c.seed, key)
 	if s := c.limits.Load().pins.find(h, key); s != nil {
@@ -357,18 +354,17 @@ func (c *KeyedConcurrency) InFlight(key string) int64 {
 func (c *KeyedConcurrency) Limit() int64 { return c.limits.Load().limit }
 
 // LimitOf returns the most places key can hold at once: its override's
-// limit, or Limit.
+// limit, or [KeyedConcurrency.Limit].
 func (c *KeyedConcurrency) LimitOf(key string) int64 {
 	l := c.limits.Load()
 	return l.pins.limitOf(c.seed, key, l.limit)
 }
 
-// Set changes the limit and the overrides, as NewKeyedConcurrency takes
-// them, keeping the places every key holds: they count against the key's
-// new limit, whether it gains an override, keeps it or loses it. A bad
-// limit or override is a *ConfigError, as NewKeyedConcurrency's, and the
-// limits in force stay. Set costs time in proportion to the overrides, old
-// and new; requests go on meanwhile.
+// Set changes the limit and the overrides, keeping the places every key
+// holds. They count against the key's new limit, whether it gains, keeps
+// or loses an override. A bad limit or override is a [*ConfigError], and
+// the limits in force stay. Set takes time in proportion to the overrides,
+// old and new; requests go on meanwhile.
 func (c *KeyedConcurrency) Set(limit int64, overrides map[string]int64) error {
 	if limit < 0 || limit > MaxLimit {
 		return badLimit(limit, 0)

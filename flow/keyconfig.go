@@ -164,17 +164,15 @@ func (c *keyConfig) same(d *keyConfig) bool {
 	return maps.EqualFunc(c.pinned, d.pinned, slices.Equal)
 }
 
-// Set gives the limiter new windows, limits and overrides. Windows are
-// matched with those in force by interval and buckets, in any order (the
-// second of the same interval and buckets with the second): a window kept
-// keeps its counts, under its new limit; a window gone stops counting. A new window counts a key's requests from the reload on, and
-// those that the kept window of the longest interval up to its own counted
-// then; an interval that spans the reload may also hold requests no kept
-// window counted. A key that loses its override keeps its counts. A bad
-// argument is a *ConfigError, and changes nothing.
+// Set gives the limiter new windows, limits and overrides. A window of the
+// same interval and buckets as one in force keeps its counts, under its
+// new limit. A window gone stops counting. A new window starts from what
+// the kept window of the longest interval up to its own counted. A key
+// that loses its override keeps its counts. A bad window is a
+// [*ConfigError], and changes nothing.
 //
-// Set takes the shards' mutexes one at a time, so that a decision waits at
-// most for one shard's share of the reload. It reads the clock as it
+// Set takes the shards' mutexes one at a time, so that a decision waits
+// at most for one shard's share of the reload. It reads the clock as it
 // takes each.
 func (q *KeyedQPS) Set(windows []KeyWindow) error { return q.set(windows, 0, false) }
 

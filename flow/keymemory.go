@@ -7,18 +7,20 @@ import (
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// A KeyMemory is a budget of heap for the per-key state of the keyed
-// limiters given it with [WithKeyMemory]: KeyedQPS draws its sketches'
-// growth and its hot keys' entries from it, KeyedConcurrency and
-// KeyedThrottle their sketches, each at most a sixteenth of the limit. A limiter that finds the budget spent
-// stops growing; it never goes over a key's limit for it, it only refuses
-// some keys early, as its doc says. Each limiter keeps a small floor
-// whatever the budget (KeyedQPS: a few KiB per shard it uses), so InUse
-// may pass Limit by the floors. A limiter the program no longer uses gives
-// its bytes back once the garbage collector has found it so.
+// A KeyMemory is a budget of heap for the per-key state of keyed limiters.
+// Their settings share it through their KeyMemory field. A [KeyedQPS] draws
+// its sketches and hot entries from it. A [KeyedConcurrency] and a
+// [KeyedThrottle] draw their sketches, each at most a sixteenth of the
+// budget.
 //
-// A KeyMemory is safe for concurrent use. The zero KeyMemory has a limit
-// of 0: its limiters keep their floors only.
+// A limiter that finds the budget spent stops growing. It never lets a key
+// over its limit for that; it only refuses some keys early. Each limiter
+// keeps a small floor whatever the budget, so InUse may pass Limit by the
+// floors. A limiter no longer used gives its bytes back once the garbage
+// collector finds it so.
+//
+// A KeyMemory is safe for concurrent use. The zero KeyMemory has a limit of
+// 0: its limiters keep their floors only.
 type KeyMemory struct {
 	limit int64
 	used  atomic.Int64

@@ -13,19 +13,7 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// A KeyedThrottle paces each key (a user, a tenant, a client address) as a
-// Throttle paces all requests: with a limit of N per interval, the places
-// it gives one key are at least interval/N apart (rounded up to the
-// nanosecond), and a request waits at most the maximum wait for its place.
-// Keys listed in the overrides have limits of their own; a key's pace
-// holds whatever the other keys do, however many there are. Throttle's doc
-// says what Allow, ReserveN and Wait do; they do it here per key. There is
-// no warm-up.
-//
-// Memory is fixed when the limiter is made and never grows, whatever the
-// keys: 64 bytes per block of a sketch sized from the number of keys the
-// caller expects to be paced at once, plus about 140 bytes per override
-// (Set changes that part with the overrides). How:
+// How a KeyedThrottle paces keys in fixed memory.
 //
 // All a key's pacing needs is the time of its next free place: the end of
 // the last place it was given. A key whose next free place has passed is
@@ -76,14 +64,28 @@ import (
 // their seeded 64-bit hash, and a key matching an override's hash is
 // compared with it in full, so no key is taken for an overridden one. A
 // key is hashed whole: its length is the caller's to bound.
+
+// A KeyedThrottle paces each key as a [Throttle] paces all requests. A key
+// is a user, a tenant or a client address. With a limit of N per interval,
+// the places one key is given are at least interval/N apart. A key's pace
+// holds whatever the other keys do, however many there are. Keys in the
+// overrides have limits of their own. There is no warm-up.
 //
-// Set changes the limits in place: every key keeps its next free place,
-// including a key that gains or loses an override, and its places after it
-// take the new pace.
+// Memory is fixed when the throttle is made: a sketch sized for the keys
+// paced at once ([KeyedThrottleSettings.Keys]), and about 140 bytes per
+// override. More keys than that are still paced, but wait for each other
+// more often. At the sizing, a key not seen for a pace waits with
+// probability 0.8%; at twice it, 2%.
 //
-// A KeyedThrottle is safe for concurrent use; deciding takes the mutex of
-// the key's block (no other) and allocates nothing. The zero KeyedThrottle
-// is not usable; make one with NewKeyedThrottle.
+// [Reservation.Cancel] gives a key's place back when a Throttle would,
+// unless another key of its block of the sketch was given a place since.
+// [KeyedThrottle.Set] changes the limits in place: every key keeps its next
+// free place.
+//
+// A KeyedThrottle is safe for concurrent use. Deciding takes the mutex of
+// the key's block, no other, and allocates nothing. A key is hashed whole:
+// its length is the caller's to bound. The zero KeyedThrottle is not
+// usable; make one with [NewKeyedThrottle].
 type KeyedThrottle struct {
 	seed    maphash.Seed
 	per     uint64 // the interval, in nanoseconds
@@ -262,13 +264,12 @@ func (t *KeyedThrottle) seal(e *pinnedPace, h uint64) {
 	b.mu.Unlock()
 }
 
-// Set changes the limit and the overrides, as NewKeyedThrottle takes them,
-// keeping every key's next free place: a key's next place comes no sooner
-// than its last place ends, whether it gains an override, keeps it or
-// loses it; the places after that take the key's new pace. A bad limit or
-// override is a *ConfigError, as NewKeyedThrottle's, and the limits in
-// force stay. Set costs time in proportion to the overrides, old and new;
-// requests go on meanwhile.
+// Set changes the limit and the overrides, keeping every key's next free
+// place. A key's next place comes no sooner than its last place ends,
+// whether it gains, keeps or loses an override. The places after it take
+// the key's new pace. A bad limit or override is a [*ConfigError], and the
+// limits in force stay. Set takes time in proportion to the overrides, old
+// and new; requests go on meanwhile.
 func (t *KeyedThrottle) Set(limit int64, overrides map[string]int64) error {
 	if err := checkPace(limit, time.Duration(t.per), 0); err != nil {
 		return err
@@ -326,17 +327,17 @@ func (t *KeyedThrottle) counters(h uint64) (*paceBlock, *[keyProbes]uint8) {
 	return &t.blocks[h&t.mask], &paceProbes[(h>>32)%paceCombos]
 }
 
-// ReserveN reserves places for n requests of key now. See ReserveNAt.
+// ReserveN reserves places for n requests of key now. See
+// [KeyedThrottle.ReserveNAt].
 func (t *KeyedThrottle) ReserveN(key string, n int64) Reservation {
 	return t.ReserveNAt(t.clock.Now(), key, n)
 }
 
 // ReserveNAt reserves places for n requests of key arriving at time now:
 // all n, next to each other, or none. The Decision says how long to wait
-// for the first place, at most the maximum wait; a place further away is
-// blocked with WaitTooLong, RetryAfter being how much further. n <= 0 is
-// allowed at once and takes nothing; n above the key's limit is blocked
-// with ExceedsLimit.
+// for the first place, at most MaxWait. A place further away is blocked
+// with [WaitTooLong]. n <= 0 is allowed at once and takes nothing. n above
+// the key's limit is blocked with [ExceedsLimit].
 func (t *KeyedThrottle) ReserveNAt(now int64, key string, n int64) Reservation {
 	return t.reserve(now, key, n, t.maxWait)
 }
@@ -435,53 +436,46 @@ func (t *KeyedThrottle) uncarry(e *pinnedPace, h uint64) bool {
 	}
 }
 
-// Allow decides whether one request of key may proceed now. See AllowNAt.
+// Allow decides whether one request of key may proceed now. See
+// [KeyedThrottle.AllowNAt].
 func (t *KeyedThrottle) Allow(key string) Decision { return t.AllowNAt(t.clock.Now(), key, 1) }
 
-// AllowN decides whether n requests of key may proceed now. See AllowNAt.
+// AllowN decides whether n requests of key may proceed now. See
+// [KeyedThrottle.AllowNAt].
 func (t *KeyedThrottle) AllowN(key string, n int64) Decision {
 	return t.AllowNAt(t.clock.Now(), key, n)
 }
 
 // AllowAt decides whether one request of key arriving at time now may
-// proceed. See AllowNAt.
+// proceed. See [KeyedThrottle.AllowNAt].
 func (t *KeyedThrottle) AllowAt(now int64, key string) Decision { return t.AllowNAt(now, key, 1) }
 
 // AllowNAt decides whether n requests of key arriving at time now may
-// proceed at once, and if so takes their places: all n, next to each other,
-// or none. They are allowed only if the key's next free place is now,
-// whatever the maximum wait, so an allowed Decision's Wait is 0; otherwise
-// they are blocked with RateLimited, and RetryAfter says how long until
-// that place comes. n <= 0 is allowed and takes nothing; n above the key's
-// limit is blocked with ExceedsLimit.
+// proceed at once, as [Throttle.AllowNAt] does for all requests.
 func (t *KeyedThrottle) AllowNAt(now int64, key string, n int64) Decision {
 	return atOnce(t.reserve(now, key, n, 0).Decision)
 }
 
-// Wait waits for a place for one request of key now. See WaitNAt.
+// Wait waits for a place for one request of key now. See
+// [KeyedThrottle.WaitNAt].
 func (t *KeyedThrottle) Wait(ctx context.Context, key string) error {
 	return t.WaitNAt(ctx, t.clock.Now(), key, 1)
 }
 
-// WaitN waits for places for n requests of key now. See WaitNAt.
+// WaitN waits for places for n requests of key now. See
+// [KeyedThrottle.WaitNAt].
 func (t *KeyedThrottle) WaitN(ctx context.Context, key string, n int64) error {
 	return t.WaitNAt(ctx, t.clock.Now(), key, n)
 }
 
 // WaitAt waits for a place for one request of key arriving at time now.
-// See WaitNAt.
+// See [KeyedThrottle.WaitNAt].
 func (t *KeyedThrottle) WaitAt(ctx context.Context, now int64, key string) error {
 	return t.WaitNAt(ctx, now, key, 1)
 }
 
-// WaitNAt reserves places for n requests of key arriving at time now, as
-// ReserveNAt does, and waits for the first, on the throttle's clock, as
-// Throttle.WaitNAt does. It returns nil when the requests may proceed; a
-// *BlockError when they were blocked (their place would be further away
-// than the maximum wait, or than ctx's deadline, which is real time
-// whatever the throttle's clock, or n exceeds the key's limit); or
-// ctx.Err() if ctx is done first, in which case the place is given back if
-// Cancel can.
+// WaitNAt reserves places for n requests of key arriving at time now and
+// waits for the first, as [Throttle.WaitNAt] does for all requests.
 func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n int64) error {
 	maxWait, err := waitBudget(ctx, t.maxWait)
 	if err != nil {
@@ -495,7 +489,7 @@ func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n in
 func (t *KeyedThrottle) Limit() int64 { return t.limits.Load().limit }
 
 // LimitOf returns the number of requests per interval of key: its
-// override's limit, or Limit.
+// override's limit, or [KeyedThrottle.Limit].
 func (t *KeyedThrottle) LimitOf(key string) int64 {
 	l := t.limits.Load()
 	return l.pins.limitOf(t.seed, key, l.limit)

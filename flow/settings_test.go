@@ -10,7 +10,7 @@ import (
 )
 
 // A limiter's settings hold only what it takes: a setting that another
-// limiter takes does not compile with it, where an Option shared by all
+// limiter takes does not compile with it, where an option shared by all
 // the constructors was refused only when the program ran. Each snippet
 // below gives a limiter a setting it does not take; the type checker must
 // refuse every one, and accept the same call without it.

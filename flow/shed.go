@@ -11,83 +11,57 @@ import (
 	"github.com/slidegate/slidegate/window"
 )
 
-// ShedderSettings configure a Shedder. Every zero field takes its default.
+// ShedderSettings configure a [Shedder]. Every zero field takes its
+// default.
 type ShedderSettings struct {
 	// CPU returns the share of its CPU capacity the process uses, in
-	// [0, 1]: cpu.Sampler.Usage, which reads one atomic. It is called on
-	// every decision, so it must be as cheap. Nil means no CPU signal: the
-	// shedder then never finds the service overloaded, and holds the
+	// [0, 1]: cpu.Sampler.Usage. It is called on every decision, so it must
+	// be cheap. Nil means no CPU signal: the shedder then always holds the
 	// requests in flight to twice what the service has shown it completes,
-	// all the time, shared fairly among keys: a cap that keeps a flood from
-	// filling the queue, with room for the ups and downs of the traffic.
-	// (Held to the bound itself all the time, as go-zero's shedder is with
-	// its CPU gate open, a service refuses a share of its traffic below its
-	// capacity: the requests in flight come and go around their mean, and
-	// the bound is about the mean.)
+	// shared fairly among keys.
 	CPU func() float64
 	// CPUThreshold is the usage at or above which the service is
-	// overloaded (default flowlimits.DefaultShedCPUThreshold), in (0, 1].
+	// overloaded, in (0, 1] (default 0.9).
 	CPUThreshold float64
 	// Interval and Buckets are the window the shedder learns the service's
-	// capacity over: its best rate of completed requests per bucket and its
-	// least average response time per bucket (defaults flowlimits.DefaultShedInterval
-	// and flowlimits.DefaultShedBuckets).
+	// capacity over (defaults 5 s and 50 buckets).
 	Interval time.Duration
 	Buckets  int
 	// CoolOff is how long the shedder keeps shedding after it last shed
-	// a request with the CPU at or above the threshold, whatever the CPU
-	// reads then (default flowlimits.DefaultShedCoolOff, counted from within a bucket
-	// of that request): the CPU falls as soon as requests are shed, and
-	// the shedder must not let the backlog in again at once. Requests shed
-	// in the cool-off do not renew it. A negative CoolOff means none.
+	// with the CPU at or above the threshold (default 1 s). The CPU falls
+	// as soon as requests are shed, and the backlog must not come back at
+	// once. A negative CoolOff means none.
 	CoolOff time.Duration
 	// Clock is the clock the shedder reads (default clock.System).
 	Clock clock.Clock
 }
 
-// A Shedder sheds load when a service is overloaded, the way go-zero's
-// adaptive shedder and Kratos' BBR limiter do: while the CPU is at or above
-// its threshold (or was, within the cool-off after it shed there), it
-// admits a request only if the requests in flight are fewer than what the
-// service completes at its best, by Little's law:
+// A Shedder sheds load when a service is overloaded. While the CPU is at or
+// above its threshold, or within the cool-off after it shed there, it
+// admits a request only while fewer are in flight than the service
+// completes at its best. By Little's law:
 //
 //	max in flight = best completions per second × least response time
 //
-// where the best rate is the most requests completed in one bucket of the
-// window, and the least response time the smallest average of one bucket's
-// completed requests. At that bound the places are shared fairly among the
-// keys of the requests (routes, clients: see AcquireAt): a key below its
-// share is still admitted, a key above it is not, so that a key whose
-// requests stall cannot take the service from the others.
+// The best rate is the most requests completed in one bucket of the
+// window. The least response time is the smallest mean of one bucket. At
+// that bound the places are shared fairly among the keys of the requests
+// (see [Shedder.AcquireAt]). So a key whose requests stall cannot take the
+// service from the others.
 //
-// Below half the threshold it admits every request: a cap there would be
-// one that clients could fill without using the CPU. Requests that wait on
-// their clients (slow uploads, slow readers) hold their places as long as
-// the clients like, and a cap of requests in flight lets a handful of them
-// refuse everyone while the CPU is idle. Between half the threshold and
-// the threshold (and always, without a CPU signal) it admits up to twice
-// the bound, shared the same way: the service is busy enough for a burst
-// to fill its queue before the CPU, sampled and smoothed, shows it, and
-// twice the bound leaves room for the traffic to grow. A client that holds
-// connections open without using the CPU cannot make the service warm.
+// Below half the threshold it admits every request. A cap there would be
+// one that clients could fill without using the CPU, by holding requests
+// open. Between half the threshold and the threshold, and always without a
+// CPU signal, it admits up to twice the bound, shared the same way.
 //
-// What it does better than its models. Response times are kept to the
-// tenth of a microsecond, not rounded up to whole milliseconds (go-zero
-// rounds a 100 µs handler's to 1 ms, and allows ten times too many in
-// flight). The bound is computed once per bucket, by the first decision to
-// see the bucket change, not on every decision; a decision reads a few
-// atomics and the CPU, and allocates nothing. Nothing is logged per shed
-// request. The CPU comes from the caller (package cpu reads what the
-// process's cgroup may use), so a container limited to part of a machine
-// sheds at its own limit, not the machine's.
+// Until the window holds one full bucket of completed requests, it admits
+// everything. Once it has learnt a bound, a window in which nothing
+// completed keeps it: a service that completes nothing is overloaded, not
+// idle.
 //
-// Until the window has held one full bucket of completed requests, the
-// shedder admits everything: it cannot know the service's capacity yet.
-// Once it has learnt a bound, a window in which nothing completed keeps
-// it: a service that completes nothing is overloaded, not idle.
-//
-// A Shedder is safe for concurrent use. The zero Shedder is not usable;
-// make one with NewShedder.
+// A Shedder is safe for concurrent use. Deciding reads a few atomics and
+// the CPU, and allocates nothing. The zero Shedder is not usable; make one
+// with [NewShedder].
 type Shedder struct {
 	fair      *fairShare   // the requests in flight, by lane
 	lastShed  atomic.Int64 // when it last shed, on its clock; math.MinInt64 if never
@@ -152,19 +126,19 @@ func NewShedder(s ShedderSettings) (*Shedder, error) {
 	return sh, nil
 }
 
-// Acquire decides at the shedder's clock; see AcquireAt.
+// Acquire decides at the shedder's clock; see [Shedder.AcquireAt].
 func (s *Shedder) Acquire(p *Permit, key string) Decision {
 	return s.AcquireAt(s.clock.Now(), p, key)
 }
 
 // AcquireAt decides whether a request of the given key may enter at time
-// now (nanoseconds on the shedder's clock). If so it fills p, which must be
-// a zero or done Permit, and the caller calls p.DoneAt when the request
-// ends. A shed request is blocked with Overloaded. A nil p is blocked with ExceedsLimit, as it could never be
+// now. If so it fills p, a zero or done [Permit], and the caller calls
+// [Permit.DoneAt] when the request ends. A shed request is blocked with
+// [Overloaded]. A nil p is blocked with [ExceedsLimit]: it could never be
 // given back.
 //
 // The key says whose request it is, for the places to be shared fairly at
-// the bound: the route, the client, "" for all alike (see Shedder).
+// the bound: the route, the client, or "" for all alike.
 func (s *Shedder) AcquireAt(now int64, p *Permit, key string) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
@@ -275,16 +249,16 @@ func (s *Shedder) done(_ int64, of taken, now int64, timed bool, o Outcome) {
 // InFlight returns the requests admitted and not yet done.
 func (s *Shedder) InFlight() int64 { return s.fair.inflight.Load() }
 
-// MaxInFlight returns the bound now; see MaxInFlightAt.
+// MaxInFlight returns the bound now; see [Shedder.MaxInFlightAt].
 func (s *Shedder) MaxInFlight() int64 { return s.maxInFlight(s.clock.Now()) }
 
 // MaxInFlightAt returns the bound at time now: the most requests in flight
-// the shedder admits while it sheds before it shares them among keys (see
-// Shedder), half what it admits without a CPU signal; math.MaxInt64 until
-// it has learnt the service's capacity.
+// it admits while it sheds, before it shares them among keys. It is half
+// what it admits without a CPU signal. It is math.MaxInt64 until the
+// shedder has learnt the service's capacity.
 func (s *Shedder) MaxInFlightAt(now int64) int64 { return s.maxInFlight(now) }
 
-// Shedding reports whether the shedder sheds now; see SheddingAt.
+// Shedding reports whether the shedder sheds now; see [Shedder.SheddingAt].
 func (s *Shedder) Shedding() bool { return s.SheddingAt(s.clock.Now()) }
 
 // SheddingAt reports whether the shedder sheds at time now: the CPU is at

@@ -11,42 +11,29 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// A Throttle paces requests evenly, as a leaky bucket or Sentinel's
-// rate-limiter behaviour does: with a limit of N per interval, the requests
-// it lets through are given places interval/N apart. After a quiet spell the
-// first request goes at once; there is no burst.
+// A Throttle paces requests evenly. With a limit of N per interval, the
+// places it gives are interval/N apart, rounded up to the nanosecond. After
+// a quiet spell the first request goes at once; there is no burst.
 //
-// Three ways to ask, as in x/time/rate:
+// There are three ways to ask:
 //
-//   - Allow and its variants let a request through only if its place is
-//     now; otherwise it is blocked with RateLimited, and RetryAfter says when
-//     the next place comes. An allowed Decision never asks to wait, so a
-//     caller that reads only Allowed keeps the pace.
-//   - ReserveN gives a place up to the maximum wait away, and the
-//     Reservation's Decision says how long to wait for it; a place further
-//     away is blocked with WaitTooLong. The caller waits, or gives the place
-//     back with Cancel.
-//   - Wait and its variants reserve a place and wait for it, on the
-//     Throttle's clock (see clock.Sleeper), so a clock.Manual drives them in
-//     tests.
+//   - [Throttle.Allow] lets a request through only if its place is now.
+//     Otherwise it is blocked with [RateLimited], and RetryAfter says when
+//     the place comes.
+//   - [Throttle.ReserveN] gives a place up to the maximum wait away, in a
+//     [Reservation]. The caller waits for it, or gives it back with
+//     [Reservation.Cancel].
+//   - [Throttle.Wait] reserves a place and waits for it on the throttle's
+//     clock, so that a clock.Manual drives it in tests.
 //
-// Places are at least interval/N apart, rounded up to the nanosecond: the
-// pace is never faster than the limit, and slower by at most one nanosecond
-// per request (0.1% at a million requests per second), so very high rates
-// work, unlike pacing computed in milliseconds.
+// With a warm-up ([ThrottleSettings.WarmUp]) the pace starts at Limit
+// divided by ColdFactor. It quickens on the same curve as a [QPS]
+// limiter's, never faster than the limit. Every place given warms the
+// throttle; the time no place covers cools it.
 //
-// With WithWarmUp the pace starts at limit/coldFactor and quickens as
-// traffic warms the throttle up, on the same curve as a QPS limiter's
-// (Sentinel's warm-up rate limiter, Guava's SmoothWarmingUp): each place
-// takes the time the curve gives it at the throttle's coldness, never less
-// than interval/limit. Every place given warms the throttle by one request,
-// and the time no place covers cools it; a meter of the throttle's buckets
-// keeps the coldness and updates it once per bucket.
-//
-// A Throttle is safe for concurrent use. Deciding is one compare-and-swap on
-// the time of the next free place (and, with warm-up, a read and a count in
-// the warm-up meter); deciding allocates nothing. The zero Throttle is not
-// usable; make one with NewThrottle.
+// A Throttle is safe for concurrent use. Deciding is one compare-and-swap
+// on the next free place, and allocates nothing. The zero Throttle is not
+// usable; make one with [NewThrottle].
 type Throttle struct {
 	limit   atomic.Int64
 	per     uint64 // the interval, in nanoseconds
@@ -214,14 +201,14 @@ func reserveExact(next *atomic.Int64, now, cost, maxWait int64) (d Decision, pre
 	}
 }
 
-// ReserveN reserves places for n requests now. See ReserveNAt.
+// ReserveN reserves places for n requests now. See [Throttle.ReserveNAt].
 func (t *Throttle) ReserveN(n int64) Reservation { return t.ReserveNAt(t.clock.Now(), n) }
 
-// ReserveNAt reserves places for n requests arriving at time now: all n, next
-// to each other, or none. The Decision says how long to wait for the first
-// place, at most the maximum wait; a place further away is blocked with
-// WaitTooLong. n <= 0 is allowed at once and takes nothing; n above the
-// limit is blocked with ExceedsLimit.
+// ReserveNAt reserves places for n requests arriving at time now: all n,
+// next to each other, or none. The Decision says how long to wait for the
+// first place, at most MaxWait. A place further away is blocked with
+// [WaitTooLong]. n <= 0 is allowed at once and takes nothing. n above the
+// limit is blocked with [ExceedsLimit].
 func (t *Throttle) ReserveNAt(now, n int64) Reservation { return t.reservation(now, n, t.maxWait) }
 
 // reservation is ReserveNAt with a maximum wait of maxWait.
@@ -262,24 +249,22 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 	return d, prev, start, end
 }
 
-// Allow decides whether one request may proceed now. See AllowNAt.
+// Allow decides whether one request may proceed now. See [Throttle.AllowNAt].
 func (t *Throttle) Allow() Decision { return t.AllowNAt(t.clock.Now(), 1) }
 
-// AllowN decides whether n requests may proceed now. See AllowNAt.
+// AllowN decides whether n requests may proceed now. See [Throttle.AllowNAt].
 func (t *Throttle) AllowN(n int64) Decision { return t.AllowNAt(t.clock.Now(), n) }
 
-// AllowAt decides whether one request arriving at time now may proceed. See
-// AllowNAt.
+// AllowAt decides whether one request arriving at time now may proceed.
+// See [Throttle.AllowNAt].
 func (t *Throttle) AllowAt(now int64) Decision { return t.AllowNAt(now, 1) }
 
 // AllowNAt decides whether n requests arriving at time now may proceed at
-// once, and if so takes their places: all n, next to each other, or none.
-// They are allowed only if the next free place is now, whatever the maximum
-// wait, so an allowed Decision's Wait is 0; otherwise they are blocked with
-// RateLimited, and RetryAfter says how long until that place comes. n <= 0
-// is allowed and takes nothing; n above the limit is blocked with
-// ExceedsLimit. To take a place in the future and wait for it, use ReserveN
-// or WaitN.
+// once. If so it takes their places: all n, next to each other, or none.
+// They are allowed only if the next free place is now, so Wait is 0.
+// Otherwise they are blocked with [RateLimited], and RetryAfter says when
+// the place comes. n <= 0 is allowed and takes nothing. n above the limit
+// is blocked with [ExceedsLimit].
 func (t *Throttle) AllowNAt(now, n int64) Decision {
 	d, _, _, _ := t.reserve(now, n, 0)
 	return atOnce(d)
@@ -294,27 +279,25 @@ func atOnce(d Decision) Decision {
 	return d
 }
 
-// Wait waits for a place for one request now. See WaitNAt.
+// Wait waits for a place for one request now. See [Throttle.WaitNAt].
 func (t *Throttle) Wait(ctx context.Context) error { return t.WaitNAt(ctx, t.clock.Now(), 1) }
 
-// WaitN waits for places for n requests now. See WaitNAt.
+// WaitN waits for places for n requests now. See [Throttle.WaitNAt].
 func (t *Throttle) WaitN(ctx context.Context, n int64) error {
 	return t.WaitNAt(ctx, t.clock.Now(), n)
 }
 
 // WaitAt waits for a place for one request arriving at time now. See
-// WaitNAt.
+// [Throttle.WaitNAt].
 func (t *Throttle) WaitAt(ctx context.Context, now int64) error { return t.WaitNAt(ctx, now, 1) }
 
 // WaitNAt reserves places for n requests arriving at time now, as
-// ReserveNAt does, and waits for the first: the Decision's Wait, measured
-// from the call on the throttle's clock (for a now other than the clock's
-// time, the wait still starts when it is called). It returns nil when the
-// requests may proceed; a *BlockError when they were blocked (their place
-// would be further away than the maximum wait, or than ctx's deadline, which
-// is real time whatever the throttle's clock, or n exceeds the limit); or
-// ctx.Err() if ctx is done first, in which case the place is given back as
-// Cancel would.
+// [Throttle.ReserveNAt] does, and waits for the first. The wait starts at
+// the call, on the throttle's clock. It returns nil when the requests may
+// proceed. It returns a [*BlockError] when they are blocked: the place is
+// beyond the maximum wait or ctx's deadline, or n exceeds the limit. It
+// returns ctx.Err() if ctx is done first, and gives the place back as
+// [Reservation.Cancel] would.
 func (t *Throttle) WaitNAt(ctx context.Context, now, n int64) error {
 	maxWait, err := waitBudget(ctx, t.maxWait)
 	if err != nil {
@@ -384,12 +367,11 @@ func waitRefused(d Decision, cut bool) error {
 // Limit returns the number of requests allowed per interval.
 func (t *Throttle) Limit() int64 { return t.limit.Load() }
 
-// SetLimit changes the limit, keeping the next free place: the next place
-// comes no sooner than the last one given ends, and the places after it
-// take the new pace. A place reserved meanwhile may take either pace. A
-// Throttle with warm-up keeps its limit, as a QPS limiter's does. That, and
-// a limit outside [1, MaxLimit], is a *ConfigError (Option "limit"), and
-// the limit in force stays.
+// SetLimit changes the limit, keeping the next free place. The next place
+// comes no sooner than the last one given ends; the places after it take
+// the new pace. A throttle with a warm-up keeps its limit. That, and a
+// limit outside [1, MaxLimit], is a [*ConfigError], and the limit in force
+// stays.
 func (t *Throttle) SetLimit(limit int64) error {
 	if t.warm != nil {
 		return &ConfigError{Field: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}

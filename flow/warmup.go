@@ -103,7 +103,7 @@ const (
 // newWarmUp returns the curve of a limiter of limit requests per interval in
 // the given number of buckets (paced for a Throttle's meter), or nil for
 // limit 0, which has nothing to warm up. A configuration it cannot honor is
-// a *ConfigError: see WithWarmUp.
+// a *ConfigError: see QPSSettings.WarmUp.
 func newWarmUp(limit int64, interval, period time.Duration, coldFactor float64, buckets int, paced bool) (*warmUp, error) {
 	if period <= 0 {
 		return nil, &ConfigError{Field: "warm_up", Value: period, Detail: "must be positive"}

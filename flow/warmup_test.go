@@ -166,7 +166,7 @@ func TestThrottleWarmUpPacesSlowlyFromCold(t *testing.T) {
 	}
 }
 
-// TestWarmUpIsAnErrorWhereItCannotHonor checks the bounds WithWarmUp states: a
+// TestWarmUpIsAnErrorWhereItCannotHonor checks the bounds QPSSettings.WarmUp states: a
 // cold factor up to the limit, a period of at least two intervals and ten
 // buckets. Each error names the field and its value, and both limiters
 // return it alike.
@@ -199,9 +199,9 @@ func TestWarmUpIsAnErrorWhereItCannotHonor(t *testing.T) {
 			}
 			switch {
 			case tc.mention == "" && err != nil:
-				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want no error", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err)
+				t.Errorf("limit %d, %d buckets, WarmUp %v, ColdFactor %v, throttle %v: %v, want no error", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err)
 			case tc.mention != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention)):
-				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want an error mentioning %q", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err, tc.mention)
+				t.Errorf("limit %d, %d buckets, WarmUp %v, ColdFactor %v, throttle %v: %v, want an error mentioning %q", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err, tc.mention)
 			}
 		}
 	}
