@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A snapshot is a guard's rules, each bound to the rule value that enforces
@@ -79,17 +79,17 @@ func (f FlowRule) normal() FlowRule {
 				*v = d
 			}
 		}
-		def(&f.Limit, flow.DefaultAdaptiveInitialLimit)
-		def(&f.MinLimit, flow.DefaultAdaptiveMinLimit)
-		def(&f.MaxLimit, flow.DefaultAdaptiveMaxLimit)
+		def(&f.Limit, flowlimits.DefaultAdaptiveInitialLimit)
+		def(&f.MinLimit, flowlimits.DefaultAdaptiveMinLimit)
+		def(&f.MaxLimit, flowlimits.DefaultAdaptiveMaxLimit)
 		if f.Tolerance == 0 {
-			f.Tolerance = flow.DefaultAdaptiveTolerance
+			f.Tolerance = flowlimits.DefaultAdaptiveTolerance
 		}
 		f.Share = f.share()
 	case ShedRule:
 		f.Interval, f.Buckets = Duration(f.interval()), f.buckets()
 		if f.CPUThreshold == 0 {
-			f.CPUThreshold = flow.DefaultShedCPUThreshold
+			f.CPUThreshold = flowlimits.DefaultShedCPUThreshold
 		}
 		f.Share = f.share()
 	default:
@@ -99,7 +99,7 @@ func (f FlowRule) normal() FlowRule {
 		f.Buckets = f.buckets()
 	}
 	if f.WarmUp > 0 && f.ColdFactor == 0 {
-		f.ColdFactor = defaultColdFactor
+		f.ColdFactor = flowlimits.DefaultColdFactor
 	}
 	return f
 }
@@ -488,27 +488,27 @@ func (r Rules) refs() map[string]bool {
 	return refs
 }
 
-// buckets returns the number of buckets of the rule's window,
-// flow.DefaultBuckets when unset, flow.DefaultKeyBuckets for a per-key
-// rule, flow.DefaultShedBuckets for a shed rule.
+// buckets returns the number of buckets of the rule's window, flow's
+// default when unset: flowlimits.DefaultBuckets, DefaultKeyBuckets for a
+// per-key rule, DefaultShedBuckets for a shed rule.
 func (f FlowRule) buckets() int {
 	switch {
 	case f.Buckets == 0 && f.flowType() == ShedRule:
-		return flow.DefaultShedBuckets
+		return flowlimits.DefaultShedBuckets
 	case f.Buckets != 0:
 		return f.Buckets
 	case f.PerKey:
-		return flow.DefaultKeyBuckets
+		return flowlimits.DefaultKeyBuckets
 	}
-	return flow.DefaultBuckets
+	return flowlimits.DefaultBuckets
 }
 
-// interval returns the rule's interval, when unset 1 s, or
-// flow.DefaultShedInterval for a shed rule.
+// interval returns the rule's interval, when unset 1 s, or a shed
+// rule's default, flowlimits.DefaultShedInterval.
 func (f FlowRule) interval() time.Duration {
 	if f.Interval == 0 {
 		if f.flowType() == ShedRule {
-			return flow.DefaultShedInterval
+			return flowlimits.DefaultShedInterval
 		}
 		return time.Second
 	}

@@ -1,14 +1,15 @@
 package slidegate
 
 import (
-	"errors"
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
 )
 
-// ErrBlocked matches every *BlockError with errors.Is.
-var ErrBlocked = errors.New("slidegate: blocked")
+// ErrBlocked matches every refusal with errors.Is: a *BlockError, and the
+// refusals of the limiters of package flow used on their own
+// (flow.ErrBlocked, the same value).
+var ErrBlocked = flow.ErrBlocked
 
 // A Reason says why a request was blocked: flow.Reason, whose values every
 // package, the metrics and the dashboard share.

@@ -18,9 +18,6 @@ var (
 	errNoCluster      = errors.New("the guard has no cluster to keep the counts in: make it with slidegate.WithCluster")
 )
 
-// defaultColdFactor is a warm-up's cold factor when a rule leaves it out.
-const defaultColdFactor = 3
-
 // buildFlow makes the rule that enforces flow rule f, read as Validate
 // leaves it; the error names what the limiter refused. A nil clock is
 // clock.System. A cluster rule's limiter comes from cl; with cl nil, the
@@ -33,16 +30,14 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64, mem *f
 		c = clock.System
 	}
 	interval := f.interval()
-	opts := []flow.Option{flow.WithClock(c)}
-	if f.Buckets > 0 {
-		opts = append(opts, flow.WithBuckets(f.Buckets))
-	}
+	// The buckets and the warm-up of QPS rules and throttles alike; flow
+	// fills in what the rule leaves out (Validate has judged a negative
+	// count).
+	buckets := max(f.Buckets, 0)
+	var warmUp time.Duration
+	var cold float64
 	if f.WarmUp > 0 {
-		cold := f.ColdFactor
-		if cold == 0 {
-			cold = defaultColdFactor
-		}
-		opts = append(opts, flow.WithWarmUp(time.Duration(f.WarmUp), cold))
+		warmUp, cold = time.Duration(f.WarmUp), f.ColdFactor
 	}
 	switch {
 	case f.Cluster && cl != nil:
@@ -64,39 +59,41 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64, mem *f
 		var ce *flow.ConfigError
 		if errors.As(err, &ce) {
 			// "windows[0].buckets": the rule's own field.
-			ce.Option = ce.Option[strings.IndexByte(ce.Option, '.')+1:]
+			ce.Field = ce.Field[strings.IndexByte(ce.Field, '.')+1:]
 		}
 		return r, err
 	case f.Type == ConcurrencyRule && f.PerKey:
-		l, err := flow.NewKeyedConcurrency(f.Limit, f.Overrides, 0, keyOptions(mem)...)
+		l, err := flow.NewKeyedConcurrency(flow.KeyedConcurrencySettings{Limit: f.Limit, Overrides: f.Overrides, KeyMemory: mem})
 		if err != nil {
 			return nil, err
 		}
 		return &keyConcurrencyRule{c: l}, nil
 	case f.Type == ShedRule:
-		set := flow.ShedderSettings{CPU: cpu, CPUThreshold: f.CPUThreshold, Interval: interval, Buckets: f.buckets()}
+		set := flow.ShedderSettings{CPU: cpu, CPUThreshold: f.CPUThreshold, Interval: interval, Buckets: f.buckets(), Clock: c}
 		if f.CPUThreshold < 0 {
 			set.CPU, set.CPUThreshold = nil, 0
 		} else if cpu == nil {
 			return nil, &fieldError{"cpu_threshold", errNoCPU}
 		}
-		s, err := flow.NewShedder(set, flow.WithClock(c))
+		s, err := flow.NewShedder(set)
 		if err != nil {
 			return nil, err
 		}
 		return &shedRule{s: s, byKey: f.byKey()}, nil
 	case f.Type == AdaptiveRule:
-		a, err := flow.NewAdaptive(f.adaptiveSettings(), flow.WithClock(c))
+		set := f.adaptiveSettings()
+		set.Clock = c
+		a, err := flow.NewAdaptive(set)
 		var ce *flow.ConfigError
-		if errors.As(err, &ce) && ce.Option == "initial_limit" {
-			ce.Option = "limit" // the rule's field
+		if errors.As(err, &ce) && ce.Field == "initial_limit" {
+			ce.Field = "limit" // the rule's field
 		}
 		if err != nil {
 			return nil, err
 		}
 		return &adaptiveRule{a: a, byKey: f.byKey()}, nil
 	case f.Type == ConcurrencyRule:
-		l, err := flow.NewConcurrency(f.Limit)
+		l, err := flow.NewConcurrency(flow.ConcurrencySettings{Limit: f.Limit})
 		if err != nil {
 			return nil, err
 		}
@@ -108,13 +105,15 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64, mem *f
 		}
 		return &refRule{limit: f.Limit}, nil
 	case f.Type == ThrottleRule && f.PerKey:
-		t, err := flow.NewKeyedThrottle(f.Limit, interval, time.Duration(f.MaxWait), f.Overrides, 0, keyOptions(mem, flow.WithClock(c))...)
+		t, err := flow.NewKeyedThrottle(flow.KeyedThrottleSettings{Limit: f.Limit, Interval: interval, MaxWait: time.Duration(f.MaxWait),
+			Overrides: f.Overrides, KeyMemory: mem, Clock: c})
 		if err != nil {
 			return nil, err
 		}
 		return &keyThrottleRule{t: t}, nil
 	case f.Type == ThrottleRule && f.Limit > 0:
-		t, err := flow.NewThrottle(f.Limit, interval, time.Duration(f.MaxWait), opts...)
+		t, err := flow.NewThrottle(flow.ThrottleSettings{Limit: f.Limit, Interval: interval, MaxWait: time.Duration(f.MaxWait),
+			Buckets: buckets, WarmUp: warmUp, ColdFactor: cold, Clock: c})
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +121,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64, mem *f
 	}
 	// A QPS rule; or a throttle of limit 0, which has no places at all and
 	// blocks everything, as a QPS limit of 0 does.
-	q, err := flow.NewQPS(f.Limit, interval, opts...)
+	q, err := flow.NewQPS(flow.QPSSettings{Limit: f.Limit, Interval: interval, Buckets: buckets, WarmUp: warmUp, ColdFactor: cold, Clock: c})
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +144,7 @@ func checkFlow(f FlowRule, cpu func() float64) error {
 			return nil // its limit is all it has, and checkKeys has judged it
 		case ThrottleRule:
 			// The same pace as a throttle of all keys, and no options.
-			_, err := flow.NewThrottle(f.Limit, f.interval(), time.Duration(f.MaxWait))
+			_, err := flow.NewThrottle(flow.ThrottleSettings{Limit: f.Limit, Interval: f.interval(), MaxWait: time.Duration(f.MaxWait)})
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // fakeCluster keeps cluster rules' counts in local limiters, and records
@@ -30,7 +31,7 @@ func (c *fakeCluster) Limiter(r FlowRule) (ClusterLimiter, error) {
 		return nil, errors.New("13 is unlucky")
 	}
 	c.made = append(c.made, r)
-	q, err := flow.NewQPS(r.Limit, time.Duration(r.Interval), flow.WithBuckets(r.Buckets), flow.WithClock(clock.NewManual(0)))
+	q, err := flow.NewQPS(flow.QPSSettings{Limit: r.Limit, Interval: time.Duration(r.Interval), Buckets: r.Buckets, Clock: clock.NewManual(0)})
 	return &fakeLimiter{c: c, name: r.Resource, q: q}, err
 }
 
@@ -71,7 +72,7 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 	if err := g.SetRules(rules); err != nil {
 		t.Fatal(err)
 	}
-	if len(fc.made) != 1 || fc.made[0].Interval != Duration(time.Second) || fc.made[0].Buckets != flow.DefaultBuckets || fc.made[0].Lease != 5 {
+	if len(fc.made) != 1 || fc.made[0].Interval != Duration(time.Second) || fc.made[0].Buckets != flowlimits.DefaultBuckets || fc.made[0].Lease != 5 {
 		t.Fatalf("the cluster was asked for %+v; want one rule with its interval and buckets set", fc.made)
 	}
 	type ctxKey struct{}

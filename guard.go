@@ -12,6 +12,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A Guard holds named resources, their rules and their statistics. Wrap the
@@ -158,7 +159,7 @@ func WithCPU(usage func() float64) Option {
 type Cluster interface {
 	// Limiter returns the limiter of a cluster-wide rule, or an error
 	// naming what it cannot do. The guard has set the rule's Interval and
-	// Buckets (1s and flow.DefaultBuckets when the rule leaves them out).
+	// Buckets (1s and 25 when the rule leaves them out).
 	Limiter(rule FlowRule) (ClusterLimiter, error)
 }
 
@@ -218,7 +219,7 @@ type KeyedCluster interface {
 	// KeyedLimiter returns the limiter of a resource's per-key cluster QPS
 	// rules, all decided together for a key: a request one of them refuses
 	// counts in none. The guard has set each rule's Interval and Buckets
-	// (to 1s and flow.DefaultKeyBuckets when the rule leaves them out).
+	// (to 1s and 20 when the rule leaves them out).
 	KeyedLimiter(rules []FlowRule) (KeyedClusterLimiter, error)
 }
 
@@ -245,7 +246,7 @@ type ClusterLimiter interface {
 // New returns a Guard without rules, or an error wrapping ErrInvalidConfig
 // that names the first bad option and its value. A nil option is no option.
 func New(opts ...Option) (*Guard, error) {
-	o := guardOptions{clock: clock.System, maxResources: DefaultMaxResources, keyMemory: flow.DefaultKeyMemory}
+	o := guardOptions{clock: clock.System, maxResources: DefaultMaxResources, keyMemory: flowlimits.DefaultKeyMemory}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func TestPerKeyRuleLimitsEachKeyOnItsOwn(t *testing.T) {
@@ -190,7 +190,7 @@ func TestLongKeysAreBounded(t *testing.T) {
 		t.Fatalf("the block names a key of %d bytes, want it cut to %d", len(be.Key), MaxKeyLength)
 	}
 	top := g.TopKeys("api", 1, false)
-	if len(top) != 1 || len(top[0].Key) > flow.MaxShownKeyLength || top[0].Allowed != 2 {
+	if len(top) != 1 || len(top[0].Key) > flowlimits.MaxShownKeyLength || top[0].Allowed != 2 {
 		t.Fatalf("TopKeys = %+v, want one key, cut, with 2 allowed", top)
 	}
 }

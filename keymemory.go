@@ -1,10 +1,8 @@
 package slidegate
 
-import "github.com/slidegate/slidegate/flow"
-
 // WithKeyMemory bounds the heap that all the guard's per-key rules hold
 // together, whatever their number and resources. The default is
-// [flow.DefaultKeyMemory], 64 MiB. The bound covers the sketches and hot
+// 64 MiB. The bound covers the sketches and hot
 // keys of per-key QPS rules, and the sketches of per-key concurrency and
 // throttle rules. A rule past the bound stops growing: it never lets a key
 // over its limit, and refuses some keys early ([flow.KeyedQPS] says
@@ -24,13 +22,4 @@ func WithKeyMemory(bytes int64) Option {
 // back once the garbage collector has found it so.
 func (g *Guard) KeyMemory() (inUse, limit int64) {
 	return g.keys.InUse(), g.keys.Limit()
-}
-
-// keyOptions are the Options that make a keyed limiter draw from mem, if
-// any: none when a rule is built only to be checked.
-func keyOptions(mem *flow.KeyMemory, opts ...flow.Option) []flow.Option {
-	if mem != nil {
-		opts = append(opts, flow.WithKeyMemory(mem))
-	}
-	return opts
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // fakeCPU is a CPU reading a test sets.
@@ -181,7 +181,7 @@ func TestReloadKeepsAnAdaptiveLimit(t *testing.T) {
 	serve(t, g, clk.Now()+int64(200*time.Millisecond), "a", 1, time.Millisecond, nil)
 	// The same rule with its defaults written out is the same rule.
 	same := Rules{Flow: []FlowRule{{Resource: "a", Type: AdaptiveRule, Limit: 100, Algorithm: "gradient",
-		MinLimit: flow.DefaultAdaptiveMinLimit, MaxLimit: flow.DefaultAdaptiveMaxLimit, Tolerance: flow.DefaultAdaptiveTolerance}}}
+		MinLimit: flowlimits.DefaultAdaptiveMinLimit, MaxLimit: flowlimits.DefaultAdaptiveMaxLimit, Tolerance: flowlimits.DefaultAdaptiveTolerance}}}
 	if err := g.SetRules(same); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func TestReloadDoesNotHandOneRulesCountsToAnother(t *testing.T) {
@@ -62,7 +63,7 @@ func checkReloads(t *testing.T, seed uint64) {
 			Resource: "a",
 			Limit:    int64(1 + rng.IntN(8)),
 			Interval: Duration([]time.Duration{time.Second, 2 * time.Second}[rng.IntN(2)]),
-			Buckets:  []int{0, 1, 4, flow.DefaultBuckets}[rng.IntN(4)], // 0 is the default spelled out
+			Buckets:  []int{0, 1, 4, flowlimits.DefaultBuckets}[rng.IntN(4)], // 0 is the default spelled out
 		}
 	}
 	type load struct {
@@ -195,7 +196,7 @@ func TestReloadTreatsADefaultSpelledOutAsTheSameRule(t *testing.T) {
 	mustEnter(t, g, "a").Exit(nil)
 	mustEnter(t, g, "b").Exit(errors.New("boom")) // opens the breaker
 	spelled := Rules{
-		Flow: []FlowRule{{Resource: "a", Limit: 1, Type: QPSRule, Interval: Duration(time.Second), Buckets: flow.DefaultBuckets}},
+		Flow: []FlowRule{{Resource: "a", Limit: 1, Type: QPSRule, Interval: Duration(time.Second), Buckets: flowlimits.DefaultBuckets}},
 		Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1, MinRequests: cloned(new(int64)),
 			Interval: Duration(10 * time.Second), Buckets: 10, OpenTimeout: Duration(5 * time.Second), Probes: 1}},
 	}
@@ -236,7 +237,7 @@ func (l *refusingLimit) SetLimit(n int64) error {
 type refusingLimitCluster struct{}
 
 func (refusingLimitCluster) Limiter(r FlowRule) (ClusterLimiter, error) {
-	q, err := flow.NewQPS(r.Limit, r.interval())
+	q, err := flow.NewQPS(flow.QPSSettings{Limit: r.Limit, Interval: r.interval()})
 	if err != nil {
 		return nil, err
 	}

@@ -52,20 +52,16 @@ type resizer interface {
 // every request by the processor serving it, so they fill whole cache
 // lines: the holds of two entries never share one.
 type hold struct {
-	by        rule
-	permit    flow.Permit         // a concurrency rule's
-	place     flow.Reservation    // a throttle's
-	promise   breaker.Promise     // a breaker's
-	grant     flow.Grant          // a QPS rule's, given back if a later rule blocks the request
-	keyPermit flow.KeyPermit      // a per-key concurrency rule's
-	keyPlace  flow.KeyReservation // a per-key throttle's
-	shed      flow.ShedPermit     // a shed rule's
-	adaptive  flow.AdaptivePermit // an adaptive rule's
+	by      rule
+	permit  flow.Permit      // a concurrency, shed or adaptive rule's, per key or not
+	place   flow.Reservation // a throttle's, per key or not
+	promise breaker.Promise  // a breaker's
+	grant   flow.Grant       // a QPS rule's, given back if a later rule blocks the request
 	// overloaded says, as the request exits, whether it ended overloaded
 	// (IsOverloaded): set by Exit for every hold before release.
 	overloaded bool
 	shadow     bool // the rule that holds it is in shadow
-	_          [384 - 320]byte
+	_          [256 - 232]byte
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the
@@ -85,6 +81,24 @@ const (
 	// not to be spent on a request a local rule blocks.
 	phaseCluster
 )
+
+// outcome is what the end of a request tells the limiter whose permit it
+// held: a request that a later rule blocked never ran; one that ended
+// overloaded failed for want of capacity; one that ended with
+// context.Canceled says nothing of the service.
+func outcome(h *hold, o breaker.Outcome, blocked bool) flow.Outcome {
+	switch {
+	case blocked:
+		return flow.Ignored
+	case h.overloaded:
+		return flow.FailedOverloaded
+	case o == breaker.Success:
+		return flow.Succeeded
+	case o == breaker.Failure:
+		return flow.Failed
+	}
+	return flow.Ignored
+}
 
 // holdsNothing is the release of the rules that give a request nothing to
 // hold.

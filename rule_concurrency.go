@@ -21,7 +21,9 @@ func (r *concurrencyRule) admit(_ context.Context, e *entry, _ int64, h *hold) f
 	return d
 }
 
-func (r *concurrencyRule) release(h *hold, _ int64, _ breaker.Outcome, _ bool) { h.permit.Release() }
+func (r *concurrencyRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
+	h.permit.DoneAt(now, outcome(h, o, blocked))
+}
 
 func (*concurrencyRule) resizable() bool              { return true }
 func (r *concurrencyRule) setLimit(limit int64) error { return r.c.SetLimit(limit) }
@@ -33,15 +35,15 @@ type keyConcurrencyRule struct{ c *flow.KeyedConcurrency }
 func (*keyConcurrencyRule) phase() phase { return phaseConcurrency }
 
 func (r *keyConcurrencyRule) admit(_ context.Context, e *entry, _ int64, h *hold) flow.Decision {
-	d := r.c.AcquireN(&h.keyPermit, e.key, e.count)
+	d := r.c.AcquireN(&h.permit, e.key, e.count)
 	if d.Allowed {
 		h.by = r
 	}
 	return d
 }
 
-func (r *keyConcurrencyRule) release(h *hold, _ int64, _ breaker.Outcome, _ bool) {
-	h.keyPermit.Release()
+func (r *keyConcurrencyRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
+	h.permit.DoneAt(now, outcome(h, o, blocked))
 }
 
 func (r *keyConcurrencyRule) setKeyLimits(limit int64, overrides map[string]int64) error {

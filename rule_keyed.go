@@ -126,7 +126,7 @@ func (g *keyGroup) build(rules []FlowRule, c clock.Clock, cl Cluster, mem *flow.
 		}
 		return &keyedClusterRule{l: l}, nil
 	}
-	q, err := flow.NewKeyedQPS(g.windows(rules), keyOptions(mem, flow.WithClock(c))...)
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: g.windows(rules), KeyMemory: mem, Clock: c})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeySt
 	}
 	for _, ch := range b.checks {
 		if k, ok := ch.rule.(*keyedRule); ok {
-			return k.q.Top(now, n, byBlocked)
+			return k.q.TopAt(now, n, byBlocked)
 		}
 	}
 	return nil

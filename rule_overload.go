@@ -51,7 +51,7 @@ type shedRule struct {
 func (*shedRule) phase() phase { return phaseConcurrency }
 
 func (r *shedRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
-	d := r.s.AcquireAt(now, shareOf(e, r.byKey), &h.shed)
+	d := r.s.AcquireAt(now, &h.permit, shareOf(e, r.byKey))
 	if d.Allowed {
 		h.by = r
 	}
@@ -61,11 +61,7 @@ func (r *shedRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.D
 // release ends the request: a sample, unless it never ran (blocked later)
 // or its caller gave up (its response time says nothing of the service).
 func (r *shedRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
-	if blocked || o == breaker.Ignored {
-		h.shed.Cancel()
-		return
-	}
-	h.shed.DoneAt(now)
+	h.permit.DoneAt(now, outcome(h, o, blocked))
 }
 
 // An adaptiveRule is a concurrency limit that finds itself (flow.Adaptive).
@@ -77,7 +73,7 @@ type adaptiveRule struct {
 func (*adaptiveRule) phase() phase { return phaseConcurrency }
 
 func (r *adaptiveRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
-	d := r.a.AcquireAt(now, shareOf(e, r.byKey), &h.adaptive)
+	d := r.a.AcquireAt(now, &h.permit, shareOf(e, r.byKey))
 	if d.Allowed {
 		h.by = r
 	}
@@ -88,18 +84,9 @@ func (r *adaptiveRule) admit(_ context.Context, e *entry, now int64, h *hold) fl
 // off if it ended overloaded. A request that failed otherwise (a bad
 // argument, a bug) may have taken any time, often none: its response time
 // says little of the service, and a run of quick errors would make the
-// service look faster than it is.
+// service look faster than it is (flow.Failed).
 func (r *adaptiveRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
-	switch {
-	case blocked:
-		h.adaptive.Cancel()
-	case h.overloaded:
-		h.adaptive.DoneAt(now, true)
-	case o == breaker.Success:
-		h.adaptive.DoneAt(now, false)
-	default:
-		h.adaptive.Cancel()
-	}
+	h.permit.DoneAt(now, outcome(h, o, blocked))
 }
 
 // An adaptive rule's Limit is only where it starts: a reload that changes
@@ -181,7 +168,7 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 		st := OverloadStatus{Resource: r.Resource, Type: r.flowType()}
 		switch f := f.(type) {
 		case *shedRule:
-			st.Limit, st.InFlight, st.Shedding, st.CPU = f.s.MaxInFlight(now), f.s.InFlight(), f.s.Shedding(now), -1
+			st.Limit, st.InFlight, st.Shedding, st.CPU = f.s.MaxInFlightAt(now), f.s.InFlight(), f.s.SheddingAt(now), -1
 			if st.Limit == math.MaxInt64 {
 				st.Limit = -1
 			}

@@ -41,16 +41,16 @@ type keyThrottleRule struct{ t *flow.KeyedThrottle }
 func (*keyThrottleRule) phase() phase { return phaseThrottle }
 
 func (r *keyThrottleRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
-	h.keyPlace = r.t.ReserveNAt(now, e.key, e.count)
-	if h.keyPlace.Allowed {
+	h.place = r.t.ReserveNAt(now, e.key, e.count)
+	if h.place.Allowed {
 		h.by = r
 	}
-	return h.keyPlace.Decision
+	return h.place.Decision
 }
 
 func (r *keyThrottleRule) release(h *hold, now int64, _ breaker.Outcome, blocked bool) {
 	if blocked {
-		h.keyPlace.CancelAt(now)
+		h.place.CancelAt(now)
 	}
 }
 

@@ -78,24 +78,23 @@ type FlowRule struct {
 	Type FlowType `json:"type,omitempty" yaml:"type,omitempty"`
 	// Limit is how many requests are allowed per Interval (QPSRule,
 	// ThrottleRule) or at once (ConcurrencyRule). 0 blocks everything. An
-	// adaptive rule starts from Limit (0: flow.DefaultAdaptiveInitialLimit),
+	// adaptive rule starts from Limit (default 20),
 	// and a reload that changes only its Limit keeps the limit it has
 	// learnt; a shed rule has none.
 	Limit int64 `json:"limit" yaml:"limit"`
 	// Interval is the span Limit counts over (default 1s), for a QPS rule
 	// or a throttle; for a shed rule, the window it learns the service's
-	// capacity over (default flow.DefaultShedInterval, 5s).
+	// capacity over (default 5s).
 	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
-	// Buckets divides the interval of a QPS rule (default
-	// flow.DefaultBuckets: more buckets allow closer to the limit under
-	// steady overload), of a throttle's warm-up, or of a shed rule's window
-	// (default flow.DefaultShedBuckets, 50).
+	// Buckets divides the interval of a QPS rule (default 25: more
+	// buckets allow closer to the limit under steady overload), of a throttle's warm-up, or of a shed rule's window
+	// (default 50).
 	Buckets int `json:"buckets,omitempty" yaml:"buckets,omitempty"`
 	// MaxWait is how long a throttle's request may wait for its place.
 	MaxWait Duration `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
 	// WarmUp, if positive, makes a QPS rule or a throttle start at
 	// Limit/ColdFactor and warm up to Limit over this period of traffic: at
-	// least two intervals and ten buckets (see flow.WithWarmUp).
+	// least two intervals and ten buckets (see flow.QPSSettings.WarmUp).
 	WarmUp Duration `json:"warm_up,omitempty" yaml:"warm_up,omitempty"`
 	// ColdFactor is the warm-up's cold factor (default 3): above 1, and at
 	// most Limit.
@@ -145,7 +144,7 @@ type FlowRule struct {
 	// override too.
 	Overrides map[string]int64 `json:"overrides,omitempty" yaml:"overrides,omitempty"`
 	// CPUThreshold is the CPU usage at or above which a shed rule sheds
-	// (default flow.DefaultShedCPUThreshold, 0.9): a share, in (0, 1], of
+	// (default 0.9): a share, in (0, 1], of
 	// what the process may use, as the guard reads it (WithCPU). Below half
 	// of it the rule caps nothing. -1 means no CPU signal: the rule then
 	// holds the requests in flight to twice what the service completes,
@@ -154,14 +153,14 @@ type FlowRule struct {
 	// Algorithm is how an adaptive rule moves its limit: "gradient" (the
 	// default) or "aimd" (flow.Gradient, flow.AIMD).
 	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
-	// MinLimit and MaxLimit bound an adaptive rule's limit (defaults
-	// flow.DefaultAdaptiveMinLimit and flow.DefaultAdaptiveMaxLimit). It
+	// MinLimit and MaxLimit bound an adaptive rule's limit (defaults 4
+	// and 10000). It
 	// never goes below MinLimit, not even to probe.
 	MinLimit int64 `json:"min_limit,omitempty" yaml:"min_limit,omitempty"`
 	MaxLimit int64 `json:"max_limit,omitempty" yaml:"max_limit,omitempty"`
 	// Tolerance is how much slower than the least response time it has
 	// seen an adaptive rule lets requests become before its limit comes
-	// down (default flow.DefaultAdaptiveTolerance, 1.25).
+	// down (default 1.25).
 	Tolerance float64 `json:"tolerance,omitempty" yaml:"tolerance,omitempty"`
 	// Share is whom a shed or adaptive rule shares its limit among when
 	// the limit is reached: "resource" (each route its share; the default

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
@@ -137,10 +138,10 @@ func sharedClusterCounts(rules []FlowRule, into []Problem) []Problem {
 // decided together.
 func tooManyWindows(rules []FlowRule, into []Problem) []Problem {
 	for _, g := range keyGroups(rules) {
-		if len(g.at) > flow.MaxKeyWindows {
-			i := g.at[flow.MaxKeyWindows]
+		if len(g.at) > flowlimits.MaxKeyWindows {
+			i := g.at[flowlimits.MaxKeyWindows]
 			into = append(into, Problem{Rule: ruleAt("flow", i), Resource: rules[i].Resource, Field: "per_key",
-				Reason: fmt.Sprintf("the resource has %d per-key QPS rules; at most %d are decided together", len(g.at), flow.MaxKeyWindows)})
+				Reason: fmt.Sprintf("the resource has %d per-key QPS rules; at most %d are decided together", len(g.at), flowlimits.MaxKeyWindows)})
 		}
 	}
 	return into
@@ -377,8 +378,8 @@ func (f FlowRule) checkKeys(p *problems) {
 		p.add("cluster", "a concurrency rule is not cluster-wide")
 	}
 	if f.Type == QPSRule || f.Type == "" {
-		if k := f.buckets(); k > flow.MaxKeyBuckets {
-			p.add("buckets", "%d: a per-key rule has at most %d buckets", k, flow.MaxKeyBuckets)
+		if k := f.buckets(); k > flowlimits.MaxKeyBuckets {
+			p.add("buckets", "%d: a per-key rule has at most %d buckets", k, flowlimits.MaxKeyBuckets)
 		}
 	}
 	if len(f.Overrides) > MaxOverrides {
@@ -408,7 +409,7 @@ func (f FlowRule) checkKeys(p *problems) {
 func fieldOf(err error) string {
 	var ce *flow.ConfigError
 	if errors.As(err, &ce) {
-		return ce.Option
+		return ce.Field
 	}
 	var we *timegrid.WindowError
 	if errors.As(err, &we) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // The top keys. A resource with per-key rules (slidegate.FlowRule.PerKey)
@@ -18,7 +18,7 @@ import (
 // for at most maxKeyedResources resources and keeps, for each, the topKeys
 // keys with the most requests allowed and the topKeys with the most
 // blocked: at most 2·topKeys keys a resource, of at most
-// flow.MaxShownKeyLength bytes each, whatever the clients send. Keys are
+// 64 bytes each, whatever the clients send. Keys are
 // what clients chose: the page writes them as text, never as markup.
 
 // maxKeyedResources is how many resources with per-key rules a sample
@@ -71,13 +71,13 @@ func (d *Dashboard) observeKeys(rules slidegate.Rules) {
 
 // topKeys returns the n keys of ks with the most requests allowed and the n
 // with the most blocked (none with 0 blocked): at most 2·n keys, by allowed
-// then blocked, most first, then by key. Keys that read the same, cut to flow.MaxShownKeyLength bytes
+// then blocked, most first, then by key. Keys that read the same, cut to 64 bytes
 // and made valid UTF-8 as JSON writes them, are added up: the page could not
 // tell them apart. ks is reordered.
 func topKeys(ks []slidegate.KeyStat, n int) []keyJSON {
 	for i := range ks {
 		k := ks[i].Key
-		ks[i].Key = strings.ToValidUTF8(k[:min(len(k), flow.MaxShownKeyLength)], "\uFFFD")
+		ks[i].Key = strings.ToValidUTF8(k[:min(len(k), flowlimits.MaxShownKeyLength)], "\uFFFD")
 	}
 	slices.SortFunc(ks, func(a, b slidegate.KeyStat) int { return strings.Compare(a.Key, b.Key) })
 	merged := ks[:0]

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // keyed sends n requests with key to resource, and returns how many were
@@ -204,7 +204,7 @@ func TestAnyKeyEncodes(t *testing.T) {
 }
 
 // BenchmarkSampleTopKeys measures a sample of a guard with one resource
-// whose per-key rule tracks as many keys as it can (flow.DefaultHotKeys),
+// whose per-key rule tracks as many keys as it can (512),
 // with the default WithTopKeys and with WithTopKeys(0), which reads none:
 // the difference is what reading the keys costs a sample.
 func BenchmarkSampleTopKeys(b *testing.B) {
@@ -212,7 +212,7 @@ func BenchmarkSampleTopKeys(b *testing.B) {
 	if err := f.g.SetRules(slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /a", Limit: 1, PerKey: true}}}); err != nil {
 		b.Fatal(err)
 	}
-	for i := range 2 * flow.DefaultHotKeys {
+	for i := range 2 * flowlimits.DefaultHotKeys {
 		f.keyed(b, "GET /a", fmt.Sprint("user-", i), 2)
 	}
 	for _, n := range []int{DefaultTopKeys, 0} {

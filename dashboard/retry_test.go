@@ -17,7 +17,7 @@ import (
 // over one second, on clk.
 func newBudget(t *testing.T, ratio float64, clk clock.Clock) *flow.RetryBudget {
 	t.Helper()
-	b, err := flow.NewRetryBudget(ratio, 0, time.Second, flow.WithClock(clk))
+	b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: ratio, MinPerSecond: 0, Interval: time.Second, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

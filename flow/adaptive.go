@@ -8,23 +8,22 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// An AdaptiveAlgorithm is how an Adaptive limiter moves its limit at the end
-// of each window of samples.
+// An AdaptiveAlgorithm is how an [Adaptive] limiter moves its limit at the
+// end of each window of samples.
 type AdaptiveAlgorithm uint8
 
 const (
-	// Gradient scales the limit by how far the window's average response
-	// time is from the baseline (Netflix's gradient limit, with the
-	// baseline kept honest by drains, see Adaptive): by tolerance × baseline / average,
-	// between 0.5 and 1, when requests queue; it grows by the limit's
-	// square root when they do not and the limit is in use.
+	// Gradient scales the limit by how far the window's mean response time
+	// is from the baseline when requests queue: by tolerance × baseline /
+	// mean, between 0.5 and 1. It grows by the limit's square root when
+	// they do not, and the limit is in use.
 	Gradient AdaptiveAlgorithm = iota
-	// AIMD cuts the limit by the backoff factor when the window's average
-	// response time is above tolerance × baseline or a request in it was
-	// overloaded, and otherwise grows it by the limit's square root when
-	// the limit is in use.
+	// AIMD cuts the limit by the backoff factor when the window's mean
+	// response time is above tolerance × baseline. It grows as Gradient
+	// does.
 	AIMD
 )
 
@@ -39,93 +38,67 @@ func (a AdaptiveAlgorithm) String() string {
 	return fmt.Sprintf("AdaptiveAlgorithm(%d)", uint8(a))
 }
 
-// Defaults of an Adaptive limiter.
-const (
-	DefaultAdaptiveInitialLimit  = 20
-	DefaultAdaptiveMinLimit      = 4
-	DefaultAdaptiveMaxLimit      = 10000
-	DefaultAdaptiveTolerance     = 1.25
-	DefaultAdaptiveWindow        = 100 * time.Millisecond
-	DefaultAdaptiveMinSamples    = 10
-	DefaultAdaptiveDrainInterval = 10 * time.Second
-	DefaultAdaptiveBackoff       = 0.8
-)
-
-// AdaptiveSettings configure an Adaptive limiter. Every zero field takes
+// AdaptiveSettings configure an [Adaptive] limiter. Every zero field takes
 // its default.
 type AdaptiveSettings struct {
 	// Algorithm is Gradient (the default) or AIMD.
 	Algorithm AdaptiveAlgorithm
-	// InitialLimit is the limit to start from (default
-	// DefaultAdaptiveInitialLimit), within [MinLimit, MaxLimit]. The limit
-	// doubles every window until requests first queue (slow start), so a
-	// low start costs a few windows, not many.
+	// InitialLimit is the limit to start from, within [MinLimit, MaxLimit]
+	// (default 20). The limit doubles every window until requests first
+	// queue, so a low start costs a few windows.
 	InitialLimit int64
-	// MinLimit and MaxLimit bound the limit (defaults
-	// DefaultAdaptiveMinLimit and DefaultAdaptiveMaxLimit). The limit never
-	// falls below MinLimit, not even in a drain.
+	// MinLimit and MaxLimit bound the limit (defaults 4 and 10000). The
+	// limit never falls below MinLimit, not even in a drain.
 	MinLimit, MaxLimit int64
-	// Tolerance is how much slower than the baseline the average response
-	// time may be before the limit comes down (default 1.25, at least 1):
-	// under sustained overload, a Gradient limit settles where requests
-	// take Tolerance × the baseline, the service busy all the time.
+	// Tolerance is how much slower than the baseline the mean response time
+	// may be before the limit comes down, at least 1 (default 1.25). Under
+	// sustained overload a Gradient limit settles where requests take
+	// Tolerance × the baseline.
 	Tolerance float64
-	// Window is the shortest window of samples (default 100 ms); a window
-	// also lasts at least twice the average response time, and until it
-	// holds MinSamples completed requests (default 10).
+	// Window is the shortest window of samples (default 100 ms). A window
+	// also lasts twice the mean response time, and until it holds
+	// MinSamples completed requests (default 10).
 	Window     time.Duration
 	MinSamples int64
 	// DrainInterval is how often the limiter drains its queue to measure
-	// the baseline afresh (default 10 s; negative: never), lowering the
-	// limit for about a response time: see Adaptive.
+	// the baseline afresh (default 10 s; negative: never).
 	DrainInterval time.Duration
-	// Backoff is what the limit is multiplied by when a request in the
-	// window was overloaded (and, for AIMD, when requests queue): default
-	// 0.8, in [0.5, 1).
+	// Backoff multiplies the limit when a request in the window was
+	// overloaded, and for AIMD when requests queue: in [0.5, 1) (default
+	// 0.8).
 	Backoff float64
+	// Clock is the clock the limiter reads (default clock.System).
+	Clock clock.Clock
 }
 
-// An Adaptive limiter is a concurrency limit that finds itself: it admits
-// a request while fewer than its limit are in flight, as Concurrency does,
-// and moves the limit from the response times of the requests it admitted.
-// At the limit, the places are shared fairly among the keys of the
-// requests (routes, clients: see AcquireAt): a key below its share is
-// still admitted, a key above it is not, so that a key whose requests
-// stall cannot take the limit from the others.
+// How an Adaptive limit moves.
 //
-// The model. A service of W workers that each take S per request
-// completes C = W/S requests a second. Up to W requests in flight, each
-// takes S; beyond, the rest queue, and each takes S × inflight/W. The
-// limiter judges a window of requests by their mean response time without
-// its outliers: the requests that took over four times the window's
-// median. A queue slows most requests, and moves the median with them; a
-// few requests slow for their own reasons (a large upload, a rare
-// expensive query) do not, and left in, 5% of requests 100 times slower
-// would make the mean six times the rest's. It keeps a baseline: the least
-// such mean of a window (of at least MinSamples requests) it has seen, S.
-// A mean of many requests, not the fastest one: a few fast answers (cache
-// hits, quick errors) among slow ones must not make every window look
-// queued. At the end of each window it compares the window's mean with
-// the baseline. Gradient sets the limit to limit × tolerance × baseline /
-// mean when that is below the limit, which under sustained overload is
-// tolerance × W: every worker busy, each request taking tolerance × S. It
-// grows the limit when requests take less and the limit is in use (at
-// least half of it was in flight in the window): doubling each window
-// until requests first queue (slow start), then by its square root. AIMD
-// cuts by the backoff factor instead, and grows the same way.
-//
-// What it does better than its models. A request that ends overloaded
-// (a timeout, or the downstream's "overloaded") cuts the limit by the
-// backoff factor at the end of its window, whatever the response times say
-// (Netflix's Gradient2 ignores them); in a drain, it cuts the limit the
-// drain comes back to. The limit grows only while it is in use, and
-// never under sustained overload: the baseline cannot drift up with the
-// queue (as Vegas' rtt_noload and Gradient2's long-term average do),
-// because between drains it only goes down. Netflix's limits and Envoy's
-// filter judge by the plain mean (or a minimum): there, a small share of
-// slow requests halves the limit over and over, down to its floor, which
-// the slow requests then fill. A median alone would not do either: it
-// lets a queue that holds a third of the requests go unseen.
+// The model. A service of W workers that each take S per request completes
+// C = W/S requests a second. Up to W requests in flight, each takes S;
+// beyond, the rest queue, and each takes S × inflight/W. The limiter judges
+// a window of requests by their mean response time without its outliers:
+// the requests that took over four times the window's median. A queue
+// slows most requests, and moves the median with them; a few requests slow
+// for their own reasons (a large upload, a rare expensive query) do not,
+// and left in, 5% of requests 100 times slower would make the mean six
+// times the rest's. A median alone would not do either: it lets a queue
+// that holds a third of the requests go unseen. It keeps a baseline: the
+// least such mean of a window (of at least MinSamples requests) it has
+// seen, S. A mean of many requests, not the fastest one: a few fast answers
+// (cache hits, quick errors) among slow ones must not make every window
+// look queued. At the end of each window it compares the window's mean
+// with the baseline. Gradient sets the limit to limit × tolerance ×
+// baseline / mean when that is below the limit, which under sustained
+// overload is tolerance × W: every worker busy, each request taking
+// tolerance × S. It grows the limit when requests take less and the limit
+// is in use (at least half of it was in flight in the window): doubling
+// each window until requests first queue (slow start), then by its square
+// root. AIMD cuts by the backoff factor instead, and grows the same way. A
+// request that ends overloaded cuts the limit by the backoff factor at the
+// end of its window, whatever the response times say; in a drain, it cuts
+// the limit the drain comes back to. The limit grows only while it is in
+// use, and never under sustained overload: between drains the baseline
+// only goes down, so it cannot drift up with the queue.
 //
 // A drain measures the baseline afresh, up or down, so that a service that
 // became slower for good is not held to its old speed. Every DrainInterval
@@ -137,30 +110,42 @@ type AdaptiveSettings struct {
 // comes back to what it was. A drain lasts about one response time more
 // than the queue takes to drain: at most four mean response times (a
 // window if that is longer), and until a request ends after that. No drain
-// starts in a window with overloaded requests. It never lowers the limit
-// below MinLimit, so it never drops to one request (as Envoy's filter
-// does, failing the requests its measurement window refuses); a window
-// whose requests in flight stayed below the drain's limit measures the
-// baseline without lowering anything. A drain costs at most a fifth of the
-// throughput for about a response time every ten seconds: a fraction of a
-// percent.
+// starts in a window with overloaded requests, and none lowers the limit
+// below MinLimit; a window whose requests in flight stayed below the
+// drain's limit measures the baseline without lowering anything. A drain
+// costs at most a fifth of the throughput for about a response time every
+// ten seconds: a fraction of a percent.
 //
 // A window holds the requests that ended within it; the first request to
 // end after it closes it, if it holds MinSamples, and the window goes on
 // otherwise. Response times are summed, and counted in the bins of
 // window.Sketch to find the median and the outliers: a window without
-// outliers has its exact mean, one with them the mean of the others
-// within 4.4%.
+// outliers has its exact mean, one with them the mean of the others within
+// 4.4%. Acquiring is a compare-and-swap on the requests in flight; ending
+// adds the sample with a few atomics, and the request that finds the
+// window over closes it under a mutex that no other request waits for.
+
+// An Adaptive limiter is a concurrency limit that finds itself. It admits a
+// request while fewer than its limit are in flight, as [Concurrency] does.
+// It moves the limit by the response times of the requests it admitted.
+// At the limit, the places are shared fairly among the keys of the
+// requests (see [Adaptive.AcquireAt]). So a key whose requests stall cannot
+// take the limit from the others.
 //
-// An Adaptive limiter is safe for concurrent use. Acquire is a
-// compare-and-swap on the requests in flight, as Concurrency's; DoneAt adds
-// its sample with a few atomics, and the request that finds the window
-// over closes it under a mutex that no other request waits for. Neither
-// allocates. The zero Adaptive is not usable; make one with NewAdaptive.
+// The limiter judges each window of requests by its mean response time,
+// outliers left out. It compares that mean with a baseline: the least mean
+// it has seen. When requests queue, [Gradient] cuts the limit in
+// proportion, and [AIMD] by the backoff factor. When they do not and the
+// limit is in use, it grows. A request that ends [FailedOverloaded] cuts
+// the limit by the backoff factor. Every DrainInterval the limit dips for
+// about a response time, to measure the baseline afresh.
+//
+// An Adaptive limiter is safe for concurrent use. Neither acquiring nor
+// ending allocates. The zero Adaptive is not usable; make one with
+// [NewAdaptive].
 type Adaptive struct {
-	limit    atomic.Int64
-	inflight atomic.Int64
-	fair     *fairShare
+	limit atomic.Int64
+	fair  *fairShare // the requests in flight, by lane
 	// The current window's samples: their response times by bin, and the
 	// requests that ended overloaded.
 	samples    *rtBins
@@ -190,30 +175,17 @@ type Adaptive struct {
 	clock clock.Clock
 }
 
-// NewAdaptive returns an Adaptive limiter with the given settings. A bad
-// setting or Option is a *ConfigError naming it ("algorithm",
-// "initial_limit", "min_limit", "max_limit", "tolerance", "window",
-// "min_samples", "drain_interval", "backoff", "clock"); WithBuckets and
-// WithWarmUp are errors.
-func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.warming {
-		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "an adaptive limit does not warm up: it starts slowly by itself"}
-	}
-	if o.bucketsGiven {
-		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "an adaptive limit has windows of samples, not buckets"}
-	}
+// NewAdaptive returns an Adaptive limiter of the given settings. A bad
+// setting is a [*ConfigError] naming it ("initial_limit", "tolerance").
+func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 	if err := s.fill(); err != nil {
 		return nil, err
 	}
-	a := &Adaptive{s: s, clock: o.clock, lim: float64(s.InitialLimit), slowStart: true,
+	a := &Adaptive{s: s, clock: s.Clock, lim: float64(s.InitialLimit), slowStart: true,
 		fair: newFairShare(), samples: new(rtBins), drained: new(rtBins)}
 	a.limit.Store(s.InitialLimit)
 	a.measureFrom.Store(math.MaxInt64)
-	now := o.clock.Now()
+	now := a.clock.Now()
 	a.windowEnd.Store(now + int64(s.Window))
 	a.nextDrain = a.drainAfter(now)
 	return a, nil
@@ -222,97 +194,86 @@ func NewAdaptive(s AdaptiveSettings, opts ...Option) (*Adaptive, error) {
 // fill gives the zero fields their defaults and checks the others.
 func (s *AdaptiveSettings) fill() *ConfigError {
 	if s.Algorithm > AIMD {
-		return &ConfigError{Option: "algorithm", Value: s.Algorithm, Detail: "must be gradient or aimd"}
+		return &ConfigError{Field: "algorithm", Value: s.Algorithm, Detail: "must be gradient or aimd"}
 	}
 	def := func(v *int64, d int64) {
 		if *v == 0 {
 			*v = d
 		}
 	}
-	def(&s.MinLimit, DefaultAdaptiveMinLimit)
-	def(&s.MaxLimit, DefaultAdaptiveMaxLimit)
-	def(&s.InitialLimit, DefaultAdaptiveInitialLimit)
-	def(&s.MinSamples, DefaultAdaptiveMinSamples)
+	def(&s.MinLimit, flowlimits.DefaultAdaptiveMinLimit)
+	def(&s.MaxLimit, flowlimits.DefaultAdaptiveMaxLimit)
+	def(&s.InitialLimit, flowlimits.DefaultAdaptiveInitialLimit)
+	def(&s.MinSamples, flowlimits.DefaultAdaptiveMinSamples)
 	if s.MinLimit < 1 || s.MinLimit > MaxLimit {
-		return &ConfigError{Option: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(MaxLimit))}
+		return &ConfigError{Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(MaxLimit))}
 	}
 	if s.MaxLimit < s.MinLimit || s.MaxLimit > MaxLimit {
-		return &ConfigError{Option: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(MaxLimit))}
+		return &ConfigError{Field: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(MaxLimit))}
 	}
 	if s.InitialLimit < s.MinLimit || s.InitialLimit > s.MaxLimit {
 		// An initial limit given outside its bounds is a mistake; one
 		// defaulted outside them (bounds set around it) is moved in.
-		if s.InitialLimit != DefaultAdaptiveInitialLimit {
-			return &ConfigError{Option: "initial_limit", Value: s.InitialLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and the max limit (%d)", s.MinLimit, s.MaxLimit)}
+		if s.InitialLimit != flowlimits.DefaultAdaptiveInitialLimit {
+			return &ConfigError{Field: "initial_limit", Value: s.InitialLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and the max limit (%d)", s.MinLimit, s.MaxLimit)}
 		}
 		s.InitialLimit = min(max(s.InitialLimit, s.MinLimit), s.MaxLimit)
 	}
 	if s.Tolerance == 0 {
-		s.Tolerance = DefaultAdaptiveTolerance
+		s.Tolerance = flowlimits.DefaultAdaptiveTolerance
 	}
 	if !(s.Tolerance >= 1 && s.Tolerance <= 100) {
-		return &ConfigError{Option: "tolerance", Value: s.Tolerance, Detail: "must be between 1 and 100"}
+		return &ConfigError{Field: "tolerance", Value: s.Tolerance, Detail: "must be between 1 and 100"}
 	}
 	if s.Window == 0 {
-		s.Window = DefaultAdaptiveWindow
+		s.Window = flowlimits.DefaultAdaptiveWindow
 	}
 	if s.Window < time.Millisecond || s.Window > time.Hour {
-		return &ConfigError{Option: "window", Value: s.Window, Detail: "must be between 1ms and 1h"}
+		return &ConfigError{Field: "window", Value: s.Window, Detail: "must be between 1ms and 1h"}
 	}
 	if s.MinSamples < 1 || s.MinSamples > 1e6 {
-		return &ConfigError{Option: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
+		return &ConfigError{Field: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
 	}
 	if s.DrainInterval == 0 {
-		s.DrainInterval = DefaultAdaptiveDrainInterval
+		s.DrainInterval = flowlimits.DefaultAdaptiveDrainInterval
 	}
 	if s.DrainInterval > 0 && s.DrainInterval < 10*s.Window {
-		return &ConfigError{Option: "drain_interval", Value: s.DrainInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
+		return &ConfigError{Field: "drain_interval", Value: s.DrainInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
 	}
 	if s.Backoff == 0 {
-		s.Backoff = DefaultAdaptiveBackoff
+		s.Backoff = flowlimits.DefaultAdaptiveBackoff
 	}
+	s.Clock = clockOr(s.Clock)
 	if !(s.Backoff >= 0.5 && s.Backoff < 1) {
-		return &ConfigError{Option: "backoff", Value: s.Backoff, Detail: "must be at least 0.5 and below 1"}
+		return &ConfigError{Field: "backoff", Value: s.Backoff, Detail: "must be at least 0.5 and below 1"}
 	}
 	return nil
 }
 
-// An AdaptivePermit stands for a request an Adaptive limiter admitted, in
-// flight until DoneAt or Cancel. The zero AdaptivePermit holds nothing. An
-// AdaptivePermit must not be copied.
-type AdaptivePermit struct {
-	a     *Adaptive
-	start int64
-	lane  uint8
-	done  atomic.Bool
+// Acquire decides at the limiter's clock; see [Adaptive.AcquireAt].
+func (a *Adaptive) Acquire(p *Permit, key string) Decision {
+	return a.AcquireAt(a.clock.Now(), p, key)
 }
 
-// Acquire decides at the limiter's clock; see AcquireAt.
-func (a *Adaptive) Acquire(key string, p *AdaptivePermit) Decision {
-	return a.AcquireAt(a.clock.Now(), key, p)
-}
-
-// AcquireAt admits a request of the given key at time now (nanoseconds on
-// the limiter's clock) if fewer than the limit are in flight, or if the
-// key holds less than its share of the limit (see Adaptive), filling p,
-// which must be a zero or done AdaptivePermit; the caller then calls
-// p.DoneAt when the request ends, or p.Cancel if it never ran. Otherwise
-// the request is blocked with Overloaded. A nil p is blocked with
-// ExceedsLimit, as it could never be given back. The key says whose
-// request it is: the route, the client, "" for all alike.
-func (a *Adaptive) AcquireAt(now int64, key string, p *AdaptivePermit) Decision {
+// AcquireAt admits a request of the given key at time now if fewer than
+// the limit are in flight, or if the key holds less than its share. It
+// then fills p, a zero or done [Permit], and the caller calls
+// [Permit.DoneAt] when the request ends. Otherwise the request is blocked
+// with [Overloaded]. A nil p is blocked with [ExceedsLimit]: it could never
+// be given back. The key says whose request it is: the route, the client,
+// or "" for all alike.
+func (a *Adaptive) AcquireAt(now int64, p *Permit, key string) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
 	pk := a.fair.pick(key)
-	if !a.fair.admit(now, &a.inflight, a.limit.Load(), pk) {
+	if !a.fair.admit(now, a.limit.Load(), pk) {
 		return Decision{Reason: Overloaded}
 	}
-	if cur := a.inflight.Load(); cur > a.peak.Load() {
+	if cur := a.fair.inflight.Load(); cur > a.peak.Load() {
 		storeMax(&a.peak, cur)
 	}
-	p.a, p.start, p.lane = a, now, pk.lane
-	p.done.Store(false)
+	p.fill(a, 1, taken{start: now, lane: pk.lane})
 	return allowed
 }
 
@@ -326,40 +287,32 @@ func storeMax(v *atomic.Int64, x int64) {
 	}
 }
 
-// Done ends the request at the limiter's clock; see DoneAt.
-func (p *AdaptivePermit) Done(overloaded bool) {
-	if p.a != nil {
-		p.DoneAt(p.a.clock.Now(), overloaded)
-	}
-}
-
-// DoneAt ends the request at time now. If overloaded, the request failed
-// for want of capacity (it timed out, or the service said it was
-// overloaded): a signal to back off, its response time not a sample.
-// Otherwise its response time is a sample of the service's, unless now is
-// not after the time it was admitted (a clock that went back). A request
-// that failed quickly for its own reasons (a bad argument) says little of
-// the service: end it with Cancel. Only the first of DoneAt and Cancel
-// counts, from any goroutine.
-func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
-	a := p.a
-	if a == nil || !p.done.CompareAndSwap(false, true) {
+// done ends the request of a permit at time now. Succeeded, its response
+// time is a sample of the service's, unless now is not after the time it was
+// admitted (a clock that went back). FailedOverloaded, it is a signal to
+// back off, its response time no sample. Failed or Ignored, it only leaves
+// the requests in flight.
+func (a *Adaptive) done(_ int64, of taken, now int64, timed bool, o Outcome) {
+	a.fair.leave(of.lane)
+	if o != Succeeded && o != FailedOverloaded {
 		return
 	}
-	a.fair.leave(&a.inflight, p.lane)
+	if !timed {
+		now = a.clock.Now()
+	}
 	// A window holds the requests that ended before it did: the one that
 	// finds it over closes it, then counts in the next.
 	if now >= a.windowEnd.Load() && a.mu.TryLock() {
 		a.closeWindow(now)
 		a.mu.Unlock()
 	}
-	switch rt := now - p.start; {
-	case overloaded:
+	switch rt := now - of.start; {
+	case o == FailedOverloaded:
 		a.overloaded.Add(1)
 	case rt > 0: // a clock that went back gives no sample
 		a.samples.add(rt)
 		if a.drainLimit.Load() > 0 {
-			a.measure(now, p.start, rt)
+			a.measure(now, of.start, rt)
 		}
 	}
 }
@@ -371,7 +324,7 @@ func (p *AdaptivePermit) DoneAt(now int64, overloaded bool) {
 // is over: the next request to end closes it.
 func (a *Adaptive) measure(now, start, rt int64) {
 	from := a.measureFrom.Load()
-	if from == math.MaxInt64 && a.inflight.Load() <= a.drainLimit.Load() {
+	if from == math.MaxInt64 && a.fair.inflight.Load() <= a.drainLimit.Load() {
 		a.measureFrom.CompareAndSwap(math.MaxInt64, now)
 		return
 	}
@@ -381,14 +334,6 @@ func (a *Adaptive) measure(now, start, rt int64) {
 	a.drained.add(rt)
 	if a.measured.Add(1) == a.s.MinSamples {
 		a.windowEnd.Store(now)
-	}
-}
-
-// Cancel ends a request that did not run (a later rule blocked it): it
-// leaves the requests in flight, and is no sample.
-func (p *AdaptivePermit) Cancel() {
-	if p.a != nil && p.done.CompareAndSwap(false, true) {
-		p.a.fair.leave(&p.a.inflight, p.lane)
 	}
 }
 
@@ -407,7 +352,7 @@ func (a *Adaptive) closeWindow(now int64) {
 	// next: a window is statistics, not a promise.
 	over = a.overloaded.Swap(0)
 	n, rt := a.samples.take()
-	peak := a.peak.Swap(a.inflight.Load())
+	peak := a.peak.Swap(a.fair.inflight.Load())
 	a.windows++
 	// The baseline is a mean of many requests, not the fastest one: a
 	// few fast answers (cache hits, quick errors) among slow ones must not
@@ -508,10 +453,10 @@ func (a *Adaptive) drainAfter(now int64) int64 {
 func (a *Adaptive) Limit() int64 { return a.limit.Load() }
 
 // InFlight returns the requests admitted and not yet done.
-func (a *Adaptive) InFlight() int64 { return a.inflight.Load() }
+func (a *Adaptive) InFlight() int64 { return a.fair.inflight.Load() }
 
-// Baseline returns the mean response time the limiter judges queueing by
-// (see Adaptive); 0 until it has one.
+// Baseline returns the mean response time the limiter judges queueing by;
+// 0 until it has one.
 func (a *Adaptive) Baseline() time.Duration { return time.Duration(a.shownBaseline.Load()) }
 
 // Settings returns the limiter's settings, the defaults filled in.

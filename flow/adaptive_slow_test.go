@@ -10,7 +10,7 @@ import (
 // An ending is a request in flight in the slow-minority simulation.
 type ending struct {
 	at int64
-	p  *AdaptivePermit
+	p  *Permit
 }
 
 type endings []ending
@@ -39,7 +39,7 @@ func slowMinority(t *testing.T, s AdaptiveSettings, rate float64, slow float64, 
 	for now := int64(0); now < int64(d); now += int64(rng.ExpFloat64() / rate * 1e9) {
 		for len(h) > 0 && h[0].at <= now {
 			e := heap.Pop(&h).(ending)
-			e.p.DoneAt(e.at, false)
+			e.p.DoneAt(e.at, Succeeded)
 		}
 		rt := int64(float64(5*time.Millisecond) * (0.8 + 0.4*rng.Float64()))
 		isSlow := rng.Float64() < slow
@@ -48,8 +48,8 @@ func slowMinority(t *testing.T, s AdaptiveSettings, rate float64, slow float64, 
 		} else {
 			fast++
 		}
-		p := new(AdaptivePermit)
-		if !a.AcquireAt(now, "", p).Allowed {
+		p := new(Permit)
+		if !a.AcquireAt(now, p, "").Allowed {
 			if !isSlow {
 				refused++
 			}

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func newTestAdaptive(t *testing.T, s AdaptiveSettings) (*Adaptive, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(0)
-	a, err := NewAdaptive(s, WithClock(clk))
+	s.Clock = clk
+	a, err := NewAdaptive(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +27,18 @@ func newTestAdaptive(t *testing.T, s AdaptiveSettings) (*Adaptive, *clock.Manual
 // overloaded or not; it fails the test if one is not admitted.
 func batch(t *testing.T, a *Adaptive, now int64, n int, rt time.Duration, overloaded bool) {
 	t.Helper()
-	ps := make([]AdaptivePermit, n)
+	ps := make([]Permit, n)
 	for i := range ps {
-		if d := a.AcquireAt(now, "", &ps[i]); !d.Allowed {
+		if d := a.AcquireAt(now, &ps[i], ""); !d.Allowed {
 			t.Fatalf("request %d of %d at %v blocked (%v) under a limit of %d", i, n, time.Duration(now), d.Reason, a.Limit())
 		}
 	}
+	o := Succeeded
+	if overloaded {
+		o = FailedOverloaded
+	}
 	for i := range ps {
-		ps[i].DoneAt(now+int64(rt), overloaded)
+		ps[i].DoneAt(now+int64(rt), o)
 	}
 }
 
@@ -140,25 +146,25 @@ func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 	}
 	before := a.Limit() // 120: slow start
 	// Past the drain time (1 s ± 25%), the whole limit in flight.
-	old := make([]AdaptivePermit, before)
+	old := make([]Permit, before)
 	for i := range old {
-		if !a.AcquireAt(1300*ms, "", &old[i]).Allowed {
+		if !a.AcquireAt(1300*ms, &old[i], "").Allowed {
 			t.Fatalf("request %d of %d blocked", i, before)
 		}
 	}
 	// Eleven end: the eleventh closes the window of ten, and the drain
 	// starts.
 	for i := range 11 {
-		old[i].DoneAt(1330*ms, false)
+		old[i].DoneAt(1330*ms, Succeeded)
 	}
 	drain := a.Limit()
-	if want := int64(math.Round(0.8 * float64(before) / DefaultAdaptiveTolerance)); drain != want {
+	if want := int64(math.Round(0.8 * float64(before) / flowlimits.DefaultAdaptiveTolerance)); drain != want {
 		t.Fatalf("draining: limit %d, want 0.8 × %d / the tolerance = %d", drain, before, want)
 	}
 	// The queue drains as the old requests end, 45 ms after they began:
 	// they do not measure the baseline.
 	for i := 11; i < int(before)-int(drain)+11; i++ {
-		old[i].DoneAt(1345*ms, false)
+		old[i].DoneAt(1345*ms, Succeeded)
 	}
 	// The service now takes 50 ms: the next ten requests admitted measure
 	// it, and the one after them ends the drain.
@@ -166,7 +172,7 @@ func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 	if a.Limit() != drain {
 		t.Fatalf("limit %d before the drain's tenth measure ended, want %d still", a.Limit(), drain)
 	}
-	old[before-1].DoneAt(1400*ms, false)
+	old[before-1].DoneAt(1400*ms, Succeeded)
 	if got := a.Baseline(); !near(got, 50*time.Millisecond) {
 		t.Fatalf("baseline after the drain %v, want 50ms", got)
 	}
@@ -195,14 +201,18 @@ func TestAdaptiveNeverAdmitsOverItsLimitUnderRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 2000 {
-				var p AdaptivePermit
-				if !a.Acquire("", &p).Allowed {
+				var p Permit
+				if !a.Acquire(&p, "").Allowed {
 					continue
 				}
 				storeMax(&peak, inside.Add(1))
 				inside.Add(-1)
 				clk.Advance(time.Millisecond)
-				p.Done(i%7 == 0)
+				if i%7 == 0 {
+					p.Done(FailedOverloaded)
+				} else {
+					p.Done(Succeeded)
+				}
 			}
 		}()
 	}
@@ -215,28 +225,24 @@ func TestAdaptiveNeverAdmitsOverItsLimitUnderRace(t *testing.T) {
 func TestAdaptiveSettingsErrorsNameTheSetting(t *testing.T) {
 	for _, c := range []struct {
 		s      AdaptiveSettings
-		opts   []Option
 		option string
 	}{
-		{AdaptiveSettings{Algorithm: 7}, nil, "algorithm"},
-		{AdaptiveSettings{MinLimit: -1}, nil, "min_limit"},
-		{AdaptiveSettings{MinLimit: 10, MaxLimit: 5}, nil, "max_limit"},
-		{AdaptiveSettings{InitialLimit: 3, MinLimit: 4}, nil, "initial_limit"},
-		{AdaptiveSettings{InitialLimit: 50, MaxLimit: 40}, nil, "initial_limit"},
-		{AdaptiveSettings{Tolerance: 0.5}, nil, "tolerance"},
-		{AdaptiveSettings{Tolerance: math.NaN()}, nil, "tolerance"},
-		{AdaptiveSettings{Window: time.Microsecond}, nil, "window"},
-		{AdaptiveSettings{MinSamples: -1}, nil, "min_samples"},
-		{AdaptiveSettings{DrainInterval: 500 * time.Millisecond}, nil, "drain_interval"},
-		{AdaptiveSettings{Backoff: 1}, nil, "backoff"},
-		{AdaptiveSettings{Backoff: 0.2}, nil, "backoff"},
-		{AdaptiveSettings{}, []Option{WithBuckets(10)}, "buckets"},
-		{AdaptiveSettings{}, []Option{WithWarmUp(time.Second, 3)}, "warm_up"},
-		{AdaptiveSettings{}, []Option{WithClock(nil)}, "clock"},
+		{AdaptiveSettings{Algorithm: 7}, "algorithm"},
+		{AdaptiveSettings{MinLimit: -1}, "min_limit"},
+		{AdaptiveSettings{MinLimit: 10, MaxLimit: 5}, "max_limit"},
+		{AdaptiveSettings{InitialLimit: 3, MinLimit: 4}, "initial_limit"},
+		{AdaptiveSettings{InitialLimit: 50, MaxLimit: 40}, "initial_limit"},
+		{AdaptiveSettings{Tolerance: 0.5}, "tolerance"},
+		{AdaptiveSettings{Tolerance: math.NaN()}, "tolerance"},
+		{AdaptiveSettings{Window: time.Microsecond}, "window"},
+		{AdaptiveSettings{MinSamples: -1}, "min_samples"},
+		{AdaptiveSettings{DrainInterval: 500 * time.Millisecond}, "drain_interval"},
+		{AdaptiveSettings{Backoff: 1}, "backoff"},
+		{AdaptiveSettings{Backoff: 0.2}, "backoff"},
 	} {
-		_, err := NewAdaptive(c.s, c.opts...)
+		_, err := NewAdaptive(c.s)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Option != c.option {
+		if !errors.As(err, &ce) || ce.Field != c.option {
 			t.Errorf("NewAdaptive(%+v): %v, want a *ConfigError naming %s", c.s, err, c.option)
 		}
 	}
@@ -251,10 +257,10 @@ func TestAdaptiveDoesNotAllocate(t *testing.T) {
 	a, _ := newTestAdaptive(t, AdaptiveSettings{})
 	now := int64(0)
 	if n := testing.AllocsPerRun(1000, func() {
-		var p AdaptivePermit
-		a.AcquireAt(now, "", &p)
+		var p Permit
+		a.AcquireAt(now, &p, "")
 		now += 5 * ms
-		p.DoneAt(now, false)
+		p.DoneAt(now, Succeeded)
 	}); n != 0 {
 		t.Fatalf("AcquireAt and DoneAt allocate %.1f times", n)
 	}
@@ -267,9 +273,9 @@ func TestAdaptiveFewFastAnswersDoNotLowerTheBaseline(t *testing.T) {
 	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 40, DrainInterval: time.Second})
 	now := int64(0)
 	for i := range 3000 { // 30 s, 20 at a time every 10 ms
-		ps := make([]AdaptivePermit, 20)
+		ps := make([]Permit, 20)
 		for j := range ps {
-			if !a.AcquireAt(now, "", &ps[j]).Allowed {
+			if !a.AcquireAt(now, &ps[j], "").Allowed {
 				t.Fatalf("after %v: request %d of 20 blocked under a limit of %d (baseline %v)", time.Duration(now), j, a.Limit(), a.Baseline())
 			}
 		}
@@ -278,7 +284,7 @@ func TestAdaptiveFewFastAnswersDoNotLowerTheBaseline(t *testing.T) {
 			if (i*20+j)%50 == 0 { // 2% answer in 20 µs
 				rt = 20 * int64(time.Microsecond)
 			}
-			ps[j].DoneAt(now+rt, false)
+			ps[j].DoneAt(now+rt, Succeeded)
 		}
 		now += 10 * ms
 	}
@@ -293,9 +299,9 @@ func TestAdaptiveIgnoresASampleFromAClockThatWentBack(t *testing.T) {
 	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 100, MinSamples: 1, DrainInterval: -1})
 	batch(t, a, 80*ms, 10, 10*time.Millisecond, false)
 	closeAt(a, 100*ms)
-	var p AdaptivePermit
-	a.AcquireAt(150*ms, "", &p)
-	p.DoneAt(140*ms, false)
+	var p Permit
+	a.AcquireAt(150*ms, &p, "")
+	p.DoneAt(140*ms, Succeeded)
 	closeAt(a, 300*ms)
 	if b := a.Baseline(); !near(b, 10*time.Millisecond) {
 		t.Fatalf("baseline %v after a request that ended before it began, want 10ms", b)
@@ -315,10 +321,10 @@ func TestAdaptiveDrainKeepsTheOverloadSignal(t *testing.T) {
 	// closes: it cuts the limit instead of draining.
 	batch(t, a, 110*ms, 100, 40*time.Millisecond, false)
 	batch(t, a, 110*ms, 10, 50*time.Millisecond, true)
-	var p AdaptivePermit
-	a.AcquireAt(1290*ms, "", &p)
-	p.DoneAt(1300*ms, false) // closes the window, past the drain time
-	if got, want := a.Limit(), int64(math.Round(120*DefaultAdaptiveBackoff)); got != want {
+	var p Permit
+	a.AcquireAt(1290*ms, &p, "")
+	p.DoneAt(1300*ms, Succeeded) // closes the window, past the drain time
+	if got, want := a.Limit(), int64(math.Round(120*flowlimits.DefaultAdaptiveBackoff)); got != want {
 		t.Fatalf("limit %d after a window with overloaded requests past the drain time, want %d: a drain started instead", got, want)
 	}
 	before := a.Limit()
@@ -330,7 +336,7 @@ func TestAdaptiveDrainKeepsTheOverloadSignal(t *testing.T) {
 	}
 	batch(t, a, 1560*ms, 10, 10*time.Millisecond, true)  // ending in the drain
 	batch(t, a, 1600*ms, 10, 20*time.Millisecond, false) // the first ends the drain, at 1.61 s
-	if got, want := a.Limit(), int64(math.Round(float64(before)*DefaultAdaptiveBackoff)); got != want {
+	if got, want := a.Limit(), int64(math.Round(float64(before)*flowlimits.DefaultAdaptiveBackoff)); got != want {
 		t.Fatalf("limit %d after a drain with overloaded requests, want %d", got, want)
 	}
 }
@@ -339,22 +345,22 @@ func TestAdaptiveDrainKeepsTheOverloadSignal(t *testing.T) {
 // with stalled requests does not keep the others out.
 func TestAdaptiveSharesItsLimitAmongKeys(t *testing.T) {
 	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 16, MinLimit: 16, MaxLimit: 16, DrainInterval: -1})
-	held := make([]AdaptivePermit, 16)
+	held := make([]Permit, 16)
 	for i := range held {
-		if !a.AcquireAt(0, "stalled", &held[i]).Allowed {
+		if !a.AcquireAt(0, &held[i], "stalled").Allowed {
 			t.Fatalf("request %d of a key alone refused under the limit", i+1)
 		}
 	}
-	var p AdaptivePermit
-	if d := a.AcquireAt(0, "stalled", &p); d.Allowed || d.Reason != Overloaded {
+	var p Permit
+	if d := a.AcquireAt(0, &p, "stalled"); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("a key alone at the limit: %+v, want Overloaded", d)
 	}
 	now := int64(0)
 	for _, key := range apart(a.fair, 2, "stalled") {
 		for i := range 4 { // 3 busy keys in at most 6 lanes: a share of at least ⌈16/6⌉ = 3 in each of a key's two lanes
 			now += recount // a millisecond apart: the busy lanes counted afresh
-			var p AdaptivePermit
-			if d := a.AcquireAt(now, key, &p); !d.Allowed {
+			var p Permit
+			if d := a.AcquireAt(now, &p, key); !d.Allowed {
 				t.Fatalf("key %s refused its request %d: below its share at the limit", key, i+1)
 			}
 		}

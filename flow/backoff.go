@@ -6,13 +6,12 @@ import (
 	"time"
 )
 
-// Backoff returns how long to wait before retry number retry+1 (retry
-// counting from 0; a negative retry counts as 0): drawn uniformly from
-// [0, min(ceiling, base × 2^retry)], the "full jitter" of exponential
-// backoff, so that clients that failed together do not retry together. A
-// negative base or ceiling counts as 0; the doubling stops at ceiling
-// without overflowing, whatever retry is. It is safe for concurrent use
-// and allocates nothing.
+// Backoff returns how long to wait before retry number retry+1, counting
+// from 0. It is drawn uniformly from [0, min(ceiling, base × 2^retry)]: the
+// "full jitter" of exponential backoff. So clients that failed together do
+// not retry together. A negative retry, base or ceiling counts as 0. The
+// doubling stops at ceiling without overflowing. Backoff is safe for
+// concurrent use and allocates nothing.
 func Backoff(retry int, base, ceiling time.Duration) time.Duration {
 	base, ceiling, retry = max(base, 0), max(ceiling, 0), max(retry, 0)
 	bound := ceiling

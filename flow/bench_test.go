@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // Baselines for the same run; see BENCHMARKS.md.
@@ -28,14 +29,14 @@ func BenchmarkBaselineAtomicAdd(b *testing.B) {
 
 // An unreachable limit, so that every decision allows and counts.
 func BenchmarkQPSAllow(b *testing.B) {
-	q := mustQPS(b, MaxLimit, time.Second)
+	q := mustQPS(b, QPSSettings{Limit: MaxLimit, Interval: time.Second})
 	for i := 0; i < b.N; i++ {
 		q.Allow()
 	}
 }
 
 func BenchmarkQPSAllowAt(b *testing.B) {
-	q := mustQPS(b, MaxLimit, time.Second)
+	q := mustQPS(b, QPSSettings{Limit: MaxLimit, Interval: time.Second})
 	now := clock.System.Now()
 	for i := 0; i < b.N; i++ {
 		q.AllowAt(now)
@@ -44,14 +45,14 @@ func BenchmarkQPSAllowAt(b *testing.B) {
 
 // A limit far below the offered rate: most decisions block.
 func BenchmarkQPSAllowBlocking(b *testing.B) {
-	q := mustQPS(b, 1000, time.Second)
+	q := mustQPS(b, QPSSettings{Limit: 1000, Interval: time.Second})
 	for i := 0; i < b.N; i++ {
 		q.Allow()
 	}
 }
 
 func BenchmarkQPSAllowParallel(b *testing.B) {
-	q := mustQPS(b, MaxLimit, time.Second)
+	q := mustQPS(b, QPSSettings{Limit: MaxLimit, Interval: time.Second})
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			q.Allow()
@@ -60,27 +61,27 @@ func BenchmarkQPSAllowParallel(b *testing.B) {
 }
 
 func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
-	c, _ := NewConcurrency(100)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 100})
 	for i := 0; i < b.N; i++ {
 		var p Permit
 		c.Acquire(&p)
-		p.Release()
+		p.Done(Succeeded)
 	}
 }
 
 func BenchmarkConcurrencyAcquireReleaseParallel(b *testing.B) {
-	c, _ := NewConcurrency(100)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 100})
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			var p Permit
 			c.Acquire(&p)
-			p.Release()
+			p.Done(Succeeded)
 		}
 	})
 }
 
 func BenchmarkThrottleAllow(b *testing.B) {
-	th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+	th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 	for i := 0; i < b.N; i++ {
 		th.Allow()
 	}
@@ -88,7 +89,7 @@ func BenchmarkThrottleAllow(b *testing.B) {
 
 func BenchmarkQPSAllowPriorityBorrowing(b *testing.B) {
 	c := clock.NewManual(0)
-	q := mustQPS(b, 1000, time.Second, WithClock(c))
+	q := mustQPS(b, QPSSettings{Limit: 1000, Interval: time.Second, Clock: c})
 	for i := 0; i < b.N; i++ {
 		if i%64 == 0 {
 			c.Advance(time.Millisecond)
@@ -100,7 +101,7 @@ func BenchmarkQPSAllowPriorityBorrowing(b *testing.B) {
 // With warm-up, an unreachable limit: every decision allows, and the meter
 // warms. Buckets open on the system clock, once per bucket width.
 func BenchmarkQPSAllowWarmUp(b *testing.B) {
-	q := mustQPS(b, MaxLimit, time.Second, WithWarmUp(10*time.Second, 3))
+	q := mustQPS(b, QPSSettings{Limit: MaxLimit, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
 	for i := 0; i < b.N; i++ {
 		q.Allow()
 	}
@@ -108,7 +109,7 @@ func BenchmarkQPSAllowWarmUp(b *testing.B) {
 
 // With warm-up and a limit far below the offered rate: most decisions block.
 func BenchmarkQPSAllowWarmUpBlocking(b *testing.B) {
-	q := mustQPS(b, 1000, time.Second, WithWarmUp(10*time.Second, 3))
+	q := mustQPS(b, QPSSettings{Limit: 1000, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
 	for i := 0; i < b.N; i++ {
 		q.Allow()
 	}
@@ -117,15 +118,15 @@ func BenchmarkQPSAllowWarmUpBlocking(b *testing.B) {
 // With warm-up, a bucket opens every 64 decisions, so the cost of opening
 // one (and of updating the coldness) shows.
 func BenchmarkQPSAllowAtWarmUpOpeningBuckets(b *testing.B) {
-	q := mustQPS(b, 100000, time.Second, WithWarmUp(10*time.Second, 3))
-	width := int64(time.Second / DefaultBuckets)
+	q := mustQPS(b, QPSSettings{Limit: 100000, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
+	width := int64(time.Second / flowlimits.DefaultBuckets)
 	for i := 0; i < b.N; i++ {
 		q.AllowAt(int64(i/64) * width)
 	}
 }
 
 func BenchmarkThrottleAllowWarmUp(b *testing.B) {
-	th, _ := NewThrottle(MaxLimit, time.Second, time.Hour, WithWarmUp(10*time.Second, 3))
+	th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour, WarmUp: 10 * time.Second, ColdFactor: 3})
 	for i := 0; i < b.N; i++ {
 		th.Allow()
 	}
@@ -149,7 +150,7 @@ func BenchmarkKeyedQPS(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := clock.NewManual(0)
-			q, _ := NewKeyedQPS([]KeyWindow{{Limit: 100, Interval: time.Second}}, WithClock(c))
+			q, _ := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 100, Interval: time.Second}}, Clock: c})
 			now := int64(0)
 			for i := range len(keys) {
 				q.AllowNAt(now, tc.key(i), 1)

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 func TestQPSPriorityBorrowsWhatTheLeavingBucketFrees(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	q.AllowN(4) // bucket [0, 100ms)
 	c.Set(int64(350 * time.Millisecond))
 	q.AllowN(6) // bucket [300, 400ms): the window is full until 1.1 s
@@ -45,7 +46,7 @@ func TestQPSPriorityBorrowsWhatTheLeavingBucketFrees(t *testing.T) {
 
 func TestQPSBorrowedPlacesCountEvenWhenTheirBucketIsSkipped(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	q.AllowN(4)
 	c.Set(int64(350 * time.Millisecond))
 	q.AllowN(6)
@@ -79,9 +80,9 @@ func TestQPSBorrowedPlacesCountEvenWhenTheirBucketIsSkipped(t *testing.T) {
 // start of the bucket they borrowed from.
 func TestQPSWithBorrowingNeverExceedsLimitInAnyInterval(t *testing.T) {
 	const limit = 100
-	for _, k := range []int{1, 4, DefaultBuckets} {
+	for _, k := range []int{1, 4, flowlimits.DefaultBuckets} {
 		for _, p := range flowsim.Patterns() {
-			q := mustQPS(t, limit, time.Second, WithBuckets(k))
+			q := mustQPS(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: k})
 			rng := rand.New(rand.NewPCG(5, uint64(k)))
 			var allowed []flowsim.Arrival
 			borrowed := 0
@@ -114,7 +115,7 @@ func TestQPSWithBorrowingNeverExceedsLimitInAnyInterval(t *testing.T) {
 // borrow as AllowPriorityNAt does, at the clock's time or the one given.
 func TestQPSAllowPriorityVariantsAgree(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	q.AllowN(4) // bucket [0, 100ms)
 	c.Set(int64(350 * time.Millisecond))
 	q.AllowN(6) // the window is full until 1.1 s

@@ -2,61 +2,47 @@ package flow
 
 import "sync/atomic"
 
-// A Concurrency limiter allows a request only while fewer than its limit are
-// in flight. Deciding and counting are one compare-and-swap, so no number of
-// concurrent callers can push the count past the limit (Sentinel checks the
-// count, then increments it, and lets too many through under load).
+// A Concurrency limiter allows a request only while fewer than its limit
+// are in flight. Deciding and counting are one compare-and-swap, so no
+// number of concurrent callers can push the count past the limit.
 //
-// A Concurrency limiter reads no clock: it counts places, taken by Acquire
-// and given back by Permit.Release. It is safe for concurrent use; deciding
-// and releasing allocate nothing. The zero Concurrency is not usable; make
-// one with NewConcurrency.
+// It reads no clock: it counts places, taken by [Concurrency.Acquire] and
+// given back by [Permit.Done]. It is safe for concurrent use, and neither
+// allocates. The zero Concurrency is not usable; make one with
+// [NewConcurrency].
 type Concurrency struct {
 	limit    atomic.Int64
 	inflight atomic.Int64
 }
 
-// NewConcurrency returns a limiter allowing at most limit requests in
-// flight. limit must be in [0, MaxLimit], else the error is a *ConfigError
-// (Option "limit"); 0 blocks everything.
-func NewConcurrency(limit int64) (*Concurrency, error) {
-	if limit < 0 || limit > MaxLimit {
-		return nil, badLimit(limit, 0)
+// ConcurrencySettings configure a [Concurrency] limiter.
+type ConcurrencySettings struct {
+	// Limit is the most requests in flight, in [0, MaxLimit]. 0 allows
+	// nothing.
+	Limit int64
+}
+
+// NewConcurrency returns a Concurrency limiter of the given settings. A bad
+// setting is a [*ConfigError] naming it.
+func NewConcurrency(s ConcurrencySettings) (*Concurrency, error) {
+	if s.Limit < 0 || s.Limit > MaxLimit {
+		return nil, badLimit(s.Limit, 0)
 	}
 	c := &Concurrency{}
-	c.limit.Store(limit)
+	c.limit.Store(s.Limit)
 	return c, nil
 }
 
-// A Permit holds the places a Concurrency limiter gave a request: they stay
-// taken until Release. The zero Permit holds nothing.
-type Permit struct {
-	c        *Concurrency
-	n        int64
-	released atomic.Bool
-}
-
-// Release gives the permit's places back. It is idempotent: only the first
-// call, from any goroutine, releases. A Permit must not be copied (go vet
-// says so); Acquire fills it through a pointer for that reason. A Permit may
-// be reused once released, after which a late Release of the earlier
-// request's places would release the new ones: finish with a Permit before
-// reusing it.
-func (p *Permit) Release() {
-	if p.c != nil && p.released.CompareAndSwap(false, true) {
-		p.c.inflight.Add(-p.n)
-	}
-}
-
-// Acquire takes one place if the limit allows. When allowed it fills p,
-// which must be a zero or released Permit, and the caller must call
-// p.Release when the request is done. A nil p is blocked (ExceedsLimit), as
-// its places could never be given back.
+// Acquire takes one place if the limit allows. When allowed it fills p, a
+// zero or done [Permit], and the caller calls [Permit.Done] when the
+// request ends. A nil p is blocked with [ExceedsLimit]: its places could
+// never be given back.
 func (c *Concurrency) Acquire(p *Permit) Decision { return c.AcquireN(p, 1) }
 
-// AcquireN takes n places, all or none, as Acquire does. n <= 0 is allowed
-// and takes nothing; n above the limit is blocked with ExceedsLimit, and n
-// that does not fit beside the requests in flight with ConcurrencyLimited.
+// AcquireN takes n places, all or none, as [Concurrency.Acquire] does. n <=
+// 0 is allowed and takes nothing. n above the limit is blocked with
+// [ExceedsLimit]. n that does not fit beside the requests in flight is
+// blocked with [ConcurrencyLimited].
 func (c *Concurrency) AcquireN(p *Permit, n int64) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
@@ -74,12 +60,14 @@ func (c *Concurrency) AcquireN(p *Permit, n int64) Decision {
 			return Decision{Reason: ConcurrencyLimited}
 		}
 		if c.inflight.CompareAndSwap(cur, cur+n) {
-			p.c, p.n = c, n
-			p.released.Store(false)
+			p.fill(c, n, taken{})
 			return allowed
 		}
 	}
 }
+
+// done gives back the n places of a permit, whatever the outcome.
+func (c *Concurrency) done(n int64, _ taken, _ int64, _ bool, _ Outcome) { c.inflight.Add(-n) }
 
 // InFlight returns the number of places taken.
 func (c *Concurrency) InFlight() int64 { return c.inflight.Load() }
@@ -87,10 +75,10 @@ func (c *Concurrency) InFlight() int64 { return c.inflight.Load() }
 // Limit returns the most places that can be taken at once.
 func (c *Concurrency) Limit() int64 { return c.limit.Load() }
 
-// SetLimit changes the limit, keeping the requests in flight: they count
-// against the new limit, so after lowering it no request is allowed until
-// enough of them are released. A limit outside [0, MaxLimit] is a
-// *ConfigError (Option "limit"), and the limit in force stays.
+// SetLimit changes the limit, keeping the requests in flight. They count
+// against the new limit: after lowering it, no request is allowed until
+// enough of them end. A limit outside [0, MaxLimit] is a [*ConfigError],
+// and the limit in force stays.
 func (c *Concurrency) SetLimit(limit int64) error {
 	if limit < 0 || limit > MaxLimit {
 		return badLimit(limit, 0)

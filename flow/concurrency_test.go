@@ -9,7 +9,7 @@ import (
 
 func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 	const limit, goroutines = 5, 16
-	c, err := NewConcurrency(limit)
+	c, err := NewConcurrency(ConcurrencySettings{Limit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 					}
 				}
 				inside.Add(-1)
-				p.Release()
+				p.Done(Succeeded)
 			}
 		}()
 	}
@@ -50,7 +50,7 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 }
 
 func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
-	c, _ := NewConcurrency(2)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 2})
 	var a, b Permit
 	if !c.AcquireN(&a, 2).Allowed {
 		t.Fatal("AcquireN(2) blocked on an empty limiter")
@@ -61,15 +61,15 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ { // racing releases of one permit release once
 		wg.Add(1)
-		go func() { defer wg.Done(); a.Release() }()
+		go func() { defer wg.Done(); a.Done(Succeeded) }()
 	}
 	wg.Wait()
 	if got := c.InFlight(); got != 0 {
 		t.Fatalf("InFlight = %d after releasing a permit of 2 many times", got)
 	}
 	var zero Permit
-	zero.Release()
-	b.Release() // never allowed
+	zero.Done(Succeeded)
+	b.Done(Succeeded) // never allowed
 	if got := c.InFlight(); got != 0 {
 		t.Fatalf("InFlight = %d after releasing permits that hold nothing", got)
 	}
@@ -77,15 +77,15 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 	if !c.Acquire(&a).Allowed || c.InFlight() != 1 {
 		t.Fatal("reusing a released Permit failed")
 	}
-	a.Release()
-	a.Release()
+	a.Done(Succeeded)
+	a.Done(Succeeded)
 	if c.InFlight() != 0 {
 		t.Fatal("reused Permit released twice")
 	}
 }
 
 func TestConcurrencyEdgeCases(t *testing.T) {
-	c, _ := NewConcurrency(3)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 3})
 	var p Permit
 	if d := c.AcquireN(&p, 4); d.Reason != ExceedsLimit {
 		t.Fatalf("4 places of 3: %+v", d)
@@ -93,7 +93,7 @@ func TestConcurrencyEdgeCases(t *testing.T) {
 	if d := c.AcquireN(&p, 0); !d.Allowed || c.InFlight() != 0 {
 		t.Fatal("0 places must be allowed and take nothing")
 	}
-	p.Release() // holds nothing
+	p.Done(Succeeded) // holds nothing
 	if d := c.AcquireN(&p, 3); !d.Allowed || c.InFlight() != 3 {
 		t.Fatalf("3 places of 3: %+v, in flight %d", d, c.InFlight())
 	}
@@ -101,22 +101,22 @@ func TestConcurrencyEdgeCases(t *testing.T) {
 	if d := c.Acquire(&q); d.Reason != ConcurrencyLimited || d.RetryAfter != 0 {
 		t.Fatalf("a fourth place: %+v, want ConcurrencyLimited with no RetryAfter", d)
 	}
-	q.Release() // was never filled: gives nothing back
-	p.Release()
+	q.Done(Succeeded) // was never filled: gives nothing back
+	p.Done(Succeeded)
 	if c.InFlight() != 0 || c.Limit() != 3 {
 		t.Fatalf("InFlight %d, Limit %d", c.InFlight(), c.Limit())
 	}
-	if _, err := NewConcurrency(-1); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewConcurrency(ConcurrencySettings{Limit: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewConcurrency(-1): %v", err)
 	}
 }
 
 func TestConcurrencyDoesNotAllocate(t *testing.T) {
-	c, _ := NewConcurrency(10)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 10})
 	if n := testing.AllocsPerRun(1000, func() {
 		var p Permit
 		c.Acquire(&p)
-		p.Release()
+		p.Done(Succeeded)
 	}); n != 0 {
 		t.Fatalf("Acquire and Release allocate %.1f times", n)
 	}

@@ -7,81 +7,71 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error this package returns for a bad
-// argument or Option, each a *ConfigError.
+// setting, each a [*ConfigError].
 var ErrInvalidConfig = errors.New("flow: invalid configuration")
 
-// A ConfigError is the error a constructor or SetLimit returns for a bad
-// argument or Option: which one, the value it was given, and what is wrong
-// with it. It wraps ErrInvalidConfig, so errors.Is(err, ErrInvalidConfig)
-// holds; errors.As takes it apart. Its message reads
-// "flow: invalid configuration: limit = -1: must be between 0 and 4294967295".
+// A ConfigError is the error of a bad setting: which one, the value it was
+// given, and what is wrong with it. It wraps [ErrInvalidConfig]; errors.As
+// takes it apart. Its message reads "flow: invalid configuration: limit =
+// -1: must be between 0 and 4294967295".
 //
-// When two settings disagree, Option names the one the limiter judges by
-// the other: the interval when it does not divide into the buckets, or into
-// buckets of at least 1 µs; the warm-up period when it is shorter than two
-// intervals or ten buckets; the cold factor when it exceeds the limit.
+// When two settings disagree, Field names the one judged by the other: the
+// interval when it does not divide into the buckets, the warm-up period
+// when it is shorter than two intervals or ten buckets, the cold factor
+// when it exceeds the limit.
 type ConfigError struct {
-	// Option names what was wrong, as a rule file spells it:
-	//
-	//   - "limit": the limit, an int64 (NewQPS, NewThrottle,
-	//     NewConcurrency, SetLimit);
-	//   - "interval": the interval, a time.Duration;
-	//   - "max_wait": a Throttle's maximum wait, a time.Duration;
-	//   - "buckets": WithBuckets' count, an int;
-	//   - "warm_up": WithWarmUp's period, a time.Duration;
-	//   - "cold_factor": WithWarmUp's cold factor, a float64;
-	//   - "clock": WithClock's clock.Clock.
-	Option string
-	// Value is the value given, of the type listed for Option.
+	// Field names the setting as a rule file spells it: "limit",
+	// "interval", "max_wait", "buckets", "warm_up", "cold_factor", "keys",
+	// "overrides", "windows[1].limit", "cpu_threshold", "ratio".
+	Field string
+	// Value is the value given.
 	Value any
 	// Detail says what is wrong with the value, in lower case ("must be
 	// positive").
 	Detail string
 }
 
-// Error returns the package, the option, its value and what is wrong.
+// Error returns the package, the setting, its value and what is wrong.
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Option, e.Value, e.Detail)
+	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Field, e.Value, e.Detail)
 }
 
-// Unwrap returns ErrInvalidConfig.
+// Unwrap returns [ErrInvalidConfig].
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // badLimit is the error of a limit outside [least, MaxLimit].
 func badLimit(limit, least int64) *ConfigError {
-	return &ConfigError{Option: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
+	return &ConfigError{Field: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
 }
 
-// A Reason says why a request was blocked: by a limiter of this package, or
-// by one of a guard's rules (package slidegate, whose Reason is this type),
-// so that one set of values names every reason in every package, the
-// metrics and the dashboard.
+// A Reason says why a request was blocked, by a limiter of this package or
+// by a guard's rule. Package slidegate's Reason is this type, so one set of
+// values names every reason, in the metrics and the dashboard too.
 type Reason uint8
 
 const (
 	// NotBlocked is the Reason of a request allowed.
 	NotBlocked Reason = iota
 	// RateLimited: the requests allowed in the interval have reached the
-	// limit; or, for a Throttle's Allow, the next free place is still to
-	// come.
+	// limit. For a throttle's Allow, the next free place is still to come.
 	RateLimited
 	// ConcurrencyLimited: the requests in flight have reached the limit.
 	ConcurrencyLimited
-	// ExceedsLimit: the request asks for more than the limit itself, so no
+	// ExceedsLimit: the request asks for more than the limit itself. No
 	// amount of waiting can let it through.
 	ExceedsLimit
-	// WaitTooLong: a throttled request would have to wait longer than the
-	// throttle's maximum wait, or than its context allows; or a borrowing
-	// request longer than it may borrow.
+	// WaitTooLong: a throttled request would wait longer than the maximum
+	// wait, or its context allows. Or a borrowing request would wait
+	// longer than it may.
 	WaitTooLong
 	// RefLimited: a guard's rule on another resource (its RefResource)
 	// found that resource's traffic at the limit.
 	RefLimited
 	// BreakerOpen: a guard's breaker blocked the request.
 	BreakerOpen
-	// Overloaded: the service is overloaded, and a Shedder found as many
-	// requests in flight as it completes at its best, or an Adaptive
-	// limiter as many as the limit it has learnt.
+	// Overloaded: the service is overloaded. A [Shedder] found as many
+	// requests in flight as it completes at its best. Or an [Adaptive]
+	// limiter found as many as the limit it has learnt.
 	Overloaded
 
 	// NumReasons is the number of Reasons, NotBlocked included: an array
@@ -93,10 +83,10 @@ var reasonNames = [NumReasons]string{"not blocked", "rate limited", "concurrency
 
 var reasonCodes = [NumReasons]string{"", "rate_limited", "concurrency_limited", "exceeds_limit", "wait_too_long", "ref_limited", "breaker_open", "overloaded"}
 
-// Code returns the reason as metrics name it, in snake_case
-// ("rate_limited"; "" for NotBlocked and a Reason it does not know). The
-// codes are a contract, which dashboards and alerts select on, and do not
-// change; String is prose, and may be reworded.
+// Code returns the reason as metrics name it, in snake_case:
+// "rate_limited". It is "" for NotBlocked and a Reason it does not know.
+// The codes are a contract that dashboards and alerts select on, and do
+// not change; String is prose, and may be reworded.
 func (r Reason) Code() string {
 	if int(r) < len(reasonCodes) {
 		return reasonCodes[r]
@@ -120,27 +110,35 @@ type Decision struct {
 	Allowed bool
 	// Reason says why it may not; NotBlocked when Allowed.
 	Reason Reason
-	// Wait, for an allowed request, is how long the caller must wait before
-	// it proceeds: a Throttle's reservation (ReserveN) may give a place in
-	// the future, and a QPS limiter's prioritized request (AllowPriority)
-	// may borrow a place in the next bucket. It is 0 for every other
-	// decision.
+	// Wait, for an allowed request, is how long the caller must wait
+	// before it proceeds. A throttle's reservation may be in the future. A
+	// prioritized request may borrow a place in the next bucket. It is 0
+	// for every other decision.
 	Wait time.Duration
-	// RetryAfter, for a blocked request, is how long from the decision's
-	// time until a retry could be allowed if nothing else were allowed
-	// meanwhile. It is 0 when no retry can succeed (ExceedsLimit) or when
-	// the limiter cannot know (ConcurrencyLimited).
+	// RetryAfter, for a blocked request, is how long until a retry could
+	// be allowed, if nothing else were allowed meanwhile. It is 0 when no
+	// retry can succeed (ExceedsLimit), or the limiter cannot know
+	// (ConcurrencyLimited).
 	RetryAfter time.Duration
 }
 
 var allowed = Decision{Allowed: true}
 
-// A BlockError is the error of a blocked Wait: why, and when a retry could
-// succeed (see Decision). Take it apart with errors.As.
+// ErrBlocked is what every refusal of a request matches with errors.Is. A
+// [BlockError] matches it, and so does the guard's: slidegate.ErrBlocked is
+// this value.
+var ErrBlocked = errors.New("slidegate: blocked")
+
+// A BlockError is the error of a refused Wait: why, and when a retry could
+// succeed (see [Decision]). It matches [ErrBlocked]; take it apart with
+// errors.As.
 type BlockError struct {
 	Reason     Reason
 	RetryAfter time.Duration
 }
+
+// Is reports whether target is [ErrBlocked].
+func (e *BlockError) Is(target error) bool { return target == ErrBlocked }
 
 // Error describes the block: "flow: blocked: wait too long, retry after
 // 500ms".

@@ -1,42 +1,36 @@
-// Package flow limits traffic: how many requests may start per interval
-// (QPS), how many may be in flight at once (Concurrency), and how evenly they
-// are spaced (Throttle).
+// Package flow limits traffic. [QPS] caps the requests per interval,
+// [Concurrency] those in flight, and [Throttle] spaces them evenly. Their
+// per-key twins, [KeyedQPS], [KeyedConcurrency] and [KeyedThrottle], do so
+// for each user, tenant or client, in bounded memory. [Shedder] and
+// [Adaptive] protect a service from overload without a fixed limit.
+// [RetryBudget] and [Backoff] bound a client's retries.
 //
-// Every limiter decides in one atomic step: a request is allowed and counted
-// by the same compare-and-swap, so concurrent callers cannot all see room for
-// one more and all take it, which is how check-then-count limiters (Sentinel's
-// among them) let too many through under load.
+// Every limiter decides in one atomic step. A request is allowed and
+// counted by the same compare-and-swap, so concurrent callers cannot all
+// find room for one more. Limits are exact: a QPS limiter of N per interval
+// allows at most N in every interval of that length, wherever it starts.
 //
-// Limits are exact. A QPS limiter of N per interval L allows at most N in
-// every interval of length L, wherever it starts, not only in the intervals
-// that line up with its buckets: Sentinel-Go's default rule lets 2 N through
-// in some intervals, and x/time/rate with a burst of N 1.99 N. Priority
-// borrowing (Sentinel's occupiable windows) and warm-up (Sentinel's and
-// Guava's cold start) keep that guarantee. The package flowsim measures it
-// for any limiter.
+// # One shape for every limiter
 //
-// KeyedQPS is the QPS limit for each key (user, tenant, client address) on
-// its own, keeping the same guarantee for every key, however many keys
-// arrive, in memory bounded by a count-min sketch for the keys that carry
-// little traffic and exact windows for those that carry much; several
-// windows of one key (per second and per minute) are decided together.
+// A limiter is made by New<Limiter>(<Limiter>Settings). A settings struct
+// holds only what its limiter takes, so a setting that another limiter
+// takes does not compile. Limits are taken as given: 0 allows nothing.
+// Every other zero field takes its default, which the field's doc states.
+// Settings are plain data, which a program can build from a rules file,
+// compare and print. A bad setting is a [*ConfigError] naming the field
+// and its value.
 //
-// Shedder and Adaptive protect a service from overload without a fixed
-// limit: the shedder by the CPU and Little's law, the adaptive limit by the
-// response times it sees. No client can turn them against the others. At
-// their limit they share the places among the keys of the requests (the
-// routes, or the clients), so that a key whose requests stall keeps what
-// it holds and gets no more; the shedder caps nothing while the CPU is
-// cool; the adaptive limit judges response times without their outliers.
+// A limiter answers with a [Decision]: whether a request may go, why not
+// ([Reason]), when a retry could go, and how long to wait first. A refused
+// Wait returns a [*BlockError]. Every refusal matches [ErrBlocked].
 //
-// Every limiter answers with a Decision: whether a request is allowed, why
-// it is blocked (Reason), when a retry could be allowed (RetryAfter), and,
-// for a reservation or a borrowed place, how long to wait first (Wait).
+// The limiters that count requests in flight fill a [Permit]. The request
+// ends it with [Permit.Done], and an [Outcome] that tells the limiter what
+// the request says of the service. A throttle's place is a [Reservation],
+// given back with [Reservation.Cancel]. A count that a QPS limiter or a
+// retry budget made is a [Grant], given back with GiveBack.
 //
-// Time is monotonic nanoseconds from a clock.Clock; every method that reads
-// the clock has an ...At twin that takes the time, so simulations run on a
-// clock.Manual without sleeping. Deciding allocates nothing.
-//
-// A bad argument or Option is an error, never ignored: a *ConfigError
-// naming it and its value, which wraps ErrInvalidConfig.
+// Time is monotonic nanoseconds from a clock.Clock. Every method that reads
+// the clock has an ...At twin that takes the time instead, so simulations
+// run on a clock.Manual without sleeping. Deciding allocates nothing.
 package flow

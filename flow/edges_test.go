@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // These pin edges found by review: buckets whose tags repeat after a long
@@ -20,7 +20,7 @@ const tagPeriod = 1 << 31 // buckets after which a slot's tag repeats
 func TestQPSBucketsWhoseTagsRepeatAfterALongIdleChangeNothing(t *testing.T) {
 	const w = int64(100 * time.Millisecond)
 	c := clock.NewManual(0)
-	q := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	var allowed []flowsim.Arrival
 	record := func(d Decision, n int64) {
 		if d.Allowed {
@@ -40,7 +40,7 @@ func TestQPSBucketsWhoseTagsRepeatAfterALongIdleChangeNothing(t *testing.T) {
 	}
 
 	// A stale bucket with the same tag must not count in a later window.
-	q2 := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
+	q2 := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	c.Set(0)
 	q2.AllowN(10)
 	c.Set((tagPeriod+1)*w + w/2)
@@ -53,7 +53,7 @@ func TestQPSBucketsWhoseTagsRepeatAfterALongIdleChangeNothing(t *testing.T) {
 
 func TestQPSRetryAfterCountsPlacesLentToTheNextBucket(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 10, 200*time.Millisecond, WithBuckets(2), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 10, Interval: 200 * time.Millisecond, Buckets: 2, Clock: c})
 	q.AllowN(10)                         // bucket [0, 100ms)
 	c.Set(int64(250 * time.Millisecond)) // bucket [200, 300ms): the 10 still count
 	for i := 0; i < 10; i++ {
@@ -77,7 +77,7 @@ func TestQPSRetryAfterCountsPlacesLentToTheNextBucket(t *testing.T) {
 
 func TestQPSAtExtremeTimes(t *testing.T) {
 	c := clock.NewManual(1 << 59)
-	q := mustQPS(t, 10, time.Second, WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Clock: c})
 	q.AllowN(10)
 	d := q.AllowNAt(math.MinInt64, 1) // counted in the open bucket, far ahead
 	if d.Allowed || d.RetryAfter <= 0 {
@@ -92,7 +92,7 @@ func TestQPSAtExtremeTimes(t *testing.T) {
 }
 
 func TestQPSWarmingUpBlocksRequestsAboveTheColdLimitWithoutARetryTime(t *testing.T) {
-	q := mustQPS(t, 30, time.Second, WithWarmUp(10*time.Second, 3), WithClock(clock.NewManual(0)))
+	q := mustQPS(t, QPSSettings{Limit: 30, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3, Clock: clock.NewManual(0)})
 	d := q.AllowN(20) // the cold limit is 10
 	if d.Allowed || d.Reason != RateLimited || d.RetryAfter != 0 {
 		t.Fatalf("%+v, want blocked with no RetryAfter: only traffic can warm the limiter", d)
@@ -104,7 +104,7 @@ func TestQPSWarmingUpBlocksRequestsAboveTheColdLimitWithoutARetryTime(t *testing
 // it must not seal the bucket now in its slot.
 func TestQPSALateOpenerTouchesNothing(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 10, time.Second, WithBuckets(2), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Buckets: 2, Clock: c})
 	q.Allow()
 	stale := q.open.Load() >> 1
 	c.Advance(time.Duration(len(q.slots)) * 500 * time.Millisecond) // a whole ring of slots later
@@ -137,7 +137,7 @@ func TestThrottleAtExtremeTimesAndIntervals(t *testing.T) {
 	if d := th2.ReserveNAt(math.MinInt64, 1); d.Wait < 0 {
 		t.Fatalf("negative wait: %+v", d)
 	}
-	if _, err := NewThrottle(1, time.Duration(math.MaxInt64), time.Hour); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewThrottle(ThrottleSettings{Limit: 1, Interval: time.Duration(math.MaxInt64), MaxWait: time.Hour}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("an interval of 292 years: %v", err)
 	}
 	th3 := mustThrottle(t, 1, time.Hour, time.Duration(math.MaxInt64), clock.NewManual(0))
@@ -157,7 +157,7 @@ func TestThrottleWaitPastItsDeadline(t *testing.T) {
 }
 
 func TestConcurrencyBlocksANilPermit(t *testing.T) {
-	c, _ := NewConcurrency(1)
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 1})
 	if d := c.Acquire(nil); d.Allowed {
 		t.Fatal("a nil Permit was allowed")
 	}

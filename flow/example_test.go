@@ -2,18 +2,16 @@ package flow_test
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/flow/flowsim"
 )
 
 // A QPS limiter of 100 per second.
 func ExampleQPS() {
 	c := clock.NewManual(0)
-	limiter, err := flow.NewQPS(100, time.Second, flow.WithClock(c))
+	limiter, err := flow.NewQPS(flow.QPSSettings{Limit: 100, Interval: time.Second, Clock: c})
 	if err != nil {
 		panic(err)
 	}
@@ -32,38 +30,16 @@ func ExampleQPS() {
 	// next: rate limited retry after 890ms
 }
 
-// The accuracy simulation: for each traffic pattern, the most allowed in any
-// one-second interval, wherever it starts, and the long-run rate, as
-// multiples of the limit.
-func ExampleQPS_accuracy() {
-	const limit = 100
-	var results []flowsim.Result
-	for _, p := range flowsim.Patterns() {
-		q, _ := flow.NewQPS(limit, time.Second)
-		allow := func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }
-		results = append(results, flowsim.Run(allow, p, limit, time.Second, 60*time.Second, 0, 1))
-	}
-	flowsim.WriteTable(os.Stdout, "flow.QPS", limit, results)
-	// Output:
-	// | limiter | pattern | offered | allowed | max in any interval | × limit | allowed per interval | × limit |
-	// |---|---|--:|--:|--:|--:|--:|--:|
-	// | flow.QPS | steady 2x | 12000 | 5800 | 100 | 1.00 | 96.7 | 0.967 |
-	// | flow.QPS | edge bursts | 126000 | 5500 | 100 | 1.00 | 91.7 | 0.917 |
-	// | flow.QPS | idle then burst | 4000 | 2000 | 100 | 1.00 | 33.3 | 0.333 |
-	// | flow.QPS | poisson 3x | 18176 | 5800 | 100 | 1.00 | 96.7 | 0.967 |
-	// | flow.QPS | random batches | 12010 | 5625 | 100 | 1.00 | 93.8 | 0.938 |
-}
-
 // A Concurrency limiter of 2 in flight.
 func ExampleConcurrency() {
-	limiter, err := flow.NewConcurrency(2)
+	limiter, err := flow.NewConcurrency(flow.ConcurrencySettings{Limit: 2})
 	if err != nil {
 		panic(err)
 	}
 	var first, second, third flow.Permit
 	fmt.Println(limiter.Acquire(&first).Allowed, limiter.Acquire(&second).Allowed, limiter.Acquire(&third).Reason)
-	first.Release()
-	first.Release() // a second release does nothing
+	first.Done(flow.Succeeded)
+	first.Done(flow.Succeeded) // a second Done does nothing
 	fmt.Println("in flight:", limiter.InFlight())
 	// Output:
 	// true true concurrency limited
@@ -75,7 +51,7 @@ func ExampleConcurrency() {
 // wait for it; Allow lets a request through only if its place is now.
 func ExampleThrottle() {
 	c := clock.NewManual(0)
-	throttle, err := flow.NewThrottle(10, time.Second, 250*time.Millisecond, flow.WithClock(c))
+	throttle, err := flow.NewThrottle(flow.ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 250 * time.Millisecond, Clock: c})
 	if err != nil {
 		panic(err)
 	}
@@ -96,8 +72,8 @@ func ExampleThrottle() {
 // A QPS limiter that warms up: from cold it allows a third of its limit, and
 // it reaches the full limit after ten seconds of full traffic, where, under
 // overload, its 25 buckets allow 25/26 of it.
-func ExampleWithWarmUp() {
-	limiter, err := flow.NewQPS(100, time.Second, flow.WithWarmUp(10*time.Second, 3))
+func ExampleQPS_warmUp() {
+	limiter, err := flow.NewQPS(flow.QPSSettings{Limit: 100, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		panic(err)
 	}
@@ -115,7 +91,7 @@ func ExampleWithWarmUp() {
 // next bucket and wait for it, without ever breaking the limit.
 func ExampleQPS_AllowPriority() {
 	c := clock.NewManual(0)
-	limiter, _ := flow.NewQPS(10, time.Second, flow.WithBuckets(10), flow.WithClock(c))
+	limiter, _ := flow.NewQPS(flow.QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	limiter.AllowN(10)                    // the window is full until 1.1 s
 	c.Set(int64(1050 * time.Millisecond)) // bucket [1000ms, 1100ms)
 	fmt.Println(limiter.Allow().Reason)

@@ -39,7 +39,8 @@ const fairLanes = 64
 // a millisecond: a count a millisecond old can only make a share a little
 // larger or smaller for that millisecond.
 type fairShare struct {
-	seed maphash.Seed
+	seed     maphash.Seed
+	inflight atomic.Int64 // the requests in flight, of every lane
 	// active is how many lanes held requests at countedAt.
 	active, countedAt atomic.Int64
 	lanes             [fairLanes]atomic.Int64
@@ -114,14 +115,14 @@ func (f *fairShare) underShare(now int64, p pick, limit int64) bool {
 	return p.held*busy < limit // held < ⌈limit/busy⌉
 }
 
-// admit takes a place in flight (counted in inflight) for a request picked
-// p at time now: at once while fewer than limit are in flight, and at the
-// limit only while its lane is below its share and fewer than twice the
-// limit are in flight. It reports whether it took one.
-func (f *fairShare) admit(now int64, inflight *atomic.Int64, limit int64, p pick) bool {
+// admit takes a place in flight for a request picked p at time now: at
+// once while fewer than limit are in flight, and at the limit only while
+// its lane is below its share and fewer than twice the limit are in
+// flight. It reports whether it took one.
+func (f *fairShare) admit(now int64, limit int64, p pick) bool {
 	checked := false
 	for {
-		cur := inflight.Load()
+		cur := f.inflight.Load()
 		if cur >= limit {
 			if cur >= 2*limit {
 				return false
@@ -131,22 +132,21 @@ func (f *fairShare) admit(now int64, inflight *atomic.Int64, limit int64, p pick
 			}
 			checked = true // the share does not change in the few tries a race costs
 		}
-		if inflight.CompareAndSwap(cur, cur+1) {
+		if f.inflight.CompareAndSwap(cur, cur+1) {
 			f.lanes[p.lane].Add(1)
 			return true
 		}
 	}
 }
 
-// take counts a request admitted without a limit in its lane, and in
-// inflight.
-func (f *fairShare) take(inflight *atomic.Int64, lane uint8) {
-	inflight.Add(1)
+// take counts a request admitted without a limit in flight, in its lane.
+func (f *fairShare) take(lane uint8) {
+	f.inflight.Add(1)
 	f.lanes[lane].Add(1)
 }
 
 // leave takes a request of the given lane out of flight.
-func (f *fairShare) leave(inflight *atomic.Int64, lane uint8) {
+func (f *fairShare) leave(lane uint8) {
 	f.lanes[lane].Add(-1)
-	inflight.Add(-1)
+	f.inflight.Add(-1)
 }

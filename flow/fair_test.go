@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -14,14 +13,13 @@ import (
 // refused.
 func TestFairShareKeepsEachKeysShare(t *testing.T) {
 	f := newFairShare()
-	var inflight atomic.Int64
 	const limit = 12
 	held := map[string][]uint8{}
 	now := int64(0)
 	take := func(key string) bool {
 		now += recount // requests a millisecond apart, each with a fresh count of the busy lanes
 		p := f.pick(key)
-		if !f.admit(now, &inflight, limit, p) {
+		if !f.admit(now, limit, p) {
 			return false
 		}
 		held[key] = append(held[key], p.lane)
@@ -41,24 +39,24 @@ func TestFairShareKeepsEachKeysShare(t *testing.T) {
 	for _, key := range apart(f, 2, "slow") {
 		for i := range 2 {
 			if !take(key) {
-				t.Fatalf("%s refused its request %d with %d in flight: below its share", key, i+1, inflight.Load())
+				t.Fatalf("%s refused its request %d with %d in flight: below its share", key, i+1, f.inflight.Load())
 			}
 		}
 	}
 	if take("slow") {
 		t.Fatal("the key over its share was admitted at the limit")
 	}
-	if got := inflight.Load(); got > 2*limit {
+	if got := f.inflight.Load(); got > 2*limit {
 		t.Fatalf("%d in flight, above twice the limit", got)
 	}
 	// The slow key's requests end: while in flight stays at the limit, it
 	// gets none back.
 	for _, lane := range held["slow"][:4] {
-		f.leave(&inflight, lane)
+		f.leave(lane)
 	}
 	held["slow"] = held["slow"][4:]
-	if inflight.Load() != limit {
-		t.Fatalf("%d in flight, want the limit", inflight.Load())
+	if f.inflight.Load() != limit {
+		t.Fatalf("%d in flight, want the limit", f.inflight.Load())
 	}
 	if take("slow") {
 		t.Fatal("the key over its share was admitted at the limit after some of its requests ended")
@@ -72,34 +70,33 @@ func TestFairShareBoundsWhatGoesOverTheLimit(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		f := newFairShare()
-		var inflight atomic.Int64
 		limit := 1 + rng.Int64N(100)
 		var lanes []uint8
 		for i := range 20000 {
 			if len(lanes) > 0 && rng.IntN(2) == 0 {
 				i := rng.IntN(len(lanes))
-				f.leave(&inflight, lanes[i])
+				f.leave(lanes[i])
 				lanes[i] = lanes[len(lanes)-1]
 				lanes = lanes[:len(lanes)-1]
 				continue
 			}
 			key := fmt.Sprint(rng.IntN(1 + rng.IntN(300)))
 			p := f.pick(key)
-			if f.admit(int64(i)*int64(time.Millisecond), &inflight, limit, p) {
+			if f.admit(int64(i)*int64(time.Millisecond), limit, p) {
 				lanes = append(lanes, p.lane)
 			}
-			if got := inflight.Load(); got > 2*limit {
+			if got := f.inflight.Load(); got > 2*limit {
 				t.Fatalf("seed %d, limit %d: %d in flight", seed, limit, got)
 			}
 		}
 		for _, l := range lanes {
-			f.leave(&inflight, l)
+			f.leave(l)
 		}
 		busy := false
 		for i := range f.lanes {
 			busy = busy || f.lanes[i].Load() != 0
 		}
-		if inflight.Load() != 0 || busy {
+		if f.inflight.Load() != 0 || busy {
 			t.Fatalf("seed %d: counts left after every request ended", seed)
 		}
 	}

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func TestQPSGiveBackFreesThePlaces(t *testing.T) {
 	c := clock.NewManual(0)
-	q, _ := NewQPS(3, time.Second, WithClock(c))
+	q, _ := NewQPS(QPSSettings{Limit: 3, Interval: time.Second, Clock: c})
 	var gs []Grant
 	for range 3 {
 		d, g := q.GrantNAt(0, 1)
@@ -32,7 +33,7 @@ func TestQPSGiveBackFreesThePlaces(t *testing.T) {
 		t.Fatal("one place given back let two through")
 	}
 	// A sealed bucket's places, given back, leave the next window's room.
-	next := int64(time.Second / DefaultBuckets)
+	next := int64(time.Second / flowlimits.DefaultBuckets)
 	if d, _ := q.GrantNAt(next, 1); d.Allowed {
 		t.Fatal("allowed over the limit in the next bucket")
 	}
@@ -48,7 +49,7 @@ func TestQPSGiveBackFreesThePlaces(t *testing.T) {
 func TestQPSGiveBackUnderContentionKeepsTheLimit(t *testing.T) {
 	c := clock.NewManual(0)
 	const limit = 200
-	q, _ := NewQPS(limit, time.Second, WithClock(c))
+	q, _ := NewQPS(QPSSettings{Limit: limit, Interval: time.Second, Clock: c})
 	var mu sync.Mutex
 	kept := map[uint64]int64{}
 	var wg sync.WaitGroup

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // Benchmarks of the per-key concurrency limit and pacing, beside the
@@ -53,28 +54,28 @@ func keyCases() []struct {
 // Concurrency.
 func BenchmarkKeyedConcurrency(b *testing.B) {
 	b.Run("unkeyed", func(b *testing.B) {
-		c, _ := NewConcurrency(100)
+		c, _ := NewConcurrency(ConcurrencySettings{Limit: 100})
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Permit
 			c.Acquire(&p)
-			p.Release()
+			p.Done(Succeeded)
 		}
 	})
-	for _, keys := range []int{0, MaxKeysInFlight} {
+	for _, keys := range []int{0, flowlimits.MaxKeysInFlight} {
 		for _, tc := range keyCases() {
-			c, _ := NewKeyedConcurrency(100, nil, keys)
-			b.Run(tc.name+"/"+strconv.Itoa(c.Bytes()>>20)+"MiB", func(b *testing.B) {
+			c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Keys: keys})
+			b.Run(tc.name+"/"+strconv.Itoa(c.bytes()>>20)+"MiB", func(b *testing.B) {
 				for i := range 1 << 20 { // every page of the sketch touched
-					var p KeyPermit
+					var p Permit
 					c.Acquire(&p, millionKeys()[i])
-					p.Release()
+					p.Done(Succeeded)
 				}
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
-					var p KeyPermit
+					var p Permit
 					c.Acquire(&p, tc.key(i))
-					p.Release()
+					p.Done(Succeeded)
 				}
 			})
 		}
@@ -85,25 +86,25 @@ func BenchmarkKeyedConcurrency(b *testing.B) {
 // every processor, each taking keys of a million in its own turn.
 func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 	b.Run("unkeyed", func(b *testing.B) {
-		c, _ := NewConcurrency(1 << 20)
+		c, _ := NewConcurrency(ConcurrencySettings{Limit: 1 << 20})
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				var p Permit
 				c.Acquire(&p)
-				p.Release()
+				p.Done(Succeeded)
 			}
 		})
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		c, _ := NewKeyedConcurrency(1<<20, nil, 0)
+		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 1 << 20})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)
 				for pb.Next() {
-					var p KeyPermit
+					var p Permit
 					c.Acquire(&p, tc.key(i))
-					p.Release()
+					p.Done(Succeeded)
 					i++
 				}
 			})
@@ -117,7 +118,7 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 // from the system clock inside (Allow); and for an unkeyed Throttle.
 func BenchmarkKeyedThrottle(b *testing.B) {
 	b.Run("unkeyed/now given", func(b *testing.B) {
-		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {
@@ -126,7 +127,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 		}
 	})
 	b.Run("unkeyed/clock read", func(b *testing.B) {
-		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		for b.Loop() {
 			th.Allow()
@@ -134,7 +135,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 	})
 	for _, tc := range keyCases() {
 		b.Run(tc.name+"/now given", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0, WithClock(clock.NewManual(0)))
+			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour, Clock: clock.NewManual(0)})
 			b.ReportAllocs()
 			now := int64(0)
 			for i := 0; b.Loop(); i++ {
@@ -143,7 +144,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 			}
 		})
 		b.Run(tc.name+"/clock read", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0)
+			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				th.Allow(tc.key(i))
@@ -156,7 +157,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 // read inside, from every processor.
 func BenchmarkKeyedThrottleParallel(b *testing.B) {
 	b.Run("unkeyed", func(b *testing.B) {
-		th, _ := NewThrottle(MaxLimit, time.Second, time.Hour)
+		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				th.Allow()
@@ -165,7 +166,7 @@ func BenchmarkKeyedThrottleParallel(b *testing.B) {
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		th, _ := NewKeyedThrottle(MaxLimit, time.Second, time.Hour, nil, 0)
+		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)
@@ -228,7 +229,7 @@ func flood(tb testing.TB, keys, each int, newQ func() *KeyedQPS) floodFigures {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	f.heap = int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	f.bytes = q.Bytes()
+	f.bytes = q.bytes()
 	runtime.KeepAlive(q)
 	return f
 }

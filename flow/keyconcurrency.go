@@ -7,20 +7,11 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// A KeyedConcurrency limits each key (a user, a tenant, a client address)
-// to its own number of requests in flight: at no moment does a key hold
-// more than its limit of places, however many keys there are and however
-// their requests interleave. Keys listed in the overrides have limits of
-// their own; every other key has the limit given to NewKeyedConcurrency.
-//
-// Memory is fixed when the limiter is made and never grows, whatever the
-// keys: 64 bytes per block of a sketch sized from the number of keys the
-// caller expects in flight at once, plus about 140 bytes per override (Set
-// changes that part with the overrides). A key is never forgotten while it
-// holds places; more keys than expected only make refusals more likely.
-// How:
+// How a KeyedConcurrency counts keys in fixed memory.
 //
 // Every key without an override is counted in a counting count-min sketch:
 // its requests in flight are added to three counters, picked by a hash
@@ -51,7 +42,7 @@ import (
 // acquirers of one key whose adds interleave, one first on a counter and
 // the other first on the next, each see the other on one counter only, and
 // both are let in.) The limit is the one in force: places held when
-// SetLimit lowers it count against the new one.
+// Set lowers it count against the new one.
 //
 // What the sketch costs is refusals, never admissions: a key is refused
 // early when other keys in flight fill all three of its counters, or while
@@ -70,15 +61,25 @@ import (
 // step, as Concurrency does. Keys are told apart by their seeded 64-bit
 // hash, and a key matching an override's hash is compared with it in full,
 // so no key is taken for an overridden one.
+
+// A KeyedConcurrency limits each key to its own number of requests in
+// flight. A key is a user, a tenant or a client address. At no moment does
+// a key hold more than its limit, however many keys there are. Keys in the
+// overrides have limits of their own.
 //
-// SetLimit and Set change the limits in place: every key keeps the places
-// it holds, which count against its new limit, including a key that gains
-// or loses an override.
+// Memory is fixed when the limiter is made: a sketch sized for the keys in
+// flight at once ([KeyedConcurrencySettings.Keys]), and about 140 bytes per
+// override. More keys than that never go over their limits, but are
+// refused early more often. At the sizing, a key with a limit of 1 is
+// refused early with probability 0.9%; with a limit of 2, 0.006%.
 //
-// A key is hashed whole: its length is the caller's to bound. A
-// KeyedConcurrency reads no clock. It is safe for concurrent use; acquiring
-// and releasing allocate nothing. The zero KeyedConcurrency is not usable;
-// make one with NewKeyedConcurrency.
+// [KeyedConcurrency.Set] changes the limits in place: every key keeps the
+// places it holds, which count against its new limit.
+//
+// A KeyedConcurrency reads no clock. It is safe for concurrent use, takes
+// no lock, and acquiring and releasing allocate nothing. A key is hashed
+// whole: its length is the caller's to bound. The zero KeyedConcurrency is
+// not usable; make one with [NewKeyedConcurrency].
 type KeyedConcurrency struct {
 	seed maphash.Seed
 	mask uint64 // blocks - 1
@@ -136,14 +137,6 @@ type pinnedCount struct {
 // is, and far enough from 0 that releases never bring it back.
 const sealedCount = math.MinInt64 / 2
 
-// DefaultKeysInFlight is the number of keys a keyed limiter is sized for
-// when given 0: KeyedConcurrency takes 1 MiB for it, KeyedThrottle 2 MiB.
-const DefaultKeysInFlight = 4096
-
-// MaxKeysInFlight is the most keys a keyed limiter may be sized for: a
-// KeyedConcurrency of that size takes 64 MiB, a KeyedThrottle 128 MiB.
-const MaxKeysInFlight = 1 << 18
-
 const (
 	concBlockCounters = 8  // 8-byte counters in a 64-byte block
 	concBlocksPerKey  = 4  // sketch blocks per key sized for: 256 bytes
@@ -177,112 +170,78 @@ func sketchBlocksFor(keys, perKey int) int {
 }
 
 // checkKeys returns the keys a keyed limiter is sized for, or the error of
-// a count outside [0, MaxKeysInFlight].
+// a count outside [0, flowlimits.MaxKeysInFlight].
 func checkKeys(keys int) (int, error) {
-	if keys < 0 || keys > MaxKeysInFlight {
-		return 0, &ConfigError{Option: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", MaxKeysInFlight)}
+	if keys < 0 || keys > flowlimits.MaxKeysInFlight {
+		return 0, &ConfigError{Field: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", flowlimits.MaxKeysInFlight)}
 	}
 	if keys == 0 {
-		keys = DefaultKeysInFlight
+		keys = flowlimits.DefaultKeysInFlight
 	}
 	return keys, nil
 }
 
-// NewKeyedConcurrency returns a limiter allowing each key at most limit
-// requests in flight, and each key of overrides the limit given for it.
-// keys is how many distinct keys the caller expects to have requests in
-// flight at once (DefaultKeysInFlight if 0): the sketch takes 256 bytes per
-// key, rounded up to a power of two, from 4 KiB; more keys than that still
-// never go over their limits, but are refused early more often. limit and
-// each override must be in [0, MaxLimit] (0 blocks the key), and keys in
-// [0, MaxKeysInFlight]; otherwise the error is a *ConfigError naming
-// "limit", "overrides" (with the key) or "keys". The only Option it takes
-// is WithKeyMemory, from whose budget the sketch takes what it has, halved
-// down to 4 KiB if short.
-func NewKeyedConcurrency(limit int64, overrides map[string]int64, keys int, opts ...Option) (*KeyedConcurrency, error) {
-	if limit < 0 || limit > MaxLimit {
-		return nil, badLimit(limit, 0)
+// KeyedConcurrencySettings configure a [KeyedConcurrency]. Limit says how
+// many places a key may hold; every other zero field takes its default.
+type KeyedConcurrencySettings struct {
+	// Limit is the most requests of a key in flight, in [0, MaxLimit]. 0
+	// refuses every key.
+	Limit int64
+	// Overrides are keys with limits of their own, in [0, MaxLimit].
+	Overrides map[string]int64
+	// Keys is how many keys the limiter expects in flight at once (default
+	// 4096, at most 262144). The sketch takes 256 bytes per key, rounded up
+	// to a power of two. More keys still never go over their limits, but
+	// are refused early more often.
+	Keys int
+	// KeyMemory is the budget the sketch draws from, halved down to 4 KiB
+	// if short (default: a budget of its own).
+	KeyMemory *KeyMemory
+}
+
+// NewKeyedConcurrency returns a KeyedConcurrency of the given settings. A
+// bad setting is a [*ConfigError] naming it.
+func NewKeyedConcurrency(s KeyedConcurrencySettings) (*KeyedConcurrency, error) {
+	if s.Limit < 0 || s.Limit > MaxLimit {
+		return nil, badLimit(s.Limit, 0)
 	}
-	keys, err := checkKeys(keys)
+	keys, err := checkKeys(s.Keys)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOverrides(overrides); err != nil {
+	if err := checkOverrides(s.Overrides); err != nil {
 		return nil, err
 	}
-	o, err := buildKeyedOptions(opts)
-	if err == nil && (o.bucketsGiven || o.warming) {
-		err = &ConfigError{Option: "options", Value: "buckets or warm-up", Detail: "a keyed concurrency limit has no buckets and does not warm up"}
-	}
-	if err != nil {
-		return nil, err
-	}
-	blocks := drawFixed(o.memory, sketchBlocksFor(keys, concBlocksPerKey), minKeyBlocks, keyBlockBytes)
+	blocks := drawFixed(s.KeyMemory, sketchBlocksFor(keys, concBlocksPerKey), minKeyBlocks, keyBlockBytes)
 	c := &KeyedConcurrency{seed: maphash.MakeSeed(), mask: uint64(blocks - 1), cells: make([]atomic.Int64, blocks*concBlockCounters)}
-	giveBackWhenGone(c, o.memory, blocks*keyBlockBytes)
-	pins, _ := pinAll(c.seed, overrides, &pinTable[pinnedCount]{}, func() *pinnedCount { return new(pinnedCount) }, nil)
-	c.limits.Store(&concLimits{limit: limit, pins: pins})
+	giveBackWhenGone(c, s.KeyMemory, blocks*keyBlockBytes)
+	pins, _ := pinAll(c.seed, s.Overrides, &pinTable[pinnedCount]{}, func() *pinnedCount { return new(pinnedCount) }, nil)
+	c.limits.Store(&concLimits{limit: s.Limit, pins: pins})
 	return c, nil
 }
 
-// A KeyPermit holds the places a KeyedConcurrency gave a request: they stay
-// taken until Release. It keeps what releasing needs (where the key is
-// counted, and how many places), not the key. The zero KeyPermit holds
-// nothing.
-type KeyPermit struct {
-	_   noCopy
-	c   *KeyedConcurrency
-	pin *pinnedCount // the override's entry, or nil for the sketch
-	h   uint64       // the key's hash: its counters in the sketch
-	// n is the places held, 0 once released: written by the acquisition
-	// that fills the permit, which comes before any Release of it, and
-	// swapped for 0 by the first Release.
-	n int64
-}
-
-// noCopy makes go vet's copylocks check refuse copies of the struct that
-// holds it.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
-
-// Release gives the permit's places back. It is idempotent: only the first
-// call, from any goroutine, releases. A KeyPermit must not be copied (go vet
-// says so); AcquireN fills it through a pointer for that reason. A KeyPermit
-// may be reused once released, after which a late Release of the earlier
-// request's places would release the new ones: finish with a KeyPermit
-// before reusing it.
-func (p *KeyPermit) Release() {
-	n := atomic.SwapInt64(&p.n, 0)
-	if n <= 0 {
+// done gives back the n places of a permit, in the key's entry or the
+// sketch.
+func (c *KeyedConcurrency) done(n int64, of taken, _ int64, _ bool, _ Outcome) {
+	if of.pin != nil && of.pin.inflight.Add(-n) >= 0 {
 		return
 	}
-	if p.pin != nil && p.pin.inflight.Add(-n) >= 0 {
-		return
-	}
-	p.c.add(p.h, -n) // in the sketch, or its entry sealed: moved there
+	c.add(of.h, -n) // in the sketch, or its entry sealed: moved there
 }
 
-// fill makes p hold n places of key (hash h), in entry e or the sketch.
-func (p *KeyPermit) fill(c *KeyedConcurrency, e *pinnedCount, h uint64, n int64) {
-	p.c, p.pin, p.h, p.n = c, e, h, n
-}
-
-// Acquire takes one place for key if its limit allows. See AcquireN.
-func (c *KeyedConcurrency) Acquire(p *KeyPermit, key string) Decision {
+// Acquire takes one place for key if its limit allows. See
+// [KeyedConcurrency.AcquireN].
+func (c *KeyedConcurrency) Acquire(p *Permit, key string) Decision {
 	return c.AcquireN(p, key, 1)
 }
 
 // AcquireN takes n places for key, all or none. When allowed it fills p,
-// which must be a zero or released KeyPermit, and the caller must call
-// p.Release when the request is done. A nil p is blocked (ExceedsLimit), as
-// its places could never be given back. n <= 0 is allowed and takes
-// nothing; n above the key's limit is blocked with ExceedsLimit, and n that
-// does not fit beside the key's places in flight (or, for a key without an
-// override, beside its estimate: see KeyedConcurrency) with
-// ConcurrencyLimited.
-func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision {
+// a zero or done [Permit], and the caller calls [Permit.Done] when the
+// request ends. A nil p is blocked with [ExceedsLimit]: its places could
+// never be given back. n <= 0 is allowed and takes nothing. n above the
+// key's limit is blocked with ExceedsLimit. n that does not fit beside the
+// key's places is blocked with [ConcurrencyLimited].
+func (c *KeyedConcurrency) AcquireN(p *Permit, key string, n int64) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
@@ -319,7 +278,7 @@ func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision 
 			c.add(h, -n)
 			continue
 		}
-		p.fill(c, nil, h, n)
+		p.fill(c, n, taken{h: h})
 		return allowed
 	}
 }
@@ -327,7 +286,7 @@ func (c *KeyedConcurrency) AcquireN(p *KeyPermit, key string, n int64) Decision 
 // acquirePinned takes n places in entry e, exactly, at most limit in all
 // with what it carries from the sketch (the key's hash h). It reports false,
 // having taken nothing, if e is sealed.
-func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, e *pinnedCount, h uint64, n, limit int64) (Decision, bool) {
+func (c *KeyedConcurrency) acquirePinned(p *Permit, e *pinnedCount, h uint64, n, limit int64) (Decision, bool) {
 	for {
 		cur := e.inflight.Load()
 		if cur < 0 {
@@ -345,7 +304,7 @@ func (c *KeyedConcurrency) acquirePinned(p *KeyPermit, e *pinnedCount, h uint64,
 			return Decision{Reason: ConcurrencyLimited}, true
 		}
 		if e.inflight.CompareAndSwap(cur, cur+n) {
-			p.fill(c, e, h, n)
+			p.fill(c, n, taken{pin: e, h: h})
 			return allowed, true
 		}
 	}
@@ -375,9 +334,8 @@ func (c *KeyedConcurrency) estimate(h uint64) int64 {
 }
 
 // InFlight returns the places key holds: exactly for a key with an
-// override (with, after Set gave it the override, its estimate in the
-// sketch while it may hold places there), otherwise its estimate, which is
-// never below them (and above them when other keys share all its counters).
+// override, otherwise its estimate in the sketch. The estimate is never
+// below them, and may be above when keys share counters.
 func (c *KeyedConcurrency) InFlight(key string) int64 {
 	h := maphash.String(c.seed, key)
 	if s := c.limits.Load().pins.find(h, key); s != nil {
@@ -396,38 +354,17 @@ func (c *KeyedConcurrency) InFlight(key string) int64 {
 func (c *KeyedConcurrency) Limit() int64 { return c.limits.Load().limit }
 
 // LimitOf returns the most places key can hold at once: its override's
-// limit, or Limit.
+// limit, or [KeyedConcurrency.Limit].
 func (c *KeyedConcurrency) LimitOf(key string) int64 {
 	l := c.limits.Load()
-	if s := l.pins.find(maphash.String(c.seed, key), key); s != nil {
-		return s.limit
-	}
-	return l.limit
+	return l.pins.limitOf(c.seed, key, l.limit)
 }
 
-// SetLimit changes the limit of the keys without overrides, keeping the
-// places held: they count against the new limit, so after lowering it a
-// key is allowed nothing until enough of its places are released. The
-// overrides stay as they are. A limit outside [0, MaxLimit] is a
-// *ConfigError (Option "limit"), and the limit in force stays.
-func (c *KeyedConcurrency) SetLimit(limit int64) error {
-	if limit < 0 || limit > MaxLimit {
-		return badLimit(limit, 0)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := *c.limits.Load() // the overrides' table is shared: it never changes
-	l.limit = limit
-	c.limits.Store(&l)
-	return nil
-}
-
-// Set changes the limit and the overrides, as NewKeyedConcurrency takes
-// them, keeping the places every key holds: they count against the key's
-// new limit, whether it gains an override, keeps it or loses it. A bad
-// limit or override is a *ConfigError, as NewKeyedConcurrency's, and the
-// limits in force stay. Set costs time in proportion to the overrides, old
-// and new; requests go on meanwhile.
+// Set changes the limit and the overrides, keeping the places every key
+// holds. They count against the key's new limit, whether it gains, keeps
+// or loses an override. A bad limit or override is a [*ConfigError], and
+// the limits in force stay. Set takes time in proportion to the overrides,
+// old and new; requests go on meanwhile.
 func (c *KeyedConcurrency) Set(limit int64, overrides map[string]int64) error {
 	if limit < 0 || limit > MaxLimit {
 		return badLimit(limit, 0)
@@ -470,9 +407,9 @@ func (c *KeyedConcurrency) seal(e *pinnedCount, h uint64) {
 	}
 }
 
-// Bytes returns the heap the limiter takes, which changes only with Set:
+// bytes returns the heap the limiter takes, which changes only with Set:
 // the sketch, the overrides' counts and the limiter itself, beyond the
 // overrides' keys.
-func (c *KeyedConcurrency) Bytes() int {
+func (c *KeyedConcurrency) bytes() int {
 	return len(c.cells)*8 + len(c.limits.Load().pins.slots)*pinBytes + 128
 }

@@ -12,11 +12,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func mustKeyedConcurrency(t testing.TB, limit int64, overrides map[string]int64, keys int) *KeyedConcurrency {
 	t.Helper()
-	c, err := NewKeyedConcurrency(limit, overrides, keys)
+	c, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: limit, Overrides: overrides, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,7 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 		held := map[string]int64{}
 		type hold struct {
 			key string
-			p   *KeyPermit
+			p   *Permit
 			n   int64
 		}
 		var holds []hold
@@ -67,9 +69,9 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 			if len(holds) > 0 && (r.IntN(2) == 0 || len(holds) > 4000) {
 				i := r.IntN(len(holds))
 				h := holds[i]
-				h.p.Release()
+				h.p.Done(Succeeded)
 				if r.IntN(4) == 0 {
-					h.p.Release() // a second release gives nothing back
+					h.p.Done(Succeeded) // a second release gives nothing back
 				}
 				held[h.key] -= h.n
 				holds[i] = holds[len(holds)-1]
@@ -78,7 +80,7 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 			}
 			key := keys[r.IntN(len(keys))]
 			n := int64(1 + r.IntN(2))
-			p := new(KeyPermit)
+			p := new(Permit)
 			d := c.AcquireN(p, key, n)
 			lim := c.LimitOf(key)
 			if _, ok := overrides[key]; ok {
@@ -110,7 +112,7 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 			t.Fatalf("limit %d: %d allowed, %d refused: the test did not reach the limits", limit, allowedN, refused)
 		}
 		for _, h := range holds {
-			h.p.Release()
+			h.p.Done(Succeeded)
 		}
 		if !c.sketchIsEmpty() {
 			t.Fatalf("limit %d: the sketch holds places after every permit was released", limit)
@@ -145,23 +147,23 @@ func TestKeyedConcurrencyIsExactForKeysThatShareNoCounter(t *testing.T) {
 	keys := keysInDistinctBlocks(c.seed, c.mask, 50)
 	exact := map[string]*Concurrency{}
 	for _, key := range keys {
-		exact[key], _ = NewConcurrency(4)
+		exact[key], _ = NewConcurrency(ConcurrencySettings{Limit: 4})
 	}
 	var holds []*Permit
-	var kps []*KeyPermit
+	var kps []*Permit
 	r := rand.New(rand.NewPCG(1, 2))
 	for step := range 50000 {
 		if len(kps) > 0 && r.IntN(2) == 0 {
 			i := r.IntN(len(kps))
-			kps[i].Release()
-			holds[i].Release()
+			kps[i].Done(Succeeded)
+			holds[i].Done(Succeeded)
 			kps[i], holds[i] = kps[len(kps)-1], holds[len(holds)-1]
 			kps, holds = kps[:len(kps)-1], holds[:len(holds)-1]
 			continue
 		}
 		key := keys[r.IntN(len(keys))]
 		n := int64(r.IntN(6))
-		kp, p := new(KeyPermit), new(Permit)
+		kp, p := new(Permit), new(Permit)
 		got, want := c.AcquireN(kp, key, n), exact[key].AcquireN(p, n)
 		if got != want {
 			t.Fatalf("step %d: key %q, %d places: %+v, a Concurrency of its own %+v", step, key, n, got, want)
@@ -202,7 +204,7 @@ func TestKeyedConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				r := rand.New(rand.NewPCG(uint64(g), uint64(limit)))
-				var p KeyPermit
+				var p Permit
 				for i := range 50000 {
 					key := keys[r.IntN(4)]
 					if i%4 == 3 {
@@ -219,8 +221,8 @@ func TestKeyedConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 						runtime.Gosched()
 					}
 					truth[key].Add(-1)
-					p.Release()
-					p.Release()
+					p.Done(Succeeded)
+					p.Done(Succeeded)
 				}
 			}()
 		}
@@ -242,15 +244,15 @@ func TestKeyedConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 // returns the share refused.
 func refusalRate(t *testing.T, limit int64, sized, keys, probes int) float64 {
 	c := mustKeyedConcurrency(t, limit, nil, sized)
-	ps := make([]KeyPermit, keys)
+	ps := make([]Permit, keys)
 	for i := range ps {
 		c.Acquire(&ps[i], "busy-"+strconv.Itoa(i))
 	}
 	refused := 0
-	var p KeyPermit
+	var p Permit
 	for i := range probes {
 		if c.Acquire(&p, "cold-"+strconv.Itoa(i)).Allowed {
-			p.Release()
+			p.Done(Succeeded)
 		} else {
 			refused++
 		}
@@ -280,7 +282,7 @@ func TestKeyedConcurrencyRefusesFewColdKeys(t *testing.T) {
 func TestKeyedConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 	c := mustKeyedConcurrency(t, 2, map[string]int64{"vip": 2}, 0)
 	for _, key := range []string{"k", "vip"} {
-		var a, b KeyPermit
+		var a, b Permit
 		if !c.AcquireN(&a, key, 2).Allowed {
 			t.Fatalf("%q: 2 of 2 refused", key)
 		}
@@ -290,23 +292,23 @@ func TestKeyedConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 { // racing releases of one permit release once
 			wg.Add(1)
-			go func() { defer wg.Done(); a.Release() }()
+			go func() { defer wg.Done(); a.Done(Succeeded) }()
 		}
 		wg.Wait()
-		b.Release() // never allowed
-		var zero KeyPermit
-		zero.Release()
+		b.Done(Succeeded) // never allowed
+		var zero Permit
+		zero.Done(Succeeded)
 		if got := c.InFlight(key); got != 0 {
 			t.Fatalf("%q: InFlight = %d after releasing a permit of 2 many times", key, got)
 		}
-		// A released KeyPermit can be reused.
+		// A released Permit can be reused.
 		if !c.Acquire(&a, key).Allowed || c.InFlight(key) != 1 {
-			t.Fatalf("%q: reusing a released KeyPermit failed", key)
+			t.Fatalf("%q: reusing a released Permit failed", key)
 		}
-		a.Release()
-		a.Release()
+		a.Done(Succeeded)
+		a.Done(Succeeded)
 		if c.InFlight(key) != 0 {
-			t.Fatalf("%q: a reused KeyPermit released twice", key)
+			t.Fatalf("%q: a reused Permit released twice", key)
 		}
 	}
 	if !c.sketchIsEmpty() {
@@ -316,7 +318,7 @@ func TestKeyedConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 
 func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 	c := mustKeyedConcurrency(t, 3, map[string]int64{"banned": 0, "vip": 10}, 0)
-	var p KeyPermit
+	var p Permit
 	if d := c.AcquireN(nil, "k", 1); d.Reason != ExceedsLimit {
 		t.Fatalf("a nil permit: %+v", d)
 	}
@@ -338,23 +340,24 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 	if c.InFlight("vip") != 10 || c.LimitOf("vip") != 10 || c.LimitOf("k") != 3 || c.LimitOf("banned") != 0 {
 		t.Fatal("InFlight or LimitOf of the overrides")
 	}
-	p.Release()
+	p.Done(Succeeded)
 	// Lowering the limit keeps the places held, which count against it.
-	var a, b KeyPermit
+	var a, b Permit
 	c.AcquireN(&a, "k", 3)
-	if err := c.SetLimit(2); err != nil || c.Limit() != 2 || c.LimitOf("vip") != 10 {
-		t.Fatalf("SetLimit(2): %v, limit %d, vip's %d", err, c.Limit(), c.LimitOf("vip"))
+	overrides := map[string]int64{"vip": 10, "banned": 0}
+	if err := c.Set(2, overrides); err != nil || c.Limit() != 2 || c.LimitOf("vip") != 10 {
+		t.Fatalf("Set(2, the same overrides): %v, limit %d, vip's %d", err, c.Limit(), c.LimitOf("vip"))
 	}
 	if c.AcquireN(&b, "k", 2).Allowed || c.InFlight("k") != 3 {
 		t.Fatal("a key above a lowered limit must be refused, keeping its places")
 	}
-	a.Release()
+	a.Done(Succeeded)
 	if !c.AcquireN(&b, "k", 2).Allowed {
 		t.Fatal("after releasing, the lowered limit allows")
 	}
-	b.Release()
-	if err := c.SetLimit(-1); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
-		t.Fatalf("SetLimit(-1) = %v, limit now %d", err, c.Limit())
+	b.Done(Succeeded)
+	if err := c.Set(-1, overrides); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
+		t.Fatalf("Set(-1) = %v, limit now %d", err, c.Limit())
 	}
 	z := mustKeyedConcurrency(t, 0, nil, 0)
 	if d := z.Acquire(&p, "k"); d.Reason != ExceedsLimit {
@@ -373,13 +376,13 @@ func TestKeyedConcurrencyConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		{-1, nil, 0, "limit", "limit = -1: must be between 0 and 4294967295"},
 		{MaxLimit + 1, nil, 0, "limit", "limit = 4294967296"},
 		{1, nil, -1, "keys", "keys = -1: must be between 0 and 262144"},
-		{1, nil, MaxKeysInFlight + 1, "keys", "keys = 262145"},
+		{1, nil, flowlimits.MaxKeysInFlight + 1, "keys", "keys = 262145"},
 		{1, map[string]int64{"ok": 1, "bad": -2}, 0, "overrides", `overrides = "bad": -2: must be between 0 and 4294967295`},
 		{1, map[string]int64{"big": MaxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
 	} {
-		_, err := NewKeyedConcurrency(tc.limit, tc.overrides, tc.keys)
+		_, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: tc.limit, Overrides: tc.overrides, Keys: tc.keys})
 		var ce *ConfigError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Option != tc.option || !strings.Contains(err.Error(), tc.message) {
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("NewKeyedConcurrency(%d, %v, %d) = %v, want a ConfigError of %s saying %q", tc.limit, tc.overrides, tc.keys, err, tc.option, tc.message)
 		}
 	}
@@ -394,14 +397,14 @@ func TestKeyedConcurrencyAllocatesNothing(t *testing.T) {
 	long := strings.Repeat("x", 4096)
 	i := 0
 	if a := testing.AllocsPerRun(10000, func() {
-		var p, q, r KeyPermit
+		var p, q, r Permit
 		c.Acquire(&p, keys[i%len(keys)])
 		c.Acquire(&q, "vip")
 		c.Acquire(&r, long)
 		c.InFlight(keys[i%len(keys)])
-		p.Release()
-		q.Release()
-		r.Release()
+		p.Done(Succeeded)
+		q.Done(Succeeded)
+		r.Done(Succeeded)
 		i++
 	}); a != 0 {
 		t.Fatalf("acquiring and releasing allocate %v times", a)
@@ -420,14 +423,14 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	made := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if b := int64(c.Bytes()); made > b+b/20 || made < b-b/20 {
+	if b := int64(c.bytes()); made > b+b/20 || made < b-b/20 {
 		t.Fatalf("the limiter took %d bytes of heap, Bytes says %d", made, b)
 	}
 	if addr := uintptr(unsafe.Pointer(&c.cells[0])); addr%64 != 0 {
 		t.Fatalf("the sketch starts at %#x, not on a cache line", addr)
 	}
-	bytes := c.Bytes()
-	ps := make([]KeyPermit, 100000)
+	bytes := c.bytes()
+	ps := make([]Permit, 100000)
 	keys := make([]string, len(ps))
 	for i := range keys {
 		keys[i] = "flood-" + strconv.Itoa(i)
@@ -444,10 +447,10 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	// TotalAlloc counts the whole process (the runtime, the testing
 	// package): a few bytes are theirs; one allocation per key would be
 	// megabytes.
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 || c.Bytes() != bytes {
-		t.Fatalf("%d keys allocated %d bytes; Bytes went from %d to %d", len(ps), grew, bytes, c.Bytes())
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 || c.bytes() != bytes {
+		t.Fatalf("%d keys allocated %d bytes; Bytes went from %d to %d", len(ps), grew, bytes, c.bytes())
 	}
-	var vip [3]KeyPermit
+	var vip [3]Permit
 	for i := range vip {
 		if !c.Acquire(&vip[i], "vip").Allowed {
 			t.Fatalf("the override's place %d refused while the sketch is flooded", i+1)
@@ -455,7 +458,7 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	}
 	t.Logf("a flood of %d keys in a sketch sized for %d: %d allowed", len(ps), 1<<14, allowedN)
 	for i := range ps {
-		ps[i].Release()
+		ps[i].Done(Succeeded)
 	}
 	if !c.sketchIsEmpty() {
 		t.Fatal("the sketch holds places after the flood was released")
@@ -480,7 +483,7 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 	// here) is still not taken for it.
 	pins := c.limits.Load().pins
 	pins.index[maphash.String(c.seed, "impostor")] = pins.index[maphash.String(c.seed, "vip")]
-	var p KeyPermit
+	var p Permit
 	if c.LimitOf("impostor") != 1 || !c.Acquire(&p, "impostor").Allowed || c.InFlight("vip") != 0 {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}
@@ -488,16 +491,16 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 
 // Two requests in flight per user, five for one of them.
 func ExampleKeyedConcurrency() {
-	limiter, err := NewKeyedConcurrency(2, map[string]int64{"batch-job": 5}, 0)
+	limiter, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 2, Overrides: map[string]int64{"batch-job": 5}})
 	if err != nil {
 		panic(err)
 	}
-	var first, second, third KeyPermit
+	var first, second, third Permit
 	fmt.Println(limiter.Acquire(&first, "alice").Allowed)
 	fmt.Println(limiter.Acquire(&second, "alice").Allowed)
 	fmt.Println(limiter.Acquire(&third, "alice").Reason)
 	fmt.Println(limiter.AcquireN(&third, "batch-job", 5).Allowed)
-	first.Release() // when alice's first request is done
+	first.Done(Succeeded) // when alice's first request is done
 	fmt.Println(limiter.InFlight("alice"))
 	// Output:
 	// true

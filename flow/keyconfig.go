@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
@@ -75,7 +76,7 @@ func (c *keyConfig) match(old *keyConfig) []int {
 // entryBytes is the heap of one hot entry besides its index: its hotKey,
 // its key as Top shows it, its windows' states and counts.
 func (c *keyConfig) entryBytes() int64 {
-	return hotKeyBytes + MaxShownKeyLength + int64(len(c.wins))*hotWindowBytes + int64(c.stride)*4
+	return hotKeyBytes + flowlimits.MaxShownKeyLength + int64(len(c.wins))*hotWindowBytes + int64(c.stride)*4
 }
 
 const (
@@ -86,24 +87,24 @@ const (
 // newConfig checks windows and returns them as a keyConfig; a bad one is a
 // *ConfigError naming it.
 func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
-	if len(windows) == 0 || len(windows) > MaxKeyWindows {
-		return nil, &ConfigError{Option: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", MaxKeyWindows)}
+	if len(windows) == 0 || len(windows) > flowlimits.MaxKeyWindows {
+		return nil, &ConfigError{Field: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", flowlimits.MaxKeyWindows)}
 	}
 	c := &keyConfig{wins: make([]keyWindow, len(windows))}
 	for j, w := range windows {
 		at := func(field string) string { return fmt.Sprintf("windows[%d].%s", j, field) }
 		if w.Limit < 0 || w.Limit > MaxLimit {
-			return nil, &ConfigError{Option: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+			return nil, &ConfigError{Field: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
 		}
 		k := w.Buckets
 		if k == 0 {
-			k = DefaultKeyBuckets
+			k = flowlimits.DefaultKeyBuckets
 		}
-		if k > MaxKeyBuckets {
-			return nil, &ConfigError{Option: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", MaxKeyBuckets)}
+		if k > flowlimits.MaxKeyBuckets {
+			return nil, &ConfigError{Field: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", flowlimits.MaxKeyBuckets)}
 		}
 		if we := timegrid.CheckWindow(w.Interval, k); we != nil {
-			return nil, &ConfigError{Option: at(we.Arg), Value: we.Value, Detail: we.Detail}
+			return nil, &ConfigError{Field: at(we.Arg), Value: we.Value, Detail: we.Detail}
 		}
 		c.wins[j] = keyWindow{limit: w.Limit, k: uint64(k), grid: alignedGrid(w.Interval, k), off: c.stride, interval: w.Interval}
 		c.stride += k + 1
@@ -111,7 +112,7 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 	for j, w := range windows {
 		for key, limit := range w.Overrides {
 			if limit < 0 || limit > MaxLimit {
-				return nil, &ConfigError{Option: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+				return nil, &ConfigError{Field: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
 			}
 			if c.pinned == nil {
 				c.pinned = make(map[string][]int64, len(w.Overrides))
@@ -163,18 +164,24 @@ func (c *keyConfig) same(d *keyConfig) bool {
 	return maps.EqualFunc(c.pinned, d.pinned, slices.Equal)
 }
 
-// Set gives the limiter new windows, limits and overrides. Windows are
-// matched with those in force by interval and buckets, in any order (the
-// second of the same interval and buckets with the second): a window kept
-// keeps its counts, under its new limit; a window gone stops counting. A new window counts a key's requests from the reload on, and
-// those that the kept window of the longest interval up to its own counted
-// then; an interval that spans the reload may also hold requests no kept
-// window counted. A key that loses its override keeps its counts. A bad
-// argument is a *ConfigError, and changes nothing.
+// Set gives the limiter new windows, limits and overrides. A window of the
+// same interval and buckets as one in force keeps its counts, under its
+// new limit. A window gone stops counting. A new window starts from what
+// the kept window of the longest interval up to its own counted. A key
+// that loses its override keeps its counts. A bad window is a
+// [*ConfigError], and changes nothing.
 //
-// Set takes the shards' mutexes one at a time, so that a decision waits at
-// most for one shard's share of the reload.
-func (q *KeyedQPS) Set(windows []KeyWindow) error {
+// Set takes the shards' mutexes one at a time, so that a decision waits
+// at most for one shard's share of the reload. It reads the clock as it
+// takes each.
+func (q *KeyedQPS) Set(windows []KeyWindow) error { return q.set(windows, 0, false) }
+
+// SetAt is [KeyedQPS.Set] at time now, for every shard.
+func (q *KeyedQPS) SetAt(now int64, windows []KeyWindow) error { return q.set(windows, now, true) }
+
+// set is Set at time now if timed, or else at the clock's time as it
+// takes each shard.
+func (q *KeyedQPS) set(windows []KeyWindow, now int64, timed bool) error {
 	q.setMu.Lock()
 	defer q.setMu.Unlock()
 	cfg, err := q.newConfig(windows)
@@ -188,7 +195,10 @@ func (q *KeyedQPS) Set(windows []KeyWindow) error {
 	for i := range q.shards {
 		s := &q.shards[i]
 		s.mu.Lock()
-		s.reshape(q, i, cfg, q.clock.Now())
+		if !timed {
+			now = q.clock.Now()
+		}
+		s.reshape(q, i, cfg, now)
 		if reshaped != nil {
 			reshaped(i)
 		}

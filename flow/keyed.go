@@ -10,40 +10,32 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// A KeyedQPS limits each key (a user, a tenant, a client address) to its own
-// sliding-window limits: for every key and every window, at most the
-// window's limit of requests allowed in any interval of its length,
-// wherever it starts, however many keys there are. One request is decided
-// against all the windows of its key together (5 per second and 100 per
-// minute), all or nothing: a request one window refuses counts in none.
+// A KeyedQPS holds each key to its own sliding-window limits. A key is a
+// user, a tenant or a client address. For every key and every window, at
+// most the window's limit is allowed in any interval of its length,
+// however many keys there are. One request is decided against all the
+// windows of its key together, say 5 a second and 100 a minute. A request
+// one window refuses counts in none.
 //
-// A key has an exact window of its own, a hot entry, when one is free,
-// held by a key that went over its limit, or idle; otherwise it is counted
-// in a count-min sketch per window, which never lets a key through early
-// and may refuse it early. A key paced evenly at up to k/(k+1) of its limit
-// (95% with DefaultKeyBuckets) is never refused once it has an entry, and
-// no key takes the entry of a key within its limit and at half of it or
-// more. Keys that go over their limits, or come in floods of distinct
-// keys, take the entries of one another and of idle keys. docs/keyed.md
-// gives the proof of the bound, the rules for entries, and the measured
-// rates of early refusals.
+// A key has an exact window of its own, a hot entry, when one is free.
+// Otherwise it is counted in a count-min sketch, which never lets a key
+// through early, and may refuse it early. A key paced evenly at k/(k+1) of
+// its limit is never refused once it has an entry: 95% with the default
+// 20 buckets. No key takes the entry of a key within its limit and at half
+// of it or more. docs/keyed.md gives the proof and the measured rates.
 //
-// Memory comes from a [KeyMemory], the limiter's own of DefaultKeyMemory
-// unless [WithKeyMemory] shares one. The sketches double as distinct keys
-// arrive and halve when they go. The entries double as keys need them, up
-// to half the budget, and halve when most of them are idle. The keys with
-// overrides keep entries besides.
+// Memory comes from a [KeyMemory], its own of 64 MiB unless the settings
+// share one. The sketches and the entries grow as keys come, and shrink as
+// they go. The keys with overrides keep entries besides.
 //
-// Keys are told apart by a 64-bit hash, seeded at random per limiter, so no
-// one can pick keys that collide; two keys with equal hashes (one chance in
-// 2^64 a pair) share their counts, which can only refuse early. Top shows
-// keys cut to MaxShownKeyLength bytes.
-//
-// A KeyedQPS is safe for concurrent use. Keys hash to 64 shards, each with
-// its own mutex; deciding takes one and allocates nothing, except when
-// entries or sketches change size. [KeyedQPS.Set] takes them one at a time.
+// Keys are told apart by a 64-bit hash, seeded at random per limiter, so
+// that no one can pick keys that collide. A KeyedQPS is safe for
+// concurrent use. Keys hash to 64 shards, each with its own mutex.
+// Deciding takes one, and allocates nothing unless entries or sketches
+// change size.
 type KeyedQPS struct {
 	seed  maphash.Seed
 	clock clock.Clock
@@ -55,36 +47,16 @@ type KeyedQPS struct {
 	shards [keyShards]keyShard
 }
 
-// A KeyWindow is one window of a KeyedQPS: at most Limit requests per key
-// in any Interval, counted in Buckets buckets (DefaultKeyBuckets if 0),
-// the keys in Overrides each with a limit of their own instead.
+// A KeyWindow is one window of a [KeyedQPS]: at most Limit requests per key
+// in any Interval. Limit is in [0, MaxLimit]; Interval is positive. Buckets
+// divide the interval (default 20, at most 100), each at least 1 µs. The
+// keys in Overrides have limits of their own.
 type KeyWindow struct {
 	Limit     int64
 	Interval  time.Duration
 	Buckets   int
 	Overrides map[string]int64
 }
-
-// DefaultKeyBuckets is the number of buckets a KeyedQPS window divides its
-// interval into unless told otherwise. A key with an entry is allowed
-// k/(k+1) of its limit under steady overload: with 20 buckets, a key paced
-// at 95% of its limit is never refused. Each bucket takes 4 bytes per hot
-// key.
-const DefaultKeyBuckets = 20
-
-// DefaultHotKeys is the most keys a KeyedQPS keeps entries for before it
-// asks its [KeyMemory] for more, besides the keys with overrides.
-const DefaultHotKeys = keyShards * floorRoom
-
-// MaxKeyWindows is the most windows a KeyedQPS decides together.
-const MaxKeyWindows = 8
-
-// MaxKeyBuckets is the most buckets a KeyedQPS window divides its interval
-// into: each takes 4 bytes per hot key.
-const MaxKeyBuckets = 100
-
-// MaxShownKeyLength is the longest key Top shows; a longer key is shown cut.
-const MaxShownKeyLength = 64
 
 const (
 	keyShards  = 64
@@ -97,26 +69,35 @@ const (
 	keyShardBytes = 24 << 10
 )
 
-// NewKeyedQPS returns a limiter of the given windows, decided together for
-// each key: between 1 and MaxKeyWindows of them, each with a limit in [0, MaxLimit], a positive
-// interval that divides into its buckets (at most MaxKeyBuckets) of at
-// least 1 µs, and overrides within the same bounds. It takes the Options
-// WithClock and WithKeyMemory. A bad argument is a *ConfigError naming it
-// ("windows[1].limit").
-func NewKeyedQPS(windows []KeyWindow, opts ...Option) (*KeyedQPS, error) {
-	o, err := buildKeyedOptions(opts)
+// The hot keys a KeyedQPS keeps before it asks its budget for more are its
+// shards' floors (flowlimits.DefaultHotKeys): either array below has a
+// negative length, and does not compile, if they differ.
+var (
+	_ [flowlimits.DefaultHotKeys - keyShards*floorRoom]struct{}
+	_ [keyShards*floorRoom - flowlimits.DefaultHotKeys]struct{}
+)
+
+// KeyedQPSSettings configure a [KeyedQPS]. Windows say what each key's
+// limits are; every other zero field takes its default.
+type KeyedQPSSettings struct {
+	// Windows are decided together for each key: from 1 to 8 of them.
+	Windows []KeyWindow
+	// KeyMemory is the budget the limiter draws its per-key state from
+	// (default: a budget of its own of 64 MiB).
+	KeyMemory *KeyMemory
+	// Clock is the clock the limiter reads (default clock.System).
+	Clock clock.Clock
+}
+
+// NewKeyedQPS returns a KeyedQPS of the given settings. A bad setting is a
+// [*ConfigError] naming it ("windows[1].limit").
+func NewKeyedQPS(s KeyedQPSSettings) (*KeyedQPS, error) {
+	q := &KeyedQPS{seed: maphash.MakeSeed(), clock: clockOr(s.Clock)}
+	cfg, err := q.newConfig(s.Windows)
 	if err != nil {
 		return nil, err
 	}
-	if o.bucketsGiven || o.warming {
-		return nil, &ConfigError{Option: "options", Value: "buckets or warm-up", Detail: "a keyed limiter takes its buckets from its windows and does not warm up"}
-	}
-	q := &KeyedQPS{seed: maphash.MakeSeed(), clock: o.clock}
-	cfg, err := q.newConfig(windows)
-	if err != nil {
-		return nil, err
-	}
-	q.acct = newKeyBytes(q, memoryOf(o))
+	q.acct = newKeyBytes(q, memoryOr(s.KeyMemory))
 	q.acct.take(keyShardBytes)
 	q.cfg = cfg
 	now := q.clock.Now()
@@ -137,22 +118,25 @@ func (q *KeyedQPS) hash(key string) uint64 { return maphash.String(q.seed, key) 
 func (q *KeyedQPS) shard(h uint64) *keyShard { return &q.shards[h>>shardShift] }
 
 // Allow decides whether one request with the given key may proceed now.
+// See [KeyedQPS.AllowNAt].
 func (q *KeyedQPS) Allow(key string) (Decision, int) { return q.AllowNAt(q.clock.Now(), key, 1) }
 
+// AllowAt decides whether one request with the given key, arriving at time
+// now, may proceed. See [KeyedQPS.AllowNAt].
+func (q *KeyedQPS) AllowAt(now int64, key string) (Decision, int) { return q.AllowNAt(now, key, 1) }
+
 // AllowN decides whether n requests with the given key may proceed now.
+// See [KeyedQPS.AllowNAt].
 func (q *KeyedQPS) AllowN(key string, n int64) (Decision, int) {
 	return q.AllowNAt(q.clock.Now(), key, n)
 }
 
 // AllowNAt decides whether n requests with the given key, arriving at time
-// now, may proceed under every window, and counts them in every window if
-// so. When they may not, it returns the index of the window that refused
-// them (the first, in the order given, that did), with RetryAfter saying
-// when the key would fit it if nothing else were allowed meanwhile;
-// otherwise -1. n <= 0 is allowed and counts nothing; n above a window's
-// limit for the key is refused with ExceedsLimit. As with QPS, a time
-// earlier than one the key's shard already counted at is counted at that
-// later time.
+// now, may proceed under every window. If so it counts them in every
+// window, and returns -1. Otherwise it returns the index of the first
+// window that refused them. RetryAfter then says when the key would fit
+// it, if nothing else were allowed. n <= 0 is allowed and counts nothing.
+// n above a window's limit for the key is refused with [ExceedsLimit].
 func (q *KeyedQPS) AllowNAt(now int64, key string, n int64) (Decision, int) {
 	if n <= 0 {
 		return allowed, -1
@@ -165,9 +149,9 @@ func (q *KeyedQPS) AllowNAt(now int64, key string, n int64) (Decision, int) {
 	return d, j
 }
 
-// A KeyStat is what Top says of one key.
+// A KeyStat is what [KeyedQPS.TopAt] says of one key.
 type KeyStat struct {
-	// Key is the key, cut to MaxShownKeyLength bytes.
+	// Key is the key, cut to 64 bytes.
 	Key string
 	// Allowed is how many of the key's requests the first window counts
 	// now: those allowed in its last interval or so (its open bucket and
@@ -178,14 +162,17 @@ type KeyStat struct {
 	Blocked int64
 }
 
-// Top returns the hot keys that the limiter counts most of, at most n of
-// them, busiest first: by allowed requests, or by blocked ones if
-// byBlocked, then by key. A hot key has an entry and uses more than half
-// its first window's limit, was refused, or has an override. Keys are
-// shown cut to MaxShownKeyLength bytes and made valid UTF-8; keys that
-// then read the same are added up into one, so that no two KeyStats name
-// one key. Top takes each shard's mutex in turn and allocates its result.
-func (q *KeyedQPS) Top(now int64, n int, byBlocked bool) []KeyStat {
+// Top returns the busiest hot keys now; see TopAt.
+func (q *KeyedQPS) Top(n int, byBlocked bool) []KeyStat { return q.TopAt(q.clock.Now(), n, byBlocked) }
+
+// TopAt returns the hot keys the limiter counts most of at time now, at
+// most n of them. They come busiest first, by allowed requests, or by
+// blocked ones if byBlocked, then by key. A hot key has an entry, and uses
+// more than half its first window's limit, was refused, or has an
+// override. Keys are cut to 64 bytes and made valid UTF-8; keys that then
+// read the same are added up into one. TopAt takes each shard's mutex in
+// turn, and allocates its result.
+func (q *KeyedQPS) TopAt(now int64, n int, byBlocked bool) []KeyStat {
 	at := map[string]int{}
 	var all []KeyStat
 	for i := range q.shards {
@@ -218,9 +205,9 @@ func (q *KeyedQPS) Top(now int64, n int, byBlocked bool) []KeyStat {
 	return all[:min(max(n, 0), len(all))]
 }
 
-// Bytes returns the heap the limiter takes now: what it holds of its
+// bytes returns the heap the limiter takes now: what it holds of its
 // KeyMemory.
-func (q *KeyedQPS) Bytes() int { return int(q.acct.held.Load()) }
+func (q *KeyedQPS) bytes() int { return int(q.acct.held.Load()) }
 
 // clampCount is v as a hot entry's count: a count is never above MaxLimit
 // (a window's limit bounds what a key is allowed in it).

@@ -5,6 +5,7 @@ import (
 
 	"fmt"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -53,7 +54,7 @@ func (a admissions) check(t *testing.T, w KeyWindow) int64 {
 
 func mustKeyed(t testing.TB, c clock.Clock, ws ...KeyWindow) *KeyedQPS {
 	t.Helper()
-	q, err := NewKeyedQPS(ws, WithClock(c))
+	q, err := NewKeyedQPS(KeyedQPSSettings{Windows: ws, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +149,8 @@ func TestKeyedQPSHotKeyIsNotResetByKeysThatDisplaceIt(t *testing.T) {
 	if n := len(got["hot"]); n < 40*5 {
 		t.Fatalf("the hot key was allowed %d requests in 40 s at a limit of 10/s: starved", n)
 	}
-	if b := q.Bytes(); b > DefaultKeyMemory {
-		t.Fatalf("limiter takes %d bytes, above its bound %d", b, DefaultKeyMemory)
+	if b := q.bytes(); b > flowlimits.DefaultKeyMemory {
+		t.Fatalf("limiter takes %d bytes, above its bound %d", b, flowlimits.DefaultKeyMemory)
 	}
 }
 
@@ -272,11 +273,11 @@ func TestKeyedQPSConfigErrorsNameTheWindow(t *testing.T) {
 		{[]KeyWindow{{Limit: 1, Interval: time.Second}, {Limit: 1}}, "windows[1].interval"},
 		{[]KeyWindow{{Limit: 1, Interval: time.Second, Buckets: 101}}, "windows[0].buckets"},
 		{[]KeyWindow{{Limit: 1, Interval: time.Second, Overrides: map[string]int64{"a": -2}}}, "windows[0].overrides"},
-		{make([]KeyWindow, MaxKeyWindows+1), "windows"},
+		{make([]KeyWindow, flowlimits.MaxKeyWindows+1), "windows"},
 	} {
-		_, err := NewKeyedQPS(tc.ws)
+		_, err := NewKeyedQPS(KeyedQPSSettings{Windows: tc.ws})
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Option != tc.want {
+		if !errors.As(err, &ce) || ce.Field != tc.want {
 			t.Errorf("%+v: error %v, want one naming %s", tc.ws, err, tc.want)
 		}
 	}
@@ -428,7 +429,7 @@ func TestKeyedQPSSetKeepsCountsAndMovesOverrides(t *testing.T) {
 	}
 	for _, bad := range [][]KeyWindow{
 		{{Limit: -1, Interval: time.Second}},
-		{{Limit: 3, Interval: time.Second, Buckets: MaxKeyBuckets + 1}},
+		{{Limit: 3, Interval: time.Second, Buckets: flowlimits.MaxKeyBuckets + 1}},
 	} {
 		if err := q.Set(bad); err == nil {
 			t.Errorf("Set(%+v) accepted", bad)
@@ -462,8 +463,8 @@ func TestKeyedQPSManySteadyKeysGetExactWindows(t *testing.T) {
 	if rate := float64(refused) / float64(asked); rate > 0.001 {
 		t.Fatalf("%d of %d refused (%.3f%%) from keys within their limit", refused, asked, 100*rate)
 	}
-	if b := q.Bytes(); b > DefaultKeyMemory {
-		t.Fatalf("%d bytes, over the bound %d", b, DefaultKeyMemory)
+	if b := q.bytes(); b > flowlimits.DefaultKeyMemory {
+		t.Fatalf("%d bytes, over the bound %d", b, flowlimits.DefaultKeyMemory)
 	}
 }
 
@@ -487,7 +488,7 @@ func TestKeyedQPSEvictionAtAnEarlierTimeKeepsTheCounts(t *testing.T) {
 	w := KeyWindow{Limit: 10, Interval: time.Second}
 	// A budget of 0: each shard keeps its floor of entries, no more.
 	none, _ := NewKeyMemory(0)
-	q, err := NewKeyedQPS([]KeyWindow{w}, WithClock(c), WithKeyMemory(none))
+	q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{w}, Clock: c, KeyMemory: none})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,8 +564,8 @@ func TestKeyedQPSSetDoesNotGrowEntriesWithChangingOverrides(t *testing.T) {
 		}
 		c.Advance(time.Minute)
 	}
-	if n := entries(); n > DefaultHotKeys+2000 {
-		t.Fatalf("%d hot entries after 50 reloads of 2,000 overrides each, want at most %d", n, DefaultHotKeys+2000)
+	if n := entries(); n > flowlimits.DefaultHotKeys+2000 {
+		t.Fatalf("%d hot entries after 50 reloads of 2,000 overrides each, want at most %d", n, flowlimits.DefaultHotKeys+2000)
 	}
 	for i := range 2000 {
 		if d, _ := q.AllowNAt(c.Now(), "blocked-49-"+strconv.Itoa(i), 1); d.Allowed {
@@ -574,14 +575,14 @@ func TestKeyedQPSSetDoesNotGrowEntriesWithChangingOverrides(t *testing.T) {
 	if d, _ := q.AllowNAt(c.Now(), "blocked-48-7", 1); !d.Allowed {
 		t.Fatal("a key no longer overridden is refused")
 	}
-	if top := q.Top(c.Now(), -1, false); len(top) != 0 {
+	if top := q.TopAt(c.Now(), -1, false); len(top) != 0 {
 		t.Fatalf("Top(-1) = %v", top)
 	}
 }
 
 // Keys that read the same once cut are one key in Top.
 func TestKeyedQPSTopAddsUpKeysThatReadTheSame(t *testing.T) {
-	long := strings.Repeat("k", MaxShownKeyLength)
+	long := strings.Repeat("k", flowlimits.MaxShownKeyLength)
 	// Overrides of the window's own limit count the keys exactly from
 	// their first request: in the sketch, a seed under which two of them
 	// share their counters would refuse the second one early, and change
@@ -593,7 +594,7 @@ func TestKeyedQPSTopAddsUpKeysThatReadTheSame(t *testing.T) {
 			q.AllowNAt(0, key, 1)
 		}
 	}
-	top := q.Top(0, 10, false)
+	top := q.TopAt(0, 10, false)
 	if len(top) != 2 || top[0].Key != long || top[0].Allowed != 4 || top[0].Blocked != 2 || top[1].Key != "\uFFFD" {
 		t.Fatalf("Top = %+v, want %q with both keys' counts, then the bad byte shown as U+FFFD", top, long)
 	}

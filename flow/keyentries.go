@@ -1,6 +1,10 @@
 package flow
 
-import "math"
+import (
+	"math"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
+)
 
 // The entries of a shard, and who gets one. An entry costs what a key
 // loses when it has none. In the sketch a key is allowed while its two
@@ -46,7 +50,7 @@ func share(count, limit int64) int64 {
 // promote gives key (hash h) an entry seeded from its estimates, if the
 // shard has one to give it, and reports whether it did. est and at are the
 // key's estimates and buckets per window; n is what it asks.
-func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) (int32, bool) {
+func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64, est *[flowlimits.MaxKeyWindows][2]int64, at *[flowlimits.MaxKeyWindows]uint64) (int32, bool) {
 	var e int32
 	switch {
 	case len(s.hot) < cap(s.hot):
@@ -100,7 +104,7 @@ func (s *keyShard) promote(q *KeyedQPS, h uint64, key string, now int64, n int64
 // that found an entry speak for a newcomer with estimates est, asking n:
 // it is refused by the sketch, or needs no more of any limit than one
 // allowed by it whose search found nothing (skipNeed, -1 for none).
-func (s *keyShard) spared(est *[MaxKeyWindows][2]int64, n int64) bool {
+func (s *keyShard) spared(est *[flowlimits.MaxKeyWindows][2]int64, n int64) bool {
 	within := true
 	for j := range s.cfg.wins {
 		c, l := est[j][0]+est[j][1]+n, s.cfg.wins[j].limit
@@ -144,7 +148,7 @@ func (s *keyShard) displace(q *KeyedQPS, v int32, h uint64, key string, now int6
 // MaxInt64 if all it looked at have overrides.
 func (s *keyShard) victim(now int64) (int32, int64) {
 	cfg := s.cfg
-	var b [MaxKeyWindows]uint64
+	var b [flowlimits.MaxKeyWindows]uint64
 	for j := range cfg.wins {
 		b[j] = cfg.wins[j].grid.Index(now)
 	}
@@ -273,8 +277,8 @@ func (s *keyShard) resize(q *KeyedQPS, n int, floor bool) bool {
 	copy(counts, s.counts[:len(s.hot)*cfg.stride])
 	state := make([]hotWindow, n*nw)
 	copy(state, s.state[:len(s.hot)*nw])
-	names := make([]byte, n*MaxShownKeyLength)
-	copy(names, s.names[:len(s.hot)*MaxShownKeyLength])
+	names := make([]byte, n*flowlimits.MaxShownKeyLength)
+	copy(names, s.names[:len(s.hot)*flowlimits.MaxShownKeyLength])
 	s.hot, s.counts, s.state, s.names = hot, counts, state, names
 	s.index = newKeyIndex(n)
 	for e := range s.hot {
@@ -294,8 +298,8 @@ func (s *keyShard) take(h uint64, key string) int32 {
 // fill makes entry e key's, with empty windows.
 func (s *keyShard) fill(e int32, h uint64, key string) {
 	cfg := s.cfg
-	name := key[:min(len(key), MaxShownKeyLength)]
-	copy(s.names[int(e)*MaxShownKeyLength:], name)
+	name := key[:min(len(key), flowlimits.MaxShownKeyLength)]
+	copy(s.names[int(e)*flowlimits.MaxShownKeyLength:], name)
 	s.hot[e] = hotKey{hash: h, keyLen: uint8(len(name))}
 	clear(s.counts[int(e)*cfg.stride : int(e+1)*cfg.stride])
 	clear(s.state[int(e)*len(cfg.wins) : int(e+1)*len(cfg.wins)])
@@ -347,7 +351,7 @@ func (s *keyShard) drop(q *KeyedQPS, e int32, now int64) {
 		nw := len(cfg.wins)
 		copy(s.counts[int(e)*cfg.stride:int(e+1)*cfg.stride], s.counts[int(last)*cfg.stride:])
 		copy(s.state[int(e)*nw:int(e+1)*nw], s.state[int(last)*nw:])
-		copy(s.names[int(e)*MaxShownKeyLength:int(e+1)*MaxShownKeyLength], s.names[int(last)*MaxShownKeyLength:])
+		copy(s.names[int(e)*flowlimits.MaxShownKeyLength:int(e+1)*flowlimits.MaxShownKeyLength], s.names[int(last)*flowlimits.MaxShownKeyLength:])
 		s.index.put(s.hot[e].hash, e, s.hot)
 	}
 	s.hot = s.hot[:last]

@@ -7,28 +7,29 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // floodScale is the tests' flood: keys per interval, and the budget that
-// gives the sketch as many bytes per key as DefaultKeyMemory gives ten
+// gives the sketch as many bytes per key as flowlimits.DefaultKeyMemory gives ten
 // million. BenchmarkKeyedQPSFlood runs the ten million themselves.
 func floodScale() (keys int, mem int64) {
 	keys = 1_000_000
 	if testing.Short() || raceEnabled {
 		keys = 250_000
 	}
-	return keys, DefaultKeyMemory * int64(keys) / 10_000_000
+	return keys, flowlimits.DefaultKeyMemory * int64(keys) / 10_000_000
 }
 
 // TestAFloodOfDistinctKeysRefusesFewKeysWithinHalfTheirLimit: a flood of
 // distinct keys per interval, each at 40% of its limit of 10 per second,
-// as many per byte of budget as ten million in DefaultKeyMemory, refuses
+// as many per byte of budget as ten million in flowlimits.DefaultKeyMemory, refuses
 // under 0.1% of their requests in the interval after the first.
 func TestAFloodOfDistinctKeysRefusesFewKeysWithinHalfTheirLimit(t *testing.T) {
 	keys, budget := floodScale()
 	f := flood(t, keys, 4, func() *KeyedQPS {
 		mem, _ := NewKeyMemory(budget)
-		q, err := NewKeyedQPS([]KeyWindow{{Limit: 10, Interval: time.Second}}, WithClock(clock.NewManual(0)), WithKeyMemory(mem))
+		q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 10, Interval: time.Second}}, Clock: clock.NewManual(0), KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,13 +54,13 @@ func TestKeyedQPSHeapIsWhatItsBudgetAllows(t *testing.T) {
 	var mem *KeyMemory
 	f := flood(t, keys, 1, func() *KeyedQPS {
 		mem, _ = NewKeyMemory(budget)
-		q, err := NewKeyedQPS([]KeyWindow{{Limit: 10, Interval: time.Second}}, WithClock(clock.NewManual(0)), WithKeyMemory(mem))
+		q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 10, Interval: time.Second}}, Clock: clock.NewManual(0), KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return q
 	})
-	floor := int64(keyShardBytes + keyShards*(sketchBytes(minSketchBlocks)+(&keyConfig{wins: make([]keyWindow, 1), stride: DefaultKeyBuckets + 1}).entriesBytes(floorRoom)))
+	floor := int64(keyShardBytes + keyShards*(sketchBytes(minSketchBlocks)+(&keyConfig{wins: make([]keyWindow, 1), stride: flowlimits.DefaultKeyBuckets + 1}).entriesBytes(floorRoom)))
 	t.Logf("%d keys: %.2f MiB held (the budget %.2f MiB, the floor %.2f MiB), heap %.2f MiB", keys, float64(f.bytes)/(1<<20), float64(budget)/(1<<20), float64(floor)/(1<<20), float64(f.heap)/(1<<20))
 	if int64(f.bytes) > budget+floor || mem.InUse() != int64(f.bytes) {
 		t.Errorf("the limiter holds %d bytes (its budget says %d), above its budget %d and its floor %d", f.bytes, mem.InUse(), budget, floor)
@@ -74,22 +75,22 @@ func TestKeyedQPSHeapIsWhatItsBudgetAllows(t *testing.T) {
 func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 	mem, _ := NewKeyMemory(8 << 20)
 	func() {
-		q, err := NewKeyedQPS([]KeyWindow{{Limit: 10, Interval: time.Second}}, WithKeyMemory(mem), WithClock(clock.NewManual(0)))
+		q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 10, Interval: time.Second}}, KeyMemory: mem, Clock: clock.NewManual(0)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 100_000 {
 			q.AllowNAt(int64(i), "k"+string(rune(i)), 1)
 		}
-		c, err := NewKeyedConcurrency(10, nil, 0, WithKeyMemory(mem))
+		c, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 10, KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		th, err := NewKeyedThrottle(10, time.Second, 0, nil, 0, WithKeyMemory(mem))
+		th, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mem.InUse() < int64(q.Bytes()+c.Bytes()/2+th.Bytes()/2) {
+		if mem.InUse() < int64(q.bytes()+c.bytes()/2+th.bytes()/2) {
 			t.Fatalf("the budget says %d bytes in use, the limiters hold more", mem.InUse())
 		}
 	}()
@@ -108,17 +109,14 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 // the budget is spent.
 func TestKeyedConcurrencyAndThrottleTakeWhatTheBudgetHas(t *testing.T) {
 	mem, _ := NewKeyMemory(1 << 20)
-	c, _ := NewKeyedConcurrency(10, nil, 0, WithKeyMemory(mem)) // wants 1 MiB
+	c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 10, KeyMemory: mem}) // wants 1 MiB
 	if b := len(c.cells) * 8; b != 64<<10 {
 		t.Errorf("a keyed concurrency limit took %d bytes of a budget of 1 MiB, want 64 KiB", b)
 	}
 	none, _ := NewKeyMemory(0)
-	th, _ := NewKeyedThrottle(10, time.Second, 0, nil, 0, WithKeyMemory(none))
+	th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: none})
 	if b := len(th.blocks) * keyBlockBytes; b != minKeyBlocks*keyBlockBytes || none.InUse() != int64(b) {
 		t.Errorf("a keyed throttle took %d bytes of a budget of 0 (which says %d), want its floor %d", b, none.InUse(), minKeyBlocks*keyBlockBytes)
-	}
-	if _, err := NewQPS(10, time.Second, WithKeyMemory(mem)); err == nil {
-		t.Error("NewQPS took WithKeyMemory")
 	}
 }
 

@@ -92,7 +92,7 @@ func TestASteadyKeyBelowItsLimitIsNeverRefused(t *testing.T) {
 				// A budget of 256 KiB holds about a thousand entries in
 				// one shard: fewer than the attacker's keys.
 				mem, _ := NewKeyMemory(256 << 10)
-				q, err := NewKeyedQPS([]KeyWindow{tc.w}, WithClock(clock.NewManual(0)), WithKeyMemory(mem))
+				q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{tc.w}, Clock: clock.NewManual(0), KeyMemory: mem})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -195,7 +195,7 @@ func TestVictimsWithinTheirLimitKeepTheirWindowsWhileAttackersChurnTheTable(t *t
 		attackers = 25_000
 	}
 	mem, _ := NewKeyMemory(16 << 20 * int64(attackers) / 100_000)
-	q, err := NewKeyedQPS([]KeyWindow{{Limit: 10, Interval: time.Second}}, WithClock(clock.NewManual(0)), WithKeyMemory(mem))
+	q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 10, Interval: time.Second}}, Clock: clock.NewManual(0), KeyMemory: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestVictimsThatArriveWithTheAttackersAreRefusedOnlyAtFirst(t *testing.T) {
 		attackers = 25_000
 	}
 	mem, _ := NewKeyMemory(16 << 20 * int64(attackers) / 100_000)
-	q, err := NewKeyedQPS([]KeyWindow{{Limit: 10, Interval: time.Second}}, WithClock(clock.NewManual(0)), WithKeyMemory(mem))
+	q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 10, Interval: time.Second}}, Clock: clock.NewManual(0), KeyMemory: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,36 +3,33 @@ package flow
 import (
 	"runtime"
 	"sync/atomic"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// A KeyMemory is a budget of heap for the per-key state of the keyed
-// limiters given it with [WithKeyMemory]: KeyedQPS draws its sketches'
-// growth and its hot keys' entries from it, KeyedConcurrency and
-// KeyedThrottle their sketches, each at most a sixteenth of the limit. A limiter that finds the budget spent
-// stops growing; it never goes over a key's limit for it, it only refuses
-// some keys early, as its doc says. Each limiter keeps a small floor
-// whatever the budget (KeyedQPS: a few KiB per shard it uses), so InUse
-// may pass Limit by the floors. A limiter the program no longer uses gives
-// its bytes back once the garbage collector has found it so.
+// A KeyMemory is a budget of heap for the per-key state of keyed limiters.
+// Their settings share it through their KeyMemory field. A [KeyedQPS] draws
+// its sketches and hot entries from it. A [KeyedConcurrency] and a
+// [KeyedThrottle] draw their sketches, each at most a sixteenth of the
+// budget.
 //
-// A KeyMemory is safe for concurrent use. The zero KeyMemory has a limit
-// of 0: its limiters keep their floors only.
+// A limiter that finds the budget spent stops growing. It never lets a key
+// over its limit for that; it only refuses some keys early. Each limiter
+// keeps a small floor whatever the budget, so InUse may pass Limit by the
+// floors. A limiter no longer used gives its bytes back once the garbage
+// collector finds it so.
+//
+// A KeyMemory is safe for concurrent use. The zero KeyMemory has a limit of
+// 0: its limiters keep their floors only.
 type KeyMemory struct {
 	limit int64
 	used  atomic.Int64
 }
 
-// DefaultKeyMemory is the budget of a keyed limiter made without
-// [WithKeyMemory], its own, and of a guard's per-key rules in all unless
-// told otherwise: 64 MiB. A KeyedQPS counts in it some 7 million distinct
-// keys an interval at a limit of at most 14, 3.5 million at most 254,
-// before its keys share counters more than its sketch aims for.
-const DefaultKeyMemory = 64 << 20
-
 // NewKeyMemory returns a budget of limit bytes, which must be at least 0.
 func NewKeyMemory(limit int64) (*KeyMemory, error) {
 	if limit < 0 {
-		return nil, &ConfigError{Option: "key_memory", Value: limit, Detail: "must be at least 0"}
+		return nil, &ConfigError{Field: "key_memory", Value: limit, Detail: "must be at least 0"}
 	}
 	return &KeyMemory{limit: limit}, nil
 }
@@ -43,25 +40,12 @@ func (m *KeyMemory) Limit() int64 { return m.limit }
 // InUse returns the bytes its limiters hold now.
 func (m *KeyMemory) InUse() int64 { return m.used.Load() }
 
-// WithKeyMemory makes a keyed limiter draw its per-key state from m, which
-// other limiters may share, instead of a budget of DefaultKeyMemory of its
-// own. A nil m is an error.
-func WithKeyMemory(m *KeyMemory) Option {
-	return func(o *options) {
-		if m == nil && o.bad == nil {
-			o.bad = &ConfigError{Option: "key_memory", Value: m, Detail: "must not be nil"}
-		}
-		o.memory = m
+// memoryOr returns m, or a new budget of flowlimits.DefaultKeyMemory for nil.
+func memoryOr(m *KeyMemory) *KeyMemory {
+	if m != nil {
+		return m
 	}
-}
-
-// memoryOf returns the budget the options give, or a new one of
-// DefaultKeyMemory.
-func memoryOf(o options) *KeyMemory {
-	if o.memory != nil {
-		return o.memory
-	}
-	return &KeyMemory{limit: DefaultKeyMemory}
+	return &KeyMemory{limit: flowlimits.DefaultKeyMemory}
 }
 
 // A keyBytes is what one limiter holds of a budget. It is apart from the

@@ -106,7 +106,7 @@ func TestKeyedQPSModelWithReloadsAndEvictions(t *testing.T) {
 			c := clock.NewManual(0)
 			ws := randomWindows(r)
 			small, _ := NewKeyMemory(0)
-			q, err := NewKeyedQPS(ws, WithClock(c), WithKeyMemory(small))
+			q, err := NewKeyedQPS(KeyedQPSSettings{Windows: ws, Clock: c, KeyMemory: small})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,6 +60,14 @@ func (t *pinTable[E]) find(h uint64, key string) *pinSlot[E] {
 	return nil
 }
 
+// limitOf returns the limit of key: its override's, or limit.
+func (t *pinTable[E]) limitOf(seed maphash.Seed, key string, limit int64) int64 {
+	if s := t.find(maphash.String(seed, key), key); s != nil {
+		return s.limit
+	}
+	return limit
+}
+
 // checkOverrides returns the error of the first key, in byte order, whose
 // limit is outside [0, MaxLimit], or nil.
 func checkOverrides(overrides map[string]int64) error {
@@ -72,7 +80,7 @@ func checkOverrides(overrides map[string]int64) error {
 	if !found {
 		return nil
 	}
-	return &ConfigError{Option: "overrides", Value: fmt.Sprintf("%q: %d", bad, overrides[bad]), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+	return &ConfigError{Field: "overrides", Value: fmt.Sprintf("%q: %d", bad, overrides[bad]), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
 }
 
 // pinAll returns the table of overrides, which checkOverrides has passed:

@@ -166,7 +166,7 @@ func TestKeyedQPSSetSeedsANewWindowFromTheSketch(t *testing.T) {
 	c := clock.NewManual(0)
 	sec := KeyWindow{Limit: 6, Interval: time.Second}
 	none, _ := NewKeyMemory(0) // the shard keeps its floor of entries
-	q, err := NewKeyedQPS([]KeyWindow{sec}, WithClock(c), WithKeyMemory(none))
+	q, err := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{sec}, Clock: c, KeyMemory: none})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 		c := mustKeyedConcurrency(t, 2, randomOverrides(r, few, 3), 1) // 64 blocks: keys collide
 		type hold struct {
 			key string
-			p   *KeyPermit
+			p   *Permit
 			n   int64
 		}
 		var holds []hold
@@ -58,7 +58,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 			case op < 8 && len(holds) > 0:
 				i := r.IntN(len(holds))
 				h := holds[i]
-				h.p.Release()
+				h.p.Done(Succeeded)
 				held[h.key] -= h.n
 				holds[i] = holds[len(holds)-1]
 				holds = holds[:len(holds)-1]
@@ -68,7 +68,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 					key = keys[r.IntN(len(keys))]
 				}
 				n := int64(1 + r.IntN(2))
-				p := new(KeyPermit)
+				p := new(Permit)
 				if !c.AcquireN(p, key, n).Allowed {
 					continue
 				}
@@ -87,17 +87,17 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 			t.Fatalf("seed %d: only %d allowed", seed, allowedN)
 		}
 		for _, h := range holds {
-			h.p.Release()
+			h.p.Done(Succeeded)
 		}
 		if !c.sketchIsEmpty() {
 			t.Fatalf("seed %d: the sketch holds places after every permit was released", seed)
 		}
 		for _, key := range keys {
-			var p KeyPermit
+			var p Permit
 			if lim := c.LimitOf(key); lim > 0 && !c.AcquireN(&p, key, lim).Allowed {
 				t.Fatalf("seed %d: key %q refused its whole limit %d with nothing held", seed, key, lim)
 			}
-			p.Release()
+			p.Done(Succeeded)
 		}
 	}
 }
@@ -142,7 +142,7 @@ func TestKeyedConcurrencySetUnderRaceKeepsEveryKeyWithinItsLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(g), 2))
-			var p KeyPermit
+			var p Permit
 			for range 30000 {
 				i := r.IntN(len(keys))
 				if !c.Acquire(&p, keys[i]).Allowed {
@@ -153,7 +153,7 @@ func TestKeyedConcurrencySetUnderRaceKeepsEveryKeyWithinItsLimit(t *testing.T) {
 					over.Add(1)
 				}
 				truth[i].Add(-1)
-				p.Release()
+				p.Done(Succeeded)
 			}
 		}()
 	}
@@ -312,7 +312,7 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 		for name, set := range map[string]func(int64, map[string]int64) error{"KeyedConcurrency": c.Set, "KeyedThrottle": th.Set} {
 			err := set(tc.limit, tc.overrides)
 			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Option != tc.option {
+			if !errors.As(err, &ce) || ce.Field != tc.option {
 				t.Errorf("%s.Set(%d, %v) = %v, want a ConfigError of %s", name, tc.limit, tc.overrides, err, tc.option)
 			}
 		}
@@ -362,7 +362,7 @@ func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 	th := mustKeyedThrottle(t, 2, time.Second, time.Second, nil, 0, clock.NewManual(0))
 	b, _ := th.counters(maphash.String(th.seed, "a"))
 	b.mu.Lock()
-	done := make(chan KeyReservation)
+	done := make(chan Reservation)
 	go func() { done <- th.ReserveNAt(0, "a", 1) }()
 	// Give the reservation time to read the limits and wait for the
 	// block; if it has not by then, it reads the new limits, and the test
@@ -373,7 +373,7 @@ func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 	}
 	b.mu.Unlock()
 	r := <-done
-	if !r.Allowed || r.pin == nil || b.writes != 0 {
+	if !r.Allowed || r.next == nil || b.writes != 0 {
 		t.Fatalf("%+v, %d writes in the sketch: a reservation under limits no longer in force took its place there", r.Decision, b.writes)
 	}
 }
@@ -381,7 +381,7 @@ func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 // TestThrottleSetLimitKeepsTheNextFreePlace: a new limit takes effect from
 // the next free place on, which the last place given still ends at.
 func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
-	th, err := NewThrottle(1, time.Second, 0)
+	th, err := NewThrottle(ThrottleSettings{Limit: 1, Interval: time.Second, MaxWait: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,10 +403,10 @@ func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
 		t.Fatal("the new pace is not kept")
 	}
 	var ce *ConfigError
-	if err := th.SetLimit(0); !errors.As(err, &ce) || ce.Option != "limit" || th.Limit() != 4 {
+	if err := th.SetLimit(0); !errors.As(err, &ce) || ce.Field != "limit" || th.Limit() != 4 {
 		t.Fatalf("SetLimit(0) = %v, limit %d", err, th.Limit())
 	}
-	warm, err := NewThrottle(10, time.Second, 0, WithWarmUp(10*time.Second, 3))
+	warm, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,16 +424,16 @@ func BenchmarkKeyedOverride(b *testing.B) {
 		overrides["tenant-"+strconv.Itoa(i)] = MaxLimit
 	}
 	b.Run("concurrency", func(b *testing.B) {
-		c, _ := NewKeyedConcurrency(100, overrides, 0)
+		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Overrides: overrides})
 		b.ReportAllocs()
 		for b.Loop() {
-			var p KeyPermit
+			var p Permit
 			c.Acquire(&p, "tenant-17")
-			p.Release()
+			p.Done(Succeeded)
 		}
 	})
 	b.Run("throttle", func(b *testing.B) {
-		th, _ := NewKeyedThrottle(100, time.Second, time.Hour, overrides, 0, WithClock(clock.NewManual(0)))
+		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: 100, Interval: time.Second, MaxWait: time.Hour, Overrides: overrides, Clock: clock.NewManual(0)})
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {

@@ -30,7 +30,7 @@ func BenchmarkKeyedQPSSet(b *testing.B) {
 		}
 		sets[s] = []KeyWindow{{Limit: int64(10 + s), Interval: time.Second, Overrides: o}}
 	}
-	q, _ := NewKeyedQPS(sets[0], WithClock(clock.NewManual(0)))
+	q, _ := NewKeyedQPS(KeyedQPSSettings{Windows: sets[0], Clock: clock.NewManual(0)})
 	for i := range 100_000 { // entries and sketches in every shard
 		q.AllowNAt(int64(i), "user-"+strconv.Itoa(i), 6)
 	}

@@ -3,6 +3,8 @@ package flow
 import (
 	"sync"
 	"time"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A keyShard is one of a KeyedQPS's 64 shards: the keys whose hash falls in
@@ -39,7 +41,7 @@ type keyShard struct {
 	hot    []hotKey    // the entries in use; cap(hot) are allocated
 	counts []uint32    // entry e's counts at [e*stride, (e+1)*stride)
 	state  []hotWindow // entry e's windows at [e*len(wins), ...)
-	names  []byte      // entry e's key, cut, at [e*MaxShownKeyLength, ...): copied without allocating
+	names  []byte      // entry e's key, cut, at [e*flowlimits.MaxShownKeyLength, ...): copied without allocating
 	sketch []keySketch // one per window
 	room   int         // the entries hot keys may take: floorRoom, doubling
 	pins   int         // the entries the keys with overrides take, besides
@@ -235,7 +237,7 @@ func (s *keyShard) stat(e int32, now int64) KeyStat {
 	w := &s.cfg.wins[0]
 	hw, c := s.window(e, 0)
 	hw.advance(c, w.grid.Index(now), w.k)
-	st := KeyStat{Key: string(s.names[int(e)*MaxShownKeyLength:][:hk.keyLen]), Allowed: hw.sum}
+	st := KeyStat{Key: string(s.names[int(e)*flowlimits.MaxShownKeyLength:][:hk.keyLen]), Allowed: hw.sum}
 	if g := w.grid.Index(now) / w.k; g <= hk.blockAt+1 {
 		st.Blocked = int64(hk.blocked[hk.blockAt&1])
 		if g == hk.blockAt {
@@ -284,7 +286,7 @@ func (hw *hotWindow) retryAfter(c []uint32, w *keyWindow, over int64, now int64)
 // sketch; est and at are the estimates and the buckets they count in, per
 // window. It returns the time until which the counts it placed may make
 // the key refused: when the last of them leaves its window.
-func (s *keyShard) seed(e int32, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindows]uint64) int64 {
+func (s *keyShard) seed(e int32, est *[flowlimits.MaxKeyWindows][2]int64, at *[flowlimits.MaxKeyWindows]uint64) int64 {
 	var calm int64
 	for j := range s.cfg.wins {
 		w := &s.cfg.wins[j]
@@ -307,7 +309,7 @@ func (s *keyShard) seed(e int32, est *[MaxKeyWindows][2]int64, at *[MaxKeyWindow
 
 // estimates returns the key's estimates in the sketch of every window, the
 // buckets they count in, at time now, and its slots in the first.
-func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [MaxKeyWindows][2]int64, at [MaxKeyWindows]uint64, sl0 keySlots) {
+func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [flowlimits.MaxKeyWindows][2]int64, at [flowlimits.MaxKeyWindows]uint64, sl0 keySlots) {
 	for j := range s.cfg.wins {
 		at[j] = s.advanceSketch(q, j, now)
 		sl := s.sketch[j].slots(h)

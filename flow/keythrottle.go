@@ -13,19 +13,7 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// A KeyedThrottle paces each key (a user, a tenant, a client address) as a
-// Throttle paces all requests: with a limit of N per interval, the places
-// it gives one key are at least interval/N apart (rounded up to the
-// nanosecond), and a request waits at most the maximum wait for its place.
-// Keys listed in the overrides have limits of their own; a key's pace
-// holds whatever the other keys do, however many there are. Throttle's doc
-// says what Allow, ReserveN and Wait do; they do it here per key. There is
-// no warm-up.
-//
-// Memory is fixed when the limiter is made and never grows, whatever the
-// keys: 64 bytes per block of a sketch sized from the number of keys the
-// caller expects to be paced at once, plus about 140 bytes per override
-// (Set changes that part with the overrides). How:
+// How a KeyedThrottle paces keys in fixed memory.
 //
 // All a key's pacing needs is the time of its next free place: the end of
 // the last place it was given. A key whose next free place has passed is
@@ -76,14 +64,28 @@ import (
 // their seeded 64-bit hash, and a key matching an override's hash is
 // compared with it in full, so no key is taken for an overridden one. A
 // key is hashed whole: its length is the caller's to bound.
+
+// A KeyedThrottle paces each key as a [Throttle] paces all requests. A key
+// is a user, a tenant or a client address. With a limit of N per interval,
+// the places one key is given are at least interval/N apart. A key's pace
+// holds whatever the other keys do, however many there are. Keys in the
+// overrides have limits of their own. There is no warm-up.
 //
-// Set changes the limits in place: every key keeps its next free place,
-// including a key that gains or loses an override, and its places after it
-// take the new pace.
+// Memory is fixed when the throttle is made: a sketch sized for the keys
+// paced at once ([KeyedThrottleSettings.Keys]), and about 140 bytes per
+// override. More keys than that are still paced, but wait for each other
+// more often. At the sizing, a key not seen for a pace waits with
+// probability 0.8%; at twice it, 2%.
 //
-// A KeyedThrottle is safe for concurrent use; deciding takes the mutex of
-// the key's block (no other) and allocates nothing. The zero KeyedThrottle
-// is not usable; make one with NewKeyedThrottle.
+// [Reservation.Cancel] gives a key's place back when a Throttle would,
+// unless another key of its block of the sketch was given a place since.
+// [KeyedThrottle.Set] changes the limits in place: every key keeps its next
+// free place.
+//
+// A KeyedThrottle is safe for concurrent use. Deciding takes the mutex of
+// the key's block, no other, and allocates nothing. A key is hashed whole:
+// its length is the caller's to bound. The zero KeyedThrottle is not
+// usable; make one with [NewKeyedThrottle].
 type KeyedThrottle struct {
 	seed    maphash.Seed
 	per     uint64 // the interval, in nanoseconds
@@ -172,51 +174,54 @@ const (
 // block's 6: a key's hash picks one.
 var paceProbes = choose3(paceBlockCounters)
 
-// NewKeyedThrottle returns a limiter pacing each key at limit requests per
-// interval, one every interval/limit, and each key of overrides at the
-// limit given for it, a reserved place being at most maxWait away. keys is
-// how many distinct keys the caller expects to be paced at once, those
-// given a place within one pace of now (DefaultKeysInFlight if 0): the
-// sketch takes 512 bytes per key, rounded up to a power of two, from 4 KiB;
-// more keys than that are still paced, but wait for others more often.
-//
-// limit must be in [1, MaxLimit], each override in [0, MaxLimit] (0 blocks
-// the key), the interval positive and at most 36 years, maxWait at least 0
-// (0 blocks every reservation that would have to wait; waits beyond 36
-// years count as that long), and keys in [0, MaxKeysInFlight]. It takes
-// the Options WithClock and WithKeyMemory, from whose budget the sketch
-// takes what it has, halved down to 4 KiB if short. A bad argument or
-// Option is a *ConfigError
-// naming it: "limit", "interval", "max_wait", "overrides" (with the key),
-// "keys", "buckets" or "warm_up".
-func NewKeyedThrottle(limit int64, interval, maxWait time.Duration, overrides map[string]int64, keys int, opts ...Option) (*KeyedThrottle, error) {
-	if err := checkPace(limit, interval, maxWait); err != nil {
+// KeyedThrottleSettings configure a [KeyedThrottle]. Limit, Interval and
+// MaxWait say what each key's pace is, as [ThrottleSettings] does; every
+// other zero field takes its default.
+type KeyedThrottleSettings struct {
+	// Limit is how many requests of a key are given places per interval,
+	// in [1, MaxLimit].
+	Limit int64
+	// Interval is positive, at most 36 years.
+	Interval time.Duration
+	// MaxWait is how far away a reserved place may be; 0 refuses every
+	// request that would have to wait.
+	MaxWait time.Duration
+	// Overrides are keys with limits of their own, in [0, MaxLimit]. 0
+	// refuses the key.
+	Overrides map[string]int64
+	// Keys is how many keys the throttle expects to pace at once: those
+	// given a place within one pace of now (default 4096, at most 262144).
+	// The sketch takes 512 bytes per key, rounded up to a power of two.
+	// More keys are still paced, but wait for each other more often.
+	Keys int
+	// KeyMemory is the budget the sketch draws from, halved down to 4 KiB
+	// if short (default: a budget of its own).
+	KeyMemory *KeyMemory
+	// Clock is the clock the throttle reads and waits on (default
+	// clock.System).
+	Clock clock.Clock
+}
+
+// NewKeyedThrottle returns a KeyedThrottle of the given settings. A bad
+// setting is a [*ConfigError] naming it.
+func NewKeyedThrottle(s KeyedThrottleSettings) (*KeyedThrottle, error) {
+	if err := checkPace(s.Limit, s.Interval, s.MaxWait); err != nil {
 		return nil, err
 	}
-	keys, err := checkKeys(keys)
+	keys, err := checkKeys(s.Keys)
 	if err != nil {
 		return nil, err
 	}
-	o, err := buildKeyedOptions(opts)
-	if err != nil {
+	if err := checkOverrides(s.Overrides); err != nil {
 		return nil, err
 	}
-	if o.bucketsGiven {
-		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "a keyed throttle has no buckets"}
-	}
-	if o.warming {
-		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "a keyed throttle does not warm up"}
-	}
-	if err := checkOverrides(overrides); err != nil {
-		return nil, err
-	}
-	blocks := drawFixed(o.memory, sketchBlocksFor(keys, paceBlocksPerKey), minKeyBlocks, keyBlockBytes)
+	blocks := drawFixed(s.KeyMemory, sketchBlocksFor(keys, paceBlocksPerKey), minKeyBlocks, keyBlockBytes)
 	t := &KeyedThrottle{
-		seed: maphash.MakeSeed(), per: uint64(interval), maxWait: int64(min(maxWait, timegrid.MaxTime)),
-		clock: o.clock, mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks),
+		seed: maphash.MakeSeed(), per: uint64(s.Interval), maxWait: int64(min(s.MaxWait, timegrid.MaxTime)),
+		clock: clockOr(s.Clock), mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks),
 	}
-	giveBackWhenGone(t, o.memory, blocks*keyBlockBytes)
-	t.limits.Store(t.newLimits(limit, overrides, &pinTable[pinnedPace]{}, false))
+	giveBackWhenGone(t, s.KeyMemory, blocks*keyBlockBytes)
+	t.limits.Store(t.newLimits(s.Limit, s.Overrides, &pinTable[pinnedPace]{}, false))
 	return t, nil
 }
 
@@ -259,13 +264,12 @@ func (t *KeyedThrottle) seal(e *pinnedPace, h uint64) {
 	b.mu.Unlock()
 }
 
-// Set changes the limit and the overrides, as NewKeyedThrottle takes them,
-// keeping every key's next free place: a key's next place comes no sooner
-// than its last place ends, whether it gains an override, keeps it or
-// loses it; the places after that take the key's new pace. A bad limit or
-// override is a *ConfigError, as NewKeyedThrottle's, and the limits in
-// force stay. Set costs time in proportion to the overrides, old and new;
-// requests go on meanwhile.
+// Set changes the limit and the overrides, keeping every key's next free
+// place. A key's next place comes no sooner than its last place ends,
+// whether it gains, keeps or loses an override. The places after it take
+// the key's new pace. A bad limit or override is a [*ConfigError], and the
+// limits in force stay. Set takes time in proportion to the overrides, old
+// and new; requests go on meanwhile.
 func (t *KeyedThrottle) Set(limit int64, overrides map[string]int64) error {
 	if err := checkPace(limit, time.Duration(t.per), 0); err != nil {
 		return err
@@ -301,61 +305,20 @@ func paceCost(n, limit int64, per uint64) int64 {
 	return int64(q)
 }
 
-// A KeyReservation is a place given by a KeyedThrottle. Its Decision says
-// whether it was given and how long to wait for it. It keeps what giving
-// the place back needs, not the key. The zero KeyReservation holds no
-// place, and cancelling it does nothing.
-type KeyReservation struct {
-	Decision
-	t      *KeyedThrottle
-	h      uint64      // the key's hash: its block and counters
-	writes uint64      // the block's writes with this reservation's
-	start  int64       // the place
-	pin    *pinnedPace // the override's entry, or nil for the sketch
-	// old holds the key's counters before the reservation; for a key with
-	// an override, its next free place before and after.
-	old [keyProbes]int64
-}
-
-// Cancel gives the place back if it can (see KeyedThrottle: if no other
-// place was given in its block since, or, for a key with an override, if
-// it is still the key's last) and it has not yet come, and reports whether
-// it did. Cancelling twice, or cancelling a blocked reservation, does
-// nothing. Cancel through one KeyReservation value only, as for a
-// Throttle's Reservation.
-func (r *KeyReservation) Cancel() bool {
-	if r.t == nil {
-		return false
-	}
-	return r.CancelAt(r.t.clock.Now())
-}
-
-// CancelAt is Cancel at time now.
-func (r *KeyReservation) CancelAt(now int64) bool {
-	if r.t == nil || !r.Allowed || r.start <= now {
-		return false
-	}
-	if r.pin != nil {
-		if !r.pin.next.CompareAndSwap(r.old[1], r.old[0]) {
-			return false
-		}
-		r.t = nil
-		return true
-	}
-	b, p := r.t.counters(r.h)
+// giveBack gives back the place of r, in the sketch, if no other place
+// was given in its block since, and reports whether it did.
+func (t *KeyedThrottle) giveBack(r *Reservation) bool {
+	b, p := t.counters(r.h)
 	b.mu.Lock()
-	back := b.writes == r.writes
-	if back {
-		for j, o := range p {
-			b.next[o] = r.old[j]
-		}
-		b.writes++
+	defer b.mu.Unlock()
+	if b.writes != r.writes {
+		return false
 	}
-	b.mu.Unlock()
-	if back {
-		r.t = nil
+	for j, o := range p {
+		b.next[o] = r.old[j]
 	}
-	return back
+	b.writes++
+	return true
 }
 
 // counters returns the key's block (hash h, its low bits) and which three
@@ -364,26 +327,26 @@ func (t *KeyedThrottle) counters(h uint64) (*paceBlock, *[keyProbes]uint8) {
 	return &t.blocks[h&t.mask], &paceProbes[(h>>32)%paceCombos]
 }
 
-// ReserveN reserves places for n requests of key now. See ReserveNAt.
-func (t *KeyedThrottle) ReserveN(key string, n int64) KeyReservation {
+// ReserveN reserves places for n requests of key now. See
+// [KeyedThrottle.ReserveNAt].
+func (t *KeyedThrottle) ReserveN(key string, n int64) Reservation {
 	return t.ReserveNAt(t.clock.Now(), key, n)
 }
 
 // ReserveNAt reserves places for n requests of key arriving at time now:
 // all n, next to each other, or none. The Decision says how long to wait
-// for the first place, at most the maximum wait; a place further away is
-// blocked with WaitTooLong, RetryAfter being how much further. n <= 0 is
-// allowed at once and takes nothing; n above the key's limit is blocked
-// with ExceedsLimit.
-func (t *KeyedThrottle) ReserveNAt(now int64, key string, n int64) KeyReservation {
+// for the first place, at most MaxWait. A place further away is blocked
+// with [WaitTooLong]. n <= 0 is allowed at once and takes nothing. n above
+// the key's limit is blocked with [ExceedsLimit].
+func (t *KeyedThrottle) ReserveNAt(now int64, key string, n int64) Reservation {
 	return t.reserve(now, key, n, t.maxWait)
 }
 
 // reserve takes places for n requests of key arriving at now if the first
 // is at most maxWait away.
-func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyReservation {
+func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) Reservation {
 	if n <= 0 {
-		return KeyReservation{Decision: allowed}
+		return Reservation{Decision: allowed}
 	}
 	now = timegrid.Clamp(now)
 	h := maphash.String(t.seed, key)
@@ -392,7 +355,7 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 		limit, one, floor := l.limit, l.one, int64(longAgo)
 		if s := l.pins.find(h, key); s != nil {
 			if n > s.limit {
-				return KeyReservation{Decision: Decision{Reason: ExceedsLimit}}
+				return Reservation{Decision: Decision{Reason: ExceedsLimit}}
 			}
 			if r, ok := t.reservePinned(now, s, h, n, maxWait); ok {
 				return r
@@ -401,7 +364,7 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 			// last place ends.
 			limit, one, floor = s.limit, s.one, s.e.frozen.Load()
 		} else if n > limit {
-			return KeyReservation{Decision: Decision{Reason: ExceedsLimit}}
+			return Reservation{Decision: Decision{Reason: ExceedsLimit}}
 		}
 		cost := one
 		if n != 1 {
@@ -419,9 +382,9 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 		start := max(est, floor, now)
 		if wait := start - now; wait > maxWait {
 			b.mu.Unlock()
-			return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
+			return Reservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}
 		}
-		r := KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, h: h, start: start}
+		r := Reservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, clock: t.clock, kt: t, h: h, start: start}
 		end := start + cost + paceBias
 		for j, o := range p {
 			r.old[j] = b.next[o]
@@ -437,28 +400,20 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) KeyRese
 // reservePinned is reserve for the override of slot s, exactly, as a
 // Throttle decides. It reports false, having taken nothing, if the slot's
 // entry is sealed.
-func (t *KeyedThrottle) reservePinned(now int64, s *pinSlot[pinnedPace], h uint64, n, maxWait int64) (KeyReservation, bool) {
+func (t *KeyedThrottle) reservePinned(now int64, s *pinSlot[pinnedPace], h uint64, n, maxWait int64) (Reservation, bool) {
 	e := s.e
 	if e.carry.Load() && !t.uncarry(e, h) {
-		return KeyReservation{}, false
+		return Reservation{}, false
 	}
 	cost := s.one
 	if n != 1 {
 		cost = paceCost(n, s.limit, t.per)
 	}
-	for {
-		prev := e.next.Load()
-		if prev == sealedPace {
-			return KeyReservation{}, false
-		}
-		start := max(prev, now)
-		if wait := start - now; wait > maxWait {
-			return KeyReservation{Decision: Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}}, true
-		}
-		if e.next.CompareAndSwap(prev, start+cost) {
-			return KeyReservation{Decision: Decision{Allowed: true, Wait: time.Duration(start - now)}, t: t, start: start, pin: e, old: [keyProbes]int64{prev, start + cost}}, true
-		}
+	d, prev, start, end, ok := reserveExact(&e.next, now, cost, maxWait)
+	if !ok || !d.Allowed {
+		return Reservation{Decision: d}, ok
 	}
+	return Reservation{Decision: d, clock: t.clock, next: &e.next, start: start, old: [keyProbes]int64{prev, end}}, true
 }
 
 // uncarry raises the next free place of entry e, which carries the sketch,
@@ -481,61 +436,52 @@ func (t *KeyedThrottle) uncarry(e *pinnedPace, h uint64) bool {
 	}
 }
 
-// Allow decides whether one request of key may proceed now. See AllowNAt.
+// Allow decides whether one request of key may proceed now. See
+// [KeyedThrottle.AllowNAt].
 func (t *KeyedThrottle) Allow(key string) Decision { return t.AllowNAt(t.clock.Now(), key, 1) }
 
-// AllowN decides whether n requests of key may proceed now. See AllowNAt.
+// AllowN decides whether n requests of key may proceed now. See
+// [KeyedThrottle.AllowNAt].
 func (t *KeyedThrottle) AllowN(key string, n int64) Decision {
 	return t.AllowNAt(t.clock.Now(), key, n)
 }
 
+// AllowAt decides whether one request of key arriving at time now may
+// proceed. See [KeyedThrottle.AllowNAt].
+func (t *KeyedThrottle) AllowAt(now int64, key string) Decision { return t.AllowNAt(now, key, 1) }
+
 // AllowNAt decides whether n requests of key arriving at time now may
-// proceed at once, and if so takes their places: all n, next to each other,
-// or none. They are allowed only if the key's next free place is now,
-// whatever the maximum wait, so an allowed Decision's Wait is 0; otherwise
-// they are blocked with RateLimited, and RetryAfter says how long until
-// that place comes. n <= 0 is allowed and takes nothing; n above the key's
-// limit is blocked with ExceedsLimit.
+// proceed at once, as [Throttle.AllowNAt] does for all requests.
 func (t *KeyedThrottle) AllowNAt(now int64, key string, n int64) Decision {
-	d := t.reserve(now, key, n, 0).Decision
-	if d.Reason == WaitTooLong {
-		d.Reason = RateLimited
-	}
-	return d
+	return atOnce(t.reserve(now, key, n, 0).Decision)
 }
 
-// Wait waits for a place for one request of key now. See WaitNAt.
+// Wait waits for a place for one request of key now. See
+// [KeyedThrottle.WaitNAt].
 func (t *KeyedThrottle) Wait(ctx context.Context, key string) error {
 	return t.WaitNAt(ctx, t.clock.Now(), key, 1)
 }
 
-// WaitN waits for places for n requests of key now. See WaitNAt.
+// WaitN waits for places for n requests of key now. See
+// [KeyedThrottle.WaitNAt].
 func (t *KeyedThrottle) WaitN(ctx context.Context, key string, n int64) error {
 	return t.WaitNAt(ctx, t.clock.Now(), key, n)
 }
 
-// WaitNAt reserves places for n requests of key arriving at time now, as
-// ReserveNAt does, and waits for the first, on the throttle's clock, as
-// Throttle.WaitNAt does. It returns nil when the requests may proceed; a
-// *BlockError when they were blocked (their place would be further away
-// than the maximum wait, or than ctx's deadline, which is real time
-// whatever the throttle's clock, or n exceeds the key's limit); or
-// ctx.Err() if ctx is done first, in which case the place is given back if
-// Cancel can.
+// WaitAt waits for a place for one request of key arriving at time now.
+// See [KeyedThrottle.WaitNAt].
+func (t *KeyedThrottle) WaitAt(ctx context.Context, now int64, key string) error {
+	return t.WaitNAt(ctx, now, key, 1)
+}
+
+// WaitNAt reserves places for n requests of key arriving at time now and
+// waits for the first, as [Throttle.WaitNAt] does for all requests.
 func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n int64) error {
 	maxWait, err := waitBudget(ctx, t.maxWait)
 	if err != nil {
 		return err
 	}
-	r := t.reserve(now, key, n, maxWait)
-	if !r.Allowed || r.Wait <= 0 {
-		return waitRefused(r.Decision, maxWait < t.maxWait)
-	}
-	if err := clock.Sleep(ctx, t.clock, r.Wait); err != nil {
-		r.Cancel()
-		return err
-	}
-	return nil
+	return waitFor(ctx, t.clock, t.reserve(now, key, n, maxWait), maxWait < t.maxWait)
 }
 
 // Limit returns the number of requests per interval of a key without an
@@ -543,24 +489,15 @@ func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n in
 func (t *KeyedThrottle) Limit() int64 { return t.limits.Load().limit }
 
 // LimitOf returns the number of requests per interval of key: its
-// override's limit, or Limit.
+// override's limit, or [KeyedThrottle.Limit].
 func (t *KeyedThrottle) LimitOf(key string) int64 {
 	l := t.limits.Load()
-	if s := l.pins.find(maphash.String(t.seed, key), key); s != nil {
-		return s.limit
-	}
-	return l.limit
+	return l.pins.limitOf(t.seed, key, l.limit)
 }
 
-// Interval returns the throttle's interval.
-func (t *KeyedThrottle) Interval() time.Duration { return time.Duration(t.per) }
-
-// MaxWait returns the longest a request may wait for its place.
-func (t *KeyedThrottle) MaxWait() time.Duration { return time.Duration(t.maxWait) }
-
-// Bytes returns the heap the limiter takes, which changes only with Set:
+// bytes returns the heap the limiter takes, which changes only with Set:
 // the sketch, the overrides' places and the limiter itself, beyond the
 // overrides' keys.
-func (t *KeyedThrottle) Bytes() int {
+func (t *KeyedThrottle) bytes() int {
 	return len(t.blocks)*keyBlockBytes + len(t.limits.Load().pins.slots)*pinBytes + 160
 }

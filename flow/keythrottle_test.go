@@ -24,7 +24,7 @@ import (
 
 func mustKeyedThrottle(t testing.TB, limit int64, interval, maxWait time.Duration, overrides map[string]int64, keys int, c clock.Clock) *KeyedThrottle {
 	t.Helper()
-	th, err := NewKeyedThrottle(limit, interval, maxWait, overrides, keys, WithClock(c))
+	th, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: limit, Interval: interval, MaxWait: maxWait, Overrides: overrides, Keys: keys, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestKeyedThrottleNeverPacesAKeyFasterThanItsLimit(t *testing.T) {
 		given := paces{}
 		type held struct {
 			key string
-			r   KeyReservation
+			r   Reservation
 			x   Reservation // the exact throttle's, for an override
 			at  int         // its place in given[key]
 		}
@@ -120,7 +120,7 @@ func TestKeyedThrottleNeverPacesAKeyFasterThanItsLimit(t *testing.T) {
 			}
 			n := int64(1 + r.IntN(3))
 			allow := r.IntN(3) == 0
-			var res KeyReservation
+			var res Reservation
 			var d Decision
 			if allow {
 				d = th.AllowNAt(now, key, n)
@@ -191,7 +191,7 @@ func TestKeyedThrottleIsExactForKeysThatShareNoBlock(t *testing.T) {
 		exact[key] = mustThrottle(t, 7, time.Second, 500*time.Millisecond, c)
 	}
 	type held struct {
-		r KeyReservation
+		r Reservation
 		x Reservation
 	}
 	var pending []held
@@ -393,9 +393,9 @@ func TestKeyedThrottleCancelGivesBackOnlyTheLastPlaceOfItsBlock(t *testing.T) {
 	if imp.LimitOf("impostor") != 10 || imp.ReserveNAt(0, "impostor", 11).Reason != ExceedsLimit || !imp.ReserveNAt(0, "vip", 20).Allowed {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}
-	var zero KeyReservation
+	var zero Reservation
 	if zero.Cancel() || zero.CancelAt(0) {
-		t.Fatal("cancelling a zero KeyReservation")
+		t.Fatal("cancelling a zero Reservation")
 	}
 	// Another key's place in the block since keeps the place taken: its
 	// counters may carry the other key's next free place now.
@@ -452,6 +452,8 @@ func TestKeyedThrottleWaitBlocks(t *testing.T) {
 	var re *BlockError
 	if err := th.Wait(context.Background(), "k"); !errors.As(err, &re) || re.Reason != WaitTooLong || re.RetryAfter != 500*time.Millisecond {
 		t.Fatalf("Wait = %v, want a BlockError: wait too long, retry after 500ms", err)
+	} else if !errors.Is(err, ErrBlocked) {
+		t.Fatalf("errors.Is(%v, ErrBlocked) = false", err)
 	}
 	if d := th.AllowN("k", 1); d.Reason != RateLimited || d.RetryAfter != time.Second {
 		t.Fatalf("Allow with the place a second away: %+v", d)
@@ -541,7 +543,6 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		interval, maxWait time.Duration
 		overrides         map[string]int64
 		keys              int
-		opts              []Option
 	}
 	ok := args{limit: 1, interval: time.Second}
 	with := func(f func(*args)) args { a := ok; f(&a); return a }
@@ -557,19 +558,16 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		{with(func(a *args) { a.maxWait = -1 }), "max_wait", "max_wait = -1ns: must not be negative"},
 		{with(func(a *args) { a.keys = -3 }), "keys", "keys = -3: must be between 0 and 262144"},
 		{with(func(a *args) { a.overrides = map[string]int64{"x": -1} }), "overrides", `overrides = "x": -1`},
-		{with(func(a *args) { a.opts = []Option{WithBuckets(10)} }), "buckets", "buckets = 10: a keyed throttle has no buckets"},
-		{with(func(a *args) { a.opts = []Option{WithWarmUp(time.Minute, 3)} }), "warm_up", "warm_up = 1m0s: a keyed throttle does not warm up"},
-		{with(func(a *args) { a.opts = []Option{WithClock(nil)} }), "clock", "clock = <nil>: must not be nil"},
 	} {
 		a := tc.args
-		_, err := NewKeyedThrottle(a.limit, a.interval, a.maxWait, a.overrides, a.keys, a.opts...)
+		_, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: a.limit, Interval: a.interval, MaxWait: a.maxWait, Overrides: a.overrides, Keys: a.keys})
 		var ce *ConfigError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Option != tc.option || !strings.Contains(err.Error(), tc.message) {
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("NewKeyedThrottle(%+v) = %v, want a ConfigError of %s saying %q", a, err, tc.option, tc.message)
 		}
 	}
 	th := mustKeyedThrottle(t, 5, time.Second, timegrid.MaxTime+5, map[string]int64{"vip": 9}, 0, clock.NewManual(0))
-	if th.Limit() != 5 || th.LimitOf("vip") != 9 || th.LimitOf("k") != 5 || th.Interval() != time.Second || th.MaxWait() != timegrid.MaxTime {
+	if th.Limit() != 5 || th.LimitOf("vip") != 9 || th.LimitOf("k") != 5 || th.per != uint64(time.Second) || th.maxWait != timegrid.MaxTime {
 		t.Fatal("accessors")
 	}
 	if d := th.AllowNAt(0, "k", 0); !d.Allowed || d.Wait != 0 {
@@ -617,7 +615,7 @@ func TestKeyedThrottleMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	made := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if b := int64(th.Bytes()); made > b+b/20 || made < b-b/20 {
+	if b := int64(th.bytes()); made > b+b/20 || made < b-b/20 {
 		t.Fatalf("the limiter took %d bytes of heap, Bytes says %d", made, b)
 	}
 	if addr := uintptr(unsafe.Pointer(&th.blocks[0])); addr%64 != 0 {
@@ -659,7 +657,7 @@ func TestKeyedThrottleMemoryIsFixedWhateverTheKeys(t *testing.T) {
 // Each user's requests spaced 100 ms apart, waiting at most 250 ms.
 func ExampleKeyedThrottle() {
 	c := clock.NewManual(0)
-	limiter, err := NewKeyedThrottle(10, time.Second, 250*time.Millisecond, nil, 0, WithClock(c))
+	limiter, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 250 * time.Millisecond, Clock: c})
 	if err != nil {
 		panic(err)
 	}

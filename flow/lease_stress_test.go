@@ -29,11 +29,11 @@ func TestQPSStripedUnderStressKeepsTheBoundAndLosesNoCount(t *testing.T) {
 	)
 	for _, warm := range []bool{false, true} {
 		c := clock.NewManual(0)
-		opts := []Option{WithBuckets(k), WithClock(c)}
+		s := QPSSettings{Limit: limit, Interval: time.Duration(k * width), Buckets: k, Clock: c}
 		if warm {
-			opts = append(opts, WithWarmUp(5*k*time.Duration(width), 3))
+			s.WarmUp, s.ColdFactor = 5*k*time.Duration(width), 3
 		}
-		q, ls := striped(t, limit, time.Duration(k*width), opts...)
+		q, ls := striped(t, s)
 		if len(q.slots) < k+12 {
 			t.Fatalf("test setup: %d slots", len(q.slots))
 		}

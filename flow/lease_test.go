@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // striped returns a limiter with its lease cells made at once, as if callers
 // had collided on it, and the cells.
-func striped(t testing.TB, limit int64, interval time.Duration, opts ...Option) (*QPS, *leases) {
+func striped(t testing.TB, s QPSSettings) (*QPS, *leases) {
 	t.Helper()
-	q := mustQPS(t, limit, interval, opts...)
+	q := mustQPS(t, s)
 	return q, q.stripe()
 }
 
@@ -37,7 +38,7 @@ func places(c *atomic.Uint64) int64 { return int64(c.Load() & placesMask) }
 
 func TestQPSLeasedPlacesAreTakenFromTheCellWithoutWritingTheCountWord(t *testing.T) {
 	const limit = 1000
-	q, ls := striped(t, limit, time.Second, WithBuckets(10), WithClock(clock.NewManual(0)))
+	q, ls := striped(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: 10, Clock: clock.NewManual(0)})
 	c := &ls.cells[0].word
 	d, ob := allowOn(q, ls, c, 0, 1)
 	if !d.Allowed {
@@ -69,7 +70,7 @@ func TestQPSLeasedPlacesAreTakenFromTheCellWithoutWritingTheCountWord(t *testing
 func TestQPSLeasesNotUsedAreGivenBackWhenTheirBucketCloses(t *testing.T) {
 	const limit = 1000
 	c := clock.NewManual(0)
-	q, ls := striped(t, limit, time.Second, WithBuckets(10), WithClock(c))
+	q, ls := striped(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: 10, Clock: c})
 	cell := &ls.cells[0].word
 	var ob uint64
 	for range 5 {
@@ -105,7 +106,7 @@ func TestQPSLeasesNotUsedAreGivenBackWhenTheirBucketCloses(t *testing.T) {
 func TestQPSPlacesLeasedToAnotherCellComeBackWhenTheBucketCloses(t *testing.T) {
 	const limit = 100
 	c := clock.NewManual(0)
-	q, ls := striped(t, limit, time.Second, WithBuckets(10), WithClock(c))
+	q, ls := striped(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: 10, Clock: c})
 	a, b := &ls.cells[0].word, &ls.cells[1].word
 	allowOn(q, ls, a, 0, 1)
 	held := places(a)
@@ -149,7 +150,7 @@ func TestQPSPlacesLeasedToAnotherCellComeBackWhenTheBucketCloses(t *testing.T) {
 // or the bucket would keep it counted although nobody can use it.
 func TestQPSGiveBackWaitsForALeaseBeingTaken(t *testing.T) {
 	c := clock.NewManual(0)
-	q, ls := striped(t, 1000, time.Second, WithBuckets(10), WithClock(c))
+	q, ls := striped(t, QPSSettings{Limit: 1000, Interval: time.Second, Buckets: 10, Clock: c})
 	cell := &ls.cells[0].word
 	_, ob := allowOn(q, ls, cell, 0, 1) // 1 used, a lease in the cell
 	first := places(cell)
@@ -191,7 +192,7 @@ func TestQPSGiveBackWaitsForALeaseBeingTaken(t *testing.T) {
 // cell must fail, or they would be both used and free again.
 func TestQPSACellReadBeforeTheGiveBackCannotBeUsedAfterIt(t *testing.T) {
 	c := clock.NewManual(0)
-	q, ls := striped(t, 1000, time.Second, WithBuckets(10), WithClock(c))
+	q, ls := striped(t, QPSSettings{Limit: 1000, Interval: time.Second, Buckets: 10, Clock: c})
 	cell := &ls.cells[0].word
 	_, ob := allowOn(q, ls, cell, 0, 1)
 	v := cell.Load() // as the fast path reads it
@@ -212,7 +213,7 @@ func TestQPSACellReadBeforeTheGiveBackCannotBeUsedAfterIt(t *testing.T) {
 // for one of them, and then claims the cell for the bucket it read.
 func TestQPSAStaleClaimLeavesALaterBucketsCellAlone(t *testing.T) {
 	c := clock.NewManual(0)
-	q, ls := striped(t, 1000, time.Second, WithBuckets(10), WithClock(c))
+	q, ls := striped(t, QPSSettings{Limit: 1000, Interval: time.Second, Buckets: 10, Clock: c})
 	cell := &ls.cells[0].word
 	_, stale := allowOn(q, ls, cell, 0, 1)
 	c.Advance(100 * time.Millisecond)
@@ -227,7 +228,7 @@ func TestQPSAStaleClaimLeavesALaterBucketsCellAlone(t *testing.T) {
 }
 
 func TestQPSStripesOnlyWhenCallersCollide(t *testing.T) {
-	q := mustQPS(t, MaxLimit, time.Second)
+	q := mustQPS(t, QPSSettings{Limit: MaxLimit, Interval: time.Second})
 	for range 100000 {
 		q.Allow()
 	}
@@ -260,7 +261,7 @@ func TestQPSStripesOnlyWhenCallersCollide(t *testing.T) {
 
 func TestQPSStripedDecisionsDoNotAllocate(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 1000, time.Second, WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 1000, Interval: time.Second, Clock: c})
 	q.stripe()
 	if n := testing.AllocsPerRun(1000, func() {
 		c.Advance(time.Millisecond)
@@ -277,9 +278,9 @@ func TestQPSStripedDecisionsDoNotAllocate(t *testing.T) {
 // with borrowing too, and the admission under steady overload.
 func TestQPSStripedKeepsEveryPromiseOfTheModel(t *testing.T) {
 	const limit = 100
-	for _, k := range []int{1, 4, DefaultBuckets} {
+	for _, k := range []int{1, 4, flowlimits.DefaultBuckets} {
 		for _, p := range flowsim.Patterns() {
-			q, _ := striped(t, limit, time.Second, WithBuckets(k))
+			q, _ := striped(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: k})
 			r := flowsim.Run(func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }, p, limit, time.Second, 40*time.Second, 0, 1)
 			if r.MaxInInterval > limit {
 				t.Errorf("%d buckets, %s: %d allowed in one interval", k, p.Name, r.MaxInInterval)
@@ -288,7 +289,7 @@ func TestQPSStripedKeepsEveryPromiseOfTheModel(t *testing.T) {
 				t.Errorf("%d buckets, %s: %.2f allowed per interval", k, p.Name, r.PerInterval)
 			}
 
-			q, _ = striped(t, limit, time.Second, WithBuckets(k))
+			q, _ = striped(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: k})
 			rng := rand.New(rand.NewPCG(9, uint64(k)))
 			var allowed []flowsim.Arrival
 			for _, a := range p.Arrivals(rng, limit, time.Second, 30*time.Second) {
@@ -314,7 +315,7 @@ func TestQPSStripedKeepsEveryPromiseOfTheModel(t *testing.T) {
 // may be used until their bucket closes, as SetLimit says, and no further.
 func TestQPSSetLimitWithLeasesOutstanding(t *testing.T) {
 	c := clock.NewManual(0)
-	q, ls := striped(t, 1000, time.Second, WithBuckets(10), WithClock(c))
+	q, ls := striped(t, QPSSettings{Limit: 1000, Interval: time.Second, Buckets: 10, Clock: c})
 	a, b := &ls.cells[0].word, &ls.cells[1].word
 	allowOn(q, ls, a, 0, 1)
 	held := places(a)

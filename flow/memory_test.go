@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/stripe"
 )
 
@@ -30,10 +31,10 @@ func heapPerQPS(t *testing.T, n int, newQ func() *QPS) float64 {
 // takes at most 640 B with the default buckets, so that a resource with a
 // QPS rule and a breaker fits in 3 KB.
 func TestQPSTakesAtMost640BytesOfHeap(t *testing.T) {
-	per := heapPerQPS(t, 4000, func() *QPS { return mustQPS(t, 100, time.Second) })
+	per := heapPerQPS(t, 4000, func() *QPS { return mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second}) })
 	t.Logf("%.0f B per limiter", per)
 	if per > 640 {
-		t.Fatalf("a QPS limiter with %d buckets takes %.0f B of heap, want at most 640", DefaultBuckets, per)
+		t.Fatalf("a QPS limiter with %d buckets takes %.0f B of heap, want at most 640", flowlimits.DefaultBuckets, per)
 	}
 }
 
@@ -41,9 +42,9 @@ func TestQPSTakesAtMost640BytesOfHeap(t *testing.T) {
 // no memory; striping adds its cells, 64 bytes each, and their index.
 func TestQPSBorrowingAndStripingCostWhatTheDocumentationSays(t *testing.T) {
 	c := clock.NewManual(0)
-	plain := heapPerQPS(t, 4000, func() *QPS { return mustQPS(t, 100, time.Second, WithClock(c)) })
+	plain := heapPerQPS(t, 4000, func() *QPS { return mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second, Clock: c}) })
 	borrowing := heapPerQPS(t, 4000, func() *QPS {
-		q := mustQPS(t, 100, time.Second, WithClock(c))
+		q := mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second, Clock: c})
 		q.AllowN(100)
 		if d := q.AllowPriority(time.Second); d.Allowed {
 			t.Fatalf("test setup: borrowed from an empty leaving bucket: %+v", d)
@@ -55,7 +56,7 @@ func TestQPSBorrowingAndStripingCostWhatTheDocumentationSays(t *testing.T) {
 	}
 	cells := float64(stripe.Count())
 	stripedHeap := heapPerQPS(t, 1000, func() *QPS {
-		q := mustQPS(t, 100, time.Second, WithClock(c))
+		q := mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second, Clock: c})
 		q.stripe()
 		return q
 	})

@@ -9,7 +9,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // The overload simulation's goals (flowsim's scenarios; benchmarks/compare
@@ -23,14 +23,23 @@ import (
 type adaptiveAdmitter struct{ a *flow.Adaptive }
 
 func (x adaptiveAdmitter) Admit(now int64) (func(int64, bool), bool) {
-	p := new(flow.AdaptivePermit)
-	if !x.a.AcquireAt(now, "", p).Allowed {
+	p := new(flow.Permit)
+	if !x.a.AcquireAt(now, p, "").Allowed {
 		return nil, false
 	}
-	return func(now int64, timedOut bool) { p.DoneAt(now, timedOut) }, true
+	return func(now int64, timedOut bool) { p.DoneAt(now, ended(timedOut)) }, true
 }
 
 func (x adaptiveAdmitter) Limit() int64 { return x.a.Limit() }
+
+// ended is the outcome of a simulated request: overloaded if its client
+// timed out.
+func ended(timedOut bool) flow.Outcome {
+	if timedOut {
+		return flow.FailedOverloaded
+	}
+	return flow.Succeeded
+}
 
 // A shedAdmitter reads the CPU as a cpu.Sampler does: the simulated
 // service's busy share, smoothed with a time constant of
@@ -49,15 +58,15 @@ func (x *shedAdmitter) Admit(now int64) (func(int64, bool), bool) {
 		x.smoothed += (1 - math.Exp(-float64(slot-x.slot)*float64(flowsim.SlotLength)/float64(cpu.DefaultSmoothing))) * (x.utilization() - x.smoothed)
 		x.slot = slot
 	}
-	p := new(flow.ShedPermit)
-	if !x.s.AcquireAt(now, "", p).Allowed {
+	p := new(flow.Permit)
+	if !x.s.AcquireAt(now, p, "").Allowed {
 		return nil, false
 	}
 	return func(now int64, timedOut bool) {
 		if timedOut {
-			p.Cancel()
+			p.Done(flow.Ignored)
 		} else {
-			p.DoneAt(now)
+			p.DoneAt(now, flow.Succeeded)
 		}
 	}, true
 }
@@ -82,7 +91,7 @@ func adaptiveMeetsTheGoals(t *testing.T, seed uint64) {
 				continue
 			}
 			r := simulate(t, sc, seed, func(func() float64) flowsim.Admitter {
-				a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg}, flow.WithClock(clock.NewManual(0)))
+				a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg, Clock: clock.NewManual(0)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,7 +116,7 @@ func TestShedderMeetsTheOverloadGoalsFromCold(t *testing.T) {
 		}
 		r := simulate(t, sc, 1, func(utilization func() float64) flowsim.Admitter {
 			x := &shedAdmitter{utilization: utilization}
-			s, err := flow.NewShedder(flow.ShedderSettings{CPU: x.cpu}, flow.WithClock(clock.NewManual(0)))
+			s, err := flow.NewShedder(flow.ShedderSettings{CPU: x.cpu, Clock: clock.NewManual(0)})
 			if err != nil {
 				t.Fatal(err)
 			}

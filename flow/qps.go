@@ -8,79 +8,58 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// DefaultBuckets is the number of buckets a QPS limiter divides its interval
-// into unless told otherwise: under steady overload it allows 25/26 (96%) of
-// its limit.
-const DefaultBuckets = 25
-
-// MaxLimit is the largest limit a limiter of this package takes.
+// MaxLimit is the largest limit a limiter of this package takes: 2^32 - 1.
 const MaxLimit = 1<<countBits - 1
 
-// A QPS limiter allows at most limit requests in every interval of its
-// length, wherever the interval starts: not only in the intervals aligned to
-// its buckets, and not on average. With a limit of 100 per second, no second
-// of the limiter's time, from any nanosecond to the same nanosecond one second
-// later, holds more than 100 allowed requests.
+// How a QPS limiter keeps its promise.
 //
-// How: the interval is divided into k buckets (WithBuckets; DefaultBuckets by
-// default). An interval of the limiter's length touches at most k+1 of them,
-// so a request is allowed only if the bucket it falls in and the k buckets
-// before it hold, with it, no more than the limit. The price of counting the
-// oldest bucket whole, although part of it has left the interval, is
-// throughput: under steady overload the limiter allows k/(k+1) of its limit
-// (96% with the default). Finer buckets raise that, at 8 bytes each (the
-// limiter keeps the next power of two above k+1 of them); deciding costs the
-// same.
+// The interval is divided into k buckets. An interval of the limiter's
+// length touches at most k+1 of them, so a request is allowed only if the
+// bucket it falls in and the k buckets before it hold, with it, no more than
+// the limit. Counting the oldest bucket whole, although part of it has left
+// the interval, costs throughput: k/(k+1) of the limit under steady
+// overload. Finer buckets raise that at 8 bytes each (the limiter keeps the
+// next power of two above k+1 of them); deciding costs the same.
 //
 // Only the newest bucket allows requests. Opening a bucket seals the one
 // before it, so the sum over the k buckets before the open one, its base, is
 // fixed when the bucket opens, and deciding is a single compare-and-swap on
-// the open bucket's count against limit - base. A caller whose time falls in an older
-// bucket than the open one (it read the clock, then lost the race to a caller
-// with a later time) is counted in the open bucket: the guarantee holds for
-// the times at which the limiter counts requests, which never go backwards.
+// the open bucket's count against limit - base. A caller whose time falls in
+// an older bucket than the open one (it read the clock, then lost the race
+// to a caller with a later time) is counted in the open bucket: the
+// guarantee holds for the times at which the limiter counts requests, which
+// never go backwards.
 //
 // Under contention that one word would be a cache line every core fights
-// over, and callers on two cores would decide more slowly together than one
-// alone. So the first time two callers collide on it, the limiter gives
-// each processor a lease cell: a request that finds room takes, with the
-// places it needs, a few more for its processor's cell (fewer as the window
-// fills, none near the limit), and the next requests on that processor take
-// their places from the cell, writing nothing shared. Leased places count as
+// over. So the first time two callers collide on it, the limiter gives each
+// processor a lease cell: a request that finds room takes, with the places
+// it needs, a few more for its processor's cell (fewer as the window fills,
+// none near the limit), and the next requests on that processor take their
+// places from the cell, writing nothing shared. Leased places count as
 // allowed in the bucket from the moment they are leased, so the guarantee
 // holds as before; the places a cell still holds when its bucket closes are
-// given back. What striping costs: 64 bytes per cell, one cell per processor
+// given back. Striping costs 64 bytes per cell, one cell per processor
 // (GOMAXPROCS rounded up to a power of two, from 2 to 64), and 48 bytes to
-// find them, allocated the first time callers collide (never, for a limiter
-// used by one goroutine at a time) and kept for the limiter's life; a pass
-// over the cells each time a bucket opens; near the limit, a request may be
-// blocked while another processor's cell still holds a few of the bucket's
-// places (each lease is at most 1/(2 × cells) of the room left when it is
-// taken, and at most 256 places), which come back when the bucket closes, at
-// most one bucket width later, so long-run admission does not drop; and
-// RetryAfter, which counts leased places as allowed, may name a time a
-// bucket later than a retry would fit.
+// find them, allocated the first time callers collide; a pass over the cells
+// each time a bucket opens; near the limit, a request may be blocked while
+// another processor's cell still holds a few of the bucket's places (each
+// lease is at most 1/(2 × cells) of the room left when it is taken, and at
+// most 256 places), which come back when the bucket closes; and RetryAfter,
+// which counts leased places as allowed, may name a time a bucket later than
+// a retry would fit.
 //
-// With WithWarmUp the limit starts at limit/coldFactor and rises as traffic
-// warms the limiter up (see WithWarmUp); each bucket's limit is fixed when it
-// opens, from the coldness the buckets before it left, so the guarantee holds
-// for it, and it never exceeds the configured limit. RetryAfter then assumes
-// the limit stays as it is.
+// With a warm-up each bucket's limit is fixed when it opens, from the
+// coldness the buckets before it left, so the guarantee holds for it.
 //
-// Memory: a limiter without warm-up takes 144 bytes plus 8 per slot: 400
-// bytes with the default 25 buckets (32 slots). Warm-up adds its curve, 128
-// bytes; borrowing (AllowPriority) adds nothing; striping adds its cells.
-//
-// A QPS limiter is safe for concurrent use, and deciding allocates nothing.
-// It takes no lock, with one exception: while a bucket opens, once per bucket
-// width, callers wait for the caller opening it (a sum of at most k counts
-// and a few stores, and, once it stripes, a pass over the cells that waits
-// for a caller midway through taking a lease, two compare-and-swaps from
-// done) rather than decide against a bucket half written. The zero QPS is
-// not usable; make one with NewQPS.
+// A limiter takes no lock, with one exception: while a bucket opens, once
+// per bucket width, callers wait for the caller opening it (a sum of at most
+// k counts and a few stores, and, once it stripes, a pass over the cells that
+// waits for a caller midway through taking a lease, two compare-and-swaps
+// from done) rather than decide against a bucket half written.
 //
 // Inside, a limiter keeps one count word per slot, and one word each for
 // what belongs to the open bucket alone: its base, its lending word (see
@@ -89,6 +68,29 @@ const MaxLimit = 1<<countBits - 1
 // word is published, and a later bucket stores its own only after sealing
 // that count word, so a caller that read a later bucket's base or limit finds
 // its compare-and-swap failing and decides again.
+
+// A QPS limiter allows at most its limit of requests in every interval of
+// its length. That holds wherever the interval starts, not only where its
+// buckets start. With 100 a second, no second of the limiter's time holds
+// more than 100 allowed requests.
+//
+// A request is allowed only if its bucket and the k buckets before it
+// hold at most the limit with it. So under steady overload the limiter
+// allows k/(k+1) of its limit: 96% with the default 25 buckets.
+//
+// With a warm-up ([QPSSettings.WarmUp]) the limit starts at Limit divided
+// by ColdFactor. It rises as traffic uses the limiter, reaching the full
+// limit after the warm-up period of steady overload. Room left unused
+// cools it again: an idle limiter is fully cold after the period. The
+// limit in force never exceeds Limit, and holds for every interval.
+//
+// [QPS.AllowPriority] lets a request borrow a place in the next bucket
+// when the window is full; the guarantee holds with it.
+//
+// A QPS limiter is safe for concurrent use, and deciding allocates
+// nothing. It takes 400 bytes with 25 buckets, 128 more with a warm-up.
+// Callers that collide add 64 bytes per processor. The zero QPS is not
+// usable; make one with [NewQPS].
 type QPS struct {
 	limit  atomic.Int64
 	leases atomic.Pointer[leases] // nil until callers collide on a count word
@@ -123,43 +125,64 @@ const (
 // same tags, for the same reason.
 func holds(w, b uint64) bool { return w>>tagShift == (b<<tagShift)>>tagShift }
 
-// NewQPS returns a limiter allowing at most limit requests in any interval
-// of the given length. limit must be in [0, MaxLimit] (0 blocks everything);
-// the interval must be positive and divide into the buckets (DefaultBuckets
-// unless WithBuckets says otherwise, at most 65536) in whole nanoseconds of
-// at least 1 µs each. A bad argument or Option is a *ConfigError.
-func NewQPS(limit int64, interval time.Duration, opts ...Option) (*QPS, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	return newQPS(limit, interval, o, false)
+// QPSSettings configure a [QPS] limiter. Limit and Interval say what the
+// limit is; every other zero field takes its default.
+type QPSSettings struct {
+	// Limit is the most requests allowed in any interval, in
+	// [0, MaxLimit]. 0 allows nothing.
+	Limit int64
+	// Interval is the length of the intervals the limit holds over. It
+	// must be positive.
+	Interval time.Duration
+	// Buckets is how many buckets divide the interval (default 25, at most
+	// 65536). Each must be whole nanoseconds, at least 1 µs. More buckets
+	// allow closer to the limit under overload, at 8 bytes each.
+	Buckets int
+	// WarmUp, if positive, makes the limiter start cold and warm up over
+	// that period (see [QPS]). It must span at least two intervals and ten
+	// buckets.
+	WarmUp time.Duration
+	// ColdFactor divides the limit while the limiter is cold (default 3,
+	// with WarmUp only). It must be above 1 and at most Limit.
+	ColdFactor float64
+	// Clock is the clock the limiter reads (default clock.System).
+	Clock clock.Clock
 }
 
-// newQPS is NewQPS with its options built; paced makes a Throttle's meter,
-// whose warm-up measures use in time (see warmUp).
-func newQPS(limit int64, interval time.Duration, o options, paced bool) (*QPS, error) {
-	if limit < 0 || limit > MaxLimit {
-		return nil, badLimit(limit, 0)
+// NewQPS returns a limiter of the given settings. A bad setting is a
+// [*ConfigError] naming it.
+func NewQPS(s QPSSettings) (*QPS, error) { return newQPS(s, false) }
+
+// newQPS is NewQPS; paced makes a Throttle's meter, whose warm-up measures
+// use in time (see warmUp).
+func newQPS(s QPSSettings, paced bool) (*QPS, error) {
+	if s.Limit < 0 || s.Limit > MaxLimit {
+		return nil, badLimit(s.Limit, 0)
 	}
-	if we := timegrid.CheckWindow(interval, o.buckets); we != nil {
-		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
+	if s.Buckets == 0 {
+		s.Buckets = flowlimits.DefaultBuckets
 	}
-	k := time.Duration(o.buckets)
+	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
+		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
+	}
+	if err := checkWarmUp(s.WarmUp, &s.ColdFactor); err != nil {
+		return nil, err
+	}
+	k := time.Duration(s.Buckets)
 	// The open bucket and the k before it must sit in distinct slots, and the
 	// next bucket in yet another, so that opening it overwrites nothing a
 	// decision still reads.
-	slots := 1 << bits.Len(uint(o.buckets+1))
+	slots := 1 << bits.Len(uint(s.Buckets+1))
 	q := &QPS{
-		k:     uint64(o.buckets),
-		grid:  timegrid.New(interval/k, int64(o.buckets)),
+		k:     uint64(s.Buckets),
+		grid:  timegrid.New(s.Interval/k, int64(s.Buckets)),
 		mask:  uint64(slots - 1),
-		clock: o.clock,
+		clock: clockOr(s.Clock),
 		slots: make([]atomic.Uint64, slots),
 	}
-	q.limit.Store(limit)
-	if o.warming {
-		w, err := newWarmUp(limit, interval, o.warmUp, o.cold, o.buckets, paced)
+	q.limit.Store(s.Limit)
+	if s.WarmUp != 0 {
+		w, err := newWarmUp(s.Limit, s.Interval, s.WarmUp, s.ColdFactor, s.Buckets, paced)
 		if err != nil {
 			return nil, err
 		}
@@ -185,30 +208,27 @@ func (q *QPS) AllowN(n int64) Decision { return q.AllowNAt(q.clock.Now(), n) }
 // AllowAt decides whether one request arriving at time now may proceed.
 func (q *QPS) AllowAt(now int64) Decision { return q.AllowNAt(now, 1) }
 
-// AllowNAt decides whether n requests arriving at time now may proceed, and
-// counts them if so: all n or none. n <= 0 is allowed and counts nothing; n
-// above the limit is blocked with ExceedsLimit. Blocked for the rate
-// (RateLimited), the Decision says in RetryAfter when, if nothing else is
-// allowed, the requests would fit (a bucket earlier, perhaps, once the
-// limiter stripes: see QPS).
-// With warm-up, RetryAfter assumes the limit stays as it is, which warming
-// and cooling change, so a retry may fit earlier or later; and when n exceeds
-// the current limit it is 0, as only traffic can warm the limiter.
+// AllowNAt decides whether n requests arriving at time now may proceed. It
+// counts them if so: all n or none. n <= 0 is allowed and counts nothing.
+// n above the limit is blocked with [ExceedsLimit]. Blocked with
+// [RateLimited], RetryAfter says when the requests would fit if nothing
+// else were allowed. With a warm-up, RetryAfter assumes the limit stays as
+// it is; it is 0 when n exceeds the limit in force.
 func (q *QPS) AllowNAt(now int64, n int64) Decision {
 	d, _ := q.decide(now, n)
 	return d
 }
 
-// A Grant is what a limiter counted for what it allowed, to give back with
-// its GiveBack: requests of a QPS (GrantNAt), or a retry of a RetryBudget
-// (RetryBudget.GrantRetryAt). The zero Grant holds nothing.
+// A Grant is what a limiter counted for what it allowed, to give back
+// later. [QPS.GrantNAt] and [RetryBudget.GrantRetryAt] return one; their
+// GiveBack takes it. The zero Grant holds nothing.
 type Grant struct {
 	bucket uint64
 	n      int64
 }
 
-// GrantNAt is AllowNAt, and returns what it counted for the requests if it
-// allowed them.
+// GrantNAt is [QPS.AllowNAt], and returns what it counted if it allowed
+// the requests.
 func (q *QPS) GrantNAt(now int64, n int64) (Decision, Grant) {
 	d, b := q.decide(now, n)
 	if !d.Allowed || n <= 0 {
@@ -217,14 +237,11 @@ func (q *QPS) GrantNAt(now int64, n int64) (Decision, Grant) {
 	return d, Grant{bucket: b, n: n}
 }
 
-// GiveBack uncounts the requests of g, which did not proceed after all
-// (another limit refused them), so that they take no place in any interval.
-// It gives back as long as their bucket is in the limiter's ring, and does
-// nothing after; giving a grant back twice is a mistake, which may let
-// others through in its place. A grant given back while the caller opening
-// the next bucket returns the leased places of its bucket (see advance)
-// may be lost: the requests then stay counted, which never lets more
-// through.
+// GiveBack uncounts the requests of g, which did not proceed after all.
+// They then take no place in any interval. It gives back while their
+// bucket is in the limiter's ring, and does nothing after. Giving a grant
+// back twice may let others through in its place. A grant may rarely stay
+// counted (see advance), which never lets more through.
 func (q *QPS) GiveBack(g Grant) {
 	if g.n <= 0 {
 		return
@@ -445,14 +462,14 @@ func (q *QPS) countAt(now, n int64) {
 	}
 }
 
-// AllowPriority decides whether one prioritized request may proceed now. See
-// AllowPriorityNAt.
+// AllowPriority decides whether one prioritized request may proceed now.
+// See [QPS.AllowPriorityNAt].
 func (q *QPS) AllowPriority(maxWait time.Duration) Decision {
 	return q.AllowPriorityNAt(q.clock.Now(), 1, maxWait)
 }
 
-// AllowPriorityN decides whether n prioritized requests may proceed now. See
-// AllowPriorityNAt.
+// AllowPriorityN decides whether n prioritized requests may proceed now.
+// See [QPS.AllowPriorityNAt].
 func (q *QPS) AllowPriorityN(n int64, maxWait time.Duration) Decision {
 	return q.AllowPriorityNAt(q.clock.Now(), n, maxWait)
 }
@@ -464,15 +481,13 @@ func (q *QPS) AllowPriorityAt(now int64, maxWait time.Duration) Decision {
 }
 
 // AllowPriorityNAt decides whether n prioritized requests arriving at time
-// now may proceed. When the open bucket has room, it is AllowNAt. When it has
-// none, the requests may borrow places in the next bucket (Sentinel's
-// occupiable window): they are counted in that bucket and must wait until it
-// starts, Decision.Wait, which must not exceed maxWait.
+// now may proceed. With room in the open bucket, it is [QPS.AllowNAt].
+// Without, the requests may borrow places in the next bucket. They are
+// counted there, and must wait until it starts: Decision.Wait, at most
+// maxWait.
 //
-// Borrowing keeps the guarantee: the next bucket can lend no more than the
-// bucket that leaves the window when it opens held, so no interval, the ones
-// ending in the next bucket included, ever holds more than the limit. It
-// costs the limiter no memory.
+// Borrowing keeps the guarantee and costs no memory. The next bucket lends
+// no more than the bucket that leaves the window when it opens held.
 func (q *QPS) AllowPriorityNAt(now int64, n int64, maxWait time.Duration) Decision {
 	d, _ := q.decidePriority(now, n, maxWait)
 	return d
@@ -565,21 +580,18 @@ func (q *QPS) retryAfter(now int64, ob uint64, base, own, n, lim int64) time.Dur
 // Limit returns the most requests the limiter allows in any interval.
 func (q *QPS) Limit() int64 { return q.limit.Load() }
 
-// SetLimit changes the limit, keeping the counts: the requests already
-// allowed stay in the window and count against the new limit. Every decision
-// from then on reads the new limit. Places taken before the change were
-// counted against the old limit and may still be used after it: places
-// leased to a processor's cell (see QPS) until the bucket open at the change
-// closes, places borrowed into the next bucket (AllowPriority) in that next
-// bucket. So an interval that starts after both, at most two bucket widths
-// after the change, holds at most the new limit.
+// SetLimit changes the limit, keeping the counts. The requests already
+// allowed count against the new limit, which every decision then reads.
+// Places leased or borrowed before the change may still be used for up to
+// two bucket widths; every interval starting after that holds the new
+// limit.
 //
-// A limiter with warm-up, whose curve depends on the limit, keeps its
-// limit: make a new one. That, and a limit outside [0, MaxLimit], is a
-// *ConfigError (Option "limit"), and the limit in force stays.
+// A limiter with a warm-up keeps its limit: make a new one. That, and a
+// limit outside [0, MaxLimit], is a [*ConfigError], and the limit in force
+// stays.
 func (q *QPS) SetLimit(limit int64) error {
 	if q.warm != nil {
-		return &ConfigError{Option: "limit", Value: limit, Detail: "a limiter with warm-up keeps its limit: make a new one"}
+		return &ConfigError{Field: "limit", Value: limit, Detail: "a limiter with warm-up keeps its limit: make a new one"}
 	}
 	if limit < 0 || limit > MaxLimit {
 		return badLimit(limit, 0)
@@ -587,6 +599,3 @@ func (q *QPS) SetLimit(limit int64) error {
 	q.limit.Store(limit)
 	return nil
 }
-
-// Interval returns the length of the limiter's interval.
-func (q *QPS) Interval() time.Duration { return time.Duration(q.grid.Width * int64(q.k)) }

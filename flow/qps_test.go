@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
-func mustQPS(t testing.TB, limit int64, interval time.Duration, opts ...Option) *QPS {
+func mustQPS(t testing.TB, s QPSSettings) *QPS {
 	t.Helper()
-	q, err := NewQPS(limit, interval, opts...)
+	q, err := NewQPS(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,9 +30,9 @@ func TestQPSNeverExceedsLimitInAnyInterval(t *testing.T) {
 		buckets  int
 		start    int64
 	}{
-		{100, time.Second, DefaultBuckets, 0},
-		{100, time.Second, DefaultBuckets, 123456789},
-		{1000, time.Second, DefaultBuckets, -7},
+		{100, time.Second, flowlimits.DefaultBuckets, 0},
+		{100, time.Second, flowlimits.DefaultBuckets, 123456789},
+		{1000, time.Second, flowlimits.DefaultBuckets, -7},
 		{10, 100 * time.Millisecond, 1, 0},
 		{10, 100 * time.Millisecond, 2, 5},
 		{7, time.Second, 5, 999999999},
@@ -40,7 +41,7 @@ func TestQPSNeverExceedsLimitInAnyInterval(t *testing.T) {
 	}
 	for _, sh := range shapes {
 		for _, p := range flowsim.Patterns() {
-			q := mustQPS(t, sh.limit, sh.interval, WithBuckets(sh.buckets))
+			q := mustQPS(t, QPSSettings{Limit: sh.limit, Interval: sh.interval, Buckets: sh.buckets})
 			allow := func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }
 			r := flowsim.Run(allow, p, sh.limit, sh.interval, 40*sh.interval, sh.start, 1)
 			if r.MaxInInterval > sh.limit {
@@ -55,8 +56,8 @@ func TestQPSNeverExceedsLimitInAnyInterval(t *testing.T) {
 }
 
 func TestQPSAdmitsNearTheLimitUnderSteadyOverload(t *testing.T) {
-	for _, k := range []int{DefaultBuckets, 50, 100} {
-		q := mustQPS(t, 100, time.Second, WithBuckets(k))
+	for _, k := range []int{flowlimits.DefaultBuckets, 50, 100} {
+		q := mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second, Buckets: k})
 		steady := flowsim.Patterns()[0]
 		r := flowsim.Run(func(now, n int64) bool { return q.AllowNAt(now, n).Allowed }, steady, 100, time.Second, 100*time.Second, 0, 1)
 		want := 100 * float64(k) / float64(k+1)
@@ -68,7 +69,7 @@ func TestQPSAdmitsNearTheLimitUnderSteadyOverload(t *testing.T) {
 
 func TestQPSRetryAfterIsExactlyWhenARetrySucceeds(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	// 4 in the first bucket, 6 in the fourth: full.
 	q.AllowN(4)
 	c.Advance(350 * time.Millisecond)
@@ -92,7 +93,7 @@ func TestQPSRetryAfterIsExactlyWhenARetrySucceeds(t *testing.T) {
 	}
 	// Needing more than the oldest bucket frees waits for the next one too.
 	c.Set(int64(450 * time.Millisecond))
-	q2 := mustQPS(t, 10, time.Second, WithBuckets(10), WithClock(c))
+	q2 := mustQPS(t, QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	c.Set(0)
 	q2.AllowN(4)
 	c.Set(int64(350 * time.Millisecond))
@@ -106,7 +107,7 @@ func TestQPSRetryAfterIsExactlyWhenARetrySucceeds(t *testing.T) {
 
 func TestQPSEdgeCases(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 5, time.Second, WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 5, Interval: time.Second, Clock: c})
 	if d := q.AllowN(0); !d.Allowed {
 		t.Fatalf("AllowN(0) = %+v, want allowed", d)
 	}
@@ -119,16 +120,16 @@ func TestQPSEdgeCases(t *testing.T) {
 	if !q.AllowN(5).Allowed || q.Allow().Allowed {
 		t.Fatal("a limit of 5 must allow 5 at once and then block")
 	}
-	zero := mustQPS(t, 0, time.Second, WithClock(c))
+	zero := mustQPS(t, QPSSettings{Limit: 0, Interval: time.Second, Clock: c})
 	if d := zero.Allow(); d.Allowed || d.Reason != ExceedsLimit {
 		t.Fatalf("limit 0: %+v, want blocked", d)
 	}
-	if q.Limit() != 5 || q.Interval() != time.Second {
-		t.Fatalf("Limit %d, Interval %v", q.Limit(), q.Interval())
+	if q.Limit() != 5 {
+		t.Fatalf("Limit %d", q.Limit())
 	}
 	// A caller with an older time than the open bucket is counted in it.
 	c.Set(int64(10 * time.Second))
-	q3 := mustQPS(t, 2, time.Second, WithClock(c))
+	q3 := mustQPS(t, QPSSettings{Limit: 2, Interval: time.Second, Clock: c})
 	q3.AllowAt(int64(10 * time.Second))
 	if !q3.AllowAt(int64(5 * time.Second)).Allowed {
 		t.Fatal("a late caller with room in the open bucket was blocked")
@@ -143,23 +144,23 @@ func TestQPSEdgeCases(t *testing.T) {
 
 func TestQPSBadConfigurationIsAnErrorNamingTheField(t *testing.T) {
 	cases := []struct {
-		limit    int64
-		interval time.Duration
-		opts     []Option
-		mention  string
+		s       QPSSettings
+		mention string
 	}{
-		{-1, time.Second, nil, "limit = -1"},
-		{MaxLimit + 1, time.Second, nil, "limit = 4294967296"},
-		{10, 0, nil, "interval = 0s"},
-		{10, -time.Second, nil, "interval = -1s"},
-		{10, time.Second, []Option{WithBuckets(0)}, "buckets = 0"},
-		{10, time.Second, []Option{WithBuckets(3)}, "interval = 1s: does not divide into 3 buckets"},
-		{10, 10 * time.Microsecond, nil, "interval = 10µs: 25 buckets of 400ns are narrower than 1µs"},
+		{QPSSettings{Limit: -1, Interval: time.Second}, "limit = -1"},
+		{QPSSettings{Limit: MaxLimit + 1, Interval: time.Second}, "limit = 4294967296"},
+		{QPSSettings{Limit: 10}, "interval = 0s"},
+		{QPSSettings{Limit: 10, Interval: -time.Second}, "interval = -1s"},
+		{QPSSettings{Limit: 10, Interval: time.Second, Buckets: -1}, "buckets = -1"},
+		{QPSSettings{Limit: 10, Interval: time.Second, Buckets: 3}, "interval = 1s: does not divide into 3 buckets"},
+		{QPSSettings{Limit: 10, Interval: 10 * time.Microsecond}, "interval = 10µs: 25 buckets of 400ns are narrower than 1µs"},
+		{QPSSettings{Limit: 10, Interval: time.Second, ColdFactor: 3}, "cold_factor = 3: applies only with a warm-up"},
+		{QPSSettings{Limit: 10, Interval: time.Second, WarmUp: -time.Second}, "warm_up = -1s"},
 	}
 	for _, tc := range cases {
-		_, err := NewQPS(tc.limit, tc.interval, tc.opts...)
+		_, err := NewQPS(tc.s)
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
-			t.Errorf("NewQPS(%d, %v): err = %v, want ErrInvalidConfig mentioning %q", tc.limit, tc.interval, err, tc.mention)
+			t.Errorf("NewQPS(%+v): err = %v, want ErrInvalidConfig mentioning %q", tc.s, err, tc.mention)
 		}
 	}
 }
@@ -171,7 +172,7 @@ func TestQPSBadConfigurationIsAnErrorNamingTheField(t *testing.T) {
 func TestQPSConcurrentCallersNeverOverAdmit(t *testing.T) {
 	const goroutines, steps, limit = 8, 120, 50
 	c := clock.NewManual(0)
-	q := mustQPS(t, limit, 100*time.Millisecond, WithBuckets(4), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: limit, Interval: 100 * time.Millisecond, Buckets: 4, Clock: c})
 	var perStep [steps]atomic.Int64
 	for step := 0; step < steps; step++ {
 		var wg sync.WaitGroup
@@ -210,7 +211,7 @@ func TestQPSConcurrentCallersNeverOverAdmit(t *testing.T) {
 // a span S, at most limit × (S/interval + 1) can be allowed.
 func TestQPSOnAFreeRunningClock(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 100, 10*time.Millisecond, WithBuckets(5), WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 100, Interval: 10 * time.Millisecond, Buckets: 5, Clock: c})
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
@@ -246,7 +247,7 @@ func TestQPSOnAFreeRunningClock(t *testing.T) {
 
 func TestQPSDecisionsDoNotAllocate(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 1000, time.Second, WithClock(c))
+	q := mustQPS(t, QPSSettings{Limit: 1000, Interval: time.Second, Clock: c})
 	if n := testing.AllocsPerRun(1000, func() {
 		c.Advance(time.Millisecond)
 		q.Allow()

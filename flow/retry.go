@@ -7,78 +7,61 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// Defaults of a retry budget, those of Finagle's RetryBudget: retries may
-// add 20% to the requests of the last 10 seconds, and 10 retries per second
-// more, so that a client sending little traffic may still retry.
-const (
-	DefaultRetryRatio        = 0.2
-	DefaultRetryMinPerSecond = 10
-	DefaultRetryInterval     = 10 * time.Second
-	// DefaultRetryBuckets is the number of buckets a retry budget divides
-	// its interval into unless WithBuckets says otherwise.
-	DefaultRetryBuckets = 20
-)
-
-// MaxRetryRatio is the largest ratio a retry budget takes.
-const MaxRetryRatio = 100
-
-// A RetryBudget bounds the retries a client adds to its traffic: the retries
-// of the last interval may be at most ratio times the requests of that
-// interval, plus a floor of minPerSecond per second of the interval. Under a
-// downstream that fails every request, a client that retries three times
-// sends four attempts per request; with a budget of 0.2 it sends at most 1.2
-// and a floor's worth.
+// How a RetryBudget keeps its bound.
 //
-// A caller counts each original request with Request (a deposit) and asks
-// Retry before each retry (a withdrawal). Retry decides and counts in one
-// atomic step, when the retry is decided, not when it is sent: retries
-// waiting out a backoff are already counted, so concurrent failures cannot
-// all find room for one more and overshoot the budget (a budget that counts
-// a retry only once it is sent, as Envoy's does, can overshoot by as many
-// retries as wait in backoff). A retry decided but not sent after all is
-// given back: see GrantRetry and GiveBack. Retries are not requests: they
-// never add to the budget.
-//
-// The guarantee. The interval of length W is divided into k buckets of width
-// w = W/k (WithBuckets; DefaultRetryBuckets by default). Every event is
-// counted at a time t that never goes backwards: a caller whose time is
-// earlier than an event already counted is counted at the latest bucket (see
-// QPS). A retry counted at t is allowed only if the retries of the bucket
-// holding t and of the k buckets before it, with it, are at most ratio times
-// the requests of that bucket and the k-1 before it, plus the floor. The
-// first buckets span at least (t−W, t], the second at most, so
+// The interval of length W is divided into k buckets of width w = W/k.
+// Every event is counted at a time t that never goes backwards: a caller
+// whose time is earlier than an event already counted is counted at the
+// latest bucket. A retry counted at t is allowed only if the retries of the
+// bucket holding t and of the k buckets before it, with it, are at most
+// ratio times the requests of that bucket and the k-1 before it, plus the
+// floor. The first buckets span at least (t−W, t], the second at most, so
 //
 //	retries in (t−W, t] ≤ ratio × requests in (t−W, t] + minPerSecond × W
 //
 // holds at every allowed retry, for the requests counted before it. For any
-// interval of length W, wherever it starts, the retries in it are bounded so
-// by the requests of the interval of length W ending at its last retry. What
-// this costs: retries are counted over up to W+w and requests over as little
-// as W−w, so under steady traffic a budget allows about k/(k+1) of
-// ratio × requests (95% with the default 20 buckets); the floor is never cut.
+// interval of length W, wherever it starts, the retries in it are bounded
+// so by the requests of the interval of length W ending at its last retry.
+// Retries are counted over up to W+w and requests over as little as W−w,
+// so under steady traffic a budget allows about k/(k+1) of ratio ×
+// requests; the floor is never cut.
 //
-// A budget knows nothing of circuit breakers, but Retry takes the Attempt
-// that failed, so that a retry is never sent into an open breaker, nor a
-// breaker's probe repeated: see Attempt.
+// The first retry decided in a bucket seals the k buckets before it (at
+// most k compare-and-swaps), so that a caller who read the clock before
+// they closed and decides after cannot add a retry that later decisions
+// have not counted, and sums them and the requests (2k-1 words), keeping
+// the sums for the decisions after it, which read five words and write
+// one. Memory: 192 bytes plus 16 per slot, the slots being k+1 rounded up
+// to a power of two, plus 128 bytes per processor for the counts of the
+// retries it blocked, and up to 256 bytes that keep those on cache lines
+// of their own.
+
+// A RetryBudget bounds the retries a client adds to its traffic. The
+// retries of the last interval may be at most Ratio times its requests,
+// plus MinPerSecond a second. Under a downstream that fails every request,
+// a client that retries three times sends four attempts per request. With
+// a budget of 0.2 it sends at most 1.2, and the floor.
 //
-// A RetryBudget is safe for concurrent use; Request and Retry take no lock
-// and allocate nothing. The first retry decided in a bucket seals the k
-// buckets before it (at most k compare-and-swaps), so that a caller who read
-// the clock before they closed and decides after cannot add a retry that
-// later decisions have not counted, and sums them and the requests (2k-1
-// words), keeping the sums for the decisions after it, which read five words
-// and write one. The zero RetryBudget is not usable; make one with
-// NewRetryBudget.
+// A caller counts each original request with [RetryBudget.Request]. It
+// asks [RetryBudget.Retry] before each retry, which decides and counts in
+// one atomic step. So retries waiting out a backoff are already counted,
+// and concurrent failures cannot overshoot the budget. A retry decided but
+// not sent after all is given back: see [RetryBudget.GrantRetry]. Retries
+// never add to the budget.
 //
-// Memory: 192 bytes plus 16 per slot, the slots being k+1 rounded up to a
-// power of two, plus 128 bytes per processor (GOMAXPROCS rounded up to a
-// power of two, from 2 to 64) for the counts of the retries it blocked,
-// and up to 256 bytes that keep those on cache lines of their own: 960 to
-// 1,216 bytes with the default 20 buckets on two processors.
+// The bound holds in every interval, wherever it starts. Under steady
+// traffic a budget allows about k/(k+1) of Ratio × requests: 95% with 20
+// buckets. Retry takes the [Attempt] that failed, so that no retry is sent
+// into an open breaker, and no breaker's probe is repeated.
+//
+// A RetryBudget is safe for concurrent use. Request and Retry take no lock
+// and allocate nothing. It takes about 1 KiB with 20 buckets. The zero
+// RetryBudget is not usable; make one with [NewRetryBudget].
 type RetryBudget struct {
 	requests []atomic.Uint64 // count words of the requests, one per slot
 	retries  []atomic.Uint64 // count words of the retries, one per slot; sealed once closed
@@ -141,65 +124,72 @@ const (
 	AttemptBreakerOpen
 )
 
-// NewRetryBudget returns a budget allowing, in any interval of the given
-// length, ratio retries per request plus minPerSecond retries per second
-// (the defaults are DefaultRetryRatio, DefaultRetryMinPerSecond and
-// DefaultRetryInterval). ratio must be in [0, MaxRetryRatio];
-// minPerSecond × interval, the floor, at most MaxLimit; the interval must
-// divide into the buckets (DefaultRetryBuckets unless WithBuckets says
-// otherwise) in whole nanoseconds of at least 1 µs each. A bad argument or
-// Option is a *ConfigError naming it ("ratio", "min_per_second",
-// "interval", "buckets", "clock"); WithWarmUp is an error ("warm_up").
-func NewRetryBudget(ratio float64, minPerSecond int64, interval time.Duration, opts ...Option) (*RetryBudget, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
+// RetryBudgetSettings configure a [RetryBudget]. Ratio and MinPerSecond
+// say what the budget is; every other zero field takes its default.
+type RetryBudgetSettings struct {
+	// Ratio is the retries allowed per request, in [0, 100]. With 0.2,
+	// retries add at most a fifth to the traffic.
+	Ratio float64
+	// MinPerSecond is the retries allowed per second whatever the requests,
+	// so that a client sending little may still retry; 10 is common.
+	MinPerSecond int64
+	// Interval is the span the budget counts over (default 10 s).
+	// MinPerSecond over it must be at most MaxLimit.
+	Interval time.Duration
+	// Buckets is how many buckets divide the interval (default 20), each
+	// whole nanoseconds of at least 1 µs.
+	Buckets int
+	// Clock is the clock the budget reads (default clock.System).
+	Clock clock.Clock
+}
+
+// NewRetryBudget returns a RetryBudget of the given settings. A bad
+// setting is a [*ConfigError] naming it ("ratio", "min_per_second").
+func NewRetryBudget(s RetryBudgetSettings) (*RetryBudget, error) {
+	if !(s.Ratio >= 0 && s.Ratio <= flowlimits.MaxRetryRatio) { // NaN fails both
+		return nil, &ConfigError{Field: "ratio", Value: s.Ratio, Detail: fmt.Sprintf("must be between 0 and %d", flowlimits.MaxRetryRatio)}
 	}
-	if o.warming {
-		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "a retry budget does not warm up"}
+	if s.Interval == 0 {
+		s.Interval = flowlimits.DefaultRetryInterval
 	}
-	if !(ratio >= 0 && ratio <= MaxRetryRatio) { // NaN fails both
-		return nil, &ConfigError{Option: "ratio", Value: ratio, Detail: fmt.Sprintf("must be between 0 and %d", MaxRetryRatio)}
+	if s.Buckets == 0 {
+		s.Buckets = flowlimits.DefaultRetryBuckets
 	}
-	if !o.bucketsGiven {
-		o.buckets = DefaultRetryBuckets
+	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
+		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
-	if we := timegrid.CheckWindow(interval, o.buckets); we != nil {
-		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
-	}
-	floor := float64(minPerSecond) * interval.Seconds()
-	if minPerSecond < 0 || floor > MaxLimit {
-		return nil, &ConfigError{Option: "min_per_second", Value: minPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(MaxLimit), interval)}
+	floor := float64(s.MinPerSecond) * s.Interval.Seconds()
+	if s.MinPerSecond < 0 || floor > MaxLimit {
+		return nil, &ConfigError{Field: "min_per_second", Value: s.MinPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(MaxLimit), s.Interval)}
 	}
 	// The retries of the open bucket and of the k before it must sit in
 	// distinct slots; the requests need only k.
-	slots := 1 << bits.Len(uint(o.buckets))
+	slots := 1 << bits.Len(uint(s.Buckets))
 	stripes := stripe.Count()
 	b := &RetryBudget{
 		requests:   make([]atomic.Uint64, slots),
 		retries:    make([]atomic.Uint64, slots),
 		notAllowed: stripe.Words(stripes * stripeWords),
 		stripes:    uint64(stripes),
-		k:          uint64(o.buckets),
+		k:          uint64(s.Buckets),
 		mask:       uint64(slots - 1),
-		ratio:      ratio,
+		ratio:      s.Ratio,
 		floor:      floor,
-		grid:       timegrid.New(interval/time.Duration(o.buckets), int64(o.buckets)),
-		clock:      o.clock,
+		grid:       timegrid.New(s.Interval/time.Duration(s.Buckets), int64(s.Buckets)),
+		clock:      clockOr(s.Clock),
 	}
 	b.retryBase.Store(sealedBit)
 	b.requestBase.Store(sealedBit)
 	return b, nil
 }
 
-// Request counts one original request now: a deposit that lets ratio
+// Request counts one original request now: a deposit that lets Ratio
 // retries more in the next interval. Retries are not counted with Request.
 func (b *RetryBudget) Request() { b.RequestAt(b.clock.Now()) }
 
-// RequestAt counts one original request at time now (nanoseconds on the
-// budget's clock). A time earlier than the latest bucket counted is counted
-// in that bucket. A bucket counts at most MaxLimit requests; more are not
-// counted, which only makes the budget smaller.
+// RequestAt counts one original request at time now. A time earlier than
+// the latest bucket counted is counted in that bucket. A bucket counts at
+// most MaxLimit requests; more only make the budget smaller.
 func (b *RetryBudget) RequestAt(now int64) {
 	for {
 		i := b.bucket(now)
@@ -226,31 +216,27 @@ func (b *RetryBudget) RequestAt(now int64) {
 }
 
 // Retry decides whether a retry after the given failed attempt may be sent
-// now, and counts it if so. See RetryAt.
+// now, and counts it if so. See [RetryBudget.RetryAt].
 func (b *RetryBudget) Retry(a Attempt) bool { return b.RetryAt(b.clock.Now(), a) }
 
-// RetryAt decides whether a retry after the given failed attempt may be
-// sent, the decision taken at time now (nanoseconds on the budget's clock),
-// and counts it if so: the retry is allowed only if, with it, the retries
-// of the interval are at most ratio times its requests plus the floor (see
-// RetryBudget for the precise bound). After AttemptProbe or
-// AttemptBreakerOpen it returns false and takes nothing from the budget
-// (Stats counts it as NotRetried); an unknown Attempt is treated as
-// AttemptBreakerOpen. A time earlier than the latest
-// bucket counted is counted in that bucket.
+// RetryAt decides at time now whether a retry after the given failed
+// attempt may be sent, and counts it if so. It is allowed only if, with it,
+// the retries of the interval are at most Ratio times its requests plus
+// the floor. After [AttemptProbe] or [AttemptBreakerOpen] it returns false
+// and takes nothing from the budget; Stats counts it as NotRetried. An
+// unknown Attempt counts as AttemptBreakerOpen.
 func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
 	_, ok := b.GrantRetryAt(now, a)
 	return ok
 }
 
-// GrantRetry is Retry, and returns what it counted for the retry if it
-// allowed it. See GrantRetryAt.
+// GrantRetry is [RetryBudget.Retry], and returns what it counted for the
+// retry. See [RetryBudget.GrantRetryAt].
 func (b *RetryBudget) GrantRetry(a Attempt) (Grant, bool) { return b.GrantRetryAt(b.clock.Now(), a) }
 
-// GrantRetryAt is RetryAt, and returns what it counted for the retry if it
-// allowed it: a caller that does not send the retry after all (its context
-// ended in the backoff, or a limit refused it) gives it back with
-// GiveBack.
+// GrantRetryAt is [RetryBudget.RetryAt], and returns what it counted for
+// the retry if it allowed it. A caller that does not send the retry after
+// all gives it back with [RetryBudget.GiveBack].
 func (b *RetryBudget) GrantRetryAt(now int64, a Attempt) (Grant, bool) {
 	if a != AttemptFailed {
 		b.countNotAllowed(1)
@@ -292,12 +278,12 @@ decide:
 	}
 }
 
-// GiveBack uncounts the retry of g, which was not sent after all, so that
-// it takes no place in the budget and Stats no longer counts it. Decisions
+// GiveBack uncounts the retry of g, which was not sent after all. It then
+// takes no place in the budget, and Stats no longer counts it. Decisions
 // see it given back at once while its bucket is the latest, and from the
-// next bucket on after that; the retry stays counted once its bucket has
-// left the budget's ring. Giving a grant back twice is a mistake, which may
-// let another retry through in its place.
+// next bucket on after that. Once its bucket has left the budget's ring,
+// the retry stays counted. Giving a grant back twice may let another retry
+// through in its place.
 func (b *RetryBudget) GiveBack(g Grant) {
 	if g.n <= 0 {
 		return
@@ -400,7 +386,7 @@ func (b *RetryBudget) bucket(now int64) uint64 {
 	}
 }
 
-// RetryStats are what a RetryBudget has counted.
+// RetryStats are what a [RetryBudget] has counted.
 type RetryStats struct {
 	// Requests and Retries are the requests and the retries allowed in the
 	// last interval: its k buckets up to the one holding the time read, or
@@ -412,12 +398,12 @@ type RetryStats struct {
 	Blocked, NotRetried int64
 }
 
-// Stats returns what the budget has counted; see StatsAt.
+// Stats returns what the budget has counted; see [RetryBudget.StatsAt].
 func (b *RetryBudget) Stats() RetryStats { return b.StatsAt(b.clock.Now()) }
 
 // StatsAt returns what the budget has counted, its interval read at time
-// now. It reads the buckets without changing them (it decides nothing), so
-// a count that changes as it reads may be missed or counted in part.
+// now. It decides nothing and changes nothing, so a count that changes as
+// it reads may be missed or counted in part.
 func (b *RetryBudget) StatsAt(now int64) RetryStats {
 	i := max(b.grid.Index(now), b.open.Load())
 	st := RetryStats{Blocked: b.sumNotAllowed(0), NotRetried: b.sumNotAllowed(1)}
@@ -431,10 +417,3 @@ func (b *RetryBudget) StatsAt(now int64) RetryStats {
 	}
 	return st
 }
-
-// Ratio returns the retries allowed per request.
-func (b *RetryBudget) Ratio() float64 { return b.ratio }
-
-// Floor returns the retries allowed in every interval whatever the
-// requests: minPerSecond × the interval in seconds.
-func (b *RetryBudget) Floor() float64 { return b.floor }

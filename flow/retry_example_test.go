@@ -14,7 +14,7 @@ import (
 // 10 seconds).
 func ExampleRetryBudget() {
 	clk := clock.NewManual(0)
-	budget, err := flow.NewRetryBudget(0.2, 10, 10*time.Second, flow.WithClock(clk))
+	budget, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10, Interval: 10 * time.Second, Clock: clk})
 	if err != nil {
 		panic(err)
 	}

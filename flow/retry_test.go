@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/stripe"
 )
 
@@ -21,26 +22,23 @@ func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
 		ratio    float64
 		min      int64
 		interval time.Duration
-		opts     []Option
+		buckets  int
 		option   string
 		value    any
 	}{
-		{"negative ratio", -0.1, 10, time.Second, nil, "ratio", -0.1},
-		{"NaN ratio", math.NaN(), 10, time.Second, nil, "ratio", nil},
-		{"ratio above max", MaxRetryRatio + 1, 10, time.Second, nil, "ratio", float64(MaxRetryRatio + 1)},
-		{"infinite ratio", math.Inf(1), 10, time.Second, nil, "ratio", math.Inf(1)},
-		{"negative floor", 0.2, -1, time.Second, nil, "min_per_second", int64(-1)},
-		{"floor above max", 0.2, MaxLimit, 10 * time.Second, nil, "min_per_second", int64(MaxLimit)},
-		{"zero interval", 0.2, 10, 0, nil, "interval", time.Duration(0)},
-		{"negative interval", 0.2, 10, -time.Second, nil, "interval", -time.Second},
-		{"interval not divisible", 0.2, 10, 7, []Option{WithBuckets(3)}, "interval", time.Duration(7)},
-		{"zero buckets", 0.2, 10, time.Second, []Option{WithBuckets(0)}, "buckets", 0},
-		{"nil clock", 0.2, 10, time.Second, []Option{WithClock(nil)}, "clock", nil},
-		{"warm-up", 0.2, 10, time.Second, []Option{WithWarmUp(time.Minute, 3)}, "warm_up", time.Minute},
+		{"negative ratio", -0.1, 10, time.Second, 0, "ratio", -0.1},
+		{"NaN ratio", math.NaN(), 10, time.Second, 0, "ratio", nil},
+		{"ratio above max", flowlimits.MaxRetryRatio + 1, 10, time.Second, 0, "ratio", float64(flowlimits.MaxRetryRatio + 1)},
+		{"infinite ratio", math.Inf(1), 10, time.Second, 0, "ratio", math.Inf(1)},
+		{"negative floor", 0.2, -1, time.Second, 0, "min_per_second", int64(-1)},
+		{"floor above max", 0.2, MaxLimit, 10 * time.Second, 0, "min_per_second", int64(MaxLimit)},
+		{"negative interval", 0.2, 10, -time.Second, 0, "interval", -time.Second},
+		{"interval not divisible", 0.2, 10, 7, 3, "interval", time.Duration(7)},
+		{"negative buckets", 0.2, 10, time.Second, -1, "buckets", -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := NewRetryBudget(c.ratio, c.min, c.interval, c.opts...)
+			b, err := NewRetryBudget(RetryBudgetSettings{Ratio: c.ratio, MinPerSecond: c.min, Interval: c.interval, Buckets: c.buckets})
 			if b != nil || err == nil {
 				t.Fatalf("NewRetryBudget = %v, %v; want an error", b, err)
 			}
@@ -48,8 +46,8 @@ func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
 			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("error %v is not a *ConfigError wrapping ErrInvalidConfig", err)
 			}
-			if ce.Option != c.option {
-				t.Fatalf("Option = %q, want %q (%v)", ce.Option, c.option, err)
+			if ce.Field != c.option {
+				t.Fatalf("Field = %q, want %q (%v)", ce.Field, c.option, err)
 			}
 			if c.value != nil && ce.Value != c.value {
 				t.Fatalf("Value = %#v, want %#v", ce.Value, c.value)
@@ -59,10 +57,10 @@ func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewRetryBudget(DefaultRetryRatio, DefaultRetryMinPerSecond, DefaultRetryInterval); err != nil {
+	if _, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10}); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if _, err := NewRetryBudget(0, 0, time.Second, WithBuckets(1)); err != nil {
+	if _, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0, MinPerSecond: 0, Interval: time.Second, Buckets: 1}); err != nil {
 		t.Fatalf("a budget that never retries is valid: %v", err)
 	}
 }
@@ -197,7 +195,7 @@ func TestRetryBudgetMatchesModelAndKeepsBoundInEveryInterval(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(ci)))
 			start := rng.Int64N(int64(time.Hour)) - int64(30*time.Minute) // negative times too
 			clk := clock.NewManual(start)
-			b, err := NewRetryBudget(c.ratio, c.min, c.interval, WithBuckets(c.k), WithClock(clk))
+			b, err := NewRetryBudget(RetryBudgetSettings{Ratio: c.ratio, MinPerSecond: c.min, Interval: c.interval, Buckets: c.k, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +265,7 @@ func TestRetryBudgetGivingBackMatchesModelAndKeepsBound(t *testing.T) {
 		for seed := uint64(1); seed <= 4; seed++ {
 			rng := rand.New(rand.NewPCG(seed, 100+uint64(ci)))
 			clk := clock.NewManual(rng.Int64N(int64(time.Hour)) - int64(30*time.Minute))
-			b, err := NewRetryBudget(c.ratio, c.min, c.interval, WithBuckets(c.k), WithClock(clk))
+			b, err := NewRetryBudget(RetryBudgetSettings{Ratio: c.ratio, MinPerSecond: c.min, Interval: c.interval, Buckets: c.k, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -325,7 +323,7 @@ func TestRetryBudgetGivingBackMatchesModelAndKeepsBound(t *testing.T) {
 // uncounts a later bucket's retry that took its slot.
 func TestRetryBudgetGivesBackARetryNotSent(t *testing.T) {
 	clk := clock.NewManual(0)
-	b, err := NewRetryBudget(0, 2, time.Second, WithClock(clk), WithBuckets(4)) // a floor of 2
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0, MinPerSecond: 2, Interval: time.Second, Clock: clk, Buckets: 4}) // a floor of 2
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +379,7 @@ func TestRetryBudgetGivesBackARetryNotSent(t *testing.T) {
 
 func TestRetryBudgetCountsRetriesWhenDecidedNotWhenSent(t *testing.T) {
 	clk := clock.NewManual(0)
-	b, err := NewRetryBudget(0.2, 10, 10*time.Second, WithClock(clk))
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10, Interval: 10 * time.Second, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +414,7 @@ func TestRetryBudgetCountsRetriesWhenDecidedNotWhenSent(t *testing.T) {
 }
 
 func TestRetryBudgetNeverRetriesProbeOrOpenBreaker(t *testing.T) {
-	b, err := NewRetryBudget(1, 100, time.Second, WithClock(clock.NewManual(0)))
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 1, MinPerSecond: 100, Interval: time.Second, Clock: clock.NewManual(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +448,7 @@ func TestRetryBudgetBoundsLoadUnderTotalFailure(t *testing.T) {
 		maxRetries   = 3
 	)
 	clk := clock.NewManual(0)
-	b, err := NewRetryBudget(ratio, minPerSecond, 10*time.Second, WithClock(clk))
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: ratio, MinPerSecond: minPerSecond, Interval: 10 * time.Second, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +494,7 @@ func TestRetryBudgetConcurrentRetriesAreExact(t *testing.T) {
 		floor    = 50 // per second, over a 1 s interval
 	)
 	clk := clock.NewManual(0)
-	b, err := NewRetryBudget(0, floor, time.Second, WithBuckets(4), WithClock(clk))
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0, MinPerSecond: floor, Interval: time.Second, Buckets: 4, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +535,7 @@ func TestRetryBudgetConcurrentRetriesAreExact(t *testing.T) {
 func TestRetryBudgetConcurrentRequestsAndRetriesKeepBound(t *testing.T) {
 	const workers = 8
 	clk := clock.NewManual(0)
-	b, err := NewRetryBudget(0.5, 0, time.Second, WithBuckets(4), WithClock(clk))
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.5, MinPerSecond: 0, Interval: time.Second, Buckets: 4, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +579,7 @@ func TestRetryBudgetConcurrentRequestsAndRetriesKeepBound(t *testing.T) {
 
 func TestRetryBudgetAllocatesNothing(t *testing.T) {
 	clk := clock.NewManual(0)
-	b, err := NewRetryBudget(0.2, 10, 10*time.Second, WithClock(clk))
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10, Interval: 10 * time.Second, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +603,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 			_ = time.Now()
 		}
 	})
-	budget, err := NewRetryBudget(DefaultRetryRatio, DefaultRetryMinPerSecond, DefaultRetryInterval)
+	budget, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -625,7 +623,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 			budget.RetryAt(now, AttemptFailed)
 		}
 	})
-	allowing, err := NewRetryBudget(1, 0, DefaultRetryInterval)
+	allowing, err := NewRetryBudget(RetryBudgetSettings{Ratio: 1, MinPerSecond: 0, Interval: flowlimits.DefaultRetryInterval})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -648,7 +646,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 }
 
 func TestRetryBudgetMemoryIsAsDocumented(t *testing.T) {
-	b, err := NewRetryBudget(DefaultRetryRatio, DefaultRetryMinPerSecond, DefaultRetryInterval)
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -674,7 +672,7 @@ func TestRetryBudgetLateCallersNeverOvershoot(t *testing.T) {
 		width   = 250 * time.Millisecond
 	)
 	clk := clock.NewManual(0)
-	b, err := NewRetryBudget(0, floor, time.Second, WithBuckets(k), WithClock(clk))
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0, MinPerSecond: floor, Interval: time.Second, Buckets: k, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -711,7 +709,7 @@ func TestRetryBudgetLateCallersNeverOvershoot(t *testing.T) {
 // them, and the refusals by why.
 func TestRetryBudgetStatsCountWhatWasDecided(t *testing.T) {
 	clk := clock.NewManual(0)
-	b, err := NewRetryBudget(0.5, 1, time.Second, WithClock(clk), WithBuckets(10))
+	b, err := NewRetryBudget(RetryBudgetSettings{Ratio: 0.5, MinPerSecond: 1, Interval: time.Second, Clock: clk, Buckets: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

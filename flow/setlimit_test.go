@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	clk := clock.NewManual(0)
-	q, err := NewQPS(10, time.Second, WithClock(clk))
+	q, err := NewQPS(QPSSettings{Limit: 10, Interval: time.Second, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	if q.Limit() != 20 {
 		t.Fatalf("Limit() = %d", q.Limit())
 	}
-	clk.Advance(time.Second + time.Second/DefaultBuckets)
+	clk.Advance(time.Second + time.Second/flowlimits.DefaultBuckets)
 	allow(20)
 
 	for _, bad := range []int64{-1, MaxLimit + 1} {
@@ -54,7 +55,7 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	if q.Limit() != 20 {
 		t.Errorf("a SetLimit that failed changed the limit to %d", q.Limit())
 	}
-	w, err := NewQPS(10, time.Second, WithWarmUp(2*time.Second, 3))
+	w, err := NewQPS(QPSSettings{Limit: 10, Interval: time.Second, WarmUp: 2 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 }
 
 func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
-	c, err := NewConcurrency(5)
+	c, err := NewConcurrency(ConcurrencySettings{Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +82,11 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 	if c.Acquire(&p).Allowed {
 		t.Fatal("allowed with 3 in flight and a limit of 2")
 	}
-	ps[0].Release()
+	ps[0].Done(Succeeded)
 	if c.Acquire(&p).Allowed {
 		t.Fatal("allowed with 2 in flight and a limit of 2")
 	}
-	ps[1].Release()
+	ps[1].Done(Succeeded)
 	if !c.Acquire(&p).Allowed {
 		t.Fatal("blocked with 1 in flight and a limit of 2")
 	}
@@ -97,7 +98,7 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 // Under -race: changing the limit while requests are decided. Afterwards a
 // fresh window allows exactly the last limit set.
 func TestQPSSetLimitConcurrent(t *testing.T) {
-	q, err := NewQPS(50, time.Second, WithClock(clock.NewManual(0)), WithBuckets(10))
+	q, err := NewQPS(QPSSettings{Limit: 50, Interval: time.Second, Clock: clock.NewManual(0), Buckets: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

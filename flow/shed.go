@@ -6,101 +6,67 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
 
-// Defaults of a Shedder: go-zero's and BBR's, but with a cool-off of one
-// second, not go-zero's one second after every drop found by a clock read
-// per request.
-const (
-	DefaultShedCPUThreshold = 0.9
-	DefaultShedInterval     = 5 * time.Second
-	DefaultShedBuckets      = 50
-	DefaultShedCoolOff      = time.Second
-)
-
-// ShedderSettings configure a Shedder. Every zero field takes its default.
+// ShedderSettings configure a [Shedder]. Every zero field takes its
+// default.
 type ShedderSettings struct {
 	// CPU returns the share of its CPU capacity the process uses, in
-	// [0, 1]: cpu.Sampler.Usage, which reads one atomic. It is called on
-	// every decision, so it must be as cheap. Nil means no CPU signal: the
-	// shedder then never finds the service overloaded, and holds the
+	// [0, 1]: cpu.Sampler.Usage. It is called on every decision, so it must
+	// be cheap. Nil means no CPU signal: the shedder then always holds the
 	// requests in flight to twice what the service has shown it completes,
-	// all the time, shared fairly among keys: a cap that keeps a flood from
-	// filling the queue, with room for the ups and downs of the traffic.
-	// (Held to the bound itself all the time, as go-zero's shedder is with
-	// its CPU gate open, a service refuses a share of its traffic below its
-	// capacity: the requests in flight come and go around their mean, and
-	// the bound is about the mean.)
+	// shared fairly among keys.
 	CPU func() float64
 	// CPUThreshold is the usage at or above which the service is
-	// overloaded (default DefaultShedCPUThreshold), in (0, 1].
+	// overloaded, in (0, 1] (default 0.9).
 	CPUThreshold float64
 	// Interval and Buckets are the window the shedder learns the service's
-	// capacity over: its best rate of completed requests per bucket and its
-	// least average response time per bucket (defaults DefaultShedInterval
-	// and DefaultShedBuckets).
+	// capacity over (defaults 5 s and 50 buckets).
 	Interval time.Duration
 	Buckets  int
 	// CoolOff is how long the shedder keeps shedding after it last shed
-	// a request with the CPU at or above the threshold, whatever the CPU
-	// reads then (default DefaultShedCoolOff, counted from within a bucket
-	// of that request): the CPU falls as soon as requests are shed, and
-	// the shedder must not let the backlog in again at once. Requests shed
-	// in the cool-off do not renew it. A negative CoolOff means none.
+	// with the CPU at or above the threshold (default 1 s). The CPU falls
+	// as soon as requests are shed, and the backlog must not come back at
+	// once. A negative CoolOff means none.
 	CoolOff time.Duration
+	// Clock is the clock the shedder reads (default clock.System).
+	Clock clock.Clock
 }
 
-// A Shedder sheds load when a service is overloaded, the way go-zero's
-// adaptive shedder and Kratos' BBR limiter do: while the CPU is at or above
-// its threshold (or was, within the cool-off after it shed there), it
-// admits a request only if the requests in flight are fewer than what the
-// service completes at its best, by Little's law:
+// A Shedder sheds load when a service is overloaded. While the CPU is at or
+// above its threshold, or within the cool-off after it shed there, it
+// admits a request only while fewer are in flight than the service
+// completes at its best. By Little's law:
 //
 //	max in flight = best completions per second × least response time
 //
-// where the best rate is the most requests completed in one bucket of the
-// window, and the least response time the smallest average of one bucket's
-// completed requests. At that bound the places are shared fairly among the
-// keys of the requests (routes, clients: see AcquireAt): a key below its
-// share is still admitted, a key above it is not, so that a key whose
-// requests stall cannot take the service from the others.
+// The best rate is the most requests completed in one bucket of the
+// window. The least response time is the smallest mean of one bucket. At
+// that bound the places are shared fairly among the keys of the requests
+// (see [Shedder.AcquireAt]). So a key whose requests stall cannot take the
+// service from the others.
 //
-// Below half the threshold it admits every request: a cap there would be
-// one that clients could fill without using the CPU. Requests that wait on
-// their clients (slow uploads, slow readers) hold their places as long as
-// the clients like, and a cap of requests in flight lets a handful of them
-// refuse everyone while the CPU is idle. Between half the threshold and
-// the threshold (and always, without a CPU signal) it admits up to twice
-// the bound, shared the same way: the service is busy enough for a burst
-// to fill its queue before the CPU, sampled and smoothed, shows it, and
-// twice the bound leaves room for the traffic to grow. A client that holds
-// connections open without using the CPU cannot make the service warm.
+// Below half the threshold it admits every request. A cap there would be
+// one that clients could fill without using the CPU, by holding requests
+// open. Between half the threshold and the threshold, and always without a
+// CPU signal, it admits up to twice the bound, shared the same way.
 //
-// What it does better than its models. Response times are kept to the
-// tenth of a microsecond, not rounded up to whole milliseconds (go-zero
-// rounds a 100 µs handler's to 1 ms, and allows ten times too many in
-// flight). The bound is computed once per bucket, by the first decision to
-// see the bucket change, not on every decision; a decision reads a few
-// atomics and the CPU, and allocates nothing. Nothing is logged per shed
-// request. The CPU comes from the caller (package cpu reads what the
-// process's cgroup may use), so a container limited to part of a machine
-// sheds at its own limit, not the machine's.
+// Until the window holds one full bucket of completed requests, it admits
+// everything. Once it has learnt a bound, a window in which nothing
+// completed keeps it: a service that completes nothing is overloaded, not
+// idle.
 //
-// Until the window has held one full bucket of completed requests, the
-// shedder admits everything: it cannot know the service's capacity yet.
-// Once it has learnt a bound, a window in which nothing completed keeps
-// it: a service that completes nothing is overloaded, not idle.
-//
-// A Shedder is safe for concurrent use. The zero Shedder is not usable;
-// make one with NewShedder.
+// A Shedder is safe for concurrent use. Deciding reads a few atomics and
+// the CPU, and allocates nothing. The zero Shedder is not usable; make one
+// with [NewShedder].
 type Shedder struct {
-	inflight  atomic.Int64
-	fair      *fairShare
+	fair      *fairShare   // the requests in flight, by lane
 	lastShed  atomic.Int64 // when it last shed, on its clock; math.MinInt64 if never
 	bound     atomic.Uint64
-	done      *window.RollingWindow // completed requests: count and response time in rtUnit, per bucket
+	completed *window.RollingWindow // completed requests: count and response time in rtUnit, per bucket
 	cpu       func() float64
 	threshold float64
 	coolOff   int64
@@ -117,84 +83,63 @@ const (
 	boundBits    = 32
 )
 
-// NewShedder returns a Shedder with the given settings. A bad setting or
-// Option is a *ConfigError naming it ("cpu_threshold", "interval",
-// "buckets", "clock"); WithBuckets and WithWarmUp are errors (the buckets
-// are a setting).
-func NewShedder(s ShedderSettings, opts ...Option) (*Shedder, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.warming {
-		return nil, &ConfigError{Option: "warm_up", Value: o.warmUp, Detail: "a shedder does not warm up"}
-	}
-	if o.bucketsGiven {
-		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "is a ShedderSettings field for a shedder"}
-	}
+// NewShedder returns a Shedder of the given settings. A bad setting is a
+// [*ConfigError] naming it ("cpu_threshold", "buckets").
+func NewShedder(s ShedderSettings) (*Shedder, error) {
 	if s.CPUThreshold == 0 {
-		s.CPUThreshold = DefaultShedCPUThreshold
+		s.CPUThreshold = flowlimits.DefaultShedCPUThreshold
 	}
 	if !(s.CPUThreshold > 0 && s.CPUThreshold <= 1) {
-		return nil, &ConfigError{Option: "cpu_threshold", Value: s.CPUThreshold, Detail: "must be above 0 and at most 1 (a share of the CPU the process may use)"}
+		return nil, &ConfigError{Field: "cpu_threshold", Value: s.CPUThreshold, Detail: "must be above 0 and at most 1 (a share of the CPU the process may use)"}
 	}
 	if s.Interval == 0 {
-		s.Interval = DefaultShedInterval
+		s.Interval = flowlimits.DefaultShedInterval
 	}
 	if s.Buckets == 0 {
-		s.Buckets = DefaultShedBuckets
+		s.Buckets = flowlimits.DefaultShedBuckets
 	}
 	if s.CoolOff == 0 {
-		s.CoolOff = DefaultShedCoolOff
+		s.CoolOff = flowlimits.DefaultShedCoolOff
 	}
 	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
-		return nil, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
+		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	if s.Buckets < 2 {
-		return nil, &ConfigError{Option: "buckets", Value: s.Buckets, Detail: "must be at least 2: the bucket in progress is not counted"}
+		return nil, &ConfigError{Field: "buckets", Value: s.Buckets, Detail: "must be at least 2: the bucket in progress is not counted"}
 	}
-	done, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(o.clock), window.IgnoreCurrentBucket())
+	clk := clockOr(s.Clock)
+	completed, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(clk), window.IgnoreCurrentBucket())
 	if err != nil {
 		return nil, err // CheckWindow has refused what the window refuses
 	}
 	sh := &Shedder{
 		fair:      newFairShare(),
-		done:      done,
+		completed: completed,
 		cpu:       s.CPU,
 		threshold: s.CPUThreshold,
 		coolOff:   max(int64(s.CoolOff), 0),
 		width:     int64(s.Interval) / int64(s.Buckets),
-		clock:     o.clock,
+		clock:     clk,
 	}
 	sh.lastShed.Store(math.MinInt64)
 	sh.bound.Store(boundUnknown) // for bucket 0 at most: recomputed at once
 	return sh, nil
 }
 
-// A ShedPermit stands for a request a Shedder admitted, in flight until
-// Done. The zero ShedPermit holds nothing. A ShedPermit must not be copied.
-type ShedPermit struct {
-	s     *Shedder
-	start int64
-	lane  uint8
-	done  atomic.Bool
-}
-
-// Acquire decides at the shedder's clock; see AcquireAt.
-func (s *Shedder) Acquire(key string, p *ShedPermit) Decision {
-	return s.AcquireAt(s.clock.Now(), key, p)
+// Acquire decides at the shedder's clock; see [Shedder.AcquireAt].
+func (s *Shedder) Acquire(p *Permit, key string) Decision {
+	return s.AcquireAt(s.clock.Now(), p, key)
 }
 
 // AcquireAt decides whether a request of the given key may enter at time
-// now (nanoseconds on the shedder's clock). If so it fills p, which must be
-// a zero or done ShedPermit, and the caller calls p.DoneAt when the request
-// ends (or p.Cancel if it never ran). A shed request is blocked with
-// Overloaded. A nil p is blocked with ExceedsLimit, as it could never be
+// now. If so it fills p, a zero or done [Permit], and the caller calls
+// [Permit.DoneAt] when the request ends. A shed request is blocked with
+// [Overloaded]. A nil p is blocked with [ExceedsLimit]: it could never be
 // given back.
 //
 // The key says whose request it is, for the places to be shared fairly at
-// the bound: the route, the client, "" for all alike (see Shedder).
-func (s *Shedder) AcquireAt(now int64, key string, p *ShedPermit) Decision {
+// the bound: the route, the client, or "" for all alike.
+func (s *Shedder) AcquireAt(now int64, p *Permit, key string) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
@@ -206,12 +151,12 @@ func (s *Shedder) AcquireAt(now int64, key string, p *ShedPermit) Decision {
 	hot := s.cpu != nil && usage >= s.threshold
 	switch bound := s.maxInFlight(now); {
 	case bound == math.MaxInt64 || usage < s.threshold/2 && !s.cooling(now):
-		s.fair.take(&s.inflight, pk.lane) // cool: no cap at all
+		s.fair.take(pk.lane) // cool: no cap at all
 	default:
 		if !hot && !s.cooling(now) {
 			bound *= 2 // warm: room for the traffic to grow
 		}
-		if !s.fair.admit(now, &s.inflight, bound, pk) {
+		if !s.fair.admit(now, bound, pk) {
 			// The cool-off runs from the last request shed with the CPU
 			// hot: one shed in the cool-off itself must not renew it. One
 			// store per shed request would make every one write the same
@@ -222,8 +167,7 @@ func (s *Shedder) AcquireAt(now int64, key string, p *ShedPermit) Decision {
 			return Decision{Reason: Overloaded}
 		}
 	}
-	p.s, p.start, p.lane = s, now, pk.lane
-	p.done.Store(false)
+	p.fill(s, 1, taken{start: now, lane: pk.lane})
 	return allowed
 }
 
@@ -268,7 +212,7 @@ func (s *Shedder) maxInFlight(now int64) int64 {
 func (s *Shedder) computeBound(now int64) uint64 {
 	var best int64
 	least := math.Inf(1)
-	s.done.ReduceAt(now, func(b window.Bucket) {
+	s.completed.ReduceAt(now, func(b window.Bucket) {
 		if b.Count == 0 {
 			return
 		}
@@ -283,47 +227,41 @@ func (s *Shedder) computeBound(now int64) uint64 {
 	return uint64(min(max(v, 1), boundUnknown-1))
 }
 
-// Done ends the request at the shedder's clock; see DoneAt.
-func (p *ShedPermit) Done() {
-	if p.s != nil {
-		p.DoneAt(p.s.clock.Now())
-	}
-}
-
 // rtUnit is the unit, in nanoseconds, of the response times a Shedder
 // counts: a tenth of a microsecond, so that a bucket's sum holds 15 hours of
 // response times, and a handler of 400 ns is told from one of 0.
 const rtUnit = 100
 
-// DoneAt ends the request at time now: it leaves the requests in flight,
-// and its response time (now minus when it was admitted, to the nearest
-// tenth of a microsecond, at least that) is counted in the window. Only the
-// first of DoneAt and Cancel counts, from any goroutine.
-func (p *ShedPermit) DoneAt(now int64) {
-	if p.s == nil || !p.done.CompareAndSwap(false, true) {
+// done ends the request of a permit: it leaves the requests in flight and, unless
+// it is Ignored, its response time (now minus when it was admitted, to the
+// nearest tenth of a microsecond, at least that) is counted in the window.
+func (s *Shedder) done(_ int64, of taken, now int64, timed bool, o Outcome) {
+	s.fair.leave(of.lane)
+	if o >= Ignored {
 		return
 	}
-	p.s.fair.leave(&p.s.inflight, p.lane)
-	p.s.done.AddAt(now, max((now-p.start+rtUnit/2)/rtUnit, 1))
-}
-
-// Cancel ends a request that did not run (a later rule blocked it): it
-// leaves the requests in flight and counts nothing else.
-func (p *ShedPermit) Cancel() {
-	if p.s != nil && p.done.CompareAndSwap(false, true) {
-		p.s.fair.leave(&p.s.inflight, p.lane)
+	if !timed {
+		now = s.clock.Now()
 	}
+	s.completed.AddAt(now, max((now-of.start+rtUnit/2)/rtUnit, 1))
 }
 
 // InFlight returns the requests admitted and not yet done.
-func (s *Shedder) InFlight() int64 { return s.inflight.Load() }
+func (s *Shedder) InFlight() int64 { return s.fair.inflight.Load() }
 
-// MaxInFlight returns the bound at time now: the most requests in flight
-// the shedder admits while it sheds before it shares them among keys (see
-// Shedder), half what it admits without a CPU signal; math.MaxInt64 until
-// it has learnt the service's capacity.
-func (s *Shedder) MaxInFlight(now int64) int64 { return s.maxInFlight(now) }
+// MaxInFlight returns the bound now; see [Shedder.MaxInFlightAt].
+func (s *Shedder) MaxInFlight() int64 { return s.maxInFlight(s.clock.Now()) }
 
-// Shedding reports whether the shedder sheds at time now: the CPU is at or
-// above its threshold, or it shed with the CPU there within the cool-off.
-func (s *Shedder) Shedding(now int64) bool { return s.hot() || s.cooling(now) }
+// MaxInFlightAt returns the bound at time now: the most requests in flight
+// it admits while it sheds, before it shares them among keys. It is half
+// what it admits without a CPU signal. It is math.MaxInt64 until the
+// shedder has learnt the service's capacity.
+func (s *Shedder) MaxInFlightAt(now int64) int64 { return s.maxInFlight(now) }
+
+// Shedding reports whether the shedder sheds now; see [Shedder.SheddingAt].
+func (s *Shedder) Shedding() bool { return s.SheddingAt(s.clock.Now()) }
+
+// SheddingAt reports whether the shedder sheds at time now: the CPU is at
+// or above its threshold, or it shed with the CPU there within the
+// cool-off.
+func (s *Shedder) SheddingAt(now int64) bool { return s.hot() || s.cooling(now) }

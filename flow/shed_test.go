@@ -20,7 +20,8 @@ func (c *cpuAt) read() float64 { return math.Float64frombits(c.v.Load()) }
 func newTestShedder(t *testing.T, s ShedderSettings) (*Shedder, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(0)
-	sh, err := NewShedder(s, WithClock(clk))
+	s.Clock = clk
+	sh, err := NewShedder(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +33,11 @@ func newTestShedder(t *testing.T, s ShedderSettings) (*Shedder, *clock.Manual) {
 func complete(t *testing.T, s *Shedder, now int64, n int, rt time.Duration) {
 	t.Helper()
 	for i := range n {
-		var p ShedPermit
-		if d := s.AcquireAt(now, "", &p); !d.Allowed {
+		var p Permit
+		if d := s.AcquireAt(now, &p, ""); !d.Allowed {
 			t.Fatalf("request %d of %d at %v: %v", i, n, time.Duration(now), d.Reason)
 		}
-		p.DoneAt(now + int64(rt))
+		p.DoneAt(now+int64(rt), Succeeded)
 	}
 }
 
@@ -49,25 +50,25 @@ func TestShedderBoundIsBestRateTimesLeastResponseTime(t *testing.T) {
 	cpu := new(cpuAt)
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read})
 	const width = int64(100 * time.Millisecond)
-	if got := s.MaxInFlight(0); got != math.MaxInt64 {
+	if got := s.MaxInFlightAt(0); got != math.MaxInt64 {
 		t.Fatalf("bound before any completion = %d, want none", got)
 	}
-	complete(t, s, 0, 4000, 250*time.Microsecond)     // bucket 0: 4,000 at 250 µs
-	complete(t, s, width, 2000, 400*time.Microsecond) // bucket 1: fewer, slower
-	complete(t, s, 2*width, 1000, 2*time.Millisecond) // bucket 2: slower still
-	if got := s.MaxInFlight(2*width + 1); got != 10 { // buckets 0 and 1 are full
+	complete(t, s, 0, 4000, 250*time.Microsecond)       // bucket 0: 4,000 at 250 µs
+	complete(t, s, width, 2000, 400*time.Microsecond)   // bucket 1: fewer, slower
+	complete(t, s, 2*width, 1000, 2*time.Millisecond)   // bucket 2: slower still
+	if got := s.MaxInFlightAt(2*width + 1); got != 10 { // buckets 0 and 1 are full
 		t.Fatalf("bound = %d, want 4000 × 250µs / 100ms = 10", got)
 	}
 	// 3 in flight already, CPU above the threshold: 7 more, then shed.
-	held := make([]ShedPermit, 3)
+	held := make([]Permit, 3)
 	for i := range held {
-		s.AcquireAt(3*width, "", &held[i])
+		s.AcquireAt(3*width, &held[i], "")
 	}
 	cpu.set(0.95)
 	allowed := 0
 	for range 20 {
-		var p ShedPermit
-		if d := s.AcquireAt(3*width, "", &p); d.Allowed {
+		var p Permit
+		if d := s.AcquireAt(3*width, &p, ""); d.Allowed {
 			allowed++
 		} else if d.Reason != Overloaded {
 			t.Fatalf("shed with %v, want Overloaded", d.Reason)
@@ -85,41 +86,41 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound: 100 × 10 ms / 100 ms = 10
 	now := 2 * width
 	cpu.set(0.79)
-	held := make([]ShedPermit, 20)
+	held := make([]Permit, 20)
 	for i := range held {
-		if d := s.AcquireAt(now, "", &held[i]); !d.Allowed {
+		if d := s.AcquireAt(now, &held[i], ""); !d.Allowed {
 			t.Fatalf("request %d shed with the CPU below its threshold and under twice the bound", i)
 		}
 	}
-	var p ShedPermit
-	if d := s.AcquireAt(now, "", &p); d.Allowed || d.Reason != Overloaded {
+	var p Permit
+	if d := s.AcquireAt(now, &p, ""); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("below the threshold with twice the bound in flight: %+v, want shed", d)
 	}
-	if s.Shedding(now) {
+	if s.SheddingAt(now) {
 		t.Fatal("a request refused below the threshold started a cool-off")
 	}
-	held[19].Cancel()
+	held[19].Done(Ignored)
 	cpu.set(0.8)
-	if d := s.AcquireAt(now, "", &p); d.Allowed || d.Reason != Overloaded {
+	if d := s.AcquireAt(now, &p, ""); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("at the threshold with 19 in flight and a bound of 10: %+v, want shed", d)
 	}
-	if !s.Shedding(now) {
+	if !s.SheddingAt(now) {
 		t.Fatal("not shedding after shedding")
 	}
 	// The CPU falls at once; the cool-off keeps shedding for a second after
 	// the last request shed.
 	cpu.set(0.1)
 	last := now + int64(999*time.Millisecond)
-	if d := s.AcquireAt(last, "", &p); d.Allowed {
+	if d := s.AcquireAt(last, &p, ""); d.Allowed {
 		t.Fatal("999ms after shedding, CPU low: allowed within the cool-off")
 	}
-	if d := s.AcquireAt(last+int64(time.Second), "", &p); !d.Allowed {
+	if d := s.AcquireAt(last+int64(time.Second), &p, ""); !d.Allowed {
 		t.Fatalf("a second after the last shed, CPU low: %v", d.Reason)
 	}
-	p.Cancel()
+	p.Done(Ignored)
 	for i := range held {
-		held[i].Cancel()
-		held[i].Cancel() // a second end counts nothing
+		held[i].Done(Ignored)
+		held[i].Done(Ignored) // a second end counts nothing
 	}
 	if got := s.InFlight(); got != 0 {
 		t.Fatalf("in flight after every request ended: %d", got)
@@ -133,20 +134,20 @@ func TestShedderWithoutCPUHoldsTwiceTheBound(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{})
 	complete(t, s, 0, 20, 10*time.Millisecond) // bound 2
 	now := int64(200 * time.Millisecond)
-	held := make([]ShedPermit, 5)
+	held := make([]Permit, 5)
 	for i := range held {
-		if got, want := s.AcquireAt(now, "", &held[i]).Allowed, i < 4; got != want {
+		if got, want := s.AcquireAt(now, &held[i], "").Allowed, i < 4; got != want {
 			t.Fatalf("request %d with a bound of 2 and no CPU: allowed %v, want %v", i, got, want)
 		}
 	}
-	if s.Shedding(now) {
+	if s.SheddingAt(now) {
 		t.Fatal("shedding without a CPU signal")
 	}
 	// A request that never ran is no sample: the bound stays.
 	for i := range held {
-		held[i].Cancel()
+		held[i].Done(Ignored)
 	}
-	if got := s.MaxInFlight(now + int64(100*time.Millisecond)); got != 2 {
+	if got := s.MaxInFlightAt(now + int64(100*time.Millisecond)); got != 2 {
 		t.Fatalf("bound %d, want 2", got)
 	}
 }
@@ -159,14 +160,14 @@ func TestShedderKeepsItsBoundWhileNothingCompletes(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, Interval: time.Second, Buckets: 10})
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound 10
 	for _, at := range []time.Duration{500 * time.Millisecond, 1100 * time.Millisecond, time.Hour} {
-		if got := s.MaxInFlight(int64(at)); got != 10 {
+		if got := s.MaxInFlightAt(int64(at)); got != 10 {
 			t.Fatalf("bound %v on, nothing completed since: %d, want the 10 learnt", at, got)
 		}
 	}
 	admitted := 0
 	for range 1000 {
-		var p ShedPermit
-		if s.AcquireAt(int64(time.Hour), "", &p).Allowed {
+		var p Permit
+		if s.AcquireAt(int64(time.Hour), &p, "").Allowed {
 			admitted++
 		}
 	}
@@ -183,22 +184,22 @@ func TestShedderCoolOffIsNotRenewedByItsOwnSheds(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, CoolOff: time.Second})
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound 10
 	now := int64(200 * time.Millisecond)
-	held := make([]ShedPermit, 12)
+	held := make([]Permit, 12)
 	cpu.set(0.95)
 	for i := range held {
-		s.AcquireAt(now, "", &held[i]) // 10 admitted, 2 shed hot
+		s.AcquireAt(now, &held[i], "") // 10 admitted, 2 shed hot
 	}
 	cpu.set(0.3)
 	for t0 := now; t0 < now+int64(900*time.Millisecond); t0 += int64(10 * time.Millisecond) {
-		var p ShedPermit
-		s.AcquireAt(t0, "", &p) // shed in the cool-off while 10 are in flight
+		var p Permit
+		s.AcquireAt(t0, &p, "") // shed in the cool-off while 10 are in flight
 	}
 	after := now + int64(time.Second) + int64(100*time.Millisecond)
-	if s.Shedding(after) {
+	if s.SheddingAt(after) {
 		t.Fatal("still shedding over a second after the CPU cooled")
 	}
-	var p ShedPermit
-	if !s.AcquireAt(after, "", &p).Allowed {
+	var p Permit
+	if !s.AcquireAt(after, &p, "").Allowed {
 		t.Fatal("after the cool-off, with 10 in flight and a bound of 10: not admitted up to twice the bound")
 	}
 }
@@ -210,15 +211,15 @@ func TestShedderBoundHoldsForSubMicrosecondHandlers(t *testing.T) {
 	// 8 at a time, 400 ns each, back to back for 100 ms.
 	const width = int64(100 * time.Millisecond)
 	for now := int64(0); now < width; now += 400 {
-		var ps [8]ShedPermit
+		var ps [8]Permit
 		for i := range ps {
-			s.AcquireAt(now, "", &ps[i])
+			s.AcquireAt(now, &ps[i], "")
 		}
 		for i := range ps {
-			ps[i].DoneAt(now + 400)
+			ps[i].DoneAt(now+400, Succeeded)
 		}
 	}
-	if got := s.MaxInFlight(width); got != 8 {
+	if got := s.MaxInFlightAt(width); got != 8 {
 		t.Fatalf("bound of 8 at a time, 400 ns each: %d, want 8", got)
 	}
 }
@@ -226,22 +227,18 @@ func TestShedderBoundHoldsForSubMicrosecondHandlers(t *testing.T) {
 func TestShedderSettingsErrorsNameTheSetting(t *testing.T) {
 	for _, c := range []struct {
 		s      ShedderSettings
-		opts   []Option
 		option string
 	}{
-		{ShedderSettings{CPUThreshold: 1.5}, nil, "cpu_threshold"},
-		{ShedderSettings{CPUThreshold: -0.1}, nil, "cpu_threshold"},
-		{ShedderSettings{CPUThreshold: math.NaN()}, nil, "cpu_threshold"},
-		{ShedderSettings{Buckets: 1}, nil, "buckets"},
-		{ShedderSettings{Buckets: -3}, nil, "buckets"},
-		{ShedderSettings{Interval: time.Microsecond, Buckets: 10}, nil, "interval"},
-		{ShedderSettings{}, []Option{WithBuckets(10)}, "buckets"},
-		{ShedderSettings{}, []Option{WithWarmUp(time.Second, 3)}, "warm_up"},
-		{ShedderSettings{}, []Option{WithClock(nil)}, "clock"},
+		{ShedderSettings{CPUThreshold: 1.5}, "cpu_threshold"},
+		{ShedderSettings{CPUThreshold: -0.1}, "cpu_threshold"},
+		{ShedderSettings{CPUThreshold: math.NaN()}, "cpu_threshold"},
+		{ShedderSettings{Buckets: 1}, "buckets"},
+		{ShedderSettings{Buckets: -3}, "buckets"},
+		{ShedderSettings{Interval: time.Microsecond, Buckets: 10}, "interval"},
 	} {
-		_, err := NewShedder(c.s, c.opts...)
+		_, err := NewShedder(c.s)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Option != c.option {
+		if !errors.As(err, &ce) || ce.Field != c.option {
 			t.Errorf("NewShedder(%+v): %v, want a *ConfigError naming %s", c.s, err, c.option)
 		}
 	}
@@ -260,13 +257,13 @@ func TestShedderUnderRaceKeepsItsCount(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 2000 {
-				var p ShedPermit
-				if !s.Acquire("", &p).Allowed {
+				var p Permit
+				if !s.Acquire(&p, "").Allowed {
 					continue
 				}
 				storeMax(&peak, inside.Add(1))
 				inside.Add(-1)
-				p.Cancel()
+				p.Done(Ignored)
 			}
 		}()
 	}
@@ -281,10 +278,10 @@ func TestShedderDoesNotAllocate(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read})
 	now := int64(0)
 	if n := testing.AllocsPerRun(1000, func() {
-		var p ShedPermit
-		s.AcquireAt(now, "", &p)
+		var p Permit
+		s.AcquireAt(now, &p, "")
 		now += int64(time.Millisecond)
-		p.DoneAt(now)
+		p.DoneAt(now, Succeeded)
 	}); n != 0 {
 		t.Fatalf("AcquireAt and DoneAt allocate %.1f times", n)
 	}
@@ -299,27 +296,27 @@ func TestShedderBelowHalfItsThresholdCapsNothing(t *testing.T) {
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound: 10
 	now := int64(200 * time.Millisecond)
 	cpu.set(0.05)
-	held := make([]ShedPermit, 1000)
+	held := make([]Permit, 1000)
 	for i := range held {
-		if d := s.AcquireAt(now, "slow", &held[i]); !d.Allowed {
+		if d := s.AcquireAt(now, &held[i], "slow"); !d.Allowed {
 			t.Fatalf("request %d of a slow client refused with the CPU at 5%% and a bound of 10", i+1)
 		}
 	}
 	for _, key := range []string{"", "a", "slow"} {
-		var p ShedPermit
-		if d := s.AcquireAt(now, key, &p); !d.Allowed {
+		var p Permit
+		if d := s.AcquireAt(now, &p, key); !d.Allowed {
 			t.Fatalf("key %q refused with the CPU at 5%% and 1,000 slow requests in flight", key)
 		}
-		p.Cancel()
+		p.Done(Ignored)
 	}
 	// Warm (half the threshold or more): twice the bound, shared.
 	cpu.set(0.5)
-	var p ShedPermit
-	if d := s.AcquireAt(now, "slow", &p); d.Allowed {
+	var p Permit
+	if d := s.AcquireAt(now, &p, "slow"); d.Allowed {
 		t.Fatal("the slow key admitted over twice the bound with the CPU warm")
 	}
 	for i := range held {
-		held[i].DoneAt(now + int64(time.Millisecond))
+		held[i].DoneAt(now+int64(time.Millisecond), Succeeded)
 	}
 }
 
@@ -331,21 +328,21 @@ func TestShedderSharesItsBoundAmongKeys(t *testing.T) {
 	complete(t, s, 0, 200, 10*time.Millisecond) // bound: 20
 	now := int64(200 * time.Millisecond)
 	cpu.set(0.95)
-	held := make([]ShedPermit, 20)
+	held := make([]Permit, 20)
 	for i := range held {
-		if !s.AcquireAt(now, "slow", &held[i]).Allowed {
+		if !s.AcquireAt(now, &held[i], "slow").Allowed {
 			t.Fatalf("request %d of a key alone refused under the bound", i+1)
 		}
 	}
-	var p ShedPermit
-	if d := s.AcquireAt(now, "slow", &p); d.Allowed || d.Reason != Overloaded {
+	var p Permit
+	if d := s.AcquireAt(now, &p, "slow"); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("a key alone over the bound: %+v, want shed", d)
 	}
 	for _, key := range apart(s.fair, 3, "slow") {
 		for i := range 4 { // 4 busy keys in at most 8 lanes: a share of at least ⌈20/8⌉ = 3 in each of a key's two lanes
 			now += recount // a millisecond apart: the busy lanes counted afresh
-			var p ShedPermit
-			if d := s.AcquireAt(now, key, &p); !d.Allowed {
+			var p Permit
+			if d := s.AcquireAt(now, &p, key); !d.Allowed {
 				t.Fatalf("key %s refused its request %d: below its share at the bound", key, i+1)
 			}
 		}

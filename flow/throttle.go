@@ -11,42 +11,29 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// A Throttle paces requests evenly, as a leaky bucket or Sentinel's
-// rate-limiter behaviour does: with a limit of N per interval, the requests
-// it lets through are given places interval/N apart. After a quiet spell the
-// first request goes at once; there is no burst.
+// A Throttle paces requests evenly. With a limit of N per interval, the
+// places it gives are interval/N apart, rounded up to the nanosecond. After
+// a quiet spell the first request goes at once; there is no burst.
 //
-// Three ways to ask, as in x/time/rate:
+// There are three ways to ask:
 //
-//   - Allow and its variants let a request through only if its place is
-//     now; otherwise it is blocked with RateLimited, and RetryAfter says when
-//     the next place comes. An allowed Decision never asks to wait, so a
-//     caller that reads only Allowed keeps the pace.
-//   - ReserveN gives a place up to the maximum wait away, and the
-//     Reservation's Decision says how long to wait for it; a place further
-//     away is blocked with WaitTooLong. The caller waits, or gives the place
-//     back with Cancel.
-//   - Wait and its variants reserve a place and wait for it, on the
-//     Throttle's clock (see clock.Sleeper), so a clock.Manual drives them in
-//     tests.
+//   - [Throttle.Allow] lets a request through only if its place is now.
+//     Otherwise it is blocked with [RateLimited], and RetryAfter says when
+//     the place comes.
+//   - [Throttle.ReserveN] gives a place up to the maximum wait away, in a
+//     [Reservation]. The caller waits for it, or gives it back with
+//     [Reservation.Cancel].
+//   - [Throttle.Wait] reserves a place and waits for it on the throttle's
+//     clock, so that a clock.Manual drives it in tests.
 //
-// Places are at least interval/N apart, rounded up to the nanosecond: the
-// pace is never faster than the limit, and slower by at most one nanosecond
-// per request (0.1% at a million requests per second), so very high rates
-// work, unlike pacing computed in milliseconds.
+// With a warm-up ([ThrottleSettings.WarmUp]) the pace starts at Limit
+// divided by ColdFactor. It quickens on the same curve as a [QPS]
+// limiter's, never faster than the limit. Every place given warms the
+// throttle; the time no place covers cools it.
 //
-// With WithWarmUp the pace starts at limit/coldFactor and quickens as
-// traffic warms the throttle up, on the same curve as a QPS limiter's
-// (Sentinel's warm-up rate limiter, Guava's SmoothWarmingUp): each place
-// takes the time the curve gives it at the throttle's coldness, never less
-// than interval/limit. Every place given warms the throttle by one request,
-// and the time no place covers cools it; a meter of the throttle's buckets
-// keeps the coldness and updates it once per bucket.
-//
-// A Throttle is safe for concurrent use. Deciding is one compare-and-swap on
-// the time of the next free place (and, with warm-up, a read and a count in
-// the warm-up meter); deciding allocates nothing. The zero Throttle is not
-// usable; make one with NewThrottle.
+// A Throttle is safe for concurrent use. Deciding is one compare-and-swap
+// on the next free place, and allocates nothing. The zero Throttle is not
+// usable; make one with [NewThrottle].
 type Throttle struct {
 	limit   atomic.Int64
 	per     uint64 // the interval, in nanoseconds
@@ -58,32 +45,50 @@ type Throttle struct {
 	next    atomic.Int64 // the earliest time the next place may be given
 }
 
-// NewThrottle returns a Throttle allowing limit requests per interval, one
-// every interval/limit, a reserved place being at most maxWait away. limit
-// must be in [1, MaxLimit], the interval positive and at most 36 years, and
-// maxWait at least 0 (0 blocks every reservation that would have to wait;
-// waits beyond 36 years count as that long). A bad argument or Option is a
-// *ConfigError; WithBuckets without WithWarmUp is one, as a Throttle has
-// buckets only to warm up.
-func NewThrottle(limit int64, interval, maxWait time.Duration, opts ...Option) (*Throttle, error) {
-	if err := checkPace(limit, interval, maxWait); err != nil {
+// ThrottleSettings configure a [Throttle]. Limit, Interval and MaxWait say
+// what the pace is; every other zero field takes its default.
+type ThrottleSettings struct {
+	// Limit is how many requests are given places per interval, one every
+	// Interval/Limit, in [1, MaxLimit].
+	Limit int64
+	// Interval is positive, at most 36 years.
+	Interval time.Duration
+	// MaxWait is how far away a reserved place may be. 0 refuses every
+	// request that would have to wait; a wait beyond 36 years counts as
+	// that long.
+	MaxWait time.Duration
+	// WarmUp, if positive, makes the pace start slow and quicken over that
+	// period (see [Throttle]). It must span two intervals and ten buckets.
+	WarmUp time.Duration
+	// ColdFactor divides the pace while the throttle is cold (default 3,
+	// with WarmUp only). It must be above 1 and at most Limit.
+	ColdFactor float64
+	// Buckets is how often, per interval, a warming pace changes (default
+	// 25, with WarmUp only).
+	Buckets int
+	// Clock is the clock the throttle reads and waits on (default
+	// clock.System).
+	Clock clock.Clock
+}
+
+// NewThrottle returns a Throttle of the given settings. A bad setting is a
+// [*ConfigError] naming it.
+func NewThrottle(s ThrottleSettings) (*Throttle, error) {
+	if err := checkPace(s.Limit, s.Interval, s.MaxWait); err != nil {
 		return nil, err
 	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.bucketsGiven && !o.warming {
-		return nil, &ConfigError{Option: "buckets", Value: o.buckets, Detail: "a Throttle has buckets only with warm-up (WithWarmUp)"}
+	if s.Buckets != 0 && s.WarmUp == 0 {
+		return nil, &ConfigError{Field: "buckets", Value: s.Buckets, Detail: "a throttle has buckets only to warm up"}
 	}
 	// Times are clamped to ±MaxTime and waits and costs to MaxTime, so no
 	// place computed below overflows.
-	maxWait = min(maxWait, timegrid.MaxTime)
-	t := &Throttle{per: uint64(interval), maxWait: int64(maxWait), clock: o.clock}
-	t.limit.Store(limit)
-	t.one.Store(t.cost(1, limit))
-	if o.warming {
-		meter, err := newQPS(limit, interval, o, true)
+	maxWait := min(s.MaxWait, timegrid.MaxTime)
+	t := &Throttle{per: uint64(s.Interval), maxWait: int64(maxWait), clock: clockOr(s.Clock)}
+	t.limit.Store(s.Limit)
+	t.one.Store(t.cost(1, s.Limit))
+	if s.WarmUp != 0 || s.ColdFactor != 0 {
+		meter, err := newQPS(QPSSettings{Limit: s.Limit, Interval: s.Interval, Buckets: s.Buckets,
+			WarmUp: s.WarmUp, ColdFactor: s.ColdFactor, Clock: t.clock}, true)
 		if err != nil {
 			return nil, err
 		}
@@ -122,58 +127,97 @@ func (t *Throttle) warmCost(n, now int64) int64 {
 	return t.curve.placeTime(n, t.warm.coldAt(now), t.cost(n, t.limit.Load()))
 }
 
-// A Reservation is a place given by a Throttle. Its Decision says whether it
-// was given and how long to wait for it. The zero Reservation holds no
-// place, and cancelling it does nothing.
+// A Reservation is a place given by a [Throttle] or a [KeyedThrottle].
+// Its Decision says whether it was given and how long to wait for it. The
+// zero Reservation holds no place, and cancelling it does nothing.
 type Reservation struct {
 	Decision
-	t           *Throttle
-	prev, start int64 // the next free place before the reservation, and its own place
-	end         int64 // the next free place after it
+	clock clock.Clock // the throttle's, for Cancel; nil once there is nothing to give back
+	// next is the exact next free place it was taken from: a Throttle's,
+	// or a key's with an override. It is nil for a place in a
+	// KeyedThrottle's sketch, which kt, h and writes then find.
+	next      *atomic.Int64
+	kt        *KeyedThrottle
+	h, writes uint64 // the key's hash; the writes of its block with this place
+	start     int64  // the place
+	// old is, for an exact place, the next free place before and after it;
+	// for a place in the sketch, the key's counters before it.
+	old [keyProbes]int64
 }
 
-// Cancel gives the place back if it is still the last one given and has not
-// yet come: requests reserved after it keep their places, so a place in the
-// middle of the queue stays empty rather than let the next request in less
-// than the pace after its neighbour. It reports whether the place was given
-// back. Cancelling twice, or cancelling a blocked reservation, does nothing.
+// Cancel gives the place back if it can and it has not yet come, and
+// reports whether it did. It can while the place is still the last one
+// given: to its throttle, to its key with an override, or in its block of
+// a keyed throttle's sketch (see [KeyedThrottle]). A place in the middle
+// of the queue stays empty, so the next request keeps the pace after its
+// neighbour. Cancelling twice, or cancelling a blocked reservation, does
+// nothing.
 //
 // Cancel through one Reservation value only: a copy does not know that the
-// other was cancelled, and once a later request has taken the place back,
+// other was cancelled. Once a later request has taken the place back,
 // cancelling the copy would give that request's place away.
 func (r *Reservation) Cancel() bool {
-	if r.t == nil {
+	if r.clock == nil {
 		return false
 	}
-	return r.CancelAt(r.t.clock.Now())
+	return r.CancelAt(r.clock.Now())
 }
 
-// CancelAt is Cancel at time now.
+// CancelAt is [Reservation.Cancel] at time now.
 func (r *Reservation) CancelAt(now int64) bool {
-	if r.t == nil || !r.Allowed || r.start <= now {
+	if r.clock == nil || !r.Allowed || r.start <= now {
 		return false
 	}
-	if r.t.next.CompareAndSwap(r.end, r.prev) {
-		r.t = nil
-		return true
+	var back bool
+	if r.next != nil {
+		back = r.next.CompareAndSwap(r.old[1], r.old[0])
+	} else {
+		back = r.kt.giveBack(r)
 	}
-	return false
+	if back {
+		r.clock = nil
+	}
+	return back
 }
 
-// ReserveN reserves places for n requests now. See ReserveNAt.
+// reserveExact takes the place of cost for requests arriving at now from
+// next, an exact next free place, if it is at most maxWait away. It
+// returns the decision, the next free place before and after, and the
+// place. It reports false, having taken nothing, if next is sealedPace (a
+// keyed throttle's override gone).
+func reserveExact(next *atomic.Int64, now, cost, maxWait int64) (d Decision, prev, start, end int64, ok bool) {
+	for {
+		prev = next.Load()
+		if prev == sealedPace {
+			return Decision{}, 0, 0, 0, false
+		}
+		start = max(prev, now)
+		if wait := start - now; wait > maxWait {
+			return Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}, 0, 0, 0, true
+		}
+		if next.CompareAndSwap(prev, start+cost) {
+			return Decision{Allowed: true, Wait: time.Duration(start - now)}, prev, start, start + cost, true
+		}
+	}
+}
+
+// ReserveN reserves places for n requests now. See [Throttle.ReserveNAt].
 func (t *Throttle) ReserveN(n int64) Reservation { return t.ReserveNAt(t.clock.Now(), n) }
 
-// ReserveNAt reserves places for n requests arriving at time now: all n, next
-// to each other, or none. The Decision says how long to wait for the first
-// place, at most the maximum wait; a place further away is blocked with
-// WaitTooLong. n <= 0 is allowed at once and takes nothing; n above the
-// limit is blocked with ExceedsLimit.
-func (t *Throttle) ReserveNAt(now, n int64) Reservation {
-	d, prev, start, end := t.reserve(now, n, t.maxWait)
+// ReserveNAt reserves places for n requests arriving at time now: all n,
+// next to each other, or none. The Decision says how long to wait for the
+// first place, at most MaxWait. A place further away is blocked with
+// [WaitTooLong]. n <= 0 is allowed at once and takes nothing. n above the
+// limit is blocked with [ExceedsLimit].
+func (t *Throttle) ReserveNAt(now, n int64) Reservation { return t.reservation(now, n, t.maxWait) }
+
+// reservation is ReserveNAt with a maximum wait of maxWait.
+func (t *Throttle) reservation(now, n, maxWait int64) Reservation {
+	d, prev, start, end := t.reserve(now, n, maxWait)
 	if !d.Allowed || n <= 0 {
 		return Reservation{Decision: d}
 	}
-	return Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
+	return Reservation{Decision: d, clock: t.clock, next: &t.next, start: start, old: [keyProbes]int64{prev, end}}
 }
 
 // reserve takes places for n requests arriving at now if the first is at most
@@ -198,79 +242,77 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 	default:
 		cost = t.cost(n, limit)
 	}
-	for {
-		prev = t.next.Load()
-		start = max(prev, now)
-		if wait := start - now; wait > maxWait {
-			return Decision{Reason: WaitTooLong, RetryAfter: time.Duration(wait - maxWait)}, 0, 0, 0
-		}
-		if t.next.CompareAndSwap(prev, start+cost) {
-			if t.warm != nil {
-				t.warm.countAt(now, n)
-			}
-			return Decision{Allowed: true, Wait: time.Duration(start - now)}, prev, start, start + cost
-		}
+	d, prev, start, end, _ = reserveExact(&t.next, now, cost, maxWait)
+	if d.Allowed && t.warm != nil {
+		t.warm.countAt(now, n)
 	}
+	return d, prev, start, end
 }
 
-// Allow decides whether one request may proceed now. See AllowNAt.
+// Allow decides whether one request may proceed now. See [Throttle.AllowNAt].
 func (t *Throttle) Allow() Decision { return t.AllowNAt(t.clock.Now(), 1) }
 
-// AllowN decides whether n requests may proceed now. See AllowNAt.
+// AllowN decides whether n requests may proceed now. See [Throttle.AllowNAt].
 func (t *Throttle) AllowN(n int64) Decision { return t.AllowNAt(t.clock.Now(), n) }
 
-// AllowAt decides whether one request arriving at time now may proceed. See
-// AllowNAt.
+// AllowAt decides whether one request arriving at time now may proceed.
+// See [Throttle.AllowNAt].
 func (t *Throttle) AllowAt(now int64) Decision { return t.AllowNAt(now, 1) }
 
 // AllowNAt decides whether n requests arriving at time now may proceed at
-// once, and if so takes their places: all n, next to each other, or none.
-// They are allowed only if the next free place is now, whatever the maximum
-// wait, so an allowed Decision's Wait is 0; otherwise they are blocked with
-// RateLimited, and RetryAfter says how long until that place comes. n <= 0
-// is allowed and takes nothing; n above the limit is blocked with
-// ExceedsLimit. To take a place in the future and wait for it, use ReserveN
-// or WaitN.
+// once. If so it takes their places: all n, next to each other, or none.
+// They are allowed only if the next free place is now, so Wait is 0.
+// Otherwise they are blocked with [RateLimited], and RetryAfter says when
+// the place comes. n <= 0 is allowed and takes nothing. n above the limit
+// is blocked with [ExceedsLimit].
 func (t *Throttle) AllowNAt(now, n int64) Decision {
 	d, _, _, _ := t.reserve(now, n, 0)
+	return atOnce(d)
+}
+
+// atOnce is the decision of a reservation that may not wait: a place
+// still to come is a rate limit.
+func atOnce(d Decision) Decision {
 	if d.Reason == WaitTooLong {
 		d.Reason = RateLimited
 	}
 	return d
 }
 
-// Wait waits for a place for one request now. See WaitNAt.
+// Wait waits for a place for one request now. See [Throttle.WaitNAt].
 func (t *Throttle) Wait(ctx context.Context) error { return t.WaitNAt(ctx, t.clock.Now(), 1) }
 
-// WaitN waits for places for n requests now. See WaitNAt.
+// WaitN waits for places for n requests now. See [Throttle.WaitNAt].
 func (t *Throttle) WaitN(ctx context.Context, n int64) error {
 	return t.WaitNAt(ctx, t.clock.Now(), n)
 }
 
 // WaitAt waits for a place for one request arriving at time now. See
-// WaitNAt.
+// [Throttle.WaitNAt].
 func (t *Throttle) WaitAt(ctx context.Context, now int64) error { return t.WaitNAt(ctx, now, 1) }
 
 // WaitNAt reserves places for n requests arriving at time now, as
-// ReserveNAt does, and waits for the first: the Decision's Wait, measured
-// from the call on the throttle's clock (for a now other than the clock's
-// time, the wait still starts when it is called). It returns nil when the
-// requests may proceed; a *BlockError when they were blocked (their place
-// would be further away than the maximum wait, or than ctx's deadline, which
-// is real time whatever the throttle's clock, or n exceeds the limit); or
-// ctx.Err() if ctx is done first, in which case the place is given back as
-// Cancel would.
+// [Throttle.ReserveNAt] does, and waits for the first. The wait starts at
+// the call, on the throttle's clock. It returns nil when the requests may
+// proceed. It returns a [*BlockError] when they are blocked: the place is
+// beyond the maximum wait or ctx's deadline, or n exceeds the limit. It
+// returns ctx.Err() if ctx is done first, and gives the place back as
+// [Reservation.Cancel] would.
 func (t *Throttle) WaitNAt(ctx context.Context, now, n int64) error {
 	maxWait, err := waitBudget(ctx, t.maxWait)
 	if err != nil {
 		return err
 	}
-	d, prev, start, end := t.reserve(now, n, maxWait)
-	r := Reservation{Decision: d, t: t, prev: prev, start: start, end: end}
+	return waitFor(ctx, t.clock, t.reservation(now, n, maxWait), maxWait < t.maxWait)
+}
+
+// waitFor waits on c for the place of r, reserved with a maximum wait
+// that ctx's deadline cut if cut, and cancels r if ctx is done first.
+func waitFor(ctx context.Context, c clock.Clock, r Reservation, cut bool) error {
 	if !r.Allowed || r.Wait <= 0 {
-		return waitRefused(r.Decision, maxWait < t.maxWait)
+		return waitRefused(r.Decision, cut)
 	}
-	if err := clock.Sleep(ctx, t.clock, r.Wait); err != nil {
+	if err := clock.Sleep(ctx, c, r.Wait); err != nil {
 		r.Cancel()
 		return err
 	}
@@ -283,10 +325,10 @@ func checkPace(limit int64, interval, maxWait time.Duration) error {
 		return badLimit(limit, 1)
 	}
 	if interval <= 0 || interval > timegrid.MaxTime {
-		return &ConfigError{Option: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
+		return &ConfigError{Field: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
 	}
 	if maxWait < 0 {
-		return &ConfigError{Option: "max_wait", Value: maxWait, Detail: "must not be negative"}
+		return &ConfigError{Field: "max_wait", Value: maxWait, Detail: "must not be negative"}
 	}
 	return nil
 }
@@ -325,15 +367,14 @@ func waitRefused(d Decision, cut bool) error {
 // Limit returns the number of requests allowed per interval.
 func (t *Throttle) Limit() int64 { return t.limit.Load() }
 
-// SetLimit changes the limit, keeping the next free place: the next place
-// comes no sooner than the last one given ends, and the places after it
-// take the new pace. A place reserved meanwhile may take either pace. A
-// Throttle with warm-up keeps its limit, as a QPS limiter's does. That, and
-// a limit outside [1, MaxLimit], is a *ConfigError (Option "limit"), and
-// the limit in force stays.
+// SetLimit changes the limit, keeping the next free place. The next place
+// comes no sooner than the last one given ends; the places after it take
+// the new pace. A throttle with a warm-up keeps its limit. That, and a
+// limit outside [1, MaxLimit], is a [*ConfigError], and the limit in force
+// stays.
 func (t *Throttle) SetLimit(limit int64) error {
 	if t.warm != nil {
-		return &ConfigError{Option: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}
+		return &ConfigError{Field: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}
 	}
 	if err := checkPace(limit, time.Duration(t.per), 0); err != nil {
 		return err
@@ -342,9 +383,3 @@ func (t *Throttle) SetLimit(limit int64) error {
 	t.limit.Store(limit)
 	return nil
 }
-
-// Interval returns the throttle's interval.
-func (t *Throttle) Interval() time.Duration { return time.Duration(t.per) }
-
-// MaxWait returns the longest a request may wait for its place.
-func (t *Throttle) MaxWait() time.Duration { return time.Duration(t.maxWait) }

@@ -16,7 +16,7 @@ import (
 
 func mustThrottle(t testing.TB, limit int64, interval, maxWait time.Duration, c clock.Clock) *Throttle {
 	t.Helper()
-	th, err := NewThrottle(limit, interval, maxWait, WithClock(c))
+	th, err := NewThrottle(ThrottleSettings{Limit: limit, Interval: interval, MaxWait: maxWait, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +161,9 @@ func TestThrottleWaitBlocks(t *testing.T) {
 	if err.Error() != "flow: blocked: wait too long, retry after 500ms" {
 		t.Fatalf("message %q", err.Error())
 	}
+	if !errors.Is(err, ErrBlocked) {
+		t.Fatalf("errors.Is(%v, ErrBlocked) = false", err)
+	}
 	if err := th.WaitN(context.Background(), 2); !errors.As(err, &re) || re.Reason != ExceedsLimit || re.Error() != "flow: blocked: exceeds limit" {
 		t.Fatalf("WaitN(2) of 1 = %v", err)
 	}
@@ -216,7 +219,7 @@ func TestThrottleConfigAndEdges(t *testing.T) {
 		interval, maxWait time.Duration
 		mention           string
 	}{{0, time.Second, 0, "limit = 0"}, {1, 0, 0, "interval = 0s"}, {1, time.Second, -1, "max_wait = -1ns"}} {
-		if _, err := NewThrottle(tc.limit, tc.interval, tc.maxWait); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
+		if _, err := NewThrottle(ThrottleSettings{Limit: tc.limit, Interval: tc.interval, MaxWait: tc.maxWait}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("NewThrottle(%d, %v, %v) = %v, want mention of %q", tc.limit, tc.interval, tc.maxWait, err, tc.mention)
 		}
 	}
@@ -224,7 +227,7 @@ func TestThrottleConfigAndEdges(t *testing.T) {
 	if !th.AllowNAt(0, 0).Allowed || th.AllowNAt(0, 6).Reason != ExceedsLimit {
 		t.Fatal("n = 0 must be allowed and n above the limit blocked")
 	}
-	if th.Limit() != 5 || th.Interval() != time.Second || th.MaxWait() != 0 {
+	if th.Limit() != 5 || th.per != uint64(time.Second) || th.maxWait != 0 {
 		t.Fatal("accessors")
 	}
 	if n := testing.AllocsPerRun(1000, func() { th.Allow(); th.ReserveNAt(0, 1) }); n != 0 {

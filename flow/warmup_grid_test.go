@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // The warm-up promise, checked over a grid of configurations: under steady
@@ -74,12 +75,14 @@ func (o warmOutcome) startRatio(c warmCase) float64 {
 // that skipping changes nothing.
 func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]int64, []flowsim.Arrival) {
 	t.Helper()
-	var opts []Option
+	var buckets int
+	var period time.Duration
+	var cold float64
 	if warm || !c.throttle { // a Throttle has buckets only to warm up
-		opts = append(opts, WithBuckets(c.buckets))
+		buckets = c.buckets
 	}
 	if warm {
-		opts = append(opts, WithWarmUp(c.period, c.cold))
+		period, cold = c.period, c.cold
 	}
 	width := int64(gridInterval) / int64(c.buckets)
 	end := int64(nb) * width
@@ -94,7 +97,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 	step := max(int64(gridInterval)/(overloadOffered*c.limit), 1)
 	burst := max((overloadOffered*c.limit+int64(c.buckets)-1)/int64(c.buckets), 1)
 	if !c.throttle {
-		q := mustQPS(t, c.limit, gridInterval, opts...)
+		q := mustQPS(t, QPSSettings{Limit: c.limit, Interval: gridInterval, Buckets: buckets, WarmUp: period, ColdFactor: cold})
 		for b := int64(0); b < int64(nb); b++ {
 			from, offered := b*width, int64(0)
 			if !c.bursts {
@@ -123,7 +126,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 	if c.bursts {
 		maxWait = gridInterval
 	}
-	th, err := NewThrottle(c.limit, gridInterval, maxWait, opts...)
+	th, err := NewThrottle(ThrottleSettings{Limit: c.limit, Interval: gridInterval, MaxWait: maxWait, Buckets: buckets, WarmUp: period, ColdFactor: cold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +235,7 @@ func warmGrid() []warmCase {
 	// 20 at 5/s, 1000/s with 300 at 3/s, and one bucket oscillated.
 	var grid []warmCase
 	for _, r := range []warmCase{{100, 10, 10 * gridInterval, 5, false, false}, {100, 20, 10 * gridInterval, 10, false, false},
-		{1000, 300, 10 * gridInterval, DefaultBuckets, false, false}, {100, 3, 10 * gridInterval, 1, false, false}} {
+		{1000, 300, 10 * gridInterval, flowlimits.DefaultBuckets, false, false}, {100, 3, 10 * gridInterval, 1, false, false}} {
 		for _, th := range []bool{false, true} {
 			for _, bursts := range []bool{false, true} {
 				r.throttle, r.bursts = th, bursts
@@ -246,7 +249,7 @@ func warmGrid() []warmCase {
 			// most, one and a half times that, and a long one.
 			least := max(minWarmUpIntervals*gridInterval, minWarmUpBuckets*gridInterval/time.Duration(k))
 			for _, p := range []time.Duration{least, least * 3 / 2, 5 * least} {
-				if p == 5*least && k != DefaultBuckets {
+				if p == 5*least && k != flowlimits.DefaultBuckets {
 					continue
 				}
 				for _, th := range []bool{false, true} {

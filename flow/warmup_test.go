@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // perSecond offers requests every step from start for seconds seconds, and
@@ -30,7 +31,7 @@ func perSecond(q *QPS, start int64, seconds int, step time.Duration) ([]int64, [
 }
 
 func TestQPSWarmUpRampsFromAThirdToTheLimitInThePeriod(t *testing.T) {
-	q := mustQPS(t, 100, time.Second, WithWarmUp(10*time.Second, 3))
+	q := mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
 	counts, allowed := perSecond(q, 0, 20, 2*time.Millisecond) // 500/s offered
 	if counts[0] < 30 || counts[0] > 40 {
 		t.Fatalf("first second from cold allowed %d, want about 100/3", counts[0])
@@ -56,7 +57,7 @@ func TestQPSWarmUpRampsFromAThirdToTheLimitInThePeriod(t *testing.T) {
 }
 
 func TestQPSWarmUpCoolsWhenTrafficStops(t *testing.T) {
-	q := mustQPS(t, 100, time.Second, WithWarmUp(5*time.Second, 3))
+	q := mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second, WarmUp: 5 * time.Second, ColdFactor: 3})
 	counts, _ := perSecond(q, 0, 15, 2*time.Millisecond)
 	if counts[14] < 95 {
 		t.Fatalf("not warm after 15 s: %v", counts)
@@ -69,7 +70,7 @@ func TestQPSWarmUpCoolsWhenTrafficStops(t *testing.T) {
 }
 
 func TestQPSWarmUpLetsLightTrafficThroughAndOnlyIdlenessCools(t *testing.T) {
-	q := mustQPS(t, 90, time.Second, WithWarmUp(5*time.Second, 3))
+	q := mustQPS(t, QPSSettings{Limit: 90, Interval: time.Second, WarmUp: 5 * time.Second, ColdFactor: 3})
 	counts, _ := perSecond(q, 0, 20, 40*time.Millisecond) // 25/s, below the cold limit of 30
 	for i, n := range counts {
 		if n != 25 {
@@ -77,7 +78,7 @@ func TestQPSWarmUpLetsLightTrafficThroughAndOnlyIdlenessCools(t *testing.T) {
 		}
 	}
 	// An idle limiter, cold from the start, meets a burst with its cold limit.
-	idle := mustQPS(t, 90, time.Second, WithWarmUp(5*time.Second, 3))
+	idle := mustQPS(t, QPSSettings{Limit: 90, Interval: time.Second, WarmUp: 5 * time.Second, ColdFactor: 3})
 	burst := 0
 	for i := 0; i < 100; i++ {
 		if idle.AllowAt(int64(20*time.Second) + int64(i)).Allowed {
@@ -123,19 +124,19 @@ func TestWarmUpBadSettingsAreErrors(t *testing.T) {
 		period  time.Duration
 		factor  float64
 		mention string
-	}{{0, 3, "warm_up = 0s"}, {time.Second, 1, "cold_factor = 1"}, {time.Second, math.NaN(), "cold_factor = NaN"}, {time.Second, math.Inf(1), "cold_factor = +Inf"}} {
-		_, err := NewQPS(10, time.Second, WithWarmUp(tc.period, tc.factor))
+	}{{0, 3, "cold_factor = 3: applies only with a warm-up"}, {-time.Second, 3, "warm_up = -1s"}, {time.Second, 1, "cold_factor = 1"}, {time.Second, math.NaN(), "cold_factor = NaN"}, {time.Second, math.Inf(1), "cold_factor = +Inf"}} {
+		_, err := NewQPS(QPSSettings{Limit: 10, Interval: time.Second, WarmUp: tc.period, ColdFactor: tc.factor})
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
-			t.Errorf("WithWarmUp(%v, %v): %v, want mention of %q", tc.period, tc.factor, err, tc.mention)
+			t.Errorf("WarmUp %v, ColdFactor %v: %v, want mention of %q", tc.period, tc.factor, err, tc.mention)
 		}
 	}
-	if q, err := NewQPS(0, time.Second, WithWarmUp(2*time.Second, 3)); err != nil || q.Allow().Allowed {
+	if q, err := NewQPS(QPSSettings{Limit: 0, Interval: time.Second, WarmUp: 2 * time.Second, ColdFactor: 3}); err != nil || q.Allow().Allowed {
 		t.Fatal("a warm-up limiter with limit 0 must block everything")
 	}
 }
 
 func TestThrottleWarmUpPacesSlowlyFromCold(t *testing.T) {
-	th, err := NewThrottle(100, time.Second, 0, WithWarmUp(10*time.Second, 3))
+	th, err := NewThrottle(ThrottleSettings{Limit: 100, Interval: time.Second, MaxWait: 0, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +161,12 @@ func TestThrottleWarmUpPacesSlowlyFromCold(t *testing.T) {
 	if minGap < int64(10*time.Millisecond) {
 		t.Fatalf("two places %v apart, faster than the limit's 10ms", time.Duration(minGap))
 	}
-	if _, err := NewThrottle(10, time.Second, 0, WithWarmUp(0, 3)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, WarmUp: 0, ColdFactor: 3}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("a throttle with a bad warm-up: %v", err)
 	}
 }
 
-// TestWarmUpIsAnErrorWhereItCannotHonor checks the bounds WithWarmUp states: a
+// TestWarmUpIsAnErrorWhereItCannotHonor checks the bounds QPSSettings.WarmUp states: a
 // cold factor up to the limit, a period of at least two intervals and ten
 // buckets. Each error names the field and its value, and both limiters
 // return it alike.
@@ -177,36 +178,35 @@ func TestWarmUpIsAnErrorWhereItCannotHonor(t *testing.T) {
 		factor  float64
 		mention string // empty: no error
 	}{
-		{100, DefaultBuckets, 10 * time.Second, 1e6, "cold_factor = 1e+06: must be at most the limit, 100"},
-		{100, DefaultBuckets, 10 * time.Second, 100.5, "cold_factor = 100.5"},
-		{100, DefaultBuckets, 10 * time.Second, 100, ""},
-		{100, DefaultBuckets, time.Second, 3, "warm_up = 1s: must be at least 2 intervals of 1s"},
-		{100, DefaultBuckets, 2*time.Second - 1, 3, "warm_up = 1.999999999s"},
-		{100, DefaultBuckets, 2 * time.Second, 3, ""},
+		{100, flowlimits.DefaultBuckets, 10 * time.Second, 1e6, "cold_factor = 1e+06: must be at most the limit, 100"},
+		{100, flowlimits.DefaultBuckets, 10 * time.Second, 100.5, "cold_factor = 100.5"},
+		{100, flowlimits.DefaultBuckets, 10 * time.Second, 100, ""},
+		{100, flowlimits.DefaultBuckets, time.Second, 3, "warm_up = 1s: must be at least 2 intervals of 1s"},
+		{100, flowlimits.DefaultBuckets, 2*time.Second - 1, 3, "warm_up = 1.999999999s"},
+		{100, flowlimits.DefaultBuckets, 2 * time.Second, 3, ""},
 		{100, 1, 5 * time.Second, 3, "warm_up = 5s: must be at least 10 buckets of 1s"},
 		{100, 1, 10 * time.Second, 3, ""},
 		{100, 4, 2 * time.Second, 3, "warm_up = 2s: must be at least 10 buckets of 250ms"},
 		{100, 5, 2 * time.Second, 3, ""},
-		{1, DefaultBuckets, 10 * time.Second, 1.5, "cold_factor = 1.5: must be at most the limit, 1"},
+		{1, flowlimits.DefaultBuckets, 10 * time.Second, 1.5, "cold_factor = 1.5: must be at most the limit, 1"},
 	} {
 		for _, throttle := range []bool{false, true} {
-			opts := []Option{WithBuckets(tc.buckets), WithWarmUp(tc.period, tc.factor)}
 			var err error
 			if throttle {
-				_, err = NewThrottle(tc.limit, time.Second, 0, opts...)
+				_, err = NewThrottle(ThrottleSettings{Limit: tc.limit, Interval: time.Second, Buckets: tc.buckets, WarmUp: tc.period, ColdFactor: tc.factor})
 			} else {
-				_, err = NewQPS(tc.limit, time.Second, opts...)
+				_, err = NewQPS(QPSSettings{Limit: tc.limit, Interval: time.Second, Buckets: tc.buckets, WarmUp: tc.period, ColdFactor: tc.factor})
 			}
 			switch {
 			case tc.mention == "" && err != nil:
-				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want no error", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err)
+				t.Errorf("limit %d, %d buckets, WarmUp %v, ColdFactor %v, throttle %v: %v, want no error", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err)
 			case tc.mention != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention)):
-				t.Errorf("limit %d, %d buckets, WithWarmUp(%v, %v), throttle %v: %v, want an error mentioning %q", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err, tc.mention)
+				t.Errorf("limit %d, %d buckets, WarmUp %v, ColdFactor %v, throttle %v: %v, want an error mentioning %q", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err, tc.mention)
 			}
 		}
 	}
 	// A period too short is an error even with nothing to warm (limit 0).
-	if _, err := NewQPS(0, time.Second, WithWarmUp(time.Second, 3)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewQPS(QPSSettings{Limit: 0, Interval: time.Second, WarmUp: time.Second, ColdFactor: 3}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("limit 0 with a 1s warm-up over 1s: %v, want an error", err)
 	}
 }
@@ -217,9 +217,9 @@ func TestWarmUpIsAnErrorWhereItCannotHonor(t *testing.T) {
 // prioritized requests borrowing places from the next bucket too.
 func TestQPSWarmUpNeverExceedsEachBucketsLimit(t *testing.T) {
 	const limit = 100
-	for _, k := range []int{1, 5, DefaultBuckets} {
+	for _, k := range []int{1, 5, flowlimits.DefaultBuckets} {
 		for _, p := range flowsim.Patterns() {
-			q := mustQPS(t, limit, time.Second, WithBuckets(k), WithWarmUp(10*time.Second, 4))
+			q := mustQPS(t, QPSSettings{Limit: limit, Interval: time.Second, Buckets: k, WarmUp: 10 * time.Second, ColdFactor: 4})
 			rng := rand.New(rand.NewPCG(7, uint64(k)))
 			allowed := map[uint64]int64{}     // by bucket index
 			bucketLimit := map[uint64]int64{} // of each bucket that opened
@@ -263,8 +263,8 @@ func TestWarmUpConcurrentCallersKeepTheLimitAndThePace(t *testing.T) {
 	const goroutines, steps, limit = 8, 120, 50
 	const width = 25 * time.Millisecond
 	c := clock.NewManual(0)
-	q := mustQPS(t, limit, 4*width, WithBuckets(4), WithClock(c), WithWarmUp(20*width, 5))
-	th, err := NewThrottle(limit, 4*width, time.Second, WithBuckets(4), WithClock(c), WithWarmUp(20*width, 5))
+	q := mustQPS(t, QPSSettings{Limit: limit, Interval: 4 * width, Buckets: 4, Clock: c, WarmUp: 20 * width, ColdFactor: 5})
+	th, err := NewThrottle(ThrottleSettings{Limit: limit, Interval: 4 * width, MaxWait: time.Second, Buckets: 4, Clock: c, WarmUp: 20 * width, ColdFactor: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestWarmUpConcurrentCallersKeepTheLimitAndThePace(t *testing.T) {
 // it warm, however long after the reservations it lasts.
 func TestThrottleWarmUpCoolsWhenIdleNotWhileItsQueueLasts(t *testing.T) {
 	newWarm := func(maxWait time.Duration) *Throttle {
-		th, err := NewThrottle(100, time.Second, maxWait, WithWarmUp(5*time.Second, 3))
+		th, err := NewThrottle(ThrottleSettings{Limit: 100, Interval: time.Second, MaxWait: maxWait, WarmUp: 5 * time.Second, ColdFactor: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,8 +380,8 @@ func TestThrottleWarmUpCoolsWhenIdleNotWhileItsQueueLasts(t *testing.T) {
 // allocating, buckets opening and skipped buckets cooling included.
 func TestWarmUpDecisionsDoNotAllocate(t *testing.T) {
 	c := clock.NewManual(0)
-	q := mustQPS(t, 1000, time.Second, WithClock(c), WithWarmUp(10*time.Second, 3))
-	th, err := NewThrottle(1000, time.Second, time.Second, WithClock(c), WithWarmUp(10*time.Second, 3))
+	q := mustQPS(t, QPSSettings{Limit: 1000, Interval: time.Second, Clock: c, WarmUp: 10 * time.Second, ColdFactor: 3})
+	th, err := NewThrottle(ThrottleSettings{Limit: 1000, Interval: time.Second, MaxWait: time.Second, Clock: c, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

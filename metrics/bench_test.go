@@ -9,7 +9,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/metrics"
 )
 
@@ -38,12 +38,12 @@ func BenchmarkCollect(b *testing.B) {
 }
 
 // BenchmarkCollectTopKeys measures one Collect of a guard with a resource
-// whose per-key rule tracks as many keys as it can (flow.DefaultHotKeys,
+// whose per-key rule tracks as many keys as it can (512,
 // each over half its limit), and with WithTopKeys(0), which reads none: the
 // difference is what the key families cost a scrape.
 func BenchmarkCollectTopKeys(b *testing.B) {
 	g, _ := keyedGuard(b, 1)
-	for i := range 2 * flow.DefaultHotKeys {
+	for i := range 2 * flowlimits.DefaultHotKeys {
 		send(b, g, "GET /api", "user-"+strconv.Itoa(i), 2)
 	}
 	for _, n := range []int{metrics.DefaultTopKeys, 0} {

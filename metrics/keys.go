@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slidegate/slidegate"
-	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/exported"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // DefaultTopKeys is how many keys of each resource with per-key rules the
@@ -89,11 +89,11 @@ func (c *Collector) collectKeys(ch chan<- prometheus.Metric, rules slidegate.Rul
 	}
 }
 
-// keyLabel returns key as a label value: cut to flow.MaxShownKeyLength
+// keyLabel returns key as a label value: cut to 64 bytes (flow.KeyStat's)
 // bytes (as the guard shows it already) and made valid UTF-8. A key is any
 // string a client sent.
 func keyLabel(key string) string {
-	return exported.Value(key[:min(len(key), flow.MaxShownKeyLength)])
+	return exported.Value(key[:min(len(key), flowlimits.MaxShownKeyLength)])
 }
 
 // byKeyLabel returns ks with their keys made label values, those that share

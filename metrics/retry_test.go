@@ -19,7 +19,7 @@ var retryFamilies = []string{"retry_budget_requests", "retry_budget_retries", "r
 
 func TestRetryBudgetsAreExported(t *testing.T) {
 	clk := clock.NewManual(start)
-	b, err := flow.NewRetryBudget(0.5, 1, 10*time.Second, flow.WithClock(clk))
+	b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.5, MinPerSecond: 1, Interval: 10 * time.Second, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestRetryBudgetsAreExported(t *testing.T) {
 }
 
 func TestRetryBudgetsGivenWrongFailTheRegistration(t *testing.T) {
-	b, _ := flow.NewRetryBudget(0.2, 10, 10*time.Second)
+	b, _ := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10, Interval: 10 * time.Second})
 	for _, c := range []struct {
 		opts []metrics.Option
 		want string
@@ -69,7 +69,7 @@ func TestRetryBudgetsGivenWrongFailTheRegistration(t *testing.T) {
 }
 
 func TestRetryBudgetLintFindsNoProblems(t *testing.T) {
-	b, _ := flow.NewRetryBudget(0.2, 10, 10*time.Second)
+	b, _ := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10, Interval: 10 * time.Second})
 	b.Request()
 	b.Retry(flow.AttemptFailed)
 	problems, err := testutil.CollectAndLint(metrics.NewCollector(newGuard(t), metrics.WithRetryBudget("payments", b)), retryFamilyNames()...)

@@ -47,7 +47,7 @@ func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error
 // resource, with a window per rule, in the order given. Each window has its
 // rule's limit, interval, buckets and overrides. A field left at zero takes
 // the default of [Cluster.NewKeyedLimiter]: an interval of 1s, or
-// [flow.DefaultKeyBuckets] buckets.
+// 20 buckets.
 //
 // It is an error if a field is negative, if the rules are of different
 // resources, or if there is no rule. A bad window is an error, as it is for

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A KeyedLimiter keeps cluster-wide limits per key: a user, a tenant, a
@@ -122,11 +123,11 @@ type keyedFallback struct {
 
 // NewKeyedLimiter returns the cluster-wide per-key limiter called name. It
 // holds each of windows for every key. There must be between 1 and
-// [flow.MaxKeyWindows] windows. Each window must have:
+// 8 windows. Each window must have:
 //   - a limit in [0, flow.MaxLimit].
 //   - a positive interval that divides into its buckets.
 //   - buckets of whole microseconds.
-//   - at most [flow.MaxKeyBuckets] buckets ([flow.DefaultKeyBuckets] if 0).
+//   - at most 100 buckets (20 if 0).
 //   - at most [slidegate.MaxOverrides] overrides.
 //
 // An override's key has at most [slidegate.MaxKeyLength] bytes, and its
@@ -143,19 +144,19 @@ func (c *Cluster) NewKeyedLimiter(name string, windows []flow.KeyWindow) (*Keyed
 	if name == "" {
 		return bad("name is empty")
 	}
-	if len(windows) == 0 || len(windows) > flow.MaxKeyWindows {
-		return bad("windows: %d given: must be between 1 and %d", len(windows), flow.MaxKeyWindows)
+	if len(windows) == 0 || len(windows) > flowlimits.MaxKeyWindows {
+		return bad("windows: %d given: must be between 1 and %d", len(windows), flowlimits.MaxKeyWindows)
 	}
 	l := &KeyedLimiter{c: c, name: name, windows: make([]keyWindow, len(windows)), script: keyedScript}
 	copied := make([]flow.KeyWindow, len(windows))
 	for j, w := range windows {
 		k := int64(w.Buckets)
 		if k == 0 {
-			k = flow.DefaultKeyBuckets
+			k = flowlimits.DefaultKeyBuckets
 		}
 		switch {
-		case k < 1 || k > flow.MaxKeyBuckets:
-			return bad("windows[%d].buckets = %d: must be between 1 and %d", j, w.Buckets, flow.MaxKeyBuckets)
+		case k < 1 || k > flowlimits.MaxKeyBuckets:
+			return bad("windows[%d].buckets = %d: must be between 1 and %d", j, w.Buckets, flowlimits.MaxKeyBuckets)
 		case w.Interval <= 0 || w.Interval%(time.Duration(k)*time.Microsecond) != 0:
 			return bad("windows[%d].interval = %v: must be positive and divide into %d buckets of whole microseconds", j, w.Interval, k)
 		case len(w.Overrides) > slidegate.MaxOverrides:
@@ -191,7 +192,7 @@ func (c *Cluster) NewKeyedLimiter(name string, windows []flow.KeyWindow) (*Keyed
 	// The Local fallback's constructor judges what is left (the limits and
 	// the overrides' limits), and the fallback is ready for the instances
 	// known now.
-	q, err := flow.NewKeyedQPS(copied, flow.WithClock(c.clock))
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: copied, Clock: c.clock})
 	if err != nil {
 		return bad("%w", err)
 	}
@@ -397,7 +398,7 @@ func (l *KeyedLimiter) localFor(instances int64) *keyedFallback {
 			}
 		}
 	}
-	q, err := flow.NewKeyedQPS(windows, flow.WithClock(l.c.clock))
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: windows, Clock: l.c.clock})
 	if err != nil {
 		// Smaller limits than NewKeyedLimiter's constructor accepted:
 		// cannot fail. Keep deciding with the fallback there is.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/redistest"
 )
 
@@ -36,9 +37,9 @@ func TestNewKeyedLimiterReturnsAnErrorNamingABadArgument(t *testing.T) {
 	}{
 		{"", []flow.KeyWindow{{Limit: 1, Interval: time.Second}}, "name is empty"},
 		{"r", nil, "windows: 0 given"},
-		{"r", make([]flow.KeyWindow, flow.MaxKeyWindows+1), "windows: 9 given"},
+		{"r", make([]flow.KeyWindow, flowlimits.MaxKeyWindows+1), "windows: 9 given"},
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second, Buckets: -1}}, "windows[0].buckets = -1"},
-		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second, Buckets: flow.MaxKeyBuckets + 1}}, "windows[0].buckets = 101"},
+		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second, Buckets: flowlimits.MaxKeyBuckets + 1}}, "windows[0].buckets = 101"},
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second}, {Limit: 1, Interval: 0}}, "windows[1].interval = 0s"},
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: 15 * time.Microsecond}}, "windows[0].interval = 15µs: must be positive and divide into 20 buckets"},
 		{"r", []flow.KeyWindow{{Limit: -1, Interval: time.Second}}, "windows[0].limit = -1"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A Limiter is one cluster-wide QPS limit: at most Limit permits in any
@@ -87,7 +88,7 @@ type limiterOptions struct {
 const MaxBuckets = slidegate.MaxClusterBuckets
 
 // WithBuckets divides the limiter's interval into k buckets (default
-// [flow.DefaultBuckets], at most [MaxBuckets]). Each must be a whole number
+// 25, at most [MaxBuckets]). Each must be a whole number
 // of microseconds, the resolution of Redis's clock. More buckets allow
 // closer to the limit under steady overload, and cost a decision no more. A
 // block reads every bucket.
@@ -110,7 +111,7 @@ func WithLease(size int64, ttl time.Duration) LimiterOption {
 // error wrapping [ErrInvalidConfig] that names it and its value. A nil
 // LimiterOption is no option.
 func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, opts ...LimiterOption) (*Limiter, error) {
-	o := limiterOptions{buckets: flow.DefaultBuckets, lease: 1}
+	o := limiterOptions{buckets: flowlimits.DefaultBuckets, lease: 1}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -132,7 +133,7 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 	case o.ttl < 0:
 		return bad("lease ttl = %v: must not be negative", o.ttl)
 	}
-	local, err := flow.NewQPS(limit, interval, flow.WithBuckets(o.buckets), flow.WithClock(c.clock))
+	local, err := flow.NewQPS(flow.QPSSettings{Limit: limit, Interval: interval, Buckets: o.buckets, Clock: c.clock})
 	if err != nil {
 		return bad("%w", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // The accuracy comparison: every limiter is driven by flowsim's traffic
@@ -81,7 +81,7 @@ func Accuracy(limit int64, interval, duration time.Duration, seed uint64) ([]Acc
 // newQPSAllow runs slidegate's QPS limiter in its default configuration on
 // the simulation's time.
 func newQPSAllow(limit int64, interval time.Duration) (func(now, n int64) bool, func(), error) {
-	q, err := flow.NewQPS(limit, interval)
+	q, err := flow.NewQPS(flow.QPSSettings{Limit: limit, Interval: interval})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // TestAccuracy runs the accuracy simulation of cmd/accuracy. It asserts the

@@ -47,7 +47,7 @@ var allowClock = &Shape{
 			return func() int64 { return clock.System.Now() }
 		}},
 		{Name: "slidegate flow.QPS.Allow", Role: Ours, Setup: func(*testing.B) Op {
-			q := must(flow.NewQPS(flow.MaxLimit, time.Second))
+			q := must(flow.NewQPS(flow.QPSSettings{Limit: flow.MaxLimit, Interval: time.Second}))
 			return func() int64 { return b2i(q.Allow().Allowed) }
 		}},
 		// With rate.Inf, Allow takes the mutex and returns at once: it counts
@@ -108,11 +108,11 @@ var acquireRelease = &Shape{
 			}
 		}},
 		{Name: "slidegate flow.Concurrency", Role: Ours, Setup: func(*testing.B) Op {
-			c := must(flow.NewConcurrency(inFlightLimit))
+			c := must(flow.NewConcurrency(flow.ConcurrencySettings{Limit: inFlightLimit}))
 			return func() int64 {
 				var p flow.Permit
 				ok := c.Acquire(&p).Allowed
-				p.Release()
+				p.Done(flow.Succeeded)
 				return b2i(ok)
 			}
 		}},

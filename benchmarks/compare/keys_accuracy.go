@@ -17,6 +17,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // The per-key accuracy comparison: one limit that holds for every key on its
@@ -66,7 +67,7 @@ var KeyScaleQuick = KeyScale{ColdRate: 20_000, Duration: 2 * time.Second}
 // evictBetween is how many fresh keys the eviction attack puts between two
 // requests of the hot key: more than sentinel's hotspot cache holds for a
 // 1 s rule (hotspot.ParamsCapacityBase, 4,000 keys) and more than the exact
-// windows a slidegate limiter starts with (flow.DefaultHotKeys, 512; they
+// windows a slidegate limiter starts with (512; they
 // grow, and the hot key, over its limit, is the attacker's to take). The
 // attack needs a cold rate of about limit × evictBetween per second to
 // offer the hot key more than its limit, and takes at least twice that.
@@ -199,7 +200,7 @@ func KeyPatterns() []KeyPattern {
 			g.next = population
 		}},
 		{"edge bursts", func(g *keyGen) {
-			w := g.interval / int64(flow.DefaultKeyBuckets)
+			w := g.interval / int64(flowlimits.DefaultKeyBuckets)
 			perEdge := int64(g.scale.ColdRate) * w / int64(time.Second)
 			half := max(g.limit/2, 1)
 			for e, k := w, 0; e < int64(g.scale.Duration); e, k = e+w, k+1 {
@@ -344,7 +345,7 @@ func newKeyedGuardAllow(limit int64, interval time.Duration) (func(int64, string
 // newKeyedQPSAllow runs flow.KeyedQPS with one window (default buckets)
 // through AllowNAt.
 func newKeyedQPSAllow(limit int64, interval time.Duration) (func(int64, string) bool, func(), error) {
-	q, err := flow.NewKeyedQPS([]flow.KeyWindow{{Limit: limit, Interval: interval}})
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: []flow.KeyWindow{{Limit: limit, Interval: interval}}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // TestKeyAccuracy runs the per-key simulation of cmd/keytable at
@@ -82,11 +82,11 @@ func TestKeyPatternsEvictPastTheCaches(t *testing.T) {
 	if c := hotspotCapacity(KeyInterval); evictBetween <= c {
 		t.Errorf("evictBetween = %d, not above sentinel's hotspot capacity %d", evictBetween, c)
 	}
-	if evictBetween <= flow.DefaultHotKeys {
-		t.Errorf("evictBetween = %d, not above slidegate's hot keys %d", evictBetween, flow.DefaultHotKeys)
+	if evictBetween <= flowlimits.DefaultHotKeys {
+		t.Errorf("evictBetween = %d, not above slidegate's hot keys %d", evictBetween, flowlimits.DefaultHotKeys)
 	}
-	if attackKeys <= hotspotCapacity(KeyInterval) || attackKeys <= flow.DefaultHotKeys {
-		t.Errorf("attackKeys = %d, not above the caches (%d, %d)", attackKeys, hotspotCapacity(KeyInterval), flow.DefaultHotKeys)
+	if attackKeys <= hotspotCapacity(KeyInterval) || attackKeys <= flowlimits.DefaultHotKeys {
+		t.Errorf("attackKeys = %d, not above the caches (%d, %d)", attackKeys, hotspotCapacity(KeyInterval), flowlimits.DefaultHotKeys)
 	}
 }
 

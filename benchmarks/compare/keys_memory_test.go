@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // TestKeyMemory runs the per-key memory measurement of cmd/keytable on
@@ -31,8 +31,8 @@ func TestKeyMemory(t *testing.T) {
 	if sg.Remembered != keys || sg.Probed != keyProbes {
 		t.Errorf("%s: remembers %d keys (%d probed), want all %d (%d probed)", sg.Library, sg.Remembered, sg.Probed, keys, keyProbes)
 	}
-	if sg.Bytes > flow.DefaultKeyMemory {
-		t.Errorf("%s: %d bytes, above the guard's budget for per-key state %d", sg.Library, sg.Bytes, flow.DefaultKeyMemory)
+	if sg.Bytes > flowlimits.DefaultKeyMemory {
+		t.Errorf("%s: %d bytes, above the guard's budget for per-key state %d", sg.Library, sg.Bytes, flowlimits.DefaultKeyMemory)
 	}
 	if want := hotspotCapacity(KeyInterval); sen.Remembered != want {
 		t.Errorf("%s: remembers %d keys, want its caches' capacity %d", sen.Library, sen.Remembered, want)

@@ -15,7 +15,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 // An OverloadLimiter is one limiter of the overload comparison: how to build
@@ -85,7 +85,7 @@ type slidegateShedder struct {
 
 func newSlidegateShedder(utilization func() float64) flowsim.Admitter {
 	a := &slidegateShedder{cpu: smoothedUtilization{read: utilization, tau: float64(cpu.DefaultSmoothing)}}
-	s, err := flow.NewShedder(flow.ShedderSettings{CPU: a.cpu.value, CPUThreshold: 0.9}, flow.WithClock(clock.NewManual(overloadOrigin)))
+	s, err := flow.NewShedder(flow.ShedderSettings{CPU: a.cpu.value, CPUThreshold: 0.9, Clock: clock.NewManual(overloadOrigin)})
 	if err != nil {
 		panic(err) // constant settings
 	}
@@ -123,15 +123,15 @@ func (u *smoothedUtilization) value() float64 { return u.smoothed }
 func (a *slidegateShedder) Admit(now int64) (func(int64, bool), bool) {
 	a.last = now
 	a.cpu.advance(now)
-	p := new(flow.ShedPermit)
-	if !a.s.AcquireAt(now, "", p).Allowed {
+	p := new(flow.Permit)
+	if !a.s.AcquireAt(now, p, "").Allowed {
 		return nil, false
 	}
 	return func(now int64, timedOut bool) {
 		if timedOut {
-			p.Cancel()
+			p.Done(flow.Ignored)
 		} else {
-			p.DoneAt(now)
+			p.DoneAt(now, flow.Succeeded)
 		}
 	}, true
 }
@@ -139,7 +139,7 @@ func (a *slidegateShedder) Admit(now int64) (func(int64, bool), bool) {
 // Limit traces the shedder's bound at the last decision; an unknown bound
 // (the first bucket) is traced as 0.
 func (a *slidegateShedder) Limit() int64 {
-	if b := a.s.MaxInFlight(a.last); b != math.MaxInt64 {
+	if b := a.s.MaxInFlightAt(a.last); b != math.MaxInt64 {
 		return b
 	}
 	return 0
@@ -149,7 +149,7 @@ type slidegateAdaptive struct{ a *flow.Adaptive }
 
 func newSlidegateAdaptive(alg flow.AdaptiveAlgorithm) flowsim.AdmitterFactory {
 	return func(func() float64) flowsim.Admitter {
-		a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg}, flow.WithClock(clock.NewManual(overloadOrigin)))
+		a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg, Clock: clock.NewManual(overloadOrigin)})
 		if err != nil {
 			panic(err) // constant settings
 		}
@@ -158,11 +158,17 @@ func newSlidegateAdaptive(alg flow.AdaptiveAlgorithm) flowsim.AdmitterFactory {
 }
 
 func (s slidegateAdaptive) Admit(now int64) (func(int64, bool), bool) {
-	p := new(flow.AdaptivePermit)
-	if !s.a.AcquireAt(now, "", p).Allowed {
+	p := new(flow.Permit)
+	if !s.a.AcquireAt(now, p, "").Allowed {
 		return nil, false
 	}
-	return func(now int64, timedOut bool) { p.DoneAt(now, timedOut) }, true
+	return func(now int64, timedOut bool) {
+		if timedOut {
+			p.DoneAt(now, flow.FailedOverloaded)
+		} else {
+			p.DoneAt(now, flow.Succeeded)
+		}
+	}, true
 }
 
 func (s slidegateAdaptive) Limit() int64 { return s.a.Limit() }

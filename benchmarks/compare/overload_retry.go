@@ -30,10 +30,10 @@ type RetryLoad struct {
 // SimulateRetryLoad sends rate requests a second for duration, on virtual
 // time, to a downstream that fails every one, each retried up to
 // maxRetries times backoff apart, once without a budget and once through
-// flow.NewRetryBudget(ratio, minPerSecond, interval).
+// a flow.RetryBudget of ratio, minPerSecond and interval.
 func SimulateRetryLoad(rate float64, duration time.Duration, maxRetries int, backoff time.Duration, ratio float64, minPerSecond int64, interval time.Duration) (RetryLoad, error) {
 	clk := clock.NewManual(0)
-	b, err := flow.NewRetryBudget(ratio, minPerSecond, interval, flow.WithClock(clk))
+	b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: ratio, MinPerSecond: minPerSecond, Interval: interval, Clock: clk})
 	if err != nil {
 		return RetryLoad{}, err
 	}
@@ -56,7 +56,7 @@ func SimulateRetryLoad(rate float64, duration time.Duration, maxRetries int, bac
 		Rate: rate, Duration: duration, MaxRetries: maxRetries, Backoff: backoff,
 		Naive:    float64(1 + maxRetries),
 		Budgeted: float64(attempts) / float64(n),
-		Ratio:    ratio, Floor: b.Floor(), Interval: interval,
+		Ratio:    ratio, Floor: float64(minPerSecond) * interval.Seconds(), Interval: interval,
 	}, nil
 }
 

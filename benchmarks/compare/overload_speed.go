@@ -38,23 +38,23 @@ var overloadAdmit = &Shape{
 			clk := clock.System
 			at := clk.Now() - int64(time.Second)
 			for range 100000 {
-				var p flow.ShedPermit
-				s.AcquireAt(at, "", &p)
-				p.DoneAt(at + int64(100*time.Millisecond))
+				var p flow.Permit
+				s.AcquireAt(at, &p, "")
+				p.DoneAt(at+int64(100*time.Millisecond), flow.Succeeded)
 			}
 			return func() int64 {
-				var p flow.ShedPermit
-				d := s.Acquire("", &p)
-				p.Done()
+				var p flow.Permit
+				d := s.Acquire(&p, "")
+				p.Done(flow.Succeeded)
 				return b2i(d.Allowed)
 			}
 		}},
 		{Name: "slidegate flow.Adaptive", Role: Ours, Setup: func(*testing.B) Op {
 			a := must(flow.NewAdaptive(flow.AdaptiveSettings{InitialLimit: overloadUnreachable, MinLimit: overloadUnreachable, MaxLimit: overloadUnreachable}))
 			return func() int64 {
-				var p flow.AdaptivePermit
-				d := a.Acquire("", &p)
-				p.Done(false)
+				var p flow.Permit
+				d := a.Acquire(&p, "")
+				p.Done(flow.Succeeded)
 				return b2i(d.Allowed)
 			}
 		}},

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 func virtualLimiters() []OverloadLimiter {

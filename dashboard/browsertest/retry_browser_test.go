@@ -28,7 +28,7 @@ func TestBrowserShowsTheRetryBudgets(t *testing.T) {
 	}
 	budget := func(ratio float64) *flow.RetryBudget {
 		t.Helper()
-		b, err := flow.NewRetryBudget(ratio, 0, time.Second, flow.WithClock(clk))
+		b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: ratio, MinPerSecond: 0, Interval: time.Second, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,7 @@
 // should then stay off. They would multiply with these, outside the
 // budget.
 //
-//	budget, _ := flow.NewRetryBudget(flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+//	budget, _ := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 //	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, grpcguard.RetryPolicy{}))
 //
 // # Keys

@@ -38,7 +38,7 @@ func ExampleWithRetry() {
 	// Retries may add 20% to the calls of the last 10 s, and 10 per second
 	// more: however the service fails, this client sends it at most 1.2
 	// times its calls, plus 10 a second.
-	budget, err := flow.NewRetryBudget(flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+	budget, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 	if err != nil {
 		panic(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
 
@@ -22,7 +23,7 @@ import (
 // bucket, so the budget's bound is exact.
 func newBudget(t *testing.T, ratio float64, minPerSecond int64) *flow.RetryBudget {
 	t.Helper()
-	b, err := flow.NewRetryBudget(ratio, minPerSecond, 10*time.Second, flow.WithClock(clock.NewManual(0)))
+	b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: ratio, MinPerSecond: minPerSecond, Interval: 10 * time.Second, Clock: clock.NewManual(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +31,8 @@ func newBudget(t *testing.T, ratio float64, minPerSecond int64) *flow.RetryBudge
 }
 
 // unlimited is a budget that allows every retry of an RPC retried at most
-// flow.MaxRetryRatio times: the same client without a budget.
-func unlimited(t *testing.T) *flow.RetryBudget { return newBudget(t, flow.MaxRetryRatio, 0) }
+// MaxRetryRatio (100) times: the same client without a budget.
+func unlimited(t *testing.T) *flow.RetryBudget { return newBudget(t, flowlimits.MaxRetryRatio, 0) }
 
 // A downstream answers each attempt with the code its codes give, the last
 // one repeated, and counts the attempts.

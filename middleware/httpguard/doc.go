@@ -51,7 +51,7 @@
 // No retry is sent into an open breaker. A half-open breaker's probe is
 // never retried.
 //
-//	budget, _ := flow.NewRetryBudget(flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+//	budget, _ := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 //	client := &http.Client{Transport: httpguard.Transport(g, nil, httpguard.WithRetry(budget, httpguard.RetryPolicy{}))}
 //
 // # Keys

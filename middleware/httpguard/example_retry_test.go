@@ -30,7 +30,7 @@ func ExampleWithRetry() {
 	// Retries may add 20% to the requests of the last 10 s, and 10 per
 	// second more: however the backend fails, this client sends it at most
 	// 1.2 times its requests, plus 10 a second.
-	budget, err := flow.NewRetryBudget(flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+	budget, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
 	if err != nil {
 		panic(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
@@ -26,7 +27,7 @@ const backendHost = "backend.test"
 // bucket, so the budget's bound is exact.
 func newBudget(t *testing.T, ratio float64, minPerSecond int64) *flow.RetryBudget {
 	t.Helper()
-	b, err := flow.NewRetryBudget(ratio, minPerSecond, 10*time.Second, flow.WithClock(clock.NewManual(int64(time.Hour))))
+	b, err := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: ratio, MinPerSecond: minPerSecond, Interval: 10 * time.Second, Clock: clock.NewManual(int64(time.Hour))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +35,8 @@ func newBudget(t *testing.T, ratio float64, minPerSecond int64) *flow.RetryBudge
 }
 
 // unlimited is a budget that allows every retry of a request retried at
-// most flow.MaxRetryRatio times: the same client without a budget.
-func unlimited(t *testing.T) *flow.RetryBudget { return newBudget(t, flow.MaxRetryRatio, 0) }
+// most MaxRetryRatio (100) times: the same client without a budget.
+func unlimited(t *testing.T) *flow.RetryBudget { return newBudget(t, flowlimits.MaxRetryRatio, 0) }
 
 // A backend answers each attempt with the status its statuses give, the
 // last one repeated, and counts the attempts and the bodies it read.

@@ -15,7 +15,7 @@ import (
 	"os"
 
 	"github.com/slidegate/slidegate/benchmarks/compare"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 func main() {

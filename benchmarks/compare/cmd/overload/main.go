@@ -26,8 +26,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/benchmarks/compare"
-	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/flow/flowsim"
+	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
 func main() {
@@ -58,7 +57,7 @@ func main() {
 		os.Exit(1)
 	}
 	l, err := compare.SimulateRetryLoad(1000, time.Minute, 3, 10*time.Millisecond,
-		flow.DefaultRetryRatio, flow.DefaultRetryMinPerSecond, flow.DefaultRetryInterval)
+		0.2, 10, 10*time.Second)
 	if err == nil {
 		fmt.Println()
 		err = compare.WriteRetryLoad(os.Stdout, l)
