@@ -58,9 +58,9 @@
 //	 "breakers":  [{"resource": "GET /orders", "rule": "breaker", "strategy": "error_ratio", "state": "closed",
 //	                "block_ratio": 0, "requests": 950, "succeeded": 940, "failed": 10, "slow": 0,
 //	                "blocked": 0, "probes_in_flight": 0, "retry_after": 0}],
-//	 "overload":  [{"resource": "(inbound)", "rule": "shed", "type": "shed", "limit": 48, "in_flight": 12,
-//	                "shedding": false, "cpu": 0.42, "baseline": 0},
-//	               {"resource": "GET /orders", "rule": "adaptive", "type": "adaptive", "limit": 120, "in_flight": 30,
+//	 "overload":  [{"resource": "(inbound)", "rule": "shed", "type": "shed", "limit": 96, "learnt": 48, "in_flight": 12,
+//	                "shedding": false, "cpu": 0.62, "baseline": 0},
+//	               {"resource": "GET /orders", "rule": "adaptive", "type": "adaptive", "limit": 120, "learnt": 120, "in_flight": 30,
 //	                "shedding": false, "cpu": -1, "baseline": 0.008}],
 //	 "retries":   [{"budget": "orders", "requests": 950, "retries": 40, "blocked": 12, "not_retried": 3}],
 //	 "rules":     {"flow": [{"name": "shed", ...}, ...], "breakers": [{"name": "breaker", ...}]},
@@ -108,9 +108,12 @@
 // requests it blocks now, 0 to 1. overload is the shed and adaptive rules
 // in force (slidegate.Guard.Overload), in rule order, one entry per rule,
 // so the rules bound it, not the traffic: limit is the most requests in
-// flight the rule allows now (an adaptive rule's limit, or what a shed
-// rule allows while it sheds; -1 while a shed rule has not learnt it and
-// allows everything), in_flight the requests it allowed that have not
+// flight the rule allows now (slidegate.OverloadStatus.Cap: an adaptive
+// rule's limit; a shed rule's learnt bound while it sheds, twice it while
+// the CPU is warm or unread, -1 while the CPU is cool or nothing is learnt
+// yet, and the rule allows everything), learnt what the rule has learnt
+// (OverloadStatus.Limit: a shed rule's bound, -1 until it has one; an
+// adaptive rule's limit), in_flight the requests it allowed that have not
 // ended, shedding whether a shed rule sheds now, cpu the CPU usage a shed
 // rule read, 0 to 1 (-1: none, for an adaptive rule, a shed rule without a
 // CPU signal, or a reading that is not a number), and baseline an adaptive
