@@ -18,8 +18,8 @@
 // budgets given by WithRetryBudget, with their requests and retries; for each resource with per-key rules
 // (slidegate.FlowRule.PerKey), its busiest keys and its most blocked ones; a
 // chart per resource over the last minutes; the guard's events
-// (slidegate.Event: breakers changing state, rules put in force or refused,
-// the cluster's health changing, the resource table full), newest first,
+// (slidegate.Event: breakers changing state, rules put in force, refused or
+// unused, the cluster's health changing, the resource table full), newest first,
 // those that tell of trouble in the warning colour; the health of the
 // guard's cluster, if it has one (slidegate.WithCluster); and the rules in
 // force, each by its name (slidegate.Rules.Named), which it can also edit
@@ -78,8 +78,8 @@
 // first, at most slidegate.KeptEvents (128), numbered by the guard (seq):
 // kind is a slidegate.EventKind, text the event's description
 // (slidegate.Event.String) on one line, cut to 512 bytes, and warn marks a
-// breaker that opened, rules refused, the cluster unhealthy and the
-// resource table full. The dashboard reads the guard's events each sample;
+// breaker that opened, rules refused or unused, the cluster unhealthy and
+// the resource table full. The dashboard reads the guard's events each sample;
 // events beyond the latest 128 between two samples are not seen, and their
 // seq is missing. dropped_events is slidegate.Guard.DroppedEvents: the
 // events the guard's listeners fell too far behind to be told. cluster is
