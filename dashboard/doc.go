@@ -3,13 +3,18 @@
 // embedded, so there is no separate server to run and nothing is loaded from a
 // CDN. The page works offline and under any path prefix.
 //
-// Mount it beside the service's own handlers:
+// Mount it beside the service's guarded handlers, not behind the guard:
 //
 //	d, err := dashboard.New(g) // g is the service's *slidegate.Guard; nil: slidegate.Default()
 //	defer d.Close()
-//	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
+//	root := http.NewServeMux()
+//	root.Handle("/", httpguard.Middleware(g)(mux)) // the service's routes
+//	root.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
 //
-// and open /slidegate/ in a browser. The page lists every resource the guard
+// and open /slidegate/ in a browser. Behind the guard's middleware, its
+// page and API would count as the service's traffic. Its event streams
+// would each be a request in flight for a minute; so a stream there ends
+// its entry in the guard as it starts (see httpguard.Middleware). The page lists every resource the guard
 // keeps statistics for, with its requests allowed, blocked and failed per
 // second (and, tagged "would block", those that rules in shadow would have
 // blocked and let through), its requests in flight, its P50 and P99 response times and the
