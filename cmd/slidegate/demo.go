@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 	"github.com/slidegate/slidegate/redisflow"
@@ -42,19 +43,19 @@ slower, and four times the traffic, more than their workers can serve:
 their adaptive limit comes down and the excess is blocked as overloaded),
 and a recovery. It comes from 2,000 users (the X-User header), one of whom, user-0042, hammers
 the orders at 60 a second, over the per-user limit of 20. A shed rule
-protects the whole service while the CPU (the process's cgroup) is at 90%
-or more, each route keeping its share; where the CPU cannot be read, it
-holds the requests in flight to twice what the service completes at its
-best, a cap on floods.
+protects the whole service while the CPU is at 90% or more, each route
+keeping its share: the CPU this process uses of what its cgroup may use,
+so that other work on the machine does not make the demo shed. Where the
+CPU cannot be read, it holds the requests in flight to twice what the
+service completes at its best, a cap on floods.
 
   --addr ADDR      where to serve the service, the dashboard and /metrics
                    (default 127.0.0.1:8700; 127.0.0.1:0 picks a free port)
   --duration D     stop after D (default: run until Ctrl-C)
   --rules FILE     the rules, YAML or JSON, reloaded when the file changes
                    (default: the demo's own, printed by --print-rules)
-  --cpu SHARE      read the CPU as SHARE, 0 to 1, instead of sampling the
-                   process's cgroup: 0.95 makes the shed rule shed, 0.5
-                   keeps it quiet on a machine that other work keeps busy
+  --cpu SHARE      read the CPU as SHARE, 0 to 1, instead of sampling it:
+                   0.95 makes the shed rule shed, 0.5 keeps it quiet
   --redis ADDR     keep the orders' limits in Redis at ADDR (host:port),
                    shared by every demo that uses it: the demo's QPS rules
                    (100 orders a second; 20 a second and 900 a minute per
@@ -246,8 +247,16 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 		cpuSaid = fmt.Sprintf("The shed rules read the CPU as %.0f%% (--cpu).\n", 100*cpuShare)
 	} else if sampler, err := cpu.NewSampler(); err == nil {
 		defer sampler.Close()
-		opts = append(opts, slidegate.WithCPU(sampler.Usage))
-		cpuSaid = fmt.Sprintf("The shed rules read the CPU from %s (%.1f CPUs).\n", sampler.Source(), sampler.Capacity())
+		if own := newOwnCPU(sampler, processCPUTime); own.sampleAt(clock.System.Now()) == nil {
+			sampling, stopSampling := context.WithCancel(context.Background())
+			defer stopSampling()
+			go own.run(sampling, clock.System)
+			opts = append(opts, slidegate.WithCPU(own.Usage))
+			cpuSaid = fmt.Sprintf("The shed rules read the CPU this process uses of the %.1f CPUs its cgroup may use (%s),\nnot other work's: --cpu 0.95 shows them shedding.\n", sampler.Capacity(), sampler.Source())
+		} else {
+			opts = append(opts, slidegate.WithCPU(sampler.Usage))
+			cpuSaid = fmt.Sprintf("The shed rules read the CPU from %s (%.1f CPUs), other work's too: --cpu 0.5 keeps them quiet.\n", sampler.Source(), sampler.Capacity())
+		}
 	} else {
 		cpuErr = err
 		cpuSaid = fmt.Sprintf("The CPU cannot be read here (%v):\nthe shed rules run with cpu_threshold -1, holding the requests in flight to what the service completes at its best.\n", err)
