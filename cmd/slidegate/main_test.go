@@ -271,3 +271,30 @@ func TestObserveServesMetricsAndTheDashboard(t *testing.T) {
 		t.Fatalf("/slidegate/api/snapshot: %d\n%s", resp.StatusCode, body)
 	}
 }
+
+// A rule on a method and a host without its port ("GET 127.0.0.1") is
+// valid, and never sees httpguard.Transport's calls to a URL with a port
+// ("GET 127.0.0.1:9101"): check notes it, and only it.
+func TestCheckNotesAHostWithoutItsPort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	writeFile(t, path, `flow:
+  - resource: GET /orders
+    limit: 10
+  - resource: GET api.example.com:443
+    limit: 10
+breakers:
+  - resource: GET 127.0.0.1
+    strategy: error_ratio
+    threshold: 0.5
+  - resource: POST [::1]
+    strategy: error_ratio
+    threshold: 0.5
+`)
+	code, out, _ := runCmd("check", path)
+	want := path + `: note: breakers[0] (resource "GET 127.0.0.1"): names a host without a port: the rule sees only calls to URLs without one; httpguard.Transport names a call to http://127.0.0.1:9101 "GET 127.0.0.1:9101"
+` + path + `: note: breakers[1] (resource "POST [::1]"): names a host without a port: the rule sees only calls to URLs without one; httpguard.Transport names a call to http://[::1]:9101 "POST [::1]:9101"
+` + path + ": ok: 2 flow rules, 2 breakers\n"
+	if code != 0 || out != want {
+		t.Fatalf("check: status %d\n%s\nwant status 0 and\n%s", code, out, want)
+	}
+}
