@@ -14,9 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -242,12 +240,14 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	}
 	var cpuSaid string // how the shed rules read the CPU, for the output
 	var cpuErr error
+	var own *ownCPU // what the shed rules read, if it is this process's share
 	if cpuShare >= 0 {
 		opts = append(opts, slidegate.WithCPU(func() float64 { return cpuShare }))
 		cpuSaid = fmt.Sprintf("The shed rules read the CPU as %.0f%% (--cpu).\n", 100*cpuShare)
 	} else if sampler, err := cpu.NewSampler(); err == nil {
 		defer sampler.Close()
-		if own := newOwnCPU(sampler, processCPUTime); own.sampleAt(clock.System.Now()) == nil {
+		if o := newOwnCPU(sampler, processCPUTime); o.sampleAt(clock.System.Now()) == nil {
+			own = o
 			sampling, stopSampling := context.WithCancel(context.Background())
 			defer stopSampling()
 			go own.run(sampling, clock.System)
@@ -302,7 +302,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	// The key of a request is its user: the header stands for an identity
 	// the service has checked, as an API key would be (a public service
 	// would key by what a client cannot choose: httpguard.KeyFromClientIP).
-	mux.Handle("/api/", httpguard.Middleware(g, httpguard.KeyFromHeader(userHeader))(svc.mux()))
+	blocked := newBlockTally()
+	mux.Handle("/api/", httpguard.Middleware(g, httpguard.KeyFromHeader(userHeader), httpguard.WithBlockedHandler(blocked.writeBlocked))(svc.mux()))
 	closeObs, err := observe(mux, g)
 	if err != nil {
 		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
@@ -346,7 +347,10 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	fmt.Fprint(stdout, cpuSaid)
 	fmt.Fprintf(stdout, "The traffic comes from %d users (the %s header); %s also sends %.0f orders a second, %s %.0f.\n",
 		users, userHeader, abusiveUser, heavyUsers[0].rate, busyUser, heavyUsers[1].rate)
-	fmt.Fprintf(stdout, "Requests per second by endpoint (the orders blocked include %s's, over its per-user limit),\nthe 99th percentile of response times over the last 5 to 10 s, and the adaptive limit of the reports:\n", abusiveUser)
+	fmt.Fprintf(stdout, "Each second, by endpoint: the requests that succeeded (ok), were blocked with 429 Too Many Requests\n"+
+		"(a limit the client reached; the orders' include %s's) or 503 Service Unavailable (a breaker\n"+
+		"open, or overloaded), and failed; the 99th percentile of response times over the last 5 to 10 s;\n"+
+		"and the reports' adaptive limit, with the most requests in flight under it in the second:\n", abusiveUser)
 
 	load := newLoad(base)
 	wg.Add(1)
@@ -354,8 +358,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 		defer wg.Done()
 		load.run(ctx, start)
 	}()
-	totals := report(ctx, g, start, stdout)
-	keys := topKeys(g)
+	totals := newReporter(g, start, stdout, own).run(ctx)
 	stopEvents()
 
 	closeObs() // ends the dashboard's event streams, which Shutdown would wait for
@@ -363,9 +366,11 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
 	wg.Wait()
-	fmt.Fprintf(stdout, "stopped after %v: %d requests allowed, %d blocked, %d failed\n",
-		time.Since(start).Round(100*time.Millisecond), totals.Allowed, totals.Blocked(), totals.Failed)
-	fmt.Fprint(stdout, keys)
+	ran := time.Since(start)
+	tooMany, unavailable := blockedByStatus(totals)
+	fmt.Fprintf(stdout, "stopped after %v: %d requests allowed, %d blocked (%d with 429, %d with 503), %d failed\n",
+		ran.Round(100*time.Millisecond), totals.Allowed, totals.Blocked(), tooMany, unavailable, totals.Failed)
+	fmt.Fprint(stdout, keysSummary(g, blocked, ran))
 	if cluster != nil {
 		s := cluster.Stats()
 		fmt.Fprintf(stdout, "cluster (Redis at %s): %d decisions taken to Redis, %d by the fallback, %d instance%s sharing the limits\n",
@@ -527,120 +532,4 @@ func (l *load) get(ctx context.Context, url, user string) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-}
-
-// report prints a line a second, and a line for each shed rule starting or
-// stopping to shed, until ctx ends; it returns the service's totals.
-// Breakers tell their changes themselves (printEvents).
-func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Writer) slidegate.Totals {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	states := map[string]string{}
-	prev := map[string]slidegate.Totals{}
-	for _, ep := range endpoints {
-		prev[ep.resource] = slidegate.Totals{}
-	}
-	lastLine := start
-	watch := func() {
-		var keys []string
-		now := map[string]string{}
-		detail := map[string]string{} // said with a change, not part of the state
-		for _, o := range g.Overload() {
-			if o.Type != slidegate.ShedRule {
-				continue
-			}
-			k := "shed rule " + o.Rule + " on " + o.Resource
-			now[k] = "not shedding"
-			if o.Shedding {
-				now[k] = "shedding"
-			}
-			if o.CPU >= 0 {
-				detail[k] = fmt.Sprintf(" (CPU %.0f%%)", 100*o.CPU)
-			}
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if was, ok := states[k]; ok && was != now[k] {
-				fmt.Fprintf(out, "%s  %s: %s → %s%s\n", stamp(time.Since(start)), k, was, now[k], detail[k])
-			}
-			states[k] = now[k]
-		}
-	}
-	watch()
-	for {
-		select {
-		case <-ctx.Done():
-			return g.InboundStats().Totals
-		case now := <-tick.C:
-			watch()
-			if now.Sub(lastLine) < time.Second {
-				continue
-			}
-			elapsed := now.Sub(lastLine).Seconds()
-			lastLine = now
-			limits := map[string]int64{}
-			for _, o := range g.Overload() {
-				if o.Type == slidegate.AdaptiveRule {
-					limits[o.Resource] = o.Limit
-				}
-			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "%s  %-8s", stamp(now.Sub(start)), phaseAt(now.Sub(start)).name)
-			for _, ep := range endpoints {
-				s, _ := g.Stats(ep.resource)
-				d := delta(s.Totals, prev[ep.resource])
-				prev[ep.resource] = s.Totals
-				rate := func(n int64) float64 { return float64(n) / elapsed }
-				fmt.Fprintf(&b, " | %s %3.0f ok %3.0f blocked %2.0f failed p99 %-5v",
-					strings.TrimPrefix(ep.path, "/api/"), rate(d.Succeeded), rate(d.Blocked()), rate(d.Failed), s.P99.Round(time.Millisecond))
-				if l, ok := limits[ep.resource]; ok {
-					fmt.Fprintf(&b, " limit %-3d", l)
-				}
-			}
-			fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
-		}
-	}
-}
-
-// delta returns the counts in t that were not in prev.
-func delta(t, prev slidegate.Totals) slidegate.Totals {
-	d := slidegate.Totals{Allowed: t.Allowed - prev.Allowed, Succeeded: t.Succeeded - prev.Succeeded, Failed: t.Failed - prev.Failed}
-	for i := range d.BlockedBy {
-		d.BlockedBy[i] = t.BlockedBy[i] - prev.BlockedBy[i]
-	}
-	return d
-}
-
-// stamp formats d as the demo's clock: "  12.3s".
-func stamp(d time.Duration) string { return fmt.Sprintf("%6.1fs", d.Seconds()) }
-
-// topKeys describes, for each resource with per-key rules, the keys its
-// rules track one by one (those over half their limit: Guard.TopKeys), the
-// most blocked first, at most three; or nothing if no rule is per key.
-func topKeys(g *slidegate.Guard) string {
-	var b strings.Builder
-	seen := map[string]bool{}
-	for _, f := range g.Rules().Flow {
-		if !f.PerKey || f.Cluster || (f.Type != "" && f.Type != slidegate.QPSRule) || seen[f.Resource] {
-			continue
-		}
-		seen[f.Resource] = true // the first per-key rule, whose interval the counts cover
-		interval := time.Duration(f.Interval)
-		if interval == 0 {
-			interval = time.Second
-		}
-		keys := g.TopKeys(f.Resource, 3, true)
-		if len(keys) == 0 {
-			fmt.Fprintf(&b, "per-key rules on %s: no key over half its limit\n", f.Resource)
-			continue
-		}
-		fmt.Fprintf(&b, "per-key rules on %s: most blocked key %s (%d requests blocked in this %v and the one before, %d allowed in the last %v)",
-			f.Resource, keys[0].Key, keys[0].Blocked, interval, keys[0].Allowed, interval)
-		for _, k := range keys[1:] {
-			fmt.Fprintf(&b, "; %s (%d blocked, %d allowed)", k.Key, k.Blocked, k.Allowed)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
 }
