@@ -15,18 +15,21 @@ export GOWORK := off
 # routers, OpenTelemetry). The comparison module is tested apart.
 MODULES := $(filter-out benchmarks/compare,$(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path '*/testdata/*' | sort)))
 
-.PHONY: test api-check api fmt vet staticcheck allocs race compare-build modules bench compare
+.PHONY: test api-check api fmt vet staticcheck allocs race compare-build modules pool go-work bench compare
 
-# test runs every step, the core's first, whatever fails before it, and
-# names every step that failed at the end: a failure in one module must not
-# hide the state of the others.
-STEPS := api-check fmt vet staticcheck allocs race compare-build modules
+# test runs every step and names every step that failed at the end: a
+# failure in one must not hide the state of the others. The core's quick
+# checks come first, one after the other; then the core's race tests, the
+# comparison module and the nested modules run as one pool (see pool).
+CHECKS := api-check fmt vet staticcheck allocs
 
-test:
-	@failed=""; for step in $(STEPS); do \
+test: $(GOBIN)/staticcheck
+	@failed=""; for step in $(CHECKS); do \
 		echo "== make $$step"; \
 		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
 	done; \
+	$(MAKE) --no-print-directory pool || failed="$$failed $$(cat .make-failed-jobs)"; \
+	rm -f .make-failed-jobs; \
 	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed"; exit 1; fi; \
 	echo "== make test: every step passed"
 
@@ -54,9 +57,13 @@ staticcheck: $(GOBIN)/staticcheck
 
 # The allocation tests also run without the race detector, under which
 # sync.Pool drops a share of what is put back (and the guard's pooled entries
-# would be counted as allocations); under -race they are skipped.
+# would be counted as allocations); under -race they are skipped. Only the
+# packages that have some are built for it: ALLOC_PACKAGES lists them, in
+# the module of the current directory.
+ALLOC_PACKAGES = for d in $$(go list -f "{{.Dir}}" ./...); do grep -qs "^func Test[A-Za-z]*Allocat" "$$d"/*_test.go && echo "./$$(realpath --relative-to=. "$$d")"; done
+
 allocs:
-	go test -count=1 -run 'Allocat' ./...
+	@p=$$($(ALLOC_PACKAGES)); echo go test -count=1 -run Allocat $$p; go test -count=1 -run Allocat $$p
 
 race:
 	go test -race -count=1 ./...
@@ -68,24 +75,42 @@ compare-build:
 	cd benchmarks/compare && go vet ./... && go test -count=1 ./...
 
 # Each nested module as the core: vet, staticcheck, the allocation tests
-# without the race detector (in the modules that have some), then every
-# test with it; and each must be in go.work. The etcd rule source's tests start Debian's etcd (etcd-server).
-modules: $(GOBIN)/staticcheck
-	@set -e; for m in $(MODULES) benchmarks/compare; do \
+# without the race detector (in the packages that have some), then every
+# test with it. The etcd rule source's tests start Debian's etcd
+# (etcd-server).
+modules: $(GOBIN)/staticcheck go-work
+	@$(MAKE) --no-print-directory pool POOL="$(MODULES)"
+
+# Each module must be in go.work.
+go-work:
+	@for m in $(MODULES) benchmarks/compare; do \
 		grep -qx "	\./$$m" go.work || { echo "go.work lacks ./$$m: run go work use ./$$m"; exit 1; }; \
 	done
-	@rm -f .make-failed-modules; printf '%s\n' $(MODULES) | xargs -P $(JOBS) -I{} sh -c '( $(MODULE_TEST) ) > "{}/.make-test.log" 2>&1; s=$$?; \
-		out=$$(cat "{}/.make-test.log"); rm -f "{}/.make-test.log"; printf "== %s\n%s\n" "{}" "$$out"; \
-		[ $$s -eq 0 ] || echo "{}" >> .make-failed-modules; exit 0'
-	@if [ -s .make-failed-modules ]; then echo "== modules FAILED: $$(sort .make-failed-modules | tr '\n' ' ')"; rm -f .make-failed-modules; exit 1; fi
 
-# The modules are tested JOBS at a time: their tests wait on servers they
-# start (Redis, etcd, a browser) as much as they compute. A module's output
-# is printed whole once it is done.
-JOBS ?= 2
-MODULE_TEST = cd {} && go vet ./... && $(GOBIN)/staticcheck ./... && \
-	{ ! grep -rqs --include=*_test.go "^func Test[A-Za-z]*Allocat" . || go test -count=1 -run Allocat ./...; } && \
-	go test -race -count=1 ./...
+# pool runs the jobs of POOL, JOBS at a time, the longest first: each a
+# step of this Makefile (race, compare-build) or a nested module
+# (MODULE_TEST). Their tests wait on servers they start (Redis, etcd, a
+# browser) and on the clock as much as they compute, and from empty
+# caches one compiles while another tests. A job's output is printed whole
+# once it is done; the jobs that failed are named in .make-failed-jobs.
+# The longest jobs, measured from empty caches: the core's race tests,
+# then the modules whose tests start servers and the comparison module.
+JOBS ?= 3
+SLOW_MODULES := redisflow cmd/slidegate etcdrules dashboard/browsertest
+POOL := race $(filter $(SLOW_MODULES),$(MODULES)) compare-build $(filter-out $(SLOW_MODULES),$(MODULES))
+
+pool: $(GOBIN)/staticcheck go-work
+	@mkdir -p .make-logs; rm -f .make-failed-jobs; printf '%s\n' $(POOL) | xargs -P $(JOBS) -I{} sh -c '\
+		log=".make-logs/$$(echo {} | tr / _).log"; \
+		case {} in race|compare-build) $(MAKE) --no-print-directory {} ;; *) $(MODULE_TEST) ;; esac > "$$log" 2>&1; s=$$?; \
+		printf "== %s\n%s\n" "{}" "$$(cat "$$log")"; rm -f "$$log"; \
+		[ $$s -eq 0 ] || echo "{}" >> .make-failed-jobs; exit 0'
+	@rmdir .make-logs 2>/dev/null || true
+	@if [ -s .make-failed-jobs ]; then echo "== FAILED: $$(sort .make-failed-jobs | tr '\n' ' ')"; exit 1; fi
+
+MODULE_TEST = (cd {} && go vet ./... && $(GOBIN)/staticcheck ./... && \
+	{ p=$$($(ALLOC_PACKAGES)); [ -z "$$p" ] || go test -count=1 -run Allocat $$p; } && \
+	go test -race -count=1 ./...)
 
 # Benchmarks of the library, baselines included, six runs for benchstat.
 bench:

@@ -264,6 +264,9 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	if len(name) > MaxNameLength {
 		name = OtherResource // no rule names it: see MaxNameLength
 	}
+	if now >= g.unusedAt.Load() {
+		g.checkUnused(now)
+	}
 	snap := g.snap.Load()
 	b := snap.by[name]
 	var res *resource

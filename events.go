@@ -40,9 +40,15 @@ const (
 	// idle ones, or counted requests as OtherResource (Event.Evicted,
 	// Event.Overflowed). Told at most once a second.
 	ResourcesFull
+	// RulesUnused: a minute after rules were set, no request had ever
+	// entered the resource of some of them (Event.Changes lists them, each
+	// with Change "unused"). A rule acts only on a resource of its exact
+	// name. Told once for each set of rules, on the first request after
+	// the minute.
+	RulesUnused
 )
 
-var eventKindNames = [...]string{"", "breaker_changed", "rules_changed", "rules_refused", "cluster_changed", "resources_full"}
+var eventKindNames = [...]string{"", "breaker_changed", "rules_changed", "rules_refused", "cluster_changed", "resources_full", "rules_unused"}
 
 // String returns the kind as the dashboard and logs write it
 // ("breaker_changed").
@@ -73,7 +79,8 @@ type Event struct {
 	// Changes are the changes of a RulesChanged event, in the order of the
 	// rules: new and changed rules in the new rules' order, then those
 	// removed; at most MaxEventChanges of them, and MoreChanges counts the
-	// rest.
+	// rest. For a RulesUnused event, they are the rules unused, in rule
+	// order, flow rules first.
 	Changes     []RuleChange
 	MoreChanges int
 	// Err is why the rules of a RulesRefused event were refused: a
@@ -101,7 +108,8 @@ type RuleChange struct {
 	Resource, Rule string
 	// Breaker says the rule is a breaker rule; a flow rule otherwise.
 	Breaker bool
-	// Change is "added", "removed" or "changed".
+	// Change is "added", "removed" or "changed"; "unused" in a
+	// RulesUnused event.
 	Change string
 	// Fields lists, for a rule changed, each field that changed, with its
 	// value before and after: "limit: 100 → 200". Defaults are written
@@ -166,6 +174,17 @@ func (e Event) text() string {
 		}
 	case ResourcesFull:
 		return fmt.Sprintf("no room for new resources: %d idle resources evicted, %d requests counted as %s", e.Evicted, e.Overflowed, OtherResource)
+	case RulesUnused:
+		parts := make([]string, len(e.Changes))
+		for i, c := range e.Changes {
+			parts[i] = c.String()
+		}
+		s := fmt.Sprintf("no request has entered the resource of these rules, set %v ago (a rule acts on the resource of its exact name): %s",
+			unusedAfter, strings.Join(parts, "; "))
+		if e.MoreChanges > 0 {
+			s += fmt.Sprintf("; and %d more rules", e.MoreChanges)
+		}
+		return s
 	}
 	return e.Kind.String()
 }
@@ -175,7 +194,7 @@ func (e Event) level() slog.Level {
 	switch {
 	case e.Kind == BreakerChanged && e.Breaker.To == breaker.Open,
 		e.Kind == ClusterChanged && !e.Cluster.Healthy,
-		e.Kind == ResourcesFull:
+		e.Kind == ResourcesFull, e.Kind == RulesUnused:
 		return slog.LevelWarn
 	case e.Kind == RulesRefused:
 		// SetRules returns the error to its caller, who says where the
@@ -262,7 +281,7 @@ func (e *events) write(ev Event) {
 			c := ev.Breaker.Counts
 			attrs = append(attrs, slog.Int64("requests", c.Requests), slog.Int64("failures", c.Failures), slog.Int64("slow", c.Slow))
 		}
-	case RulesChanged:
+	case RulesChanged, RulesUnused:
 		attrs = append(attrs, slog.Int("changes", len(ev.Changes)+ev.MoreChanges))
 	case ClusterChanged:
 		attrs = append(attrs, slog.Bool("healthy", ev.Cluster.Healthy))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,9 @@ type Guard struct {
 	onTransition func(*breaker.Circuit, breaker.Transition)
 	// keys is what the per-key rules draw from (WithKeyMemory).
 	keys *flow.KeyMemory
+	// unusedAt is when Enter looks for unused rules (unused.go);
+	// math.MaxInt64 when there is nothing to look for.
+	unusedAt atomic.Int64
 }
 
 // An Option customises a Guard.
@@ -269,6 +273,7 @@ func New(opts ...Option) (*Guard, error) {
 	g.inbound = newResource("(inbound)", o.clock)
 	g.inbound.markInbound() // by definition
 	g.snap.Store(&snapshot{by: map[string]*binding{}})
+	g.unusedAt.Store(math.MaxInt64)
 	return g, nil
 }
 
@@ -301,6 +306,7 @@ func (g *Guard) SetRules(rules Rules) error {
 	}
 	g.snap.Store(s)
 	g.resources.unpinAllBut(s.by, rules.refs(), now)
+	g.unusedAt.Store(now + int64(unusedAfter)) // see unused.go
 	return nil
 }
 

@@ -141,7 +141,13 @@ type OverloadStatus struct {
 	// what a shed rule allows while it sheds (twice that while the CPU is
 	// warm, and always without a CPU signal; no cap while it is cool); -1
 	// for a shed rule that has not learnt the service's capacity yet.
-	Limit    int64
+	Limit int64
+	// Cap is the most requests in flight the rule admits now before it
+	// shares them: an adaptive rule's Limit; a shed rule's Limit while it
+	// sheds, twice Limit while the CPU is warm or without a CPU signal,
+	// and -1 (no cap) while the CPU is below half the threshold or Limit
+	// is not learnt yet.
+	Cap      int64
 	InFlight int64
 	// Shedding, for a shed rule, says whether it sheds now: the CPU at or
 	// above its threshold, or within a second of shedding. CPU is the
@@ -175,8 +181,10 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 			if r.CPUThreshold >= 0 && g.cpu != nil {
 				st.CPU = g.cpu()
 			}
+			st.Cap = shedCap(st, r.CPUThreshold)
 		case *adaptiveRule:
 			st.Limit, st.InFlight, st.Baseline, st.CPU = f.a.Limit(), f.a.InFlight(), f.a.Baseline(), -1
+			st.Cap = st.Limit
 		default:
 			continue
 		}

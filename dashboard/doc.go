@@ -4,12 +4,17 @@
 // nothing is loaded from a CDN. The page works offline and under any path
 // prefix.
 //
-// Mount it beside the service's own handlers, outside any middleware that
-// guards them, so that the dashboard's own requests are not resources:
+// Mount it beside the service's guarded handlers, not behind the guard:
 //
 //	d, err := dashboard.New(g) // g is the service's *slidegate.Guard; nil: slidegate.Default()
 //	defer d.Close()
-//	mux.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
+//	root := http.NewServeMux()
+//	root.Handle("/", httpguard.Middleware(g)(mux)) // the service's routes
+//	root.Handle("/slidegate/", http.StripPrefix("/slidegate", d))
+//
+// Behind the guard's middleware, its page and API would count as the
+// service's traffic. An event stream would be a request in flight for a
+// minute, so a stream there ends its entry in the guard as it starts.
 //
 // Then open /slidegate/ in a browser. The page shows these.
 //
@@ -23,7 +28,8 @@
 //   - The busiest and most blocked keys of each resource with per-key
 //     rules.
 //   - A chart per resource over the last minutes.
-//   - The guard's events, newest first, trouble in the warning colour.
+//   - The guard's events, newest first, trouble in the warning colour:
+//     breakers changing state, rules put in force, refused or unused.
 //   - The health of the guard's cluster, if it has one.
 //   - The rules in force, by name, editable if [WithRuleEditing] allows.
 //

@@ -79,6 +79,7 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		d.mu.Unlock()
 	}()
 
+	leaveGuard(w)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -152,4 +153,23 @@ func (d *Dashboard) setWriteDeadline(rc *http.ResponseController) bool {
 func writeAll(w io.Writer, data []byte) bool {
 	_, err := w.Write(data)
 	return err == nil
+}
+
+// leaveGuard ends the guard's entry of a stream's request when middleware
+// that guards it lets it: httpguard.Middleware's writer has a method
+// ExitGuard(), found here through Unwrap. A dashboard mounted behind the
+// middleware would otherwise hold a request in flight, and count as
+// response time, for as long as each stream lasts.
+func leaveGuard(w http.ResponseWriter) {
+	for {
+		if x, ok := w.(interface{ ExitGuard() }); ok {
+			x.ExitGuard()
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
 }

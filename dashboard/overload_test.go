@@ -67,8 +67,8 @@ func TestSnapshotsAndEventsCarryTheOverloadRules(t *testing.T) {
 	s.next(t, "snapshot", &first)
 	// Before anything is learnt: the shed rule has no limit yet.
 	want := []overloadJSON{
-		{Resource: "(inbound)", Rule: "shed", Type: "shed", Limit: -1, CPU: 0},
-		{Resource: "GET /a", Rule: "adaptive", Type: "adaptive", Limit: 50, CPU: -1},
+		{Resource: "(inbound)", Rule: "shed", Type: "shed", Limit: -1, Learnt: -1, CPU: 0},
+		{Resource: "GET /a", Rule: "adaptive", Type: "adaptive", Limit: 50, Learnt: 50, CPU: -1},
 	}
 	if !slices.Equal(first.Overload, want) {
 		t.Errorf("the first snapshot's overload rules:\n%+v, want\n%+v", first.Overload, want)
@@ -90,8 +90,8 @@ func TestSnapshotsAndEventsCarryTheOverloadRules(t *testing.T) {
 	f.step(time.Second)
 
 	want = []overloadJSON{
-		{Resource: "(inbound)", Rule: "shed", Type: "shed", Limit: 4, InFlight: 1, Shedding: true, CPU: 0.9},
-		{Resource: "GET /a", Rule: "adaptive", Type: "adaptive", Limit: adaptiveLimit, InFlight: 1, CPU: -1, Baseline: 0.010},
+		{Resource: "(inbound)", Rule: "shed", Type: "shed", Limit: 4, Learnt: 4, InFlight: 1, Shedding: true, CPU: 0.9},
+		{Resource: "GET /a", Rule: "adaptive", Type: "adaptive", Limit: adaptiveLimit, Learnt: adaptiveLimit, InFlight: 1, CPU: -1, Baseline: 0.010},
 	}
 	var ev eventJSON
 	s.next(t, "sample", &ev)
@@ -104,7 +104,7 @@ func TestSnapshotsAndEventsCarryTheOverloadRules(t *testing.T) {
 
 	// The field names, as the page reads them.
 	o := objectAt(t, rawJSON(t, f.d, "/api/snapshot"), "overload", 1)
-	fields := []string{"baseline", "cpu", "in_flight", "limit", "resource", "rule", "shedding", "type"}
+	fields := []string{"baseline", "cpu", "in_flight", "learnt", "limit", "resource", "rule", "shedding", "type"}
 	if got := keys(t, "an overload rule", o); !slices.Equal(got, fields) {
 		t.Errorf("an overload rule has the fields %q, want %q", got, fields)
 	}

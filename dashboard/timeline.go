@@ -80,7 +80,7 @@ func (d *Dashboard) guardEventOf(e slidegate.Event) guardEventJSON {
 	return guardEventJSON{
 		Seq: e.Seq, Time: d.unix(e.At), Kind: e.Kind.String(),
 		Warn: e.Kind == slidegate.BreakerChanged && e.Breaker.To == breaker.Open ||
-			e.Kind == slidegate.RulesRefused || e.Kind == slidegate.ResourcesFull ||
+			e.Kind == slidegate.RulesRefused || e.Kind == slidegate.ResourcesFull || e.Kind == slidegate.RulesUnused ||
 			e.Kind == slidegate.ClusterChanged && !e.Cluster.Healthy,
 		Text: describe(e.String()),
 	}

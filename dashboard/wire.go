@@ -176,10 +176,14 @@ type overloadJSON struct {
 	Resource string `json:"resource"` // "(inbound)" for a rule on all the inbound traffic
 	Rule     string `json:"rule"`
 	Type     string `json:"type"` // "shed" or "adaptive"
-	// Limit is the most requests in flight the rule allows now: an
-	// adaptive rule's limit, or what a shed rule allows while it sheds; -1
-	// while a shed rule has not learnt it (it allows everything).
+	// Limit is the most requests in flight the rule allows now
+	// (slidegate.OverloadStatus.Cap): an adaptive rule's limit; a shed
+	// rule's bound while it sheds, twice it while the CPU is warm or
+	// without a CPU signal, -1 (no cap) while the CPU is cool. Learnt is
+	// what the rule learnt (OverloadStatus.Limit): a shed rule's bound, -1
+	// until it has one, or an adaptive rule's limit.
 	Limit    int64   `json:"limit"`
+	Learnt   int64   `json:"learnt"`
 	InFlight int64   `json:"in_flight"`
 	Shedding bool    `json:"shedding"` // a shed rule sheds now
 	CPU      float64 `json:"cpu"`      // the CPU usage a shed rule read, 0 to 1; -1: none
@@ -252,7 +256,7 @@ func overloadOf(os []slidegate.OverloadStatus) []overloadJSON {
 		}
 		out[i] = overloadJSON{
 			Resource: o.Resource, Rule: o.Rule, Type: string(o.Type),
-			Limit: o.Limit, InFlight: o.InFlight, Shedding: o.Shedding, CPU: cpu,
+			Limit: o.Cap, Learnt: o.Limit, InFlight: o.InFlight, Shedding: o.Shedding, CPU: cpu,
 			Baseline: seconds(o.Baseline),
 		}
 	}

@@ -14,14 +14,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 	"github.com/slidegate/slidegate/redisflow"
@@ -42,19 +41,19 @@ slower, and four times the traffic, more than their workers can serve:
 their adaptive limit comes down and the excess is blocked as overloaded),
 and a recovery. It comes from 2,000 users (the X-User header), one of whom, user-0042, hammers
 the orders at 60 a second, over the per-user limit of 20. A shed rule
-protects the whole service while the CPU (the process's cgroup) is at 90%
-or more, each route keeping its share; where the CPU cannot be read, it
-holds the requests in flight to twice what the service completes at its
-best, a cap on floods.
+protects the whole service while the CPU is at 90% or more, each route
+keeping its share: the CPU this process uses of what its cgroup may use,
+so that other work on the machine does not make the demo shed. Where the
+CPU cannot be read, it holds the requests in flight to twice what the
+service completes at its best, a cap on floods.
 
   --addr ADDR      where to serve the service, the dashboard and /metrics
                    (default 127.0.0.1:8700; 127.0.0.1:0 picks a free port)
   --duration D     stop after D (default: run until Ctrl-C)
   --rules FILE     the rules, YAML or JSON, reloaded when the file changes
                    (default: the demo's own, printed by --print-rules)
-  --cpu SHARE      read the CPU as SHARE, 0 to 1, instead of sampling the
-                   process's cgroup: 0.95 makes the shed rule shed, 0.5
-                   keeps it quiet on a machine that other work keeps busy
+  --cpu SHARE      read the CPU as SHARE, 0 to 1, instead of sampling it:
+                   0.95 makes the shed rule shed, 0.5 keeps it quiet
   --redis ADDR     keep the orders' limits in Redis at ADDR (host:port),
                    shared by every demo that uses it: the demo's QPS rules
                    (100 orders a second; 20 a second and 900 a minute per
@@ -241,13 +240,23 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	}
 	var cpuSaid string // how the shed rules read the CPU, for the output
 	var cpuErr error
+	var own *ownCPU // what the shed rules read, if it is this process's share
 	if cpuShare >= 0 {
 		opts = append(opts, slidegate.WithCPU(func() float64 { return cpuShare }))
 		cpuSaid = fmt.Sprintf("The shed rules read the CPU as %.0f%% (--cpu).\n", 100*cpuShare)
 	} else if sampler, err := cpu.NewSampler(); err == nil {
 		defer sampler.Close()
-		opts = append(opts, slidegate.WithCPU(sampler.Usage))
-		cpuSaid = fmt.Sprintf("The shed rules read the CPU from %s (%.1f CPUs).\n", sampler.Source(), sampler.Capacity())
+		if o := newOwnCPU(sampler, processCPUTime); o.sampleAt(clock.System.Now()) == nil {
+			own = o
+			sampling, stopSampling := context.WithCancel(context.Background())
+			defer stopSampling()
+			go own.run(sampling, clock.System)
+			opts = append(opts, slidegate.WithCPU(own.Usage))
+			cpuSaid = fmt.Sprintf("The shed rules read the CPU this process uses of the %.1f CPUs its cgroup may use (%s),\nnot other work's: --cpu 0.95 shows them shedding.\n", sampler.Capacity(), sampler.Source())
+		} else {
+			opts = append(opts, slidegate.WithCPU(sampler.Usage))
+			cpuSaid = fmt.Sprintf("The shed rules read the CPU from %s (%.1f CPUs), other work's too: --cpu 0.5 keeps them quiet.\n", sampler.Source(), sampler.Capacity())
+		}
 	} else {
 		cpuErr = err
 		cpuSaid = fmt.Sprintf("The CPU cannot be read here (%v):\nthe shed rules run with cpu_threshold -1, holding the requests in flight to what the service completes at its best.\n", err)
@@ -293,7 +302,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	// The key of a request is its user: the header stands for an identity
 	// the service has checked, as an API key would be (a public service
 	// would key by what a client cannot choose: httpguard.KeyFromClientIP).
-	mux.Handle("/api/", httpguard.Middleware(g, httpguard.KeyFromHeader(userHeader))(svc.mux()))
+	blocked := newBlockTally()
+	mux.Handle("/api/", httpguard.Middleware(g, httpguard.KeyFromHeader(userHeader), httpguard.WithBlockedHandler(blocked.writeBlocked))(svc.mux()))
 	closeObs, err := observe(mux, g)
 	if err != nil {
 		fmt.Fprintf(stderr, "slidegate demo: %v\n", err)
@@ -343,7 +353,10 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	fmt.Fprint(stdout, cpuSaid)
 	fmt.Fprintf(stdout, "The traffic comes from %d users (the %s header); %s also sends %.0f orders a second, %s %.0f.\n",
 		users, userHeader, abusiveUser, heavyUsers[0].rate, busyUser, heavyUsers[1].rate)
-	fmt.Fprintf(stdout, "Requests per second by endpoint (the orders blocked include %s's, over its per-user limit),\nthe 99th percentile of response times over the last 5 to 10 s, and the adaptive limit of the reports:\n", abusiveUser)
+	fmt.Fprintf(stdout, "Each second, by endpoint: the requests that succeeded (ok), were blocked with 429 Too Many Requests\n"+
+		"(a limit the client reached; the orders' include %s's) or 503 Service Unavailable (a breaker\n"+
+		"open, or overloaded), and failed; the 99th percentile of response times over the last 5 to 10 s;\n"+
+		"and the reports' adaptive limit, with the most requests in flight under it in the second:\n", abusiveUser)
 
 	load := newLoad(base)
 	wg.Add(1)
@@ -351,8 +364,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 		defer wg.Done()
 		load.run(ctx, start)
 	}()
-	totals := report(ctx, g, start, stdout)
-	keys := topKeys(g)
+	totals := newReporter(g, start, stdout, own).run(ctx)
 	stopEvents()
 
 	closeObs() // ends the dashboard's event streams, which Shutdown would wait for
@@ -360,9 +372,11 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
 	wg.Wait()
-	fmt.Fprintf(stdout, "stopped after %v: %d requests allowed, %d blocked, %d failed\n",
-		time.Since(start).Round(100*time.Millisecond), totals.Allowed, totals.Blocked(), totals.Failed)
-	fmt.Fprint(stdout, keys)
+	ran := time.Since(start)
+	tooMany, unavailable := blockedByStatus(totals)
+	fmt.Fprintf(stdout, "stopped after %v: %d requests allowed, %d blocked (%d with 429, %d with 503), %d failed\n",
+		ran.Round(100*time.Millisecond), totals.Allowed, totals.Blocked(), tooMany, unavailable, totals.Failed)
+	fmt.Fprint(stdout, keysSummary(g, blocked, ran))
 	if cluster != nil {
 		s := cluster.Stats()
 		fmt.Fprintf(stdout, "cluster (Redis at %s): %d decisions taken to Redis, %d by the fallback, %d instance%s sharing the limits\n",
@@ -524,122 +538,6 @@ func (l *load) get(ctx context.Context, url, user string) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-}
-
-// report prints a line a second, and a line for each shed rule starting or
-// stopping to shed, until ctx ends; it returns the service's totals.
-// Breakers tell their changes themselves (printEvents).
-func report(ctx context.Context, g *slidegate.Guard, start time.Time, out io.Writer) slidegate.Totals {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	states := map[string]string{}
-	prev := map[string]slidegate.Totals{}
-	for _, ep := range endpoints {
-		prev[ep.resource] = slidegate.Totals{}
-	}
-	lastLine := start
-	watch := func() {
-		var keys []string
-		now := map[string]string{}
-		detail := map[string]string{} // said with a change, not part of the state
-		for _, o := range g.Overload() {
-			if o.Type != slidegate.ShedRule {
-				continue
-			}
-			k := "shed rule " + o.Rule + " on " + o.Resource
-			now[k] = "not shedding"
-			if o.Shedding {
-				now[k] = "shedding"
-			}
-			if o.CPU >= 0 {
-				detail[k] = fmt.Sprintf(" (CPU %.0f%%)", 100*o.CPU)
-			}
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if was, ok := states[k]; ok && was != now[k] {
-				fmt.Fprintf(out, "%s  %s: %s → %s%s\n", stamp(time.Since(start)), k, was, now[k], detail[k])
-			}
-			states[k] = now[k]
-		}
-	}
-	watch()
-	for {
-		select {
-		case <-ctx.Done():
-			return g.InboundStats().Totals
-		case now := <-tick.C:
-			watch()
-			if now.Sub(lastLine) < time.Second {
-				continue
-			}
-			elapsed := now.Sub(lastLine).Seconds()
-			lastLine = now
-			limits := map[string]int64{}
-			for _, o := range g.Overload() {
-				if o.Type == slidegate.AdaptiveRule {
-					limits[o.Resource] = o.Limit
-				}
-			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "%s  %-8s", stamp(now.Sub(start)), phaseAt(now.Sub(start)).name)
-			for _, ep := range endpoints {
-				s, _ := g.Stats(ep.resource)
-				d := delta(s.Totals, prev[ep.resource])
-				prev[ep.resource] = s.Totals
-				rate := func(n int64) float64 { return float64(n) / elapsed }
-				fmt.Fprintf(&b, " | %s %3.0f ok %3.0f blocked %2.0f failed p99 %-5v",
-					strings.TrimPrefix(ep.path, "/api/"), rate(d.Succeeded), rate(d.Blocked()), rate(d.Failed), s.P99.Round(time.Millisecond))
-				if l, ok := limits[ep.resource]; ok {
-					fmt.Fprintf(&b, " limit %-3d", l)
-				}
-			}
-			fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
-		}
-	}
-}
-
-// delta returns the counts in t that were not in prev.
-func delta(t, prev slidegate.Totals) slidegate.Totals {
-	d := slidegate.Totals{Allowed: t.Allowed - prev.Allowed, Succeeded: t.Succeeded - prev.Succeeded, Failed: t.Failed - prev.Failed}
-	for i := range d.BlockedBy {
-		d.BlockedBy[i] = t.BlockedBy[i] - prev.BlockedBy[i]
-	}
-	return d
-}
-
-// stamp formats d as the demo's clock: "  12.3s".
-func stamp(d time.Duration) string { return fmt.Sprintf("%6.1fs", d.Seconds()) }
-
-// topKeys describes, for each resource with per-key rules, the keys its
-// rules track one by one (those over half their limit: Guard.TopKeys), the
-// most blocked first, at most three; or nothing if no rule is per key.
-func topKeys(g *slidegate.Guard) string {
-	var b strings.Builder
-	seen := map[string]bool{}
-	for _, f := range g.Rules().Flow {
-		if !f.PerKey || f.Cluster || (f.Type != "" && f.Type != slidegate.QPSRule) || seen[f.Resource] {
-			continue
-		}
-		seen[f.Resource] = true // the first per-key rule, whose interval the counts cover
-		interval := time.Duration(f.Interval)
-		if interval == 0 {
-			interval = time.Second
-		}
-		keys := g.TopKeys(f.Resource, 3, true)
-		if len(keys) == 0 {
-			fmt.Fprintf(&b, "per-key rules on %s: no key over half its limit\n", f.Resource)
-			continue
-		}
-		fmt.Fprintf(&b, "per-key rules on %s: most blocked key %s (%d requests blocked in this %v and the one before, %d allowed in the last %v)",
-			f.Resource, keys[0].Key, keys[0].Blocked, interval, keys[0].Allowed, interval)
-		for _, k := range keys[1:] {
-			fmt.Fprintf(&b, "; %s (%d blocked, %d allowed)", k.Key, k.Blocked, k.Allowed)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
 }
 
 // loadRules puts the rules of the file at path in force in g.

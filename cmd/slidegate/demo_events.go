@@ -29,8 +29,8 @@ const maxChangesShown = 5
 
 // printEvents prints the guard's events as they happen, from now on, a
 // line each, stamped with the time since start: breakers changing state,
-// rules reloaded (and what changed), the cluster's health, the resource
-// table full. Refused rules are not printed: the rules file's follower
+// rules reloaded (and what changed), rules whose resource no request
+// entered, the cluster's health, the resource table full. Refused rules are not printed: the rules file's follower
 // logs them, naming the file. The returned func stops the printing; no line
 // is printed after it returns.
 func printEvents(g *slidegate.Guard, start time.Time, out io.Writer) (stop func()) {
@@ -83,7 +83,7 @@ func eventLine(e slidegate.Event) string {
 			s += fmt.Sprintf("           and %d more\n", more)
 		}
 		return s
-	case slidegate.ClusterChanged, slidegate.ResourcesFull:
+	case slidegate.ClusterChanged, slidegate.ResourcesFull, slidegate.RulesUnused:
 		return e.String() + "\n"
 	}
 	return ""

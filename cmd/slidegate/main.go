@@ -79,8 +79,10 @@ named stdin: rules kept elsewhere are checked through a pipe, as in
 then a line for each file: FILE: N problems, or FILE: ok: N flow rules,
 N breakers, saying how many of the flow rules are shed and adaptive rules
 if any are. A good file's shed rules that read the CPU get a note each: the
-program's guard must read one (slidegate.WithCPU), or refuses them. The
-exit status is 0 when every file is good, 1 when any file
+program's guard must read one (slidegate.WithCPU), or refuses them. So
+does a rule on a method and a host without a port (GET 127.0.0.1): the
+calls httpguard.Transport names with a port (GET 127.0.0.1:9101) never
+enter it. The exit status is 0 when every file is good, 1 when any file
 has a problem or cannot be read, and 2 when check is used wrongly. It fits a
 pre-commit hook, which passes it the files that changed. Names after --
 are files even when they start with -.
@@ -144,6 +146,9 @@ func checkFile(path string, stdout, stderr io.Writer) bool {
 	case err != nil:
 		fmt.Fprintf(stderr, "slidegate: %v\n", err)
 		return false
+	}
+	for _, n := range hostNotes(r) {
+		fmt.Fprintf(stdout, "%s: note: %s\n", path, n)
 	}
 	var shed, adaptive int
 	for i, f := range r.Flow {

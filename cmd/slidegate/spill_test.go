@@ -54,12 +54,35 @@ type simReport struct {
 // maxReportWait, then answer 503. Nothing depends on the machine.
 func simulateDemo(t *testing.T, cpu float64, p *phase, d time.Duration, seed uint64) map[string]float64 {
 	t.Helper()
+	return replayDemo(t, func() float64 { return cpu }, func(time.Duration) *phase { return p }, d, seed).succeeded
+}
+
+// A replay is what replayDemo leaves: each route's requests that succeeded
+// a second after the first 3 s, the guard, with its statistics, and the
+// reports' adaptive limit as each step of the load found it.
+type replay struct {
+	succeeded map[string]float64
+	g         *slidegate.Guard
+	reports   []adaptiveStep
+}
+
+// An adaptiveStep is the reports' adaptive rule at a step of the load.
+type adaptiveStep struct {
+	at                time.Duration
+	limit, inFlight   int64
+	blocked, overload int64 // the reports blocked so far, and of them as overloaded
+}
+
+// replayDemo is simulateDemo with the CPU read from cpu at each decision,
+// and the phase at each time into the replay given by script.
+func replayDemo(t *testing.T, cpu func() float64, script func(time.Duration) *phase, d time.Duration, seed uint64) replay {
+	t.Helper()
 	rules, err := rulefile.Parse("demo_rules.yaml", demoRules)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := clock.NewManual(0)
-	g, err := slidegate.New(slidegate.WithClock(clk), slidegate.WithCPU(func() float64 { return cpu }))
+	g, err := slidegate.New(slidegate.WithClock(clk), slidegate.WithCPU(cpu))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +110,7 @@ func simulateDemo(t *testing.T, cpu float64, p *phase, d time.Duration, seed uin
 		case "GET /api/orders":
 			at(now+span(2*time.Millisecond, 8*time.Millisecond), func(n int64) { finish(res, e, n, nil) })
 		case "GET /api/search":
-			if rng.Float64() < p.slow {
+			if rng.Float64() < script(time.Duration(now)).slow {
 				at(now+span(300*time.Millisecond, 400*time.Millisecond), func(n int64) { finish(res, e, n, nil) })
 			} else {
 				at(now+span(20*time.Millisecond, 80*time.Millisecond), func(n int64) { finish(res, e, n, nil) })
@@ -96,7 +119,7 @@ func simulateDemo(t *testing.T, cpu float64, p *phase, d time.Duration, seed uin
 			at(now+span(5*time.Millisecond, 15*time.Millisecond), func(n int64) { finish(res, e, n, nil) })
 		case "GET /api/reports":
 			rt := reportTime
-			if p.overload {
+			if script(time.Duration(now)).overload {
 				rt = reportTimeOverloaded
 			}
 			r := &simReport{}
@@ -134,27 +157,33 @@ func simulateDemo(t *testing.T, cpu float64, p *phase, d time.Duration, seed uin
 	// sends them.
 	type source struct {
 		res  string
-		rate float64
+		rate func(*phase) float64
 		user func() string
 	}
 	anyone := func() string { return userName(1 + rng.IntN(users)) }
-	sources := []source{
-		{"GET /api/orders", p.orders, anyone},
-		{"GET /api/search", p.search, anyone},
-		{"GET /api/payments", p.payments, anyone},
-		{"GET /api/reports", p.reports, anyone},
+	var sources []source
+	for _, ep := range endpoints {
+		sources = append(sources, source{ep.resource, ep.rate, anyone})
 	}
 	for _, h := range heavyUsers {
-		sources = append(sources, source{"GET /api/orders", h.rate, func() string { return h.user }})
+		sources = append(sources, source{"GET /api/orders", func(*phase) float64 { return h.rate }, func() string { return h.user }})
 	}
+	var steps []adaptiveStep
 	owed := make([]float64, len(sources))
 	var send func(now int64)
 	send = func(now int64) {
 		if now >= int64(d) {
 			return
 		}
+		p := script(time.Duration(now))
+		for _, o := range g.OverloadAt(now) {
+			if o.Type == slidegate.AdaptiveRule && o.Resource == "GET /api/reports" {
+				s, _ := g.StatsAt(now, o.Resource)
+				steps = append(steps, adaptiveStep{time.Duration(now), o.Limit, o.InFlight, s.Totals.Blocked(), s.Totals.BlockedBy[slidegate.Overloaded]})
+			}
+		}
 		for i, s := range sources {
-			owed[i] += s.rate * float64(simTick) / float64(time.Second)
+			owed[i] += s.rate(p) * float64(simTick) / float64(time.Second)
 			for ; owed[i] >= 1; owed[i]-- {
 				if e, err := g.EnterAt(context.Background(), now, s.res, slidegate.WithInbound(), slidegate.WithKey(s.user())); err == nil {
 					serve(s.res, e, now)
@@ -173,7 +202,7 @@ func simulateDemo(t *testing.T, cpu float64, p *phase, d time.Duration, seed uin
 	for res, n := range succeeded {
 		out[res] = float64(n) / (d - warmUp).Seconds()
 	}
-	return out
+	return replay{succeeded: out, g: g, reports: steps}
 }
 
 // The reports' overload does not spill onto the other routes: the shed

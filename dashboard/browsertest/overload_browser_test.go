@@ -73,13 +73,13 @@ func TestBrowserShowsTheOverloadRules(t *testing.T) {
 	}
 	rows := `[...document.querySelectorAll("#overload tbody tr")].map(tr => [...tr.cells].map(td => td.textContent).join("|")).join("\n")`
 	// Nothing learnt yet: the shed rule allows everything.
-	want := "shed|(inbound)|shed|learning|0|30%|idle|–\n" +
-		"adaptive|GET /orders|adaptive|50|0|–|–|–"
+	want := "shed|(inbound)|shed|none|learning|0|30%|idle|–\n" +
+		"adaptive|GET /orders|adaptive|50|–|0|–|–|–"
 	if got := pg.eval(rows); got != want {
 		t.Errorf("the overload rules:\n%s\nwant\n%s", got, want)
 	}
 	head := `[...document.querySelector("#overload thead tr").cells].map(th => th.textContent).join("|")`
-	if got, w := pg.eval(head), "Rule|Resource|Type|Limit|In flight|CPU|Shedding|Baseline"; got != w {
+	if got, w := pg.eval(head), "Rule|Resource|Type|Limit|Learnt|In flight|CPU|Shedding|Baseline"; got != w {
 		t.Errorf("the overload table's columns: %q, want %q", got, w)
 	}
 
@@ -111,12 +111,17 @@ func TestBrowserShowsTheOverloadRules(t *testing.T) {
 	clk.Advance(time.Second)
 	d.Sample()
 	limit := g.Overload()[1].Limit
-	want = "shed|(inbound)|shed|4|1|90%|shedding|–\n" +
-		"adaptive|GET /orders|adaptive|" + strconv.FormatInt(limit, 10) + "|1|–|–|10.0 ms"
+	want = "shed|(inbound)|shed|4|4|1|90%|shedding|–\n" +
+		"adaptive|GET /orders|adaptive|" + strconv.FormatInt(limit, 10) + "|–|1|–|–|10.0 ms"
 	pg.waitUntil("the shed rule's bound", `document.querySelector('#overload tr[data-resource="(inbound)"][data-rule="shed"] td.limit').textContent === "4"`)
 	if got := pg.eval(rows); got != want {
 		t.Errorf("the overload rules, learnt:\n%s\nwant\n%s", got, want)
 	}
+	// Warm: the shed rule allows twice its bound.
+	cpu.set(0.6)
+	clk.Advance(time.Second)
+	d.Sample()
+	pg.waitUntil("the shed rule's cap while the CPU is warm", `document.querySelector('#overload tr[data-resource="(inbound)"][data-rule="shed"] td.limit').textContent === "8"`)
 	usesNoOldWords(t, pg.eval)
 
 	// Without overload rules the panel goes.

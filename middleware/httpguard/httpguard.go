@@ -239,6 +239,14 @@ const UnknownRoute = adapter.UnknownRoute
 // counts as one ([WithIsError], 5xx by default), or if next panicked. A
 // handler that writes nothing has written 200. After a panic, the request
 // exits the guard and the panic goes on.
+//
+// A handler that holds its request open, such as an event stream, is a
+// request in flight all along, and its whole life is response time. Serve
+// such handlers beside the guarded mux, not behind it. Or end the entry
+// early: the ResponseWriter that Middleware gives next has a method
+// ExitGuard(), which exits the entry with the status written so far. Find
+// it with an interface assertion, through Unwrap if other middleware wraps
+// the writer. Package dashboard's event streams call it.
 func Middleware(g *slidegate.Guard, opts ...Option) func(http.Handler) http.Handler {
 	if g == nil {
 		g = slidegate.Default()
@@ -298,7 +306,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// One allocation: the recorder, and the body that times the reads.
-	x := &exchange{recorder: recorder{ResponseWriter: w, e: e}}
+	x := &exchange{recorder: recorder{ResponseWriter: w, e: e, isError: h.o.isError}}
 	rw := &x.recorder
 	if r.Body != nil && r.Body != http.NoBody {
 		x.body = pause.Body{ReadCloser: r.Body, E: e}
@@ -386,8 +394,23 @@ type exchange struct {
 // own Flush and Hijack methods, for handlers that assert them.
 type recorder struct {
 	http.ResponseWriter
-	code int
-	e    slidegate.Entry // the zero Entry, for Transport's: nothing to pause
+	code    int
+	e       slidegate.Entry       // the zero Entry, for Transport's: nothing to pause
+	isError func(status int) bool // WithIsError's, for ExitGuard
+}
+
+// ExitGuard exits the request's entry now, as Middleware does when the
+// handler returns, with the status written so far (200 if none). It is
+// for handlers that hold a request open for long, such as event streams:
+// the guard then counts them neither in flight nor in response times.
+// Middleware exits no entry twice. Call it from the handler's goroutine,
+// with no read of the body under way.
+func (rw *recorder) ExitGuard() {
+	if rw.isError != nil && rw.isError(rw.status()) {
+		rw.e.Exit(&StatusError{Status: rw.status()})
+		return
+	}
+	rw.e.Exit(nil)
 }
 
 func (rw *recorder) status() int {
