@@ -149,7 +149,7 @@ func FuzzAnyReplyIsSafe(f *testing.F) {
 		defer c.Close()
 		l := limiter(t, c, "fuzz", 100, time.Second)
 		fr.answer("limit", once(string(reply)))
-		st := measureStalls(t) // a loaded machine may leave the process waiting for a core past the deadline
+		st := measureStalls(t)                                       // a loaded machine may leave the process waiting for a core past the deadline
 		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond) // a reply cut short is waited for this long
 		start := time.Now()
 		d := l.Allow(ctx)
