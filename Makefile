@@ -46,10 +46,13 @@ api:
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# go vet builds what it checks as the race tests do (-race): from empty
-# caches every package is then compiled once for both, not twice. Only the
-# allocation tests, and the comparison module, build without the race
-# detector.
+# go vet and staticcheck build what they check as the race tests do
+# (-race; staticcheck through GOFLAGS, which the go command it asks for
+# packages reads): from empty caches every package is then compiled once,
+# not once for the checks and again for the tests. Only the allocation
+# tests and the comparison module build without the race detector.
+RACE_GOFLAGS := $(strip $(shell go env GOFLAGS) -race)
+
 vet:
 	go vet -race ./...
 
@@ -57,7 +60,7 @@ $(GOBIN)/staticcheck:
 	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 staticcheck: $(GOBIN)/staticcheck
-	$(GOBIN)/staticcheck ./...
+	GOFLAGS="$(RACE_GOFLAGS)" $(GOBIN)/staticcheck ./...
 
 # The allocation tests also run without the race detector, under which
 # sync.Pool drops a share of what is put back (and the guard's pooled entries
@@ -113,7 +116,7 @@ pool: $(GOBIN)/staticcheck go-work
 	@rmdir .make-logs 2>/dev/null || true
 	@if [ -s .make-failed-jobs ]; then echo "== FAILED: $$(sort .make-failed-jobs | tr '\n' ' ')"; exit 1; fi
 
-MODULE_TEST = (cd {} && go vet -race ./... && $(GOBIN)/staticcheck ./... && \
+MODULE_TEST = (cd {} && go vet -race ./... && GOFLAGS="$(RACE_GOFLAGS)" $(GOBIN)/staticcheck ./... && \
 	{ p=$$($(ALLOC_PACKAGES)); [ -z "$$p" ] || go test -count=1 -run Allocat $$p; } && \
 	go test -race -count=1 ./...)
 

@@ -41,10 +41,10 @@ const (
 	// Event.Overflowed). Told at most once a second.
 	ResourcesFull
 	// RulesUnused: a minute after rules were set, no request had ever
-	// entered the resource of some of them (Event.Changes lists them, each
-	// with Change "unused"). A rule acts only on a resource of its exact
-	// name. Told once for each set of rules, on the first request after
-	// the minute.
+	// entered the resource of some of them. [Event.Changes] lists them,
+	// each with Change "unused". A rule acts only on a resource of its
+	// exact name. Told once for each set of rules, on the first request
+	// after the minute.
 	RulesUnused
 )
 

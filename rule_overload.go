@@ -142,11 +142,11 @@ type OverloadStatus struct {
 	// warm, and always without a CPU signal; no cap while it is cool); -1
 	// for a shed rule that has not learnt the service's capacity yet.
 	Limit int64
-	// Cap is the most requests in flight the rule admits now before it
-	// shares them: an adaptive rule's Limit; a shed rule's Limit while it
-	// sheds, twice Limit while the CPU is warm or without a CPU signal,
-	// and -1 (no cap) while the CPU is below half the threshold or Limit
-	// is not learnt yet.
+	// Cap is the most requests in flight the rule admits now, before it
+	// shares them. For an adaptive rule it is Limit. A shed rule admits
+	// Limit while it sheds, and twice Limit while the CPU is warm or
+	// unread. Cap is -1 (no cap) while the CPU is below half the
+	// threshold, or before Limit is learnt.
 	Cap      int64
 	InFlight int64
 	// Shedding, for a shed rule, says whether it sheds now: the CPU at or

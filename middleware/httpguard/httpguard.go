@@ -241,12 +241,13 @@ const UnknownRoute = adapter.UnknownRoute
 // exits the guard and the panic goes on.
 //
 // A handler that holds its request open, such as an event stream, is a
-// request in flight all along, and its whole life is response time. Serve
-// such handlers beside the guarded mux, not behind it. Or end the entry
-// early: the ResponseWriter that Middleware gives next has a method
-// ExitGuard(), which exits the entry with the status written so far. Find
-// it with an interface assertion, through Unwrap if other middleware wraps
-// the writer. Package dashboard's event streams call it.
+// request in flight all along, and its whole life is response time.
+// Serve such handlers beside the guarded mux, not behind it. Or end the
+// entry early: the ResponseWriter that Middleware gives next has a method
+// ExitGuard(). It exits the entry with the status written so far. Find it
+// with an interface assertion, through Unwrap if other middleware wraps
+// the writer. The event streams of [github.com/slidegate/slidegate/dashboard]
+// call it.
 func Middleware(g *slidegate.Guard, opts ...Option) func(http.Handler) http.Handler {
 	if g == nil {
 		g = slidegate.Default()
