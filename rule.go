@@ -61,7 +61,7 @@ type hold struct {
 	// (IsOverloaded): set by Exit for every hold before release.
 	overloaded bool
 	shadow     bool // the rule that holds it is in shadow
-	_          [256 - 232]byte
+	_          [256 - 224]byte
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/flowlimits"
@@ -273,7 +274,8 @@ func (a *Adaptive) AcquireAt(now int64, p *Permit, key string) Decision {
 	if cur := a.fair.inflight.Load(); cur > a.peak.Load() {
 		storeMax(&a.peak, cur)
 	}
-	p.fill(a, 1, taken{start: now, lane: pk.lane})
+	p.start, p.lane = now, pk.lane
+	p.fill(byAdaptive, unsafe.Pointer(a), 1)
 	return allowed
 }
 
@@ -292,8 +294,8 @@ func storeMax(v *atomic.Int64, x int64) {
 // admitted (a clock that went back). FailedOverloaded, it is a signal to
 // back off, its response time no sample. Failed or Ignored, it only leaves
 // the requests in flight.
-func (a *Adaptive) done(_ int64, of taken, now int64, timed bool, o Outcome) {
-	a.fair.leave(of.lane)
+func (a *Adaptive) done(p *Permit, now int64, timed bool, o Outcome) {
+	a.fair.leave(p.lane)
 	if o != Succeeded && o != FailedOverloaded {
 		return
 	}
@@ -306,13 +308,13 @@ func (a *Adaptive) done(_ int64, of taken, now int64, timed bool, o Outcome) {
 		a.closeWindow(now)
 		a.mu.Unlock()
 	}
-	switch rt := now - of.start; {
+	switch rt := now - p.start; {
 	case o == FailedOverloaded:
 		a.overloaded.Add(1)
 	case rt > 0: // a clock that went back gives no sample
 		a.samples.add(rt)
 		if a.drainLimit.Load() > 0 {
-			a.measure(now, of.start, rt)
+			a.measure(now, p.start, rt)
 		}
 	}
 }

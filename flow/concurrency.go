@@ -1,6 +1,9 @@
 package flow
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // A Concurrency limiter allows a request only while fewer than its limit
 // are in flight. Deciding and counting are one compare-and-swap, so no
@@ -60,14 +63,11 @@ func (c *Concurrency) AcquireN(p *Permit, n int64) Decision {
 			return Decision{Reason: ConcurrencyLimited}
 		}
 		if c.inflight.CompareAndSwap(cur, cur+n) {
-			p.fill(c, n, taken{})
+			p.fill(byConcurrency, unsafe.Pointer(c), n)
 			return allowed
 		}
 	}
 }
-
-// done gives back the n places of a permit, whatever the outcome.
-func (c *Concurrency) done(n int64, _ taken, _ int64, _ bool, _ Outcome) { c.inflight.Add(-n) }
 
 // InFlight returns the number of places taken.
 func (c *Concurrency) InFlight() int64 { return c.inflight.Load() }

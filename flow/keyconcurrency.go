@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
@@ -220,13 +221,19 @@ func NewKeyedConcurrency(s KeyedConcurrencySettings) (*KeyedConcurrency, error) 
 	return c, nil
 }
 
-// done gives back the n places of a permit, in the key's entry or the
+// done gives back the n places of permit p, in the key's entry or the
 // sketch.
-func (c *KeyedConcurrency) done(n int64, of taken, _ int64, _ bool, _ Outcome) {
-	if of.pin != nil && of.pin.inflight.Add(-n) >= 0 {
+func (c *KeyedConcurrency) done(p *Permit, n int64) {
+	if p.pin != nil && p.pin.inflight.Add(-n) >= 0 {
 		return
 	}
-	c.add(of.h, -n) // in the sketch, or its entry sealed: moved there
+	c.add(p.h, -n) // in the sketch, or its entry sealed: moved there
+}
+
+// fill makes p hold n places of key (hash h), in entry e or the sketch.
+func (c *KeyedConcurrency) fill(p *Permit, e *pinnedCount, h uint64, n int64) {
+	p.pin, p.h = e, h
+	p.fill(byKeyedConcurrency, unsafe.Pointer(c), n)
 }
 
 // Acquire takes one place for key if its limit allows. See
@@ -278,7 +285,7 @@ func (c *KeyedConcurrency) AcquireN(p *Permit, key string, n int64) Decision {
 			c.add(h, -n)
 			continue
 		}
-		p.fill(c, n, taken{h: h})
+		c.fill(p, nil, h, n)
 		return allowed
 	}
 }
@@ -304,7 +311,7 @@ func (c *KeyedConcurrency) acquirePinned(p *Permit, e *pinnedCount, h uint64, n,
 			return Decision{Reason: ConcurrencyLimited}, true
 		}
 		if e.inflight.CompareAndSwap(cur, cur+n) {
-			p.fill(c, n, taken{pin: e, h: h})
+			c.fill(p, e, h, n)
 			return allowed, true
 		}
 	}

@@ -1,6 +1,9 @@
 package flow
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // An Outcome says how a request that held a [Permit] ended: what the
 // limiter that gave the permit learns from it.
@@ -31,30 +34,44 @@ const (
 // A late Done of its earlier request then ends the new one: finish with a
 // Permit before reusing it.
 type Permit struct {
-	from permitter    // the limiter that filled it; nil for the zero Permit
-	n    atomic.Int64 // the places held; 0 once done
-	of   taken
-}
-
-// taken is what a limiter needs to know of a permit to end it. It is passed
-// by value, so that a Permit on the caller's stack stays there.
-type taken struct {
-	// start and lane are a Shedder's or an Adaptive limit's: when the
-	// request was admitted, and its fair-share lane.
+	_ noCopy
+	// n is the places held, 0 once done: written by the acquisition that
+	// fills the permit, which comes before any Done of it, and swapped for
+	// 0 by the first Done.
+	n int64
+	// from is the limiter that filled the permit, a pointer to the type
+	// kind names, converted back only to that type. An interface would
+	// cost the permit its place on the caller's stack (a pointer passed to
+	// an interface's method escapes), and Done a call that is never
+	// inlined; a field per limiter, four pointer stores per acquisition.
+	from unsafe.Pointer
+	kind permitKind
+	lane uint8 // a Shedder's or an Adaptive limit's: the request's fair-share lane
+	// start is a Shedder's or an Adaptive limit's: when the request was
+	// admitted.
 	start int64
-	lane  uint8
-	// pin and h are a KeyedConcurrency's: the entry of the key's
-	// override (nil for the sketch), and the key's hash.
+	// pin and h are a KeyedConcurrency's: the entry of the key's override
+	// (nil for the sketch), and the key's hash.
 	pin *pinnedCount
 	h   uint64
 }
 
-// A permitter is a limiter that fills Permits.
-type permitter interface {
-	// done ends a permit of n places with outcome o: at time now if timed,
-	// or else at the limiter's clock, read only if it needs it.
-	done(n int64, of taken, now int64, timed bool, o Outcome)
-}
+// A permitKind says which limiter filled a Permit.
+type permitKind uint8
+
+const (
+	byConcurrency permitKind = iota + 1
+	byKeyedConcurrency
+	byShedder
+	byAdaptive
+)
+
+// noCopy makes go vet's copylocks check refuse copies of the struct that
+// holds it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
 
 // Done ends the request with outcome o and gives its places back. A
 // limiter that needs the time reads its clock. Only the first Done or
@@ -66,17 +83,23 @@ func (p *Permit) Done(o Outcome) { p.end(0, false, o) }
 func (p *Permit) DoneAt(now int64, o Outcome) { p.end(now, true, o) }
 
 func (p *Permit) end(now int64, timed bool, o Outcome) {
-	if p.from == nil {
+	n := atomic.SwapInt64(&p.n, 0) // the first swap takes the places
+	if n <= 0 {
 		return
 	}
-	// The filling comes before any Done; the first swap takes the places.
-	if n := p.n.Swap(0); n > 0 {
-		p.from.done(n, p.of, now, timed, o)
+	switch p.kind {
+	case byConcurrency:
+		(*Concurrency)(p.from).inflight.Add(-n)
+	case byKeyedConcurrency:
+		(*KeyedConcurrency)(p.from).done(p, n)
+	case byShedder:
+		(*Shedder)(p.from).done(p, now, timed, o)
+	case byAdaptive:
+		(*Adaptive)(p.from).done(p, now, timed, o)
 	}
 }
 
-// fill makes p hold n places of from, and what ending them needs.
-func (p *Permit) fill(from permitter, n int64, of taken) {
-	p.from, p.of = from, of
-	p.n.Store(n)
+// fill makes p hold n places of limiter from, of the given kind.
+func (p *Permit) fill(kind permitKind, from unsafe.Pointer, n int64) {
+	p.kind, p.from, p.n = kind, from, n
 }

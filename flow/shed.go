@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/flowlimits"
@@ -167,7 +168,8 @@ func (s *Shedder) AcquireAt(now int64, p *Permit, key string) Decision {
 			return Decision{Reason: Overloaded}
 		}
 	}
-	p.fill(s, 1, taken{start: now, lane: pk.lane})
+	p.start, p.lane = now, pk.lane
+	p.fill(byShedder, unsafe.Pointer(s), 1)
 	return allowed
 }
 
@@ -235,15 +237,15 @@ const rtUnit = 100
 // done ends the request of a permit: it leaves the requests in flight and, unless
 // it is Ignored, its response time (now minus when it was admitted, to the
 // nearest tenth of a microsecond, at least that) is counted in the window.
-func (s *Shedder) done(_ int64, of taken, now int64, timed bool, o Outcome) {
-	s.fair.leave(of.lane)
+func (s *Shedder) done(p *Permit, now int64, timed bool, o Outcome) {
+	s.fair.leave(p.lane)
 	if o >= Ignored {
 		return
 	}
 	if !timed {
 		now = s.clock.Now()
 	}
-	s.completed.AddAt(now, max((now-of.start+rtUnit/2)/rtUnit, 1))
+	s.completed.AddAt(now, max((now-p.start+rtUnit/2)/rtUnit, 1))
 }
 
 // InFlight returns the requests admitted and not yet done.
