@@ -21,6 +21,7 @@ var importPaths = map[string]string{
 	"errors":  "errors",
 	"fmt":     "fmt",
 	"http":    "net/http",
+	"json":    "encoding/json",
 	"log":     "log",
 	"netip":   "net/netip",
 	"os":      "os",
@@ -34,7 +35,6 @@ var importPaths = map[string]string{
 	"cpu":       "github.com/slidegate/slidegate/cpu",
 	"dashboard": "github.com/slidegate/slidegate/dashboard",
 	"flow":      "github.com/slidegate/slidegate/flow",
-	"flowsim":   "github.com/slidegate/slidegate/flow/flowsim",
 	"rulefile":  "github.com/slidegate/slidegate/rulefile",
 	"window":    "github.com/slidegate/slidegate/window",
 	"httpguard": "github.com/slidegate/slidegate/middleware/httpguard",
@@ -55,6 +55,7 @@ var importPaths = map[string]string{
 	"grpc":       "google.golang.org/grpc",
 	"metric":     "go.opentelemetry.io/otel/metric",
 	"prometheus": "github.com/prometheus/client_golang/prometheus",
+	"promhttp":   "github.com/prometheus/client_golang/prometheus/promhttp",
 	"redis":      "github.com/redis/go-redis/v9",
 	"sdkmetric":  "go.opentelemetry.io/otel/sdk/metric",
 }
