@@ -352,27 +352,6 @@ func (e *events) full(now, evicted int64, overflowed bool) {
 	e.record(Event{At: now, Kind: ResourcesFull, Evicted: e.evicted.Swap(0), Overflowed: e.overflowed.Swap(0)})
 }
 
-// OnEvent registers f to be told of every event of the guard from now on,
-// in order, on a goroutine of its own that runs only while there are
-// events to tell: f never holds up a request or SetRules. A listener more
-// than EventQueue events behind loses the oldest it has not been told,
-// counted in DroppedEvents. The returned func stops the telling (events
-// queued already are still told); it is safe to call more than once.
-func (g *Guard) OnEvent(f func(Event)) (stop func()) {
-	if f == nil {
-		return func() {}
-	}
-	return g.events.listen(f)
-}
-
-// Events returns the latest events of the guard, at most KeptEvents,
-// oldest first.
-func (g *Guard) Events() []Event { return g.events.latest() }
-
-// DroppedEvents returns how many events listeners (OnEvent) were not told
-// because they fell more than EventQueue events behind.
-func (g *Guard) DroppedEvents() int64 { return g.events.droppedCount() }
-
 // reportRefused records a RulesRefused event for rules that came from
 // source (a file's path, "etcd:/slidegate/rules") and were refused before
 // they reached SetRules, because err (a *RulesError) found problems in

@@ -205,16 +205,6 @@ func (g *Guard) clusterChanged(h ClusterHealth) {
 	g.events.record(Event{At: g.clock.Now(), Kind: ClusterChanged, Cluster: h})
 }
 
-// ClusterHealth returns the health of the guard's Cluster, and false if the
-// guard has none or its Cluster does not report its health.
-func (g *Guard) ClusterHealth() (ClusterHealth, bool) {
-	r, ok := g.cluster.(HealthReporter)
-	if !ok {
-		return ClusterHealth{}, false
-	}
-	return r.Health(), true
-}
-
 // A KeyedCluster is a Cluster that also keeps per-key cluster-wide limits
 // (FlowRule.Cluster with PerKey). A guard whose Cluster is not one refuses
 // such rules.
@@ -309,50 +299,6 @@ func (g *Guard) SetRules(rules Rules) error {
 	g.unusedAt.Store(now + int64(unusedAfter)) // see unused.go
 	return nil
 }
-
-// Clock returns the clock the guard reads: what its ...At methods take the
-// time of, and what a dashboard or a simulation beside it must read too.
-func (g *Guard) Clock() clock.Clock { return g.clock }
-
-// Rules returns a copy of the rules in force.
-func (g *Guard) Rules() Rules { return g.snap.Load().rules.clone() }
-
-// A BreakerStatus is a breaker rule in force and the state of its breaker.
-type BreakerStatus struct {
-	Resource string
-	Rule     string          // its name (Rules.Named): "breaker"
-	Strategy BreakerStrategy // the rule's Strategy
-	// Shadow says the rule is in shadow (BreakerRule.Shadow, Rules.Shadow):
-	// its breaker opens and closes, and blocks nothing.
-	Shadow bool
-	breaker.Stats
-}
-
-// Breakers returns the state of the breaker of every breaker rule in force,
-// in rule order.
-func (g *Guard) Breakers() []BreakerStatus { return g.BreakersAt(g.clock.Now()) }
-
-// BreakersAt is Breakers at time now, in nanoseconds on the guard's clock.
-func (g *Guard) BreakersAt(now int64) []BreakerStatus {
-	s := g.snap.Load()
-	out := make([]BreakerStatus, 0, len(s.breakers))
-	names := s.names().breakers
-	for i, b := range s.breakers {
-		r := s.rules.Breakers[i]
-		out = append(out, BreakerStatus{Resource: r.Resource, Rule: names[i], Strategy: r.Strategy,
-			Shadow: r.Shadow || s.rules.Shadow, Stats: b.b.StatsAt(now)})
-	}
-	return out
-}
-
-// InboundStats returns the statistics of the requests entered with the
-// option WithInbound, over the last 10 seconds: the traffic into the service as
-// a whole.
-func (g *Guard) InboundStats() ResourceStats { return g.InboundStatsAt(g.clock.Now()) }
-
-// InboundStatsAt is InboundStats at time now, in nanoseconds on the guard's
-// clock.
-func (g *Guard) InboundStatsAt(now int64) ResourceStats { return g.inbound.statsAt(now) }
 
 // discard is a slog.Handler that drops everything.
 type discard struct{}
