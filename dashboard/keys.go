@@ -9,6 +9,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
 // The top keys. A resource with per-key rules (slidegate.FlowRule.PerKey)
@@ -33,7 +34,7 @@ const maxKeyedResources = 16
 func keyedResources(rules slidegate.Rules) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, f := range rules.Flow {
-		if !f.PerKey || f.Cluster || (f.Type != "" && f.Type != slidegate.QPSRule) {
+		if !f.PerKey || f.Cluster || !rulekind.Of(string(f.Type)).TopKeys {
 			continue
 		}
 		if _, ok := out[f.Resource]; !ok {

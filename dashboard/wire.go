@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
 // The JSON the API serves. Times are Unix seconds (with milliseconds),
@@ -251,7 +252,7 @@ func overloadOf(os []slidegate.OverloadStatus) []overloadJSON {
 		// a WithCPU at fault: no reading, rather than a frame that cannot
 		// be encoded.
 		cpu := o.CPU
-		if o.Type != slidegate.ShedRule || math.IsNaN(cpu) || math.IsInf(cpu, 0) {
+		if !rulekind.Of(string(o.Type)).Sheds || math.IsNaN(cpu) || math.IsInf(cpu, 0) {
 			cpu = -1
 		}
 		out[i] = overloadJSON{
