@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -18,10 +19,10 @@ type FlowRule struct {
 	Resource string `json:"resource" yaml:"resource"`
 	// Name names the rule in a *BlockError, the metrics' rule label, the
 	// dashboard and events: unique among the rules of its resource, at
-	// most MaxRuleNameLength bytes. Unset, the guard names the rule after
+	// most 64 bytes. Unset, the guard names the rule after
 	// its type (see Rules.Named): "qps", "concurrency", "qps_per_key"…
 	// A reload that changes only a rule's name keeps its counts, though
-	// its event (RulesChanged) tells it as a rule removed and one added:
+	// its event ("rules_changed") tells it as a rule removed and one added:
 	// names tell rules apart. Among rules of a resource with the same
 	// settings, a reload gives each the counts of the rule of its name.
 	Name string `json:"name,omitempty" yaml:"name,omitempty"`
@@ -64,7 +65,7 @@ type FlowRule struct {
 	// service together: its counts are kept in the
 	// guard's Cluster (WithCluster; package redisflow keeps them in
 	// Redis), under the resource's name, the interval and the buckets. A
-	// cluster rule has at most MaxClusterBuckets buckets, each a whole
+	// cluster rule has at most 1,000 buckets, each a whole
 	// number of microseconds wide.
 	Cluster bool `json:"cluster,omitempty" yaml:"cluster,omitempty"`
 	// Lease, for a cluster rule, lets an instance take up to this many
@@ -89,8 +90,8 @@ type FlowRule struct {
 	PerKey bool `json:"per_key,omitempty" yaml:"per_key,omitempty"`
 	// Overrides gives the listed keys of a per-key rule limits of their
 	// own instead of Limit: {"tenant-a": 500, "abuser": 0}. An override
-	// of 0 blocks the key. At most MaxOverrides keys, each at most
-	// MaxKeyLength bytes. A reload that changes only a per-key concurrency
+	// of 0 blocks the key. At most 10,000 keys, each at most
+	// 256 bytes. A reload that changes only a per-key concurrency
 	// rule's or throttle's limit and overrides keeps what every key holds
 	// (its places in flight, its next place), a key gaining or losing an
 	// override too.
@@ -316,8 +317,8 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 		p.add("lease", "only a cluster rule leases permits")
 	}
 	if f.Cluster {
-		if k := f.buckets(); k > MaxClusterBuckets {
-			p.add("buckets", "%d: a cluster rule has at most %d buckets", k, MaxClusterBuckets)
+		if k := f.buckets(); k > bounds.MaxClusterBuckets {
+			p.add("buckets", "%d: a cluster rule has at most %d buckets", k, bounds.MaxClusterBuckets)
 		} else if iv := f.interval(); iv > 0 && iv%(time.Duration(k)*time.Microsecond) != 0 {
 			p.add("interval", "%v does not divide into %d buckets of whole microseconds, as a cluster rule's must", iv, k)
 		}
@@ -409,21 +410,21 @@ func (f FlowRule) checkKeys(p *problems) {
 			p.add(x.field, "a per-key rule has no warm-up, does not borrow or lease and does not limit by another resource")
 		}
 	}
-	if len(f.Overrides) > MaxOverrides {
-		p.add("overrides", "%d keys: a rule has at most %d overrides", len(f.Overrides), MaxOverrides)
+	if len(f.Overrides) > bounds.MaxOverrides {
+		p.add("overrides", "%d keys: a rule has at most %d overrides", len(f.Overrides), bounds.MaxOverrides)
 		return
 	}
 	var bad []string // in key order, once found: most rules have none
 	for key, n := range f.Overrides {
-		if len(key) > MaxKeyLength || n < 0 || n > flow.MaxLimit {
+		if len(key) > bounds.MaxKeyLength || n < 0 || n > flow.MaxLimit {
 			bad = append(bad, key)
 		}
 	}
 	slices.Sort(bad)
 	for _, key := range bad {
 		switch n := f.Overrides[key]; {
-		case len(key) > MaxKeyLength:
-			p.add("overrides", "a key of %d bytes: keys are at most %d bytes long", len(key), MaxKeyLength)
+		case len(key) > bounds.MaxKeyLength:
+			p.add("overrides", "a key of %d bytes: keys are at most %d bytes long", len(key), bounds.MaxKeyLength)
 		default:
 			p.add("overrides", "%q: %d must be between 0 and %d", key, n, int64(flow.MaxLimit))
 		}

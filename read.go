@@ -21,8 +21,8 @@ import (
 // (see WithMaxResources) starts again from zero if it comes back.
 type Totals struct {
 	Allowed, Succeeded, Failed int64
-	// BlockedBy counts the blocked requests by reason: BlockedBy[RateLimited],
-	// BlockedBy[BreakerOpen], ... (BlockedBy[0] is unused).
+	// BlockedBy counts the blocked requests by reason: BlockedBy[flow.RateLimited],
+	// BlockedBy[flow.BreakerOpen], ... (BlockedBy[0] is unused).
 	BlockedBy [numReasons]int64
 	// WouldBlockBy counts, by reason, the requests that a shadow rule
 	// (FlowRule.Shadow, BreakerRule.Shadow, Rules.Shadow) would have
@@ -244,9 +244,6 @@ func (g *Guard) ClusterHealth() (ClusterHealth, bool) {
 	return r.Health(), true
 }
 
-// KeyStat is what TopKeys says of one key: flow.KeyStat.
-type KeyStat = flow.KeyStat
-
 // TopKeys returns the keys busiest under the per-key QPS rules of the
 // resource called name (its first such rule's window), at most n of them,
 // busiest first: by allowed requests, or by blocked ones if byBlocked.
@@ -254,12 +251,12 @@ type KeyStat = flow.KeyStat
 // rest are counted together (see flow.KeyedQPS), so what TopKeys shows is
 // bounded however many keys there are. It returns nil for a resource
 // without local per-key QPS rules.
-func (g *Guard) TopKeys(name string, n int, byBlocked bool) []KeyStat {
+func (g *Guard) TopKeys(name string, n int, byBlocked bool) []flow.KeyStat {
 	return g.TopKeysAt(g.clock.Now(), name, n, byBlocked)
 }
 
 // TopKeysAt is TopKeys at time now, in nanoseconds on the guard's clock.
-func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeyStat {
+func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []flow.KeyStat {
 	b := g.snap.Load().by[name]
 	if b == nil {
 		return nil
@@ -340,7 +337,7 @@ type overloadRule interface {
 // OnEvent registers f to be told of every event of the guard from now on,
 // in order, on a goroutine of its own that runs only while there are
 // events to tell: f never holds up a request or SetRules. A listener more
-// than EventQueue events behind loses the oldest it has not been told,
+// than 256 events behind loses the oldest it has not been told,
 // counted in DroppedEvents. The returned func stops the telling (events
 // queued already are still told); it is safe to call more than once.
 func (g *Guard) OnEvent(f func(Event)) (stop func()) {
@@ -350,12 +347,12 @@ func (g *Guard) OnEvent(f func(Event)) (stop func()) {
 	return g.events.listen(f)
 }
 
-// Events returns the latest events of the guard, at most KeptEvents,
+// Events returns the latest events of the guard, at most 128,
 // oldest first.
 func (g *Guard) Events() []Event { return g.events.latest() }
 
 // DroppedEvents returns how many events listeners (OnEvent) were not told
-// because they fell more than EventQueue events behind.
+// because they fell more than 256 events behind.
 func (g *Guard) DroppedEvents() int64 { return g.events.droppedCount() }
 
 // KeyMemory returns the bytes the guard's per-key rules hold now, and the

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/window"
 )
@@ -22,11 +23,6 @@ const (
 
 // The events a resource counts in each bucket.
 var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Succeeded, window.Failed, window.RT)
-
-// DefaultMaxResources is how many resources a guard keeps statistics for
-// unless WithMaxResources says otherwise. Each takes about ResourceBytes,
-// so the default bounds them at about 7 MiB.
-const DefaultMaxResources = 4096
 
 // ResourceBytes bounds the memory a resource takes, rules aside, while one core
 // at a time uses it and its response times fall within one power of two of
@@ -51,16 +47,8 @@ const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of
 // resources it has no room for (see WithMaxResources), and of names longer
-// than MaxNameLength.
+// than 256.
 const OtherResource = "(other)"
-
-// MaxNameLength is the longest resource name, in bytes, that a guard keeps
-// statistics under. Rules naming a longer one are invalid; a request entered
-// under one is counted as OtherResource. Names are label values in metrics
-// and rows in the dashboard, and a name built from a client's input (a
-// method, a path) could otherwise be as long as a request header: the bound
-// keeps what one resource costs, name included, near ResourceBytes.
-const MaxNameLength = 256
 
 // A resource is a name and its statistics.
 type resource struct {
@@ -104,7 +92,7 @@ func (r *resource) allow(now, n int64) {
 }
 
 // block counts n requests blocked at time now for reason.
-func (r *resource) block(now int64, reason Reason, n int64) {
+func (r *resource) block(now int64, reason flow.Reason, n int64) {
 	r.stats.AddAt(now, window.Blocked, n)
 	if !casTotal(&r.blockedHere().by[reason%numReasons], n) {
 		r.contended()
@@ -113,7 +101,7 @@ func (r *resource) block(now int64, reason Reason, n int64) {
 
 // wouldBlock counts n requests that a shadow rule would have blocked for
 // reason, and let through.
-func (r *resource) wouldBlock(reason Reason, n int64) {
+func (r *resource) wouldBlock(reason flow.Reason, n int64) {
 	if !casTotal(&r.blockedHere().wouldBy[reason%numReasons], n) {
 		r.contended()
 	}
@@ -260,7 +248,7 @@ func newResourceTable(max int, c clock.Clock) *resourceTable {
 
 // get returns the resource called name, making it if there is room.
 func (t *resourceTable) get(name string, now int64) *resource {
-	if name == OtherResource { // Enter maps names over MaxNameLength here too
+	if name == OtherResource { // Enter maps names over 256 here too
 		t.other.touch(now)
 		return t.other
 	}

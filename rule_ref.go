@@ -25,7 +25,7 @@ func (r *refRule) admit(_ context.Context, e *entry, now int64, _ *hold) flow.De
 	if r.allowed.SumAt(now, window.Allowed)+e.count <= r.limit {
 		return flow.Decision{Allowed: true}
 	}
-	return flow.Decision{Reason: RefLimited}
+	return flow.Decision{Reason: flow.RefLimited}
 }
 
 // buildRef makes the rule of a QPS rule on another resource, without that

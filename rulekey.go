@@ -15,7 +15,7 @@ import (
 // appends per field, so that a reload of tens of thousands of rules costs
 // milliseconds; TestRuleKeysCoverEveryField holds every field to it.
 //
-// A per-key rule's overrides (up to MaxOverrides of them) are written as
+// A per-key rule's overrides (up to 10,000 of them) are written as
 // their number and a sum of their entries' seeded hashes, which does not
 // depend on the map's order: equal overrides give equal keys, and unequal
 // ones almost always unequal keys, which sameOverrides then tells apart

@@ -30,13 +30,6 @@ type Rules struct {
 // it, and no rule reads it as its RefResource.
 const InboundResource = "(inbound)"
 
-// MaxOverrides is the most keys a per-key rule lists in its Overrides.
-const MaxOverrides = 10000
-
-// MaxClusterBuckets is the most buckets a cluster rule (FlowRule.Cluster)
-// divides its interval into: a cluster reads them at every decision.
-const MaxClusterBuckets = 1000
-
 // A Duration is a time.Duration that is written as "500ms" or "1m30s" in
 // JSON, YAML and text.
 type Duration time.Duration

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
@@ -191,8 +192,8 @@ func (p *problems) name(field, name string, required bool) {
 		}
 	case name == OtherResource:
 		p.add(field, "%q is the name of the resources the guard has no room for, not one a rule can name", name)
-	case len(name) > MaxNameLength:
-		p.add(field, "%d bytes: a resource's name is at most %d bytes long", len(name), MaxNameLength)
+	case len(name) > bounds.MaxNameLength:
+		p.add(field, "%d bytes: a resource's name is at most %d bytes long", len(name), bounds.MaxNameLength)
 	}
 }
 
