@@ -5,10 +5,6 @@ import (
 	"maps"
 	"slices"
 	"sync/atomic"
-	"time"
-
-	"github.com/slidegate/slidegate/breaker"
-	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // A snapshot is a guard's rules, each bound to the rule value that enforces
@@ -61,104 +57,6 @@ type check struct {
 	rule   rule
 }
 
-// normal returns the rule with the defaults it leaves out written out: the
-// type, a QPS rule's or a throttle's interval, a QPS rule's buckets, a
-// warm-up's cold factor.
-func (f FlowRule) normal() FlowRule {
-	// Enforced or in shadow, a rule keeps its enforcer and its counts: a
-	// rule tried in shadow is then enforced from what it has counted.
-	f.Shadow = false
-	f.Name = "" // nor does a rule renamed lose its counts
-	f.Type = f.flowType()
-	switch f.Type {
-	case ConcurrencyRule:
-	case AdaptiveRule:
-		f.Algorithm = f.adaptiveSettings().Algorithm.String()
-		def := func(v *int64, d int64) {
-			if *v == 0 {
-				*v = d
-			}
-		}
-		def(&f.Limit, flowlimits.DefaultAdaptiveInitialLimit)
-		def(&f.MinLimit, flowlimits.DefaultAdaptiveMinLimit)
-		def(&f.MaxLimit, flowlimits.DefaultAdaptiveMaxLimit)
-		if f.Tolerance == 0 {
-			f.Tolerance = flowlimits.DefaultAdaptiveTolerance
-		}
-		f.Share = f.share()
-	case ShedRule:
-		f.Interval, f.Buckets = Duration(f.interval()), f.buckets()
-		if f.CPUThreshold == 0 {
-			f.CPUThreshold = flowlimits.DefaultShedCPUThreshold
-		}
-		f.Share = f.share()
-	default:
-		f.Interval = Duration(f.interval())
-	}
-	if f.Type == QPSRule {
-		f.Buckets = f.buckets()
-	}
-	if f.WarmUp > 0 && f.ColdFactor == 0 {
-		f.ColdFactor = flowlimits.DefaultColdFactor
-	}
-	return f
-}
-
-// normal returns the rule with the defaults of its breaker written out
-// (breaker's Default constants): the window, the minimum volume, and an
-// adaptive breaker's K, protection and block policy or a circuit's open
-// timeout, backoff and probes.
-func (b BreakerRule) normal() BreakerRule {
-	b.Shadow = false // as for a flow rule: the breaker keeps its state
-	b.Name = ""
-	b.MinRequests = cloned(b.MinRequests)
-	if b.Interval == 0 {
-		b.Interval = Duration(breaker.DefaultInterval)
-	}
-	if b.Strategy == AdaptiveBreaker {
-		if b.Buckets == 0 {
-			b.Buckets = breaker.DefaultAdaptiveBuckets
-		}
-		if b.MinRequests == nil {
-			b.MinRequests = new(int64)
-		}
-		if b.K == 0 {
-			b.K = breaker.DefaultK
-		}
-		if b.Protection == nil {
-			n := int64(breaker.DefaultProtection)
-			b.Protection = &n
-		}
-		if b.BlockPolicy == "" {
-			b.BlockPolicy = "count_blocks_while_failing"
-		}
-		return b
-	}
-	if b.Buckets == 0 {
-		b.Buckets = breaker.DefaultCircuitBuckets
-	}
-	if b.MinRequests == nil {
-		n := int64(breaker.DefaultMinRequests)
-		if b.Strategy == ConsecutiveFailuresBreaker {
-			n = 0
-		}
-		b.MinRequests = &n
-	}
-	if b.OpenTimeout == 0 {
-		b.OpenTimeout = Duration(breaker.DefaultOpenTimeout)
-	}
-	if b.MaxOpenTimeout == 0 {
-		b.MaxOpenTimeout = b.OpenTimeout
-	}
-	if b.Probes == 0 {
-		b.Probes = breaker.DefaultProbes
-	}
-	if b.ProbeTimeout == 0 {
-		b.ProbeTimeout = b.OpenTimeout
-	}
-	return b
-}
-
 // compile builds the rules' enforcers, reusing those of the rules in force
 // in prev, and binds them to their resources, making those; rules must have
 // passed Validate. If a rule cannot be built, compile returns every problem
@@ -172,142 +70,203 @@ func (b BreakerRule) normal() BreakerRule {
 // its limits, if it can (resizer, keyResizer; rules of one shape are
 // paired in their order). Every other rule starts afresh.
 func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
-	s := &snapshot{
+	c := &compiling{g: g, rules: rules, prev: prev, s: &snapshot{
 		rules:    rules,
 		by:       map[string]*binding{},
 		flows:    make([]rule, len(rules.Flow)),
 		breakers: make([]*breakerRule, len(rules.Breakers)),
+	}}
+	c.flowNames, c.breakerNames = rules.ownNames()
+	c.prevFlowNames, c.prevBreakerNames = prev.rules.ownNames()
+	for _, step := range []func(){c.breakers, c.sameFlows, c.keyGroups, c.resizedFlows, c.newFlows} {
+		step()
 	}
-	var ps []Problem
+	if len(c.ps) > 0 {
+		return nil, &RulesError{Problems: c.ps}
+	}
+	c.bind()
+	if err := c.setLimits(); err != nil {
+		return nil, err
+	}
+	return c.s, nil
+}
 
-	// Build: take over the enforcers of the same rules in force, each
-	// rule with a name of its own preferring the one of its name.
-	flowNames, breakerNames := rules.ownNames()
-	prevFlowNames, prevBreakerNames := prev.rules.ownNames()
-	var buf []byte
-	keys := make([]string, len(rules.Breakers))
-	for i := range rules.Breakers {
-		keys[i] = breakerKey(&rules.Breakers[i], &buf)
+// compiling is a compile under way: the snapshot it makes, and the
+// problems it has found.
+type compiling struct {
+	g     *Guard
+	rules Rules
+	prev  *snapshot
+	s     *snapshot
+	ps    []Problem
+	buf   []byte // a rule's key, written
+
+	// The names the rules have of their own, new and in force.
+	flowNames, breakerNames, prevFlowNames, prevBreakerNames []string
+
+	same      *reuse[rule] // the enforcers of the flow rules in force, by key
+	groups    []*keyGroup  // the per-key QPS rules, by resource
+	regrouped []*keyGroup  // the groups that keep their enforcer
+	resized   []limited    // the enforcers that take new limits, with the rules they had
+	resizedAt []int        // and the rules they enforce
+}
+
+// A limited is an enforcer of the rules in force that takes the limits of
+// a new rule.
+type limited struct {
+	rule rule
+	was  int // the rule it enforces in force, whose limits to put back
+}
+
+// problem notes that flow rule i (or breaker rule i) cannot be built.
+func (c *compiling) problem(breakers bool, i int, field string, err error) {
+	p := Problem{Field: field, Reason: err.Error()}
+	if breakers {
+		p.Rule, p.Resource = ruleAt("breakers", i), c.rules.Breakers[i].Resource
+	} else {
+		p.Rule, p.Resource = ruleAt("flow", i), c.rules.Flow[i].Resource
 	}
-	prevKeys := make([]string, len(prev.rules.Breakers))
-	for i := range prev.rules.Breakers {
-		prevKeys[i] = breakerKey(&prev.rules.Breakers[i], &buf)
+	c.ps = append(c.ps, p)
+}
+
+// breakers takes over the breakers of the same rules in force, each rule
+// with a name of its own preferring the one of its name, and builds the
+// others.
+func (c *compiling) breakers() {
+	keys := make([]string, len(c.rules.Breakers))
+	for i := range c.rules.Breakers {
+		keys[i] = breakerKey(&c.rules.Breakers[i], &c.buf)
 	}
-	oldBreakers, kept := takeOnce(prevKeys, prev.breakers, prevBreakerNames).takeAll(keys, breakerNames, nil)
-	for i, r := range rules.Breakers {
+	prevKeys := make([]string, len(c.prev.rules.Breakers))
+	for i := range c.prev.rules.Breakers {
+		prevKeys[i] = breakerKey(&c.prev.rules.Breakers[i], &c.buf)
+	}
+	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
+	for i, r := range c.rules.Breakers {
 		if kept[i] {
-			s.breakers[i] = oldBreakers[i]
+			c.s.breakers[i] = old[i]
 			continue
 		}
-		b, err := buildBreaker(r, g.clock, g.onTransition)
+		b, err := buildBreaker(r, c.g.clock, c.g.onTransition)
 		if err != nil {
-			ps = append(ps, Problem{Rule: ruleAt("breakers", i), Resource: r.Resource, Reason: err.Error()})
+			c.problem(true, i, "", err)
 			continue
 		}
-		s.breakers[i] = b
+		c.s.breakers[i] = b
 	}
-	keys = make([]string, len(rules.Flow))
-	for i := range rules.Flow {
-		if !rules.Flow[i].keyedTogether() {
-			keys[i] = flowKey(&rules.Flow[i], &buf)
+}
+
+// sameFlows takes over the enforcers of the flow rules in force that the
+// new rules repeat, but the per-key QPS rules (keyGroups).
+func (c *compiling) sameFlows() {
+	keys := make([]string, len(c.rules.Flow))
+	for i := range c.rules.Flow {
+		if !c.rules.Flow[i].keyedTogether() {
+			keys[i] = flowKey(&c.rules.Flow[i], &c.buf)
 		}
 	}
-	prevKeys = make([]string, len(prev.rules.Flow))
-	for i := range prev.rules.Flow {
-		if !prev.rules.Flow[i].keyedTogether() { // those keep their group's enforcer
-			prevKeys[i] = flowKey(&prev.rules.Flow[i], &buf)
+	prevKeys := make([]string, len(c.prev.rules.Flow))
+	for i := range c.prev.rules.Flow {
+		if !c.prev.rules.Flow[i].keyedTogether() { // those keep their group's enforcer
+			prevKeys[i] = flowKey(&c.prev.rules.Flow[i], &c.buf)
 		}
 	}
-	same := takeOnce(prevKeys, prev.flows, prevFlowNames)
-	s.flows, _ = same.takeAll(keys, flowNames, func(i, j int) bool {
-		return sameOverrides(rules.Flow[i].Overrides, prev.rules.Flow[j].Overrides)
+	c.same = takeOnce(prevKeys, c.prev.flows, c.prevFlowNames)
+	c.s.flows, _ = c.same.takeAll(keys, c.flowNames, func(i, j int) bool {
+		return sameOverrides(c.rules.Flow[i].Overrides, c.prev.rules.Flow[j].Overrides)
 	})
-	// The per-key QPS rules of a resource have one enforcer, kept while
-	// their shape stays; the new limits go in with the rest (setLimits).
-	groups := keyGroups(rules.Flow)
-	var regrouped []*keyGroup
-	for _, kg := range groups {
-		key := kg.resource + "\x00" + kg.shape(rules.Flow)
-		r, ok := prev.groups[key]
+}
+
+// keyGroups gives the per-key QPS rules of each resource one enforcer,
+// kept while their shape stays; the new limits go in with the rest
+// (setLimits).
+func (c *compiling) keyGroups() {
+	c.groups = keyGroups(c.rules.Flow)
+	for _, kg := range c.groups {
+		key := kg.resource + "\x00" + kg.shape(c.rules.Flow)
+		r, ok := c.prev.groups[key]
 		if ok {
-			regrouped = append(regrouped, kg)
+			c.regrouped = append(c.regrouped, kg)
 		} else {
 			var err error
-			if r, err = kg.build(rules.Flow, g.clock, g.cluster, g.keys); err != nil {
-				i := kg.at[0]
-				ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: fieldOf(err), Reason: err.Error()})
+			if r, err = kg.build(c.rules.Flow, c.g.clock, c.g.cluster, c.g.keys); err != nil {
+				c.problem(false, kg.at[0], fieldOf(err), err)
 				continue
 			}
 		}
-		if s.groups == nil {
-			s.groups = map[string]rule{}
+		if c.s.groups == nil {
+			c.s.groups = map[string]rule{}
 		}
-		s.groups[key] = r
+		c.s.groups[key] = r
 		for _, i := range kg.at {
-			s.flows[i] = r
+			c.s.flows[i] = r
 		}
 	}
-	// Then those of the rules in force that differ only in their limits.
-	type limited struct {
-		rule rule
-		was  int // the rule it enforces in force, whose limits to put back
-	}
+}
+
+// resizedFlows takes over the enforcers of the rules in force left over
+// that differ from a new rule only in their limits, and can take its
+// limits in place.
+func (c *compiling) resizedFlows() {
 	var leftKeys []string
 	var left []limited
 	var leftNames []string
-	for i, old := range prev.flows {
-		if !same.taken[i] && canResize(old) {
-			shape := prev.rules.Flow[i].shape()
-			leftKeys, left = append(leftKeys, flowKey(&shape, &buf)), append(left, limited{old, i})
-			leftNames = append(leftNames, prevFlowNames[i])
+	for i, old := range c.prev.flows {
+		if !c.same.taken[i] && canResize(old) {
+			shape := c.prev.rules.Flow[i].shape()
+			leftKeys, left = append(leftKeys, flowKey(&shape, &c.buf)), append(left, limited{old, i})
+			leftNames = append(leftNames, c.prevFlowNames[i])
 		}
 	}
-	for i, r := range rules.Flow {
-		keys[i] = ""
-		if s.flows[i] == nil && !r.keyedTogether() {
+	keys := make([]string, len(c.rules.Flow))
+	for i, r := range c.rules.Flow {
+		if c.s.flows[i] == nil && !r.keyedTogether() {
 			shape := r.shape()
-			keys[i] = flowKey(&shape, &buf)
+			keys[i] = flowKey(&shape, &c.buf)
 		}
 	}
 	// Shapes have no overrides: their keys are whole.
-	shaped, reshaped := takeOnce(leftKeys, left, leftNames).takeAll(keys, flowNames, nil)
-	var resized []limited // the enforcers that take new limits, with the rules they had
-	var resizedAt []int   // and the rules they enforce
-	for i, r := range rules.Flow {
-		if s.flows[i] != nil || r.keyedTogether() {
-			continue
+	shaped, reshaped := takeOnce(leftKeys, left, leftNames).takeAll(keys, c.flowNames, nil)
+	for i, r := range c.rules.Flow {
+		if c.s.flows[i] == nil && !r.keyedTogether() && reshaped[i] {
+			c.s.flows[i] = shaped[i].rule
+			c.resized, c.resizedAt = append(c.resized, shaped[i]), append(c.resizedAt, i)
 		}
-		if reshaped[i] {
-			s.flows[i] = shaped[i].rule
-			resized, resizedAt = append(resized, shaped[i]), append(resizedAt, i)
-			continue
-		}
-		if r.Cluster && g.cluster == nil {
-			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: "cluster", Reason: errNoCluster.Error()})
-			continue
-		}
-		f, err := buildFlow(r, g.clock, g.cluster, g.cpu, g.keys)
-		if err != nil {
-			ps = append(ps, Problem{Rule: ruleAt("flow", i), Resource: r.Resource, Field: fieldOf(err), Reason: err.Error()})
-			continue
-		}
-		s.flows[i] = f
 	}
-	if len(ps) > 0 {
-		return nil, &RulesError{Problems: ps}
-	}
+}
 
-	// Bind every rule to its resource, making it, in phase order.
+// newFlows builds the enforcers of the flow rules left.
+func (c *compiling) newFlows() {
+	for i, r := range c.rules.Flow {
+		if c.s.flows[i] != nil || r.keyedTogether() {
+			continue
+		}
+		if r.Cluster && c.g.cluster == nil {
+			c.problem(false, i, "cluster", errNoCluster)
+			continue
+		}
+		f, err := buildFlow(r, builder{clock: c.g.clock, cluster: c.g.cluster, cpu: c.g.cpu, keys: c.g.keys})
+		if err != nil {
+			c.problem(false, i, fieldOf(err), err)
+			continue
+		}
+		c.s.flows[i] = f
+	}
+}
+
+// bind binds every rule to its resource, making it, in phase order.
+func (c *compiling) bind() {
 	type bound struct {
 		resource string
 		check
 	}
 	var all []bound
-	flowNames, breakerNames = rules.names()
+	rules, s := c.rules, c.s
+	flowNames, breakerNames := rules.names()
 	for i, b := range s.breakers {
 		all = append(all, bound{rules.Breakers[i].Resource, check{name: breakerNames[i], shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
 	}
-	for _, kg := range groups {
+	for _, kg := range c.groups {
 		names := make([]string, len(kg.at))
 		for j, i := range kg.at {
 			names[j] = flowNames[i]
@@ -322,48 +281,52 @@ func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
 		if _, ok := f.(*refRule); ok {
 			// Made anew, never changed: the rules in force may share the
 			// one built or taken over above.
-			allowed, _ := g.resources.pin(r.RefResource).stats.View(r.interval())
+			allowed, _ := c.g.resources.pin(r.RefResource).stats.View(r.interval())
 			f = &refRule{allowed: allowed, limit: r.Limit}
 			s.flows[i] = f
 		}
 		all = append(all, bound{r.Resource, check{name: flowNames[i], keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
 	}
 	slices.SortStableFunc(all, func(a, b bound) int { return int(a.rule.phase()) - int(b.rule.phase()) })
-	for _, c := range all {
-		if c.resource == InboundResource {
-			s.inbound = append(s.inbound, c.check)
+	for _, ch := range all {
+		if ch.resource == InboundResource {
+			s.inbound = append(s.inbound, ch.check)
 			continue
 		}
-		b := s.by[c.resource]
+		b := s.by[ch.resource]
 		if b == nil {
-			if was := prev.by[c.resource]; was != nil {
+			if was := c.prev.by[ch.resource]; was != nil {
 				b = &binding{res: was.res} // pinned already, so still the table's
 			} else {
-				b = &binding{res: g.resources.pin(c.resource)}
+				b = &binding{res: c.g.resources.pin(ch.resource)}
 			}
-			s.by[c.resource] = b
+			s.by[ch.resource] = b
 		}
-		b.checks = append(b.checks, c.check)
+		b.checks = append(b.checks, ch.check)
 	}
+}
 
-	// The enforcers are shared with the rules in force: change their limits
-	// only once the new rules are sure to replace them. A limit refused
-	// (a cluster's limiter may refuse one) puts back those changed before
-	// it, and leaves the rules in force as they were.
-	for k, l := range resized {
-		i := resizedAt[k]
+// setLimits gives the enforcers taken over to resize their new limits.
+// They are shared with the rules in force: their limits change only once
+// the new rules are sure to replace them. A limit refused (a cluster's
+// limiter may refuse one) puts back those changed before it, and leaves
+// the rules in force as they were.
+func (c *compiling) setLimits() error {
+	rules, prev := c.rules, c.prev
+	for k, l := range c.resized {
+		i := c.resizedAt[k]
 		if err := setLimits(l.rule, rules.Flow[i]); err != nil {
-			for _, back := range resized[:k] {
+			for _, back := range c.resized[:k] {
 				_ = setLimits(back.rule, prev.rules.Flow[back.was])
 			}
-			g.resources.unpinAllBut(prev.by, prev.rules.refs(), g.clock.Now())
-			return nil, &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: cmp.Or(fieldOf(err), "limit"), Reason: err.Error()}}}
+			c.g.resources.unpinAllBut(prev.by, prev.rules.refs(), c.g.clock.Now())
+			return &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: cmp.Or(fieldOf(err), "limit"), Reason: err.Error()}}}
 		}
 	}
-	for _, kg := range regrouped {
-		kg.setLimits(s.flows[kg.at[0]], rules.Flow)
+	for _, kg := range c.regrouped {
+		kg.setLimits(c.s.flows[kg.at[0]], rules.Flow)
 	}
-	return s, nil
+	return nil
 }
 
 // A reuse hands out the enforcers of the rules in force by the key of their
@@ -439,13 +402,6 @@ func cloned[T any](p *T) *T {
 	return &v
 }
 
-// shape is the rule with its limits left out, its limit and a per-key
-// rule's overrides: rules of one shape differ at most in their limits.
-func (f FlowRule) shape() FlowRule {
-	f.Limit, f.Overrides = 0, nil
-	return f
-}
-
 // A keyResizer is a per-key rule that takes new limits in place, its
 // limit and its overrides, keeping what every key holds.
 type keyResizer interface {
@@ -486,31 +442,4 @@ func (r Rules) refs() map[string]bool {
 		}
 	}
 	return refs
-}
-
-// buckets returns the number of buckets of the rule's window, flow's
-// default when unset: flowlimits.DefaultBuckets, DefaultKeyBuckets for a
-// per-key rule, DefaultShedBuckets for a shed rule.
-func (f FlowRule) buckets() int {
-	switch {
-	case f.Buckets == 0 && f.flowType() == ShedRule:
-		return flowlimits.DefaultShedBuckets
-	case f.Buckets != 0:
-		return f.Buckets
-	case f.PerKey:
-		return flowlimits.DefaultKeyBuckets
-	}
-	return flowlimits.DefaultBuckets
-}
-
-// interval returns the rule's interval, when unset 1 s, or a shed
-// rule's default, flowlimits.DefaultShedInterval.
-func (f FlowRule) interval() time.Duration {
-	if f.Interval == 0 {
-		if f.flowType() == ShedRule {
-			return flowlimits.DefaultShedInterval
-		}
-		return time.Second
-	}
-	return time.Duration(f.Interval)
 }

@@ -24,10 +24,10 @@ func TestAThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 	err = th.Wait(bg) // the next place is a second away; no wait allowed
 	var be *flow.BlockError
 	if !errors.As(err, &be) || be.Reason != flow.WaitTooLong {
-		t.Fatalf("the second Wait: %v, want a *flow.BlockError of WaitTooLong", err)
+		t.Fatalf("the second Wait: %v, want a *flow.BlockError of flow.WaitTooLong", err)
 	}
-	if !errors.Is(err, ErrBlocked) {
-		t.Errorf("errors.Is(%v, ErrBlocked) = false, want true", err)
+	if !errors.Is(err, flow.ErrBlocked) {
+		t.Errorf("errors.Is(%v, flow.ErrBlocked) = false, want true", err)
 	}
 }
 
@@ -44,9 +44,9 @@ func TestAKeyedThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 	err = th.Wait(bg, "k")
 	var be *flow.BlockError
 	if !errors.As(err, &be) || be.Reason != flow.WaitTooLong {
-		t.Fatalf("the second Wait: %v, want a *flow.BlockError of WaitTooLong", err)
+		t.Fatalf("the second Wait: %v, want a *flow.BlockError of flow.WaitTooLong", err)
 	}
-	if !errors.Is(err, ErrBlocked) {
-		t.Errorf("errors.Is(%v, ErrBlocked) = false, want true", err)
+	if !errors.Is(err, flow.ErrBlocked) {
+		t.Errorf("errors.Is(%v, flow.ErrBlocked) = false, want true", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -51,7 +52,7 @@ func TestResourceCapIsExactUnderConcurrentNewNames(t *testing.T) {
 }
 
 func TestLongNamesAreRefusedInRulesAndCountedAsOther(t *testing.T) {
-	long := strings.Repeat("x", MaxNameLength+1)
+	long := strings.Repeat("x", bounds.MaxNameLength+1)
 	err := Rules{
 		Flow:     []FlowRule{{Resource: long, Limit: 1}, {Resource: "a", RefResource: long, Limit: 1}},
 		Breakers: []BreakerRule{{Resource: long, Strategy: AdaptiveBreaker}},
@@ -62,7 +63,7 @@ func TestLongNamesAreRefusedInRulesAndCountedAsOther(t *testing.T) {
 	}
 	for i, want := range []struct{ rule, field string }{{"flow[0]", "resource"}, {"flow[1]", "ref_resource"}, {"breakers[0]", "resource"}} {
 		p := re.Problems[i]
-		if p.Rule != want.rule || p.Field != want.field || !strings.Contains(p.Reason, fmt.Sprintf("%d bytes", MaxNameLength+1)) {
+		if p.Rule != want.rule || p.Field != want.field || !strings.Contains(p.Reason, fmt.Sprintf("%d bytes", bounds.MaxNameLength+1)) {
 			t.Errorf("problem %d = %+v, want %s's %s, saying how long it is", i, p, want.rule, want.field)
 		}
 		if len(p.String()) > 200 {
@@ -73,7 +74,7 @@ func TestLongNamesAreRefusedInRulesAndCountedAsOther(t *testing.T) {
 	for i := range 100 {
 		mustEnter(t, g, long+fmt.Sprint(i)).Exit(nil)
 	}
-	mustEnter(t, g, long[:MaxNameLength]).Exit(nil) // at the cap: a resource of its own
+	mustEnter(t, g, long[:bounds.MaxNameLength]).Exit(nil) // at the cap: a resource of its own
 	if rs := g.Resources(); len(rs) != 2 || rs[0].Resource != OtherResource || rs[0].Allowed != 100 {
 		t.Fatalf("resources = %+v, want the long names in %s and the one at the cap", rs, OtherResource)
 	}
@@ -115,10 +116,7 @@ func TestEvictionNeverLosesAResourceARuleNames(t *testing.T) {
 	}
 }
 
-func TestCountsAboveMaxCountAreClampedAndTotalsNeverWrap(t *testing.T) {
-	if MaxCount != flow.MaxLimit {
-		t.Fatalf("MaxCount = %d, want the limiters' maximum %d", int64(MaxCount), int64(flow.MaxLimit))
-	}
+func TestCountsAboveMaxLimitAreClampedAndTotalsNeverWrap(t *testing.T) {
 	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "limited", Limit: flow.MaxLimit}}})
 	var last Totals
 	for i := range 5 {
@@ -126,8 +124,8 @@ func TestCountsAboveMaxCountAreClampedAndTotalsNeverWrap(t *testing.T) {
 		clk.Advance(time.Hour)
 		e.Exit(nil)
 		tot := stats(t, g, "a").Totals
-		if i == 0 && (tot.Allowed != MaxCount || tot.Succeeded != MaxCount) {
-			t.Fatalf("totals = %+v, want a batch of MaxCount", tot)
+		if i == 0 && (tot.Allowed != flow.MaxLimit || tot.Succeeded != flow.MaxLimit) {
+			t.Fatalf("totals = %+v, want a batch of flow.MaxLimit", tot)
 		}
 		if tot.Allowed < last.Allowed || tot.Succeeded < last.Succeeded || tot.RT < last.RT || tot.RT <= 0 {
 			t.Fatalf("totals went from %+v to %+v", last, tot)
@@ -139,7 +137,7 @@ func TestCountsAboveMaxCountAreClampedAndTotalsNeverWrap(t *testing.T) {
 	if want := 5 * window.MaxValue * time.Microsecond; last.RT != want {
 		t.Fatalf("RT total = %v, want five buckets' most, %v", last.RT, want)
 	}
-	// A batch of MaxCount fits a limit of MaxCount; nothing more does.
+	// A batch of flow.MaxLimit fits a limit of flow.MaxLimit; nothing more does.
 	mustEnter(t, g, "limited", WithCount(math.MaxInt64)).Exit(nil)
-	mustBlock(t, g, "limited", "qps", RateLimited)
+	mustBlock(t, g, "limited", "qps", flow.RateLimited)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -108,7 +109,7 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 		t.Errorf("the cluster made %d limiters; want the first kept, with its new limit", len(fc.made))
 	}
 	_, err = g.Enter(ctx, "a")
-	if !errors.As(err, &be) || be.Rule != "qps" || be.Reason != RateLimited {
+	if !errors.As(err, &be) || be.Rule != "qps" || be.Reason != flow.RateLimited {
 		t.Fatalf("Enter over the cluster limit: %v; want a block by qps, rate limited", err)
 	}
 	if st, _ := g.Stats("a"); st.Allowed != 2 || st.Blocked != 2 {
@@ -128,9 +129,9 @@ func TestClusterRulesDecideThroughTheCluster(t *testing.T) {
 
 func TestValidateChecksWhatEveryClusterCanKeep(t *testing.T) {
 	err := Rules{Flow: []FlowRule{
-		{Resource: "a", Limit: 1, Cluster: true, Buckets: MaxClusterBuckets + 1, Interval: Duration(time.Hour)},
+		{Resource: "a", Limit: 1, Cluster: true, Buckets: bounds.MaxClusterBuckets + 1, Interval: Duration(time.Hour)},
 		{Resource: "b", Limit: 1, Cluster: true, Buckets: 7},
-		{Resource: "c", Limit: 1, Cluster: true, Buckets: MaxClusterBuckets, Interval: Duration(time.Second)},
+		{Resource: "c", Limit: 1, Cluster: true, Buckets: bounds.MaxClusterBuckets, Interval: Duration(time.Second)},
 	}}.Validate()
 	var re *RulesError
 	if !errors.As(err, &re) || len(re.Problems) != 2 {

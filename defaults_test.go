@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"errors"
+	"github.com/slidegate/slidegate/flow"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -47,7 +48,7 @@ func TestABreakerRefusalReadsTheClockOnce(t *testing.T) {
 	mustEnter(t, g, "a").Exit(errors.New("boom"))
 	clk.Advance(time.Second)
 	before := clk.reads.Load()
-	be := mustBlock(t, g, "a", "breaker", BreakerOpen)
+	be := mustBlock(t, g, "a", "breaker", flow.BreakerOpen)
 	if n := clk.reads.Load() - before; n != 1 {
 		t.Errorf("a refused Enter read the clock %d times", n)
 	}
@@ -60,7 +61,7 @@ func TestAThrottleRuleWithLimitZeroRefusesEverything(t *testing.T) {
 	rule := FlowRule{Resource: "a", Type: ThrottleRule, Limit: 0, MaxWait: Duration(time.Second)}
 	g, clk := newGuard(t, Rules{Flow: []FlowRule{rule}})
 	for range 3 {
-		mustBlock(t, g, "a", "throttle", ExceedsLimit) // no retry passes
+		mustBlock(t, g, "a", "throttle", flow.ExceedsLimit) // no retry passes
 		clk.Advance(time.Minute)
 	}
 	// Given places, it throttles (a request waits for its place).
@@ -69,7 +70,7 @@ func TestAThrottleRuleWithLimitZeroRefusesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "throttle", WaitTooLong) // its place is 1 s away
+	mustBlock(t, g, "a", "throttle", flow.WaitTooLong) // its place is 1 s away
 }
 
 func TestConsecutiveFailuresRuleOpensAfterFailuresInARow(t *testing.T) {
@@ -79,7 +80,7 @@ func TestConsecutiveFailuresRuleOpensAfterFailuresInARow(t *testing.T) {
 		mustEnter(t, g, "db").Exit(err)
 	}
 	mustEnter(t, g, "db").Exit(boom) // the third in a row
-	mustBlock(t, g, "db", "breaker", BreakerOpen)
+	mustBlock(t, g, "db", "breaker", flow.BreakerOpen)
 }
 
 func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {

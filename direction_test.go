@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"errors"
+	"github.com/slidegate/slidegate/flow"
 	"testing"
 
 	"github.com/slidegate/slidegate/clock"
@@ -51,7 +52,7 @@ func TestInboundMarksTheResourceForGood(t *testing.T) {
 	if inbound("refused") {
 		t.Fatal("refused reads inbound before any inbound request")
 	}
-	if _, err := g.Enter(bg, "refused", WithInbound()); !errors.Is(err, ErrBlocked) {
+	if _, err := g.Enter(bg, "refused", WithInbound()); !errors.Is(err, flow.ErrBlocked) {
 		t.Fatalf("the second request in a second: %v, want blocked", err)
 	}
 	if !inbound("refused") {

@@ -33,9 +33,9 @@
 // place. It puts them in force in one step, as an immutable snapshot, and
 // [Guard.Enter] takes no lock. A rule repeated unchanged keeps its
 // limiter's counts and its breaker's state. Every resource keeps
-// statistics, rules or not, up to a bound on the number of resources. The
-// package-level [Enter], [Do] and [SetRules] use a default Guard, for
-// programs; libraries and tests make their own.
+// statistics, rules or not, up to a bound on the number of resources.
+// [Default] is a guard for programs that need one; libraries and tests
+// make their own.
 //
 // Rules have names ([FlowRule.Name], or their type: "qps", "breaker"). A
 // [BlockError], the metrics and the dashboard use them. A rule in shadow

@@ -11,6 +11,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // An EntryOption modifies one Enter.
@@ -30,16 +31,10 @@ const (
 )
 
 // WithCount makes the request count as n (a batch): rules and statistics
-// count n requests. n below 1 counts as 1, and n above MaxCount as MaxCount.
+// count n requests. n below 1 counts as 1, and n above [flow.MaxLimit], the largest
+// limit a rule can have, as flow.MaxLimit: a batch within any limit is
+// counted whole.
 func WithCount(n int64) EntryOption { return EntryOption{kind: optCount, count: n} }
-
-// MaxCount is the largest batch (WithCount) a request counts as: the largest
-// limit a rule can have (flow.MaxLimit), so that a batch within any limit is
-// counted whole. A resource's totals saturate at math.MaxInt64 rather than
-// wrap; its summed response time (Totals.RT and AvgRT, each request of a
-// batch counting the batch's time) counts at most 6.4 days of it per 1 s
-// bucket: a batch of a million requests taking a second is counted short.
-const MaxCount = flow.MaxLimit
 
 // WithPriority marks the request as prioritized: a QPS rule with Borrow may
 // lend it a place in its next bucket, and Enter waits for it.
@@ -57,15 +52,10 @@ func WithInbound() EntryOption { return EntryOption{kind: optInbound} }
 // like any other. A composite key is the caller's to join: write its parts
 // with a separator that none of them can contain ("tenant-a/alice"), or
 // with their lengths ("8:tenant-a5:alice") when any byte may occur. Keys up
-// to MaxKeyLength bytes are told apart whole; a longer key is told apart by
-// its first MaxKeyLength bytes. The guard copies the keys it keeps (the
+// to 256 bytes are told apart whole; a longer key is told apart by
+// its first 256 bytes. The guard copies the keys it keeps (the
 // hot keys it shows, see FlowRule.PerKey) and keeps no other.
 func WithKey(key string) EntryOption { return EntryOption{kind: optKey, key: key} }
-
-// MaxKeyLength is the longest key (WithKey) the guard tells apart: a key
-// from the network (a header, an address) is input an attacker chooses, and
-// what the guard hashes, keeps and shows of it is bounded by this.
-const MaxKeyLength = 256
 
 // An Entry is one request allowed by Enter. Exit it exactly once when the
 // request ends; exiting again, or exiting a copy, does nothing. The zero Entry
@@ -90,8 +80,8 @@ type entry struct {
 	res      *resource
 	inbound  bool
 	priority bool
-	would    Reason // why the first shadow rule that would have blocked the request would have; flow.NotBlocked if none
-	window   int32  // which window of a per-key rule blocked the request
+	would    flow.Reason // why the first shadow rule that would have blocked the request would have; flow.NotBlocked if none
+	window   int32       // which window of a per-key rule blocked the request
 	start    int64
 	count    int64
 	key      string
@@ -254,15 +244,15 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 		case optKey:
 			key = o.key
 		case optCount:
-			count = min(max(o.count, 1), MaxCount)
+			count = min(max(o.count, 1), flow.MaxLimit)
 		case optPriority:
 			priority = true
 		case optInbound:
 			inbound = true
 		}
 	}
-	if len(name) > MaxNameLength {
-		name = OtherResource // no rule names it: see MaxNameLength
+	if len(name) > bounds.MaxNameLength {
+		name = OtherResource // no rule names it: see 256
 	}
 	if now >= g.unusedAt.Load() {
 		g.checkUnused(now)
@@ -279,8 +269,8 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 		res.markInbound()
 	}
 	e := entries.Get().(*entry)
-	if len(key) > MaxKeyLength {
-		key = key[:MaxKeyLength]
+	if len(key) > bounds.MaxKeyLength {
+		key = key[:bounds.MaxKeyLength]
 	}
 	e.g, e.res, e.count, e.inbound, e.priority, e.key = g, res, count, inbound, priority, key
 	e.would = flow.NotBlocked // a pooled entry keeps the last request's: admit may not run

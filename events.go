@@ -15,86 +15,73 @@ import (
 	"unicode/utf8"
 
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/hooks"
 	"github.com/slidegate/slidegate/internal/notify"
 )
 
-// An EventKind says what an Event tells.
-type EventKind uint8
-
-// The kinds of event.
+// The kinds of event (Event.Kind).
 const (
-	// BreakerChanged: a breaker rule's circuit changed state (Event.Breaker).
-	// An adaptive breaker has no states, and tells none.
-	BreakerChanged EventKind = iota + 1
-	// RulesChanged: a new set of rules is in force (Event.Changes says what
-	// changed).
-	RulesChanged
-	// RulesRefused: a set of rules was refused, and the rules in force
-	// stay (Event.Err says why).
-	RulesRefused
-	// ClusterChanged: the guard's Cluster became healthy or unhealthy, or
-	// met or got over an error that retrying will not fix (Event.Cluster).
-	ClusterChanged
-	// ResourcesFull: the guard had no room for a new resource: it evicted
-	// idle ones, or counted requests as OtherResource (Event.Evicted,
-	// Event.Overflowed). Told at most once a second.
-	ResourcesFull
-	// RulesUnused: a minute after rules were set, no request had ever
-	// entered the resource of some of them. [Event.Changes] lists them,
-	// each with Change "unused". A rule acts only on a resource of its
-	// exact name. Told once for each set of rules, on the first request
-	// after the minute.
-	RulesUnused
+	breakerChanged = "breaker_changed"
+	rulesChanged   = "rules_changed"
+	rulesRefused   = "rules_refused"
+	clusterChanged = "cluster_changed"
+	resourcesFull  = "resources_full"
+	rulesUnused    = "rules_unused"
 )
-
-var eventKindNames = [...]string{"", "breaker_changed", "rules_changed", "rules_refused", "cluster_changed", "resources_full", "rules_unused"}
-
-// String returns the kind as the dashboard and logs write it
-// ("breaker_changed").
-func (k EventKind) String() string {
-	if int(k) < len(eventKindNames) && k != 0 {
-		return eventKindNames[k]
-	}
-	return fmt.Sprintf("EventKind(%d)", k)
-}
 
 // An Event is something that happened to a guard that its operators want
 // to know of when it happens, rather than by polling: a breaker opening,
 // rules reloaded, the cluster down. Listen with Guard.OnEvent; the guard
 // also logs its events through its logger (WithLogger: a logger more than
-// EventQueue events behind loses the oldest), and keeps the latest
+// 256 events behind loses the oldest), and keeps the latest
 // (Guard.Events). Which fields are set depends on Kind.
 type Event struct {
 	// Seq numbers the guard's events from 1, in the order they happened.
 	Seq uint64
 	// At is when it happened, in nanoseconds on the guard's clock.
-	At   int64
-	Kind EventKind
-	// Resource and Rule name the breaker rule of a BreakerChanged event
+	At int64
+	// Kind says what the event tells, and which fields are set:
+	//   - "breaker_changed": a breaker rule's circuit changed state
+	//     (Resource, Rule, Breaker). An adaptive breaker has no states.
+	//   - "rules_changed": a new set of rules is in force (Changes).
+	//   - "rules_refused": a set of rules was refused, and the rules in
+	//     force stay (Err, Source).
+	//   - "cluster_changed": the guard's Cluster became healthy or
+	//     unhealthy, or met or got over an error that retrying will not
+	//     fix (Cluster).
+	//   - "resources_full": the guard had no room for a new resource: it
+	//     evicted idle ones, or counted requests as OtherResource (Evicted,
+	//     Overflowed). Told at most once a second.
+	//   - "rules_unused": a minute after rules were set, no request had
+	//     entered the resource of some of them (Changes, each with Change
+	//     "unused"). A rule acts only on a resource of its exact name. Told
+	//     once for each set of rules.
+	Kind string
+	// Resource and Rule name the breaker rule of a "breaker_changed" event
 	// (Rule is its name, as Rules.Named gives it).
 	Resource, Rule string
-	// Breaker is the change of a BreakerChanged event.
+	// Breaker is the change of a "breaker_changed" event.
 	Breaker breaker.Transition
-	// Changes are the changes of a RulesChanged event, in the order of the
+	// Changes are the changes of a "rules_changed" event, in the order of the
 	// rules: new and changed rules in the new rules' order, then those
-	// removed; at most MaxEventChanges of them, and MoreChanges counts the
-	// rest. For a RulesUnused event, they are the rules unused, in rule
+	// removed; at most 64 of them, and MoreChanges counts the
+	// rest. For a "rules_unused" event, they are the rules unused, in rule
 	// order, flow rules first.
 	Changes     []RuleChange
 	MoreChanges int
-	// Err is why the rules of a RulesRefused event were refused: a
+	// Err is why the rules of a "rules_refused" event were refused: a
 	// *RulesError listing every problem.
 	Err error
 	// Source names where the refused rules came from, when a source
 	// reported them (rulefile.Follow names its source);
 	// "" for rules given to SetRules.
 	Source string
-	// Cluster is the cluster's health after a ClusterChanged event.
+	// Cluster is the cluster's health after a "cluster_changed" event.
 	Cluster ClusterHealth
 	// Evicted counts the idle resources evicted, and Overflowed the
 	// requests counted as OtherResource for want of room (not for a name
-	// over MaxNameLength), since the ResourcesFull event before. What
+	// over 256), since the "resources_full" event before. What
 	// happens within a second of an event is told by the next one, when
 	// the guard is full again; OtherResource's statistics count it
 	// meanwhile.
@@ -109,7 +96,7 @@ type RuleChange struct {
 	// Breaker says the rule is a breaker rule; a flow rule otherwise.
 	Breaker bool
 	// Change is "added", "removed" or "changed"; "unused" in a
-	// RulesUnused event.
+	// "rules_unused" event.
 	Change string
 	// Fields lists, for a rule changed, each field that changed, with its
 	// value before and after: "limit: 100 → 200". Defaults are written
@@ -131,7 +118,7 @@ func (c RuleChange) String() string {
 	return s
 }
 
-// maxEventText bounds Event.String: a RulesRefused event's error lists
+// maxEventText bounds Event.String: a "rules_refused" event's error lists
 // every problem of the rules.
 const maxEventText = 4096
 
@@ -143,9 +130,9 @@ func (e Event) String() string {
 
 func (e Event) text() string {
 	switch e.Kind {
-	case BreakerChanged:
+	case breakerChanged:
 		return fmt.Sprintf("breaker %q of %q: %v", e.Rule, e.Resource, e.Breaker)
-	case RulesChanged:
+	case rulesChanged:
 		if len(e.Changes) == 0 {
 			return "rules in force, unchanged"
 		}
@@ -158,12 +145,12 @@ func (e Event) text() string {
 			s += fmt.Sprintf("; and %d more changes", e.MoreChanges)
 		}
 		return s
-	case RulesRefused:
+	case rulesRefused:
 		if e.Source != "" {
 			return fmt.Sprintf("rules from %s refused; the rules in force stay: %v", e.Source, e.Err)
 		}
 		return fmt.Sprintf("rules refused; the rules in force stay: %v", e.Err)
-	case ClusterChanged:
+	case clusterChanged:
 		switch {
 		case e.Cluster.Err != nil:
 			return fmt.Sprintf("cluster unhealthy: %v", e.Cluster.Err)
@@ -172,9 +159,9 @@ func (e Event) text() string {
 		default:
 			return "cluster unhealthy: its limiters use their fallback"
 		}
-	case ResourcesFull:
+	case resourcesFull:
 		return fmt.Sprintf("no room for new resources: %d idle resources evicted, %d requests counted as %s", e.Evicted, e.Overflowed, OtherResource)
-	case RulesUnused:
+	case rulesUnused:
 		parts := make([]string, len(e.Changes))
 		for i, c := range e.Changes {
 			parts[i] = c.String()
@@ -186,17 +173,17 @@ func (e Event) text() string {
 		}
 		return s
 	}
-	return e.Kind.String()
+	return e.Kind
 }
 
 // level is the level the guard logs the event at.
 func (e Event) level() slog.Level {
 	switch {
-	case e.Kind == BreakerChanged && e.Breaker.To == breaker.Open,
-		e.Kind == ClusterChanged && !e.Cluster.Healthy,
-		e.Kind == ResourcesFull, e.Kind == RulesUnused:
+	case e.Kind == breakerChanged && e.Breaker.To == breaker.Open,
+		e.Kind == clusterChanged && !e.Cluster.Healthy,
+		e.Kind == resourcesFull, e.Kind == rulesUnused:
 		return slog.LevelWarn
-	case e.Kind == RulesRefused:
+	case e.Kind == rulesRefused:
 		// SetRules returns the error to its caller, who says where the
 		// rules came from (rulefile.Follow logs it at Warn).
 		return slog.LevelDebug
@@ -204,18 +191,9 @@ func (e Event) level() slog.Level {
 	return slog.LevelInfo
 }
 
-// Bounds of a guard's events.
+// Bounds of a guard's events (see also internal/bounds).
 const (
-	// EventQueue is how many events a listener (OnEvent) may fall behind
-	// before the oldest it has not been told are dropped.
-	EventQueue = 256
-	// KeptEvents is how many of the latest events Guard.Events returns.
-	KeptEvents = 128
-	// MaxEventChanges is how many rule changes a RulesChanged event lists
-	// (Event.Changes), so that a reload of thousands of rules makes an
-	// event, a log line and a dashboard row of bounded size.
-	MaxEventChanges = 64
-	// fullEvery is the least time between two ResourcesFull events.
+	// fullEvery is the least time between two "resources_full" events.
 	fullEvery = int64(time.Second)
 )
 
@@ -229,13 +207,13 @@ type events struct {
 
 	mu        sync.Mutex
 	seq       uint64
-	kept      []Event // the latest events: grows to KeptEvents, then a ring
+	kept      []Event // the latest events: grows to 128, then a ring
 	listeners []*notify.Queue[Event]
 	logQueue  *notify.Queue[Event] // logs off the way of requests
 
 	dropped atomic.Int64 // by listeners removed
 
-	// For ResourcesFull: what happened since the last one, and when that was.
+	// For "resources_full": what happened since the last one, and when that was.
 	evicted, overflowed atomic.Int64
 	lastFull            atomic.Int64
 }
@@ -244,7 +222,7 @@ func newEvents(log *slog.Logger) *events {
 	e := &events{log: log}
 	e.lastFull.Store(-fullEvery)
 	if log.Enabled(context.Background(), slog.LevelError) {
-		e.logQueue = notify.New(e.write, EventQueue)
+		e.logQueue = notify.New(e.write, bounds.EventQueue)
 	}
 	return e
 }
@@ -256,10 +234,10 @@ func (e *events) record(ev Event) {
 	defer e.mu.Unlock()
 	e.seq++
 	ev.Seq = e.seq
-	if len(e.kept) < KeptEvents {
+	if len(e.kept) < bounds.KeptEvents {
 		e.kept = append(e.kept, ev)
 	} else {
-		e.kept[(ev.Seq-1)%KeptEvents] = ev
+		e.kept[(ev.Seq-1)%bounds.KeptEvents] = ev
 	}
 	if e.logQueue != nil {
 		e.logQueue.Push(ev)
@@ -271,9 +249,9 @@ func (e *events) record(ev Event) {
 
 // write logs ev.
 func (e *events) write(ev Event) {
-	attrs := []slog.Attr{slog.String("event", ev.Kind.String()), slog.Uint64("seq", ev.Seq)}
+	attrs := []slog.Attr{slog.String("event", ev.Kind), slog.Uint64("seq", ev.Seq)}
 	switch ev.Kind {
-	case BreakerChanged:
+	case breakerChanged:
 		attrs = append(attrs, slog.String("resource", ev.Resource), slog.String("rule", ev.Rule),
 			slog.String("from", ev.Breaker.From.String()), slog.String("to", ev.Breaker.To.String()),
 			slog.String("cause", ev.Breaker.Cause.String()))
@@ -281,11 +259,11 @@ func (e *events) write(ev Event) {
 			c := ev.Breaker.Counts
 			attrs = append(attrs, slog.Int64("requests", c.Requests), slog.Int64("failures", c.Failures), slog.Int64("slow", c.Slow))
 		}
-	case RulesChanged, RulesUnused:
+	case rulesChanged, rulesUnused:
 		attrs = append(attrs, slog.Int("changes", len(ev.Changes)+ev.MoreChanges))
-	case ClusterChanged:
+	case clusterChanged:
 		attrs = append(attrs, slog.Bool("healthy", ev.Cluster.Healthy))
-	case ResourcesFull:
+	case resourcesFull:
 		attrs = append(attrs, slog.Int64("evicted", ev.Evicted), slog.Int64("overflowed", ev.Overflowed))
 	}
 	e.log.LogAttrs(context.Background(), ev.level(), "slidegate: "+ev.String(), attrs...)
@@ -293,7 +271,7 @@ func (e *events) write(ev Event) {
 
 // listen registers f; the returned func removes it.
 func (e *events) listen(f func(Event)) func() {
-	q := notify.New(f, EventQueue)
+	q := notify.New(f, bounds.EventQueue)
 	e.mu.Lock()
 	e.listeners = append(e.listeners, q)
 	e.mu.Unlock()
@@ -318,10 +296,10 @@ func (e *events) listen(f func(Event)) func() {
 func (e *events) latest() []Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n := min(e.seq, KeptEvents)
+	n := min(e.seq, bounds.KeptEvents)
 	out := make([]Event, 0, n)
 	for s := e.seq - n + 1; s <= e.seq; s++ {
-		out = append(out, e.kept[(s-1)%KeptEvents])
+		out = append(out, e.kept[(s-1)%bounds.KeptEvents])
 	}
 	return out
 }
@@ -339,7 +317,7 @@ func (e *events) droppedCount() int64 {
 
 // full notes that the resource table had no room at time now: it evicted
 // evicted resources, and counted the request as OtherResource if
-// overflowed. It records a ResourcesFull event at most once a second.
+// overflowed. It records a "resources_full" event at most once a second.
 func (e *events) full(now, evicted int64, overflowed bool) {
 	e.evicted.Add(evicted)
 	if overflowed {
@@ -349,31 +327,10 @@ func (e *events) full(now, evicted int64, overflowed bool) {
 	if now-last < fullEvery || !e.lastFull.CompareAndSwap(last, now) {
 		return
 	}
-	e.record(Event{At: now, Kind: ResourcesFull, Evicted: e.evicted.Swap(0), Overflowed: e.overflowed.Swap(0)})
+	e.record(Event{At: now, Kind: resourcesFull, Evicted: e.evicted.Swap(0), Overflowed: e.overflowed.Swap(0)})
 }
 
-// OnEvent registers f to be told of every event of the guard from now on,
-// in order, on a goroutine of its own that runs only while there are
-// events to tell: f never holds up a request or SetRules. A listener more
-// than EventQueue events behind loses the oldest it has not been told,
-// counted in DroppedEvents. The returned func stops the telling (events
-// queued already are still told); it is safe to call more than once.
-func (g *Guard) OnEvent(f func(Event)) (stop func()) {
-	if f == nil {
-		return func() {}
-	}
-	return g.events.listen(f)
-}
-
-// Events returns the latest events of the guard, at most KeptEvents,
-// oldest first.
-func (g *Guard) Events() []Event { return g.events.latest() }
-
-// DroppedEvents returns how many events listeners (OnEvent) were not told
-// because they fell more than EventQueue events behind.
-func (g *Guard) DroppedEvents() int64 { return g.events.droppedCount() }
-
-// reportRefused records a RulesRefused event for rules that came from
+// reportRefused records a "rules_refused" event for rules that came from
 // source (a file's path, "etcd:/slidegate/rules") and were refused before
 // they reached SetRules, because err (a *RulesError) found problems in
 // them: rulefile.Follow reports so the documents it refuses, through
@@ -381,7 +338,7 @@ func (g *Guard) DroppedEvents() int64 { return g.events.droppedCount() }
 // err records nothing.
 func (g *Guard) reportRefused(source string, err error) {
 	if err != nil {
-		g.events.record(Event{At: g.clock.Now(), Kind: RulesRefused, Err: err, Source: cut(source, MaxNameLength)})
+		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err, Source: cut(source, bounds.MaxNameLength)})
 	}
 }
 
@@ -396,7 +353,7 @@ func (g *Guard) breakerChanged(c *breaker.Circuit, t breaker.Transition) {
 	s := g.snap.Load()
 	for i, b := range s.breakers {
 		if cb, ok := b.b.(*breaker.Circuit); ok && cb == c {
-			g.events.record(Event{At: t.At, Kind: BreakerChanged, Resource: s.rules.Breakers[i].Resource, Rule: s.rules.breakerName(i), Breaker: t})
+			g.events.record(Event{At: t.At, Kind: breakerChanged, Resource: s.rules.Breakers[i].Resource, Rule: s.rules.breakerName(i), Breaker: t})
 			return
 		}
 	}
@@ -405,7 +362,7 @@ func (g *Guard) breakerChanged(c *breaker.Circuit, t breaker.Transition) {
 }
 
 // ruleChanges returns what changes from the rules before to those after,
-// the fields that changed listed for the first MaxEventChanges changes
+// the fields that changed listed for the first 64 changes
 // (those an event keeps). Rules are compared by their keys (see ruleKey),
 // so that a reload of many rules costs little: only changed rules are told
 // field by field.
@@ -441,7 +398,7 @@ func ruleChanges(before, after Rules) []RuleChange {
 			continue
 		}
 		c := RuleChange{Resource: k.resource, Rule: k.name, Change: "changed"}
-		if len(out) < MaxEventChanges {
+		if len(out) < bounds.MaxEventChanges {
 			c.Fields = changedFields(fieldsOf(a), fieldsOf(b), overrideChanges(a.Overrides, b.Overrides))
 		}
 		out = append(out, c)
@@ -461,7 +418,7 @@ func ruleChanges(before, after Rules) []RuleChange {
 			continue
 		}
 		c := RuleChange{Resource: k.resource, Rule: k.name, Breaker: true, Change: "changed"}
-		if len(out) < MaxEventChanges {
+		if len(out) < bounds.MaxEventChanges {
 			c.Fields = changedFields(fieldsOf(a), fieldsOf(b), nil)
 		}
 		out = append(out, c)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // listener collects the events told to it.
@@ -75,7 +76,7 @@ func TestBreakerChangesAreToldInOrderWithTheirRule(t *testing.T) {
 
 	evs := l.wait(t, 7)
 	type seen struct {
-		kind     EventKind
+		kind     string
 		resource string
 		rule     string
 		from, to breaker.State
@@ -89,13 +90,13 @@ func TestBreakerChangesAreToldInOrderWithTheirRule(t *testing.T) {
 		got = append(got, seen{e.Kind, e.Resource, e.Rule, e.Breaker.From, e.Breaker.To, e.Breaker.Cause})
 	}
 	want := []seen{
-		{RulesChanged, "", "", 0, 0, 0},
-		{BreakerChanged, "db", "db errors", breaker.Closed, breaker.Open, breaker.Tripped},
-		{BreakerChanged, "cache", "breaker", breaker.Closed, breaker.Open, breaker.Tripped},
-		{BreakerChanged, "db", "db errors", breaker.Open, breaker.HalfOpen, breaker.OpenTimeoutPassed},
-		{BreakerChanged, "db", "db errors", breaker.HalfOpen, breaker.Closed, breaker.ProbesSucceeded},
-		{BreakerChanged, "cache", "breaker", breaker.Open, breaker.HalfOpen, breaker.OpenTimeoutPassed},
-		{BreakerChanged, "cache", "breaker", breaker.HalfOpen, breaker.Open, breaker.ProbeFailed},
+		{rulesChanged, "", "", 0, 0, 0},
+		{breakerChanged, "db", "db errors", breaker.Closed, breaker.Open, breaker.Tripped},
+		{breakerChanged, "cache", "breaker", breaker.Closed, breaker.Open, breaker.Tripped},
+		{breakerChanged, "db", "db errors", breaker.Open, breaker.HalfOpen, breaker.OpenTimeoutPassed},
+		{breakerChanged, "db", "db errors", breaker.HalfOpen, breaker.Closed, breaker.ProbesSucceeded},
+		{breakerChanged, "cache", "breaker", breaker.Open, breaker.HalfOpen, breaker.OpenTimeoutPassed},
+		{breakerChanged, "cache", "breaker", breaker.HalfOpen, breaker.Open, breaker.ProbeFailed},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events\n%+v\nwant\n%+v", got, want)
@@ -147,7 +148,7 @@ func TestARuleReloadTellsWhatChanged(t *testing.T) {
 	if !reflect.DeepEqual(lines, want) {
 		t.Fatalf("events\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
-	if evs[3].Kind != RulesRefused || !errors.Is(evs[3].Err, err) {
+	if evs[3].Kind != rulesRefused || !errors.Is(evs[3].Err, err) {
 		t.Errorf("the refusal: %+v", evs[3])
 	}
 }
@@ -155,14 +156,14 @@ func TestARuleReloadTellsWhatChanged(t *testing.T) {
 func TestARuleReloadOfManyRulesListsABoundedNumberOfChanges(t *testing.T) {
 	g, _ := newGuard(t, Rules{})
 	var r Rules
-	for i := range MaxEventChanges + 10 {
+	for i := range bounds.MaxEventChanges + 10 {
 		r.Flow = append(r.Flow, FlowRule{Resource: strings.Repeat("r", i+1), Limit: 1})
 	}
 	if err := g.SetRules(r); err != nil {
 		t.Fatal(err)
 	}
 	evs := g.Events()
-	if len(evs) != 1 || len(evs[0].Changes) != MaxEventChanges || evs[0].MoreChanges != 10 || !strings.HasSuffix(evs[0].String(), "; and 10 more changes") {
+	if len(evs) != 1 || len(evs[0].Changes) != bounds.MaxEventChanges || evs[0].MoreChanges != 10 || !strings.HasSuffix(evs[0].String(), "; and 10 more changes") {
 		t.Fatalf("events %d, changes %d, more %d", len(evs), len(evs[0].Changes), evs[0].MoreChanges)
 	}
 }
@@ -180,15 +181,15 @@ func TestASlowListenerLosesTheOldestEventsAndHoldsNothingUp(t *testing.T) {
 		mu.Unlock()
 		told.Done()
 	})
-	const n = EventQueue + 100
+	const n = bounds.EventQueue + 100
 	for i := range n { // each a change: SetRules must not wait for the listener
 		if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: int64(i + 1)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	dropped := g.DroppedEvents()
-	if dropped < n-EventQueue-1 || dropped > n-EventQueue {
-		t.Fatalf("dropped %d of %d events with a queue of %d", dropped, n, EventQueue)
+	if dropped < n-bounds.EventQueue-1 || dropped > n-bounds.EventQueue {
+		t.Fatalf("dropped %d of %d events with a queue of %d", dropped, n, bounds.EventQueue)
 	}
 	told.Add(n - int(dropped))
 	close(release)
@@ -215,14 +216,14 @@ func TestAFullGuardTellsOfEvictionsAndOverflowAtMostOnceASecond(t *testing.T) {
 	mustEnter(t, g, "b").Exit(nil)
 	mustEnter(t, g, "c").Exit(nil) // no room: (other)
 	mustEnter(t, g, "d").Exit(nil) // within the second: counted, not told
-	if evs := g.Events(); len(evs) != 1 || evs[0].Kind != ResourcesFull || evs[0].Overflowed != 1 || evs[0].Evicted != 0 {
-		t.Fatalf("events %+v, want one ResourcesFull of 1 overflowed", evs)
+	if evs := g.Events(); len(evs) != 1 || evs[0].Kind != resourcesFull || evs[0].Overflowed != 1 || evs[0].Evicted != 0 {
+		t.Fatalf("events %+v, want one resourcesFull of 1 overflowed", evs)
 	}
 	clk.Advance(statsInterval + 2*time.Second) // a and b idle for a whole window
 	mustEnter(t, g, "e").Exit(nil)             // evicts a and b
 	evs := g.Events()
-	if len(evs) != 2 || evs[1].Kind != ResourcesFull || evs[1].Overflowed != 1 || evs[1].Evicted != 2 {
-		t.Fatalf("events %+v, want a second ResourcesFull: d overflowed, a and b evicted", evs)
+	if len(evs) != 2 || evs[1].Kind != resourcesFull || evs[1].Overflowed != 1 || evs[1].Evicted != 2 {
+		t.Fatalf("events %+v, want a second resourcesFull: d overflowed, a and b evicted", evs)
 	}
 	if !strings.Contains(evs[1].String(), "2 idle resources evicted, 1 requests counted as (other)") {
 		t.Errorf("String() = %q", evs[1].String())
@@ -248,7 +249,7 @@ func TestClusterHealthChangesAreEvents(t *testing.T) {
 	c.tell(ClusterHealth{Healthy: true})
 	var got []string
 	for _, e := range g.Events() {
-		got = append(got, e.Kind.String()+": "+e.String())
+		got = append(got, e.Kind+": "+e.String())
 	}
 	want := []string{"cluster_changed: cluster unhealthy: its limiters use their fallback", "cluster_changed: cluster unhealthy: NOPERM", "cluster_changed: cluster healthy"}
 	if !reflect.DeepEqual(got, want) {
@@ -296,13 +297,13 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 func TestEventsKeepsTheLatest(t *testing.T) {
 	g, _ := newGuard(t, Rules{})
-	for i := range KeptEvents + 5 {
+	for i := range bounds.KeptEvents + 5 {
 		if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: int64(i + 1)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	evs := g.Events()
-	if len(evs) != KeptEvents || evs[0].Seq != 6 || evs[len(evs)-1].Seq != KeptEvents+5 {
+	if len(evs) != bounds.KeptEvents || evs[0].Seq != 6 || evs[len(evs)-1].Seq != bounds.KeptEvents+5 {
 		t.Fatalf("Events() has %d, from %d to %d", len(evs), evs[0].Seq, evs[len(evs)-1].Seq)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -32,7 +33,7 @@ import (
 //
 // Every resource has statistics, rules or not (Stats, Resources). A guard
 // keeps statistics for at most WithMaxResources resources, and names of at
-// most MaxNameLength bytes. The resources its rules name count towards the
+// most 256 bytes. The resources its rules name count towards the
 // bound and are kept even beyond it. When the guard is full, resources idle
 // for a whole statistics window are evicted, and new ones are counted
 // together as OtherResource, so that names built from user input cannot
@@ -100,7 +101,7 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithMaxResources bounds how many resources the guard keeps statistics for
-// (default DefaultMaxResources; at least 1), and so their memory, about
+// (default 4096; at least 1), and so their memory, about
 // ResourceBytes each. Resources that rules name count towards the bound and
 // are kept even beyond it.
 func WithMaxResources(n int) Option {
@@ -174,7 +175,7 @@ type HealthReporter interface {
 }
 
 // A HealthNotifier is a [Cluster] that tells the guard when its health
-// changes. The guard records each change as a [ClusterChanged] event.
+// changes. The guard records each change as a "cluster_changed" event.
 // OnHealthChange is called once, by [New]. The Cluster may call f from
 // any goroutine, and f does not wait.
 type HealthNotifier interface {
@@ -202,17 +203,7 @@ type ClusterHealth struct {
 
 // clusterChanged records a change of the cluster's health.
 func (g *Guard) clusterChanged(h ClusterHealth) {
-	g.events.record(Event{At: g.clock.Now(), Kind: ClusterChanged, Cluster: h})
-}
-
-// ClusterHealth returns the health of the guard's Cluster, and false if the
-// guard has none or its Cluster does not report its health.
-func (g *Guard) ClusterHealth() (ClusterHealth, bool) {
-	r, ok := g.cluster.(HealthReporter)
-	if !ok {
-		return ClusterHealth{}, false
-	}
-	return r.Health(), true
+	g.events.record(Event{At: g.clock.Now(), Kind: clusterChanged, Cluster: h})
 }
 
 // A KeyedCluster is a Cluster that also keeps per-key cluster-wide limits
@@ -250,7 +241,7 @@ type ClusterLimiter interface {
 // New returns a Guard without rules, or an error wrapping ErrInvalidConfig
 // that names the first bad option and its value. A nil option is no option.
 func New(opts ...Option) (*Guard, error) {
-	o := guardOptions{clock: clock.System, maxResources: DefaultMaxResources, keyMemory: flowlimits.DefaultKeyMemory}
+	o := guardOptions{clock: clock.System, maxResources: bounds.DefaultMaxResources, keyMemory: flowlimits.DefaultKeyMemory}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -281,11 +272,11 @@ func New(opts ...Option) (*Guard, error) {
 // step. Otherwise it returns a *RulesError listing every problem, and the
 // rules in force stay in force.
 //
-// Either way it records an event (OnEvent): RulesRefused with the error, or
-// RulesChanged with what changed, when anything did.
+// Either way it records an event (OnEvent): "rules_refused" with the error, or
+// "rules_changed" with what changed, when anything did.
 func (g *Guard) SetRules(rules Rules) error {
 	if err := rules.Validate(); err != nil {
-		g.events.record(Event{At: g.clock.Now(), Kind: RulesRefused, Err: err})
+		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err})
 		return err
 	}
 	rules = rules.clone() // the caller may change its slices afterwards
@@ -294,65 +285,21 @@ func (g *Guard) SetRules(rules Rules) error {
 	prev := g.snap.Load()
 	s, err := g.compile(rules, prev)
 	if err != nil {
-		g.events.record(Event{At: g.clock.Now(), Kind: RulesRefused, Err: err})
+		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err})
 		return err
 	}
 	now := g.clock.Now()
 	// Told before they are in force, so that a breaker of the new rules
 	// changing state is told after the rule that made it.
 	if changes := ruleChanges(prev.rules, rules); len(changes) > 0 {
-		more := max(len(changes)-MaxEventChanges, 0)
-		g.events.record(Event{At: now, Kind: RulesChanged, Changes: slices.Clone(changes[:len(changes)-more]), MoreChanges: more})
+		more := max(len(changes)-bounds.MaxEventChanges, 0)
+		g.events.record(Event{At: now, Kind: rulesChanged, Changes: slices.Clone(changes[:len(changes)-more]), MoreChanges: more})
 	}
 	g.snap.Store(s)
 	g.resources.unpinAllBut(s.by, rules.refs(), now)
 	g.unusedAt.Store(now + int64(unusedAfter)) // see unused.go
 	return nil
 }
-
-// Clock returns the clock the guard reads: what its ...At methods take the
-// time of, and what a dashboard or a simulation beside it must read too.
-func (g *Guard) Clock() clock.Clock { return g.clock }
-
-// Rules returns a copy of the rules in force.
-func (g *Guard) Rules() Rules { return g.snap.Load().rules.clone() }
-
-// A BreakerStatus is a breaker rule in force and the state of its breaker.
-type BreakerStatus struct {
-	Resource string
-	Rule     string          // its name (Rules.Named): "breaker"
-	Strategy BreakerStrategy // the rule's Strategy
-	// Shadow says the rule is in shadow (BreakerRule.Shadow, Rules.Shadow):
-	// its breaker opens and closes, and blocks nothing.
-	Shadow bool
-	breaker.Stats
-}
-
-// Breakers returns the state of the breaker of every breaker rule in force,
-// in rule order.
-func (g *Guard) Breakers() []BreakerStatus { return g.BreakersAt(g.clock.Now()) }
-
-// BreakersAt is Breakers at time now, in nanoseconds on the guard's clock.
-func (g *Guard) BreakersAt(now int64) []BreakerStatus {
-	s := g.snap.Load()
-	out := make([]BreakerStatus, 0, len(s.breakers))
-	names := s.names().breakers
-	for i, b := range s.breakers {
-		r := s.rules.Breakers[i]
-		out = append(out, BreakerStatus{Resource: r.Resource, Rule: names[i], Strategy: r.Strategy,
-			Shadow: r.Shadow || s.rules.Shadow, Stats: b.b.StatsAt(now)})
-	}
-	return out
-}
-
-// InboundStats returns the statistics of the requests entered with the
-// option WithInbound, over the last 10 seconds: the traffic into the service as
-// a whole.
-func (g *Guard) InboundStats() ResourceStats { return g.InboundStatsAt(g.clock.Now()) }
-
-// InboundStatsAt is InboundStats at time now, in nanoseconds on the guard's
-// clock.
-func (g *Guard) InboundStatsAt(now int64) ResourceStats { return g.inbound.statsAt(now) }
 
 // discard is a slog.Handler that drops everything.
 type discard struct{}
@@ -370,20 +317,7 @@ var defaultGuard = sync.OnceValue(func() *Guard {
 	return g
 })
 
-// Default returns the package's default guard, which Enter, Do and SetRules
-// use: for a program that needs one. Libraries and tests should make their
-// own with New.
+// Default returns the package's default guard: for a program that needs
+// one, and for the middleware given no guard. Libraries and tests should
+// make their own with New.
 func Default() *Guard { return defaultGuard() }
-
-// Enter is Default().Enter.
-func Enter(ctx context.Context, resource string, opts ...EntryOption) (Entry, error) {
-	return Default().Enter(ctx, resource, opts...)
-}
-
-// Do is Default().Do.
-func Do(ctx context.Context, resource string, fn func() error, opts ...EntryOption) error {
-	return Default().Do(ctx, resource, fn, opts...)
-}
-
-// SetRules is Default().SetRules.
-func SetRules(rules Rules) error { return Default().SetRules(rules) }

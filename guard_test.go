@@ -3,6 +3,7 @@ package slidegate
 import (
 	"context"
 	"errors"
+	"github.com/slidegate/slidegate/flow"
 	"math"
 	"strings"
 	"sync"
@@ -38,11 +39,11 @@ func mustEnter(t *testing.T, g *Guard, name string, opts ...EntryOption) Entry {
 	return e
 }
 
-func mustBlock(t *testing.T, g *Guard, name string, rule string, reason Reason, opts ...EntryOption) *BlockError {
+func mustBlock(t *testing.T, g *Guard, name string, rule string, reason flow.Reason, opts ...EntryOption) *BlockError {
 	t.Helper()
 	_, err := g.Enter(bg, name, opts...)
 	var be *BlockError
-	if !errors.As(err, &be) || !errors.Is(err, ErrBlocked) {
+	if !errors.As(err, &be) || !errors.Is(err, flow.ErrBlocked) {
 		t.Fatalf("Enter(%q): %v, want a *BlockError", name, err)
 	}
 	if be.Resource != name || be.Rule != rule || be.Reason != reason {
@@ -95,7 +96,7 @@ func TestQPSRuleBlocksAtTheLimit(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		mustEnter(t, g, "a").Exit(nil)
 	}
-	be := mustBlock(t, g, "a", "qps", RateLimited)
+	be := mustBlock(t, g, "a", "qps", flow.RateLimited)
 	if be.RetryAfter <= 0 || be.RetryAfter > 1100*time.Millisecond { // the interval and one bucket
 		t.Fatalf("RetryAfter = %v", be.RetryAfter)
 	}
@@ -112,7 +113,7 @@ func TestQPSRuleBlocksAtTheLimit(t *testing.T) {
 func TestBatchCountsAgainstTheLimit(t *testing.T) {
 	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 5}}})
 	mustEnter(t, g, "a", WithCount(4)).Exit(nil)
-	mustBlock(t, g, "a", "qps", RateLimited, WithCount(2))
+	mustBlock(t, g, "a", "qps", flow.RateLimited, WithCount(2))
 	mustEnter(t, g, "a").Exit(nil)
 }
 
@@ -120,11 +121,11 @@ func TestConcurrencyRuleReleasesOnExit(t *testing.T) {
 	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Limit: 2}}})
 	e1 := mustEnter(t, g, "a")
 	e2 := mustEnter(t, g, "a")
-	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited)
+	mustBlock(t, g, "a", "concurrency", flow.ConcurrencyLimited)
 	e1.Exit(nil)
 	e1.Exit(nil) // twice: harmless
 	e3 := mustEnter(t, g, "a")
-	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited)
+	mustBlock(t, g, "a", "concurrency", flow.ConcurrencyLimited)
 	e2.Exit(nil)
 	e3.Exit(nil)
 	if s := stats(t, g, "a"); s.InFlight != 0 || s.Succeeded != 3 {
@@ -139,7 +140,7 @@ func TestExitTwiceDoesNotEndALaterRequest(t *testing.T) {
 	e1.Exit(nil)
 	e2 := mustEnter(t, g, "a") // may reuse e1's storage
 	copied.Exit(nil)           // a late duplicate: must not release e2
-	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited)
+	mustBlock(t, g, "a", "concurrency", flow.ConcurrencyLimited)
 	e2.Exit(nil)
 	mustEnter(t, g, "a").Exit(nil)
 }
@@ -166,7 +167,7 @@ func TestBreakerRuleOpensAndTellsWhenToRetry(t *testing.T) {
 	if err := g.Do(bg, "db", func() error { return boom }); err != boom {
 		t.Fatalf("Do returned %v, want fn's error", err)
 	}
-	be := mustBlock(t, g, "db", "breaker", BreakerOpen)
+	be := mustBlock(t, g, "db", "breaker", flow.BreakerOpen)
 	if be.RetryAfter != 2*time.Second {
 		t.Fatalf("RetryAfter = %v, want 2s", be.RetryAfter)
 	}
@@ -186,7 +187,7 @@ func TestARuleThatRefusesGivesBackWhatEarlierRulesTook(t *testing.T) {
 	})
 	mustEnter(t, g, "a").Exit(errors.New("boom")) // trips the breaker, spends the QPS limit
 	clk.Advance(time.Second / 2)                  // half-open; the QPS limit is still spent
-	be := mustBlock(t, g, "a", "qps", RateLimited)
+	be := mustBlock(t, g, "a", "qps", flow.RateLimited)
 	// The breaker's probe place and the concurrency place were given back:
 	// once the QPS limit allows, the request is the probe, and closes the
 	// breaker.
@@ -247,7 +248,7 @@ func TestThrottleRuleMakesEnterWait(t *testing.T) {
 	for clk.Sleepers() < 10 {
 		time.Sleep(time.Millisecond)
 	}
-	mustBlock(t, g, "a", "throttle", WaitTooLong)
+	mustBlock(t, g, "a", "throttle", flow.WaitTooLong)
 	cancel()
 	wg.Wait()
 	if _, err := g.Enter(ctx, "a"); !errors.Is(err, context.Canceled) {
@@ -262,7 +263,7 @@ func TestRefResourceLimitsByAnotherResourcesTraffic(t *testing.T) {
 	}
 	mustEnter(t, g, "write").Exit(nil)
 	mustEnter(t, g, "read").Exit(nil)
-	mustBlock(t, g, "write", "qps", RefLimited)
+	mustBlock(t, g, "write", "qps", flow.RefLimited)
 }
 
 func TestPriorityBorrowsFromTheNextBucket(t *testing.T) {
@@ -271,7 +272,7 @@ func TestPriorityBorrowsFromTheNextBucket(t *testing.T) {
 	// A second later the window (3 buckets of 500 ms) still holds the two;
 	// the next bucket can lend what the bucket leaving the window holds.
 	clk.Advance(time.Second)
-	mustBlock(t, g, "a", "qps", RateLimited)
+	mustBlock(t, g, "a", "qps", flow.RateLimited)
 	done := make(chan error, 1)
 	go func() {
 		e, err := g.Enter(bg, "a", WithPriority())
@@ -343,7 +344,7 @@ func TestReloadKeepsTheCountsOfUnchangedRules(t *testing.T) {
 	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "b", Limit: 1}, rule}}); err != nil {
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "a", "qps", RateLimited) // same limiter, now the second rule
+	mustBlock(t, g, "a", "qps", flow.RateLimited) // same limiter, now the second rule
 	// A rule of another shape (here a shorter interval) starts afresh.
 	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 2, Interval: Duration(500 * time.Millisecond)}}}); err != nil {
 		t.Fatal(err)
@@ -370,10 +371,10 @@ func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "qps", RateLimited) // 5 + 1 of 6
-	mustBlock(t, g, "c", "concurrency", ConcurrencyLimited)
+	mustBlock(t, g, "a", "qps", flow.RateLimited) // 5 + 1 of 6
+	mustBlock(t, g, "c", "concurrency", flow.ConcurrencyLimited)
 	held[0].Exit(nil) // entered under the old rules, released to the same limiter
-	mustBlock(t, g, "c", "concurrency", ConcurrencyLimited)
+	mustBlock(t, g, "c", "concurrency", flow.ConcurrencyLimited)
 	held[1].Exit(nil)
 	mustEnter(t, g, "c").Exit(nil)
 	held[2].Exit(nil)
@@ -387,7 +388,7 @@ func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
 	}
 	mustEnter(t, g, "a").Exit(nil)
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "qps", RateLimited)
+	mustBlock(t, g, "a", "qps", flow.RateLimited)
 
 	// A warming rule cannot change its limit in place: it starts afresh
 	// (cold: 9/3 = 3 places).
@@ -399,7 +400,7 @@ func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
 	for range 3 {
 		mustEnter(t, g, "w").Exit(nil)
 	}
-	mustBlock(t, g, "w", "qps", RateLimited)
+	mustBlock(t, g, "w", "qps", flow.RateLimited)
 	warm.Limit = 12
 	if err := g.SetRules(Rules{Flow: []FlowRule{warm}}); err != nil {
 		t.Fatal(err)
@@ -407,7 +408,7 @@ func TestReloadOfALimitKeepsTheCounts(t *testing.T) {
 	for range 4 {
 		mustEnter(t, g, "w").Exit(nil)
 	}
-	mustBlock(t, g, "w", "qps", RateLimited)
+	mustBlock(t, g, "w", "qps", flow.RateLimited)
 }
 
 func TestInvalidRulesKeepTheRulesInForce(t *testing.T) {
@@ -418,7 +419,7 @@ func TestInvalidRulesKeepTheRulesInForce(t *testing.T) {
 		t.Fatalf("SetRules: %v", err)
 	}
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "qps", RateLimited)
+	mustBlock(t, g, "a", "qps", flow.RateLimited)
 	if g.Rules().Flow[0].Limit != 1 {
 		t.Fatal("the rules in force changed")
 	}
@@ -429,15 +430,15 @@ func TestDefaultGuard(t *testing.T) {
 		t.Fatal("two default guards")
 	}
 	before, _ := Default().Stats("default-guard-test") // the guard outlives one run of the test
-	if err := Do(bg, "default-guard-test", func() error { return nil }); err != nil {
+	if err := Default().Do(bg, "default-guard-test", func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	e, err := Enter(bg, "default-guard-test")
+	e, err := Default().Enter(bg, "default-guard-test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Exit(nil)
-	if err := SetRules(Rules{}); err != nil {
+	if err := Default().SetRules(Rules{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := Default().Stats("default-guard-test"); s.Totals.Allowed-before.Totals.Allowed != 2 {
@@ -481,29 +482,29 @@ func TestTotalsCountBlocksByReason(t *testing.T) {
 		Breakers: []BreakerRule{{Resource: "b", Strategy: ErrorCountBreaker, Count: 1, MinRequests: &one}},
 	})
 	e := mustEnter(t, g, "a", WithInbound())
-	mustBlock(t, g, "a", "concurrency", ConcurrencyLimited, WithInbound())
+	mustBlock(t, g, "a", "concurrency", flow.ConcurrencyLimited, WithInbound())
 	e.Exit(nil)
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "qps", RateLimited)
+	mustBlock(t, g, "a", "qps", flow.RateLimited)
 	mustEnter(t, g, "b").Exit(errors.New("boom"))
-	mustBlock(t, g, "b", "breaker", BreakerOpen)
+	mustBlock(t, g, "b", "breaker", flow.BreakerOpen)
 
 	// Totals outlive the window.
 	clk.Advance(time.Minute)
 	a, b := stats(t, g, "a"), stats(t, g, "b")
 	var want [numReasons]int64
-	want[ConcurrencyLimited], want[RateLimited] = 1, 1
+	want[flow.ConcurrencyLimited], want[flow.RateLimited] = 1, 1
 	if a.Totals.Allowed != 2 || a.Totals.Succeeded != 2 || a.Totals.BlockedBy != want || a.Totals.Blocked() != 2 || a.Allowed != 0 {
 		t.Errorf("a: %+v", a)
 	}
 	want = [numReasons]int64{}
-	want[BreakerOpen] = 1
+	want[flow.BreakerOpen] = 1
 	if b.Totals.Failed != 1 || b.Totals.BlockedBy != want {
 		t.Errorf("b: %+v", b)
 	}
 	in := g.InboundStats()
 	want = [numReasons]int64{}
-	want[ConcurrencyLimited] = 1
+	want[flow.ConcurrencyLimited] = 1
 	if in.Totals.Allowed != 1 || in.Totals.BlockedBy != want {
 		t.Errorf("inbound: %+v", in)
 	}

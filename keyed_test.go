@@ -2,10 +2,12 @@ package slidegate
 
 import (
 	"errors"
+	"github.com/slidegate/slidegate/flow"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -23,7 +25,7 @@ func TestPerKeyRuleLimitsEachKeyOnItsOwn(t *testing.T) {
 		for range 2 {
 			mustEnter(t, g, "api", WithKey(key)).Exit(nil)
 		}
-		be := mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey(key))
+		be := mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey(key))
 		if be.Key != key || be.RetryAfter <= 0 || be.RetryAfter > 1100*time.Millisecond {
 			t.Fatalf("block of key %q = %+v, want its key and a retry within the second", key, be)
 		}
@@ -31,8 +33,8 @@ func TestPerKeyRuleLimitsEachKeyOnItsOwn(t *testing.T) {
 	for range 4 {
 		mustEnter(t, g, "api", WithKey("tenant-a")).Exit(nil)
 	}
-	mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey("tenant-a"))
-	mustBlock(t, g, "api", "qps_per_key", ExceedsLimit, WithKey("abuser"))
+	mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey("tenant-a"))
+	mustBlock(t, g, "api", "qps_per_key", flow.ExceedsLimit, WithKey("abuser"))
 	clk.Advance(1100 * time.Millisecond)
 	mustEnter(t, g, "api", WithKey("alice")).Exit(nil)
 }
@@ -48,13 +50,13 @@ func TestPerKeyRulesOfAResourceAreDecidedTogether(t *testing.T) {
 			mustEnter(t, g, "api", WithKey("u")).Exit(nil)
 		}
 		// The third of the second is refused by the per-second rule...
-		mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey("u"))
+		mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey("u"))
 		_ = s
 		clk.Advance(1100 * time.Millisecond)
 		if s == 0 {
 			// ... and after it, the minute rule has counted 2 of its 3.
 			mustEnter(t, g, "api", WithKey("u")).Exit(nil)
-			be := mustBlock(t, g, "api", "qps_per_key_2", RateLimited, WithKey("u"))
+			be := mustBlock(t, g, "api", "qps_per_key_2", flow.RateLimited, WithKey("u"))
 			if be.RetryAfter < 50*time.Second {
 				t.Fatalf("the minute rule's block says retry after %v", be.RetryAfter)
 			}
@@ -73,7 +75,7 @@ func TestQPSRulesOfAResourceAreAllOrNothing(t *testing.T) {
 	g, _ := newGuard(t, Rules{Flow: []FlowRule{keep, {Resource: "api", Limit: 1, Interval: Duration(time.Minute)}}})
 	mustEnter(t, g, "api").Exit(nil)
 	for range 5 {
-		mustBlock(t, g, "api", "qps_2", RateLimited)
+		mustBlock(t, g, "api", "qps_2", flow.RateLimited)
 	}
 	// The same first rule alone keeps its counts: one request, not three
 	// or more.
@@ -82,7 +84,7 @@ func TestQPSRulesOfAResourceAreAllOrNothing(t *testing.T) {
 	}
 	mustEnter(t, g, "api").Exit(nil)
 	mustEnter(t, g, "api").Exit(nil)
-	mustBlock(t, g, "api", "qps", RateLimited)
+	mustBlock(t, g, "api", "qps", flow.RateLimited)
 }
 
 func TestPerKeyRuleKeepsItsCountsAcrossAReloadOfItsLimit(t *testing.T) {
@@ -94,7 +96,7 @@ func TestPerKeyRuleKeepsItsCountsAcrossAReloadOfItsLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEnter(t, g, "api", WithKey("u")).Exit(nil)
-	mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey("u"))
+	mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey("u"))
 	top := g.TopKeys("api", 5, false)
 	if len(top) != 1 || top[0].Key != "u" || top[0].Allowed != 4 || top[0].Blocked != 1 {
 		t.Fatalf("TopKeys = %+v, want u with 4 allowed and 1 blocked", top)
@@ -102,7 +104,7 @@ func TestPerKeyRuleKeepsItsCountsAcrossAReloadOfItsLimit(t *testing.T) {
 }
 
 func TestPerKeyRulesAreValidated(t *testing.T) {
-	long := strings.Repeat("k", MaxKeyLength+1)
+	long := strings.Repeat("k", bounds.MaxKeyLength+1)
 	for _, tc := range []struct {
 		rules []FlowRule
 		field string
@@ -133,7 +135,7 @@ func TestPerKeyRulesAreValidated(t *testing.T) {
 		t.Fatal("bad rules accepted")
 	}
 	mustEnter(t, g, "a", WithKey("u")).Exit(nil)
-	mustBlock(t, g, "a", "qps_per_key", RateLimited, WithKey("u"))
+	mustBlock(t, g, "a", "qps_per_key", flow.RateLimited, WithKey("u"))
 }
 
 func TestPerKeyClusterRuleNeedsAKeyedCluster(t *testing.T) {
@@ -178,16 +180,16 @@ func TestEnterWithAKeyAllocatesNothing(t *testing.T) {
 	}
 }
 
-// Keys are input from the network: a key longer than MaxKeyLength counts
-// as its first MaxKeyLength bytes, and what TopKeys shows of it is cut.
+// Keys are input from the network: a key longer than 256 counts
+// as its first 256 bytes, and what TopKeys shows of it is cut.
 func TestLongKeysAreBounded(t *testing.T) {
 	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "api", Limit: 2, PerKey: true}}})
-	prefix := strings.Repeat("a", MaxKeyLength)
+	prefix := strings.Repeat("a", bounds.MaxKeyLength)
 	mustEnter(t, g, "api", WithKey(prefix+"1")).Exit(nil)
 	mustEnter(t, g, "api", WithKey(prefix+strings.Repeat("2", 1<<20))).Exit(nil)
-	be := mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey(prefix+"3"))
-	if len(be.Key) != MaxKeyLength {
-		t.Fatalf("the block names a key of %d bytes, want it cut to %d", len(be.Key), MaxKeyLength)
+	be := mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey(prefix+"3"))
+	if len(be.Key) != bounds.MaxKeyLength {
+		t.Fatalf("the block names a key of %d bytes, want it cut to %d", len(be.Key), bounds.MaxKeyLength)
 	}
 	top := g.TopKeys("api", 1, false)
 	if len(top) != 1 || len(top[0].Key) > flowlimits.MaxShownKeyLength || top[0].Allowed != 2 {
@@ -209,10 +211,10 @@ func TestPerKeyRuleKeepsItsCountsAcrossAReloadOfItsOverrides(t *testing.T) {
 	if err := g.SetRules(rule(map[string]int64{"b": 3})); err != nil {
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey("a"))
+	mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey("a"))
 	mustEnter(t, g, "api", WithKey("b")).Exit(nil)
 	mustEnter(t, g, "api", WithKey("b")).Exit(nil)
-	mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey("b"))
+	mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey("b"))
 }
 
 func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
@@ -226,7 +228,7 @@ func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
 	}})
 	a1 := mustEnter(t, g, "api", WithKey("a"))
 	a2 := mustEnter(t, g, "api", WithKey("a"))
-	be := mustBlock(t, g, "api", "concurrency_per_key", ConcurrencyLimited, WithKey("a"))
+	be := mustBlock(t, g, "api", "concurrency_per_key", flow.ConcurrencyLimited, WithKey("a"))
 	if be.Key != "a" {
 		t.Fatalf("block names key %q, want a", be.Key)
 	}
@@ -238,7 +240,7 @@ func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
 	mustEnter(t, g, "api", WithKey("a")).Exit(nil) // the fourth
 	// a's QPS rule refuses the fifth: its concurrency permit is given back,
 	// so a still has both places.
-	mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey("a"))
+	mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey("a"))
 	conc := FlowRule{Resource: "api", Type: ConcurrencyRule, Limit: 2, PerKey: true, Overrides: map[string]int64{"vip": 3, "b": 2}}
 	if err := g.SetRules(Rules{Flow: []FlowRule{conc}}); err != nil { // the same rule: its counts stay
 		t.Fatal(err)
@@ -249,7 +251,7 @@ func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
 		mustEnter(t, g, "vip", WithKey("vip")) // another resource: no rule
 	}
 	v := []Entry{mustEnter(t, g, "api", WithKey("vip")), mustEnter(t, g, "api", WithKey("vip")), mustEnter(t, g, "api", WithKey("vip"))}
-	mustBlock(t, g, "api", "concurrency_per_key", ConcurrencyLimited, WithKey("vip"))
+	mustBlock(t, g, "api", "concurrency_per_key", flow.ConcurrencyLimited, WithKey("vip"))
 	for _, e := range v {
 		e.Exit(nil)
 	}
@@ -257,7 +259,7 @@ func TestPerKeyConcurrencyRuleLimitsEachKeysRequestsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := mustEnter(t, g, "api", WithKey("c"))
-	mustBlock(t, g, "api", "concurrency_per_key", ConcurrencyLimited, WithKey("c"))
+	mustBlock(t, g, "api", "concurrency_per_key", flow.ConcurrencyLimited, WithKey("c"))
 	h.Exit(nil)
 }
 
@@ -268,18 +270,18 @@ func TestPerKeyThrottleRuleSpacesEachKey(t *testing.T) {
 	}})
 	mustEnter(t, g, "api", WithKey("a")).Exit(nil)
 	// a's next place is 500 ms away and the rule waits for none...
-	be := mustBlock(t, g, "api", "throttle_per_key", WaitTooLong, WithKey("a"))
+	be := mustBlock(t, g, "api", "throttle_per_key", flow.WaitTooLong, WithKey("a"))
 	if be.Key != "a" {
 		t.Fatalf("block names key %q", be.Key)
 	}
 	mustEnter(t, g, "api", WithKey("b")).Exit(nil) // ... b has its own pace
 	clk.Advance(500 * time.Millisecond)
-	mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey("b")) // paced, then the minute rule
+	mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey("b")) // paced, then the minute rule
 	// An override paces its key at its own rate: 1 ms apart.
 	mustEnter(t, g, "api", WithKey("fast")).Exit(nil)
-	mustBlock(t, g, "api", "throttle_per_key", WaitTooLong, WithKey("fast"))
+	mustBlock(t, g, "api", "throttle_per_key", flow.WaitTooLong, WithKey("fast"))
 	clk.Advance(time.Millisecond)
-	mustBlock(t, g, "api", "qps_per_key", RateLimited, WithKey("fast"))
+	mustBlock(t, g, "api", "qps_per_key", flow.RateLimited, WithKey("fast"))
 	if err := (Rules{Flow: []FlowRule{{Resource: "api", Type: ThrottleRule, PerKey: true}}}).Validate(); err == nil {
 		t.Fatal("a per-key throttle of limit 0 accepted")
 	}
@@ -296,9 +298,9 @@ func TestOverridesGivenAreCopied(t *testing.T) {
 	if err := g.SetRules(rules); err != nil {
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "api", "concurrency_per_key", ExceedsLimit, WithKey("abuser"))
+	mustBlock(t, g, "api", "concurrency_per_key", flow.ExceedsLimit, WithKey("abuser"))
 	g.Rules().Flow[0].Overrides["abuser"] = 7 // a copy too
-	mustBlock(t, g, "api", "concurrency_per_key", ExceedsLimit, WithKey("abuser"))
+	mustBlock(t, g, "api", "concurrency_per_key", flow.ExceedsLimit, WithKey("abuser"))
 }
 
 func TestTopKeysOfANegativeCountIsEmpty(t *testing.T) {

@@ -16,10 +16,3 @@ func WithKeyMemory(bytes int64) Option {
 		o.keyMemory = bytes
 	}
 }
-
-// KeyMemory returns the bytes the guard's per-key rules hold now, and the
-// bound WithKeyMemory set. A rule the guard no longer uses gives its bytes
-// back once the garbage collector has found it so.
-func (g *Guard) KeyMemory() (inUse, limit int64) {
-	return g.keys.InUse(), g.keys.Limit()
-}

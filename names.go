@@ -2,15 +2,11 @@ package slidegate
 
 import (
 	"fmt"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
 )
-
-// MaxRuleNameLength is the longest rule name (FlowRule.Name,
-// BreakerRule.Name), in bytes: a name is a label value in the metrics and a
-// cell in the dashboard.
-const MaxRuleNameLength = 64
 
 // Named returns a copy of r in which every rule has its name, and every
 // flow rule its Type ("qps" where it is left out). A rule's name is its
@@ -124,8 +120,8 @@ func checkRuleName(name string) string {
 	switch {
 	case name == "":
 		return ""
-	case len(name) > MaxRuleNameLength:
-		return fmt.Sprintf("%q is %d bytes long; at most %d", name[:MaxRuleNameLength]+"…", len(name), MaxRuleNameLength)
+	case len(name) > bounds.MaxRuleNameLength:
+		return fmt.Sprintf("%q is %d bytes long; at most %d", name[:bounds.MaxRuleNameLength]+"…", len(name), bounds.MaxRuleNameLength)
 	case !utf8.ValidString(name):
 		return fmt.Sprintf("%q is not valid UTF-8", name)
 	}

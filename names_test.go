@@ -2,6 +2,8 @@ package slidegate
 
 import (
 	"errors"
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -56,7 +58,7 @@ func TestRuleNamesAreValidated(t *testing.T) {
 		rules Rules
 		want  string // in the problem of the field name
 	}{
-		{"too long", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: strings.Repeat("x", MaxRuleNameLength+1)}}}, "65 bytes long; at most 64"},
+		{"too long", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: strings.Repeat("x", bounds.MaxRuleNameLength+1)}}}, "65 bytes long; at most 64"},
 		{"control character", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: "a\nb"}}}, "does not print"},
 		{"not UTF-8", Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Name: "a\xff"}}}, "not valid UTF-8"},
 		{"space around", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: " burst"}}}, "begins or ends with a space"},
@@ -78,7 +80,7 @@ func TestRuleNamesAreValidated(t *testing.T) {
 func TestABlockNamesTheRuleByItsName(t *testing.T) {
 	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 100}, {Resource: "a", Name: "burst", Limit: 1}}})
 	mustEnter(t, g, "a").Exit(nil)
-	be := mustBlock(t, g, "a", "burst", RateLimited)
+	be := mustBlock(t, g, "a", "burst", flow.RateLimited)
 	if !strings.Contains(be.Error(), "a blocked by burst: rate limited") {
 		t.Errorf("Error() = %q", be.Error())
 	}
@@ -99,7 +101,7 @@ func TestRenamingARuleKeepsItsCounts(t *testing.T) {
 	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Name: "two a second", Limit: 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "a", "two a second", RateLimited) // its two places were taken under its old name
+	mustBlock(t, g, "a", "two a second", flow.RateLimited) // its two places were taken under its old name
 }
 
 func TestReorderingRulesOfTheSameSettingsKeepsEachItsOwnState(t *testing.T) {
@@ -123,7 +125,7 @@ func TestReorderingRulesOfTheSameSettingsKeepsEachItsOwnState(t *testing.T) {
 	if state["a"] != "open" || state["b"] != "closed" {
 		t.Errorf("after b was put before a: %v, want a still open and b closed", state)
 	}
-	mustBlock(t, g, "api", "a", RateLimited) // b, new, allows; a has no place left
+	mustBlock(t, g, "api", "a", flow.RateLimited) // b, new, allows; a has no place left
 }
 
 func TestABreakersNameFromItsResourceAloneIsItsName(t *testing.T) {

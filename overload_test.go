@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/slidegate/slidegate/flow"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -63,10 +64,10 @@ func TestShedRuleOnInboundHoldsForTheWholeService(t *testing.T) {
 	}
 	_, err = g.EnterAt(bg, now, "a", WithInbound())
 	var be *BlockError
-	if !errors.As(err, &be) || be.Reason != Overloaded || be.Resource != "a" || be.Rule != "shed" {
+	if !errors.As(err, &be) || be.Reason != flow.Overloaded || be.Resource != "a" || be.Rule != "shed" {
 		t.Fatalf("a third inbound request to a at a bound of 2: %v, want blocked as overloaded by shed", err)
 	}
-	if s, _ := g.StatsAt(now, "a"); s.Blocked != 1 || s.Totals.BlockedBy[Overloaded] != 1 {
+	if s, _ := g.StatsAt(now, "a"); s.Blocked != 1 || s.Totals.BlockedBy[flow.Overloaded] != 1 {
 		t.Fatalf("stats of a: %+v, want one request blocked as overloaded", s)
 	}
 	// The bound is shared among resources: b holds nothing, and gets its
@@ -97,7 +98,7 @@ func TestAResourceRuleThatBlocksGivesBackTheInboundPlace(t *testing.T) {
 		{Resource: "a", Limit: 0},
 	}})
 	for range 20 {
-		if _, err := g.EnterAt(bg, clk.Now(), "a", WithInbound()); !errors.Is(err, ErrBlocked) {
+		if _, err := g.EnterAt(bg, clk.Now(), "a", WithInbound()); !errors.Is(err, flow.ErrBlocked) {
 			t.Fatalf("a request to a resource limited to 0: %v", err)
 		}
 	}

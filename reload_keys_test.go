@@ -1,6 +1,7 @@
 package slidegate
 
 import (
+	"github.com/slidegate/slidegate/flow"
 	"testing"
 )
 
@@ -14,7 +15,7 @@ func TestAnOverrideForAnotherKeyKeepsTheKeysPlacesInFlight(t *testing.T) {
 	if err := g.SetRules(Rules{Flow: []FlowRule{rule}}); err != nil {
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "api", "concurrency_per_key", ConcurrencyLimited, WithKey("k"))
+	mustBlock(t, g, "api", "concurrency_per_key", flow.ConcurrencyLimited, WithKey("k"))
 	for _, e := range held {
 		e.Exit(nil)
 	}
@@ -32,6 +33,6 @@ func TestOverrideOnlyReloadsKeepAKeysPace(t *testing.T) {
 		if err := g.SetRules(Rules{Flow: []FlowRule{rule}}); err != nil {
 			t.Fatal(err)
 		}
-		mustBlock(t, g, "api", "throttle_per_key", WaitTooLong, WithKey("k"))
+		mustBlock(t, g, "api", "throttle_per_key", flow.WaitTooLong, WithKey("k"))
 	}
 }

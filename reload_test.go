@@ -19,16 +19,16 @@ func TestReloadDoesNotHandOneRulesCountsToAnother(t *testing.T) {
 	for range 5 {
 		mustEnter(t, g, "a").Exit(nil)
 	}
-	mustBlock(t, g, "a", "qps_2", RateLimited)
+	mustBlock(t, g, "a", "qps_2", flow.RateLimited)
 	if err := g.SetRules(rules); err != nil { // the same rules, at the same instant
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "a", "qps_2", RateLimited)
+	mustBlock(t, g, "a", "qps_2", flow.RateLimited)
 	rules.Flow[0], rules.Flow[1] = rules.Flow[1], rules.Flow[0]
 	if err := g.SetRules(rules); err != nil { // reordered
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "a", "qps", RateLimited)
+	mustBlock(t, g, "a", "qps", flow.RateLimited)
 }
 
 func TestReloadKeepsBreakerStateOfRepeatedRules(t *testing.T) {
@@ -185,7 +185,7 @@ func TestRulesGivenOrReturnedShareNothingWithTheGuard(t *testing.T) {
 		t.Fatalf("rules in force = %+v, changed through the slices given or returned", r)
 	}
 	mustEnter(t, g, "a").Exit(nil)
-	mustBlock(t, g, "a", "qps", RateLimited)
+	mustBlock(t, g, "a", "qps", flow.RateLimited)
 }
 
 func TestReloadTreatsADefaultSpelledOutAsTheSameRule(t *testing.T) {
@@ -203,8 +203,8 @@ func TestReloadTreatsADefaultSpelledOutAsTheSameRule(t *testing.T) {
 	if err := g.SetRules(spelled); err != nil {
 		t.Fatal(err)
 	}
-	mustBlock(t, g, "a", "qps", RateLimited)
-	mustBlock(t, g, "b", "breaker", BreakerOpen)
+	mustBlock(t, g, "a", "qps", flow.RateLimited)
+	mustBlock(t, g, "b", "breaker", flow.BreakerOpen)
 }
 
 func TestARuleRemovedFromABusyResourceLeavesItsStatistics(t *testing.T) {
@@ -265,7 +265,7 @@ func TestALimitTheClusterRefusesLeavesTheRulesInForce(t *testing.T) {
 	}
 	mustEnter(t, g, "local").Exit(nil)
 	mustEnter(t, g, "local").Exit(nil) // a limit of 2 again, not 1
-	mustBlock(t, g, "local", "qps", RateLimited)
+	mustBlock(t, g, "local", "qps", flow.RateLimited)
 }
 
 // A per-key QPS window added or removed by a reload leaves the others

@@ -2,13 +2,13 @@ package slidegate
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/window"
 )
@@ -23,11 +23,6 @@ const (
 
 // The events a resource counts in each bucket.
 var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Succeeded, window.Failed, window.RT)
-
-// DefaultMaxResources is how many resources a guard keeps statistics for
-// unless WithMaxResources says otherwise. Each takes about ResourceBytes,
-// so the default bounds them at about 7 MiB.
-const DefaultMaxResources = 4096
 
 // ResourceBytes bounds the memory a resource takes, rules aside, while one core
 // at a time uses it and its response times fall within one power of two of
@@ -52,16 +47,8 @@ const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of
 // resources it has no room for (see WithMaxResources), and of names longer
-// than MaxNameLength.
+// than 256.
 const OtherResource = "(other)"
-
-// MaxNameLength is the longest resource name, in bytes, that a guard keeps
-// statistics under. Rules naming a longer one are invalid; a request entered
-// under one is counted as OtherResource. Names are label values in metrics
-// and rows in the dashboard, and a name built from a client's input (a
-// method, a path) could otherwise be as long as a request header: the bound
-// keeps what one resource costs, name included, near ResourceBytes.
-const MaxNameLength = 256
 
 // A resource is a name and its statistics.
 type resource struct {
@@ -105,7 +92,7 @@ func (r *resource) allow(now, n int64) {
 }
 
 // block counts n requests blocked at time now for reason.
-func (r *resource) block(now int64, reason Reason, n int64) {
+func (r *resource) block(now int64, reason flow.Reason, n int64) {
 	r.stats.AddAt(now, window.Blocked, n)
 	if !casTotal(&r.blockedHere().by[reason%numReasons], n) {
 		r.contended()
@@ -114,7 +101,7 @@ func (r *resource) block(now int64, reason Reason, n int64) {
 
 // wouldBlock counts n requests that a shadow rule would have blocked for
 // reason, and let through.
-func (r *resource) wouldBlock(reason Reason, n int64) {
+func (r *resource) wouldBlock(reason flow.Reason, n int64) {
 	if !casTotal(&r.blockedHere().wouldBy[reason%numReasons], n) {
 		r.contended()
 	}
@@ -261,7 +248,7 @@ func newResourceTable(max int, c clock.Clock) *resourceTable {
 
 // get returns the resource called name, making it if there is room.
 func (t *resourceTable) get(name string, now int64) *resource {
-	if name == OtherResource { // Enter maps names over MaxNameLength here too
+	if name == OtherResource { // Enter maps names over 256 here too
 		t.other.touch(now)
 		return t.other
 	}
@@ -417,178 +404,4 @@ type paddedBlockedTotals struct {
 	// bytes) would make the struct larger.
 	_ [128 - unsafe.Sizeof(blockedTotals{})]byte
 	blockedTotals
-}
-
-// Totals are a resource's counts since the guard began keeping statistics for
-// it: counters that only grow, for metrics. A resource evicted for idleness
-// (see WithMaxResources) starts again from zero if it comes back.
-type Totals struct {
-	Allowed, Succeeded, Failed int64
-	// BlockedBy counts the blocked requests by reason: BlockedBy[RateLimited],
-	// BlockedBy[BreakerOpen], ... (BlockedBy[0] is unused).
-	BlockedBy [numReasons]int64
-	// WouldBlockBy counts, by reason, the requests that a shadow rule
-	// (FlowRule.Shadow, BreakerRule.Shadow, Rules.Shadow) would have
-	// blocked, and let through. They are among Allowed: a request is
-	// counted once, with the reason of the first shadow rule that would
-	// have blocked it, as the same rules enforced would have blocked it.
-	WouldBlockBy [numReasons]int64
-	// RT is the sum of the response times of the requests that ended, a batch
-	// counting its response time once per request, each rounded to the
-	// nearest microsecond. Like AvgRT, it counts at most 2^39 µs (6.4 days)
-	// of response time ended in one 1 s bucket.
-	RT time.Duration
-}
-
-// WouldBlock returns the requests shadow rules would have blocked,
-// whatever the reason.
-func (t Totals) WouldBlock() int64 { return sumSaturating(t.WouldBlockBy) }
-
-// sumSaturating adds up counts that saturate at math.MaxInt64.
-func sumSaturating(by [numReasons]int64) int64 {
-	var n int64
-	for _, b := range by {
-		if n += b; n < 0 {
-			return math.MaxInt64
-		}
-	}
-	return n
-}
-
-// Blocked returns the blocked requests, whatever the reason.
-func (t Totals) Blocked() int64 { return sumSaturating(t.BlockedBy) }
-
-// ResourceStats are a resource's statistics over the last 10 seconds, and
-// its totals. Its response times since its statistics began, by bin, which
-// a histogram exports, are read apart: Guard.ResponseTimeTotals.
-type ResourceStats struct {
-	Resource string
-	// Inbound is true once any request entered the resource with Inbound,
-	// allowed or blocked: the resource is traffic into the service, a
-	// route it serves. The rest are outbound, calls the service makes
-	// (Outbound, the default). It stays true while the guard keeps the
-	// resource; one evicted for idleness (see WithMaxResources) comes back
-	// outbound until an inbound request enters it again. OtherResource,
-	// which counts the traffic of many names, is inbound once any of them
-	// was.
-	Inbound bool
-	// Allowed and Blocked count the requests allowed and blocked; Succeeded and
-	// Failed those that ended (Entry.Exit) without and with an error.
-	Allowed, Blocked, Succeeded, Failed int64
-	// AvgRT is the mean response time of the requests that ended, each
-	// request of a batch counting the batch's time. The response times of
-	// one 1 s bucket sum to at most 2^39 µs (6.4 days), where they stop
-	// growing: requests that together outlast that in one bucket (a batch
-	// of 10^6 taking 3 s, a thousand hour-long streams ending at once) read
-	// a mean too low. P50 to MaxRT, which count a batch once, do not.
-	AvgRT time.Duration
-	// P50, P90, P99 and MaxRT describe the response times of the requests
-	// that ended in the last 5 to 10 seconds (the latencies are kept in two
-	// halves of 10 s), the quantiles within 4.43% (window.SketchError) from
-	// 2 µs up, the maximum exactly. A batch (WithCount) is one response
-	// time.
-	P50, P90, P99, MaxRT time.Duration
-	// InFlight is how many requests have entered and not yet exited.
-	InFlight int64
-	// Totals count since the resource's statistics began.
-	Totals Totals
-}
-
-func (r *resource) statsAt(now int64) ResourceStats {
-	s := r.stats.SumsAt(now)
-	out := ResourceStats{
-		Resource:  r.name,
-		Allowed:   s[window.Allowed],
-		Blocked:   s[window.Blocked],
-		Succeeded: s[window.Succeeded],
-		Failed:    s[window.Failed],
-	}
-	if n := out.Succeeded + out.Failed; n > 0 {
-		out.AvgRT = time.Duration(s[window.RT] * int64(time.Microsecond) / n)
-	}
-	l := r.lat.SummaryAt(now)
-	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
-	t := r.stats.Totals()
-	// Read after the counts: Enter marks a resource inbound before it
-	// counts the request, so counts that include an inbound request are
-	// never read with the resource still outbound.
-	out.Inbound = r.inbound.Load()
-	out.InFlight = inFlight(t)
-	out.Totals = Totals{
-		Allowed:      t[window.Allowed],
-		Succeeded:    t[window.Succeeded],
-		Failed:       t[window.Failed],
-		RT:           time.Duration(min(t[window.RT], math.MaxInt64/int64(time.Microsecond)) * int64(time.Microsecond)),
-		BlockedBy:    r.blockedBy(),
-		WouldBlockBy: r.wouldBlockBy(),
-	}
-	return out
-}
-
-// Stats returns the statistics of the resource called name over the last 10
-// seconds, and whether the guard keeps statistics for it.
-func (g *Guard) Stats(name string) (ResourceStats, bool) { return g.StatsAt(g.clock.Now(), name) }
-
-// StatsAt is Stats at time now, in nanoseconds on the guard's clock.
-func (g *Guard) StatsAt(now int64, name string) (ResourceStats, bool) {
-	if name == OtherResource {
-		return g.resources.other.statsAt(now), true
-	}
-	v, ok := g.resources.m.Load(name)
-	if !ok {
-		return ResourceStats{Resource: name}, false
-	}
-	return v.(*resource).statsAt(now), true
-}
-
-// ResponseTimeTotals sets *into to the response times of the requests to
-// the resource called name, counted by bin ([window.SketchTotals]). It
-// counts those that ended since the guard began keeping statistics for the
-// resource. It reports whether the guard keeps statistics for it; if not,
-// *into is all zeros.
-//
-// These are the counts a response-time histogram exports. They only grow,
-// and they add up across instances, where quantiles do not. A batch
-// ([WithCount]) counts as its requests, each with the batch's response
-// time. So into.Count() is Totals.Succeeded plus Totals.Failed, while no
-// request ends. A resource evicted for idleness ([WithMaxResources])
-// starts again from zero if it comes back. ResponseTimeTotals allocates
-// nothing: keep one window.SketchTotals and fill it again.
-func (g *Guard) ResponseTimeTotals(name string, into *window.SketchTotals) bool {
-	if name == OtherResource {
-		g.resources.other.lat.TotalsInto(into)
-		return true
-	}
-	v, ok := g.resources.m.Load(name)
-	if !ok {
-		*into = window.SketchTotals{}
-		return false
-	}
-	v.(*resource).lat.TotalsInto(into)
-	return true
-}
-
-// InboundResponseTimeTotals is ResponseTimeTotals for the guard's inbound
-// traffic (see Inbound and InboundStats).
-func (g *Guard) InboundResponseTimeTotals(into *window.SketchTotals) {
-	g.inbound.lat.TotalsInto(into)
-}
-
-// Resources returns the statistics of every resource the guard keeps, and of
-// OtherResource once it has counted anything, sorted by name. A request
-// entered under the name OtherResource is counted there.
-func (g *Guard) Resources() []ResourceStats { return g.ResourcesAt(g.clock.Now()) }
-
-// ResourcesAt is Resources at time now, in nanoseconds on the guard's clock.
-func (g *Guard) ResourcesAt(now int64) []ResourceStats {
-	var out []ResourceStats
-	g.resources.m.Range(func(_, v any) bool {
-		out = append(out, v.(*resource).statsAt(now))
-		return true
-	})
-	if o := g.resources.other.statsAt(now); o.Totals.Allowed+o.Totals.Blocked()+o.InFlight > 0 {
-		out = append(out, o)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
-	return out
 }

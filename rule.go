@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"context"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
@@ -20,8 +21,8 @@ import (
 // (its place in them). A rule that can also take a new limit in place
 // implements resizer.
 //
-// Adding a kind of rule means adding a type that implements rule, in a file
-// of its own, and a case in buildFlow (or buildBreaker) that makes it.
+// A kind of flow rule makes its rule in its kind's build (see kind), in
+// the file of the kind; a breaker rule is made by buildBreaker.
 type rule interface {
 	// phase places the rule in the order Enter asks a resource's rules.
 	phase() phase
@@ -50,9 +51,23 @@ type resizer interface {
 // A hold is what an allowed request holds of one rule until it exits.
 // The rule that gave it (by) reads only its own field. Holds are written on
 // every request by the processor serving it, so they fill whole cache
-// lines: the holds of two entries never share one.
+// lines (a multiple of holdLine bytes): the holds of two entries never
+// share one. A kind that gives a request something new to hold adds its
+// field to holdState; the padding follows.
 type hold struct {
-	by      rule
+	by rule
+	holdState
+	// An interface is two words whatever its methods (rule's would make
+	// the size a cycle).
+	_ [(holdLine - (unsafe.Sizeof(any(nil))+unsafe.Sizeof(holdState{}))%holdLine) % holdLine]byte
+}
+
+// holdLine is the size holds are padded to a multiple of: two cache lines,
+// the pair some processors fetch together, as an entry fills.
+const holdLine = 128
+
+// holdState is what a hold holds, but the rule that gave it.
+type holdState struct {
 	permit  flow.Permit      // a concurrency, shed or adaptive rule's, per key or not
 	place   flow.Reservation // a throttle's, per key or not
 	promise breaker.Promise  // a breaker's
@@ -61,7 +76,6 @@ type hold struct {
 	// (IsOverloaded): set by Exit for every hold before release.
 	overloaded bool
 	shadow     bool // the rule that holds it is in shadow
-	_          [256 - 224]byte
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the

@@ -23,7 +23,7 @@ func (*breakerRule) phase() phase { return phaseBreaker }
 func (r *breakerRule) admit(_ context.Context, _ *entry, now int64, h *hold) flow.Decision {
 	p, err := r.b.AllowAt(now)
 	if err != nil {
-		return flow.Decision{Reason: BreakerOpen, RetryAfter: r.b.RetryAfterAt(now)}
+		return flow.Decision{Reason: flow.BreakerOpen, RetryAfter: r.b.RetryAfterAt(now)}
 	}
 	h.promise, h.by = p, r
 	return flow.Decision{Allowed: true}

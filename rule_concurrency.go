@@ -5,7 +5,44 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
+
+// ConcurrencyRule allows at most Limit requests in flight
+// ([flow.Concurrency]).
+const ConcurrencyRule FlowType = "concurrency"
+
+// concurrencyKind is the limit of requests in flight, of all keys or of
+// each key.
+var concurrencyKind = kind{
+	Kind:   rulekind.Kind{Name: string(ConcurrencyRule)},
+	fields: []string{"limit", "per_key"},
+	check: func(f FlowRule, p *problems) {
+		if f.PerKey && f.Cluster {
+			p.add("cluster", "a concurrency rule is not cluster-wide")
+		}
+	},
+	build: buildConcurrency,
+}
+
+// buildConcurrency makes a concurrency rule's enforcer.
+func buildConcurrency(f FlowRule, on builder) (rule, error) {
+	switch {
+	case f.PerKey && on.judging:
+		return nil, nil // its limit is all it has, and checkKeys has judged it
+	case f.PerKey:
+		l, err := flow.NewKeyedConcurrency(flow.KeyedConcurrencySettings{Limit: f.Limit, Overrides: f.Overrides, KeyMemory: on.keys})
+		if err != nil {
+			return nil, err
+		}
+		return &keyConcurrencyRule{c: l}, nil
+	}
+	l, err := flow.NewConcurrency(flow.ConcurrencySettings{Limit: f.Limit})
+	if err != nil {
+		return nil, err
+	}
+	return &concurrencyRule{c: l}, nil
+}
 
 // A concurrencyRule bounds the requests in flight (flow.Concurrency): a
 // request holds its places until it exits, or until a later rule blocks it.

@@ -41,11 +41,6 @@ func (r *keyedClusterRule) admit(ctx context.Context, e *entry, _ int64, _ *hold
 	return d
 }
 
-// keyedTogether reports whether f is one of the per-key QPS rules that are
-// decided together: per key, counting requests (not a throttle or a
-// concurrency rule).
-func (f FlowRule) keyedTogether() bool { return f.PerKey && f.flowType() == QPSRule }
-
 // A keyGroup is the per-key QPS rules of one resource, local or cluster-wide,
 // in rule order.
 type keyGroup struct {
@@ -151,32 +146,4 @@ func (g *keyGroup) setLimits(r rule, rules []FlowRule) {
 		return // a cluster group is rebuilt when its limits change
 	}
 	_ = k.q.Set(g.windows(rules)) // valid: the rules passed Validate, the shape is the same
-}
-
-// KeyStat is what TopKeys says of one key: flow.KeyStat.
-type KeyStat = flow.KeyStat
-
-// TopKeys returns the keys busiest under the per-key QPS rules of the
-// resource called name (its first such rule's window), at most n of them,
-// busiest first: by allowed requests, or by blocked ones if byBlocked.
-// Only keys that use more than half their limit are tracked one by one; the
-// rest are counted together (see flow.KeyedQPS), so what TopKeys shows is
-// bounded however many keys there are. It returns nil for a resource
-// without local per-key QPS rules.
-func (g *Guard) TopKeys(name string, n int, byBlocked bool) []KeyStat {
-	return g.TopKeysAt(g.clock.Now(), name, n, byBlocked)
-}
-
-// TopKeysAt is TopKeys at time now, in nanoseconds on the guard's clock.
-func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeyStat {
-	b := g.snap.Load().by[name]
-	if b == nil {
-		return nil
-	}
-	for _, ch := range b.checks {
-		if k, ok := ch.rule.(*keyedRule); ok {
-			return k.q.TopAt(now, n, byBlocked)
-		}
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/window"
@@ -24,5 +25,15 @@ func (r *refRule) admit(_ context.Context, e *entry, now int64, _ *hold) flow.De
 	if r.allowed.SumAt(now, window.Allowed)+e.count <= r.limit {
 		return flow.Decision{Allowed: true}
 	}
-	return flow.Decision{Reason: RefLimited}
+	return flow.Decision{Reason: flow.RefLimited}
+}
+
+// buildRef makes the rule of a QPS rule on another resource, without that
+// resource's statistics, which binding the rule gives it.
+func buildRef(f FlowRule) (rule, error) {
+	if interval := f.interval(); interval%statsWidth != 0 || interval > statsInterval {
+		return nil, &fieldError{"interval", fmt.Errorf("interval %v: a rule on another resource reads its statistics, which are kept over %v in buckets of %v: the interval must be a multiple of %v, at most %v",
+			interval, statsInterval, statsWidth, statsWidth, statsInterval)}
+	}
+	return &refRule{limit: f.Limit}, nil
 }

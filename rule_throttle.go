@@ -2,10 +2,65 @@ package slidegate
 
 import (
 	"context"
+	"time"
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
+
+// ThrottleRule spaces requests evenly, Limit per Interval: a request waits
+// for its place, and is blocked if that is more than MaxWait away
+// ([flow.Throttle]). A limit of 0 blocks every request.
+const ThrottleRule FlowType = "throttle"
+
+// throttleKind is the throttle, of all keys or of each key.
+var throttleKind = kind{
+	Kind:   rulekind.Kind{Name: string(ThrottleRule)},
+	fields: []string{"limit", "interval", "buckets", "per_key", "max_wait", "warm_up", "cold_factor"},
+	normal: func(f *FlowRule) { f.Interval = Duration(f.interval()) },
+	check: func(f FlowRule, p *problems) {
+		if f.WarmUp == 0 && f.Buckets != 0 {
+			p.add("buckets", "a throttle's buckets divide its warm-up: it has none (warm_up)")
+		}
+		if f.PerKey && f.Limit == 0 {
+			p.add("limit", "0: a per-key throttle paces at least 1 request per interval; block keys with overrides of 0")
+		}
+	},
+	build: buildThrottle,
+}
+
+// buildThrottle makes a throttle's enforcer. A throttle of limit 0 has no
+// places at all: it is a QPS limit of 0, which blocks every request, and
+// which a new limit makes a throttle again (it does not change in place).
+func buildThrottle(f FlowRule, on builder) (rule, error) {
+	switch {
+	case f.PerKey && on.judging:
+		// The same pace as a throttle of all keys, and no table of keys.
+		_, err := flow.NewThrottle(flow.ThrottleSettings{Limit: f.Limit, Interval: f.interval(), MaxWait: time.Duration(f.MaxWait)})
+		return nil, err
+	case f.PerKey:
+		t, err := flow.NewKeyedThrottle(flow.KeyedThrottleSettings{Limit: f.Limit, Interval: f.interval(), MaxWait: time.Duration(f.MaxWait),
+			Overrides: f.Overrides, KeyMemory: on.keys, Clock: on.clock})
+		if err != nil {
+			return nil, err
+		}
+		return &keyThrottleRule{t: t}, nil
+	case f.Limit == 0:
+		return newQPSRule(f, on, true)
+	}
+	var warmUp time.Duration
+	var cold float64
+	if f.WarmUp > 0 {
+		warmUp, cold = time.Duration(f.WarmUp), f.ColdFactor
+	}
+	t, err := flow.NewThrottle(flow.ThrottleSettings{Limit: f.Limit, Interval: f.interval(), MaxWait: time.Duration(f.MaxWait),
+		Buckets: max(f.Buckets, 0), WarmUp: warmUp, ColdFactor: cold, Clock: on.clock})
+	if err != nil {
+		return nil, err
+	}
+	return &throttleRule{t: t, warm: f.WarmUp > 0}, nil
+}
 
 // A throttleRule spaces requests evenly (flow.Throttle): a request takes the
 // next free place and waits for it, unless that is further away than the

@@ -15,7 +15,7 @@ import (
 // appends per field, so that a reload of tens of thousands of rules costs
 // milliseconds; TestRuleKeysCoverEveryField holds every field to it.
 //
-// A per-key rule's overrides (up to MaxOverrides of them) are written as
+// A per-key rule's overrides (up to 10,000 of them) are written as
 // their number and a sum of their entries' seeded hashes, which does not
 // depend on the map's order: equal overrides give equal keys, and unequal
 // ones almost always unequal keys, which sameOverrides then tells apart
@@ -74,58 +74,6 @@ func appendExactOverrides(b []byte, o map[string]int64) []byte {
 		b = appendInt(appendString(b, k), o[k])
 	}
 	return b
-}
-
-// appendKey writes every field of f; its overrides whole if exact, else by
-// their number and hash.
-func (f *FlowRule) appendKey(b []byte, exact bool) []byte {
-	b = appendString(b, f.Resource)
-	b = appendString(b, f.Name)
-	b = appendString(b, string(f.Type))
-	b = appendInt(b, f.Limit)
-	b = appendInt(b, int64(f.Interval))
-	b = appendInt(b, int64(f.Buckets))
-	b = appendInt(b, int64(f.MaxWait))
-	b = appendInt(b, int64(f.WarmUp))
-	b = appendFloat(b, f.ColdFactor)
-	b = appendInt(b, int64(f.Borrow))
-	b = appendString(b, f.RefResource)
-	b = appendBool(b, f.Cluster)
-	b = appendInt(b, f.Lease)
-	b = appendBool(b, f.PerKey)
-	if exact {
-		b = appendExactOverrides(b, f.Overrides)
-	} else {
-		b = appendOverrides(b, f.Overrides)
-	}
-	b = appendFloat(b, f.CPUThreshold)
-	b = appendString(b, f.Algorithm)
-	b = appendInt(b, f.MinLimit)
-	b = appendInt(b, f.MaxLimit)
-	b = appendFloat(b, f.Tolerance)
-	b = appendString(b, f.Share)
-	return appendBool(b, f.Shadow)
-}
-
-// appendKey writes every field of r.
-func (r *BreakerRule) appendKey(b []byte) []byte {
-	b = appendString(b, r.Resource)
-	b = appendString(b, r.Name)
-	b = appendString(b, string(r.Strategy))
-	b = appendFloat(b, r.Threshold)
-	b = appendInt(b, r.Count)
-	b = appendInt(b, int64(r.MaxRT))
-	b = appendIntPointer(b, r.MinRequests)
-	b = appendInt(b, int64(r.Interval))
-	b = appendInt(b, int64(r.Buckets))
-	b = appendInt(b, int64(r.OpenTimeout))
-	b = appendInt(b, int64(r.MaxOpenTimeout))
-	b = appendInt(b, int64(r.Probes))
-	b = appendInt(b, int64(r.ProbeTimeout))
-	b = appendFloat(b, r.K)
-	b = appendIntPointer(b, r.Protection)
-	b = appendString(b, r.BlockPolicy)
-	return appendBool(b, r.Shadow)
 }
 
 // ruleKey identifies a rule (a FlowRule or a BreakerRule) by its whole

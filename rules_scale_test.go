@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // manyOverrides returns n overrides of keys as long as a tenant's id, one
@@ -40,7 +41,7 @@ func BenchmarkSetRulesOverrides(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rs := reloads(typ, MaxOverrides)
+			rs := reloads(typ, bounds.MaxOverrides)
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if err := g.SetRules(rs[i%2]); err != nil {
@@ -79,7 +80,7 @@ func BenchmarkSetRulesResources(b *testing.B) {
 }
 
 // TestARuleOfTenThousandOverridesReloadsInMilliseconds: changing one
-// override of a per-key rule of MaxOverrides takes milliseconds, for every
+// override of a per-key rule of 10,000 takes milliseconds, for every
 // kind of per-key rule (the least of a few tries, so that a busy machine
 // does not fail it; the bound is some eight times what it takes).
 func TestARuleOfTenThousandOverridesReloadsInMilliseconds(t *testing.T) {
@@ -92,7 +93,7 @@ func TestARuleOfTenThousandOverridesReloadsInMilliseconds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs := reloads(typ, MaxOverrides)
+		rs := reloads(typ, bounds.MaxOverrides)
 		least := time.Duration(1 << 62)
 		for i := range 6 {
 			start := time.Now()
@@ -105,7 +106,7 @@ func TestARuleOfTenThousandOverridesReloadsInMilliseconds(t *testing.T) {
 		}
 		t.Logf("%s: %v", typ, least)
 		if least > bound {
-			t.Errorf("%s: a reload of one override of %d took %v, more than %v", typ, MaxOverrides, least, bound)
+			t.Errorf("%s: a reload of one override of %d took %v, more than %v", typ, bounds.MaxOverrides, least, bound)
 		}
 	}
 }

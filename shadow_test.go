@@ -2,6 +2,7 @@ package slidegate
 
 import (
 	"errors"
+	"github.com/slidegate/slidegate/flow"
 	"strings"
 	"testing"
 	"time"
@@ -75,13 +76,13 @@ func TestEnforcingAShadowRuleKeepsItsCounts(t *testing.T) {
 	for range 7 {
 		mustEnter(t, g, "a").Exit(nil)
 	}
-	if s, _ := g.Stats("a"); s.Totals.WouldBlockBy[RateLimited] != 2 {
+	if s, _ := g.Stats("a"); s.Totals.WouldBlockBy[flow.RateLimited] != 2 {
 		t.Fatalf("would-block %v, want 2 rate limited", s.Totals.WouldBlockBy)
 	}
 	if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: 5}}}); err != nil {
 		t.Fatal(err)
 	}
-	be := mustBlock(t, g, "a", "qps", RateLimited) // the 5 counted in shadow hold
+	be := mustBlock(t, g, "a", "qps", flow.RateLimited) // the 5 counted in shadow hold
 	clk.Advance(be.RetryAfter)
 	mustEnter(t, g, "a").Exit(nil)
 }
@@ -101,7 +102,7 @@ func TestGuardWideShadowBlocksNothingAndWaitsNothing(t *testing.T) {
 		}
 		e.Exit(nil)
 	}
-	if s, _ := g.Stats("a"); s.Totals.WouldBlockBy[RateLimited] != 2 || s.Totals.Blocked() != 0 {
+	if s, _ := g.Stats("a"); s.Totals.WouldBlockBy[flow.RateLimited] != 2 || s.Totals.Blocked() != 0 {
 		t.Fatalf("a: %+v, want 2 would-block, none blocked", s.Totals)
 	}
 	if s, _ := g.Stats("t"); s.Totals.WouldBlock() != 0 || s.Allowed != 3 {
@@ -142,7 +143,7 @@ func TestWouldBlockIsCountedOnlyWhereAShadowRuleIs(t *testing.T) {
 	if s, _ := g.Stats("norules"); s.Totals.WouldBlock() != 0 {
 		t.Fatalf("a resource without rules would have had %v blocked", s.Totals.WouldBlockBy)
 	}
-	if s, _ := g.Stats("a"); s.Totals.WouldBlockBy[ExceedsLimit] != 10 {
+	if s, _ := g.Stats("a"); s.Totals.WouldBlockBy[flow.ExceedsLimit] != 10 {
 		t.Fatalf("a: %v, want 10 exceeding the limit (of 0)", s.Totals.WouldBlockBy)
 	}
 }

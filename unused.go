@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -15,7 +16,7 @@ const unusedAfter = time.Minute
 // A rule's resource is a name that requests must enter exactly: a rule on
 // "GET 127.0.0.1" never sees the calls httpguard.Transport names
 // "GET 127.0.0.1:9101". Validation cannot tell, and such a rule never
-// acts; the RulesUnused event says so. SetRules arms the look
+// acts; the "rules_unused" event says so. SetRules arms the look
 // (Guard.unusedAt), which runs once, on the first Enter after unusedAfter:
 // Enter pays one atomic load for it. A resource counts its requests from
 // when it was made, so the look keeps nothing per resource: a rule is
@@ -28,7 +29,7 @@ func (r *resource) requests() int64 {
 }
 
 // checkUnused looks, once for each set of rules, for the rules whose
-// resource no request has entered, and records a RulesUnused event listing
+// resource no request has entered, and records a "rules_unused" event listing
 // them.
 func (g *Guard) checkUnused(now int64) {
 	at := g.unusedAt.Load()
@@ -58,6 +59,6 @@ func (g *Guard) checkUnused(now int64) {
 	if len(changes) == 0 {
 		return
 	}
-	more := max(len(changes)-MaxEventChanges, 0)
-	g.events.record(Event{At: now, Kind: RulesUnused, Changes: changes[:len(changes)-more], MoreChanges: more})
+	more := max(len(changes)-bounds.MaxEventChanges, 0)
+	g.events.record(Event{At: now, Kind: rulesUnused, Changes: changes[:len(changes)-more], MoreChanges: more})
 }

@@ -18,7 +18,7 @@ func TestARuleNoRequestReachesIsToldAfterAMinute(t *testing.T) {
 	unused := func() []Event {
 		var out []Event
 		for _, e := range g.Events() {
-			if e.Kind.String() == "rules_unused" {
+			if e.Kind == "rules_unused" {
 				out = append(out, e)
 			}
 		}

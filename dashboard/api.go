@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // maxRulesBytes bounds the body of PUT api/rules.
@@ -34,7 +35,7 @@ func (d *Dashboard) serveHistory(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("resource")
 	var body resourceHistoryJSON
 	found := false
-	if len(name) <= slidegate.MaxNameLength { // no longer name is kept: look no further
+	if len(name) <= bounds.MaxNameLength { // no longer name is kept: look no further
 		d.sampling.Lock()
 		if s := d.series[name]; s != nil {
 			body = resourceHistoryJSON{Seq: d.seq, resourceJSON: d.withHistory(s, len(s.ring))}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 func mustRules(t *testing.T, js string) slidegate.Rules {
@@ -327,7 +328,7 @@ func TestSnapshotCarriesAtMostWithSnapshotPointsOfHistory(t *testing.T) {
 		t.Errorf("inbound: %d points, partial %v; want all %d", len(h.T), s.Inbound.Partial, samples)
 	}
 
-	for _, name := range []string{"nope", "", strings.Repeat("x", slidegate.MaxNameLength+1)} {
+	for _, name := range []string{"nope", "", strings.Repeat("x", bounds.MaxNameLength+1)} {
 		if code, _ := f.history(t, name); code != http.StatusNotFound {
 			t.Errorf("api/history of %.20q: %d, want 404", name, code)
 		}

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // Defaults of the options.
@@ -187,15 +187,15 @@ type namedBudget struct {
 // httpguard.WithRetry or grpcguard.WithRetry; budgets are shown in the
 // order given. The names come from the program, not from the network, but
 // are bounded all the same: an empty name, one longer than
-// slidegate.MaxNameLength bytes, a name given twice, a nil b, and more than
+// 256 bytes, a name given twice, a nil b, and more than
 // MaxRetryBudgets budgets are errors.
 func WithRetryBudget(name string, b *flow.RetryBudget) Option {
 	return func(c *config) {
 		switch {
 		case name == "":
 			c.bad("retry budget name = \"\": must not be empty")
-		case len(name) > slidegate.MaxNameLength:
-			c.bad("retry budget name = %.32q...: %d bytes, at most %d", name, len(name), slidegate.MaxNameLength)
+		case len(name) > bounds.MaxNameLength:
+			c.bad("retry budget name = %.32q...: %d bytes, at most %d", name, len(name), bounds.MaxNameLength)
 		case b == nil:
 			c.bad("retry budget %q = nil: must be a budget", name)
 		case len(c.budgets) >= MaxRetryBudgets:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // fakeCPU is a CPU usage the test sets, read by the guard through
@@ -150,7 +151,7 @@ func TestTheOverloadRulesAFrameCarriesAreTheRules(t *testing.T) {
 	for i := range 500 {
 		if e, err := f.g.Enter(context.Background(), "GET /"+string(rune('a'+i%26))+string(rune('a'+i/26)), slidegate.WithInbound()); err == nil {
 			e.Exit(nil)
-		} else if !errors.Is(err, slidegate.ErrBlocked) {
+		} else if !errors.Is(err, flow.ErrBlocked) {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // newBudget returns a retry budget of ratio retries per request, no floor,
@@ -148,14 +149,14 @@ func TestWithRetryBudgetBoundsTheBudgets(t *testing.T) {
 		}
 		return opts
 	}
-	longest := strings.Repeat("n", slidegate.MaxNameLength)
+	longest := strings.Repeat("n", bounds.MaxNameLength)
 	for _, c := range []struct {
 		what string
 		opts []Option
 		want string // in the error; "" for none
 	}{
 		{"empty name", []Option{WithRetryBudget("", b)}, `retry budget name = ""`},
-		{"name too long", []Option{WithRetryBudget(longest+"n", b)}, fmt.Sprintf("%d bytes, at most %d", slidegate.MaxNameLength+1, slidegate.MaxNameLength)},
+		{"name too long", []Option{WithRetryBudget(longest+"n", b)}, fmt.Sprintf("%d bytes, at most %d", bounds.MaxNameLength+1, bounds.MaxNameLength)},
 		{"nil budget", []Option{WithRetryBudget("orders", nil)}, `retry budget "orders" = nil`},
 		{"name twice", []Option{WithRetryBudget("orders", b), WithRetryBudget("orders", newBudget(t, 0.1, clk))}, `retry budget name = "orders": given twice`},
 		{"one too many", many(MaxRetryBudgets + 1), fmt.Sprintf(`retry budget "budget-%03d": one more than the %d`, MaxRetryBudgets, MaxRetryBudgets)},

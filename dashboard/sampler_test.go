@@ -14,6 +14,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 )
 
 var errBoom = errors.New("boom")
@@ -48,7 +49,7 @@ func (f *fixture) requests(t *testing.T, resource string, n int, rt time.Duratio
 	allowed := 0
 	for range n {
 		e, err := f.g.Enter(context.Background(), resource)
-		if errors.Is(err, slidegate.ErrBlocked) {
+		if errors.Is(err, flow.ErrBlocked) {
 			continue
 		}
 		if err != nil {
@@ -321,7 +322,7 @@ func TestOtherResourceRatesFollowItsTotals(t *testing.T) {
 
 func TestRates(t *testing.T) {
 	var blocked slidegate.Totals
-	blocked.BlockedBy[slidegate.RateLimited] = 6
+	blocked.BlockedBy[flow.RateLimited] = 6
 	tests := []struct {
 		name                     string
 		prev, cur                slidegate.Totals

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // shadowFixture is a fixture with these rules, and a sample taken since:
@@ -166,12 +167,12 @@ func TestEveryRuleInShadowIsCarriedAndCounted(t *testing.T) {
 // new counts, never negative.
 func TestTheWouldBlockRateBeginsAgainWithTheResource(t *testing.T) {
 	var prev, cur slidegate.Totals
-	prev.Allowed, prev.WouldBlockBy[slidegate.RateLimited] = 100, 40
-	cur.Allowed, cur.WouldBlockBy[slidegate.RateLimited] = 120, 4
+	prev.Allowed, prev.WouldBlockBy[flow.RateLimited] = 100, 40
+	cur.Allowed, cur.WouldBlockBy[flow.RateLimited] = 120, 4
 	if r := rates(prev, cur, 2); r.wouldBlock != 2 || r.allowed != 60 {
 		t.Errorf("rates after the would-block total went from 40 to 4 in 2 s: %+v, want would block 2/s, allowed 60/s", r)
 	}
-	cur.WouldBlockBy[slidegate.RateLimited] = 50
+	cur.WouldBlockBy[flow.RateLimited] = 50
 	if r := rates(prev, cur, 2); r.wouldBlock != 5 || r.allowed != 10 {
 		t.Errorf("rates after the would-block total went from 40 to 50 in 2 s: %+v, want would block 5/s, allowed 10/s", r)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // The timeline is the guard's events (slidegate.Event: a breaker changing
@@ -14,13 +15,13 @@ import (
 // guard's latest events each time it reads the guard (Guard.Events) and
 // takes those it has not seen, by their Seq; a sample's event carries the
 // new ones, a snapshot every one the dashboard keeps, at most
-// slidegate.KeptEvents. Events that happened between two samples beyond
+// 128. Events that happened between two samples beyond
 // the guard's KeptEvents are not seen: their Seq is missing from the
 // timeline.
 //
 // What an event costs in a frame is bounded whatever it tells: its text is
 // cut to maxEventText bytes (a refused rule set's error lists every
-// problem, and names resources of up to slidegate.MaxNameLength bytes).
+// problem, and names resources of up to 256 bytes).
 
 // maxEventText is the longest description of an event that the dashboard
 // sends, in bytes: a longer one is cut, at a character, and ends with "…".
@@ -30,7 +31,7 @@ const maxEventText = 512
 type guardEventJSON struct {
 	Seq  uint64  `json:"seq"`  // the guard's numbering, from 1, in the order they happened
 	Time float64 `json:"time"` // when it happened
-	Kind string  `json:"kind"` // slidegate.EventKind: "breaker_changed", "rules_changed", "rules_refused", "cluster_changed", "resources_full"
+	Kind string  `json:"kind"` // slidegate.Event.Kind: "breaker_changed", "rules_changed", "rules_refused", "cluster_changed", "resources_full"
 	// Warn marks an event that tells of trouble: a breaker that opened,
 	// rules refused, the cluster unhealthy, the resource table full.
 	Warn bool   `json:"warn,omitempty"`
@@ -50,7 +51,7 @@ type clusterJSON struct {
 }
 
 // observeEvents takes in the guard's events it has not seen yet: it keeps
-// them (the latest slidegate.KeptEvents), and makes them the new events of
+// them (the latest 128), and makes them the new events of
 // the observation. d.sampling is held.
 func (d *Dashboard) observeEvents() {
 	d.newEvents = nil // a frame may still hold the previous ones
@@ -66,7 +67,7 @@ func (d *Dashboard) observeEvents() {
 	}
 	// The kept events are made anew, never changed in place, so that a
 	// snapshot may encode them after the sampler has moved on.
-	n := min(len(d.timeline)+len(d.newEvents), slidegate.KeptEvents)
+	n := min(len(d.timeline)+len(d.newEvents), bounds.KeptEvents)
 	kept := make([]guardEventJSON, 0, n)
 	if drop := len(d.timeline) + len(d.newEvents) - n; drop < len(d.timeline) {
 		kept = append(kept, d.timeline[drop:]...)
@@ -78,10 +79,10 @@ func (d *Dashboard) observeEvents() {
 // guardEventOf describes e, its text cut to maxEventText bytes.
 func (d *Dashboard) guardEventOf(e slidegate.Event) guardEventJSON {
 	return guardEventJSON{
-		Seq: e.Seq, Time: d.unix(e.At), Kind: e.Kind.String(),
-		Warn: e.Kind == slidegate.BreakerChanged && e.Breaker.To == breaker.Open ||
-			e.Kind == slidegate.RulesRefused || e.Kind == slidegate.ResourcesFull || e.Kind == slidegate.RulesUnused ||
-			e.Kind == slidegate.ClusterChanged && !e.Cluster.Healthy,
+		Seq: e.Seq, Time: d.unix(e.At), Kind: e.Kind,
+		Warn: e.Kind == "breaker_changed" && e.Breaker.To == breaker.Open ||
+			e.Kind == "rules_refused" || e.Kind == "resources_full" || e.Kind == "rules_unused" ||
+			e.Kind == "cluster_changed" && !e.Cluster.Healthy,
 		Text: describe(e.String()),
 	}
 }

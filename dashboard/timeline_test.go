@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // seqs returns the Seq of each event.
@@ -147,15 +148,15 @@ func TestEventFramesAreBoundedWhateverTheEventsSay(t *testing.T) {
 		name := fmt.Sprintf("%04d", i) + strings.Repeat("<é", 84)
 		bad.Flow = append(bad.Flow, slidegate.FlowRule{Resource: name, Limit: -1})
 	}
-	if n := len(bad.Flow[0].Resource); n != slidegate.MaxNameLength {
-		t.Fatalf("a name of %d bytes, want %d", n, slidegate.MaxNameLength)
+	if n := len(bad.Flow[0].Resource); n != bounds.MaxNameLength {
+		t.Fatalf("a name of %d bytes, want %d", n, bounds.MaxNameLength)
 	}
 	err := f.g.SetRules(bad)
 	var re *slidegate.RulesError
 	if !errors.As(err, &re) || len(re.Problems) < 1000 {
 		t.Fatalf("SetRules: %v, want 1000 problems", err)
 	}
-	for range slidegate.KeptEvents {
+	for range bounds.KeptEvents {
 		f.g.SetRules(bad)
 	}
 	f.step(time.Second)
@@ -169,8 +170,8 @@ func TestEventFramesAreBoundedWhateverTheEventsSay(t *testing.T) {
 	if err := json.Unmarshal([]byte(data), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if len(ev.Events) != slidegate.KeptEvents {
-		t.Fatalf("%d events in the sample, want %d", len(ev.Events), slidegate.KeptEvents)
+	if len(ev.Events) != bounds.KeptEvents {
+		t.Fatalf("%d events in the sample, want %d", len(ev.Events), bounds.KeptEvents)
 	}
 	for _, e := range ev.Events {
 		if len(e.Text) > maxEventText || !utf8.ValidString(e.Text) || !strings.HasSuffix(e.Text, "…") {
@@ -179,7 +180,7 @@ func TestEventFramesAreBoundedWhateverTheEventsSay(t *testing.T) {
 	}
 	// Each event: its text, each byte escaped at worst to six, and its
 	// other fields in under 128 bytes.
-	bound := slidegate.KeptEvents * (6*maxEventText + 128)
+	bound := bounds.KeptEvents * (6*maxEventText + 128)
 	if len(data) > bound {
 		t.Errorf("the sample's frame is %d bytes, want at most %d", len(data), bound)
 	}
@@ -305,7 +306,7 @@ func TestFramesCountTheEventsListenersWereNotTold(t *testing.T) {
 		close(release)
 		stop()
 	})
-	refuse(t, f.g, slidegate.EventQueue+50)
+	refuse(t, f.g, bounds.EventQueue+50)
 	f.step(time.Second)
 	dropped := f.g.DroppedEvents()
 	if dropped < 49 {

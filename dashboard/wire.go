@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
 // The JSON the API serves. Times are Unix seconds (with milliseconds),
@@ -26,7 +27,7 @@ type snapshotJSON struct {
 	Retries   []retryJSON     `json:"retries"`
 	Rules     slidegate.Rules `json:"rules"` // every rule named (Rules.Named)
 	// Events are the latest of the guard's events the dashboard has seen,
-	// oldest first, at most slidegate.KeptEvents; empty, not null, without
+	// oldest first, at most 128; empty, not null, without
 	// any.
 	Events        []guardEventJSON `json:"events"`
 	DroppedEvents int64            `json:"dropped_events"`    // Guard.DroppedEvents
@@ -74,7 +75,7 @@ type keysJSON struct {
 
 // keyJSON is one key: the requests allowed in the last interval of the
 // resource's first per-key rule, and those the per-key rules blocked in
-// that interval and the one before (slidegate.KeyStat).
+// that interval and the one before (flow.KeyStat).
 type keyJSON struct {
 	Key     string `json:"key"` // at most 64 bytes; any text a client sent
 	Allowed int64  `json:"allowed"`
@@ -192,7 +193,7 @@ type overloadJSON struct {
 
 // retryJSON is a retry budget (WithRetryBudget): its flow.RetryStats.
 type retryJSON struct {
-	Budget     string `json:"budget"`      // the name it was given, at most slidegate.MaxNameLength bytes
+	Budget     string `json:"budget"`      // the name it was given, at most 256 bytes
 	Requests   int64  `json:"requests"`    // original requests counted in its interval
 	Retries    int64  `json:"retries"`     // retries it allowed in its interval
 	Blocked    int64  `json:"blocked"`     // retries it blocked for want of budget, since it was made
@@ -251,7 +252,7 @@ func overloadOf(os []slidegate.OverloadStatus) []overloadJSON {
 		// a WithCPU at fault: no reading, rather than a frame that cannot
 		// be encoded.
 		cpu := o.CPU
-		if o.Type != slidegate.ShedRule || math.IsNaN(cpu) || math.IsInf(cpu, 0) {
+		if !rulekind.Of(string(o.Type)).Sheds || math.IsNaN(cpu) || math.IsInf(cpu, 0) {
 			cpu = -1
 		}
 		out[i] = overloadJSON{

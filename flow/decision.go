@@ -125,8 +125,7 @@ type Decision struct {
 var allowed = Decision{Allowed: true}
 
 // ErrBlocked is what every refusal of a request matches with errors.Is. A
-// [BlockError] matches it, and so does the guard's: slidegate.ErrBlocked is
-// this value.
+// [BlockError] matches it, and so does the guard's slidegate.BlockError.
 var ErrBlocked = errors.New("slidegate: blocked")
 
 // A BlockError is the error of a refused Wait: why, and when a retry could

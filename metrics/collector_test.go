@@ -13,6 +13,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/metrics"
 	"github.com/slidegate/slidegate/window"
 )
@@ -270,14 +271,14 @@ func checkStats(t *testing.T, f families, prefix string, lbl map[string]string, 
 	}
 	checkMax(t, f, prefix, lbl, orNaN(s.MaxRT))
 	for _, r := range []struct {
-		reason slidegate.Reason
+		reason flow.Reason
 		label  string
 	}{
-		{slidegate.RateLimited, "rate_limited"},
-		{slidegate.ConcurrencyLimited, "concurrency_limited"},
-		{slidegate.WaitTooLong, "wait_too_long"},
-		{slidegate.RefLimited, "ref_limited"},
-		{slidegate.BreakerOpen, "breaker_open"},
+		{flow.RateLimited, "rate_limited"},
+		{flow.ConcurrencyLimited, "concurrency_limited"},
+		{flow.WaitTooLong, "wait_too_long"},
+		{flow.RefLimited, "ref_limited"},
+		{flow.BreakerOpen, "breaker_open"},
 	} {
 		l := maps.Clone(lbl)
 		l["reason"] = r.label

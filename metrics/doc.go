@@ -66,7 +66,7 @@
 //
 // The label reason is one of rate_limited, concurrency_limited,
 // exceeds_limit, wait_too_long, ref_limited, breaker_open and overloaded
-// ([slidegate.RateLimited] ... [slidegate.Overloaded]). Every resource has
+// ([flow.RateLimited] ... [flow.Overloaded]). Every resource has
 // all seven series, zeros included.
 //
 // The label rule is the rule's name: [slidegate.FlowRule].Name, or the one

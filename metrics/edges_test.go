@@ -61,7 +61,7 @@ func TestResourceNamesThatAreNotUTF8(t *testing.T) {
 
 func TestNilGuardIsTheDefault(t *testing.T) {
 	const name = "metrics_test: the default guard"
-	if err := slidegate.Do(context.Background(), name, func() error { return nil }); err != nil {
+	if err := slidegate.Default().Do(context.Background(), name, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	f := newScraper(t, metrics.NewCollector(nil)).scrape(t)

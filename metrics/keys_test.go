@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/metrics"
 )
 
@@ -53,7 +54,7 @@ func send(t testing.TB, g *slidegate.Guard, resource, key string, n int) int {
 	for range n {
 		err := g.Do(context.Background(), resource, func() error { return nil }, slidegate.WithKey(key))
 		switch {
-		case errors.Is(err, slidegate.ErrBlocked):
+		case errors.Is(err, flow.ErrBlocked):
 			blocked++
 		case err != nil:
 			t.Fatal(err)

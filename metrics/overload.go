@@ -7,6 +7,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/internal/exported"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
 // overload is the descriptors of the families of the shed and adaptive
@@ -60,8 +61,8 @@ func (o *overload) collect(ch chan<- prometheus.Metric, rules []slidegate.Overlo
 			constMetric(ch, o.limit, prometheus.GaugeValue, float64(r.Limit), labels...)
 		}
 		constMetric(ch, o.inFlight, prometheus.GaugeValue, float64(r.InFlight), labels...)
-		switch r.Type {
-		case slidegate.ShedRule:
+		kind := rulekind.Of(string(r.Type))
+		if kind.Sheds {
 			constMetric(ch, o.shedding, prometheus.GaugeValue, flag(r.Shedding), labels...)
 			// A shed rule without a CPU signal reads none (-1). A
 			// reading out of [0, 1] is the guard's WithCPU at fault, and
@@ -70,10 +71,9 @@ func (o *overload) collect(ch chan<- prometheus.Metric, rules []slidegate.Overlo
 				constMetric(ch, o.cpu, prometheus.GaugeValue, r.CPU)
 				cpuSent = true
 			}
-		case slidegate.AdaptiveRule:
-			if r.Baseline > 0 {
-				constMetric(ch, o.baseline, prometheus.GaugeValue, r.Baseline.Seconds(), labels...)
-			}
+		}
+		if kind.Baseline && r.Baseline > 0 {
+			constMetric(ch, o.baseline, prometheus.GaugeValue, r.Baseline.Seconds(), labels...)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/metrics"
 )
 
@@ -177,7 +178,7 @@ func TestScrapeShowsTheOverloadRules(t *testing.T) {
 		_, err := g.Enter(context.Background(), "orders", slidegate.WithInbound())
 		var be *slidegate.BlockError
 		switch {
-		case errors.As(err, &be) && be.Reason == slidegate.Overloaded:
+		case errors.As(err, &be) && be.Reason == flow.Overloaded:
 			shed++
 		case err != nil:
 			t.Fatal(err)

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // WithRetryBudget makes the Collector export what the retry budget b has
@@ -17,7 +17,7 @@ import (
 //
 // The names come from the program, not from the network. The Collector's
 // registration fails for an empty name, a name longer than
-// [slidegate.MaxNameLength], a name given twice, or a nil b.
+// 256, a name given twice, or a nil b.
 func WithRetryBudget(name string, b *flow.RetryBudget) Option {
 	return func(o *options) {
 		o.budgets = append(o.budgets, namedBudget{name, b})
@@ -51,8 +51,8 @@ func newRetries(desc func(name, help string, labels ...string) *prometheus.Desc,
 	seen := map[string]bool{}
 	for _, nb := range budgets {
 		switch {
-		case nb.name == "" || len(nb.name) > slidegate.MaxNameLength:
-			r.bad = prometheus.NewInvalidDesc(fmt.Errorf("metrics: retry budget name %q: must be 1 to %d bytes", nb.name, slidegate.MaxNameLength))
+		case nb.name == "" || len(nb.name) > bounds.MaxNameLength:
+			r.bad = prometheus.NewInvalidDesc(fmt.Errorf("metrics: retry budget name %q: must be 1 to %d bytes", nb.name, bounds.MaxNameLength))
 		case nb.b == nil:
 			r.bad = prometheus.NewInvalidDesc(fmt.Errorf("metrics: retry budget %q is nil", nb.name))
 		case seen[nb.name]:

@@ -8,6 +8,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/internal/exported"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
 // collectBreakers sends the state and the block ratio of every breaker.
@@ -55,12 +56,11 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 	rules = rules.Named()
 	var names exported.RuleNames
 	for _, f := range rules.Flow {
-		typ := f.Type // Named wrote it out
-		if typ == slidegate.ShedRule || typ == slidegate.AdaptiveRule {
+		if rulekind.Of(string(f.Type)).Learnt {
 			continue
 		}
 		res := exported.Value(f.Resource)
-		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit), res, names.Of(res, f.Name), string(typ))
+		constMetric(ch, c.flowRuleLimit, prometheus.GaugeValue, float64(f.Limit), res, names.Of(res, f.Name), string(f.Type)) // Named wrote the type out
 	}
 	for _, b := range rules.Breakers {
 		var threshold float64

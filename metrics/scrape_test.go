@@ -20,6 +20,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // newGuard returns a guard made with opts, failing the test if it cannot.
@@ -234,7 +235,7 @@ func knownTraffic(t *testing.T) (*slidegate.Guard, *clock.Manual) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	enter := func(name string, want slidegate.Reason, opts ...slidegate.EntryOption) slidegate.Entry {
+	enter := func(name string, want flow.Reason, opts ...slidegate.EntryOption) slidegate.Entry {
 		t.Helper()
 		e, err := g.Enter(ctx, name, opts...)
 		var be *slidegate.BlockError
@@ -250,13 +251,13 @@ func knownTraffic(t *testing.T) (*slidegate.Guard, *clock.Manual) {
 
 	o1, o2, o3 := enter("orders", 0, in), enter("orders", 0, in), enter("orders", 0, in)
 	for range 3 {
-		enter("orders", slidegate.RateLimited, in)
+		enter("orders", flow.RateLimited, in)
 	}
-	enter("report", slidegate.RefLimited)
+	enter("report", flow.RefLimited)
 	p1 := enter("paced", 0)
-	enter("paced", slidegate.WaitTooLong)
+	enter("paced", flow.WaitTooLong)
 	d1, d2 := enter("db", 0), enter("db", 0)
-	enter("db", slidegate.ConcurrencyLimited)
+	enter("db", flow.ConcurrencyLimited)
 	s1 := enter("search", 0)
 
 	clk.Advance(5 * time.Millisecond)
@@ -267,8 +268,8 @@ func knownTraffic(t *testing.T) (*slidegate.Guard, *clock.Manual) {
 	clk.Advance(5 * time.Millisecond)
 	o1.Exit(nil)
 	d4.Exit(errFailed)
-	enter("db", slidegate.BreakerOpen)
-	enter("db", slidegate.BreakerOpen)
+	enter("db", flow.BreakerOpen)
+	enter("db", flow.BreakerOpen)
 
 	clk.Advance(10 * time.Millisecond)
 	o2.Exit(nil)

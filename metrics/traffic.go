@@ -16,11 +16,11 @@ import (
 // alerts select on; not Reason.String, which is prose ("associated
 // resource limited") and may be reworded.
 var reasons = func() (out [flow.NumReasons - 1]struct {
-	reason slidegate.Reason
+	reason flow.Reason
 	label  string
 }) {
 	for i := range out {
-		r := slidegate.Reason(i + 1)
+		r := flow.Reason(i + 1)
 		out[i].reason, out[i].label = r, r.Code()
 	}
 	return out
@@ -148,7 +148,7 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 }
 
 // blocked returns the count of reason r in by.
-func blocked(by [flow.NumReasons]int64, r slidegate.Reason) int64 {
+func blocked(by [flow.NumReasons]int64, r flow.Reason) int64 {
 	if int(r) < len(by) {
 		return by[r]
 	}

@@ -3,7 +3,6 @@ package otelguard
 import (
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
 )
@@ -12,7 +11,7 @@ import (
 // guard and its rules, never by the traffic. No instrument has a key
 // attribute ([slidegate.WithKey]): keys are unbounded.
 const (
-	// ResourceKey is the resource's name, at most [slidegate.MaxNameLength]
+	// ResourceKey is the resource's name, at most 256
 	// bytes, made valid UTF-8 (see the package doc).
 	ResourceKey = attribute.Key("slidegate.resource")
 	// DirectionKey is "inbound" or "outbound" ([slidegate.ResourceStats].Inbound).
@@ -41,11 +40,11 @@ const (
 // ("rate_limited"), as the Prometheus collector does; not Reason.String,
 // which is prose and may be reworded.
 var reasons = func() (out [flow.NumReasons - 1]struct {
-	reason slidegate.Reason
+	reason flow.Reason
 	value  string
 }) {
 	for i := range out {
-		r := slidegate.Reason(i + 1)
+		r := flow.Reason(i + 1)
 		out[i].reason, out[i].value = r, r.Code()
 	}
 	return out

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // BenchmarkCollect measures one collection of the instruments and the
 // histograms of a guard with n resources, each with some traffic ended.
 func BenchmarkCollect(b *testing.B) {
-	for _, n := range []int{10, 1000, slidegate.DefaultMaxResources} {
+	for _, n := range []int{10, 1000, bounds.DefaultMaxResources} {
 		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
 			h := newHarness(b, slidegate.Rules{
 				Flow:     []slidegate.FlowRule{{Resource: "r0", Limit: 1000}},

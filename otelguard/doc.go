@@ -120,9 +120,9 @@
 //
 // No instrument has a per-key attribute: keys ([slidegate.WithKey]) are
 // unbounded. The guard bounds the resources' names and their number. A
-// name has at most [slidegate.MaxNameLength] (256) bytes. There are at
+// name has at most 256 bytes. There are at
 // most [slidegate.WithMaxResources] resources
-// ([slidegate.DefaultMaxResources], 4096) besides those rules name.
+// (4096 by default) besides those rules name.
 // [slidegate.OtherResource] ("(other)") counts the traffic the guard has
 // no room for.
 //

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/otelguard"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestFloodOfNamesIsBoundedByTheGuard(t *testing.T) {
 	const max, names = 64, 10_000
 	h := newHarness(t, slidegate.Rules{}, slidegate.WithMaxResources(max))
-	long := strings.Repeat("x", slidegate.MaxNameLength+1)
+	long := strings.Repeat("x", bounds.MaxNameLength+1)
 	for i := range names {
 		name := fmt.Sprintf("/users/%d", i)
 		if i%100 == 0 {
@@ -47,7 +48,7 @@ func TestFloodOfNamesIsBoundedByTheGuard(t *testing.T) {
 		t.Errorf("no %s among %d resources", slidegate.OtherResource, len(resources))
 	}
 	for r := range resources {
-		if len(r) > slidegate.MaxNameLength {
+		if len(r) > bounds.MaxNameLength {
 			t.Errorf("a resource of %d bytes exported", len(r))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/internal/exported"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
 // ScopeName is the name of the meter the instruments are made with. It is
@@ -164,7 +165,7 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 	var limitNames exported.RuleNames
 	for _, f := range rules.Flow {
 		typ := f.Type // Named wrote it out
-		if typ == slidegate.ShedRule || typ == slidegate.AdaptiveRule {
+		if rulekind.Of(string(typ)).Learnt {
 			continue // their limits are learnt: slidegate.overload.limit says them
 		}
 		res := exported.Value(f.Resource)

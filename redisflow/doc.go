@@ -72,7 +72,7 @@
 // A guard given the cluster is told of each change of its health
 // ([Cluster.OnHealthChange]). Redis going down, Redis back, an error that
 // retrying will not fix, and its end are each a change. The guard records
-// them as [slidegate.ClusterChanged] events.
+// them as "cluster_changed" events.
 //
 // The notes in docs/redisflow.md say how the window keeps its bound, what a
 // lease adds, how keys are laid out in Redis, and how the cluster meets

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/redistest"
 	"github.com/slidegate/slidegate/redisflow"
 	"github.com/slidegate/slidegate/rulefile"
@@ -57,7 +58,7 @@ flow:
 			continue
 		}
 		var be *slidegate.BlockError
-		if !errors.As(err, &be) || be.Rule != "qps" || be.Reason != slidegate.RateLimited || be.RetryAfter <= 0 || be.RetryAfter > time.Minute+time.Minute/25 {
+		if !errors.As(err, &be) || be.Rule != "qps" || be.Reason != flow.RateLimited || be.RetryAfter <= 0 || be.RetryAfter > time.Minute+time.Minute/25 {
 			t.Fatalf("Enter: %v; want a block by the cluster rule flow[0], with a RetryAfter", err)
 		}
 	}
@@ -146,7 +147,7 @@ flow:
 				continue
 			}
 			var be *slidegate.BlockError
-			if !errors.As(err, &be) || be.Rule != tc.rule || be.Key != tc.key || be.Reason != slidegate.RateLimited || be.RetryAfter <= 0 || be.RetryAfter > tc.within {
+			if !errors.As(err, &be) || be.Rule != tc.rule || be.Key != tc.key || be.Reason != flow.RateLimited || be.RetryAfter <= 0 || be.RetryAfter > tc.within {
 				t.Fatalf("key %q: Enter: %v (%+v); want a block by %s for the key, with a RetryAfter within %v", tc.key, err, be, tc.rule, tc.within)
 			}
 		}

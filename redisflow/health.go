@@ -25,7 +25,7 @@ type healthState struct {
 // While such an error lasts, f is told of another kind of error appearing.
 // It is not told of Redis going down and up again. A guard ([slidegate.New]
 // with [slidegate.WithCluster]) registers its own func. It records each
-// call as a [slidegate.ClusterChanged] event.
+// call as a "cluster_changed" event.
 //
 // The cluster calls f from whichever goroutine made the change, a
 // decision's or its probe's. It makes one call at a time, in the order of

@@ -17,7 +17,7 @@ import (
 func clusterEvents(g *slidegate.Guard) []slidegate.Event {
 	var out []slidegate.Event
 	for _, e := range g.Events() {
-		if e.Kind == slidegate.ClusterChanged {
+		if e.Kind == "cluster_changed" {
 			out = append(out, e)
 		}
 	}

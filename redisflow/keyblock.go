@@ -8,7 +8,7 @@ import (
 
 // blockSlots is the number of keys a KeyedLimiter remembers refusals of: a
 // table of this many pointers (8 bytes each), each to at most one refusal
-// of a key of at most slidegate.MaxKeyLength bytes (about 300 bytes).
+// of a key of at most 256 bytes (about 300 bytes).
 const blockSlots = 256
 
 // A blockCache remembers the keys a KeyedLimiter's Redis refused last, and

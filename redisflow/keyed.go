@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -38,7 +38,7 @@ import (
 // the tag, '%', '{' and '}' are written %25, %7B and %7D, and the empty key
 // is a lone %. So no key can close the tag early, leave it empty, or name
 // another key's strings. Keys are bytes, any bytes. Those longer than
-// [slidegate.MaxKeyLength] are told apart by their first MaxKeyLength
+// 256 bytes are told apart by their first 256
 // bytes, as the guard tells them apart. A string expires once it no longer
 // counts, a little more than its interval after its key's last request. A
 // refused request writes nothing.
@@ -128,9 +128,9 @@ type keyedFallback struct {
 //   - a positive interval that divides into its buckets.
 //   - buckets of whole microseconds.
 //   - at most 100 buckets (20 if 0).
-//   - at most [slidegate.MaxOverrides] overrides.
+//   - at most 10,000 overrides.
 //
-// An override's key has at most [slidegate.MaxKeyLength] bytes, and its
+// An override's key has at most 256 bytes, and its
 // limit is in [0, flow.MaxLimit]. No two windows may have the same interval
 // and buckets: they would keep one count. A bad argument is an error
 // wrapping [ErrInvalidConfig] that names it and its value.
@@ -159,12 +159,12 @@ func (c *Cluster) NewKeyedLimiter(name string, windows []flow.KeyWindow) (*Keyed
 			return bad("windows[%d].buckets = %d: must be between 1 and %d", j, w.Buckets, flowlimits.MaxKeyBuckets)
 		case w.Interval <= 0 || w.Interval%(time.Duration(k)*time.Microsecond) != 0:
 			return bad("windows[%d].interval = %v: must be positive and divide into %d buckets of whole microseconds", j, w.Interval, k)
-		case len(w.Overrides) > slidegate.MaxOverrides:
-			return bad("windows[%d].overrides: %d keys: at most %d", j, len(w.Overrides), slidegate.MaxOverrides)
+		case len(w.Overrides) > bounds.MaxOverrides:
+			return bad("windows[%d].overrides: %d keys: at most %d", j, len(w.Overrides), bounds.MaxOverrides)
 		}
 		for key := range w.Overrides {
-			if len(key) > slidegate.MaxKeyLength {
-				return bad("windows[%d].overrides: a key of %d bytes: keys are at most %d bytes long", j, len(key), slidegate.MaxKeyLength)
+			if len(key) > bounds.MaxKeyLength {
+				return bad("windows[%d].overrides: a key of %d bytes: keys are at most %d bytes long", j, len(key), bounds.MaxKeyLength)
 			}
 		}
 		for i := range j {
@@ -222,10 +222,10 @@ func (l *KeyedLimiter) Name() string { return l.name }
 func (l *KeyedLimiter) Keys(key string) []string { return l.keys(cut(key)) }
 
 // cut returns key as the limiter tells keys apart: its first
-// slidegate.MaxKeyLength bytes.
+// 256 bytes.
 func cut(key string) string {
-	if len(key) > slidegate.MaxKeyLength {
-		return key[:slidegate.MaxKeyLength]
+	if len(key) > bounds.MaxKeyLength {
+		return key[:bounds.MaxKeyLength]
 	}
 	return key
 }
@@ -292,7 +292,7 @@ func (l *KeyedLimiter) AllowKeyN(ctx context.Context, key string, n int64) (flow
 // for the rate (the first of them on a tie). Its RetryAfter says when n
 // would fit it, and so every window, if nothing else were allowed
 // meanwhile. n <= 0 is allowed and counts nothing. The key is cut to
-// [slidegate.MaxKeyLength] bytes.
+// 256 bytes.
 //
 // now is in nanoseconds on the cluster's clock ([WithClock]). It is when a
 // cached refusal ends, and when the Local fallback counts. A decision taken

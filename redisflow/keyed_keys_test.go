@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/redistest"
 )
 
@@ -67,12 +67,12 @@ func unescapeTag(t testing.TB, tag string) string {
 var hostileKeys = []string{
 	"alice", "", "{", "}", "{}", "}{", "%", "%25", "%7B", "%7D", "%%", "a{b}c%",
 	"alice}:hostile:1m0s:10", "alice}", "{alice", "*", "\x00", "\x00\xff\r\n",
-	strings.Repeat("\xff", slidegate.MaxKeyLength), strings.Repeat("}", slidegate.MaxKeyLength),
+	strings.Repeat("\xff", bounds.MaxKeyLength), strings.Repeat("}", bounds.MaxKeyLength),
 }
 
 // Every key's windows share one hash tag, the key escaped, and so one Redis
 // Cluster slot; no two keys, whatever their bytes, share a Redis key; and a
-// key longer than slidegate.MaxKeyLength is its first MaxKeyLength bytes.
+// key longer than 256 is its first MaxKeyLength bytes.
 func TestKeyedKeysKeepEveryKeyInItsOwnTag(t *testing.T) {
 	c, err := New(client(t, "127.0.0.1:1"), WithInstances(1))
 	if err != nil {
@@ -107,7 +107,7 @@ func TestKeyedKeysKeepEveryKeyInItsOwnTag(t *testing.T) {
 			owner[k] = key
 		}
 	}
-	long := strings.Repeat("x", slidegate.MaxKeyLength)
+	long := strings.Repeat("x", bounds.MaxKeyLength)
 	if a, b := l.Keys(long+"yz"), l.Keys(long); strings.Join(a, " ") != strings.Join(b, " ") {
 		t.Errorf("a key of %d bytes has keys %q; want its first %d bytes', %q", len(long)+2, a, len(long), b)
 	}

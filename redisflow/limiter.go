@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -85,7 +85,7 @@ type limiterOptions struct {
 
 // MaxBuckets is the most buckets a Limiter divides its interval into. It is
 // the guard's bound on a cluster rule's buckets.
-const MaxBuckets = slidegate.MaxClusterBuckets
+const MaxBuckets = bounds.MaxClusterBuckets
 
 // WithBuckets divides the limiter's interval into k buckets (default
 // 25, at most [MaxBuckets]). Each must be a whole number

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
 // A listKind is one of the lists of a rules file ("flow", "breakers"), and
@@ -405,12 +406,12 @@ func (d *decoder) requireFields(r slidegate.Rules) {
 }
 
 // optional reports whether rule may leave out field although its tag makes
-// it required: a shed rule has no limit, and an adaptive rule's limit is
-// only where it starts (0: the default), so that neither, cut short, puts
-// in force a rule that blocks every request.
+// it required: a rule that learns its limit (a shed rule has none, an
+// adaptive rule's is only where it starts) may leave out its limit, so
+// that no rule cut short puts in force a limit that blocks every request.
 func optional(rule any, field string) bool {
 	f, ok := rule.(slidegate.FlowRule)
-	return ok && field == "limit" && (f.Type == slidegate.ShedRule || f.Type == slidegate.AdaptiveRule)
+	return ok && field == "limit" && rulekind.Of(string(f.Type)).Learnt
 }
 
 func (d *decoder) reported(rule, field string) bool {

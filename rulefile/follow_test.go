@@ -222,7 +222,7 @@ func TestFollowKeepsAnInvalidUpdateOut(t *testing.T) {
 			// Either way the guard tells it as an event, once.
 			var refused []slidegate.Event
 			for _, e := range g.Events() {
-				if e.Kind == slidegate.RulesRefused {
+				if e.Kind == "rules_refused" {
 					refused = append(refused, e)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // manyRulesYAML returns a rules file of n QPS rules, each on lines of its
@@ -164,7 +165,7 @@ func BenchmarkParseOverrides(b *testing.B) {
 	var y, j strings.Builder
 	y.WriteString("flow:\n  - resource: api\n    limit: 10\n    per_key: true\n    overrides:\n")
 	j.WriteString(`{"flow": [{"resource": "api", "limit": 10, "per_key": true, "overrides": {`)
-	for i := range slidegate.MaxOverrides {
+	for i := range bounds.MaxOverrides {
 		key := "tenant-" + strconv.Itoa(i)
 		y.WriteString("      " + key + ": 50\n")
 		if i > 0 {

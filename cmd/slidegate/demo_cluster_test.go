@@ -148,19 +148,19 @@ func TestEventLines(t *testing.T) {
 		e    slidegate.Event
 		want string
 	}{
-		{slidegate.Event{Kind: slidegate.BreakerChanged, Resource: "db", Rule: "breaker",
+		{slidegate.Event{Kind: "breaker_changed", Resource: "db", Rule: "breaker",
 			Breaker: breaker.Transition{From: breaker.Closed, To: breaker.Open, OpenFor: time.Second, Counts: breaker.Counts{Requests: 10, Failures: 6}}},
 			"breaker breaker on db: closed → open (tripped: 6 of 10 requests failed, 0 in a row, 0 slow, open for 1s)\n"},
-		{slidegate.Event{Kind: slidegate.BreakerChanged, Resource: "db", Rule: "breaker",
+		{slidegate.Event{Kind: "breaker_changed", Resource: "db", Rule: "breaker",
 			Breaker: breaker.Transition{From: breaker.HalfOpen, To: breaker.Closed, Cause: breaker.ProbesSucceeded}},
 			"breaker breaker on db: half-open → closed\n"},
-		{slidegate.Event{Kind: slidegate.RulesChanged, Changes: changes[:1]},
+		{slidegate.Event{Kind: "rules_changed", Changes: changes[:1]},
 			"rules reloaded: 1 change\n           flow rule \"qps0\" of \"r\" added\n"},
-		{slidegate.Event{Kind: slidegate.RulesChanged, Changes: changes, MoreChanges: 3},
+		{slidegate.Event{Kind: "rules_changed", Changes: changes, MoreChanges: 3},
 			"rules reloaded: 10 changes\n" + lines + "           and 5 more\n"},
-		{slidegate.Event{Kind: slidegate.RulesChanged}, "rules reloaded: nothing changed\n"},
-		{slidegate.Event{Kind: slidegate.ClusterChanged, Cluster: slidegate.ClusterHealth{Healthy: true}}, "cluster healthy\n"},
-		{slidegate.Event{Kind: slidegate.RulesRefused}, ""},
+		{slidegate.Event{Kind: "rules_changed"}, "rules reloaded: nothing changed\n"},
+		{slidegate.Event{Kind: "cluster_changed", Cluster: slidegate.ClusterHealth{Healthy: true}}, "cluster healthy\n"},
+		{slidegate.Event{Kind: "rules_refused"}, ""},
 	} {
 		if got := eventLine(tc.e); got != tc.want {
 			t.Errorf("eventLine(%v):\n%q\nwant\n%q", tc.e.Kind, got, tc.want)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // busyCgroup is a cgroup of capacity CPUs that other work keeps at usage.
@@ -36,10 +36,10 @@ func TestOtherWorkOnTheMachineLeavesTheDemoItsStory(t *testing.T) {
 		r := replayDemo(t, own.Usage, func(time.Duration) *phase { return &phases[1] }, 10*time.Second, seed)
 		in := r.g.InboundStats().Totals
 		search, _ := r.g.Stats("GET /api/search")
-		if shed := in.BlockedBy[slidegate.Overloaded]; shed > 0 {
+		if shed := in.BlockedBy[flow.Overloaded]; shed > 0 {
 			t.Errorf("seed %d: %d requests shed as overloaded while only other work keeps the CPU busy", seed, shed)
 		}
-		if search.Totals.BlockedBy[slidegate.BreakerOpen] == 0 {
+		if search.Totals.BlockedBy[flow.BreakerOpen] == 0 {
 			t.Errorf("seed %d: the slow searches never opened their breaker (blocked by reason %v)", seed, search.Totals.BlockedBy)
 		}
 	}

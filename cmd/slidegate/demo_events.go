@@ -60,14 +60,14 @@ func printEvents(g *slidegate.Guard, start time.Time, out io.Writer) (stop func(
 // print.
 func eventLine(e slidegate.Event) string {
 	switch e.Kind {
-	case slidegate.BreakerChanged:
+	case "breaker_changed":
 		t := e.Breaker
 		change := fmt.Sprintf("%v → %v", t.From, t.To)
 		if t.To == breaker.Open {
 			change = t.String() // why, and for how long
 		}
 		return fmt.Sprintf("breaker %s on %s: %s\n", e.Rule, e.Resource, change)
-	case slidegate.RulesChanged:
+	case "rules_changed":
 		if len(e.Changes) == 0 {
 			return "rules reloaded: nothing changed\n"
 		}
@@ -83,7 +83,7 @@ func eventLine(e slidegate.Event) string {
 			s += fmt.Sprintf("           and %d more\n", more)
 		}
 		return s
-	case slidegate.ClusterChanged, slidegate.ResourcesFull, slidegate.RulesUnused:
+	case "cluster_changed", "resources_full", "rules_unused":
 		return e.String() + "\n"
 	}
 	return ""

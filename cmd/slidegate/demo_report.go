@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
@@ -163,7 +164,7 @@ func blockedByStatus(t slidegate.Totals) (tooMany, unavailable int64) {
 		if n == 0 {
 			continue
 		}
-		switch status, _ := httpguard.BlockedStatus(&slidegate.BlockError{Reason: slidegate.Reason(reason)}); status {
+		switch status, _ := httpguard.BlockedStatus(&slidegate.BlockError{Reason: flow.Reason(reason)}); status {
 		case http.StatusTooManyRequests:
 			tooMany += n
 		default:

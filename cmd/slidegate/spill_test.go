@@ -12,6 +12,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 	"github.com/slidegate/slidegate/rulefile"
 )
@@ -179,7 +180,7 @@ func replayDemo(t *testing.T, cpu func() float64, script func(time.Duration) *ph
 		for _, o := range g.OverloadAt(now) {
 			if o.Type == slidegate.AdaptiveRule && o.Resource == "GET /api/reports" {
 				s, _ := g.StatsAt(now, o.Resource)
-				steps = append(steps, adaptiveStep{time.Duration(now), o.Limit, o.InFlight, s.Totals.Blocked(), s.Totals.BlockedBy[slidegate.Overloaded]})
+				steps = append(steps, adaptiveStep{time.Duration(now), o.Limit, o.InFlight, s.Totals.Blocked(), s.Totals.BlockedBy[flow.Overloaded]})
 			}
 		}
 		for i, s := range sources {
@@ -287,7 +288,7 @@ func goodput(t *testing.T, cpu float64, offset, d time.Duration) map[string]rout
 	out := map[string]routeRun{}
 	for r, n := range after {
 		s, _ := g.Stats(r)
-		out[r] = routeRun{perSecond: float64(n-before[r]) / took, shed: s.Totals.BlockedBy[slidegate.Overloaded]}
+		out[r] = routeRun{perSecond: float64(n-before[r]) / took, shed: s.Totals.BlockedBy[flow.Overloaded]}
 	}
 	return out
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/dashboard"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // findBrowser returns the path of a Chromium-based browser, or "".
@@ -94,7 +95,7 @@ func (s *simulation) second(counts map[string]int) {
 			}
 			for range n {
 				e, err := s.g.Enter(context.Background(), p.name, opts...)
-				if errors.Is(err, slidegate.ErrBlocked) {
+				if errors.Is(err, flow.ErrBlocked) {
 					continue
 				}
 				if err != nil {
@@ -467,7 +468,7 @@ func speaksTheVocabulary(t *testing.T, eval func(string) string) {
 
 // usesNoOldWords checks that no word the page shows, and no tooltip or
 // class name, says pass, refuse, reject or error for requests. Rules are
-// refused (slidegate.RulesRefused, an event the page lists), requests never.
+// refused ("rules_refused", an event the page lists), requests never.
 var rulesRefused = regexp.MustCompile(`(?i)rules[ _]refused`)
 
 func usesNoOldWords(t *testing.T, eval func(string) string) {
@@ -501,7 +502,7 @@ func (s *keyedSimulation) second(users int, perSecond map[string]int) {
 	for slice := range 10 {
 		send := func(key string) {
 			err := s.g.Do(context.Background(), s.resource, func() error { return nil }, slidegate.WithKey(key))
-			if err != nil && !errors.Is(err, slidegate.ErrBlocked) {
+			if err != nil && !errors.Is(err, flow.ErrBlocked) {
 				s.t.Fatal(err)
 			}
 		}
@@ -572,7 +573,7 @@ func TestBrowserShowsTopKeys(t *testing.T) {
 	// What the guard says of the keys, at the time of the sample: the page
 	// shows the same. The abusive user is the most blocked; the busiest are
 	// the abuser and the markup, which shows as text, not as an element.
-	want := map[string]slidegate.KeyStat{}
+	want := map[string]flow.KeyStat{}
 	for _, k := range g.TopKeys(resource, 10, false) {
 		want[k.Key] = k
 	}

@@ -23,7 +23,7 @@ type options struct {
 // as the server's IPExtractor finds it.
 // c.Request().Header.Get("X-Api-Key") keys by an API key. A nil f keeps
 // every request's key "". The guard tells apart at most
-// [slidegate.MaxKeyLength] bytes of a key.
+// 256 bytes of a key.
 func KeyFrom(f func(c echo.Context) string) Option {
 	return func(o *options) { o.key = f }
 }

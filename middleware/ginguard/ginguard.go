@@ -19,7 +19,7 @@ type options struct {
 // rules limit on its own, from f. c.ClientIP() keys by the client's
 // address, as the engine's trusted proxies find it. c.GetHeader("X-Api-Key")
 // keys by an API key. A nil f keeps every request's key "". The guard
-// tells apart at most [slidegate.MaxKeyLength] bytes of a key.
+// tells apart at most 256 bytes of a key.
 func KeyFrom(f func(c *gin.Context) string) Option {
 	return func(o *options) { o.key = f }
 }

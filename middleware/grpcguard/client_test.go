@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
 
@@ -27,11 +28,11 @@ func TestUnaryClientBlockedCallNeverReachesTheNetwork(t *testing.T) {
 	err := unary(context.Background(), c, codes.OK)
 	wantCode(t, err, codes.ResourceExhausted)
 	var be *slidegate.BlockError
-	if !errors.As(err, &be) || be.Resource != unaryMethod || be.Reason != slidegate.RateLimited || be.Rule != "qps" {
+	if !errors.As(err, &be) || be.Resource != unaryMethod || be.Reason != flow.RateLimited || be.Rule != "qps" {
 		t.Errorf("errors.As: %+v; want the BlockError of %s", be, unaryMethod)
 	}
-	if !errors.Is(err, slidegate.ErrBlocked) {
-		t.Error("the error is not slidegate.ErrBlocked")
+	if !errors.Is(err, flow.ErrBlocked) {
+		t.Error("the error is not flow.ErrBlocked")
 	}
 	if d := retryDelay(err); d <= 0 {
 		t.Errorf("retry delay %v; want a positive one", d)
@@ -57,7 +58,7 @@ func TestUnaryClientOpenBreakerFailsFast(t *testing.T) {
 	err := unary(context.Background(), client, codes.OK)
 	wantCode(t, err, codes.Unavailable)
 	var be *slidegate.BlockError
-	if !errors.As(err, &be) || be.Reason != slidegate.BreakerOpen {
+	if !errors.As(err, &be) || be.Reason != flow.BreakerOpen {
 		t.Errorf("errors.As: %+v; want a BreakerOpen BlockError", be)
 	}
 	if n := svc.calls.Load(); n != 3 {
@@ -235,7 +236,7 @@ func TestStreamClientBlockedStreamIsNotCreated(t *testing.T) {
 	_, err = c.FullDuplexCall(context.Background())
 	wantCode(t, err, codes.ResourceExhausted)
 	var be *slidegate.BlockError
-	if !errors.As(err, &be) || be.Reason != slidegate.ConcurrencyLimited {
+	if !errors.As(err, &be) || be.Reason != flow.ConcurrencyLimited {
 		t.Errorf("errors.As: %+v; want a ConcurrencyLimited BlockError", be)
 	}
 	if err := first.CloseSend(); err != nil {

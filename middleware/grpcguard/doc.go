@@ -81,7 +81,7 @@
 //	in := grpcguard.UnaryServerInterceptor(g, grpcguard.KeyFromMetadata("x-tenant"))
 //
 // A key is input a client chooses. The guard gets at most
-// [slidegate.MaxKeyLength] bytes of it. The status of a blocked RPC never
+// 256 bytes of it. The status of a blocked RPC never
 // repeats it.
 //
 // A server handler that panics is recorded as an error, and the panic goes

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
 
@@ -140,7 +141,7 @@ func ExampleWithBlockStatus() {
 		grpcguard.UnaryServerInterceptor(nil, grpcguard.WithBlockStatus(backOff)),
 	))
 
-	st := backOff(&slidegate.BlockError{Resource: "/shop.Orders/Create", Rule: "qps", Reason: slidegate.RateLimited, RetryAfter: time.Second})
+	st := backOff(&slidegate.BlockError{Resource: "/shop.Orders/Create", Rule: "qps", Reason: flow.RateLimited, RetryAfter: time.Second})
 	fmt.Println(st.Code(), "-", st.Message())
 	fmt.Println(st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration())
 	// Output:

@@ -10,14 +10,14 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
-	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/middleware/internal/clientip"
 )
 
 // KeyFrom takes each RPC's key ([slidegate.WithKey], what per-key rules
 // limit on its own) from f. f is called with the RPC's context and full
 // method, as [WithResource]'s function is. A nil f keeps the key option in
-// force. A key longer than [slidegate.MaxKeyLength] is cut to that length.
+// force. A key longer than 256 is cut to that length.
 //
 // KeyFrom is the one key option of the client interceptors, for which f
 // typically reads a tenant or a user from ctx. On a server, ctx carries
@@ -36,7 +36,7 @@ func KeyFrom(f func(ctx context.Context, fullMethod string) string) Option {
 // incoming metadata key name, such as an API key or a tenant. name is
 // matched without regard to case, as gRPC metadata keys are. An RPC
 // without it, or with an empty value, has the empty key "". So all such
-// RPCs share one key's limit. A value longer than [slidegate.MaxKeyLength]
+// RPCs share one key's limit. A value longer than 256
 // is cut to that length. It is a server option. A client interceptor
 // ignores it, and its calls have the empty key unless [KeyFrom] gives one.
 //
@@ -152,11 +152,11 @@ func peerAddr(ctx context.Context, trusted clientip.Trusted) (netip.Addr, string
 	return clientip.Find(a, "", metadata.ValueFromIncomingContext(ctx, "x-forwarded-for"), clientip.List, trusted)
 }
 
-// cut returns key's first slidegate.MaxKeyLength bytes, all the guard
+// cut returns key's first 256 bytes, all the guard
 // tells apart: a key longer than that is input nobody needs to carry.
 func cut(key string) string {
-	if len(key) > slidegate.MaxKeyLength {
-		return key[:slidegate.MaxKeyLength]
+	if len(key) > bounds.MaxKeyLength {
+		return key[:bounds.MaxKeyLength]
 	}
 	return key
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
 
@@ -136,7 +137,7 @@ func TestKeyFromMetadata(t *testing.T) {
 		{"missing: the empty key", from(nil), ""},
 		{"empty: the empty key", from(nil, "x-tenant", ""), ""},
 		{"two values: the first", from(nil, "x-tenant", "acme", "x-tenant", "evil"), "acme"},
-		{"10 MB: cut", from(nil, "x-tenant", long), long[:slidegate.MaxKeyLength]},
+		{"10 MB: cut", from(nil, "x-tenant", long), long[:bounds.MaxKeyLength]},
 		{"a map built by hand, in upper case", metadata.NewIncomingContext(context.Background(), metadata.MD{"X-Tenant": {"acme"}}), "acme"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,8 +157,8 @@ func TestKeyFrom(t *testing.T) {
 		t.Errorf("KeyFrom(nil): key %q, want the empty key", got)
 	}
 	long := grpcguard.KeyFrom(func(context.Context, string) string { return strings.Repeat("x", 1000) })
-	if got := serverKeyOf(t, from(nil), long); got != strings.Repeat("x", slidegate.MaxKeyLength) {
-		t.Errorf("a long key: %d bytes, want %d", len(got), slidegate.MaxKeyLength)
+	if got := serverKeyOf(t, from(nil), long); got != strings.Repeat("x", bounds.MaxKeyLength) {
+		t.Errorf("a long key: %d bytes, want %d", len(got), bounds.MaxKeyLength)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 )
 
 // An Option customises an interceptor.
@@ -89,8 +90,8 @@ func DefaultErrorCodes() []codes.Code {
 //   - codes.ResourceExhausted when a flow rule's limit is reached.
 //
 // The service cannot take it when a breaker is open
-// ([slidegate.BreakerOpen]), or when a shed or adaptive rule finds the
-// service overloaded ([slidegate.Overloaded]). Any other reason is a
+// ([flow.BreakerOpen]), or when a shed or adaptive rule finds the
+// service overloaded ([flow.Overloaded]). Any other reason is a
 // limit, the caller's quota. Unavailable is gRPC's code for a transient
 // state of the server that a retry with backoff may get past, on another
 // instance or after the load eases. [DefaultRetryCodes] retries it within
@@ -104,7 +105,7 @@ func DefaultErrorCodes() []codes.Code {
 func BlockStatus(be *slidegate.BlockError) *status.Status {
 	c := codes.ResourceExhausted
 	switch be.Reason {
-	case slidegate.BreakerOpen, slidegate.Overloaded:
+	case flow.BreakerOpen, flow.Overloaded:
 		c = codes.Unavailable
 	}
 	st := status.New(c, be.Error())

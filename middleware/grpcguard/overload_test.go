@@ -12,12 +12,13 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
 
 func TestOverloadBlockIsUnavailable(t *testing.T) {
 	for _, after := range []time.Duration{0, 1500 * time.Millisecond} {
-		st := grpcguard.BlockStatus(&slidegate.BlockError{Resource: unaryMethod, Rule: "flow[0]", Reason: slidegate.Overloaded, RetryAfter: after})
+		st := grpcguard.BlockStatus(&slidegate.BlockError{Resource: unaryMethod, Rule: "flow[0]", Reason: flow.Overloaded, RetryAfter: after})
 		if st.Code() != codes.Unavailable {
 			t.Errorf("overloaded, retry after %v: code %v, want Unavailable", after, st.Code())
 		}
@@ -53,7 +54,7 @@ func TestUnaryServerOverloadedIsUnavailable(t *testing.T) {
 		func(context.Context, any) (any, error) { ran = true; return nil, nil })
 	wantCode(t, err, codes.Unavailable)
 	var be *slidegate.BlockError
-	if !errors.As(err, &be) || be.Reason != slidegate.Overloaded || ran {
+	if !errors.As(err, &be) || be.Reason != flow.Overloaded || ran {
 		t.Fatalf("RPC over the (inbound) adaptive limit: %v (handled %v), want blocked as overloaded", err, ran)
 	}
 	e.Exit(nil)

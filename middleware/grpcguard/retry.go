@@ -66,7 +66,7 @@ func DefaultRetryCodes() []codes.Code { return []codes.Code{codes.Unavailable} }
 //   - Never once ctx is done.
 //
 // A blocked call returns the blocked status. A breaker's block
-// ([slidegate.BreakerOpen]) counts as [flow.AttemptBreakerOpen], which the
+// ([flow.BreakerOpen]) counts as [flow.AttemptBreakerOpen], which the
 // budget refuses. A flow rule's block means the local limit said no. A
 // probe ([slidegate.Entry.Probe], [flow.AttemptProbe]) is not retried, for
 // the breaker decides from its outcome alone.
@@ -136,7 +136,7 @@ func (rt *retrier) invoke(ctx context.Context, g *slidegate.Guard, o *options, m
 		probe, block, err := attempt(ctx, g, o, name, key, method, req, reply, cc, invoker, callOpts)
 		if block != nil {
 			rt.budget.GiveBack(grant) // the retry was not sent
-			if block.Reason == slidegate.BreakerOpen {
+			if block.Reason == flow.BreakerOpen {
 				rt.budget.Retry(flow.AttemptBreakerOpen) // refused: nothing goes into an open breaker
 			}
 			return err

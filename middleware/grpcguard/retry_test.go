@@ -133,7 +133,7 @@ func TestRetryNeverIntoAnOpenBreakerNorOfAProbe(t *testing.T) {
 
 	err := call(clk, in, d)
 	var block *slidegate.BlockError
-	if !errors.As(err, &block) || block.Reason != slidegate.BreakerOpen {
+	if !errors.As(err, &block) || block.Reason != flow.BreakerOpen {
 		t.Fatalf("the retry after the failure that opened the breaker: %v, want its block", err)
 	}
 	if d.attempts.Load() != 1 {
@@ -145,9 +145,9 @@ func TestRetryNeverIntoAnOpenBreakerNorOfAProbe(t *testing.T) {
 	if errors.As(err, &block) || status.Code(err) != codes.Unavailable {
 		t.Fatalf("the failed probe: %v; want its own Unavailable", err)
 	}
-	if tot := stats(t, g, unaryMethod).Totals; d.attempts.Load() != 2 || tot.BlockedBy[slidegate.BreakerOpen] != 1 {
+	if tot := stats(t, g, unaryMethod).Totals; d.attempts.Load() != 2 || tot.BlockedBy[flow.BreakerOpen] != 1 {
 		t.Errorf("%d attempts and %d blocked by the breaker, want 2 and 1: the probe was retried",
-			d.attempts.Load(), tot.BlockedBy[slidegate.BreakerOpen])
+			d.attempts.Load(), tot.BlockedBy[flow.BreakerOpen])
 	}
 }
 
@@ -187,7 +187,7 @@ func TestRetryCodes(t *testing.T) {
 	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(unlimited(t), grpcguard.RetryPolicy{MaxBackoff: time.Millisecond}))
 	err := call(clk, in, d)
 	var block *slidegate.BlockError
-	if !errors.As(err, &block) || block.Reason != slidegate.RateLimited || status.Code(err) != codes.ResourceExhausted {
+	if !errors.As(err, &block) || block.Reason != flow.RateLimited || status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("the retry over the limit: %v, want its block", err)
 	}
 	if d.attempts.Load() != 1 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 )
 
@@ -47,7 +48,7 @@ func TestUnaryServerOverQPSLimitIsResourceExhaustedWithRetryInfo(t *testing.T) {
 	err := unary(context.Background(), c, codes.OK)
 	wantCode(t, err, codes.ResourceExhausted)
 	msg := status.Convert(err).Message()
-	for _, want := range []string{unaryMethod, "qps", slidegate.RateLimited.String()} {
+	for _, want := range []string{unaryMethod, "qps", flow.RateLimited.String()} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q does not name %q", msg, want)
 		}
@@ -73,7 +74,7 @@ func TestUnaryServerOpenBreakerIsUnavailable(t *testing.T) {
 	}
 	err := unary(context.Background(), client, codes.OK)
 	wantCode(t, err, codes.Unavailable)
-	if msg := status.Convert(err).Message(); !strings.Contains(msg, "breaker") || !strings.Contains(msg, slidegate.BreakerOpen.String()) {
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "breaker") || !strings.Contains(msg, flow.BreakerOpen.String()) {
 		t.Errorf("message %q does not name the breaker and the reason", msg)
 	}
 	if d := retryDelay(err); d != 5*time.Second {
@@ -364,7 +365,7 @@ func TestWithBlockStatus(t *testing.T) {
 	if msg := status.Convert(err).Message(); msg != "busy, come back later" {
 		t.Errorf("message %q; want the custom one", msg)
 	}
-	if got == nil || got.Resource != unaryMethod || got.Reason != slidegate.ExceedsLimit {
+	if got == nil || got.Resource != unaryMethod || got.Reason != flow.ExceedsLimit {
 		t.Errorf("WithBlockStatus got %+v; want the block of %s", got, unaryMethod)
 	}
 }
@@ -385,14 +386,14 @@ func TestWithBlockStatusNilFallsBackToBlockStatus(t *testing.T) {
 
 func TestBlockStatus(t *testing.T) {
 	for _, tc := range []struct {
-		reason slidegate.Reason
+		reason flow.Reason
 		want   codes.Code
 	}{
-		{slidegate.RateLimited, codes.ResourceExhausted},
-		{slidegate.ConcurrencyLimited, codes.ResourceExhausted},
-		{slidegate.WaitTooLong, codes.ResourceExhausted},
-		{slidegate.RefLimited, codes.ResourceExhausted},
-		{slidegate.BreakerOpen, codes.Unavailable},
+		{flow.RateLimited, codes.ResourceExhausted},
+		{flow.ConcurrencyLimited, codes.ResourceExhausted},
+		{flow.WaitTooLong, codes.ResourceExhausted},
+		{flow.RefLimited, codes.ResourceExhausted},
+		{flow.BreakerOpen, codes.Unavailable},
 	} {
 		for _, after := range []time.Duration{0, 1500 * time.Millisecond} {
 			be := &slidegate.BlockError{Resource: "r", Rule: "flow[1]", Reason: tc.reason, RetryAfter: after}

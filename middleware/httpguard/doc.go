@@ -74,7 +74,7 @@
 //	h := httpguard.Middleware(g, httpguard.KeyFromClientIP(lb))(mux)
 //
 // A key is input a client chooses. The guard gets at most
-// [slidegate.MaxKeyLength] bytes of it. The response to a blocked request
+// 256 bytes of it. The response to a blocked request
 // never repeats it.
 //
 // docs/middleware.md says why an IPv6 client is keyed by its /64.

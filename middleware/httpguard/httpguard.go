@@ -36,7 +36,7 @@ type options struct {
 // of their own. Never build one from what a client sends, such as a raw
 // path with IDs in it, a header, or a method outside the standard set (see
 // [Method]). The guard bounds what such names cost
-// ([slidegate.WithMaxResources], [slidegate.MaxNameLength]). But a client
+// ([slidegate.WithMaxResources], 256). But a client
 // that makes new ones fills its table. The routes that come after them are
 // then counted together as [slidegate.OtherResource].
 func WithResource(f func(*http.Request) string) Option {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
@@ -289,7 +290,7 @@ func TestBlockedHandler(t *testing.T) {
 		t.Fatalf("status %d, want the custom handler's 418", w.Code)
 	}
 	var be *slidegate.BlockError
-	if !errors.As(got, &be) || be.Resource != unknownGET || be.Rule != "qps" || be.Reason != slidegate.ExceedsLimit {
+	if !errors.As(got, &be) || be.Resource != unknownGET || be.Rule != "qps" || be.Reason != flow.ExceedsLimit {
 		t.Fatalf("the handler got %v", got)
 	}
 }
@@ -393,7 +394,7 @@ func TestTransport(t *testing.T) {
 	before := hits.Load()
 	_, err := get("/ok")
 	var be *slidegate.BlockError
-	if !errors.As(err, &be) || be.Reason != slidegate.RateLimited {
+	if !errors.As(err, &be) || be.Reason != flow.RateLimited {
 		t.Fatalf("over the limit: %v, want a *slidegate.BlockError", err)
 	}
 	if hits.Load() != before {
@@ -414,7 +415,7 @@ func TestTransport(t *testing.T) {
 	}
 	body := &closeRecorder{Reader: strings.NewReader("x")}
 	_, err = client2.Post(deadURL, "text/plain", body)
-	if !errors.As(err, &be) || be.Reason != slidegate.BreakerOpen {
+	if !errors.As(err, &be) || be.Reason != flow.BreakerOpen {
 		t.Fatalf("after a transport error: %v, want the breaker open", err)
 	}
 	if !body.closed {
@@ -436,10 +437,10 @@ func TestBlockedStatus(t *testing.T) {
 		status     int
 		retryAfter string
 	}{
-		{"limit", &slidegate.BlockError{Reason: slidegate.ExceedsLimit, RetryAfter: 1500 * time.Millisecond}, 429, "2"},
-		{"limit, no retry time", &slidegate.BlockError{Reason: slidegate.ExceedsLimit}, 429, ""},
-		{"breaker", fmt.Errorf("wrapped: %w", &slidegate.BlockError{Reason: slidegate.BreakerOpen, RetryAfter: time.Second}), 503, "1"},
-		{"overload", &slidegate.BlockError{Reason: slidegate.Overloaded}, 503, ""},
+		{"limit", &slidegate.BlockError{Reason: flow.ExceedsLimit, RetryAfter: 1500 * time.Millisecond}, 429, "2"},
+		{"limit, no retry time", &slidegate.BlockError{Reason: flow.ExceedsLimit}, 429, ""},
+		{"breaker", fmt.Errorf("wrapped: %w", &slidegate.BlockError{Reason: flow.BreakerOpen, RetryAfter: time.Second}), 503, "1"},
+		{"overload", &slidegate.BlockError{Reason: flow.Overloaded}, 503, ""},
 		{"context", context.DeadlineExceeded, 503, ""},
 	} {
 		status, retryAfter := httpguard.BlockedStatus(tc.err)

@@ -6,12 +6,12 @@ import (
 	"net/textproto"
 	"slices"
 
-	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/middleware/internal/clientip"
 )
 
 // KeyFrom takes each request's key from f. A nil f keeps the key option in
-// force. A key longer than [slidegate.MaxKeyLength] is cut to that length.
+// force. A key longer than 256 is cut to that length.
 // KeyFrom works for [Middleware] and [Transport] alike. f may read the
 // request's context, such as a tenant an authentication middleware stored
 // there. That is what a Transport usually has.
@@ -29,7 +29,7 @@ func KeyFrom(f func(*http.Request) string) Option {
 // carries. A request without the header, or with an empty value, has the
 // empty key "". So all such requests share one key's limit: a per-key rule
 // limits them together. That is what makes it safe to let clients omit the
-// header. A value longer than [slidegate.MaxKeyLength] is cut to that
+// header. A value longer than 256 is cut to that
 // length. The key shares its bytes with the header, so it costs no
 // allocation.
 //
@@ -198,11 +198,11 @@ func (c ClientIP) headerName() string {
 	return textproto.CanonicalMIMEHeaderKey(c.Header)
 }
 
-// cut returns key's first slidegate.MaxKeyLength bytes, all the guard
+// cut returns key's first 256 bytes, all the guard
 // tells apart: a key longer than that is input nobody needs to carry.
 func cut(key string) string {
-	if len(key) > slidegate.MaxKeyLength {
-		return key[:slidegate.MaxKeyLength]
+	if len(key) > bounds.MaxKeyLength {
+		return key[:bounds.MaxKeyLength]
 	}
 	return key
 }

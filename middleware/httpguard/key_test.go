@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
@@ -149,7 +150,7 @@ func TestKeyFromHeader(t *testing.T) {
 		{"missing: the empty key", request("1.1.1.1:1"), ""},
 		{"empty: the empty key", request("1.1.1.1:1", "X-Api-Key", ""), ""},
 		{"two lines: the first", request("1.1.1.1:1", "X-Api-Key", "alice", "X-Api-Key", "bob"), "alice"},
-		{"10 MB: cut", request("1.1.1.1:1", "X-Api-Key", long), long[:slidegate.MaxKeyLength]},
+		{"10 MB: cut", request("1.1.1.1:1", "X-Api-Key", long), long[:bounds.MaxKeyLength]},
 		{"any bytes", request("1.1.1.1:1", "X-Api-Key", "a\x00b,c;d"), "a\x00b,c;d"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,7 +182,7 @@ func TestKeyFromAndWhichKeyWins(t *testing.T) {
 		{"the last key option wins", []httpguard.Option{tenant, httpguard.KeyFromClientIP()}, r, "192.0.2.1"},
 		{"WithKey among the entry options wins", []httpguard.Option{fromOptions, tenant}, request("1.1.1.1:1", "X-Api-Key", "alice"), "alice"},
 		{"entry options without a key leave it", []httpguard.Option{fromOptions, tenant}, r, "tenant-a"},
-		{"KeyFrom's key is cut", []httpguard.Option{httpguard.KeyFrom(func(*http.Request) string { return strings.Repeat("x", 1000) })}, r, strings.Repeat("x", slidegate.MaxKeyLength)},
+		{"KeyFrom's key is cut", []httpguard.Option{httpguard.KeyFrom(func(*http.Request) string { return strings.Repeat("x", 1000) })}, r, strings.Repeat("x", bounds.MaxKeyLength)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := keyOf(t, tc.r, tc.opts...); got != tc.want {

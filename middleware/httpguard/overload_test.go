@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
@@ -37,7 +38,7 @@ func TestOverloadBlockIs503(t *testing.T) {
 		{1500 * time.Millisecond, "2"},
 	} {
 		w := httptest.NewRecorder()
-		be := &slidegate.BlockError{Resource: "GET /x", Rule: "flow[0]", Reason: slidegate.Overloaded, RetryAfter: tc.retryAfter}
+		be := &slidegate.BlockError{Resource: "GET /x", Rule: "flow[0]", Reason: flow.Overloaded, RetryAfter: tc.retryAfter}
 		httpguard.WriteBlocked(w, httptest.NewRequest("GET", "/x", nil), be)
 		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != tc.header {
 			t.Errorf("overloaded, retry after %v: status %d, Retry-After %q; want 503 and %q",
@@ -71,7 +72,7 @@ func TestMiddlewareAnswers503WhenTheServiceIsOverloaded(t *testing.T) {
 	if body := w.Body.String(); !strings.Contains(body, "Service Unavailable") {
 		t.Errorf("body %q, want the status's text", body)
 	}
-	if n := stats(t, g, "GET /x").Totals.BlockedBy[slidegate.Overloaded]; n != 1 {
+	if n := stats(t, g, "GET /x").Totals.BlockedBy[flow.Overloaded]; n != 1 {
 		t.Errorf("blocked as overloaded: %d, want 1", n)
 	}
 	// The (inbound) rule shares its limit among resources: another route
@@ -184,7 +185,7 @@ func TestTransportOverloadBlockIsABlockError(t *testing.T) {
 	base := roundTripFunc(func(*http.Request) (*http.Response, error) { sent = true; return nil, errors.New("sent") })
 	_, err = httpguard.Transport(g, base).RoundTrip(httptest.NewRequest("GET", "http://downstream/x", nil))
 	var be *slidegate.BlockError
-	if !errors.As(err, &be) || be.Reason != slidegate.Overloaded || sent {
+	if !errors.As(err, &be) || be.Reason != flow.Overloaded || sent {
 		t.Fatalf("request over the adaptive limit: %v (sent %v), want a BlockError for Overloaded, not sent", err, sent)
 	}
 }

@@ -103,7 +103,7 @@ func Retryable(resp *http.Response, err error) bool {
 //   - Never once the request's context is done.
 //
 // A blocked call returns the [*slidegate.BlockError]. A breaker's block
-// ([slidegate.BreakerOpen]) counts as [flow.AttemptBreakerOpen], which the
+// ([flow.BreakerOpen]) counts as [flow.AttemptBreakerOpen], which the
 // budget refuses. A flow rule's block means the local limit said no. A
 // probe ([slidegate.Entry.Probe], [flow.AttemptProbe]) is not retried, for
 // the breaker decides from its outcome alone. An HTTP date in Retry-After
@@ -193,7 +193,7 @@ func (t *transport) roundTripRetrying(r *http.Request) (*http.Response, error) {
 			var be *slidegate.BlockError
 			if errors.As(err, &be) {
 				rt.budget.GiveBack(grant) // the retry was not sent
-				if be.Reason == slidegate.BreakerOpen {
+				if be.Reason == flow.BreakerOpen {
 					rt.budget.Retry(flow.AttemptBreakerOpen) // refused: nothing goes into an open breaker
 				}
 				return nil, err

@@ -207,7 +207,7 @@ func TestRetryNeverIntoAnOpenBreakerNorOfAProbe(t *testing.T) {
 
 	_, err := send(t, clk, rt, get(t))
 	var block *slidegate.BlockError
-	if !errors.As(err, &block) || block.Reason != slidegate.BreakerOpen {
+	if !errors.As(err, &block) || block.Reason != flow.BreakerOpen {
 		t.Fatalf("the retry after the failure that opened the breaker: %v, want its block", err)
 	}
 	if be.attempts.Load() != 1 {
@@ -219,9 +219,9 @@ func TestRetryNeverIntoAnOpenBreakerNorOfAProbe(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("the failed probe: %v, %v; want its 503 as it is", resp, err)
 	}
-	if tot := totals(t, g); be.attempts.Load() != 2 || tot.BlockedBy[slidegate.BreakerOpen] != 1 {
+	if tot := totals(t, g); be.attempts.Load() != 2 || tot.BlockedBy[flow.BreakerOpen] != 1 {
 		t.Errorf("%d attempts and %d blocked by the breaker, want 2 and 1: the probe was retried",
-			be.attempts.Load(), tot.BlockedBy[slidegate.BreakerOpen])
+			be.attempts.Load(), tot.BlockedBy[flow.BreakerOpen])
 	}
 }
 
@@ -233,11 +233,11 @@ func TestRetryNotPastAFlowRule(t *testing.T) {
 	rt := httpguard.Transport(g, be, httpguard.WithRetry(unlimited(t), httpguard.RetryPolicy{MaxBackoff: time.Millisecond}))
 	_, err := send(t, clk, rt, get(t))
 	var block *slidegate.BlockError
-	if !errors.As(err, &block) || block.Reason != slidegate.RateLimited {
+	if !errors.As(err, &block) || block.Reason != flow.RateLimited {
 		t.Fatalf("the retry over the limit: %v, want its block", err)
 	}
-	if tot := totals(t, g); be.attempts.Load() != 1 || tot.BlockedBy[slidegate.RateLimited] != 1 {
-		t.Errorf("%d attempts, %d blocked; want 1 and 1", be.attempts.Load(), tot.BlockedBy[slidegate.RateLimited])
+	if tot := totals(t, g); be.attempts.Load() != 1 || tot.BlockedBy[flow.RateLimited] != 1 {
+		t.Errorf("%d attempts, %d blocked; want 1 and 1", be.attempts.Load(), tot.BlockedBy[flow.RateLimited])
 	}
 }
 

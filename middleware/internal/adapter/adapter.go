@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/internal/pause"
 )
 
@@ -107,7 +108,7 @@ func BlockedStatus(err error) (status int, retryAfter string) {
 	var be *slidegate.BlockError
 	if errors.As(err, &be) {
 		switch be.Reason {
-		case slidegate.BreakerOpen, slidegate.Overloaded:
+		case flow.BreakerOpen, flow.Overloaded:
 		default:
 			status = http.StatusTooManyRequests
 		}
