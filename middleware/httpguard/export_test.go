@@ -7,4 +7,3 @@ const (
 	OtherMethod       = "_OTHER"
 	UnknownRoute      = "(unknown route)"
 )
-
