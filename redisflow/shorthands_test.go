@@ -11,11 +11,6 @@ import (
 // allow is AllowN(ctx, 1).
 func (l *Limiter) allow(ctx context.Context) flow.Decision { return l.AllowN(ctx, 1) }
 
-// allowAt is AllowNAt(ctx, now, 1).
-func (l *Limiter) allowAt(ctx context.Context, now int64) flow.Decision {
-	return l.AllowNAt(ctx, now, 1)
-}
-
 // redisKey returns the limiter's key in Redis.
 func (l *Limiter) redisKey() string { return l.keys[0] }
 
