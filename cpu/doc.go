@@ -26,7 +26,7 @@
 // CPU time from /proc/self/stat is measured against the CPUs it may run on.
 // It is the only CPU time the process can attribute to itself.
 //
-// The files are read from any [io/fs.FS] ([WithRoot]), so that every layout
+// The files are read from any [io/fs.FS], so that every layout
 // is tested against a fake procfs and cgroupfs. docs/cpu.md says where each
 // number comes from and which mistakes of other shedders the package avoids.
 //

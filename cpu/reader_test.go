@@ -276,7 +276,7 @@ func TestUsageMatchesTheTree(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%v", c.name, share), func(t *testing.T) {
 				tree := c.build()
 				clk := clock.NewManual(int64(time.Hour))
-				s, err := NewSampler(WithRoot(tree), WithHostCPUs(c.hostCPUs), WithClock(clk), WithSmoothing(0))
+				s, err := NewSampler(withRoot(tree), withHostCPUs(c.hostCPUs), WithClock(clk), WithSmoothing(0))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -291,7 +291,7 @@ func TestUsageMatchesTheTree(t *testing.T) {
 				// round by at most 1 %.
 				used := time.Duration(share * c.wantCapacity * float64(time.Second))
 				c.usage(tree, used)
-				if err := s.SampleAt(clk.Now() + int64(time.Second)); err != nil {
+				if err := s.sampleAt(clk.Now() + int64(time.Second)); err != nil {
 					t.Fatal(err)
 				}
 				if got := s.Usage(); math.Abs(got-share) > 0.05*share {
@@ -328,7 +328,7 @@ func TestMissingOrMalformedFilesAreNamed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tree := base.build()
 			c.change(tree)
-			_, err := NewSampler(WithRoot(tree), WithHostCPUs(4))
+			_, err := NewSampler(withRoot(tree), withHostCPUs(4))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
 			}
@@ -355,10 +355,10 @@ func TestBadOptionsAreRefused(t *testing.T) {
 		{WithInterval(0), "interval 0s"},
 		{WithInterval(2 * time.Minute), "interval 2m0s"},
 		{WithSmoothing(-time.Second), "smoothing -1s"},
-		{WithHostCPUs(0), "host CPUs 0"},
+		{withHostCPUs(0), "host CPUs 0"},
 		{WithClock(nil), "clock: nil"},
 	} {
-		_, err := NewSampler(WithRoot(tree), c.opt)
+		_, err := NewSampler(withRoot(tree), c.opt)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("err = %v, want it to contain %q", err, c.want)
 		}
@@ -370,13 +370,13 @@ func TestLimitChangedAtRunTimeIsSeen(t *testing.T) {
 	c := treeCases[0]
 	tree := c.build()
 	clk := clock.NewManual(1)
-	s, err := NewSampler(WithRoot(tree), WithHostCPUs(8), WithClock(clk))
+	s, err := NewSampler(withRoot(tree), withHostCPUs(8), WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	tree["sys/fs/cgroup/app.slice/app.service/cpu.max"] = &fstest.MapFile{Data: []byte("max 100000\n")}
-	if err := s.SampleAt(2); err != nil {
+	if err := s.sampleAt(2); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Capacity(); got != 8 {

@@ -13,14 +13,14 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
-// Defaults of a Sampler.
+// Defaults of a Sampler, stated in the docs of its options.
 const (
-	// DefaultInterval is how often a Sampler reads the CPU time.
-	DefaultInterval = 250 * time.Millisecond
-	// DefaultSmoothing is the time constant of a Sampler's moving average.
+	// defaultInterval is how often a Sampler reads the CPU time.
+	defaultInterval = 250 * time.Millisecond
+	// defaultSmoothing is the time constant of a Sampler's moving average.
 	// A step in load shows as 1 - e^(-t/300ms) of the step after t. After
 	// one second of 250 ms samples, 96% of it shows.
-	DefaultSmoothing = 300 * time.Millisecond
+	defaultSmoothing = 300 * time.Millisecond
 )
 
 // An Option configures a [Sampler].
@@ -34,28 +34,30 @@ type options struct {
 	clock     clock.Clock
 }
 
-// WithRoot reads procfs and cgroupfs under root instead of the real "/".
-// root holds proc/self/cgroup, proc/self/mountinfo and the cgroup mounts
-// they name. Each is at its path without the leading slash. WithRoot works
-// on every platform.
-func WithRoot(root fs.FS) Option { return func(o *options) { o.root = root } }
+// withRoot reads procfs and cgroupfs under root instead of the real "/",
+// for the tests. root holds proc/self/cgroup, proc/self/mountinfo and the
+// cgroup mounts they name. Each is at its path without the leading slash.
+// It works on every platform.
+func withRoot(root fs.FS) Option { return func(o *options) { o.root = root } }
 
-// WithHostCPUs sets the CPUs available without any cgroup limit. The
-// default is [runtime.NumCPU], the CPUs in the process's scheduler affinity.
-func WithHostCPUs(n int) Option { return func(o *options) { o.hostCPUs = n } }
+// withHostCPUs sets the CPUs available without any cgroup limit, for the
+// tests. The default is runtime.NumCPU, the CPUs in the process's
+// scheduler affinity.
+func withHostCPUs(n int) Option { return func(o *options) { o.hostCPUs = n } }
 
-// WithInterval sets how often the CPU time is read. The default is
-// [DefaultInterval]. It must be positive and at most a minute.
+// WithInterval sets how often the CPU time is read. The default is 250 ms.
+// It must be positive and at most a minute.
 func WithInterval(d time.Duration) Option { return func(o *options) { o.interval = d } }
 
 // WithSmoothing sets the time constant of the moving average. The default
-// is [DefaultSmoothing]. 0 makes [Sampler.Usage] the share over the last
-// interval alone. It must not be negative.
+// is 300 ms: a step in load shows as 1 - e^(-t/300ms) of the step after t,
+// 96% of it after a second. 0 makes [Sampler.Usage] the share over the
+// last interval alone. It must not be negative.
 func WithSmoothing(d time.Duration) Option { return func(o *options) { o.smoothing = d } }
 
 // WithClock sets the clock the Sampler measures and sleeps on. The default
-// is [clock.System]. With a [clock.Manual], samples are taken when the test
-// advances it.
+// is [clock.System]. With a [clock.Manual], samples are taken when a test
+// or a simulation advances it.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
 // A Sampler measures the share of its CPU capacity that the process's
@@ -86,7 +88,7 @@ type Sampler struct {
 	interval  time.Duration
 	smoothing time.Duration
 
-	mu       sync.Mutex // serializes SampleAt; guards the fields below
+	mu       sync.Mutex // serializes sampleAt; guards the fields below
 	lastAt   int64
 	lastCPU  time.Duration
 	smoothed float64
@@ -101,14 +103,13 @@ type Sampler struct {
 // starts a goroutine that samples every interval until [Sampler.Close].
 // [Sampler.Usage] reads 0 until the second reading, one interval later.
 //
-// Outside Linux, NewSampler returns [ErrUnavailable] unless [WithRoot] is
-// given. When a file it needs is missing or malformed, the error names the
+// Outside Linux, NewSampler returns [ErrUnavailable]. When a file it needs is missing or malformed, the error names the
 // file. A bad option is an error naming the option and its value.
 func NewSampler(opts ...Option) (*Sampler, error) {
 	o := options{
 		hostCPUs:  runtime.NumCPU(),
-		interval:  DefaultInterval,
-		smoothing: DefaultSmoothing,
+		interval:  defaultInterval,
+		smoothing: defaultSmoothing,
 		clock:     clock.System,
 	}
 	for _, opt := range opts {
@@ -135,7 +136,7 @@ func NewSampler(opts ...Option) (*Sampler, error) {
 		return nil, err
 	}
 	s := &Sampler{reader: r, clock: o.clock, interval: o.interval, smoothing: o.smoothing}
-	if err := s.SampleAt(o.clock.Now()); err != nil {
+	if err := s.sampleAt(o.clock.Now()); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -149,7 +150,7 @@ func (s *Sampler) run(ctx context.Context) {
 	defer close(s.done)
 	for clock.Sleep(ctx, s.clock, s.interval) == nil {
 		// A failed sample keeps the last usage; Err reports why.
-		_ = s.SampleAt(s.clock.Now())
+		_ = s.sampleAt(s.clock.Now())
 	}
 }
 
@@ -176,12 +177,11 @@ func (s *Sampler) Err() error {
 	return nil
 }
 
-// SampleAt takes a sample at now, a reading of the Sampler's clock. The
-// background goroutine calls it every interval. A simulation or a test may
-// call it directly. A now not after the previous sample's is ignored. So
+// sampleAt takes a sample at now, a reading of the Sampler's clock. The
+// background goroutine calls it every interval. A now not after the previous sample's is ignored. So
 // is a CPU time that went backwards, when the cgroup was made again; the
 // next sample measures from there.
-func (s *Sampler) SampleAt(now int64) error {
+func (s *Sampler) sampleAt(now int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.sample(now)

@@ -17,7 +17,7 @@ func newTestSampler(t *testing.T, opts ...Option) (*Sampler, *clock.Manual, func
 	c := treeCases[0]
 	tree := c.build()
 	clk := clock.NewManual(int64(time.Hour))
-	s, err := NewSampler(append([]Option{WithRoot(tree), WithHostCPUs(c.hostCPUs), WithClock(clk)}, opts...)...)
+	s, err := NewSampler(append([]Option{withRoot(tree), withHostCPUs(c.hostCPUs), WithClock(clk)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +32,11 @@ func newTestSampler(t *testing.T, opts ...Option) (*Sampler, *clock.Manual, func
 func TestOverloadShowsWithinOneSecond(t *testing.T) {
 	s, _, use := newTestSampler(t)
 	now := int64(time.Hour)
-	step := int64(DefaultInterval)
+	step := int64(defaultInterval)
 	// Idle for a while.
 	for range 8 {
 		now += step
-		if err := s.SampleAt(now); err != nil {
+		if err := s.sampleAt(now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,13 +45,13 @@ func TestOverloadShowsWithinOneSecond(t *testing.T) {
 	}
 	// Then both CPUs busy.
 	for i := 1; i <= 4; i++ {
-		use(2 * DefaultInterval)
+		use(2 * defaultInterval)
 		now += step
-		if err := s.SampleAt(now); err != nil {
+		if err := s.sampleAt(now); err != nil {
 			t.Fatal(err)
 		}
-		elapsed := float64(time.Duration(i) * DefaultInterval)
-		want := 1 - math.Exp(-elapsed/float64(DefaultSmoothing))
+		elapsed := float64(time.Duration(i) * defaultInterval)
+		want := 1 - math.Exp(-elapsed/float64(defaultSmoothing))
 		if got := s.Usage(); math.Abs(got-want) > 1e-9 {
 			t.Fatalf("Usage() %v after the step = %v, want %v", time.Duration(elapsed), got, want)
 		}
@@ -71,21 +71,21 @@ func TestIrregularSamplesWeighByTime(t *testing.T) {
 	quarter := int64(250 * time.Millisecond)
 	// An idle quarter first, so that both averages start from 0.
 	for _, s := range []*Sampler{a, b} {
-		if err := s.SampleAt(start + quarter); err != nil {
+		if err := s.sampleAt(start + quarter); err != nil {
 			t.Fatal(err)
 		}
 	}
 	useA(750 * time.Millisecond) // half of 2 CPUs for 750 ms
-	if err := a.SampleAt(start + 4*quarter); err != nil {
+	if err := a.sampleAt(start + 4*quarter); err != nil {
 		t.Fatal(err)
 	}
 	for i := int64(2); i <= 4; i++ {
 		useB(250 * time.Millisecond)
-		if err := b.SampleAt(start + i*quarter); err != nil {
+		if err := b.sampleAt(start + i*quarter); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := 0.5 * (1 - math.Exp(-float64(750*time.Millisecond)/float64(DefaultSmoothing)))
+	want := 0.5 * (1 - math.Exp(-float64(750*time.Millisecond)/float64(defaultSmoothing)))
 	if got := a.Usage(); math.Abs(got-want) > 1e-9 {
 		t.Errorf("one 750 ms sample: Usage() = %v, want %v", got, want)
 	}
@@ -99,7 +99,7 @@ func TestIrregularSamplesWeighByTime(t *testing.T) {
 func TestFirstShareSeedsTheAverage(t *testing.T) {
 	s, _, use := newTestSampler(t)
 	use(time.Second)
-	if err := s.SampleAt(int64(time.Hour) + int64(time.Second)); err != nil {
+	if err := s.sampleAt(int64(time.Hour) + int64(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Usage(); math.Abs(got-0.5) > 1e-9 {
@@ -113,7 +113,7 @@ func TestShareIsClampedAndResetsAreSkipped(t *testing.T) {
 	// 3 CPU-seconds in a second on 2 CPUs: skew, reported as 1.
 	use(3 * time.Second)
 	now += int64(time.Second)
-	if err := s.SampleAt(now); err != nil {
+	if err := s.sampleAt(now); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Usage(); got != 1 {
@@ -122,7 +122,7 @@ func TestShareIsClampedAndResetsAreSkipped(t *testing.T) {
 	// The cgroup is made again: its CPU time starts from 0.
 	use(-3 * time.Second)
 	now += int64(time.Second)
-	if err := s.SampleAt(now); err != nil {
+	if err := s.sampleAt(now); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Usage(); got != 1 {
@@ -130,14 +130,14 @@ func TestShareIsClampedAndResetsAreSkipped(t *testing.T) {
 	}
 	use(500 * time.Millisecond)
 	now += int64(time.Second)
-	if err := s.SampleAt(now); err != nil {
+	if err := s.sampleAt(now); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Usage(); math.Abs(got-0.25) > 1e-9 {
 		t.Fatalf("Usage() a second after the reset = %v, want 0.25", got)
 	}
 	// A clock that did not move: ignored, not a division by zero.
-	if err := s.SampleAt(now); err != nil {
+	if err := s.sampleAt(now); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Usage(); math.Abs(got-0.25) > 1e-9 {
@@ -148,25 +148,25 @@ func TestShareIsClampedAndResetsAreSkipped(t *testing.T) {
 func TestFailedSampleKeepsTheLastValues(t *testing.T) {
 	c := treeCases[0]
 	tree := c.build()
-	s, err := NewSampler(WithRoot(tree), WithHostCPUs(8), WithClock(clock.NewManual(1)), WithSmoothing(0))
+	s, err := NewSampler(withRoot(tree), withHostCPUs(8), WithClock(clock.NewManual(1)), WithSmoothing(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	c.usage(tree, time.Second)
-	if err := s.SampleAt(1 + int64(time.Second)); err != nil {
+	if err := s.sampleAt(1 + int64(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	delete(tree, "sys/fs/cgroup/app.slice/app.service/cpu.stat")
-	if err := s.SampleAt(1 + 2*int64(time.Second)); err == nil || s.Err() == nil {
-		t.Fatalf("SampleAt without cpu.stat = %v, Err() = %v; want errors", err, s.Err())
+	if err := s.sampleAt(1 + 2*int64(time.Second)); err == nil || s.Err() == nil {
+		t.Fatalf("sampleAt without cpu.stat = %v, Err() = %v; want errors", err, s.Err())
 	}
 	if s.Usage() != 0.5 || s.Capacity() != 2 {
 		t.Fatalf("Usage(), Capacity() = %v, %v; want the last 0.5, 2", s.Usage(), s.Capacity())
 	}
 	c.usage(tree, 2*time.Second)
-	if err := s.SampleAt(1 + 3*int64(time.Second)); err != nil || s.Err() != nil {
-		t.Fatalf("SampleAt = %v, Err() = %v; want nil once the file is back", err, s.Err())
+	if err := s.sampleAt(1 + 3*int64(time.Second)); err != nil || s.Err() != nil {
+		t.Fatalf("sampleAt = %v, Err() = %v; want nil once the file is back", err, s.Err())
 	}
 }
 
@@ -185,7 +185,7 @@ func TestBackgroundSampling(t *testing.T) {
 		}
 	}
 	clk := clock.NewManual(int64(time.Hour))
-	s, err := NewSampler(WithRoot(os.DirFS(dir)), WithHostCPUs(8), WithClock(clk), WithSmoothing(0))
+	s, err := NewSampler(withRoot(os.DirFS(dir)), withHostCPUs(8), WithClock(clk), WithSmoothing(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestBackgroundSampling(t *testing.T) {
 	if err := os.Rename(stat+".tmp", stat); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(DefaultInterval) // 0.375 CPU-seconds in 250 ms on 2 CPUs
+	clk.Advance(defaultInterval) // 0.375 CPU-seconds in 250 ms on 2 CPUs
 	waitFor(t, "a sample", func() bool { return s.Usage() != 0 })
 	if got := s.Usage(); math.Abs(got-0.75) > 1e-9 {
 		t.Fatalf("Usage() = %v, want 0.75", got)
@@ -240,7 +240,7 @@ var benchSink float64
 
 func BenchmarkUsage(b *testing.B) {
 	tree := treeCases[0].build()
-	s, err := NewSampler(WithRoot(tree), WithHostCPUs(8), WithClock(clock.NewManual(1)))
+	s, err := NewSampler(withRoot(tree), withHostCPUs(8), WithClock(clock.NewManual(1)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func BenchmarkUsage(b *testing.B) {
 func BenchmarkSample(b *testing.B) {
 	c := treeCases[1] // v2 nested: three quota files and a cpuset walk
 	tree := c.build()
-	s, err := NewSampler(WithRoot(tree), WithHostCPUs(c.hostCPUs), WithClock(clock.NewManual(1)))
+	s, err := NewSampler(withRoot(tree), withHostCPUs(c.hostCPUs), WithClock(clock.NewManual(1)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -268,8 +268,8 @@ func BenchmarkSample(b *testing.B) {
 	now := int64(1)
 	b.ReportAllocs()
 	for b.Loop() {
-		now += int64(DefaultInterval)
-		if err := s.SampleAt(now); err != nil {
+		now += int64(defaultInterval)
+		if err := s.sampleAt(now); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -344,7 +344,7 @@ func TestSnapshotPointsBoundTheHistoryOfEachResourceToOneAtLeast(t *testing.T) {
 		{3, 1, true},
 		{30, 3, true},
 		{40, 4, false}, // the whole history
-		{DefaultSnapshotPoints, 4, false},
+		{defaultSnapshotPoints, 4, false},
 	} {
 		f := newFixture(t, nil, WithSnapshotPoints(tt.points))
 		f.fill(t, 10, 4)

@@ -108,9 +108,9 @@ func New(g *slidegate.Guard, opts ...Option) (*Dashboard, error) {
 		g = slidegate.Default()
 	}
 	cfg := config{
-		interval: DefaultInterval, history: DefaultHistory,
-		maxStreams: DefaultMaxStreams, maxStreamAge: DefaultMaxStreamAge, snapshotPoints: DefaultSnapshotPoints,
-		topKeys: DefaultTopKeys,
+		interval: defaultInterval, history: defaultHistory,
+		maxStreams: defaultMaxStreams, maxStreamAge: defaultMaxStreamAge, snapshotPoints: defaultSnapshotPoints,
+		topKeys: defaultTopKeys,
 	}
 	for _, o := range opts {
 		if o != nil {

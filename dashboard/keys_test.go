@@ -172,7 +172,7 @@ func TestTopKeysMatchesAModel(t *testing.T) {
 }
 
 func TestTopKeysOption(t *testing.T) {
-	for _, n := range []int{-1, MaxTopKeys + 1} {
+	for _, n := range []int{-1, maxTopKeys + 1} {
 		_, err := New(newFixture(t, nil).g, WithInterval(0), WithTopKeys(n))
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fmt.Sprintf("top keys = %d", n)) {
 			t.Errorf("WithTopKeys(%d): %v, want an error naming it", n, err)
@@ -216,7 +216,7 @@ func BenchmarkSampleTopKeys(b *testing.B) {
 	for i := range 2 * flowlimits.DefaultHotKeys {
 		f.keyed(b, "GET /a", fmt.Sprint("user-", i), 2)
 	}
-	for _, n := range []int{DefaultTopKeys, 0} {
+	for _, n := range []int{defaultTopKeys, 0} {
 		b.Run(fmt.Sprint("top=", n), func(b *testing.B) {
 			d, err := New(f.g, WithInterval(0), WithTopKeys(n))
 			if err != nil {

@@ -114,7 +114,7 @@ func stall(t *testing.T, addr, path string) net.Conn {
 const perConnection = 64 << 10
 
 func TestStalledClientsHoldNoCopyOfTheSnapshot(t *testing.T) {
-	const resources, history, streams, snapshotReaders, samples = 1024, DefaultHistory, 40, 8, 20
+	const resources, history, streams, snapshotReaders, samples = 1024, defaultHistory, 40, 8, 20
 	f := newFixture(t, []slidegate.Option{slidegate.WithMaxResources(resources)})
 	f.fill(t, resources, history)
 	srv := newServer(t, f.d)
@@ -235,7 +235,7 @@ func openDrained(t *testing.T, url string, n int) (size int, allocated uint64, c
 func TestASnapshotIsEncodedOnceWhateverTheStreams(t *testing.T) {
 	const resources, streams = 256, 16
 	f := newFixture(t, nil)
-	f.fill(t, resources, DefaultHistory)
+	f.fill(t, resources, defaultHistory)
 	srv := newServer(t, f.d)
 
 	// One stream, then (after a sample without it, once its client would
@@ -273,7 +273,7 @@ func TestStreamsBeyondTheCapAreAnswered503(t *testing.T) {
 		opts []Option
 		max  int
 	}{
-		{"default", nil, DefaultMaxStreams},
+		{"default", nil, defaultMaxStreams},
 		{"WithMaxStreams(2)", []Option{WithMaxStreams(2)}, 2},
 		{"WithMaxStreams(1)", []Option{WithMaxStreams(1)}, 1},
 	} {
@@ -328,7 +328,7 @@ func TestAStalledStreamIsDroppedAfterTheWriteTimeout(t *testing.T) {
 // TestTheKeysAFrameCarriesAreBounded floods 20 resources with per-key rules,
 // as an attacker would, with keys that are long and escape to six bytes a
 // byte in JSON: a frame carries the keys of 16 of them, the most blocked,
-// each with at most 2·DefaultTopKeys keys, and the keys add to an event and
+// each with at most 2·defaultTopKeys keys, and the keys add to an event and
 // a snapshot no more than the package documentation says.
 func TestTheKeysAFrameCarriesAreBounded(t *testing.T) {
 	const resources, keysEach = 20, 300
@@ -375,8 +375,8 @@ func TestTheKeysAFrameCarriesAreBounded(t *testing.T) {
 			continue
 		}
 		carried = append(carried, r.Name)
-		if n := len(r.Keys.Top); n < 1 || n > 2*DefaultTopKeys {
-			t.Errorf("%s carries %d keys, want 1 to %d", r.Name, n, 2*DefaultTopKeys)
+		if n := len(r.Keys.Top); n < 1 || n > 2*defaultTopKeys {
+			t.Errorf("%s carries %d keys, want 1 to %d", r.Name, n, 2*defaultTopKeys)
 		}
 		for _, k := range r.Keys.Top {
 			if len(k.Key) > 3*64 { // U+FFFD takes 3 bytes decoded
@@ -390,7 +390,7 @@ func TestTheKeysAFrameCarriesAreBounded(t *testing.T) {
 	// The package documentation's bound on what keys add to a frame.
 	entry := len(`{"key":"","allowed":4294967295,"blocked":4294967295},`) + 6*64
 	head := len(`,"keys":{"interval":1,"top":[]}`)
-	bound := maxKeyedResources * (head + 2*DefaultTopKeys*entry)
+	bound := maxKeyedResources * (head + 2*defaultTopKeys*entry)
 	t.Logf("%d resources flooded with %d keys each: keys add %d bytes to an event (%d without), %d to a snapshot (%d without); bound %d",
 		resources, keysEach, event-bareEvent, bareEvent, snapshot-bareSnapshot, bareSnapshot, bound)
 	if event-bareEvent > bound || snapshot-bareSnapshot > bound {

@@ -11,15 +11,15 @@ import (
 	"github.com/slidegate/slidegate/internal/bounds"
 )
 
-// Defaults of the options.
+// Defaults of the options, stated in their docs.
 const (
-	DefaultInterval       = time.Second // WithInterval
-	DefaultHistory        = 300         // WithHistory: five minutes at one sample a second
-	DefaultMaxStreams     = 64          // WithMaxStreams
-	DefaultMaxStreamAge   = time.Minute // WithMaxStreamAge
-	DefaultSnapshotPoints = 1 << 15     // WithSnapshotPoints: the whole default history of 109 resources
-	DefaultTopKeys        = 10          // WithTopKeys
-	MaxTopKeys            = 100         // WithTopKeys' largest n
+	defaultInterval       = time.Second // WithInterval
+	defaultHistory        = 300         // WithHistory: five minutes at one sample a second
+	defaultMaxStreams     = 64          // WithMaxStreams
+	defaultMaxStreamAge   = time.Minute // WithMaxStreamAge
+	defaultSnapshotPoints = 1 << 15     // WithSnapshotPoints: the whole default history of 109 resources
+	defaultTopKeys        = 10          // WithTopKeys
+	maxTopKeys            = 100         // WithTopKeys' largest n
 )
 
 // An Option customises a Dashboard.
@@ -49,7 +49,7 @@ func (c *config) bad(format string, args ...any) {
 }
 
 // WithInterval sets how often the dashboard samples the guard (default
-// DefaultInterval, one second). A d of zero starts no sampler goroutine: the
+// one second). A d of zero starts no sampler goroutine: the
 // dashboard then samples only when Sample is called, for tests and custom
 // schedules. A negative d is an error.
 func WithInterval(d time.Duration) Option {
@@ -62,10 +62,10 @@ func WithInterval(d time.Duration) Option {
 	}
 }
 
-// WithHistory sets how many samples the dashboard keeps for each resource
-// (default DefaultHistory), at least 1; the oldest are dropped first. Each
-// sample of a resource takes 64 bytes, so the default costs about 19 KiB a
-// resource.
+// WithHistory sets how many samples the dashboard keeps for each resource:
+// at least 1, 300 by default (five minutes at one sample a second). The
+// oldest are dropped first. Each sample of a resource takes 64 bytes, so
+// the default costs about 19 KiB a resource.
 func WithHistory(n int) Option {
 	return func(c *config) {
 		if n < 1 {
@@ -77,8 +77,8 @@ func WithHistory(n int) Option {
 }
 
 // WithMaxStreams sets how many event streams (api/events) the dashboard
-// serves at once (default DefaultMaxStreams), at least 1; a request for one
-// more is answered 503 Service Unavailable with a Retry-After header, and the
+// serves at once: at least 1, 64 by default. A request for one more is
+// answered 503 Service Unavailable with a Retry-After header, and the
 // page tries again later. A stream costs the dashboard no copy of what it
 // sends (see the package documentation's memory bound), but each is a
 // connection, a goroutine and the time to write every sample. A stream
@@ -94,8 +94,8 @@ func WithMaxStreams(n int) Option {
 	}
 }
 
-// WithMaxStreamAge sets how long an event stream lasts (default
-// DefaultMaxStreamAge, a minute), at least a second. Then the dashboard
+// WithMaxStreamAge sets how long an event stream lasts (default a
+// minute), at least a second. Then the dashboard
 // ends it. The page comes back a second later and goes on from the last
 // event it got (Last-Event-ID): it misses no sample, and is sent no new
 // snapshot while the events since are kept (those of the last 8 samples).
@@ -116,7 +116,8 @@ func WithMaxStreamAge(d time.Duration) Option {
 }
 
 // WithSnapshotPoints bounds the points of history a snapshot carries, all
-// resources together (default [DefaultSnapshotPoints]). When the histories
+// resources together (default 32,768: the whole default history of 109
+// resources). When the histories
 // hold more, each resource's history in a snapshot is cut to its newest
 // n/resources points, at least one, and marked partial. GET api/history
 // serves it whole, and the page asks for it when it draws the chart. So a
@@ -153,26 +154,25 @@ func WithRuleEditing(token string) Option {
 }
 
 // WithTopKeys sets how many keys the dashboard shows of each resource with
-// per-key rules (default [DefaultTopKeys]). It shows the n keys with the
+// per-key rules (default 10). It shows the n keys with the
 // most requests allowed, and the n with the most blocked, among those the
 // guard tracks ([slidegate.Guard.TopKeys]). An n of 0 shows none and
-// reads none; an n below 0 or above [MaxTopKeys] is an error. Every
+// reads none; an n below 0 or above 100 is an error. Every
 // sample carries these keys: at most 2·n keys of at most 64 bytes, for
 // each of at most 16 resources.
 func WithTopKeys(n int) Option {
 	return func(c *config) {
-		if n < 0 || n > MaxTopKeys {
-			c.bad("top keys = %d: must be between 0 (no keys) and %d", n, MaxTopKeys)
+		if n < 0 || n > maxTopKeys {
+			c.bad("top keys = %d: must be between 0 (no keys) and %d", n, maxTopKeys)
 			return
 		}
 		c.topKeys = n
 	}
 }
 
-// MaxRetryBudgets is the most retry budgets a dashboard shows
-// (WithRetryBudget): each one adds its name and some 80 bytes to every
-// event and snapshot.
-const MaxRetryBudgets = 100
+// maxRetryBudgets is the most retry budgets a dashboard shows
+// (WithRetryBudget).
+const maxRetryBudgets = 100
 
 // namedBudget is a retry budget and the name the dashboard shows it by.
 type namedBudget struct {
@@ -188,7 +188,8 @@ type namedBudget struct {
 // order given. The names come from the program, not from the network, but
 // are bounded all the same: an empty name, one longer than
 // 256 bytes, a name given twice, a nil b, and more than
-// MaxRetryBudgets budgets are errors.
+// 100 budgets are errors. Each budget adds its name and some 80 bytes to
+// every event and snapshot.
 func WithRetryBudget(name string, b *flow.RetryBudget) Option {
 	return func(c *config) {
 		switch {
@@ -198,8 +199,8 @@ func WithRetryBudget(name string, b *flow.RetryBudget) Option {
 			c.bad("retry budget name = %.32q...: %d bytes, at most %d", name, len(name), bounds.MaxNameLength)
 		case b == nil:
 			c.bad("retry budget %q = nil: must be a budget", name)
-		case len(c.budgets) >= MaxRetryBudgets:
-			c.bad("retry budget %q: one more than the %d a dashboard shows", name, MaxRetryBudgets)
+		case len(c.budgets) >= maxRetryBudgets:
+			c.bad("retry budget %q: one more than the %d a dashboard shows", name, maxRetryBudgets)
 		case slices.ContainsFunc(c.budgets, func(nb namedBudget) bool { return nb.name == name }):
 			c.bad("retry budget name = %q: given twice", name)
 		default:

@@ -137,7 +137,7 @@ func TestNoRetryBudgetsIsAnEmptyList(t *testing.T) {
 }
 
 // Bad budgets are errors naming the option and its value, and the bounds
-// themselves are allowed: a name of MaxNameLength bytes, MaxRetryBudgets
+// themselves are allowed: a name of MaxNameLength bytes, maxRetryBudgets
 // budgets.
 func TestWithRetryBudgetBoundsTheBudgets(t *testing.T) {
 	clk := clock.NewManual(0)
@@ -159,9 +159,9 @@ func TestWithRetryBudgetBoundsTheBudgets(t *testing.T) {
 		{"name too long", []Option{WithRetryBudget(longest+"n", b)}, fmt.Sprintf("%d bytes, at most %d", bounds.MaxNameLength+1, bounds.MaxNameLength)},
 		{"nil budget", []Option{WithRetryBudget("orders", nil)}, `retry budget "orders" = nil`},
 		{"name twice", []Option{WithRetryBudget("orders", b), WithRetryBudget("orders", newBudget(t, 0.1, clk))}, `retry budget name = "orders": given twice`},
-		{"one too many", many(MaxRetryBudgets + 1), fmt.Sprintf(`retry budget "budget-%03d": one more than the %d`, MaxRetryBudgets, MaxRetryBudgets)},
+		{"one too many", many(maxRetryBudgets + 1), fmt.Sprintf(`retry budget "budget-%03d": one more than the %d`, maxRetryBudgets, maxRetryBudgets)},
 		{"longest name", []Option{WithRetryBudget(longest, b)}, ""},
-		{"as many as allowed", many(MaxRetryBudgets), ""},
+		{"as many as allowed", many(maxRetryBudgets), ""},
 	} {
 		g, err := slidegate.New(slidegate.WithClock(clk))
 		if err != nil {

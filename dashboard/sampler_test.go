@@ -124,8 +124,8 @@ func TestSnapshotRatesAreExactDeltasOfTotals(t *testing.T) {
 	f.step(1500 * time.Millisecond)
 
 	s := f.snapshot(t)
-	if s.Seq != 2 || s.History != DefaultHistory || s.Editing || s.Interval != 0 {
-		t.Errorf("snapshot seq %d, history %d, editing %v, interval %v; want 2, %d, false, 0", s.Seq, s.History, s.Editing, s.Interval, DefaultHistory)
+	if s.Seq != 2 || s.History != defaultHistory || s.Editing || s.Interval != 0 {
+		t.Errorf("snapshot seq %d, history %d, editing %v, interval %v; want 2, %d, false, 0", s.Seq, s.History, s.Editing, s.Interval, defaultHistory)
 	}
 	r, ok := findResource(s, "GET /orders")
 	if !ok {

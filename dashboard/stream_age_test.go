@@ -231,10 +231,10 @@ func TestAViewerThatDoesNotReadLosesItsSlot(t *testing.T) {
 	f.requests(t, "GET /a", 3, time.Millisecond, false)
 	f.step(time.Second)
 
-	for range DefaultMaxStreams - 1 {
+	for range defaultMaxStreams - 1 {
 		idle(t, srv.Listener.Addr().String(), "/api/events")
 	}
-	waitFor(t, "the idle streams", func() bool { return f.d.openStreams() == DefaultMaxStreams-1 })
+	waitFor(t, "the idle streams", func() bool { return f.d.openStreams() == defaultMaxStreams-1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	v := &viewer{url: url}
 	var wg sync.WaitGroup
@@ -243,14 +243,14 @@ func TestAViewerThatDoesNotReadLosesItsSlot(t *testing.T) {
 		cancel()
 		wg.Wait()
 	})
-	waitFor(t, "the viewer's stream", func() bool { return f.d.openStreams() == DefaultMaxStreams })
+	waitFor(t, "the viewer's stream", func() bool { return f.d.openStreams() == defaultMaxStreams })
 	if admitted(t, url) {
 		t.Fatal("a stream beyond the cap was served")
 	}
 	stop := sampling(t, f, 100*time.Millisecond)
 
 	took := slotBack(t, url, 10*time.Second)
-	t.Logf("%d streams held by clients that never read: a new viewer was served after %v", DefaultMaxStreams-1, took.Round(10*time.Millisecond))
+	t.Logf("%d streams held by clients that never read: a new viewer was served after %v", defaultMaxStreams-1, took.Round(10*time.Millisecond))
 	waitFor(t, "the idle streams to end", func() bool { return f.d.openStreams() <= 1 })
 
 	// The viewer's stream ended at its age too, and went on.

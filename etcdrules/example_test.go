@@ -24,7 +24,7 @@ func Example() {
 		DialTimeout: 5 * time.Second,
 		// Bound what the client takes from the network: a little more
 		// than the largest rules document read.
-		MaxCallRecvMsgSize: etcdrules.DefaultMaxSize + 64<<10,
+		MaxCallRecvMsgSize: 1<<20 + 64<<10, // WithMaxSize's default, 1 MiB
 	})
 	if err != nil {
 		log.Fatal(err)

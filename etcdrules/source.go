@@ -17,15 +17,15 @@ import (
 	"github.com/slidegate/slidegate/rulefile"
 )
 
-// Defaults of the options.
+// Defaults of the options, stated in their docs.
 const (
-	// DefaultMaxSize is the largest value, in bytes, that a Source reads
-	// as rules unless [WithMaxSize] says otherwise. It is 1 MiB, below
+	// defaultMaxSize is the largest value, in bytes, that a Source reads
+	// as rules unless WithMaxSize says otherwise. It is 1 MiB, below
 	// etcd's own default request limit of 1.5 MiB.
-	DefaultMaxSize = 1 << 20
-	// DefaultTimeout bounds one read of the key unless [WithTimeout] says
+	defaultMaxSize = 1 << 20
+	// defaultTimeout bounds one read of the key unless WithTimeout says
 	// otherwise.
-	DefaultTimeout = 5 * time.Second
+	defaultTimeout = 5 * time.Second
 )
 
 // The watch is created again after it ends. It waits minRewatch at first,
@@ -99,7 +99,8 @@ func WithJSON() Option {
 
 // WithMaxSize sets the largest value, in bytes, read as rules. A larger
 // value is refused with a [*slidegate.RulesError], and the rules in force
-// stay. It is [DefaultMaxSize] (1 MiB) unless set; n must be positive.
+// stay. It is 1 MiB unless set, below etcd's own default request limit of
+// 1.5 MiB; n must be positive.
 //
 // The limit applies to the value the client has received. What the client
 // accepts from the network at all is bounded by its
@@ -119,7 +120,7 @@ func WithMaxSize(n int) Option {
 
 // WithTimeout bounds each read of the key. [Source.Rules] returns an error
 // when the server has not answered within d, or when its context is done,
-// whichever comes first. It is [DefaultTimeout] (5 s) unless set; d must be
+// whichever comes first. It is 5 s unless set; d must be
 // positive.
 func WithTimeout(d time.Duration) Option {
 	return func(s *Source) error {
@@ -152,8 +153,8 @@ func New(client *clientv3.Client, key string, opts ...Option) (*Source, error) {
 	s := &Source{
 		key:     key,
 		name:    name,
-		maxSize: DefaultMaxSize,
-		timeout: DefaultTimeout,
+		maxSize: defaultMaxSize,
+		timeout: defaultTimeout,
 		changes: make(chan struct{}, 1),
 	}
 	for _, o := range opts {

@@ -258,8 +258,8 @@ func TestAValueOverTheLimitIsRefused(t *testing.T) {
 		opts    []Option
 		refused bool
 	}{
-		{"default limit", DefaultMaxSize, nil, false},
-		{"default limit and a byte", DefaultMaxSize + 1, nil, true},
+		{"default limit", defaultMaxSize, nil, false},
+		{"default limit and a byte", defaultMaxSize + 1, nil, true},
 		{"limit of 4096", 4096, []Option{WithMaxSize(4096)}, false},
 		{"limit of 4096 and a byte", 4097, []Option{WithMaxSize(4096)}, true},
 	} {

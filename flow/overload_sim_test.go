@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
@@ -41,9 +40,12 @@ func ended(timedOut bool) flow.Outcome {
 	return flow.Succeeded
 }
 
+// cpuSmoothing is a cpu.Sampler's default time constant (WithSmoothing).
+const cpuSmoothing = 300 * time.Millisecond
+
 // A shedAdmitter reads the CPU as a cpu.Sampler does: the simulated
 // service's busy share, smoothed with a time constant of
-// cpu.DefaultSmoothing, taken once per flowsim.SlotLength.
+// cpuSmoothing, taken once per flowsim.SlotLength.
 type shedAdmitter struct {
 	s           *flow.Shedder
 	utilization func() float64
@@ -55,7 +57,7 @@ func (x *shedAdmitter) cpu() float64 { return x.smoothed }
 
 func (x *shedAdmitter) Admit(now int64) (func(int64, bool), bool) {
 	if slot := now / int64(flowsim.SlotLength); slot != x.slot {
-		x.smoothed += (1 - math.Exp(-float64(slot-x.slot)*float64(flowsim.SlotLength)/float64(cpu.DefaultSmoothing))) * (x.utilization() - x.smoothed)
+		x.smoothed += (1 - math.Exp(-float64(slot-x.slot)*float64(flowsim.SlotLength)/float64(cpuSmoothing))) * (x.utilization() - x.smoothed)
 		x.slot = slot
 	}
 	p := new(flow.Permit)

@@ -11,9 +11,9 @@ import (
 	"github.com/slidegate/slidegate/window"
 )
 
-// DefaultNamespace is the prefix of every metric name unless
-// [WithNamespace] says otherwise: "slidegate_requests_allowed_total".
-const DefaultNamespace = "slidegate"
+// defaultNamespace is the prefix of every metric name unless
+// WithNamespace says otherwise: "slidegate_requests_allowed_total".
+const defaultNamespace = "slidegate"
 
 // A Collector is a [prometheus.Collector] that exports a guard's statistics,
 // breakers and rules. The package doc lists the families. It reads the
@@ -67,8 +67,8 @@ type options struct {
 	bucketsSet  bool // WithBuckets was given, with bounds or none
 }
 
-// WithNamespace sets the prefix of every metric name. It is
-// [DefaultNamespace] unless set. WithNamespace("edge") exports
+// WithNamespace sets the prefix of every metric name. It is "slidegate"
+// unless set. WithNamespace("edge") exports
 // edge_requests_allowed_total. An empty ns leaves the names without a
 // prefix (requests_allowed_total). Two Collectors in one registry need
 // different namespaces or different [WithConstLabels].
@@ -96,7 +96,7 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 	if g == nil {
 		g = slidegate.Default()
 	}
-	o := options{namespace: DefaultNamespace, topKeys: DefaultTopKeys}
+	o := options{namespace: defaultNamespace, topKeys: defaultTopKeys}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -107,7 +107,7 @@ func NewCollector(g *slidegate.Guard, opts ...Option) *Collector {
 	}
 	keyAllowed, keyBlocked := keyDescs(desc, o.topKeys)
 	if !o.bucketsSet {
-		o.buckets = DefaultBuckets()
+		o.buckets = defaultBuckets()
 	}
 	histogramErr := checkBuckets(o.buckets)
 	if histogramErr != nil {

@@ -194,7 +194,7 @@
 // falls.
 //
 // The classic buckets are the upper bounds of [WithBuckets]
-// ([DefaultBuckets], 1 ms to 10 s). So le="B" counts every request up to
+// (1 ms to 10 s by default). So le="B" counts every request up to
 // B/1.0443, and none above B×1.0443 (128 ns either way below 2.048 µs). The
 // requests within 4.43% of a bound may be on either side of it. Response
 // times of SketchRange and more count in +Inf alone.
@@ -227,7 +227,7 @@
 // address; there may be millions. The Collector never exports one series
 // per key. For each such resource, it exports the keys the guard reports
 // busiest ([slidegate.Guard.TopKeys]). It exports [WithTopKeys] of them in
-// each family ([DefaultTopKeys], 10):
+// each family (10 by default):
 //   - slidegate_top_key_requests_allowed: the keys with the most allowed.
 //   - slidegate_top_key_requests_blocked: the keys with the most blocked.
 //

@@ -15,11 +15,10 @@ import (
 	"github.com/slidegate/slidegate/internal/exported"
 )
 
-// DefaultBuckets returns the upper bounds of the classic buckets of the
-// request-duration histograms unless [WithBuckets] says otherwise. They are
-// 1 ms to 10 s in steps of 1, 2.5 and 5, thirteen of them. They suit a
-// service's routes and the calls it makes. Each call returns a fresh slice.
-func DefaultBuckets() []time.Duration {
+// defaultBuckets returns the upper bounds of the classic buckets of the
+// request-duration histograms unless WithBuckets says otherwise, as its doc
+// states them. Each call returns a fresh slice.
+func defaultBuckets() []time.Duration {
 	return []time.Duration{
 		time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
 		10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
@@ -28,18 +27,19 @@ func DefaultBuckets() []time.Duration {
 	}
 }
 
-// MaxBuckets is the most classic buckets [WithBuckets] takes. Each is a
+// maxBuckets is the most classic buckets WithBuckets takes. Each is a
 // series per resource in every scrape in the text format.
-const MaxBuckets = 64
+const maxBuckets = 64
 
 // WithBuckets sets the upper bounds of the classic buckets of the
-// request-duration histograms. They are [DefaultBuckets] unless set. Each
-// bound must be:
+// request-duration histograms. By default they are 1 ms to 10 s in steps
+// of 1, 2.5 and 5, thirteen of them. They suit a service's routes and the
+// calls it makes. Each bound must be:
 //   - above zero.
 //   - below [window.SketchRange] (about 4 min 35 s).
 //   - above the one before.
 //
-// There may be at most [MaxBuckets] of them. Bounds out of order, or out of
+// There may be at most 64 of them. Bounds out of order, or out of
 // range, make registering the Collector fail with the first wrong one.
 //
 // No bound leaves only the +Inf bucket, with _sum and _count. The scrape
@@ -52,7 +52,7 @@ func WithBuckets(bounds ...time.Duration) Option {
 // checkBuckets returns an error naming the first bound of bounds that
 // WithBuckets does not take, and nil if they are sound.
 func checkBuckets(bounds []time.Duration) error {
-	if err := exported.CheckBounds(bounds, MaxBuckets); err != nil {
+	if err := exported.CheckBounds(bounds, maxBuckets); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	return nil

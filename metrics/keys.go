@@ -16,14 +16,14 @@ import (
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// DefaultTopKeys is how many keys of each resource with per-key rules the
-// Collector exports in each of its two key families, unless [WithTopKeys]
+// defaultTopKeys is how many keys of each resource with per-key rules the
+// Collector exports in each of its two key families, unless WithTopKeys
 // says otherwise.
-const DefaultTopKeys = 10
+const defaultTopKeys = 10
 
 // WithTopKeys sets how many keys of each resource with per-key rules
 // ([slidegate.FlowRule].PerKey) the Collector exports in each key family
-// (default [DefaultTopKeys]): the n keys with the most requests allowed,
+// (default 10): the n keys with the most requests allowed,
 // and the n with the most blocked. A scrape then holds at most n series per
 // such resource in each of the two families, whatever the number of keys.
 // An n of 0 exports no key, and does not read them. A negative n makes

@@ -13,7 +13,7 @@
 //	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 //	reg, err := otelguard.Register(g, mp)
 //	...
-//	defer reg.Close()
+//	defer reg.Unregister()
 //
 // # Read at collection
 //
@@ -101,7 +101,7 @@
 // cumulative whatever temporality the reader asks for: a delta exporter
 // needs its own conversion.
 //
-// The buckets are [DefaultBuckets] or [WithBuckets]. The guard bins
+// The buckets are [WithBuckets]'s. The guard bins
 // response times, and reports each bin as one response time within 4.43%
 // ([window.SketchError]) of every one in it. A bin counts in the bucket of
 // the lowest bound at or above that response time. So a bucket up to B

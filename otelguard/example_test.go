@@ -28,7 +28,7 @@ func Example() {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 	reg, _ := otelguard.Register(g, mp)
-	defer reg.Close()
+	defer reg.Unregister()
 
 	for range 3 {
 		if e, err := g.EnterAt(context.Background(), clk.Now(), "orders"); err == nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -26,7 +27,7 @@ type harness struct {
 	g      *slidegate.Guard
 	clk    *clock.Manual
 	reader *sdkmetric.ManualReader
-	reg    *otelguard.Registration
+	reg    metric.Registration
 }
 
 func newHarness(t testing.TB, rules slidegate.Rules, opts ...slidegate.Option) *harness {

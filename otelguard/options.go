@@ -25,7 +25,7 @@ type options struct {
 // newOptions applies opts over the defaults, and returns the error of the
 // first one refused.
 func newOptions(opts []Option) (options, error) {
-	o := options{buckets: DefaultBuckets(), now: time.Now}
+	o := options{buckets: defaultBuckets(), now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -67,11 +67,10 @@ func (o *options) refuse(err error) {
 	}
 }
 
-// DefaultBuckets returns the upper bounds of the histograms' buckets
-// unless [WithBuckets] says otherwise. They are those the OpenTelemetry
-// semantic conventions advise for http.server.request.duration, 5 ms to
-// 10 s. Each call returns a fresh slice.
-func DefaultBuckets() []time.Duration {
+// defaultBuckets returns the upper bounds of the histograms' buckets
+// unless WithBuckets says otherwise, as its doc states them. Each call
+// returns a fresh slice.
+func defaultBuckets() []time.Duration {
 	return []time.Duration{
 		5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond,
 		50 * time.Millisecond, 75 * time.Millisecond, 100 * time.Millisecond,
@@ -81,16 +80,19 @@ func DefaultBuckets() []time.Duration {
 	}
 }
 
-// MaxBuckets is the most bounds [WithBuckets] takes.
-const MaxBuckets = 64
+// maxBuckets is the most bounds WithBuckets takes.
+const maxBuckets = 64
 
 // WithBuckets sets the upper bounds of the [Producer]'s histograms'
-// buckets. They are [DefaultBuckets] unless set. Each bound must be:
+// buckets. By default they are those the OpenTelemetry semantic
+// conventions advise for http.server.request.duration: 5 ms, 10 ms, 25 ms,
+// 50 ms, 75 ms, 100 ms, 250 ms, 500 ms, 750 ms, 1 s, 2.5 s, 5 s, 7.5 s and
+// 10 s. Each bound must be:
 //   - above zero.
 //   - below [window.SketchRange] (about 4 min 35 s).
 //   - above the one before.
 //
-// There may be at most [MaxBuckets] of them. None leaves only the bucket to
+// There may be at most 64 of them. None leaves only the bucket to
 // +Inf. [NewProducer] refuses bounds that break these rules, naming the
 // first. [Register], which makes no histogram, refuses the option. The
 // slice is copied.
@@ -101,7 +103,7 @@ func WithBuckets(bounds ...time.Duration) Option {
 // checkBuckets returns an error naming the first bound that WithBuckets
 // does not take, and nil if they are sound.
 func checkBuckets(bounds []time.Duration) error {
-	if err := exported.CheckBounds(bounds, MaxBuckets); err != nil {
+	if err := exported.CheckBounds(bounds, maxBuckets); err != nil {
 		return fmt.Errorf("otelguard: %w", err)
 	}
 	return nil

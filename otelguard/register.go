@@ -18,26 +18,7 @@ import (
 // also the instrumentation scope of the [Producer]'s histograms.
 const ScopeName = "github.com/slidegate/slidegate/otelguard"
 
-// A Registration is a guard's instruments registered with a
-// MeterProvider. [Registration.Close] unregisters their callback:
-// collections after it read nothing from the guard. The instruments
-// themselves stay with the meter, without data: the OpenTelemetry API
-// cannot remove an instrument.
-type Registration struct {
-	reg metric.Registration
-}
-
-// Close unregisters the callback. It is safe to call more than once, and
-// from any goroutine. Close of a Registration that [Register] did not make
-// does nothing.
-func (r *Registration) Close() error {
-	if r == nil || r.reg == nil {
-		return nil
-	}
-	return r.reg.Unregister()
-}
-
-// instruments are the observable instruments of one Registration.
+// instruments are the observable instruments of one registration.
 type instruments struct {
 	requests, inboundRequests         metric.Int64ObservableCounter
 	inFlight, inboundInFlight         metric.Int64ObservableUpDownCounter
@@ -63,14 +44,19 @@ func (in *instruments) with(kv ...attribute.KeyValue) metric.ObserveOption {
 // [slidegate.Guard.ClusterHealth].
 //
 // Nothing is added to the request path. Enter and Exit run no code of this
-// package, and allocate nothing more, with or without a Registration.
+// package, and allocate nothing more, with or without a registration.
 // Nothing runs between collections. The response-time histograms are not
 // here: the OpenTelemetry API has no observable histogram. See [Producer].
 //
 // The option it takes is [WithAttributes]. It returns an error naming the
 // option refused, or the instrument the meter refused. It then registers
 // nothing.
-func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (*Registration, error) {
+//
+// The callback's [metric.Registration] is returned. Its Unregister ends
+// the reads: collections after it read nothing from the guard. The
+// instruments stay with the meter, without data: the OpenTelemetry API
+// cannot remove an instrument.
+func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (metric.Registration, error) {
 	if g == nil {
 		return nil, errors.New("otelguard: guard is nil")
 	}
@@ -133,7 +119,7 @@ func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (*Reg
 	if err != nil {
 		return nil, fmt.Errorf("otelguard: register callback: %w", err)
 	}
-	return &Registration{reg: reg}, nil
+	return reg, nil
 }
 
 // observe reads the guard once and observes every instrument.

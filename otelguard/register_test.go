@@ -253,26 +253,27 @@ func TestIdleResourcesReportNoNaN(t *testing.T) {
 	}
 }
 
-// Close unregisters the callback: no more data points from the guard.
-func TestCloseUnregisters(t *testing.T) {
+// Unregister ends the reads: no more data points from the guard, and a second
+// Unregister is harmless.
+func TestUnregisterEndsTheReads(t *testing.T) {
 	h := newHarness(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "a", Limit: 10}}})
 	e, _ := h.enter(t, "a")
 	e.ExitAt(h.clk.Now(), nil)
 	if n := len(points(t, h.collect(t)["slidegate.requests"])); n == 0 {
-		t.Fatal("no data points before Close")
+		t.Fatal("no data points before Unregister")
 	}
-	if err := h.reg.Close(); err != nil {
+	if err := h.reg.Unregister(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.reg.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
+	if err := h.reg.Unregister(); err != nil {
+		t.Fatalf("second Unregister: %v", err)
 	}
 	for name, m := range h.collect(t) {
 		if name == "slidegate.request.duration" || name == "slidegate.inbound.request.duration" {
 			continue // the Producer's, which the reader owns
 		}
 		if n := len(points(t, m)); n != 0 {
-			t.Errorf("%s: %d data points after Close", name, n)
+			t.Errorf("%s: %d data points after Unregister", name, n)
 		}
 	}
 }

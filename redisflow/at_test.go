@@ -61,7 +61,7 @@ func TestAllowNAtFallsBackAtTheTimeGiven(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	defer rdb.Close()
 	clk := &countingClock{}
-	c, err := New(rdb, WithInstances(2), WithClock(clk), WithProbeBackoff(time.Hour, time.Hour))
+	c, err := New(rdb, WithInstances(2), WithClock(clk), withProbeBackoff(time.Hour, time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func benchLimiter(b *testing.B, limit int64, interval time.Duration, opts ...Lim
 	srv := redistest.Start(b)
 	c := cluster(b, srv, WithTimeout(time.Second))
 	l := limiter(b, c, "bench", limit, interval, opts...)
-	if d := l.Allow(bg); !d.Allowed {
+	if d := l.allow(bg); !d.Allowed {
 		b.Fatalf("first decision %+v: want it allowed", d)
 	}
 	return c, l
@@ -76,7 +76,7 @@ func measure(b *testing.B, c *Cluster) (stop func()) {
 func allowSerial(b *testing.B, l *Limiter) int64 {
 	var allowed int64
 	for i := 0; i < b.N; i++ {
-		if l.Allow(bg).Allowed {
+		if l.allow(bg).Allowed {
 			allowed++
 		}
 	}
@@ -90,7 +90,7 @@ func allowParallel(b *testing.B, l *Limiter) int64 {
 	b.RunParallel(func(pb *testing.PB) {
 		var n int64
 		for pb.Next() {
-			if l.Allow(bg).Allowed {
+			if l.allow(bg).Allowed {
 				n++
 			}
 		}
@@ -141,7 +141,7 @@ func BenchmarkLimiterAllowLeaseParallel(b *testing.B) {
 // without a round trip.
 func benchBlocked(b *testing.B, parallel bool) {
 	c, l := benchLimiter(b, 1, time.Minute)
-	if d := l.Allow(bg); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter <= 0 {
+	if d := l.allow(bg); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter <= 0 {
 		b.Fatalf("second decision %+v: want it blocked for the rate, with a RetryAfter", d)
 	}
 	allowed := decide(b, c, l, parallel)
@@ -245,7 +245,7 @@ func benchKeyed(b *testing.B, windows, warm int, key func(i int) string) {
 	c := cluster(b, srv, WithTimeout(time.Second), WithInstances(1))
 	l := keyed(b, c, "bench", keyedWindows[:windows]...)
 	for i := range max(warm, 1) {
-		if d, j := l.AllowKey(bg, key(i)); !d.Allowed {
+		if d, j := l.allowKey(bg, key(i)); !d.Allowed {
 			b.Fatalf("warming up: %+v by window %d; want allowed", d, j)
 		}
 	}
@@ -253,7 +253,7 @@ func benchKeyed(b *testing.B, windows, warm int, key func(i int) string) {
 	stop := measure(b, c)
 	var refused int
 	for i := 0; i < b.N; i++ {
-		if d, _ := l.AllowKey(bg, key(i)); !d.Allowed {
+		if d, _ := l.allowKey(bg, key(i)); !d.Allowed {
 			refused++
 		}
 	}
@@ -302,13 +302,13 @@ func BenchmarkKeyedAllowRefused(b *testing.B) {
 	srv := redistest.Start(b)
 	c := cluster(b, srv, WithTimeout(time.Second), WithInstances(1))
 	l := keyed(b, c, "bench", flow.KeyWindow{Limit: 1, Interval: time.Minute})
-	l.AllowKey(bg, "user-1")
-	if d, _ := l.AllowKey(bg, "user-1"); d.Allowed {
+	l.allowKey(bg, "user-1")
+	if d, _ := l.allowKey(bg, "user-1"); d.Allowed {
 		b.Fatal("the second decision of a limit of 1 per minute was allowed")
 	}
 	stop := measure(b, c)
 	for i := 0; i < b.N; i++ {
-		if d, _ := l.AllowKey(bg, "user-1"); d.Allowed {
+		if d, _ := l.allowKey(bg, "user-1"); d.Allowed {
 			b.Fatal("allowed past the limit")
 		}
 	}

@@ -13,7 +13,7 @@ import (
 func TestTheClustersClientKeepsTheClientsOptionsButHowLongItWaits(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	newCluster := func(client redis.Scripter) *Cluster {
-		c, err := New(client, WithInstances(1), WithTimeout(timeout), WithProbeBackoff(time.Hour, time.Hour))
+		c, err := New(client, WithInstances(1), WithTimeout(timeout), withProbeBackoff(time.Hour, time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}

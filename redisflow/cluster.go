@@ -86,13 +86,13 @@ func (f FallbackPolicy) String() string {
 // fails, or does not answer within the timeout ([WithTimeout]), marks Redis
 // down. From then on every limiter decides by its fallback
 // ([WithFallback]), without a round trip. A background probe tries Redis
-// with backoff ([WithProbeBackoff]). It marks Redis up again as soon as it
-// answers. An error that retrying will not fix ([ErrMisconfigured]) marks
+// with backoff, 100 ms doubling up to 5 s. It marks Redis up again as
+// soon as it answers. An error that retrying will not fix ([ErrMisconfigured]) marks
 // Redis down too. It is also reported, in [Cluster.Stats], [Cluster.Health]
 // and the log.
 //
 // Unless the number of instances is configured ([WithInstances]), every
-// instance sends a heartbeat ([WithHeartbeat]). Through it, each learns how
+// instance sends a heartbeat every second. Through it, each learns how
 // many instances share the limits.
 //
 // A Cluster is safe for concurrent use. Close it when done: it stops the
@@ -108,7 +108,7 @@ type Cluster struct {
 	clock      clock.Clock
 	log        *slog.Logger
 	ownLog     bool // log came from WithLogger
-	ownID      bool // id came from WithInstanceID
+	ownID      bool // id came from withInstanceID
 	fallback   FallbackPolicy
 	configured int64 // WithInstances; 0: discover
 	heartbeat  time.Duration
@@ -166,15 +166,17 @@ func WithFallback(f FallbackPolicy) Option { return func(c *Cluster) { c.fallbac
 // reached Redis counts 1, itself, and so falls back to the whole limit.
 func WithInstances(n int) Option { return func(c *Cluster) { c.configured = int64(n) } }
 
-// WithHeartbeat sets how often an instance renews its heartbeat (default
-// 1s), between 1ms (more often would keep Redis busy for nothing) and 24h.
-// An instance counts until three periods after its last heartbeat.
-func WithHeartbeat(d time.Duration) Option { return func(c *Cluster) { c.heartbeat = d } }
+// withHeartbeat sets how often an instance renews its heartbeat (default
+// 1s), between 1ms (more often would keep Redis busy for nothing) and 24h,
+// for the tests. An instance counts until three periods after its last
+// heartbeat.
+func withHeartbeat(d time.Duration) Option { return func(c *Cluster) { c.heartbeat = d } }
 
-// WithProbeBackoff sets how soon Redis is probed after it went down (min,
+// withProbeBackoff sets how soon Redis is probed after it went down (min,
 // default 100ms) and how far the wait between failed probes doubles (max,
-// default 5s). min must be at least 1ms, and max between min and 24h.
-func WithProbeBackoff(min, max time.Duration) Option {
+// default 5s), for the tests. min must be at least 1ms, and max between
+// min and 24h.
+func withProbeBackoff(min, max time.Duration) Option {
 	return func(c *Cluster) { c.probeMin, c.probeMax = min, max }
 }
 
@@ -201,9 +203,10 @@ func WithClock(cl clock.Clock) Option { return func(c *Cluster) { c.clock = cl }
 // WithLogger(slog.New(slog.DiscardHandler)) silences it; l must not be nil.
 func WithLogger(l *slog.Logger) Option { return func(c *Cluster) { c.log, c.ownLog = l, true } }
 
-// WithInstanceID names this instance in the heartbeat key (default: host
-// name, process id and a random suffix). id must not be empty.
-func WithInstanceID(id string) Option { return func(c *Cluster) { c.id, c.ownID = id, true } }
+// withInstanceID names this instance in the heartbeat key (default: host
+// name, process id and a random suffix), for the tests. id must not be
+// empty.
+func withInstanceID(id string) Option { return func(c *Cluster) { c.id, c.ownID = id, true } }
 
 // New returns a Cluster deciding through client: a [*redis.Client], a
 // [*redis.ClusterClient], a [*redis.Ring], or anything else that runs
@@ -341,7 +344,7 @@ func (c *Cluster) check() error {
 	case c.ownLog && c.log == nil:
 		return bad("logger = nil: must not be nil; leave WithLogger out for the default, or give slog.New(slog.DiscardHandler) to log nothing")
 	case c.ownID && c.id == "":
-		return bad(`instance id = "": must not be empty; leave WithInstanceID out for the default`)
+		return bad(`instance id = "": must not be empty; leave the instance id out for the default`)
 	case c.fallback > FailClosed:
 		return bad("fallback = %v: must be Local, FailOpen or FailClosed", c.fallback)
 	case c.configured < 0:
@@ -406,8 +409,10 @@ type Stats struct {
 	// PermanentFailures counts the calls to Redis answered with an error
 	// that retrying will not fix (see [ErrMisconfigured]).
 	PermanentFailures uint64
-	// Err is the last error that retrying will not fix, as [Cluster.Err]
-	// returns it; nil when there is none.
+	// Err is the last error that retrying will not fix, while it lasts;
+	// nil when there is none. It wraps [ErrMisconfigured] and Redis's own
+	// error. It lasts until the call that met it (the same script on the
+	// same key) succeeds.
 	Err error
 }
 
@@ -422,15 +427,13 @@ func (c *Cluster) Stats() Stats {
 		ScriptLoads: c.loads.Load(),
 
 		PermanentFailures: c.permanent.Load(),
-		Err:               c.Err(),
+		Err:               c.permanentErr(),
 	}
 }
 
-// Err returns the last error that retrying will not fix, while it lasts.
-// The error wraps [ErrMisconfigured] and Redis's own error. It lasts until
-// the call that met it (the same script on the same key) succeeds. Err
-// returns nil when there is none.
-func (c *Cluster) Err() error {
+// permanentErr returns the last error that retrying will not fix, while
+// it lasts (Stats.Err), or nil.
+func (c *Cluster) permanentErr() error {
 	if f := c.fault.Load(); f != nil {
 		return f.err
 	}

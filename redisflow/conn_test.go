@@ -142,7 +142,7 @@ func FuzzAnyReplyIsSafe(f *testing.F) {
 		rdb := redis.NewClient(&redis.Options{Addr: fr.Addr})
 		defer rdb.Close()
 		c, err := New(rdb, WithInstances(1), WithFallback(FailClosed), WithTimeout(testTimeout),
-			WithProbeBackoff(time.Millisecond, time.Millisecond))
+			withProbeBackoff(time.Millisecond, time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func FuzzAnyReplyIsSafe(f *testing.F) {
 		st := measureStalls(t)                                       // a loaded machine may leave the process waiting for a core past the deadline
 		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond) // a reply cut short is waited for this long
 		start := time.Now()
-		d := l.Allow(ctx)
+		d := l.allow(ctx)
 		cancel()
 		if took, end := time.Since(start), time.Now(); took-st.within(start, end) > 100*time.Millisecond+latencySlack {
 			t.Fatalf("the decision took %v, %v of it the process stalled; its context's deadline was 100ms", took, st.within(start, end))
@@ -160,7 +160,7 @@ func FuzzAnyReplyIsSafe(f *testing.F) {
 		if s := c.Stats(); d.Allowed && (!s.Healthy || s.Failures != 0) {
 			t.Fatalf("%+v with stats %+v: allowed, though Redis was found failing", d, s)
 		}
-		afterHostile(t, fr, c, func() bool { return l.Allow(bg).Allowed })
+		afterHostile(t, fr, c, func() bool { return l.allow(bg).Allowed })
 	})
 }
 

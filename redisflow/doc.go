@@ -12,7 +12,7 @@
 //	...
 //	orders, err := cluster.NewLimiter("orders", 1000, time.Second)
 //	...
-//	if d := orders.Allow(ctx); !d.Allowed {
+//	if d := orders.AllowN(ctx, 1); !d.Allowed {
 //		// blocked: retry after d.RetryAfter
 //	}
 //
@@ -40,7 +40,7 @@
 //		{Limit: 100, Interval: time.Minute, Overrides: map[string]int64{"batch-job": 1000}},
 //	})
 //	...
-//	if d, window := users.AllowKey(ctx, userID); !d.Allowed {
+//	if d, window := users.AllowKeyN(ctx, userID, 1); !d.Allowed {
 //		// blocked by windows[window]: retry after d.RetryAfter
 //	}
 //

@@ -27,7 +27,7 @@ func ExampleCluster_NewLimiter() {
 	if err != nil {
 		panic(err)
 	}
-	if d := orders.Allow(context.Background()); !d.Allowed {
+	if d := orders.AllowN(context.Background(), 1); !d.Allowed {
 		fmt.Println("blocked; retry after", d.RetryAfter)
 	}
 }
@@ -49,7 +49,7 @@ func ExampleCluster_NewKeyedLimiter() {
 	if err != nil {
 		panic(err)
 	}
-	if d, window := users.AllowKey(context.Background(), "user-42"); !d.Allowed {
+	if d, window := users.AllowKeyN(context.Background(), "user-42", 1); !d.Allowed {
 		fmt.Printf("blocked by window %d; retry after %v\n", window, d.RetryAfter)
 	}
 }
@@ -117,7 +117,7 @@ func ExampleWithFallback() {
 	l, _ := cluster.NewLimiter("orders", 100, time.Second)
 	allowed := 0
 	for range 100 {
-		if l.Allow(context.Background()).Allowed {
+		if l.AllowN(context.Background(), 1).Allowed {
 			allowed++
 		}
 	}

@@ -52,13 +52,13 @@ func waitEvents(t *testing.T, g *slidegate.Guard, n int) []string {
 // outage.
 func TestAGuardIsToldOfAnOutageAndTheRecovery(t *testing.T) {
 	srv := redistest.Start(t)
-	c := cluster(t, srv, WithInstances(2), WithProbeBackoff(10*time.Millisecond, 100*time.Millisecond))
+	c := cluster(t, srv, WithInstances(2), withProbeBackoff(10*time.Millisecond, 100*time.Millisecond))
 	g, err := slidegate.New(slidegate.WithCluster(c))
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := limiter(t, c, "outage", 1000, time.Minute)
-	if !l.Allow(bg).Allowed {
+	if !l.allow(bg).Allowed {
 		t.Fatal("blocked under the limit")
 	}
 	if evs := clusterEvents(g); len(evs) != 0 {
@@ -70,7 +70,7 @@ func TestAGuardIsToldOfAnOutageAndTheRecovery(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 5 {
-				l.Allow(bg)
+				l.allow(bg)
 			}
 		})
 	}
@@ -103,7 +103,7 @@ func TestAGuardIsToldOfAPermissionLostAndRestored(t *testing.T) {
 	do(t, admin, "ACL", "SETUSER", "svc", "on", ">pw", "~slidegate:*", "+@all")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "svc", Password: "pw", ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	c, err := New(rdb, WithTimeout(testTimeout), WithInstances(2), WithProbeBackoff(time.Millisecond, 10*time.Millisecond))
+	c, err := New(rdb, WithTimeout(testTimeout), WithInstances(2), withProbeBackoff(time.Millisecond, 10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +113,13 @@ func TestAGuardIsToldOfAPermissionLostAndRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := limiter(t, c, "acl", 1000, time.Minute)
-	if !l.Allow(bg).Allowed {
+	if !l.allow(bg).Allowed {
 		t.Fatal("blocked under the limit")
 	}
 
 	do(t, admin, "ACL", "SETUSER", "svc", "-evalsha")
 	for range 10 {
-		l.Allow(bg)
+		l.allow(bg)
 	}
 	if !waitFor(20*time.Second, func() bool { return c.Stats().PermanentFailures >= 5 }) {
 		t.Fatalf("stats %+v; want the probes to meet NOPERM", c.Stats())
@@ -135,7 +135,7 @@ func TestAGuardIsToldOfAPermissionLostAndRestored(t *testing.T) {
 	if want := []string{"healthy=false err", "healthy"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("cluster events %q; want %q", got, want)
 	}
-	if !l.Allow(bg).Allowed {
+	if !l.allow(bg).Allowed {
 		t.Error("blocked under the limit after the permission came back")
 	}
 	if evs := clusterEvents(g); len(evs) != 2 {
@@ -146,7 +146,7 @@ func TestAGuardIsToldOfAPermissionLostAndRestored(t *testing.T) {
 // A cluster unhealthy when a func is given tells it at once; a later func is
 // told too, nil is no func, and Close tells nothing.
 func TestOnHealthChangeTellsTheHealthAtOnceAndOneFunc(t *testing.T) {
-	c, err := New(client(t, "127.0.0.1:1"), WithInstances(2), WithTimeout(testTimeout), WithProbeBackoff(time.Hour, time.Hour))
+	c, err := New(client(t, "127.0.0.1:1"), WithInstances(2), WithTimeout(testTimeout), withProbeBackoff(time.Hour, time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestOnHealthChangeTellsTheHealthAtOnceAndOneFunc(t *testing.T) {
 func TestHealthChangesAreToldInOrder(t *testing.T) {
 	srv := redistest.Start(t)
 	f := &faulty{Client: client(t, srv.Addr)}
-	c, err := New(f, WithInstances(2), WithTimeout(testTimeout), WithProbeBackoff(time.Millisecond, time.Millisecond))
+	c, err := New(f, WithInstances(2), WithTimeout(testTimeout), withProbeBackoff(time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestHealthChangesAreToldInOrder(t *testing.T) {
 				case <-stop:
 					return
 				default:
-					l.Allow(bg)
+					l.allow(bg)
 				}
 			}
 		})
@@ -234,7 +234,7 @@ func TestHealthChangesAreToldInOrder(t *testing.T) {
 
 // Guards that share one cluster, as a process's guards do, are each told.
 func TestEveryGuardOfAClusterIsTold(t *testing.T) {
-	c, err := New(client(t, "127.0.0.1:1"), WithInstances(2), WithTimeout(testTimeout), WithProbeBackoff(time.Hour, time.Hour))
+	c, err := New(client(t, "127.0.0.1:1"), WithInstances(2), WithTimeout(testTimeout), withProbeBackoff(time.Hour, time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

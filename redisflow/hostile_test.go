@@ -75,7 +75,7 @@ func hostileCluster(t *testing.T, f *fakeRedis, opts ...Option) *Cluster {
 	rdb := redis.NewClient(&redis.Options{Addr: f.Addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	c, err := New(rdb, append([]Option{WithFallback(FailClosed), WithTimeout(hostileTimeout),
-		WithProbeBackoff(10*time.Millisecond, 10*time.Millisecond)}, opts...)...)
+		withProbeBackoff(10*time.Millisecond, 10*time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestAHostileReplyToALimiterNeitherPanicsNorDecides(t *testing.T) {
 				c := hostileCluster(t, f, WithInstances(1))
 				l := limiter(t, c, "hostile", 100, time.Second, WithLease(lease, time.Nanosecond))
 				f.answer("limit", once(h.b))
-				d := l.Allow(bg)
+				d := l.allow(bg)
 				s := c.Stats()
 				switch {
 				case h.honestFirst && !d.Allowed:
@@ -130,7 +130,7 @@ func TestAHostileReplyToALimiterNeitherPanicsNorDecides(t *testing.T) {
 				if !h.kept && !waitFor(5*time.Second, func() bool { return f.hungUp.Load() > 0 }) {
 					t.Fatal("the connection that carried the bytes is still open")
 				}
-				afterHostile(t, f, c, func() bool { return l.Allow(bg).Allowed })
+				afterHostile(t, f, c, func() bool { return l.allow(bg).Allowed })
 			})
 		}
 	}
@@ -147,11 +147,11 @@ func TestAHostileReplyToAKeyedLimiterNeitherPanicsNorDecides(t *testing.T) {
 			c := hostileCluster(t, f, WithInstances(1))
 			l := keyed(t, c, "hostile", flow.KeyWindow{Limit: 100, Interval: time.Second})
 			f.answer("keyed", once(h.b))
-			d, j := l.AllowKey(bg, "alice")
+			d, j := l.allowKey(bg, "alice")
 			if s := c.Stats(); d.Allowed || j != 0 || d.RetryAfter != 0 || s.Healthy || s.Failures == 0 {
 				t.Fatalf("%+v by window %d, stats %+v; want the FailClosed fallback's refusal, Redis down, a failure counted", d, j, s)
 			}
-			afterHostile(t, f, c, func() bool { d, _ := l.AllowKey(bg, "bob"); return d.Allowed })
+			afterHostile(t, f, c, func() bool { d, _ := l.allowKey(bg, "bob"); return d.Allowed })
 		})
 	}
 }
@@ -168,7 +168,7 @@ func TestAHostileReplyToReleaseIsAnError(t *testing.T) {
 			c := hostileCluster(t, f, WithInstances(1))
 			l := limiter(t, c, "hostile", 100, time.Second, WithLease(10, time.Hour))
 			f.answer("limit", once("*5\r\n:1\r\n:10\r\n:0\r\n:7\r\n:9\r\n")) // a lease of 9
-			if !l.Allow(bg).Allowed {
+			if !l.allow(bg).Allowed {
 				t.Fatal("blocked; want allowed, with a lease")
 			}
 			f.answer("limit", once(h.b))
@@ -188,13 +188,13 @@ func TestAHostileReplyToTheHeartbeatNeitherPanicsNorStopsIt(t *testing.T) {
 		}
 		t.Run(h.name, func(t *testing.T) {
 			f := startFakeRedis(t)
-			c := hostileCluster(t, f, WithHeartbeat(5*time.Millisecond))
+			c := hostileCluster(t, f, withHeartbeat(5*time.Millisecond))
 			l := limiter(t, c, "hostile", 100, time.Second)
 			f.answer("heartbeat", once(h.b))
 			if !waitFor(10*time.Second, func() bool { return c.Stats().Failures > 0 }) {
 				t.Fatalf("stats %+v: the hostile heartbeat was not counted as a failure within 10s", c.Stats())
 			}
-			afterHostile(t, f, c, func() bool { return l.Allow(bg).Allowed })
+			afterHostile(t, f, c, func() bool { return l.allow(bg).Allowed })
 		})
 	}
 }
@@ -211,7 +211,7 @@ func TestAHostileReplyToNewsChecksNeitherPanicsNorFailsNew(t *testing.T) {
 			f.answer("ping", once(h.b))
 			c := hostileCluster(t, f, WithInstances(1))
 			l := limiter(t, c, "hostile", 100, time.Second)
-			afterHostile(t, f, c, func() bool { return l.Allow(bg).Allowed })
+			afterHostile(t, f, c, func() bool { return l.allow(bg).Allowed })
 		})
 	}
 }
@@ -230,7 +230,7 @@ func (panicking) EvalSha(context.Context, string, []string, ...any) *redis.Cmd {
 func TestAPanickingClientIsAnOutageNotACrash(t *testing.T) {
 	rdb := panicking{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}
 	defer rdb.Close()
-	c, err := New(rdb, WithFallback(FailClosed), WithHeartbeat(time.Millisecond), WithProbeBackoff(time.Millisecond, time.Millisecond))
+	c, err := New(rdb, WithFallback(FailClosed), withHeartbeat(time.Millisecond), withProbeBackoff(time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,17 +240,17 @@ func TestAPanickingClientIsAnOutageNotACrash(t *testing.T) {
 	if !waitFor(5*time.Second, func() bool { return c.Stats().Failures > 3 }) {
 		t.Fatalf("stats %+v: the probe's calls were not counted as failures", c.Stats())
 	}
-	if d := l.Allow(bg); d.Allowed {
+	if d := l.allow(bg); d.Allowed {
 		t.Errorf("%+v; want the FailClosed fallback's block", d)
 	}
-	if d, _ := k.AllowKey(bg, "alice"); d.Allowed {
+	if d, _ := k.allowKey(bg, "alice"); d.Allowed {
 		t.Errorf("%+v; want the FailClosed fallback's refusal", d)
 	}
 	c.down.Store(false) // as the probe would, were Redis well: the next decision calls the client
-	if d := l.Allow(bg); d.Allowed || c.Stats().Healthy {
+	if d := l.allow(bg); d.Allowed || c.Stats().Healthy {
 		t.Errorf("%+v, stats %+v; want the fallback's block, Redis down again", d, c.Stats())
 	}
-	if err := c.Err(); err != nil {
+	if err := c.permanentErr(); err != nil {
 		t.Errorf("Err = %v; a panic is an outage, not an error retrying will not fix", err)
 	}
 }

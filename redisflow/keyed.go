@@ -214,13 +214,6 @@ func clone(m map[string]int64) map[string]int64 {
 	return c
 }
 
-// Name returns the limiter's name.
-func (l *KeyedLimiter) Name() string { return l.name }
-
-// Keys returns the Redis keys of key's windows, in the order of the
-// windows, as the limiter writes them (see [KeyedLimiter]).
-func (l *KeyedLimiter) Keys(key string) []string { return l.keys(cut(key)) }
-
 // cut returns key as the limiter tells keys apart: its first
 // 256 bytes.
 func cut(key string) string {
@@ -266,11 +259,6 @@ func escapeTag(key string) string {
 		}
 	}
 	return b.String()
-}
-
-// AllowKey is AllowKeyN(ctx, key, 1).
-func (l *KeyedLimiter) AllowKey(ctx context.Context, key string) (flow.Decision, int) {
-	return l.AllowKeyNAt(ctx, l.c.clock.Now(), key, 1)
 }
 
 // AllowKeyN is AllowKeyNAt(ctx, now, key, n) at the time now on the

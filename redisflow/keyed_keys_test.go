@@ -87,13 +87,13 @@ func TestKeyedKeysKeepEveryKeyInItsOwnTag(t *testing.T) {
 		"a{b}c%": {"slidegate:k:{a%7Bb%7Dc%25}:GET /orders:1s:20", "slidegate:k:{a%7Bb%7Dc%25}:GET /orders:1m0s:6"},
 		"":       {"slidegate:k:{%}:GET /orders:1s:20", "slidegate:k:{%}:GET /orders:1m0s:6"},
 	} {
-		if got := l.Keys(key); strings.Join(got, " ") != strings.Join(want, " ") {
+		if got := l.redisKeys(key); strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("Keys(%q) = %q; want %q", key, got, want)
 		}
 	}
 	owner := map[string]string{}
 	for _, key := range hostileKeys {
-		keys := l.Keys(key)
+		keys := l.redisKeys(key)
 		for _, k := range keys {
 			if tag := hashTag(k); tag == k || unescapeTag(t, tag) != key {
 				t.Errorf("Keys(%q): %q hashes as %q; want the key, escaped", key, k, tag)
@@ -108,7 +108,7 @@ func TestKeyedKeysKeepEveryKeyInItsOwnTag(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("x", bounds.MaxKeyLength)
-	if a, b := l.Keys(long+"yz"), l.Keys(long); strings.Join(a, " ") != strings.Join(b, " ") {
+	if a, b := l.redisKeys(long+"yz"), l.redisKeys(long); strings.Join(a, " ") != strings.Join(b, " ") {
 		t.Errorf("a key of %d bytes has keys %q; want its first %d bytes', %q", len(long)+2, a, len(long), b)
 	}
 }
@@ -122,12 +122,12 @@ func TestKeyedHostileKeysKeepTheirOwnCounts(t *testing.T) {
 	l := keyed(t, c, "hostile", flow.KeyWindow{Limit: 2, Interval: time.Minute})
 	for _, key := range hostileKeys {
 		for i := range 3 {
-			d, _ := l.AllowKey(bg, key)
+			d, _ := l.allowKey(bg, key)
 			if want := i < 2; d.Allowed != want {
 				t.Errorf("key %q, request %d: allowed %v; want %v, the key having its own limit of 2", key, i, d.Allowed, want)
 			}
 		}
-		if n := rdb.Exists(bg, l.Keys(key)...).Val(); n != 1 {
+		if n := rdb.Exists(bg, l.redisKeys(key)...).Val(); n != 1 {
 			t.Errorf("key %q: %d of its strings exist; want 1", key, n)
 		}
 	}
@@ -136,7 +136,7 @@ func TestKeyedHostileKeysKeepTheirOwnCounts(t *testing.T) {
 	}
 	// The same key, longer than the longest told apart: its first
 	// MaxKeyLength bytes, already refused.
-	if d, _ := l.AllowKey(bg, hostileKeys[len(hostileKeys)-1]+"}"); d.Allowed {
+	if d, _ := l.allowKey(bg, hostileKeys[len(hostileKeys)-1]+"}"); d.Allowed {
 		t.Errorf("a key cut to the one before it: allowed; want refused, its count being that key's")
 	}
 }

@@ -263,7 +263,7 @@ func TestKeyedRefusalCountsInNoWindow(t *testing.T) {
 		{Limit: 100, Interval: time.Minute, Buckets: 6},
 		{Limit: 3, Interval: time.Hour, Buckets: 60},
 	})
-	keys := l.Keys("u")
+	keys := l.redisKeys("u")
 	for i := range 3 {
 		if d, j := l.AllowKeyNAt(bg, m.Now(), "u", 1); !d.Allowed {
 			t.Fatalf("request %d: %+v by window %d; want allowed, under every limit", i, d, j)
@@ -342,7 +342,7 @@ func TestKeyedCountsAreRebasedBeforeTheyLoseExactness(t *testing.T) {
 	m := clock.NewManual(1_700_000_000 * int64(time.Second))
 	const k = 4
 	l := keyedAt(t, cluster(t, srv, WithInstances(1), WithClock(m)), "big", []flow.KeyWindow{{Limit: flow.MaxLimit, Interval: time.Second, Buckets: k}})
-	key := l.Keys("u")[0]
+	key := l.redisKeys("u")[0]
 	width := (time.Second / k).Microseconds()
 	open := m.Now() / int64(time.Microsecond) / width
 	// A window as a long life would leave it: every bucket before open

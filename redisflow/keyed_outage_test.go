@@ -38,7 +38,7 @@ func TestKeyedFallbackModes(t *testing.T) {
 			for key, want := range map[string]int{"plain": tc.plain, "vip": tc.vip, "ban": tc.ban} {
 				allowed := 0
 				for range 20 {
-					d, j := l.AllowKey(bg, key)
+					d, j := l.allowKey(bg, key)
 					switch {
 					case d.Allowed:
 						allowed++
@@ -74,7 +74,7 @@ func TestKeyedLocalFallbackFollowsTheInstances(t *testing.T) {
 		m.Advance(2 * time.Second)   // a fresh window
 		allowed := 0
 		for range 20 {
-			if d, _ := l.AllowKey(bg, "k"); d.Allowed {
+			if d, _ := l.allowKey(bg, "k"); d.Allowed {
 				allowed++
 			}
 		}
@@ -91,10 +91,10 @@ func TestKeyedOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 	srv := redistest.Start(t)
 	m := clock.NewManual(0)
 	const timeout = 300 * time.Millisecond
-	c := cluster(t, srv, WithInstances(4), WithTimeout(timeout), WithProbeBackoff(20*time.Millisecond, 200*time.Millisecond), WithClock(m))
+	c := cluster(t, srv, WithInstances(4), WithTimeout(timeout), withProbeBackoff(20*time.Millisecond, 200*time.Millisecond), WithClock(m))
 	l := keyed(t, c, "outage", flow.KeyWindow{Limit: 20, Interval: time.Hour})
 	for range 3 {
-		if d, _ := l.AllowKey(bg, "u"); !d.Allowed {
+		if d, _ := l.allowKey(bg, "u"); !d.Allowed {
 			t.Fatal("refused while healthy, under the limit")
 		}
 	}
@@ -102,7 +102,7 @@ func TestKeyedOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 	var slowest time.Duration
 	for range 5 {
 		start := time.Now()
-		l.AllowKey(bg, "u")
+		l.allowKey(bg, "u")
 		slowest = max(slowest, time.Since(start))
 	}
 	if c.Stats().Healthy {
@@ -111,7 +111,7 @@ func TestKeyedOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 	m.Advance(2 * time.Hour) // a fresh fallback window
 	trips, allowed := c.Stats().RoundTrips, 0
 	for range 10 {
-		if d, _ := l.AllowKey(bg, "v"); d.Allowed {
+		if d, _ := l.allowKey(bg, "v"); d.Allowed {
 			allowed++
 		}
 	}
@@ -126,7 +126,7 @@ func TestKeyedOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 		t.Fatal("Redis is back, but the cluster did not find it within 10s")
 	}
 	trips = c.Stats().RoundTrips
-	if d, _ := l.AllowKey(bg, "v"); !d.Allowed || c.Stats().RoundTrips != trips+1 {
+	if d, _ := l.allowKey(bg, "v"); !d.Allowed || c.Stats().RoundTrips != trips+1 {
 		t.Errorf("after recovery: %+v after %d round trips; want allowed by Redis, in one", d, c.Stats().RoundTrips-trips)
 	}
 	if slowest > timeout+time.Second {
@@ -142,19 +142,19 @@ func TestKeyedWrongTypeIsReportedUnderTheLimitersKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv.Addr)
 	logDefault(t) // the error goes to slog.Default: keep it out of the test's output
-	c := cluster(t, srv, WithInstances(1), WithProbeBackoff(time.Millisecond, 10*time.Millisecond))
+	c := cluster(t, srv, WithInstances(1), withProbeBackoff(time.Millisecond, 10*time.Millisecond))
 	l := keyed(t, c, "typed", flow.KeyWindow{Limit: 10, Interval: time.Minute})
-	do(t, rdb, "HSET", l.Keys("x")[0], "o", "1")
-	l.AllowKey(bg, "x")
+	do(t, rdb, "HSET", l.redisKeys("x")[0], "o", "1")
+	l.allowKey(bg, "x")
 	err := c.Stats().Err
 	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "the keyed limit script") || !strings.Contains(err.Error(), `"slidegate:k:{*}:typed:1m0s:20"`) {
 		t.Fatalf("Stats().Err = %v; want ErrMisconfigured naming the keyed limit script and the limiter's keys", err)
 	}
-	do(t, rdb, "DEL", l.Keys("x")[0])
+	do(t, rdb, "DEL", l.redisKeys("x")[0])
 	if !waitFor(10*time.Second, func() bool { return c.Stats().Healthy }) {
 		t.Fatal("the probe did not find Redis healthy within 10s")
 	}
-	if d, _ := l.AllowKey(bg, "y"); !d.Allowed {
+	if d, _ := l.allowKey(bg, "y"); !d.Allowed {
 		t.Fatalf("another key after the fix: %+v; want allowed", d)
 	}
 	if err := c.Stats().Err; err != nil {

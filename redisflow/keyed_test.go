@@ -66,7 +66,7 @@ func TestKeyedLimiterCopiesItsOverrides(t *testing.T) {
 	o := map[string]int64{"a": 0}
 	l := keyed(t, c, "copy", flow.KeyWindow{Limit: 5, Interval: time.Second, Overrides: o})
 	o["a"] = 5
-	if d, j := l.AllowKey(bg, "a"); d.Allowed || d.Reason != flow.ExceedsLimit || j != 0 {
+	if d, j := l.allowKey(bg, "a"); d.Allowed || d.Reason != flow.ExceedsLimit || j != 0 {
 		t.Errorf("AllowKey(a) = %+v by window %d; want ExceedsLimit by window 0, a's override being 0 when the limiter was made", d, j)
 	}
 }
@@ -83,7 +83,7 @@ func TestKeyedOverridesAndExceedsLimit(t *testing.T) {
 	for key, want := range map[string]int{"plain": 3, "vip": 6, "capped": 2, "banned": 0} {
 		allowed := 0
 		for range 8 {
-			if d, _ := l.AllowKey(bg, key); d.Allowed {
+			if d, _ := l.allowKey(bg, key); d.Allowed {
 				allowed++
 			}
 		}
@@ -119,29 +119,29 @@ func TestKeyedRefusalsAreRememberedUntilTheyCouldFit(t *testing.T) {
 	c := cluster(t, srv, WithInstances(1), WithClock(m))
 	l := keyed(t, c, "remember", flow.KeyWindow{Limit: 3, Interval: time.Hour})
 	for range 3 {
-		l.AllowKey(bg, "a")
+		l.allowKey(bg, "a")
 	}
-	d, j := l.AllowKey(bg, "a")
+	d, j := l.allowKey(bg, "a")
 	if d.Allowed || d.Reason != flow.RateLimited || j != 0 || d.RetryAfter <= 0 || d.RetryAfter > time.Hour+time.Hour/10 {
 		t.Fatalf("the fourth request: %+v by window %d; want refused by window 0, with a RetryAfter within the interval and a bucket", d, j)
 	}
 	trips := c.Stats().RoundTrips
 	m.Advance(d.RetryAfter - time.Nanosecond)
-	if d2, j2 := l.AllowKey(bg, "a"); d2.Allowed || d2.RetryAfter != time.Nanosecond || j2 != 0 {
+	if d2, j2 := l.allowKey(bg, "a"); d2.Allowed || d2.RetryAfter != time.Nanosecond || j2 != 0 {
 		t.Errorf("1ns before the refusal ends: %+v by window %d; want refused, 1ns left, by window 0", d2, j2)
 	}
-	if a := testing.AllocsPerRun(100, func() { l.AllowKey(bg, "a") }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { l.allowKey(bg, "a") }); a != 0 {
 		t.Errorf("a remembered refusal allocates %v; want 0", a)
 	}
 	if got := c.Stats().RoundTrips - trips; got != 0 {
 		t.Errorf("%d round trips while the refusal holds; want none", got)
 	}
-	l.AllowKey(bg, "b")
+	l.allowKey(bg, "b")
 	if got := c.Stats().RoundTrips - trips; got != 1 {
 		t.Errorf("another key: %d round trips; want 1", got)
 	}
 	m.Advance(time.Nanosecond)
-	l.AllowKey(bg, "a") // Redis's clock did not move: refused again, by Redis
+	l.allowKey(bg, "a") // Redis's clock did not move: refused again, by Redis
 	if got := c.Stats().RoundTrips - trips; got != 2 {
 		t.Errorf("once the refusal ended: %d round trips in all; want 2, the key asking Redis again", got)
 	}
@@ -157,7 +157,7 @@ func TestKeyedKeysExpireOnceTheyNoLongerCount(t *testing.T) {
 		flow.KeyWindow{Limit: 2, Interval: 100 * time.Millisecond, Buckets: 4},
 		flow.KeyWindow{Limit: 50, Interval: 300 * time.Millisecond, Buckets: 3})
 	for range 4 { // 2 allowed, 2 refused
-		l.AllowKey(bg, "u")
+		l.allowKey(bg, "u")
 	}
 	keys := rdb.Keys(bg, "ttl:k:*").Val()
 	if len(keys) != 2 {

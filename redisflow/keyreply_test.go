@@ -67,14 +67,14 @@ func TestHostileKeyedRepliesAreErrorsNeverDecisions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := &keyedImpostor{Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), answer: answer}
 			defer f.Client.Close()
-			c, err := New(f, WithInstances(1), WithFallback(FailClosed), WithTimeout(testTimeout), WithProbeBackoff(time.Hour, time.Hour))
+			c, err := New(f, WithInstances(1), WithFallback(FailClosed), WithTimeout(testTimeout), withProbeBackoff(time.Hour, time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
 			l := keyed(t, c, "hostile", hostileKeyedWindows...)
 			for i := range 3 {
-				if d, j := l.AllowKey(bg, "k"); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter != 0 || j != 0 {
+				if d, j := l.allowKey(bg, "k"); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter != 0 || j != 0 {
 					t.Fatalf("decision %d: %+v by window %d; want the FailClosed fallback's: refused by window 0, no RetryAfter", i, d, j)
 				}
 			}

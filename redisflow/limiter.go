@@ -83,12 +83,12 @@ type limiterOptions struct {
 	ttl     time.Duration
 }
 
-// MaxBuckets is the most buckets a Limiter divides its interval into. It is
+// maxBuckets is the most buckets a Limiter divides its interval into. It is
 // the guard's bound on a cluster rule's buckets.
-const MaxBuckets = bounds.MaxClusterBuckets
+const maxBuckets = bounds.MaxClusterBuckets
 
 // WithBuckets divides the limiter's interval into k buckets (default
-// 25, at most [MaxBuckets]). Each must be a whole number
+// 25, at most 1,000). Each must be a whole number
 // of microseconds, the resolution of Redis's clock. More buckets allow
 // closer to the limit under steady overload, and cost a decision no more. A
 // block reads every bucket.
@@ -124,8 +124,8 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 	switch {
 	case name == "":
 		return bad("name is empty")
-	case o.buckets < 1 || o.buckets > MaxBuckets:
-		return bad("buckets = %d: must be between 1 and %d", o.buckets, MaxBuckets)
+	case o.buckets < 1 || o.buckets > maxBuckets:
+		return bad("buckets = %d: must be between 1 and %d", o.buckets, maxBuckets)
 	case interval <= 0 || interval%(time.Duration(k)*time.Microsecond) != 0:
 		return bad("interval = %v: must be positive and divide into %d buckets of whole microseconds", interval, k)
 	case o.lease < 1 || o.lease > flow.MaxLimit:
@@ -165,9 +165,6 @@ func key(prefix, name string, interval time.Duration, k int64) string {
 	return prefix + ":{" + esc.Replace(name) + "}:" + interval.String() + ":" + strconv.FormatInt(k, 10)
 }
 
-// Key returns the limiter's key in Redis.
-func (l *Limiter) Key() string { return l.keys[0] }
-
 // Limit returns the most permits the limiter allows in any interval.
 func (l *Limiter) Limit() int64 { return l.limit.Load() }
 
@@ -191,20 +188,10 @@ func (l *Limiter) SetLimit(limit int64) error {
 
 var allowed = flow.Decision{Allowed: true}
 
-// Allow is AllowN(ctx, 1).
-func (l *Limiter) Allow(ctx context.Context) flow.Decision {
-	return l.AllowNAt(ctx, l.c.clock.Now(), 1)
-}
-
 // AllowN is AllowNAt(ctx, now, n) at the time now on the cluster's clock
 // ([WithClock]): the one clock read of the decision.
 func (l *Limiter) AllowN(ctx context.Context, n int64) flow.Decision {
 	return l.AllowNAt(ctx, l.c.clock.Now(), n)
-}
-
-// AllowAt is AllowNAt(ctx, now, 1).
-func (l *Limiter) AllowAt(ctx context.Context, now int64) flow.Decision {
-	return l.AllowNAt(ctx, now, 1)
 }
 
 // AllowNAt decides whether n permits may be taken by requests arriving at

@@ -33,15 +33,15 @@ func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 		{good, []Option{WithTimeout(0)}, "timeout = 0s"},
 		{good, []Option{WithFallback(9)}, "fallback = FallbackPolicy(9)"},
 		{good, []Option{WithInstances(-2)}, "instances = -2"},
-		{good, []Option{WithHeartbeat(-time.Second)}, "heartbeat = -1s"},
-		{good, []Option{WithProbeBackoff(time.Second, time.Millisecond)}, "probe backoff = 1s..1ms"},
+		{good, []Option{withHeartbeat(-time.Second)}, "heartbeat = -1s"},
+		{good, []Option{withProbeBackoff(time.Second, time.Millisecond)}, "probe backoff = 1s..1ms"},
 		{good, []Option{WithClock(nil)}, "clock = nil"},
 		{good, []Option{WithLogger(nil)}, "logger = nil"},
-		{good, []Option{WithInstanceID("")}, `instance id = ""`},
-		{good, []Option{WithHeartbeat(time.Microsecond)}, "heartbeat = 1µs: must be between 1ms and 24h0m0s"},
-		{good, []Option{WithHeartbeat(math.MaxInt64)}, "heartbeat = 2562047h47m16.854775807s: must be between 1ms and 24h0m0s"},
-		{good, []Option{WithProbeBackoff(time.Microsecond, time.Second)}, "probe backoff = 1µs..1s"},
-		{good, []Option{WithProbeBackoff(time.Second, 25*time.Hour)}, "probe backoff = 1s..25h0m0s"},
+		{good, []Option{withInstanceID("")}, `instance id = ""`},
+		{good, []Option{withHeartbeat(time.Microsecond)}, "heartbeat = 1µs: must be between 1ms and 24h0m0s"},
+		{good, []Option{withHeartbeat(math.MaxInt64)}, "heartbeat = 2562047h47m16.854775807s: must be between 1ms and 24h0m0s"},
+		{good, []Option{withProbeBackoff(time.Microsecond, time.Second)}, "probe backoff = 1µs..1s"},
+		{good, []Option{withProbeBackoff(time.Second, 25*time.Hour)}, "probe backoff = 1s..25h0m0s"},
 	} {
 		c, err := New(tc.client, tc.opts...)
 		if err == nil {
@@ -114,7 +114,7 @@ func TestBurstAcrossInstancesAllowsExactlyTheLimit(t *testing.T) {
 		wg.Go(func() {
 			l := ls[i%instances]
 			for range each {
-				d := l.Allow(bg)
+				d := l.allow(bg)
 				switch {
 				case d.Allowed:
 					allowed.Add(1)
@@ -201,7 +201,7 @@ func TestNoIntervalHoldsMoreThanTheLimit(t *testing.T) {
 // outside the window.
 func checkHash(t *testing.T, rdb *redis.Client, l *Limiter) {
 	t.Helper()
-	h, err := rdb.HGetAll(bg, l.Key()).Result()
+	h, err := rdb.HGetAll(bg, l.redisKey()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestKeysExpireOnceTheyNoLongerCount(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv.Addr)
 	const heartbeat = 50 * time.Millisecond
-	c := cluster(t, srv, WithPrefix("ttl"), WithHeartbeat(heartbeat))
+	c := cluster(t, srv, WithPrefix("ttl"), withHeartbeat(heartbeat))
 	const interval, k = 100 * time.Millisecond, 4
 	width := interval / k
 	l := limiter(t, c, "short", 3, interval, WithBuckets(k))
@@ -269,14 +269,14 @@ func TestKeysExpireOnceTheyNoLongerCount(t *testing.T) {
 	var last time.Time // before the last grant's round trip
 	for range 5 {      // 3 allowed, 2 blocked: a block must not strip the ttl
 		before := time.Now()
-		if l.Allow(bg).Allowed {
+		if l.allow(bg).Allowed {
 			allowed, last = allowed+1, before
 		}
 	}
 	if allowed != 3 {
 		t.Fatalf("allowed %d of 5; want the limit, 3", allowed)
 	}
-	switch ttl := rdb.PTTL(bg, l.Key()).Val(); {
+	switch ttl := rdb.PTTL(bg, l.redisKey()).Val(); {
 	case ttl == -2 && time.Since(last) < k*width:
 		t.Errorf("the limit's key is gone %v after its last grant; it counts for %v at least", time.Since(last), k*width)
 	case ttl == -1 || ttl > (k+1)*width:
@@ -286,7 +286,7 @@ func TestKeysExpireOnceTheyNoLongerCount(t *testing.T) {
 		t.Fatal("no heartbeat key")
 	}
 	bounds := map[string]time.Duration{
-		l.Key():             (k + 1) * width,
+		l.redisKey():        (k + 1) * width,
 		"ttl:instances":     3 * heartbeat,
 		"ttl:{check}:1µs:1": time.Millisecond, // New's check: a window of 1µs
 	}
@@ -312,13 +312,13 @@ func TestScriptsAreLoadedAgainAfterScriptFlush(t *testing.T) {
 	rdb := client(t, srv.Addr)
 	// One heartbeat, at the start, which must be over before the count:
 	// its own script load is not this test's.
-	c := cluster(t, srv, WithHeartbeat(time.Hour))
+	c := cluster(t, srv, withHeartbeat(time.Hour))
 	if !waitFor(5*time.Second, c.joined.Load) {
 		t.Fatal("the first heartbeat did not reach Redis")
 	}
 	l := limiter(t, c, "flush", 5, time.Minute)
 	for range 3 {
-		if !l.Allow(bg).Allowed {
+		if !l.allow(bg).Allowed {
 			t.Fatal("blocked under the limit")
 		}
 	}
@@ -328,7 +328,7 @@ func TestScriptsAreLoadedAgainAfterScriptFlush(t *testing.T) {
 	}
 	allowed := 0
 	for range 4 {
-		if l.Allow(bg).Allowed {
+		if l.allow(bg).Allowed {
 			allowed++
 		}
 	}
@@ -351,7 +351,7 @@ func TestLeaseCutsRoundTripsAndReleaseGivesPermitsBack(t *testing.T) {
 	la := limiter(t, a, "lease", 20, time.Minute, WithLease(10, time.Hour))
 	lb := limiter(t, b, "lease", 20, time.Minute, WithLease(10, time.Hour))
 	for range 10 {
-		if !la.Allow(bg).Allowed {
+		if !la.allow(bg).Allowed {
 			t.Fatal("blocked under the limit")
 		}
 	}
@@ -360,13 +360,13 @@ func TestLeaseCutsRoundTripsAndReleaseGivesPermitsBack(t *testing.T) {
 	}
 	count := func(l *Limiter, tries int) (n int) {
 		for range tries {
-			if l.Allow(bg).Allowed {
+			if l.allow(bg).Allowed {
 				n++
 			}
 		}
 		return n
 	}
-	la.Allow(bg) // 1 more: a second round trip, leasing the 9 left
+	la.allow(bg) // 1 more: a second round trip, leasing the 9 left
 	if n := count(lb, 30); n != 0 {
 		t.Fatalf("b allowed %d; want none: a holds the whole limit", n)
 	}
@@ -389,16 +389,16 @@ func TestAnExpiredLeaseIsGivenBackByTheNextRoundTrip(t *testing.T) {
 	b := cluster(t, srv, WithInstances(2), WithClock(m))
 	la := limiter(t, a, "expiry", 10, time.Minute, WithLease(10, 10*time.Millisecond))
 	lb := limiter(t, b, "expiry", 10, time.Minute)
-	if !la.Allow(bg).Allowed { // takes all 10: 1 spent, 9 leased
+	if !la.allow(bg).Allowed { // takes all 10: 1 spent, 9 leased
 		t.Fatal("blocked")
 	}
-	if lb.Allow(bg).Allowed {
+	if lb.allow(bg).Allowed {
 		t.Fatal("b allowed while a holds the whole limit")
 	}
 	m.Advance(10 * time.Millisecond) // the lease expires, unspent
 	// The whole limit is counted in Redis (1 spent, 9 leased): only if the
 	// round trip gives the 9 back can it allow.
-	if !la.Allow(bg).Allowed {
+	if !la.allow(bg).Allowed {
 		t.Fatal("a blocked: its round trip should give the expired 9 back and take 1")
 	}
 	if n := a.Stats().RoundTrips; n != 2 {
@@ -414,7 +414,7 @@ func TestALeaseOfAnyTTLIsSpent(t *testing.T) {
 	c := cluster(t, srv, WithInstances(1), WithClock(m))
 	l := limiter(t, c, "forever", 100, time.Minute, WithLease(10, math.MaxInt64))
 	for i := range 10 {
-		if d := l.Allow(bg); !d.Allowed {
+		if d := l.allow(bg); !d.Allowed {
 			t.Fatalf("decision %d: %+v; want allowed, under the limit", i, d)
 		}
 	}
@@ -427,10 +427,10 @@ func TestSpendingALeaseAllocatesNothing(t *testing.T) {
 	srv := redistest.Start(t)
 	m := clock.NewManual(0)
 	l := limiter(t, cluster(t, srv, WithInstances(1), WithClock(m)), "allocs", 1_000_000, time.Minute, WithLease(1_000_000, time.Hour))
-	if !l.Allow(bg).Allowed {
+	if !l.allow(bg).Allowed {
 		t.Fatal("blocked")
 	}
-	if a := testing.AllocsPerRun(1000, func() { l.Allow(bg) }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { l.allow(bg) }); a != 0 {
 		t.Errorf("spending a lease allocates %v per decision; want 0", a)
 	}
 	if raceDetector {
@@ -479,7 +479,7 @@ func TestFallbackModes(t *testing.T) {
 			}
 			allowed := 0
 			for range 20 {
-				if l.Allow(bg).Allowed {
+				if l.allow(bg).Allowed {
 					allowed++
 				}
 			}
@@ -495,10 +495,10 @@ func TestFallbackModes(t *testing.T) {
 
 func TestHeartbeatCountsInstances(t *testing.T) {
 	srv := redistest.Start(t)
-	opts := []Option{WithPrefix("beat"), WithHeartbeat(20 * time.Millisecond)}
+	opts := []Option{WithPrefix("beat"), withHeartbeat(20 * time.Millisecond)}
 	var cs []*Cluster
 	for i := range 3 {
-		cs = append(cs, cluster(t, srv, append(opts, WithInstanceID(fmt.Sprint("i", i)))...))
+		cs = append(cs, cluster(t, srv, append(opts, withInstanceID(fmt.Sprint("i", i)))...))
 	}
 	all := func(n int) bool {
 		for _, c := range cs {
@@ -566,10 +566,10 @@ func TestQueuedLeaseRequestsNeitherFallBackNorMarkRedisDown(t *testing.T) {
 
 	const waiters = 4
 	decisions := make(chan flow.Decision, 1+waiters)
-	go func() { decisions <- l.Allow(bg) }()
+	go func() { decisions <- l.allow(bg) }()
 	<-g.arrived // the first round trip is under way
 	for range waiters {
-		go func() { decisions <- l.Allow(bg) }()
+		go func() { decisions <- l.allow(bg) }()
 	}
 	if !waitFor(testTimeout, func() bool { return queued.Load() == waiters }) {
 		t.Fatalf("%d requests wait for the round trip under way; want %d", queued.Load(), waiters)
@@ -611,7 +611,7 @@ func TestLeasingLimitersAllowTheLimitUnderABurst(t *testing.T) {
 		wg.Go(func() {
 			l := ls[i%instances]
 			for range each {
-				if l.Allow(bg).Allowed {
+				if l.allow(bg).Allowed {
 					allowed.Add(1)
 				}
 			}
@@ -647,14 +647,14 @@ func TestServerClockSteppingBack(t *testing.T) {
 	}{{ahead: 5, allow: false}, {ahead: 1000, allow: true}} {
 		l := limiter(t, cluster(t, srv, WithInstances(1)), fmt.Sprint("step", tc.ahead), 10, time.Second, WithBuckets(10))
 		b := fmt.Sprint(open + tc.ahead)
-		if err := rdb.HSet(bg, l.Key(), b, 10, "o", b, "s", 10).Err(); err != nil {
+		if err := rdb.HSet(bg, l.redisKey(), b, 10, "o", b, "s", 10).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if got := l.Allow(bg).Allowed; got != tc.allow {
+		if got := l.allow(bg).Allowed; got != tc.allow {
 			t.Errorf("%d buckets ahead: Allow = %v; want %v", tc.ahead, got, tc.allow)
 		}
 		if tc.allow {
-			if f, _ := rdb.HGetAll(bg, l.Key()).Result(); f[b] != "" || f["o"] == b {
+			if f, _ := rdb.HGetAll(bg, l.redisKey()).Result(); f[b] != "" || f["o"] == b {
 				t.Errorf("%d buckets ahead: hash %v still holds the bucket ahead", tc.ahead, f)
 			}
 		}
@@ -666,8 +666,8 @@ func TestServerClockSteppingBack(t *testing.T) {
 func TestHeartbeatKeyOutlivesItsSlowestInstance(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv.Addr)
-	slow := cluster(t, srv, WithPrefix("ttl"), WithHeartbeat(time.Minute), WithInstanceID("slow"))
-	fast := cluster(t, srv, WithPrefix("ttl"), WithHeartbeat(10*time.Millisecond), WithInstanceID("fast"))
+	slow := cluster(t, srv, WithPrefix("ttl"), withHeartbeat(time.Minute), withInstanceID("slow"))
+	fast := cluster(t, srv, WithPrefix("ttl"), withHeartbeat(10*time.Millisecond), withInstanceID("fast"))
 	if !waitFor(5*time.Second, func() bool { return slow.joined.Load() && fast.Stats().Instances == 2 }) {
 		t.Fatalf("the slow instance joined: %v; the fast one counts %d; want both", slow.joined.Load(), fast.Stats().Instances)
 	}

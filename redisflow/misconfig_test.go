@@ -88,7 +88,7 @@ func TestNewReturnsTheErrorsRetryingWillNotFix(t *testing.T) {
 	do(t, admin, "ACL", "SETUSER", "good", "on", ">pw", "~slidegate:*", "+@all")
 	do(t, admin, "SET", "taken:instances", "something else's")
 	do(t, admin, "CONFIG", "SET", "requirepass", "secret") // admin's connection stays signed in
-	heartbeat := []Option{WithHeartbeat(time.Hour)}
+	heartbeat := []Option{withHeartbeat(time.Hour)}
 	ping := []Option{WithInstances(2)}
 	for _, tc := range []struct {
 		name       string
@@ -125,7 +125,7 @@ func TestNewReturnsTheErrorsRetryingWillNotFix(t *testing.T) {
 		do(t, admin, "SCRIPT", "FLUSH")
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: user, Password: map[string]string{"": "secret", "good": "pw", "noscript": "pw"}[user], ContextTimeoutEnabled: true})
 		defer rdb.Close()
-		c, err := New(rdb, WithTimeout(testTimeout), WithHeartbeat(time.Hour))
+		c, err := New(rdb, WithTimeout(testTimeout), withHeartbeat(time.Hour))
 		if err != nil {
 			t.Fatalf("user %q, with the right password and permissions: New: %v", user, err)
 		}
@@ -166,7 +166,7 @@ func TestNewFallsBackWhileRedisCannotBeReached(t *testing.T) {
 			}
 			l := limiter(t, c, "unreachable", 10, time.Second)
 			for range 10 {
-				l.Allow(bg)
+				l.allow(bg)
 			}
 			if s := c.Stats(); s.Healthy || s.Err != nil || s.RoundTrips != 0 || s.Fallbacks != 10 {
 				t.Errorf("stats %+v; want Redis down from the start, no error to fix, 10 decisions by the fallback without a round trip", s)
@@ -184,13 +184,13 @@ func TestAPasswordSetWhileRunningIsReportedOnceAndClearedWhenFixed(t *testing.T)
 	srv := redistest.Start(t)
 	logs := logDefault(t)
 	admin := client(t, srv.Addr)
-	c := cluster(t, srv, WithInstances(2), WithProbeBackoff(time.Millisecond, 10*time.Millisecond))
+	c := cluster(t, srv, WithInstances(2), withProbeBackoff(time.Millisecond, 10*time.Millisecond))
 	g, err := slidegate.New(slidegate.WithCluster(c))
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := limiter(t, c, "password", 1000, time.Minute)
-	if !l.Allow(bg).Allowed {
+	if !l.allow(bg).Allowed {
 		t.Fatal("blocked under the limit")
 	}
 	if h, ok := g.ClusterHealth(); !ok || !h.Healthy || h.Err != nil {
@@ -200,7 +200,7 @@ func TestAPasswordSetWhileRunningIsReportedOnceAndClearedWhenFixed(t *testing.T)
 	do(t, admin, "CONFIG", "SET", "requirepass", "secret")
 	do(t, admin, "CLIENT", "KILL", "TYPE", "normal") // all but admin's: the cluster signs in again
 	for range 20 {
-		l.Allow(bg)
+		l.allow(bg)
 	}
 	// The probes meet the error too, again and again.
 	if !waitFor(10*time.Second, func() bool { return c.Stats().PermanentFailures >= 5 }) {
@@ -229,7 +229,7 @@ func TestAPasswordSetWhileRunningIsReportedOnceAndClearedWhenFixed(t *testing.T)
 		t.Errorf("ClusterHealth = %+v; want healthy, no error", h)
 	}
 	trips := c.Stats().RoundTrips
-	if !l.Allow(bg).Allowed || c.Stats().RoundTrips != trips+1 {
+	if !l.allow(bg).Allowed || c.Stats().RoundTrips != trips+1 {
 		t.Error("after the fix, a decision was not taken to Redis and allowed")
 	}
 	if errs := logs.at(slog.LevelError); len(errs) != 1 {
@@ -270,7 +270,7 @@ func TestAFlappingErrorIsLoggedOnceAMinute(t *testing.T) {
 	logs := &records{}
 	f := &faulty{Client: rdb}
 	c, err := New(f, WithInstances(1), WithTimeout(testTimeout), WithClock(m), WithLogger(slog.New(logs)),
-		WithProbeBackoff(time.Millisecond, time.Millisecond))
+		withProbeBackoff(time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestAFlappingErrorIsLoggedOnceAMinute(t *testing.T) {
 	}
 	fail := func() {
 		f.err.Store(&wrongType)
-		l.Allow(bg)
+		l.allow(bg)
 		if s := c.Stats(); !errors.Is(s.Err, ErrMisconfigured) || !redis.HasErrorPrefix(s.Err, "WRONGTYPE") {
 			t.Fatalf("stats %+v; want the WRONGTYPE error", s)
 		}
@@ -291,7 +291,7 @@ func TestAFlappingErrorIsLoggedOnceAMinute(t *testing.T) {
 		if !waitFor(10*time.Second, func() bool { return c.Stats().Healthy }) {
 			t.Fatal("the probe did not find Redis again")
 		}
-		if !l.Allow(bg).Allowed {
+		if !l.allow(bg).Allowed {
 			t.Fatal("blocked under the limit")
 		}
 		if s := c.Stats(); s.Err != nil {
@@ -329,7 +329,7 @@ func filter(lines []string, s string) []string {
 
 // Failed probes count as failures, as Stats says.
 func TestFailedProbesCount(t *testing.T) {
-	c, err := New(client(t, "127.0.0.1:1"), WithInstances(2), WithProbeBackoff(time.Millisecond, time.Millisecond))
+	c, err := New(client(t, "127.0.0.1:1"), WithInstances(2), withProbeBackoff(time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

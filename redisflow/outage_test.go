@@ -24,14 +24,14 @@ func TestOutageFallsBackWithinTheTimeoutAndRecovers(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	const limit, instances = 1000, 200 // a share of 5 each
 	c := cluster(t, srv, WithInstances(instances), WithTimeout(timeout),
-		WithProbeBackoff(20*time.Millisecond, 200*time.Millisecond), WithClock(m))
+		withProbeBackoff(20*time.Millisecond, 200*time.Millisecond), WithClock(m))
 	l := limiter(t, c, "outage", limit, time.Hour)
 
 	var mu sync.Mutex
 	var slowest time.Duration
 	decide := func() bool {
 		start := time.Now()
-		d := l.Allow(bg)
+		d := l.allow(bg)
 		e := time.Since(start)
 		mu.Lock()
 		slowest = max(slowest, e)
@@ -110,7 +110,7 @@ func TestCloseDoesNotWaitForAHungRedis(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	// New's checks find Redis down; the probe then tries it every
 	// millisecond, each time hanging for the timeout.
-	c, err := New(client(t, srv.Addr), WithTimeout(timeout), WithHeartbeat(time.Hour), WithProbeBackoff(time.Millisecond, time.Millisecond))
+	c, err := New(client(t, srv.Addr), WithTimeout(timeout), withHeartbeat(time.Hour), withProbeBackoff(time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,19 +132,19 @@ func TestADecisionWaitsAtMostTheTimeoutWhateverTheClientsOwnTimeouts(t *testing.
 		DialTimeout: 10 * time.Second, MaxRetries: 5, MinRetryBackoff: time.Second, MaxRetryBackoff: 5 * time.Second})
 	t.Cleanup(func() { slow.Close() })
 	const timeout = 200 * time.Millisecond
-	c, err := New(slow, WithInstances(1), WithTimeout(timeout), WithProbeBackoff(time.Hour, time.Hour))
+	c, err := New(slow, WithInstances(1), WithTimeout(timeout), withProbeBackoff(time.Hour, time.Hour))
 	if err != nil {
 		t.Fatalf("New with a client of its own timeouts: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
 	l := limiter(t, c, "slow", 100, time.Second)
-	if d := l.Allow(bg); !d.Allowed {
+	if d := l.allow(bg); !d.Allowed {
 		t.Fatalf("%+v; want allowed by a Redis that answers", d)
 	}
 	srv.Pause()
 	defer srv.Resume()
 	start := time.Now()
-	d := l.Allow(bg)
+	d := l.allow(bg)
 	if took := time.Since(start); took > timeout+time.Second {
 		t.Errorf("a decision waited %v for a Redis that hangs; the timeout is %v", took, timeout)
 	}

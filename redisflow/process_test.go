@@ -58,7 +58,7 @@ func child(addr string) int {
 	for range 2 {
 		wg.Go(func() {
 			for !g.overloaded(span) && time.Now().Before(deadline) {
-				l.Allow(bg)
+				l.allow(bg)
 			}
 		})
 	}

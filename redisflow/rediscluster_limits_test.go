@@ -56,7 +56,7 @@ func newInstance(t *testing.T, rc *redisCluster, names []string, opts ...Option)
 	t.Helper()
 	start := time.Now()
 	c, err := New(clusterClient(t, rc), append([]Option{WithTimeout(clusterTimeout),
-		WithHeartbeat(100 * time.Millisecond), WithProbeBackoff(20*time.Millisecond, 500*time.Millisecond)}, opts...)...)
+		withHeartbeat(100 * time.Millisecond), withProbeBackoff(20*time.Millisecond, 500*time.Millisecond)}, opts...)...)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -76,9 +76,9 @@ func (in *instance) decide(i int, lat *latencies) flow.Decision {
 	start := time.Now()
 	var d flow.Decision
 	if i%2 == 0 {
-		d = in.byMaster[(i/2)%len(in.byMaster)].Allow(bg)
+		d = in.byMaster[(i/2)%len(in.byMaster)].allow(bg)
 	} else {
-		d, _ = in.keyed.AllowKey(bg, clusterUsers[(i/2)%len(clusterUsers)])
+		d, _ = in.keyed.allowKey(bg, clusterUsers[(i/2)%len(clusterUsers)])
 	}
 	lat.add(start, time.Since(start))
 	return d
@@ -245,7 +245,7 @@ func TestInstancesShareLimitsExactlyOverARedisCluster(t *testing.T) {
 		for w := range 2 {
 			wg.Go(func() {
 				for r := 0; !overloaded() && time.Now().Before(deadline); r++ {
-					l.AllowKey(bg, users[(i+w+r)%len(users)])
+					l.allowKey(bg, users[(i+w+r)%len(users)])
 				}
 			})
 		}
@@ -268,7 +268,7 @@ func TestInstancesShareLimitsExactlyOverARedisCluster(t *testing.T) {
 	// of a minute, which outlive any stall of the machine.
 	spread := keyed(t, ls[0].c, "spread", flow.KeyWindow{Limit: 1, Interval: time.Minute})
 	for _, u := range users {
-		if d, _ := spread.AllowKey(bg, u); !d.Allowed {
+		if d, _ := spread.allowKey(bg, u); !d.Allowed {
 			t.Fatalf("%s: %+v; want the first request of the minute allowed", u, d)
 		}
 	}
@@ -399,7 +399,7 @@ func TestADecisionWaitsAtMostTheTimeoutWhileASlotMoves(t *testing.T) {
 	ld := startLoad(ins)
 	time.Sleep(300 * time.Millisecond)
 	src, dst := rc.masters()[0], rc.masters()[2]
-	k := ins[0].byMaster[0].Key()
+	k := ins[0].byMaster[0].redisKey()
 	s := slot(k)
 	for _, step := range []struct {
 		n    *redisNode

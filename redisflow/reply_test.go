@@ -72,14 +72,14 @@ func TestHostileRepliesAreErrorsNeverDecisions(t *testing.T) {
 			f := &impostor{Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), answer: answer}
 			defer f.Client.Close()
 			c, err := New(f, WithInstances(1), WithFallback(FailClosed), WithTimeout(testTimeout),
-				WithProbeBackoff(time.Hour, time.Hour)) // no probe finds the impostor well during the test
+				withProbeBackoff(time.Hour, time.Hour)) // no probe finds the impostor well during the test
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
 			l := limiter(t, c, "hostile", 100, time.Second, WithBuckets(10), WithLease(10, time.Hour))
 			for i := range 3 {
-				if d := l.Allow(bg); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter != 0 {
+				if d := l.allow(bg); d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter != 0 {
 					t.Fatalf("decision %d: %+v; want the FailClosed fallback's: blocked, no RetryAfter", i, d)
 				}
 			}
@@ -198,7 +198,7 @@ func TestReleaseReturnsAMalformedReply(t *testing.T) {
 	}
 	defer c.Close()
 	l := limiter(t, c, "release", 100, time.Second, WithLease(10, time.Hour))
-	if d := l.Allow(bg); !d.Allowed {
+	if d := l.allow(bg); !d.Allowed {
 		t.Fatalf("Allow = %+v; want allowed, with a lease of 2", d)
 	}
 	f.answer = "OK"

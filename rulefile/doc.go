@@ -104,8 +104,8 @@
 //
 // What comes from the network must be bounded before it is parsed. A
 // document larger than a rules file can sensibly be is an error of Rules,
-// not a cost of Parse. Read it through an [io.LimitReader]. [MaxFileSize]
-// bounds files.
+// not a cost of Parse. Read it through an [io.LimitReader]. Files are
+// bounded (1 MiB).
 //
 // # Changing a watched file
 //

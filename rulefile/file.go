@@ -66,7 +66,7 @@ type fileSource struct {
 //
 // Rules returns the error of a file that cannot be read as it is, a
 // *fs.PathError. It returns a [*slidegate.RulesError] for a file with
-// a problem, such as a size over [MaxFileSize] (of which it reads no
+// a problem, such as a size over 1 MiB (of which it reads no
 // more). [Follow] does not read a file source again on a timer while the
 // file cannot be read: the watch tells when it comes back.
 //

@@ -35,7 +35,7 @@ import (
 //
 // Parse costs time and memory in proportion to the size of data, whether
 // it has a problem or not. It reads data of any size. [Load] and [File]
-// bound the size ([MaxFileSize]).
+// bound the size (1 MiB).
 func Parse(name string, data []byte) (slidegate.Rules, error) {
 	return parse(name, data, strings.EqualFold(filepath.Ext(name), ".json"))
 }
@@ -70,16 +70,16 @@ func parse(name string, data []byte, isJSON bool) (slidegate.Rules, error) {
 	return r, nil
 }
 
-// MaxFileSize is the largest rules file, in bytes, that [Load], [Watch]
-// and [File] read. It is 1 MiB, as etcdrules.DefaultMaxSize and a
-// Kubernetes ConfigMap allow. That is far more than rules need: 10,000
-// overrides take some 300 KB. A larger file is refused unread, with a
+// maxFileSize is the largest rules file, in bytes, that Load, Watch and
+// File read: 1 MiB, as etcdrules's default limit and a Kubernetes
+// ConfigMap allow (see Load).
+const maxFileSize = 1 << 20
+
+// Load reads and parses the rules file at path, of at most 1 MiB. That is
+// far more than rules need: 10,000 overrides take some 300 KB. [Watch] and
+// [File] read files as Load does. A larger file is refused unread, with a
 // [*slidegate.RulesError] saying its size and the limit. The rules in
 // force stay.
-const MaxFileSize = 1 << 20
-
-// Load reads and parses the rules file at path, of at most [MaxFileSize]
-// bytes.
 func Load(path string) (slidegate.Rules, error) {
 	data, err := readFile(path)
 	if err != nil {
@@ -90,7 +90,7 @@ func Load(path string) (slidegate.Rules, error) {
 
 // readFile reads the rules file at path, or returns the error of a file
 // that cannot be read, or a *slidegate.RulesError for one larger than
-// MaxFileSize, of which it reads no more than that.
+// maxFileSize, of which it reads no more than that.
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -101,17 +101,17 @@ func readFile(path string) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		size = fi.Size()
 	}
-	if size > MaxFileSize {
+	if size > maxFileSize {
 		return nil, tooLarge(path, size)
 	}
 	// A file may grow between the size and the read: read one byte more
 	// than the limit to know.
-	data := make([]byte, 0, min(max(size, 0), MaxFileSize)+1)
-	data, err = readUpTo(f, data, MaxFileSize+1)
+	data := make([]byte, 0, min(max(size, 0), maxFileSize)+1)
+	data, err = readUpTo(f, data, maxFileSize+1)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxFileSize {
+	if len(data) > maxFileSize {
 		return nil, tooLarge(path, -1)
 	}
 	return data, nil
@@ -139,10 +139,10 @@ func readUpTo(r io.Reader, data []byte, n int) ([]byte, error) {
 // tooLarge is the problem of a file of size bytes (-1: more than the
 // limit, its size unknown).
 func tooLarge(path string, size int64) error {
-	what := "more than " + strconv.Itoa(MaxFileSize) + " bytes"
+	what := "more than " + strconv.Itoa(maxFileSize) + " bytes"
 	if size >= 0 {
-		what = strconv.FormatInt(size, 10) + " bytes, more than the limit of " + strconv.Itoa(MaxFileSize)
+		what = strconv.FormatInt(size, 10) + " bytes, more than the limit of " + strconv.Itoa(maxFileSize)
 	}
 	return &slidegate.RulesError{Source: path, Problems: []slidegate.Problem{{
-		Reason: "the file is " + what + " (rulefile.MaxFileSize)"}}}
+		Reason: "the file is " + what + ""}}}
 }

@@ -39,7 +39,7 @@ func allocated(name string, data []byte) (uint64, error) {
 // a syntax error at the end of a large file costs about what reading the
 // file does, not a read per halving of the file.
 func TestAnErrorOnTheLastLineCostsWhatReadingTheFileDoes(t *testing.T) {
-	good := manyRulesYAML(19000) // 1 MB, within MaxFileSize
+	good := manyRulesYAML(19000) // 1 MB, within maxFileSize
 	bad := append(good[:len(good):len(good)], "  - resource: x\n   limit: 1\n"...)
 	lines := strings.Count(string(bad), "\n")
 	start := time.Now()
@@ -71,7 +71,7 @@ func TestAPlainFileOfManyRulesIsRead(t *testing.T) {
 }
 
 // TestAFileOverTheSizeLimitIsRefusedUnread: Load, Apply and File refuse a
-// file larger than MaxFileSize, saying how large it is and the limit, and
+// file larger than maxFileSize, saying how large it is and the limit, and
 // the rules in force stay.
 func TestAFileOverTheSizeLimitIsRefusedUnread(t *testing.T) {
 	dir := t.TempDir()
@@ -80,7 +80,7 @@ func TestAFileOverTheSizeLimitIsRefusedUnread(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := "the file is " + strconv.Itoa(len(data)) + " bytes, more than the limit of " + strconv.Itoa(MaxFileSize)
+	want := "the file is " + strconv.Itoa(len(data)) + " bytes, more than the limit of " + strconv.Itoa(maxFileSize)
 	check := func(what string, err error) {
 		t.Helper()
 		var re *slidegate.RulesError
@@ -111,11 +111,11 @@ func TestAFileOverTheSizeLimitIsRefusedUnread(t *testing.T) {
 	_, err = src.Rules(t.Context())
 	check("File", err)
 	// At the limit, a file is read.
-	if err := os.WriteFile(path, append(manyRulesYAML(1), strings.Repeat("#", MaxFileSize-len(manyRulesYAML(1))-1)+"\n"...), 0o644); err != nil {
+	if err := os.WriteFile(path, append(manyRulesYAML(1), strings.Repeat("#", maxFileSize-len(manyRulesYAML(1))-1)+"\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := Load(path); err != nil || len(r.Flow) != 1 {
-		t.Fatalf("a file of MaxFileSize bytes: %d rules, %v", len(r.Flow), err)
+		t.Fatalf("a file of maxFileSize bytes: %d rules, %v", len(r.Flow), err)
 	}
 }
 
@@ -141,7 +141,7 @@ func TestJSONOverridesGivenTwiceAreRefused(t *testing.T) {
 	}
 }
 
-// BenchmarkParseLargeYAML parses a YAML file of MaxFileSize, as it is and
+// BenchmarkParseLargeYAML parses a YAML file of maxFileSize, as it is and
 // with a syntax error on its last line.
 func BenchmarkParseLargeYAML(b *testing.B) {
 	good := manyRulesYAML(19000)

@@ -13,7 +13,6 @@ import (
 	"github.com/zeromicro/go-zero/core/logx"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
@@ -84,7 +83,7 @@ type slidegateShedder struct {
 }
 
 func newSlidegateShedder(utilization func() float64) flowsim.Admitter {
-	a := &slidegateShedder{cpu: smoothedUtilization{read: utilization, tau: float64(cpu.DefaultSmoothing)}}
+	a := &slidegateShedder{cpu: smoothedUtilization{read: utilization, tau: float64(cpuSmoothing)}}
 	s, err := flow.NewShedder(flow.ShedderSettings{CPU: a.cpu.value, CPUThreshold: 0.9, Clock: clock.NewManual(overloadOrigin)})
 	if err != nil {
 		panic(err) // constant settings
@@ -92,6 +91,9 @@ func newSlidegateShedder(utilization func() float64) flowsim.Admitter {
 	a.s = s
 	return a
 }
+
+// cpuSmoothing is a cpu.Sampler's default time constant (WithSmoothing).
+const cpuSmoothing = 300 * time.Millisecond
 
 // smoothedUtilization turns the simulated service's busy share per
 // flowsim.SlotLength into what a cpu.Sampler with its default smoothing

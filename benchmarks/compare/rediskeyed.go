@@ -110,7 +110,7 @@ func keyedLimiterRow(b *testing.B, windows ...flow.KeyWindow) Op {
 	keys, next := redisUserKeys(""), redisKeyCursor()
 	ctx := context.Background()
 	return redisRow(b, "redisflow keyed", allowEvery, 1, warmKeys(func() int64 {
-		d, _ := l.AllowKey(ctx, keys[next()])
+		d, _ := l.AllowKeyN(ctx, keys[next()], 1)
 		return b2i(d.Allowed)
 	}))
 }

@@ -139,7 +139,7 @@ func redisflowRow(b *testing.B, want redisWant, minTrips float64, limit int64, o
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	return redisRow(b, "redisflow", want, minTrips, func() int64 { return b2i(l.Allow(ctx).Allowed) })
+	return redisRow(b, "redisflow", want, minTrips, func() int64 { return b2i(l.AllowN(ctx, 1).Allowed) })
 }
 
 // redisRateRow returns a redis_rate decision, rate per second.

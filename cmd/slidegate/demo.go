@@ -301,7 +301,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	mux := http.NewServeMux()
 	// The key of a request is its user: the header stands for an identity
 	// the service has checked, as an API key would be (a public service
-	// would key by what a client cannot choose: httpguard.KeyFromClientIP).
+	// would key by what a client cannot choose: httpguard.KeyFromClient).
 	blocked := newBlockTally()
 	mux.Handle("/api/", httpguard.Middleware(g, httpguard.KeyFromHeader(userHeader), httpguard.WithBlockedHandler(blocked.writeBlocked))(svc.mux()))
 	closeObs, err := observe(mux, g)

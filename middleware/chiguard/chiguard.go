@@ -24,7 +24,7 @@ import (
 // next, when next is a [chi.Routes] that Middleware wraps. Without either,
 // Middleware cannot learn the route. It names the request as
 // httpguard.Middleware does then: by its method and
-// [httpguard.UnknownRoute], never by its path, with a warning, once. An
+// "(unknown route)", never by its path, with a warning, once. An
 // [httpguard.WithResource] or [httpguard.WithRoute] among opts wins over
 // the router.
 func Middleware(g *slidegate.Guard, opts ...httpguard.Option) func(http.Handler) http.Handler {

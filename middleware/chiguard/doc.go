@@ -40,5 +40,5 @@
 //
 // Names are bounded by the router's routes, not by what clients send. A
 // request no route serves (chi's 404 and 405) is [httpguard.NoRoute]. A
-// method outside the standard nine is [httpguard.OtherMethod].
+// method outside the standard nine is "_OTHER" ([httpguard.Method]).
 package chiguard

@@ -26,5 +26,5 @@
 //
 // Names are bounded by the server's routes, not by what clients send. A
 // request no route serves (echo's 404 and 405) is [httpguard.NoRoute]. A
-// method outside the standard nine is [httpguard.OtherMethod].
+// method outside the standard nine is "_OTHER" ([httpguard.Method]).
 package echoguard

@@ -3,6 +3,7 @@ package echoguard
 import (
 	"net/http"
 	"reflect"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 	"github.com/slidegate/slidegate"
@@ -13,10 +14,7 @@ import (
 // An Option customises [Middleware].
 type Option func(*options)
 
-type options struct {
-	key     func(echo.Context) string // nil: every request has the key ""
-	isError func(status int) bool
-}
+type options = adapter.Options[echo.Context]
 
 // KeyFrom takes each request's key ([slidegate.WithKey]), which per-key
 // rules limit on its own, from f. c.RealIP() keys by the client's address,
@@ -24,19 +22,13 @@ type options struct {
 // c.Request().Header.Get("X-Api-Key") keys by an API key. A nil f keeps
 // every request's key "". The guard tells apart at most
 // 256 bytes of a key.
-func KeyFrom(f func(c echo.Context) string) Option {
-	return func(o *options) { o.key = f }
-}
+func KeyFrom(f func(c echo.Context) string) Option { return Option(adapter.KeyFrom(f)) }
 
 // WithIsError says which response statuses count as failures for the
 // guard's statistics and breakers. The default counts 5xx. A nil f keeps
 // it.
 func WithIsError(f func(status int) bool) Option {
-	return func(o *options) {
-		if f != nil {
-			o.isError = f
-		}
-	}
+	return Option(adapter.WithIsError[echo.Context](f))
 }
 
 // Middleware returns echo middleware that guards the handler after it with
@@ -57,40 +49,66 @@ func WithIsError(f func(status int) bool) Option {
 // A handler may return an error and write nothing. Its status is then the
 // one echo's default error handler writes for the error: an
 // *echo.HTTPError's code, or 500 for any other error.
+//
+// A handler that holds its request open, such as an event stream, can
+// exit the guard early, as with [httpguard.Middleware]. The writer of its
+// response, c.Response().Writer, has a method ExitGuard(). It exits with
+// the status written so far. Find it with an interface assertion, through
+// Unwrap, as the event streams of
+// [github.com/slidegate/slidegate/dashboard] do:
+//
+//	c.Response().Writer.(interface{ ExitGuard() }).ExitGuard()
 func Middleware(g *slidegate.Guard, opts ...Option) echo.MiddlewareFunc {
 	if g == nil {
 		g = slidegate.Default()
 	}
-	o := options{isError: adapter.ServerError}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := adapter.Build(opts)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			key := ""
-			if o.key != nil {
-				key = o.key(c)
-			}
-			e, err := adapter.Enter(g, r, resource(c), key, o.key != nil)
+			res := c.Response()
+			e, status, err := o.Enter(g, c, r, resource(c), res.Header())
 			if err != nil {
-				status, retryAfter := adapter.BlockedStatus(err)
-				if retryAfter != "" {
-					c.Response().Header().Set("Retry-After", retryAfter)
-				}
 				return &echo.HTTPError{Code: status, Message: http.StatusText(status), Internal: err}
 			}
-			adapter.Serve(e, r, func() { err = next(c) }, func() error {
-				if status := responseStatus(c, err); o.isError(status) {
-					return &httpguard.StatusError{Status: status}
-				}
-				return nil
-			})
+			w := writers.Get().(*writer)
+			*w = writer{ResponseWriter: res.Writer, e: e, c: c, o: &o}
+			res.Writer = w
+			adapter.Serve(e, r, func() { err = next(c) }, func() error { return failure(&o, c, err) })
+			res.Writer = w.ResponseWriter
+			*w = writer{}
+			writers.Put(w)
 			return err
 		}
 	}
+}
+
+// A writer is the writer of the response the handler after Middleware
+// writes (echo.Response.Writer), with ExitGuard. Writers are pooled: a
+// request costs none.
+type writer struct {
+	http.ResponseWriter
+	e slidegate.Entry
+	c echo.Context
+	o *options
+}
+
+var writers = sync.Pool{New: func() any { return new(writer) }}
+
+// ExitGuard exits the request's entry now, with the status written so far.
+// Middleware exits no entry twice.
+func (w *writer) ExitGuard() { w.e.Exit(failure(w.o, w.c, nil)) }
+
+// Unwrap returns the writer it wraps, for http.ResponseController.
+func (w *writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// failure is the error the request that c served ends with, its handler
+// having returned err, or nil.
+func failure(o *options, c echo.Context, err error) error {
+	if status := responseStatus(c, err); o.IsError(status) {
+		return &httpguard.StatusError{Status: status}
+	}
+	return nil
 }
 
 // resource names the request c routed. Echo names a request it found no

@@ -26,5 +26,5 @@
 //
 // Names are bounded by the engine's routes, not by what clients send. A
 // request no route serves is [httpguard.NoRoute]. A method outside the
-// standard nine is [httpguard.OtherMethod].
+// standard nine is "_OTHER" ([httpguard.Method]).
 package ginguard

@@ -1,6 +1,9 @@
 package ginguard
 
 import (
+	"net/http"
+	"sync"
+
 	"github.com/gin-gonic/gin"
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/middleware/httpguard"
@@ -10,29 +13,20 @@ import (
 // An Option customises [Middleware].
 type Option func(*options)
 
-type options struct {
-	key     func(*gin.Context) string // nil: every request has the key ""
-	isError func(status int) bool
-}
+type options = adapter.Options[*gin.Context]
 
 // KeyFrom takes each request's key ([slidegate.WithKey]), which per-key
 // rules limit on its own, from f. c.ClientIP() keys by the client's
 // address, as the engine's trusted proxies find it. c.GetHeader("X-Api-Key")
 // keys by an API key. A nil f keeps every request's key "". The guard
 // tells apart at most 256 bytes of a key.
-func KeyFrom(f func(c *gin.Context) string) Option {
-	return func(o *options) { o.key = f }
-}
+func KeyFrom(f func(c *gin.Context) string) Option { return Option(adapter.KeyFrom(f)) }
 
 // WithIsError says which response statuses count as failures for the
 // guard's statistics and breakers. The default counts 5xx. A nil f keeps
 // it.
 func WithIsError(f func(status int) bool) Option {
-	return func(o *options) {
-		if f != nil {
-			o.isError = f
-		}
-	}
+	return Option(adapter.WithIsError[*gin.Context](f))
 }
 
 // Middleware returns gin middleware that guards the handlers after it with
@@ -54,39 +48,57 @@ func WithIsError(f func(status int) bool) Option {
 // An error of type gin.ErrorTypeBind is excused, and so is any error on a
 // 4xx response. A body that did not bind, or a request refused with a 4xx,
 // is the client's fault. Counting it would let clients open the breakers.
+//
+// A handler that holds its request open, such as an event stream, can
+// exit the guard early, as with [httpguard.Middleware]. The handlers'
+// c.Writer has a method ExitGuard(). It exits with the status written so
+// far. Find it with an interface assertion:
+//
+//	c.Writer.(interface{ ExitGuard() }).ExitGuard()
 func Middleware(g *slidegate.Guard, opts ...Option) gin.HandlerFunc {
 	if g == nil {
 		g = slidegate.Default()
 	}
-	o := options{isError: adapter.ServerError}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := adapter.Build(opts)
 	return func(c *gin.Context) {
 		r := c.Request
-		key := ""
-		if o.key != nil {
-			key = o.key(c)
-		}
-		e, err := adapter.Enter(g, r, adapter.PatternResource(r, c.FullPath()), key, o.key != nil)
+		e, status, err := o.Enter(g, c, r, adapter.PatternResource(r, c.FullPath()), c.Writer.Header())
 		if err != nil {
-			status, retryAfter := adapter.BlockedStatus(err)
-			if retryAfter != "" {
-				c.Header("Retry-After", retryAfter)
-			}
 			c.AbortWithStatus(status)
 			return
 		}
-		adapter.Serve(e, r, c.Next, func() error { return o.failure(c) })
+		w := writers.Get().(*writer)
+		*w = writer{ResponseWriter: c.Writer, e: e, c: c, o: &o}
+		c.Writer = w
+		adapter.Serve(e, r, c.Next, func() error { return failure(&o, c) })
+		c.Writer = w.ResponseWriter
+		*w = writer{}
+		writers.Put(w)
 	}
 }
 
+// A writer is the c.Writer of the handlers after Middleware: gin's, with
+// ExitGuard. Writers are pooled: a request costs none.
+type writer struct {
+	gin.ResponseWriter
+	e slidegate.Entry
+	c *gin.Context
+	o *options
+}
+
+var writers = sync.Pool{New: func() any { return new(writer) }}
+
+// ExitGuard exits the request's entry now, with the failure the request
+// would end with now. Middleware exits no entry twice.
+func (w *writer) ExitGuard() { w.e.Exit(failure(w.o, w.c)) }
+
+// Unwrap returns gin's writer, for http.ResponseController.
+func (w *writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // failure is the error the request that c served ends with, or nil.
-func (o *options) failure(c *gin.Context) error {
+func failure(o *options, c *gin.Context) error {
 	status := c.Writer.Status()
-	if o.isError(status) {
+	if o.IsError(status) {
 		return &httpguard.StatusError{Status: status}
 	}
 	if status >= 400 && status < 500 {

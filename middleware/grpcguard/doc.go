@@ -48,7 +48,8 @@
 // # Retries
 //
 // [WithRetry] makes [UnaryClientInterceptor] retry the calls that fail with
-// codes.Unavailable, or with the codes its [RetryPolicy] lists. Retries
+// codes.Unavailable, or with the codes it lists. Its
+// [httpguard.RetryPolicy] says how often, and how long to wait. Retries
 // stay within a [flow.RetryBudget]: they add at most a ratio of the recent
 // calls plus a floor, however the service fails. No retry is sent into an
 // open breaker. A half-open breaker's probe is never retried. Streams are
@@ -57,7 +58,7 @@
 // budget.
 //
 //	budget, _ := flow.NewRetryBudget(flow.RetryBudgetSettings{Ratio: 0.2, MinPerSecond: 10})
-//	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, grpcguard.RetryPolicy{}))
+//	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, httpguard.RetryPolicy{}))
 //
 // # Keys
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
+	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
 func ExampleWithRetry() {
@@ -43,7 +44,7 @@ func ExampleWithRetry() {
 		panic(err)
 	}
 	conn := listen(srv, grpc.WithChainUnaryInterceptor(grpcguard.UnaryClientInterceptor(g,
-		grpcguard.WithRetry(budget, grpcguard.RetryPolicy{MaxRetries: 3, BaseBackoff: 10 * time.Millisecond}))))
+		grpcguard.WithRetry(budget, httpguard.RetryPolicy{MaxRetries: 3, BaseBackoff: 10 * time.Millisecond}))))
 	defer conn.Close()
 
 	_, err = healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})

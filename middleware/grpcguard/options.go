@@ -94,8 +94,8 @@ func DefaultErrorCodes() []codes.Code {
 // service overloaded ([flow.Overloaded]). Any other reason is a
 // limit, the caller's quota. Unavailable is gRPC's code for a transient
 // state of the server that a retry with backoff may get past, on another
-// instance or after the load eases. [DefaultRetryCodes] retries it within
-// its budget, and HTTP's 503 maps to it. ResourceExhausted says a quota is
+// instance or after the load eases. [WithRetry] retries it within its
+// budget, and HTTP's 503 maps to it. ResourceExhausted says a quota is
 // spent, and retrying it at once is futile.
 //
 // The message is be.Error(), which names the resource, the rule and the

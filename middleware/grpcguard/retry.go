@@ -12,54 +12,27 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/middleware/httpguard"
+	"github.com/slidegate/slidegate/middleware/internal/adapter"
 )
-
-// Defaults of a [RetryPolicy]'s zero fields.
-const (
-	DefaultMaxRetries  = 2
-	DefaultBaseBackoff = 25 * time.Millisecond
-	DefaultMaxBackoff  = time.Second
-)
-
-// A RetryPolicy says which unary RPCs [UnaryClientInterceptor] retries and
-// how long it waits between attempts. Every field's zero value stands for
-// its default.
-type RetryPolicy struct {
-	// MaxRetries is the most retries of one RPC, after its first attempt.
-	// Zero means DefaultMaxRetries; a negative value, none.
-	MaxRetries int
-	// BaseBackoff is the longest wait before the first retry. It doubles
-	// for each retry after it, up to MaxBackoff. Each wait is drawn
-	// uniformly from [0, that bound] ("full jitter"), so that clients that
-	// failed together do not retry together. Zero or negative means
-	// DefaultBaseBackoff.
-	BaseBackoff time.Duration
-	// MaxBackoff bounds every wait. Zero or negative means
-	// DefaultMaxBackoff.
-	MaxBackoff time.Duration
-	// Codes are the status codes of the attempts that may be retried. Nil
-	// means DefaultRetryCodes; an empty, non-nil slice, none. codes.OK is
-	// never retried, listed or not.
-	Codes []codes.Code
-}
-
-// DefaultRetryCodes returns the codes a [RetryPolicy] retries unless its
-// Codes say otherwise. That is codes.Unavailable alone. gRPC gives it to
-// failures that happened before the server acted on the RPC, such as a
-// connection refused or reset, or a server shutting down. gRPC documents
-// it as safe to retry. The slice is new on each call.
-func DefaultRetryCodes() []codes.Code { return []codes.Code{codes.Unavailable} }
 
 // WithRetry makes [UnaryClientInterceptor] retry the RPCs that fail,
-// within budget. The budget counts each RPC once
+// within budget, as often and with the backoff policy says. The policy is
+// HTTP's ([httpguard.RetryPolicy]), but its Retryable is not read. An RPC
+// is retried by its status code: one of retryCodes, or codes.Unavailable
+// if none are given. codes.OK is never retried. The budget counts each RPC once
 // ([flow.RetryBudget.Request]). It is asked before each retry
 // ([flow.RetryBudget.GrantRetry]), and counts the retry when it decides.
 // So retries waiting out their backoff are counted too. A nil budget turns
 // retries off. The server and stream interceptors ignore WithRetry.
 //
+// Unavailable is gRPC's code for failures before the server acted on the
+// RPC: a connection refused or reset, a server shutting down. gRPC
+// documents it as safe to retry.
+//
 // Each attempt enters the guard on its own, so its rules and statistics
-// count what the downstream really gets. An attempt is retried when its
-// code is in policy.Codes, except:
+// count what the downstream really gets. An attempt with a retried code is
+// retried, except:
 //
 //   - Never when the guard blocked it.
 //   - Never when it was a half-open breaker's probe.
@@ -89,36 +62,27 @@ func DefaultRetryCodes() []codes.Code { return []codes.Code{codes.Unavailable} }
 // Do not turn grpc-go's own retries on as well, with a service config's
 // retryPolicy or [grpc.WithDefaultServiceConfig]. They happen beneath the
 // interceptor, outside the budget and the guard, and multiply with these.
-func WithRetry(budget *flow.RetryBudget, policy RetryPolicy) Option {
+func WithRetry(budget *flow.RetryBudget, policy httpguard.RetryPolicy, retryCodes ...codes.Code) Option {
+	if len(retryCodes) == 0 {
+		retryCodes = []codes.Code{codes.Unavailable}
+	}
+	rt := &retrier{budget: budget, codes: newCodeSet(retryCodes)} // a set: the caller may reuse its slice
+	rt.maxRetries, rt.baseBackoff, rt.maxBackoff = adapter.RetryDefaults(policy.MaxRetries, policy.BaseBackoff, policy.MaxBackoff)
 	return func(o *options) {
 		if budget == nil {
 			o.retry = nil
 			return
 		}
-		p := policy
-		if p.MaxRetries == 0 {
-			p.MaxRetries = DefaultMaxRetries
-		}
-		if p.BaseBackoff <= 0 {
-			p.BaseBackoff = DefaultBaseBackoff
-		}
-		if p.MaxBackoff <= 0 {
-			p.MaxBackoff = DefaultMaxBackoff
-		}
-		cs := p.Codes
-		if cs == nil {
-			cs = DefaultRetryCodes()
-		}
-		p.Codes = nil // read through codes alone: the caller may reuse its slice
-		o.retry = &retrier{budget: budget, policy: p, codes: newCodeSet(cs)}
+		o.retry = rt
 	}
 }
 
 // A retrier is WithRetry's configuration, its policy's defaults filled in.
 type retrier struct {
-	budget *flow.RetryBudget
-	policy RetryPolicy
-	codes  codeSet
+	budget                  *flow.RetryBudget
+	maxRetries              int
+	baseBackoff, maxBackoff time.Duration
+	codes                   codeSet
 }
 
 // invoke makes the unary RPC method as UnaryClientInterceptor does, and
@@ -141,13 +105,13 @@ func (rt *retrier) invoke(ctx context.Context, g *slidegate.Guard, o *options, m
 			}
 			return err
 		}
-		if err == nil || retry >= rt.policy.MaxRetries || ctx.Err() != nil {
+		if err == nil || retry >= rt.maxRetries || ctx.Err() != nil {
 			return err
 		}
 		if c := codeOf(err); c == codes.OK || !rt.codes.has(c) {
 			return err
 		}
-		wait := rt.policy.backoff(retry)
+		wait := flow.Backoff(retry, rt.baseBackoff, rt.maxBackoff)
 		if hasDeadline && time.Until(deadline) < wait+time.Since(start) {
 			return err // another attempt would not end in time
 		}
@@ -187,11 +151,4 @@ func attempt(ctx context.Context, g *slidegate.Guard, o *options, name, key, met
 	returned = true
 	e.Exit(o.outcome(err))
 	return probe, nil, err
-}
-
-// backoff returns the wait before retry number retry+1 (retry counting
-// from 0): flow.Backoff's full jitter up to min(MaxBackoff, BaseBackoff ×
-// 2^retry).
-func (p *RetryPolicy) backoff(retry int) time.Duration {
-	return flow.Backoff(retry, p.BaseBackoff, p.MaxBackoff)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
+	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
 // newBudget returns a retry budget over 10 s on a manual clock of its own,
@@ -86,7 +87,7 @@ func call(clk *clock.Manual, in grpc.UnaryClientInterceptor, d *downstream) erro
 // attempts, with a budget of 20% and a floor of 10 at most 1.2n + 10.
 func TestRetryBudgetBoundsAttemptsToAFailingService(t *testing.T) {
 	const n, ratio, minPerSecond = 500, 0.2, 1 // a floor of 10 retries in 10 s
-	policy := grpcguard.RetryPolicy{MaxRetries: 3}
+	policy := httpguard.RetryPolicy{MaxRetries: 3}
 	attempts := func(budget *flow.RetryBudget) int64 {
 		g, clk := guarded(t, slidegate.Rules{})
 		d := &downstream{codes: []codes.Code{codes.Unavailable}}
@@ -129,7 +130,7 @@ func TestRetryNeverIntoAnOpenBreakerNorOfAProbe(t *testing.T) {
 			OpenTimeout: slidegate.Duration(5 * time.Second)},
 	}})
 	d := &downstream{codes: []codes.Code{codes.Unavailable}}
-	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(unlimited(t), grpcguard.RetryPolicy{MaxBackoff: time.Millisecond}))
+	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(unlimited(t), httpguard.RetryPolicy{MaxBackoff: time.Millisecond}))
 
 	err := call(clk, in, d)
 	var block *slidegate.BlockError
@@ -157,22 +158,23 @@ func TestRetryNeverIntoAnOpenBreakerNorOfAProbe(t *testing.T) {
 func TestRetryCodes(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		policy   grpcguard.RetryPolicy
+		policy   httpguard.RetryPolicy
+		retry    []codes.Code
 		codes    []codes.Code
 		want     codes.Code
 		attempts int64
 	}{
-		{"Unavailable then OK", grpcguard.RetryPolicy{}, []codes.Code{codes.Unavailable, codes.OK}, codes.OK, 2},
-		{"Unavailable thrice", grpcguard.RetryPolicy{}, []codes.Code{codes.Unavailable}, codes.Unavailable, 3},
-		{"Internal", grpcguard.RetryPolicy{}, []codes.Code{codes.Internal}, codes.Internal, 1},
-		{"Canceled", grpcguard.RetryPolicy{}, []codes.Code{codes.Canceled}, codes.Canceled, 1},
-		{"Aborted listed", grpcguard.RetryPolicy{Codes: []codes.Code{codes.Aborted}}, []codes.Code{codes.Aborted, codes.Unavailable}, codes.Unavailable, 2},
-		{"none listed", grpcguard.RetryPolicy{Codes: []codes.Code{}}, []codes.Code{codes.Unavailable}, codes.Unavailable, 1},
-		{"no retries", grpcguard.RetryPolicy{MaxRetries: -1}, []codes.Code{codes.Unavailable}, codes.Unavailable, 1},
+		{"Unavailable then OK", httpguard.RetryPolicy{}, nil, []codes.Code{codes.Unavailable, codes.OK}, codes.OK, 2},
+		{"Unavailable thrice", httpguard.RetryPolicy{}, nil, []codes.Code{codes.Unavailable}, codes.Unavailable, 3},
+		{"Internal", httpguard.RetryPolicy{}, nil, []codes.Code{codes.Internal}, codes.Internal, 1},
+		{"Canceled", httpguard.RetryPolicy{}, nil, []codes.Code{codes.Canceled}, codes.Canceled, 1},
+		{"Aborted listed", httpguard.RetryPolicy{}, []codes.Code{codes.Aborted}, []codes.Code{codes.Aborted, codes.Unavailable}, codes.Unavailable, 2},
+		{"OK listed: never retried", httpguard.RetryPolicy{}, []codes.Code{codes.OK}, []codes.Code{codes.OK}, codes.OK, 1},
+		{"no retries", httpguard.RetryPolicy{MaxRetries: -1}, nil, []codes.Code{codes.Unavailable}, codes.Unavailable, 1},
 	} {
 		g, clk := guarded(t, slidegate.Rules{})
 		d := &downstream{codes: tc.codes}
-		in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(unlimited(t), tc.policy))
+		in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(unlimited(t), tc.policy, tc.retry...))
 		err := call(clk, in, d)
 		if status.Code(err) != tc.want || d.attempts.Load() != tc.attempts {
 			t.Errorf("%s: %v after %d attempts, want %v after %d", tc.name, err, d.attempts.Load(), tc.want, tc.attempts)
@@ -184,7 +186,7 @@ func TestRetryCodes(t *testing.T) {
 
 	g, clk := guarded(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: unaryMethod, Limit: 1}}})
 	d := &downstream{codes: []codes.Code{codes.Unavailable}}
-	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(unlimited(t), grpcguard.RetryPolicy{MaxBackoff: time.Millisecond}))
+	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(unlimited(t), httpguard.RetryPolicy{MaxBackoff: time.Millisecond}))
 	err := call(clk, in, d)
 	var block *slidegate.BlockError
 	if !errors.As(err, &block) || block.Reason != flow.RateLimited || status.Code(err) != codes.ResourceExhausted {
@@ -202,7 +204,7 @@ func TestRetryBackoffEndsWithTheContext(t *testing.T) {
 	d := &downstream{codes: []codes.Code{codes.Unavailable}}
 	// A backoff of an hour on a clock that never moves: only ctx ends it.
 	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(unlimited(t),
-		grpcguard.RetryPolicy{BaseBackoff: time.Hour, MaxBackoff: time.Hour}))
+		httpguard.RetryPolicy{BaseBackoff: time.Hour, MaxBackoff: time.Hour}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -229,7 +231,7 @@ func TestRetryStreamsAreNotRetried(t *testing.T) {
 		calls.Add(1)
 		return nil, status.Error(codes.Unavailable, "down")
 	}
-	in := grpcguard.StreamClientInterceptor(g, grpcguard.WithRetry(unlimited(t), grpcguard.RetryPolicy{}))
+	in := grpcguard.StreamClientInterceptor(g, grpcguard.WithRetry(unlimited(t), httpguard.RetryPolicy{}))
 	if _, err := in(context.Background(), &grpc.StreamDesc{ServerStreams: true}, nil, serverStreamMethod, streamer); status.Code(err) != codes.Unavailable {
 		t.Fatalf("got %v, want Unavailable", err)
 	}
@@ -250,7 +252,7 @@ func TestRetryCostsNoAllocationWhenTheFirstAttemptSucceeds(t *testing.T) {
 	})
 	ctx := context.Background()
 	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
-	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(newBudget(t, 0.2, 10), grpcguard.RetryPolicy{}))
+	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(newBudget(t, 0.2, 10), httpguard.RetryPolicy{}))
 	if n := testing.AllocsPerRun(1000, func() { in(ctx, unaryMethod, nil, nil, nil, invoker) }); n != 0 {
 		t.Errorf("%v allocations per call with WithRetry; want 0, as without", n)
 	}
@@ -266,7 +268,7 @@ func TestARetryNotSentIsGivenBackToTheBudget(t *testing.T) {
 		budget := unlimited(t)
 		// A backoff of an hour on a clock that never moves: only ctx ends it.
 		in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget,
-			grpcguard.RetryPolicy{BaseBackoff: time.Hour, MaxBackoff: time.Hour}))
+			httpguard.RetryPolicy{BaseBackoff: time.Hour, MaxBackoff: time.Hour}))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan error, 1)
@@ -295,7 +297,7 @@ func TestARetryNotSentIsGivenBackToTheBudget(t *testing.T) {
 			g, clk := guarded(t, tc.rules)
 			d := &downstream{codes: []codes.Code{codes.Unavailable}}
 			budget := unlimited(t)
-			in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, grpcguard.RetryPolicy{}))
+			in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, httpguard.RetryPolicy{}))
 			var block *slidegate.BlockError
 			if err := call(clk, in, d); !errors.As(err, &block) {
 				t.Fatalf("%v, want the retry's block", err)
@@ -313,7 +315,7 @@ func TestARetryNotSentIsGivenBackToTheBudget(t *testing.T) {
 func TestARetryTheDeadlineCannotFitIsNotTried(t *testing.T) {
 	g, _ := guarded(t, slidegate.Rules{}) // a clock that never moves: a backoff ends only with ctx
 	budget := unlimited(t)
-	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, grpcguard.RetryPolicy{}))
+	in := grpcguard.UnaryClientInterceptor(g, grpcguard.WithRetry(budget, httpguard.RetryPolicy{}))
 	var attempts atomic.Int64
 	slow := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
 		attempts.Add(1)

@@ -21,10 +21,10 @@ func BenchmarkMiddlewareKeys(b *testing.B) {
 		rule slidegate.FlowRule
 	}{
 		{"none", request("198.51.100.7:5555"), nil, slidegate.FlowRule{Limit: 1 << 31}},
-		{"client-ip", request("198.51.100.7:5555"), httpguard.KeyFromClientIP(), slidegate.FlowRule{Limit: 1 << 31}},
-		{"client-ip/xff-3-hops", request("10.0.0.1:5555", "X-Forwarded-For", "6.6.6.6, 198.51.100.7, 10.0.0.2"), httpguard.KeyFromClientIP(lb), slidegate.FlowRule{Limit: 1 << 31}},
+		{"client-ip", request("198.51.100.7:5555"), httpguard.KeyFromClient(httpguard.ClientIP{}), slidegate.FlowRule{Limit: 1 << 31}},
+		{"client-ip/xff-3-hops", request("10.0.0.1:5555", "X-Forwarded-For", "6.6.6.6, 198.51.100.7, 10.0.0.2"), httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: []netip.Prefix{lb}}), slidegate.FlowRule{Limit: 1 << 31}},
 		{"header", request("198.51.100.7:5555", "X-Api-Key", "alice"), httpguard.KeyFromHeader("X-Api-Key"), slidegate.FlowRule{Limit: 1 << 31}},
-		{"client-ip/per-key-rule", request("198.51.100.7:5555"), httpguard.KeyFromClientIP(), slidegate.FlowRule{Limit: 1 << 31, PerKey: true}},
+		{"client-ip/per-key-rule", request("198.51.100.7:5555"), httpguard.KeyFromClient(httpguard.ClientIP{}), slidegate.FlowRule{Limit: 1 << 31, PerKey: true}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			rule := bc.rule

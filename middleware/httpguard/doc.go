@@ -35,7 +35,7 @@
 //	mux.Handle("GET /users/{id}", httpguard.Middleware(g)(getUser))
 //
 // Placed elsewhere without [WithMux], it names requests by their method
-// and [UnknownRoute], as in "GET (unknown route)". It never names them by
+// and "(unknown route)", as in "GET (unknown route)". It never names them by
 // their paths. It warns once through its logger ([WithLogger]) that rules
 // on routes do not apply. With other middleware between it and the mux,
 // give it the mux:
@@ -58,7 +58,7 @@
 //
 // A request's key ([slidegate.WithKey]) is what a resource's per-key rules
 // ([slidegate.FlowRule.PerKey]) limit on its own: a client address, an API
-// key, a tenant. [KeyFromClientIP] keys each request by its client's IP
+// key, a tenant. [KeyFromClient] keys each request by its client's IP
 // address, and an IPv6 client by its /64. It believes forwarding headers
 // (X-Forwarded-For, Forwarded) only from the reverse proxies it is told to
 // trust (see [ClientIP]). [KeyFromHeader] keys a request by a header's
@@ -71,7 +71,7 @@
 //		{Resource: "POST /login", Limit: 10, PerKey: true},
 //	}})
 //	lb := netip.MustParsePrefix("10.0.0.0/8")
-//	h := httpguard.Middleware(g, httpguard.KeyFromClientIP(lb))(mux)
+//	h := httpguard.Middleware(g, httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: []netip.Prefix{lb}}))(mux)
 //
 // A key is input a client chooses. The guard gets at most
 // 256 bytes of it. The response to a blocked request

@@ -12,7 +12,7 @@ import (
 	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
-func ExampleKeyFromClientIP() {
+func ExampleKeyFromClient() {
 	g, err := slidegate.New()
 	if err != nil {
 		panic(err)
@@ -25,7 +25,7 @@ func ExampleKeyFromClientIP() {
 	mux.HandleFunc("POST /login", func(http.ResponseWriter, *http.Request) {})
 	// The load balancer, in 10.0.0.0/8, appends to X-Forwarded-For.
 	lb := netip.MustParsePrefix("10.0.0.0/8")
-	h := httpguard.Middleware(g, httpguard.KeyFromClientIP(lb))(mux)
+	h := httpguard.Middleware(g, httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: []netip.Prefix{lb}}))(mux)
 
 	login := func(peer, forwardedFor string) int {
 		r := httptest.NewRequest("POST", "/login", nil)
@@ -52,7 +52,7 @@ func ExampleKeyFromClientIP() {
 	// 429
 }
 
-func ExampleKeyFromClient() {
+func ExampleClientIP() {
 	// Behind proxies that write RFC 7239's Forwarded header, keying IPv6
 	// clients by their /56 rather than their /64.
 	keys := httpguard.ClientIP{

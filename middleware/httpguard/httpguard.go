@@ -29,7 +29,8 @@ type options struct {
 }
 
 // WithResource names the resource a request enters. The default is
-// [RouteResource] for [Middleware] and [HostResource] for [Transport]. A
+// [RouteResource] for [Middleware], and the method and host for
+// [Transport]. A
 // nil f keeps it.
 //
 // Names are resources, with statistics, metrics series and dashboard rows
@@ -73,7 +74,7 @@ func WithIsError(f func(status int) bool) Option {
 // WithEntryOptions gives each request's Enter more options, such as a
 // batch count, or a priority ([slidegate.WithPriority]) for some requests.
 // A nil f gives none. A [slidegate.WithKey] among them wins over the key
-// option ([KeyFrom], [KeyFromHeader], [KeyFromClientIP]). The slice f
+// option ([KeyFrom], [KeyFromHeader], [KeyFromClient]). The slice f
 // returns is read, never written to. So f may return the same slice to
 // every request.
 func WithEntryOptions(f func(*http.Request) []slidegate.EntryOption) Option {
@@ -171,16 +172,12 @@ func (o *options) entryOptions(eo []slidegate.EntryOption, r *http.Request, last
 // random paths makes no more than one.
 const NoRoute = adapter.NoRoute
 
-// OtherMethod stands for every method outside the standard set in
-// resource names, as in "_OTHER /users/{id}". OpenTelemetry's semantic
-// conventions name it so. net/http accepts any token as a method, up to
-// the header limit. Each would otherwise make a resource of its own.
-const OtherMethod = adapter.OtherMethod
-
 // Method returns r.Method if it is one of the methods of RFC 9110 and RFC
 // 5789: GET, HEAD, POST, PUT, PATCH, DELETE, CONNECT, OPTIONS, TRACE.
-// Otherwise it returns [OtherMethod]. So a resource name carries a method
-// from a set of ten.
+// Otherwise it returns "_OTHER", as OpenTelemetry's semantic conventions
+// do. So a resource name carries a method from a set of ten. net/http
+// accepts any token as a method, and each would otherwise make a resource
+// of its own.
 func Method(r *http.Request) string { return adapter.Method(r) }
 
 // RouteResource names a request by its method (see [Method]) and route,
@@ -200,10 +197,6 @@ func RouteResource(r *http.Request) string {
 	return NoRoute
 }
 
-// UnknownRoute stands for the route in the names of requests whose route
-// [Middleware] cannot learn, as in "GET (unknown route)".
-const UnknownRoute = adapter.UnknownRoute
-
 // Middleware returns middleware that guards a handler with g. A nil g
 // means [slidegate.Default]. Each request enters the guard as inbound
 // traffic ([slidegate.WithInbound]). Its name is the one [WithResource] gives,
@@ -220,8 +213,8 @@ const UnknownRoute = adapter.UnknownRoute
 // in mux.Handle("GET /x", Middleware(g)(h)).
 //
 // Otherwise Middleware cannot learn the route before next routes the
-// request. It names the request by its method and [UnknownRoute], as in
-// "GET (unknown route)", never by its raw path. So whatever clients send,
+// request. It names the request by its method and "(unknown route)", as
+// in "GET (unknown route)", never by its raw path. So whatever clients send,
 // the requests make at most ten names. Middleware says so once through
 // the logger ([WithLogger]), since a rule on a route then never applies.
 //
@@ -460,7 +453,9 @@ func (rw *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Transport returns an [http.RoundTripper] that guards the requests it
 // sends through base with g. A nil base means [http.DefaultTransport], and
 // a nil g [slidegate.Default]. Each request enters the guard, as outbound
-// traffic, under the name [WithResource] gives, [HostResource] by default.
+// traffic, under the name [WithResource] gives. By default that is its
+// method (see [Method]) and host, with its port if the URL has one:
+// "GET api.example.com", "GET 127.0.0.1:9101".
 //
 // A blocked request returns a [*slidegate.BlockError] without reaching the
 // network. The [http.Client] wraps it in a *url.Error. An allowed one exits
@@ -478,15 +473,13 @@ func Transport(g *slidegate.Guard, base http.RoundTripper, opts ...Option) http.
 	}
 	o := build(opts)
 	if o.resource == nil {
-		o.resource = HostResource
+		o.resource = hostResource
 	}
 	return &transport{g: g, base: base, o: o}
 }
 
-// HostResource names an outgoing request by its method (see [Method]) and
-// host, with its port if the URL has one: "GET api.example.com",
-// "GET 127.0.0.1:9101".
-func HostResource(r *http.Request) string { return Method(r) + " " + r.URL.Host }
+// hostResource is Transport's default name of an outgoing request.
+func hostResource(r *http.Request) string { return Method(r) + " " + r.URL.Host }
 
 type transport struct {
 	g    *slidegate.Guard

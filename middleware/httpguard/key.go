@@ -37,7 +37,7 @@ func KeyFrom(f func(*http.Request) string) Option {
 // clients that do not lie, not to hold back ones that do. An API key
 // checked before the handler runs does not lie, nor does a tenant a
 // gateway sets. A client that lies can send a new value with every
-// request. [KeyFromClientIP] keys by what a client cannot choose.
+// request. [KeyFromClient] keys by what a client cannot choose.
 func KeyFromHeader(name string) Option {
 	canonical := textproto.CanonicalMIMEHeaderKey(name)
 	return func(o *options) {
@@ -50,31 +50,27 @@ func KeyFromHeader(name string) Option {
 	}
 }
 
-// KeyFromClientIP takes each request's key from its client's IP address,
-// as [ClientIP] with these trusted proxies finds it. See ClientIP for how,
-// and [KeyFromClient] for more choices. An IPv4 client's key is its
+// KeyFromClient takes each request's key from its client's IP address, as
+// c finds it (see [ClientIP]). The key is the address's network of
+// c.IPv4Bits or c.IPv6Bits bits. By default an IPv4 client's key is its
 // address's canonical text ("192.0.2.1"). An IPv6 client's key is its
 // /64's ("2001:db8:1:2::/64"), which a client cannot leave by changing its
-// address (see [ClientIP.IPv6Bits]). With no trusted proxies, the client
-// is the connection's peer, and forwarding headers are ignored. A request
-// whose peer is not an IP address, such as a Unix socket, has the empty
-// key.
+// address. With no TrustedProxies, the client is the connection's peer,
+// and forwarding headers are ignored:
+//
+//	httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: []netip.Prefix{lb}})
+//
+// A request whose peer is not an IP address, such as a Unix socket, has
+// the empty key. c is copied: changing it, or its TrustedProxies,
+// afterwards changes nothing.
 //
 // For [Middleware], an IPv4 address that the server or a trusted proxy
 // wrote canonically, as they do, costs no allocation. The key is a part of
 // Request.RemoteAddr or of the forwarding header. Nor does a network whose
-// key was made recently cost one: see ClientIP.
+// key was made recently cost one (see ClientIP.IPv4Bits).
 //
-// For [Transport], KeyFromClientIP gives every request the empty key: an
+// For [Transport], KeyFromClient gives every request the empty key: an
 // outgoing request has no client address.
-func KeyFromClientIP(trusted ...netip.Prefix) Option {
-	return KeyFromClient(ClientIP{TrustedProxies: trusted})
-}
-
-// KeyFromClient takes each request's key from its client's IP address as c
-// finds it, as [KeyFromClientIP] does. The key is the address's network of
-// c.IPv4Bits or c.IPv6Bits bits. c is copied: changing it, or its
-// TrustedProxies, afterwards changes nothing.
 func KeyFromClient(c ClientIP) Option {
 	c.TrustedProxies = slices.Clone(c.TrustedProxies)
 	c.Header = c.headerName()

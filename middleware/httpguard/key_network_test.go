@@ -31,7 +31,7 @@ func randomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
 // TestAClientRotatingAddressesInItsNetworkIsHeldToOneKey: a client that
 // sends each request from a new address of its /64, as it may at will (and
 // as privacy addresses do on their own), is held to one key's limit by
-// KeyFromClientIP's defaults, directly and through a trusted proxy, while
+// KeyFromClient's defaults, directly and through a trusted proxy, while
 // the /64 next to it keeps a limit of its own, IPv4 clients are keyed by
 // their whole address, and an IPv4-mapped address is its IPv4 address.
 func TestAClientRotatingAddressesInItsNetworkIsHeldToOneKey(t *testing.T) {
@@ -39,7 +39,7 @@ func TestAClientRotatingAddressesInItsNetworkIsHeldToOneKey(t *testing.T) {
 	g, _ := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /login", Limit: limit, PerKey: true}}})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", func(http.ResponseWriter, *http.Request) {})
-	h := httpguard.Middleware(g, httpguard.KeyFromClientIP(netip.MustParsePrefix("127.0.0.0/8")))(mux)
+	h := httpguard.Middleware(g, httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}))(mux)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	rng := rand.New(rand.NewPCG(1, 2))

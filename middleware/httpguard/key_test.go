@@ -54,7 +54,7 @@ func request(remoteAddr string, header ...string) *http.Request {
 // counts.
 func TestClientIPKeyAsAnAttackerSeesIt(t *testing.T) {
 	lb := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
-	viaLB := httpguard.KeyFromClientIP(lb...)
+	viaLB := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: lb})
 	forwarded := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: lb, Header: "forwarded"})
 	perNet := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: lb, IPv6Bits: 56, IPv4Bits: 24})
 	whole := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: lb, IPv6Bits: 128})
@@ -65,8 +65,8 @@ func TestClientIPKeyAsAnAttackerSeesIt(t *testing.T) {
 		r    *http.Request
 		want string
 	}{
-		{"direct: the peer", httpguard.KeyFromClientIP(), request("198.51.100.7:5555"), "198.51.100.7"},
-		{"direct: a spoofed header is ignored", httpguard.KeyFromClientIP(), request("198.51.100.7:5555", xff, "1.1.1.1", "Forwarded", "for=1.1.1.1"), "198.51.100.7"},
+		{"direct: the peer", httpguard.KeyFromClient(httpguard.ClientIP{}), request("198.51.100.7:5555"), "198.51.100.7"},
+		{"direct: a spoofed header is ignored", httpguard.KeyFromClient(httpguard.ClientIP{}), request("198.51.100.7:5555", xff, "1.1.1.1", "Forwarded", "for=1.1.1.1"), "198.51.100.7"},
 		{"untrusted peer: a spoofed header is ignored", viaLB, request("198.51.100.7:5555", xff, "1.1.1.1"), "198.51.100.7"},
 		{"untrusted peer: even a trusted address in it", viaLB, request("198.51.100.7:5555", xff, "10.0.0.9"), "198.51.100.7"},
 		{"spoof, real client, through the proxy", viaLB, request("10.0.0.1:5555", xff, "1.1.1.1, 198.51.100.7"), "198.51.100.7"},
@@ -132,7 +132,7 @@ func TestClientIPAddr(t *testing.T) {
 // option is made: the option keeps what it was given.
 func TestKeyFromClientCopiesItsConfiguration(t *testing.T) {
 	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
-	opt := httpguard.KeyFromClientIP(trusted...)
+	opt := httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: trusted})
 	trusted[0] = netip.MustParsePrefix("198.51.100.0/24") // now the client is "trusted"
 	if got := keyOf(t, request("10.0.0.1:1", "X-Forwarded-For", "198.51.100.7"), opt); got != "198.51.100.7" {
 		t.Errorf("key %q after the caller changed its slice, want 198.51.100.7", got)
@@ -179,7 +179,7 @@ func TestKeyFromAndWhichKeyWins(t *testing.T) {
 		{"no key option: the empty key", nil, r, ""},
 		{"KeyFrom", []httpguard.Option{tenant}, r, "tenant-a"},
 		{"KeyFrom nil keeps the key option", []httpguard.Option{tenant, httpguard.KeyFrom(nil)}, r, "tenant-a"},
-		{"the last key option wins", []httpguard.Option{tenant, httpguard.KeyFromClientIP()}, r, "192.0.2.1"},
+		{"the last key option wins", []httpguard.Option{tenant, httpguard.KeyFromClient(httpguard.ClientIP{})}, r, "192.0.2.1"},
 		{"WithKey among the entry options wins", []httpguard.Option{fromOptions, tenant}, request("1.1.1.1:1", "X-Api-Key", "alice"), "alice"},
 		{"entry options without a key leave it", []httpguard.Option{fromOptions, tenant}, r, "tenant-a"},
 		{"KeyFrom's key is cut", []httpguard.Option{httpguard.KeyFrom(func(*http.Request) string { return strings.Repeat("x", 1000) })}, r, strings.Repeat("x", bounds.MaxKeyLength)},
@@ -222,7 +222,7 @@ func TestPerKeyRuleThroughMiddleware(t *testing.T) {
 	g, clk := newGuard(t, slidegate.Rules{Flow: []slidegate.FlowRule{{Resource: "GET /login", Limit: 1, PerKey: true}}})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", func(http.ResponseWriter, *http.Request) {})
-	srv := httptest.NewServer(httpguard.Middleware(g, httpguard.KeyFromClientIP(netip.MustParsePrefix("127.0.0.0/8")))(mux))
+	srv := httptest.NewServer(httpguard.Middleware(g, httpguard.KeyFromClient(httpguard.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}))(mux))
 	defer srv.Close()
 	get := func(client string) int {
 		t.Helper()
@@ -275,7 +275,7 @@ func TestTransportKeys(t *testing.T) {
 	}{
 		{httpguard.KeyFromHeader("X-Tenant"), "acme"},
 		{httpguard.KeyFrom(func(r *http.Request) string { return r.URL.Host }), "example.com"},
-		{httpguard.KeyFromClientIP(), ""},
+		{httpguard.KeyFromClient(httpguard.ClientIP{}), ""},
 	} {
 		_, err := httpguard.Transport(g, base, tc.opt).RoundTrip(r)
 		var be *slidegate.BlockError

@@ -11,20 +11,14 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/middleware/internal/adapter"
 )
 
-// Defaults of a [RetryPolicy]'s zero fields.
-const (
-	DefaultMaxRetries  = 2
-	DefaultBaseBackoff = 25 * time.Millisecond
-	DefaultMaxBackoff  = time.Second
-)
-
-// MaxDrain is how much of a retried response's body [Transport] reads
+// maxDrain is how much of a retried response's body Transport reads
 // before closing it, so that the connection may serve the next attempt. A
 // longer body is closed unread. That costs the connection, but never more
-// than MaxDrain bytes of a hostile server's reply.
-const MaxDrain = 4 << 10
+// than maxDrain bytes of a hostile server's reply.
+const maxDrain = 4 << 10
 
 // drainTime bounds the time Transport reads a retried response's body. A
 // body that has not ended by then is closed, which closes its connection:
@@ -33,25 +27,27 @@ const MaxDrain = 4 << 10
 // two: less is spent on reading, more would be better spent on dialing.
 const drainTime = 50 * time.Millisecond
 
-// A RetryPolicy says which requests [Transport] retries and how long it
-// waits between attempts. Every field's zero value stands for its default.
+// A RetryPolicy says how often a client retries and how long it waits
+// between attempts. [WithRetry] gives it to [Transport]. The gRPC client
+// interceptor takes it too (grpcguard.WithRetry). Every field's zero value
+// stands for its default.
 type RetryPolicy struct {
 	// MaxRetries is the most retries of one request, after its first
-	// attempt. Zero means DefaultMaxRetries; a negative value, none.
+	// attempt. Zero means 2; a negative value, none.
 	MaxRetries int
 	// BaseBackoff is the longest wait before the first retry. It doubles
 	// for each retry after it, up to MaxBackoff. Each wait is drawn
 	// uniformly from [0, that bound] ("full jitter"), so that clients that
 	// failed together do not retry together. Zero or negative means
-	// DefaultBaseBackoff.
+	// 25 ms.
 	BaseBackoff time.Duration
 	// MaxBackoff bounds every wait. It also bounds the longest Retry-After
 	// a response may ask for and still be retried; a response that asks
-	// for more is returned as it is. Zero or negative means
-	// DefaultMaxBackoff.
+	// for more is returned as it is. Zero or negative means 1 s.
 	MaxBackoff time.Duration
-	// Retryable says whether an attempt that reached the network may be
-	// retried. It is given the attempt's response, or its error with a nil
+	// Retryable says whether an HTTP attempt that reached the network may
+	// be retried. The gRPC interceptor does not read it: it retries by
+	// status code. It is given the attempt's response, or its error with a nil
 	// response. Nil means Retryable. It is not asked about attempts the
 	// guard blocked, nor about requests that are not safe to repeat (see
 	// WithRetry). Nor is it asked once the request's context is done.
@@ -109,7 +105,7 @@ func Retryable(resp *http.Response, err error) bool {
 // the breaker decides from its outcome alone. An HTTP date in Retry-After
 // is not read.
 //
-// Before a retry, Transport reads at most [MaxDrain] bytes of the failed
+// Before a retry, Transport reads at most 4 KiB of the failed
 // response's body, for at most 50 ms, and closes it. Then it waits its
 // backoff, at least the response's Retry-After, on the guard's clock. A
 // context done while it waits ends the call at once with the context's
@@ -132,16 +128,7 @@ func WithRetry(budget *flow.RetryBudget, policy RetryPolicy) Option {
 			o.retry = nil
 			return
 		}
-		p := policy
-		if p.MaxRetries == 0 {
-			p.MaxRetries = DefaultMaxRetries
-		}
-		if p.BaseBackoff <= 0 {
-			p.BaseBackoff = DefaultBaseBackoff
-		}
-		if p.MaxBackoff <= 0 {
-			p.MaxBackoff = DefaultMaxBackoff
-		}
+		p := policy.withDefaults()
 		if p.Retryable == nil {
 			p.Retryable = Retryable
 		}
@@ -253,7 +240,7 @@ func again(r *http.Request) (*http.Request, error) {
 	return c, nil
 }
 
-// drain reads at most MaxDrain bytes of resp's body, so that its
+// drain reads at most maxDrain bytes of resp's body, so that its
 // connection can be reused, for at most drainTime or until the deadline,
 // and closes it. A body known to be longer is closed at once: read in
 // part, it would cost the connection all the same.
@@ -265,7 +252,7 @@ func drain(resp *http.Response, deadline time.Time, hasDeadline bool) {
 	if body == nil || body == http.NoBody {
 		return
 	}
-	if resp.ContentLength > MaxDrain {
+	if resp.ContentLength > maxDrain {
 		_ = body.Close()
 		return
 	}
@@ -276,7 +263,7 @@ func drain(resp *http.Response, deadline time.Time, hasDeadline bool) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.CopyN(io.Discard, body, MaxDrain)
+		_, _ = io.CopyN(io.Discard, body, maxDrain)
 	}()
 	timer := time.NewTimer(d)
 	select {
@@ -285,6 +272,13 @@ func drain(resp *http.Response, deadline time.Time, hasDeadline bool) {
 	}
 	timer.Stop()
 	_ = body.Close()
+}
+
+// withDefaults returns p with every zero field's default filled in
+// (adapter.RetryDefaults), and a negative MaxRetries kept: no retry.
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	p.MaxRetries, p.BaseBackoff, p.MaxBackoff = adapter.RetryDefaults(p.MaxRetries, p.BaseBackoff, p.MaxBackoff)
+	return p
 }
 
 // backoff returns the wait before retry number retry+1 (retry counting

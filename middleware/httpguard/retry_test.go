@@ -19,7 +19,7 @@ import (
 )
 
 // backendHost is the host of the requests these tests send: their
-// resource is "GET backend.test" (HostResource).
+// resource is "GET backend.test" (the method and host).
 const backendHost = "backend.test"
 
 // newBudget returns a retry budget over 10 s on a manual clock of its own,

@@ -194,7 +194,7 @@ func TestASlowClientGetsOnlyItsShareWhileTheServiceIsOverloaded(t *testing.T) {
 		}}); err != nil {
 			t.Fatal(err)
 		}
-		s := newSlowService(t, g, 5*time.Millisecond, httpguard.KeyFromClientIP())
+		s := newSlowService(t, g, 5*time.Millisecond, httpguard.KeyFromClient(httpguard.ClientIP{}))
 		s.legit(t, 200, time.Second, "127.0.0.2") // the shed rule learns the service's capacity
 		cpu.v.Store(0.95)
 		stop := make(chan struct{})

@@ -125,6 +125,30 @@ func RetryAfterSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
+// The defaults of httpguard.RetryPolicy's zero fields, for HTTP and gRPC.
+const (
+	defaultMaxRetries  = 2
+	defaultBaseBackoff = 25 * time.Millisecond
+	defaultMaxBackoff  = time.Second
+)
+
+// RetryDefaults returns a retry policy's numbers with each zero one's
+// default: 2 retries, a base backoff of 25 ms, a longest of 1 s. A
+// negative maxRetries (no retry) is kept, as is a positive number; a
+// backoff that is not positive takes its default.
+func RetryDefaults(maxRetries int, base, longest time.Duration) (int, time.Duration, time.Duration) {
+	if maxRetries == 0 {
+		maxRetries = defaultMaxRetries
+	}
+	if base <= 0 {
+		base = defaultBaseBackoff
+	}
+	if longest <= 0 {
+		longest = defaultMaxBackoff
+	}
+	return maxRetries, base, longest
+}
+
 // Enter enters r into g as inbound traffic to resource, with key if keyed.
 func Enter(g *slidegate.Guard, r *http.Request, resource string, key string, keyed bool) (slidegate.Entry, error) {
 	var buf [2]slidegate.EntryOption // on the stack: Enter keeps none of them
