@@ -106,7 +106,7 @@ func (f FlowRule) normal() FlowRule {
 
 // normal returns the rule with the defaults of its breaker written out
 // (breaker's Default constants): the window, the minimum volume, and an
-// adaptive breaker's K, protection and block policy or a circuit's open
+// SRE breaker's K, protection and block policy or a circuit's open
 // timeout, backoff and probes.
 func (b BreakerRule) normal() BreakerRule {
 	b.Shadow = false // as for a flow rule: the breaker keeps its state
@@ -115,9 +115,9 @@ func (b BreakerRule) normal() BreakerRule {
 	if b.Interval == 0 {
 		b.Interval = Duration(breaker.DefaultInterval)
 	}
-	if b.Strategy == AdaptiveBreaker {
+	if b.Strategy == SREBreaker {
 		if b.Buckets == 0 {
-			b.Buckets = breaker.DefaultAdaptiveBuckets
+			b.Buckets = breaker.DefaultSREBuckets
 		}
 		if b.MinRequests == nil {
 			b.MinRequests = new(int64)

@@ -187,7 +187,7 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 	if b.Interval != 0 || b.Buckets != 0 {
 		opts = append(opts, breaker.WithWindow(b.Buckets, time.Duration(b.Interval))) // 0: the breaker's default
 	}
-	if b.Strategy == AdaptiveBreaker {
+	if b.Strategy == SREBreaker {
 		if b.K != 0 {
 			opts = append(opts, breaker.WithK(b.K))
 		}
@@ -195,7 +195,7 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 			opts = append(opts, breaker.WithProtection(*b.Protection))
 		}
 		opts = append(opts, breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy]))
-		a, err := breaker.NewAdaptive(opts...)
+		a, err := breaker.NewSRE(opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ type EventKind uint8
 // The kinds of event.
 const (
 	// BreakerChanged: a breaker rule's circuit changed state (Event.Breaker).
-	// An adaptive breaker has no states, and tells none.
+	// An SRE breaker has no states, and tells none.
 	BreakerChanged EventKind = iota + 1
 	// RulesChanged: a new set of rules is in force (Event.Changes says what
 	// changed).

@@ -122,13 +122,13 @@ func TestARuleReloadTellsWhatChanged(t *testing.T) {
 		}
 	}
 	set(Rules{Flow: []FlowRule{{Resource: "a", Limit: 100}, {Resource: "b", Type: ConcurrencyRule, Limit: 5}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}})
+		Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}})
 	set(Rules{Flow: []FlowRule{{Resource: "a", Limit: 200, Interval: Duration(time.Second)}, {Resource: "c", Limit: 1, Shadow: true}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}})
+		Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}})
 	set(Rules{Flow: []FlowRule{{Resource: "a", Limit: 200}, {Resource: "c", Limit: 1, Shadow: true}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}}) // the same, a default left out: no event
+		Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}}) // the same, a default left out: no event
 	set(Rules{Flow: []FlowRule{{Resource: "a", Limit: 200}, {Resource: "c", Limit: 1}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}})
+		Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}})
 	err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: -1}}})
 	if err == nil {
 		t.Fatal("a negative limit was taken")

@@ -200,7 +200,7 @@ type BreakerStrategy string
 
 // The strategies of a breaker.
 const (
-	AdaptiveBreaker   BreakerStrategy = "adaptive"    // the Google SRE throttle: breaker.Adaptive
+	SREBreaker        BreakerStrategy = "sre"         // the Google SRE client-side throttle: breaker.SRE
 	ErrorRatioBreaker BreakerStrategy = "error_ratio" // breaker.ErrorRatio(Threshold)
 	ErrorCountBreaker BreakerStrategy = "error_count" // breaker.ErrorCount(Count)
 	SlowRatioBreaker  BreakerStrategy = "slow_ratio"  // breaker.SlowRatio(MaxRT, Threshold)
@@ -217,7 +217,7 @@ type BreakerRule struct {
 	Resource string `json:"resource" yaml:"resource"`
 	// Name names the rule as FlowRule.Name does; unset, "breaker".
 	Name string `json:"name,omitempty" yaml:"name,omitempty"`
-	// Strategy is one of AdaptiveBreaker, ErrorRatioBreaker,
+	// Strategy is one of SREBreaker, ErrorRatioBreaker,
 	// ErrorCountBreaker, SlowRatioBreaker, ConsecutiveFailuresBreaker.
 	Strategy BreakerStrategy `json:"strategy" yaml:"strategy"`
 	// Threshold is the ratio that opens an error_ratio or slow_ratio
@@ -231,11 +231,11 @@ type BreakerRule struct {
 	MaxRT Duration `json:"max_rt,omitempty" yaml:"max_rt,omitempty"`
 	// MinRequests is the minimum volume (breaker.WithMinRequests); unset,
 	// the breaker's default: 10 for the ratio and count strategies, 0 for
-	// consecutive_failures and adaptive.
+	// consecutive_failures and sre.
 	MinRequests *int64 `json:"min_requests,omitempty" yaml:"min_requests,omitempty"`
 	// Interval and Buckets are the breaker's sliding window
 	// (breaker.WithWindow); each unset takes the breaker's default: 10 s,
-	// in 40 buckets for an adaptive breaker and 10 for the others.
+	// in 40 buckets for an SRE breaker and 10 for the others.
 	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
 	Buckets  int      `json:"buckets,omitempty" yaml:"buckets,omitempty"`
 	// OpenTimeout, MaxOpenTimeout, Probes and ProbeTimeout configure a state
@@ -244,7 +244,7 @@ type BreakerRule struct {
 	MaxOpenTimeout Duration `json:"max_open_timeout,omitempty" yaml:"max_open_timeout,omitempty"`
 	Probes         int      `json:"probes,omitempty" yaml:"probes,omitempty"`
 	ProbeTimeout   Duration `json:"probe_timeout,omitempty" yaml:"probe_timeout,omitempty"`
-	// K, Protection and BlockPolicy configure an adaptive breaker
+	// K, Protection and BlockPolicy configure an SRE breaker
 	// (breaker.WithK, WithProtection, WithBlockPolicy: "count_blocks_while_failing",
 	// "count_blocks" or "ignore_blocks"); unset, the breaker's defaults.
 	K           float64 `json:"k,omitempty" yaml:"k,omitempty"`

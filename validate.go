@@ -432,7 +432,7 @@ func (e *fieldError) Error() string { return e.err.Error() }
 func (e *fieldError) Unwrap() error { return e.err }
 
 // strategyNames lists the breaker strategies, as rule files write them.
-const strategyNames = "adaptive, error_ratio, error_count, slow_ratio, consecutive_failures"
+const strategyNames = "sre, error_ratio, error_count, slow_ratio, consecutive_failures"
 
 func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: b.Resource, list: into}
@@ -457,18 +457,18 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	if b.Probes < 0 {
 		p.add("probes", "%d must not be negative", b.Probes)
 	}
-	adaptiveOnly := func(field string, set bool) {
+	sreOnly := func(field string, set bool) {
 		if set {
-			p.add(field, "applies to an adaptive breaker only")
+			p.add(field, "applies to an SRE breaker only")
 		}
 	}
 	stateOnly := func(field string, set bool) {
 		if set {
-			p.add(field, "does not apply to an adaptive breaker")
+			p.add(field, "does not apply to an SRE breaker")
 		}
 	}
 	switch b.Strategy {
-	case AdaptiveBreaker:
+	case SREBreaker:
 		stateOnly("threshold", b.Threshold != 0)
 		stateOnly("count", b.Count != 0)
 		stateOnly("max_rt", b.MaxRT != 0)
@@ -486,9 +486,9 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 			p.add("block_policy", "%q is not one of count_blocks_while_failing, count_blocks, ignore_blocks", b.BlockPolicy)
 		}
 	case ErrorRatioBreaker, ErrorCountBreaker, SlowRatioBreaker, ConsecutiveFailuresBreaker:
-		adaptiveOnly("k", b.K != 0)
-		adaptiveOnly("protection", b.Protection != nil)
-		adaptiveOnly("block_policy", b.BlockPolicy != "")
+		sreOnly("k", b.K != 0)
+		sreOnly("protection", b.Protection != nil)
+		sreOnly("block_policy", b.BlockPolicy != "")
 		uses := func(field string, set, applies bool) {
 			if set && !applies {
 				p.add(field, "does not apply to the %s strategy", b.Strategy)
@@ -516,6 +516,8 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 		}
 	case "":
 		p.add("strategy", "missing: one of %s", strategyNames)
+	case "adaptive": // its spelling until the word went to the adaptive limit
+		p.add("strategy", `"adaptive" is now spelt %q: the Google SRE throttle (adaptive names a flow rule's limit)`, SREBreaker)
 	default:
 		p.add("strategy", "%q is not one of %s", b.Strategy, strategyNames)
 	}

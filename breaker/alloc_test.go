@@ -12,8 +12,8 @@ import (
 // Allowing and settling a request, and blocking one, allocate nothing.
 func TestBreakersDoNotAllocate(t *testing.T) {
 	clk := clock.NewManual(int64(time.Hour))
-	adaptive, _ := NewAdaptive(WithClock(clk))
-	failing, _ := NewAdaptive(WithClock(clk), WithRandom(func() float64 { return 0.5 }))
+	sre, _ := NewSRE(WithClock(clk))
+	failing, _ := NewSRE(WithClock(clk), WithRandom(func() float64 { return 0.5 }))
 	for i := 0; i < 100; i++ {
 		p, _ := failing.Allow()
 		p.Fail() // a block ratio of 0.94: half the requests are allowed, half blocked
@@ -31,22 +31,22 @@ func TestBreakersDoNotAllocate(t *testing.T) {
 	boom := errors.New("boom")
 	ok := func() error { return nil }
 	for name, f := range map[string]func(){
-		"Adaptive Allow+Succeed": func() { p, _ := adaptive.Allow(); p.Succeed() },
-		"Adaptive Do":            func() { _ = adaptive.Do(ok) },
-		"Adaptive failing":       func() { p, _ := failing.Allow(); p.Fail() },
-		"Circuit Allow+Succeed":  func() { p, _ := ratio.Allow(); p.Succeed() },
-		"Circuit Allow+Done":     func() { p, _ := ratio.Allow(); p.Done(nil) },
-		"Circuit Do":             func() { _ = ratio.Do(ok) },
-		"Circuit DoCtx":          func() { _ = ratio.DoCtx(context.Background(), ok) },
-		"Circuit acceptable":     func() { _ = slow.DoWithAcceptable(func() error { return boom }, func(error) bool { return true }) },
-		"Circuit failing":        func() { _ = tolerant.Do(func() error { return boom }) },
-		"Circuit in a row":       func() { p, _ := inARow.Allow(); p.Fail(); p, _ = inARow.Allow(); p.Succeed() },
-		"Circuit TripWhen":       func() { p, _ := when.AllowAt(clk.Now()); p.DoneAt(clk.Now(), boom) },
-		"Circuit StatsAt":        func() { _ = inARow.StatsAt(clk.Now()) },
-		"Adaptive StateAt":       func() { _ = failing.StateAt(clk.Now()) },
-		"Circuit slow":           func() { p, _ := slow.Allow(); p.Succeed() },
-		"Circuit open":           func() { _, _ = open.Allow() },
-		"Circuit open Do":        func() { _ = open.DoWithFallback(ok, func(err error) error { return err }) },
+		"SRE Allow+Succeed":     func() { p, _ := sre.Allow(); p.Succeed() },
+		"SRE Do":                func() { _ = sre.Do(ok) },
+		"SRE failing":           func() { p, _ := failing.Allow(); p.Fail() },
+		"Circuit Allow+Succeed": func() { p, _ := ratio.Allow(); p.Succeed() },
+		"Circuit Allow+Done":    func() { p, _ := ratio.Allow(); p.Done(nil) },
+		"Circuit Do":            func() { _ = ratio.Do(ok) },
+		"Circuit DoCtx":         func() { _ = ratio.DoCtx(context.Background(), ok) },
+		"Circuit acceptable":    func() { _ = slow.DoWithAcceptable(func() error { return boom }, func(error) bool { return true }) },
+		"Circuit failing":       func() { _ = tolerant.Do(func() error { return boom }) },
+		"Circuit in a row":      func() { p, _ := inARow.Allow(); p.Fail(); p, _ = inARow.Allow(); p.Succeed() },
+		"Circuit TripWhen":      func() { p, _ := when.AllowAt(clk.Now()); p.DoneAt(clk.Now(), boom) },
+		"Circuit StatsAt":       func() { _ = inARow.StatsAt(clk.Now()) },
+		"SRE StateAt":           func() { _ = failing.StateAt(clk.Now()) },
+		"Circuit slow":          func() { p, _ := slow.Allow(); p.Succeed() },
+		"Circuit open":          func() { _, _ = open.Allow() },
+		"Circuit open Do":       func() { _ = open.DoWithFallback(ok, func(err error) error { return err }) },
 	} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
 			t.Errorf("%s: %v allocations per request", name, n)

@@ -32,8 +32,8 @@ func BenchmarkBaselineAtomicAdd(b *testing.B) {
 	}
 }
 
-func mustAdaptive(b *testing.B, opts ...Option) *Adaptive {
-	a, err := NewAdaptive(opts...)
+func mustSRE(b *testing.B, opts ...Option) *SRE {
+	a, err := NewSRE(opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,16 +50,16 @@ func mustCircuit(b *testing.B, s Strategy, opts ...Option) *Circuit {
 
 // Allow and settle a request to a healthy dependency: the breakers' common
 // case.
-func BenchmarkAdaptiveAllowSucceed(b *testing.B) {
-	a := mustAdaptive(b)
+func BenchmarkSREAllowSucceed(b *testing.B) {
+	a := mustSRE(b)
 	for i := 0; i < b.N; i++ {
 		p, _ := a.Allow()
 		p.Succeed()
 	}
 }
 
-func BenchmarkAdaptiveDo(b *testing.B) {
-	a := mustAdaptive(b)
+func BenchmarkSREDo(b *testing.B) {
+	a := mustSRE(b)
 	ok := func() error { return nil }
 	for i := 0; i < b.N; i++ {
 		_ = a.Do(ok)
@@ -68,8 +68,8 @@ func BenchmarkAdaptiveDo(b *testing.B) {
 
 // A failing dependency: every request reads the window's totals and draws;
 // about half are blocked.
-func BenchmarkAdaptiveFailing(b *testing.B) {
-	a := mustAdaptive(b, WithRandom(func() float64 { return 0.5 }))
+func BenchmarkSREFailing(b *testing.B) {
+	a := mustSRE(b, WithRandom(func() float64 { return 0.5 }))
 	for i := 0; i < b.N; i++ {
 		if p, err := a.Allow(); err == nil {
 			p.Fail()
@@ -77,8 +77,8 @@ func BenchmarkAdaptiveFailing(b *testing.B) {
 	}
 }
 
-func BenchmarkAdaptiveAllowSucceedParallel(b *testing.B) {
-	a := mustAdaptive(b)
+func BenchmarkSREAllowSucceedParallel(b *testing.B) {
+	a := mustSRE(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			p, _ := a.Allow()

@@ -8,7 +8,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 )
 
-// A scenario sends evenly spaced requests through an Adaptive breaker on a
+// A scenario sends evenly spaced requests through an SRE breaker on a
 // simulated timeline (AllowAt and RecordAt take the time, so nothing sleeps)
 // to a dependency that fails every request during an outage and, outside it,
 // handles at most capacity requests per second (0: all) and fails the rest.
@@ -31,7 +31,7 @@ type result struct {
 
 func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 	src := rand.New(rand.NewPCG(seed, 1))
-	b, err := breaker.NewAdaptive(breaker.WithBlockPolicy(policy), breaker.WithRandom(src.Float64))
+	b, err := breaker.NewSRE(breaker.WithBlockPolicy(policy), breaker.WithRandom(src.Float64))
 	if err != nil {
 		panic(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // ErrBlocked is the error of a request the breaker blocks: its circuit is
-// open, or the adaptive breaker blocked it at random. Test for it with
+// open, or the SRE breaker blocked it at random. Test for it with
 // [errors.Is], which also matches [ErrProbesBusy].
 var ErrBlocked = errors.New("breaker: blocked")
 
@@ -27,7 +27,7 @@ const (
 	// Closed: requests are allowed and their outcomes are counted.
 	Closed State = iota
 	// Open: requests are blocked (a [Circuit]), or some of them are (an
-	// [Adaptive] breaker whose block ratio is above zero).
+	// [SRE] breaker whose block ratio is above zero).
 	Open
 	// HalfOpen: a Circuit allows a few probe requests to decide whether to
 	// close again.
@@ -71,7 +71,7 @@ type Acceptable func(err error) bool
 // breaker's error, as Do does.
 type Fallback func(err error) error
 
-// A Breaker guards calls to a dependency: [Adaptive] and [Circuit] are
+// A Breaker guards calls to a dependency: [SRE] and [Circuit] are
 // Breakers, and so can be a type of your own. It is what the guard asks of
 // a breaker rule.
 //
@@ -94,7 +94,7 @@ type Breaker interface {
 	StatsAt(now int64) Stats
 }
 
-// A Recorder is the breaker a [Promise] reports to. [Adaptive] and
+// A Recorder is the breaker a [Promise] reports to. [SRE] and
 // [Circuit] have their own. A [Breaker] of your own implements it, and
 // makes its Promises with [NewPromise].
 type Recorder interface {
@@ -108,16 +108,16 @@ type Recorder interface {
 // Stats is a breaker's state and the counts in its window, for metrics. The
 // zero Stats is a closed breaker that has counted nothing.
 type Stats struct {
-	// State is the breaker's state. An [Adaptive] breaker is [Open] while
+	// State is the breaker's state. An [SRE] breaker is [Open] while
 	// its block ratio is above zero.
 	State State
 	// BlockRatio is the share of requests the breaker blocks now. For an
-	// [Adaptive] breaker, it is the probability that it blocks a request.
+	// [SRE] breaker, it is the probability that it blocks a request.
 	// A [Circuit]'s is 0 when closed and 1 when open. Half-open, it is the
 	// share of its probe places taken (probes in flight / probes).
 	BlockRatio float64
 	// Counts are the outcomes counted in the window (see [Counts]). For a
-	// Circuit they are what its strategy sees. An Adaptive breaker counts
+	// Circuit they are what its strategy sees. An SRE breaker counts
 	// no slow requests and no runs of failures, and reports 0 for those.
 	Counts
 	// Blocked is how many requests the breaker blocked in the window (for a
@@ -204,8 +204,8 @@ func (p Promise) RecordAt(now int64, o Outcome) {
 	// interface, so that settling a request costs a direct call.
 	switch r := p.rec.(type) {
 	case nil:
-	case *adaptiveRecorder:
-		(*Adaptive)(r).record(now, o)
+	case *sreRecorder:
+		(*SRE)(r).record(now, o)
 	case *circuitRecorder:
 		if r.clock != nil { // not the zero Circuit
 			(*Circuit)(r).record(p, now, o)
@@ -218,7 +218,7 @@ func (p Promise) RecordAt(now int64, o Outcome) {
 // outcome classifies err as the breaker that issued p does.
 func (p Promise) outcome(err error) Outcome {
 	switch r := p.rec.(type) {
-	case *adaptiveRecorder:
+	case *sreRecorder:
 		return r.policy.outcome(err)
 	case *circuitRecorder:
 		return r.policy.outcome(err)
@@ -229,8 +229,8 @@ func (p Promise) outcome(err error) Outcome {
 func (p Promise) settle(o Outcome) {
 	switch r := p.rec.(type) {
 	case nil:
-	case *adaptiveRecorder:
-		(*Adaptive)(r).record(r.clock.Now(), o)
+	case *sreRecorder:
+		(*SRE)(r).record(r.clock.Now(), o)
 	case *circuitRecorder:
 		if r.clock != nil { // not the zero Circuit
 			(*Circuit)(r).record(p, r.clock.Now(), o)
@@ -240,17 +240,17 @@ func (p Promise) settle(o Outcome) {
 	}
 }
 
-// adaptiveRecorder and circuitRecorder are the breakers as the Recorders of
+// sreRecorder and circuitRecorder are the breakers as the Recorders of
 // their Promises: a Promise holds the breaker itself, with no method of
 // Recorder in the breaker's API.
 type (
-	adaptiveRecorder Adaptive
-	circuitRecorder  Circuit
+	sreRecorder     SRE
+	circuitRecorder Circuit
 )
 
-func (r *adaptiveRecorder) Now() int64 { return r.clock.Now() }
+func (r *sreRecorder) Now() int64 { return r.clock.Now() }
 
-func (r *adaptiveRecorder) RecordAt(p Promise, now int64, o Outcome) { p.RecordAt(now, o) }
+func (r *sreRecorder) RecordAt(p Promise, now int64, o Outcome) { p.RecordAt(now, o) }
 
 func (r *circuitRecorder) Now() int64 {
 	if r.clock == nil { // the zero Circuit
@@ -262,6 +262,6 @@ func (r *circuitRecorder) Now() int64 {
 func (r *circuitRecorder) RecordAt(p Promise, now int64, o Outcome) { p.RecordAt(now, o) }
 
 var (
-	_ Breaker = (*Adaptive)(nil)
+	_ Breaker = (*SRE)(nil)
 	_ Breaker = (*Circuit)(nil)
 )

@@ -6,12 +6,12 @@ import "time"
 // [WithWindow]).
 const DefaultInterval = 10 * time.Second
 
-// The defaults of an [Adaptive] breaker: go-zero's window and protection,
+// The defaults of an [SRE] breaker: go-zero's window and protection,
 // and the K that the Google SRE book recommends. It has no minimum volume.
 const (
-	DefaultAdaptiveBuckets = 40  // see [WithWindow]
-	DefaultK               = 2.0 // see [WithK]
-	DefaultProtection      = 5   // see [WithProtection]
+	DefaultSREBuckets = 40  // see [WithWindow]
+	DefaultK          = 2.0 // see [WithK]
+	DefaultProtection = 5   // see [WithProtection]
 )
 
 // The defaults of a [Circuit]. Its probe timeout is its open timeout, and

@@ -9,7 +9,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
-// goZeroBreaker is a Breaker with go-zero's methods, as Adaptive and
+// goZeroBreaker is a Breaker with go-zero's methods, as SRE and
 // Circuit are.
 type goZeroBreaker interface {
 	Breaker
@@ -25,7 +25,7 @@ type goZeroBreaker interface {
 }
 
 var (
-	_ goZeroBreaker = (*Adaptive)(nil)
+	_ goZeroBreaker = (*SRE)(nil)
 	_ goZeroBreaker = (*Circuit)(nil)
 )
 
@@ -36,13 +36,13 @@ func breakers(t *testing.T) map[string]struct {
 	block func()
 } {
 	t.Helper()
-	a, _, r := newAdaptive(t, WithProtection(0))
+	a, _, r := newSRE(t, WithProtection(0))
 	c, _ := newCircuit(t, ErrorCount(5), WithMinRequests(1))
 	return map[string]struct {
 		b     goZeroBreaker
 		block func()
 	}{
-		"Adaptive": {a, func() {
+		"SRE": {a, func() {
 			outcomes(t, a, 0, 100)
 			r.x = 0 // every draw is below the block ratio
 		}},
@@ -216,7 +216,7 @@ func TestPromiseDoneAtCountsAtTheGivenTime(t *testing.T) {
 
 // A nil Acceptable leaves the decision to WithIsSuccessful, as its doc says.
 func TestNilAcceptableUsesIsSuccessful(t *testing.T) {
-	a, err := NewAdaptive(WithClock(clock.NewManual(0)), WithIsSuccessful(func(error) bool { return true }))
+	a, err := NewSRE(WithClock(clock.NewManual(0)), WithIsSuccessful(func(error) bool { return true }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,11 @@ import (
 
 var errDown = errors.New("dependency down")
 
-// An Adaptive breaker guarding calls with go-zero's API: while the dependency
+// An SRE breaker guarding calls with go-zero's API: while the dependency
 // fails, the breaker blocks a growing share of the calls.
-func ExampleAdaptive() {
+func ExampleSRE() {
 	clk := clock.NewManual(0)
-	b, err := breaker.NewAdaptive(breaker.WithClock(clk))
+	b, err := breaker.NewSRE(breaker.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}
@@ -39,8 +39,8 @@ func ExampleAdaptive() {
 
 // Allow and a Promise, for code that learns the outcome elsewhere: settle
 // the Promise once with Succeed, Fail, Done or Ignore.
-func ExampleAdaptive_Allow() {
-	b, err := breaker.NewAdaptive()
+func ExampleSRE_Allow() {
+	b, err := breaker.NewSRE()
 	if err != nil {
 		panic(err)
 	}

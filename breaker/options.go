@@ -39,8 +39,8 @@ var optionNames = [numOptions]string{"WithK", "WithProtection", "WithRandom", "W
 	"WithOpenTimeout", "WithBackoff", "WithProbes", "OnStateChange", "OnTransition"}
 
 const (
-	adaptiveOnly = 1<<optK | 1<<optProtection | 1<<optRandom | 1<<optBlockPolicy
-	circuitOnly  = 1<<optOpenTimeout | 1<<optBackoff | 1<<optProbes | 1<<optListener | 1<<optHook
+	sreOnly     = 1<<optK | 1<<optProtection | 1<<optRandom | 1<<optBlockPolicy
+	circuitOnly = 1<<optOpenTimeout | 1<<optBackoff | 1<<optProbes | 1<<optListener | 1<<optHook
 )
 
 // settings are every option's value; each constructor reads its own.
@@ -97,7 +97,7 @@ func WithClock(c clock.Clock) Option {
 
 // WithWindow sets the sliding window the breaker counts outcomes over: the
 // last interval, in buckets buckets (the order of [window.NewCounter]). The
-// defaults are [DefaultInterval] and [DefaultAdaptiveBuckets] or
+// defaults are [DefaultInterval] and [DefaultSREBuckets] or
 // [DefaultCircuitBuckets]. A number of buckets or an interval of 0 keeps its
 // default. The interval must divide into whole nanoseconds per bucket, each
 // at least 1 µs. A negative value is an error.
@@ -113,8 +113,8 @@ func WithWindow(buckets int, interval time.Duration) Option {
 }
 
 // WithMinRequests sets the minimum volume. While fewer than n requests in
-// the window have ended with a counted outcome, an [Adaptive] breaker blocks
-// nothing and a [Circuit] does not trip. n must not be negative. An Adaptive
+// the window have ended with a counted outcome, an [SRE] breaker blocks
+// nothing and a [Circuit] does not trip. n must not be negative. An SRE
 // breaker has no minimum by default: its protection spares light traffic
 // (see [WithProtection]). A Circuit's default is [DefaultMinRequests], but 0
 // for [ConsecutiveFailures], whose run of n failures is its own volume. It
@@ -138,7 +138,7 @@ func WithIsSuccessful(f func(err error) bool) Option {
 	return func(s *settings) { s.notNil(f == nil, "WithIsSuccessful"); s.isSuccessful = f }
 }
 
-// WithK sets an [Adaptive] breaker's K: how many requests it lets through
+// WithK sets an [SRE] breaker's K: how many requests it lets through
 // per request that succeeds. The default, [DefaultK], is the Google SRE
 // book's; go-zero's starts at 1.5. A lower K blocks sooner. K must be at
 // least 1, or the breaker would block requests to a healthy dependency.
@@ -146,7 +146,7 @@ func WithK(k float64) Option {
 	return func(s *settings) { s.k = k; s.mark(optK) }
 }
 
-// WithProtection sets an [Adaptive] breaker's protection: that many requests
+// WithProtection sets an [SRE] breaker's protection: that many requests
 // in the window are spared from the block ratio, so that a few failures
 // among light traffic block nothing. The default, [DefaultProtection], is
 // go-zero's. n must not be negative.
@@ -154,7 +154,7 @@ func WithProtection(n int64) Option {
 	return func(s *settings) { s.protection = n; s.mark(optProtection) }
 }
 
-// WithRandom sets the source an [Adaptive] breaker draws from to decide
+// WithRandom sets the source an [SRE] breaker draws from to decide
 // whether to block a request. f returns a number in [0, 1). It must be safe
 // for concurrent use if the breaker is. By default it is [rand.Float64].
 // Tests pass a deterministic source. A nil f is an error.
@@ -162,7 +162,7 @@ func WithRandom(f func() float64) Option {
 	return func(s *settings) { s.notNil(f == nil, "WithRandom"); s.random = f; s.mark(optRandom) }
 }
 
-// WithBlockPolicy says whether an [Adaptive] breaker counts the requests it
+// WithBlockPolicy says whether an [SRE] breaker counts the requests it
 // blocks as requests (see [BlockPolicy]). The default is
 // [CountBlocksWhileFailing].
 func WithBlockPolicy(p BlockPolicy) Option {

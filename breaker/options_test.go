@@ -12,8 +12,8 @@ import (
 
 // Each constructor, so that every test of options covers both.
 var constructors = map[string]func(opts ...Option) error{
-	"NewAdaptive": func(opts ...Option) error { _, err := NewAdaptive(opts...); return err },
-	"NewCircuit":  func(opts ...Option) error { _, err := NewCircuit(ErrorRatio(0.5), opts...); return err },
+	"NewSRE":     func(opts ...Option) error { _, err := NewSRE(opts...); return err },
+	"NewCircuit": func(opts ...Option) error { _, err := NewCircuit(ErrorRatio(0.5), opts...); return err },
 }
 
 // A nil where an option needs a clock or a function is an error naming the
@@ -62,11 +62,11 @@ func TestOptionForTheOtherBreakerIsAnErrorNamingIt(t *testing.T) {
 		{"WithK", errOf(NewCircuit(ErrorRatio(0.5), WithK(2))), "WithK does not apply to a Circuit"},
 		{"WithProtection", errOf(NewCircuit(ErrorRatio(0.5), WithProtection(1))), "WithProtection does not apply to a Circuit"},
 		{"WithRandom", errOf(NewCircuit(ErrorRatio(0.5), WithRandom(func() float64 { return 0 }))), "WithRandom does not apply to a Circuit"},
-		{"WithOpenTimeout", errOf(NewAdaptive(WithOpenTimeout(time.Second))), "WithOpenTimeout does not apply to an Adaptive breaker"},
-		{"WithBackoff", errOf(NewAdaptive(WithBackoff(time.Second))), "WithBackoff does not apply to an Adaptive breaker"},
-		{"WithProbes", errOf(NewAdaptive(WithProbes(1, 0))), "WithProbes does not apply to an Adaptive breaker"},
-		{"OnStateChange", errOf(NewAdaptive(OnStateChange(func(Transition) {}))), "OnStateChange does not apply to an Adaptive breaker"},
-		{"OnTransition", errOf(NewAdaptive(onTransition(func(*Circuit, Transition) {}))), "OnTransition does not apply to an Adaptive breaker"},
+		{"WithOpenTimeout", errOf(NewSRE(WithOpenTimeout(time.Second))), "WithOpenTimeout does not apply to an SRE breaker"},
+		{"WithBackoff", errOf(NewSRE(WithBackoff(time.Second))), "WithBackoff does not apply to an SRE breaker"},
+		{"WithProbes", errOf(NewSRE(WithProbes(1, 0))), "WithProbes does not apply to an SRE breaker"},
+		{"OnStateChange", errOf(NewSRE(OnStateChange(func(Transition) {}))), "OnStateChange does not apply to an SRE breaker"},
+		{"OnTransition", errOf(NewSRE(onTransition(func(*Circuit, Transition) {}))), "OnTransition does not apply to an SRE breaker"},
 	} {
 		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", tc.name, tc.err, tc.want)
@@ -114,14 +114,14 @@ func TestBadConfigIsAnErrorNamingTheOptionAndItsValue(t *testing.T) {
 		{"window", errOf(NewCircuit(ErrorRatio(0.5), WithWindow(3, time.Second))), "window interval = 1s: does not divide into 3"},
 		{"window buckets", errOf(NewCircuit(ErrorRatio(0.5), WithWindow(-1, time.Second))), "window buckets = -1"},
 		{"narrow buckets", errOf(NewCircuit(ErrorRatio(0.5), WithWindow(2000, time.Millisecond))), "window interval = 1ms"},
-		{"negative interval", errOf(NewAdaptive(WithWindow(0, -time.Second))), "window interval = -1s"},
+		{"negative interval", errOf(NewSRE(WithWindow(0, -time.Second))), "window interval = -1s"},
 		{"min requests", errOf(NewCircuit(ErrorRatio(0.5), WithMinRequests(-1))), "min requests = -1: must not be negative"},
-		{"adaptive min requests", errOf(NewAdaptive(WithMinRequests(-1))), "min requests = -1: must not be negative"},
-		{"K below 1", errOf(NewAdaptive(WithK(0.5))), "K = 0.5: must be at least 1"},
-		{"K infinite", errOf(NewAdaptive(WithK(math.Inf(1)))), "K = +Inf"},
-		{"protection", errOf(NewAdaptive(WithProtection(-1))), "protection = -1: must not be negative"},
-		{"random", errOf(NewAdaptive(WithRandom(nil))), "WithRandom(nil): must not be nil"},
-		{"block policy", errOf(NewAdaptive(WithBlockPolicy(7))), "block policy = 7: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks"},
+		{"SRE min requests", errOf(NewSRE(WithMinRequests(-1))), "min requests = -1: must not be negative"},
+		{"K below 1", errOf(NewSRE(WithK(0.5))), "K = 0.5: must be at least 1"},
+		{"K infinite", errOf(NewSRE(WithK(math.Inf(1)))), "K = +Inf"},
+		{"protection", errOf(NewSRE(WithProtection(-1))), "protection = -1: must not be negative"},
+		{"random", errOf(NewSRE(WithRandom(nil))), "WithRandom(nil): must not be nil"},
+		{"block policy", errOf(NewSRE(WithBlockPolicy(7))), "block policy = 7: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks"},
 	} {
 		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", tc.name, tc.err, tc.want)

@@ -110,10 +110,10 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 	}
 }
 
-// Concurrent requests on an Adaptive breaker are all counted.
-func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
+// Concurrent requests on an SRE breaker are all counted.
+func TestSREConcurrentOutcomesAreCounted(t *testing.T) {
 	clk := clock.NewManual(0)
-	a, err := NewAdaptive(WithClock(clk), WithK(1e9)) // K so large that nothing is blocked
+	a, err := NewSRE(WithClock(clk), WithK(1e9)) // K so large that nothing is blocked
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +141,8 @@ func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
 }
 
 // When a probe is due, one request gets it, however many ask at once.
-func TestAdaptiveLetsOneProbeThroughWhenManyAskAtOnce(t *testing.T) {
-	a, err := NewAdaptive(WithClock(clock.NewManual(0)), WithProtection(0), WithRandom(func() float64 { return 0 }))
+func TestSRELetsOneProbeThroughWhenManyAskAtOnce(t *testing.T) {
+	a, err := NewSRE(WithClock(clock.NewManual(0)), WithProtection(0), WithRandom(func() float64 { return 0 }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ type fixedRandom struct{ x float64 }
 
 func (f *fixedRandom) next() float64 { return f.x }
 
-func newAdaptive(t *testing.T, opts ...Option) (*Adaptive, *clock.Manual, *fixedRandom) {
+func newSRE(t *testing.T, opts ...Option) (*SRE, *clock.Manual, *fixedRandom) {
 	t.Helper()
 	clk := clock.NewManual(0)
 	r := &fixedRandom{x: 0.999999}
-	a, err := NewAdaptive(append([]Option{WithClock(clk), WithRandom(r.next)}, opts...)...)
+	a, err := NewSRE(append([]Option{WithClock(clk), WithRandom(r.next)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func newAdaptive(t *testing.T, opts ...Option) (*Adaptive, *clock.Manual, *fixed
 }
 
 // outcomes settles s successes and f failures at the clock's time.
-func outcomes(t *testing.T, a *Adaptive, s, f int) {
+func outcomes(t *testing.T, a *SRE, s, f int) {
 	t.Helper()
 	for i := 0; i < s+f; i++ {
 		p, err := a.Allow()
@@ -42,7 +42,7 @@ func outcomes(t *testing.T, a *Adaptive, s, f int) {
 	}
 }
 
-func TestAdaptiveBlockRatioFollowsTheSREFormula(t *testing.T) {
+func TestSREBlockRatioFollowsTheSREFormula(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		opts         []Option
@@ -65,7 +65,7 @@ func TestAdaptiveBlockRatioFollowsTheSREFormula(t *testing.T) {
 		{"blocks do not count toward the volume", []Option{WithMinRequests(11)}, 0, 10, 40, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, _, r := newAdaptive(t, tc.opts...)
+			a, _, r := newSRE(t, tc.opts...)
 			outcomes(t, a, tc.s, tc.f)
 			now := a.clock.Now()
 			for i := 0; i < tc.blocks; i++ {
@@ -98,9 +98,9 @@ func TestAdaptiveBlockRatioFollowsTheSREFormula(t *testing.T) {
 	}
 }
 
-func TestAdaptiveHealthyWindowDrawsNothing(t *testing.T) {
+func TestSREHealthyWindowDrawsNothing(t *testing.T) {
 	clk := clock.NewManual(0)
-	a, err := NewAdaptive(WithClock(clk), WithProtection(0), WithRandom(func() float64 {
+	a, err := NewSRE(WithClock(clk), WithProtection(0), WithRandom(func() float64 {
 		t.Fatal("the random source was drawn from while nothing failed")
 		return 0
 	}))
@@ -115,9 +115,9 @@ func TestAdaptiveHealthyWindowDrawsNothing(t *testing.T) {
 	}
 }
 
-func TestAdaptiveFailuresLeaveTheWindow(t *testing.T) {
+func TestSREFailuresLeaveTheWindow(t *testing.T) {
 	// 1 s window in 4 buckets of 250 ms: failures at t = 0 leave at 1 s.
-	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
+	a, clk, _ := newSRE(t, WithWindow(4, time.Second), WithProtection(0))
 	outcomes(t, a, 0, 10)
 	clk.Set(999 * ms)
 	if r := a.BlockRatio(); r != 10.0/11 {
@@ -132,8 +132,8 @@ func TestAdaptiveFailuresLeaveTheWindow(t *testing.T) {
 	}
 }
 
-func TestAdaptiveCountsTheCurrentBucketAtOnce(t *testing.T) {
-	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
+func TestSRECountsTheCurrentBucketAtOnce(t *testing.T) {
+	a, clk, _ := newSRE(t, WithWindow(4, time.Second), WithProtection(0))
 	clk.Set(300 * ms)
 	outcomes(t, a, 0, 1)
 	if r := a.BlockRatio(); r != 0.5 {
@@ -146,8 +146,8 @@ func TestAdaptiveCountsTheCurrentBucketAtOnce(t *testing.T) {
 	}
 }
 
-func TestAdaptiveDoCountsOutcomes(t *testing.T) {
-	a, _, _ := newAdaptive(t, WithIsExcluded(func(err error) bool { return errors.Is(err, errExcluded) }))
+func TestSREDoCountsOutcomes(t *testing.T) {
+	a, _, _ := newSRE(t, WithIsExcluded(func(err error) bool { return errors.Is(err, errExcluded) }))
 	boom := errors.New("boom")
 	_ = a.Do(func() error { return nil })
 	_ = a.Do(func() error { return boom })
@@ -160,8 +160,8 @@ func TestAdaptiveDoCountsOutcomes(t *testing.T) {
 }
 
 // StateAt and StatsAt read the window at the time given, not at the clock's.
-func TestAdaptiveStateAtReadsTheGivenTime(t *testing.T) {
-	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
+func TestSREStateAtReadsTheGivenTime(t *testing.T) {
+	a, clk, _ := newSRE(t, WithWindow(4, time.Second), WithProtection(0))
 	outcomes(t, a, 0, 10) // at 0
 	for _, tc := range []struct {
 		at   int64
@@ -189,14 +189,14 @@ func TestAdaptiveStateAtReadsTheGivenTime(t *testing.T) {
 // leaves the window. The breaker lets the load back over one window. A new
 // failure stops the ramp. The other policies, the formula as it stands, do
 // not ramp.
-func TestAdaptiveBlockRatioRampsDownOnceTheDependencyIsBack(t *testing.T) {
+func TestSREBlockRatioRampsDownOnceTheDependencyIsBack(t *testing.T) {
 	const s = int64(time.Second)
 	for _, tc := range []struct {
 		policy BlockPolicy
 		ramps  bool
 	}{{CountBlocksWhileFailing, true}, {IgnoreBlocks, false}, {CountBlocks, false}} {
 		t.Run(tc.policy.String(), func(t *testing.T) {
-			a, clk, _ := newAdaptive(t, WithProtection(0), WithBlockPolicy(tc.policy))
+			a, clk, _ := newSRE(t, WithProtection(0), WithBlockPolicy(tc.policy))
 			outcomes(t, a, 0, 10) // at 0: the window's ratio is 10/11
 			clk.Set(500 * ms)
 			if r := a.BlockRatio(); r != 10.0/11 {
@@ -233,11 +233,11 @@ func TestAdaptiveBlockRatioRampsDownOnceTheDependencyIsBack(t *testing.T) {
 	}
 }
 
-// While an Adaptive breaker blocks every request it draws for, it still lets
+// While an SRE breaker blocks every request it draws for, it still lets
 // one through when none went through for a tenth of its window (a second by
 // default), so that it learns when the dependency is back.
-func TestAdaptiveLetsAProbeThroughWhenNoneWentThroughForATenthOfItsWindow(t *testing.T) {
-	a, clk, r := newAdaptive(t, WithProtection(0))
+func TestSRELetsAProbeThroughWhenNoneWentThroughForATenthOfItsWindow(t *testing.T) {
+	a, clk, r := newSRE(t, WithProtection(0))
 	outcomes(t, a, 0, 1) // at 0: a block ratio of 1/2
 	r.x = 0              // every draw blocks
 	var passed []int64
