@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/breakerlimits"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -105,7 +105,7 @@ func (f FlowRule) normal() FlowRule {
 }
 
 // normal returns the rule with the defaults of its breaker written out
-// (breaker's Default constants): the window, the minimum volume, and an
+// (breaker's defaults, internal/breakerlimits): the window, the minimum volume, and an
 // SRE breaker's K, protection and block policy or a circuit's open
 // timeout, backoff and probes.
 func (b BreakerRule) normal() BreakerRule {
@@ -113,20 +113,20 @@ func (b BreakerRule) normal() BreakerRule {
 	b.Name = ""
 	b.MinRequests = cloned(b.MinRequests)
 	if b.Interval == 0 {
-		b.Interval = Duration(breaker.DefaultInterval)
+		b.Interval = Duration(breakerlimits.DefaultInterval)
 	}
 	if b.Strategy == SREBreaker {
 		if b.Buckets == 0 {
-			b.Buckets = breaker.DefaultSREBuckets
+			b.Buckets = breakerlimits.DefaultSREBuckets
 		}
 		if b.MinRequests == nil {
 			b.MinRequests = new(int64)
 		}
 		if b.K == 0 {
-			b.K = breaker.DefaultK
+			b.K = breakerlimits.DefaultK
 		}
 		if b.Protection == nil {
-			n := int64(breaker.DefaultProtection)
+			n := int64(breakerlimits.DefaultProtection)
 			b.Protection = &n
 		}
 		if b.BlockPolicy == "" {
@@ -135,23 +135,23 @@ func (b BreakerRule) normal() BreakerRule {
 		return b
 	}
 	if b.Buckets == 0 {
-		b.Buckets = breaker.DefaultCircuitBuckets
+		b.Buckets = breakerlimits.DefaultCircuitBuckets
 	}
 	if b.MinRequests == nil {
-		n := int64(breaker.DefaultMinRequests)
+		n := int64(breakerlimits.DefaultMinRequests)
 		if b.Strategy == ConsecutiveFailuresBreaker {
 			n = 0
 		}
 		b.MinRequests = &n
 	}
 	if b.OpenTimeout == 0 {
-		b.OpenTimeout = Duration(breaker.DefaultOpenTimeout)
+		b.OpenTimeout = Duration(breakerlimits.DefaultOpenTimeout)
 	}
 	if b.MaxOpenTimeout == 0 {
 		b.MaxOpenTimeout = b.OpenTimeout
 	}
 	if b.Probes == 0 {
-		b.Probes = breaker.DefaultProbes
+		b.Probes = breakerlimits.DefaultProbes
 	}
 	if b.ProbeTimeout == 0 {
 		b.ProbeTimeout = b.OpenTimeout

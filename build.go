@@ -9,6 +9,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/breakerlimits"
 )
 
 // The errors of a cluster that cannot serve a rule.
@@ -188,11 +189,12 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 		opts = append(opts, breaker.WithWindow(b.Buckets, time.Duration(b.Interval))) // 0: the breaker's default
 	}
 	if b.Strategy == SREBreaker {
-		if b.K != 0 {
-			opts = append(opts, breaker.WithK(b.K))
-		}
-		if b.Protection != nil {
-			opts = append(opts, breaker.WithProtection(*b.Protection))
+		if b.K != 0 || b.Protection != nil {
+			protection := int64(breakerlimits.DefaultProtection)
+			if b.Protection != nil {
+				protection = *b.Protection
+			}
+			opts = append(opts, breaker.WithFormula(b.K, protection)) // K 0: the default
 		}
 		opts = append(opts, breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy]))
 		a, err := breaker.NewSRE(opts...)
@@ -201,11 +203,12 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 		}
 		return &breakerRule{b: a}, nil
 	}
-	if b.OpenTimeout != 0 {
-		opts = append(opts, breaker.WithOpenTimeout(time.Duration(b.OpenTimeout)))
-	}
-	if b.MaxOpenTimeout != 0 {
-		opts = append(opts, breaker.WithBackoff(time.Duration(b.MaxOpenTimeout)))
+	if b.OpenTimeout != 0 || b.MaxOpenTimeout != 0 {
+		d := time.Duration(b.OpenTimeout)
+		if d == 0 {
+			d = breakerlimits.DefaultOpenTimeout
+		}
+		opts = append(opts, breaker.WithOpenTimeout(d, time.Duration(b.MaxOpenTimeout)))
 	}
 	if b.Probes != 0 || b.ProbeTimeout != 0 {
 		n := b.Probes

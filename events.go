@@ -276,9 +276,9 @@ func (e *events) write(ev Event) {
 	case BreakerChanged:
 		attrs = append(attrs, slog.String("resource", ev.Resource), slog.String("rule", ev.Rule),
 			slog.String("from", ev.Breaker.From.String()), slog.String("to", ev.Breaker.To.String()),
-			slog.String("cause", ev.Breaker.Cause.String()))
-		if ev.Breaker.Cause == breaker.Tripped {
-			c := ev.Breaker.Counts
+			slog.String("cause", cause(ev.Breaker)))
+		if ev.Breaker.From == breaker.Closed && ev.Breaker.To == breaker.Open {
+			c := ev.Breaker.Stats
 			attrs = append(attrs, slog.Int64("requests", c.Requests), slog.Int64("failures", c.Failures), slog.Int64("slow", c.Slow))
 		}
 	case RulesChanged, RulesUnused:
@@ -669,4 +669,20 @@ func unset(v string) string {
 func isNumber(v string) bool {
 	_, err := strconv.ParseFloat(v, 64)
 	return err == nil
+}
+
+// cause says in words why a circuit changed state, for the log: the change
+// itself says it, but for a probe that timed out rather than failed.
+func cause(t breaker.Transition) string {
+	switch {
+	case t.From == breaker.Closed:
+		return "tripped"
+	case t.From == breaker.Open:
+		return "open timeout passed"
+	case t.To == breaker.Closed:
+		return "probes succeeded"
+	case t.ProbeTimedOut:
+		return "probe timed out"
+	}
+	return "probe failed"
 }

@@ -79,28 +79,28 @@ func TestBreakerChangesAreToldInOrderWithTheirRule(t *testing.T) {
 		resource string
 		rule     string
 		from, to breaker.State
-		cause    breaker.Cause
+		cause    string
 	}
 	var got []seen
 	for i, e := range evs {
 		if e.Seq != uint64(i+1) {
 			t.Errorf("event %d has Seq %d", i, e.Seq)
 		}
-		got = append(got, seen{e.Kind, e.Resource, e.Rule, e.Breaker.From, e.Breaker.To, e.Breaker.Cause})
+		got = append(got, seen{e.Kind, e.Resource, e.Rule, e.Breaker.From, e.Breaker.To, cause(e.Breaker)})
 	}
 	want := []seen{
-		{RulesChanged, "", "", 0, 0, 0},
-		{BreakerChanged, "db", "db errors", breaker.Closed, breaker.Open, breaker.Tripped},
-		{BreakerChanged, "cache", "breaker", breaker.Closed, breaker.Open, breaker.Tripped},
-		{BreakerChanged, "db", "db errors", breaker.Open, breaker.HalfOpen, breaker.OpenTimeoutPassed},
-		{BreakerChanged, "db", "db errors", breaker.HalfOpen, breaker.Closed, breaker.ProbesSucceeded},
-		{BreakerChanged, "cache", "breaker", breaker.Open, breaker.HalfOpen, breaker.OpenTimeoutPassed},
-		{BreakerChanged, "cache", "breaker", breaker.HalfOpen, breaker.Open, breaker.ProbeFailed},
+		{RulesChanged, "", "", 0, 0, "tripped"},
+		{BreakerChanged, "db", "db errors", breaker.Closed, breaker.Open, "tripped"},
+		{BreakerChanged, "cache", "breaker", breaker.Closed, breaker.Open, "tripped"},
+		{BreakerChanged, "db", "db errors", breaker.Open, breaker.HalfOpen, "open timeout passed"},
+		{BreakerChanged, "db", "db errors", breaker.HalfOpen, breaker.Closed, "probes succeeded"},
+		{BreakerChanged, "cache", "breaker", breaker.Open, breaker.HalfOpen, "open timeout passed"},
+		{BreakerChanged, "cache", "breaker", breaker.HalfOpen, breaker.Open, "probe failed"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events\n%+v\nwant\n%+v", got, want)
 	}
-	if c := evs[1].Breaker.Counts; c.Failures != 2 || c.Requests != 2 {
+	if c := evs[1].Breaker.Stats; c.Failures != 2 || c.Requests != 2 {
 		t.Errorf("the trip told counts %+v, want the window's 2 failures of 2", c)
 	}
 	if s := evs[1].String(); !strings.Contains(s, `breaker "db errors" of "db": closed → open (tripped: 2 of 2 requests failed`) {

@@ -239,13 +239,13 @@ type BreakerRule struct {
 	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
 	Buckets  int      `json:"buckets,omitempty" yaml:"buckets,omitempty"`
 	// OpenTimeout, MaxOpenTimeout, Probes and ProbeTimeout configure a state
-	// breaker (breaker.WithOpenTimeout, WithBackoff, WithProbes).
+	// breaker (breaker.WithOpenTimeout, WithProbes).
 	OpenTimeout    Duration `json:"open_timeout,omitempty" yaml:"open_timeout,omitempty"`
 	MaxOpenTimeout Duration `json:"max_open_timeout,omitempty" yaml:"max_open_timeout,omitempty"`
 	Probes         int      `json:"probes,omitempty" yaml:"probes,omitempty"`
 	ProbeTimeout   Duration `json:"probe_timeout,omitempty" yaml:"probe_timeout,omitempty"`
 	// K, Protection and BlockPolicy configure an SRE breaker
-	// (breaker.WithK, WithProtection, WithBlockPolicy: "count_blocks_while_failing",
+	// (breaker.WithFormula, WithBlockPolicy: "count_blocks_while_failing",
 	// "count_blocks" or "ignore_blocks"); unset, the breaker's defaults.
 	K           float64 `json:"k,omitempty" yaml:"k,omitempty"`
 	Protection  *int64  `json:"protection,omitempty" yaml:"protection,omitempty"`

@@ -522,10 +522,8 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 		p.add("strategy", "%q is not one of %s", b.Strategy, strategyNames)
 	}
 	if len(p.list) == len(into) {
-		if br, err := buildBreaker(b, nil, nil); err != nil {
+		if _, err := buildBreaker(b, nil, nil); err != nil {
 			p.add(fieldOf(err), "%v", err)
-		} else if c, ok := br.b.(interface{ Close() error }); ok {
-			c.Close()
 		}
 	}
 	return p.list

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
-	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
@@ -52,16 +52,6 @@ const (
 	IgnoreBlocks
 )
 
-var blockPolicyNames = [...]string{"count blocks while failing", "count blocks", "ignore blocks"}
-
-// String returns the policy in words ("count blocks").
-func (p BlockPolicy) String() string {
-	if int(p) < len(blockPolicyNames) {
-		return blockPolicyNames[p]
-	}
-	return "unknown block policy"
-}
-
 // An SRE breaker is the Google SRE client-side throttle ("Handling
 // Overload", Site Reliability Engineering, ch. 21), as go-zero's breaker is.
 // Over a sliding window it counts requests and successes. It blocks each new
@@ -80,16 +70,15 @@ func (p BlockPolicy) String() string {
 // for a tenth of its window (a second by default). So it soon learns that the
 // dependency is back.
 //
-// Whether to block is drawn from the source of [WithRandom]. While the window
-// holds no failure (nor, under [CountBlocks], a block), [SRE.Allow]
-// reads neither the window nor the source. The ratio is read in constant
-// time (see [window.Tally]).
+// Whether to block is drawn at random. While the window holds no failure
+// (nor, under [CountBlocks], a block), [SRE.Allow] reads neither the window
+// nor the random source. The ratio is read in constant time (see
+// [window.Tally]).
 //
 // An SRE breaker is safe for concurrent use. Allowing and settling a
 // request allocate nothing. Its [State] is [Open] while the block ratio is
 // above zero. The zero SRE is not usable; make one with [NewSRE].
 type SRE struct {
-	calls
 	policy
 	t           *window.Tally
 	clock       clock.Clock
@@ -117,14 +106,13 @@ type SRE struct {
 	width      int64 // of a bucket
 }
 
-// NewSRE returns an SRE breaker, with the defaults
-// [DefaultInterval], [DefaultSREBuckets], [DefaultK] and
-// [DefaultProtection] unless opts say otherwise. A bad option is an error
-// wrapping [ErrInvalidConfig].
+// NewSRE returns an SRE breaker. Unless opts say otherwise, its window is
+// 10 s in 40 buckets, its K 2 and its protection 5 (see [WithWindow] and
+// [WithFormula]). A bad option is an error wrapping [ErrInvalidConfig].
 func NewSRE(opts ...Option) (*SRE, error) {
 	s, err := build(opts, settings{
-		interval: DefaultInterval, buckets: DefaultSREBuckets,
-		k: DefaultK, protection: DefaultProtection, random: defaultRandom,
+		interval: breakerlimits.DefaultInterval, buckets: breakerlimits.DefaultSREBuckets,
+		k: breakerlimits.DefaultK, protection: breakerlimits.DefaultProtection, random: defaultRandom,
 	}, sreOnly, "an SRE breaker")
 	if err != nil {
 		return nil, err
@@ -143,7 +131,7 @@ func NewSRE(opts ...Option) (*SRE, error) {
 		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
 	}
 	a := &SRE{
-		policy:      policy{s.isExcluded, s.isSuccessful},
+		policy:      policy{s.outcomeOf},
 		t:           t,
 		clock:       s.clock,
 		interval:    int64(s.interval),
@@ -153,7 +141,6 @@ func NewSRE(opts ...Option) (*SRE, error) {
 		blockPolicy: s.blockPolicy,
 		random:      s.random,
 	}
-	a.calls = calls{a}
 	a.probeEvery = a.interval / probesPerWindow
 	a.width = a.interval / int64(s.buckets)
 	// Times are clamped to ±2^60: no difference overflows.
@@ -295,45 +282,18 @@ func (a *SRE) ratio(s window.Sums) float64 {
 	return max(r, 0)
 }
 
-// BlockRatio returns the probability that the breaker blocks a request now,
-// probes aside.
-func (a *SRE) BlockRatio() float64 { return a.BlockRatioAt(a.clock.Now()) }
-
-// BlockRatioAt is BlockRatio at time now.
-func (a *SRE) BlockRatioAt(now int64) float64 {
-	now = timegrid.Clamp(now)
-	bad := a.lastBad.Load()
-	if now-bad >= a.interval {
-		return 0
-	}
-	return a.ratioAt(now, bad)
-}
-
-// State returns [Open] while the breaker blocks requests (its block ratio is
-// above zero), else [Closed].
-func (a *SRE) State() State { return a.StateAt(a.clock.Now()) }
-
-// StateAt returns the breaker's state at time now: Open while its block
-// ratio is above zero, else Closed.
-func (a *SRE) StateAt(now int64) State {
-	if a.BlockRatioAt(now) > 0 {
-		return Open
-	}
-	return Closed
-}
-
 // Stats returns the breaker's state, block ratio and window counts now.
 func (a *SRE) Stats() Stats { return a.StatsAt(a.clock.Now()) }
 
 // StatsAt returns the breaker's state, block ratio and window counts at time
-// now. [Counts.Slow] and [Counts.ConsecutiveFailures] are 0: an SRE
-// breaker counts neither.
+// now. [Stats.Slow] and [Stats.ConsecutiveFailures] are 0: an SRE breaker
+// counts neither.
 func (a *SRE) StatsAt(now int64) Stats {
 	now = timegrid.Clamp(now)
 	w := a.t.SumsAt(now)
 	succ, fail := w[window.Succeeded], w[window.Failed]
 	s := Stats{
-		Counts:  Counts{Requests: succ + fail, Successes: succ, Failures: fail},
+		Requests: succ + fail, Successes: succ, Failures: fail,
 		Blocked: w[window.Blocked],
 	}
 	if bad := a.lastBad.Load(); now-bad < a.interval {
@@ -344,7 +304,3 @@ func (a *SRE) StatsAt(now int64) Stats {
 	}
 	return s
 }
-
-// RetryAfterAt returns 0: an SRE breaker blocks requests at random, and
-// the next one may be allowed at once.
-func (a *SRE) RetryAfterAt(int64) time.Duration { return 0 }

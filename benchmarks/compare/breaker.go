@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -62,6 +63,9 @@ const (
 
 // errDependency is the error of a failing request.
 var errDependency = errors.New("compare: dependency failed")
+
+// ctx is the context of slidegate's Do: never done.
+var ctx = context.Background()
 
 // The requests the one-call APIs run: static functions, so that no closure
 // is built per call.
@@ -168,7 +172,7 @@ var allowSucceed = &Shape{
 				if err != nil {
 					return 0
 				}
-				p.Succeed()
+				p.Done(nil)
 				return 1
 			})
 		}},
@@ -239,7 +243,7 @@ func allowSucceedCircuit(c *breaker.Circuit) Op {
 		if err != nil {
 			return 0
 		}
-		p.Succeed()
+		p.Done(nil)
 		return 1
 	}
 }
@@ -268,12 +272,12 @@ var breakerDo = &Shape{
 		// Default SRE.
 		{Name: "slidegate SRE.Do", Role: Ours, Setup: func(b *testing.B) Op {
 			a := must(breaker.NewSRE())
-			return allows(b, "SRE", func() int64 { return b2i(a.Do(succeed) == nil) })
+			return allows(b, "SRE", func() int64 { return b2i(a.Do(ctx, succeed) == nil) })
 		}},
 		// Circuit with the default settings, ErrorRatio 0.5.
 		{Name: "slidegate Circuit.Do, ErrorRatio(0.5)", Role: Ours, Setup: func(b *testing.B) Op {
 			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio)))
-			return allows(b, "Circuit", func() int64 { return b2i(c.Do(succeed) == nil) })
+			return allows(b, "Circuit", func() int64 { return b2i(c.Do(ctx, succeed) == nil) })
 		}},
 		// go-zero's default breaker.
 		{Name: "go-zero breaker Do", Setup: func(b *testing.B) Op {
@@ -306,13 +310,13 @@ var blockOpen = &Shape{
 		// open for an hour: Allow reads the clock, compares it with the end
 		// of the open period and counts the blocked request.
 		{Name: "slidegate Circuit.Allow, open", Role: Ours, Setup: func(b *testing.B) Op {
-			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio), breaker.WithOpenTimeout(breakerLongOpen)))
+			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio), breaker.WithOpenTimeout(breakerLongOpen, 0)))
 			for range breakerMinReqs {
 				if p, err := c.Allow(); err == nil {
-					p.Fail()
+					p.Done(errDependency)
 				}
 			}
-			if s := c.State(); s != breaker.Open {
+			if s := c.Stats().State; s != breaker.Open {
 				b.Fatalf("Circuit: %v after %d failures, want open", s, breakerMinReqs)
 			}
 			return blocks(b, "Circuit", 0, func() int64 {
@@ -320,7 +324,7 @@ var blockOpen = &Shape{
 				if err != nil {
 					return 0
 				}
-				p.Fail()
+				p.Done(errDependency)
 				return 1
 			})
 		}},
@@ -336,13 +340,13 @@ var blockOpen = &Shape{
 				if err != nil {
 					return 0
 				}
-				p.Fail()
+				p.Done(errDependency)
 				return 1
 			}
 			for range breakerFailures {
 				op()
 			}
-			if r := a.BlockRatio(); r < 0.999 {
+			if r := a.Stats().BlockRatio; r < 0.999 {
 				b.Fatalf("SRE: block ratio %v after %d failing requests, want above 0.999", r, breakerFailures)
 			}
 			return blocks(b, "SRE", 10, op)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 )
 
 // A Recovery is the scenario of the breakers' recovery comparison: Rate
@@ -130,6 +131,16 @@ func RecoveryInRealTime(sc Recovery) ([]RecoveryRow, error) {
 	return []RecoveryRow{goZero.row("go-zero v1.10.3 breaker (real time)"), ours.row("slidegate SRE (real time)")}, nil
 }
 
+// withRandom makes an SRE breaker draw from a source of its own (breaker
+// keeps it out of its API, for tests and simulations).
+var withRandom = breakerhook.WithRandom.(func(func() float64) breaker.Option)
+
+// policyNames names the block policies in the rows.
+var policyNames = map[breaker.BlockPolicy]string{
+	breaker.CountBlocksWhileFailing: "count blocks while failing",
+	breaker.CountBlocks:             "count blocks",
+}
+
 // RecoverySimulated runs the scenario on a manual clock for slidegate's
 // SRE breaker under each block policy, drawing from a PCG seeded with
 // seed: deterministic, and instant.
@@ -138,7 +149,7 @@ func RecoverySimulated(sc Recovery, seed uint64) ([]RecoveryRow, error) {
 	for _, p := range []breaker.BlockPolicy{breaker.CountBlocksWhileFailing, breaker.CountBlocks} {
 		clk := clock.NewManual(0)
 		a, err := breaker.NewSRE(breaker.WithClock(clk), breaker.WithBlockPolicy(p),
-			breaker.WithRandom(rand.New(rand.NewPCG(seed, 1)).Float64))
+			withRandom(rand.New(rand.NewPCG(seed, 1)).Float64))
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +158,7 @@ func RecoverySimulated(sc Recovery, seed uint64) ([]RecoveryRow, error) {
 		for now := time.Duration(0); now < sc.end(); now += step {
 			c.offer(sc, now)
 		}
-		rows = append(rows, c.row(fmt.Sprintf("slidegate SRE, %v (simulated)", p)))
+		rows = append(rows, c.row(fmt.Sprintf("slidegate SRE, %s (simulated)", policyNames[p])))
 	}
 	return rows, nil
 }
@@ -191,13 +202,13 @@ func (s slidegateBreaker) allow(now time.Duration) (func(time.Duration, bool), b
 	return func(now time.Duration, ok bool) {
 		switch {
 		case s.clk != nil && ok:
-			p.RecordAt(int64(now), breaker.Success)
+			p.DoneAt(int64(now), nil)
 		case s.clk != nil:
-			p.RecordAt(int64(now), breaker.Failure)
+			p.DoneAt(int64(now), errDependency)
 		case ok:
-			p.Succeed() // at the breaker's clock
+			p.Done(nil) // at the breaker's clock
 		default:
-			p.Fail()
+			p.Done(errDependency)
 		}
 	}, true
 }
