@@ -33,17 +33,6 @@ func excluding(f func(error) bool) func(error) Outcome {
 	}
 }
 
-// successIf is WithOutcomeOf's classifier that takes the errors f picks as
-// successes, and any other as a failure.
-func successIf(f func(error) bool) func(error) Outcome {
-	return func(err error) Outcome {
-		if f(err) {
-			return Success
-		}
-		return Failure
-	}
-}
-
 // policyNames names the block policies, for subtests and messages.
 var policyNames = map[BlockPolicy]string{
 	CountBlocksWhileFailing: "count blocks while failing",
