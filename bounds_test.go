@@ -55,7 +55,7 @@ func TestLongNamesAreRefusedInRulesAndCountedAsOther(t *testing.T) {
 	long := strings.Repeat("x", bounds.MaxNameLength+1)
 	err := Rules{
 		Flow:     []FlowRule{{Resource: long, Limit: 1}, {Resource: "a", RefResource: long, Limit: 1}},
-		Breakers: []BreakerRule{{Resource: long, Strategy: AdaptiveBreaker}},
+		Breakers: []BreakerRule{{Resource: long, Strategy: SREBreaker}},
 	}.Validate()
 	var re *RulesError
 	if !errors.As(err, &re) || len(re.Problems) != 3 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerlimits"
 )
 
 // A BreakerStrategy is what opens a breaker (BreakerRule.Strategy).
@@ -12,7 +13,7 @@ type BreakerStrategy string
 
 // The strategies of a breaker.
 const (
-	AdaptiveBreaker   BreakerStrategy = "adaptive"    // the Google SRE throttle: breaker.Adaptive
+	SREBreaker        BreakerStrategy = "sre"         // the Google SRE client-side throttle: breaker.SRE
 	ErrorRatioBreaker BreakerStrategy = "error_ratio" // breaker.ErrorRatio(Threshold)
 	ErrorCountBreaker BreakerStrategy = "error_count" // breaker.ErrorCount(Count)
 	SlowRatioBreaker  BreakerStrategy = "slow_ratio"  // breaker.SlowRatio(MaxRT, Threshold)
@@ -29,7 +30,7 @@ type BreakerRule struct {
 	Resource string `json:"resource" yaml:"resource"`
 	// Name names the rule as FlowRule.Name does; unset, "breaker".
 	Name string `json:"name,omitempty" yaml:"name,omitempty"`
-	// Strategy is one of AdaptiveBreaker, ErrorRatioBreaker,
+	// Strategy is one of SREBreaker, ErrorRatioBreaker,
 	// ErrorCountBreaker, SlowRatioBreaker, ConsecutiveFailuresBreaker.
 	Strategy BreakerStrategy `json:"strategy" yaml:"strategy"`
 	// Threshold is the ratio that opens an error_ratio or slow_ratio
@@ -43,21 +44,21 @@ type BreakerRule struct {
 	MaxRT Duration `json:"max_rt,omitempty" yaml:"max_rt,omitempty"`
 	// MinRequests is the minimum volume (breaker.WithMinRequests); unset,
 	// the breaker's default: 10 for the ratio and count strategies, 0 for
-	// consecutive_failures and adaptive.
+	// consecutive_failures and sre.
 	MinRequests *int64 `json:"min_requests,omitempty" yaml:"min_requests,omitempty"`
 	// Interval and Buckets are the breaker's sliding window
 	// (breaker.WithWindow); each unset takes the breaker's default: 10 s,
-	// in 40 buckets for an adaptive breaker and 10 for the others.
+	// in 40 buckets for an SRE breaker and 10 for the others.
 	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
 	Buckets  int      `json:"buckets,omitempty" yaml:"buckets,omitempty"`
 	// OpenTimeout, MaxOpenTimeout, Probes and ProbeTimeout configure a state
-	// breaker (breaker.WithOpenTimeout, WithBackoff, WithProbes).
+	// breaker (breaker.WithOpenTimeout, WithProbes).
 	OpenTimeout    Duration `json:"open_timeout,omitempty" yaml:"open_timeout,omitempty"`
 	MaxOpenTimeout Duration `json:"max_open_timeout,omitempty" yaml:"max_open_timeout,omitempty"`
 	Probes         int      `json:"probes,omitempty" yaml:"probes,omitempty"`
 	ProbeTimeout   Duration `json:"probe_timeout,omitempty" yaml:"probe_timeout,omitempty"`
-	// K, Protection and BlockPolicy configure an adaptive breaker
-	// (breaker.WithK, WithProtection, WithBlockPolicy: "count_blocks_while_failing",
+	// K, Protection and BlockPolicy configure an SRE breaker
+	// (breaker.WithFormula, WithBlockPolicy: "count_blocks_while_failing",
 	// "count_blocks" or "ignore_blocks"); unset, the breaker's defaults.
 	K           float64 `json:"k,omitempty" yaml:"k,omitempty"`
 	Protection  *int64  `json:"protection,omitempty" yaml:"protection,omitempty"`
@@ -69,28 +70,28 @@ type BreakerRule struct {
 }
 
 // normal returns the rule with the defaults of its breaker written out
-// (breaker's Default constants): the window, the minimum volume, and an
-// adaptive breaker's K, protection and block policy or a circuit's open
+// (breaker's defaults, internal/breakerlimits): the window, the minimum volume, and an
+// SRE breaker's K, protection and block policy or a circuit's open
 // timeout, backoff and probes.
 func (b BreakerRule) normal() BreakerRule {
 	b.Shadow = false // as for a flow rule: the breaker keeps its state
 	b.Name = ""
 	b.MinRequests = cloned(b.MinRequests)
 	if b.Interval == 0 {
-		b.Interval = Duration(breaker.DefaultInterval)
+		b.Interval = Duration(breakerlimits.DefaultInterval)
 	}
-	if b.Strategy == AdaptiveBreaker {
+	if b.Strategy == SREBreaker {
 		if b.Buckets == 0 {
-			b.Buckets = breaker.DefaultAdaptiveBuckets
+			b.Buckets = breakerlimits.DefaultSREBuckets
 		}
 		if b.MinRequests == nil {
 			b.MinRequests = new(int64)
 		}
 		if b.K == 0 {
-			b.K = breaker.DefaultK
+			b.K = breakerlimits.DefaultK
 		}
 		if b.Protection == nil {
-			n := int64(breaker.DefaultProtection)
+			n := int64(breakerlimits.DefaultProtection)
 			b.Protection = &n
 		}
 		if b.BlockPolicy == "" {
@@ -99,23 +100,23 @@ func (b BreakerRule) normal() BreakerRule {
 		return b
 	}
 	if b.Buckets == 0 {
-		b.Buckets = breaker.DefaultCircuitBuckets
+		b.Buckets = breakerlimits.DefaultCircuitBuckets
 	}
 	if b.MinRequests == nil {
-		n := int64(breaker.DefaultMinRequests)
+		n := int64(breakerlimits.DefaultMinRequests)
 		if b.Strategy == ConsecutiveFailuresBreaker {
 			n = 0
 		}
 		b.MinRequests = &n
 	}
 	if b.OpenTimeout == 0 {
-		b.OpenTimeout = Duration(breaker.DefaultOpenTimeout)
+		b.OpenTimeout = Duration(breakerlimits.DefaultOpenTimeout)
 	}
 	if b.MaxOpenTimeout == 0 {
 		b.MaxOpenTimeout = b.OpenTimeout
 	}
 	if b.Probes == 0 {
-		b.Probes = breaker.DefaultProbes
+		b.Probes = breakerlimits.DefaultProbes
 	}
 	if b.ProbeTimeout == 0 {
 		b.ProbeTimeout = b.OpenTimeout
@@ -144,7 +145,7 @@ func (r *BreakerRule) appendKey(b []byte) []byte {
 	return appendBool(b, r.Shadow)
 }
 
-// blockPolicies are the block policies of an adaptive breaker, by their
+// blockPolicies are the block policies of an SRE breaker, by their
 // names in rules (BreakerRule.BlockPolicy).
 var blockPolicies = map[string]breaker.BlockPolicy{
 	"":                           breaker.CountBlocksWhileFailing,
@@ -167,25 +168,27 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 	if b.Interval != 0 || b.Buckets != 0 {
 		opts = append(opts, breaker.WithWindow(b.Buckets, time.Duration(b.Interval))) // 0: the breaker's default
 	}
-	if b.Strategy == AdaptiveBreaker {
-		if b.K != 0 {
-			opts = append(opts, breaker.WithK(b.K))
-		}
-		if b.Protection != nil {
-			opts = append(opts, breaker.WithProtection(*b.Protection))
+	if b.Strategy == SREBreaker {
+		if b.K != 0 || b.Protection != nil {
+			protection := int64(breakerlimits.DefaultProtection)
+			if b.Protection != nil {
+				protection = *b.Protection
+			}
+			opts = append(opts, breaker.WithFormula(b.K, protection)) // K 0: the default
 		}
 		opts = append(opts, breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy]))
-		a, err := breaker.NewAdaptive(opts...)
+		a, err := breaker.NewSRE(opts...)
 		if err != nil {
 			return nil, err
 		}
 		return &breakerRule{b: a}, nil
 	}
-	if b.OpenTimeout != 0 {
-		opts = append(opts, breaker.WithOpenTimeout(time.Duration(b.OpenTimeout)))
-	}
-	if b.MaxOpenTimeout != 0 {
-		opts = append(opts, breaker.WithBackoff(time.Duration(b.MaxOpenTimeout)))
+	if b.OpenTimeout != 0 || b.MaxOpenTimeout != 0 {
+		d := time.Duration(b.OpenTimeout)
+		if d == 0 {
+			d = breakerlimits.DefaultOpenTimeout
+		}
+		opts = append(opts, breaker.WithOpenTimeout(d, time.Duration(b.MaxOpenTimeout)))
 	}
 	if b.Probes != 0 || b.ProbeTimeout != 0 {
 		n := b.Probes
@@ -216,7 +219,7 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 }
 
 // strategyNames lists the breaker strategies, as rule files write them.
-const strategyNames = "adaptive, error_ratio, error_count, slow_ratio, consecutive_failures"
+const strategyNames = "sre, error_ratio, error_count, slow_ratio, consecutive_failures"
 
 func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	p := problems{rule: rule, resource: b.Resource, list: into}
@@ -241,18 +244,18 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	if b.Probes < 0 {
 		p.add("probes", "%d must not be negative", b.Probes)
 	}
-	adaptiveOnly := func(field string, set bool) {
+	sreOnly := func(field string, set bool) {
 		if set {
-			p.add(field, "applies to an adaptive breaker only")
+			p.add(field, "applies to an SRE breaker only")
 		}
 	}
 	stateOnly := func(field string, set bool) {
 		if set {
-			p.add(field, "does not apply to an adaptive breaker")
+			p.add(field, "does not apply to an SRE breaker")
 		}
 	}
 	switch b.Strategy {
-	case AdaptiveBreaker:
+	case SREBreaker:
 		stateOnly("threshold", b.Threshold != 0)
 		stateOnly("count", b.Count != 0)
 		stateOnly("max_rt", b.MaxRT != 0)
@@ -270,9 +273,9 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 			p.add("block_policy", "%q is not one of count_blocks_while_failing, count_blocks, ignore_blocks", b.BlockPolicy)
 		}
 	case ErrorRatioBreaker, ErrorCountBreaker, SlowRatioBreaker, ConsecutiveFailuresBreaker:
-		adaptiveOnly("k", b.K != 0)
-		adaptiveOnly("protection", b.Protection != nil)
-		adaptiveOnly("block_policy", b.BlockPolicy != "")
+		sreOnly("k", b.K != 0)
+		sreOnly("protection", b.Protection != nil)
+		sreOnly("block_policy", b.BlockPolicy != "")
 		uses := func(field string, set, applies bool) {
 			if set && !applies {
 				p.add(field, "does not apply to the %s strategy", b.Strategy)
@@ -300,14 +303,14 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 		}
 	case "":
 		p.add("strategy", "missing: one of %s", strategyNames)
+	case "adaptive": // its spelling until the word went to the adaptive limit
+		p.add("strategy", `"adaptive" is now spelt %q: the Google SRE throttle (adaptive names a flow rule's limit)`, SREBreaker)
 	default:
 		p.add("strategy", "%q is not one of %s", b.Strategy, strategyNames)
 	}
 	if len(p.list) == len(into) {
-		if br, err := buildBreaker(b, nil, nil); err != nil {
+		if _, err := buildBreaker(b, nil, nil); err != nil {
 			p.add(fieldOf(err), "%v", err)
-		} else if c, ok := br.b.(interface{ Close() error }); ok {
-			c.Close()
 		}
 	}
 	return p.list

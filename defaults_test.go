@@ -18,7 +18,7 @@ func TestBreakerWindowWithoutBucketsTakesTheBreakersDefault(t *testing.T) {
 	// buckets of 25 ms; a failure at 80 ms is still in the window at
 	// 1.05 s (which starts at 75 ms), and would have left one of 10
 	// buckets of 100 ms (which starts at 100 ms).
-	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Interval: Duration(time.Second)}}})
+	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker, Interval: Duration(time.Second)}}})
 	clk.Advance(80 * time.Millisecond)
 	mustEnter(t, g, "a").Exit(errors.New("boom"))
 	clk.Advance(970 * time.Millisecond)

@@ -43,7 +43,7 @@ type Event struct {
 	At int64
 	// Kind says what the event tells, and which fields are set:
 	//   - "breaker_changed": a breaker rule's circuit changed state
-	//     (Resource, Rule, Breaker). An adaptive breaker has no states.
+	//     (Resource, Rule, Breaker). An SRE breaker has no states.
 	//   - "rules_changed": a new set of rules is in force (Changes).
 	//   - "rules_refused": a set of rules was refused, and the rules in
 	//     force stay (Err, Source).
@@ -254,9 +254,9 @@ func (e *events) write(ev Event) {
 	case breakerChanged:
 		attrs = append(attrs, slog.String("resource", ev.Resource), slog.String("rule", ev.Rule),
 			slog.String("from", ev.Breaker.From.String()), slog.String("to", ev.Breaker.To.String()),
-			slog.String("cause", ev.Breaker.Cause.String()))
-		if ev.Breaker.Cause == breaker.Tripped {
-			c := ev.Breaker.Counts
+			slog.String("cause", cause(ev.Breaker)))
+		if ev.Breaker.From == breaker.Closed && ev.Breaker.To == breaker.Open {
+			c := ev.Breaker.Stats
 			attrs = append(attrs, slog.Int64("requests", c.Requests), slog.Int64("failures", c.Failures), slog.Int64("slow", c.Slow))
 		}
 	case rulesChanged, rulesUnused:
@@ -626,4 +626,20 @@ func unset(v string) string {
 func isNumber(v string) bool {
 	_, err := strconv.ParseFloat(v, 64)
 	return err == nil
+}
+
+// cause says in words why a circuit changed state, for the log: the change
+// itself says it, but for a probe that timed out rather than failed.
+func cause(t breaker.Transition) string {
+	switch {
+	case t.From == breaker.Closed:
+		return "tripped"
+	case t.From == breaker.Open:
+		return "open timeout passed"
+	case t.To == breaker.Closed:
+		return "probes succeeded"
+	case t.ProbeTimedOut:
+		return "probe timed out"
+	}
+	return "probe failed"
 }

@@ -80,28 +80,28 @@ func TestBreakerChangesAreToldInOrderWithTheirRule(t *testing.T) {
 		resource string
 		rule     string
 		from, to breaker.State
-		cause    breaker.Cause
+		cause    string
 	}
 	var got []seen
 	for i, e := range evs {
 		if e.Seq != uint64(i+1) {
 			t.Errorf("event %d has Seq %d", i, e.Seq)
 		}
-		got = append(got, seen{e.Kind, e.Resource, e.Rule, e.Breaker.From, e.Breaker.To, e.Breaker.Cause})
+		got = append(got, seen{e.Kind, e.Resource, e.Rule, e.Breaker.From, e.Breaker.To, cause(e.Breaker)})
 	}
 	want := []seen{
-		{rulesChanged, "", "", 0, 0, 0},
-		{breakerChanged, "db", "db errors", breaker.Closed, breaker.Open, breaker.Tripped},
-		{breakerChanged, "cache", "breaker", breaker.Closed, breaker.Open, breaker.Tripped},
-		{breakerChanged, "db", "db errors", breaker.Open, breaker.HalfOpen, breaker.OpenTimeoutPassed},
-		{breakerChanged, "db", "db errors", breaker.HalfOpen, breaker.Closed, breaker.ProbesSucceeded},
-		{breakerChanged, "cache", "breaker", breaker.Open, breaker.HalfOpen, breaker.OpenTimeoutPassed},
-		{breakerChanged, "cache", "breaker", breaker.HalfOpen, breaker.Open, breaker.ProbeFailed},
+		{rulesChanged, "", "", 0, 0, "tripped"},
+		{breakerChanged, "db", "db errors", breaker.Closed, breaker.Open, "tripped"},
+		{breakerChanged, "cache", "breaker", breaker.Closed, breaker.Open, "tripped"},
+		{breakerChanged, "db", "db errors", breaker.Open, breaker.HalfOpen, "open timeout passed"},
+		{breakerChanged, "db", "db errors", breaker.HalfOpen, breaker.Closed, "probes succeeded"},
+		{breakerChanged, "cache", "breaker", breaker.Open, breaker.HalfOpen, "open timeout passed"},
+		{breakerChanged, "cache", "breaker", breaker.HalfOpen, breaker.Open, "probe failed"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events\n%+v\nwant\n%+v", got, want)
 	}
-	if c := evs[1].Breaker.Counts; c.Failures != 2 || c.Requests != 2 {
+	if c := evs[1].Breaker.Stats; c.Failures != 2 || c.Requests != 2 {
 		t.Errorf("the trip told counts %+v, want the window's 2 failures of 2", c)
 	}
 	if s := evs[1].String(); !strings.Contains(s, `breaker "db errors" of "db": closed → open (tripped: 2 of 2 requests failed`) {
@@ -123,13 +123,13 @@ func TestARuleReloadTellsWhatChanged(t *testing.T) {
 		}
 	}
 	set(Rules{Flow: []FlowRule{{Resource: "a", Limit: 100}, {Resource: "b", Type: ConcurrencyRule, Limit: 5}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}})
+		Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}})
 	set(Rules{Flow: []FlowRule{{Resource: "a", Limit: 200, Interval: Duration(time.Second)}, {Resource: "c", Limit: 1, Shadow: true}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}})
+		Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}})
 	set(Rules{Flow: []FlowRule{{Resource: "a", Limit: 200}, {Resource: "c", Limit: 1, Shadow: true}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}}) // the same, a default left out: no event
+		Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}}) // the same, a default left out: no event
 	set(Rules{Flow: []FlowRule{{Resource: "a", Limit: 200}, {Resource: "c", Limit: 1}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}})
+		Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}})
 	err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "a", Limit: -1}}})
 	if err == nil {
 		t.Fatal("a negative limit was taken")

@@ -13,7 +13,7 @@ func TestReloadWhileTrafficFlows(t *testing.T) {
 	g, _ := newGuard(t, Rules{})
 	sets := []Rules{
 		{Flow: []FlowRule{{Resource: "a", Limit: 1 << 30}, {Resource: "a", Type: ConcurrencyRule, Limit: 1 << 20}},
-			Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker}}},
+			Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker}}},
 		{Flow: []FlowRule{{Resource: "a", Type: ConcurrencyRule, Limit: 1 << 20}, {Resource: "b", Limit: 5}}},
 		{Flow: []FlowRule{{Resource: "a", Limit: 1 << 29}}, Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorRatioBreaker, Threshold: 1}}},
 	}
@@ -66,7 +66,7 @@ func TestEnterExitDoNotAllocate(t *testing.T) {
 	}
 	g, _ := newGuard(t, Rules{
 		Flow:     []FlowRule{{Resource: "a", Limit: 1 << 30}, {Resource: "a", Type: ConcurrencyRule, Limit: 1 << 20}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorRatioBreaker, Threshold: 0.5}, {Resource: "a", Strategy: AdaptiveBreaker}},
+		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorRatioBreaker, Threshold: 0.5}, {Resource: "a", Strategy: SREBreaker}},
 	})
 	defer g.OnEvent(func(Event) {})()
 	mustEnter(t, g, "a").Exit(nil) // fills the pooled entry's slices

@@ -513,12 +513,12 @@ func TestTotalsCountBlocksByReason(t *testing.T) {
 func TestBreakersReportTheirState(t *testing.T) {
 	one := int64(1)
 	g, _ := newGuard(t, Rules{Breakers: []BreakerRule{
-		{Resource: "x", Strategy: AdaptiveBreaker},
+		{Resource: "x", Strategy: SREBreaker},
 		{Resource: "y", Strategy: ErrorCountBreaker, Count: 1, MinRequests: &one, OpenTimeout: Duration(3 * time.Second)},
 	}})
 	mustEnter(t, g, "y").Exit(errors.New("boom"))
 	bs := g.Breakers()
-	if len(bs) != 2 || bs[0].Resource != "x" || bs[0].Rule != "breaker" || bs[0].Strategy != AdaptiveBreaker ||
+	if len(bs) != 2 || bs[0].Resource != "x" || bs[0].Rule != "breaker" || bs[0].Strategy != SREBreaker ||
 		bs[0].State != breaker.Closed {
 		t.Fatalf("Breakers() = %+v", bs)
 	}

@@ -22,9 +22,9 @@ func TestRulesWithoutNamesAreNamedAfterTheirType(t *testing.T) {
 			{Resource: "a", Type: ThrottleRule, Limit: 7},
 		},
 		Breakers: []BreakerRule{
-			{Resource: "a", Strategy: AdaptiveBreaker},
+			{Resource: "a", Strategy: SREBreaker},
 			{Resource: "a", Strategy: ErrorCountBreaker, Count: 1},
-			{Resource: "b", Name: "db", Strategy: AdaptiveBreaker},
+			{Resource: "b", Name: "db", Strategy: SREBreaker},
 		},
 	}
 	got := r.Named()
@@ -60,9 +60,9 @@ func TestRuleNamesAreValidated(t *testing.T) {
 	}{
 		{"too long", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: strings.Repeat("x", bounds.MaxRuleNameLength+1)}}}, "65 bytes long; at most 64"},
 		{"control character", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: "a\nb"}}}, "does not print"},
-		{"not UTF-8", Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Name: "a\xff"}}}, "not valid UTF-8"},
+		{"not UTF-8", Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker, Name: "a\xff"}}}, "not valid UTF-8"},
 		{"space around", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: " burst"}}}, "begins or ends with a space"},
-		{"twice on a resource", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: "x"}}, Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Name: "x"}}},
+		{"twice on a resource", Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Name: "x"}}, Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker, Name: "x"}}},
 			`"x" is the name of flow[0] too`},
 	} {
 		err := tc.rules.Validate()
@@ -137,7 +137,7 @@ func TestABreakersNameFromItsResourceAloneIsItsName(t *testing.T) {
 			r.Flow = append(r.Flow, FlowRule{Resource: pick("a", "b"), Name: pick("", "", "breaker", "breaker_2", "x"), Limit: 1})
 		}
 		for range 1 + rng.IntN(5) {
-			r.Breakers = append(r.Breakers, BreakerRule{Resource: pick("a", "b"), Name: pick("", "", "", "breaker_2", "y"), Strategy: AdaptiveBreaker})
+			r.Breakers = append(r.Breakers, BreakerRule{Resource: pick("a", "b"), Name: pick("", "", "", "breaker_2", "y"), Strategy: SREBreaker})
 		}
 		_, want := r.names()
 		for i := range r.Breakers {

@@ -240,7 +240,7 @@ func TestOverloadRulesAreValidated(t *testing.T) {
 			t.Errorf("%+v: %v, want a problem with field %s", c.rule, err, c.field)
 		}
 	}
-	err := Rules{Breakers: []BreakerRule{{Resource: InboundResource, Strategy: AdaptiveBreaker}}}.Validate()
+	err := Rules{Breakers: []BreakerRule{{Resource: InboundResource, Strategy: SREBreaker}}}.Validate()
 	var re *RulesError
 	if !errors.As(err, &re) || !hasField(re, "resource") {
 		t.Errorf("a breaker on %s: %v, want a problem with its resource", InboundResource, err)

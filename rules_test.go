@@ -16,7 +16,7 @@ func TestValidateReportsEveryProblemWithItsPlace(t *testing.T) {
 		want  []string
 	}{
 		{"no resource", Rules{Flow: []FlowRule{{Limit: 1}}}, []string{`flow[0]: resource: missing`}},
-		{"reserved resource", Rules{Flow: []FlowRule{{Resource: OtherResource, Limit: 1}}, Breakers: []BreakerRule{{Resource: OtherResource, Strategy: AdaptiveBreaker}}},
+		{"reserved resource", Rules{Flow: []FlowRule{{Resource: OtherResource, Limit: 1}}, Breakers: []BreakerRule{{Resource: OtherResource, Strategy: SREBreaker}}},
 			[]string{`flow[0] (resource "(other)"): resource: "(other)" is the name of the resources the guard has no room for`, `breakers[0] (resource "(other)"): resource: "(other)"`}},
 		{"negative limit and interval", Rules{Flow: []FlowRule{{Resource: "a", Limit: -1, Interval: Duration(-time.Second)}}},
 			[]string{`flow[0] (resource "a"): limit: -1 must not be negative`, `flow[0] (resource "a"): interval: -1s must not be negative`}},
@@ -54,13 +54,14 @@ func TestValidateReportsEveryProblemWithItsPlace(t *testing.T) {
 			[]string{`count: does not apply to the error_ratio strategy`, `max_rt: does not apply to the error_ratio strategy`}},
 		{"slow", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: SlowRatioBreaker, Threshold: 0.5}}}, []string{`max_rt: 0s must be positive`}},
 		{"negative min", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorRatioBreaker, Threshold: 0.5, MinRequests: &neg}}}, []string{`min_requests: -1 must not be negative`}},
-		{"adaptive fields", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: AdaptiveBreaker, Threshold: 0.5, K: 0.5, BlockPolicy: "sometimes"}}},
-			[]string{`threshold: does not apply to an adaptive breaker`, `k: 0.5 must be at least 1`, `block_policy: "sometimes" is not one of`}},
+		{"the old spelling of sre", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: "adaptive"}}}, []string{`strategy: "adaptive" is now spelt "sre"`}},
+		{"SRE fields", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: SREBreaker, Threshold: 0.5, K: 0.5, BlockPolicy: "sometimes"}}},
+			[]string{`threshold: does not apply to an SRE breaker`, `k: 0.5 must be at least 1`, `block_policy: "sometimes" is not one of`}},
 		{"state fields", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorCountBreaker, Count: 1, K: 2, Protection: &neg}}},
-			[]string{`k: applies to an adaptive breaker only`, `protection: applies to an adaptive breaker only`}},
+			[]string{`k: applies to an SRE breaker only`, `protection: applies to an SRE breaker only`}},
 		{"backoff", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: ErrorCountBreaker, Count: 1, OpenTimeout: Duration(time.Minute), MaxOpenTimeout: Duration(time.Second)}}},
 			[]string{`max_open_timeout: 1s must be at least open_timeout 1m0s`}},
-		{"window", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: AdaptiveBreaker, Interval: Duration(time.Second), Buckets: 3}}}, []string{`does not divide into 3 buckets`}},
+		{"window", Rules{Breakers: []BreakerRule{{Resource: "db", Strategy: SREBreaker, Interval: Duration(time.Second), Buckets: 3}}}, []string{`does not divide into 3 buckets`}},
 		{"several rules", Rules{Flow: []FlowRule{{Resource: "a", Limit: -1}, {Resource: "b"}, {Resource: "c", Limit: -2}},
 			Breakers: []BreakerRule{{Resource: "d", Strategy: "x"}}},
 			[]string{`flow[0] (resource "a"): limit: -1`, `flow[2] (resource "c"): limit: -2`, `breakers[0] (resource "d"): strategy`}},
@@ -95,7 +96,7 @@ func TestValidRulesPass(t *testing.T) {
 			{Resource: "e", Limit: 1000, Cluster: true, Lease: 20},
 		},
 		Breakers: []BreakerRule{
-			{Resource: "a", Strategy: AdaptiveBreaker, K: 1.5, Protection: &one, BlockPolicy: "ignore_blocks"},
+			{Resource: "a", Strategy: SREBreaker, K: 1.5, Protection: &one, BlockPolicy: "ignore_blocks"},
 			{Resource: "a", Strategy: SlowRatioBreaker, Threshold: 0.2, MaxRT: Duration(time.Second), Probes: 3},
 		},
 	}
@@ -133,8 +134,8 @@ func TestProblemsOfSettingsTogetherNameTheirField(t *testing.T) {
 	}{
 		{Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, RefResource: "b", Interval: Duration(time.Minute)}}}, "interval"},
 		{Rules{Flow: []FlowRule{{Resource: "a", Limit: 1, Buckets: 7}}}, "interval"},
-		{Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Interval: Duration(time.Second), Buckets: 3}}}, "interval"},
-		{Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: AdaptiveBreaker, Buckets: 1 << 20}}}, "buckets"},
+		{Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker, Interval: Duration(time.Second), Buckets: 3}}}, "interval"},
+		{Rules{Breakers: []BreakerRule{{Resource: "a", Strategy: SREBreaker, Buckets: 1 << 20}}}, "buckets"},
 	} {
 		var re *RulesError
 		if err := tc.rules.Validate(); !errors.As(err, &re) || len(re.Problems) != 1 || re.Problems[0].Field != tc.field {

@@ -32,8 +32,8 @@ func BenchmarkBaselineAtomicAdd(b *testing.B) {
 	}
 }
 
-func mustAdaptive(b *testing.B, opts ...Option) *Adaptive {
-	a, err := NewAdaptive(opts...)
+func mustSRE(b *testing.B, opts ...Option) *SRE {
+	a, err := NewSRE(opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,39 +50,39 @@ func mustCircuit(b *testing.B, s Strategy, opts ...Option) *Circuit {
 
 // Allow and settle a request to a healthy dependency: the breakers' common
 // case.
-func BenchmarkAdaptiveAllowSucceed(b *testing.B) {
-	a := mustAdaptive(b)
+func BenchmarkSREAllowSucceed(b *testing.B) {
+	a := mustSRE(b)
 	for i := 0; i < b.N; i++ {
 		p, _ := a.Allow()
-		p.Succeed()
+		p.settle(Success)
 	}
 }
 
-func BenchmarkAdaptiveDo(b *testing.B) {
-	a := mustAdaptive(b)
+func BenchmarkSREDo(b *testing.B) {
+	a := mustSRE(b)
 	ok := func() error { return nil }
 	for i := 0; i < b.N; i++ {
-		_ = a.Do(ok)
+		_ = a.Do(bg, ok)
 	}
 }
 
 // A failing dependency: every request reads the window's totals and draws;
 // about half are blocked.
-func BenchmarkAdaptiveFailing(b *testing.B) {
-	a := mustAdaptive(b, WithRandom(func() float64 { return 0.5 }))
+func BenchmarkSREFailing(b *testing.B) {
+	a := mustSRE(b, withRandom(func() float64 { return 0.5 }))
 	for i := 0; i < b.N; i++ {
 		if p, err := a.Allow(); err == nil {
-			p.Fail()
+			p.settle(Failure)
 		}
 	}
 }
 
-func BenchmarkAdaptiveAllowSucceedParallel(b *testing.B) {
-	a := mustAdaptive(b)
+func BenchmarkSREAllowSucceedParallel(b *testing.B) {
+	a := mustSRE(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			p, _ := a.Allow()
-			p.Succeed()
+			p.settle(Success)
 		}
 	})
 }
@@ -91,7 +91,7 @@ func BenchmarkCircuitAllowSucceed(b *testing.B) {
 	c := mustCircuit(b, ErrorRatio(0.5))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
-		p.Succeed()
+		p.settle(Success)
 	}
 }
 
@@ -101,7 +101,7 @@ func BenchmarkCircuitAllowSucceedAt(b *testing.B) {
 	now := clock.System.Now()
 	for i := 0; i < b.N; i++ {
 		p, _ := c.AllowAt(now)
-		p.RecordAt(now, Success)
+		p.recordAt(now, Success)
 	}
 }
 
@@ -109,7 +109,7 @@ func BenchmarkCircuitDo(b *testing.B) {
 	c := mustCircuit(b, ErrorRatio(0.5))
 	ok := func() error { return nil }
 	for i := 0; i < b.N; i++ {
-		_ = c.Do(ok)
+		_ = c.Do(bg, ok)
 	}
 }
 
@@ -118,7 +118,7 @@ func BenchmarkCircuitSlowAllowSucceed(b *testing.B) {
 	c := mustCircuit(b, SlowRatio(time.Second, 0.5))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
-		p.Succeed()
+		p.settle(Success)
 	}
 }
 
@@ -127,7 +127,7 @@ func BenchmarkCircuitAllowFail(b *testing.B) {
 	c := mustCircuit(b, ErrorCount(1<<40))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
-		p.Fail()
+		p.settle(Failure)
 	}
 }
 
@@ -137,23 +137,23 @@ func BenchmarkCircuitConsecutiveFailuresAllowFail(b *testing.B) {
 	c := mustCircuit(b, ConsecutiveFailures(1<<40))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
-		p.Fail()
+		p.settle(Failure)
 	}
 }
 
 func BenchmarkCircuitTripWhenAllowFail(b *testing.B) {
-	c := mustCircuit(b, TripWhen("never", func(n Counts) bool { return n.ConsecutiveFailures < 0 }))
+	c := mustCircuit(b, TripWhen(func(n Stats) bool { return n.ConsecutiveFailures < 0 }))
 	for i := 0; i < b.N; i++ {
 		p, _ := c.Allow()
-		p.Fail()
+		p.settle(Failure)
 	}
 }
 
 // An open circuit blocking.
 func BenchmarkCircuitOpen(b *testing.B) {
-	c := mustCircuit(b, ErrorCount(1), WithMinRequests(1), WithOpenTimeout(time.Hour))
+	c := mustCircuit(b, ErrorCount(1), WithMinRequests(1), WithOpenTimeout(time.Hour, 0))
 	p, _ := c.Allow()
-	p.Fail()
+	p.settle(Failure)
 	for i := 0; i < b.N; i++ {
 		_, _ = c.Allow()
 	}
@@ -164,7 +164,7 @@ func BenchmarkCircuitAllowSucceedParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			p, _ := c.Allow()
-			p.Succeed()
+			p.settle(Success)
 		}
 	})
 }

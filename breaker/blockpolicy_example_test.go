@@ -6,10 +6,22 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 )
 
-// A scenario sends evenly spaced requests through an Adaptive breaker on a
-// simulated timeline (AllowAt and RecordAt take the time, so nothing sleeps)
+// withRandom makes an SRE breaker draw from a source of its own: here a
+// seeded one, so that the example prints the same every run.
+var withRandom = breakerhook.WithRandom.(func(func() float64) breaker.Option)
+
+// policyNames names the block policies in the table.
+var policyNames = map[breaker.BlockPolicy]string{
+	breaker.CountBlocksWhileFailing: "count blocks while failing",
+	breaker.CountBlocks:             "count blocks",
+	breaker.IgnoreBlocks:            "ignore blocks",
+}
+
+// A scenario sends evenly spaced requests through an SRE breaker on a
+// simulated timeline (AllowAt and DoneAt take the time, so nothing sleeps)
 // to a dependency that fails every request during an outage and, outside it,
 // handles at most capacity requests per second (0: all) and fails the rest.
 type scenario struct {
@@ -31,7 +43,7 @@ type result struct {
 
 func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 	src := rand.New(rand.NewPCG(seed, 1))
-	b, err := breaker.NewAdaptive(breaker.WithBlockPolicy(policy), breaker.WithRandom(src.Float64))
+	b, err := breaker.NewSRE(breaker.WithBlockPolicy(policy), withRandom(src.Float64))
 	if err != nil {
 		panic(err)
 	}
@@ -48,7 +60,7 @@ func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 			served = 0 // a new second for the dependency's capacity
 		}
 		down := now >= outage && now < recovery
-		if recovery > 0 && now >= recovery && res.recovery < 0 && b.BlockRatioAt(now) <= 0.01 {
+		if recovery > 0 && now >= recovery && res.recovery < 0 && b.StatsAt(now).BlockRatio <= 0.01 {
 			res.recovery = time.Duration(now - recovery)
 		}
 		p, err := b.AllowAt(now)
@@ -65,11 +77,11 @@ func (sc scenario) run(policy breaker.BlockPolicy, seed uint64) result {
 			res.after[(now-recovery)/sec]++
 		}
 		if down || (sc.capacity > 0 && served >= int64(sc.capacity)) {
-			p.RecordAt(now, breaker.Failure)
+			p.DoneAt(now, errDown)
 			continue
 		}
 		served++
-		p.RecordAt(now, breaker.Success)
+		p.DoneAt(now, nil)
 	}
 	if d := recovery - outage; d > 0 {
 		res.leak = float64(leaked) / time.Duration(d/2).Seconds()
@@ -92,7 +104,7 @@ func ExampleBlockPolicy() {
 	for _, p := range []breaker.BlockPolicy{breaker.CountBlocksWhileFailing, breaker.CountBlocks, breaker.IgnoreBlocks} {
 		o, l := outage.run(p, 1), overload.run(p, 1)
 		fmt.Printf("%-26v | %6.1f/s    |               %4.0f%% %4.0f%% %4.0f%% %4.0f%% | %4.0f (%.1f × capacity)\n",
-			p, o.leak, 100*o.after[1], 100*o.after[4], 100*o.after[8], 100*o.after[30], l.sent, l.sent/100)
+			policyNames[p], o.leak, 100*o.after[1], 100*o.after[4], 100*o.after[8], 100*o.after[30], l.sent, l.sent/100)
 	}
 	// Output:
 	// policy                     | outage leak | let through at  +1 s  +4 s  +8 s +30 s | overload: sent per second

@@ -7,14 +7,13 @@ import (
 )
 
 // ErrBlocked is the error of a request the breaker blocks: its circuit is
-// open, or the adaptive breaker blocked it at random. Test for it with
-// [errors.Is], which also matches [ErrProbesBusy].
+// open or its probe places are taken, or the SRE breaker blocked it at
+// random. Test for it with [errors.Is].
 var ErrBlocked = errors.New("breaker: blocked")
 
-// ErrProbesBusy is the error of a request a half-open [Circuit] blocks
-// because every probe place is taken. errors.Is(ErrProbesBusy, ErrBlocked)
-// is true.
-var ErrProbesBusy = fmt.Errorf("%w: half-open, every probe place taken", ErrBlocked)
+// errProbesBusy is the error of a request a half-open Circuit blocks
+// because every probe place is taken: it wraps ErrBlocked, and says why.
+var errProbesBusy = fmt.Errorf("%w: half-open, every probe place taken", ErrBlocked)
 
 // ErrInvalidConfig is wrapped by every error a constructor returns for a bad
 // option or strategy. The message names the option and its value.
@@ -27,7 +26,7 @@ const (
 	// Closed: requests are allowed and their outcomes are counted.
 	Closed State = iota
 	// Open: requests are blocked (a [Circuit]), or some of them are (an
-	// [Adaptive] breaker whose block ratio is above zero).
+	// [SRE] breaker whose block ratio is above zero).
 	Open
 	// HalfOpen: a Circuit allows a few probe requests to decide whether to
 	// close again.
@@ -61,23 +60,12 @@ const (
 	Ignored
 )
 
-// Acceptable reports whether a request that returned err counts as a success
-// (go-zero's name). A nil Acceptable leaves the decision to the breaker's
-// [WithIsSuccessful], which by default takes only a nil error as a success.
-type Acceptable func(err error) bool
-
-// Fallback is called, instead of the request, with the error of a request the
-// breaker blocked; its result is returned instead. A nil Fallback returns the
-// breaker's error, as Do does.
-type Fallback func(err error) error
-
-// A Breaker guards calls to a dependency: [Adaptive] and [Circuit] are
-// Breakers, and so can be a type of your own. It is what the guard asks of
-// a breaker rule.
+// A Breaker guards calls to a dependency: [SRE] and [Circuit] are
+// Breakers, and so can be a type of your own (see [NewPromise]). It is what
+// the guard asks of a breaker rule.
 //
 // [Breaker.AllowAt] and [Breaker.StatsAt] take the time, in nanoseconds on
 // the breaker's clock; [Breaker.Allow] and [Breaker.Stats] read that clock.
-// The go-zero family of Do methods is on the concrete types.
 type Breaker interface {
 	// Allow reports whether a request may proceed now. If it may, settle
 	// the Promise with the request's outcome, once. If not, the error is
@@ -85,41 +73,54 @@ type Breaker interface {
 	Allow() (Promise, error)
 	// AllowAt is Allow at time now.
 	AllowAt(now int64) (Promise, error)
-	// RetryAfterAt returns how long after time now a blocked request could
-	// be allowed, or 0 if the breaker cannot tell.
-	RetryAfterAt(now int64) time.Duration
 	// Stats returns the breaker's state and window counts now.
 	Stats() Stats
 	// StatsAt returns the breaker's state and window counts at time now.
 	StatsAt(now int64) Stats
 }
 
-// A Recorder is the breaker a [Promise] reports to. [Adaptive] and
-// [Circuit] have their own. A [Breaker] of your own implements it, and
-// makes its Promises with [NewPromise].
+// A Recorder is told the outcomes of the Promises of a [Breaker] of your
+// own, which makes them with [NewPromise].
 type Recorder interface {
 	// Now returns the time on the breaker's clock, in nanoseconds.
 	Now() int64
-	// RecordAt is told that the request of p ended at time now, with
-	// outcome o. It is called each time p is settled.
-	RecordAt(p Promise, now int64, o Outcome)
+	// RecordAt is told that the request of the Promise made with token
+	// ended at time now, with outcome o. It is called each time that
+	// Promise is settled.
+	RecordAt(token uint64, now int64, o Outcome)
 }
 
 // Stats is a breaker's state and the counts in its window, for metrics. The
 // zero Stats is a closed breaker that has counted nothing.
+//
+// The counts are the outcomes of the requests a breaker allowed within its
+// window's interval: the bucket holding now and those before it (see
+// [WithWindow]). A [Circuit] counts only since it last closed; probes,
+// blocked requests and ignored outcomes are not among them. They are what
+// a Circuit's [Strategy] sees.
 type Stats struct {
-	// State is the breaker's state. An [Adaptive] breaker is [Open] while
-	// its block ratio is above zero.
+	// State is the breaker's state. An [SRE] breaker is [Open] while its
+	// block ratio is above zero.
 	State State
 	// BlockRatio is the share of requests the breaker blocks now. For an
-	// [Adaptive] breaker, it is the probability that it blocks a request.
+	// [SRE] breaker, it is the probability that it blocks a request.
 	// A [Circuit]'s is 0 when closed and 1 when open. Half-open, it is the
 	// share of its probe places taken (probes in flight / probes).
 	BlockRatio float64
-	// Counts are the outcomes counted in the window (see [Counts]). For a
-	// Circuit they are what its strategy sees. An Adaptive breaker counts
-	// no slow requests and no runs of failures, and reports 0 for those.
-	Counts
+	// Requests is how many requests ended with a counted outcome:
+	// Successes + Failures.
+	Requests int64
+	// Successes and Failures count the requests that ended with each
+	// outcome.
+	Successes, Failures int64
+	// Slow is how many of the Requests took longer than a [SlowRatio]
+	// strategy's maximum. Other strategies do not time requests, and see 0.
+	Slow int64
+	// ConsecutiveFailures is the run of failures that ends the window, in
+	// the order the outcomes were counted. It is the failures counted after
+	// the window's latest success, or all of them if it holds none. It is
+	// at most Failures, and 0 after a success. An SRE breaker reports 0.
+	ConsecutiveFailures int64
 	// Blocked is how many requests the breaker blocked in the window (for a
 	// Circuit, since it last closed).
 	Blocked int64
@@ -134,7 +135,7 @@ type Stats struct {
 }
 
 // A Promise stands for one request a breaker allowed. Tell it the request's
-// outcome with one of its methods, once. A Promise is a small value: issuing
+// outcome, once, with [Promise.Done]. A Promise is a small value: issuing
 // and settling one allocates nothing. The zero Promise, which Allow returns
 // with an error, ignores every call.
 //
@@ -144,17 +145,15 @@ type Promise struct {
 	// A Promise is four words, the most the compiler keeps in registers:
 	// larger, it is copied through memory on every return, which costs
 	// more than the rest of allowing a request.
-	rec   Recorder
+	rec   any    // *sreRecorder, *circuitRecorder, or a Recorder of a Breaker of one's own
 	start int64  // a Circuit's: when the request was allowed, if it needs it
 	token uint64 // the Recorder's (see circuitToken)
 }
 
-// NewPromise returns a Promise that reports to r, for a [Breaker] of your
-// own. token is r's to choose: [Promise.Token] returns it.
+// NewPromise returns a Promise that reports to r with token, for a
+// [Breaker] of your own. token is r's to choose: [Recorder.RecordAt] is
+// given it.
 func NewPromise(r Recorder, token uint64) Promise { return Promise{rec: r, token: token} }
-
-// Token returns the token the Promise was made with (see [NewPromise]).
-func (p Promise) Token() uint64 { return p.token }
 
 // Probe reports whether the request is a half-open [Circuit]'s probe. Its
 // outcome decides whether the circuit closes. So a client should not retry
@@ -164,104 +163,84 @@ func (p Promise) Probe() bool {
 	return ok && p.token&probeBit != 0
 }
 
-// Succeed reports that the request succeeded.
-func (p Promise) Succeed() { p.settle(Success) }
-
-// Fail reports that the request failed.
-func (p Promise) Fail() { p.settle(Failure) }
-
-// Ignore reports that the request's outcome says nothing about the
-// dependency. Nothing is counted; a probe gives its place back.
-func (p Promise) Ignore() { p.settle(Ignored) }
-
-// Done reports the request's outcome by its error, as Do does: [Ignored] if
-// [WithIsExcluded] excludes it, else [Success] if [WithIsSuccessful] takes it
-// as one, else [Failure]. By default only a nil error is a success. A
-// Promise of your own ([NewPromise]) takes a nil error as a success, and any
-// other as a failure.
+// Done reports the request's outcome by its error, as [SRE.Do] does: the
+// outcome [WithOutcomeOf] gives it. By default a nil error is a [Success]
+// and any other a [Failure]. A Promise of a Breaker of your own
+// ([NewPromise]) takes errors so.
 func (p Promise) Done(err error) {
-	if p.rec != nil {
-		p.RecordAt(p.rec.Now(), p.outcome(err))
+	switch r := p.rec.(type) {
+	case nil:
+	case *sreRecorder:
+		(*SRE)(r).record(r.clock.Now(), r.policy.outcome(err))
+	case *circuitRecorder:
+		if r.clock != nil { // not the zero Circuit
+			(*Circuit)(r).record(p, r.clock.Now(), r.policy.outcome(err))
+		}
+	case Recorder:
+		r.RecordAt(p.token, r.Now(), outcomeOf(err, nil))
 	}
 }
 
 // DoneAt is Done at time now, in nanoseconds on the breaker's clock.
 func (p Promise) DoneAt(now int64, err error) {
-	if p.rec != nil {
-		p.RecordAt(now, p.outcome(err))
+	switch r := p.rec.(type) {
+	case nil:
+	case *sreRecorder:
+		p.recordAt(now, r.policy.outcome(err))
+	case *circuitRecorder:
+		p.recordAt(now, r.policy.outcome(err))
+	case Recorder:
+		p.recordAt(now, outcomeOf(err, nil))
 	}
 }
 
-// RecordAt reports outcome o at time now, in nanoseconds on the breaker's
-// clock. It is Succeed, Fail or Ignore for code that has read the clock
-// already, and for simulations. An o that is not an [Outcome] counts
-// nothing, and a probe's place stays taken until it times out.
-func (p Promise) RecordAt(now int64, o Outcome) {
+// recordAt reports outcome o at time now: DoneAt for code that has
+// classified the outcome itself (the guard, through internal/breakerhook).
+// An o that is not an Outcome counts nothing, and a probe's place stays
+// taken until it times out.
+func (p Promise) recordAt(now int64, o Outcome) {
 	if o > Ignored {
 		return
 	}
-	// The breakers of this package are called directly, not through the
+	// The breakers of this package are called directly, not through an
 	// interface, so that settling a request costs a direct call.
 	switch r := p.rec.(type) {
 	case nil:
-	case *adaptiveRecorder:
-		(*Adaptive)(r).record(now, o)
+	case *sreRecorder:
+		(*SRE)(r).record(now, o)
 	case *circuitRecorder:
 		if r.clock != nil { // not the zero Circuit
 			(*Circuit)(r).record(p, now, o)
 		}
-	default:
-		r.RecordAt(p, now, o)
+	case Recorder:
+		r.RecordAt(p.token, now, o)
 	}
 }
 
-// outcome classifies err as the breaker that issued p does.
-func (p Promise) outcome(err error) Outcome {
-	switch r := p.rec.(type) {
-	case *adaptiveRecorder:
-		return r.policy.outcome(err)
-	case *circuitRecorder:
-		return r.policy.outcome(err)
-	}
-	return outcomeOf(err, nil, nil)
-}
-
+// settle reports outcome o now, on the breaker's clock.
 func (p Promise) settle(o Outcome) {
 	switch r := p.rec.(type) {
 	case nil:
-	case *adaptiveRecorder:
-		(*Adaptive)(r).record(r.clock.Now(), o)
+	case *sreRecorder:
+		(*SRE)(r).record(r.clock.Now(), o)
 	case *circuitRecorder:
 		if r.clock != nil { // not the zero Circuit
 			(*Circuit)(r).record(p, r.clock.Now(), o)
 		}
-	default:
-		r.RecordAt(p, r.Now(), o)
+	case Recorder:
+		r.RecordAt(p.token, r.Now(), o)
 	}
 }
 
-// adaptiveRecorder and circuitRecorder are the breakers as the Recorders of
-// their Promises: a Promise holds the breaker itself, with no method of
-// Recorder in the breaker's API.
+// sreRecorder and circuitRecorder are the breakers as the holders of their
+// Promises: a Promise holds the breaker itself, with no method of Recorder
+// in the breaker's API.
 type (
-	adaptiveRecorder Adaptive
-	circuitRecorder  Circuit
+	sreRecorder     SRE
+	circuitRecorder Circuit
 )
 
-func (r *adaptiveRecorder) Now() int64 { return r.clock.Now() }
-
-func (r *adaptiveRecorder) RecordAt(p Promise, now int64, o Outcome) { p.RecordAt(now, o) }
-
-func (r *circuitRecorder) Now() int64 {
-	if r.clock == nil { // the zero Circuit
-		return 0
-	}
-	return r.clock.Now()
-}
-
-func (r *circuitRecorder) RecordAt(p Promise, now int64, o Outcome) { p.RecordAt(now, o) }
-
 var (
-	_ Breaker = (*Adaptive)(nil)
+	_ Breaker = (*SRE)(nil)
 	_ Breaker = (*Circuit)(nil)
 )

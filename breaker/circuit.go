@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerlimits"
 	"github.com/slidegate/slidegate/internal/notify"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
@@ -15,16 +16,16 @@ import (
 // A Circuit is a circuit breaker with states, as Sentinel's and gobreaker's.
 //
 // Closed, it allows requests and counts their outcomes over a sliding window
-// ([Counts]). It opens when a failure (for [SlowRatio], a slow request)
+// ([Stats]). It opens when a failure (for [SlowRatio], a slow request)
 // leaves the window meeting its [Strategy], with the minimum volume.
 //
 // Open, it blocks requests with [ErrBlocked] until the open timeout has
-// passed ([WithOpenTimeout]; [WithBackoff] doubles it each time probing
-// fails). The first request at or after it turns the circuit half-open and
+// passed ([WithOpenTimeout], which can double it each time probing fails). The first request at or after it turns the circuit half-open and
 // becomes a probe.
 //
 // Half-open, it lets at most n probes be in flight at once ([WithProbes]).
-// It blocks other requests with [ErrProbesBusy]. Only probes decide. One
+// It blocks other requests with an error that wraps [ErrBlocked]. Only
+// probes decide. One
 // failure opens the circuit again, as does a probe unfinished after the
 // probe timeout. n successes close it, with an empty window. When a
 // half-open spell ends, its probes still running are abandoned: their
@@ -34,8 +35,8 @@ import (
 // only in the generation that allowed it. So a result that arrives after the
 // circuit moved on is ignored: a request allowed while closed that ends
 // while half-open, or a probe that ends after another one failed. Outcomes
-// that [WithIsExcluded] excludes count as nothing, as does [Promise.Ignore].
-// An ignored probe gives its place back.
+// that [WithOutcomeOf] takes as [Ignored] count as nothing. An ignored probe
+// gives its place back.
 //
 // State changes happen when requests observe their cause. An open circuit
 // whose timeout has passed reads Open until the next request arrives. A
@@ -48,7 +49,6 @@ import (
 // Circuit reads the clock only to settle a request, and, for SlowRatio, to
 // allow one. The zero Circuit is not usable; make one with [NewCircuit].
 type Circuit struct {
-	calls
 	policy
 	strategy    Strategy
 	minRequests int64
@@ -87,7 +87,7 @@ type Circuit struct {
 // window of outcomes (and, while open or half-open, of blocked requests),
 // and the run of failures since the latest success. The run is kept apart
 // from the window because it has an order, which buckets do not; the window
-// bounds it (see countsAt).
+// bounds it (see statsAt).
 type closedWindow struct {
 	t   *window.Tally
 	run atomic.Int64 // failures counted since the latest success
@@ -111,7 +111,7 @@ func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed b
 	return &closedWindow{t: t}, nil
 }
 
-// countsAt returns the window's counts at time now, and how many requests it
+// statsAt returns the window's counts at time now, and how many requests it
 // blocked.
 //
 // The run of failures in the window is the smaller of the run counted and
@@ -122,16 +122,17 @@ func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed b
 // window's failures, and is the answer. If the success has left the window,
 // so have the failures before it: every failure in the window is part of the
 // run, and their number is the answer.
-func (w *closedWindow) countsAt(now int64) (Counts, int64) {
+func (w *closedWindow) statsAt(now int64) Stats {
 	s := w.t.SumsAt(now)
 	succ, fail := s[window.Succeeded], s[window.Failed]
-	return Counts{
+	return Stats{
 		Requests:            succ + fail,
 		Successes:           succ,
 		Failures:            fail,
 		Slow:                s[window.Slow],
 		ConsecutiveFailures: min(w.run.Load(), fail),
-	}, s[window.Blocked]
+		Blocked:             s[window.Blocked],
+	}
 }
 
 // A probe is one place for a half-open circuit's probe: the holder's ticket
@@ -152,19 +153,19 @@ const ticketShift = 10 // maxProbes = 1 << ticketShift
 // slotOf returns the index of the place a ticket was issued for.
 func slotOf(ticket uint64) int { return int(ticket & (maxProbes - 1)) }
 
-// NewCircuit returns a Circuit that opens on strategy s. Unless opts say
-// otherwise, it has the defaults [DefaultInterval],
-// [DefaultCircuitBuckets], [DefaultMinRequests] (none for
-// [ConsecutiveFailures] and [TripWhen]), [DefaultOpenTimeout] and
-// [DefaultProbes]. A bad strategy or option is an error wrapping
+// NewCircuit returns a Circuit that opens on strategy s. Its defaults are
+// a window of 10 s in 10 buckets ([WithWindow]) and a minimum volume of 10
+// ([WithMinRequests]; none for [ConsecutiveFailures] and [TripWhen]). It
+// stays open 5 s, without backoff ([WithOpenTimeout]), and sends 1 probe at
+// a time ([WithProbes]). A bad strategy or option is an error wrapping
 // [ErrInvalidConfig].
 func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	st, err := build(opts, settings{
-		interval: DefaultInterval, buckets: DefaultCircuitBuckets, minRequests: s.minRequests(),
-		openTimeout: DefaultOpenTimeout, probes: DefaultProbes,
+		interval: breakerlimits.DefaultInterval, buckets: breakerlimits.DefaultCircuitBuckets, minRequests: s.minRequests(),
+		openTimeout: breakerlimits.DefaultOpenTimeout, probes: breakerlimits.DefaultProbes,
 	}, circuitOnly, "a Circuit")
 	if err != nil {
 		return nil, err
@@ -172,11 +173,11 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	if st.openTimeout <= 0 {
 		return nil, fmt.Errorf("%w: open timeout = %v: must be positive", ErrInvalidConfig, st.openTimeout)
 	}
-	if st.given&(1<<optBackoff) == 0 {
+	if st.maxOpenTimeout == 0 {
 		st.maxOpenTimeout = st.openTimeout
 	}
 	if st.maxOpenTimeout < st.openTimeout {
-		return nil, fmt.Errorf("%w: backoff max = %v: must be at least the open timeout %v", ErrInvalidConfig, st.maxOpenTimeout, st.openTimeout)
+		return nil, fmt.Errorf("%w: open timeout max = %v: must be 0 or at least the open timeout %v", ErrInvalidConfig, st.maxOpenTimeout, st.openTimeout)
 	}
 	if st.probes < 1 || st.probes > maxProbes {
 		return nil, fmt.Errorf("%w: probes = %d: must be between 1 and %d", ErrInvalidConfig, st.probes, maxProbes)
@@ -188,7 +189,7 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		return nil, fmt.Errorf("%w: probe timeout = %v: must be positive", ErrInvalidConfig, st.probeTimeout)
 	}
 	c := &Circuit{
-		policy:       policy{st.isExcluded, st.isSuccessful},
+		policy:       policy{st.outcomeOf},
 		strategy:     s,
 		minRequests:  st.minRequests,
 		clock:        st.clock,
@@ -205,10 +206,12 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		return nil, err
 	}
 	c.stats.Store(w)
-	c.calls = calls{c}
 	c.hook = st.onTransition
-	if st.onStateChange != nil {
-		c.notify = notify.New(st.onStateChange, queueSize)
+	if f := st.onStateChange; f != nil {
+		c.notify = notify.New(func(t Transition) {
+			t.Dropped = c.notify.Dropped()
+			f(t)
+		}, queueSize)
 	}
 	return c, nil
 }
@@ -253,7 +256,7 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 				c.stats.Load().t.AddAt(now, window.Blocked, 1)
 				return Promise{}, ErrBlocked
 			}
-			c.transition(st, HalfOpen, now, OpenTimeoutPassed, Counts{})
+			c.transition(st, HalfOpen, now, openTimeoutPassed, Stats{})
 		default:
 			if c.expired(st, now) {
 				continue
@@ -265,7 +268,7 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 				continue
 			}
 			c.stats.Load().t.AddAt(now, window.Blocked, 1)
-			return Promise{}, ErrProbesBusy
+			return Promise{}, errProbesBusy
 		}
 	}
 }
@@ -309,7 +312,7 @@ func (c *Circuit) expired(st uint64, now int64) bool {
 		opened := false
 		// Under the lock the place and the state are stable: check again.
 		if c.state.Load() == st && p.ticket.Load() != 0 && now-p.start.Load() >= c.probeTimeout {
-			opened = c.change(st, Open, now, ProbeTimedOut, Counts{})
+			opened = c.change(st, Open, now, probeTimedOut, Stats{})
 		}
 		c.mu.Unlock()
 		if opened {
@@ -352,8 +355,8 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 		w.t.AddAt(now, window.Slow, 1)
 	}
 	if slow || (o == Failure && !c.timed) {
-		if n, _ := w.countsAt(now); c.strategy.meets(n, c.minRequests) {
-			c.transition(gen, Open, now, Tripped, n)
+		if n := w.statsAt(now); c.strategy.meets(n, c.minRequests) {
+			c.transition(gen, Open, now, tripped, n)
 		}
 	}
 }
@@ -367,10 +370,10 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 // the probe's spell goes on: every change to HalfOpen frees every place,
 // and a ticket is never issued twice.
 func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
-	cause := ProbeFailed
+	why := probeFailed
 	switch rt := now - start; {
 	case rt >= c.probeTimeout: // even an ignored result: the probe hung
-		o, cause = Failure, ProbeTimedOut
+		o, why = Failure, probeTimedOut
 	case o == Ignored:
 	case c.strategy.slow(rt):
 		o = Failure
@@ -387,29 +390,29 @@ func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
 	place.ticket.Store(0)
 	switch o {
 	case Failure:
-		c.change(st, Open, now, cause, Counts{})
+		c.change(st, Open, now, why, Stats{})
 	case Success:
 		if c.successes++; c.successes >= len(c.probes) {
-			c.change(st, Closed, now, ProbesSucceeded, Counts{})
+			c.change(st, Closed, now, probesSucceeded, Stats{})
 		}
 	}
 }
 
 // transition moves the circuit from state word from to state to, unless the
 // state word has changed meanwhile, and reports whether it did.
-func (c *Circuit) transition(from uint64, to State, now int64, cause Cause, w Counts) bool {
+func (c *Circuit) transition(from uint64, to State, now int64, why cause, w Stats) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.change(from, to, now, cause, w)
+	return c.change(from, to, now, why, w)
 }
 
 // change is transition with the mutex held.
-func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w Counts) bool {
+func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) bool {
 	if c.state.Load() != from {
 		return false
 	}
 	next := (from>>2+1)<<2 | uint64(to)
-	tr := Transition{From: State(from & 3), To: to, Cause: cause, At: now, Generation: next >> 2}
+	tr := Transition{From: State(from & 3), To: to, At: now, Generation: next >> 2, ProbeTimedOut: why == probeTimedOut}
 	switch to {
 	case Open:
 		if tr.From == HalfOpen {
@@ -421,8 +424,8 @@ func (c *Circuit) change(from uint64, to State, now int64, cause Cause, w Counts
 		// |now| ≤ 2^60, so adding at most 2^62 cannot overflow; 2^62 ns
 		// (146 years) is forever.
 		c.openUntil.Store(now + min(int64(tr.OpenFor), 1<<62))
-		if cause == Tripped {
-			tr.Counts = w
+		if why == tripped {
+			tr.Stats = w
 		}
 	case HalfOpen:
 		for i := range c.probes {
@@ -460,15 +463,6 @@ func (c *Circuit) openTimeoutAfter(n uint) time.Duration {
 	return d
 }
 
-// State returns the circuit's state. It changes when requests observe a
-// cause (see [Circuit]): an open circuit whose timeout has passed reads
-// [Open] until a request arrives. It reads no clock.
-func (c *Circuit) State() State { return State(c.state.Load() & 3) }
-
-// Generation returns the current generation: the number of state changes so
-// far.
-func (c *Circuit) Generation() uint64 { return c.state.Load() >> 2 }
-
 // Stats returns the circuit's state and window counts now.
 func (c *Circuit) Stats() Stats { return c.StatsAt(c.clock.Now()) }
 
@@ -479,13 +473,8 @@ func (c *Circuit) StatsAt(now int64) Stats {
 	now = timegrid.Clamp(now)
 	w := c.stats.Load()
 	st := c.state.Load()
-	n, blocked := w.countsAt(now)
-	s := Stats{
-		State:      State(st & 3),
-		Counts:     n,
-		Blocked:    blocked,
-		Generation: st >> 2,
-	}
+	s := w.statsAt(now)
+	s.State, s.Generation = State(st&3), st>>2
 	switch s.State {
 	case Open:
 		s.BlockRatio = 1
@@ -501,31 +490,12 @@ func (c *Circuit) StatsAt(now int64) Stats {
 	return s
 }
 
-// RetryAfterAt returns the rest of the open timeout at time now while the
-// circuit is open, and 0 otherwise.
-func (c *Circuit) RetryAfterAt(now int64) time.Duration {
+// retryAfterAt returns the rest of the open timeout at time now while the
+// circuit is open, and 0 otherwise: the guard's Retry-After, read without
+// the window (see internal/breakerhook).
+func (c *Circuit) retryAfterAt(now int64) time.Duration {
 	if State(c.state.Load()&3) != Open {
 		return 0
 	}
 	return time.Duration(max(0, c.openUntil.Load()-timegrid.Clamp(now)))
-}
-
-// DroppedTransitions returns how many state changes were not told to the
-// [OnStateChange] listener because it fell more than 64 behind.
-func (c *Circuit) DroppedTransitions() int64 {
-	if c.notify == nil {
-		return 0
-	}
-	return c.notify.Dropped()
-}
-
-// Close stops telling [OnStateChange] of state changes: changes made after
-// it are not told, those made before still are. It does not wait for the
-// listener, so the listener may call it. The Circuit goes on working. Close
-// is safe to call more than once.
-func (c *Circuit) Close() error {
-	if c.notify != nil {
-		c.notify.Close()
-	}
-	return nil
 }

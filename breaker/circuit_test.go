@@ -18,7 +18,7 @@ func newCircuit(t *testing.T, s Strategy, opts ...Option) (*Circuit, *clock.Manu
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(c.closeListener)
 	return c, clk
 }
 
@@ -28,14 +28,14 @@ func settle(t *testing.T, c *Circuit, o Outcome) {
 	t.Helper()
 	p, err := c.Allow()
 	if err != nil {
-		t.Fatalf("request blocked in state %v: %v", c.State(), err)
+		t.Fatalf("request blocked in state %v: %v", c.current(), err)
 	}
-	p.RecordAt(c.clock.Now(), o)
+	p.recordAt(c.clock.Now(), o)
 }
 
 func mustState(t *testing.T, c *Circuit, want State) {
 	t.Helper()
-	if got := c.State(); got != want {
+	if got := c.current(); got != want {
 		t.Fatalf("state = %v, want %v", got, want)
 	}
 }
@@ -123,7 +123,7 @@ func TestCircuitSlowRatioCountsOnlyRequestsSlowerThanMaxRT(t *testing.T) {
 			t.Fatal(err)
 		}
 		clk.Advance(rt)
-		p.RecordAt(clk.Now(), o)
+		p.recordAt(clk.Now(), o)
 	}
 	run(100*time.Millisecond, Success) // exactly maxRT: not slow
 	run(100*time.Millisecond, Failure) // errors do not count against SlowRatio
@@ -161,11 +161,11 @@ func TestCircuitWindowSlides(t *testing.T) {
 }
 
 func TestCircuitStaysOpenUntilExactlyTheTimeout(t *testing.T) {
-	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Second))
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Second, 0))
 	clk.Set(10 * ms)
 	trip(t, c)
 	clk.Set(10*ms + 999*ms + 999_999)
-	if _, err := c.Allow(); !errors.Is(err, ErrBlocked) || errors.Is(err, ErrProbesBusy) {
+	if _, err := c.Allow(); !errors.Is(err, ErrBlocked) || errors.Is(err, errProbesBusy) {
 		t.Fatalf("1 ns before the timeout: err = %v, want ErrBlocked", err)
 	}
 	if s := c.Stats(); s.RetryAfter != 1 || s.Blocked != 1 || s.BlockRatio != 1 {
@@ -177,7 +177,7 @@ func TestCircuitStaysOpenUntilExactlyTheTimeout(t *testing.T) {
 		t.Fatalf("at the timeout: %v, want a probe", err)
 	}
 	mustState(t, c, HalfOpen)
-	p.Succeed()
+	p.settle(Success)
 	mustState(t, c, Closed)
 }
 
@@ -186,7 +186,7 @@ func TestCircuitStaysOpenUntilExactlyTheTimeout(t *testing.T) {
 // A Circuit that trips at a negative clock reading half-opens on time.
 func TestCircuitTrippedAtANegativeTimeHalfOpensOnTime(t *testing.T) {
 	clk := clock.NewManual(-int64(time.Hour))
-	c, err := NewCircuit(ErrorRatio(0.5), WithClock(clk), WithMinRequests(1), WithOpenTimeout(time.Second))
+	c, err := NewCircuit(ErrorRatio(0.5), WithClock(clk), WithMinRequests(1), WithOpenTimeout(time.Second, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestCircuitTrippedAtANegativeTimeHalfOpensOnTime(t *testing.T) {
 
 func TestCircuitBacksOffExponentially(t *testing.T) {
 	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1),
-		WithOpenTimeout(time.Second), WithBackoff(5*time.Second))
+		WithOpenTimeout(time.Second, 5*time.Second))
 	trip(t, c)
 	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
 		opened := clk.Now()
@@ -228,7 +228,7 @@ func TestCircuitBacksOffExponentially(t *testing.T) {
 }
 
 func TestCircuitBackoffDoesNotOverflow(t *testing.T) {
-	c, _ := newCircuit(t, ErrorRatio(0.5), WithOpenTimeout(time.Second), WithBackoff(time.Duration(1<<62)))
+	c, _ := newCircuit(t, ErrorRatio(0.5), WithOpenTimeout(time.Second, time.Duration(1<<62)))
 	for _, n := range []uint{0, 1, 61, 62, 63, 64, 1000} {
 		d := c.openTimeoutAfter(n)
 		if d < time.Second || d > time.Duration(1<<62) {
@@ -244,17 +244,17 @@ func TestCircuitIgnoresResultsFromEarlierGenerations(t *testing.T) {
 	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1))
 	old, _ := c.Allow() // allowed while closed, generation 0
 	trip(t, c)
-	old.Fail() // must not count in the open window
+	old.settle(Failure) // must not count in the open window
 	if s := c.Stats(); s.Failures != 1 {
 		t.Fatalf("failures = %d, want 1", s.Failures)
 	}
 	clk.Advance(c.Stats().RetryAfter)
 	probe, _ := c.Allow()
-	old.Succeed() // must not close the half-open circuit
+	old.settle(Success) // must not close the half-open circuit
 	mustState(t, c, HalfOpen)
-	probe.Succeed()
+	probe.settle(Success)
 	mustState(t, c, Closed)
-	old.Fail() // must not count in the new window
+	old.settle(Failure) // must not count in the new window
 	if s := c.Stats(); s.Requests != 0 {
 		t.Fatalf("stats = %+v, want an empty window", s)
 	}
@@ -274,7 +274,7 @@ func TestCircuitCountsBlockedRequests(t *testing.T) {
 }
 
 func TestCircuitHugeOpenTimeoutStaysOpen(t *testing.T) {
-	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Duration(math.MaxInt64)))
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Duration(math.MaxInt64), 0))
 	clk.Advance(time.Second)
 	trip(t, c)
 	if _, err := c.Allow(); !errors.Is(err, ErrBlocked) {
@@ -288,7 +288,7 @@ func TestCircuitRecoversWithinTheLongestOpenTimeout(t *testing.T) {
 	const maxOpen = 8 * time.Second
 	for _, outage := range []time.Duration{time.Second, 7 * time.Second, 30 * time.Second, 5 * time.Minute} {
 		c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(10),
-			WithOpenTimeout(time.Second), WithBackoff(maxOpen), WithProbes(3, time.Second))
+			WithOpenTimeout(time.Second, maxOpen), WithProbes(3, time.Second))
 		start, recovered := 10*time.Second, 10*time.Second+outage
 		step := 10 * time.Millisecond // 100 requests per second, each taking 5 ms
 		closedAt := time.Duration(-1)
@@ -300,19 +300,19 @@ func TestCircuitRecoversWithinTheLongestOpenTimeout(t *testing.T) {
 			}
 			clk.Advance(5 * time.Millisecond)
 			if now >= start && now < recovered {
-				p.Fail()
+				p.settle(Failure)
 			} else {
-				p.Succeed()
+				p.settle(Success)
 			}
-			if now >= recovered && closedAt < 0 && c.State() == Closed {
+			if now >= recovered && closedAt < 0 && c.current() == Closed {
 				closedAt = now - recovered
 			}
 		}
 		if closedAt < 0 || closedAt > maxOpen+3*step {
 			t.Errorf("outage of %v: closed %v after the dependency recovered, want at most %v", outage, closedAt, maxOpen+3*step)
 		}
-		if c.State() != Closed {
-			t.Errorf("outage of %v: %v at the end", outage, c.State())
+		if c.current() != Closed {
+			t.Errorf("outage of %v: %v at the end", outage, c.current())
 		}
 	}
 }
@@ -327,7 +327,7 @@ func TestWithWindowKeepsTheDefaultOfWhatIsZero(t *testing.T) {
 	}
 	clk.Advance(50 * time.Millisecond)
 	p, _ := c.Allow()
-	p.Fail()
+	p.settle(Failure)
 	if s := c.Stats(); s.Failures != 1 {
 		t.Fatalf("stats = %+v, want the failure", s)
 	}
@@ -341,7 +341,7 @@ func TestWithWindowKeepsTheDefaultOfWhatIsZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ = c.Allow()
-	p.Fail()
+	p.settle(Failure)
 	clk.Advance(8 * time.Second) // the window [0 s, 10 s) holds 1.15 s
 	if s := c.Stats(); s.Failures != 1 {
 		t.Fatalf("stats 8 s later = %+v, want the failure still in a window of 10 s", s)
@@ -357,11 +357,11 @@ func TestZeroCircuitAllowsAndCountsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Allow: %v", err)
 	}
-	p.Succeed()
-	p.Fail()
+	p.settle(Success)
+	p.settle(Failure)
 	p.Done(errors.New("x"))
-	p.RecordAt(0, Failure)
-	if c.state.Load() != 0 || c.stats.Load() != nil || c.State() != Closed {
+	p.recordAt(0, Failure)
+	if c.state.Load() != 0 || c.stats.Load() != nil || c.current() != Closed {
 		t.Fatalf("the zero Circuit changed: state word %d, window %v", c.state.Load(), c.stats.Load())
 	}
 }

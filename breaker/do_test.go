@@ -9,45 +9,38 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
-// goZeroBreaker is a Breaker with go-zero's methods, as Adaptive and
-// Circuit are.
-type goZeroBreaker interface {
+// doer is a Breaker that runs requests, as SRE and Circuit are.
+type doer interface {
 	Breaker
-	AllowCtx(ctx context.Context) (Promise, error)
-	Do(req func() error) error
-	DoCtx(ctx context.Context, req func() error) error
-	DoWithAcceptable(req func() error, acceptable Acceptable) error
-	DoWithAcceptableCtx(ctx context.Context, req func() error, acceptable Acceptable) error
-	DoWithFallback(req func() error, fallback Fallback) error
-	DoWithFallbackCtx(ctx context.Context, req func() error, fallback Fallback) error
-	DoWithFallbackAcceptable(req func() error, fallback Fallback, acceptable Acceptable) error
-	DoWithFallbackAcceptableCtx(ctx context.Context, req func() error, fallback Fallback, acceptable Acceptable) error
+	Do(ctx context.Context, req func() error) error
 }
 
 var (
-	_ goZeroBreaker = (*Adaptive)(nil)
-	_ goZeroBreaker = (*Circuit)(nil)
+	_ doer = (*SRE)(nil)
+	_ doer = (*Circuit)(nil)
 )
+
+var bg = context.Background()
 
 // breakers returns one of each breaker on a manual clock, and a function that
 // makes it block every request.
 func breakers(t *testing.T) map[string]struct {
-	b     goZeroBreaker
+	b     doer
 	block func()
 } {
 	t.Helper()
-	a, _, r := newAdaptive(t, WithProtection(0))
+	a, _, r := newSRE(t, withProtection(0))
 	c, _ := newCircuit(t, ErrorCount(5), WithMinRequests(1))
 	return map[string]struct {
-		b     goZeroBreaker
+		b     doer
 		block func()
 	}{
-		"Adaptive": {a, func() {
+		"SRE": {a, func() {
 			outcomes(t, a, 0, 100)
 			r.x = 0 // every draw is below the block ratio
 		}},
 		"Circuit": {c, func() {
-			for c.State() == Closed {
+			for c.Stats().State == Closed {
 				settle(t, c, Failure)
 			}
 		}},
@@ -64,7 +57,7 @@ func TestDoCountsAPanicAsAFailureAndPanicsOn(t *testing.T) {
 						t.Fatalf("recovered %v, want the request's own panic value", r)
 					}
 				}()
-				_ = tc.b.Do(func() error { panic(boom{7}) })
+				_ = tc.b.Do(bg, func() error { panic(boom{7}) })
 				t.Fatal("Do returned after a panic")
 			}()
 			if s := tc.b.Stats(); s.Failures != 1 || s.Requests != 1 {
@@ -74,52 +67,29 @@ func TestDoCountsAPanicAsAFailureAndPanicsOn(t *testing.T) {
 	}
 }
 
-func TestDoWithFallbackRunsTheFallbackWhenBlocked(t *testing.T) {
+func TestDoDoesNotRunABlockedRequest(t *testing.T) {
 	for name, tc := range breakers(t) {
 		t.Run(name, func(t *testing.T) {
-			fallback := func(err error) error {
-				if !errors.Is(err, ErrBlocked) {
-					t.Fatalf("fallback got %v, want ErrBlocked", err)
-				}
-				return errors.New("served from cache")
-			}
-			if err := tc.b.DoWithFallback(func() error { return nil }, fallback); err != nil {
+			if err := tc.b.Do(bg, func() error { return nil }); err != nil {
 				t.Fatalf("allowed request: %v", err)
 			}
 			tc.block()
 			ran := false
-			err := tc.b.DoWithFallback(func() error { ran = true; return nil }, fallback)
-			if ran || err == nil || err.Error() != "served from cache" {
-				t.Fatalf("blocked request: ran = %v, err = %v; want the fallback's error", ran, err)
-			}
-			if err := tc.b.Do(func() error { ran = true; return nil }); ran || !errors.Is(err, ErrBlocked) {
+			if err := tc.b.Do(bg, func() error { ran = true; return nil }); ran || !errors.Is(err, ErrBlocked) {
 				t.Fatalf("Do when blocked: ran = %v, err = %v", ran, err)
 			}
 		})
 	}
 }
 
-func TestDoCtxReturnsAtOnceWhenTheContextIsDone(t *testing.T) {
+func TestDoReturnsAtOnceWhenTheContextIsDone(t *testing.T) {
 	for name, tc := range breakers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			ran := false
-			req := func() error { ran = true; return nil }
-			fallback := func(error) error { ran = true; return nil }
-			ok := func(error) bool { return true }
-			for _, err := range []error{
-				tc.b.DoCtx(ctx, req),
-				tc.b.DoWithAcceptableCtx(ctx, req, ok),
-				tc.b.DoWithFallbackCtx(ctx, req, fallback),
-				tc.b.DoWithFallbackAcceptableCtx(ctx, req, fallback, ok),
-			} {
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("err = %v, want context.Canceled", err)
-				}
-			}
-			if _, err := tc.b.AllowCtx(ctx); !errors.Is(err, context.Canceled) {
-				t.Fatalf("AllowCtx: %v, want context.Canceled", err)
+			if err := tc.b.Do(ctx, func() error { ran = true; return nil }); !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
 			}
 			if s := tc.b.Stats(); ran || s.Requests != 0 || s.Blocked != 0 {
 				t.Fatalf("ran = %v, stats = %+v; want nothing run or counted", ran, s)
@@ -128,11 +98,11 @@ func TestDoCtxReturnsAtOnceWhenTheContextIsDone(t *testing.T) {
 	}
 }
 
-func TestDoCtxDoesNotCountTheCallersCancellation(t *testing.T) {
+func TestDoDoesNotCountTheCallersCancellation(t *testing.T) {
 	for name, tc := range breakers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
-			err := tc.b.DoCtx(ctx, func() error { cancel(); return ctx.Err() })
+			err := tc.b.Do(ctx, func() error { cancel(); return ctx.Err() })
 			if !errors.Is(err, context.Canceled) {
 				t.Fatal(err)
 			}
@@ -140,10 +110,10 @@ func TestDoCtxDoesNotCountTheCallersCancellation(t *testing.T) {
 			dctx, dcancel := context.WithTimeout(context.Background(), 0)
 			defer dcancel()
 			<-dctx.Done()
-			_ = tc.b.DoCtx(context.Background(), func() error { return dctx.Err() })
+			_ = tc.b.Do(bg, func() error { return dctx.Err() })
 			// context.Canceled without the caller's ctx cancelled is a failure
 			// like any other error.
-			_ = tc.b.Do(func() error { return context.Canceled })
+			_ = tc.b.Do(bg, func() error { return context.Canceled })
 			if s := tc.b.Stats(); s.Requests != 2 || s.Failures != 2 {
 				t.Fatalf("stats = %+v, want 2 failures (the deadline and the foreign cancel)", s)
 			}
@@ -162,12 +132,12 @@ func TestZeroPromiseCountsNothing(t *testing.T) {
 				t.Fatalf("Allow = %+v, %v; want the zero Promise and ErrBlocked", p, err)
 			}
 			before := tc.b.Stats()
-			p.Succeed()
-			p.Fail()
-			p.Ignore()
+			p.settle(Success)
+			p.settle(Failure)
+			p.settle(Ignored)
 			p.Done(errors.New("x"))
 			p.DoneAt(0, nil)
-			p.RecordAt(0, Failure)
+			p.recordAt(0, Failure)
 			if after := tc.b.Stats(); after != before {
 				t.Fatalf("stats changed from %+v to %+v", before, after)
 			}
@@ -214,14 +184,38 @@ func TestPromiseDoneAtCountsAtTheGivenTime(t *testing.T) {
 	}
 }
 
-// A nil Acceptable leaves the decision to WithIsSuccessful, as its doc says.
-func TestNilAcceptableUsesIsSuccessful(t *testing.T) {
-	a, err := NewAdaptive(WithClock(clock.NewManual(0)), WithIsSuccessful(func(error) bool { return true }))
+// WithOutcomeOf decides what Do and Done count: a success, a failure, or
+// nothing.
+func TestWithOutcomeOfDecidesWhatDoAndDoneCount(t *testing.T) {
+	errNotFound, errExcluded := errors.New("not found"), errors.New("excluded")
+	classify := func(err error) Outcome {
+		switch {
+		case err == nil, errors.Is(err, errNotFound):
+			return Success
+		case errors.Is(err, errExcluded):
+			return Ignored
+		}
+		return Failure
+	}
+	a, err := NewSRE(WithClock(clock.NewManual(0)), WithOutcomeOf(classify))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = a.DoWithAcceptable(func() error { return errors.New("boom") }, nil)
-	if s := a.Stats(); s.Successes != 1 {
-		t.Fatalf("stats = %+v, want the error taken as a success by WithIsSuccessful", s)
+	c, err := NewCircuit(ErrorCount(100), WithClock(clock.NewManual(0)), WithOutcomeOf(classify))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []doer{a, c} {
+		for _, e := range []error{nil, errNotFound, errExcluded, errors.New("boom")} {
+			_ = b.Do(bg, func() error { return e })
+			p, err := b.Allow()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done(e)
+		}
+		if s := b.Stats(); s.Successes != 4 || s.Failures != 2 || s.Requests != 6 {
+			t.Fatalf("%T: stats = %+v, want 4 successes and 2 failures, the excluded error counted as neither", b, s)
+		}
 	}
 }

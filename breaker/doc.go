@@ -1,17 +1,16 @@
 // Package breaker holds slidegate's circuit breakers. A breaker stops calls
 // to a failing dependency, so that it can recover and callers fail fast.
 //
-// The two breakers have go-zero's API. [Adaptive.Do] and [Circuit.Do] run a
-// request and count its outcome, as do their DoWithAcceptable,
-// DoWithFallback, DoWithFallbackAcceptable and ...Ctx variants. Allow
+// Each breaker runs a request with Do, which counts its outcome. Allow
 // returns a [Promise] to settle by hand. [Breaker] is the small interface
-// the guard asks of a breaker; a type of your own can implement it.
+// the guard asks of a breaker; a type of your own can implement it
+// ([NewPromise]).
 //
-// [Adaptive] is the Google SRE client-side throttle, as go-zero's breaker
-// is. It blocks requests with a probability that follows the share that
-// succeed over a sliding window. It has no state to trip. After an outage it
-// lets the load back over one window, as a ramp. A [BlockPolicy] says
-// whether the requests it blocks count.
+// [SRE] is the Google SRE client-side throttle, as go-zero's breaker is. It
+// blocks requests with a probability that follows the share that succeed
+// over a sliding window. It has no state to trip. After an outage it lets
+// the load back over one window, as a ramp. A [BlockPolicy] says whether
+// the requests it blocks count.
 //
 // [Circuit] is the state machine of Sentinel and gobreaker: closed, open,
 // half-open. It opens on a [Strategy] over a sliding window: [ErrorRatio],

@@ -1,6 +1,7 @@
 package breaker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -9,20 +10,23 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
-var errDown = errors.New("dependency down")
+var (
+	errDown = errors.New("dependency down")
+	ctx     = context.Background()
+)
 
-// An Adaptive breaker guarding calls with go-zero's API: while the dependency
-// fails, the breaker blocks a growing share of the calls.
-func ExampleAdaptive() {
+// An SRE breaker guarding calls with Do: while the dependency fails, the
+// breaker blocks a growing share of the calls.
+func ExampleSRE() {
 	clk := clock.NewManual(0)
-	b, err := breaker.NewAdaptive(breaker.WithClock(clk))
+	b, err := breaker.NewSRE(breaker.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}
 	call := func() error { return errDown } // the dependency is down
 	var blocked int
 	for i := 0; i < 1000; i++ {
-		if err := b.Do(call); errors.Is(err, breaker.ErrBlocked) {
+		if err := b.Do(ctx, call); errors.Is(err, breaker.ErrBlocked) {
 			blocked++
 		}
 		clk.Advance(time.Millisecond)
@@ -38,9 +42,9 @@ func ExampleAdaptive() {
 }
 
 // Allow and a Promise, for code that learns the outcome elsewhere: settle
-// the Promise once with Succeed, Fail, Done or Ignore.
-func ExampleAdaptive_Allow() {
-	b, err := breaker.NewAdaptive()
+// the Promise once with Done.
+func ExampleSRE_Allow() {
+	b, err := breaker.NewSRE()
 	if err != nil {
 		panic(err)
 	}
@@ -49,8 +53,8 @@ func ExampleAdaptive_Allow() {
 		fmt.Println("blocked:", err)
 		return
 	}
-	// ... call the dependency ...
-	p.Succeed()
+	err = nil // ... call the dependency ...
+	p.Done(err)
 	fmt.Println(b.Stats().Successes)
 	// Output: 1
 }
@@ -60,22 +64,21 @@ func ExampleAdaptive_Allow() {
 func ExampleCircuit() {
 	clk := clock.NewManual(0)
 	c, err := breaker.NewCircuit(breaker.ErrorRatio(0.5),
-		breaker.WithClock(clk), breaker.WithMinRequests(4), breaker.WithOpenTimeout(time.Second))
+		breaker.WithClock(clk), breaker.WithMinRequests(4), breaker.WithOpenTimeout(time.Second, 0))
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
 	for i := 0; i < 4; i++ { // two successes, two failures
-		_ = c.Do(func() error {
+		_ = c.Do(ctx, func() error {
 			if i%2 == 1 {
 				return errDown
 			}
 			return nil
 		})
 	}
-	fmt.Println(c.State(), c.Do(func() error { return nil }))
+	fmt.Println(c.Stats().State, c.Do(ctx, func() error { return nil }))
 	clk.Advance(time.Second)
-	fmt.Println(c.Do(func() error { return nil }), c.State())
+	fmt.Println(c.Do(ctx, func() error { return nil }), c.Stats().State)
 	// Output:
 	// open breaker: blocked
 	// <nil> closed
@@ -90,8 +93,7 @@ func ExampleSlowRatio() {
 	c, err := breaker.NewCircuit(breaker.SlowRatio(200*time.Millisecond, 0.2),
 		breaker.WithClock(clk),
 		breaker.WithMinRequests(5),
-		breaker.WithOpenTimeout(time.Second),
-		breaker.WithBackoff(30*time.Second),
+		breaker.WithOpenTimeout(time.Second, 30*time.Second),
 		breaker.OnStateChange(func(t breaker.Transition) { changed <- t }))
 	if err != nil {
 		panic(err)
@@ -102,9 +104,8 @@ func ExampleSlowRatio() {
 			panic(err)
 		}
 		clk.Advance(time.Duration(50+100*i) * time.Millisecond) // 50, 150, 250, 350, 450 ms
-		p.Succeed()
+		p.Done(nil)
 	}
-	defer c.Close()
 	fmt.Println(<-changed) // told on the listener's own goroutine
 	// Output:
 	// closed → open (tripped: 0 of 5 requests failed, 0 in a row, 3 slow, open for 1s)
@@ -118,16 +119,15 @@ func ExampleConsecutiveFailures() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
 	ok := func() error { return nil }
 	down := func() error { return errDown }
 	for _, call := range []func() error{ok, ok, ok, down, down, ok, down, down} {
-		_ = c.Do(call)
+		_ = c.Do(ctx, call)
 	}
 	s := c.Stats()
 	fmt.Println(s.State, s.ConsecutiveFailures, "in a row of", s.Failures, "failures")
-	_ = c.Do(down)
-	fmt.Println(c.State())
+	_ = c.Do(ctx, down)
+	fmt.Println(c.Stats().State)
 	// Output:
 	// closed 2 in a row of 4 failures
 	// open
@@ -138,22 +138,21 @@ func ExampleConsecutiveFailures() {
 // in a row.
 func ExampleTripWhen() {
 	clk := clock.NewManual(0)
-	c, err := breaker.NewCircuit(breaker.TripWhen("60% of 20 failing, or 5 in a row", func(n breaker.Counts) bool {
+	c, err := breaker.NewCircuit(breaker.TripWhen(func(n breaker.Stats) bool {
 		return (n.Requests >= 20 && n.Failures*5 >= n.Requests*3) || n.ConsecutiveFailures >= 5
 	}), breaker.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
 	for i := 0; i < 20; i++ { // 12 of 20 fail, the last one too; never 5 in a row
-		_ = c.Do(func() error {
+		_ = c.Do(ctx, func() error {
 			if i%5 >= 2 {
 				return errDown
 			}
 			return nil
 		})
 	}
-	fmt.Println(c.State(), c.Do(func() error { return nil }))
+	fmt.Println(c.Stats().State, c.Do(ctx, func() error { return nil }))
 	// Output:
 	// open breaker: blocked
 }

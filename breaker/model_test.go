@@ -39,12 +39,12 @@ const (
 // from, each a function of the counts alone.
 var refConditions = []struct {
 	name string
-	f    func(Counts) bool
+	f    func(Stats) bool
 }{
-	{"more than 2 in a row", func(c Counts) bool { return c.ConsecutiveFailures > 2 }},
-	{"at least 3 requests, 60% failing", func(c Counts) bool { return c.Requests >= 3 && c.Failures*5 >= c.Requests*3 }},
-	{"no more successes than failures, 2 failures", func(c Counts) bool { return c.Failures >= 2 && c.Successes <= c.Failures }},
-	{"any failure", func(Counts) bool { return true }},
+	{"more than 2 in a row", func(c Stats) bool { return c.ConsecutiveFailures > 2 }},
+	{"at least 3 requests, 60% failing", func(c Stats) bool { return c.Requests >= 3 && c.Failures*5 >= c.Requests*3 }},
+	{"no more successes than failures, 2 failures", func(c Stats) bool { return c.Failures >= 2 && c.Successes <= c.Failures }},
+	{"any failure", func(Stats) bool { return true }},
 }
 
 // refConfig is one configuration, given both to the model and (as options) to
@@ -84,11 +84,8 @@ func (c refConfig) String() string {
 	if c.minRequests >= 0 {
 		s += fmt.Sprintf(" WithMinRequests(%d)", c.minRequests)
 	}
-	if c.openTimeout > 0 {
-		s += fmt.Sprintf(" WithOpenTimeout(%v)", time.Duration(c.openTimeout))
-	}
-	if c.backoff > 0 {
-		s += fmt.Sprintf(" WithBackoff(%v)", time.Duration(c.backoff))
+	if c.openTimeout > 0 || c.backoff > 0 {
+		s += fmt.Sprintf(" WithOpenTimeout(%v, %v)", time.Duration(c.openTimeout), time.Duration(c.backoff))
 	}
 	if c.probes > 0 {
 		s += fmt.Sprintf(" WithProbes(%d, %v)", c.probes, time.Duration(c.probeTO))
@@ -98,7 +95,7 @@ func (c refConfig) String() string {
 
 // strategy returns the configuration's Strategy. A TripWhen condition
 // appends the counts of each call to *calls.
-func (c refConfig) strategy(calls *[]Counts) Strategy {
+func (c refConfig) strategy(calls *[]Stats) Strategy {
 	switch c.kind {
 	case refErrorRatio:
 		return ErrorRatio(c.threshold)
@@ -108,7 +105,7 @@ func (c refConfig) strategy(calls *[]Counts) Strategy {
 		return ConsecutiveFailures(c.count)
 	case refTripWhen:
 		cond := refConditions[c.condition]
-		return TripWhen(cond.name, func(n Counts) bool { *calls = append(*calls, n); return cond.f(n) })
+		return TripWhen(func(n Stats) bool { *calls = append(*calls, n); return cond.f(n) })
 	default:
 		return SlowRatio(time.Duration(c.maxRT), c.threshold)
 	}
@@ -119,11 +116,12 @@ func (c refConfig) options(clk clock.Clock) []Option {
 	if c.minRequests >= 0 {
 		opts = append(opts, WithMinRequests(c.minRequests))
 	}
-	if c.openTimeout > 0 {
-		opts = append(opts, WithOpenTimeout(time.Duration(c.openTimeout)))
-	}
-	if c.backoff > 0 {
-		opts = append(opts, WithBackoff(time.Duration(c.backoff)))
+	if c.openTimeout > 0 || c.backoff > 0 {
+		d := time.Duration(c.openTimeout)
+		if d == 0 {
+			d = 5 * time.Second // the default
+		}
+		opts = append(opts, WithOpenTimeout(d, time.Duration(c.backoff)))
 	}
 	if c.probes > 0 {
 		opts = append(opts, WithProbes(c.probes, time.Duration(c.probeTO)))
@@ -205,7 +203,7 @@ type refCircuit struct {
 
 	records  []refRecord   // in the order they were counted
 	inFlight []*refPromise // probes in flight, this half-open generation
-	calls    []Counts      // the TripWhen condition's calls
+	calls    []Stats       // the TripWhen condition's calls
 }
 
 func newRefCircuit(cfg refConfig) *refCircuit {
@@ -241,8 +239,8 @@ func (m *refCircuit) totals(now int64) refTotals {
 	return t
 }
 
-func (t refTotals) counts() Counts {
-	return Counts{Requests: t.succ + t.fail, Successes: t.succ, Failures: t.fail, Slow: t.slow, ConsecutiveFailures: t.run}
+func (t refTotals) counts() Stats {
+	return Stats{Requests: t.succ + t.fail, Successes: t.succ, Failures: t.fail, Slow: t.slow, ConsecutiveFailures: t.run}
 }
 
 func (m *refCircuit) add(now int64, k refKind) {
@@ -321,7 +319,7 @@ func (m *refCircuit) allow(now int64) (*refPromise, error) {
 		return p, nil
 	}
 	m.add(now, refBlocked)
-	return &refPromise{zero: true}, ErrProbesBusy
+	return &refPromise{zero: true}, errProbesBusy
 }
 
 func (m *refCircuit) record(p *refPromise, now int64, o Outcome) {
@@ -404,12 +402,8 @@ func (m *refCircuit) record(p *refPromise, now int64, o Outcome) {
 
 func (m *refCircuit) stats(now int64) Stats {
 	t := m.totals(now)
-	s := Stats{
-		State:      m.state,
-		Generation: m.gen,
-		Counts:     t.counts(),
-		Blocked:    t.rej,
-	}
+	s := t.counts()
+	s.State, s.Generation, s.Blocked = m.state, m.gen, t.rej
 	switch m.state {
 	case Open:
 		s.BlockRatio = 1
@@ -448,7 +442,7 @@ func (o refOp) String() string {
 	case opAllow:
 		return fmt.Sprintf("p%d := AllowAt(now)", o.id)
 	case opSettle:
-		return fmt.Sprintf("p%d.RecordAt(now, %v)", o.target, []string{"Success", "Failure", "Ignored"}[o.outcome])
+		return fmt.Sprintf("p%d.recordAt(now, %v)", o.target, []string{"Success", "Failure", "Ignored"}[o.outcome])
 	default:
 		s := fmt.Sprintf("Advance(%v)", time.Duration(o.d))
 		if o.note != "" {
@@ -464,8 +458,8 @@ var refErrName = func(err error) string {
 		return "nil"
 	case ErrBlocked:
 		return "ErrBlocked"
-	case ErrProbesBusy:
-		return "ErrProbesBusy"
+	case errProbesBusy:
+		return "errProbesBusy"
 	}
 	return fmt.Sprintf("%q", err)
 }
@@ -480,12 +474,12 @@ var refErrName = func(err error) string {
 // cache that only the circuit's own trip check would read.
 func refRun(cfg refConfig, ops []refOp, sparse bool) (msg string, at int) {
 	clk := clock.NewManual(0)
-	var calls []Counts
+	var calls []Stats
 	c, err := NewCircuit(cfg.strategy(&calls), cfg.options(clk)...)
 	if err != nil {
 		return "NewCircuit: " + err.Error(), -1
 	}
-	defer c.Close()
+	defer c.closeListener()
 	m := newRefCircuit(cfg)
 	type pair struct {
 		real  Promise
@@ -514,16 +508,16 @@ func refRun(cfg refConfig, ops []refOp, sparse bool) (msg string, at int) {
 			if !ok {
 				continue
 			}
-			p.real.RecordAt(now, op.outcome)
+			p.real.recordAt(now, op.outcome)
 			m.record(p.model, now, op.outcome)
 		case opAdvance:
 			clk.Advance(time.Duration(op.d))
 		}
 		now = clk.Now()
-		if s, w := c.State(), m.state; s != w {
+		if s, w := c.current(), m.state; s != w {
 			return fmt.Sprintf("State() = %v, model %v", s, w), i
 		}
-		if g, w := c.Generation(), m.gen; g != w {
+		if g, w := c.Stats().Generation, m.gen; g != w {
 			return fmt.Sprintf("Generation() = %d, model %d", g, w), i
 		}
 		if !slices.Equal(calls, m.calls) {
@@ -820,7 +814,7 @@ func TestModelCircuitCoverage(t *testing.T) {
 			case opAllow:
 				p, err := m.allow(now)
 				ps[op.id] = p
-				if err == ErrProbesBusy {
+				if err == errProbesBusy {
 					busy++
 				}
 				if before == HalfOpen && m.state == Open {

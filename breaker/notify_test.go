@@ -1,10 +1,10 @@
 package breaker
 
 import (
+	"errors"
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/breakerhook"
 )
 
@@ -19,10 +19,10 @@ func TestCircuitTellsListenersInOrder(t *testing.T) {
 	clk.Advance(5 * time.Second)
 	settle(t, c, Success)
 	want := []Transition{
-		{From: Closed, To: Open, Cause: Tripped, At: 0, Generation: 1, OpenFor: 5 * time.Second,
-			Counts: Counts{Requests: 2, Successes: 1, Failures: 1, ConsecutiveFailures: 1}},
-		{From: Open, To: HalfOpen, Cause: OpenTimeoutPassed, At: 5e9, Generation: 2},
-		{From: HalfOpen, To: Closed, Cause: ProbesSucceeded, At: 5e9, Generation: 3},
+		{From: Closed, To: Open, At: 0, Generation: 1, OpenFor: 5 * time.Second,
+			Stats: Stats{Requests: 2, Successes: 1, Failures: 1, ConsecutiveFailures: 1}},
+		{From: Open, To: HalfOpen, At: 5e9, Generation: 2},
+		{From: HalfOpen, To: Closed, At: 5e9, Generation: 3},
 	}
 	for i, w := range want {
 		select {
@@ -42,7 +42,7 @@ func TestCircuitTellsListenersInOrder(t *testing.T) {
 func TestCircuitSlowListenerDoesNotBlockRequests(t *testing.T) {
 	release := make(chan struct{})
 	told := make(chan Transition, 1000)
-	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Second),
+	c, clk := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1), WithOpenTimeout(time.Second, 0),
 		OnStateChange(func(tr Transition) { <-release; told <- tr }))
 	// 100 cycles of closed → open → half-open → closed while the listener
 	// is stuck on its first call: requests go on, and the queue keeps the
@@ -53,44 +53,20 @@ func TestCircuitSlowListenerDoesNotBlockRequests(t *testing.T) {
 		settle(t, c, Success)
 	}
 	close(release)
-	c.Close()
 	c.notify.Running.Wait() // the listener has told what was queued
 	n := len(told)
-	if dropped := c.DroppedTransitions(); dropped == 0 || int64(n)+dropped > 300 {
+	dropped := c.notify.Dropped()
+	if dropped == 0 || int64(n)+dropped != 300 {
 		t.Fatalf("told %d, dropped %d of 300 changes", n, dropped)
 	}
-	// After Close nothing more is told, and the circuit still works.
-	trip(t, c)
-	c.notify.Running.Wait()
-	if len(told) != n {
-		t.Fatalf("a change was told after Close")
+	// The last change told says how many the listener missed.
+	var last Transition
+	for range n {
+		last = <-told
 	}
-}
-
-// A listener may call Close: it does not wait for the listener.
-func TestCircuitListenerMayCallClose(t *testing.T) {
-	returned := make(chan struct{})
-	var c *Circuit
-	c, err := NewCircuit(ErrorRatio(0.5), WithClock(clock.NewManual(0)), WithMinRequests(1),
-		OnStateChange(func(Transition) { c.Close(); close(returned) }))
-	if err != nil {
-		t.Fatal(err)
+	if last.Dropped != dropped {
+		t.Fatalf("the last change told says %d dropped, want %d", last.Dropped, dropped)
 	}
-	trip(t, c)
-	<-returned // the test times out if Close deadlocks
-	c.notify.Running.Wait()
-}
-
-// Close without a listener returns nil, every time, and the circuit goes on
-// working.
-func TestCircuitCloseWithoutListener(t *testing.T) {
-	c, _ := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1))
-	for range 2 {
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	trip(t, c)
 }
 
 func TestCircuitTellsOnTransitionAtOnceWithItself(t *testing.T) {
@@ -127,5 +103,35 @@ func TestBreakerhookHoldsOnTransition(t *testing.T) {
 	settle(t, c, Failure)
 	if told != 1 {
 		t.Fatalf("told of %d changes, want the trip", told)
+	}
+}
+
+// The guard settles promises and reads a circuit's Retry-After through
+// internal/breakerhook, and the comparison module seeds an SRE breaker's
+// draws through it, as the types that package documents.
+func TestBreakerhookHoldsTheGuardsWaysIn(t *testing.T) {
+	recordAt, ok := breakerhook.RecordAt.(func(Promise, int64, Outcome))
+	if !ok {
+		t.Fatalf("breakerhook.RecordAt is a %T", breakerhook.RecordAt)
+	}
+	retryAfterAt, ok := breakerhook.RetryAfterAt.(func(*Circuit, int64) time.Duration)
+	if !ok {
+		t.Fatalf("breakerhook.RetryAfterAt is a %T", breakerhook.RetryAfterAt)
+	}
+	withRandom, ok := breakerhook.WithRandom.(func(func() float64) Option)
+	if !ok {
+		t.Fatalf("breakerhook.WithRandom is a %T", breakerhook.WithRandom)
+	}
+	c, clk := newCircuit(t, ErrorCount(1), WithMinRequests(1))
+	p, err := c.AllowAt(clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordAt(p, clk.Now(), Failure)
+	if s := c.Stats(); s.State != Open || retryAfterAt(c, clk.Now()) != 5*time.Second {
+		t.Fatalf("after a failure recorded through the hook: %+v, retry after %v", s, retryAfterAt(c, clk.Now()))
+	}
+	if _, err := NewSRE(withRandom(nil)); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("the hook's WithRandom(nil): %v, want ErrInvalidConfig", err)
 	}
 }

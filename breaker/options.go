@@ -14,8 +14,8 @@ import (
 // An Option customises a breaker. A bad option is an error from the
 // constructor, wrapping [ErrInvalidConfig] and naming the option and its
 // value: a nil clock or function, or a value out of range. So is an option
-// of the other kind of breaker ([WithK] to a [Circuit], say): nothing is
-// silently ignored. A nil Option is no option.
+// of the other kind of breaker ([WithFormula] to a [Circuit], say): nothing
+// is silently ignored. A nil Option is no option.
 type Option func(*settings)
 
 // optionID names an option, for the error of an option given to the wrong
@@ -23,24 +23,22 @@ type Option func(*settings)
 type optionID uint8
 
 const (
-	optK optionID = iota
-	optProtection
+	optFormula optionID = iota
 	optRandom
 	optBlockPolicy
 	optOpenTimeout
-	optBackoff
 	optProbes
 	optListener
 	optHook
 	numOptions
 )
 
-var optionNames = [numOptions]string{"WithK", "WithProtection", "WithRandom", "WithBlockPolicy",
-	"WithOpenTimeout", "WithBackoff", "WithProbes", "OnStateChange", "OnTransition"}
+var optionNames = [numOptions]string{"WithFormula", "withRandom", "WithBlockPolicy",
+	"WithOpenTimeout", "WithProbes", "OnStateChange", "OnTransition"}
 
 const (
-	adaptiveOnly = 1<<optK | 1<<optProtection | 1<<optRandom | 1<<optBlockPolicy
-	circuitOnly  = 1<<optOpenTimeout | 1<<optBackoff | 1<<optProbes | 1<<optListener | 1<<optHook
+	sreOnly     = 1<<optFormula | 1<<optRandom | 1<<optBlockPolicy
+	circuitOnly = 1<<optOpenTimeout | 1<<optProbes | 1<<optListener | 1<<optHook
 )
 
 // settings are every option's value; each constructor reads its own.
@@ -48,12 +46,11 @@ type settings struct {
 	given uint32 // bit i set: option optionID(i) was given
 	bad   error  // the first option found bad as the options were applied
 
-	clock        clock.Clock
-	interval     time.Duration
-	buckets      int
-	minRequests  int64
-	isExcluded   func(error) bool
-	isSuccessful func(error) bool
+	clock       clock.Clock
+	interval    time.Duration
+	buckets     int
+	minRequests int64
+	outcomeOf   func(error) Outcome
 
 	k           float64
 	protection  int64
@@ -97,10 +94,10 @@ func WithClock(c clock.Clock) Option {
 
 // WithWindow sets the sliding window the breaker counts outcomes over: the
 // last interval, in buckets buckets (the order of [window.NewCounter]). The
-// defaults are [DefaultInterval] and [DefaultAdaptiveBuckets] or
-// [DefaultCircuitBuckets]. A number of buckets or an interval of 0 keeps its
-// default. The interval must divide into whole nanoseconds per bucket, each
-// at least 1 µs. A negative value is an error.
+// defaults are 10 s, in 40 buckets for an [SRE] breaker and 10 for a
+// [Circuit]. A number of buckets or an interval of 0 keeps its default. The
+// interval must divide into whole nanoseconds per bucket, each at least
+// 1 µs. A negative value is an error.
 func WithWindow(buckets int, interval time.Duration) Option {
 	return func(s *settings) {
 		if interval != 0 {
@@ -113,56 +110,53 @@ func WithWindow(buckets int, interval time.Duration) Option {
 }
 
 // WithMinRequests sets the minimum volume. While fewer than n requests in
-// the window have ended with a counted outcome, an [Adaptive] breaker blocks
-// nothing and a [Circuit] does not trip. n must not be negative. An Adaptive
+// the window have ended with a counted outcome, an [SRE] breaker blocks
+// nothing and a [Circuit] does not trip. n must not be negative. An SRE
 // breaker has no minimum by default: its protection spares light traffic
-// (see [WithProtection]). A Circuit's default is [DefaultMinRequests], but 0
-// for [ConsecutiveFailures], whose run of n failures is its own volume. It
-// is 0 for [TripWhen] too, whose condition sees [Counts.Requests].
+// (see [WithFormula]). A Circuit's default is 10, but 0 for
+// [ConsecutiveFailures], whose run of n failures is its own volume. It is 0
+// for [TripWhen] too, whose condition sees [Stats.Requests].
 func WithMinRequests(n int64) Option {
 	return func(s *settings) { s.minRequests = n }
 }
 
-// WithIsExcluded makes the errors for which f returns true count as neither
-// success nor failure ([Ignored]), in the Do family and [Promise.Done]. By
-// default no error is excluded. A nil f is an error.
-func WithIsExcluded(f func(err error) bool) Option {
-	return func(s *settings) { s.notNil(f == nil, "WithIsExcluded"); s.isExcluded = f }
+// WithOutcomeOf makes f say what a request's error tells of the
+// dependency, in [SRE.Do], [Circuit.Do] and [Promise.Done]: a [Success], a
+// [Failure], or [Ignored] (counted as neither). By default a nil error is a
+// success and any other a failure. f must be safe for concurrent use,
+// quick, and never block. A nil f is an error.
+func WithOutcomeOf(f func(err error) Outcome) Option {
+	return func(s *settings) { s.notNil(f == nil, "WithOutcomeOf"); s.outcomeOf = f }
 }
 
-// WithIsSuccessful decides which errors count as successes in Do, DoCtx,
-// DoWithFallback, DoWithFallbackCtx and [Promise.Done]. The ...Acceptable
-// variants take their own. By default only a nil error is a success. A nil
-// f is an error.
-func WithIsSuccessful(f func(err error) bool) Option {
-	return func(s *settings) { s.notNil(f == nil, "WithIsSuccessful"); s.isSuccessful = f }
+// WithFormula sets the two constants of an [SRE] breaker's formula. k is
+// how many requests it lets through per request that succeeds: 2 by
+// default, the Google SRE book's (go-zero's starts at 1.5). A lower k
+// blocks sooner. It must be at least 1, or the breaker would block
+// requests to a healthy dependency; a k of 0 keeps the default. protection
+// is how many requests in the window are spared from the block ratio, so
+// that a few failures among light traffic block nothing: 5 by default,
+// go-zero's. It must not be negative.
+func WithFormula(k float64, protection int64) Option {
+	return func(s *settings) {
+		if k != 0 {
+			s.k = k
+		}
+		s.protection = protection
+		s.mark(optFormula)
+	}
 }
 
-// WithK sets an [Adaptive] breaker's K: how many requests it lets through
-// per request that succeeds. The default, [DefaultK], is the Google SRE
-// book's; go-zero's starts at 1.5. A lower K blocks sooner. K must be at
-// least 1, or the breaker would block requests to a healthy dependency.
-func WithK(k float64) Option {
-	return func(s *settings) { s.k = k; s.mark(optK) }
+// withRandom sets the source an SRE breaker draws from to decide whether to
+// block a request: f returns a number in [0, 1), and is safe for concurrent
+// use if the breaker is (rand.Float64 by default). Tests and simulations
+// pass a deterministic source; the comparison module reaches it through
+// internal/breakerhook. A nil f is an error.
+func withRandom(f func() float64) Option {
+	return func(s *settings) { s.notNil(f == nil, "withRandom"); s.random = f; s.mark(optRandom) }
 }
 
-// WithProtection sets an [Adaptive] breaker's protection: that many requests
-// in the window are spared from the block ratio, so that a few failures
-// among light traffic block nothing. The default, [DefaultProtection], is
-// go-zero's. n must not be negative.
-func WithProtection(n int64) Option {
-	return func(s *settings) { s.protection = n; s.mark(optProtection) }
-}
-
-// WithRandom sets the source an [Adaptive] breaker draws from to decide
-// whether to block a request. f returns a number in [0, 1). It must be safe
-// for concurrent use if the breaker is. By default it is [rand.Float64].
-// Tests pass a deterministic source. A nil f is an error.
-func WithRandom(f func() float64) Option {
-	return func(s *settings) { s.notNil(f == nil, "WithRandom"); s.random = f; s.mark(optRandom) }
-}
-
-// WithBlockPolicy says whether an [Adaptive] breaker counts the requests it
+// WithBlockPolicy says whether an [SRE] breaker counts the requests it
 // blocks as requests (see [BlockPolicy]). The default is
 // [CountBlocksWhileFailing].
 func WithBlockPolicy(p BlockPolicy) Option {
@@ -170,25 +164,20 @@ func WithBlockPolicy(p BlockPolicy) Option {
 }
 
 // WithOpenTimeout sets how long a [Circuit] stays open before it lets a
-// probe through: [DefaultOpenTimeout] by default. d must be positive. At
-// exactly the timeout, the next request is a probe.
-func WithOpenTimeout(d time.Duration) Option {
-	return func(s *settings) { s.openTimeout = d; s.mark(optOpenTimeout) }
-}
-
-// WithBackoff makes a [Circuit]'s open timeout grow. Each time probing fails
-// and the circuit opens again, the timeout doubles, up to max. Closing resets
-// it. By default the timeout does not grow. max must be at least the open
-// timeout.
-func WithBackoff(max time.Duration) Option {
-	return func(s *settings) { s.maxOpenTimeout = max; s.mark(optBackoff) }
+// probe through: d, 5 s by default. d must be positive. At exactly the
+// timeout, the next request is a probe. A max above d makes the timeout
+// back off: each time probing fails and the circuit opens again, the
+// timeout doubles, up to max. Closing resets it. A max of 0 keeps the
+// timeout at d; another max below d is an error.
+func WithOpenTimeout(d, max time.Duration) Option {
+	return func(s *settings) { s.openTimeout, s.maxOpenTimeout = d, max; s.mark(optOpenTimeout) }
 }
 
 // WithProbes sets how a half-open [Circuit] probes. At most n probes are in
-// flight at once, and n successful probes close it: [DefaultProbes] by
-// default, at most 1024. A probe not finished within timeout has failed, at
-// exactly the timeout too. A timeout of 0 is the open timeout, the default;
-// a negative one is an error.
+// flight at once, and n successful probes close it: 1 by default, at most
+// 1024. A probe not finished within timeout has failed, at exactly the
+// timeout too. A timeout of 0 is the open timeout, the default; a negative
+// one is an error.
 func WithProbes(n int, timeout time.Duration) Option {
 	return func(s *settings) { s.probes, s.probeTimeout = n, timeout; s.mark(optProbes) }
 }
@@ -196,9 +185,8 @@ func WithProbes(n int, timeout time.Duration) Option {
 // OnStateChange registers f to be told of a [Circuit]'s state changes, in
 // the order they happen. f runs on a goroutine of its own, only while there
 // are changes to tell, so a slow f never holds up a request. If f falls more
-// than 64 changes behind, the oldest are dropped and counted (see
-// [Circuit.DroppedTransitions]). [Circuit.Close] stops the telling. A nil f
-// is an error.
+// than 64 changes behind, the oldest are dropped, and counted in
+// [Transition.Dropped]. A nil f is an error.
 func OnStateChange(f func(Transition)) Option {
 	return func(s *settings) { s.notNil(f == nil, "OnStateChange"); s.onStateChange = f; s.mark(optListener) }
 }
@@ -214,7 +202,13 @@ func onTransition(f func(*Circuit, Transition)) Option {
 	return func(s *settings) { s.notNil(f == nil, "OnTransition"); s.onTransition = f; s.mark(optHook) }
 }
 
-func init() { breakerhook.OnTransition = onTransition }
+// The guard's and the comparison module's ways in (see internal/breakerhook).
+func init() {
+	breakerhook.OnTransition = onTransition
+	breakerhook.WithRandom = withRandom
+	breakerhook.RecordAt = Promise.recordAt
+	breakerhook.RetryAfterAt = (*Circuit).retryAfterAt
+}
 
 // build applies opts over the defaults and checks what every breaker shares.
 // only is the set of kind-specific options this breaker takes.
@@ -251,24 +245,6 @@ func checkRatio(name string, x float64) error {
 		return fmt.Errorf("%w: %s = %v: must be above 0 and at most 1", ErrInvalidConfig, name, x)
 	}
 	return nil
-}
-
-// outcomeOf classifies a request's error: excluded, else success if ok
-// takes it as a success (nil ok: err == nil), else failure.
-func outcomeOf(err error, excluded, ok func(error) bool) Outcome {
-	if excluded != nil && excluded(err) {
-		return Ignored
-	}
-	if ok == nil {
-		if err == nil {
-			return Success
-		}
-		return Failure
-	}
-	if ok(err) {
-		return Success
-	}
-	return Failure
 }
 
 var defaultRandom = rand.Float64

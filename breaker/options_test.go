@@ -12,8 +12,8 @@ import (
 
 // Each constructor, so that every test of options covers both.
 var constructors = map[string]func(opts ...Option) error{
-	"NewAdaptive": func(opts ...Option) error { _, err := NewAdaptive(opts...); return err },
-	"NewCircuit":  func(opts ...Option) error { _, err := NewCircuit(ErrorRatio(0.5), opts...); return err },
+	"NewSRE":     func(opts ...Option) error { _, err := NewSRE(opts...); return err },
+	"NewCircuit": func(opts ...Option) error { _, err := NewCircuit(ErrorRatio(0.5), opts...); return err },
 }
 
 // A nil where an option needs a clock or a function is an error naming the
@@ -24,8 +24,7 @@ func TestNilClockOrFunctionOptionIsAnError(t *testing.T) {
 		want string
 	}{
 		{WithClock(nil), "clock = <nil>: must not be nil"},
-		{WithIsExcluded(nil), "WithIsExcluded(nil): must not be nil"},
-		{WithIsSuccessful(nil), "WithIsSuccessful(nil): must not be nil"},
+		{WithOutcomeOf(nil), "WithOutcomeOf(nil): must not be nil"},
 	} {
 		for name, build := range constructors {
 			err := build(tc.opt)
@@ -33,8 +32,7 @@ func TestNilClockOrFunctionOptionIsAnError(t *testing.T) {
 				t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", name, err, tc.want)
 			}
 			// A later good option does not hide the bad one.
-			err = build(tc.opt, WithClock(clock.NewManual(0)), WithIsExcluded(func(error) bool { return false }),
-				WithIsSuccessful(func(err error) bool { return err == nil }))
+			err = build(tc.opt, WithClock(clock.NewManual(0)), WithOutcomeOf(excluding(func(error) bool { return false })))
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("%s with a good option after the bad one: %v, want ErrInvalidConfig", name, err)
 			}
@@ -59,14 +57,12 @@ func TestOptionForTheOtherBreakerIsAnErrorNamingIt(t *testing.T) {
 		want string
 	}{
 		{"WithBlockPolicy", errOf(NewCircuit(ErrorRatio(0.5), WithBlockPolicy(IgnoreBlocks))), "WithBlockPolicy does not apply to a Circuit"},
-		{"WithK", errOf(NewCircuit(ErrorRatio(0.5), WithK(2))), "WithK does not apply to a Circuit"},
-		{"WithProtection", errOf(NewCircuit(ErrorRatio(0.5), WithProtection(1))), "WithProtection does not apply to a Circuit"},
-		{"WithRandom", errOf(NewCircuit(ErrorRatio(0.5), WithRandom(func() float64 { return 0 }))), "WithRandom does not apply to a Circuit"},
-		{"WithOpenTimeout", errOf(NewAdaptive(WithOpenTimeout(time.Second))), "WithOpenTimeout does not apply to an Adaptive breaker"},
-		{"WithBackoff", errOf(NewAdaptive(WithBackoff(time.Second))), "WithBackoff does not apply to an Adaptive breaker"},
-		{"WithProbes", errOf(NewAdaptive(WithProbes(1, 0))), "WithProbes does not apply to an Adaptive breaker"},
-		{"OnStateChange", errOf(NewAdaptive(OnStateChange(func(Transition) {}))), "OnStateChange does not apply to an Adaptive breaker"},
-		{"OnTransition", errOf(NewAdaptive(onTransition(func(*Circuit, Transition) {}))), "OnTransition does not apply to an Adaptive breaker"},
+		{"WithFormula", errOf(NewCircuit(ErrorRatio(0.5), WithFormula(2, 1))), "WithFormula does not apply to a Circuit"},
+		{"withRandom", errOf(NewCircuit(ErrorRatio(0.5), withRandom(func() float64 { return 0 }))), "withRandom does not apply to a Circuit"},
+		{"WithOpenTimeout", errOf(NewSRE(WithOpenTimeout(time.Second, 0))), "WithOpenTimeout does not apply to an SRE breaker"},
+		{"WithProbes", errOf(NewSRE(WithProbes(1, 0))), "WithProbes does not apply to an SRE breaker"},
+		{"OnStateChange", errOf(NewSRE(OnStateChange(func(Transition) {}))), "OnStateChange does not apply to an SRE breaker"},
+		{"OnTransition", errOf(NewSRE(onTransition(func(*Circuit, Transition) {}))), "OnTransition does not apply to an SRE breaker"},
 	} {
 		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", tc.name, tc.err, tc.want)
@@ -81,15 +77,17 @@ func errOf[T any](_ T, err error) error { return err }
 func TestCircuitRetryAfterAtAFarPastTimeIsNotZero(t *testing.T) {
 	c, _ := newCircuit(t, ErrorRatio(0.5), WithMinRequests(1))
 	trip(t, c)
-	if d := c.RetryAfterAt(math.MinInt64); d < 5*time.Second {
-		t.Fatalf("RetryAfterAt(MinInt64) = %v, want at least the open timeout", d)
+	if d := c.retryAfterAt(math.MinInt64); d < 5*time.Second {
+		t.Fatalf("retryAfterAt(MinInt64) = %v, want at least the open timeout", d)
+	}
+	if d := c.StatsAt(math.MinInt64).RetryAfter; d < 5*time.Second {
+		t.Fatalf("StatsAt(MinInt64).RetryAfter = %v, want at least the open timeout", d)
 	}
 }
 
 // Every bad strategy or option is an ErrInvalidConfig naming it and its
 // value.
 func TestBadConfigIsAnErrorNamingTheOptionAndItsValue(t *testing.T) {
-	always := func(Counts) bool { return true }
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -104,24 +102,23 @@ func TestBadConfigIsAnErrorNamingTheOptionAndItsValue(t *testing.T) {
 		{"slow ratio", errOf(NewCircuit(SlowRatio(time.Second, -1))), "SlowRatio threshold = -1"},
 		{"consecutive 0", errOf(NewCircuit(ConsecutiveFailures(0))), "ConsecutiveFailures n = 0: must be at least 1"},
 		{"consecutive negative", errOf(NewCircuit(ConsecutiveFailures(-3))), "ConsecutiveFailures n = -3"},
-		{"trip when nil", errOf(NewCircuit(TripWhen("half failing", nil))), `TripWhen("half failing", nil): the condition must not be nil`},
-		{"trip when unnamed", errOf(NewCircuit(TripWhen("", always))), `TripWhen name = "": must describe the condition`},
-		{"open timeout", errOf(NewCircuit(ErrorRatio(0.5), WithOpenTimeout(0))), "open timeout = 0s: must be positive"},
-		{"backoff", errOf(NewCircuit(ErrorRatio(0.5), WithBackoff(time.Second))), "backoff max = 1s: must be at least the open timeout 5s"},
+		{"trip when nil", errOf(NewCircuit(TripWhen(nil))), `TripWhen(nil): the condition must not be nil`},
+		{"open timeout", errOf(NewCircuit(ErrorRatio(0.5), WithOpenTimeout(0, 0))), "open timeout = 0s: must be positive"},
+		{"backoff", errOf(NewCircuit(ErrorRatio(0.5), WithOpenTimeout(5*time.Second, time.Second))), "open timeout max = 1s: must be 0 or at least the open timeout 5s"},
 		{"probes", errOf(NewCircuit(ErrorRatio(0.5), WithProbes(0, 0))), "probes = 0"},
 		{"too many probes", errOf(NewCircuit(ErrorRatio(0.5), WithProbes(maxProbes+1, 0))), "probes = 1025"},
 		{"probe timeout", errOf(NewCircuit(ErrorRatio(0.5), WithProbes(1, -1))), "probe timeout = -1ns"},
 		{"window", errOf(NewCircuit(ErrorRatio(0.5), WithWindow(3, time.Second))), "window interval = 1s: does not divide into 3"},
 		{"window buckets", errOf(NewCircuit(ErrorRatio(0.5), WithWindow(-1, time.Second))), "window buckets = -1"},
 		{"narrow buckets", errOf(NewCircuit(ErrorRatio(0.5), WithWindow(2000, time.Millisecond))), "window interval = 1ms"},
-		{"negative interval", errOf(NewAdaptive(WithWindow(0, -time.Second))), "window interval = -1s"},
+		{"negative interval", errOf(NewSRE(WithWindow(0, -time.Second))), "window interval = -1s"},
 		{"min requests", errOf(NewCircuit(ErrorRatio(0.5), WithMinRequests(-1))), "min requests = -1: must not be negative"},
-		{"adaptive min requests", errOf(NewAdaptive(WithMinRequests(-1))), "min requests = -1: must not be negative"},
-		{"K below 1", errOf(NewAdaptive(WithK(0.5))), "K = 0.5: must be at least 1"},
-		{"K infinite", errOf(NewAdaptive(WithK(math.Inf(1)))), "K = +Inf"},
-		{"protection", errOf(NewAdaptive(WithProtection(-1))), "protection = -1: must not be negative"},
-		{"random", errOf(NewAdaptive(WithRandom(nil))), "WithRandom(nil): must not be nil"},
-		{"block policy", errOf(NewAdaptive(WithBlockPolicy(7))), "block policy = 7: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks"},
+		{"SRE min requests", errOf(NewSRE(WithMinRequests(-1))), "min requests = -1: must not be negative"},
+		{"K below 1", errOf(NewSRE(withK(0.5))), "K = 0.5: must be at least 1"},
+		{"K infinite", errOf(NewSRE(withK(math.Inf(1)))), "K = +Inf"},
+		{"protection", errOf(NewSRE(withProtection(-1))), "protection = -1: must not be negative"},
+		{"random", errOf(NewSRE(withRandom(nil))), "withRandom(nil): must not be nil"},
+		{"block policy", errOf(NewSRE(WithBlockPolicy(7))), "block policy = 7: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks"},
 	} {
 		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", tc.name, tc.err, tc.want)

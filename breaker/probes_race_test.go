@@ -21,11 +21,11 @@ func stressCircuit(t *testing.T, probes int, opts ...Option) *Circuit {
 	t.Helper()
 	t.Cleanup(func() { runtime.GOMAXPROCS(runtime.GOMAXPROCS(8)) })
 	c, err := NewCircuit(ErrorRatio(0.5), append([]Option{WithMinRequests(1),
-		WithOpenTimeout(time.Nanosecond), WithProbes(probes, time.Hour)}, opts...)...)
+		WithOpenTimeout(time.Nanosecond, 0), WithProbes(probes, time.Hour)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(c.closeListener)
 	return c
 }
 
@@ -46,7 +46,7 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 		go func(seed uint64) {
 			defer wg.Done()
 			src := rand.New(rand.NewPCG(seed, 7))
-			for c.Generation() < stressGenerations {
+			for c.Stats().Generation < stressGenerations {
 				p, err := c.Allow()
 				if err != nil {
 					runtime.Gosched()
@@ -54,7 +54,7 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 				}
 				ticket := ticketOf(p)
 				if ticket == 0 {
-					p.Fail() // closed: trip at once
+					p.settle(Failure) // closed: trip at once
 					continue
 				}
 				gen := gens.of(p)
@@ -81,11 +81,11 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 				flight.Unlock()
 				switch src.IntN(5) {
 				case 0, 1:
-					p.Fail()
+					p.settle(Failure)
 				case 2:
-					p.Ignore()
+					p.settle(Ignored)
 				default:
-					p.Succeed()
+					p.settle(Success)
 				}
 			}
 		}(uint64(w))
@@ -105,7 +105,7 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 	var closedFrom []uint64       // half-open generations that closed
 	var gens probeGens
 	c := stressCircuit(t, probes, gens.option(), OnStateChange(func(tr Transition) {
-		if tr.Cause == ProbesSucceeded {
+		if tr.From == HalfOpen && tr.To == Closed {
 			mu.Lock()
 			closedFrom = append(closedFrom, tr.Generation-1)
 			mu.Unlock()
@@ -117,21 +117,21 @@ func TestCircuitClosesOnlyOnItsOwnProbesSuccesses(t *testing.T) {
 		go func(seed uint64) {
 			defer wg.Done()
 			src := rand.New(rand.NewPCG(seed, 9))
-			for c.Generation() < stressGenerations {
+			for c.Stats().Generation < stressGenerations {
 				p, err := c.Allow()
 				if err != nil {
 					runtime.Gosched()
 					continue
 				}
 				if ticketOf(p) == 0 || src.IntN(2) == 0 {
-					p.Fail()
+					p.settle(Failure)
 					continue
 				}
 				gen := gens.of(p)
 				mu.Lock()
 				succeeded[gen>>2]++ // counted before it can count
 				mu.Unlock()
-				p.Succeed()
+				p.settle(Success)
 			}
 		}(uint64(w))
 	}

@@ -23,7 +23,7 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 	clk := clock.NewManual(0)
 	var gens probeGens
 	c, err := NewCircuit(ErrorRatio(0.5), WithClock(clk), WithMinRequests(5),
-		WithOpenTimeout(10*time.Millisecond), WithProbes(probes, time.Second), gens.option(),
+		WithOpenTimeout(10*time.Millisecond, 0), WithProbes(probes, time.Second), gens.option(),
 		OnStateChange(func(tr Transition) { mu.Lock(); told = append(told, tr); mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
@@ -66,29 +66,29 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 				}
 				switch src.IntN(10) { // an error ratio of 5/9 in the long run
 				case 0, 1, 2, 3, 4:
-					p.Fail()
+					p.settle(Failure)
 				case 5:
-					p.Ignore()
+					p.settle(Ignored)
 				default:
-					p.Succeed()
+					p.settle(Success)
 				}
 			}
 		}(uint64(w))
 	}
 	// Move the clock in steps of the open timeout; stop before the listener
 	// could fall behind by its queue's length.
-	for c.Generation() < 50 {
+	for c.Stats().Generation < 50 {
 		clk.Advance(10 * time.Millisecond)
 		runtime.Gosched()
 	}
 	stop.Store(true)
 	wg.Wait()
-	gen := c.Generation()
+	gen := c.Stats().Generation
 	c.notify.Running.Wait() // every change told
 	if most > probes || most == 0 {
 		t.Fatalf("%d probes of one generation in flight at once, limit %d", most, probes)
 	}
-	if d := c.DroppedTransitions(); d != 0 {
+	if d := c.notify.Dropped(); d != 0 {
 		t.Fatalf("%d transitions dropped", d)
 	}
 	mu.Lock()
@@ -105,15 +105,15 @@ func TestCircuitConcurrentProbesAndTransitions(t *testing.T) {
 		}
 		state = tr.To
 	}
-	if state != c.State() {
-		t.Fatalf("last transition to %v, state %v", state, c.State())
+	if state != c.current() {
+		t.Fatalf("last transition to %v, state %v", state, c.current())
 	}
 }
 
-// Concurrent requests on an Adaptive breaker are all counted.
-func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
+// Concurrent requests on an SRE breaker are all counted.
+func TestSREConcurrentOutcomesAreCounted(t *testing.T) {
 	clk := clock.NewManual(0)
-	a, err := NewAdaptive(WithClock(clk), WithK(1e9)) // K so large that nothing is blocked
+	a, err := NewSRE(WithClock(clk), withK(1e9)) // K so large that nothing is blocked
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				_ = a.Do(func() error {
+				_ = a.Do(bg, func() error {
 					if i%4 == 0 {
 						return boom
 					}
@@ -141,15 +141,15 @@ func TestAdaptiveConcurrentOutcomesAreCounted(t *testing.T) {
 }
 
 // When a probe is due, one request gets it, however many ask at once.
-func TestAdaptiveLetsOneProbeThroughWhenManyAskAtOnce(t *testing.T) {
-	a, err := NewAdaptive(WithClock(clock.NewManual(0)), WithProtection(0), WithRandom(func() float64 { return 0 }))
+func TestSRELetsOneProbeThroughWhenManyAskAtOnce(t *testing.T) {
+	a, err := NewSRE(WithClock(clock.NewManual(0)), withProtection(0), withRandom(func() float64 { return 0 }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p, err := a.AllowAt(0); err != nil {
 		t.Fatal(err)
 	} else {
-		p.RecordAt(0, Failure) // a block ratio of 1/2; every draw blocks
+		p.recordAt(0, Failure) // a block ratio of 1/2; every draw blocks
 	}
 	const workers, each = 8, 200
 	for round := int64(1); round <= 5; round++ {

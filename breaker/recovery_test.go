@@ -13,7 +13,7 @@ import (
 // of it, CountBlocks takes about (W/K)·ln(R·W), and IgnoreBlocks about a
 // second; under overload the counting policies hold the load near K times the
 // dependency's capacity, and IgnoreBlocks does not.
-func TestAdaptiveRecoveryAndProtectionByBlockPolicy(t *testing.T) {
+func TestSRERecoveryAndProtectionByBlockPolicy(t *testing.T) {
 	const window, k = 10.0, 2.0 // the defaults, in seconds
 	for _, tc := range []struct {
 		rate  int
@@ -56,7 +56,7 @@ func TestAdaptiveRecoveryAndProtectionByBlockPolicy(t *testing.T) {
 // the outage, 56% at 4 s, 94.8% at 8 s and all at 10 s), and never the load
 // at once: no second lets through more than a third of the load above the
 // second before it, nor much less than it.
-func TestAdaptiveLetsTrafficBackAsARampAfterAnOutage(t *testing.T) {
+func TestSRELetsTrafficBackAsARampAfterAnOutage(t *testing.T) {
 	goZero := map[int]float64{1: 0.178, 4: 0.56, 8: 0.948, 10: 1}
 	// Healthy for a window, then down for 10 s, then healthy for 12 s.
 	outage := scenario{rate: 1000, outage: 10 * time.Second, recovery: 20 * time.Second, length: 32 * time.Second}

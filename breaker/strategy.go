@@ -2,35 +2,10 @@ package breaker
 
 import (
 	"fmt"
-	"strconv"
 	"time"
-)
 
-// Counts are a [Circuit]'s window as its strategy sees it. They are the
-// outcomes of the requests it allowed since it last closed, within its
-// window's interval: the bucket holding now and those before it (see
-// [WithWindow]). Probes, blocked requests and ignored outcomes are not among
-// them. A [TripWhen] condition is handed Counts; [Stats] and [Transition]
-// hold them.
-//
-// The zero Counts is an empty window.
-type Counts struct {
-	// Requests is how many requests ended with a counted outcome:
-	// Successes + Failures.
-	Requests int64
-	// Successes and Failures count the requests that ended with each
-	// outcome.
-	Successes, Failures int64
-	// Slow is how many of the Requests took longer than a SlowRatio
-	// strategy's maximum. Other strategies do not time requests, and see 0.
-	Slow int64
-	// ConsecutiveFailures is the run of failures that ends the window, in
-	// the order the outcomes were counted. It is the failures counted after
-	// the window's latest success, or all of them if it holds none. It is
-	// at most Failures, and 0 after a success. It needs no timing and is
-	// kept under every strategy.
-	ConsecutiveFailures int64
-}
+	"github.com/slidegate/slidegate/internal/breakerlimits"
+)
 
 // A Strategy is the condition on which a [Circuit] opens, over its window:
 // [ErrorRatio], [ErrorCount], [SlowRatio], [ConsecutiveFailures], or a
@@ -50,10 +25,9 @@ type Strategy struct {
 	when      *condition    // TripWhen; a pointer, so that a Strategy stays comparable
 }
 
-// A condition is a TripWhen strategy's predicate and its name.
+// A condition is a TripWhen strategy's predicate.
 type condition struct {
-	name string
-	f    func(Counts) bool
+	f func(Stats) bool
 }
 
 type strategyKind uint8
@@ -87,7 +61,7 @@ func SlowRatio(maxRT time.Duration, threshold float64) Strategy {
 }
 
 // ConsecutiveFailures opens the circuit when n failures in a row end its
-// window ([Counts.ConsecutiveFailures] at least n, n at least 1). They are n
+// window ([Stats.ConsecutiveFailures] at least n, n at least 1). They are n
 // failures with no success counted between them, all within the window's
 // interval. A success starts the run again. An ignored outcome neither
 // breaks nor extends it. A failure that leaves the window leaves the run.
@@ -101,38 +75,19 @@ func ConsecutiveFailures(n int64) Strategy {
 	return Strategy{kind: consecutiveFailures, count: n}
 }
 
-// TripWhen opens the circuit when trip, given the window's counts, returns
-// true: gobreaker's ReadyToTrip. name describes the condition in String and
-// must not be empty; trip must not be nil.
+// TripWhen opens the circuit when trip, given the window's counts in a
+// [Stats], returns true: gobreaker's ReadyToTrip. trip must not be nil.
 //
 // trip is called when a failure is counted, with counts that include it,
 // and only then. So a condition that only a success could make true never
 // trips. Its minimum volume is 0 unless [WithMinRequests] sets one: trip
-// sees every failure, and checks [Counts.Requests] itself if it wants a
+// sees every failure, and checks [Stats.Requests] itself if it wants a
 // volume. It is called on the goroutine that settles the request, outside
 // every lock of the Circuit, maybe from several goroutines at once. It must
 // be safe for concurrent use, be quick, and never block. It is not called
 // for half-open probes, which decide by themselves.
-func TripWhen(name string, trip func(Counts) bool) Strategy {
-	return Strategy{kind: tripWhen, when: &condition{name: name, f: trip}}
-}
-
-// String describes the strategy ("error ratio ≥ 0.5"); a TripWhen strategy
-// is its name.
-func (s Strategy) String() string {
-	switch s.kind {
-	case errorRatio:
-		return "error ratio ≥ " + strconv.FormatFloat(s.threshold, 'g', -1, 64)
-	case errorCount:
-		return "errors ≥ " + strconv.FormatInt(s.count, 10)
-	case slowRatio:
-		return "ratio of requests slower than " + s.maxRT.String() + " ≥ " + strconv.FormatFloat(s.threshold, 'g', -1, 64)
-	case consecutiveFailures:
-		return strconv.FormatInt(s.count, 10) + " failures in a row"
-	case tripWhen:
-		return s.when.name
-	}
-	return "no strategy"
+func TripWhen(trip func(Stats) bool) Strategy {
+	return Strategy{kind: tripWhen, when: &condition{f: trip}}
 }
 
 func (s Strategy) check() error {
@@ -155,11 +110,8 @@ func (s Strategy) check() error {
 		}
 		return nil
 	case tripWhen:
-		if s.when.name == "" {
-			return fmt.Errorf("%w: TripWhen name = %q: must describe the condition", ErrInvalidConfig, s.when.name)
-		}
 		if s.when.f == nil {
-			return fmt.Errorf("%w: TripWhen(%q, nil): the condition must not be nil", ErrInvalidConfig, s.when.name)
+			return fmt.Errorf("%w: TripWhen(nil): the condition must not be nil", ErrInvalidConfig)
 		}
 		return nil
 	}
@@ -172,13 +124,13 @@ func (s Strategy) minRequests() int64 {
 	case consecutiveFailures, tripWhen:
 		return 0
 	}
-	return DefaultMinRequests
+	return breakerlimits.DefaultMinRequests
 }
 
 // meets reports whether window counts c meet the strategy, given the minimum
 // volume. Ratios are compared as quotients, so a threshold written as the
 // decimal of failures/requests (0.3 for 3 of 10) is met exactly there.
-func (s Strategy) meets(c Counts, minRequests int64) bool {
+func (s Strategy) meets(c Stats, minRequests int64) bool {
 	n := c.Requests
 	if n == 0 || n < minRequests {
 		return false

@@ -20,8 +20,8 @@ func TestConsecutiveFailuresTripsOnTheNthFailureInARow(t *testing.T) {
 	mustState(t, c, Open)
 	select {
 	case tr := <-told:
-		want := Counts{Requests: 6, Successes: 1, Failures: 5, ConsecutiveFailures: 3}
-		if tr.Cause != Tripped || tr.Counts != want {
+		want := Stats{Requests: 6, Successes: 1, Failures: 5, ConsecutiveFailures: 3}
+		if tr.From != Closed || tr.To != Open || tr.Stats != want {
 			t.Fatalf("transition %+v, want tripped on %+v", tr, want)
 		}
 	case <-time.After(10 * time.Second):
@@ -32,7 +32,7 @@ func TestConsecutiveFailuresTripsOnTheNthFailureInARow(t *testing.T) {
 // An ignored outcome is not counted: it neither breaks a run nor adds to it.
 func TestConsecutiveFailuresIgnoredOutcomesNeitherBreakNorExtendTheRun(t *testing.T) {
 	c, _ := newCircuit(t, ConsecutiveFailures(3),
-		WithIsExcluded(func(err error) bool { return errors.Is(err, errExcluded) }))
+		WithOutcomeOf(excluding(func(err error) bool { return errors.Is(err, errExcluded) })))
 	settle(t, c, Failure)
 	settle(t, c, Ignored)
 	p, _ := c.Allow()
@@ -102,7 +102,7 @@ func TestConsecutiveFailuresHonoursAGivenMinimumVolume(t *testing.T) {
 // Probes are not part of the run: one failed probe opens the circuit again,
 // and closing starts an empty window with no run.
 func TestConsecutiveFailuresProbesDecideAndClosingEndsTheRun(t *testing.T) {
-	c, clk := newCircuit(t, ConsecutiveFailures(2), WithOpenTimeout(time.Second))
+	c, clk := newCircuit(t, ConsecutiveFailures(2), WithOpenTimeout(time.Second, 0))
 	settle(t, c, Failure)
 	settle(t, c, Failure)
 	mustState(t, c, Open)
@@ -127,8 +127,8 @@ func TestConsecutiveFailuresProbesDecideAndClosingEndsTheRun(t *testing.T) {
 // The condition is called on every counted failure, with counts that include
 // it, and on nothing else; the circuit opens when it returns true.
 func TestTripWhenIsCalledOnFailuresWithTheirCounts(t *testing.T) {
-	var calls []Counts
-	c, _ := newCircuit(t, TripWhen("more failures than successes, 3 at least", func(n Counts) bool {
+	var calls []Stats
+	c, _ := newCircuit(t, TripWhen(func(n Stats) bool {
 		calls = append(calls, n)
 		return n.Failures >= 3 && n.Failures > n.Successes
 	}))
@@ -146,7 +146,7 @@ func TestTripWhenIsCalledOnFailuresWithTheirCounts(t *testing.T) {
 	mustState(t, c, Closed)
 	settle(t, c, Failure) // 4 failures, 3 successes
 	mustState(t, c, Open)
-	want := []Counts{
+	want := []Stats{
 		{Requests: 3, Successes: 2, Failures: 1, ConsecutiveFailures: 1},
 		{Requests: 4, Successes: 2, Failures: 2, ConsecutiveFailures: 2},
 		{Requests: 6, Successes: 3, Failures: 3, ConsecutiveFailures: 1},
@@ -165,8 +165,8 @@ func TestTripWhenIsCalledOnFailuresWithTheirCounts(t *testing.T) {
 // The condition is not asked about probes: they decide by themselves.
 func TestTripWhenIsNotCalledForProbes(t *testing.T) {
 	calls := 0
-	c, clk := newCircuit(t, TripWhen("any failure", func(Counts) bool { calls++; return true }),
-		WithOpenTimeout(time.Second), WithProbes(2, time.Minute))
+	c, clk := newCircuit(t, TripWhen(func(Stats) bool { calls++; return true }),
+		WithOpenTimeout(time.Second, 0), WithProbes(2, time.Minute))
 	settle(t, c, Failure)
 	mustState(t, c, Open)
 	clk.Advance(time.Second)
@@ -179,11 +179,11 @@ func TestTripWhenIsNotCalledForProbes(t *testing.T) {
 }
 
 // A condition that needs more volume than the default (0) checks
-// Counts.Requests itself, or is given WithMinRequests: then it is not asked
+// Stats.Requests itself, or is given WithMinRequests: then it is not asked
 // below the volume.
 func TestTripWhenIsNotAskedBelowAGivenMinimumVolume(t *testing.T) {
 	calls := 0
-	c, _ := newCircuit(t, TripWhen("any failure", func(Counts) bool { calls++; return true }), WithMinRequests(3))
+	c, _ := newCircuit(t, TripWhen(func(Stats) bool { calls++; return true }), WithMinRequests(3))
 	settle(t, c, Failure)
 	settle(t, c, Failure)
 	if calls != 0 {
@@ -191,24 +191,6 @@ func TestTripWhenIsNotAskedBelowAGivenMinimumVolume(t *testing.T) {
 	}
 	settle(t, c, Failure)
 	mustState(t, c, Open)
-}
-
-func TestStrategyStringSaysTheCondition(t *testing.T) {
-	for _, tc := range []struct {
-		s    Strategy
-		want string
-	}{
-		{ErrorRatio(0.5), "error ratio ≥ 0.5"},
-		{ErrorCount(3), "errors ≥ 3"},
-		{SlowRatio(200*time.Millisecond, 0.25), "ratio of requests slower than 200ms ≥ 0.25"},
-		{ConsecutiveFailures(5), "5 failures in a row"},
-		{TripWhen("half failing", func(Counts) bool { return false }), "half failing"},
-		{Strategy{}, "no strategy"},
-	} {
-		if got := tc.s.String(); got != tc.want {
-			t.Errorf("String() = %q, want %q", got, tc.want)
-		}
-	}
 }
 
 // Under concurrent settling, the run counts every failure since the last
@@ -227,7 +209,7 @@ func TestConsecutiveFailuresRunUnderConcurrentFailures(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				p.Fail()
+				p.settle(Failure)
 			}
 		}()
 	}

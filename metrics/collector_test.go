@@ -100,7 +100,7 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 	}{
 		{"slidegate_breaker_block_ratio", labels("resource", "db", "rule", "breaker", "strategy", "error_count"), 1},
 		{"slidegate_breaker_block_ratio", labels("resource", "orders", "rule", "breaker", "strategy", "error_ratio"), 0},
-		{"slidegate_breaker_block_ratio", labels("resource", "search", "rule", "breaker", "strategy", "adaptive"), 0},
+		{"slidegate_breaker_block_ratio", labels("resource", "search", "rule", "breaker", "strategy", "sre"), 0},
 		{"slidegate_flow_rule_limit", labels("resource", "orders", "rule", "qps", "type", "qps"), 3},
 		{"slidegate_flow_rule_limit", labels("resource", "db", "rule", "concurrency", "type", "concurrency"), 2},
 		{"slidegate_flow_rule_limit", labels("resource", "paced", "rule", "throttle", "type", "throttle"), 10},
@@ -118,7 +118,7 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 	}{
 		{labels("resource", "db", "rule", "breaker", "strategy", "error_count"), "open"},
 		{labels("resource", "orders", "rule", "breaker", "strategy", "error_ratio"), "closed"},
-		{labels("resource", "search", "rule", "breaker", "strategy", "adaptive"), "closed"},
+		{labels("resource", "search", "rule", "breaker", "strategy", "sre"), "closed"},
 	} {
 		checkBreakerState(t, f, b.labels, b.state)
 	}
@@ -126,7 +126,7 @@ func TestScrapeShowsTheKnownTraffic(t *testing.T) {
 		"slidegate_breaker_state":          9, // three states of three breakers
 		"slidegate_breaker_block_ratio":    3,
 		"slidegate_flow_rule_limit":        4,
-		"slidegate_breaker_rule_threshold": 2, // the adaptive breaker has none
+		"slidegate_breaker_rule_threshold": 2, // the SRE breaker has none
 	} {
 		if got := len(f[name].GetMetric()); got != n {
 			t.Errorf("%s has %d series, want %d", name, got, n)
@@ -230,9 +230,9 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 		l := labels("resource", r.Resource, "rule", r.Name, "strategy", string(r.Strategy))
 		m := f.find("slidegate_breaker_rule_threshold", l)
 		switch r.Strategy {
-		case slidegate.AdaptiveBreaker:
+		case slidegate.SREBreaker:
 			if m != nil {
-				t.Errorf("slidegate_breaker_rule_threshold%v exists; an adaptive breaker has no threshold", l)
+				t.Errorf("slidegate_breaker_rule_threshold%v exists; an SRE breaker has no threshold", l)
 			}
 		case slidegate.ErrorCountBreaker:
 			if got := f.value(t, "slidegate_breaker_rule_threshold", l); got != float64(r.Count) {

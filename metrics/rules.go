@@ -69,7 +69,7 @@ func (c *Collector) collectRules(ch chan<- prometheus.Metric, rules slidegate.Ru
 			threshold = b.Threshold
 		case slidegate.ErrorCountBreaker, slidegate.ConsecutiveFailuresBreaker:
 			threshold = float64(b.Count)
-		default: // adaptive: it follows the failures and trips at no threshold
+		default: // sre: it follows the failures and trips at no threshold
 			continue
 		}
 		res := exported.Value(b.Resource)

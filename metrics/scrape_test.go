@@ -204,7 +204,7 @@ func knownRules() slidegate.Rules {
 			{Resource: "db", Strategy: slidegate.ErrorCountBreaker, Count: 3, MinRequests: &one,
 				OpenTimeout: slidegate.Duration(5 * time.Second)}, // breakers[0]: opens at the 3rd failure
 			{Resource: "orders", Strategy: slidegate.ErrorRatioBreaker, Threshold: 0.5}, // breakers[1]: 10 requests at least, stays closed
-			{Resource: "search", Strategy: slidegate.AdaptiveBreaker},                   // breakers[2]: no threshold
+			{Resource: "search", Strategy: slidegate.SREBreaker},                        // breakers[2]: no threshold
 		},
 	}
 }

@@ -38,7 +38,7 @@ func everyField(t *testing.T) slidegate.Rules {
 			{Resource: "a", Strategy: slidegate.SlowRatioBreaker, Threshold: 0.5, MaxRT: d("300ms"), MinRequests: ptr[int64](20),
 				Interval: d("10s"), Buckets: 10, OpenTimeout: d("5s"), MaxOpenTimeout: d("1m"), Probes: 3, ProbeTimeout: d("2s"), Shadow: true},
 			{Resource: "b", Strategy: slidegate.ErrorCountBreaker, Count: 5},
-			{Resource: "c", Strategy: slidegate.AdaptiveBreaker, K: 1.5, Protection: ptr[int64](5), BlockPolicy: "count_blocks"},
+			{Resource: "c", Strategy: slidegate.SREBreaker, K: 1.5, Protection: ptr[int64](5), BlockPolicy: "count_blocks"},
 		},
 		Shadow: true,
 	}

@@ -72,7 +72,7 @@ var badFiles = []struct {
 		{4, "breakers[0]", "threshold", `"high" is not a number`},
 		{5, "breakers[0]", "min_requests", "1.5 is not a whole number"},
 		{6, "breakers[0]", "open_timeout", `"5 seconds" is not a duration: write it as 500ms, 2s or 1m30s`},
-		{8, "breakers[0]", "k", "applies to an adaptive breaker only"},
+		{8, "breakers[0]", "k", "applies to an SRE breaker only"},
 	}},
 	// Syntax: the line a user must look at, in a user's words.
 	{"r.yaml", "flow:\n  - resource: a\n    limit: 10\n   interval: 1s\n", []want{{4, "", "", "the indentation does not line up"}}},
@@ -105,7 +105,10 @@ var badFiles = []struct {
 	{"r.yaml", "flow:\n  - resource: a\n    maxWait: 1s\n    limit: 1\n", []want{{3, "flow[0]", "", `(did you mean "max_wait"?)`}}},
 	// A rule cut short after its first line.
 	{"r.yaml", "flow:\n  - resource: a\n    limit: 100\n  - resource: b\n", []want{{4, "flow[1]", "limit", "missing: write limit: 0 to block every request"}}},
-	{"r.yaml", "breakers:\n  - resource: db\n", []want{{2, "breakers[0]", "strategy", "missing: one of adaptive"}}},
+	{"r.yaml", "breakers:\n  - resource: db\n", []want{{2, "breakers[0]", "strategy", "missing: one of sre"}}},
+	// The Google SRE throttle was spelt "adaptive", the word of the adaptive
+	// concurrency limit: the old spelling is refused, naming the new one.
+	{"r.yaml", "breakers:\n  - resource: db\n    strategy: adaptive\n    k: 1.5\n", []want{{3, "breakers[0]", "strategy", `"adaptive" is now spelt "sre"`}}},
 	// Validation problems of fields the file leaves out are on the rule's line.
 	{"r.yaml", "flow:\n  - resource: a\n    limit: 1\n  - resource: b\n    limit: 1\n    lease: 5\n", []want{{6, "flow[1]", "lease", "only a cluster rule leases"}}},
 	// JSON.
@@ -201,7 +204,7 @@ func write(t *testing.T, path, data string) {
 func FuzzParse(f *testing.F) {
 	f.Add("rules.yaml", []byte(goodYAML))
 	f.Add("rules.json", []byte(`{"flow":[{"resource":"a","limit":1,"interval":"1s"}]}`))
-	f.Add("rules.yaml", []byte("breakers:\n  - resource: db\n    strategy: adaptive\n    k: 1.5\n"))
+	f.Add("rules.yaml", []byte("breakers:\n  - resource: db\n    strategy: sre\n    k: 1.5\n"))
 	for _, tc := range badFiles {
 		f.Add(tc.name, []byte(tc.data))
 	}
@@ -249,14 +252,14 @@ func TestAnEmptyFileIsRefused(t *testing.T) {
 }
 
 func TestRuleNamesAreReadAndTheirProblemsHaveLines(t *testing.T) {
-	r, err := Parse("rules.yaml", []byte("flow:\n  - resource: a\n    name: burst\n    limit: 5\nbreakers:\n  - resource: a\n    name: db\n    strategy: adaptive\n"))
+	r, err := Parse("rules.yaml", []byte("flow:\n  - resource: a\n    name: burst\n    limit: 5\nbreakers:\n  - resource: a\n    name: db\n    strategy: sre\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Flow[0].Name != "burst" || r.Breakers[0].Name != "db" {
 		t.Fatalf("names read: %q, %q", r.Flow[0].Name, r.Breakers[0].Name)
 	}
-	_, err = Parse("rules.yaml", []byte("flow:\n  - resource: a\n    name: burst\n    limit: 5\nbreakers:\n  - resource: a\n    name: burst\n    strategy: adaptive\n"))
+	_, err = Parse("rules.yaml", []byte("flow:\n  - resource: a\n    name: burst\n    limit: 5\nbreakers:\n  - resource: a\n    name: burst\n    strategy: sre\n"))
 	var re *slidegate.RulesError
 	if !errors.As(err, &re) || len(re.Problems) != 1 || re.Problems[0].Line != 7 || re.Problems[0].Field != "name" {
 		t.Fatalf("a name given twice: %v, want one problem of the field name on line 7", err)

@@ -7,8 +7,8 @@ import (
 
 func TestParseReadsShadowRulesAndTheGuardWideSwitch(t *testing.T) {
 	for name, text := range map[string]string{
-		"r.yaml": "shadow: true\nflow:\n  - resource: a\n    limit: 5\n    shadow: true\nbreakers:\n  - resource: b\n    strategy: adaptive\n    shadow: true\n",
-		"r.json": `{"shadow": true, "flow": [{"resource": "a", "limit": 5, "shadow": true}], "breakers": [{"resource": "b", "strategy": "adaptive", "shadow": true}]}`,
+		"r.yaml": "shadow: true\nflow:\n  - resource: a\n    limit: 5\n    shadow: true\nbreakers:\n  - resource: b\n    strategy: sre\n    shadow: true\n",
+		"r.json": `{"shadow": true, "flow": [{"resource": "a", "limit": 5, "shadow": true}], "breakers": [{"resource": "b", "strategy": "sre", "shadow": true}]}`,
 	} {
 		r, err := Parse(name, []byte(text))
 		if err != nil {

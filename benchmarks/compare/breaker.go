@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -29,8 +30,8 @@ import (
 // is used with its defaults (counts never cleared while closed, trips after
 // more than 5 consecutive failures, open for 60 s), and once more, in
 // BreakerAllowSucceed, with a 10 s rolling window of 10 buckets and an error
-// ratio of 0.5 over at least 10 requests. The adaptive breakers, slidegate's
-// Adaptive and go-zero's, have their defaults (10 s in 40 buckets,
+// ratio of 0.5 over at least 10 requests. The SRE breakers, slidegate's
+// SRE and go-zero's, have their defaults (10 s in 40 buckets,
 // protection 5; K = 2 and go-zero's 1.5).
 
 // Sentinel resources of the breaker rows. Each Setup loads its resource's
@@ -52,7 +53,7 @@ const (
 	breakerMaxRT    = time.Second      // slowness threshold of the slow-ratio rows
 	breakerOpen     = 5 * time.Second  // slidegate Circuit's default open timeout
 	breakerLongOpen = time.Hour        // open timeout of the tripped breakers
-	// breakerFailures is how many failing requests the adaptive breakers of
+	// breakerFailures is how many failing requests the SRE breakers of
 	// BreakerBlockOpen are offered before the run. With every request
 	// failing, and the requests the breakers block themselves counted as
 	// requests (both count them by default while the window holds failures),
@@ -62,6 +63,9 @@ const (
 
 // errDependency is the error of a failing request.
 var errDependency = errors.New("compare: dependency failed")
+
+// ctx is the context of slidegate's Do: never done.
+var ctx = context.Background()
 
 // The requests the one-call APIs run: static functions, so that no closure
 // is built per call.
@@ -134,7 +138,7 @@ func allows(b *testing.B, name string, op Op) Op {
 
 // blocks checks, before the timer starts, that op allows (returns 1) at most
 // most of 100 requests, and returns op. A tripped Circuit, gobreaker or
-// sentinel breaker allows none. The adaptive breakers block with a
+// sentinel breaker allows none. The SRE breakers block with a
 // probability, above 0.999 in BreakerBlockOpen, so they may allow 10: the
 // chance that they allow more is below 10^-20.
 func blocks(b *testing.B, name string, most int64, op Op) Op {
@@ -158,17 +162,17 @@ var allowSucceed = &Shape{
 		{Name: "clock.System.Now", Setup: func(*testing.B) Op {
 			return func() int64 { return clock.System.Now() }
 		}},
-		// Default Adaptive: Allow reads the clock and, with no failure in
+		// Default SRE: Allow reads the clock and, with no failure in
 		// the window, neither reads the window nor draws; Succeed reads the
 		// clock and counts.
-		{Name: "slidegate Adaptive Allow+Succeed", Role: Ours, Setup: func(b *testing.B) Op {
-			a := must(breaker.NewAdaptive())
-			return allows(b, "Adaptive", func() int64 {
+		{Name: "slidegate SRE Allow+Succeed", Role: Ours, Setup: func(b *testing.B) Op {
+			a := must(breaker.NewSRE())
+			return allows(b, "SRE", func() int64 {
 				p, err := a.Allow()
 				if err != nil {
 					return 0
 				}
-				p.Succeed()
+				p.Done(nil)
 				return 1
 			})
 		}},
@@ -239,7 +243,7 @@ func allowSucceedCircuit(c *breaker.Circuit) Op {
 		if err != nil {
 			return 0
 		}
-		p.Succeed()
+		p.Done(nil)
 		return 1
 	}
 }
@@ -265,15 +269,15 @@ var breakerDo = &Shape{
 	Name: "Do 1 request returning nil, healthy dependency",
 	Impls: []Impl{
 		timeNow,
-		// Default Adaptive.
-		{Name: "slidegate Adaptive.Do", Role: Ours, Setup: func(b *testing.B) Op {
-			a := must(breaker.NewAdaptive())
-			return allows(b, "Adaptive", func() int64 { return b2i(a.Do(succeed) == nil) })
+		// Default SRE.
+		{Name: "slidegate SRE.Do", Role: Ours, Setup: func(b *testing.B) Op {
+			a := must(breaker.NewSRE())
+			return allows(b, "SRE", func() int64 { return b2i(a.Do(ctx, succeed) == nil) })
 		}},
 		// Circuit with the default settings, ErrorRatio 0.5.
 		{Name: "slidegate Circuit.Do, ErrorRatio(0.5)", Role: Ours, Setup: func(b *testing.B) Op {
 			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio)))
-			return allows(b, "Circuit", func() int64 { return b2i(c.Do(succeed) == nil) })
+			return allows(b, "Circuit", func() int64 { return b2i(c.Do(ctx, succeed) == nil) })
 		}},
 		// go-zero's default breaker.
 		{Name: "go-zero breaker Do", Setup: func(b *testing.B) Op {
@@ -306,13 +310,13 @@ var blockOpen = &Shape{
 		// open for an hour: Allow reads the clock, compares it with the end
 		// of the open period and counts the blocked request.
 		{Name: "slidegate Circuit.Allow, open", Role: Ours, Setup: func(b *testing.B) Op {
-			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio), breaker.WithOpenTimeout(breakerLongOpen)))
+			c := must(breaker.NewCircuit(breaker.ErrorRatio(breakerRatio), breaker.WithOpenTimeout(breakerLongOpen, 0)))
 			for range breakerMinReqs {
 				if p, err := c.Allow(); err == nil {
-					p.Fail()
+					p.Done(errDependency)
 				}
 			}
-			if s := c.State(); s != breaker.Open {
+			if s := c.Stats().State; s != breaker.Open {
 				b.Fatalf("Circuit: %v after %d failures, want open", s, breakerMinReqs)
 			}
 			return blocks(b, "Circuit", 0, func() int64 {
@@ -320,32 +324,32 @@ var blockOpen = &Shape{
 				if err != nil {
 					return 0
 				}
-				p.Fail()
+				p.Done(errDependency)
 				return 1
 			})
 		}},
-		// A default Adaptive breaker offered 10,000 failing requests: block
+		// A default SRE breaker offered 10,000 failing requests: block
 		// ratio 0.9994 and rising, as its own blocks count. Allow reads the
 		// clock and the window totals, draws, and counts the blocked request;
 		// about 6 requests in 10,000 are let through, and fail, besides a
 		// probe whenever none has gone through for a second.
-		{Name: "slidegate Adaptive.Allow, block ratio ≈ 1", Role: Ours, Setup: func(b *testing.B) Op {
-			a := must(breaker.NewAdaptive())
+		{Name: "slidegate SRE.Allow, block ratio ≈ 1", Role: Ours, Setup: func(b *testing.B) Op {
+			a := must(breaker.NewSRE())
 			op := func() int64 {
 				p, err := a.Allow()
 				if err != nil {
 					return 0
 				}
-				p.Fail()
+				p.Done(errDependency)
 				return 1
 			}
 			for range breakerFailures {
 				op()
 			}
-			if r := a.BlockRatio(); r < 0.999 {
-				b.Fatalf("Adaptive: block ratio %v after %d failing requests, want above 0.999", r, breakerFailures)
+			if r := a.Stats().BlockRatio; r < 0.999 {
+				b.Fatalf("SRE: block ratio %v after %d failing requests, want above 0.999", r, breakerFailures)
 			}
-			return blocks(b, "Adaptive", 10, op)
+			return blocks(b, "SRE", 10, op)
 		}},
 		// go-zero's default breaker offered 10,000 failing requests, the
 		// same ratio (go-zero's dropRatio). For each request it blocks,

@@ -12,7 +12,7 @@
 // limit, with flowsim; MeasureMemory (memory.go) the heap one resource
 // takes in slidegate's guard, sentinel-golang and go-zero;
 // RecoveryInRealTime (recovery.go) the share of requests go-zero's breaker
-// and slidegate's Adaptive breaker let through after an outage.
+// and slidegate's SRE breaker let through after an outage.
 //
 // Each comparison is a Shape: one operation measured on every implementation
 // that offers it, next to a baseline measured in the same run. Rows expands

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 )
 
 // A Recovery is the scenario of the breakers' recovery comparison: Rate
@@ -101,12 +102,12 @@ func (sc Recovery) end() time.Duration {
 
 // RecoveryInRealTime runs the scenario in real time, the only time go-zero's
 // breaker reads (timex), for go-zero's default breaker (NewBreaker) and
-// slidegate's default Adaptive breaker on clock.System, side by side: each
+// slidegate's default SRE breaker on clock.System, side by side: each
 // request, when it is due, is offered to both, and each tells its own
 // dependency the outcome at once. It takes the scenario's length: 32 s for
 // DefaultRecovery.
 func RecoveryInRealTime(sc Recovery) ([]RecoveryRow, error) {
-	a, err := breaker.NewAdaptive()
+	a, err := breaker.NewSRE()
 	if err != nil {
 		return nil, err
 	}
@@ -127,18 +128,28 @@ func RecoveryInRealTime(sc Recovery) ([]RecoveryRow, error) {
 		goZero.offer(sc, now)
 		ours.offer(sc, now)
 	}
-	return []RecoveryRow{goZero.row("go-zero v1.10.3 breaker (real time)"), ours.row("slidegate Adaptive (real time)")}, nil
+	return []RecoveryRow{goZero.row("go-zero v1.10.3 breaker (real time)"), ours.row("slidegate SRE (real time)")}, nil
+}
+
+// withRandom makes an SRE breaker draw from a source of its own (breaker
+// keeps it out of its API, for tests and simulations).
+var withRandom = breakerhook.WithRandom.(func(func() float64) breaker.Option)
+
+// policyNames names the block policies in the rows.
+var policyNames = map[breaker.BlockPolicy]string{
+	breaker.CountBlocksWhileFailing: "count blocks while failing",
+	breaker.CountBlocks:             "count blocks",
 }
 
 // RecoverySimulated runs the scenario on a manual clock for slidegate's
-// Adaptive breaker under each block policy, drawing from a PCG seeded with
+// SRE breaker under each block policy, drawing from a PCG seeded with
 // seed: deterministic, and instant.
 func RecoverySimulated(sc Recovery, seed uint64) ([]RecoveryRow, error) {
 	var rows []RecoveryRow
 	for _, p := range []breaker.BlockPolicy{breaker.CountBlocksWhileFailing, breaker.CountBlocks} {
 		clk := clock.NewManual(0)
-		a, err := breaker.NewAdaptive(breaker.WithClock(clk), breaker.WithBlockPolicy(p),
-			breaker.WithRandom(rand.New(rand.NewPCG(seed, 1)).Float64))
+		a, err := breaker.NewSRE(breaker.WithClock(clk), breaker.WithBlockPolicy(p),
+			withRandom(rand.New(rand.NewPCG(seed, 1)).Float64))
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +158,7 @@ func RecoverySimulated(sc Recovery, seed uint64) ([]RecoveryRow, error) {
 		for now := time.Duration(0); now < sc.end(); now += step {
 			c.offer(sc, now)
 		}
-		rows = append(rows, c.row(fmt.Sprintf("slidegate Adaptive, %v (simulated)", p)))
+		rows = append(rows, c.row(fmt.Sprintf("slidegate SRE, %s (simulated)", policyNames[p])))
 	}
 	return rows, nil
 }
@@ -170,10 +181,10 @@ func (g goZeroBreaker) allow(time.Duration) (func(time.Duration, bool), bool) {
 	}, true
 }
 
-// slidegateBreaker is slidegate's Adaptive breaker: on clock.System when clk
+// slidegateBreaker is slidegate's SRE breaker: on clock.System when clk
 // is nil, else on virtual time, at the scenario's times.
 type slidegateBreaker struct {
-	a   *breaker.Adaptive
+	a   *breaker.SRE
 	clk *clock.Manual
 }
 
@@ -191,13 +202,13 @@ func (s slidegateBreaker) allow(now time.Duration) (func(time.Duration, bool), b
 	return func(now time.Duration, ok bool) {
 		switch {
 		case s.clk != nil && ok:
-			p.RecordAt(int64(now), breaker.Success)
+			p.DoneAt(int64(now), nil)
 		case s.clk != nil:
-			p.RecordAt(int64(now), breaker.Failure)
+			p.DoneAt(int64(now), errDependency)
 		case ok:
-			p.Succeed() // at the breaker's clock
+			p.Done(nil) // at the breaker's clock
 		default:
-			p.Fail()
+			p.Done(errDependency)
 		}
 	}, true
 }

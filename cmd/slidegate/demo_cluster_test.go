@@ -149,10 +149,10 @@ func TestEventLines(t *testing.T) {
 		want string
 	}{
 		{slidegate.Event{Kind: "breaker_changed", Resource: "db", Rule: "breaker",
-			Breaker: breaker.Transition{From: breaker.Closed, To: breaker.Open, OpenFor: time.Second, Counts: breaker.Counts{Requests: 10, Failures: 6}}},
+			Breaker: breaker.Transition{From: breaker.Closed, To: breaker.Open, OpenFor: time.Second, Stats: breaker.Stats{Requests: 10, Failures: 6}}},
 			"breaker breaker on db: closed → open (tripped: 6 of 10 requests failed, 0 in a row, 0 slow, open for 1s)\n"},
 		{slidegate.Event{Kind: "breaker_changed", Resource: "db", Rule: "breaker",
-			Breaker: breaker.Transition{From: breaker.HalfOpen, To: breaker.Closed, Cause: breaker.ProbesSucceeded}},
+			Breaker: breaker.Transition{From: breaker.HalfOpen, To: breaker.Closed}},
 			"breaker breaker on db: half-open → closed\n"},
 		{slidegate.Event{Kind: "rules_changed", Changes: changes[:1]},
 			"rules reloaded: 1 change\n           flow rule \"qps0\" of \"r\" added\n"},

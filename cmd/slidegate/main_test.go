@@ -34,7 +34,7 @@ func TestCheck(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	bad := filepath.Join(dir, "bad.json")
-	writeFile(t, good, "flow:\n  - resource: a\n    limit: 10\nbreakers:\n  - resource: a\n    strategy: adaptive\n")
+	writeFile(t, good, "flow:\n  - resource: a\n    limit: 10\nbreakers:\n  - resource: a\n    strategy: sre\n")
 	writeFile(t, bad, `{"flow":[{"resource":"a","limit":-1},{"resource":"b","limit":1,"type":"queue"}]}`)
 
 	code, out, _ := runCmd("check", good)

@@ -664,7 +664,7 @@
       case "error_ratio": return "failed ≥ " + (b.threshold * 100).toFixed(0) + "%";
       case "error_count": return "failed ≥ " + b.count;
       case "slow_ratio": return "slower than " + b.max_rt + " ≥ " + (b.threshold * 100).toFixed(0) + "%";
-      case "adaptive": return "K = " + (b.k || 2);
+      case "sre": return "K = " + (b.k || 2);
     }
     return "";
   }

@@ -1,5 +1,5 @@
 // Command recovery replays an outage through go-zero's breaker and
-// slidegate's Adaptive breaker, and prints, second by second after the
+// slidegate's SRE breaker, and prints, second by second after the
 // outage, the share of the requests each let through, as a markdown table.
 // Requests come evenly spaced; the dependency handles every request, then
 // fails every one for the outage, then handles every one again.

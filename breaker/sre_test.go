@@ -15,11 +15,11 @@ type fixedRandom struct{ x float64 }
 
 func (f *fixedRandom) next() float64 { return f.x }
 
-func newAdaptive(t *testing.T, opts ...Option) (*Adaptive, *clock.Manual, *fixedRandom) {
+func newSRE(t *testing.T, opts ...Option) (*SRE, *clock.Manual, *fixedRandom) {
 	t.Helper()
 	clk := clock.NewManual(0)
 	r := &fixedRandom{x: 0.999999}
-	a, err := NewAdaptive(append([]Option{WithClock(clk), WithRandom(r.next)}, opts...)...)
+	a, err := NewSRE(append([]Option{WithClock(clk), withRandom(r.next)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func newAdaptive(t *testing.T, opts ...Option) (*Adaptive, *clock.Manual, *fixed
 }
 
 // outcomes settles s successes and f failures at the clock's time.
-func outcomes(t *testing.T, a *Adaptive, s, f int) {
+func outcomes(t *testing.T, a *SRE, s, f int) {
 	t.Helper()
 	for i := 0; i < s+f; i++ {
 		p, err := a.Allow()
@@ -35,14 +35,14 @@ func outcomes(t *testing.T, a *Adaptive, s, f int) {
 			t.Fatalf("request blocked: %v", err)
 		}
 		if i < s {
-			p.Succeed()
+			p.settle(Success)
 		} else {
-			p.Fail()
+			p.settle(Failure)
 		}
 	}
 }
 
-func TestAdaptiveBlockRatioFollowsTheSREFormula(t *testing.T) {
+func TestSREBlockRatioFollowsTheSREFormula(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		opts         []Option
@@ -53,9 +53,9 @@ func TestAdaptiveBlockRatioFollowsTheSREFormula(t *testing.T) {
 		{"within K", nil, 50, 50, 0, 0},                            // 100 - 5 - 2·50 < 0
 		{"all failing", nil, 0, 100, 0, 95.0 / 101},                // (100 - 5) / 101
 		{"some succeeded", nil, 10, 90, 0, (100 - 5 - 20.0) / 101}, // K·successes taken off
-		{"K 1.5", []Option{WithK(1.5)}, 30, 70, 0, (100 - 5 - 45.0) / 101},
-		{"no protection", []Option{WithProtection(0)}, 0, 1, 0, 0.5},
-		{"protection spares a few", []Option{WithProtection(10)}, 0, 10, 0, 0},
+		{"K 1.5", []Option{withK(1.5)}, 30, 70, 0, (100 - 5 - 45.0) / 101},
+		{"no protection", []Option{withProtection(0)}, 0, 1, 0, 0.5},
+		{"protection spares a few", []Option{withProtection(10)}, 0, 10, 0, 0},
 		{"below the minimum volume", []Option{WithMinRequests(101)}, 0, 100, 0, 0},
 		{"at the minimum volume", []Option{WithMinRequests(100)}, 0, 100, 0, 95.0 / 101},
 		{"blocks counted while failing", nil, 0, 10, 40, (50 - 5.0) / 51},
@@ -65,13 +65,13 @@ func TestAdaptiveBlockRatioFollowsTheSREFormula(t *testing.T) {
 		{"blocks do not count toward the volume", []Option{WithMinRequests(11)}, 0, 10, 40, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, _, r := newAdaptive(t, tc.opts...)
+			a, _, r := newSRE(t, tc.opts...)
 			outcomes(t, a, tc.s, tc.f)
 			now := a.clock.Now()
 			for i := 0; i < tc.blocks; i++ {
 				a.block(now) // as Allow blocks
 			}
-			got := a.BlockRatio()
+			got := a.Stats().BlockRatio
 			if math.Abs(got-tc.want) > 1e-12 {
 				t.Fatalf("block ratio = %v, want %v", got, tc.want)
 			}
@@ -98,9 +98,9 @@ func TestAdaptiveBlockRatioFollowsTheSREFormula(t *testing.T) {
 	}
 }
 
-func TestAdaptiveHealthyWindowDrawsNothing(t *testing.T) {
+func TestSREHealthyWindowDrawsNothing(t *testing.T) {
 	clk := clock.NewManual(0)
-	a, err := NewAdaptive(WithClock(clk), WithProtection(0), WithRandom(func() float64 {
+	a, err := NewSRE(WithClock(clk), withProtection(0), withRandom(func() float64 {
 		t.Fatal("the random source was drawn from while nothing failed")
 		return 0
 	}))
@@ -108,66 +108,64 @@ func TestAdaptiveHealthyWindowDrawsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 1000; i++ {
-		if err := a.Do(func() error { return nil }); err != nil {
+		if err := a.Do(bg, func() error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(10 * time.Millisecond)
 	}
 }
 
-func TestAdaptiveFailuresLeaveTheWindow(t *testing.T) {
+func TestSREFailuresLeaveTheWindow(t *testing.T) {
 	// 1 s window in 4 buckets of 250 ms: failures at t = 0 leave at 1 s.
-	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
+	a, clk, _ := newSRE(t, WithWindow(4, time.Second), withProtection(0))
 	outcomes(t, a, 0, 10)
 	clk.Set(999 * ms)
-	if r := a.BlockRatio(); r != 10.0/11 {
+	if r := a.Stats().BlockRatio; r != 10.0/11 {
 		t.Fatalf("block ratio at 999 ms = %v, want 10/11", r)
 	}
 	clk.Set(1000 * ms)
-	if r := a.BlockRatio(); r != 0 {
+	if r := a.Stats().BlockRatio; r != 0 {
 		t.Fatalf("block ratio at 1 s = %v, want 0", r)
 	}
-	if s := a.State(); s != Closed {
+	if s := a.current(); s != Closed {
 		t.Fatalf("state = %v, want closed", s)
 	}
 }
 
-func TestAdaptiveCountsTheCurrentBucketAtOnce(t *testing.T) {
-	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
+func TestSRECountsTheCurrentBucketAtOnce(t *testing.T) {
+	a, clk, _ := newSRE(t, WithWindow(4, time.Second), withProtection(0))
 	clk.Set(300 * ms)
 	outcomes(t, a, 0, 1)
-	if r := a.BlockRatio(); r != 0.5 {
+	if r := a.Stats().BlockRatio; r != 0.5 {
 		t.Fatalf("block ratio = %v, want 0.5", r)
 	}
 	clk.Set(600 * ms) // the failure's bucket is now in the base
 	outcomes(t, a, 1, 1)
-	if r := a.BlockRatio(); r != (3-2.0)/4 {
+	if r := a.Stats().BlockRatio; r != (3-2.0)/4 {
 		t.Fatalf("block ratio = %v, want 1/4", r)
 	}
 }
 
-func TestAdaptiveDoCountsOutcomes(t *testing.T) {
-	a, _, _ := newAdaptive(t, WithIsExcluded(func(err error) bool { return errors.Is(err, errExcluded) }))
+func TestSREDoCountsOutcomes(t *testing.T) {
+	a, _, _ := newSRE(t, WithOutcomeOf(excluding(func(err error) bool { return errors.Is(err, errExcluded) })))
 	boom := errors.New("boom")
-	_ = a.Do(func() error { return nil })
-	_ = a.Do(func() error { return boom })
-	_ = a.Do(func() error { return errExcluded })
-	_ = a.DoWithAcceptable(func() error { return boom }, func(err error) bool { return errors.Is(err, boom) })
-	_ = a.DoWithFallbackAcceptable(func() error { return nil }, nil, func(err error) bool { return false })
-	if s := a.Stats(); s.Successes != 2 || s.Failures != 2 {
-		t.Fatalf("stats = %+v, want 2 successes and 2 failures", s)
+	_ = a.Do(bg, func() error { return nil })
+	_ = a.Do(bg, func() error { return boom })
+	_ = a.Do(bg, func() error { return errExcluded })
+	if s := a.Stats(); s.Successes != 1 || s.Failures != 1 {
+		t.Fatalf("stats = %+v, want 1 success and 1 failure", s)
 	}
 }
 
 // StateAt and StatsAt read the window at the time given, not at the clock's.
-func TestAdaptiveStateAtReadsTheGivenTime(t *testing.T) {
-	a, clk, _ := newAdaptive(t, WithWindow(4, time.Second), WithProtection(0))
+func TestSREStateAtReadsTheGivenTime(t *testing.T) {
+	a, clk, _ := newSRE(t, WithWindow(4, time.Second), withProtection(0))
 	outcomes(t, a, 0, 10) // at 0
 	for _, tc := range []struct {
 		at   int64
 		want State
 	}{{0, Open}, {999 * ms, Open}, {1000 * ms, Closed}, {5000 * ms, Closed}, {500 * ms, Open}} {
-		if got := a.StateAt(tc.at); got != tc.want {
+		if got := a.StatsAt(tc.at).State; got != tc.want {
 			t.Errorf("StateAt(%v) = %v, want %v", time.Duration(tc.at), got, tc.want)
 		}
 		if got := a.StatsAt(tc.at).State; got != tc.want {
@@ -178,8 +176,8 @@ func TestAdaptiveStateAtReadsTheGivenTime(t *testing.T) {
 		t.Fatal("the clock moved")
 	}
 	clk.Set(1000 * ms)
-	if a.State() != Closed {
-		t.Fatalf("State() at 1 s = %v, want closed", a.State())
+	if a.current() != Closed {
+		t.Fatalf("State() at 1 s = %v, want closed", a.current())
 	}
 }
 
@@ -189,17 +187,17 @@ func TestAdaptiveStateAtReadsTheGivenTime(t *testing.T) {
 // leaves the window. The breaker lets the load back over one window. A new
 // failure stops the ramp. The other policies, the formula as it stands, do
 // not ramp.
-func TestAdaptiveBlockRatioRampsDownOnceTheDependencyIsBack(t *testing.T) {
+func TestSREBlockRatioRampsDownOnceTheDependencyIsBack(t *testing.T) {
 	const s = int64(time.Second)
 	for _, tc := range []struct {
 		policy BlockPolicy
 		ramps  bool
 	}{{CountBlocksWhileFailing, true}, {IgnoreBlocks, false}, {CountBlocks, false}} {
-		t.Run(tc.policy.String(), func(t *testing.T) {
-			a, clk, _ := newAdaptive(t, WithProtection(0), WithBlockPolicy(tc.policy))
+		t.Run(policyNames[tc.policy], func(t *testing.T) {
+			a, clk, _ := newSRE(t, withProtection(0), WithBlockPolicy(tc.policy))
 			outcomes(t, a, 0, 10) // at 0: the window's ratio is 10/11
 			clk.Set(500 * ms)
-			if r := a.BlockRatio(); r != 10.0/11 {
+			if r := a.Stats().BlockRatio; r != 10.0/11 {
 				t.Fatalf("before any success: block ratio %v, want 10/11", r)
 			}
 			outcomes(t, a, 1, 0) // at 0.5 s: the window's ratio is (11 - 2)/12
@@ -209,35 +207,35 @@ func TestAdaptiveBlockRatioRampsDownOnceTheDependencyIsBack(t *testing.T) {
 				if tc.ramps && at >= 1*s { // nothing failed for 1 s: the ramp
 					want *= float64(max(9750*ms-at, 0)) / float64(10*s)
 				}
-				if r := a.BlockRatioAt(at); math.Abs(r-want) > 1e-12 {
+				if r := a.StatsAt(at).BlockRatio; math.Abs(r-want) > 1e-12 {
 					t.Errorf("block ratio at %v = %v, want %v", time.Duration(at), r, want)
 				}
 				if r := a.StatsAt(at).BlockRatio; math.Abs(r-want) > 1e-12 {
 					t.Errorf("Stats at %v: block ratio %v, want %v", time.Duration(at), r, want)
 				}
 			}
-			if r := a.BlockRatioAt(10 * s); r != 0 {
+			if r := a.StatsAt(10 * s).BlockRatio; r != 0 {
 				t.Errorf("block ratio once the failures left the window = %v, want 0", r)
 			}
 			clk.Set(5 * s)
 			outcomes(t, a, 0, 1) // a failure at 5 s stops the ramp
-			if r, want := a.BlockRatio(), (12-2.0)/13; math.Abs(r-want) > 1e-12 {
+			if r, want := a.Stats().BlockRatio, (12-2.0)/13; math.Abs(r-want) > 1e-12 {
 				t.Errorf("after a new failure: block ratio %v, want the window's %v", r, want)
 			}
 			clk.Set(5*s + 999*ms)
 			outcomes(t, a, 1, 0) // a success, but the failure is not 1 s old
-			if r, want := a.BlockRatio(), (13-4.0)/14; math.Abs(r-want) > 1e-12 {
+			if r, want := a.Stats().BlockRatio, (13-4.0)/14; math.Abs(r-want) > 1e-12 {
 				t.Errorf("a success 999 ms after a failure: block ratio %v, want the window's %v", r, want)
 			}
 		})
 	}
 }
 
-// While an Adaptive breaker blocks every request it draws for, it still lets
+// While an SRE breaker blocks every request it draws for, it still lets
 // one through when none went through for a tenth of its window (a second by
 // default), so that it learns when the dependency is back.
-func TestAdaptiveLetsAProbeThroughWhenNoneWentThroughForATenthOfItsWindow(t *testing.T) {
-	a, clk, r := newAdaptive(t, WithProtection(0))
+func TestSRELetsAProbeThroughWhenNoneWentThroughForATenthOfItsWindow(t *testing.T) {
+	a, clk, r := newSRE(t, withProtection(0))
 	outcomes(t, a, 0, 1) // at 0: a block ratio of 1/2
 	r.x = 0              // every draw blocks
 	var passed []int64
@@ -245,7 +243,7 @@ func TestAdaptiveLetsAProbeThroughWhenNoneWentThroughForATenthOfItsWindow(t *tes
 		clk.Set(now)
 		if p, err := a.Allow(); err == nil {
 			passed = append(passed, now)
-			p.Fail()
+			p.settle(Failure)
 		}
 	}
 	want := []int64{1000 * ms, 2000 * ms, 3000 * ms, 4000 * ms, 5000 * ms}

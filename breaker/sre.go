@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
-	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
 
-// A BlockPolicy says whether an [Adaptive] breaker counts the requests it
+// A BlockPolicy says whether an [SRE] breaker counts the requests it
 // blocks among the requests of its block ratio. It decides how the breaker
 // protects a failing dependency, and how it lets traffic back after.
 // ExampleBlockPolicy measures all three. The zero BlockPolicy is
@@ -52,17 +52,7 @@ const (
 	IgnoreBlocks
 )
 
-var blockPolicyNames = [...]string{"count blocks while failing", "count blocks", "ignore blocks"}
-
-// String returns the policy in words ("count blocks").
-func (p BlockPolicy) String() string {
-	if int(p) < len(blockPolicyNames) {
-		return blockPolicyNames[p]
-	}
-	return "unknown block policy"
-}
-
-// An Adaptive breaker is the Google SRE client-side throttle ("Handling
+// An SRE breaker is the Google SRE client-side throttle ("Handling
 // Overload", Site Reliability Engineering, ch. 21), as go-zero's breaker is.
 // Over a sliding window it counts requests and successes. It blocks each new
 // request with probability
@@ -80,16 +70,15 @@ func (p BlockPolicy) String() string {
 // for a tenth of its window (a second by default). So it soon learns that the
 // dependency is back.
 //
-// Whether to block is drawn from the source of [WithRandom]. While the window
-// holds no failure (nor, under [CountBlocks], a block), [Adaptive.Allow]
-// reads neither the window nor the source. The ratio is read in constant
-// time (see [window.Tally]).
+// Whether to block is drawn at random. While the window holds no failure
+// (nor, under [CountBlocks], a block), [SRE.Allow] reads neither the window
+// nor the random source. The ratio is read in constant time (see
+// [window.Tally]).
 //
-// An Adaptive breaker is safe for concurrent use. Allowing and settling a
+// An SRE breaker is safe for concurrent use. Allowing and settling a
 // request allocate nothing. Its [State] is [Open] while the block ratio is
-// above zero. The zero Adaptive is not usable; make one with [NewAdaptive].
-type Adaptive struct {
-	calls
+// above zero. The zero SRE is not usable; make one with [NewSRE].
+type SRE struct {
 	policy
 	t           *window.Tally
 	clock       clock.Clock
@@ -117,15 +106,14 @@ type Adaptive struct {
 	width      int64 // of a bucket
 }
 
-// NewAdaptive returns an Adaptive breaker, with the defaults
-// [DefaultInterval], [DefaultAdaptiveBuckets], [DefaultK] and
-// [DefaultProtection] unless opts say otherwise. A bad option is an error
-// wrapping [ErrInvalidConfig].
-func NewAdaptive(opts ...Option) (*Adaptive, error) {
+// NewSRE returns an SRE breaker. Unless opts say otherwise, its window is
+// 10 s in 40 buckets, its K 2 and its protection 5 (see [WithWindow] and
+// [WithFormula]). A bad option is an error wrapping [ErrInvalidConfig].
+func NewSRE(opts ...Option) (*SRE, error) {
 	s, err := build(opts, settings{
-		interval: DefaultInterval, buckets: DefaultAdaptiveBuckets,
-		k: DefaultK, protection: DefaultProtection, random: defaultRandom,
-	}, adaptiveOnly, "an Adaptive breaker")
+		interval: breakerlimits.DefaultInterval, buckets: breakerlimits.DefaultSREBuckets,
+		k: breakerlimits.DefaultK, protection: breakerlimits.DefaultProtection, random: defaultRandom,
+	}, sreOnly, "an SRE breaker")
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +130,8 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
 	}
-	a := &Adaptive{
-		policy:      policy{s.isExcluded, s.isSuccessful},
+	a := &SRE{
+		policy:      policy{s.outcomeOf},
 		t:           t,
 		clock:       s.clock,
 		interval:    int64(s.interval),
@@ -153,7 +141,6 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 		blockPolicy: s.blockPolicy,
 		random:      s.random,
 	}
-	a.calls = calls{a}
 	a.probeEvery = a.interval / probesPerWindow
 	a.width = a.interval / int64(s.buckets)
 	// Times are clamped to ±2^60: no difference overflows.
@@ -166,10 +153,10 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 // Allow reports whether a request may proceed now. If not, the error is
 // [ErrBlocked], and the block is counted. Settle the [Promise] with the
 // request's outcome.
-func (a *Adaptive) Allow() (Promise, error) { return a.AllowAt(a.clock.Now()) }
+func (a *SRE) Allow() (Promise, error) { return a.AllowAt(a.clock.Now()) }
 
 // AllowAt is Allow at time now, in nanoseconds on the breaker's clock.
-func (a *Adaptive) AllowAt(now int64) (Promise, error) {
+func (a *SRE) AllowAt(now int64) (Promise, error) {
 	now = timegrid.Clamp(now)
 	if bad := a.lastBad.Load(); now-bad < a.interval {
 		if r := a.ratioAt(now, bad); r > 0 {
@@ -180,10 +167,10 @@ func (a *Adaptive) AllowAt(now int64) (Promise, error) {
 			a.passed(now)
 		}
 	}
-	return Promise{rec: (*adaptiveRecorder)(a)}, nil
+	return Promise{rec: (*sreRecorder)(a)}, nil
 }
 
-func (a *Adaptive) record(now int64, o Outcome) {
+func (a *SRE) record(now int64, o Outcome) {
 	now = timegrid.Clamp(now)
 	switch o {
 	case Success:
@@ -200,7 +187,7 @@ func (a *Adaptive) record(now int64, o Outcome) {
 
 // markGood records a success at time now: the first after the latest
 // failure, within a window of it, arms the ramp (see ramp).
-func (a *Adaptive) markGood(now int64) {
+func (a *SRE) markGood(now int64) {
 	bad := a.lastBad.Load()
 	if now <= bad || now-bad >= a.interval {
 		return
@@ -217,7 +204,7 @@ func (a *Adaptive) markGood(now int64) {
 // block ratio was above 0 or the request failed. It writes lastPass at most
 // about sixteen times per probeEvery, so that a breaker under load does not
 // write one word from every core.
-func (a *Adaptive) passed(now int64) {
+func (a *SRE) passed(now int64) {
 	if now-a.lastPass.Load() >= a.probeEvery>>4 {
 		a.lastPass.Store(now)
 	}
@@ -226,7 +213,7 @@ func (a *Adaptive) passed(now int64) {
 // probe reports whether a request the draw would block at time now goes
 // through instead, as a probe: no request went through for probeEvery.
 // Only one of the requests that find a probe due wins it.
-func (a *Adaptive) probe(now int64) bool {
+func (a *SRE) probe(now int64) bool {
 	last := a.lastPass.Load()
 	return now-last >= a.probeEvery && a.lastPass.CompareAndSwap(last, now)
 }
@@ -236,7 +223,7 @@ func (a *Adaptive) probe(now int64) bool {
 const probesPerWindow = 10
 
 // block counts a blocked request.
-func (a *Adaptive) block(now int64) {
+func (a *SRE) block(now int64) {
 	a.t.AddAt(now, window.Blocked, 1)
 	if a.blockPolicy == CountBlocks {
 		a.markBad(now)
@@ -244,7 +231,7 @@ func (a *Adaptive) block(now int64) {
 }
 
 // markBad raises lastBad to now.
-func (a *Adaptive) markBad(now int64) {
+func (a *SRE) markBad(now int64) {
 	for {
 		old := a.lastBad.Load()
 		if now <= old || a.lastBad.CompareAndSwap(old, now) {
@@ -257,7 +244,7 @@ func (a *Adaptive) markBad(now int64) {
 // block) at bad, less than an interval before now: the ratio of the window,
 // and, once a success followed the latest failure, that ratio ramped down
 // (see ramp).
-func (a *Adaptive) ratioAt(now, bad int64) float64 {
+func (a *SRE) ratioAt(now, bad int64) float64 {
 	return a.ramp(a.ratio(a.t.SumsAt(now)), now, bad)
 }
 
@@ -272,7 +259,7 @@ func (a *Adaptive) ratioAt(now, bad int64) float64 {
 // whose failures pause for a moment (a quota per second, say) keeps the
 // block ratio of its window. Only CountBlocksWhileFailing ramps: the other
 // policies are the formula as it stands.
-func (a *Adaptive) ramp(r float64, now, bad int64) float64 {
+func (a *SRE) ramp(r float64, now, bad int64) float64 {
 	since := now - bad
 	if r <= 0 || since < a.probeEvery || a.blockPolicy != CountBlocksWhileFailing || a.lastGood.Load() <= bad {
 		return r
@@ -282,7 +269,7 @@ func (a *Adaptive) ramp(r float64, now, bad int64) float64 {
 }
 
 // ratio is the block ratio of the window totals s.
-func (a *Adaptive) ratio(s window.Sums) float64 {
+func (a *SRE) ratio(s window.Sums) float64 {
 	successes, failures := s[window.Succeeded], s[window.Failed]
 	requests := successes + failures
 	if requests < a.minRequests {
@@ -295,45 +282,18 @@ func (a *Adaptive) ratio(s window.Sums) float64 {
 	return max(r, 0)
 }
 
-// BlockRatio returns the probability that the breaker blocks a request now,
-// probes aside.
-func (a *Adaptive) BlockRatio() float64 { return a.BlockRatioAt(a.clock.Now()) }
-
-// BlockRatioAt is BlockRatio at time now.
-func (a *Adaptive) BlockRatioAt(now int64) float64 {
-	now = timegrid.Clamp(now)
-	bad := a.lastBad.Load()
-	if now-bad >= a.interval {
-		return 0
-	}
-	return a.ratioAt(now, bad)
-}
-
-// State returns [Open] while the breaker blocks requests (its block ratio is
-// above zero), else [Closed].
-func (a *Adaptive) State() State { return a.StateAt(a.clock.Now()) }
-
-// StateAt returns the breaker's state at time now: Open while its block
-// ratio is above zero, else Closed.
-func (a *Adaptive) StateAt(now int64) State {
-	if a.BlockRatioAt(now) > 0 {
-		return Open
-	}
-	return Closed
-}
-
 // Stats returns the breaker's state, block ratio and window counts now.
-func (a *Adaptive) Stats() Stats { return a.StatsAt(a.clock.Now()) }
+func (a *SRE) Stats() Stats { return a.StatsAt(a.clock.Now()) }
 
 // StatsAt returns the breaker's state, block ratio and window counts at time
-// now. [Counts.Slow] and [Counts.ConsecutiveFailures] are 0: an Adaptive
-// breaker counts neither.
-func (a *Adaptive) StatsAt(now int64) Stats {
+// now. [Stats.Slow] and [Stats.ConsecutiveFailures] are 0: an SRE breaker
+// counts neither.
+func (a *SRE) StatsAt(now int64) Stats {
 	now = timegrid.Clamp(now)
 	w := a.t.SumsAt(now)
 	succ, fail := w[window.Succeeded], w[window.Failed]
 	s := Stats{
-		Counts:  Counts{Requests: succ + fail, Successes: succ, Failures: fail},
+		Requests: succ + fail, Successes: succ, Failures: fail,
 		Blocked: w[window.Blocked],
 	}
 	if bad := a.lastBad.Load(); now-bad < a.interval {
@@ -344,7 +304,3 @@ func (a *Adaptive) StatsAt(now int64) Stats {
 	}
 	return s
 }
-
-// RetryAfterAt returns 0: an Adaptive breaker blocks requests at random, and
-// the next one may be allowed at once.
-func (a *Adaptive) RetryAfterAt(int64) time.Duration { return 0 }
