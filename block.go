@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // ErrBlocked matches every refusal with errors.Is: a *BlockError, and the
@@ -37,7 +38,7 @@ const (
 	// adaptive rule its limit reached.
 	Overloaded = flow.Overloaded
 
-	numReasons = flow.NumReasons
+	numReasons = flowlimits.NumReasons
 )
 
 // A BlockError is the error of a request that a rule blocked. Take it apart

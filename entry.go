@@ -11,6 +11,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // An EntryOption modifies one Enter.
@@ -34,12 +35,12 @@ const (
 func WithCount(n int64) EntryOption { return EntryOption{kind: optCount, count: n} }
 
 // MaxCount is the largest batch (WithCount) a request counts as: the largest
-// limit a rule can have (flow.MaxLimit), so that a batch within any limit is
+// limit a rule can have (2^32-1), so that a batch within any limit is
 // counted whole. A resource's totals saturate at math.MaxInt64 rather than
 // wrap; its summed response time (Totals.RT and AvgRT, each request of a
 // batch counting the batch's time) counts at most 6.4 days of it per 1 s
 // bucket: a batch of a million requests taking a second is counted short.
-const MaxCount = flow.MaxLimit
+const MaxCount = flowlimits.MaxLimit
 
 // WithPriority marks the request as prioritized: a QPS rule with Borrow may
 // lend it a place in its next bucket, and Enter waits for it.

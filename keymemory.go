@@ -1,5 +1,7 @@
 package slidegate
 
+import "github.com/slidegate/slidegate/internal/flowstate"
+
 // WithKeyMemory bounds the heap that all the guard's per-key rules hold
 // together, whatever their number and resources. The default is
 // 64 MiB. The bound covers the sketches and hot
@@ -21,5 +23,5 @@ func WithKeyMemory(bytes int64) Option {
 // bound WithKeyMemory set. A rule the guard no longer uses gives its bytes
 // back once the garbage collector has found it so.
 func (g *Guard) KeyMemory() (inUse, limit int64) {
-	return g.keys.InUse(), g.keys.Limit()
+	return flowstate.KeyMemory(g.keys)
 }

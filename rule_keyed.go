@@ -8,6 +8,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // A keyedRule enforces the per-key QPS rules of one resource together
@@ -153,8 +154,11 @@ func (g *keyGroup) setLimits(r rule, rules []FlowRule) {
 	_ = k.q.Set(g.windows(rules)) // valid: the rules passed Validate, the shape is the same
 }
 
-// KeyStat is what TopKeys says of one key: flow.KeyStat.
-type KeyStat = flow.KeyStat
+// KeyStat is what TopKeys says of one key: its Key (cut to 64 bytes and
+// made valid UTF-8), the requests the key's first window Allowed in its
+// last interval, and those it Blocked in its current interval and the one
+// before.
+type KeyStat = flowstate.KeyStat
 
 // TopKeys returns the keys busiest under the per-key QPS rules of the
 // resource called name (its first such rule's window), at most n of them,
@@ -175,7 +179,7 @@ func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeySt
 	}
 	for _, ch := range b.checks {
 		if k, ok := ch.rule.(*keyedRule); ok {
-			return k.q.TopAt(now, n, byBlocked)
+			return flowstate.TopKeys(k.q, now, n, byBlocked)
 		}
 	}
 	return nil

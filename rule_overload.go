@@ -7,6 +7,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // The values of FlowRule.Share.
@@ -174,7 +175,8 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 		st := OverloadStatus{Resource: r.Resource, Type: r.flowType()}
 		switch f := f.(type) {
 		case *shedRule:
-			st.Limit, st.InFlight, st.Shedding, st.CPU = f.s.MaxInFlightAt(now), f.s.InFlight(), f.s.SheddingAt(now), -1
+			o := flowstate.Shedder(f.s, now)
+			st.Limit, st.InFlight, st.Shedding, st.CPU = o.Limit, o.InFlight, o.Shedding, -1
 			if st.Limit == math.MaxInt64 {
 				st.Limit = -1
 			}
@@ -183,7 +185,8 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 			}
 			st.Cap = shedCap(st, r.CPUThreshold)
 		case *adaptiveRule:
-			st.Limit, st.InFlight, st.Baseline, st.CPU = f.a.Limit(), f.a.InFlight(), f.a.Baseline(), -1
+			o := flowstate.Adaptive(f.a)
+			st.Limit, st.InFlight, st.Baseline, st.CPU = o.Limit, o.InFlight, o.Baseline, -1
 			st.Cap = st.Limit
 		default:
 			continue

@@ -197,13 +197,13 @@ func (p *problems) name(field, name string, required bool) {
 	}
 }
 
-// count checks a number of requests: from 0 to flow.MaxLimit.
+// count checks a number of requests: from 0 to flowlimits.MaxLimit.
 func (p *problems) count(field string, n int64) {
 	switch {
 	case n < 0:
 		p.add(field, "%d must not be negative", n)
-	case n > flow.MaxLimit:
-		p.add(field, "%d must be at most %d", n, int64(flow.MaxLimit))
+	case n > flowlimits.MaxLimit:
+		p.add(field, "%d must be at most %d", n, int64(flowlimits.MaxLimit))
 	}
 }
 
@@ -388,7 +388,7 @@ func (f FlowRule) checkKeys(p *problems) {
 	}
 	var bad []string // in key order, once found: most rules have none
 	for key, n := range f.Overrides {
-		if len(key) > MaxKeyLength || n < 0 || n > flow.MaxLimit {
+		if len(key) > MaxKeyLength || n < 0 || n > flowlimits.MaxLimit {
 			bad = append(bad, key)
 		}
 	}
@@ -398,7 +398,7 @@ func (f FlowRule) checkKeys(p *problems) {
 		case len(key) > MaxKeyLength:
 			p.add("overrides", "a key of %d bytes: keys are at most %d bytes long", len(key), MaxKeyLength)
 		default:
-			p.add("overrides", "%q: %d must be between 0 and %d", key, n, int64(flow.MaxLimit))
+			p.add("overrides", "%q: %d must be between 0 and %d", key, n, int64(flowlimits.MaxLimit))
 		}
 	}
 }

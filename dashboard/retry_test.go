@@ -11,6 +11,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // newBudget returns a retry budget of ratio retries per request, no floor,
@@ -28,8 +29,8 @@ func newBudget(t *testing.T, ratio float64, clk clock.Clock) *flow.RetryBudget {
 // retries of failed attempts and one of a breaker's probe, and returns
 // what it counted: the retries allowed and blocked, and the probe not
 // retried.
-func spend(b *flow.RetryBudget, requests, retries int) flow.RetryStats {
-	var st flow.RetryStats
+func spend(b *flow.RetryBudget, requests, retries int) flowstate.RetryStats {
+	var st flowstate.RetryStats
 	for range requests {
 		b.Request()
 		st.Requests++
@@ -47,7 +48,7 @@ func spend(b *flow.RetryBudget, requests, retries int) flow.RetryStats {
 	return st
 }
 
-func retryOf(name string, st flow.RetryStats) retryJSON {
+func retryOf(name string, st flowstate.RetryStats) retryJSON {
 	return retryJSON{Budget: name, Requests: st.Requests, Retries: st.Retries, Blocked: st.Blocked, NotRetried: st.NotRetried}
 }
 

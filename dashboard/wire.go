@@ -190,7 +190,7 @@ type overloadJSON struct {
 	Baseline float64 `json:"baseline"` // an adaptive rule's least response time, seconds; 0: none yet
 }
 
-// retryJSON is a retry budget (WithRetryBudget): its flow.RetryStats.
+// retryJSON is a retry budget (WithRetryBudget): what it counted.
 type retryJSON struct {
 	Budget     string `json:"budget"`      // the name it was given, at most slidegate.MaxNameLength bytes
 	Requests   int64  `json:"requests"`    // original requests counted in its interval

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // An AdaptiveAlgorithm is how an [Adaptive] limiter moves its limit at the
@@ -206,11 +207,11 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 	def(&s.MaxLimit, flowlimits.DefaultAdaptiveMaxLimit)
 	def(&s.InitialLimit, flowlimits.DefaultAdaptiveInitialLimit)
 	def(&s.MinSamples, flowlimits.DefaultAdaptiveMinSamples)
-	if s.MinLimit < 1 || s.MinLimit > MaxLimit {
-		return &ConfigError{Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(MaxLimit))}
+	if s.MinLimit < 1 || s.MinLimit > maxLimit {
+		return &ConfigError{Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(maxLimit))}
 	}
-	if s.MaxLimit < s.MinLimit || s.MaxLimit > MaxLimit {
-		return &ConfigError{Field: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(MaxLimit))}
+	if s.MaxLimit < s.MinLimit || s.MaxLimit > maxLimit {
+		return &ConfigError{Field: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(maxLimit))}
 	}
 	if s.InitialLimit < s.MinLimit || s.InitialLimit > s.MaxLimit {
 		// An initial limit given outside its bounds is a mistake; one
@@ -451,15 +452,17 @@ func (a *Adaptive) drainAfter(now int64) int64 {
 	return now + int64(float64(a.s.DrainInterval)*(1+jitter))
 }
 
-// Limit returns the limit in force.
-func (a *Adaptive) Limit() int64 { return a.limit.Load() }
+// limitNow returns the limit in force.
+func (a *Adaptive) limitNow() int64 { return a.limit.Load() }
 
-// InFlight returns the requests admitted and not yet done.
-func (a *Adaptive) InFlight() int64 { return a.fair.inflight.Load() }
+// inFlight returns the requests admitted and not yet done.
+func (a *Adaptive) inFlight() int64 { return a.fair.inflight.Load() }
 
-// Baseline returns the mean response time the limiter judges queueing by;
-// 0 until it has one.
-func (a *Adaptive) Baseline() time.Duration { return time.Duration(a.shownBaseline.Load()) }
+// baselineNow returns the mean response time the limiter judges queueing
+// by; 0 until it has one.
+func (a *Adaptive) baselineNow() time.Duration { return time.Duration(a.shownBaseline.Load()) }
 
-// Settings returns the limiter's settings, the defaults filled in.
-func (a *Adaptive) Settings() AdaptiveSettings { return a.s }
+// state is what the limiter has learnt.
+func (a *Adaptive) state() flowstate.Overload {
+	return flowstate.Overload{Limit: a.limitNow(), InFlight: a.inFlight(), Baseline: a.baselineNow()}
+}

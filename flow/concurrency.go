@@ -20,7 +20,7 @@ type Concurrency struct {
 
 // ConcurrencySettings configure a [Concurrency] limiter.
 type ConcurrencySettings struct {
-	// Limit is the most requests in flight, in [0, MaxLimit]. 0 allows
+	// Limit is the most requests in flight, in [0, 2^32-1]. 0 allows
 	// nothing.
 	Limit int64
 }
@@ -28,7 +28,7 @@ type ConcurrencySettings struct {
 // NewConcurrency returns a Concurrency limiter of the given settings. A bad
 // setting is a [*ConfigError] naming it.
 func NewConcurrency(s ConcurrencySettings) (*Concurrency, error) {
-	if s.Limit < 0 || s.Limit > MaxLimit {
+	if s.Limit < 0 || s.Limit > maxLimit {
 		return nil, badLimit(s.Limit, 0)
 	}
 	c := &Concurrency{}
@@ -72,15 +72,15 @@ func (c *Concurrency) AcquireN(p *Permit, n int64) Decision {
 // InFlight returns the number of places taken.
 func (c *Concurrency) InFlight() int64 { return c.inflight.Load() }
 
-// Limit returns the most places that can be taken at once.
-func (c *Concurrency) Limit() int64 { return c.limit.Load() }
+// limitNow returns the most places that can be taken at once.
+func (c *Concurrency) limitNow() int64 { return c.limit.Load() }
 
 // SetLimit changes the limit, keeping the requests in flight. They count
 // against the new limit: after lowering it, no request is allowed until
-// enough of them end. A limit outside [0, MaxLimit] is a [*ConfigError],
+// enough of them end. A limit outside [0, 2^32-1] is a [*ConfigError],
 // and the limit in force stays.
 func (c *Concurrency) SetLimit(limit int64) error {
-	if limit < 0 || limit > MaxLimit {
+	if limit < 0 || limit > maxLimit {
 		return badLimit(limit, 0)
 	}
 	c.limit.Store(limit)

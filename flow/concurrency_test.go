@@ -103,8 +103,8 @@ func TestConcurrencyEdgeCases(t *testing.T) {
 	}
 	q.Done(Succeeded) // was never filled: gives nothing back
 	p.Done(Succeeded)
-	if c.InFlight() != 0 || c.Limit() != 3 {
-		t.Fatalf("InFlight %d, Limit %d", c.InFlight(), c.Limit())
+	if c.InFlight() != 0 || c.limitNow() != 3 {
+		t.Fatalf("InFlight %d, Limit %d", c.InFlight(), c.limitNow())
 	}
 	if _, err := NewConcurrency(ConcurrencySettings{Limit: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewConcurrency(-1): %v", err)

@@ -59,12 +59,12 @@ func TestConfigErrorsNameTheFieldAndItsValue(t *testing.T) {
 		value  any
 	}{
 		{"NewQPS(-1, 1s)", errOf(NewQPS(QPSSettings{Limit: -1, Interval: time.Second})), "limit", int64(-1)},
-		{"NewQPS(MaxLimit+1, 1s)", errOf(NewQPS(QPSSettings{Limit: MaxLimit + 1, Interval: time.Second})), "limit", int64(MaxLimit + 1)},
+		{"NewQPS(maxLimit+1, 1s)", errOf(NewQPS(QPSSettings{Limit: maxLimit + 1, Interval: time.Second})), "limit", int64(maxLimit + 1)},
 		{"NewThrottle(0, 1s, 0)", errOf(NewThrottle(ThrottleSettings{Limit: 0, Interval: time.Second, MaxWait: 0})), "limit", int64(0)},
 		{"NewConcurrency(-1)", errOf(NewConcurrency(ConcurrencySettings{Limit: -1})), "limit", int64(-1)},
 		{"QPS.SetLimit(-1)", q.SetLimit(-1), "limit", int64(-1)},
 		{"QPS.SetLimit with warm-up", warm.SetLimit(20), "limit", int64(20)},
-		{"Concurrency.SetLimit(MaxLimit+1)", conc.SetLimit(MaxLimit + 1), "limit", int64(MaxLimit + 1)},
+		{"Concurrency.SetLimit(maxLimit+1)", conc.SetLimit(maxLimit + 1), "limit", int64(maxLimit + 1)},
 		{"NewQPS(10, 0)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: 0})), "interval", time.Duration(0)},
 		{"NewQPS(10, 1s, Buckets 3)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, Buckets: 3})), "interval", time.Second},
 		{"NewQPS(10, 10µs)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: 10 * time.Microsecond})), "interval", 10 * time.Microsecond},
@@ -92,7 +92,7 @@ func TestConfigErrorsNameTheFieldAndItsValue(t *testing.T) {
 			t.Errorf("%s: message %q, want it to start %q", tc.name, tc.err, want)
 		}
 	}
-	if warm.Limit() != 10 || q.Limit() != 10 || conc.Limit() != 10 {
+	if warm.limitNow() != 10 || q.limitNow() != 10 || conc.limitNow() != 10 {
 		t.Error("a SetLimit that failed changed the limit")
 	}
 }

@@ -118,7 +118,7 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 // from the system clock inside (Allow); and for an unkeyed Throttle.
 func BenchmarkKeyedThrottle(b *testing.B) {
 	b.Run("unkeyed/now given", func(b *testing.B) {
-		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {
@@ -127,7 +127,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 		}
 	})
 	b.Run("unkeyed/clock read", func(b *testing.B) {
-		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		for b.Loop() {
 			th.Allow()
@@ -135,7 +135,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 	})
 	for _, tc := range keyCases() {
 		b.Run(tc.name+"/now given", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour, Clock: clock.NewManual(0)})
+			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour, Clock: clock.NewManual(0)})
 			b.ReportAllocs()
 			now := int64(0)
 			for i := 0; b.Loop(); i++ {
@@ -144,7 +144,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 			}
 		})
 		b.Run(tc.name+"/clock read", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				th.Allow(tc.key(i))
@@ -157,7 +157,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 // read inside, from every processor.
 func BenchmarkKeyedThrottleParallel(b *testing.B) {
 	b.Run("unkeyed", func(b *testing.B) {
-		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				th.Allow()
@@ -166,7 +166,7 @@ func BenchmarkKeyedThrottleParallel(b *testing.B) {
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)

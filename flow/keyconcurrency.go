@@ -185,10 +185,10 @@ func checkKeys(keys int) (int, error) {
 // KeyedConcurrencySettings configure a [KeyedConcurrency]. Limit says how
 // many places a key may hold; every other zero field takes its default.
 type KeyedConcurrencySettings struct {
-	// Limit is the most requests of a key in flight, in [0, MaxLimit]. 0
+	// Limit is the most requests of a key in flight, in [0, 2^32-1]. 0
 	// refuses every key.
 	Limit int64
-	// Overrides are keys with limits of their own, in [0, MaxLimit].
+	// Overrides are keys with limits of their own, in [0, 2^32-1].
 	Overrides map[string]int64
 	// Keys is how many keys the limiter expects in flight at once (default
 	// 4096, at most 262144). The sketch takes 256 bytes per key, rounded up
@@ -203,7 +203,7 @@ type KeyedConcurrencySettings struct {
 // NewKeyedConcurrency returns a KeyedConcurrency of the given settings. A
 // bad setting is a [*ConfigError] naming it.
 func NewKeyedConcurrency(s KeyedConcurrencySettings) (*KeyedConcurrency, error) {
-	if s.Limit < 0 || s.Limit > MaxLimit {
+	if s.Limit < 0 || s.Limit > maxLimit {
 		return nil, badLimit(s.Limit, 0)
 	}
 	keys, err := checkKeys(s.Keys)
@@ -356,13 +356,13 @@ func (c *KeyedConcurrency) InFlight(key string) int64 {
 	return c.estimate(h)
 }
 
-// Limit returns the most places a key without an override can hold at
+// limitNow returns the most places a key without an override can hold at
 // once.
-func (c *KeyedConcurrency) Limit() int64 { return c.limits.Load().limit }
+func (c *KeyedConcurrency) limitNow() int64 { return c.limits.Load().limit }
 
-// LimitOf returns the most places key can hold at once: its override's
-// limit, or [KeyedConcurrency.Limit].
-func (c *KeyedConcurrency) LimitOf(key string) int64 {
+// limitOf returns the most places key can hold at once: its override's
+// limit, or limitNow's.
+func (c *KeyedConcurrency) limitOf(key string) int64 {
 	l := c.limits.Load()
 	return l.pins.limitOf(c.seed, key, l.limit)
 }
@@ -373,7 +373,7 @@ func (c *KeyedConcurrency) LimitOf(key string) int64 {
 // the limits in force stay. Set takes time in proportion to the overrides,
 // old and new; requests go on meanwhile.
 func (c *KeyedConcurrency) Set(limit int64, overrides map[string]int64) error {
-	if limit < 0 || limit > MaxLimit {
+	if limit < 0 || limit > maxLimit {
 		return badLimit(limit, 0)
 	}
 	if err := checkOverrides(overrides); err != nil {

@@ -82,7 +82,7 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 			n := int64(1 + r.IntN(2))
 			p := new(Permit)
 			d := c.AcquireN(p, key, n)
-			lim := c.LimitOf(key)
+			lim := c.limitOf(key)
 			if _, ok := overrides[key]; ok {
 				if want := held[key]+n <= lim; d.Allowed != want {
 					t.Fatalf("step %d: key %q with an override, %d held, %d more of %d: allowed %v, want %v", step, key, held[key], n, lim, d.Allowed, want)
@@ -214,7 +214,7 @@ func TestKeyedConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 						continue
 					}
 					allowedN.Add(1)
-					if truth[key].Add(1) > c.LimitOf(key) {
+					if truth[key].Add(1) > c.limitOf(key) {
 						over.Add(1)
 					}
 					if i%16 == 0 {
@@ -337,7 +337,7 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 	if d := c.AcquireN(&p, "vip", 10); !d.Allowed {
 		t.Fatalf("10 places of an override of 10: %+v", d)
 	}
-	if c.InFlight("vip") != 10 || c.LimitOf("vip") != 10 || c.LimitOf("k") != 3 || c.LimitOf("banned") != 0 {
+	if c.InFlight("vip") != 10 || c.limitOf("vip") != 10 || c.limitOf("k") != 3 || c.limitOf("banned") != 0 {
 		t.Fatal("InFlight or LimitOf of the overrides")
 	}
 	p.Done(Succeeded)
@@ -345,8 +345,8 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 	var a, b Permit
 	c.AcquireN(&a, "k", 3)
 	overrides := map[string]int64{"vip": 10, "banned": 0}
-	if err := c.Set(2, overrides); err != nil || c.Limit() != 2 || c.LimitOf("vip") != 10 {
-		t.Fatalf("Set(2, the same overrides): %v, limit %d, vip's %d", err, c.Limit(), c.LimitOf("vip"))
+	if err := c.Set(2, overrides); err != nil || c.limitNow() != 2 || c.limitOf("vip") != 10 {
+		t.Fatalf("Set(2, the same overrides): %v, limit %d, vip's %d", err, c.limitNow(), c.limitOf("vip"))
 	}
 	if c.AcquireN(&b, "k", 2).Allowed || c.InFlight("k") != 3 {
 		t.Fatal("a key above a lowered limit must be refused, keeping its places")
@@ -356,8 +356,8 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 		t.Fatal("after releasing, the lowered limit allows")
 	}
 	b.Done(Succeeded)
-	if err := c.Set(-1, overrides); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
-		t.Fatalf("Set(-1) = %v, limit now %d", err, c.Limit())
+	if err := c.Set(-1, overrides); !errors.Is(err, ErrInvalidConfig) || c.limitNow() != 2 {
+		t.Fatalf("Set(-1) = %v, limit now %d", err, c.limitNow())
 	}
 	z := mustKeyedConcurrency(t, 0, nil, 0)
 	if d := z.Acquire(&p, "k"); d.Reason != ExceedsLimit {
@@ -374,11 +374,11 @@ func TestKeyedConcurrencyConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		message   string
 	}{
 		{-1, nil, 0, "limit", "limit = -1: must be between 0 and 4294967295"},
-		{MaxLimit + 1, nil, 0, "limit", "limit = 4294967296"},
+		{maxLimit + 1, nil, 0, "limit", "limit = 4294967296"},
 		{1, nil, -1, "keys", "keys = -1: must be between 0 and 262144"},
 		{1, nil, flowlimits.MaxKeysInFlight + 1, "keys", "keys = 262145"},
 		{1, map[string]int64{"ok": 1, "bad": -2}, 0, "overrides", `overrides = "bad": -2: must be between 0 and 4294967295`},
-		{1, map[string]int64{"big": MaxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
+		{1, map[string]int64{"big": maxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
 	} {
 		_, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: tc.limit, Overrides: tc.overrides, Keys: tc.keys})
 		var ce *ConfigError
@@ -472,11 +472,11 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 	long := strings.Repeat("k", 1<<16)
 	c := mustKeyedConcurrency(t, 1, map[string]int64{"vip": 100, long: 7}, 0)
 	for _, key := range hostileKeys() {
-		if got := c.LimitOf(key); got != 1 {
+		if got := c.limitOf(key); got != 1 {
 			t.Errorf("LimitOf(%.20q) = %d, want the default 1", key, got)
 		}
 	}
-	if c.LimitOf(long) != 7 || c.LimitOf(long[1:]) != 1 {
+	if c.limitOf(long) != 7 || c.limitOf(long[1:]) != 1 {
 		t.Fatal("a long override's key must be matched whole")
 	}
 	// A key whose hash equals an override's (one chance in 2^64, forced
@@ -484,7 +484,7 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 	pins := c.limits.Load().pins
 	pins.index[maphash.String(c.seed, "impostor")] = pins.index[maphash.String(c.seed, "vip")]
 	var p Permit
-	if c.LimitOf("impostor") != 1 || !c.Acquire(&p, "impostor").Allowed || c.InFlight("vip") != 0 {
+	if c.limitOf("impostor") != 1 || !c.Acquire(&p, "impostor").Allowed || c.InFlight("vip") != 0 {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}
 }

@@ -74,7 +74,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 				}
 				allowedN++
 				held[key] += n
-				if lim := c.LimitOf(key); held[key] > lim {
+				if lim := c.limitOf(key); held[key] > lim {
 					t.Fatalf("seed %d, step %d: key %q holds %d places, limit %d", seed, step, key, held[key], lim)
 				}
 				if got := c.InFlight(key); got < held[key] {
@@ -94,7 +94,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 		}
 		for _, key := range keys {
 			var p Permit
-			if lim := c.LimitOf(key); lim > 0 && !c.AcquireN(&p, key, lim).Allowed {
+			if lim := c.limitOf(key); lim > 0 && !c.AcquireN(&p, key, lim).Allowed {
 				t.Fatalf("seed %d: key %q refused its whole limit %d with nothing held", seed, key, lim)
 			}
 			p.Done(Succeeded)
@@ -206,7 +206,7 @@ func TestKeyedThrottleSetKeepsEveryKeysPace(t *testing.T) {
 				}
 				n := int64(1 + r.IntN(2))
 				now := c.Now()
-				lim := th.LimitOf(key)
+				lim := th.limitOf(key)
 				res := th.ReserveNAt(now, key, n)
 				if !res.Allowed || r.IntN(5) == 0 && res.CancelAt(now) {
 					continue
@@ -306,8 +306,8 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 		option    string
 	}{
 		{-1, nil, "limit"},
-		{MaxLimit + 1, nil, "limit"},
-		{3, map[string]int64{"a": 1, "z": -1, "b": MaxLimit + 1}, "overrides"},
+		{maxLimit + 1, nil, "limit"},
+		{3, map[string]int64{"a": 1, "z": -1, "b": maxLimit + 1}, "overrides"},
 	} {
 		for name, set := range map[string]func(int64, map[string]int64) error{"KeyedConcurrency": c.Set, "KeyedThrottle": th.Set} {
 			err := set(tc.limit, tc.overrides)
@@ -317,14 +317,14 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 			}
 		}
 	}
-	if c.Limit() != 2 || c.LimitOf("vip") != 5 || th.Limit() != 2 || th.LimitOf("vip") != 5 {
+	if c.limitNow() != 2 || c.limitOf("vip") != 5 || th.limitNow() != 2 || th.limitOf("vip") != 5 {
 		t.Fatal("a refused Set changed the limits")
 	}
 	if err := th.Set(0, nil); err == nil {
 		t.Fatal("a keyed throttle paces at least 1 request per interval")
 	}
 	bad := maps.Clone(over)
-	bad["b"] = MaxLimit + 1
+	bad["b"] = maxLimit + 1
 	err := c.Set(1, bad)
 	if err == nil || err.Error() != `flow: invalid configuration: overrides = "b": 4294967296: must be between 0 and 4294967295` {
 		t.Fatalf("Set with a bad override = %v", err)
@@ -399,19 +399,19 @@ func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
 			t.Fatalf("at %v, on the new pace of 250ms: refused", at)
 		}
 	}
-	if th.AllowAt(int64(1499*time.Millisecond)).Allowed || th.Limit() != 4 {
+	if th.AllowAt(int64(1499*time.Millisecond)).Allowed || th.limitNow() != 4 {
 		t.Fatal("the new pace is not kept")
 	}
 	var ce *ConfigError
-	if err := th.SetLimit(0); !errors.As(err, &ce) || ce.Field != "limit" || th.Limit() != 4 {
-		t.Fatalf("SetLimit(0) = %v, limit %d", err, th.Limit())
+	if err := th.SetLimit(0); !errors.As(err, &ce) || ce.Field != "limit" || th.limitNow() != 4 {
+		t.Fatalf("SetLimit(0) = %v, limit %d", err, th.limitNow())
 	}
 	warm, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := warm.SetLimit(20); !errors.As(err, &ce) || warm.Limit() != 10 {
-		t.Fatalf("a warming throttle's SetLimit = %v, limit %d", err, warm.Limit())
+	if err := warm.SetLimit(20); !errors.As(err, &ce) || warm.limitNow() != 10 {
+		t.Fatalf("a warming throttle's SetLimit = %v, limit %d", err, warm.limitNow())
 	}
 }
 
@@ -421,7 +421,7 @@ func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
 func BenchmarkKeyedOverride(b *testing.B) {
 	overrides := map[string]int64{}
 	for i := range 10000 {
-		overrides["tenant-"+strconv.Itoa(i)] = MaxLimit
+		overrides["tenant-"+strconv.Itoa(i)] = maxLimit
 	}
 	b.Run("concurrency", func(b *testing.B) {
 		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Overrides: overrides})

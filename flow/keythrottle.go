@@ -179,14 +179,14 @@ var paceProbes = choose3(paceBlockCounters)
 // other zero field takes its default.
 type KeyedThrottleSettings struct {
 	// Limit is how many requests of a key are given places per interval,
-	// in [1, MaxLimit].
+	// in [1, 2^32-1].
 	Limit int64
 	// Interval is positive, at most 36 years.
 	Interval time.Duration
 	// MaxWait is how far away a reserved place may be; 0 refuses every
 	// request that would have to wait.
 	MaxWait time.Duration
-	// Overrides are keys with limits of their own, in [0, MaxLimit]. 0
+	// Overrides are keys with limits of their own, in [0, 2^32-1]. 0
 	// refuses the key.
 	Overrides map[string]int64
 	// Keys is how many keys the throttle expects to pace at once: those
@@ -293,7 +293,7 @@ func (t *KeyedThrottle) Set(limit int64, overrides map[string]int64) error {
 // paceCost returns the time n places take at limit per interval per
 // nanoseconds: ceil(n × per / limit), exactly, for n in [1, limit]; it is
 // at most per. The product takes 128 bits, so no rate overflows or rounds
-// to nothing: MaxLimit per nanosecond is one place per nanosecond, and one
+// to nothing: 2^32-1 per nanosecond is one place per nanosecond, and one
 // per 36 years is 36 years.
 func paceCost(n, limit int64, per uint64) int64 {
 	hi, lo := bits.Mul64(uint64(n), per)
@@ -484,13 +484,13 @@ func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n in
 	return waitFor(ctx, t.clock, t.reserve(now, key, n, maxWait), maxWait < t.maxWait)
 }
 
-// Limit returns the number of requests per interval of a key without an
-// override.
-func (t *KeyedThrottle) Limit() int64 { return t.limits.Load().limit }
+// limitNow returns the number of requests per interval of a key without
+// an override.
+func (t *KeyedThrottle) limitNow() int64 { return t.limits.Load().limit }
 
-// LimitOf returns the number of requests per interval of key: its
-// override's limit, or [KeyedThrottle.Limit].
-func (t *KeyedThrottle) LimitOf(key string) int64 {
+// limitOf returns the number of requests per interval of key: its
+// override's limit, or limitNow's.
+func (t *KeyedThrottle) limitOf(key string) int64 {
 	l := t.limits.Load()
 	return l.pins.limitOf(t.seed, key, l.limit)
 }

@@ -128,7 +128,7 @@ func TestKeyedThrottleNeverPacesAKeyFasterThanItsLimit(t *testing.T) {
 				res = th.ReserveNAt(now, key, n)
 				d = res.Decision
 			}
-			lim := th.LimitOf(key)
+			lim := th.limitOf(key)
 			if e := exact[key]; e != nil {
 				var want Decision
 				var x Reservation
@@ -247,10 +247,10 @@ func TestKeyedThrottlePacesAnyRate(t *testing.T) {
 		{10000, time.Second, 1e5, 5},
 		{1000000, time.Second, 1000, 5},
 		{3, 10 * time.Nanosecond, 4, 5},
-		{MaxLimit, time.Nanosecond, 1, 5},
-		{MaxLimit, time.Second, 1, 5},
+		{maxLimit, time.Nanosecond, 1, 5},
+		{maxLimit, time.Second, 1, 5},
 		{1, timegrid.MaxTime, timegrid.MaxTime, 2},
-		{MaxLimit, timegrid.MaxTime, 268435457, 5}, // 2^60 / (2^32-1), rounded up
+		{maxLimit, timegrid.MaxTime, 268435457, 5}, // 2^60 / (2^32-1), rounded up
 	} {
 		c := clock.NewManual(0)
 		th := mustKeyedThrottle(t, tc.limit, tc.interval, timegrid.MaxTime, nil, 0, c)
@@ -272,10 +272,10 @@ func TestKeyedThrottlePacesAnyRate(t *testing.T) {
 // FuzzKeyedThrottlePace checks the pace against exact arithmetic.
 func FuzzKeyedThrottlePace(f *testing.F) {
 	f.Add(int64(1), int64(1000), uint64(time.Second))
-	f.Add(int64(MaxLimit), int64(MaxLimit), uint64(timegrid.MaxTime))
-	f.Add(int64(7), int64(MaxLimit), uint64(1))
+	f.Add(int64(maxLimit), int64(maxLimit), uint64(timegrid.MaxTime))
+	f.Add(int64(7), int64(maxLimit), uint64(1))
 	f.Fuzz(func(t *testing.T, n, limit int64, per uint64) {
-		limit = 1 + (limit&math.MaxInt64)%MaxLimit
+		limit = 1 + (limit&math.MaxInt64)%maxLimit
 		n = 1 + (n&math.MaxInt64)%limit
 		per = 1 + per%uint64(timegrid.MaxTime)
 		got := paceCost(n, limit, per)
@@ -390,7 +390,7 @@ func TestKeyedThrottleCancelGivesBackOnlyTheLastPlaceOfItsBlock(t *testing.T) {
 	imp := mustKeyedThrottle(t, 10, time.Second, time.Second, map[string]int64{"vip": 20}, 0, c)
 	pins := imp.limits.Load().pins
 	pins.index[maphash.String(imp.seed, "impostor")] = pins.index[maphash.String(imp.seed, "vip")]
-	if imp.LimitOf("impostor") != 10 || imp.ReserveNAt(0, "impostor", 11).Reason != ExceedsLimit || !imp.ReserveNAt(0, "vip", 20).Allowed {
+	if imp.limitOf("impostor") != 10 || imp.ReserveNAt(0, "impostor", 11).Reason != ExceedsLimit || !imp.ReserveNAt(0, "vip", 20).Allowed {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}
 	var zero Reservation
@@ -525,7 +525,7 @@ func TestKeyedThrottleConcurrentReservationsKeepEachKeysPace(t *testing.T) {
 				}
 				start := now + int64(res.Wait)
 				mu.Lock()
-				given[key] = append(given[key], place{start, start + paceCost(n, th.LimitOf(key), uint64(time.Second))})
+				given[key] = append(given[key], place{start, start + paceCost(n, th.limitOf(key), uint64(time.Second))})
 				mu.Unlock()
 			}
 		}()
@@ -552,7 +552,7 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		message string
 	}{
 		{with(func(a *args) { a.limit = 0 }), "limit", "limit = 0: must be between 1 and 4294967295"},
-		{with(func(a *args) { a.limit = MaxLimit + 1 }), "limit", "limit = 4294967296"},
+		{with(func(a *args) { a.limit = maxLimit + 1 }), "limit", "limit = 4294967296"},
 		{with(func(a *args) { a.interval = 0 }), "interval", "interval = 0s: must be positive"},
 		{with(func(a *args) { a.interval = timegrid.MaxTime + 1 }), "interval", "must be positive and at most"},
 		{with(func(a *args) { a.maxWait = -1 }), "max_wait", "max_wait = -1ns: must not be negative"},
@@ -567,7 +567,7 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		}
 	}
 	th := mustKeyedThrottle(t, 5, time.Second, timegrid.MaxTime+5, map[string]int64{"vip": 9}, 0, clock.NewManual(0))
-	if th.Limit() != 5 || th.LimitOf("vip") != 9 || th.LimitOf("k") != 5 || th.per != uint64(time.Second) || th.maxWait != timegrid.MaxTime {
+	if th.limitNow() != 5 || th.limitOf("vip") != 9 || th.limitOf("k") != 5 || th.per != uint64(time.Second) || th.maxWait != timegrid.MaxTime {
 		t.Fatal("accessors")
 	}
 	if d := th.AllowNAt(0, "k", 0); !d.Allowed || d.Wait != 0 {

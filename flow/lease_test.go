@@ -228,7 +228,7 @@ func TestQPSAStaleClaimLeavesALaterBucketsCellAlone(t *testing.T) {
 }
 
 func TestQPSStripesOnlyWhenCallersCollide(t *testing.T) {
-	q := mustQPS(t, QPSSettings{Limit: MaxLimit, Interval: time.Second})
+	q := mustQPS(t, QPSSettings{Limit: maxLimit, Interval: time.Second})
 	for range 100000 {
 		q.Allow()
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowsim"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // The overload simulation's goals (flowsim's scenarios; benchmarks/compare
@@ -30,7 +31,7 @@ func (x adaptiveAdmitter) Admit(now int64) (func(int64, bool), bool) {
 	return func(now int64, timedOut bool) { p.DoneAt(now, ended(timedOut)) }, true
 }
 
-func (x adaptiveAdmitter) Limit() int64 { return x.a.Limit() }
+func (x adaptiveAdmitter) Limit() int64 { return flowstate.Adaptive(x.a).Limit }
 
 // ended is the outcome of a simulated request: overloaded if its client
 // timed out.

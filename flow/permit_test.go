@@ -29,8 +29,8 @@ func TestEveryLimiterFillsOnePermitThatDoneEndsOnce(t *testing.T) {
 		{"Concurrency", func(p *Permit) Decision { return conc.Acquire(p) }, conc.InFlight},
 		{"KeyedConcurrency", func(p *Permit) Decision { return keyed.Acquire(p, "k") }, func() int64 { return keyed.InFlight("k") }},
 		{"KeyedConcurrency override", func(p *Permit) Decision { return keyed.Acquire(p, "pinned") }, func() int64 { return keyed.InFlight("pinned") }},
-		{"Shedder", func(p *Permit) Decision { return shed.Acquire(p, "k") }, shed.InFlight},
-		{"Adaptive", func(p *Permit) Decision { return adaptive.Acquire(p, "k") }, adaptive.InFlight},
+		{"Shedder", func(p *Permit) Decision { return shed.Acquire(p, "k") }, shed.inFlight},
+		{"Adaptive", func(p *Permit) Decision { return adaptive.Acquire(p, "k") }, adaptive.inFlight},
 	} {
 		for _, o := range []Outcome{Succeeded, Failed, FailedOverloaded, Ignored} {
 			var p Permit

@@ -31,7 +31,7 @@ func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
 		{"ratio above max", flowlimits.MaxRetryRatio + 1, 10, time.Second, 0, "ratio", float64(flowlimits.MaxRetryRatio + 1)},
 		{"infinite ratio", math.Inf(1), 10, time.Second, 0, "ratio", math.Inf(1)},
 		{"negative floor", 0.2, -1, time.Second, 0, "min_per_second", int64(-1)},
-		{"floor above max", 0.2, MaxLimit, 10 * time.Second, 0, "min_per_second", int64(MaxLimit)},
+		{"floor above max", 0.2, maxLimit, 10 * time.Second, 0, "min_per_second", int64(maxLimit)},
 		{"negative interval", 0.2, 10, -time.Second, 0, "interval", -time.Second},
 		{"interval not divisible", 0.2, 10, 7, 3, "interval", time.Duration(7)},
 		{"negative buckets", 0.2, 10, time.Second, -1, "buckets", -1},
@@ -333,7 +333,7 @@ func TestRetryBudgetGivesBackARetryNotSent(t *testing.T) {
 		t.Fatalf("grants %v %v %v, want the floor's two", ok1, ok2, ok3)
 	}
 	b.GiveBack(g1)
-	if st := b.Stats(); st.Retries != 1 {
+	if st := b.statsAt(b.clock.Now()); st.Retries != 1 {
 		t.Fatalf("%d retries in the stats after one was given back, want 1", st.Retries)
 	}
 	g3, ok := b.GrantRetry(AttemptFailed)
@@ -352,7 +352,7 @@ func TestRetryBudgetGivesBackARetryNotSent(t *testing.T) {
 		t.Fatal("a retry beyond the floor a bucket on")
 	}
 	b.GiveBack(g3)
-	if st := b.Stats(); st.Retries != 1 {
+	if st := b.statsAt(b.clock.Now()); st.Retries != 1 {
 		t.Fatalf("%d retries in the stats, want 1", st.Retries)
 	}
 	if b.Retry(AttemptFailed) {
@@ -372,7 +372,7 @@ func TestRetryBudgetGivesBackARetryNotSent(t *testing.T) {
 	}
 	b.GiveBack(old)
 	b.GiveBack(Grant{})
-	if st := b.Stats(); st.Retries != 1 {
+	if st := b.statsAt(b.clock.Now()); st.Retries != 1 {
 		t.Fatalf("%d retries in the stats, want the later bucket's 1", st.Retries)
 	}
 }
@@ -727,17 +727,17 @@ func TestRetryBudgetStatsCountWhatWasDecided(t *testing.T) {
 	if retried != 6 { // 0.5 × 10 + a floor of 1
 		t.Fatalf("%d retries allowed, want 6", retried)
 	}
-	if st := b.Stats(); st != (RetryStats{Requests: 10, Retries: 6, Blocked: 4, NotRetried: 2}) {
+	if st := b.statsAt(b.clock.Now()); st != (retryStats{Requests: 10, Retries: 6, Blocked: 4, NotRetried: 2}) {
 		t.Fatalf("stats %+v, want 10 requests, 6 retries, 4 blocked, 2 not retried", st)
 	}
 	// Nine buckets on, they are still in the interval; ten on, gone.
 	clk.Advance(900 * time.Millisecond)
 	b.Request()
-	if st := b.Stats(); st.Requests != 11 || st.Retries != 6 {
+	if st := b.statsAt(b.clock.Now()); st.Requests != 11 || st.Retries != 6 {
 		t.Fatalf("stats 900ms on %+v, want 11 requests, 6 retries", st)
 	}
 	clk.Advance(100 * time.Millisecond)
-	if st := b.Stats(); st.Requests != 1 || st.Retries != 0 || st.Blocked != 4 {
+	if st := b.statsAt(b.clock.Now()); st.Requests != 1 || st.Retries != 0 || st.Blocked != 4 {
 		t.Fatalf("stats an interval on %+v, want 1 request, no retries, the 4 blocked still", st)
 	}
 }

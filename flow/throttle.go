@@ -49,7 +49,7 @@ type Throttle struct {
 // what the pace is; every other zero field takes its default.
 type ThrottleSettings struct {
 	// Limit is how many requests are given places per interval, one every
-	// Interval/Limit, in [1, MaxLimit].
+	// Interval/Limit, in [1, 2^32-1].
 	Limit int64
 	// Interval is positive, at most 36 years.
 	Interval time.Duration
@@ -321,7 +321,7 @@ func waitFor(ctx context.Context, c clock.Clock, r Reservation, cut bool) error 
 
 // checkPace checks a throttle's limit, interval and maximum wait.
 func checkPace(limit int64, interval, maxWait time.Duration) error {
-	if limit < 1 || limit > MaxLimit {
+	if limit < 1 || limit > maxLimit {
 		return badLimit(limit, 1)
 	}
 	if interval <= 0 || interval > timegrid.MaxTime {
@@ -364,13 +364,13 @@ func waitRefused(d Decision, cut bool) error {
 	return &BlockError{Reason: d.Reason, RetryAfter: d.RetryAfter}
 }
 
-// Limit returns the number of requests allowed per interval.
-func (t *Throttle) Limit() int64 { return t.limit.Load() }
+// limitNow returns the number of requests allowed per interval.
+func (t *Throttle) limitNow() int64 { return t.limit.Load() }
 
 // SetLimit changes the limit, keeping the next free place. The next place
 // comes no sooner than the last one given ends; the places after it take
 // the new pace. A throttle with a warm-up keeps its limit. That, and a
-// limit outside [1, MaxLimit], is a [*ConfigError], and the limit in force
+// limit outside [1, 2^32-1], is a [*ConfigError], and the limit in force
 // stays.
 func (t *Throttle) SetLimit(limit int64) error {
 	if t.warm != nil {

@@ -227,7 +227,7 @@ func TestThrottleConfigAndEdges(t *testing.T) {
 	if !th.AllowNAt(0, 0).Allowed || th.AllowNAt(0, 6).Reason != ExceedsLimit {
 		t.Fatal("n = 0 must be allowed and n above the limit blocked")
 	}
-	if th.Limit() != 5 || th.per != uint64(time.Second) || th.maxWait != 0 {
+	if th.limitNow() != 5 || th.per != uint64(time.Second) || th.maxWait != 0 {
 		t.Fatal("accessors")
 	}
 	if n := testing.AllocsPerRun(1000, func() { th.Allow(); th.ReserveNAt(0, 1) }); n != 0 {

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	gcllimit "github.com/platinummonkey/go-concurrency-limits/limit"
-	"github.com/zeromicro/go-zero/core/load"
-	"github.com/zeromicro/go-zero/core/logx"
-
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/cpu"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowsim"
+	"github.com/slidegate/slidegate/internal/flowstate"
+	"github.com/zeromicro/go-zero/core/load"
+	"github.com/zeromicro/go-zero/core/logx"
 )
 
 // An OverloadLimiter is one limiter of the overload comparison: how to build
@@ -139,7 +139,7 @@ func (a *slidegateShedder) Admit(now int64) (func(int64, bool), bool) {
 // Limit traces the shedder's bound at the last decision; an unknown bound
 // (the first bucket) is traced as 0.
 func (a *slidegateShedder) Limit() int64 {
-	if b := a.s.MaxInFlightAt(a.last); b != math.MaxInt64 {
+	if b := flowstate.Shedder(a.s, a.last).Limit; b != math.MaxInt64 {
 		return b
 	}
 	return 0
@@ -171,7 +171,7 @@ func (s slidegateAdaptive) Admit(now int64) (func(int64, bool), bool) {
 	}, true
 }
 
-func (s slidegateAdaptive) Limit() int64 { return s.a.Limit() }
+func (s slidegateAdaptive) Limit() int64 { return flowstate.Adaptive(s.a).Limit }
 
 // gcllimitLimit is the part of go-concurrency-limits' core.Limit used here.
 type gcllimitLimit interface {
