@@ -73,7 +73,9 @@ func (f FlowRule) normal() FlowRule {
 	switch f.Type {
 	case ConcurrencyRule:
 	case AdaptiveRule:
-		f.Algorithm = f.adaptiveSettings().Algorithm.String()
+		if f.Algorithm == "" {
+			f.Algorithm = flowlimits.DefaultAdaptiveAlgorithm
+		}
 		def := func(v *int64, d int64) {
 			if *v == 0 {
 				*v = d

@@ -159,11 +159,7 @@ var errNoCPU = errors.New("a shed rule reads the CPU, and the guard reads none: 
 // adaptiveSettings returns an adaptive rule's settings, its defaults left
 // to flow.NewAdaptive.
 func (f FlowRule) adaptiveSettings() flow.AdaptiveSettings {
-	alg, ok := adaptiveAlgorithms[f.Algorithm]
-	if !ok {
-		alg = flow.AIMD + 1 // NewAdaptive names it; Validate has already
-	}
-	return flow.AdaptiveSettings{Algorithm: alg, InitialLimit: f.Limit, MinLimit: f.MinLimit, MaxLimit: f.MaxLimit, Tolerance: f.Tolerance}
+	return flow.AdaptiveSettings{Algorithm: f.Algorithm, InitialLimit: f.Limit, MinLimit: f.MinLimit, MaxLimit: f.MaxLimit, Tolerance: f.Tolerance}
 }
 
 var blockPolicies = map[string]breaker.BlockPolicy{

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/slidegate/slidegate/flow"
 )
 
 // Rules is a guard's complete set of rules: what each resource may do. A
@@ -151,7 +149,7 @@ type FlowRule struct {
 	// all the time: a cap on floods (see flow.ShedderSettings.CPU).
 	CPUThreshold float64 `json:"cpu_threshold,omitempty" yaml:"cpu_threshold,omitempty"`
 	// Algorithm is how an adaptive rule moves its limit: "gradient" (the
-	// default) or "aimd" (flow.Gradient, flow.AIMD).
+	// default) or "aimd" (see flow.AdaptiveSettings.Algorithm).
 	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
 	// MinLimit and MaxLimit bound an adaptive rule's limit (defaults 4
 	// and 10000). It
@@ -186,7 +184,7 @@ type FlowRule struct {
 }
 
 // The adaptive algorithms' names in rules (FlowRule.Algorithm).
-var adaptiveAlgorithms = map[string]flow.AdaptiveAlgorithm{"": flow.Gradient, "gradient": flow.Gradient, "aimd": flow.AIMD}
+var adaptiveAlgorithms = map[string]bool{"": true, "gradient": true, "aimd": true}
 
 // MaxOverrides is the most keys a per-key rule lists in its Overrides.
 const MaxOverrides = 10000

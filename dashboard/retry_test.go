@@ -36,13 +36,13 @@ func spend(b *flow.RetryBudget, requests, retries int) flowstate.RetryStats {
 		st.Requests++
 	}
 	for range retries {
-		if b.Retry(flow.AttemptFailed) {
+		if _, ok := b.Retry(flow.AttemptFailed); ok {
 			st.Retries++
 		} else {
 			st.Blocked++
 		}
 	}
-	if !b.Retry(flow.AttemptProbe) {
+	if _, ok := b.Retry(flow.AttemptProbe); !ok {
 		st.NotRetried++
 	}
 	return st

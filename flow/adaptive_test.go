@@ -89,7 +89,7 @@ func TestAdaptiveGradientFollowsTheQueue(t *testing.T) {
 }
 
 func TestAdaptiveBacksOffWhenRequestsAreOverloaded(t *testing.T) {
-	for _, alg := range []AdaptiveAlgorithm{Gradient, AIMD} {
+	for _, alg := range []string{"gradient", "aimd"} {
 		a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: alg, InitialLimit: 100, DrainInterval: -1})
 		// Fast, but timed out: the response times say nothing of them.
 		batch(t, a, 90*ms, 10, time.Millisecond, true)
@@ -101,7 +101,7 @@ func TestAdaptiveBacksOffWhenRequestsAreOverloaded(t *testing.T) {
 }
 
 func TestAdaptiveAIMDCutsWhenRequestsQueue(t *testing.T) {
-	a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: AIMD, DrainInterval: -1})
+	a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: "aimd", DrainInterval: -1})
 	batch(t, a, 80*ms, 20, 10*time.Millisecond, false) // baseline 10 ms; slow start: 40
 	closeAt(a, 100*ms)
 	batch(t, a, 180*ms, 40, 16*time.Millisecond, false)
@@ -227,7 +227,7 @@ func TestAdaptiveSettingsErrorsNameTheSetting(t *testing.T) {
 		s      AdaptiveSettings
 		option string
 	}{
-		{AdaptiveSettings{Algorithm: 7}, "algorithm"},
+		{AdaptiveSettings{Algorithm: "vegas"}, "algorithm"},
 		{AdaptiveSettings{MinLimit: -1}, "min_limit"},
 		{AdaptiveSettings{MinLimit: 10, MaxLimit: 5}, "max_limit"},
 		{AdaptiveSettings{InitialLimit: 3, MinLimit: 4}, "initial_limit"},

@@ -94,7 +94,7 @@ func BenchmarkQPSAllowPriorityBorrowing(b *testing.B) {
 		if i%64 == 0 {
 			c.Advance(time.Millisecond)
 		}
-		q.AllowPriority(time.Second)
+		q.AllowPriorityN(1, time.Second)
 	}
 }
 

@@ -32,7 +32,7 @@ func TestQPSBucketsWhoseTagsRepeatAfterALongIdleChangeNothing(t *testing.T) {
 	c.Set((tagPeriod+10)*w + w/2)
 	record(q.AllowN(10), 10)
 	for i := 0; i < 10; i++ { // the leaving bucket is empty: nothing to lend
-		record(q.AllowPriority(time.Second), 1)
+		record(q.AllowPriorityN(1, time.Second), 1)
 	}
 	slices.SortFunc(allowed, func(a, b flowsim.Arrival) int { return int(a.At - b.At) })
 	if got := flowsim.MaxInAnyInterval(allowed, time.Second); got > 10 {
@@ -57,7 +57,7 @@ func TestQPSRetryAfterCountsPlacesLentToTheNextBucket(t *testing.T) {
 	q.AllowN(10)                         // bucket [0, 100ms)
 	c.Set(int64(250 * time.Millisecond)) // bucket [200, 300ms): the 10 still count
 	for i := 0; i < 10; i++ {
-		if !q.AllowPriority(time.Second).Allowed { // lent from [300, 400ms)
+		if !q.AllowPriorityN(1, time.Second).Allowed { // lent from [300, 400ms)
 			t.Fatalf("borrow %d blocked", i)
 		}
 	}
@@ -121,7 +121,7 @@ func TestQPSALateOpenerTouchesNothing(t *testing.T) {
 		t.Fatal("a late opener moved the open bucket")
 	}
 	q.AllowN(9)
-	if d := q.AllowPriority(time.Second); d.Allowed {
+	if d := q.AllowPriorityN(1, time.Second); d.Allowed {
 		t.Fatalf("borrowing with nothing leaving: %+v", d)
 	}
 }

@@ -267,7 +267,7 @@ func TestQPSStripedDecisionsDoNotAllocate(t *testing.T) {
 		c.Advance(time.Millisecond)
 		q.Allow()
 		q.AllowN(3)
-		q.AllowPriority(time.Second)
+		q.AllowPriorityN(1, time.Second)
 	}); n != 0 {
 		t.Fatalf("a striped limiter allocates %.1f times per round", n)
 	}

@@ -223,7 +223,7 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 }
 
 // A Grant is what a limiter counted for what it allowed, to give back
-// later. [QPS.GrantNAt] and [RetryBudget.GrantRetryAt] return one; their
+// later. [QPS.GrantNAt] and [RetryBudget.RetryAt] return one; their
 // GiveBack takes it. The zero Grant holds nothing.
 type Grant struct {
 	bucket uint64
@@ -465,22 +465,10 @@ func (q *QPS) countAt(now, n int64) {
 	}
 }
 
-// AllowPriority decides whether one prioritized request may proceed now.
-// See [QPS.AllowPriorityNAt].
-func (q *QPS) AllowPriority(maxWait time.Duration) Decision {
-	return q.AllowPriorityNAt(q.clock.Now(), 1, maxWait)
-}
-
 // AllowPriorityN decides whether n prioritized requests may proceed now.
 // See [QPS.AllowPriorityNAt].
 func (q *QPS) AllowPriorityN(n int64, maxWait time.Duration) Decision {
 	return q.AllowPriorityNAt(q.clock.Now(), n, maxWait)
-}
-
-// AllowPriorityAt decides whether one prioritized request arriving at time
-// now may proceed. See AllowPriorityNAt.
-func (q *QPS) AllowPriorityAt(now int64, maxWait time.Duration) Decision {
-	return q.AllowPriorityNAt(now, 1, maxWait)
 }
 
 // AllowPriorityNAt decides whether n prioritized requests arriving at time

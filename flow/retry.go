@@ -52,7 +52,7 @@ import (
 // asks [RetryBudget.Retry] before each retry, which decides and counts in
 // one atomic step. So retries waiting out a backoff are already counted,
 // and concurrent failures cannot overshoot the budget. A retry decided but
-// not sent after all is given back: see [RetryBudget.GrantRetry]. Retries
+// not sent after all is given back: see [RetryBudget.RetryAt]. Retries
 // never add to the budget.
 //
 // The bound holds in every interval, wherever it starts. Under steady
@@ -218,27 +218,17 @@ func (b *RetryBudget) RequestAt(now int64) {
 
 // Retry decides whether a retry after the given failed attempt may be sent
 // now, and counts it if so. See [RetryBudget.RetryAt].
-func (b *RetryBudget) Retry(a Attempt) bool { return b.RetryAt(b.clock.Now(), a) }
+func (b *RetryBudget) Retry(a Attempt) (Grant, bool) { return b.RetryAt(b.clock.Now(), a) }
 
 // RetryAt decides at time now whether a retry after the given failed
 // attempt may be sent, and counts it if so. It is allowed only if, with it,
 // the retries of the interval are at most Ratio times its requests plus
-// the floor. After [AttemptProbe] or [AttemptBreakerOpen] it returns false
-// and takes nothing from the budget; it counts as not retried. An
-// unknown Attempt counts as AttemptBreakerOpen.
-func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
-	_, ok := b.GrantRetryAt(now, a)
-	return ok
-}
-
-// GrantRetry is [RetryBudget.Retry], and returns what it counted for the
-// retry. See [RetryBudget.GrantRetryAt].
-func (b *RetryBudget) GrantRetry(a Attempt) (Grant, bool) { return b.GrantRetryAt(b.clock.Now(), a) }
-
-// GrantRetryAt is [RetryBudget.RetryAt], and returns what it counted for
-// the retry if it allowed it. A caller that does not send the retry after
-// all gives it back with [RetryBudget.GiveBack].
-func (b *RetryBudget) GrantRetryAt(now int64, a Attempt) (Grant, bool) {
+// the floor. The Grant is what it counted: a caller that does not send the
+// retry after all gives it back with [RetryBudget.GiveBack]. After
+// [AttemptProbe] or [AttemptBreakerOpen] it returns false and takes
+// nothing from the budget; it counts as not retried. An unknown Attempt
+// counts as AttemptBreakerOpen.
+func (b *RetryBudget) RetryAt(now int64, a Attempt) (Grant, bool) {
 	if a != AttemptFailed {
 		b.countNotAllowed(1)
 		return Grant{}, false

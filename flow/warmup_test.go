@@ -395,7 +395,7 @@ func TestWarmUpDecisionsDoNotAllocate(t *testing.T) {
 		c.Advance(step)
 		q.Allow()
 		q.AllowN(3)
-		q.AllowPriority(time.Second)
+		q.AllowPriorityN(1, time.Second)
 		th.Allow()
 		th.ReserveN(3)
 	}); n != 0 {

@@ -46,10 +46,10 @@ func OverloadLimiters() []OverloadLimiter {
 			New: func(func() float64) flowsim.Admitter { return &fixedLimit{limit: 50} }},
 		{Name: "slidegate Shedder", Driven: "flow.Shedder with its defaults, CPU = the service's busy share per 100 ms, smoothed with cpu.Sampler's default time constant (300 ms), threshold 0.9; virtual time (AcquireAt, DoneAt); a timed-out request is Cancelled (no completion); its trace is MaxInFlight",
 			New: newSlidegateShedder},
-		{Name: "slidegate Adaptive gradient", Driven: "flow.Adaptive with its defaults (Gradient); virtual time (AcquireAt, DoneAt(now, timedOut))",
-			New: newSlidegateAdaptive(flow.Gradient)},
-		{Name: "slidegate Adaptive AIMD", Driven: "flow.Adaptive with its defaults and Algorithm AIMD; virtual time",
-			New: newSlidegateAdaptive(flow.AIMD)},
+		{Name: "slidegate Adaptive gradient", Driven: "flow.Adaptive with its defaults (algorithm gradient); virtual time (AcquireAt, DoneAt(now, timedOut))",
+			New: newSlidegateAdaptive("gradient")},
+		{Name: "slidegate Adaptive AIMD", Driven: "flow.Adaptive with its defaults and algorithm aimd; virtual time",
+			New: newSlidegateAdaptive("aimd")},
 		{Name: "go-concurrency-limits Gradient2", Driven: "limit.NewDefaultGradient2Limit, admitting while in flight < EstimatedLimit; OnSample(start, rtt, in flight at admission, timedOut) per request on virtual time, without the library's DefaultLimiter (it reads the real clock and batches samples into windows)",
 			New: newGCL(func() gcllimitLimit { return gcllimit.NewDefaultGradient2Limit("sim", nil, nil) })},
 		{Name: "go-concurrency-limits AIMD", Driven: "limit.NewDefaultAIMDLimit, driven as Gradient2",
@@ -147,7 +147,7 @@ func (a *slidegateShedder) Limit() int64 {
 
 type slidegateAdaptive struct{ a *flow.Adaptive }
 
-func newSlidegateAdaptive(alg flow.AdaptiveAlgorithm) flowsim.AdmitterFactory {
+func newSlidegateAdaptive(alg string) flowsim.AdmitterFactory {
 	return func(func() float64) flowsim.Admitter {
 		a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg, Clock: clock.NewManual(overloadOrigin)})
 		if err != nil {

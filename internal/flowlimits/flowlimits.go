@@ -55,6 +55,7 @@ const (
 
 // An Adaptive limit's defaults.
 const (
+	DefaultAdaptiveAlgorithm     = "gradient"
 	DefaultAdaptiveInitialLimit  = 20
 	DefaultAdaptiveMinLimit      = 4
 	DefaultAdaptiveMaxLimit      = 10000

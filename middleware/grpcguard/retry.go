@@ -53,7 +53,7 @@ func DefaultRetryCodes() []codes.Code { return []codes.Code{codes.Unavailable} }
 // WithRetry makes [UnaryClientInterceptor] retry the RPCs that fail,
 // within budget. The budget counts each RPC once
 // ([flow.RetryBudget.Request]). It is asked before each retry
-// ([flow.RetryBudget.GrantRetry]), and counts the retry when it decides.
+// ([flow.RetryBudget.Retry]), and counts the retry when it decides.
 // So retries waiting out their backoff are counted too. A nil budget turns
 // retries off. The server and stream interceptors ignore WithRetry.
 //
@@ -156,7 +156,7 @@ func (rt *retrier) invoke(ctx context.Context, g *slidegate.Guard, o *options, m
 			a = flow.AttemptProbe
 		}
 		var ok bool
-		if grant, ok = rt.budget.GrantRetry(a); !ok {
+		if grant, ok = rt.budget.Retry(a); !ok {
 			return err
 		}
 		if err := clock.Sleep(ctx, g.Clock(), wait); err != nil {
