@@ -105,8 +105,8 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64, mem *f
 		}
 		return &refRule{limit: f.Limit}, nil
 	case f.Type == ThrottleRule && f.PerKey:
-		t, err := flow.NewKeyedThrottle(flow.KeyedThrottleSettings{Limit: f.Limit, Interval: interval, MaxWait: time.Duration(f.MaxWait),
-			Overrides: f.Overrides, KeyMemory: mem, Clock: c})
+		t, err := flow.NewThrottle(flow.ThrottleSettings{Limit: f.Limit, Interval: interval, MaxWait: time.Duration(f.MaxWait),
+			PerKey: true, Overrides: f.Overrides, KeyMemory: mem, Clock: c})
 		if err != nil {
 			return nil, err
 		}

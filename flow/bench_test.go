@@ -83,7 +83,7 @@ func BenchmarkConcurrencyAcquireReleaseParallel(b *testing.B) {
 func BenchmarkThrottleAllow(b *testing.B) {
 	th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 	for i := 0; i < b.N; i++ {
-		th.Allow()
+		th.Allow("")
 	}
 }
 
@@ -128,7 +128,7 @@ func BenchmarkQPSAllowAtWarmUpOpeningBuckets(b *testing.B) {
 func BenchmarkThrottleAllowWarmUp(b *testing.B) {
 	th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour, WarmUp: 10 * time.Second, ColdFactor: 3})
 	for i := 0; i < b.N; i++ {
-		th.Allow()
+		th.Allow("")
 	}
 }
 

@@ -128,20 +128,20 @@ func TestQPSALateOpenerTouchesNothing(t *testing.T) {
 
 func TestThrottleAtExtremeTimesAndIntervals(t *testing.T) {
 	th := mustThrottle(t, 10, time.Second, 0, clock.NewManual(0))
-	th.AllowNAt(math.MaxInt64-1, 1)
-	if d := th.AllowNAt(math.MaxInt64-1, 1); d.Allowed {
+	th.AllowNAt(math.MaxInt64-1, "", 1)
+	if d := th.AllowNAt(math.MaxInt64-1, "", 1); d.Allowed {
 		t.Fatalf("two places at the same time near MaxInt64: %+v", d)
 	}
 	th2 := mustThrottle(t, 10, time.Second, time.Hour, clock.NewManual(0))
-	th2.ReserveNAt(1<<62, 1)
-	if d := th2.ReserveNAt(math.MinInt64, 1); d.Wait < 0 {
+	th2.ReserveNAt(1<<62, "", 1)
+	if d := th2.ReserveNAt(math.MinInt64, "", 1); d.Wait < 0 {
 		t.Fatalf("negative wait: %+v", d)
 	}
 	if _, err := NewThrottle(ThrottleSettings{Limit: 1, Interval: time.Duration(math.MaxInt64), MaxWait: time.Hour}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("an interval of 292 years: %v", err)
 	}
 	th3 := mustThrottle(t, 1, time.Hour, time.Duration(math.MaxInt64), clock.NewManual(0))
-	a, b := th3.ReserveNAt(0, 1), th3.ReserveNAt(0, 1)
+	a, b := th3.ReserveNAt(0, "", 1), th3.ReserveNAt(0, "", 1)
 	if !a.Allowed || !b.Allowed || b.Wait != time.Hour {
 		t.Fatalf("waiting forever allowed: %+v %+v", a.Decision, b.Decision)
 	}
@@ -151,7 +151,7 @@ func TestThrottleWaitPastItsDeadline(t *testing.T) {
 	th := mustThrottle(t, 1, time.Second, time.Hour, clock.NewManual(0))
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if err := th.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if err := th.Wait(ctx, ""); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait with a passed deadline = %v", err)
 	}
 }

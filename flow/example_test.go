@@ -56,10 +56,10 @@ func ExampleThrottle() {
 		panic(err)
 	}
 	for i := 0; i < 4; i++ {
-		r := throttle.ReserveN(1)
+		r := throttle.ReserveN("", 1)
 		fmt.Println(r.Allowed, r.Wait, r.Reason)
 	}
-	d := throttle.Allow()
+	d := throttle.Allow("")
 	fmt.Println(d.Allowed, d.Reason, "retry after", d.RetryAfter)
 	// Output:
 	// true 0s not blocked

@@ -123,19 +123,19 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 		now := int64(0)
 		for b.Loop() {
 			now += 100
-			th.AllowNAt(now, 1)
+			th.AllowNAt(now, "", 1)
 		}
 	})
 	b.Run("unkeyed/clock read", func(b *testing.B) {
 		th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		for b.Loop() {
-			th.Allow()
+			th.Allow("")
 		}
 	})
 	for _, tc := range keyCases() {
 		b.Run(tc.name+"/now given", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour, Clock: clock.NewManual(0)})
+			th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour, Clock: clock.NewManual(0)})
 			b.ReportAllocs()
 			now := int64(0)
 			for i := 0; b.Loop(); i++ {
@@ -144,7 +144,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 			}
 		})
 		b.Run(tc.name+"/clock read", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
+			th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				th.Allow(tc.key(i))
@@ -160,13 +160,13 @@ func BenchmarkKeyedThrottleParallel(b *testing.B) {
 		th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				th.Allow()
+				th.Allow("")
 			}
 		})
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)

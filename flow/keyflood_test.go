@@ -86,11 +86,11 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		th, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: mem})
+		th, err := NewThrottle(ThrottleSettings{PerKey: true, Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mem.inUse() < int64(q.bytes()+c.bytes()/2+th.bytes()/2) {
+		if mem.inUse() < int64(q.bytes()+c.bytes()/2+th.keys.bytes()/2) {
 			t.Fatalf("the budget says %d bytes in use, the limiters hold more", mem.inUse())
 		}
 	}()
@@ -114,8 +114,8 @@ func TestKeyedConcurrencyAndThrottleTakeWhatTheBudgetHas(t *testing.T) {
 		t.Errorf("a keyed concurrency limit took %d bytes of a budget of 1 MiB, want 64 KiB", b)
 	}
 	none, _ := NewKeyMemory(0)
-	th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: none})
-	if b := len(th.blocks) * keyBlockBytes; b != minKeyBlocks*keyBlockBytes || none.inUse() != int64(b) {
+	th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: none})
+	if b := len(th.keys.blocks) * keyBlockBytes; b != minKeyBlocks*keyBlockBytes || none.inUse() != int64(b) {
 		t.Errorf("a keyed throttle took %d bytes of a budget of 0 (which says %d), want its floor %d", b, none.inUse(), minKeyBlocks*keyBlockBytes)
 	}
 }

@@ -206,7 +206,7 @@ func TestKeyedThrottleSetKeepsEveryKeysPace(t *testing.T) {
 				}
 				n := int64(1 + r.IntN(2))
 				now := c.Now()
-				lim := th.limitOf(key)
+				lim := th.keys.limitOf(key)
 				res := th.ReserveNAt(now, key, n)
 				if !res.Allowed || r.IntN(5) == 0 && res.CancelAt(now) {
 					continue
@@ -317,7 +317,7 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 			}
 		}
 	}
-	if c.limitNow() != 2 || c.limitOf("vip") != 5 || th.limitNow() != 2 || th.limitOf("vip") != 5 {
+	if c.limitNow() != 2 || c.limitOf("vip") != 5 || th.limitNow() != 2 || th.keys.limitOf("vip") != 5 {
 		t.Fatal("a refused Set changed the limits")
 	}
 	if err := th.Set(0, nil); err == nil {
@@ -360,7 +360,7 @@ func TestOverridesSharingAHashAreEachFound(t *testing.T) {
 // to hold it at; TestKeyedConcurrencySetUnderRace... races it.)
 func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 	th := mustKeyedThrottle(t, 2, time.Second, time.Second, nil, 0, clock.NewManual(0))
-	b, _ := th.counters(maphash.String(th.seed, "a"))
+	b, _ := th.keys.counters(maphash.String(th.keys.seed, "a"))
 	b.mu.Lock()
 	done := make(chan Reservation)
 	go func() { done <- th.ReserveNAt(0, "a", 1) }()
@@ -385,32 +385,32 @@ func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !th.AllowAt(0).Allowed {
+	if !th.AllowAt(0, "").Allowed {
 		t.Fatal("the first request refused")
 	}
-	if err := th.SetLimit(4); err != nil {
+	if err := th.Set(4, nil); err != nil {
 		t.Fatal(err)
 	}
-	if d := th.AllowAt(int64(999 * time.Millisecond)); d.Allowed || d.RetryAfter != time.Millisecond {
+	if d := th.AllowAt(int64(999*time.Millisecond), ""); d.Allowed || d.RetryAfter != time.Millisecond {
 		t.Fatalf("before the last place ends: %+v, want a retry after 1ms", d)
 	}
 	for _, at := range []time.Duration{time.Second, 1250 * time.Millisecond} {
-		if !th.AllowAt(int64(at)).Allowed {
+		if !th.AllowAt(int64(at), "").Allowed {
 			t.Fatalf("at %v, on the new pace of 250ms: refused", at)
 		}
 	}
-	if th.AllowAt(int64(1499*time.Millisecond)).Allowed || th.limitNow() != 4 {
+	if th.AllowAt(int64(1499*time.Millisecond), "").Allowed || th.limitNow() != 4 {
 		t.Fatal("the new pace is not kept")
 	}
 	var ce *ConfigError
-	if err := th.SetLimit(0); !errors.As(err, &ce) || ce.Field != "limit" || th.limitNow() != 4 {
+	if err := th.Set(0, nil); !errors.As(err, &ce) || ce.Field != "limit" || th.limitNow() != 4 {
 		t.Fatalf("SetLimit(0) = %v, limit %d", err, th.limitNow())
 	}
 	warm, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := warm.SetLimit(20); !errors.As(err, &ce) || warm.limitNow() != 10 {
+	if err := warm.Set(20, nil); !errors.As(err, &ce) || warm.limitNow() != 10 {
 		t.Fatalf("a warming throttle's SetLimit = %v, limit %d", err, warm.limitNow())
 	}
 }
@@ -433,7 +433,7 @@ func BenchmarkKeyedOverride(b *testing.B) {
 		}
 	})
 	b.Run("throttle", func(b *testing.B) {
-		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: 100, Interval: time.Second, MaxWait: time.Hour, Overrides: overrides, Clock: clock.NewManual(0)})
+		th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: 100, Interval: time.Second, MaxWait: time.Hour, Overrides: overrides, Clock: clock.NewManual(0)})
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {
