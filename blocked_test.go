@@ -32,7 +32,7 @@ func TestAThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 }
 
 // The same for a per-key throttle.
-func TestAKeyedThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
+func TestAPerKeyThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 	clk := clock.NewManual(0)
 	th, err := flow.NewThrottle(flow.ThrottleSettings{Limit: 1, Interval: time.Second, MaxWait: 0, PerKey: true, Clock: clk})
 	if err != nil {

@@ -63,7 +63,7 @@ func buildFlow(f FlowRule, c clock.Clock, cl Cluster, cpu func() float64, mem *f
 		}
 		return r, err
 	case f.Type == ConcurrencyRule && f.PerKey:
-		l, err := flow.NewKeyedConcurrency(flow.KeyedConcurrencySettings{Limit: f.Limit, Overrides: f.Overrides, KeyMemory: mem})
+		l, err := flow.NewConcurrency(flow.ConcurrencySettings{Limit: f.Limit, PerKey: true, Overrides: f.Overrides, KeyMemory: mem})
 		if err != nil {
 			return nil, err
 		}

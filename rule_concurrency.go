@@ -14,7 +14,7 @@ type concurrencyRule struct{ c *flow.Concurrency }
 func (*concurrencyRule) phase() phase { return phaseConcurrency }
 
 func (r *concurrencyRule) admit(_ context.Context, e *entry, _ int64, h *hold) flow.Decision {
-	d := r.c.AcquireN(&h.permit, e.count)
+	d := r.c.AcquireN(&h.permit, "", e.count)
 	if d.Allowed {
 		h.by = r
 	}
@@ -26,11 +26,12 @@ func (r *concurrencyRule) release(h *hold, now int64, o breaker.Outcome, blocked
 }
 
 func (*concurrencyRule) resizable() bool              { return true }
-func (r *concurrencyRule) setLimit(limit int64) error { return r.c.SetLimit(limit) }
+func (r *concurrencyRule) setLimit(limit int64) error { return r.c.Set(limit, nil) }
 
-// A keyConcurrencyRule bounds each key's requests in flight
-// (flow.KeyedConcurrency), as concurrencyRule does for the whole resource.
-type keyConcurrencyRule struct{ c *flow.KeyedConcurrency }
+// A keyConcurrencyRule bounds each key's requests in flight (a
+// flow.Concurrency per key), as concurrencyRule does for the whole
+// resource.
+type keyConcurrencyRule struct{ c *flow.Concurrency }
 
 func (*keyConcurrencyRule) phase() phase { return phaseConcurrency }
 

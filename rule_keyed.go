@@ -154,10 +154,10 @@ func (g *keyGroup) setLimits(r rule, rules []FlowRule) {
 	_ = k.q.Set(g.windows(rules)) // valid: the rules passed Validate, the shape is the same
 }
 
-// KeyStat is what TopKeys says of one key: its Key (cut to 64 bytes and
-// made valid UTF-8), the requests the key's first window Allowed in its
-// last interval, and those it Blocked in its current interval and the one
-// before.
+// KeyStat is what TopKeys says of one key. Key is cut to 64 bytes and
+// made valid UTF-8. Allowed counts the key's requests in its first
+// window's last interval. Blocked counts those refused in that window's
+// current interval and the one before.
 type KeyStat = flowstate.KeyStat
 
 // TopKeys returns the keys busiest under the per-key QPS rules of the

@@ -64,7 +64,7 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 	c, _ := NewConcurrency(ConcurrencySettings{Limit: 100})
 	for i := 0; i < b.N; i++ {
 		var p Permit
-		c.Acquire(&p)
+		c.Acquire(&p, "")
 		p.Done(Succeeded)
 	}
 }
@@ -74,7 +74,7 @@ func BenchmarkConcurrencyAcquireReleaseParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			var p Permit
-			c.Acquire(&p)
+			c.Acquire(&p, "")
 			p.Done(Succeeded)
 		}
 	})

@@ -64,7 +64,7 @@ func TestConfigErrorsNameTheFieldAndItsValue(t *testing.T) {
 		{"NewConcurrency(-1)", errOf(NewConcurrency(ConcurrencySettings{Limit: -1})), "limit", int64(-1)},
 		{"QPS.SetLimit(-1)", q.SetLimit(-1), "limit", int64(-1)},
 		{"QPS.SetLimit with warm-up", warm.SetLimit(20), "limit", int64(20)},
-		{"Concurrency.SetLimit(maxLimit+1)", conc.SetLimit(maxLimit + 1), "limit", int64(maxLimit + 1)},
+		{"Concurrency.SetLimit(maxLimit+1)", conc.Set(maxLimit+1, nil), "limit", int64(maxLimit + 1)},
 		{"NewQPS(10, 0)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: 0})), "interval", time.Duration(0)},
 		{"NewQPS(10, 1s, Buckets 3)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, Buckets: 3})), "interval", time.Second},
 		{"NewQPS(10, 10µs)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: 10 * time.Microsecond})), "interval", 10 * time.Microsecond},

@@ -158,10 +158,10 @@ func TestThrottleWaitPastItsDeadline(t *testing.T) {
 
 func TestConcurrencyBlocksANilPermit(t *testing.T) {
 	c, _ := NewConcurrency(ConcurrencySettings{Limit: 1})
-	if d := c.Acquire(nil); d.Allowed {
+	if d := c.Acquire(nil, ""); d.Allowed {
 		t.Fatal("a nil Permit was allowed")
 	}
-	if c.InFlight() != 0 {
+	if c.InFlight("") != 0 {
 		t.Fatal("a blocked nil Permit took a place")
 	}
 }

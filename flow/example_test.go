@@ -37,10 +37,10 @@ func ExampleConcurrency() {
 		panic(err)
 	}
 	var first, second, third flow.Permit
-	fmt.Println(limiter.Acquire(&first).Allowed, limiter.Acquire(&second).Allowed, limiter.Acquire(&third).Reason)
+	fmt.Println(limiter.Acquire(&first, "").Allowed, limiter.Acquire(&second, "").Allowed, limiter.Acquire(&third, "").Reason)
 	first.Done(flow.Succeeded)
 	first.Done(flow.Succeeded) // a second Done does nothing
-	fmt.Println("in flight:", limiter.InFlight())
+	fmt.Println("in flight:", limiter.InFlight(""))
 	// Output:
 	// true true concurrency limited
 	// in flight: 1

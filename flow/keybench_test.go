@@ -58,14 +58,14 @@ func BenchmarkKeyedConcurrency(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Permit
-			c.Acquire(&p)
+			c.Acquire(&p, "")
 			p.Done(Succeeded)
 		}
 	})
 	for _, keys := range []int{0, flowlimits.MaxKeysInFlight} {
 		for _, tc := range keyCases() {
-			c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Keys: keys})
-			b.Run(tc.name+"/"+strconv.Itoa(c.bytes()>>20)+"MiB", func(b *testing.B) {
+			c, _ := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 100, Keys: keys})
+			b.Run(tc.name+"/"+strconv.Itoa(c.keys.bytes()>>20)+"MiB", func(b *testing.B) {
 				for i := range 1 << 20 { // every page of the sketch touched
 					var p Permit
 					c.Acquire(&p, millionKeys()[i])
@@ -90,14 +90,14 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				var p Permit
-				c.Acquire(&p)
+				c.Acquire(&p, "")
 				p.Done(Succeeded)
 			}
 		})
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 1 << 20})
+		c, _ := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 1 << 20})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)

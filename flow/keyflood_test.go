@@ -82,7 +82,7 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 		for i := range 100_000 {
 			q.AllowNAt(int64(i), "k"+string(rune(i)), 1)
 		}
-		c, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 10, KeyMemory: mem})
+		c, err := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 10, KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mem.inUse() < int64(q.bytes()+c.bytes()/2+th.keys.bytes()/2) {
+		if mem.inUse() < int64(q.bytes()+c.keys.bytes()/2+th.keys.bytes()/2) {
 			t.Fatalf("the budget says %d bytes in use, the limiters hold more", mem.inUse())
 		}
 	}()
@@ -109,8 +109,8 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 // the budget is spent.
 func TestKeyedConcurrencyAndThrottleTakeWhatTheBudgetHas(t *testing.T) {
 	mem, _ := NewKeyMemory(1 << 20)
-	c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 10, KeyMemory: mem}) // wants 1 MiB
-	if b := len(c.cells) * 8; b != 64<<10 {
+	c, _ := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 10, KeyMemory: mem}) // wants 1 MiB
+	if b := len(c.keys.cells) * 8; b != 64<<10 {
 		t.Errorf("a keyed concurrency limit took %d bytes of a budget of 1 MiB, want 64 KiB", b)
 	}
 	none, _ := NewKeyMemory(0)

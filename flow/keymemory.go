@@ -9,8 +9,8 @@ import (
 
 // A KeyMemory is a budget of heap for the per-key state of keyed limiters.
 // Their settings share it through their KeyMemory field. A [KeyedQPS] draws
-// its sketches and hot entries from it. A [KeyedConcurrency] and a
-// [KeyedThrottle] draw their sketches, each at most a sixteenth of the
+// its sketches and hot entries from it. A [Concurrency] and a [Throttle]
+// per key draw their sketches, each at most a sixteenth of the
 // budget.
 //
 // A limiter that finds the budget spent stops growing. It never lets a key

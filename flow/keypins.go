@@ -5,7 +5,7 @@ import (
 	"hash/maphash"
 )
 
-// The overrides of KeyedConcurrency and KeyedThrottle: each key with an
+// The overrides of a Concurrency and a Throttle per key: each key with an
 // override is counted exactly, in an entry of its own, which a pinTable
 // finds by the key's seeded hash. The rest of the keys share the sketch.
 //

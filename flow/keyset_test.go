@@ -74,7 +74,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 				}
 				allowedN++
 				held[key] += n
-				if lim := c.limitOf(key); held[key] > lim {
+				if lim := c.keys.limitOf(key); held[key] > lim {
 					t.Fatalf("seed %d, step %d: key %q holds %d places, limit %d", seed, step, key, held[key], lim)
 				}
 				if got := c.InFlight(key); got < held[key] {
@@ -89,12 +89,12 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 		for _, h := range holds {
 			h.p.Done(Succeeded)
 		}
-		if !c.sketchIsEmpty() {
+		if !c.keys.sketchIsEmpty() {
 			t.Fatalf("seed %d: the sketch holds places after every permit was released", seed)
 		}
 		for _, key := range keys {
 			var p Permit
-			if lim := c.limitOf(key); lim > 0 && !c.AcquireN(&p, key, lim).Allowed {
+			if lim := c.keys.limitOf(key); lim > 0 && !c.AcquireN(&p, key, lim).Allowed {
 				t.Fatalf("seed %d: key %q refused its whole limit %d with nothing held", seed, key, lim)
 			}
 			p.Done(Succeeded)
@@ -169,7 +169,7 @@ func TestKeyedConcurrencySetUnderRaceKeepsEveryKeyWithinItsLimit(t *testing.T) {
 	if err := c.Set(limit, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !c.sketchIsEmpty() {
+	if !c.keys.sketchIsEmpty() {
 		t.Fatal("the sketch holds places after every permit was released")
 	}
 }
@@ -317,7 +317,7 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 			}
 		}
 	}
-	if c.limitNow() != 2 || c.limitOf("vip") != 5 || th.limitNow() != 2 || th.keys.limitOf("vip") != 5 {
+	if c.limitNow() != 2 || c.keys.limitOf("vip") != 5 || th.limitNow() != 2 || th.keys.limitOf("vip") != 5 {
 		t.Fatal("a refused Set changed the limits")
 	}
 	if err := th.Set(0, nil); err == nil {
@@ -424,7 +424,7 @@ func BenchmarkKeyedOverride(b *testing.B) {
 		overrides["tenant-"+strconv.Itoa(i)] = maxLimit
 	}
 	b.Run("concurrency", func(b *testing.B) {
-		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Overrides: overrides})
+		c, _ := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 100, Overrides: overrides})
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Permit

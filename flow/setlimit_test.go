@@ -71,26 +71,26 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 	}
 	var ps [3]Permit
 	for i := range ps {
-		if !c.Acquire(&ps[i]).Allowed {
+		if !c.Acquire(&ps[i], "").Allowed {
 			t.Fatal("blocked under the limit")
 		}
 	}
-	if err := c.SetLimit(2); err != nil {
+	if err := c.Set(2, nil); err != nil {
 		t.Fatal(err)
 	}
 	var p Permit
-	if c.Acquire(&p).Allowed {
+	if c.Acquire(&p, "").Allowed {
 		t.Fatal("allowed with 3 in flight and a limit of 2")
 	}
 	ps[0].Done(Succeeded)
-	if c.Acquire(&p).Allowed {
+	if c.Acquire(&p, "").Allowed {
 		t.Fatal("allowed with 2 in flight and a limit of 2")
 	}
 	ps[1].Done(Succeeded)
-	if !c.Acquire(&p).Allowed {
+	if !c.Acquire(&p, "").Allowed {
 		t.Fatal("blocked with 1 in flight and a limit of 2")
 	}
-	if err := c.SetLimit(-1); !errors.Is(err, ErrInvalidConfig) || c.limitNow() != 2 {
+	if err := c.Set(-1, nil); !errors.Is(err, ErrInvalidConfig) || c.limitNow() != 2 {
 		t.Errorf("SetLimit(-1) = %v, limit %d", err, c.limitNow())
 	}
 }

@@ -25,7 +25,7 @@ func TestASettingALimiterDoesNotTakeDoesNotCompile(t *testing.T) {
 		"a keyed throttle's buckets":          `flow.NewKeyedThrottle(flow.ThrottleSettings{PerKey: true, Limit: 1, Interval: time.Second, Buckets: 10})`,
 		"a keyed throttle's warm-up":          `flow.NewKeyedThrottle(flow.ThrottleSettings{PerKey: true, Limit: 1, Interval: time.Second, WarmUp: time.Minute})`,
 		"a keyed QPS limiter's warm-up":       `flow.NewKeyedQPS(flow.KeyedQPSSettings{WarmUp: time.Minute})`,
-		"a keyed concurrency limit's clock":   `flow.NewKeyedConcurrency(flow.KeyedConcurrencySettings{Clock: nil})`,
+		"a keyed concurrency limit's clock":   `flow.NewKeyedConcurrency(flow.ConcurrencySettings{PerKey: true, Clock: nil})`,
 		"a concurrency limit's key memory":    `flow.NewConcurrency(flow.ConcurrencySettings{KeyMemory: nil})`,
 		"a QPS limiter's key memory":          `flow.NewQPS(flow.QPSSettings{Limit: 1, Interval: time.Second, KeyMemory: nil})`,
 		"a throttle's key memory":             `flow.NewThrottle(flow.ThrottleSettings{Limit: 1, Interval: time.Second, KeyMemory: nil})`,

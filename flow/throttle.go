@@ -199,13 +199,12 @@ type Reservation struct {
 }
 
 // Cancel gives the place back if it can and it has not yet come, and
-// reports whether it did. It can while the place is still the last one
-// given: to its throttle, to its key with an override, or in its block of
-// a throttle's sketch per key, unless another key of its block of the
-// sketch was given a place since. A place in the middle
-// of the queue stays empty, so the next request keeps the pace after its
-// neighbour. Cancelling twice, or cancelling a blocked reservation, does
-// nothing.
+// reports whether it did. It can while the place is the last one given:
+// by its throttle, or to its key. Per key, a place in the sketch is the
+// last only if no other key of its block was given one since. A place in
+// the middle of the queue stays empty, so the next request keeps the pace
+// after its neighbour. Cancelling twice, or cancelling a blocked
+// reservation, does nothing.
 //
 // Cancel through one Reservation value only: a copy does not know that the
 // other was cancelled. Once a later request has taken the place back,

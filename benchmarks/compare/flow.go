@@ -111,7 +111,7 @@ var acquireRelease = &Shape{
 			c := must(flow.NewConcurrency(flow.ConcurrencySettings{Limit: inFlightLimit}))
 			return func() int64 {
 				var p flow.Permit
-				ok := c.Acquire(&p).Allowed
+				ok := c.Acquire(&p, "").Allowed
 				p.Done(flow.Succeeded)
 				return b2i(ok)
 			}

@@ -37,7 +37,7 @@ const (
 	// and of a guard's per-key rules.
 	DefaultKeyMemory = 64 << 20
 	// DefaultKeysInFlight and MaxKeysInFlight bound the keys a
-	// KeyedConcurrency or a KeyedThrottle is sized for.
+	// Concurrency or a Throttle per key is sized for.
 	DefaultKeysInFlight = 4096
 	MaxKeysInFlight     = 1 << 18
 )
