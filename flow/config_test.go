@@ -30,9 +30,18 @@ func TestNoSettingIsSilentlyIgnored(t *testing.T) {
 		err     error
 		mention string
 	}{
-		"a Throttle without warm-up, Buckets":       {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Buckets: 50})), "buckets = 50: a throttle has buckets only to warm up"},
-		"a QPS limiter without warm-up, ColdFactor": {errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor = 3: applies only with a warm-up"},
-		"a Throttle without warm-up, ColdFactor":    {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor = 3: applies only with a warm-up"},
+		"a Throttle without warm-up, Buckets":        {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Buckets: 50})), "buckets = 50: a throttle has buckets only to warm up"},
+		"a QPS limiter without warm-up, ColdFactor":  {errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor = 3: applies only with a warm-up"},
+		"a Throttle without warm-up, ColdFactor":     {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor = 3: applies only with a warm-up"},
+		"a Throttle per key, WarmUp":                 {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, WarmUp: time.Minute, PerKey: true})), "warm_up = 1m0s: a throttle per key does not warm up"},
+		"a Throttle not per key, Overrides":          {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Overrides: map[string]int64{"k": 1}})), "overrides = 1: apply only to a throttle per key"},
+		"a Throttle not per key, Keys":               {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Keys: 10})), "keys = 10: applies only to a throttle per key"},
+		"a Throttle not per key, KeyMemory":          {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, KeyMemory: &KeyMemory{limit: 5}})), "key_memory = 5: applies only to a throttle per key"},
+		"a Throttle not per key, Set's overrides":    {mustThrottle(t, 10, time.Second, 0, nil).Set(5, map[string]int64{}), "overrides = 0: apply only to a throttle per key"},
+		"a Concurrency not per key, Overrides":       {errOf(NewConcurrency(ConcurrencySettings{Limit: 10, Overrides: map[string]int64{"k": 1}})), "overrides = 1: apply only to a limiter per key"},
+		"a Concurrency not per key, Keys":            {errOf(NewConcurrency(ConcurrencySettings{Limit: 10, Keys: 10})), "keys = 10: applies only to a limiter per key"},
+		"a Concurrency not per key, KeyMemory":       {errOf(NewConcurrency(ConcurrencySettings{Limit: 10, KeyMemory: &KeyMemory{}})), "key_memory = 0: applies only to a limiter per key"},
+		"a Concurrency not per key, Set's overrides": {mustConcurrency(t, 10).Set(5, map[string]int64{"k": 1}), "overrides = 1: apply only to a limiter per key"},
 	} {
 		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.mention) {
 			t.Errorf("%s = %v, want ErrInvalidConfig saying %q", name, tc.err, tc.mention)
@@ -95,4 +104,13 @@ func TestConfigErrorsNameTheFieldAndItsValue(t *testing.T) {
 	if warm.limitNow() != 10 || q.limitNow() != 10 || conc.limitNow() != 10 {
 		t.Error("a SetLimit that failed changed the limit")
 	}
+}
+
+func mustConcurrency(t *testing.T, limit int64) *Concurrency {
+	t.Helper()
+	c, err := NewConcurrency(ConcurrencySettings{Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -44,7 +44,7 @@ func OverloadLimiters() []OverloadLimiter {
 		{Name: "none (admit all)", Driven: "refuses nothing: what the service does unprotected", New: func(func() float64) flowsim.Admitter { return admitAll{} }},
 		{Name: "fixed limit W (reference)", Driven: "a concurrency limit of the service's 50 workers, known in advance and never moved (flow.Concurrency would do the same): no queue, so latency is the service time; the capacity halving is not followed",
 			New: func(func() float64) flowsim.Admitter { return &fixedLimit{limit: 50} }},
-		{Name: "slidegate Shedder", Driven: "flow.Shedder with its defaults, CPU = the service's busy share per 100 ms, smoothed with cpu.Sampler's default time constant (300 ms), threshold 0.9; virtual time (AcquireAt, DoneAt); a timed-out request is Cancelled (no completion); its trace is MaxInFlight",
+		{Name: "slidegate Shedder", Driven: "flow.Shedder with its defaults, CPU = the service's busy share per 100 ms, smoothed with cpu.Sampler's default time constant (300 ms), threshold 0.9; virtual time (AcquireAt, DoneAt); a timed-out request is Cancelled (no completion); its trace is its bound (what it admits while it sheds)",
 			New: newSlidegateShedder},
 		{Name: "slidegate Adaptive gradient", Driven: "flow.Adaptive with its defaults (algorithm gradient); virtual time (AcquireAt, DoneAt(now, timedOut))",
 			New: newSlidegateAdaptive("gradient")},
