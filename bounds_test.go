@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -115,8 +116,11 @@ func TestEvictionNeverLosesAResourceARuleNames(t *testing.T) {
 }
 
 func TestCountsAboveMaxCountAreClampedAndTotalsNeverWrap(t *testing.T) {
-	if MaxCount != MaxCount {
-		t.Fatalf("MaxCount = %d, want the limiters' maximum %d", int64(MaxCount), int64(MaxCount))
+	if _, err := flow.NewQPS(flow.QPSSettings{Limit: MaxCount, Interval: time.Second}); err != nil {
+		t.Fatalf("a limiter of MaxCount = %d: %v, want it taken", int64(MaxCount), err)
+	}
+	if _, err := flow.NewQPS(flow.QPSSettings{Limit: MaxCount + 1, Interval: time.Second}); err == nil {
+		t.Fatalf("a limiter of MaxCount+1 = %d was taken: MaxCount is not the limiters' maximum", int64(MaxCount)+1)
 	}
 	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "limited", Limit: MaxCount}}})
 	var last Totals
