@@ -4,11 +4,12 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // numReasons is the number of reasons a request is blocked for, and the
 // length of the totals by reason (Totals.BlockedBy).
-const numReasons = flow.NumReasons
+const numReasons = flowlimits.NumReasons
 
 // A BlockError is the error of a request that a rule blocked. Take it apart
 // with errors.As; errors.Is(err, [flow.ErrBlocked]) matches it, as it

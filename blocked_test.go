@@ -18,10 +18,10 @@ func TestAThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := th.Wait(bg); err != nil {
+	if err := th.Wait(bg, ""); err != nil {
 		t.Fatalf("the first Wait: %v, want nil", err)
 	}
-	err = th.Wait(bg) // the next place is a second away; no wait allowed
+	err = th.Wait(bg, "") // the next place is a second away; no wait allowed
 	var be *flow.BlockError
 	if !errors.As(err, &be) || be.Reason != flow.WaitTooLong {
 		t.Fatalf("the second Wait: %v, want a *flow.BlockError of flow.WaitTooLong", err)
@@ -32,9 +32,9 @@ func TestAThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 }
 
 // The same for a per-key throttle.
-func TestAKeyedThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
+func TestAPerKeyThrottleWaitRefusedOutsideAGuardMatchesErrBlocked(t *testing.T) {
 	clk := clock.NewManual(0)
-	th, err := flow.NewKeyedThrottle(flow.KeyedThrottleSettings{Limit: 1, Interval: time.Second, MaxWait: 0, Clock: clk})
+	th, err := flow.NewThrottle(flow.ThrottleSettings{Limit: 1, Interval: time.Second, MaxWait: 0, PerKey: true, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

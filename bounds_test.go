@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -117,15 +118,21 @@ func TestEvictionNeverLosesAResourceARuleNames(t *testing.T) {
 }
 
 func TestCountsAboveMaxLimitAreClampedAndTotalsNeverWrap(t *testing.T) {
-	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "limited", Limit: flow.MaxLimit}}})
+	if _, err := flow.NewQPS(flow.QPSSettings{Limit: flowlimits.MaxLimit, Interval: time.Second}); err != nil {
+		t.Fatalf("a limiter of flowlimits.MaxLimit = %d: %v, want it taken", int64(flowlimits.MaxLimit), err)
+	}
+	if _, err := flow.NewQPS(flow.QPSSettings{Limit: flowlimits.MaxLimit + 1, Interval: time.Second}); err == nil {
+		t.Fatalf("a limiter of flowlimits.MaxLimit+1 = %d was taken: flowlimits.MaxLimit is not the limiters' maximum", int64(flowlimits.MaxLimit)+1)
+	}
+	g, clk := newGuard(t, Rules{Flow: []FlowRule{{Resource: "limited", Limit: flowlimits.MaxLimit}}})
 	var last Totals
 	for i := range 5 {
 		e := mustEnter(t, g, "a", WithCount(math.MaxInt64))
 		clk.Advance(time.Hour)
 		e.Exit(nil)
 		tot := stats(t, g, "a").Totals
-		if i == 0 && (tot.Allowed != flow.MaxLimit || tot.Succeeded != flow.MaxLimit) {
-			t.Fatalf("totals = %+v, want a batch of flow.MaxLimit", tot)
+		if i == 0 && (tot.Allowed != flowlimits.MaxLimit || tot.Succeeded != flowlimits.MaxLimit) {
+			t.Fatalf("totals = %+v, want a batch of flowlimits.MaxLimit", tot)
 		}
 		if tot.Allowed < last.Allowed || tot.Succeeded < last.Succeeded || tot.RT < last.RT || tot.RT <= 0 {
 			t.Fatalf("totals went from %+v to %+v", last, tot)
@@ -137,7 +144,7 @@ func TestCountsAboveMaxLimitAreClampedAndTotalsNeverWrap(t *testing.T) {
 	if want := 5 * window.MaxValue * time.Microsecond; last.RT != want {
 		t.Fatalf("RT total = %v, want five buckets' most, %v", last.RT, want)
 	}
-	// A batch of flow.MaxLimit fits a limit of flow.MaxLimit; nothing more does.
+	// A batch of flowlimits.MaxLimit fits a limit of flowlimits.MaxLimit; nothing more does.
 	mustEnter(t, g, "limited", WithCount(math.MaxInt64)).Exit(nil)
 	mustBlock(t, g, "limited", "qps", flow.RateLimited)
 }

@@ -2,11 +2,12 @@ package slidegate
 
 import (
 	"errors"
-	"github.com/slidegate/slidegate/flow"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 
 	"github.com/slidegate/slidegate/clock"
 )

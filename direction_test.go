@@ -2,8 +2,9 @@ package slidegate
 
 import (
 	"errors"
-	"github.com/slidegate/slidegate/flow"
 	"testing"
+
+	"github.com/slidegate/slidegate/flow"
 
 	"github.com/slidegate/slidegate/clock"
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // An EntryOption modifies one Enter.
@@ -31,8 +32,8 @@ const (
 )
 
 // WithCount makes the request count as n (a batch): rules and statistics
-// count n requests. n below 1 counts as 1, and n above [flow.MaxLimit], the largest
-// limit a rule can have, as flow.MaxLimit: a batch within any limit is
+// count n requests. n below 1 counts as 1, and n above 2^32-1, the largest
+// limit a rule can have, as 2^32-1: a batch within any limit is
 // counted whole.
 func WithCount(n int64) EntryOption { return EntryOption{kind: optCount, count: n} }
 
@@ -244,7 +245,7 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 		case optKey:
 			key = o.key
 		case optCount:
-			count = min(max(o.count, 1), flow.MaxLimit)
+			count = min(max(o.count, 1), flowlimits.MaxLimit)
 		case optPriority:
 			priority = true
 		case optInbound:

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
@@ -104,7 +103,7 @@ type FlowRule struct {
 	// all the time: a cap on floods (see flow.ShedderSettings.CPU).
 	CPUThreshold float64 `json:"cpu_threshold,omitempty" yaml:"cpu_threshold,omitempty"`
 	// Algorithm is how an adaptive rule moves its limit: "gradient" (the
-	// default) or "aimd" (flow.Gradient, flow.AIMD).
+	// default) or "aimd" (see flow.AdaptiveSettings.Algorithm).
 	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
 	// MinLimit and MaxLimit bound an adaptive rule's limit (defaults 4
 	// and 10000). It
@@ -416,7 +415,7 @@ func (f FlowRule) checkKeys(p *problems) {
 	}
 	var bad []string // in key order, once found: most rules have none
 	for key, n := range f.Overrides {
-		if len(key) > bounds.MaxKeyLength || n < 0 || n > flow.MaxLimit {
+		if len(key) > bounds.MaxKeyLength || n < 0 || n > flowlimits.MaxLimit {
 			bad = append(bad, key)
 		}
 	}
@@ -426,7 +425,7 @@ func (f FlowRule) checkKeys(p *problems) {
 		case len(key) > bounds.MaxKeyLength:
 			p.add("overrides", "a key of %d bytes: keys are at most %d bytes long", len(key), bounds.MaxKeyLength)
 		default:
-			p.add("overrides", "%q: %d must be between 0 and %d", key, n, int64(flow.MaxLimit))
+			p.add("overrides", "%q: %d must be between 0 and %d", key, n, int64(flowlimits.MaxLimit))
 		}
 	}
 }

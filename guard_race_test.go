@@ -52,8 +52,8 @@ func TestReloadWhileTrafficFlows(t *testing.T) {
 		t.Fatalf("stats = %+v; admitted %d, failed %d", s, admitted.Load(), failed.Load())
 	}
 	for _, c := range g.snap.Load().by["a"].checks {
-		if l, ok := c.rule.(*concurrencyRule); ok && l.c.InFlight() != 0 {
-			t.Fatalf("a concurrency limiter ended with %d in flight", l.c.InFlight())
+		if l, ok := c.rule.(*concurrencyRule); ok && l.c.InFlight("") != 0 {
+			t.Fatalf("a concurrency limiter ended with %d in flight", l.c.InFlight(""))
 		}
 	}
 }

@@ -3,12 +3,13 @@ package slidegate
 import (
 	"context"
 	"errors"
-	"github.com/slidegate/slidegate/flow"
 	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"

@@ -2,10 +2,11 @@ package slidegate
 
 import (
 	"errors"
-	"github.com/slidegate/slidegate/flow"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 
 	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"

@@ -2,10 +2,11 @@ package slidegate
 
 import (
 	"fmt"
-	"github.com/slidegate/slidegate/internal/bounds"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 // Named returns a copy of r in which every rule has its name, and every

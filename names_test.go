@@ -2,12 +2,13 @@ package slidegate
 
 import (
 	"errors"
-	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/internal/bounds"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/bounds"
 )
 
 func TestRulesWithoutNamesAreNamedAfterTheirType(t *testing.T) {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/slidegate/slidegate/flow"
 	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )

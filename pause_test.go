@@ -1,9 +1,10 @@
 package slidegate
 
 import (
-	"github.com/slidegate/slidegate/breaker"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/breaker"
 )
 
 // The time a request waits on its client (Entry.Pause to Resume) is not

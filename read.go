@@ -7,7 +7,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -244,6 +244,18 @@ func (g *Guard) ClusterHealth() (ClusterHealth, bool) {
 	return r.Health(), true
 }
 
+// A KeyStat is what [Guard.TopKeys] says of one key.
+type KeyStat struct {
+	// Key is the key, cut to 64 bytes and made valid UTF-8.
+	Key string
+	// Allowed is how many of the key's requests the rule's first window
+	// counts now: those allowed in its last interval or so.
+	Allowed int64
+	// Blocked is how many of the key's requests were refused in the first
+	// window's current interval and the one before.
+	Blocked int64
+}
+
 // TopKeys returns the keys busiest under the per-key QPS rules of the
 // resource called name (its first such rule's window), at most n of them,
 // busiest first: by allowed requests, or by blocked ones if byBlocked.
@@ -251,19 +263,24 @@ func (g *Guard) ClusterHealth() (ClusterHealth, bool) {
 // rest are counted together (see flow.KeyedQPS), so what TopKeys shows is
 // bounded however many keys there are. It returns nil for a resource
 // without local per-key QPS rules.
-func (g *Guard) TopKeys(name string, n int, byBlocked bool) []flow.KeyStat {
+func (g *Guard) TopKeys(name string, n int, byBlocked bool) []KeyStat {
 	return g.TopKeysAt(g.clock.Now(), name, n, byBlocked)
 }
 
 // TopKeysAt is TopKeys at time now, in nanoseconds on the guard's clock.
-func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []flow.KeyStat {
+func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeyStat {
 	b := g.snap.Load().by[name]
 	if b == nil {
 		return nil
 	}
 	for _, ch := range b.checks {
 		if k, ok := ch.rule.(*keyedRule); ok {
-			return k.q.TopAt(now, n, byBlocked)
+			top := flowstate.TopKeys(k.q, now, n, byBlocked)
+			out := make([]KeyStat, len(top))
+			for i, t := range top {
+				out[i] = KeyStat(t)
+			}
+			return out
 		}
 	}
 	return nil
@@ -359,5 +376,5 @@ func (g *Guard) DroppedEvents() int64 { return g.events.droppedCount() }
 // bound WithKeyMemory set. A rule the guard no longer uses gives its bytes
 // back once the garbage collector has found it so.
 func (g *Guard) KeyMemory() (inUse, limit int64) {
-	return g.keys.InUse(), g.keys.Limit()
+	return flowstate.KeyMemory(g.keys)
 }

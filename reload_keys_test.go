@@ -1,8 +1,9 @@
 package slidegate
 
 import (
-	"github.com/slidegate/slidegate/flow"
 	"testing"
+
+	"github.com/slidegate/slidegate/flow"
 )
 
 // A reload that only gives another key an override must not forget the

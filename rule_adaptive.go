@@ -7,6 +7,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
@@ -22,7 +23,9 @@ var adaptiveKind = kind{
 	Kind:   rulekind.Kind{Name: string(AdaptiveRule), Learnt: true, Baseline: true},
 	fields: []string{"limit", "algorithm", "min_limit", "max_limit", "tolerance", "share"},
 	normal: func(f *FlowRule) {
-		f.Algorithm = adaptiveSettings(*f).Algorithm.String()
+		if f.Algorithm == "" {
+			f.Algorithm = flowlimits.DefaultAdaptiveAlgorithm
+		}
 		def := func(v *int64, d int64) {
 			if *v == 0 {
 				*v = d
@@ -40,16 +43,12 @@ var adaptiveKind = kind{
 }
 
 // The adaptive algorithms' names in rules (FlowRule.Algorithm).
-var adaptiveAlgorithms = map[string]flow.AdaptiveAlgorithm{"": flow.Gradient, "gradient": flow.Gradient, "aimd": flow.AIMD}
+var adaptiveAlgorithms = map[string]bool{"": true, "gradient": true, "aimd": true}
 
 // adaptiveSettings returns an adaptive rule's settings, its defaults left
 // to flow.NewAdaptive.
 func adaptiveSettings(f FlowRule) flow.AdaptiveSettings {
-	alg, ok := adaptiveAlgorithms[f.Algorithm]
-	if !ok {
-		alg = flow.AIMD + 1 // NewAdaptive names it; Validate has already
-	}
-	return flow.AdaptiveSettings{Algorithm: alg, InitialLimit: f.Limit, MinLimit: f.MinLimit, MaxLimit: f.MaxLimit, Tolerance: f.Tolerance}
+	return flow.AdaptiveSettings{Algorithm: f.Algorithm, InitialLimit: f.Limit, MinLimit: f.MinLimit, MaxLimit: f.MaxLimit, Tolerance: f.Tolerance}
 }
 
 // buildAdaptive makes an adaptive rule's enforcer.
@@ -98,6 +97,6 @@ func (*adaptiveRule) resizable() bool        { return true }
 func (*adaptiveRule) setLimit(_ int64) error { return nil }
 
 func (r *adaptiveRule) statusAt(_ int64, _ FlowRule, _ func() float64) OverloadStatus {
-	l := r.a.Limit()
-	return OverloadStatus{Limit: l, Cap: l, InFlight: r.a.InFlight(), Baseline: r.a.Baseline(), CPU: -1}
+	o := flowstate.Adaptive(r.a)
+	return OverloadStatus{Limit: o.Limit, Cap: o.Limit, InFlight: o.InFlight, Baseline: o.Baseline, CPU: -1}
 }

@@ -31,7 +31,7 @@ func buildConcurrency(f FlowRule, on builder) (rule, error) {
 	case f.PerKey && on.judging:
 		return nil, nil // its limit is all it has, and checkKeys has judged it
 	case f.PerKey:
-		l, err := flow.NewKeyedConcurrency(flow.KeyedConcurrencySettings{Limit: f.Limit, Overrides: f.Overrides, KeyMemory: on.keys})
+		l, err := flow.NewConcurrency(flow.ConcurrencySettings{Limit: f.Limit, PerKey: true, Overrides: f.Overrides, KeyMemory: on.keys})
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +51,7 @@ type concurrencyRule struct{ c *flow.Concurrency }
 func (*concurrencyRule) phase() phase { return phaseConcurrency }
 
 func (r *concurrencyRule) admit(_ context.Context, e *entry, _ int64, h *hold) flow.Decision {
-	d := r.c.AcquireN(&h.permit, e.count)
+	d := r.c.AcquireN(&h.permit, "", e.count)
 	if d.Allowed {
 		h.by = r
 	}
@@ -63,11 +63,12 @@ func (r *concurrencyRule) release(h *hold, now int64, o breaker.Outcome, blocked
 }
 
 func (*concurrencyRule) resizable() bool              { return true }
-func (r *concurrencyRule) setLimit(limit int64) error { return r.c.SetLimit(limit) }
+func (r *concurrencyRule) setLimit(limit int64) error { return r.c.Set(limit, nil) }
 
-// A keyConcurrencyRule bounds each key's requests in flight
-// (flow.KeyedConcurrency), as concurrencyRule does for the whole resource.
-type keyConcurrencyRule struct{ c *flow.KeyedConcurrency }
+// A keyConcurrencyRule bounds each key's requests in flight (a
+// flow.Concurrency per key), as concurrencyRule does for the whole
+// resource.
+type keyConcurrencyRule struct{ c *flow.Concurrency }
 
 func (*keyConcurrencyRule) phase() phase { return phaseConcurrency }
 

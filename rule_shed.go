@@ -8,6 +8,7 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/internal/rulekind"
 )
 
@@ -79,7 +80,8 @@ func (r *shedRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) 
 }
 
 func (r *shedRule) statusAt(now int64, f FlowRule, cpu func() float64) OverloadStatus {
-	st := OverloadStatus{Limit: r.s.MaxInFlightAt(now), InFlight: r.s.InFlight(), Shedding: r.s.SheddingAt(now), CPU: -1}
+	o := flowstate.Shedder(r.s, now)
+	st := OverloadStatus{Limit: o.Limit, InFlight: o.InFlight, Shedding: o.Shedding, CPU: -1}
 	if st.Limit == math.MaxInt64 {
 		st.Limit = -1
 	}

@@ -40,8 +40,8 @@ func buildThrottle(f FlowRule, on builder) (rule, error) {
 		_, err := flow.NewThrottle(flow.ThrottleSettings{Limit: f.Limit, Interval: f.interval(), MaxWait: time.Duration(f.MaxWait)})
 		return nil, err
 	case f.PerKey:
-		t, err := flow.NewKeyedThrottle(flow.KeyedThrottleSettings{Limit: f.Limit, Interval: f.interval(), MaxWait: time.Duration(f.MaxWait),
-			Overrides: f.Overrides, KeyMemory: on.keys, Clock: on.clock})
+		t, err := flow.NewThrottle(flow.ThrottleSettings{Limit: f.Limit, Interval: f.interval(), MaxWait: time.Duration(f.MaxWait),
+			PerKey: true, Overrides: f.Overrides, KeyMemory: on.keys, Clock: on.clock})
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +73,7 @@ type throttleRule struct {
 func (*throttleRule) phase() phase { return phaseThrottle }
 
 func (r *throttleRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
-	h.place = r.t.ReserveNAt(now, e.count)
+	h.place = r.t.ReserveNAt(now, "", e.count)
 	if h.place.Allowed {
 		h.by = r
 	}
@@ -87,11 +87,11 @@ func (r *throttleRule) release(h *hold, now int64, _ breaker.Outcome, blocked bo
 }
 
 func (r *throttleRule) resizable() bool            { return !r.warm }
-func (r *throttleRule) setLimit(limit int64) error { return r.t.SetLimit(limit) }
+func (r *throttleRule) setLimit(limit int64) error { return r.t.Set(limit, nil) }
 
-// A keyThrottleRule spaces each key's requests evenly
-// (flow.KeyedThrottle), as throttleRule does for the whole resource.
-type keyThrottleRule struct{ t *flow.KeyedThrottle }
+// A keyThrottleRule spaces each key's requests evenly (a flow.Throttle
+// per key), as throttleRule does for the whole resource.
+type keyThrottleRule struct{ t *flow.Throttle }
 
 func (*keyThrottleRule) phase() phase { return phaseThrottle }
 

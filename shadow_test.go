@@ -2,10 +2,11 @@ package slidegate
 
 import (
 	"errors"
-	"github.com/slidegate/slidegate/flow"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/flow"
 )
 
 // A shadow rule decides as its enforcing twin does on the same traffic:

@@ -197,13 +197,13 @@ func (p *problems) name(field, name string, required bool) {
 	}
 }
 
-// count checks a number of requests: from 0 to flow.MaxLimit.
+// count checks a number of requests: from 0 to flowlimits.MaxLimit.
 func (p *problems) count(field string, n int64) {
 	switch {
 	case n < 0:
 		p.add(field, "%d must not be negative", n)
-	case n > flow.MaxLimit:
-		p.add(field, "%d must be at most %d", n, int64(flow.MaxLimit))
+	case n > flowlimits.MaxLimit:
+		p.add(field, "%d must be at most %d", n, int64(flowlimits.MaxLimit))
 	}
 }
 

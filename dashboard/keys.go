@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
-	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/rulekind"
 )
@@ -76,12 +75,12 @@ func (d *Dashboard) observeKeys(rules slidegate.Rules) {
 // then blocked, most first, then by key. Keys that read the same, cut to 64 bytes
 // and made valid UTF-8 as JSON writes them, are added up: the page could not
 // tell them apart. ks is reordered.
-func topKeys(ks []flow.KeyStat, n int) []keyJSON {
+func topKeys(ks []slidegate.KeyStat, n int) []keyJSON {
 	for i := range ks {
 		k := ks[i].Key
 		ks[i].Key = strings.ToValidUTF8(k[:min(len(k), flowlimits.MaxShownKeyLength)], "\uFFFD")
 	}
-	slices.SortFunc(ks, func(a, b flow.KeyStat) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(ks, func(a, b slidegate.KeyStat) int { return strings.Compare(a.Key, b.Key) })
 	merged := ks[:0]
 	for _, k := range ks {
 		if m := len(merged); m > 0 && merged[m-1].Key == k.Key {
@@ -91,15 +90,15 @@ func topKeys(ks []flow.KeyStat, n int) []keyJSON {
 		}
 		merged = append(merged, k)
 	}
-	byBlocked := func(a, b flow.KeyStat) int {
+	byBlocked := func(a, b slidegate.KeyStat) int {
 		return cmp.Or(cmp.Compare(b.Blocked, a.Blocked), cmp.Compare(b.Allowed, a.Allowed), strings.Compare(a.Key, b.Key))
 	}
-	byAllowed := func(a, b flow.KeyStat) int {
+	byAllowed := func(a, b slidegate.KeyStat) int {
 		return cmp.Or(cmp.Compare(b.Allowed, a.Allowed), cmp.Compare(b.Blocked, a.Blocked), strings.Compare(a.Key, b.Key))
 	}
 	// The union of the n most blocked and the n busiest.
 	slices.SortFunc(merged, byBlocked)
-	top := make([]flow.KeyStat, 0, 2*n)
+	top := make([]slidegate.KeyStat, 0, 2*n)
 	chosen := make(map[string]bool, n)
 	for _, k := range merged[:min(n, len(merged))] {
 		if k.Blocked == 0 {

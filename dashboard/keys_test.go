@@ -102,7 +102,7 @@ func TestSnapshotsAndEventsCarryTheTopKeys(t *testing.T) {
 
 func TestTopKeysAreTheBusiestAndTheMostBlocked(t *testing.T) {
 	long := strings.Repeat("x", 64)
-	ks := []flow.KeyStat{
+	ks := []slidegate.KeyStat{
 		{Key: "a", Allowed: 100}, {Key: "b", Allowed: 90}, {Key: "c", Allowed: 5, Blocked: 50},
 		{Key: "d", Allowed: 1, Blocked: 60}, {Key: "e", Allowed: 2, Blocked: 40}, {Key: "f", Allowed: 3},
 		{Key: long + "1", Allowed: 40, Blocked: 30}, {Key: long + "2", Allowed: 45, Blocked: 25}, // one key once cut
@@ -126,9 +126,9 @@ func TestTopKeysAreTheBusiestAndTheMostBlocked(t *testing.T) {
 func TestTopKeysMatchesAModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 2000 {
-		ks := make([]flow.KeyStat, rng.IntN(30))
+		ks := make([]slidegate.KeyStat, rng.IntN(30))
 		for i := range ks {
-			ks[i] = flow.KeyStat{Key: fmt.Sprint("k", rng.IntN(40)), Allowed: rng.Int64N(5), Blocked: rng.Int64N(4)}
+			ks[i] = slidegate.KeyStat{Key: fmt.Sprint("k", rng.IntN(40)), Allowed: rng.Int64N(5), Blocked: rng.Int64N(4)}
 		}
 		n := rng.IntN(8)
 		got := topKeys(slices.Clone(ks), n)
@@ -192,7 +192,7 @@ func TestTopKeysOption(t *testing.T) {
 // json.Marshal must not fail on any key: the frame would be lost.
 func TestAnyKeyEncodes(t *testing.T) {
 	for _, key := range []string{"", "\x00", "\xff\xfe", "<img src=x onerror=alert(1)>", "\u2028\u2029", `"}]}`} {
-		top := topKeys([]flow.KeyStat{{Key: key, Allowed: 1}}, 1)
+		top := topKeys([]slidegate.KeyStat{{Key: key, Allowed: 1}}, 1)
 		b, err := json.Marshal(top)
 		if err != nil {
 			t.Fatalf("%q: %v", key, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // newBudget returns a retry budget of ratio retries per request, no floor,
@@ -29,26 +30,26 @@ func newBudget(t *testing.T, ratio float64, clk clock.Clock) *flow.RetryBudget {
 // retries of failed attempts and one of a breaker's probe, and returns
 // what it counted: the retries allowed and blocked, and the probe not
 // retried.
-func spend(b *flow.RetryBudget, requests, retries int) flow.RetryStats {
-	var st flow.RetryStats
+func spend(b *flow.RetryBudget, requests, retries int) flowstate.RetryStats {
+	var st flowstate.RetryStats
 	for range requests {
 		b.Request()
 		st.Requests++
 	}
 	for range retries {
-		if b.Retry(flow.AttemptFailed) {
+		if _, ok := b.Retry(flow.AttemptFailed); ok {
 			st.Retries++
 		} else {
 			st.Blocked++
 		}
 	}
-	if !b.Retry(flow.AttemptProbe) {
+	if _, ok := b.Retry(flow.AttemptProbe); !ok {
 		st.NotRetried++
 	}
 	return st
 }
 
-func retryOf(name string, st flow.RetryStats) retryJSON {
+func retryOf(name string, st flowstate.RetryStats) retryJSON {
 	return retryJSON{Budget: name, Requests: st.Requests, Retries: st.Retries, Blocked: st.Blocked, NotRetried: st.NotRetried}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // A point is one sample of one resource: 64 bytes.
@@ -275,7 +276,7 @@ func (d *Dashboard) sorted() []*series {
 func (d *Dashboard) retriesNow() []retryJSON {
 	out := make([]retryJSON, len(d.budgets))
 	for i, nb := range d.budgets {
-		st := nb.b.Stats()
+		st := flowstate.Retries(nb.b)
 		out[i] = retryJSON{Budget: nb.name, Requests: st.Requests, Retries: st.Retries, Blocked: st.Blocked, NotRetried: st.NotRetried}
 	}
 	return out

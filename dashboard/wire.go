@@ -75,7 +75,7 @@ type keysJSON struct {
 
 // keyJSON is one key: the requests allowed in the last interval of the
 // resource's first per-key rule, and those the per-key rules blocked in
-// that interval and the one before (flow.KeyStat).
+// that interval and the one before (slidegate.KeyStat).
 type keyJSON struct {
 	Key     string `json:"key"` // at most 64 bytes; any text a client sent
 	Allowed int64  `json:"allowed"`
@@ -191,7 +191,7 @@ type overloadJSON struct {
 	Baseline float64 `json:"baseline"` // an adaptive rule's least response time, seconds; 0: none yet
 }
 
-// retryJSON is a retry budget (WithRetryBudget): its flow.RetryStats.
+// retryJSON is a retry budget (WithRetryBudget): what it counted.
 type retryJSON struct {
 	Budget     string `json:"budget"`      // the name it was given, at most 256 bytes
 	Requests   int64  `json:"requests"`    // original requests counted in its interval

@@ -10,40 +10,17 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
-
-// An AdaptiveAlgorithm is how an [Adaptive] limiter moves its limit at the
-// end of each window of samples.
-type AdaptiveAlgorithm uint8
-
-const (
-	// Gradient scales the limit by how far the window's mean response time
-	// is from the baseline when requests queue: by tolerance × baseline /
-	// mean, between 0.5 and 1. It grows by the limit's square root when
-	// they do not, and the limit is in use.
-	Gradient AdaptiveAlgorithm = iota
-	// AIMD cuts the limit by the backoff factor when the window's mean
-	// response time is above tolerance × baseline. It grows as Gradient
-	// does.
-	AIMD
-)
-
-// String returns "gradient" or "aimd".
-func (a AdaptiveAlgorithm) String() string {
-	switch a {
-	case Gradient:
-		return "gradient"
-	case AIMD:
-		return "aimd"
-	}
-	return fmt.Sprintf("AdaptiveAlgorithm(%d)", uint8(a))
-}
 
 // AdaptiveSettings configure an [Adaptive] limiter. Every zero field takes
 // its default.
 type AdaptiveSettings struct {
-	// Algorithm is Gradient (the default) or AIMD.
-	Algorithm AdaptiveAlgorithm
+	// Algorithm is how the limit comes down when requests queue:
+	// "gradient" (the default) scales it by tolerance × baseline / mean,
+	// between 0.5 and 1; "aimd" multiplies it by Backoff. Both grow it by
+	// its square root while it is in use and requests do not queue.
+	Algorithm string
 	// InitialLimit is the limit to start from, within [MinLimit, MaxLimit]
 	// (default 20). The limit doubles every window until requests first
 	// queue, so a low start costs a few windows.
@@ -53,7 +30,7 @@ type AdaptiveSettings struct {
 	MinLimit, MaxLimit int64
 	// Tolerance is how much slower than the baseline the mean response time
 	// may be before the limit comes down, at least 1 (default 1.25). Under
-	// sustained overload a Gradient limit settles where requests take
+	// sustained overload a gradient limit settles where requests take
 	// Tolerance × the baseline.
 	Tolerance float64
 	// Window is the shortest window of samples (default 100 ms). A window
@@ -65,7 +42,7 @@ type AdaptiveSettings struct {
 	// the baseline afresh (default 10 s; negative: never).
 	DrainInterval time.Duration
 	// Backoff multiplies the limit when a request in the window was
-	// overloaded, and for AIMD when requests queue: in [0.5, 1) (default
+	// overloaded, and for "aimd" when requests queue: in [0.5, 1) (default
 	// 0.8).
 	Backoff float64
 	// Clock is the clock the limiter reads (default clock.System).
@@ -135,8 +112,8 @@ type AdaptiveSettings struct {
 //
 // The limiter judges each window of requests by its mean response time,
 // outliers left out. It compares that mean with a baseline: the least mean
-// it has seen. When requests queue, [Gradient] cuts the limit in
-// proportion, and [AIMD] by the backoff factor. When they do not and the
+// it has seen. When requests queue, "gradient" cuts the limit in
+// proportion, and "aimd" by the backoff factor. When they do not and the
 // limit is in use, it grows. A request that ends [FailedOverloaded] cuts
 // the limit by the backoff factor. Every DrainInterval the limit dips for
 // about a response time, to measure the baseline afresh.
@@ -173,6 +150,7 @@ type Adaptive struct {
 	windows   uint64 // windows closed, for the drains' jitter
 
 	s     AdaptiveSettings
+	aimd  bool // s.Algorithm is "aimd"
 	clock clock.Clock
 }
 
@@ -182,7 +160,7 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 	if err := s.fill(); err != nil {
 		return nil, err
 	}
-	a := &Adaptive{s: s, clock: s.Clock, lim: float64(s.InitialLimit), slowStart: true,
+	a := &Adaptive{s: s, aimd: s.Algorithm == "aimd", clock: s.Clock, lim: float64(s.InitialLimit), slowStart: true,
 		fair: newFairShare(), samples: new(rtBins), drained: new(rtBins)}
 	a.limit.Store(s.InitialLimit)
 	a.measureFrom.Store(math.MaxInt64)
@@ -194,8 +172,12 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 
 // fill gives the zero fields their defaults and checks the others.
 func (s *AdaptiveSettings) fill() *ConfigError {
-	if s.Algorithm > AIMD {
-		return &ConfigError{Field: "algorithm", Value: s.Algorithm, Detail: "must be gradient or aimd"}
+	switch s.Algorithm {
+	case "":
+		s.Algorithm = flowlimits.DefaultAdaptiveAlgorithm
+	case "gradient", "aimd":
+	default:
+		return &ConfigError{Field: "algorithm", Value: s.Algorithm, Detail: `must be "gradient" or "aimd"`}
 	}
 	def := func(v *int64, d int64) {
 		if *v == 0 {
@@ -206,11 +188,11 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 	def(&s.MaxLimit, flowlimits.DefaultAdaptiveMaxLimit)
 	def(&s.InitialLimit, flowlimits.DefaultAdaptiveInitialLimit)
 	def(&s.MinSamples, flowlimits.DefaultAdaptiveMinSamples)
-	if s.MinLimit < 1 || s.MinLimit > MaxLimit {
-		return &ConfigError{Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(MaxLimit))}
+	if s.MinLimit < 1 || s.MinLimit > maxLimit {
+		return &ConfigError{Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(maxLimit))}
 	}
-	if s.MaxLimit < s.MinLimit || s.MaxLimit > MaxLimit {
-		return &ConfigError{Field: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(MaxLimit))}
+	if s.MaxLimit < s.MinLimit || s.MaxLimit > maxLimit {
+		return &ConfigError{Field: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(maxLimit))}
 	}
 	if s.InitialLimit < s.MinLimit || s.InitialLimit > s.MaxLimit {
 		// An initial limit given outside its bounds is a mistake; one
@@ -418,7 +400,7 @@ func (a *Adaptive) update(n, over, rt, peak int64) {
 		a.slowStart = false
 	case n == 0:
 		return
-	case queued && a.s.Algorithm == Gradient:
+	case queued && !a.aimd:
 		lim *= max(a.s.Tolerance*float64(a.baseline)/float64(rt), 0.5)
 		a.slowStart = false
 	case queued:
@@ -451,15 +433,17 @@ func (a *Adaptive) drainAfter(now int64) int64 {
 	return now + int64(float64(a.s.DrainInterval)*(1+jitter))
 }
 
-// Limit returns the limit in force.
-func (a *Adaptive) Limit() int64 { return a.limit.Load() }
+// limitNow returns the limit in force.
+func (a *Adaptive) limitNow() int64 { return a.limit.Load() }
 
-// InFlight returns the requests admitted and not yet done.
-func (a *Adaptive) InFlight() int64 { return a.fair.inflight.Load() }
+// inFlight returns the requests admitted and not yet done.
+func (a *Adaptive) inFlight() int64 { return a.fair.inflight.Load() }
 
-// Baseline returns the mean response time the limiter judges queueing by;
-// 0 until it has one.
-func (a *Adaptive) Baseline() time.Duration { return time.Duration(a.shownBaseline.Load()) }
+// baselineNow returns the mean response time the limiter judges queueing
+// by; 0 until it has one.
+func (a *Adaptive) baselineNow() time.Duration { return time.Duration(a.shownBaseline.Load()) }
 
-// Settings returns the limiter's settings, the defaults filled in.
-func (a *Adaptive) Settings() AdaptiveSettings { return a.s }
+// state is what the limiter has learnt.
+func (a *Adaptive) state() flowstate.Overload {
+	return flowstate.Overload{Limit: a.limitNow(), InFlight: a.inFlight(), Baseline: a.baselineNow()}
+}

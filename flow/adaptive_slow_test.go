@@ -65,7 +65,7 @@ func slowMinority(t *testing.T, s AdaptiveSettings, rate float64, slow float64, 
 // bring the limit down: the limit judges by the median, which they do not
 // move, and makes room for what they hold.
 func TestAdaptiveIgnoresAMinorityOfSlowRequests(t *testing.T) {
-	for _, alg := range []AdaptiveAlgorithm{Gradient, AIMD} {
+	for _, alg := range []string{"gradient", "aimd"} {
 		for _, c := range []struct {
 			slow   float64
 			factor int64

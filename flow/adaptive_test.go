@@ -30,7 +30,7 @@ func batch(t *testing.T, a *Adaptive, now int64, n int, rt time.Duration, overlo
 	ps := make([]Permit, n)
 	for i := range ps {
 		if d := a.AcquireAt(now, &ps[i], ""); !d.Allowed {
-			t.Fatalf("request %d of %d at %v blocked (%v) under a limit of %d", i, n, time.Duration(now), d.Reason, a.Limit())
+			t.Fatalf("request %d of %d at %v blocked (%v) under a limit of %d", i, n, time.Duration(now), d.Reason, a.limitNow())
 		}
 	}
 	o := Succeeded
@@ -64,49 +64,49 @@ func TestAdaptiveGradientFollowsTheQueue(t *testing.T) {
 	// baseline, no queue: slow start doubles.
 	batch(t, a, 80*ms, 20, 10*time.Millisecond, false)
 	closeAt(a, 100*ms)
-	if got := a.Limit(); got != 40 || !near(a.Baseline(), 10*time.Millisecond) {
-		t.Fatalf("after a window without queueing: limit %d, baseline %v; want 40, 10ms", got, a.Baseline())
+	if got := a.limitNow(); got != 40 || !near(a.baselineNow(), 10*time.Millisecond) {
+		t.Fatalf("after a window without queueing: limit %d, baseline %v; want 40, 10ms", got, a.baselineNow())
 	}
 	// Window 2: 40 in flight take 30 ms: 1.25 × 10 / 30, at least 0.5.
 	batch(t, a, 160*ms, 40, 30*time.Millisecond, false)
 	closeAt(a, 200*ms)
-	if got := a.Limit(); got != 20 {
+	if got := a.limitNow(); got != 20 {
 		t.Fatalf("after requests took 3 × the baseline: limit %d, want 20", got)
 	}
 	// Window 3: no queue again, out of slow start: grows by its root.
 	batch(t, a, 280*ms, 20, 10*time.Millisecond, false)
 	closeAt(a, 300*ms)
-	if got, want := a.Limit(), int64(math.Round(20+math.Sqrt(20))); got != want {
+	if got, want := a.limitNow(), int64(math.Round(20+math.Sqrt(20))); got != want {
 		t.Fatalf("after the queue went: limit %d, want %d", got, want)
 	}
 	// Window 4: 1.2 × the baseline is within the tolerance, but only 10
 	// of 24 were in flight: no growth.
 	batch(t, a, 380*ms, 10, 12*time.Millisecond, false)
 	closeAt(a, 400*ms)
-	if got, want := a.Limit(), int64(math.Round(20+math.Sqrt(20))); got != want {
+	if got, want := a.limitNow(), int64(math.Round(20+math.Sqrt(20))); got != want {
 		t.Fatalf("after a window using under half the limit: limit %d, want %d", got, want)
 	}
 }
 
 func TestAdaptiveBacksOffWhenRequestsAreOverloaded(t *testing.T) {
-	for _, alg := range []AdaptiveAlgorithm{Gradient, AIMD} {
+	for _, alg := range []string{"gradient", "aimd"} {
 		a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: alg, InitialLimit: 100, DrainInterval: -1})
 		// Fast, but timed out: the response times say nothing of them.
 		batch(t, a, 90*ms, 10, time.Millisecond, true)
 		closeAt(a, 100*ms)
-		if got := a.Limit(); got != 80 {
+		if got := a.limitNow(); got != 80 {
 			t.Errorf("%v: after overloaded requests: limit %d, want 80", alg, got)
 		}
 	}
 }
 
 func TestAdaptiveAIMDCutsWhenRequestsQueue(t *testing.T) {
-	a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: AIMD, DrainInterval: -1})
+	a, _ := newTestAdaptive(t, AdaptiveSettings{Algorithm: "aimd", DrainInterval: -1})
 	batch(t, a, 80*ms, 20, 10*time.Millisecond, false) // baseline 10 ms; slow start: 40
 	closeAt(a, 100*ms)
 	batch(t, a, 180*ms, 40, 16*time.Millisecond, false)
 	closeAt(a, 200*ms)
-	if got := a.Limit(); got != 32 {
+	if got := a.limitNow(); got != 32 {
 		t.Fatalf("AIMD after requests took 1.6 × the baseline: limit %d, want 40 × 0.8 = 32", got)
 	}
 }
@@ -115,11 +115,11 @@ func TestAdaptiveNeverLeavesItsBounds(t *testing.T) {
 	a, _ := newTestAdaptive(t, AdaptiveSettings{MinLimit: 8, MaxLimit: 30, DrainInterval: -1})
 	now := 90 * ms
 	for range 5 { // no queue, whole limit in use: would double each time
-		batch(t, a, now, int(a.Limit()), time.Millisecond, false)
+		batch(t, a, now, int(a.limitNow()), time.Millisecond, false)
 		now += 200 * ms
 		closeAt(a, now)
 	}
-	if got := a.Limit(); got != 30 {
+	if got := a.limitNow(); got != 30 {
 		t.Fatalf("limit %d, want the max limit 30", got)
 	}
 	for range 20 {
@@ -127,7 +127,7 @@ func TestAdaptiveNeverLeavesItsBounds(t *testing.T) {
 		now += 200 * ms
 		closeAt(a, now)
 	}
-	if got := a.Limit(); got != 8 {
+	if got := a.limitNow(); got != 8 {
 		t.Fatalf("limit %d, want the min limit 8", got)
 	}
 }
@@ -141,10 +141,10 @@ func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 60, DrainInterval: time.Second})
 	batch(t, a, 80*ms, 60, 10*time.Millisecond, false)
 	closeAt(a, 100*ms)
-	if !near(a.Baseline(), 10*time.Millisecond) {
-		t.Fatalf("baseline %v, want 10ms", a.Baseline())
+	if !near(a.baselineNow(), 10*time.Millisecond) {
+		t.Fatalf("baseline %v, want 10ms", a.baselineNow())
 	}
-	before := a.Limit() // 120: slow start
+	before := a.limitNow() // 120: slow start
 	// Past the drain time (1 s ± 25%), the whole limit in flight.
 	old := make([]Permit, before)
 	for i := range old {
@@ -157,7 +157,7 @@ func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 	for i := range 11 {
 		old[i].DoneAt(1330*ms, Succeeded)
 	}
-	drain := a.Limit()
+	drain := a.limitNow()
 	if want := int64(math.Round(0.8 * float64(before) / flowlimits.DefaultAdaptiveTolerance)); drain != want {
 		t.Fatalf("draining: limit %d, want 0.8 × %d / the tolerance = %d", drain, before, want)
 	}
@@ -169,14 +169,14 @@ func TestAdaptiveDrainRemeasuresTheBaseline(t *testing.T) {
 	// The service now takes 50 ms: the next ten requests admitted measure
 	// it, and the one after them ends the drain.
 	batch(t, a, 1350*ms, 10, 50*time.Millisecond, false)
-	if a.Limit() != drain {
-		t.Fatalf("limit %d before the drain's tenth measure ended, want %d still", a.Limit(), drain)
+	if a.limitNow() != drain {
+		t.Fatalf("limit %d before the drain's tenth measure ended, want %d still", a.limitNow(), drain)
 	}
 	old[before-1].DoneAt(1400*ms, Succeeded)
-	if got := a.Baseline(); !near(got, 50*time.Millisecond) {
+	if got := a.baselineNow(); !near(got, 50*time.Millisecond) {
 		t.Fatalf("baseline after the drain %v, want 50ms", got)
 	}
-	if got := a.Limit(); got != before {
+	if got := a.limitNow(); got != before {
 		t.Fatalf("limit after the drain %d, want %d back", got, before)
 	}
 }
@@ -185,9 +185,9 @@ func TestAdaptiveDrainStopsAtTheMinLimit(t *testing.T) {
 	a, _ := newTestAdaptive(t, AdaptiveSettings{InitialLimit: 9, MinLimit: 6, DrainInterval: time.Second})
 	batch(t, a, 80*ms, 9, 10*time.Millisecond, false)
 	closeAt(a, 100*ms)
-	batch(t, a, 1300*ms, int(a.Limit()), 10*time.Millisecond, false)
+	batch(t, a, 1300*ms, int(a.limitNow()), 10*time.Millisecond, false)
 	closeAt(a, 1400*ms)
-	if got := a.Limit(); got != 6 {
+	if got := a.limitNow(); got != 6 {
 		t.Fatalf("draining: limit %d, want the min limit 6", got)
 	}
 }
@@ -217,8 +217,8 @@ func TestAdaptiveNeverAdmitsOverItsLimitUnderRace(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if peak.Load() > 5 || a.InFlight() != 0 {
-		t.Fatalf("peak %d in flight under a limit of 5; %d left", peak.Load(), a.InFlight())
+	if peak.Load() > 5 || a.inFlight() != 0 {
+		t.Fatalf("peak %d in flight under a limit of 5; %d left", peak.Load(), a.inFlight())
 	}
 }
 
@@ -227,7 +227,7 @@ func TestAdaptiveSettingsErrorsNameTheSetting(t *testing.T) {
 		s      AdaptiveSettings
 		option string
 	}{
-		{AdaptiveSettings{Algorithm: 7}, "algorithm"},
+		{AdaptiveSettings{Algorithm: "vegas"}, "algorithm"},
 		{AdaptiveSettings{MinLimit: -1}, "min_limit"},
 		{AdaptiveSettings{MinLimit: 10, MaxLimit: 5}, "max_limit"},
 		{AdaptiveSettings{InitialLimit: 3, MinLimit: 4}, "initial_limit"},
@@ -248,8 +248,8 @@ func TestAdaptiveSettingsErrorsNameTheSetting(t *testing.T) {
 	}
 	// A default initial limit outside bounds set around it moves in.
 	a, err := NewAdaptive(AdaptiveSettings{MinLimit: 50, MaxLimit: 100})
-	if err != nil || a.Limit() != 50 {
-		t.Fatalf("NewAdaptive with bounds above the default start: %v, limit %d; want 50", err, a.Limit())
+	if err != nil || a.limitNow() != 50 {
+		t.Fatalf("NewAdaptive with bounds above the default start: %v, limit %d; want 50", err, a.limitNow())
 	}
 }
 
@@ -276,7 +276,7 @@ func TestAdaptiveFewFastAnswersDoNotLowerTheBaseline(t *testing.T) {
 		ps := make([]Permit, 20)
 		for j := range ps {
 			if !a.AcquireAt(now, &ps[j], "").Allowed {
-				t.Fatalf("after %v: request %d of 20 blocked under a limit of %d (baseline %v)", time.Duration(now), j, a.Limit(), a.Baseline())
+				t.Fatalf("after %v: request %d of 20 blocked under a limit of %d (baseline %v)", time.Duration(now), j, a.limitNow(), a.baselineNow())
 			}
 		}
 		for j := range ps {
@@ -288,7 +288,7 @@ func TestAdaptiveFewFastAnswersDoNotLowerTheBaseline(t *testing.T) {
 		}
 		now += 10 * ms
 	}
-	if b := a.Baseline(); b < 9*time.Millisecond {
+	if b := a.baselineNow(); b < 9*time.Millisecond {
 		t.Fatalf("baseline %v, want about the 9.8 ms average", b)
 	}
 }
@@ -303,11 +303,11 @@ func TestAdaptiveIgnoresASampleFromAClockThatWentBack(t *testing.T) {
 	a.AcquireAt(150*ms, &p, "")
 	p.DoneAt(140*ms, Succeeded)
 	closeAt(a, 300*ms)
-	if b := a.Baseline(); !near(b, 10*time.Millisecond) {
+	if b := a.baselineNow(); !near(b, 10*time.Millisecond) {
 		t.Fatalf("baseline %v after a request that ended before it began, want 10ms", b)
 	}
-	if a.InFlight() != 0 {
-		t.Fatalf("%d in flight", a.InFlight())
+	if a.inFlight() != 0 {
+		t.Fatalf("%d in flight", a.inFlight())
 	}
 }
 
@@ -324,19 +324,19 @@ func TestAdaptiveDrainKeepsTheOverloadSignal(t *testing.T) {
 	var p Permit
 	a.AcquireAt(1290*ms, &p, "")
 	p.DoneAt(1300*ms, Succeeded) // closes the window, past the drain time
-	if got, want := a.Limit(), int64(math.Round(120*flowlimits.DefaultAdaptiveBackoff)); got != want {
+	if got, want := a.limitNow(), int64(math.Round(120*flowlimits.DefaultAdaptiveBackoff)); got != want {
 		t.Fatalf("limit %d after a window with overloaded requests past the drain time, want %d: a drain started instead", got, want)
 	}
-	before := a.Limit()
+	before := a.limitNow()
 	// The next window drains; requests overloaded during it cut what it
 	// comes back to.
 	batch(t, a, 1500*ms, int(before), 10*time.Millisecond, false)
-	if a.Limit() >= before {
-		t.Fatalf("limit %d: no drain from %d", a.Limit(), before)
+	if a.limitNow() >= before {
+		t.Fatalf("limit %d: no drain from %d", a.limitNow(), before)
 	}
 	batch(t, a, 1560*ms, 10, 10*time.Millisecond, true)  // ending in the drain
 	batch(t, a, 1600*ms, 10, 20*time.Millisecond, false) // the first ends the drain, at 1.61 s
-	if got, want := a.Limit(), int64(math.Round(float64(before)*flowlimits.DefaultAdaptiveBackoff)); got != want {
+	if got, want := a.limitNow(), int64(math.Round(float64(before)*flowlimits.DefaultAdaptiveBackoff)); got != want {
 		t.Fatalf("limit %d after a drain with overloaded requests, want %d", got, want)
 	}
 }

@@ -29,14 +29,14 @@ func BenchmarkBaselineAtomicAdd(b *testing.B) {
 
 // An unreachable limit, so that every decision allows and counts.
 func BenchmarkQPSAllow(b *testing.B) {
-	q := mustQPS(b, QPSSettings{Limit: MaxLimit, Interval: time.Second})
+	q := mustQPS(b, QPSSettings{Limit: maxLimit, Interval: time.Second})
 	for i := 0; i < b.N; i++ {
 		q.Allow()
 	}
 }
 
 func BenchmarkQPSAllowAt(b *testing.B) {
-	q := mustQPS(b, QPSSettings{Limit: MaxLimit, Interval: time.Second})
+	q := mustQPS(b, QPSSettings{Limit: maxLimit, Interval: time.Second})
 	now := clock.System.Now()
 	for i := 0; i < b.N; i++ {
 		q.AllowAt(now)
@@ -52,7 +52,7 @@ func BenchmarkQPSAllowBlocking(b *testing.B) {
 }
 
 func BenchmarkQPSAllowParallel(b *testing.B) {
-	q := mustQPS(b, QPSSettings{Limit: MaxLimit, Interval: time.Second})
+	q := mustQPS(b, QPSSettings{Limit: maxLimit, Interval: time.Second})
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			q.Allow()
@@ -64,7 +64,7 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 	c, _ := NewConcurrency(ConcurrencySettings{Limit: 100})
 	for i := 0; i < b.N; i++ {
 		var p Permit
-		c.Acquire(&p)
+		c.Acquire(&p, "")
 		p.Done(Succeeded)
 	}
 }
@@ -74,16 +74,16 @@ func BenchmarkConcurrencyAcquireReleaseParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			var p Permit
-			c.Acquire(&p)
+			c.Acquire(&p, "")
 			p.Done(Succeeded)
 		}
 	})
 }
 
 func BenchmarkThrottleAllow(b *testing.B) {
-	th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+	th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 	for i := 0; i < b.N; i++ {
-		th.Allow()
+		th.Allow("")
 	}
 }
 
@@ -94,14 +94,14 @@ func BenchmarkQPSAllowPriorityBorrowing(b *testing.B) {
 		if i%64 == 0 {
 			c.Advance(time.Millisecond)
 		}
-		q.AllowPriority(time.Second)
+		q.AllowPriorityN(1, time.Second)
 	}
 }
 
 // With warm-up, an unreachable limit: every decision allows, and the meter
 // warms. Buckets open on the system clock, once per bucket width.
 func BenchmarkQPSAllowWarmUp(b *testing.B) {
-	q := mustQPS(b, QPSSettings{Limit: MaxLimit, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
+	q := mustQPS(b, QPSSettings{Limit: maxLimit, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 3})
 	for i := 0; i < b.N; i++ {
 		q.Allow()
 	}
@@ -126,9 +126,9 @@ func BenchmarkQPSAllowAtWarmUpOpeningBuckets(b *testing.B) {
 }
 
 func BenchmarkThrottleAllowWarmUp(b *testing.B) {
-	th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour, WarmUp: 10 * time.Second, ColdFactor: 3})
+	th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour, WarmUp: 10 * time.Second, ColdFactor: 3})
 	for i := 0; i < b.N; i++ {
-		th.Allow()
+		th.Allow("")
 	}
 }
 

@@ -21,16 +21,16 @@ func TestQPSPriorityBorrowsWhatTheLeavingBucketFrees(t *testing.T) {
 	if q.Allow().Allowed {
 		t.Fatal("a full window allowed a normal request")
 	}
-	if d := q.AllowPriority(10 * time.Millisecond); d.Allowed {
+	if d := q.AllowPriorityN(1, 10*time.Millisecond); d.Allowed {
 		t.Fatalf("borrowing with a max wait shorter than the wait for the next bucket: %+v", d)
 	}
 	// Bucket [1100, 1200ms) opens as bucket [0, 100ms), holding 4, leaves.
 	for i := 0; i < 4; i++ {
-		if d := q.AllowPriority(100 * time.Millisecond); !d.Allowed || d.Wait != 50*time.Millisecond {
+		if d := q.AllowPriorityN(1, 100*time.Millisecond); !d.Allowed || d.Wait != 50*time.Millisecond {
 			t.Fatalf("borrow %d: %+v, want allowed after 50ms", i, d)
 		}
 	}
-	if d := q.AllowPriority(time.Second); d.Allowed || d.Reason != RateLimited {
+	if d := q.AllowPriorityN(1, time.Second); d.Allowed || d.Reason != RateLimited {
 		t.Fatalf("a fifth borrow: %+v, want blocked: the leaving bucket frees only 4", d)
 	}
 	c.Set(int64(1100 * time.Millisecond))
@@ -39,7 +39,7 @@ func TestQPSPriorityBorrowsWhatTheLeavingBucketFrees(t *testing.T) {
 	}
 	// With room, a prioritized request is a normal one.
 	c.Set(int64(1400 * time.Millisecond)) // the 6 of [300, 400ms) have left
-	if d := q.AllowPriority(time.Second); !d.Allowed || d.Wait != 0 {
+	if d := q.AllowPriorityN(1, time.Second); !d.Allowed || d.Wait != 0 {
 		t.Fatalf("with room: %+v, want allowed at once", d)
 	}
 }
@@ -52,7 +52,7 @@ func TestQPSBorrowedPlacesCountEvenWhenTheirBucketIsSkipped(t *testing.T) {
 	q.AllowN(6)
 	c.Set(int64(1050 * time.Millisecond))
 	for i := 0; i < 4; i++ {
-		q.AllowPriority(time.Second) // 4 borrowed into [1100, 1200ms)
+		q.AllowPriorityN(1, time.Second) // 4 borrowed into [1100, 1200ms)
 	}
 	// The next request comes at 1.45 s: bucket [1100, 1200ms) never opened,
 	// but its 4 stay in every window that contains it, until 2.2 s.
@@ -120,10 +120,10 @@ func TestQPSAllowPriorityVariantsAgree(t *testing.T) {
 	c.Set(int64(350 * time.Millisecond))
 	q.AllowN(6) // the window is full until 1.1 s
 	at := int64(1050 * time.Millisecond)
-	if d := q.AllowPriorityAt(at, 10*time.Millisecond); d.Allowed {
+	if d := q.AllowPriorityNAt(at, 1, 10*time.Millisecond); d.Allowed {
 		t.Fatalf("AllowPriorityAt with too short a max wait: %+v", d)
 	}
-	if d := q.AllowPriorityAt(at, 100*time.Millisecond); !d.Allowed || d.Wait != 50*time.Millisecond {
+	if d := q.AllowPriorityNAt(at, 1, 100*time.Millisecond); !d.Allowed || d.Wait != 50*time.Millisecond {
 		t.Fatalf("AllowPriorityAt: %+v, want allowed after 50ms", d)
 	}
 	c.Set(at + int64(20*time.Millisecond))

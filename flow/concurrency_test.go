@@ -21,7 +21,7 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 2000; i++ {
 				var p Permit
-				if !c.Acquire(&p).Allowed {
+				if !c.Acquire(&p, "").Allowed {
 					continue
 				}
 				allowed.Add(1)
@@ -44,7 +44,7 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 	if allowed.Load() == 0 {
 		t.Fatal("nothing allowed")
 	}
-	if got := c.InFlight(); got != 0 {
+	if got := c.InFlight(""); got != 0 {
 		t.Fatalf("InFlight = %d after every permit was released", got)
 	}
 }
@@ -52,10 +52,10 @@ func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 	c, _ := NewConcurrency(ConcurrencySettings{Limit: 2})
 	var a, b Permit
-	if !c.AcquireN(&a, 2).Allowed {
+	if !c.AcquireN(&a, "", 2).Allowed {
 		t.Fatal("AcquireN(2) blocked on an empty limiter")
 	}
-	if d := c.Acquire(&b); d.Allowed || d.Reason != ConcurrencyLimited {
+	if d := c.Acquire(&b, ""); d.Allowed || d.Reason != ConcurrencyLimited {
 		t.Fatalf("third place: %+v, want ConcurrencyLimited", d)
 	}
 	var wg sync.WaitGroup
@@ -64,22 +64,22 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 		go func() { defer wg.Done(); a.Done(Succeeded) }()
 	}
 	wg.Wait()
-	if got := c.InFlight(); got != 0 {
+	if got := c.InFlight(""); got != 0 {
 		t.Fatalf("InFlight = %d after releasing a permit of 2 many times", got)
 	}
 	var zero Permit
 	zero.Done(Succeeded)
 	b.Done(Succeeded) // never allowed
-	if got := c.InFlight(); got != 0 {
+	if got := c.InFlight(""); got != 0 {
 		t.Fatalf("InFlight = %d after releasing permits that hold nothing", got)
 	}
 	// A released Permit can be reused for a new request.
-	if !c.Acquire(&a).Allowed || c.InFlight() != 1 {
+	if !c.Acquire(&a, "").Allowed || c.InFlight("") != 1 {
 		t.Fatal("reusing a released Permit failed")
 	}
 	a.Done(Succeeded)
 	a.Done(Succeeded)
-	if c.InFlight() != 0 {
+	if c.InFlight("") != 0 {
 		t.Fatal("reused Permit released twice")
 	}
 }
@@ -87,24 +87,24 @@ func TestConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 func TestConcurrencyEdgeCases(t *testing.T) {
 	c, _ := NewConcurrency(ConcurrencySettings{Limit: 3})
 	var p Permit
-	if d := c.AcquireN(&p, 4); d.Reason != ExceedsLimit {
+	if d := c.AcquireN(&p, "", 4); d.Reason != ExceedsLimit {
 		t.Fatalf("4 places of 3: %+v", d)
 	}
-	if d := c.AcquireN(&p, 0); !d.Allowed || c.InFlight() != 0 {
+	if d := c.AcquireN(&p, "", 0); !d.Allowed || c.InFlight("") != 0 {
 		t.Fatal("0 places must be allowed and take nothing")
 	}
 	p.Done(Succeeded) // holds nothing
-	if d := c.AcquireN(&p, 3); !d.Allowed || c.InFlight() != 3 {
-		t.Fatalf("3 places of 3: %+v, in flight %d", d, c.InFlight())
+	if d := c.AcquireN(&p, "", 3); !d.Allowed || c.InFlight("") != 3 {
+		t.Fatalf("3 places of 3: %+v, in flight %d", d, c.InFlight(""))
 	}
 	var q Permit
-	if d := c.Acquire(&q); d.Reason != ConcurrencyLimited || d.RetryAfter != 0 {
+	if d := c.Acquire(&q, ""); d.Reason != ConcurrencyLimited || d.RetryAfter != 0 {
 		t.Fatalf("a fourth place: %+v, want ConcurrencyLimited with no RetryAfter", d)
 	}
 	q.Done(Succeeded) // was never filled: gives nothing back
 	p.Done(Succeeded)
-	if c.InFlight() != 0 || c.Limit() != 3 {
-		t.Fatalf("InFlight %d, Limit %d", c.InFlight(), c.Limit())
+	if c.InFlight("") != 0 || c.limitNow() != 3 {
+		t.Fatalf("InFlight %d, Limit %d", c.InFlight(""), c.limitNow())
 	}
 	if _, err := NewConcurrency(ConcurrencySettings{Limit: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewConcurrency(-1): %v", err)
@@ -115,7 +115,7 @@ func TestConcurrencyDoesNotAllocate(t *testing.T) {
 	c, _ := NewConcurrency(ConcurrencySettings{Limit: 10})
 	if n := testing.AllocsPerRun(1000, func() {
 		var p Permit
-		c.Acquire(&p)
+		c.Acquire(&p, "")
 		p.Done(Succeeded)
 	}); n != 0 {
 		t.Fatalf("Acquire and Release allocate %.1f times", n)

@@ -30,9 +30,18 @@ func TestNoSettingIsSilentlyIgnored(t *testing.T) {
 		err     error
 		mention string
 	}{
-		"a Throttle without warm-up, Buckets":       {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Buckets: 50})), "buckets = 50: a throttle has buckets only to warm up"},
-		"a QPS limiter without warm-up, ColdFactor": {errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor = 3: applies only with a warm-up"},
-		"a Throttle without warm-up, ColdFactor":    {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor = 3: applies only with a warm-up"},
+		"a Throttle without warm-up, Buckets":        {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Buckets: 50})), "buckets = 50: a throttle has buckets only to warm up"},
+		"a QPS limiter without warm-up, ColdFactor":  {errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor = 3: applies only with a warm-up"},
+		"a Throttle without warm-up, ColdFactor":     {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor = 3: applies only with a warm-up"},
+		"a Throttle per key, WarmUp":                 {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, WarmUp: time.Minute, PerKey: true})), "warm_up = 1m0s: a throttle per key does not warm up"},
+		"a Throttle not per key, Overrides":          {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Overrides: map[string]int64{"k": 1}})), "overrides = 1: apply only to a throttle per key"},
+		"a Throttle not per key, Keys":               {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Keys: 10})), "keys = 10: applies only to a throttle per key"},
+		"a Throttle not per key, KeyMemory":          {errOf(NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, KeyMemory: &KeyMemory{limit: 5}})), "key_memory = 5: applies only to a throttle per key"},
+		"a Throttle not per key, Set's overrides":    {mustThrottle(t, 10, time.Second, 0, nil).Set(5, map[string]int64{}), "overrides = 0: apply only to a throttle per key"},
+		"a Concurrency not per key, Overrides":       {errOf(NewConcurrency(ConcurrencySettings{Limit: 10, Overrides: map[string]int64{"k": 1}})), "overrides = 1: apply only to a limiter per key"},
+		"a Concurrency not per key, Keys":            {errOf(NewConcurrency(ConcurrencySettings{Limit: 10, Keys: 10})), "keys = 10: applies only to a limiter per key"},
+		"a Concurrency not per key, KeyMemory":       {errOf(NewConcurrency(ConcurrencySettings{Limit: 10, KeyMemory: &KeyMemory{}})), "key_memory = 0: applies only to a limiter per key"},
+		"a Concurrency not per key, Set's overrides": {mustConcurrency(t, 10).Set(5, map[string]int64{"k": 1}), "overrides = 1: apply only to a limiter per key"},
 	} {
 		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.mention) {
 			t.Errorf("%s = %v, want ErrInvalidConfig saying %q", name, tc.err, tc.mention)
@@ -59,12 +68,12 @@ func TestConfigErrorsNameTheFieldAndItsValue(t *testing.T) {
 		value  any
 	}{
 		{"NewQPS(-1, 1s)", errOf(NewQPS(QPSSettings{Limit: -1, Interval: time.Second})), "limit", int64(-1)},
-		{"NewQPS(MaxLimit+1, 1s)", errOf(NewQPS(QPSSettings{Limit: MaxLimit + 1, Interval: time.Second})), "limit", int64(MaxLimit + 1)},
+		{"NewQPS(maxLimit+1, 1s)", errOf(NewQPS(QPSSettings{Limit: maxLimit + 1, Interval: time.Second})), "limit", int64(maxLimit + 1)},
 		{"NewThrottle(0, 1s, 0)", errOf(NewThrottle(ThrottleSettings{Limit: 0, Interval: time.Second, MaxWait: 0})), "limit", int64(0)},
 		{"NewConcurrency(-1)", errOf(NewConcurrency(ConcurrencySettings{Limit: -1})), "limit", int64(-1)},
 		{"QPS.SetLimit(-1)", q.SetLimit(-1), "limit", int64(-1)},
 		{"QPS.SetLimit with warm-up", warm.SetLimit(20), "limit", int64(20)},
-		{"Concurrency.SetLimit(MaxLimit+1)", conc.SetLimit(MaxLimit + 1), "limit", int64(MaxLimit + 1)},
+		{"Concurrency.SetLimit(maxLimit+1)", conc.Set(maxLimit+1, nil), "limit", int64(maxLimit + 1)},
 		{"NewQPS(10, 0)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: 0})), "interval", time.Duration(0)},
 		{"NewQPS(10, 1s, Buckets 3)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, Buckets: 3})), "interval", time.Second},
 		{"NewQPS(10, 10µs)", errOf(NewQPS(QPSSettings{Limit: 10, Interval: 10 * time.Microsecond})), "interval", 10 * time.Microsecond},
@@ -92,7 +101,16 @@ func TestConfigErrorsNameTheFieldAndItsValue(t *testing.T) {
 			t.Errorf("%s: message %q, want it to start %q", tc.name, tc.err, want)
 		}
 	}
-	if warm.Limit() != 10 || q.Limit() != 10 || conc.Limit() != 10 {
+	if warm.limitNow() != 10 || q.limitNow() != 10 || conc.limitNow() != 10 {
 		t.Error("a SetLimit that failed changed the limit")
 	}
+}
+
+func mustConcurrency(t *testing.T, limit int64) *Concurrency {
+	t.Helper()
+	c, err := NewConcurrency(ConcurrencySettings{Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

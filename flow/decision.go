@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // ErrInvalidConfig is wrapped by every error this package returns for a bad
@@ -39,9 +41,9 @@ func (e *ConfigError) Error() string {
 // Unwrap returns [ErrInvalidConfig].
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
-// badLimit is the error of a limit outside [least, MaxLimit].
+// badLimit is the error of a limit outside [least, 2^32-1].
 func badLimit(limit, least int64) *ConfigError {
-	return &ConfigError{Field: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(MaxLimit))}
+	return &ConfigError{Field: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(maxLimit))}
 }
 
 // A Reason says why a request was blocked, by a limiter of this package or
@@ -74,14 +76,19 @@ const (
 	// limiter found as many as the limit it has learnt.
 	Overloaded
 
-	// NumReasons is the number of Reasons, NotBlocked included: an array
-	// indexed by Reason has NumReasons elements.
-	NumReasons = iota
+	numReasons = iota
 )
 
-var reasonNames = [NumReasons]string{"not blocked", "rate limited", "concurrency limited", "exceeds limit", "wait too long", "associated resource limited", "breaker open", "overloaded"}
+// The Reasons the guard and its exporters count by are these:
+// flowlimits.NumReasons is their number, a compile error if it is not.
+var (
+	_ [numReasons - flowlimits.NumReasons]struct{}
+	_ [flowlimits.NumReasons - numReasons]struct{}
+)
 
-var reasonCodes = [NumReasons]string{"", "rate_limited", "concurrency_limited", "exceeds_limit", "wait_too_long", "ref_limited", "breaker_open", "overloaded"}
+var reasonNames = [numReasons]string{"not blocked", "rate limited", "concurrency limited", "exceeds limit", "wait too long", "associated resource limited", "breaker open", "overloaded"}
+
+var reasonCodes = [numReasons]string{"", "rate_limited", "concurrency_limited", "exceeds_limit", "wait_too_long", "ref_limited", "breaker_open", "overloaded"}
 
 // Code returns the reason as metrics name it, in snake_case:
 // "rate_limited". It is "" for NotBlocked and a Reason it does not know.

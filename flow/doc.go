@@ -1,8 +1,10 @@
 // Package flow limits traffic. [QPS] caps the requests per interval,
-// [Concurrency] those in flight, and [Throttle] spaces them evenly. Their
-// per-key twins, [KeyedQPS], [KeyedConcurrency] and [KeyedThrottle], do so
-// for each user, tenant or client, in bounded memory. [Shedder] and
-// [Adaptive] protect a service from overload without a fixed limit.
+// [Concurrency] those in flight, and [Throttle] spaces them evenly. A
+// Concurrency or a Throttle per key (PerKey in its settings), and
+// [KeyedQPS], do so for each user, tenant or client, in bounded memory.
+// Their decisions take the key; a limiter not per key ignores it.
+// [Shedder] and [Adaptive] protect a service from overload without a fixed
+// limit.
 // [RetryBudget] and [Backoff] bound a client's retries.
 //
 // Every limiter decides in one atomic step. A request is allowed and
@@ -14,7 +16,8 @@
 //
 // A limiter is made by New<Limiter>(<Limiter>Settings). A settings struct
 // holds only what its limiter takes, so a setting that another limiter
-// takes does not compile. Limits are taken as given: 0 allows nothing.
+// takes does not compile. Limits are taken as given: 0 allows nothing,
+// and none is above 2^32-1.
 // Every other zero field takes its default, which the field's doc states.
 // Settings are plain data, which a program can build from a rules file,
 // compare and print. A bad setting is a [*ConfigError] naming the field

@@ -32,7 +32,7 @@ func TestQPSBucketsWhoseTagsRepeatAfterALongIdleChangeNothing(t *testing.T) {
 	c.Set((tagPeriod+10)*w + w/2)
 	record(q.AllowN(10), 10)
 	for i := 0; i < 10; i++ { // the leaving bucket is empty: nothing to lend
-		record(q.AllowPriority(time.Second), 1)
+		record(q.AllowPriorityN(1, time.Second), 1)
 	}
 	slices.SortFunc(allowed, func(a, b flowsim.Arrival) int { return int(a.At - b.At) })
 	if got := flowsim.MaxInAnyInterval(allowed, time.Second); got > 10 {
@@ -57,7 +57,7 @@ func TestQPSRetryAfterCountsPlacesLentToTheNextBucket(t *testing.T) {
 	q.AllowN(10)                         // bucket [0, 100ms)
 	c.Set(int64(250 * time.Millisecond)) // bucket [200, 300ms): the 10 still count
 	for i := 0; i < 10; i++ {
-		if !q.AllowPriority(time.Second).Allowed { // lent from [300, 400ms)
+		if !q.AllowPriorityN(1, time.Second).Allowed { // lent from [300, 400ms)
 			t.Fatalf("borrow %d blocked", i)
 		}
 	}
@@ -121,27 +121,27 @@ func TestQPSALateOpenerTouchesNothing(t *testing.T) {
 		t.Fatal("a late opener moved the open bucket")
 	}
 	q.AllowN(9)
-	if d := q.AllowPriority(time.Second); d.Allowed {
+	if d := q.AllowPriorityN(1, time.Second); d.Allowed {
 		t.Fatalf("borrowing with nothing leaving: %+v", d)
 	}
 }
 
 func TestThrottleAtExtremeTimesAndIntervals(t *testing.T) {
 	th := mustThrottle(t, 10, time.Second, 0, clock.NewManual(0))
-	th.AllowNAt(math.MaxInt64-1, 1)
-	if d := th.AllowNAt(math.MaxInt64-1, 1); d.Allowed {
+	th.AllowNAt(math.MaxInt64-1, "", 1)
+	if d := th.AllowNAt(math.MaxInt64-1, "", 1); d.Allowed {
 		t.Fatalf("two places at the same time near MaxInt64: %+v", d)
 	}
 	th2 := mustThrottle(t, 10, time.Second, time.Hour, clock.NewManual(0))
-	th2.ReserveNAt(1<<62, 1)
-	if d := th2.ReserveNAt(math.MinInt64, 1); d.Wait < 0 {
+	th2.ReserveNAt(1<<62, "", 1)
+	if d := th2.ReserveNAt(math.MinInt64, "", 1); d.Wait < 0 {
 		t.Fatalf("negative wait: %+v", d)
 	}
 	if _, err := NewThrottle(ThrottleSettings{Limit: 1, Interval: time.Duration(math.MaxInt64), MaxWait: time.Hour}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("an interval of 292 years: %v", err)
 	}
 	th3 := mustThrottle(t, 1, time.Hour, time.Duration(math.MaxInt64), clock.NewManual(0))
-	a, b := th3.ReserveNAt(0, 1), th3.ReserveNAt(0, 1)
+	a, b := th3.ReserveNAt(0, "", 1), th3.ReserveNAt(0, "", 1)
 	if !a.Allowed || !b.Allowed || b.Wait != time.Hour {
 		t.Fatalf("waiting forever allowed: %+v %+v", a.Decision, b.Decision)
 	}
@@ -151,17 +151,17 @@ func TestThrottleWaitPastItsDeadline(t *testing.T) {
 	th := mustThrottle(t, 1, time.Second, time.Hour, clock.NewManual(0))
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if err := th.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if err := th.Wait(ctx, ""); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait with a passed deadline = %v", err)
 	}
 }
 
 func TestConcurrencyBlocksANilPermit(t *testing.T) {
 	c, _ := NewConcurrency(ConcurrencySettings{Limit: 1})
-	if d := c.Acquire(nil); d.Allowed {
+	if d := c.Acquire(nil, ""); d.Allowed {
 		t.Fatal("a nil Permit was allowed")
 	}
-	if c.InFlight() != 0 {
+	if c.InFlight("") != 0 {
 		t.Fatal("a blocked nil Permit took a place")
 	}
 }

@@ -37,10 +37,10 @@ func ExampleConcurrency() {
 		panic(err)
 	}
 	var first, second, third flow.Permit
-	fmt.Println(limiter.Acquire(&first).Allowed, limiter.Acquire(&second).Allowed, limiter.Acquire(&third).Reason)
+	fmt.Println(limiter.Acquire(&first, "").Allowed, limiter.Acquire(&second, "").Allowed, limiter.Acquire(&third, "").Reason)
 	first.Done(flow.Succeeded)
 	first.Done(flow.Succeeded) // a second Done does nothing
-	fmt.Println("in flight:", limiter.InFlight())
+	fmt.Println("in flight:", limiter.InFlight(""))
 	// Output:
 	// true true concurrency limited
 	// in flight: 1
@@ -56,10 +56,10 @@ func ExampleThrottle() {
 		panic(err)
 	}
 	for i := 0; i < 4; i++ {
-		r := throttle.ReserveN(1)
+		r := throttle.ReserveN("", 1)
 		fmt.Println(r.Allowed, r.Wait, r.Reason)
 	}
-	d := throttle.Allow()
+	d := throttle.Allow("")
 	fmt.Println(d.Allowed, d.Reason, "retry after", d.RetryAfter)
 	// Output:
 	// true 0s not blocked
@@ -89,13 +89,13 @@ func ExampleQPS_warmUp() {
 
 // A prioritized request that finds the window full may borrow a place in the
 // next bucket and wait for it, without ever breaking the limit.
-func ExampleQPS_AllowPriority() {
+func ExampleQPS_AllowPriorityN() {
 	c := clock.NewManual(0)
 	limiter, _ := flow.NewQPS(flow.QPSSettings{Limit: 10, Interval: time.Second, Buckets: 10, Clock: c})
 	limiter.AllowN(10)                    // the window is full until 1.1 s
 	c.Set(int64(1050 * time.Millisecond)) // bucket [1000ms, 1100ms)
 	fmt.Println(limiter.Allow().Reason)
-	d := limiter.AllowPriority(100 * time.Millisecond)
+	d := limiter.AllowPriorityN(1, 100*time.Millisecond)
 	fmt.Println(d.Allowed, "after", d.Wait)
 	// Output:
 	// rate limited

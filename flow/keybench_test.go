@@ -58,14 +58,14 @@ func BenchmarkKeyedConcurrency(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Permit
-			c.Acquire(&p)
+			c.Acquire(&p, "")
 			p.Done(Succeeded)
 		}
 	})
 	for _, keys := range []int{0, flowlimits.MaxKeysInFlight} {
 		for _, tc := range keyCases() {
-			c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Keys: keys})
-			b.Run(tc.name+"/"+strconv.Itoa(c.bytes()>>20)+"MiB", func(b *testing.B) {
+			c, _ := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 100, Keys: keys})
+			b.Run(tc.name+"/"+strconv.Itoa(c.keys.bytes()>>20)+"MiB", func(b *testing.B) {
 				for i := range 1 << 20 { // every page of the sketch touched
 					var p Permit
 					c.Acquire(&p, millionKeys()[i])
@@ -90,14 +90,14 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				var p Permit
-				c.Acquire(&p)
+				c.Acquire(&p, "")
 				p.Done(Succeeded)
 			}
 		})
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 1 << 20})
+		c, _ := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 1 << 20})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)
@@ -118,24 +118,24 @@ func BenchmarkKeyedConcurrencyParallel(b *testing.B) {
 // from the system clock inside (Allow); and for an unkeyed Throttle.
 func BenchmarkKeyedThrottle(b *testing.B) {
 	b.Run("unkeyed/now given", func(b *testing.B) {
-		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {
 			now += 100
-			th.AllowNAt(now, 1)
+			th.AllowNAt(now, "", 1)
 		}
 	})
 	b.Run("unkeyed/clock read", func(b *testing.B) {
-		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.ReportAllocs()
 		for b.Loop() {
-			th.Allow()
+			th.Allow("")
 		}
 	})
 	for _, tc := range keyCases() {
 		b.Run(tc.name+"/now given", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour, Clock: clock.NewManual(0)})
+			th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour, Clock: clock.NewManual(0)})
 			b.ReportAllocs()
 			now := int64(0)
 			for i := 0; b.Loop(); i++ {
@@ -144,7 +144,7 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 			}
 		})
 		b.Run(tc.name+"/clock read", func(b *testing.B) {
-			th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+			th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				th.Allow(tc.key(i))
@@ -157,16 +157,16 @@ func BenchmarkKeyedThrottle(b *testing.B) {
 // read inside, from every processor.
 func BenchmarkKeyedThrottleParallel(b *testing.B) {
 	b.Run("unkeyed", func(b *testing.B) {
-		th, _ := NewThrottle(ThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewThrottle(ThrottleSettings{Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				th.Allow()
+				th.Allow("")
 			}
 		})
 	})
 	var next atomic.Int64
 	for _, tc := range keyCases() {
-		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: MaxLimit, Interval: time.Second, MaxWait: time.Hour})
+		th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: maxLimit, Interval: time.Second, MaxWait: time.Hour})
 		b.Run(tc.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(next.Add(1) << 16)

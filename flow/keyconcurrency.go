@@ -12,7 +12,7 @@ import (
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// How a KeyedConcurrency counts keys in fixed memory.
+// How a Concurrency limiter per key counts keys in fixed memory.
 //
 // Every key without an override is counted in a counting count-min sketch:
 // its requests in flight are added to three counters, picked by a hash
@@ -63,25 +63,10 @@ import (
 // hash, and a key matching an override's hash is compared with it in full,
 // so no key is taken for an overridden one.
 
-// A KeyedConcurrency limits each key to its own number of requests in
-// flight. A key is a user, a tenant or a client address. At no moment does
-// a key hold more than its limit, however many keys there are. Keys in the
-// overrides have limits of their own.
-//
-// Memory is fixed when the limiter is made: a sketch sized for the keys in
-// flight at once ([KeyedConcurrencySettings.Keys]), and about 140 bytes per
-// override. More keys than that never go over their limits, but are
-// refused early more often. At the sizing, a key with a limit of 1 is
-// refused early with probability 0.9%; with a limit of 2, 0.006%.
-//
-// [KeyedConcurrency.Set] changes the limits in place: every key keeps the
-// places it holds, which count against its new limit.
-//
-// A KeyedConcurrency reads no clock. It is safe for concurrent use, takes
-// no lock, and acquiring and releasing allocate nothing. A key is hashed
-// whole: its length is the caller's to bound. The zero KeyedConcurrency is
-// not usable; make one with [NewKeyedConcurrency].
-type KeyedConcurrency struct {
+// A keyConcurrency is the state of a Concurrency limiter per key: a
+// sketch sized for the keys in flight at once, and an exact count per
+// override. It takes no lock, and acquiring and releasing allocate nothing.
+type keyConcurrency struct {
 	seed maphash.Seed
 	mask uint64 // blocks - 1
 	// cells holds the sketch: block b's counters at [8b, 8b+8), one cache
@@ -90,10 +75,10 @@ type KeyedConcurrency struct {
 	cells []atomic.Int64
 	// limits are the limits in force, swapped whole (see concLimits).
 	limits atomic.Pointer[concLimits]
-	mu     sync.Mutex // serializes SetLimit and Set
+	mu     sync.Mutex // serializes set
 }
 
-// concLimits are the limits of a KeyedConcurrency: the limit of the keys
+// concLimits are the limits of a keyConcurrency: the limit of the keys
 // without overrides, and the overrides. How a key's places follow it when
 // Set gives it an override or takes its override away (see pinTable):
 //
@@ -182,30 +167,9 @@ func checkKeys(keys int) (int, error) {
 	return keys, nil
 }
 
-// KeyedConcurrencySettings configure a [KeyedConcurrency]. Limit says how
-// many places a key may hold; every other zero field takes its default.
-type KeyedConcurrencySettings struct {
-	// Limit is the most requests of a key in flight, in [0, MaxLimit]. 0
-	// refuses every key.
-	Limit int64
-	// Overrides are keys with limits of their own, in [0, MaxLimit].
-	Overrides map[string]int64
-	// Keys is how many keys the limiter expects in flight at once (default
-	// 4096, at most 262144). The sketch takes 256 bytes per key, rounded up
-	// to a power of two. More keys still never go over their limits, but
-	// are refused early more often.
-	Keys int
-	// KeyMemory is the budget the sketch draws from, halved down to 4 KiB
-	// if short (default: a budget of its own).
-	KeyMemory *KeyMemory
-}
-
-// NewKeyedConcurrency returns a KeyedConcurrency of the given settings. A
-// bad setting is a [*ConfigError] naming it.
-func NewKeyedConcurrency(s KeyedConcurrencySettings) (*KeyedConcurrency, error) {
-	if s.Limit < 0 || s.Limit > MaxLimit {
-		return nil, badLimit(s.Limit, 0)
-	}
+// newKeyConcurrency returns the per-key state of a Concurrency limiter of
+// settings s, whose limit NewConcurrency has checked.
+func newKeyConcurrency(s ConcurrencySettings) (*keyConcurrency, error) {
 	keys, err := checkKeys(s.Keys)
 	if err != nil {
 		return nil, err
@@ -214,7 +178,7 @@ func NewKeyedConcurrency(s KeyedConcurrencySettings) (*KeyedConcurrency, error) 
 		return nil, err
 	}
 	blocks := drawFixed(s.KeyMemory, sketchBlocksFor(keys, concBlocksPerKey), minKeyBlocks, keyBlockBytes)
-	c := &KeyedConcurrency{seed: maphash.MakeSeed(), mask: uint64(blocks - 1), cells: make([]atomic.Int64, blocks*concBlockCounters)}
+	c := &keyConcurrency{seed: maphash.MakeSeed(), mask: uint64(blocks - 1), cells: make([]atomic.Int64, blocks*concBlockCounters)}
 	giveBackWhenGone(c, s.KeyMemory, blocks*keyBlockBytes)
 	pins, _ := pinAll(c.seed, s.Overrides, &pinTable[pinnedCount]{}, func() *pinnedCount { return new(pinnedCount) }, nil)
 	c.limits.Store(&concLimits{limit: s.Limit, pins: pins})
@@ -223,7 +187,7 @@ func NewKeyedConcurrency(s KeyedConcurrencySettings) (*KeyedConcurrency, error) 
 
 // done gives back the n places of permit p, in the key's entry or the
 // sketch.
-func (c *KeyedConcurrency) done(p *Permit, n int64) {
+func (c *keyConcurrency) done(p *Permit, n int64) {
 	if p.pin != nil && p.pin.inflight.Add(-n) >= 0 {
 		return
 	}
@@ -231,24 +195,13 @@ func (c *KeyedConcurrency) done(p *Permit, n int64) {
 }
 
 // fill makes p hold n places of key (hash h), in entry e or the sketch.
-func (c *KeyedConcurrency) fill(p *Permit, e *pinnedCount, h uint64, n int64) {
+func (c *keyConcurrency) fill(p *Permit, e *pinnedCount, h uint64, n int64) {
 	p.pin, p.h = e, h
 	p.fill(byKeyedConcurrency, unsafe.Pointer(c), n)
 }
 
-// Acquire takes one place for key if its limit allows. See
-// [KeyedConcurrency.AcquireN].
-func (c *KeyedConcurrency) Acquire(p *Permit, key string) Decision {
-	return c.AcquireN(p, key, 1)
-}
-
-// AcquireN takes n places for key, all or none. When allowed it fills p,
-// a zero or done [Permit], and the caller calls [Permit.Done] when the
-// request ends. A nil p is blocked with [ExceedsLimit]: its places could
-// never be given back. n <= 0 is allowed and takes nothing. n above the
-// key's limit is blocked with ExceedsLimit. n that does not fit beside the
-// key's places is blocked with [ConcurrencyLimited].
-func (c *KeyedConcurrency) AcquireN(p *Permit, key string, n int64) Decision {
+// acquireN is Concurrency.AcquireN per key.
+func (c *keyConcurrency) acquireN(p *Permit, key string, n int64) Decision {
 	if p == nil {
 		return Decision{Reason: ExceedsLimit}
 	}
@@ -274,7 +227,7 @@ func (c *KeyedConcurrency) AcquireN(p *Permit, key string, n int64) Decision {
 		// as the cache miss on the key's block.
 		c.add(h, n)
 		// Read again after the last add, not the values the adds returned:
-		// see the proof in KeyedConcurrency's doc.
+		// see the proof above keyConcurrency.
 		if c.estimate(h) > limit {
 			c.add(h, -n)
 			return Decision{Reason: ConcurrencyLimited}
@@ -293,7 +246,7 @@ func (c *KeyedConcurrency) AcquireN(p *Permit, key string, n int64) Decision {
 // acquirePinned takes n places in entry e, exactly, at most limit in all
 // with what it carries from the sketch (the key's hash h). It reports false,
 // having taken nothing, if e is sealed.
-func (c *KeyedConcurrency) acquirePinned(p *Permit, e *pinnedCount, h uint64, n, limit int64) (Decision, bool) {
+func (c *keyConcurrency) acquirePinned(p *Permit, e *pinnedCount, h uint64, n, limit int64) (Decision, bool) {
 	for {
 		cur := e.inflight.Load()
 		if cur < 0 {
@@ -319,12 +272,12 @@ func (c *KeyedConcurrency) acquirePinned(p *Permit, e *pinnedCount, h uint64, n,
 
 // counters returns the indexes of the key's counters (hash h): a block
 // picked by the hash's low bits, three of its counters by its high ones.
-func (c *KeyedConcurrency) counters(h uint64) (base uint64, p *[keyProbes]uint8) {
+func (c *keyConcurrency) counters(h uint64) (base uint64, p *[keyProbes]uint8) {
 	return (h & c.mask) * concBlockCounters, &concProbes[(h>>32)%concCombos]
 }
 
 // add adds d to each of the key's counters.
-func (c *KeyedConcurrency) add(h uint64, d int64) {
+func (c *keyConcurrency) add(h uint64, d int64) {
 	base, p := c.counters(h)
 	cells := c.cells[base : base+concBlockCounters]
 	for _, o := range p {
@@ -334,16 +287,15 @@ func (c *KeyedConcurrency) add(h uint64, d int64) {
 
 // estimate returns the smallest of the key's counters: at least the places
 // the key holds.
-func (c *KeyedConcurrency) estimate(h uint64) int64 {
+func (c *keyConcurrency) estimate(h uint64) int64 {
 	base, p := c.counters(h)
 	cells := c.cells[base : base+concBlockCounters]
 	return min(cells[p[0]].Load(), cells[p[1]].Load(), cells[p[2]].Load())
 }
 
-// InFlight returns the places key holds: exactly for a key with an
-// override, otherwise its estimate in the sketch. The estimate is never
-// below them, and may be above when keys share counters.
-func (c *KeyedConcurrency) InFlight(key string) int64 {
+// inFlight returns the places key holds: exactly for a key with an
+// override, otherwise its estimate in the sketch.
+func (c *keyConcurrency) inFlight(key string) int64 {
 	h := maphash.String(c.seed, key)
 	if s := c.limits.Load().pins.find(h, key); s != nil {
 		if n := s.e.inflight.Load(); n >= 0 {
@@ -356,24 +308,20 @@ func (c *KeyedConcurrency) InFlight(key string) int64 {
 	return c.estimate(h)
 }
 
-// Limit returns the most places a key without an override can hold at
+// limitNow returns the most places a key without an override can hold at
 // once.
-func (c *KeyedConcurrency) Limit() int64 { return c.limits.Load().limit }
+func (c *keyConcurrency) limitNow() int64 { return c.limits.Load().limit }
 
-// LimitOf returns the most places key can hold at once: its override's
-// limit, or [KeyedConcurrency.Limit].
-func (c *KeyedConcurrency) LimitOf(key string) int64 {
+// limitOf returns the most places key can hold at once: its override's
+// limit, or limitNow's.
+func (c *keyConcurrency) limitOf(key string) int64 {
 	l := c.limits.Load()
 	return l.pins.limitOf(c.seed, key, l.limit)
 }
 
-// Set changes the limit and the overrides, keeping the places every key
-// holds. They count against the key's new limit, whether it gains, keeps
-// or loses an override. A bad limit or override is a [*ConfigError], and
-// the limits in force stay. Set takes time in proportion to the overrides,
-// old and new; requests go on meanwhile.
-func (c *KeyedConcurrency) Set(limit int64, overrides map[string]int64) error {
-	if limit < 0 || limit > MaxLimit {
+// set is Concurrency.Set per key.
+func (c *keyConcurrency) set(limit int64, overrides map[string]int64) error {
+	if limit < 0 || limit > maxLimit {
 		return badLimit(limit, 0)
 	}
 	if err := checkOverrides(overrides); err != nil {
@@ -403,7 +351,7 @@ func (c *KeyedConcurrency) Set(limit int64, overrides map[string]int64) error {
 
 // seal moves what entry e holds into the sketch, under the key's hash h
 // (see concLimits).
-func (c *KeyedConcurrency) seal(e *pinnedCount, h uint64) {
+func (c *keyConcurrency) seal(e *pinnedCount, h uint64) {
 	for {
 		n := e.inflight.Load()
 		c.add(h, n)
@@ -417,6 +365,6 @@ func (c *KeyedConcurrency) seal(e *pinnedCount, h uint64) {
 // bytes returns the heap the limiter takes, which changes only with Set:
 // the sketch, the overrides' counts and the limiter itself, beyond the
 // overrides' keys.
-func (c *KeyedConcurrency) bytes() int {
+func (c *keyConcurrency) bytes() int {
 	return len(c.cells)*8 + len(c.limits.Load().pins.slots)*pinBytes + 128
 }

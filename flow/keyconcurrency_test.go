@@ -16,9 +16,9 @@ import (
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-func mustKeyedConcurrency(t testing.TB, limit int64, overrides map[string]int64, keys int) *KeyedConcurrency {
+func mustKeyedConcurrency(t testing.TB, limit int64, overrides map[string]int64, keys int) *Concurrency {
 	t.Helper()
-	c, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: limit, Overrides: overrides, Keys: keys})
+	c, err := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: limit, Overrides: overrides, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func hostileKeys() []string {
 }
 
 // sketchIsEmpty reports whether every counter of the sketch is 0.
-func (c *KeyedConcurrency) sketchIsEmpty() bool {
+func (c *keyConcurrency) sketchIsEmpty() bool {
 	for i := range c.cells {
 		if c.cells[i].Load() != 0 {
 			return false
@@ -82,7 +82,7 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 			n := int64(1 + r.IntN(2))
 			p := new(Permit)
 			d := c.AcquireN(p, key, n)
-			lim := c.LimitOf(key)
+			lim := c.keys.limitOf(key)
 			if _, ok := overrides[key]; ok {
 				if want := held[key]+n <= lim; d.Allowed != want {
 					t.Fatalf("step %d: key %q with an override, %d held, %d more of %d: allowed %v, want %v", step, key, held[key], n, lim, d.Allowed, want)
@@ -114,10 +114,10 @@ func TestKeyedConcurrencyNeverExceedsAnyKeysLimit(t *testing.T) {
 		for _, h := range holds {
 			h.p.Done(Succeeded)
 		}
-		if !c.sketchIsEmpty() {
+		if !c.keys.sketchIsEmpty() {
 			t.Fatalf("limit %d: the sketch holds places after every permit was released", limit)
 		}
-		for _, s := range c.limits.Load().pins.slots {
+		for _, s := range c.keys.limits.Load().pins.slots {
 			if n := s.e.inflight.Load(); n != 0 {
 				t.Fatalf("override %q holds %d after every permit was released", s.key, n)
 			}
@@ -144,7 +144,7 @@ func keysInDistinctBlocks(seed maphash.Seed, mask uint64, n int) []string {
 // blocks are decided exactly as a Concurrency of their own would decide.
 func TestKeyedConcurrencyIsExactForKeysThatShareNoCounter(t *testing.T) {
 	c := mustKeyedConcurrency(t, 4, nil, 100)
-	keys := keysInDistinctBlocks(c.seed, c.mask, 50)
+	keys := keysInDistinctBlocks(c.keys.seed, c.keys.mask, 50)
 	exact := map[string]*Concurrency{}
 	for _, key := range keys {
 		exact[key], _ = NewConcurrency(ConcurrencySettings{Limit: 4})
@@ -164,15 +164,15 @@ func TestKeyedConcurrencyIsExactForKeysThatShareNoCounter(t *testing.T) {
 		key := keys[r.IntN(len(keys))]
 		n := int64(r.IntN(6))
 		kp, p := new(Permit), new(Permit)
-		got, want := c.AcquireN(kp, key, n), exact[key].AcquireN(p, n)
+		got, want := c.AcquireN(kp, key, n), exact[key].AcquireN(p, "", n)
 		if got != want {
 			t.Fatalf("step %d: key %q, %d places: %+v, a Concurrency of its own %+v", step, key, n, got, want)
 		}
 		if got.Allowed && n > 0 {
 			kps, holds = append(kps, kp), append(holds, p)
 		}
-		if c.InFlight(key) != exact[key].InFlight() {
-			t.Fatalf("step %d: InFlight(%q) = %d, exactly %d", step, key, c.InFlight(key), exact[key].InFlight())
+		if c.InFlight(key) != exact[key].InFlight("") {
+			t.Fatalf("step %d: InFlight(%q) = %d, exactly %d", step, key, c.InFlight(key), exact[key].InFlight(""))
 		}
 	}
 }
@@ -214,7 +214,7 @@ func TestKeyedConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 						continue
 					}
 					allowedN.Add(1)
-					if truth[key].Add(1) > c.LimitOf(key) {
+					if truth[key].Add(1) > c.keys.limitOf(key) {
 						over.Add(1)
 					}
 					if i%16 == 0 {
@@ -233,7 +233,7 @@ func TestKeyedConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
 		if allowedN.Load() < 1000 {
 			t.Fatalf("limit %d: only %d allowed", limit, allowedN.Load())
 		}
-		if !c.sketchIsEmpty() || c.InFlight("vip") != 0 {
+		if !c.keys.sketchIsEmpty() || c.InFlight("vip") != 0 {
 			t.Fatalf("limit %d: places left after every permit was released", limit)
 		}
 	}
@@ -311,7 +311,7 @@ func TestKeyedConcurrencyPermitReleaseIsIdempotent(t *testing.T) {
 			t.Fatalf("%q: a reused Permit released twice", key)
 		}
 	}
-	if !c.sketchIsEmpty() {
+	if !c.keys.sketchIsEmpty() {
 		t.Fatal("the sketch holds places after every release")
 	}
 }
@@ -337,7 +337,7 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 	if d := c.AcquireN(&p, "vip", 10); !d.Allowed {
 		t.Fatalf("10 places of an override of 10: %+v", d)
 	}
-	if c.InFlight("vip") != 10 || c.LimitOf("vip") != 10 || c.LimitOf("k") != 3 || c.LimitOf("banned") != 0 {
+	if c.InFlight("vip") != 10 || c.keys.limitOf("vip") != 10 || c.keys.limitOf("k") != 3 || c.keys.limitOf("banned") != 0 {
 		t.Fatal("InFlight or LimitOf of the overrides")
 	}
 	p.Done(Succeeded)
@@ -345,8 +345,8 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 	var a, b Permit
 	c.AcquireN(&a, "k", 3)
 	overrides := map[string]int64{"vip": 10, "banned": 0}
-	if err := c.Set(2, overrides); err != nil || c.Limit() != 2 || c.LimitOf("vip") != 10 {
-		t.Fatalf("Set(2, the same overrides): %v, limit %d, vip's %d", err, c.Limit(), c.LimitOf("vip"))
+	if err := c.Set(2, overrides); err != nil || c.limitNow() != 2 || c.keys.limitOf("vip") != 10 {
+		t.Fatalf("Set(2, the same overrides): %v, limit %d, vip's %d", err, c.limitNow(), c.keys.limitOf("vip"))
 	}
 	if c.AcquireN(&b, "k", 2).Allowed || c.InFlight("k") != 3 {
 		t.Fatal("a key above a lowered limit must be refused, keeping its places")
@@ -356,8 +356,8 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 		t.Fatal("after releasing, the lowered limit allows")
 	}
 	b.Done(Succeeded)
-	if err := c.Set(-1, overrides); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
-		t.Fatalf("Set(-1) = %v, limit now %d", err, c.Limit())
+	if err := c.Set(-1, overrides); !errors.Is(err, ErrInvalidConfig) || c.limitNow() != 2 {
+		t.Fatalf("Set(-1) = %v, limit now %d", err, c.limitNow())
 	}
 	z := mustKeyedConcurrency(t, 0, nil, 0)
 	if d := z.Acquire(&p, "k"); d.Reason != ExceedsLimit {
@@ -374,13 +374,13 @@ func TestKeyedConcurrencyConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		message   string
 	}{
 		{-1, nil, 0, "limit", "limit = -1: must be between 0 and 4294967295"},
-		{MaxLimit + 1, nil, 0, "limit", "limit = 4294967296"},
+		{maxLimit + 1, nil, 0, "limit", "limit = 4294967296"},
 		{1, nil, -1, "keys", "keys = -1: must be between 0 and 262144"},
 		{1, nil, flowlimits.MaxKeysInFlight + 1, "keys", "keys = 262145"},
 		{1, map[string]int64{"ok": 1, "bad": -2}, 0, "overrides", `overrides = "bad": -2: must be between 0 and 4294967295`},
-		{1, map[string]int64{"big": MaxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
+		{1, map[string]int64{"big": maxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
 	} {
-		_, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: tc.limit, Overrides: tc.overrides, Keys: tc.keys})
+		_, err := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: tc.limit, Overrides: tc.overrides, Keys: tc.keys})
 		var ce *ConfigError
 		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("NewKeyedConcurrency(%d, %v, %d) = %v, want a ConfigError of %s saying %q", tc.limit, tc.overrides, tc.keys, err, tc.option, tc.message)
@@ -423,13 +423,13 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	made := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if b := int64(c.bytes()); made > b+b/20 || made < b-b/20 {
+	if b := int64(c.keys.bytes()); made > b+b/20 || made < b-b/20 {
 		t.Fatalf("the limiter took %d bytes of heap, Bytes says %d", made, b)
 	}
-	if addr := uintptr(unsafe.Pointer(&c.cells[0])); addr%64 != 0 {
+	if addr := uintptr(unsafe.Pointer(&c.keys.cells[0])); addr%64 != 0 {
 		t.Fatalf("the sketch starts at %#x, not on a cache line", addr)
 	}
-	bytes := c.bytes()
+	bytes := c.keys.bytes()
 	ps := make([]Permit, 100000)
 	keys := make([]string, len(ps))
 	for i := range keys {
@@ -447,8 +447,8 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	// TotalAlloc counts the whole process (the runtime, the testing
 	// package): a few bytes are theirs; one allocation per key would be
 	// megabytes.
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 || c.bytes() != bytes {
-		t.Fatalf("%d keys allocated %d bytes; Bytes went from %d to %d", len(ps), grew, bytes, c.bytes())
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 || c.keys.bytes() != bytes {
+		t.Fatalf("%d keys allocated %d bytes; Bytes went from %d to %d", len(ps), grew, bytes, c.keys.bytes())
 	}
 	var vip [3]Permit
 	for i := range vip {
@@ -460,7 +460,7 @@ func TestKeyedConcurrencyMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	for i := range ps {
 		ps[i].Done(Succeeded)
 	}
-	if !c.sketchIsEmpty() {
+	if !c.keys.sketchIsEmpty() {
 		t.Fatal("the sketch holds places after the flood was released")
 	}
 }
@@ -472,26 +472,26 @@ func TestKeyedConcurrencyOverridesAreMatchedWhole(t *testing.T) {
 	long := strings.Repeat("k", 1<<16)
 	c := mustKeyedConcurrency(t, 1, map[string]int64{"vip": 100, long: 7}, 0)
 	for _, key := range hostileKeys() {
-		if got := c.LimitOf(key); got != 1 {
+		if got := c.keys.limitOf(key); got != 1 {
 			t.Errorf("LimitOf(%.20q) = %d, want the default 1", key, got)
 		}
 	}
-	if c.LimitOf(long) != 7 || c.LimitOf(long[1:]) != 1 {
+	if c.keys.limitOf(long) != 7 || c.keys.limitOf(long[1:]) != 1 {
 		t.Fatal("a long override's key must be matched whole")
 	}
 	// A key whose hash equals an override's (one chance in 2^64, forced
 	// here) is still not taken for it.
-	pins := c.limits.Load().pins
-	pins.index[maphash.String(c.seed, "impostor")] = pins.index[maphash.String(c.seed, "vip")]
+	pins := c.keys.limits.Load().pins
+	pins.index[maphash.String(c.keys.seed, "impostor")] = pins.index[maphash.String(c.keys.seed, "vip")]
 	var p Permit
-	if c.LimitOf("impostor") != 1 || !c.Acquire(&p, "impostor").Allowed || c.InFlight("vip") != 0 {
+	if c.keys.limitOf("impostor") != 1 || !c.Acquire(&p, "impostor").Allowed || c.InFlight("vip") != 0 {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}
 }
 
 // Two requests in flight per user, five for one of them.
-func ExampleKeyedConcurrency() {
-	limiter, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 2, Overrides: map[string]int64{"batch-job": 5}})
+func ExampleConcurrency_perKey() {
+	limiter, err := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 2, Overrides: map[string]int64{"batch-job": 5}})
 	if err != nil {
 		panic(err)
 	}

@@ -93,8 +93,8 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 	c := &keyConfig{wins: make([]keyWindow, len(windows))}
 	for j, w := range windows {
 		at := func(field string) string { return fmt.Sprintf("windows[%d].%s", j, field) }
-		if w.Limit < 0 || w.Limit > MaxLimit {
-			return nil, &ConfigError{Field: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+		if w.Limit < 0 || w.Limit > maxLimit {
+			return nil, &ConfigError{Field: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
 		}
 		k := w.Buckets
 		if k == 0 {
@@ -111,8 +111,8 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 	}
 	for j, w := range windows {
 		for key, limit := range w.Overrides {
-			if limit < 0 || limit > MaxLimit {
-				return nil, &ConfigError{Field: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+			if limit < 0 || limit > maxLimit {
+				return nil, &ConfigError{Field: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
 			}
 			if c.pinned == nil {
 				c.pinned = make(map[string][]int64, len(w.Overrides))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // A KeyedQPS holds each key to its own sliding-window limits. A key is a
@@ -48,7 +49,7 @@ type KeyedQPS struct {
 }
 
 // A KeyWindow is one window of a [KeyedQPS]: at most Limit requests per key
-// in any Interval. Limit is in [0, MaxLimit]; Interval is positive. Buckets
+// in any Interval. Limit is in [0, 2^32-1]; Interval is positive. Buckets
 // divide the interval (default 20, at most 100), each at least 1 µs. The
 // keys in Overrides have limits of their own.
 type KeyWindow struct {
@@ -149,32 +150,18 @@ func (q *KeyedQPS) AllowNAt(now int64, key string, n int64) (Decision, int) {
 	return d, j
 }
 
-// A KeyStat is what [KeyedQPS.TopAt] says of one key.
-type KeyStat struct {
-	// Key is the key, cut to 64 bytes.
-	Key string
-	// Allowed is how many of the key's requests the first window counts
-	// now: those allowed in its last interval or so (its open bucket and
-	// the k before it).
-	Allowed int64
-	// Blocked is how many of the key's requests were refused in the first
-	// window's current interval and the one before.
-	Blocked int64
-}
+// A keyStat is what topAt says of one hot key.
+type keyStat = flowstate.KeyStat
 
-// Top returns the busiest hot keys now; see TopAt.
-func (q *KeyedQPS) Top(n int, byBlocked bool) []KeyStat { return q.TopAt(q.clock.Now(), n, byBlocked) }
-
-// TopAt returns the hot keys the limiter counts most of at time now, at
-// most n of them. They come busiest first, by allowed requests, or by
-// blocked ones if byBlocked, then by key. A hot key has an entry, and uses
+// topAt returns the hot keys the limiter counts most of at time now, at
+// most n of them (see flowstate.TopKeys). A hot key has an entry, and uses
 // more than half its first window's limit, was refused, or has an
 // override. Keys are cut to 64 bytes and made valid UTF-8; keys that then
-// read the same are added up into one. TopAt takes each shard's mutex in
+// read the same are added up into one. It takes each shard's mutex in
 // turn, and allocates its result.
-func (q *KeyedQPS) TopAt(now int64, n int, byBlocked bool) []KeyStat {
+func (q *KeyedQPS) topAt(now int64, n int, byBlocked bool) []keyStat {
 	at := map[string]int{}
-	var all []KeyStat
+	var all []keyStat
 	for i := range q.shards {
 		s := &q.shards[i]
 		s.mu.Lock()
@@ -195,7 +182,7 @@ func (q *KeyedQPS) TopAt(now int64, n int, byBlocked bool) []KeyStat {
 		}
 		s.mu.Unlock()
 	}
-	slices.SortFunc(all, func(a, b KeyStat) int {
+	slices.SortFunc(all, func(a, b keyStat) int {
 		x, y := a.Allowed, b.Allowed
 		if byBlocked {
 			x, y = a.Blocked, b.Blocked
@@ -209,6 +196,6 @@ func (q *KeyedQPS) TopAt(now int64, n int, byBlocked bool) []KeyStat {
 // KeyMemory.
 func (q *KeyedQPS) bytes() int { return int(q.acct.held.Load()) }
 
-// clampCount is v as a hot entry's count: a count is never above MaxLimit
+// clampCount is v as a hot entry's count: a count is never above 2^32-1
 // (a window's limit bounds what a key is allowed in it).
 func clampCount(v int64) uint32 { return uint32(min(v, math.MaxUint32)) }

@@ -575,7 +575,7 @@ func TestKeyedQPSSetDoesNotGrowEntriesWithChangingOverrides(t *testing.T) {
 	if d, _ := q.AllowNAt(c.Now(), "blocked-48-7", 1); !d.Allowed {
 		t.Fatal("a key no longer overridden is refused")
 	}
-	if top := q.TopAt(c.Now(), -1, false); len(top) != 0 {
+	if top := q.topAt(c.Now(), -1, false); len(top) != 0 {
 		t.Fatalf("Top(-1) = %v", top)
 	}
 }
@@ -594,7 +594,7 @@ func TestKeyedQPSTopAddsUpKeysThatReadTheSame(t *testing.T) {
 			q.AllowNAt(0, key, 1)
 		}
 	}
-	top := q.TopAt(0, 10, false)
+	top := q.topAt(0, 10, false)
 	if len(top) != 2 || top[0].Key != long || top[0].Allowed != 4 || top[0].Blocked != 2 || top[1].Key != "\uFFFD" {
 		t.Fatalf("Top = %+v, want %q with both keys' counts, then the bad byte shown as U+FFFD", top, long)
 	}

@@ -62,8 +62,8 @@ func TestKeyedQPSHeapIsWhatItsBudgetAllows(t *testing.T) {
 	})
 	floor := int64(keyShardBytes + keyShards*(sketchBytes(minSketchBlocks)+(&keyConfig{wins: make([]keyWindow, 1), stride: flowlimits.DefaultKeyBuckets + 1}).entriesBytes(floorRoom)))
 	t.Logf("%d keys: %.2f MiB held (the budget %.2f MiB, the floor %.2f MiB), heap %.2f MiB", keys, float64(f.bytes)/(1<<20), float64(budget)/(1<<20), float64(floor)/(1<<20), float64(f.heap)/(1<<20))
-	if int64(f.bytes) > budget+floor || mem.InUse() != int64(f.bytes) {
-		t.Errorf("the limiter holds %d bytes (its budget says %d), above its budget %d and its floor %d", f.bytes, mem.InUse(), budget, floor)
+	if int64(f.bytes) > budget+floor || mem.inUse() != int64(f.bytes) {
+		t.Errorf("the limiter holds %d bytes (its budget says %d), above its budget %d and its floor %d", f.bytes, mem.inUse(), budget, floor)
 	}
 	if d := f.heap - int64(f.bytes); d > int64(f.bytes)/50+64<<10 || -d > int64(f.bytes)/50+64<<10 {
 		t.Errorf("the heap grew by %d bytes, the limiter says it holds %d", f.heap, f.bytes)
@@ -82,24 +82,24 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 		for i := range 100_000 {
 			q.AllowNAt(int64(i), "k"+string(rune(i)), 1)
 		}
-		c, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 10, KeyMemory: mem})
+		c, err := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 10, KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		th, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: mem})
+		th, err := NewThrottle(ThrottleSettings{PerKey: true, Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mem.InUse() < int64(q.bytes()+c.bytes()/2+th.bytes()/2) {
-			t.Fatalf("the budget says %d bytes in use, the limiters hold more", mem.InUse())
+		if mem.inUse() < int64(q.bytes()+c.keys.bytes()/2+th.keys.bytes()/2) {
+			t.Fatalf("the budget says %d bytes in use, the limiters hold more", mem.inUse())
 		}
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for mem.InUse() != 0 && time.Now().Before(deadline) {
+	for mem.inUse() != 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := mem.InUse(); n != 0 {
+	if n := mem.inUse(); n != 0 {
 		t.Fatalf("%d bytes still in use once the limiters are gone", n)
 	}
 }
@@ -109,14 +109,14 @@ func TestKeyMemoryIsGivenBackWhenItsLimitersAreGone(t *testing.T) {
 // the budget is spent.
 func TestKeyedConcurrencyAndThrottleTakeWhatTheBudgetHas(t *testing.T) {
 	mem, _ := NewKeyMemory(1 << 20)
-	c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 10, KeyMemory: mem}) // wants 1 MiB
-	if b := len(c.cells) * 8; b != 64<<10 {
+	c, _ := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 10, KeyMemory: mem}) // wants 1 MiB
+	if b := len(c.keys.cells) * 8; b != 64<<10 {
 		t.Errorf("a keyed concurrency limit took %d bytes of a budget of 1 MiB, want 64 KiB", b)
 	}
 	none, _ := NewKeyMemory(0)
-	th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: none})
-	if b := len(th.blocks) * keyBlockBytes; b != minKeyBlocks*keyBlockBytes || none.InUse() != int64(b) {
-		t.Errorf("a keyed throttle took %d bytes of a budget of 0 (which says %d), want its floor %d", b, none.InUse(), minKeyBlocks*keyBlockBytes)
+	th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: 10, Interval: time.Second, MaxWait: 0, KeyMemory: none})
+	if b := len(th.keys.blocks) * keyBlockBytes; b != minKeyBlocks*keyBlockBytes || none.inUse() != int64(b) {
+		t.Errorf("a keyed throttle took %d bytes of a budget of 0 (which says %d), want its floor %d", b, none.inUse(), minKeyBlocks*keyBlockBytes)
 	}
 }
 

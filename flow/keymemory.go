@@ -9,14 +9,14 @@ import (
 
 // A KeyMemory is a budget of heap for the per-key state of keyed limiters.
 // Their settings share it through their KeyMemory field. A [KeyedQPS] draws
-// its sketches and hot entries from it. A [KeyedConcurrency] and a
-// [KeyedThrottle] draw their sketches, each at most a sixteenth of the
+// its sketches and hot entries from it. A [Concurrency] and a [Throttle]
+// per key draw their sketches, each at most a sixteenth of the
 // budget.
 //
 // A limiter that finds the budget spent stops growing. It never lets a key
 // over its limit for that; it only refuses some keys early. Each limiter
-// keeps a small floor whatever the budget, so InUse may pass Limit by the
-// floors. A limiter no longer used gives its bytes back once the garbage
+// keeps a small floor whatever the budget, so what they hold together may pass the
+// limit by the floors. A limiter no longer used gives its bytes back once the garbage
 // collector finds it so.
 //
 // A KeyMemory is safe for concurrent use. The zero KeyMemory has a limit of
@@ -34,11 +34,8 @@ func NewKeyMemory(limit int64) (*KeyMemory, error) {
 	return &KeyMemory{limit: limit}, nil
 }
 
-// Limit returns the budget's limit, in bytes.
-func (m *KeyMemory) Limit() int64 { return m.limit }
-
-// InUse returns the bytes its limiters hold now.
-func (m *KeyMemory) InUse() int64 { return m.used.Load() }
+// inUse returns the bytes its limiters hold now.
+func (m *KeyMemory) inUse() int64 { return m.used.Load() }
 
 // memoryOr returns m, or a new budget of flowlimits.DefaultKeyMemory for nil.
 func memoryOr(m *KeyMemory) *KeyMemory {

@@ -5,7 +5,7 @@ import (
 	"hash/maphash"
 )
 
-// The overrides of KeyedConcurrency and KeyedThrottle: each key with an
+// The overrides of a Concurrency and a Throttle per key: each key with an
 // override is counted exactly, in an entry of its own, which a pinTable
 // finds by the key's seeded hash. The rest of the keys share the sketch.
 //
@@ -69,18 +69,18 @@ func (t *pinTable[E]) limitOf(seed maphash.Seed, key string, limit int64) int64 
 }
 
 // checkOverrides returns the error of the first key, in byte order, whose
-// limit is outside [0, MaxLimit], or nil.
+// limit is outside [0, 2^32-1], or nil.
 func checkOverrides(overrides map[string]int64) error {
 	bad, found := "", false
 	for key, l := range overrides {
-		if (l < 0 || l > MaxLimit) && (!found || key < bad) {
+		if (l < 0 || l > maxLimit) && (!found || key < bad) {
 			bad, found = key, true
 		}
 	}
 	if !found {
 		return nil
 	}
-	return &ConfigError{Field: "overrides", Value: fmt.Sprintf("%q: %d", bad, overrides[bad]), Detail: fmt.Sprintf("must be between 0 and %d", int64(MaxLimit))}
+	return &ConfigError{Field: "overrides", Value: fmt.Sprintf("%q: %d", bad, overrides[bad]), Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
 }
 
 // pinAll returns the table of overrides, which checkOverrides has passed:

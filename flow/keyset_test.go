@@ -74,7 +74,7 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 				}
 				allowedN++
 				held[key] += n
-				if lim := c.LimitOf(key); held[key] > lim {
+				if lim := c.keys.limitOf(key); held[key] > lim {
 					t.Fatalf("seed %d, step %d: key %q holds %d places, limit %d", seed, step, key, held[key], lim)
 				}
 				if got := c.InFlight(key); got < held[key] {
@@ -89,12 +89,12 @@ func TestKeyedConcurrencySetKeepsWhatEveryKeyHolds(t *testing.T) {
 		for _, h := range holds {
 			h.p.Done(Succeeded)
 		}
-		if !c.sketchIsEmpty() {
+		if !c.keys.sketchIsEmpty() {
 			t.Fatalf("seed %d: the sketch holds places after every permit was released", seed)
 		}
 		for _, key := range keys {
 			var p Permit
-			if lim := c.LimitOf(key); lim > 0 && !c.AcquireN(&p, key, lim).Allowed {
+			if lim := c.keys.limitOf(key); lim > 0 && !c.AcquireN(&p, key, lim).Allowed {
 				t.Fatalf("seed %d: key %q refused its whole limit %d with nothing held", seed, key, lim)
 			}
 			p.Done(Succeeded)
@@ -169,7 +169,7 @@ func TestKeyedConcurrencySetUnderRaceKeepsEveryKeyWithinItsLimit(t *testing.T) {
 	if err := c.Set(limit, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !c.sketchIsEmpty() {
+	if !c.keys.sketchIsEmpty() {
 		t.Fatal("the sketch holds places after every permit was released")
 	}
 }
@@ -206,7 +206,7 @@ func TestKeyedThrottleSetKeepsEveryKeysPace(t *testing.T) {
 				}
 				n := int64(1 + r.IntN(2))
 				now := c.Now()
-				lim := th.LimitOf(key)
+				lim := th.keys.limitOf(key)
 				res := th.ReserveNAt(now, key, n)
 				if !res.Allowed || r.IntN(5) == 0 && res.CancelAt(now) {
 					continue
@@ -306,8 +306,8 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 		option    string
 	}{
 		{-1, nil, "limit"},
-		{MaxLimit + 1, nil, "limit"},
-		{3, map[string]int64{"a": 1, "z": -1, "b": MaxLimit + 1}, "overrides"},
+		{maxLimit + 1, nil, "limit"},
+		{3, map[string]int64{"a": 1, "z": -1, "b": maxLimit + 1}, "overrides"},
 	} {
 		for name, set := range map[string]func(int64, map[string]int64) error{"KeyedConcurrency": c.Set, "KeyedThrottle": th.Set} {
 			err := set(tc.limit, tc.overrides)
@@ -317,14 +317,14 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 			}
 		}
 	}
-	if c.Limit() != 2 || c.LimitOf("vip") != 5 || th.Limit() != 2 || th.LimitOf("vip") != 5 {
+	if c.limitNow() != 2 || c.keys.limitOf("vip") != 5 || th.limitNow() != 2 || th.keys.limitOf("vip") != 5 {
 		t.Fatal("a refused Set changed the limits")
 	}
 	if err := th.Set(0, nil); err == nil {
 		t.Fatal("a keyed throttle paces at least 1 request per interval")
 	}
 	bad := maps.Clone(over)
-	bad["b"] = MaxLimit + 1
+	bad["b"] = maxLimit + 1
 	err := c.Set(1, bad)
 	if err == nil || err.Error() != `flow: invalid configuration: overrides = "b": 4294967296: must be between 0 and 4294967295` {
 		t.Fatalf("Set with a bad override = %v", err)
@@ -360,7 +360,7 @@ func TestOverridesSharingAHashAreEachFound(t *testing.T) {
 // to hold it at; TestKeyedConcurrencySetUnderRace... races it.)
 func TestAReservationUnderLimitsNoLongerInForceTakesNothing(t *testing.T) {
 	th := mustKeyedThrottle(t, 2, time.Second, time.Second, nil, 0, clock.NewManual(0))
-	b, _ := th.counters(maphash.String(th.seed, "a"))
+	b, _ := th.keys.counters(maphash.String(th.keys.seed, "a"))
 	b.mu.Lock()
 	done := make(chan Reservation)
 	go func() { done <- th.ReserveNAt(0, "a", 1) }()
@@ -385,33 +385,33 @@ func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !th.AllowAt(0).Allowed {
+	if !th.AllowAt(0, "").Allowed {
 		t.Fatal("the first request refused")
 	}
-	if err := th.SetLimit(4); err != nil {
+	if err := th.Set(4, nil); err != nil {
 		t.Fatal(err)
 	}
-	if d := th.AllowAt(int64(999 * time.Millisecond)); d.Allowed || d.RetryAfter != time.Millisecond {
+	if d := th.AllowAt(int64(999*time.Millisecond), ""); d.Allowed || d.RetryAfter != time.Millisecond {
 		t.Fatalf("before the last place ends: %+v, want a retry after 1ms", d)
 	}
 	for _, at := range []time.Duration{time.Second, 1250 * time.Millisecond} {
-		if !th.AllowAt(int64(at)).Allowed {
+		if !th.AllowAt(int64(at), "").Allowed {
 			t.Fatalf("at %v, on the new pace of 250ms: refused", at)
 		}
 	}
-	if th.AllowAt(int64(1499*time.Millisecond)).Allowed || th.Limit() != 4 {
+	if th.AllowAt(int64(1499*time.Millisecond), "").Allowed || th.limitNow() != 4 {
 		t.Fatal("the new pace is not kept")
 	}
 	var ce *ConfigError
-	if err := th.SetLimit(0); !errors.As(err, &ce) || ce.Field != "limit" || th.Limit() != 4 {
-		t.Fatalf("SetLimit(0) = %v, limit %d", err, th.Limit())
+	if err := th.Set(0, nil); !errors.As(err, &ce) || ce.Field != "limit" || th.limitNow() != 4 {
+		t.Fatalf("SetLimit(0) = %v, limit %d", err, th.limitNow())
 	}
 	warm, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, WarmUp: 10 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := warm.SetLimit(20); !errors.As(err, &ce) || warm.Limit() != 10 {
-		t.Fatalf("a warming throttle's SetLimit = %v, limit %d", err, warm.Limit())
+	if err := warm.Set(20, nil); !errors.As(err, &ce) || warm.limitNow() != 10 {
+		t.Fatalf("a warming throttle's SetLimit = %v, limit %d", err, warm.limitNow())
 	}
 }
 
@@ -421,10 +421,10 @@ func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
 func BenchmarkKeyedOverride(b *testing.B) {
 	overrides := map[string]int64{}
 	for i := range 10000 {
-		overrides["tenant-"+strconv.Itoa(i)] = MaxLimit
+		overrides["tenant-"+strconv.Itoa(i)] = maxLimit
 	}
 	b.Run("concurrency", func(b *testing.B) {
-		c, _ := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 100, Overrides: overrides})
+		c, _ := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 100, Overrides: overrides})
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Permit
@@ -433,7 +433,7 @@ func BenchmarkKeyedOverride(b *testing.B) {
 		}
 	})
 	b.Run("throttle", func(b *testing.B) {
-		th, _ := NewKeyedThrottle(KeyedThrottleSettings{Limit: 100, Interval: time.Second, MaxWait: time.Hour, Overrides: overrides, Clock: clock.NewManual(0)})
+		th, _ := NewThrottle(ThrottleSettings{PerKey: true, Limit: 100, Interval: time.Second, MaxWait: time.Hour, Overrides: overrides, Clock: clock.NewManual(0)})
 		b.ReportAllocs()
 		now := int64(0)
 		for b.Loop() {

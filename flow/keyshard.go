@@ -232,12 +232,12 @@ func (s *keyShard) blocked(e int32, j int, hw *hotWindow, now int64, n int64, li
 }
 
 // stat is what Top says of hot entry e at time now.
-func (s *keyShard) stat(e int32, now int64) KeyStat {
+func (s *keyShard) stat(e int32, now int64) keyStat {
 	hk := &s.hot[e]
 	w := &s.cfg.wins[0]
 	hw, c := s.window(e, 0)
 	hw.advance(c, w.grid.Index(now), w.k)
-	st := KeyStat{Key: string(s.names[int(e)*flowlimits.MaxShownKeyLength:][:hk.keyLen]), Allowed: hw.sum}
+	st := keyStat{Key: string(s.names[int(e)*flowlimits.MaxShownKeyLength:][:hk.keyLen]), Allowed: hw.sum}
 	if g := w.grid.Index(now) / w.k; g <= hk.blockAt+1 {
 		st.Blocked = int64(hk.blocked[hk.blockAt&1])
 		if g == hk.blockAt {

@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"context"
 	"hash/maphash"
 	"math"
 	"math/bits"
@@ -13,7 +12,7 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// How a KeyedThrottle paces keys in fixed memory.
+// How a Throttle per key paces keys in fixed memory.
 //
 // All a key's pacing needs is the time of its next free place: the end of
 // the last place it was given. A key whose next free place has passed is
@@ -65,28 +64,10 @@ import (
 // compared with it in full, so no key is taken for an overridden one. A
 // key is hashed whole: its length is the caller's to bound.
 
-// A KeyedThrottle paces each key as a [Throttle] paces all requests. A key
-// is a user, a tenant or a client address. With a limit of N per interval,
-// the places one key is given are at least interval/N apart. A key's pace
-// holds whatever the other keys do, however many there are. Keys in the
-// overrides have limits of their own. There is no warm-up.
-//
-// Memory is fixed when the throttle is made: a sketch sized for the keys
-// paced at once ([KeyedThrottleSettings.Keys]), and about 140 bytes per
-// override. More keys than that are still paced, but wait for each other
-// more often. At the sizing, a key not seen for a pace waits with
-// probability 0.8%; at twice it, 2%.
-//
-// [Reservation.Cancel] gives a key's place back when a Throttle would,
-// unless another key of its block of the sketch was given a place since.
-// [KeyedThrottle.Set] changes the limits in place: every key keeps its next
-// free place.
-//
-// A KeyedThrottle is safe for concurrent use. Deciding takes the mutex of
-// the key's block, no other, and allocates nothing. A key is hashed whole:
-// its length is the caller's to bound. The zero KeyedThrottle is not
-// usable; make one with [NewKeyedThrottle].
-type KeyedThrottle struct {
+// A keyThrottle is the state of a Throttle per key: a sketch sized for the
+// keys paced at once, and an exact next free place per override. Deciding
+// takes the mutex of the key's block, no other, and allocates nothing.
+type keyThrottle struct {
 	seed    maphash.Seed
 	per     uint64 // the interval, in nanoseconds
 	maxWait int64
@@ -100,7 +81,7 @@ type KeyedThrottle struct {
 	mu     sync.Mutex // serializes Set
 }
 
-// paceLimits are the limits of a KeyedThrottle: the limit of the keys
+// paceLimits are the limits of a Throttle per key: the limit of the keys
 // without overrides, and the overrides. How a key's next free place
 // follows it when Set gives it an override or takes its override away
 // (see pinTable):
@@ -121,14 +102,14 @@ type KeyedThrottle struct {
 //     entry reads the block, or it is not given.
 //
 // Every place of a key thus starts no earlier than the key's next free
-// place, wherever that is kept: the invariant of KeyedThrottle's proof.
+// place, wherever that is kept: the invariant of the proof above.
 type paceLimits struct {
 	limit int64
 	one   int64 // the pace of one request at limit
 	pins  pinTable[pinnedPace]
 }
 
-// A paceBlock is a cache line of a KeyedThrottle's sketch: six next free
+// A paceBlock is a cache line of a per-key Throttle's sketch: six next free
 // places and what guards them.
 type paceBlock struct {
 	mu sync.Mutex
@@ -174,40 +155,9 @@ const (
 // block's 6: a key's hash picks one.
 var paceProbes = choose3(paceBlockCounters)
 
-// KeyedThrottleSettings configure a [KeyedThrottle]. Limit, Interval and
-// MaxWait say what each key's pace is, as [ThrottleSettings] does; every
-// other zero field takes its default.
-type KeyedThrottleSettings struct {
-	// Limit is how many requests of a key are given places per interval,
-	// in [1, MaxLimit].
-	Limit int64
-	// Interval is positive, at most 36 years.
-	Interval time.Duration
-	// MaxWait is how far away a reserved place may be; 0 refuses every
-	// request that would have to wait.
-	MaxWait time.Duration
-	// Overrides are keys with limits of their own, in [0, MaxLimit]. 0
-	// refuses the key.
-	Overrides map[string]int64
-	// Keys is how many keys the throttle expects to pace at once: those
-	// given a place within one pace of now (default 4096, at most 262144).
-	// The sketch takes 512 bytes per key, rounded up to a power of two.
-	// More keys are still paced, but wait for each other more often.
-	Keys int
-	// KeyMemory is the budget the sketch draws from, halved down to 4 KiB
-	// if short (default: a budget of its own).
-	KeyMemory *KeyMemory
-	// Clock is the clock the throttle reads and waits on (default
-	// clock.System).
-	Clock clock.Clock
-}
-
-// NewKeyedThrottle returns a KeyedThrottle of the given settings. A bad
-// setting is a [*ConfigError] naming it.
-func NewKeyedThrottle(s KeyedThrottleSettings) (*KeyedThrottle, error) {
-	if err := checkPace(s.Limit, s.Interval, s.MaxWait); err != nil {
-		return nil, err
-	}
+// newKeyThrottle returns the per-key state of a throttle of settings s,
+// whose pace newThrottle has checked, reading clock c.
+func newKeyThrottle(s ThrottleSettings, c clock.Clock) (*keyThrottle, error) {
 	keys, err := checkKeys(s.Keys)
 	if err != nil {
 		return nil, err
@@ -216,9 +166,9 @@ func NewKeyedThrottle(s KeyedThrottleSettings) (*KeyedThrottle, error) {
 		return nil, err
 	}
 	blocks := drawFixed(s.KeyMemory, sketchBlocksFor(keys, paceBlocksPerKey), minKeyBlocks, keyBlockBytes)
-	t := &KeyedThrottle{
+	t := &keyThrottle{
 		seed: maphash.MakeSeed(), per: uint64(s.Interval), maxWait: int64(min(s.MaxWait, timegrid.MaxTime)),
-		clock: clockOr(s.Clock), mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks),
+		clock: c, mask: uint64(blocks - 1), blocks: make([]paceBlock, blocks),
 	}
 	giveBackWhenGone(t, s.KeyMemory, blocks*keyBlockBytes)
 	t.limits.Store(t.newLimits(s.Limit, s.Overrides, &pinTable[pinnedPace]{}, false))
@@ -229,7 +179,7 @@ func NewKeyedThrottle(s KeyedThrottleSettings) (*KeyedThrottle, error) {
 // each key keeping its entry in old if it has one; new entries carry the
 // sketch if carry. It seals the entries of old's keys that lose their
 // overrides.
-func (t *KeyedThrottle) newLimits(limit int64, overrides map[string]int64, old *pinTable[pinnedPace], carry bool) *paceLimits {
+func (t *keyThrottle) newLimits(limit int64, overrides map[string]int64, old *pinTable[pinnedPace], carry bool) *paceLimits {
 	fresh := func() *pinnedPace {
 		e := new(pinnedPace)
 		e.next.Store(longAgo) // the first request goes at once
@@ -246,7 +196,7 @@ func (t *KeyedThrottle) newLimits(limit int64, overrides map[string]int64, old *
 
 // seal moves entry e's next free place into the sketch, under the key's
 // hash h (see paceLimits).
-func (t *KeyedThrottle) seal(e *pinnedPace, h uint64) {
+func (t *keyThrottle) seal(e *pinnedPace, h uint64) {
 	var v int64
 	for {
 		v = e.next.Load()
@@ -264,13 +214,8 @@ func (t *KeyedThrottle) seal(e *pinnedPace, h uint64) {
 	b.mu.Unlock()
 }
 
-// Set changes the limit and the overrides, keeping every key's next free
-// place. A key's next place comes no sooner than its last place ends,
-// whether it gains, keeps or loses an override. The places after it take
-// the key's new pace. A bad limit or override is a [*ConfigError], and the
-// limits in force stay. Set takes time in proportion to the overrides, old
-// and new; requests go on meanwhile.
-func (t *KeyedThrottle) Set(limit int64, overrides map[string]int64) error {
+// set is Throttle.Set for a throttle per key.
+func (t *keyThrottle) set(limit int64, overrides map[string]int64) error {
 	if err := checkPace(limit, time.Duration(t.per), 0); err != nil {
 		return err
 	}
@@ -293,7 +238,7 @@ func (t *KeyedThrottle) Set(limit int64, overrides map[string]int64) error {
 // paceCost returns the time n places take at limit per interval per
 // nanoseconds: ceil(n × per / limit), exactly, for n in [1, limit]; it is
 // at most per. The product takes 128 bits, so no rate overflows or rounds
-// to nothing: MaxLimit per nanosecond is one place per nanosecond, and one
+// to nothing: 2^32-1 per nanosecond is one place per nanosecond, and one
 // per 36 years is 36 years.
 func paceCost(n, limit int64, per uint64) int64 {
 	hi, lo := bits.Mul64(uint64(n), per)
@@ -307,7 +252,7 @@ func paceCost(n, limit int64, per uint64) int64 {
 
 // giveBack gives back the place of r, in the sketch, if no other place
 // was given in its block since, and reports whether it did.
-func (t *KeyedThrottle) giveBack(r *Reservation) bool {
+func (t *keyThrottle) giveBack(r *Reservation) bool {
 	b, p := t.counters(r.h)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -323,28 +268,13 @@ func (t *KeyedThrottle) giveBack(r *Reservation) bool {
 
 // counters returns the key's block (hash h, its low bits) and which three
 // of its counters (its high bits) are the key's.
-func (t *KeyedThrottle) counters(h uint64) (*paceBlock, *[keyProbes]uint8) {
+func (t *keyThrottle) counters(h uint64) (*paceBlock, *[keyProbes]uint8) {
 	return &t.blocks[h&t.mask], &paceProbes[(h>>32)%paceCombos]
-}
-
-// ReserveN reserves places for n requests of key now. See
-// [KeyedThrottle.ReserveNAt].
-func (t *KeyedThrottle) ReserveN(key string, n int64) Reservation {
-	return t.ReserveNAt(t.clock.Now(), key, n)
-}
-
-// ReserveNAt reserves places for n requests of key arriving at time now:
-// all n, next to each other, or none. The Decision says how long to wait
-// for the first place, at most MaxWait. A place further away is blocked
-// with [WaitTooLong]. n <= 0 is allowed at once and takes nothing. n above
-// the key's limit is blocked with [ExceedsLimit].
-func (t *KeyedThrottle) ReserveNAt(now int64, key string, n int64) Reservation {
-	return t.reserve(now, key, n, t.maxWait)
 }
 
 // reserve takes places for n requests of key arriving at now if the first
 // is at most maxWait away.
-func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) Reservation {
+func (t *keyThrottle) reserve(now int64, key string, n, maxWait int64) Reservation {
 	if n <= 0 {
 		return Reservation{Decision: allowed}
 	}
@@ -400,7 +330,7 @@ func (t *KeyedThrottle) reserve(now int64, key string, n, maxWait int64) Reserva
 // reservePinned is reserve for the override of slot s, exactly, as a
 // Throttle decides. It reports false, having taken nothing, if the slot's
 // entry is sealed.
-func (t *KeyedThrottle) reservePinned(now int64, s *pinSlot[pinnedPace], h uint64, n, maxWait int64) (Reservation, bool) {
+func (t *keyThrottle) reservePinned(now int64, s *pinSlot[pinnedPace], h uint64, n, maxWait int64) (Reservation, bool) {
 	e := s.e
 	if e.carry.Load() && !t.uncarry(e, h) {
 		return Reservation{}, false
@@ -419,7 +349,7 @@ func (t *KeyedThrottle) reservePinned(now int64, s *pinSlot[pinnedPace], h uint6
 // uncarry raises the next free place of entry e, which carries the sketch,
 // to the key's estimate there (its hash h), and reports false if e is
 // sealed.
-func (t *KeyedThrottle) uncarry(e *pinnedPace, h uint64) bool {
+func (t *keyThrottle) uncarry(e *pinnedPace, h uint64) bool {
 	b, p := t.counters(h)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -436,61 +366,13 @@ func (t *KeyedThrottle) uncarry(e *pinnedPace, h uint64) bool {
 	}
 }
 
-// Allow decides whether one request of key may proceed now. See
-// [KeyedThrottle.AllowNAt].
-func (t *KeyedThrottle) Allow(key string) Decision { return t.AllowNAt(t.clock.Now(), key, 1) }
+// limitNow returns the number of requests per interval of a key without
+// an override.
+func (t *keyThrottle) limitNow() int64 { return t.limits.Load().limit }
 
-// AllowN decides whether n requests of key may proceed now. See
-// [KeyedThrottle.AllowNAt].
-func (t *KeyedThrottle) AllowN(key string, n int64) Decision {
-	return t.AllowNAt(t.clock.Now(), key, n)
-}
-
-// AllowAt decides whether one request of key arriving at time now may
-// proceed. See [KeyedThrottle.AllowNAt].
-func (t *KeyedThrottle) AllowAt(now int64, key string) Decision { return t.AllowNAt(now, key, 1) }
-
-// AllowNAt decides whether n requests of key arriving at time now may
-// proceed at once, as [Throttle.AllowNAt] does for all requests.
-func (t *KeyedThrottle) AllowNAt(now int64, key string, n int64) Decision {
-	return atOnce(t.reserve(now, key, n, 0).Decision)
-}
-
-// Wait waits for a place for one request of key now. See
-// [KeyedThrottle.WaitNAt].
-func (t *KeyedThrottle) Wait(ctx context.Context, key string) error {
-	return t.WaitNAt(ctx, t.clock.Now(), key, 1)
-}
-
-// WaitN waits for places for n requests of key now. See
-// [KeyedThrottle.WaitNAt].
-func (t *KeyedThrottle) WaitN(ctx context.Context, key string, n int64) error {
-	return t.WaitNAt(ctx, t.clock.Now(), key, n)
-}
-
-// WaitAt waits for a place for one request of key arriving at time now.
-// See [KeyedThrottle.WaitNAt].
-func (t *KeyedThrottle) WaitAt(ctx context.Context, now int64, key string) error {
-	return t.WaitNAt(ctx, now, key, 1)
-}
-
-// WaitNAt reserves places for n requests of key arriving at time now and
-// waits for the first, as [Throttle.WaitNAt] does for all requests.
-func (t *KeyedThrottle) WaitNAt(ctx context.Context, now int64, key string, n int64) error {
-	maxWait, err := waitBudget(ctx, t.maxWait)
-	if err != nil {
-		return err
-	}
-	return waitFor(ctx, t.clock, t.reserve(now, key, n, maxWait), maxWait < t.maxWait)
-}
-
-// Limit returns the number of requests per interval of a key without an
-// override.
-func (t *KeyedThrottle) Limit() int64 { return t.limits.Load().limit }
-
-// LimitOf returns the number of requests per interval of key: its
-// override's limit, or [KeyedThrottle.Limit].
-func (t *KeyedThrottle) LimitOf(key string) int64 {
+// limitOf returns the number of requests per interval of key: its
+// override's limit, or limitNow's.
+func (t *keyThrottle) limitOf(key string) int64 {
 	l := t.limits.Load()
 	return l.pins.limitOf(t.seed, key, l.limit)
 }
@@ -498,6 +380,6 @@ func (t *KeyedThrottle) LimitOf(key string) int64 {
 // bytes returns the heap the limiter takes, which changes only with Set:
 // the sketch, the overrides' places and the limiter itself, beyond the
 // overrides' keys.
-func (t *KeyedThrottle) bytes() int {
+func (t *keyThrottle) bytes() int {
 	return len(t.blocks)*keyBlockBytes + len(t.limits.Load().pins.slots)*pinBytes + 160
 }

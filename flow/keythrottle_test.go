@@ -22,9 +22,9 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-func mustKeyedThrottle(t testing.TB, limit int64, interval, maxWait time.Duration, overrides map[string]int64, keys int, c clock.Clock) *KeyedThrottle {
+func mustKeyedThrottle(t testing.TB, limit int64, interval, maxWait time.Duration, overrides map[string]int64, keys int, c clock.Clock) *Throttle {
 	t.Helper()
-	th, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: limit, Interval: interval, MaxWait: maxWait, Overrides: overrides, Keys: keys, Clock: c})
+	th, err := NewThrottle(ThrottleSettings{Limit: limit, Interval: interval, MaxWait: maxWait, PerKey: true, Overrides: overrides, Keys: keys, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,14 +128,14 @@ func TestKeyedThrottleNeverPacesAKeyFasterThanItsLimit(t *testing.T) {
 				res = th.ReserveNAt(now, key, n)
 				d = res.Decision
 			}
-			lim := th.LimitOf(key)
+			lim := th.keys.limitOf(key)
 			if e := exact[key]; e != nil {
 				var want Decision
 				var x Reservation
 				if allow {
-					want = e.AllowNAt(now, n)
+					want = e.AllowNAt(now, "", n)
 				} else {
-					x = e.ReserveNAt(now, n)
+					x = e.ReserveNAt(now, "", n)
 					want = x.Decision
 				}
 				if d != want {
@@ -185,7 +185,7 @@ func TestKeyedThrottleNeverPacesAKeyFasterThanItsLimit(t *testing.T) {
 func TestKeyedThrottleIsExactForKeysThatShareNoBlock(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustKeyedThrottle(t, 7, time.Second, 500*time.Millisecond, nil, 100, c)
-	keys := keysInDistinctBlocks(th.seed, th.mask, 40)
+	keys := keysInDistinctBlocks(th.keys.seed, th.keys.mask, 40)
 	exact := map[string]*Throttle{}
 	for _, key := range keys {
 		exact[key] = mustThrottle(t, 7, time.Second, 500*time.Millisecond, c)
@@ -217,12 +217,12 @@ func TestKeyedThrottleIsExactForKeysThatShareNoBlock(t *testing.T) {
 		key := keys[r.IntN(len(keys))]
 		n := int64(r.IntN(9))
 		if r.IntN(3) == 0 {
-			if got, want := th.AllowNAt(now, key, n), exact[key].AllowNAt(now, n); got != want {
+			if got, want := th.AllowNAt(now, key, n), exact[key].AllowNAt(now, "", n); got != want {
 				t.Fatalf("step %d: Allow %d at %d: %+v, a Throttle of its own %+v", step, n, now, got, want)
 			}
 			continue
 		}
-		got, want := th.ReserveNAt(now, key, n), exact[key].ReserveNAt(now, n)
+		got, want := th.ReserveNAt(now, key, n), exact[key].ReserveNAt(now, "", n)
 		if got.Decision != want.Decision {
 			t.Fatalf("step %d: Reserve %d at %d: %+v, a Throttle of its own %+v", step, n, now, got.Decision, want.Decision)
 		}
@@ -247,10 +247,10 @@ func TestKeyedThrottlePacesAnyRate(t *testing.T) {
 		{10000, time.Second, 1e5, 5},
 		{1000000, time.Second, 1000, 5},
 		{3, 10 * time.Nanosecond, 4, 5},
-		{MaxLimit, time.Nanosecond, 1, 5},
-		{MaxLimit, time.Second, 1, 5},
+		{maxLimit, time.Nanosecond, 1, 5},
+		{maxLimit, time.Second, 1, 5},
 		{1, timegrid.MaxTime, timegrid.MaxTime, 2},
-		{MaxLimit, timegrid.MaxTime, 268435457, 5}, // 2^60 / (2^32-1), rounded up
+		{maxLimit, timegrid.MaxTime, 268435457, 5}, // 2^60 / (2^32-1), rounded up
 	} {
 		c := clock.NewManual(0)
 		th := mustKeyedThrottle(t, tc.limit, tc.interval, timegrid.MaxTime, nil, 0, c)
@@ -272,10 +272,10 @@ func TestKeyedThrottlePacesAnyRate(t *testing.T) {
 // FuzzKeyedThrottlePace checks the pace against exact arithmetic.
 func FuzzKeyedThrottlePace(f *testing.F) {
 	f.Add(int64(1), int64(1000), uint64(time.Second))
-	f.Add(int64(MaxLimit), int64(MaxLimit), uint64(timegrid.MaxTime))
-	f.Add(int64(7), int64(MaxLimit), uint64(1))
+	f.Add(int64(maxLimit), int64(maxLimit), uint64(timegrid.MaxTime))
+	f.Add(int64(7), int64(maxLimit), uint64(1))
 	f.Fuzz(func(t *testing.T, n, limit int64, per uint64) {
-		limit = 1 + (limit&math.MaxInt64)%MaxLimit
+		limit = 1 + (limit&math.MaxInt64)%maxLimit
 		n = 1 + (n&math.MaxInt64)%limit
 		per = 1 + per%uint64(timegrid.MaxTime)
 		got := paceCost(n, limit, per)
@@ -291,7 +291,7 @@ func FuzzKeyedThrottlePace(f *testing.F) {
 
 // nextFree returns key's estimate: the time of its next free place, as the
 // sketch has it.
-func (t *KeyedThrottle) nextFree(key string) int64 {
+func (t *keyThrottle) nextFree(key string) int64 {
 	b, p := t.counters(maphash.String(t.seed, key))
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -310,7 +310,7 @@ func coldWaits(t *testing.T, sized, busy, probes int) float64 {
 	}
 	waited := 0
 	for i := range probes {
-		if next := th.nextFree("cold-" + strconv.Itoa(i)); next > 0 {
+		if next := th.keys.nextFree("cold-" + strconv.Itoa(i)); next > 0 {
 			waited++
 			if next > latest {
 				t.Fatalf("a cold key waits %v, longer than any busy key", time.Duration(next))
@@ -388,9 +388,9 @@ func TestKeyedThrottleCancelGivesBackOnlyTheLastPlaceOfItsBlock(t *testing.T) {
 	// A key whose hash equals an override's (one chance in 2^64, forced
 	// here) is paced as any other key, not as the override.
 	imp := mustKeyedThrottle(t, 10, time.Second, time.Second, map[string]int64{"vip": 20}, 0, c)
-	pins := imp.limits.Load().pins
-	pins.index[maphash.String(imp.seed, "impostor")] = pins.index[maphash.String(imp.seed, "vip")]
-	if imp.LimitOf("impostor") != 10 || imp.ReserveNAt(0, "impostor", 11).Reason != ExceedsLimit || !imp.ReserveNAt(0, "vip", 20).Allowed {
+	pins := imp.keys.limits.Load().pins
+	pins.index[maphash.String(imp.keys.seed, "impostor")] = pins.index[maphash.String(imp.keys.seed, "vip")]
+	if imp.keys.limitOf("impostor") != 10 || imp.ReserveNAt(0, "impostor", 11).Reason != ExceedsLimit || !imp.ReserveNAt(0, "vip", 20).Allowed {
 		t.Fatal("a key sharing an override's hash was taken for it")
 	}
 	var zero Reservation
@@ -399,7 +399,7 @@ func TestKeyedThrottleCancelGivesBackOnlyTheLastPlaceOfItsBlock(t *testing.T) {
 	}
 	// Another key's place in the block since keeps the place taken: its
 	// counters may carry the other key's next free place now.
-	a, b := collidingKeys(th.seed, th.mask)
+	a, b := collidingKeys(th.keys.seed, th.keys.mask)
 	ra := th.ReserveNAt(0, a, 1)
 	ra = th.ReserveNAt(0, a, 1) // 100 ms away
 	th.ReserveNAt(0, b, 1)
@@ -525,7 +525,7 @@ func TestKeyedThrottleConcurrentReservationsKeepEachKeysPace(t *testing.T) {
 				}
 				start := now + int64(res.Wait)
 				mu.Lock()
-				given[key] = append(given[key], place{start, start + paceCost(n, th.LimitOf(key), uint64(time.Second))})
+				given[key] = append(given[key], place{start, start + paceCost(n, th.keys.limitOf(key), uint64(time.Second))})
 				mu.Unlock()
 			}
 		}()
@@ -552,7 +552,7 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		message string
 	}{
 		{with(func(a *args) { a.limit = 0 }), "limit", "limit = 0: must be between 1 and 4294967295"},
-		{with(func(a *args) { a.limit = MaxLimit + 1 }), "limit", "limit = 4294967296"},
+		{with(func(a *args) { a.limit = maxLimit + 1 }), "limit", "limit = 4294967296"},
 		{with(func(a *args) { a.interval = 0 }), "interval", "interval = 0s: must be positive"},
 		{with(func(a *args) { a.interval = timegrid.MaxTime + 1 }), "interval", "must be positive and at most"},
 		{with(func(a *args) { a.maxWait = -1 }), "max_wait", "max_wait = -1ns: must not be negative"},
@@ -560,14 +560,14 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		{with(func(a *args) { a.overrides = map[string]int64{"x": -1} }), "overrides", `overrides = "x": -1`},
 	} {
 		a := tc.args
-		_, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: a.limit, Interval: a.interval, MaxWait: a.maxWait, Overrides: a.overrides, Keys: a.keys})
+		_, err := NewThrottle(ThrottleSettings{PerKey: true, Limit: a.limit, Interval: a.interval, MaxWait: a.maxWait, Overrides: a.overrides, Keys: a.keys})
 		var ce *ConfigError
 		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("NewKeyedThrottle(%+v) = %v, want a ConfigError of %s saying %q", a, err, tc.option, tc.message)
 		}
 	}
 	th := mustKeyedThrottle(t, 5, time.Second, timegrid.MaxTime+5, map[string]int64{"vip": 9}, 0, clock.NewManual(0))
-	if th.Limit() != 5 || th.LimitOf("vip") != 9 || th.LimitOf("k") != 5 || th.per != uint64(time.Second) || th.maxWait != timegrid.MaxTime {
+	if th.limitNow() != 5 || th.keys.limitOf("vip") != 9 || th.keys.limitOf("k") != 5 || th.per != uint64(time.Second) || th.maxWait != timegrid.MaxTime {
 		t.Fatal("accessors")
 	}
 	if d := th.AllowNAt(0, "k", 0); !d.Allowed || d.Wait != 0 {
@@ -615,10 +615,10 @@ func TestKeyedThrottleMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	made := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if b := int64(th.bytes()); made > b+b/20 || made < b-b/20 {
+	if b := int64(th.keys.bytes()); made > b+b/20 || made < b-b/20 {
 		t.Fatalf("the limiter took %d bytes of heap, Bytes says %d", made, b)
 	}
-	if addr := uintptr(unsafe.Pointer(&th.blocks[0])); addr%64 != 0 {
+	if addr := uintptr(unsafe.Pointer(&th.keys.blocks[0])); addr%64 != 0 {
 		t.Fatalf("the sketch starts at %#x, not on a cache line", addr)
 	}
 	keys := make([]string, 200000)
@@ -648,16 +648,16 @@ func TestKeyedThrottleMemoryIsFixedWhateverTheKeys(t *testing.T) {
 	t.Logf("a flood of %d keys in a sketch sized for %d: %d allowed", len(keys), 1<<13, allowedN)
 	// A pace on, every key is as new.
 	for _, key := range keys {
-		if next := th.nextFree(key); next > int64(time.Minute) {
+		if next := th.keys.nextFree(key); next > int64(time.Minute) {
 			t.Fatalf("a key's next place is at %v, a pace after the flood", time.Duration(next))
 		}
 	}
 }
 
 // Each user's requests spaced 100 ms apart, waiting at most 250 ms.
-func ExampleKeyedThrottle() {
+func ExampleThrottle_perKey() {
 	c := clock.NewManual(0)
-	limiter, err := NewKeyedThrottle(KeyedThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 250 * time.Millisecond, Clock: c})
+	limiter, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 250 * time.Millisecond, PerKey: true, Clock: c})
 	if err != nil {
 		panic(err)
 	}

@@ -228,7 +228,7 @@ func TestQPSAStaleClaimLeavesALaterBucketsCellAlone(t *testing.T) {
 }
 
 func TestQPSStripesOnlyWhenCallersCollide(t *testing.T) {
-	q := mustQPS(t, QPSSettings{Limit: MaxLimit, Interval: time.Second})
+	q := mustQPS(t, QPSSettings{Limit: maxLimit, Interval: time.Second})
 	for range 100000 {
 		q.Allow()
 	}
@@ -267,7 +267,7 @@ func TestQPSStripedDecisionsDoNotAllocate(t *testing.T) {
 		c.Advance(time.Millisecond)
 		q.Allow()
 		q.AllowN(3)
-		q.AllowPriority(time.Second)
+		q.AllowPriorityN(1, time.Second)
 	}); n != 0 {
 		t.Fatalf("a striped limiter allocates %.1f times per round", n)
 	}

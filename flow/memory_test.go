@@ -46,7 +46,7 @@ func TestQPSBorrowingAndStripingCostWhatTheDocumentationSays(t *testing.T) {
 	borrowing := heapPerQPS(t, 4000, func() *QPS {
 		q := mustQPS(t, QPSSettings{Limit: 100, Interval: time.Second, Clock: c})
 		q.AllowN(100)
-		if d := q.AllowPriority(time.Second); d.Allowed {
+		if d := q.AllowPriorityN(1, time.Second); d.Allowed {
 			t.Fatalf("test setup: borrowed from an empty leaving bucket: %+v", d)
 		}
 		return q

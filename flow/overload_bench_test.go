@@ -21,7 +21,7 @@ func benchShedder(b *testing.B, cpu float64) (*Shedder, int64) {
 		p.DoneAt(int64(10*time.Millisecond), Succeeded)
 	}
 	now := int64(150 * time.Millisecond)
-	if got := s.MaxInFlightAt(now); got != 100 {
+	if got := s.maxInFlight(now); got != 100 {
 		b.Fatalf("bound %d, want 100", got)
 	}
 	return s, now

@@ -9,6 +9,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowsim"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // The overload simulation's goals (flowsim's scenarios; benchmarks/compare
@@ -29,7 +30,7 @@ func (x adaptiveAdmitter) Admit(now int64) (func(int64, bool), bool) {
 	return func(now int64, timedOut bool) { p.DoneAt(now, ended(timedOut)) }, true
 }
 
-func (x adaptiveAdmitter) Limit() int64 { return x.a.Limit() }
+func (x adaptiveAdmitter) Limit() int64 { return flowstate.Adaptive(x.a).Limit }
 
 // ended is the outcome of a simulated request: overloaded if its client
 // timed out.
@@ -87,7 +88,7 @@ func TestAdaptiveMeetsTheOverloadGoalsWhateverTheSeed(t *testing.T) {
 
 func adaptiveMeetsTheGoals(t *testing.T, seed uint64) {
 	t.Helper()
-	for _, alg := range []flow.AdaptiveAlgorithm{flow.Gradient, flow.AIMD} {
+	for _, alg := range []string{"gradient", "aimd"} {
 		for _, sc := range flowsim.OverloadScenarios() {
 			if sc.Name == "bursty, 3x average" {
 				continue
@@ -99,7 +100,7 @@ func adaptiveMeetsTheGoals(t *testing.T, seed uint64) {
 				}
 				return adaptiveAdmitter{a}
 			})
-			if alg == flow.AIMD && seed != 1 {
+			if alg == "aimd" && seed != 1 {
 				r.Recover = flowsim.NotApplicable // see above
 			}
 			checkGoals(t, fmt.Sprintf("%v, %s, seed %d", alg, sc.Name, seed), r, true)

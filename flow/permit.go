@@ -27,7 +27,7 @@ const (
 )
 
 // A Permit holds the places a limiter gave a request until [Permit.Done].
-// [Concurrency], [KeyedConcurrency], [Shedder] and [Adaptive] fill one
+// [Concurrency], [Shedder] and [Adaptive] fill one
 // through a pointer: a Permit must not be copied (go vet says so).
 //
 // The zero Permit holds nothing. A Permit may be filled again once done.
@@ -50,7 +50,7 @@ type Permit struct {
 	// start is a Shedder's or an Adaptive limit's: when the request was
 	// admitted.
 	start int64
-	// pin and h are a KeyedConcurrency's: the entry of the key's override
+	// pin and h are a Concurrency's per key: the entry of the key's override
 	// (nil for the sketch), and the key's hash.
 	pin *pinnedCount
 	h   uint64
@@ -91,7 +91,7 @@ func (p *Permit) end(now int64, timed bool, o Outcome) {
 	case byConcurrency:
 		(*Concurrency)(p.from).inflight.Add(-n)
 	case byKeyedConcurrency:
-		(*KeyedConcurrency)(p.from).done(p, n)
+		(*keyConcurrency)(p.from).done(p, n)
 	case byShedder:
 		(*Shedder)(p.from).done(p, now, timed, o)
 	case byAdaptive:

@@ -15,7 +15,7 @@ func TestEveryLimiterFillsOnePermitThatDoneEndsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyed, err := NewKeyedConcurrency(KeyedConcurrencySettings{Limit: 1, Overrides: map[string]int64{"pinned": 1}})
+	keyed, err := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: 1, Overrides: map[string]int64{"pinned": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +26,11 @@ func TestEveryLimiterFillsOnePermitThatDoneEndsOnce(t *testing.T) {
 		acquire  func(*Permit) Decision
 		inFlight func() int64
 	}{
-		{"Concurrency", func(p *Permit) Decision { return conc.Acquire(p) }, conc.InFlight},
+		{"Concurrency", func(p *Permit) Decision { return conc.Acquire(p, "") }, func() int64 { return conc.InFlight("") }},
 		{"KeyedConcurrency", func(p *Permit) Decision { return keyed.Acquire(p, "k") }, func() int64 { return keyed.InFlight("k") }},
 		{"KeyedConcurrency override", func(p *Permit) Decision { return keyed.Acquire(p, "pinned") }, func() int64 { return keyed.InFlight("pinned") }},
-		{"Shedder", func(p *Permit) Decision { return shed.Acquire(p, "k") }, shed.InFlight},
-		{"Adaptive", func(p *Permit) Decision { return adaptive.Acquire(p, "k") }, adaptive.InFlight},
+		{"Shedder", func(p *Permit) Decision { return shed.Acquire(p, "k") }, shed.inFlight},
+		{"Adaptive", func(p *Permit) Decision { return adaptive.Acquire(p, "k") }, adaptive.inFlight},
 	} {
 		for _, o := range []Outcome{Succeeded, Failed, FailedOverloaded, Ignored} {
 			var p Permit

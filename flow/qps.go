@@ -12,8 +12,11 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// MaxLimit is the largest limit a limiter of this package takes: 2^32 - 1.
-const MaxLimit = 1<<countBits - 1
+// maxLimit is the largest limit a limiter of this package takes, 2^32-1:
+// the most a count word holds.
+const maxLimit = flowlimits.MaxLimit
+
+var _ [maxLimit - (1<<countBits - 1)]struct{} // the count words hold maxLimit
 
 // How a QPS limiter keeps its promise.
 //
@@ -129,7 +132,7 @@ func holds(w, b uint64) bool { return w>>tagShift == (b<<tagShift)>>tagShift }
 // limit is; every other zero field takes its default.
 type QPSSettings struct {
 	// Limit is the most requests allowed in any interval, in
-	// [0, MaxLimit]. 0 allows nothing.
+	// [0, 2^32-1]. 0 allows nothing.
 	Limit int64
 	// Interval is the length of the intervals the limit holds over. It
 	// must be positive.
@@ -156,7 +159,7 @@ func NewQPS(s QPSSettings) (*QPS, error) { return newQPS(s, false) }
 // newQPS is NewQPS; paced makes a Throttle's meter, whose warm-up measures
 // use in time (see warmUp).
 func newQPS(s QPSSettings, paced bool) (*QPS, error) {
-	if s.Limit < 0 || s.Limit > MaxLimit {
+	if s.Limit < 0 || s.Limit > maxLimit {
 		return nil, badLimit(s.Limit, 0)
 	}
 	if s.Buckets == 0 {
@@ -220,7 +223,7 @@ func (q *QPS) AllowNAt(now int64, n int64) Decision {
 }
 
 // A Grant is what a limiter counted for what it allowed, to give back
-// later. [QPS.GrantNAt] and [RetryBudget.GrantRetryAt] return one; their
+// later. [QPS.GrantNAt] and [RetryBudget.RetryAt] return one; their
 // GiveBack takes it. The zero Grant holds nothing.
 type Grant struct {
 	bucket uint64
@@ -453,7 +456,7 @@ func (q *QPS) countAt(now, n int64) {
 	bn := q.grid.Index(now)
 	for {
 		ob, w := q.openCount(bn)
-		if int64(w&countMask)+n > MaxLimit {
+		if int64(w&countMask)+n > maxLimit {
 			return // the count saturates, as no limit is that high
 		}
 		if q.slots[ob&q.mask].CompareAndSwap(w, w+uint64(n)) {
@@ -462,22 +465,10 @@ func (q *QPS) countAt(now, n int64) {
 	}
 }
 
-// AllowPriority decides whether one prioritized request may proceed now.
-// See [QPS.AllowPriorityNAt].
-func (q *QPS) AllowPriority(maxWait time.Duration) Decision {
-	return q.AllowPriorityNAt(q.clock.Now(), 1, maxWait)
-}
-
 // AllowPriorityN decides whether n prioritized requests may proceed now.
 // See [QPS.AllowPriorityNAt].
 func (q *QPS) AllowPriorityN(n int64, maxWait time.Duration) Decision {
 	return q.AllowPriorityNAt(q.clock.Now(), n, maxWait)
-}
-
-// AllowPriorityAt decides whether one prioritized request arriving at time
-// now may proceed. See AllowPriorityNAt.
-func (q *QPS) AllowPriorityAt(now int64, maxWait time.Duration) Decision {
-	return q.AllowPriorityNAt(now, 1, maxWait)
 }
 
 // AllowPriorityNAt decides whether n prioritized requests arriving at time
@@ -577,8 +568,8 @@ func (q *QPS) retryAfter(now int64, ob uint64, base, own, n, lim int64) time.Dur
 	return time.Duration(max(q.grid.Start(ob+j)-timegrid.Clamp(now), 0))
 }
 
-// Limit returns the most requests the limiter allows in any interval.
-func (q *QPS) Limit() int64 { return q.limit.Load() }
+// limitNow returns the most requests the limiter allows in any interval.
+func (q *QPS) limitNow() int64 { return q.limit.Load() }
 
 // SetLimit changes the limit, keeping the counts. The requests already
 // allowed count against the new limit, which every decision then reads.
@@ -587,13 +578,13 @@ func (q *QPS) Limit() int64 { return q.limit.Load() }
 // limit.
 //
 // A limiter with a warm-up keeps its limit: make a new one. That, and a
-// limit outside [0, MaxLimit], is a [*ConfigError], and the limit in force
+// limit outside [0, 2^32-1], is a [*ConfigError], and the limit in force
 // stays.
 func (q *QPS) SetLimit(limit int64) error {
 	if q.warm != nil {
 		return &ConfigError{Field: "limit", Value: limit, Detail: "a limiter with warm-up keeps its limit: make a new one"}
 	}
-	if limit < 0 || limit > MaxLimit {
+	if limit < 0 || limit > maxLimit {
 		return badLimit(limit, 0)
 	}
 	q.limit.Store(limit)

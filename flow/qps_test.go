@@ -124,8 +124,8 @@ func TestQPSEdgeCases(t *testing.T) {
 	if d := zero.Allow(); d.Allowed || d.Reason != ExceedsLimit {
 		t.Fatalf("limit 0: %+v, want blocked", d)
 	}
-	if q.Limit() != 5 {
-		t.Fatalf("Limit %d", q.Limit())
+	if q.limitNow() != 5 {
+		t.Fatalf("Limit %d", q.limitNow())
 	}
 	// A caller with an older time than the open bucket is counted in it.
 	c.Set(int64(10 * time.Second))
@@ -148,7 +148,7 @@ func TestQPSBadConfigurationIsAnErrorNamingTheField(t *testing.T) {
 		mention string
 	}{
 		{QPSSettings{Limit: -1, Interval: time.Second}, "limit = -1"},
-		{QPSSettings{Limit: MaxLimit + 1, Interval: time.Second}, "limit = 4294967296"},
+		{QPSSettings{Limit: maxLimit + 1, Interval: time.Second}, "limit = 4294967296"},
 		{QPSSettings{Limit: 10}, "interval = 0s"},
 		{QPSSettings{Limit: 10, Interval: -time.Second}, "interval = -1s"},
 		{QPSSettings{Limit: 10, Interval: time.Second, Buckets: -1}, "buckets = -1"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/internal/stripe"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
@@ -51,7 +52,7 @@ import (
 // asks [RetryBudget.Retry] before each retry, which decides and counts in
 // one atomic step. So retries waiting out a backoff are already counted,
 // and concurrent failures cannot overshoot the budget. A retry decided but
-// not sent after all is given back: see [RetryBudget.GrantRetry]. Retries
+// not sent after all is given back: see [RetryBudget.RetryAt]. Retries
 // never add to the budget.
 //
 // The bound holds in every interval, wherever it starts. Under steady
@@ -134,7 +135,7 @@ type RetryBudgetSettings struct {
 	// so that a client sending little may still retry; 10 is common.
 	MinPerSecond int64
 	// Interval is the span the budget counts over (default 10 s).
-	// MinPerSecond over it must be at most MaxLimit.
+	// MinPerSecond over it must be at most 2^32-1.
 	Interval time.Duration
 	// Buckets is how many buckets divide the interval (default 20), each
 	// whole nanoseconds of at least 1 µs.
@@ -159,8 +160,8 @@ func NewRetryBudget(s RetryBudgetSettings) (*RetryBudget, error) {
 		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	floor := float64(s.MinPerSecond) * s.Interval.Seconds()
-	if s.MinPerSecond < 0 || floor > MaxLimit {
-		return nil, &ConfigError{Field: "min_per_second", Value: s.MinPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(MaxLimit), s.Interval)}
+	if s.MinPerSecond < 0 || floor > maxLimit {
+		return nil, &ConfigError{Field: "min_per_second", Value: s.MinPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(maxLimit), s.Interval)}
 	}
 	// The retries of the open bucket and of the k before it must sit in
 	// distinct slots; the requests need only k.
@@ -189,7 +190,7 @@ func (b *RetryBudget) Request() { b.RequestAt(b.clock.Now()) }
 
 // RequestAt counts one original request at time now. A time earlier than
 // the latest bucket counted is counted in that bucket. A bucket counts at
-// most MaxLimit requests; more only make the budget smaller.
+// most 2^32-1 requests; more only make the budget smaller.
 func (b *RetryBudget) RequestAt(now int64) {
 	for {
 		i := b.bucket(now)
@@ -217,27 +218,17 @@ func (b *RetryBudget) RequestAt(now int64) {
 
 // Retry decides whether a retry after the given failed attempt may be sent
 // now, and counts it if so. See [RetryBudget.RetryAt].
-func (b *RetryBudget) Retry(a Attempt) bool { return b.RetryAt(b.clock.Now(), a) }
+func (b *RetryBudget) Retry(a Attempt) (Grant, bool) { return b.RetryAt(b.clock.Now(), a) }
 
 // RetryAt decides at time now whether a retry after the given failed
 // attempt may be sent, and counts it if so. It is allowed only if, with it,
 // the retries of the interval are at most Ratio times its requests plus
-// the floor. After [AttemptProbe] or [AttemptBreakerOpen] it returns false
-// and takes nothing from the budget; Stats counts it as NotRetried. An
-// unknown Attempt counts as AttemptBreakerOpen.
-func (b *RetryBudget) RetryAt(now int64, a Attempt) bool {
-	_, ok := b.GrantRetryAt(now, a)
-	return ok
-}
-
-// GrantRetry is [RetryBudget.Retry], and returns what it counted for the
-// retry. See [RetryBudget.GrantRetryAt].
-func (b *RetryBudget) GrantRetry(a Attempt) (Grant, bool) { return b.GrantRetryAt(b.clock.Now(), a) }
-
-// GrantRetryAt is [RetryBudget.RetryAt], and returns what it counted for
-// the retry if it allowed it. A caller that does not send the retry after
-// all gives it back with [RetryBudget.GiveBack].
-func (b *RetryBudget) GrantRetryAt(now int64, a Attempt) (Grant, bool) {
+// the floor. The Grant is what it counted: a caller that does not send the
+// retry after all gives it back with [RetryBudget.GiveBack]. After
+// [AttemptProbe] or [AttemptBreakerOpen] it returns false and takes
+// nothing from the budget; it counts as not retried. An unknown Attempt
+// counts as AttemptBreakerOpen.
+func (b *RetryBudget) RetryAt(now int64, a Attempt) (Grant, bool) {
 	if a != AttemptFailed {
 		b.countNotAllowed(1)
 		return Grant{}, false
@@ -279,7 +270,7 @@ decide:
 }
 
 // GiveBack uncounts the retry of g, which was not sent after all. It then
-// takes no place in the budget, and Stats no longer counts it. Decisions
+// takes no place in the budget, and is no longer counted. Decisions
 // see it given back at once while its bucket is the latest, and from the
 // next bucket on after that. Once its bucket has left the budget's ring,
 // the retry stays counted. Giving a grant back twice may let another retry
@@ -386,27 +377,17 @@ func (b *RetryBudget) bucket(now int64) uint64 {
 	}
 }
 
-// RetryStats are what a [RetryBudget] has counted.
-type RetryStats struct {
-	// Requests and Retries are the requests and the retries allowed in the
-	// last interval: its k buckets up to the one holding the time read, or
-	// the latest one counted if that is later.
-	Requests, Retries int64
-	// Blocked is how many retries the budget has blocked since it was
-	// made, for want of budget; NotRetried how many failed attempts it did
-	// not retry because they were a breaker's probe or met an open breaker.
-	Blocked, NotRetried int64
-}
+// A retryStats is what a RetryBudget has counted. Its Requests and
+// Retries are those of the last interval: its k buckets up to the one
+// holding the time read, or the latest one counted if that is later.
+type retryStats = flowstate.RetryStats
 
-// Stats returns what the budget has counted; see [RetryBudget.StatsAt].
-func (b *RetryBudget) Stats() RetryStats { return b.StatsAt(b.clock.Now()) }
-
-// StatsAt returns what the budget has counted, its interval read at time
+// statsAt returns what the budget has counted, its interval read at time
 // now. It decides nothing and changes nothing, so a count that changes as
 // it reads may be missed or counted in part.
-func (b *RetryBudget) StatsAt(now int64) RetryStats {
+func (b *RetryBudget) statsAt(now int64) retryStats {
 	i := max(b.grid.Index(now), b.open.Load())
-	st := RetryStats{Blocked: b.sumNotAllowed(0), NotRetried: b.sumNotAllowed(1)}
+	st := retryStats{Blocked: b.sumNotAllowed(0), NotRetried: b.sumNotAllowed(1)}
 	for j := i - min(b.k-1, i); j <= i; j++ {
 		if w := b.retries[j&b.mask].Load(); holds(w, j) {
 			st.Retries += int64(w & countMask)

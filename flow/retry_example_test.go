@@ -25,7 +25,7 @@ func ExampleRetryBudget() {
 		requests++
 		attempts++ // it fails
 		for range 3 {
-			if !budget.Retry(flow.AttemptFailed) {
+			if _, ok := budget.Retry(flow.AttemptFailed); !ok {
 				break
 			}
 			attempts++ // it fails too
@@ -33,7 +33,8 @@ func ExampleRetryBudget() {
 	}
 	fmt.Printf("%d requests, %d attempts\n", requests, attempts)
 	// A half-open breaker's probe is never retried.
-	fmt.Println(budget.Retry(flow.AttemptProbe))
+	_, ok := budget.Retry(flow.AttemptProbe)
+	fmt.Println(ok)
 	// Output:
 	// 1000 requests, 1299 attempts
 	// false

@@ -31,7 +31,7 @@ func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
 		{"ratio above max", flowlimits.MaxRetryRatio + 1, 10, time.Second, 0, "ratio", float64(flowlimits.MaxRetryRatio + 1)},
 		{"infinite ratio", math.Inf(1), 10, time.Second, 0, "ratio", math.Inf(1)},
 		{"negative floor", 0.2, -1, time.Second, 0, "min_per_second", int64(-1)},
-		{"floor above max", 0.2, MaxLimit, 10 * time.Second, 0, "min_per_second", int64(MaxLimit)},
+		{"floor above max", 0.2, maxLimit, 10 * time.Second, 0, "min_per_second", int64(maxLimit)},
 		{"negative interval", 0.2, 10, -time.Second, 0, "interval", -time.Second},
 		{"interval not divisible", 0.2, 10, 7, 3, "interval", time.Duration(7)},
 		{"negative buckets", 0.2, 10, time.Second, -1, "buckets", -1},
@@ -218,7 +218,7 @@ func TestRetryBudgetMatchesModelAndKeepsBoundInEveryInterval(t *testing.T) {
 					b.RequestAt(now)
 					m.request(now)
 				case r < 95:
-					got, want := b.RetryAt(now, AttemptFailed), m.retry(now)
+					got, want := allowedRetry(b.RetryAt(now, AttemptFailed)), m.retry(now)
 					if got != want {
 						t.Fatalf("config %d seed %d op %d: RetryAt(%d) = %v, model says %v", ci, seed, op, now, got, want)
 					}
@@ -230,7 +230,7 @@ func TestRetryBudgetMatchesModelAndKeepsBoundInEveryInterval(t *testing.T) {
 					}
 				default:
 					a := AttemptProbe + Attempt(rng.IntN(3)) // probe, open, unknown
-					if b.RetryAt(now, a) {
+					if allowedRetry(b.RetryAt(now, a)) {
 						t.Fatalf("RetryAt(%d, %v) allowed a retry", now, a)
 					}
 				}
@@ -283,10 +283,10 @@ func TestRetryBudgetGivingBackMatchesModelAndKeepsBound(t *testing.T) {
 					b.RequestAt(now)
 					m.request(now)
 				case r < 85:
-					g, got := b.GrantRetryAt(now, AttemptFailed)
+					g, got := b.RetryAt(now, AttemptFailed)
 					want := m.retry(now)
 					if got != want {
-						t.Fatalf("config %d seed %d op %d: GrantRetryAt = %v, model says %v", ci, seed, op, got, want)
+						t.Fatalf("config %d seed %d op %d: RetryAt = %v, model says %v", ci, seed, op, got, want)
 					}
 					if got {
 						allowedN++
@@ -327,20 +327,20 @@ func TestRetryBudgetGivesBackARetryNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g1, ok1 := b.GrantRetry(AttemptFailed)
-	_, ok2 := b.GrantRetry(AttemptFailed)
-	if _, ok3 := b.GrantRetry(AttemptFailed); !ok1 || !ok2 || ok3 {
+	g1, ok1 := b.Retry(AttemptFailed)
+	_, ok2 := b.Retry(AttemptFailed)
+	if _, ok3 := b.Retry(AttemptFailed); !ok1 || !ok2 || ok3 {
 		t.Fatalf("grants %v %v %v, want the floor's two", ok1, ok2, ok3)
 	}
 	b.GiveBack(g1)
-	if st := b.Stats(); st.Retries != 1 {
+	if st := b.statsAt(b.clock.Now()); st.Retries != 1 {
 		t.Fatalf("%d retries in the stats after one was given back, want 1", st.Retries)
 	}
-	g3, ok := b.GrantRetry(AttemptFailed)
+	g3, ok := b.Retry(AttemptFailed)
 	if !ok {
 		t.Fatal("the retry given back made no room")
 	}
-	if b.Retry(AttemptFailed) {
+	if allowedRetry(b.Retry(AttemptFailed)) {
 		t.Fatal("a retry beyond the floor after the give back")
 	}
 
@@ -348,31 +348,31 @@ func TestRetryBudgetGivesBackARetryNotSent(t *testing.T) {
 	// decisions of the bucket after the one that sealed it count it no
 	// more.
 	clk.Advance(250 * time.Millisecond)
-	if b.Retry(AttemptFailed) {
+	if allowedRetry(b.Retry(AttemptFailed)) {
 		t.Fatal("a retry beyond the floor a bucket on")
 	}
 	b.GiveBack(g3)
-	if st := b.Stats(); st.Retries != 1 {
+	if st := b.statsAt(b.clock.Now()); st.Retries != 1 {
 		t.Fatalf("%d retries in the stats, want 1", st.Retries)
 	}
-	if b.Retry(AttemptFailed) {
+	if allowedRetry(b.Retry(AttemptFailed)) {
 		t.Fatal("a retry allowed in the bucket whose decisions counted the one given back")
 	}
 	clk.Advance(250 * time.Millisecond)
-	if !b.Retry(AttemptFailed) {
+	if !allowedRetry(b.Retry(AttemptFailed)) {
 		t.Fatal("the retry given back from a sealed bucket made no room a bucket later")
 	}
 
 	// A grant whose slot a later bucket took gives back nothing.
 	clk.Advance(10 * time.Second)
-	old, _ := b.GrantRetry(AttemptFailed)
+	old, _ := b.Retry(AttemptFailed)
 	clk.Advance(8 * 250 * time.Millisecond) // the ring's 8 slots on: the same slot
-	if _, ok := b.GrantRetry(AttemptFailed); !ok {
+	if _, ok := b.Retry(AttemptFailed); !ok {
 		t.Fatal("no retry allowed")
 	}
 	b.GiveBack(old)
 	b.GiveBack(Grant{})
-	if st := b.Stats(); st.Retries != 1 {
+	if st := b.statsAt(b.clock.Now()); st.Retries != 1 {
 		t.Fatalf("%d retries in the stats, want the later bucket's 1", st.Retries)
 	}
 }
@@ -391,7 +391,7 @@ func TestRetryBudgetCountsRetriesWhenDecidedNotWhenSent(t *testing.T) {
 	// sent, so none has been sent when the last is decided.
 	allowed := 0
 	for range 1000 {
-		if b.Retry(AttemptFailed) {
+		if allowedRetry(b.Retry(AttemptFailed)) {
 			allowed++
 		}
 	}
@@ -400,12 +400,12 @@ func TestRetryBudgetCountsRetriesWhenDecidedNotWhenSent(t *testing.T) {
 	}
 	// The retries leave the budget an interval and a bucket after they
 	// were counted, the requests an interval at most; the floor stays.
-	if b.Retry(AttemptFailed) {
+	if allowedRetry(b.Retry(AttemptFailed)) {
 		t.Fatal("a retry allowed beyond the budget")
 	}
 	clk.Advance(10*time.Second + 500*time.Millisecond)
 	allowed = 0
-	for b.Retry(AttemptFailed) {
+	for allowedRetry(b.Retry(AttemptFailed)) {
 		allowed++
 	}
 	if allowed != 100 {
@@ -422,13 +422,13 @@ func TestRetryBudgetNeverRetriesProbeOrOpenBreaker(t *testing.T) {
 		b.Request()
 	}
 	for _, a := range []Attempt{AttemptProbe, AttemptBreakerOpen, 77} {
-		if b.Retry(a) {
+		if allowedRetry(b.Retry(a)) {
 			t.Fatalf("Retry(%d) allowed a retry", a)
 		}
 	}
 	// Those refusals took nothing from the budget.
 	allowed := 0
-	for b.Retry(AttemptFailed) {
+	for allowedRetry(b.Retry(AttemptFailed)) {
 		allowed++
 	}
 	if allowed != 200 {
@@ -460,7 +460,7 @@ func TestRetryBudgetBoundsLoadUnderTotalFailure(t *testing.T) {
 		naive += 1 + maxRetries // every attempt fails, so all are retried
 		budgeted++
 		for range maxRetries {
-			if !b.Retry(AttemptFailed) {
+			if !allowedRetry(b.Retry(AttemptFailed)) {
 				break
 			}
 			budgeted++
@@ -510,7 +510,7 @@ func TestRetryBudgetConcurrentRetriesAreExact(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range perPhase {
-					if b.RetryAt(now, AttemptFailed) {
+					if allowedRetry(b.RetryAt(now, AttemptFailed)) {
 						allowed.Add(1)
 					}
 				}
@@ -552,7 +552,7 @@ func TestRetryBudgetConcurrentRequestsAndRetriesKeepBound(t *testing.T) {
 				if (i+g)%3 == 0 {
 					b.Request()
 					requests.Add(1)
-				} else if b.Retry(AttemptFailed) {
+				} else if allowedRetry(b.Retry(AttemptFailed)) {
 					retries.Add(1)
 				}
 			}
@@ -586,14 +586,14 @@ func TestRetryBudgetAllocatesNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		clk.Advance(7 * time.Millisecond)
 		b.Request()
-		b.Retry(AttemptFailed)
-		b.RetryAt(clk.Now(), AttemptProbe)
-		if g, ok := b.GrantRetry(AttemptFailed); ok {
+		allowedRetry(b.Retry(AttemptFailed))
+		allowedRetry(b.RetryAt(clk.Now(), AttemptProbe))
+		if g, ok := b.Retry(AttemptFailed); ok {
 			b.GiveBack(g)
 		}
 	})
 	if allocs != 0 {
-		t.Fatalf("%v allocations per Request+Retry+GrantRetry+GiveBack", allocs)
+		t.Fatalf("%v allocations per Request+Retry+Retry+GiveBack", allocs)
 	}
 }
 
@@ -614,13 +614,13 @@ func BenchmarkRetryBudget(b *testing.B) {
 	})
 	b.Run("Retry", func(b *testing.B) {
 		for b.Loop() {
-			budget.Retry(AttemptFailed)
+			allowedRetry(budget.Retry(AttemptFailed))
 		}
 	})
 	b.Run("RetryAt", func(b *testing.B) {
 		now := clock.System.Now()
 		for b.Loop() {
-			budget.RetryAt(now, AttemptFailed)
+			allowedRetry(budget.RetryAt(now, AttemptFailed))
 		}
 	})
 	allowing, err := NewRetryBudget(RetryBudgetSettings{Ratio: 1, MinPerSecond: 0, Interval: flowlimits.DefaultRetryInterval})
@@ -631,7 +631,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 		now := clock.System.Now()
 		for b.Loop() {
 			allowing.RequestAt(now)
-			if !allowing.RetryAt(now, AttemptFailed) {
+			if !allowedRetry(allowing.RetryAt(now, AttemptFailed)) {
 				b.Fatal("blocked")
 			}
 		}
@@ -639,7 +639,7 @@ func BenchmarkRetryBudget(b *testing.B) {
 	b.Run("Retry/parallel", func(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				budget.Retry(AttemptFailed)
+				allowedRetry(budget.Retry(AttemptFailed))
 			}
 		})
 	})
@@ -685,7 +685,7 @@ func TestRetryBudgetLateCallersNeverOvershoot(t *testing.T) {
 			defer wg.Done()
 			defer running.Add(-1)
 			for range 20000 {
-				if b.RetryAt(clk.Now(), AttemptFailed) {
+				if allowedRetry(b.RetryAt(clk.Now(), AttemptFailed)) {
 					allowed.Add(1)
 				}
 			}
@@ -718,26 +718,29 @@ func TestRetryBudgetStatsCountWhatWasDecided(t *testing.T) {
 	}
 	retried := 0
 	for range 10 {
-		if b.Retry(AttemptFailed) {
+		if allowedRetry(b.Retry(AttemptFailed)) {
 			retried++
 		}
 	}
-	b.Retry(AttemptProbe)
-	b.Retry(AttemptBreakerOpen)
+	allowedRetry(b.Retry(AttemptProbe))
+	allowedRetry(b.Retry(AttemptBreakerOpen))
 	if retried != 6 { // 0.5 × 10 + a floor of 1
 		t.Fatalf("%d retries allowed, want 6", retried)
 	}
-	if st := b.Stats(); st != (RetryStats{Requests: 10, Retries: 6, Blocked: 4, NotRetried: 2}) {
+	if st := b.statsAt(b.clock.Now()); st != (retryStats{Requests: 10, Retries: 6, Blocked: 4, NotRetried: 2}) {
 		t.Fatalf("stats %+v, want 10 requests, 6 retries, 4 blocked, 2 not retried", st)
 	}
 	// Nine buckets on, they are still in the interval; ten on, gone.
 	clk.Advance(900 * time.Millisecond)
 	b.Request()
-	if st := b.Stats(); st.Requests != 11 || st.Retries != 6 {
+	if st := b.statsAt(b.clock.Now()); st.Requests != 11 || st.Retries != 6 {
 		t.Fatalf("stats 900ms on %+v, want 11 requests, 6 retries", st)
 	}
 	clk.Advance(100 * time.Millisecond)
-	if st := b.Stats(); st.Requests != 1 || st.Retries != 0 || st.Blocked != 4 {
+	if st := b.statsAt(b.clock.Now()); st.Requests != 1 || st.Retries != 0 || st.Blocked != 4 {
 		t.Fatalf("stats an interval on %+v, want 1 request, no retries, the 4 blocked still", st)
 	}
 }
+
+// allowedRetry is whether a retry was allowed, its grant left out.
+func allowedRetry(_ Grant, ok bool) bool { return ok }

@@ -41,26 +41,26 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	allow(14)
-	if q.Limit() != 20 {
-		t.Fatalf("Limit() = %d", q.Limit())
+	if q.limitNow() != 20 {
+		t.Fatalf("Limit() = %d", q.limitNow())
 	}
 	clk.Advance(time.Second + time.Second/flowlimits.DefaultBuckets)
 	allow(20)
 
-	for _, bad := range []int64{-1, MaxLimit + 1} {
+	for _, bad := range []int64{-1, maxLimit + 1} {
 		if err := q.SetLimit(bad); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "limit = ") {
 			t.Errorf("SetLimit(%d) = %v, want ErrInvalidConfig naming the limit", bad, err)
 		}
 	}
-	if q.Limit() != 20 {
-		t.Errorf("a SetLimit that failed changed the limit to %d", q.Limit())
+	if q.limitNow() != 20 {
+		t.Errorf("a SetLimit that failed changed the limit to %d", q.limitNow())
 	}
 	w, err := NewQPS(QPSSettings{Limit: 10, Interval: time.Second, WarmUp: 2 * time.Second, ColdFactor: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.SetLimit(5); !errors.Is(err, ErrInvalidConfig) || w.Limit() != 10 {
-		t.Errorf("SetLimit on a warming limiter = %v, limit %d; want an error, 10", err, w.Limit())
+	if err := w.SetLimit(5); !errors.Is(err, ErrInvalidConfig) || w.limitNow() != 10 {
+		t.Errorf("SetLimit on a warming limiter = %v, limit %d; want an error, 10", err, w.limitNow())
 	}
 }
 
@@ -71,27 +71,27 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 	}
 	var ps [3]Permit
 	for i := range ps {
-		if !c.Acquire(&ps[i]).Allowed {
+		if !c.Acquire(&ps[i], "").Allowed {
 			t.Fatal("blocked under the limit")
 		}
 	}
-	if err := c.SetLimit(2); err != nil {
+	if err := c.Set(2, nil); err != nil {
 		t.Fatal(err)
 	}
 	var p Permit
-	if c.Acquire(&p).Allowed {
+	if c.Acquire(&p, "").Allowed {
 		t.Fatal("allowed with 3 in flight and a limit of 2")
 	}
 	ps[0].Done(Succeeded)
-	if c.Acquire(&p).Allowed {
+	if c.Acquire(&p, "").Allowed {
 		t.Fatal("allowed with 2 in flight and a limit of 2")
 	}
 	ps[1].Done(Succeeded)
-	if !c.Acquire(&p).Allowed {
+	if !c.Acquire(&p, "").Allowed {
 		t.Fatal("blocked with 1 in flight and a limit of 2")
 	}
-	if err := c.SetLimit(-1); !errors.Is(err, ErrInvalidConfig) || c.Limit() != 2 {
-		t.Errorf("SetLimit(-1) = %v, limit %d", err, c.Limit())
+	if err := c.Set(-1, nil); !errors.Is(err, ErrInvalidConfig) || c.limitNow() != 2 {
+		t.Errorf("SetLimit(-1) = %v, limit %d", err, c.limitNow())
 	}
 }
 
@@ -127,8 +127,8 @@ func TestQPSSetLimitConcurrent(t *testing.T) {
 	if n := allowed.Load(); n > 50*4 {
 		t.Fatalf("%d allowed in 3 s", n)
 	}
-	if q.Limit() != last.Load() {
-		t.Fatalf("Limit() = %d, last set %d", q.Limit(), last.Load())
+	if q.limitNow() != last.Load() {
+		t.Fatalf("Limit() = %d, last set %d", q.limitNow(), last.Load())
 	}
 	var n int64
 	for q.AllowAt(int64(time.Hour)).Allowed {

@@ -13,7 +13,9 @@ import (
 // limiter takes does not compile with it, where an option shared by all
 // the constructors was refused only when the program ran. Each snippet
 // below gives a limiter a setting it does not take; the type checker must
-// refuse every one, and accept the same call without it.
+// refuse every one, and accept the same call without it. (The settings
+// per key of a Concurrency or a Throttle made not per key are refused when
+// it is made: TestNoSettingIsSilentlyIgnored.)
 func TestASettingALimiterDoesNotTakeDoesNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the package from source")
@@ -22,13 +24,11 @@ func TestASettingALimiterDoesNotTakeDoesNotCompile(t *testing.T) {
 		"a shedder's warm-up":                 `flow.NewShedder(flow.ShedderSettings{WarmUp: time.Second})`,
 		"an adaptive limit's buckets":         `flow.NewAdaptive(flow.AdaptiveSettings{Buckets: 10})`,
 		"a retry budget's warm-up":            `flow.NewRetryBudget(flow.RetryBudgetSettings{WarmUp: time.Minute})`,
-		"a keyed throttle's buckets":          `flow.NewKeyedThrottle(flow.KeyedThrottleSettings{Limit: 1, Interval: time.Second, Buckets: 10})`,
-		"a keyed throttle's warm-up":          `flow.NewKeyedThrottle(flow.KeyedThrottleSettings{Limit: 1, Interval: time.Second, WarmUp: time.Minute})`,
 		"a keyed QPS limiter's warm-up":       `flow.NewKeyedQPS(flow.KeyedQPSSettings{WarmUp: time.Minute})`,
-		"a keyed concurrency limit's clock":   `flow.NewKeyedConcurrency(flow.KeyedConcurrencySettings{Clock: nil})`,
-		"a concurrency limit's key memory":    `flow.NewConcurrency(flow.ConcurrencySettings{KeyMemory: nil})`,
+		"a concurrency limit's clock":         `flow.NewConcurrency(flow.ConcurrencySettings{PerKey: true, Clock: nil})`,
+		"a concurrency limit's interval":      `flow.NewConcurrency(flow.ConcurrencySettings{Interval: time.Second})`,
+		"a throttle's windows":                `flow.NewThrottle(flow.ThrottleSettings{Limit: 1, Interval: time.Second, Windows: nil})`,
 		"a QPS limiter's key memory":          `flow.NewQPS(flow.QPSSettings{Limit: 1, Interval: time.Second, KeyMemory: nil})`,
-		"a throttle's key memory":             `flow.NewThrottle(flow.ThrottleSettings{Limit: 1, Interval: time.Second, KeyMemory: nil})`,
 		"a shedder given an option":           `flow.NewShedder(flow.ShedderSettings{}, nil)`,
 		"a QPS limiter given its limit alone": `flow.NewQPS(100, time.Second)`,
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
@@ -248,22 +249,18 @@ func (s *Shedder) done(p *Permit, now int64, timed bool, o Outcome) {
 	s.completed.AddAt(now, max((now-p.start+rtUnit/2)/rtUnit, 1))
 }
 
-// InFlight returns the requests admitted and not yet done.
-func (s *Shedder) InFlight() int64 { return s.fair.inflight.Load() }
+// inFlight returns the requests admitted and not yet done.
+func (s *Shedder) inFlight() int64 { return s.fair.inflight.Load() }
 
-// MaxInFlight returns the bound now; see [Shedder.MaxInFlightAt].
-func (s *Shedder) MaxInFlight() int64 { return s.maxInFlight(s.clock.Now()) }
-
-// MaxInFlightAt returns the bound at time now: the most requests in flight
-// it admits while it sheds, before it shares them among keys. It is half
-// what it admits without a CPU signal. It is math.MaxInt64 until the
-// shedder has learnt the service's capacity.
-func (s *Shedder) MaxInFlightAt(now int64) int64 { return s.maxInFlight(now) }
-
-// Shedding reports whether the shedder sheds now; see [Shedder.SheddingAt].
-func (s *Shedder) Shedding() bool { return s.SheddingAt(s.clock.Now()) }
-
-// SheddingAt reports whether the shedder sheds at time now: the CPU is at
+// sheddingAt reports whether the shedder sheds at time now: the CPU is at
 // or above its threshold, or it shed with the CPU there within the
 // cool-off.
-func (s *Shedder) SheddingAt(now int64) bool { return s.hot() || s.cooling(now) }
+func (s *Shedder) sheddingAt(now int64) bool { return s.hot() || s.cooling(now) }
+
+// stateAt is what the shedder has learnt at time now: the bound (the most
+// requests in flight it admits while it sheds, before it shares them among
+// keys, half what it admits without a CPU signal; math.MaxInt64 until it
+// has learnt the service's capacity), and whether it sheds.
+func (s *Shedder) stateAt(now int64) flowstate.Overload {
+	return flowstate.Overload{Limit: s.maxInFlight(now), InFlight: s.inFlight(), Shedding: s.sheddingAt(now)}
+}

@@ -50,13 +50,13 @@ func TestShedderBoundIsBestRateTimesLeastResponseTime(t *testing.T) {
 	cpu := new(cpuAt)
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read})
 	const width = int64(100 * time.Millisecond)
-	if got := s.MaxInFlightAt(0); got != math.MaxInt64 {
+	if got := s.maxInFlight(0); got != math.MaxInt64 {
 		t.Fatalf("bound before any completion = %d, want none", got)
 	}
-	complete(t, s, 0, 4000, 250*time.Microsecond)       // bucket 0: 4,000 at 250 µs
-	complete(t, s, width, 2000, 400*time.Microsecond)   // bucket 1: fewer, slower
-	complete(t, s, 2*width, 1000, 2*time.Millisecond)   // bucket 2: slower still
-	if got := s.MaxInFlightAt(2*width + 1); got != 10 { // buckets 0 and 1 are full
+	complete(t, s, 0, 4000, 250*time.Microsecond)     // bucket 0: 4,000 at 250 µs
+	complete(t, s, width, 2000, 400*time.Microsecond) // bucket 1: fewer, slower
+	complete(t, s, 2*width, 1000, 2*time.Millisecond) // bucket 2: slower still
+	if got := s.maxInFlight(2*width + 1); got != 10 { // buckets 0 and 1 are full
 		t.Fatalf("bound = %d, want 4000 × 250µs / 100ms = 10", got)
 	}
 	// 3 in flight already, CPU above the threshold: 7 more, then shed.
@@ -74,8 +74,8 @@ func TestShedderBoundIsBestRateTimesLeastResponseTime(t *testing.T) {
 			t.Fatalf("shed with %v, want Overloaded", d.Reason)
 		}
 	}
-	if allowed != 7 || s.InFlight() != 10 {
-		t.Fatalf("allowed %d more (in flight %d) at the bound of 10 with 3 in flight, want 7", allowed, s.InFlight())
+	if allowed != 7 || s.inFlight() != 10 {
+		t.Fatalf("allowed %d more (in flight %d) at the bound of 10 with 3 in flight, want 7", allowed, s.inFlight())
 	}
 }
 
@@ -96,7 +96,7 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 	if d := s.AcquireAt(now, &p, ""); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("below the threshold with twice the bound in flight: %+v, want shed", d)
 	}
-	if s.SheddingAt(now) {
+	if s.sheddingAt(now) {
 		t.Fatal("a request refused below the threshold started a cool-off")
 	}
 	held[19].Done(Ignored)
@@ -104,7 +104,7 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 	if d := s.AcquireAt(now, &p, ""); d.Allowed || d.Reason != Overloaded {
 		t.Fatalf("at the threshold with 19 in flight and a bound of 10: %+v, want shed", d)
 	}
-	if !s.SheddingAt(now) {
+	if !s.sheddingAt(now) {
 		t.Fatal("not shedding after shedding")
 	}
 	// The CPU falls at once; the cool-off keeps shedding for a second after
@@ -122,7 +122,7 @@ func TestShedderAdmitsTwiceItsBoundBelowTheCPUThresholdAndSheddsAbove(t *testing
 		held[i].Done(Ignored)
 		held[i].Done(Ignored) // a second end counts nothing
 	}
-	if got := s.InFlight(); got != 0 {
+	if got := s.inFlight(); got != 0 {
 		t.Fatalf("in flight after every request ended: %d", got)
 	}
 }
@@ -140,14 +140,14 @@ func TestShedderWithoutCPUHoldsTwiceTheBound(t *testing.T) {
 			t.Fatalf("request %d with a bound of 2 and no CPU: allowed %v, want %v", i, got, want)
 		}
 	}
-	if s.SheddingAt(now) {
+	if s.sheddingAt(now) {
 		t.Fatal("shedding without a CPU signal")
 	}
 	// A request that never ran is no sample: the bound stays.
 	for i := range held {
 		held[i].Done(Ignored)
 	}
-	if got := s.MaxInFlightAt(now + int64(100*time.Millisecond)); got != 2 {
+	if got := s.maxInFlight(now + int64(100*time.Millisecond)); got != 2 {
 		t.Fatalf("bound %d, want 2", got)
 	}
 }
@@ -160,7 +160,7 @@ func TestShedderKeepsItsBoundWhileNothingCompletes(t *testing.T) {
 	s, _ := newTestShedder(t, ShedderSettings{CPU: cpu.read, Interval: time.Second, Buckets: 10})
 	complete(t, s, 0, 100, 10*time.Millisecond) // bound 10
 	for _, at := range []time.Duration{500 * time.Millisecond, 1100 * time.Millisecond, time.Hour} {
-		if got := s.MaxInFlightAt(int64(at)); got != 10 {
+		if got := s.maxInFlight(int64(at)); got != 10 {
 			t.Fatalf("bound %v on, nothing completed since: %d, want the 10 learnt", at, got)
 		}
 	}
@@ -195,7 +195,7 @@ func TestShedderCoolOffIsNotRenewedByItsOwnSheds(t *testing.T) {
 		s.AcquireAt(t0, &p, "") // shed in the cool-off while 10 are in flight
 	}
 	after := now + int64(time.Second) + int64(100*time.Millisecond)
-	if s.SheddingAt(after) {
+	if s.sheddingAt(after) {
 		t.Fatal("still shedding over a second after the CPU cooled")
 	}
 	var p Permit
@@ -219,7 +219,7 @@ func TestShedderBoundHoldsForSubMicrosecondHandlers(t *testing.T) {
 			ps[i].DoneAt(now+400, Succeeded)
 		}
 	}
-	if got := s.MaxInFlightAt(width); got != 8 {
+	if got := s.maxInFlight(width); got != 8 {
 		t.Fatalf("bound of 8 at a time, 400 ns each: %d, want 8", got)
 	}
 }
@@ -268,8 +268,8 @@ func TestShedderUnderRaceKeepsItsCount(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if peak.Load() > 10 || s.InFlight() != 0 {
-		t.Fatalf("peak %d in flight under a bound of 10; %d left in flight", peak.Load(), s.InFlight())
+	if peak.Load() > 10 || s.inFlight() != 0 {
+		t.Fatalf("peak %d in flight under a bound of 10; %d left in flight", peak.Load(), s.inFlight())
 	}
 }
 
@@ -347,7 +347,7 @@ func TestShedderSharesItsBoundAmongKeys(t *testing.T) {
 			}
 		}
 	}
-	if s.InFlight() > 40 {
-		t.Fatalf("%d in flight, over twice the bound", s.InFlight())
+	if s.inFlight() > 40 {
+		t.Fatalf("%d in flight, over twice the bound", s.inFlight())
 	}
 }

@@ -31,9 +31,21 @@ import (
 // limiter's, never faster than the limit. Every place given warms the
 // throttle; the time no place covers cools it.
 //
-// A Throttle is safe for concurrent use. Deciding is one compare-and-swap
-// on the next free place, and allocates nothing. The zero Throttle is not
-// usable; make one with [NewThrottle].
+// A throttle per key ([ThrottleSettings.PerKey]) paces each key so: a key
+// is a user, a tenant or a client address. A key's pace holds whatever the
+// other keys do, however many there are. Keys in the overrides have limits
+// of their own. Its memory is fixed when it is made: a sketch sized for
+// the keys paced at once ([ThrottleSettings.Keys]), and about 140 bytes
+// per override. More keys than that are still paced, but wait for each
+// other more often. At the sizing, a key not seen for a pace waits with
+// probability 0.8%; at twice it, 2%. A throttle not per key ignores the
+// key it is given; "" says so.
+//
+// A Throttle is safe for concurrent use, and deciding allocates nothing.
+// Deciding is one compare-and-swap on the next free place; per key, it
+// takes the mutex of the key's block of the sketch, no other. A key is
+// hashed whole: its length is the caller's to bound. The zero Throttle is
+// not usable; make one with [NewThrottle].
 type Throttle struct {
 	limit   atomic.Int64
 	per     uint64 // the interval, in nanoseconds
@@ -43,13 +55,14 @@ type Throttle struct {
 	curve   *warmUp      // with warm-up, warm.warm
 	clock   clock.Clock
 	next    atomic.Int64 // the earliest time the next place may be given
+	keys    *keyThrottle // per key: the keys' places; nil otherwise
 }
 
 // ThrottleSettings configure a [Throttle]. Limit, Interval and MaxWait say
 // what the pace is; every other zero field takes its default.
 type ThrottleSettings struct {
 	// Limit is how many requests are given places per interval, one every
-	// Interval/Limit, in [1, MaxLimit].
+	// Interval/Limit, in [1, 2^32-1].
 	Limit int64
 	// Interval is positive, at most 36 years.
 	Interval time.Duration
@@ -66,6 +79,19 @@ type ThrottleSettings struct {
 	// Buckets is how often, per interval, a warming pace changes (default
 	// 25, with WarmUp only).
 	Buckets int
+	// PerKey paces each key by itself, at Limit per Interval; there is no
+	// warm-up then. The fields below apply only to it.
+	PerKey bool
+	// Overrides are keys with limits of their own, in [0, 2^32-1]. 0
+	// refuses the key.
+	Overrides map[string]int64
+	// Keys is how many keys the throttle expects to pace at once: those
+	// given a place within one pace of now (default 4096, at most 262144).
+	// The sketch takes 512 bytes per key, rounded up to a power of two.
+	Keys int
+	// KeyMemory is the budget the sketch draws from, at most a sixteenth
+	// of it, halved down to 4 KiB if short (default: a budget of its own).
+	KeyMemory *KeyMemory
 	// Clock is the clock the throttle reads and waits on (default
 	// clock.System).
 	Clock clock.Clock
@@ -80,10 +106,20 @@ func NewThrottle(s ThrottleSettings) (*Throttle, error) {
 	if s.Buckets != 0 && s.WarmUp == 0 {
 		return nil, &ConfigError{Field: "buckets", Value: s.Buckets, Detail: "a throttle has buckets only to warm up"}
 	}
+	if err := checkPerKey(s); err != nil {
+		return nil, err
+	}
 	// Times are clamped to ±MaxTime and waits and costs to MaxTime, so no
 	// place computed below overflows.
 	maxWait := min(s.MaxWait, timegrid.MaxTime)
 	t := &Throttle{per: uint64(s.Interval), maxWait: int64(maxWait), clock: clockOr(s.Clock)}
+	if s.PerKey {
+		keys, err := newKeyThrottle(s, t.clock)
+		if err != nil {
+			return nil, err
+		}
+		t.keys = keys
+	}
 	t.limit.Store(s.Limit)
 	t.one.Store(t.cost(1, s.Limit))
 	if s.WarmUp != 0 || s.ColdFactor != 0 {
@@ -96,6 +132,23 @@ func NewThrottle(s ThrottleSettings) (*Throttle, error) {
 	}
 	t.next.Store(-1 << 62) // long before any time: the first request goes at once
 	return t, nil
+}
+
+// checkPerKey refuses the settings of a throttle per key given to one
+// that is not, and a warm-up to one that is.
+func checkPerKey(s ThrottleSettings) error {
+	switch {
+	case s.PerKey && s.WarmUp != 0:
+		return &ConfigError{Field: "warm_up", Value: s.WarmUp, Detail: "a throttle per key does not warm up"}
+	case s.PerKey:
+	case s.Overrides != nil:
+		return &ConfigError{Field: "overrides", Value: len(s.Overrides), Detail: "apply only to a throttle per key"}
+	case s.Keys != 0:
+		return &ConfigError{Field: "keys", Value: s.Keys, Detail: "applies only to a throttle per key"}
+	case s.KeyMemory != nil:
+		return &ConfigError{Field: "key_memory", Value: s.KeyMemory.limit, Detail: "applies only to a throttle per key"}
+	}
+	return nil
 }
 
 // cost returns the time n places take at the given limit:
@@ -127,7 +180,7 @@ func (t *Throttle) warmCost(n, now int64) int64 {
 	return t.curve.placeTime(n, t.warm.coldAt(now), t.cost(n, t.limit.Load()))
 }
 
-// A Reservation is a place given by a [Throttle] or a [KeyedThrottle].
+// A Reservation is a place given by a [Throttle].
 // Its Decision says whether it was given and how long to wait for it. The
 // zero Reservation holds no place, and cancelling it does nothing.
 type Reservation struct {
@@ -135,9 +188,9 @@ type Reservation struct {
 	clock clock.Clock // the throttle's, for Cancel; nil once there is nothing to give back
 	// next is the exact next free place it was taken from: a Throttle's,
 	// or a key's with an override. It is nil for a place in a
-	// KeyedThrottle's sketch, which kt, h and writes then find.
+	// throttle's sketch per key, which kt, h and writes then find.
 	next      *atomic.Int64
-	kt        *KeyedThrottle
+	kt        *keyThrottle
 	h, writes uint64 // the key's hash; the writes of its block with this place
 	start     int64  // the place
 	// old is, for an exact place, the next free place before and after it;
@@ -146,12 +199,12 @@ type Reservation struct {
 }
 
 // Cancel gives the place back if it can and it has not yet come, and
-// reports whether it did. It can while the place is still the last one
-// given: to its throttle, to its key with an override, or in its block of
-// a keyed throttle's sketch (see [KeyedThrottle]). A place in the middle
-// of the queue stays empty, so the next request keeps the pace after its
-// neighbour. Cancelling twice, or cancelling a blocked reservation, does
-// nothing.
+// reports whether it did. It can while the place is the last one given:
+// by its throttle, or to its key. Per key, a place in the sketch is the
+// last only if no other key of its block was given one since. A place in
+// the middle of the queue stays empty, so the next request keeps the pace
+// after its neighbour. Cancelling twice, or cancelling a blocked
+// reservation, does nothing.
 //
 // Cancel through one Reservation value only: a copy does not know that the
 // other was cancelled. Once a later request has taken the place back,
@@ -201,18 +254,26 @@ func reserveExact(next *atomic.Int64, now, cost, maxWait int64) (d Decision, pre
 	}
 }
 
-// ReserveN reserves places for n requests now. See [Throttle.ReserveNAt].
-func (t *Throttle) ReserveN(n int64) Reservation { return t.ReserveNAt(t.clock.Now(), n) }
+// ReserveN reserves places for n requests of key now. See
+// [Throttle.ReserveNAt].
+func (t *Throttle) ReserveN(key string, n int64) Reservation {
+	return t.ReserveNAt(t.clock.Now(), key, n)
+}
 
-// ReserveNAt reserves places for n requests arriving at time now: all n,
-// next to each other, or none. The Decision says how long to wait for the
-// first place, at most MaxWait. A place further away is blocked with
-// [WaitTooLong]. n <= 0 is allowed at once and takes nothing. n above the
-// limit is blocked with [ExceedsLimit].
-func (t *Throttle) ReserveNAt(now, n int64) Reservation { return t.reservation(now, n, t.maxWait) }
+// ReserveNAt reserves places for n requests of key arriving at time now:
+// all n, next to each other, or none. The Decision says how long to wait
+// for the first place, at most MaxWait. A place further away is blocked
+// with [WaitTooLong]. n <= 0 is allowed at once and takes nothing. n above
+// the limit (the key's) is blocked with [ExceedsLimit].
+func (t *Throttle) ReserveNAt(now int64, key string, n int64) Reservation {
+	return t.reservation(now, key, n, t.maxWait)
+}
 
 // reservation is ReserveNAt with a maximum wait of maxWait.
-func (t *Throttle) reservation(now, n, maxWait int64) Reservation {
+func (t *Throttle) reservation(now int64, key string, n, maxWait int64) Reservation {
+	if t.keys != nil {
+		return t.keys.reserve(now, key, n, maxWait)
+	}
 	d, prev, start, end := t.reserve(now, n, maxWait)
 	if !d.Allowed || n <= 0 {
 		return Reservation{Decision: d}
@@ -249,23 +310,28 @@ func (t *Throttle) reserve(now, n, maxWait int64) (d Decision, prev, start, end 
 	return d, prev, start, end
 }
 
-// Allow decides whether one request may proceed now. See [Throttle.AllowNAt].
-func (t *Throttle) Allow() Decision { return t.AllowNAt(t.clock.Now(), 1) }
+// Allow decides whether one request of key may proceed now. See
+// [Throttle.AllowNAt].
+func (t *Throttle) Allow(key string) Decision { return t.AllowNAt(t.clock.Now(), key, 1) }
 
-// AllowN decides whether n requests may proceed now. See [Throttle.AllowNAt].
-func (t *Throttle) AllowN(n int64) Decision { return t.AllowNAt(t.clock.Now(), n) }
+// AllowN decides whether n requests of key may proceed now. See
+// [Throttle.AllowNAt].
+func (t *Throttle) AllowN(key string, n int64) Decision { return t.AllowNAt(t.clock.Now(), key, n) }
 
-// AllowAt decides whether one request arriving at time now may proceed.
-// See [Throttle.AllowNAt].
-func (t *Throttle) AllowAt(now int64) Decision { return t.AllowNAt(now, 1) }
+// AllowAt decides whether one request of key arriving at time now may
+// proceed. See [Throttle.AllowNAt].
+func (t *Throttle) AllowAt(now int64, key string) Decision { return t.AllowNAt(now, key, 1) }
 
-// AllowNAt decides whether n requests arriving at time now may proceed at
-// once. If so it takes their places: all n, next to each other, or none.
-// They are allowed only if the next free place is now, so Wait is 0.
-// Otherwise they are blocked with [RateLimited], and RetryAfter says when
-// the place comes. n <= 0 is allowed and takes nothing. n above the limit
-// is blocked with [ExceedsLimit].
-func (t *Throttle) AllowNAt(now, n int64) Decision {
+// AllowNAt decides whether n requests of key arriving at time now may
+// proceed at once. If so it takes their places: all n, next to each
+// other, or none. They are allowed only if the next free place is now, so
+// Wait is 0. Otherwise they are blocked with [RateLimited], and RetryAfter
+// says when the place comes. n <= 0 is allowed and takes nothing. n above
+// the limit (the key's) is blocked with [ExceedsLimit].
+func (t *Throttle) AllowNAt(now int64, key string, n int64) Decision {
+	if t.keys != nil {
+		return atOnce(t.keys.reserve(now, key, n, 0).Decision)
+	}
 	d, _, _, _ := t.reserve(now, n, 0)
 	return atOnce(d)
 }
@@ -279,31 +345,36 @@ func atOnce(d Decision) Decision {
 	return d
 }
 
-// Wait waits for a place for one request now. See [Throttle.WaitNAt].
-func (t *Throttle) Wait(ctx context.Context) error { return t.WaitNAt(ctx, t.clock.Now(), 1) }
-
-// WaitN waits for places for n requests now. See [Throttle.WaitNAt].
-func (t *Throttle) WaitN(ctx context.Context, n int64) error {
-	return t.WaitNAt(ctx, t.clock.Now(), n)
+// Wait waits for a place for one request of key now. See
+// [Throttle.WaitNAt].
+func (t *Throttle) Wait(ctx context.Context, key string) error {
+	return t.WaitNAt(ctx, t.clock.Now(), key, 1)
 }
 
-// WaitAt waits for a place for one request arriving at time now. See
-// [Throttle.WaitNAt].
-func (t *Throttle) WaitAt(ctx context.Context, now int64) error { return t.WaitNAt(ctx, now, 1) }
+// WaitN waits for places for n requests of key now. See [Throttle.WaitNAt].
+func (t *Throttle) WaitN(ctx context.Context, key string, n int64) error {
+	return t.WaitNAt(ctx, t.clock.Now(), key, n)
+}
 
-// WaitNAt reserves places for n requests arriving at time now, as
+// WaitAt waits for a place for one request of key arriving at time now.
+// See [Throttle.WaitNAt].
+func (t *Throttle) WaitAt(ctx context.Context, now int64, key string) error {
+	return t.WaitNAt(ctx, now, key, 1)
+}
+
+// WaitNAt reserves places for n requests of key arriving at time now, as
 // [Throttle.ReserveNAt] does, and waits for the first. The wait starts at
 // the call, on the throttle's clock. It returns nil when the requests may
 // proceed. It returns a [*BlockError] when they are blocked: the place is
 // beyond the maximum wait or ctx's deadline, or n exceeds the limit. It
 // returns ctx.Err() if ctx is done first, and gives the place back as
 // [Reservation.Cancel] would.
-func (t *Throttle) WaitNAt(ctx context.Context, now, n int64) error {
+func (t *Throttle) WaitNAt(ctx context.Context, now int64, key string, n int64) error {
 	maxWait, err := waitBudget(ctx, t.maxWait)
 	if err != nil {
 		return err
 	}
-	return waitFor(ctx, t.clock, t.reservation(now, n, maxWait), maxWait < t.maxWait)
+	return waitFor(ctx, t.clock, t.reservation(now, key, n, maxWait), maxWait < t.maxWait)
 }
 
 // waitFor waits on c for the place of r, reserved with a maximum wait
@@ -321,7 +392,7 @@ func waitFor(ctx context.Context, c clock.Clock, r Reservation, cut bool) error 
 
 // checkPace checks a throttle's limit, interval and maximum wait.
 func checkPace(limit int64, interval, maxWait time.Duration) error {
-	if limit < 1 || limit > MaxLimit {
+	if limit < 1 || limit > maxLimit {
 		return badLimit(limit, 1)
 	}
 	if interval <= 0 || interval > timegrid.MaxTime {
@@ -364,15 +435,30 @@ func waitRefused(d Decision, cut bool) error {
 	return &BlockError{Reason: d.Reason, RetryAfter: d.RetryAfter}
 }
 
-// Limit returns the number of requests allowed per interval.
-func (t *Throttle) Limit() int64 { return t.limit.Load() }
+// limitNow returns the number of requests allowed per interval (a key's
+// without an override).
+func (t *Throttle) limitNow() int64 {
+	if t.keys != nil {
+		return t.keys.limitNow()
+	}
+	return t.limit.Load()
+}
 
-// SetLimit changes the limit, keeping the next free place. The next place
-// comes no sooner than the last one given ends; the places after it take
-// the new pace. A throttle with a warm-up keeps its limit. That, and a
-// limit outside [1, MaxLimit], is a [*ConfigError], and the limit in force
-// stays.
-func (t *Throttle) SetLimit(limit int64) error {
+// Set changes the limit, and per key the overrides, keeping the next free
+// place (every key's). The next place comes no sooner than the last one
+// given ends, whether the key gains, keeps or loses an override; the
+// places after it take the new pace. A throttle with a warm-up keeps its
+// limit. That, a limit outside [1, 2^32-1], a bad override and overrides
+// for a throttle not per key are a [*ConfigError], and the limits in force
+// stay. Per key, Set takes time in proportion to the overrides, old and
+// new; requests go on meanwhile.
+func (t *Throttle) Set(limit int64, overrides map[string]int64) error {
+	if t.keys != nil {
+		return t.keys.set(limit, overrides)
+	}
+	if overrides != nil {
+		return &ConfigError{Field: "overrides", Value: len(overrides), Detail: "apply only to a throttle per key"}
+	}
 	if t.warm != nil {
 		return &ConfigError{Field: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}
 	}

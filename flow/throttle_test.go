@@ -27,25 +27,25 @@ func TestThrottleGivesEvenlySpacedPlacesUpToTheMaxWait(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 10, time.Second, 350*time.Millisecond, c)
 	for i, want := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond} {
-		d := th.ReserveN(1).Decision
+		d := th.ReserveN("", 1).Decision
 		if !d.Allowed || d.Wait != want {
 			t.Fatalf("request %d: %+v, want allowed after %v", i, d, want)
 		}
 	}
-	d := th.ReserveN(1).Decision
+	d := th.ReserveN("", 1).Decision
 	if d.Allowed || d.Reason != WaitTooLong || d.RetryAfter != 50*time.Millisecond {
 		t.Fatalf("fifth request: %+v, want WaitTooLong, retry after 50ms", d)
 	}
 	c.Advance(50 * time.Millisecond)
-	if d := th.ReserveN(1).Decision; !d.Allowed || d.Wait != 350*time.Millisecond {
+	if d := th.ReserveN("", 1).Decision; !d.Allowed || d.Wait != 350*time.Millisecond {
 		t.Fatalf("after 50ms: %+v, want allowed after 350ms", d)
 	}
 	// After a quiet spell the first request goes at once, with no burst.
 	c.Advance(10 * time.Second)
-	if d := th.ReserveN(1).Decision; d.Wait != 0 {
+	if d := th.ReserveN("", 1).Decision; d.Wait != 0 {
 		t.Fatalf("after a quiet spell: %+v", d)
 	}
-	if d := th.ReserveN(1).Decision; d.Wait != 100*time.Millisecond {
+	if d := th.ReserveN("", 1).Decision; d.Wait != 100*time.Millisecond {
 		t.Fatalf("the second after a quiet spell: %+v", d)
 	}
 }
@@ -66,7 +66,7 @@ func TestThrottlePlacesAreNeverCloserThanThePace(t *testing.T) {
 		for i := 0; i < 3000; i++ {
 			now += rng.Int64N(3 * pace / 2)
 			n := 1 + rng.Int64N(min(tc.limit, 3))
-			r := th.ReserveNAt(now, n)
+			r := th.ReserveNAt(now, "", n)
 			if !r.Allowed {
 				t.Fatalf("limit %d: blocked with an hour of max wait: %+v", tc.limit, r.Decision)
 			}
@@ -95,11 +95,11 @@ func TestThrottlePlacesAreNeverCloserThanThePace(t *testing.T) {
 func TestThrottleWaitSleepsOnItsClockAndCancelGivesThePlaceBack(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 10, time.Second, time.Second, c)
-	if err := th.Wait(context.Background()); err != nil { // first place: no wait
+	if err := th.Wait(context.Background(), ""); err != nil { // first place: no wait
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- th.Wait(context.Background()) }()
+	go func() { done <- th.Wait(context.Background(), "") }()
 	for c.Sleepers() == 0 {
 		runtime.Gosched()
 	}
@@ -110,7 +110,7 @@ func TestThrottleWaitSleepsOnItsClockAndCancelGivesThePlaceBack(t *testing.T) {
 
 	// A cancelled wait gives its place back: the next request gets it.
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- th.Wait(ctx) }()
+	go func() { done <- th.Wait(ctx, "") }()
 	for c.Sleepers() == 0 {
 		runtime.Gosched()
 	}
@@ -118,7 +118,7 @@ func TestThrottleWaitSleepsOnItsClockAndCancelGivesThePlaceBack(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Wait = %v", err)
 	}
-	if d := th.ReserveN(1).Decision; !d.Allowed || d.Wait != 100*time.Millisecond {
+	if d := th.ReserveN("", 1).Decision; !d.Allowed || d.Wait != 100*time.Millisecond {
 		t.Fatalf("after the cancelled wait: %+v, want the cancelled place, 100ms away", d)
 	}
 }
@@ -126,16 +126,16 @@ func TestThrottleWaitSleepsOnItsClockAndCancelGivesThePlaceBack(t *testing.T) {
 func TestThrottleCancelOnlyGivesBackTheLastPlace(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 10, time.Second, time.Second, c)
-	th.ReserveN(1)
-	middle := th.ReserveN(1) // 100 ms
-	last := th.ReserveN(1)   // 200 ms
+	th.ReserveN("", 1)
+	middle := th.ReserveN("", 1) // 100 ms
+	last := th.ReserveN("", 1)   // 200 ms
 	if middle.Cancel() {
 		t.Fatal("a place in the middle of the queue was given back")
 	}
 	if !last.Cancel() || last.Cancel() {
 		t.Fatal("the last place must be given back exactly once")
 	}
-	if d := th.ReserveN(1).Decision; d.Wait != 200*time.Millisecond {
+	if d := th.ReserveN("", 1).Decision; d.Wait != 200*time.Millisecond {
 		t.Fatalf("next place %v, want 200ms", d.Wait)
 	}
 	var blocked Reservation
@@ -143,7 +143,7 @@ func TestThrottleCancelOnlyGivesBackTheLastPlace(t *testing.T) {
 		t.Fatal("cancelling a zero Reservation")
 	}
 	c.Advance(time.Second)
-	past := th.ReserveN(1)
+	past := th.ReserveN("", 1)
 	if past.CancelAt(c.Now() + 1) {
 		t.Fatal("a place that has come cannot be given back")
 	}
@@ -152,9 +152,9 @@ func TestThrottleCancelOnlyGivesBackTheLastPlace(t *testing.T) {
 func TestThrottleWaitBlocks(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 1, time.Second, 500*time.Millisecond, c)
-	th.Allow()
+	th.Allow("")
 	var re *BlockError
-	err := th.Wait(context.Background())
+	err := th.Wait(context.Background(), "")
 	if !errors.As(err, &re) || re.Reason != WaitTooLong || re.RetryAfter != 500*time.Millisecond {
 		t.Fatalf("Wait = %v, want a BlockError: wait too long, retry after 500ms", err)
 	}
@@ -164,20 +164,20 @@ func TestThrottleWaitBlocks(t *testing.T) {
 	if !errors.Is(err, ErrBlocked) {
 		t.Fatalf("errors.Is(%v, ErrBlocked) = false", err)
 	}
-	if err := th.WaitN(context.Background(), 2); !errors.As(err, &re) || re.Reason != ExceedsLimit || re.Error() != "flow: blocked: exceeds limit" {
+	if err := th.WaitN(context.Background(), "", 2); !errors.As(err, &re) || re.Reason != ExceedsLimit || re.Error() != "flow: blocked: exceeds limit" {
 		t.Fatalf("WaitN(2) of 1 = %v", err)
 	}
 	c.Advance(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	th2 := mustThrottle(t, 1, 2*time.Hour, 3*time.Hour, c)
-	th2.Allow()
-	if err := th2.Wait(ctx); !errors.As(err, &re) || re.Reason != WaitTooLong || re.RetryAfter != 0 {
+	th2.Allow("")
+	if err := th2.Wait(ctx, ""); !errors.As(err, &re) || re.Reason != WaitTooLong || re.RetryAfter != 0 {
 		t.Fatalf("a place beyond the context's deadline: %v", err)
 	}
 	done, cancelDone := context.WithCancel(context.Background())
 	cancelDone()
-	if err := th2.Wait(done); !errors.Is(err, context.Canceled) {
+	if err := th2.Wait(done, ""); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait with a done context = %v", err)
 	}
 }
@@ -194,7 +194,7 @@ func TestThrottleConcurrentReservationsGetDistinctSpacedPlaces(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				now := c.Now()
-				d := th.ReserveNAt(now, 1)
+				d := th.ReserveNAt(now, "", 1)
 				mu.Lock()
 				places = append(places, now+int64(d.Wait))
 				mu.Unlock()
@@ -224,13 +224,13 @@ func TestThrottleConfigAndEdges(t *testing.T) {
 		}
 	}
 	th := mustThrottle(t, 5, time.Second, 0, clock.NewManual(0))
-	if !th.AllowNAt(0, 0).Allowed || th.AllowNAt(0, 6).Reason != ExceedsLimit {
+	if !th.AllowNAt(0, "", 0).Allowed || th.AllowNAt(0, "", 6).Reason != ExceedsLimit {
 		t.Fatal("n = 0 must be allowed and n above the limit blocked")
 	}
-	if th.Limit() != 5 || th.per != uint64(time.Second) || th.maxWait != 0 {
+	if th.limitNow() != 5 || th.per != uint64(time.Second) || th.maxWait != 0 {
 		t.Fatal("accessors")
 	}
-	if n := testing.AllocsPerRun(1000, func() { th.Allow(); th.ReserveNAt(0, 1) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { th.Allow(""); th.ReserveNAt(0, "", 1) }); n != 0 {
 		t.Fatalf("deciding allocates %.1f times", n)
 	}
 }
@@ -242,22 +242,22 @@ func TestThrottleConfigAndEdges(t *testing.T) {
 func TestThrottleAllowNeverAsksToWait(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 10, time.Second, time.Second, c)
-	if d := th.Allow(); !d.Allowed || d.Wait != 0 {
+	if d := th.Allow(""); !d.Allowed || d.Wait != 0 {
 		t.Fatalf("first request: %+v, want allowed at once", d)
 	}
-	if d := th.Allow(); d.Allowed || d.Reason != RateLimited || d.RetryAfter != 100*time.Millisecond {
+	if d := th.Allow(""); d.Allowed || d.Reason != RateLimited || d.RetryAfter != 100*time.Millisecond {
 		t.Fatalf("second request at once: %+v, want blocked, rate limited, retry after 100ms", d)
 	}
 	c.Advance(99 * time.Millisecond)
-	if d := th.AllowNAt(c.Now(), 1); d.Allowed || d.RetryAfter != time.Millisecond {
+	if d := th.AllowNAt(c.Now(), "", 1); d.Allowed || d.RetryAfter != time.Millisecond {
 		t.Fatalf("at 99ms: %+v, want blocked, retry after 1ms", d)
 	}
 	c.Advance(time.Millisecond)
-	if d := th.Allow(); !d.Allowed || d.Wait != 0 {
+	if d := th.Allow(""); !d.Allowed || d.Wait != 0 {
 		t.Fatalf("at 100ms: %+v, want allowed at once", d)
 	}
 	// A blocked Allow takes no place: the next reservation is the next place.
-	if r := th.ReserveN(1); !r.Allowed || r.Wait != 100*time.Millisecond {
+	if r := th.ReserveN("", 1); !r.Allowed || r.Wait != 100*time.Millisecond {
 		t.Fatalf("a reservation after a blocked Allow: %+v, want 100ms away", r.Decision)
 	}
 }
@@ -267,27 +267,27 @@ func TestThrottleAllowNeverAsksToWait(t *testing.T) {
 func TestThrottleAllowVariantsAgree(t *testing.T) {
 	c := clock.NewManual(int64(time.Hour))
 	th := mustThrottle(t, 10, time.Second, time.Second, c)
-	if d := th.AllowN(3); !d.Allowed || d.Wait != 0 {
+	if d := th.AllowN("", 3); !d.Allowed || d.Wait != 0 {
 		t.Fatalf("AllowN(3): %+v", d)
 	}
 	// 3 places take 300ms.
-	if d := th.AllowN(1); d.Allowed || d.RetryAfter != 300*time.Millisecond {
+	if d := th.AllowN("", 1); d.Allowed || d.RetryAfter != 300*time.Millisecond {
 		t.Fatalf("AllowN(1) after 3: %+v, want retry after 300ms", d)
 	}
 	at := c.Now() + int64(300*time.Millisecond)
-	if d := th.AllowAt(at - 1); d.Allowed || d.RetryAfter != 1 {
+	if d := th.AllowAt(at-1, ""); d.Allowed || d.RetryAfter != 1 {
 		t.Fatalf("AllowAt 1ns early: %+v", d)
 	}
-	if d := th.AllowAt(at); !d.Allowed {
+	if d := th.AllowAt(at, ""); !d.Allowed {
 		t.Fatalf("AllowAt the next place: %+v", d)
 	}
-	if d := th.AllowNAt(at+int64(100*time.Millisecond), 11); d.Allowed || d.Reason != ExceedsLimit || d.RetryAfter != 0 {
+	if d := th.AllowNAt(at+int64(100*time.Millisecond), "", 11); d.Allowed || d.Reason != ExceedsLimit || d.RetryAfter != 0 {
 		t.Fatalf("AllowNAt 11 of 10: %+v, want ExceedsLimit", d)
 	}
-	if d := th.AllowNAt(at, 0); !d.Allowed {
+	if d := th.AllowNAt(at, "", 0); !d.Allowed {
 		t.Fatalf("AllowNAt 0: %+v, want allowed", d)
 	}
-	if n := testing.AllocsPerRun(1000, func() { th.AllowN(1); th.AllowAt(at) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { th.AllowN("", 1); th.AllowAt(at, "") }); n != 0 {
 		t.Fatalf("AllowN and AllowAt allocate %.1f times", n)
 	}
 }
@@ -298,9 +298,9 @@ func TestThrottleWaitAtTakesThePlaceOfTheTimeGiven(t *testing.T) {
 	c := clock.NewManual(0)
 	th := mustThrottle(t, 10, time.Second, time.Second, c)
 	ctx := context.Background()
-	th.ReserveNAt(0, 1) // the place at 0; the next is at 100ms
+	th.ReserveNAt(0, "", 1) // the place at 0; the next is at 100ms
 	// Arriving at 100ms, the place is now: no wait, though the clock says 0.
-	if err := th.WaitAt(ctx, int64(100*time.Millisecond)); err != nil {
+	if err := th.WaitAt(ctx, int64(100*time.Millisecond), ""); err != nil {
 		t.Fatalf("WaitAt(100ms) = %v", err)
 	}
 	if c.Sleepers() != 0 {
@@ -308,7 +308,7 @@ func TestThrottleWaitAtTakesThePlaceOfTheTimeGiven(t *testing.T) {
 	}
 	// Three places arriving at 100ms come at 200ms: wait 100ms on the clock.
 	done := make(chan error, 1)
-	go func() { done <- th.WaitNAt(ctx, int64(100*time.Millisecond), 3) }()
+	go func() { done <- th.WaitNAt(ctx, int64(100*time.Millisecond), "", 3) }()
 	for c.Sleepers() == 0 {
 		runtime.Gosched()
 	}
@@ -323,12 +323,12 @@ func TestThrottleWaitAtTakesThePlaceOfTheTimeGiven(t *testing.T) {
 		t.Fatalf("WaitNAt = %v", err)
 	}
 	var be *BlockError
-	if err := th.WaitNAt(ctx, 0, 11); !errors.As(err, &be) || be.Reason != ExceedsLimit {
+	if err := th.WaitNAt(ctx, 0, "", 11); !errors.As(err, &be) || be.Reason != ExceedsLimit {
 		t.Fatalf("WaitNAt 11 of 10 = %v, want a BlockError, exceeds limit", err)
 	}
 	// The next place is at 500ms: arriving at 0 it is 500ms away, within the
 	// maximum wait; arriving at -1s it is 1.5s away, beyond it.
-	if err := th.WaitAt(ctx, -int64(time.Second)); !errors.As(err, &be) || be.Reason != WaitTooLong || be.RetryAfter != 500*time.Millisecond {
+	if err := th.WaitAt(ctx, -int64(time.Second), ""); !errors.As(err, &be) || be.Reason != WaitTooLong || be.RetryAfter != 500*time.Millisecond {
 		t.Fatalf("WaitAt(-1s) = %v, want a BlockError, wait too long, retry after 500ms", err)
 	}
 }

@@ -133,7 +133,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 	if c.bursts {
 		for b := int64(0); b < int64(nb); b++ {
 			for i := int64(0); i < burst; i++ {
-				d := th.ReserveNAt(b*width, 1)
+				d := th.ReserveNAt(b*width, "", 1)
 				if d.Allowed {
 					count(b*width + int64(d.Wait))
 				} else if skip {
@@ -144,7 +144,7 @@ func driveOverload(t testing.TB, c warmCase, warm bool, nb int, skip bool) ([]in
 		return counts, allowed
 	}
 	for at := int64(0); at < end; {
-		d := th.AllowNAt(at, 1)
+		d := th.AllowNAt(at, "", 1)
 		if d.Allowed {
 			count(at)
 		}

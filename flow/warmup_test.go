@@ -144,7 +144,7 @@ func TestThrottleWarmUpPacesSlowlyFromCold(t *testing.T) {
 	var last int64 = -1
 	minGap := int64(math.MaxInt64)
 	for now := int64(0); now < int64(15*time.Second); now += int64(time.Millisecond) {
-		if d := th.AllowNAt(now, 1); d.Allowed {
+		if d := th.AllowNAt(now, "", 1); d.Allowed {
 			counts[now/int64(time.Second)]++
 			if last >= 0 {
 				minGap = min(minGap, now-last)
@@ -283,7 +283,7 @@ func TestWarmUpConcurrentCallersKeepTheLimitAndThePace(t *testing.T) {
 						perStep[step].Add(1 + int64(i%3))
 					}
 					if i%4 == 0 {
-						if d := th.ReserveNAt(now, 1); d.Allowed {
+						if d := th.ReserveNAt(now, "", 1); d.Allowed {
 							mu.Lock()
 							places = append(places, now+int64(d.Wait))
 							mu.Unlock()
@@ -361,7 +361,7 @@ func TestThrottleWarmUpCoolsWhenIdleNotWhileItsQueueLasts(t *testing.T) {
 	places(th, 0, 10*time.Second)
 	var last int64
 	for range 300 {
-		d := th.ReserveNAt(int64(10*time.Second), 1)
+		d := th.ReserveNAt(int64(10*time.Second), "", 1)
 		if !d.Allowed {
 			t.Fatal("a place blocked with an hour to wait")
 		}
@@ -395,9 +395,9 @@ func TestWarmUpDecisionsDoNotAllocate(t *testing.T) {
 		c.Advance(step)
 		q.Allow()
 		q.AllowN(3)
-		q.AllowPriority(time.Second)
-		th.Allow()
-		th.ReserveN(3)
+		q.AllowPriorityN(1, time.Second)
+		th.Allow("")
+		th.ReserveN("", 3)
 	}); n != 0 {
 		t.Fatalf("deciding with warm-up allocates %.1f times per call", n)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slidegate/slidegate"
-	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/exported"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
@@ -66,7 +65,7 @@ func (c *Collector) collectKeys(ch chan<- prometheus.Metric, rules slidegate.Rul
 	// The resources are the rules': the operator's, so their number is
 	// bounded by the rules, not by the traffic. Resources whose names read
 	// the same as label values share their keys.
-	byResource := map[string][]flow.KeyStat{}
+	byResource := map[string][]slidegate.KeyStat{}
 	asked := map[string]bool{}
 	for _, f := range rules.Flow {
 		if !f.PerKey || asked[f.Resource] {
@@ -85,12 +84,12 @@ func (c *Collector) collectKeys(ch chan<- prometheus.Metric, rules slidegate.Rul
 	}
 	for _, resource := range slices.Sorted(maps.Keys(byResource)) {
 		keys := byKeyLabel(byResource[resource])
-		sendTop(ch, c.keyAllowed, resource, keys, c.topKeys, func(k flow.KeyStat) int64 { return k.Allowed })
-		sendTop(ch, c.keyBlocked, resource, keys, c.topKeys, func(k flow.KeyStat) int64 { return k.Blocked })
+		sendTop(ch, c.keyAllowed, resource, keys, c.topKeys, func(k slidegate.KeyStat) int64 { return k.Allowed })
+		sendTop(ch, c.keyBlocked, resource, keys, c.topKeys, func(k slidegate.KeyStat) int64 { return k.Blocked })
 	}
 }
 
-// keyLabel returns key as a label value: cut to 64 bytes (flow.KeyStat's)
+// keyLabel returns key as a label value: cut to 64 bytes (slidegate.KeyStat's)
 // bytes (as the guard shows it already) and made valid UTF-8. A key is any
 // string a client sent.
 func keyLabel(key string) string {
@@ -100,11 +99,11 @@ func keyLabel(key string) string {
 // byKeyLabel returns ks with their keys made label values, those that share
 // a label added up into one, for two series with the same labels would
 // fail the whole scrape.
-func byKeyLabel(ks []flow.KeyStat) []flow.KeyStat {
+func byKeyLabel(ks []slidegate.KeyStat) []slidegate.KeyStat {
 	for i := range ks {
 		ks[i].Key = keyLabel(ks[i].Key)
 	}
-	slices.SortFunc(ks, func(a, b flow.KeyStat) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(ks, func(a, b slidegate.KeyStat) int { return strings.Compare(a.Key, b.Key) })
 	out := ks[:0]
 	for _, k := range ks {
 		if n := len(out); n > 0 && out[n-1].Key == k.Key {
@@ -119,8 +118,8 @@ func byKeyLabel(ks []flow.KeyStat) []flow.KeyStat {
 
 // sendTop sends the n keys of keys with the largest value, above zero,
 // ties broken by key so that a scrape is stable.
-func sendTop(ch chan<- prometheus.Metric, d *prometheus.Desc, resource string, keys []flow.KeyStat, n int, value func(flow.KeyStat) int64) {
-	slices.SortFunc(keys, func(a, b flow.KeyStat) int {
+func sendTop(ch chan<- prometheus.Metric, d *prometheus.Desc, resource string, keys []slidegate.KeyStat, n int, value func(slidegate.KeyStat) int64) {
+	slices.SortFunc(keys, func(a, b slidegate.KeyStat) int {
 		if c := cmp.Compare(value(b), value(a)); c != 0 {
 			return c
 		}

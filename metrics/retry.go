@@ -7,6 +7,7 @@ import (
 
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // WithRetryBudget makes the Collector export what the retry budget b has
@@ -79,7 +80,7 @@ func (r *retries) collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, nb := range r.budgets {
-		st := nb.b.Stats()
+		st := flowstate.Retries(nb.b)
 		constMetric(ch, r.requests, prometheus.GaugeValue, float64(st.Requests), nb.name)
 		constMetric(ch, r.retried, prometheus.GaugeValue, float64(st.Retries), nb.name)
 		constMetric(ch, r.blocked, prometheus.CounterValue, float64(st.Blocked), nb.name)

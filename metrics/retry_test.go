@@ -7,9 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/metrics"
 )
 
@@ -30,7 +30,7 @@ func TestRetryBudgetsAreExported(t *testing.T) {
 		b.Retry(flow.AttemptFailed)
 	}
 	b.Retry(flow.AttemptProbe)
-	st := b.Stats()
+	st := flowstate.Retries(b)
 	f := newScraper(t, metrics.NewCollector(newGuard(t), metrics.WithRetryBudget("payments", b))).scrape(t)
 	for _, c := range []struct {
 		family string

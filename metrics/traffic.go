@@ -5,17 +5,17 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/exported"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // reasons gives each block reason its value of the label reason: its Code
 // ("rate_limited"), part of the metrics' contract, which dashboards and
 // alerts select on; not Reason.String, which is prose ("associated
 // resource limited") and may be reworded.
-var reasons = func() (out [flow.NumReasons - 1]struct {
+var reasons = func() (out [flowlimits.NumReasons - 1]struct {
 	reason flow.Reason
 	label  string
 }) {
@@ -148,7 +148,7 @@ func (t *traffic) collect(ch chan<- prometheus.Metric, s slidegate.ResourceStats
 }
 
 // blocked returns the count of reason r in by.
-func blocked(by [flow.NumReasons]int64, r flow.Reason) int64 {
+func blocked(by [flowlimits.NumReasons]int64, r flow.Reason) int64 {
 	if int(r) < len(by) {
 		return by[r]
 	}

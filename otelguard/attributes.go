@@ -1,10 +1,10 @@
 package otelguard
 
 import (
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // The attribute keys of the instruments. Their values are bounded by the
@@ -39,7 +39,7 @@ const (
 // reasons spells each blocking reason as a value of ReasonKey: its Code
 // ("rate_limited"), as the Prometheus collector does; not Reason.String,
 // which is prose and may be reworded.
-var reasons = func() (out [flow.NumReasons - 1]struct {
+var reasons = func() (out [flowlimits.NumReasons - 1]struct {
 	reason flow.Reason
 	value  string
 }) {

@@ -124,14 +124,14 @@ type keyedFallback struct {
 // NewKeyedLimiter returns the cluster-wide per-key limiter called name. It
 // holds each of windows for every key. There must be between 1 and
 // 8 windows. Each window must have:
-//   - a limit in [0, flow.MaxLimit].
+//   - a limit in [0, 2^32-1].
 //   - a positive interval that divides into its buckets.
 //   - buckets of whole microseconds.
 //   - at most 100 buckets (20 if 0).
 //   - at most 10,000 overrides.
 //
 // An override's key has at most 256 bytes, and its
-// limit is in [0, flow.MaxLimit]. No two windows may have the same interval
+// limit is in [0, 2^32-1]. No two windows may have the same interval
 // and buckets: they would keep one count. A bad argument is an error
 // wrapping [ErrInvalidConfig] that names it and its value.
 //

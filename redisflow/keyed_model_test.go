@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/redistest"
 )
 
@@ -341,7 +341,7 @@ func TestKeyedCountsAreRebasedBeforeTheyLoseExactness(t *testing.T) {
 	rdb := client(t, srv.Addr)
 	m := clock.NewManual(1_700_000_000 * int64(time.Second))
 	const k = 4
-	l := keyedAt(t, cluster(t, srv, WithInstances(1), WithClock(m)), "big", []flow.KeyWindow{{Limit: flow.MaxLimit, Interval: time.Second, Buckets: k}})
+	l := keyedAt(t, cluster(t, srv, WithInstances(1), WithClock(m)), "big", []flow.KeyWindow{{Limit: flowlimits.MaxLimit, Interval: time.Second, Buckets: k}})
 	key := l.redisKeys("u")[0]
 	width := (time.Second / k).Microseconds()
 	open := m.Now() / int64(time.Microsecond) / width
@@ -365,21 +365,21 @@ func TestKeyedCountsAreRebasedBeforeTheyLoseExactness(t *testing.T) {
 	for _, tc := range []struct {
 		n     int64
 		allow bool
-	}{{n: flow.MaxLimit - 7, allow: true}, {n: 1, allow: false}} {
+	}{{n: flowlimits.MaxLimit - 7, allow: true}, {n: 1, allow: false}} {
 		if d, _ := l.AllowKeyNAt(bg, m.Now(), "u", tc.n); d.Allowed != tc.allow {
 			t.Fatalf("AllowKeyN(%d) over a window holding 7: %+v; want allowed %v", tc.n, d, tc.allow)
 		}
 	}
 	last, cum := decodeCells(t, rdb.Get(bg, key).Val())
 	base := cum[(open-k-1)%(k+2)]
-	if last != open || base != 0 || cum[open%(k+2)] != flow.MaxLimit {
-		t.Errorf("after the rebase: newest bucket %d, cum %v; want bucket %d, the window's base 0 and its newest bucket %d", last, cum, open, int64(flow.MaxLimit))
+	if last != open || base != 0 || cum[open%(k+2)] != flowlimits.MaxLimit {
+		t.Errorf("after the rebase: newest bucket %d, cum %v; want bucket %d, the window's base 0 and its newest bucket %d", last, cum, open, int64(flowlimits.MaxLimit))
 	}
 	if slices.Max(cum) >= 1<<52 {
 		t.Errorf("cum %v: some count is still past 2^52", cum)
 	}
 	m.Advance(2 * time.Second) // every bucket leaves
-	if d, _ := l.AllowKeyNAt(bg, m.Now(), "u", flow.MaxLimit); !d.Allowed {
+	if d, _ := l.AllowKeyNAt(bg, m.Now(), "u", flowlimits.MaxLimit); !d.Allowed {
 		t.Errorf("a whole limit once the window moved on: %+v; want allowed", d)
 	}
 }

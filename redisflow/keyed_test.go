@@ -43,7 +43,7 @@ func TestNewKeyedLimiterReturnsAnErrorNamingABadArgument(t *testing.T) {
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second}, {Limit: 1, Interval: 0}}, "windows[1].interval = 0s"},
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: 15 * time.Microsecond}}, "windows[0].interval = 15µs: must be positive and divide into 20 buckets"},
 		{"r", []flow.KeyWindow{{Limit: -1, Interval: time.Second}}, "windows[0].limit = -1"},
-		{"r", []flow.KeyWindow{{Limit: flow.MaxLimit + 1, Interval: time.Second}}, "windows[0].limit = 4294967296"},
+		{"r", []flow.KeyWindow{{Limit: flowlimits.MaxLimit + 1, Interval: time.Second}}, "windows[0].limit = 4294967296"},
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second, Overrides: map[string]int64{"a": -2}}}, `windows[0].overrides = "a": -2`},
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second, Overrides: map[string]int64{long: 2}}}, "windows[0].overrides: a key of 257 bytes"},
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second}, {Limit: 5, Interval: time.Second, Buckets: 20}}, "windows[1]: interval 1s and 20 buckets, as windows[0]"},

@@ -66,6 +66,7 @@ type Limiter struct {
 	lease        atomic.Pointer[lease]
 	blockedUntil atomic.Int64 // the clock's time until which nothing can be allowed
 	local        *flow.QPS    // the Local fallback
+	localLimit   atomic.Int64 // local's limit: the share it was last set to
 
 	mu      sync.Mutex  // orders cached blocks with SetLimit
 	flights leaseFlight // with leasing: the round trip under way, if any
@@ -96,7 +97,7 @@ func WithBuckets(k int) LimiterOption { return func(o *limiterOptions) { o.bucke
 
 // WithLease makes the limiter take up to size permits per round trip. It
 // spends the rest locally for at most ttl (0: one bucket width). A size of
-// 1, the default, leases nothing. size is at most [flow.MaxLimit], and ttl
+// 1, the default, leases nothing. size is at most 2^32-1, and ttl
 // must not be negative. A lease is spent until its ttl has passed on the
 // cluster's clock, however long that is. See [Limiter] for the slack this
 // adds.
@@ -106,7 +107,7 @@ func WithLease(size int64, ttl time.Duration) LimiterOption {
 
 // NewLimiter returns the cluster-wide limiter called name. It allows at most
 // limit permits in any interval of the given length, across all instances.
-// limit must be in [0, flow.MaxLimit]. The interval must be positive, and
+// limit must be in [0, 2^32-1]. The interval must be positive, and
 // divide into buckets of whole microseconds. A bad argument or option is an
 // error wrapping [ErrInvalidConfig] that names it and its value. A nil
 // LimiterOption is no option.
@@ -128,8 +129,8 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 		return bad("buckets = %d: must be between 1 and %d", o.buckets, maxBuckets)
 	case interval <= 0 || interval%(time.Duration(k)*time.Microsecond) != 0:
 		return bad("interval = %v: must be positive and divide into %d buckets of whole microseconds", interval, k)
-	case o.lease < 1 || o.lease > flow.MaxLimit:
-		return bad("lease = %d: must be between 1 and %d (1 leases nothing)", o.lease, int64(flow.MaxLimit))
+	case o.lease < 1 || o.lease > flowlimits.MaxLimit:
+		return bad("lease = %d: must be between 1 and %d (1 leases nothing)", o.lease, int64(flowlimits.MaxLimit))
 	case o.ttl < 0:
 		return bad("lease ttl = %v: must not be negative", o.ttl)
 	}
@@ -154,6 +155,7 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 		local:    local,
 	}
 	l.limit.Store(limit)
+	l.localLimit.Store(limit)
 	return l, nil
 }
 
@@ -173,11 +175,11 @@ func (l *Limiter) Interval() time.Duration { return l.interval }
 
 // SetLimit changes the limit. Redis keeps the counts, which count against
 // the new limit from the next decision on. A limit outside
-// [0, flow.MaxLimit] is an error wrapping [ErrInvalidConfig], and the limit
+// [0, 2^32-1] is an error wrapping [ErrInvalidConfig], and the limit
 // in force stays.
 func (l *Limiter) SetLimit(limit int64) error {
-	if limit < 0 || limit > flow.MaxLimit {
-		return fmt.Errorf("%w: limiter %q: limit = %d: must be between 0 and %d", ErrInvalidConfig, l.name, limit, int64(flow.MaxLimit))
+	if limit < 0 || limit > flowlimits.MaxLimit {
+		return fmt.Errorf("%w: limiter %q: limit = %d: must be between 0 and %d", ErrInvalidConfig, l.name, limit, int64(flowlimits.MaxLimit))
 	}
 	l.mu.Lock()
 	l.limit.Store(limit)
@@ -252,8 +254,9 @@ func (l *Limiter) fallback(now, n int64) flow.Decision {
 	if share == 0 && limit > 0 {
 		share = 1
 	}
-	if l.local.Limit() != share {
+	if l.localLimit.Load() != share {
 		l.local.SetLimit(share) // in [0, limit]: cannot fail
+		l.localLimit.Store(share)
 	}
 	return l.local.AllowNAt(now, n)
 }

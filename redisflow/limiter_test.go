@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/redistest"
 )
 
@@ -77,7 +77,7 @@ func TestNewLimiterReturnsAnErrorNamingABadArgument(t *testing.T) {
 		{"a", 1, time.Second, []LimiterOption{WithBuckets(0)}, "buckets = 0: must be between 1 and 1000"},
 		{"a", 1, time.Second, []LimiterOption{WithBuckets(1001)}, "buckets = 1001: must be between 1 and 1000"},
 		{"a", 1, time.Second, []LimiterOption{WithLease(0, 0)}, "lease = 0"},
-		{"a", 1, time.Second, []LimiterOption{WithLease(flow.MaxLimit+1, 0)}, fmt.Sprintf("lease = %d: must be between 1 and %d", flow.MaxLimit+1, flow.MaxLimit)},
+		{"a", 1, time.Second, []LimiterOption{WithLease(flowlimits.MaxLimit+1, 0)}, fmt.Sprintf("lease = %d: must be between 1 and %d", flowlimits.MaxLimit+1, flowlimits.MaxLimit)},
 		{"a", 1, time.Second, []LimiterOption{WithLease(5, -time.Second)}, "lease ttl = -1s"},
 	} {
 		_, err := c.NewLimiter(tc.name, tc.limit, tc.interval, tc.opts...)

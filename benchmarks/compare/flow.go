@@ -9,12 +9,12 @@ import (
 	sapi "github.com/alibaba/sentinel-golang/api"
 	sflow "github.com/alibaba/sentinel-golang/core/flow"
 	"github.com/alibaba/sentinel-golang/logging"
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 	"go.uber.org/ratelimit"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
-
-	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/flow"
 )
 
 // The flow limiters' speed rows. Every limiter is configured so that every
@@ -47,7 +47,7 @@ var allowClock = &Shape{
 			return func() int64 { return clock.System.Now() }
 		}},
 		{Name: "slidegate flow.QPS.Allow", Role: Ours, Setup: func(*testing.B) Op {
-			q := must(flow.NewQPS(flow.QPSSettings{Limit: flow.MaxLimit, Interval: time.Second}))
+			q := must(flow.NewQPS(flow.QPSSettings{Limit: flowlimits.MaxLimit, Interval: time.Second}))
 			return func() int64 { return b2i(q.Allow().Allowed) }
 		}},
 		// With rate.Inf, Allow takes the mutex and returns at once: it counts
@@ -111,7 +111,7 @@ var acquireRelease = &Shape{
 			c := must(flow.NewConcurrency(flow.ConcurrencySettings{Limit: inFlightLimit}))
 			return func() int64 {
 				var p flow.Permit
-				ok := c.Acquire(&p).Allowed
+				ok := c.Acquire(&p, "").Allowed
 				p.Done(flow.Succeeded)
 				return b2i(ok)
 			}

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	gcllimit "github.com/platinummonkey/go-concurrency-limits/limit"
-	"github.com/zeromicro/go-zero/core/load"
-	"github.com/zeromicro/go-zero/core/logx"
-
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowsim"
+	"github.com/slidegate/slidegate/internal/flowstate"
+	"github.com/zeromicro/go-zero/core/load"
+	"github.com/zeromicro/go-zero/core/logx"
 )
 
 // An OverloadLimiter is one limiter of the overload comparison: how to build
@@ -43,12 +43,12 @@ func OverloadLimiters() []OverloadLimiter {
 		{Name: "none (admit all)", Driven: "refuses nothing: what the service does unprotected", New: func(func() float64) flowsim.Admitter { return admitAll{} }},
 		{Name: "fixed limit W (reference)", Driven: "a concurrency limit of the service's 50 workers, known in advance and never moved (flow.Concurrency would do the same): no queue, so latency is the service time; the capacity halving is not followed",
 			New: func(func() float64) flowsim.Admitter { return &fixedLimit{limit: 50} }},
-		{Name: "slidegate Shedder", Driven: "flow.Shedder with its defaults, CPU = the service's busy share per 100 ms, smoothed with cpu.Sampler's default time constant (300 ms), threshold 0.9; virtual time (AcquireAt, DoneAt); a timed-out request is Cancelled (no completion); its trace is MaxInFlight",
+		{Name: "slidegate Shedder", Driven: "flow.Shedder with its defaults, CPU = the service's busy share per 100 ms, smoothed with cpu.Sampler's default time constant (300 ms), threshold 0.9; virtual time (AcquireAt, DoneAt); a timed-out request is Cancelled (no completion); its trace is its bound (what it admits while it sheds)",
 			New: newSlidegateShedder},
-		{Name: "slidegate Adaptive gradient", Driven: "flow.Adaptive with its defaults (Gradient); virtual time (AcquireAt, DoneAt(now, timedOut))",
-			New: newSlidegateAdaptive(flow.Gradient)},
-		{Name: "slidegate Adaptive AIMD", Driven: "flow.Adaptive with its defaults and Algorithm AIMD; virtual time",
-			New: newSlidegateAdaptive(flow.AIMD)},
+		{Name: "slidegate Adaptive gradient", Driven: "flow.Adaptive with its defaults (algorithm gradient); virtual time (AcquireAt, DoneAt(now, timedOut))",
+			New: newSlidegateAdaptive("gradient")},
+		{Name: "slidegate Adaptive AIMD", Driven: "flow.Adaptive with its defaults and algorithm aimd; virtual time",
+			New: newSlidegateAdaptive("aimd")},
 		{Name: "go-concurrency-limits Gradient2", Driven: "limit.NewDefaultGradient2Limit, admitting while in flight < EstimatedLimit; OnSample(start, rtt, in flight at admission, timedOut) per request on virtual time, without the library's DefaultLimiter (it reads the real clock and batches samples into windows)",
 			New: newGCL(func() gcllimitLimit { return gcllimit.NewDefaultGradient2Limit("sim", nil, nil) })},
 		{Name: "go-concurrency-limits AIMD", Driven: "limit.NewDefaultAIMDLimit, driven as Gradient2",
@@ -141,7 +141,7 @@ func (a *slidegateShedder) Admit(now int64) (func(int64, bool), bool) {
 // Limit traces the shedder's bound at the last decision; an unknown bound
 // (the first bucket) is traced as 0.
 func (a *slidegateShedder) Limit() int64 {
-	if b := a.s.MaxInFlightAt(a.last); b != math.MaxInt64 {
+	if b := flowstate.Shedder(a.s, a.last).Limit; b != math.MaxInt64 {
 		return b
 	}
 	return 0
@@ -149,7 +149,7 @@ func (a *slidegateShedder) Limit() int64 {
 
 type slidegateAdaptive struct{ a *flow.Adaptive }
 
-func newSlidegateAdaptive(alg flow.AdaptiveAlgorithm) flowsim.AdmitterFactory {
+func newSlidegateAdaptive(alg string) flowsim.AdmitterFactory {
 	return func(func() float64) flowsim.Admitter {
 		a, err := flow.NewAdaptive(flow.AdaptiveSettings{Algorithm: alg, Clock: clock.NewManual(overloadOrigin)})
 		if err != nil {
@@ -173,7 +173,7 @@ func (s slidegateAdaptive) Admit(now int64) (func(int64, bool), bool) {
 	}, true
 }
 
-func (s slidegateAdaptive) Limit() int64 { return s.a.Limit() }
+func (s slidegateAdaptive) Limit() int64 { return flowstate.Adaptive(s.a).Limit }
 
 // gcllimitLimit is the part of go-concurrency-limits' core.Limit used here.
 type gcllimitLimit interface {

@@ -46,7 +46,7 @@ func SimulateRetryLoad(rate float64, duration time.Duration, maxRetries int, bac
 		for r := range maxRetries {
 			// Decided when the attempt before it failed, at once: the
 			// backoff is spent waiting, already counted.
-			if !b.RetryAt(at+int64(r)*int64(backoff), flow.AttemptFailed) {
+			if _, ok := b.RetryAt(at+int64(r)*int64(backoff), flow.AttemptFailed); !ok {
 				break
 			}
 			attempts++

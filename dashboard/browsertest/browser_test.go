@@ -573,7 +573,7 @@ func TestBrowserShowsTopKeys(t *testing.T) {
 	// What the guard says of the keys, at the time of the sample: the page
 	// shows the same. The abusive user is the most blocked; the busiest are
 	// the abuser and the markup, which shows as text, not as an element.
-	want := map[string]flow.KeyStat{}
+	want := map[string]slidegate.KeyStat{}
 	for _, k := range g.TopKeys(resource, 10, false) {
 		want[k.Key] = k
 	}

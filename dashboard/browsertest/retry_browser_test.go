@@ -68,7 +68,7 @@ func TestBrowserShowsTheRetryBudgets(t *testing.T) {
 			b.Request()
 		}
 		for range retries {
-			if b.Retry(flow.AttemptFailed) {
+			if _, ok := b.Retry(flow.AttemptFailed); ok {
 				allowed++
 			} else {
 				blocked++

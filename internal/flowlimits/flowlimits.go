@@ -1,10 +1,17 @@
 // Package flowlimits holds the defaults and bounds of package flow's
 // settings, which the guard, redisflow and the integrations also need:
-// one source for each number. flow's docs state them; of its bounds, flow
-// exports only MaxLimit.
+// one source for each number. flow's docs state them, and exports none.
 package flowlimits
 
 import "time"
+
+// MaxLimit is the largest limit a limiter of package flow takes: 2^32-1,
+// the most one of its count words holds.
+const MaxLimit = 1<<32 - 1
+
+// NumReasons is the number of flow.Reason values, the one of a request
+// allowed included: an array indexed by a Reason has NumReasons elements.
+const NumReasons = 8
 
 // The buckets of a QPS limiter's interval and of a per-key window's, and
 // the windows a KeyedQPS decides together.
@@ -30,7 +37,7 @@ const (
 	// and of a guard's per-key rules.
 	DefaultKeyMemory = 64 << 20
 	// DefaultKeysInFlight and MaxKeysInFlight bound the keys a
-	// KeyedConcurrency or a KeyedThrottle is sized for.
+	// Concurrency or a Throttle per key is sized for.
 	DefaultKeysInFlight = 4096
 	MaxKeysInFlight     = 1 << 18
 )
@@ -48,6 +55,7 @@ const (
 
 // An Adaptive limit's defaults.
 const (
+	DefaultAdaptiveAlgorithm     = "gradient"
 	DefaultAdaptiveInitialLimit  = 20
 	DefaultAdaptiveMinLimit      = 4
 	DefaultAdaptiveMaxLimit      = 10000

@@ -22,7 +22,7 @@ import (
 // is retried by its status code: one of retryCodes, or codes.Unavailable
 // if none are given. codes.OK is never retried. The budget counts each RPC once
 // ([flow.RetryBudget.Request]). It is asked before each retry
-// ([flow.RetryBudget.GrantRetry]), and counts the retry when it decides.
+// ([flow.RetryBudget.Retry]), and counts the retry when it decides.
 // So retries waiting out their backoff are counted too. A nil budget turns
 // retries off. The server and stream interceptors ignore WithRetry.
 //
@@ -120,7 +120,7 @@ func (rt *retrier) invoke(ctx context.Context, g *slidegate.Guard, o *options, m
 			a = flow.AttemptProbe
 		}
 		var ok bool
-		if grant, ok = rt.budget.GrantRetry(a); !ok {
+		if grant, ok = rt.budget.Retry(a); !ok {
 			return err
 		}
 		if err := clock.Sleep(ctx, g.Clock(), wait); err != nil {

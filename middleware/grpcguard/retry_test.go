@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/middleware/grpcguard"
 	"github.com/slidegate/slidegate/middleware/httpguard"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // newBudget returns a retry budget over 10 s on a manual clock of its own,
@@ -274,12 +274,12 @@ func TestARetryNotSentIsGivenBackToTheBudget(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- in(ctx, unaryMethod, nil, nil, nil, d.invoke) }()
 		eventually(t, "the retry waits", func() bool { return clk.Sleepers() > 0 })
-		if got := budget.Stats().Retries; got != 1 {
+		if got := flowstate.Retries(budget).Retries; got != 1 {
 			t.Fatalf("the budget counts %d retries while one waits in its backoff, want 1", got)
 		}
 		cancel()
 		wantCode(t, <-done, codes.Canceled)
-		if got := budget.Stats().Retries; got != 0 || d.attempts.Load() != 1 {
+		if got := flowstate.Retries(budget).Retries; got != 0 || d.attempts.Load() != 1 {
 			t.Errorf("the budget counts %d retries after %d attempts, want 0 after 1", got, d.attempts.Load())
 		}
 	})
@@ -302,7 +302,7 @@ func TestARetryNotSentIsGivenBackToTheBudget(t *testing.T) {
 			if err := call(clk, in, d); !errors.As(err, &block) {
 				t.Fatalf("%v, want the retry's block", err)
 			}
-			if st := budget.Stats(); st.Retries != 0 || d.attempts.Load() != 1 {
+			if st := flowstate.Retries(budget); st.Retries != 0 || d.attempts.Load() != 1 {
 				t.Errorf("the budget counts %d retries after %d attempts, want 0 after 1", st.Retries, d.attempts.Load())
 			}
 		})
@@ -325,7 +325,7 @@ func TestARetryTheDeadlineCannotFitIsNotTried(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	wantCode(t, in(ctx, unaryMethod, nil, nil, nil, slow), codes.Unavailable)
-	if got := budget.Stats().Retries; got != 0 || attempts.Load() != 1 {
+	if got := flowstate.Retries(budget).Retries; got != 0 || attempts.Load() != 1 {
 		t.Errorf("the budget counts %d retries after %d attempts, want 0 after 1", got, attempts.Load())
 	}
 }

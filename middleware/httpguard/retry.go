@@ -79,7 +79,7 @@ func Retryable(resp *http.Response, err error) bool {
 
 // WithRetry makes [Transport] retry the requests that fail, within budget.
 // The budget counts each request once ([flow.RetryBudget.Request]). It is
-// asked before each retry ([flow.RetryBudget.GrantRetry]), and counts the
+// asked before each retry ([flow.RetryBudget.Retry]), and counts the
 // retry when it decides. So retries waiting out their backoff are counted
 // too. A nil budget turns retries off. [Middleware] ignores WithRetry.
 //
@@ -206,7 +206,7 @@ func (t *transport) roundTripRetrying(r *http.Request) (*http.Response, error) {
 			attempt = flow.AttemptProbe
 		}
 		var ok bool
-		if grant, ok = rt.budget.GrantRetry(attempt); !ok {
+		if grant, ok = rt.budget.Retry(attempt); !ok {
 			return resp, err
 		}
 		if resp != nil {

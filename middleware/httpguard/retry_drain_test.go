@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/middleware/httpguard"
 )
 
@@ -119,7 +120,7 @@ func TestARetriedResponseTrickledSlowlyIsClosedNotDrained(t *testing.T) {
 			if got := srv.attempts.Load(); got != 1+httpguard.DefaultMaxRetries {
 				t.Errorf("%d attempts, want %d", got, 1+httpguard.DefaultMaxRetries)
 			}
-			if got := budget.Stats().Retries; got != srv.attempts.Load()-1 {
+			if got := flowstate.Retries(budget).Retries; got != srv.attempts.Load()-1 {
 				t.Errorf("the budget counted %d retries; %d were sent", got, srv.attempts.Load()-1)
 			}
 		})
@@ -153,7 +154,7 @@ func TestATrickledResponseUnderADeadlineReturnsTheLastResponse(t *testing.T) {
 			t.Errorf("call %d: status %d, want 503", i, resp.StatusCode)
 		}
 	}
-	if sent, charged := srv.attempts.Load()-calls, budget.Stats().Retries; charged != sent {
+	if sent, charged := srv.attempts.Load()-calls, flowstate.Retries(budget).Retries; charged != sent {
 		t.Errorf("the budget counted %d retries; %d were sent", charged, sent)
 	}
 }
@@ -186,7 +187,7 @@ func TestARetryTheDeadlineCannotFitIsNotTried(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || attempts.Load() != 1 {
 		t.Errorf("status %d after %d attempts, want 503 after 1", resp.StatusCode, attempts.Load())
 	}
-	if got := budget.Stats().Retries; got != 0 {
+	if got := flowstate.Retries(budget).Retries; got != 0 {
 		t.Errorf("the budget counted %d retries, none was sent", got)
 	}
 }
@@ -214,14 +215,14 @@ func TestARetryNotSentIsGivenBackToTheBudget(t *testing.T) {
 				t.Fatal("the retry never waited")
 			}
 		}
-		if got := budget.Stats().Retries; got != 1 {
+		if got := flowstate.Retries(budget).Retries; got != 1 {
 			t.Fatalf("the budget counts %d retries while one waits in its backoff, want 1", got)
 		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("%v, want context.Canceled", err)
 		}
-		if got := budget.Stats().Retries; got != 0 || be.attempts.Load() != 1 {
+		if got := flowstate.Retries(budget).Retries; got != 0 || be.attempts.Load() != 1 {
 			t.Errorf("the budget counts %d retries after %d attempts, want 0 after 1", got, be.attempts.Load())
 		}
 	})
@@ -244,7 +245,7 @@ func TestARetryNotSentIsGivenBackToTheBudget(t *testing.T) {
 			if _, err := send(t, clk, rt, get(t)); !errors.As(err, &block) {
 				t.Fatalf("%v, want the retry's block", err)
 			}
-			if st := budget.Stats(); st.Retries != 0 || be.attempts.Load() != 1 {
+			if st := flowstate.Retries(budget); st.Retries != 0 || be.attempts.Load() != 1 {
 				t.Errorf("the budget counts %d retries after %d attempts, want 0 after 1", st.Retries, be.attempts.Load())
 			}
 		})
