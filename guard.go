@@ -2,7 +2,6 @@ package slidegate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -77,14 +77,20 @@ type guardOptions struct {
 	err          error // the first bad option
 }
 
-// ErrInvalidConfig is wrapped by the error New returns for a bad option.
-// The message names the option and its value.
-var ErrInvalidConfig = errors.New("slidegate: invalid configuration")
+// ErrInvalidConfig is matched by every error any package of slidegate
+// returns for a bad setting: [New]'s options, the constructors of
+// [github.com/slidegate/slidegate/flow], window and breaker, and the
+// integrations' options. Use [errors.Is]. The message names the setting
+// and its value.
+var ErrInvalidConfig = config.ErrInvalid
+
+// errInvalidConfig is what this package's own configuration errors wrap.
+var errInvalidConfig = config.Sentinel("slidegate")
 
 // bad records a bad option, unless one was found before.
 func (o *guardOptions) bad(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		o.err = fmt.Errorf("%w: "+format, append([]any{errInvalidConfig}, args...)...)
 	}
 }
 

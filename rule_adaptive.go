@@ -6,6 +6,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/internal/rulekind"
@@ -56,7 +57,7 @@ func buildAdaptive(f FlowRule, on builder) (rule, error) {
 	set := adaptiveSettings(f)
 	set.Clock = on.clock
 	a, err := flow.NewAdaptive(set)
-	var ce *flow.ConfigError
+	var ce *config.Error
 	if errors.As(err, &ce) && ce.Field == "initial_limit" {
 		ce.Field = "limit" // the rule's field
 	}

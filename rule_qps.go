@@ -8,6 +8,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/rulekind"
 )
@@ -56,7 +57,7 @@ func buildQPS(f FlowRule, on builder) (rule, error) {
 		// together (keyGroup).
 		g := keyGroup{resource: f.Resource, at: []int{0}}
 		r, err := g.build([]FlowRule{f}, on.clock, nil, on.keys)
-		var ce *flow.ConfigError
+		var ce *config.Error
 		if errors.As(err, &ce) {
 			// "windows[0].buckets": the rule's own field.
 			ce.Field = ce.Field[strings.IndexByte(ce.Field, '.')+1:]

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
@@ -214,10 +214,10 @@ func (p *problems) nonNegative(field string, d Duration) {
 }
 
 // fieldOf returns the rule field a configuration error is about, or "":
-// flow.ConfigError names its option as rule files name the field, and a
+// A flow configuration error names its setting as rule files name the field, and a
 // breaker's window error names its interval or buckets.
 func fieldOf(err error) string {
-	var ce *flow.ConfigError
+	var ce *config.Error
 	if errors.As(err, &ce) {
 		return ce.Field
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/slidegate/slidegate/internal/config"
 )
 
 // ErrBlocked is the error of a request the breaker blocks: its circuit is
@@ -15,9 +17,9 @@ var ErrBlocked = errors.New("breaker: blocked")
 // because every probe place is taken: it wraps ErrBlocked, and says why.
 var errProbesBusy = fmt.Errorf("%w: half-open, every probe place taken", ErrBlocked)
 
-// ErrInvalidConfig is wrapped by every error a constructor returns for a bad
+// errInvalidConfig is wrapped by every error a constructor returns for a bad
 // option or strategy. The message names the option and its value.
-var ErrInvalidConfig = errors.New("breaker: invalid configuration")
+var errInvalidConfig = config.Sentinel("breaker")
 
 // A State is where a breaker stands. The zero State is Closed.
 type State uint8

@@ -106,7 +106,7 @@ func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed b
 	}
 	t, err := window.NewTally(buckets, interval, window.WithClock(c), events)
 	if err != nil {
-		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: window: %w", errInvalidConfig, err)
 	}
 	return &closedWindow{t: t}, nil
 }
@@ -158,7 +158,7 @@ func slotOf(ticket uint64) int { return int(ticket & (maxProbes - 1)) }
 // ([WithMinRequests]; none for [ConsecutiveFailures] and [TripWhen]). It
 // stays open 5 s, without backoff ([WithOpenTimeout]), and sends 1 probe at
 // a time ([WithProbes]). A bad strategy or option is an error wrapping
-// [ErrInvalidConfig].
+// [github.com/slidegate/slidegate.ErrInvalidConfig].
 func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -171,22 +171,22 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		return nil, err
 	}
 	if st.openTimeout <= 0 {
-		return nil, fmt.Errorf("%w: open timeout = %v: must be positive", ErrInvalidConfig, st.openTimeout)
+		return nil, fmt.Errorf("%w: open timeout = %v: must be positive", errInvalidConfig, st.openTimeout)
 	}
 	if st.maxOpenTimeout == 0 {
 		st.maxOpenTimeout = st.openTimeout
 	}
 	if st.maxOpenTimeout < st.openTimeout {
-		return nil, fmt.Errorf("%w: open timeout max = %v: must be 0 or at least the open timeout %v", ErrInvalidConfig, st.maxOpenTimeout, st.openTimeout)
+		return nil, fmt.Errorf("%w: open timeout max = %v: must be 0 or at least the open timeout %v", errInvalidConfig, st.maxOpenTimeout, st.openTimeout)
 	}
 	if st.probes < 1 || st.probes > maxProbes {
-		return nil, fmt.Errorf("%w: probes = %d: must be between 1 and %d", ErrInvalidConfig, st.probes, maxProbes)
+		return nil, fmt.Errorf("%w: probes = %d: must be between 1 and %d", errInvalidConfig, st.probes, maxProbes)
 	}
 	if st.given&(1<<optProbes) == 0 || st.probeTimeout == 0 {
 		st.probeTimeout = st.openTimeout
 	}
 	if st.probeTimeout < 0 {
-		return nil, fmt.Errorf("%w: probe timeout = %v: must be positive", ErrInvalidConfig, st.probeTimeout)
+		return nil, fmt.Errorf("%w: probe timeout = %v: must be positive", errInvalidConfig, st.probeTimeout)
 	}
 	c := &Circuit{
 		policy:       policy{st.outcomeOf},

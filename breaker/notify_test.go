@@ -131,7 +131,7 @@ func TestBreakerhookHoldsTheGuardsWaysIn(t *testing.T) {
 	if s := c.Stats(); s.State != Open || retryAfterAt(c, clk.Now()) != 5*time.Second {
 		t.Fatalf("after a failure recorded through the hook: %+v, retry after %v", s, retryAfterAt(c, clk.Now()))
 	}
-	if _, err := NewSRE(withRandom(nil)); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("the hook's WithRandom(nil): %v, want ErrInvalidConfig", err)
+	if _, err := NewSRE(withRandom(nil)); !errors.Is(err, errInvalidConfig) {
+		t.Fatalf("the hook's WithRandom(nil): %v, want errInvalidConfig", err)
 	}
 }

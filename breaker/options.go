@@ -12,7 +12,7 @@ import (
 )
 
 // An Option customises a breaker. A bad option is an error from the
-// constructor, wrapping [ErrInvalidConfig] and naming the option and its
+// constructor, matching [github.com/slidegate/slidegate.ErrInvalidConfig] and naming the option and its
 // value: a nil clock or function, or a value out of range. So is an option
 // of the other kind of breaker ([WithFormula] to a [Circuit], say): nothing
 // is silently ignored. A nil Option is no option.
@@ -77,7 +77,7 @@ func (s *settings) fail(err error) {
 // notNil records that the option named, given a nil function, is bad.
 func (s *settings) notNil(isNil bool, option string) {
 	if isNil {
-		s.fail(fmt.Errorf("%w: %s(nil): must not be nil", ErrInvalidConfig, option))
+		s.fail(fmt.Errorf("%w: %s(nil): must not be nil", errInvalidConfig, option))
 	}
 }
 
@@ -86,7 +86,7 @@ func (s *settings) notNil(isNil bool, option string) {
 func WithClock(c clock.Clock) Option {
 	return func(s *settings) {
 		if c == nil {
-			s.fail(fmt.Errorf("%w: clock = %v: must not be nil", ErrInvalidConfig, c))
+			s.fail(fmt.Errorf("%w: clock = %v: must not be nil", errInvalidConfig, c))
 		}
 		s.clock = c
 	}
@@ -226,15 +226,15 @@ func build(opts []Option, defaults settings, only uint32, kind string) (settings
 	if extra := s.given &^ only; extra != 0 {
 		for id := optionID(0); id < numOptions; id++ {
 			if extra&(1<<id) != 0 {
-				return s, fmt.Errorf("%w: %s does not apply to %s", ErrInvalidConfig, optionNames[id], kind)
+				return s, fmt.Errorf("%w: %s does not apply to %s", errInvalidConfig, optionNames[id], kind)
 			}
 		}
 	}
 	if err := timegrid.CheckWindow(s.interval, s.buckets); err != nil {
-		return s, fmt.Errorf("%w: window %w", ErrInvalidConfig, err)
+		return s, fmt.Errorf("%w: window %w", errInvalidConfig, err)
 	}
 	if s.minRequests < 0 {
-		return s, fmt.Errorf("%w: min requests = %d: must not be negative", ErrInvalidConfig, s.minRequests)
+		return s, fmt.Errorf("%w: min requests = %d: must not be negative", errInvalidConfig, s.minRequests)
 	}
 	return s, nil
 }
@@ -242,7 +242,7 @@ func build(opts []Option, defaults settings, only uint32, kind string) (settings
 // checkRatio checks a threshold that must lie in (0, 1].
 func checkRatio(name string, x float64) error {
 	if !(x > 0 && x <= 1) {
-		return fmt.Errorf("%w: %s = %v: must be above 0 and at most 1", ErrInvalidConfig, name, x)
+		return fmt.Errorf("%w: %s = %v: must be above 0 and at most 1", errInvalidConfig, name, x)
 	}
 	return nil
 }

@@ -28,19 +28,19 @@ func TestNilClockOrFunctionOptionIsAnError(t *testing.T) {
 	} {
 		for name, build := range constructors {
 			err := build(tc.opt)
-			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", name, err, tc.want)
+			if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want an errInvalidConfig saying %q", name, err, tc.want)
 			}
 			// A later good option does not hide the bad one.
 			err = build(tc.opt, WithClock(clock.NewManual(0)), WithOutcomeOf(excluding(func(error) bool { return false })))
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("%s with a good option after the bad one: %v, want ErrInvalidConfig", name, err)
+			if !errors.Is(err, errInvalidConfig) {
+				t.Errorf("%s with a good option after the bad one: %v, want errInvalidConfig", name, err)
 			}
 		}
 	}
-	if _, err := NewCircuit(ErrorRatio(0.5), OnStateChange(nil)); !errors.Is(err, ErrInvalidConfig) ||
+	if _, err := NewCircuit(ErrorRatio(0.5), OnStateChange(nil)); !errors.Is(err, errInvalidConfig) ||
 		!strings.Contains(err.Error(), "OnStateChange(nil): must not be nil") {
-		t.Errorf("OnStateChange(nil): %v, want an ErrInvalidConfig naming it", err)
+		t.Errorf("OnStateChange(nil): %v, want an errInvalidConfig naming it", err)
 	}
 	for name, build := range constructors {
 		if err := build(nil, WithClock(clock.NewManual(0))); err != nil {
@@ -64,8 +64,8 @@ func TestOptionForTheOtherBreakerIsAnErrorNamingIt(t *testing.T) {
 		{"OnStateChange", errOf(NewSRE(OnStateChange(func(Transition) {}))), "OnStateChange does not apply to an SRE breaker"},
 		{"OnTransition", errOf(NewSRE(onTransition(func(*Circuit, Transition) {}))), "OnTransition does not apply to an SRE breaker"},
 	} {
-		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
-			t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", tc.name, tc.err, tc.want)
+		if !errors.Is(tc.err, errInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an errInvalidConfig saying %q", tc.name, tc.err, tc.want)
 		}
 	}
 }
@@ -85,7 +85,7 @@ func TestCircuitRetryAfterAtAFarPastTimeIsNotZero(t *testing.T) {
 	}
 }
 
-// Every bad strategy or option is an ErrInvalidConfig naming it and its
+// Every bad strategy or option is an errInvalidConfig naming it and its
 // value.
 func TestBadConfigIsAnErrorNamingTheOptionAndItsValue(t *testing.T) {
 	for _, tc := range []struct {
@@ -120,8 +120,8 @@ func TestBadConfigIsAnErrorNamingTheOptionAndItsValue(t *testing.T) {
 		{"random", errOf(NewSRE(withRandom(nil))), "withRandom(nil): must not be nil"},
 		{"block policy", errOf(NewSRE(WithBlockPolicy(7))), "block policy = 7: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks"},
 	} {
-		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
-			t.Errorf("%s: %v, want an ErrInvalidConfig saying %q", tc.name, tc.err, tc.want)
+		if !errors.Is(tc.err, errInvalidConfig) || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an errInvalidConfig saying %q", tc.name, tc.err, tc.want)
 		}
 	}
 }

@@ -108,7 +108,7 @@ type SRE struct {
 
 // NewSRE returns an SRE breaker. Unless opts say otherwise, its window is
 // 10 s in 40 buckets, its K 2 and its protection 5 (see [WithWindow] and
-// [WithFormula]). A bad option is an error wrapping [ErrInvalidConfig].
+// [WithFormula]). A bad option is an error matching [github.com/slidegate/slidegate.ErrInvalidConfig].
 func NewSRE(opts ...Option) (*SRE, error) {
 	s, err := build(opts, settings{
 		interval: breakerlimits.DefaultInterval, buckets: breakerlimits.DefaultSREBuckets,
@@ -118,17 +118,17 @@ func NewSRE(opts ...Option) (*SRE, error) {
 		return nil, err
 	}
 	if !(s.k >= 1) || !finite(s.k) {
-		return nil, fmt.Errorf("%w: K = %v: must be at least 1 and finite", ErrInvalidConfig, s.k)
+		return nil, fmt.Errorf("%w: K = %v: must be at least 1 and finite", errInvalidConfig, s.k)
 	}
 	if s.protection < 0 {
-		return nil, fmt.Errorf("%w: protection = %d: must not be negative", ErrInvalidConfig, s.protection)
+		return nil, fmt.Errorf("%w: protection = %d: must not be negative", errInvalidConfig, s.protection)
 	}
 	if s.blockPolicy > IgnoreBlocks {
-		return nil, fmt.Errorf("%w: block policy = %d: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks", ErrInvalidConfig, s.blockPolicy)
+		return nil, fmt.Errorf("%w: block policy = %d: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks", errInvalidConfig, s.blockPolicy)
 	}
 	t, err := window.NewTally(s.buckets, s.interval, window.WithClock(s.clock), window.WithEvents(window.Succeeded, window.Failed, window.Blocked))
 	if err != nil {
-		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: window: %w", errInvalidConfig, err)
 	}
 	a := &SRE{
 		policy:      policy{s.outcomeOf},

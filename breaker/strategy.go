@@ -96,26 +96,26 @@ func (s Strategy) check() error {
 		return checkRatio("ErrorRatio threshold", s.threshold)
 	case errorCount:
 		if s.count < 1 {
-			return fmt.Errorf("%w: ErrorCount n = %d: must be at least 1", ErrInvalidConfig, s.count)
+			return fmt.Errorf("%w: ErrorCount n = %d: must be at least 1", errInvalidConfig, s.count)
 		}
 		return nil
 	case slowRatio:
 		if s.maxRT <= 0 {
-			return fmt.Errorf("%w: SlowRatio max RT = %v: must be positive", ErrInvalidConfig, s.maxRT)
+			return fmt.Errorf("%w: SlowRatio max RT = %v: must be positive", errInvalidConfig, s.maxRT)
 		}
 		return checkRatio("SlowRatio threshold", s.threshold)
 	case consecutiveFailures:
 		if s.count < 1 {
-			return fmt.Errorf("%w: ConsecutiveFailures n = %d: must be at least 1", ErrInvalidConfig, s.count)
+			return fmt.Errorf("%w: ConsecutiveFailures n = %d: must be at least 1", errInvalidConfig, s.count)
 		}
 		return nil
 	case tripWhen:
 		if s.when.f == nil {
-			return fmt.Errorf("%w: TripWhen(nil): the condition must not be nil", ErrInvalidConfig)
+			return fmt.Errorf("%w: TripWhen(nil): the condition must not be nil", errInvalidConfig)
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: strategy is the zero Strategy: make one with ErrorRatio, ErrorCount, SlowRatio, ConsecutiveFailures or TripWhen", ErrInvalidConfig)
+	return fmt.Errorf("%w: strategy is the zero Strategy: make one with ErrorRatio, ErrorCount, SlowRatio, ConsecutiveFailures or TripWhen", errInvalidConfig)
 }
 
 // minRequests is the strategy's default minimum volume (see WithMinRequests).

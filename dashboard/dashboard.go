@@ -99,7 +99,7 @@ type Dashboard struct {
 
 // New returns a dashboard of g (slidegate.Default() if g is nil) and starts
 // its sampler goroutine, unless [WithInterval] says not to. A bad option is
-// an error wrapping [ErrInvalidConfig] that names it. New reads the guard
+// an error matching [slidegate.ErrInvalidConfig] that names it. New reads the guard
 // at once, so that the first sample's rates cover the time since New. The
 // dashboard reads the guard's clock once per sample, and the sampler
 // sleeps on it: a clock.Manual given to the guard drives it too.

@@ -174,7 +174,7 @@ func TestTopKeysMatchesAModel(t *testing.T) {
 func TestTopKeysOption(t *testing.T) {
 	for _, n := range []int{-1, maxTopKeys + 1} {
 		_, err := New(newFixture(t, nil).g, WithInterval(0), WithTopKeys(n))
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fmt.Sprintf("top keys = %d", n)) {
+		if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), fmt.Sprintf("top keys = %d", n)) {
 			t.Errorf("WithTopKeys(%d): %v, want an error naming it", n, err)
 		}
 	}

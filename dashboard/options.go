@@ -2,10 +2,11 @@ package dashboard
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	settingerr "github.com/slidegate/slidegate/internal/config"
 
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
@@ -37,14 +38,14 @@ type config struct {
 	err            error              // the first bad option
 }
 
-// ErrInvalidConfig is wrapped by the error New returns for a bad option. The
+// errInvalidConfig is wrapped by the error New returns for a bad option. The
 // message names the option and its value.
-var ErrInvalidConfig = errors.New("dashboard: invalid configuration")
+var errInvalidConfig = settingerr.Sentinel("dashboard")
 
 // bad records a bad option, unless one was found before.
 func (c *config) bad(format string, args ...any) {
 	if c.err == nil {
-		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		c.err = fmt.Errorf("%w: "+format, append([]any{errInvalidConfig}, args...)...)
 	}
 }
 

@@ -180,8 +180,8 @@ func TestWithRetryBudgetBoundsTheBudgets(t *testing.T) {
 			d.Close()
 			continue
 		}
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want ErrInvalidConfig saying %q", c.what, err, c.want)
+		if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want errInvalidConfig saying %q", c.what, err, c.want)
 		}
 		if d != nil {
 			d.Close()

@@ -497,8 +497,8 @@ func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 		{WithRuleEditing(""), `rule editing token = ""`},
 	} {
 		d, err := New(g, WithInterval(0), tc.opt)
-		if d != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("New: %v, %v; want an ErrInvalidConfig naming %q", d, err, tc.want)
+		if d != nil || !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New: %v, %v; want an errInvalidConfig naming %q", d, err, tc.want)
 		}
 	}
 }

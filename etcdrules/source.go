@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/rulefile"
 )
 
@@ -44,9 +45,9 @@ const (
 // Put "flow: []" (YAML) or {} (JSON) at the key to clear them.
 var ErrNoRules = errors.New("no rules at key")
 
-// ErrInvalidConfig is wrapped by the errors of [New]: a nil client, an empty
+// errInvalidConfig is wrapped by the errors of [New]: a nil client, an empty
 // key or an option out of range.
-var ErrInvalidConfig = errors.New("etcdrules: invalid configuration")
+var errInvalidConfig = config.Sentinel("etcdrules")
 
 // A Source reads a guard's rules from one key of etcd (the v3 API) and tells
 // when the key changes. It implements [rulefile.Source]. Give it to
@@ -111,7 +112,7 @@ func WithJSON() Option {
 func WithMaxSize(n int) Option {
 	return func(s *Source) error {
 		if n <= 0 {
-			return fmt.Errorf("%w: WithMaxSize(%d): the size must be positive", ErrInvalidConfig, n)
+			return fmt.Errorf("%w: WithMaxSize(%d): the size must be positive", errInvalidConfig, n)
 		}
 		s.maxSize = n
 		return nil
@@ -125,7 +126,7 @@ func WithMaxSize(n int) Option {
 func WithTimeout(d time.Duration) Option {
 	return func(s *Source) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: WithTimeout(%v): the timeout must be positive", ErrInvalidConfig, d)
+			return fmt.Errorf("%w: WithTimeout(%v): the timeout must be positive", errInvalidConfig, d)
 		}
 		s.timeout = d
 		return nil
@@ -144,10 +145,10 @@ func WithTimeout(d time.Duration) Option {
 // client's own KV or Watcher adds (package namespace) does not apply.
 func New(client *clientv3.Client, key string, opts ...Option) (*Source, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: client is nil", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: client is nil", errInvalidConfig)
 	}
 	if key == "" {
-		return nil, fmt.Errorf("%w: key is empty", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: key is empty", errInvalidConfig)
 	}
 	name := "etcd:" + key
 	s := &Source{

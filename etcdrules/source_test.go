@@ -309,8 +309,8 @@ func TestNewRefusesABadConfiguration(t *testing.T) {
 			if s != nil {
 				s.Close()
 			}
-			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("New: %v; want ErrInvalidConfig saying %q", err, tc.want)
+			if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v; want errInvalidConfig saying %q", err, tc.want)
 			}
 		})
 	}

@@ -155,7 +155,7 @@ type Adaptive struct {
 }
 
 // NewAdaptive returns an Adaptive limiter of the given settings. A bad
-// setting is a [*ConfigError] naming it ("initial_limit", "tolerance").
+// setting is a configuration error naming it ("initial_limit", "tolerance").
 func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 	if err := s.fill(); err != nil {
 		return nil, err
@@ -171,13 +171,13 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 }
 
 // fill gives the zero fields their defaults and checks the others.
-func (s *AdaptiveSettings) fill() *ConfigError {
+func (s *AdaptiveSettings) fill() *configError {
 	switch s.Algorithm {
 	case "":
 		s.Algorithm = flowlimits.DefaultAdaptiveAlgorithm
 	case "gradient", "aimd":
 	default:
-		return &ConfigError{Field: "algorithm", Value: s.Algorithm, Detail: `must be "gradient" or "aimd"`}
+		return &configError{Pkg: "flow", Field: "algorithm", Value: s.Algorithm, Detail: `must be "gradient" or "aimd"`}
 	}
 	def := func(v *int64, d int64) {
 		if *v == 0 {
@@ -189,16 +189,16 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 	def(&s.InitialLimit, flowlimits.DefaultAdaptiveInitialLimit)
 	def(&s.MinSamples, flowlimits.DefaultAdaptiveMinSamples)
 	if s.MinLimit < 1 || s.MinLimit > maxLimit {
-		return &ConfigError{Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(maxLimit))}
+		return &configError{Pkg: "flow", Field: "min_limit", Value: s.MinLimit, Detail: fmt.Sprintf("must be between 1 and %d", int64(maxLimit))}
 	}
 	if s.MaxLimit < s.MinLimit || s.MaxLimit > maxLimit {
-		return &ConfigError{Field: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(maxLimit))}
+		return &configError{Pkg: "flow", Field: "max_limit", Value: s.MaxLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and %d", s.MinLimit, int64(maxLimit))}
 	}
 	if s.InitialLimit < s.MinLimit || s.InitialLimit > s.MaxLimit {
 		// An initial limit given outside its bounds is a mistake; one
 		// defaulted outside them (bounds set around it) is moved in.
 		if s.InitialLimit != flowlimits.DefaultAdaptiveInitialLimit {
-			return &ConfigError{Field: "initial_limit", Value: s.InitialLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and the max limit (%d)", s.MinLimit, s.MaxLimit)}
+			return &configError{Pkg: "flow", Field: "initial_limit", Value: s.InitialLimit, Detail: fmt.Sprintf("must be between the min limit (%d) and the max limit (%d)", s.MinLimit, s.MaxLimit)}
 		}
 		s.InitialLimit = min(max(s.InitialLimit, s.MinLimit), s.MaxLimit)
 	}
@@ -206,29 +206,29 @@ func (s *AdaptiveSettings) fill() *ConfigError {
 		s.Tolerance = flowlimits.DefaultAdaptiveTolerance
 	}
 	if !(s.Tolerance >= 1 && s.Tolerance <= 100) {
-		return &ConfigError{Field: "tolerance", Value: s.Tolerance, Detail: "must be between 1 and 100"}
+		return &configError{Pkg: "flow", Field: "tolerance", Value: s.Tolerance, Detail: "must be between 1 and 100"}
 	}
 	if s.Window == 0 {
 		s.Window = flowlimits.DefaultAdaptiveWindow
 	}
 	if s.Window < time.Millisecond || s.Window > time.Hour {
-		return &ConfigError{Field: "window", Value: s.Window, Detail: "must be between 1ms and 1h"}
+		return &configError{Pkg: "flow", Field: "window", Value: s.Window, Detail: "must be between 1ms and 1h"}
 	}
 	if s.MinSamples < 1 || s.MinSamples > 1e6 {
-		return &ConfigError{Field: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
+		return &configError{Pkg: "flow", Field: "min_samples", Value: s.MinSamples, Detail: "must be between 1 and 1000000"}
 	}
 	if s.DrainInterval == 0 {
 		s.DrainInterval = flowlimits.DefaultAdaptiveDrainInterval
 	}
 	if s.DrainInterval > 0 && s.DrainInterval < 10*s.Window {
-		return &ConfigError{Field: "drain_interval", Value: s.DrainInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
+		return &configError{Pkg: "flow", Field: "drain_interval", Value: s.DrainInterval, Detail: fmt.Sprintf("must be at least ten windows (%v), or negative for none", 10*s.Window)}
 	}
 	if s.Backoff == 0 {
 		s.Backoff = flowlimits.DefaultAdaptiveBackoff
 	}
 	s.Clock = clockOr(s.Clock)
 	if !(s.Backoff >= 0.5 && s.Backoff < 1) {
-		return &ConfigError{Field: "backoff", Value: s.Backoff, Detail: "must be at least 0.5 and below 1"}
+		return &configError{Pkg: "flow", Field: "backoff", Value: s.Backoff, Detail: "must be at least 0.5 and below 1"}
 	}
 	return nil
 }

@@ -241,9 +241,9 @@ func TestAdaptiveSettingsErrorsNameTheSetting(t *testing.T) {
 		{AdaptiveSettings{Backoff: 0.2}, "backoff"},
 	} {
 		_, err := NewAdaptive(c.s)
-		var ce *ConfigError
+		var ce *configError
 		if !errors.As(err, &ce) || ce.Field != c.option {
-			t.Errorf("NewAdaptive(%+v): %v, want a *ConfigError naming %s", c.s, err, c.option)
+			t.Errorf("NewAdaptive(%+v): %v, want a *configError naming %s", c.s, err, c.option)
 		}
 	}
 	// A default initial limit outside bounds set around it moves in.

@@ -50,7 +50,7 @@ type ConcurrencySettings struct {
 }
 
 // NewConcurrency returns a Concurrency limiter of the given settings. A bad
-// setting is a [*ConfigError] naming it.
+// setting is a configuration error naming it.
 func NewConcurrency(s ConcurrencySettings) (*Concurrency, error) {
 	if s.Limit < 0 || s.Limit > maxLimit {
 		return nil, badLimit(s.Limit, 0)
@@ -64,11 +64,11 @@ func NewConcurrency(s ConcurrencySettings) (*Concurrency, error) {
 		}
 		c.keys = keys
 	case s.Overrides != nil:
-		return nil, &ConfigError{Field: "overrides", Value: len(s.Overrides), Detail: "apply only to a limiter per key"}
+		return nil, &configError{Pkg: "flow", Field: "overrides", Value: len(s.Overrides), Detail: "apply only to a limiter per key"}
 	case s.Keys != 0:
-		return nil, &ConfigError{Field: "keys", Value: s.Keys, Detail: "applies only to a limiter per key"}
+		return nil, &configError{Pkg: "flow", Field: "keys", Value: s.Keys, Detail: "applies only to a limiter per key"}
 	case s.KeyMemory != nil:
-		return nil, &ConfigError{Field: "key_memory", Value: s.KeyMemory.limit, Detail: "applies only to a limiter per key"}
+		return nil, &configError{Pkg: "flow", Field: "key_memory", Value: s.KeyMemory.limit, Detail: "applies only to a limiter per key"}
 	}
 	c.limit.Store(s.Limit)
 	return c, nil
@@ -133,7 +133,7 @@ func (c *Concurrency) limitNow() int64 {
 // in flight. They count against the new limit (the key's, whether it
 // gains, keeps or loses an override): after lowering it, no request is
 // allowed until enough of them end. A limit outside [0, 2^32-1], a bad
-// override and overrides for a limiter not per key are a [*ConfigError],
+// override and overrides for a limiter not per key are a configuration error,
 // and the limits in force stay. Per key, Set takes time in proportion to
 // the overrides, old and new; requests go on meanwhile.
 func (c *Concurrency) Set(limit int64, overrides map[string]int64) error {
@@ -144,7 +144,7 @@ func (c *Concurrency) Set(limit int64, overrides map[string]int64) error {
 		return badLimit(limit, 0)
 	}
 	if overrides != nil {
-		return &ConfigError{Field: "overrides", Value: len(overrides), Detail: "apply only to a limiter per key"}
+		return &configError{Pkg: "flow", Field: "overrides", Value: len(overrides), Detail: "apply only to a limiter per key"}
 	}
 	c.limit.Store(limit)
 	return nil

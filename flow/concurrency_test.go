@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/slidegate/slidegate/internal/config"
 )
 
 func TestConcurrencyNeverExceedsTheLimitUnderRace(t *testing.T) {
@@ -106,7 +108,7 @@ func TestConcurrencyEdgeCases(t *testing.T) {
 	if c.InFlight("") != 0 || c.limitNow() != 3 {
 		t.Fatalf("InFlight %d, Limit %d", c.InFlight(""), c.limitNow())
 	}
-	if _, err := NewConcurrency(ConcurrencySettings{Limit: -1}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewConcurrency(ConcurrencySettings{Limit: -1}); !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("NewConcurrency(-1): %v", err)
 	}
 }

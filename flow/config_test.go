@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -43,8 +44,8 @@ func TestNoSettingIsSilentlyIgnored(t *testing.T) {
 		"a Concurrency not per key, KeyMemory":       {errOf(NewConcurrency(ConcurrencySettings{Limit: 10, KeyMemory: &KeyMemory{}})), "key_memory = 0: applies only to a limiter per key"},
 		"a Concurrency not per key, Set's overrides": {mustConcurrency(t, 10).Set(5, map[string]int64{"k": 1}), "overrides = 1: apply only to a limiter per key"},
 	} {
-		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.mention) {
-			t.Errorf("%s = %v, want ErrInvalidConfig saying %q", name, tc.err, tc.mention)
+		if !errors.Is(tc.err, config.ErrInvalid) || !strings.Contains(tc.err.Error(), tc.mention) {
+			t.Errorf("%s = %v, want config.ErrInvalid saying %q", name, tc.err, tc.mention)
 		}
 	}
 	if _, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, Buckets: 50, WarmUp: 10 * time.Second, ColdFactor: 3}); err != nil {
@@ -55,7 +56,7 @@ func TestNoSettingIsSilentlyIgnored(t *testing.T) {
 func errOf[T any](_ T, err error) error { return err }
 
 // TestConfigErrorsNameTheFieldAndItsValue: every bad setting is a
-// *ConfigError whose Field and Value say which one and what it was, so
+// *configError whose Field and Value say which one and what it was, so
 // that a caller (the guard's rule validation) can point at the field.
 func TestConfigErrorsNameTheFieldAndItsValue(t *testing.T) {
 	q, _ := NewQPS(QPSSettings{Limit: 10, Interval: time.Second})
@@ -89,9 +90,9 @@ func TestConfigErrorsNameTheFieldAndItsValue(t *testing.T) {
 		{"ColdFactor 11 for 10", errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, WarmUp: 10 * time.Second, ColdFactor: 11})), "cold_factor", 11.0},
 		{"ColdFactor without WarmUp", errOf(NewQPS(QPSSettings{Limit: 10, Interval: time.Second, ColdFactor: 3})), "cold_factor", 3.0},
 	} {
-		var ce *ConfigError
-		if !errors.As(tc.err, &ce) || !errors.Is(tc.err, ErrInvalidConfig) {
-			t.Errorf("%s = %v, want a *ConfigError wrapping ErrInvalidConfig", tc.name, tc.err)
+		var ce *configError
+		if !errors.As(tc.err, &ce) || !errors.Is(tc.err, config.ErrInvalid) {
+			t.Errorf("%s = %v, want a *configError wrapping config.ErrInvalid", tc.name, tc.err)
 			continue
 		}
 		if ce.Field != tc.option || ce.Value != tc.value || ce.Detail == "" {

@@ -5,45 +5,24 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
-// ErrInvalidConfig is wrapped by every error this package returns for a bad
-// setting, each a [*ConfigError].
-var ErrInvalidConfig = errors.New("flow: invalid configuration")
-
-// A ConfigError is the error of a bad setting: which one, the value it was
-// given, and what is wrong with it. It wraps [ErrInvalidConfig]; errors.As
-// takes it apart. Its message reads "flow: invalid configuration: limit =
-// -1: must be between 0 and 4294967295".
-//
-// When two settings disagree, Field names the one judged by the other: the
-// interval when it does not divide into the buckets, the warm-up period
-// when it is shorter than two intervals or ten buckets, the cold factor
-// when it exceeds the limit.
-type ConfigError struct {
-	// Field names the setting as a rule file spells it: "limit",
-	// "interval", "max_wait", "buckets", "warm_up", "cold_factor", "keys",
-	// "overrides", "windows[1].limit", "cpu_threshold", "ratio".
-	Field string
-	// Value is the value given.
-	Value any
-	// Detail says what is wrong with the value, in lower case ("must be
-	// positive").
-	Detail string
-}
-
-// Error returns the package, the setting, its value and what is wrong.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Field, e.Value, e.Detail)
-}
-
-// Unwrap returns [ErrInvalidConfig].
-func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+// A configError is the error of a bad setting: which one, the value it was
+// given, and what is wrong with it. It matches
+// [github.com/slidegate/slidegate.ErrInvalidConfig]. Its message reads
+// "flow: invalid configuration: limit = -1: must be between 0 and
+// 4294967295". Field names the setting as a rules file spells it. When two
+// settings disagree, Field names the one judged by the other: the interval
+// when it does not divide into the buckets, the warm-up period when it is
+// shorter than two intervals or ten buckets, the cold factor when it
+// exceeds the limit.
+type configError = config.Error
 
 // badLimit is the error of a limit outside [least, 2^32-1].
-func badLimit(limit, least int64) *ConfigError {
-	return &ConfigError{Field: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(maxLimit))}
+func badLimit(limit, least int64) *configError {
+	return &configError{Pkg: "flow", Field: "limit", Value: limit, Detail: fmt.Sprintf("must be between %d and %d", least, int64(maxLimit))}
 }
 
 // A Reason says why a request was blocked, by a limiter of this package or

@@ -20,7 +20,7 @@
 // and none is above 2^32-1.
 // Every other zero field takes its default, which the field's doc states.
 // Settings are plain data, which a program can build from a rules file,
-// compare and print. A bad setting is a [*ConfigError] naming the field
+// compare and print. A bad setting is a configuration error naming the field
 // and its value.
 //
 // A limiter answers with a [Decision]: whether a request may go, why not

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
 
@@ -137,7 +138,7 @@ func TestThrottleAtExtremeTimesAndIntervals(t *testing.T) {
 	if d := th2.ReserveNAt(math.MinInt64, "", 1); d.Wait < 0 {
 		t.Fatalf("negative wait: %+v", d)
 	}
-	if _, err := NewThrottle(ThrottleSettings{Limit: 1, Interval: time.Duration(math.MaxInt64), MaxWait: time.Hour}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewThrottle(ThrottleSettings{Limit: 1, Interval: time.Duration(math.MaxInt64), MaxWait: time.Hour}); !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("an interval of 292 years: %v", err)
 	}
 	th3 := mustThrottle(t, 1, time.Hour, time.Duration(math.MaxInt64), clock.NewManual(0))

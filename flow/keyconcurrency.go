@@ -159,7 +159,7 @@ func sketchBlocksFor(keys, perKey int) int {
 // a count outside [0, flowlimits.MaxKeysInFlight].
 func checkKeys(keys int) (int, error) {
 	if keys < 0 || keys > flowlimits.MaxKeysInFlight {
-		return 0, &ConfigError{Field: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", flowlimits.MaxKeysInFlight)}
+		return 0, &configError{Pkg: "flow", Field: "keys", Value: keys, Detail: fmt.Sprintf("must be between 0 and %d", flowlimits.MaxKeysInFlight)}
 	}
 	if keys == 0 {
 		keys = flowlimits.DefaultKeysInFlight

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -356,7 +357,7 @@ func TestKeyedConcurrencyEdgeCases(t *testing.T) {
 		t.Fatal("after releasing, the lowered limit allows")
 	}
 	b.Done(Succeeded)
-	if err := c.Set(-1, overrides); !errors.Is(err, ErrInvalidConfig) || c.limitNow() != 2 {
+	if err := c.Set(-1, overrides); !errors.Is(err, config.ErrInvalid) || c.limitNow() != 2 {
 		t.Fatalf("Set(-1) = %v, limit now %d", err, c.limitNow())
 	}
 	z := mustKeyedConcurrency(t, 0, nil, 0)
@@ -381,8 +382,8 @@ func TestKeyedConcurrencyConfigErrorsNameTheFieldAndValue(t *testing.T) {
 		{1, map[string]int64{"big": maxLimit + 1}, 0, "overrides", `overrides = "big": 4294967296`},
 	} {
 		_, err := NewConcurrency(ConcurrencySettings{PerKey: true, Limit: tc.limit, Overrides: tc.overrides, Keys: tc.keys})
-		var ce *ConfigError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
+		var ce *configError
+		if !errors.As(err, &ce) || !errors.Is(err, config.ErrInvalid) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("NewKeyedConcurrency(%d, %v, %d) = %v, want a ConfigError of %s saying %q", tc.limit, tc.overrides, tc.keys, err, tc.option, tc.message)
 		}
 	}

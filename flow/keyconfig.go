@@ -85,26 +85,26 @@ const (
 )
 
 // newConfig checks windows and returns them as a keyConfig; a bad one is a
-// *ConfigError naming it.
+// *configError naming it.
 func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 	if len(windows) == 0 || len(windows) > flowlimits.MaxKeyWindows {
-		return nil, &ConfigError{Field: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", flowlimits.MaxKeyWindows)}
+		return nil, &configError{Pkg: "flow", Field: "windows", Value: len(windows), Detail: fmt.Sprintf("must be between 1 and %d", flowlimits.MaxKeyWindows)}
 	}
 	c := &keyConfig{wins: make([]keyWindow, len(windows))}
 	for j, w := range windows {
 		at := func(field string) string { return fmt.Sprintf("windows[%d].%s", j, field) }
 		if w.Limit < 0 || w.Limit > maxLimit {
-			return nil, &ConfigError{Field: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
+			return nil, &configError{Pkg: "flow", Field: at("limit"), Value: w.Limit, Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
 		}
 		k := w.Buckets
 		if k == 0 {
 			k = flowlimits.DefaultKeyBuckets
 		}
 		if k > flowlimits.MaxKeyBuckets {
-			return nil, &ConfigError{Field: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", flowlimits.MaxKeyBuckets)}
+			return nil, &configError{Pkg: "flow", Field: at("buckets"), Value: k, Detail: fmt.Sprintf("must be at most %d", flowlimits.MaxKeyBuckets)}
 		}
 		if we := timegrid.CheckWindow(w.Interval, k); we != nil {
-			return nil, &ConfigError{Field: at(we.Arg), Value: we.Value, Detail: we.Detail}
+			return nil, &configError{Pkg: "flow", Field: at(we.Arg), Value: we.Value, Detail: we.Detail}
 		}
 		c.wins[j] = keyWindow{limit: w.Limit, k: uint64(k), grid: alignedGrid(w.Interval, k), off: c.stride, interval: w.Interval}
 		c.stride += k + 1
@@ -112,7 +112,7 @@ func (q *KeyedQPS) newConfig(windows []KeyWindow) (*keyConfig, error) {
 	for j, w := range windows {
 		for key, limit := range w.Overrides {
 			if limit < 0 || limit > maxLimit {
-				return nil, &ConfigError{Field: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
+				return nil, &configError{Pkg: "flow", Field: fmt.Sprintf("windows[%d].overrides", j), Value: fmt.Sprintf("%q: %d", key, limit), Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
 			}
 			if c.pinned == nil {
 				c.pinned = make(map[string][]int64, len(w.Overrides))
@@ -169,7 +169,7 @@ func (c *keyConfig) same(d *keyConfig) bool {
 // new limit. A window gone stops counting. A new window starts from what
 // the kept window of the longest interval up to its own counted. A key
 // that loses its override keeps its counts. A bad window is a
-// [*ConfigError], and changes nothing.
+// configuration error, and changes nothing.
 //
 // Set takes the shards' mutexes one at a time, so that a decision waits
 // at most for one shard's share of the reload. It reads the clock as it

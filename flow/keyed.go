@@ -91,7 +91,7 @@ type KeyedQPSSettings struct {
 }
 
 // NewKeyedQPS returns a KeyedQPS of the given settings. A bad setting is a
-// [*ConfigError] naming it ("windows[1].limit").
+// configuration error naming it ("windows[1].limit").
 func NewKeyedQPS(s KeyedQPSSettings) (*KeyedQPS, error) {
 	q := &KeyedQPS{seed: maphash.MakeSeed(), clock: clockOr(s.Clock)}
 	cfg, err := q.newConfig(s.Windows)

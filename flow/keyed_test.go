@@ -4,8 +4,6 @@ import (
 	"errors"
 
 	"fmt"
-	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/internal/flowlimits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -13,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
 // admissions records, per key, the times at which a KeyedQPS allowed its
@@ -276,7 +277,7 @@ func TestKeyedQPSConfigErrorsNameTheWindow(t *testing.T) {
 		{make([]KeyWindow, flowlimits.MaxKeyWindows+1), "windows"},
 	} {
 		_, err := NewKeyedQPS(KeyedQPSSettings{Windows: tc.ws})
-		var ce *ConfigError
+		var ce *configError
 		if !errors.As(err, &ce) || ce.Field != tc.want {
 			t.Errorf("%+v: error %v, want one naming %s", tc.ws, err, tc.want)
 		}

@@ -29,7 +29,7 @@ type KeyMemory struct {
 // NewKeyMemory returns a budget of limit bytes, which must be at least 0.
 func NewKeyMemory(limit int64) (*KeyMemory, error) {
 	if limit < 0 {
-		return nil, &ConfigError{Field: "key_memory", Value: limit, Detail: "must be at least 0"}
+		return nil, &configError{Pkg: "flow", Field: "key_memory", Value: limit, Detail: "must be at least 0"}
 	}
 	return &KeyMemory{limit: limit}, nil
 }

@@ -80,7 +80,7 @@ func checkOverrides(overrides map[string]int64) error {
 	if !found {
 		return nil
 	}
-	return &ConfigError{Field: "overrides", Value: fmt.Sprintf("%q: %d", bad, overrides[bad]), Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
+	return &configError{Pkg: "flow", Field: "overrides", Value: fmt.Sprintf("%q: %d", bad, overrides[bad]), Detail: fmt.Sprintf("must be between 0 and %d", int64(maxLimit))}
 }
 
 // pinAll returns the table of overrides, which checkOverrides has passed:

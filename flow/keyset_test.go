@@ -311,7 +311,7 @@ func TestKeyedSetRefusesBadLimitsAndKeepsThoseInForce(t *testing.T) {
 	} {
 		for name, set := range map[string]func(int64, map[string]int64) error{"KeyedConcurrency": c.Set, "KeyedThrottle": th.Set} {
 			err := set(tc.limit, tc.overrides)
-			var ce *ConfigError
+			var ce *configError
 			if !errors.As(err, &ce) || ce.Field != tc.option {
 				t.Errorf("%s.Set(%d, %v) = %v, want a ConfigError of %s", name, tc.limit, tc.overrides, err, tc.option)
 			}
@@ -402,7 +402,7 @@ func TestThrottleSetLimitKeepsTheNextFreePlace(t *testing.T) {
 	if th.AllowAt(int64(1499*time.Millisecond), "").Allowed || th.limitNow() != 4 {
 		t.Fatal("the new pace is not kept")
 	}
-	var ce *ConfigError
+	var ce *configError
 	if err := th.Set(0, nil); !errors.As(err, &ce) || ce.Field != "limit" || th.limitNow() != 4 {
 		t.Fatalf("SetLimit(0) = %v, limit %d", err, th.limitNow())
 	}

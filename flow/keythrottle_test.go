@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
@@ -561,8 +562,8 @@ func TestKeyedThrottleConfigErrorsNameTheFieldAndValue(t *testing.T) {
 	} {
 		a := tc.args
 		_, err := NewThrottle(ThrottleSettings{PerKey: true, Limit: a.limit, Interval: a.interval, MaxWait: a.maxWait, Overrides: a.overrides, Keys: a.keys})
-		var ce *ConfigError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
+		var ce *configError
+		if !errors.As(err, &ce) || !errors.Is(err, config.ErrInvalid) || ce.Field != tc.option || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("NewKeyedThrottle(%+v) = %v, want a ConfigError of %s saying %q", a, err, tc.option, tc.message)
 		}
 	}

@@ -153,7 +153,7 @@ type QPSSettings struct {
 }
 
 // NewQPS returns a limiter of the given settings. A bad setting is a
-// [*ConfigError] naming it.
+// configuration error naming it.
 func NewQPS(s QPSSettings) (*QPS, error) { return newQPS(s, false) }
 
 // newQPS is NewQPS; paced makes a Throttle's meter, whose warm-up measures
@@ -166,7 +166,7 @@ func newQPS(s QPSSettings, paced bool) (*QPS, error) {
 		s.Buckets = flowlimits.DefaultBuckets
 	}
 	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
-		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
+		return nil, &configError{Pkg: "flow", Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	if err := checkWarmUp(s.WarmUp, &s.ColdFactor); err != nil {
 		return nil, err
@@ -578,11 +578,11 @@ func (q *QPS) limitNow() int64 { return q.limit.Load() }
 // limit.
 //
 // A limiter with a warm-up keeps its limit: make a new one. That, and a
-// limit outside [0, 2^32-1], is a [*ConfigError], and the limit in force
+// limit outside [0, 2^32-1], is a configuration error, and the limit in force
 // stays.
 func (q *QPS) SetLimit(limit int64) error {
 	if q.warm != nil {
-		return &ConfigError{Field: "limit", Value: limit, Detail: "a limiter with warm-up keeps its limit: make a new one"}
+		return &configError{Pkg: "flow", Field: "limit", Value: limit, Detail: "a limiter with warm-up keeps its limit: make a new one"}
 	}
 	if limit < 0 || limit > maxLimit {
 		return badLimit(limit, 0)

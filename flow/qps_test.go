@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
@@ -159,8 +160,8 @@ func TestQPSBadConfigurationIsAnErrorNamingTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := NewQPS(tc.s)
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
-			t.Errorf("NewQPS(%+v): err = %v, want ErrInvalidConfig mentioning %q", tc.s, err, tc.mention)
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("NewQPS(%+v): err = %v, want config.ErrInvalid mentioning %q", tc.s, err, tc.mention)
 		}
 	}
 }

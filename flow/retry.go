@@ -145,10 +145,10 @@ type RetryBudgetSettings struct {
 }
 
 // NewRetryBudget returns a RetryBudget of the given settings. A bad
-// setting is a [*ConfigError] naming it ("ratio", "min_per_second").
+// setting is a configuration error naming it ("ratio", "min_per_second").
 func NewRetryBudget(s RetryBudgetSettings) (*RetryBudget, error) {
 	if !(s.Ratio >= 0 && s.Ratio <= flowlimits.MaxRetryRatio) { // NaN fails both
-		return nil, &ConfigError{Field: "ratio", Value: s.Ratio, Detail: fmt.Sprintf("must be between 0 and %d", flowlimits.MaxRetryRatio)}
+		return nil, &configError{Pkg: "flow", Field: "ratio", Value: s.Ratio, Detail: fmt.Sprintf("must be between 0 and %d", flowlimits.MaxRetryRatio)}
 	}
 	if s.Interval == 0 {
 		s.Interval = flowlimits.DefaultRetryInterval
@@ -157,11 +157,11 @@ func NewRetryBudget(s RetryBudgetSettings) (*RetryBudget, error) {
 		s.Buckets = flowlimits.DefaultRetryBuckets
 	}
 	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
-		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
+		return nil, &configError{Pkg: "flow", Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	floor := float64(s.MinPerSecond) * s.Interval.Seconds()
 	if s.MinPerSecond < 0 || floor > maxLimit {
-		return nil, &ConfigError{Field: "min_per_second", Value: s.MinPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(maxLimit), s.Interval)}
+		return nil, &configError{Pkg: "flow", Field: "min_per_second", Value: s.MinPerSecond, Detail: fmt.Sprintf("must be at least 0, and at most %d per interval of %v", int64(maxLimit), s.Interval)}
 	}
 	// The retries of the open bucket and of the k before it must sit in
 	// distinct slots; the requests need only k.

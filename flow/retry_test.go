@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/stripe"
 )
@@ -42,9 +43,9 @@ func TestRetryBudgetRejectsBadConfigNamingFieldAndValue(t *testing.T) {
 			if b != nil || err == nil {
 				t.Fatalf("NewRetryBudget = %v, %v; want an error", b, err)
 			}
-			var ce *ConfigError
-			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("error %v is not a *ConfigError wrapping ErrInvalidConfig", err)
+			var ce *configError
+			if !errors.As(err, &ce) || !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("error %v is not a *configError wrapping config.ErrInvalid", err)
 			}
 			if ce.Field != c.option {
 				t.Fatalf("Field = %q, want %q (%v)", ce.Field, c.option, err)

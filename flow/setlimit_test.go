@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
 
@@ -48,8 +49,8 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	allow(20)
 
 	for _, bad := range []int64{-1, maxLimit + 1} {
-		if err := q.SetLimit(bad); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "limit = ") {
-			t.Errorf("SetLimit(%d) = %v, want ErrInvalidConfig naming the limit", bad, err)
+		if err := q.SetLimit(bad); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "limit = ") {
+			t.Errorf("SetLimit(%d) = %v, want config.ErrInvalid naming the limit", bad, err)
 		}
 	}
 	if q.limitNow() != 20 {
@@ -59,7 +60,7 @@ func TestQPSSetLimitKeepsCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.SetLimit(5); !errors.Is(err, ErrInvalidConfig) || w.limitNow() != 10 {
+	if err := w.SetLimit(5); !errors.Is(err, config.ErrInvalid) || w.limitNow() != 10 {
 		t.Errorf("SetLimit on a warming limiter = %v, limit %d; want an error, 10", err, w.limitNow())
 	}
 }
@@ -90,7 +91,7 @@ func TestConcurrencySetLimitKeepsInFlight(t *testing.T) {
 	if !c.Acquire(&p, "").Allowed {
 		t.Fatal("blocked with 1 in flight and a limit of 2")
 	}
-	if err := c.Set(-1, nil); !errors.Is(err, ErrInvalidConfig) || c.limitNow() != 2 {
+	if err := c.Set(-1, nil); !errors.Is(err, config.ErrInvalid) || c.limitNow() != 2 {
 		t.Errorf("SetLimit(-1) = %v, limit %d", err, c.limitNow())
 	}
 }

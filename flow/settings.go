@@ -26,9 +26,9 @@ func clockOr(c clock.Clock) clock.Clock {
 func checkWarmUp(period time.Duration, cold *float64) error {
 	switch {
 	case period < 0:
-		return &ConfigError{Field: "warm_up", Value: period, Detail: "must be positive, or 0 for none"}
+		return &configError{Pkg: "flow", Field: "warm_up", Value: period, Detail: "must be positive, or 0 for none"}
 	case period == 0 && *cold != 0:
-		return &ConfigError{Field: "cold_factor", Value: *cold, Detail: "applies only with a warm-up"}
+		return &configError{Pkg: "flow", Field: "cold_factor", Value: *cold, Detail: "applies only with a warm-up"}
 	case period > 0 && *cold == 0:
 		*cold = flowlimits.DefaultColdFactor
 	}

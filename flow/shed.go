@@ -86,13 +86,13 @@ const (
 )
 
 // NewShedder returns a Shedder of the given settings. A bad setting is a
-// [*ConfigError] naming it ("cpu_threshold", "buckets").
+// configuration error naming it ("cpu_threshold", "buckets").
 func NewShedder(s ShedderSettings) (*Shedder, error) {
 	if s.CPUThreshold == 0 {
 		s.CPUThreshold = flowlimits.DefaultShedCPUThreshold
 	}
 	if !(s.CPUThreshold > 0 && s.CPUThreshold <= 1) {
-		return nil, &ConfigError{Field: "cpu_threshold", Value: s.CPUThreshold, Detail: "must be above 0 and at most 1 (a share of the CPU the process may use)"}
+		return nil, &configError{Pkg: "flow", Field: "cpu_threshold", Value: s.CPUThreshold, Detail: "must be above 0 and at most 1 (a share of the CPU the process may use)"}
 	}
 	if s.Interval == 0 {
 		s.Interval = flowlimits.DefaultShedInterval
@@ -104,10 +104,10 @@ func NewShedder(s ShedderSettings) (*Shedder, error) {
 		s.CoolOff = flowlimits.DefaultShedCoolOff
 	}
 	if we := timegrid.CheckWindow(s.Interval, s.Buckets); we != nil {
-		return nil, &ConfigError{Field: we.Arg, Value: we.Value, Detail: we.Detail}
+		return nil, &configError{Pkg: "flow", Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	if s.Buckets < 2 {
-		return nil, &ConfigError{Field: "buckets", Value: s.Buckets, Detail: "must be at least 2: the bucket in progress is not counted"}
+		return nil, &configError{Pkg: "flow", Field: "buckets", Value: s.Buckets, Detail: "must be at least 2: the bucket in progress is not counted"}
 	}
 	clk := clockOr(s.Clock)
 	completed, err := window.NewRollingWindow(s.Buckets, s.Interval, window.WithClock(clk), window.IgnoreCurrentBucket())

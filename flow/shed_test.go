@@ -237,9 +237,9 @@ func TestShedderSettingsErrorsNameTheSetting(t *testing.T) {
 		{ShedderSettings{Interval: time.Microsecond, Buckets: 10}, "interval"},
 	} {
 		_, err := NewShedder(c.s)
-		var ce *ConfigError
+		var ce *configError
 		if !errors.As(err, &ce) || ce.Field != c.option {
-			t.Errorf("NewShedder(%+v): %v, want a *ConfigError naming %s", c.s, err, c.option)
+			t.Errorf("NewShedder(%+v): %v, want a *configError naming %s", c.s, err, c.option)
 		}
 	}
 }

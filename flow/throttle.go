@@ -98,13 +98,13 @@ type ThrottleSettings struct {
 }
 
 // NewThrottle returns a Throttle of the given settings. A bad setting is a
-// [*ConfigError] naming it.
+// configuration error naming it.
 func NewThrottle(s ThrottleSettings) (*Throttle, error) {
 	if err := checkPace(s.Limit, s.Interval, s.MaxWait); err != nil {
 		return nil, err
 	}
 	if s.Buckets != 0 && s.WarmUp == 0 {
-		return nil, &ConfigError{Field: "buckets", Value: s.Buckets, Detail: "a throttle has buckets only to warm up"}
+		return nil, &configError{Pkg: "flow", Field: "buckets", Value: s.Buckets, Detail: "a throttle has buckets only to warm up"}
 	}
 	if err := checkPerKey(s); err != nil {
 		return nil, err
@@ -139,14 +139,14 @@ func NewThrottle(s ThrottleSettings) (*Throttle, error) {
 func checkPerKey(s ThrottleSettings) error {
 	switch {
 	case s.PerKey && s.WarmUp != 0:
-		return &ConfigError{Field: "warm_up", Value: s.WarmUp, Detail: "a throttle per key does not warm up"}
+		return &configError{Pkg: "flow", Field: "warm_up", Value: s.WarmUp, Detail: "a throttle per key does not warm up"}
 	case s.PerKey:
 	case s.Overrides != nil:
-		return &ConfigError{Field: "overrides", Value: len(s.Overrides), Detail: "apply only to a throttle per key"}
+		return &configError{Pkg: "flow", Field: "overrides", Value: len(s.Overrides), Detail: "apply only to a throttle per key"}
 	case s.Keys != 0:
-		return &ConfigError{Field: "keys", Value: s.Keys, Detail: "applies only to a throttle per key"}
+		return &configError{Pkg: "flow", Field: "keys", Value: s.Keys, Detail: "applies only to a throttle per key"}
 	case s.KeyMemory != nil:
-		return &ConfigError{Field: "key_memory", Value: s.KeyMemory.limit, Detail: "applies only to a throttle per key"}
+		return &configError{Pkg: "flow", Field: "key_memory", Value: s.KeyMemory.limit, Detail: "applies only to a throttle per key"}
 	}
 	return nil
 }
@@ -396,10 +396,10 @@ func checkPace(limit int64, interval, maxWait time.Duration) error {
 		return badLimit(limit, 1)
 	}
 	if interval <= 0 || interval > timegrid.MaxTime {
-		return &ConfigError{Field: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
+		return &configError{Pkg: "flow", Field: "interval", Value: interval, Detail: fmt.Sprintf("must be positive and at most %v", time.Duration(timegrid.MaxTime))}
 	}
 	if maxWait < 0 {
-		return &ConfigError{Field: "max_wait", Value: maxWait, Detail: "must not be negative"}
+		return &configError{Pkg: "flow", Field: "max_wait", Value: maxWait, Detail: "must not be negative"}
 	}
 	return nil
 }
@@ -449,7 +449,7 @@ func (t *Throttle) limitNow() int64 {
 // given ends, whether the key gains, keeps or loses an override; the
 // places after it take the new pace. A throttle with a warm-up keeps its
 // limit. That, a limit outside [1, 2^32-1], a bad override and overrides
-// for a throttle not per key are a [*ConfigError], and the limits in force
+// for a throttle not per key are a configuration error, and the limits in force
 // stay. Per key, Set takes time in proportion to the overrides, old and
 // new; requests go on meanwhile.
 func (t *Throttle) Set(limit int64, overrides map[string]int64) error {
@@ -457,10 +457,10 @@ func (t *Throttle) Set(limit int64, overrides map[string]int64) error {
 		return t.keys.set(limit, overrides)
 	}
 	if overrides != nil {
-		return &ConfigError{Field: "overrides", Value: len(overrides), Detail: "apply only to a throttle per key"}
+		return &configError{Pkg: "flow", Field: "overrides", Value: len(overrides), Detail: "apply only to a throttle per key"}
 	}
 	if t.warm != nil {
-		return &ConfigError{Field: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}
+		return &configError{Pkg: "flow", Field: "limit", Value: limit, Detail: "a throttle with warm-up keeps its limit: make a new one"}
 	}
 	if err := checkPace(limit, time.Duration(t.per), 0); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 )
 
 func mustThrottle(t testing.TB, limit int64, interval, maxWait time.Duration, c clock.Clock) *Throttle {
@@ -219,7 +220,7 @@ func TestThrottleConfigAndEdges(t *testing.T) {
 		interval, maxWait time.Duration
 		mention           string
 	}{{0, time.Second, 0, "limit = 0"}, {1, 0, 0, "interval = 0s"}, {1, time.Second, -1, "max_wait = -1ns"}} {
-		if _, err := NewThrottle(ThrottleSettings{Limit: tc.limit, Interval: tc.interval, MaxWait: tc.maxWait}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
+		if _, err := NewThrottle(ThrottleSettings{Limit: tc.limit, Interval: tc.interval, MaxWait: tc.maxWait}); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("NewThrottle(%d, %v, %v) = %v, want mention of %q", tc.limit, tc.interval, tc.maxWait, err, tc.mention)
 		}
 	}

@@ -103,23 +103,23 @@ const (
 // newWarmUp returns the curve of a limiter of limit requests per interval in
 // the given number of buckets (paced for a Throttle's meter), or nil for
 // limit 0, which has nothing to warm up. A configuration it cannot honor is
-// a *ConfigError: see QPSSettings.WarmUp.
+// a *configError: see QPSSettings.WarmUp.
 func newWarmUp(limit int64, interval, period time.Duration, coldFactor float64, buckets int, paced bool) (*warmUp, error) {
 	if period <= 0 {
-		return nil, &ConfigError{Field: "warm_up", Value: period, Detail: "must be positive"}
+		return nil, &configError{Pkg: "flow", Field: "warm_up", Value: period, Detail: "must be positive"}
 	}
 	if !(coldFactor > 1) || math.IsInf(coldFactor, 0) {
-		return nil, &ConfigError{Field: "cold_factor", Value: coldFactor, Detail: "must be greater than 1"}
+		return nil, &configError{Pkg: "flow", Field: "cold_factor", Value: coldFactor, Detail: "must be greater than 1"}
 	}
 	// period < n × d is period/n < d in integers, which cannot overflow.
 	if period/minWarmUpIntervals < interval {
-		return nil, &ConfigError{Field: "warm_up", Value: period, Detail: fmt.Sprintf(
+		return nil, &configError{Pkg: "flow", Field: "warm_up", Value: period, Detail: fmt.Sprintf(
 			"must be at least %d intervals of %v: a limit holds over an interval, so a shorter warm-up would let the first interval allow far above the cold limit",
 			minWarmUpIntervals, interval)}
 	}
 	width := interval / time.Duration(buckets)
 	if period/minWarmUpBuckets < width {
-		return nil, &ConfigError{Field: "warm_up", Value: period, Detail: fmt.Sprintf(
+		return nil, &configError{Pkg: "flow", Field: "warm_up", Value: period, Detail: fmt.Sprintf(
 			"must be at least %d buckets of %v: the limit changes once per bucket, so a shorter warm-up is a few steps that overshoot the period",
 			minWarmUpBuckets, width)}
 	}
@@ -127,7 +127,7 @@ func newWarmUp(limit int64, interval, period time.Duration, coldFactor float64, 
 		return nil, nil
 	}
 	if float64(limit)/coldFactor < 1 {
-		return nil, &ConfigError{Field: "cold_factor", Value: coldFactor, Detail: fmt.Sprintf(
+		return nil, &configError{Pkg: "flow", Field: "cold_factor", Value: coldFactor, Detail: fmt.Sprintf(
 			"must be at most the limit, %d, so that the cold limit is at least 1 request per interval", limit)}
 	}
 	stable := float64(interval) / float64(limit)

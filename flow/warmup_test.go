@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/flowsim"
 )
@@ -126,7 +127,7 @@ func TestWarmUpBadSettingsAreErrors(t *testing.T) {
 		mention string
 	}{{0, 3, "cold_factor = 3: applies only with a warm-up"}, {-time.Second, 3, "warm_up = -1s"}, {time.Second, 1, "cold_factor = 1"}, {time.Second, math.NaN(), "cold_factor = NaN"}, {time.Second, math.Inf(1), "cold_factor = +Inf"}} {
 		_, err := NewQPS(QPSSettings{Limit: 10, Interval: time.Second, WarmUp: tc.period, ColdFactor: tc.factor})
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention) {
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("WarmUp %v, ColdFactor %v: %v, want mention of %q", tc.period, tc.factor, err, tc.mention)
 		}
 	}
@@ -161,7 +162,7 @@ func TestThrottleWarmUpPacesSlowlyFromCold(t *testing.T) {
 	if minGap < int64(10*time.Millisecond) {
 		t.Fatalf("two places %v apart, faster than the limit's 10ms", time.Duration(minGap))
 	}
-	if _, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, WarmUp: 0, ColdFactor: 3}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewThrottle(ThrottleSettings{Limit: 10, Interval: time.Second, MaxWait: 0, WarmUp: 0, ColdFactor: 3}); !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("a throttle with a bad warm-up: %v", err)
 	}
 }
@@ -200,13 +201,13 @@ func TestWarmUpIsAnErrorWhereItCannotHonor(t *testing.T) {
 			switch {
 			case tc.mention == "" && err != nil:
 				t.Errorf("limit %d, %d buckets, WarmUp %v, ColdFactor %v, throttle %v: %v, want no error", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err)
-			case tc.mention != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.mention)):
+			case tc.mention != "" && (!errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.mention)):
 				t.Errorf("limit %d, %d buckets, WarmUp %v, ColdFactor %v, throttle %v: %v, want an error mentioning %q", tc.limit, tc.buckets, tc.period, tc.factor, throttle, err, tc.mention)
 			}
 		}
 	}
 	// A period too short is an error even with nothing to warm (limit 0).
-	if _, err := NewQPS(QPSSettings{Limit: 0, Interval: time.Second, WarmUp: time.Second, ColdFactor: 3}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewQPS(QPSSettings{Limit: 0, Interval: time.Second, WarmUp: time.Second, ColdFactor: 3}); !errors.Is(err, config.ErrInvalid) {
 		t.Errorf("limit 0 with a 1s warm-up over 1s: %v, want an error", err)
 	}
 }

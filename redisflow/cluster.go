@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 )
 
 var (
@@ -42,11 +42,11 @@ type script struct {
 	name string
 }
 
-// ErrInvalidConfig is wrapped by every error that [New],
+// errInvalidConfig is wrapped by every error that [New],
 // [Cluster.NewLimiter], [Cluster.NewKeyedLimiter] and [Limiter.SetLimit]
 // return for a bad argument or option. The message names the option (or
 // argument) and the value it was given.
-var ErrInvalidConfig = errors.New("redisflow: invalid configuration")
+var errInvalidConfig = config.Sentinel("redisflow")
 
 // A FallbackPolicy says how limiters decide while Redis cannot: while it is
 // down, unreachable or too slow for the timeout, or answers with an error
@@ -330,7 +330,7 @@ const maxPeriod = 24 * time.Hour
 // check returns an error naming the first option New cannot honour.
 func (c *Cluster) check() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{errInvalidConfig}, args...)...)
 	}
 	switch {
 	case c.client == nil:

@@ -55,19 +55,19 @@ func (c *Cluster) Limiter(r slidegate.FlowRule) (slidegate.ClusterLimiter, error
 // for [slidegate.WithCluster].
 func (c *Cluster) KeyedLimiter(rules []slidegate.FlowRule) (slidegate.KeyedClusterLimiter, error) {
 	if len(rules) == 0 {
-		return nil, fmt.Errorf("%w: keyed limiter: no rule", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: keyed limiter: no rule", errInvalidConfig)
 	}
 	windows := make([]flow.KeyWindow, len(rules))
 	for j, r := range rules {
 		if r.Resource != rules[0].Resource {
-			return nil, fmt.Errorf("%w: keyed limiter: rules[%d] is of resource %q, rules[0] of %q: a keyed limiter holds the rules of one resource", ErrInvalidConfig, j, r.Resource, rules[0].Resource)
+			return nil, fmt.Errorf("%w: keyed limiter: rules[%d] is of resource %q, rules[0] of %q: a keyed limiter holds the rules of one resource", errInvalidConfig, j, r.Resource, rules[0].Resource)
 		}
 		interval := time.Duration(r.Interval)
 		if interval == 0 {
 			interval = time.Second
 		}
 		if r.Buckets < 0 {
-			return nil, fmt.Errorf("%w: keyed limiter %q: rules[%d].buckets = %d: must not be negative", ErrInvalidConfig, r.Resource, j, r.Buckets)
+			return nil, fmt.Errorf("%w: keyed limiter %q: rules[%d].buckets = %d: must not be negative", errInvalidConfig, r.Resource, j, r.Buckets)
 		}
 		windows[j] = flow.KeyWindow{Limit: r.Limit, Interval: interval, Buckets: r.Buckets, Overrides: r.Overrides}
 	}

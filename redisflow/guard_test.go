@@ -82,7 +82,7 @@ func TestClusterLimiterReturnsAnErrorForANegativeField(t *testing.T) {
 		{Resource: "r", Limit: 10, Cluster: true, Buckets: -1},
 		{Resource: "r", Limit: 10, Cluster: true, Interval: slidegate.Duration(-time.Second)},
 	} {
-		if _, err := c.Limiter(r); !errors.Is(err, redisflow.ErrInvalidConfig) {
+		if _, err := c.Limiter(r); !errors.Is(err, slidegate.ErrInvalidConfig) {
 			t.Errorf("Limiter(%+v) = %v; want ErrInvalidConfig", r, err)
 		}
 	}

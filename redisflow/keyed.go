@@ -133,13 +133,13 @@ type keyedFallback struct {
 // An override's key has at most 256 bytes, and its
 // limit is in [0, 2^32-1]. No two windows may have the same interval
 // and buckets: they would keep one count. A bad argument is an error
-// wrapping [ErrInvalidConfig] that names it and its value.
+// matching [slidegate.ErrInvalidConfig] that names it and its value.
 //
 // The windows' overrides are copied: changing the maps later changes
 // nothing.
 func (c *Cluster) NewKeyedLimiter(name string, windows []flow.KeyWindow) (*KeyedLimiter, error) {
 	bad := func(format string, args ...any) (*KeyedLimiter, error) {
-		return nil, fmt.Errorf("%w: keyed limiter %q: "+format, append([]any{ErrInvalidConfig, name}, args...)...)
+		return nil, fmt.Errorf("%w: keyed limiter %q: "+format, append([]any{errInvalidConfig, name}, args...)...)
 	}
 	if name == "" {
 		return bad("name is empty")

@@ -49,8 +49,8 @@ func TestNewKeyedLimiterReturnsAnErrorNamingABadArgument(t *testing.T) {
 		{"r", []flow.KeyWindow{{Limit: 1, Interval: time.Second}, {Limit: 5, Interval: time.Second, Buckets: 20}}, "windows[1]: interval 1s and 20 buckets, as windows[0]"},
 	} {
 		_, err := c.NewKeyedLimiter(tc.name, tc.windows)
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewKeyedLimiter(%q, %v) = %v; want ErrInvalidConfig saying %q", tc.name, tc.windows, err, tc.want)
+		if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewKeyedLimiter(%q, %v) = %v; want errInvalidConfig saying %q", tc.name, tc.windows, err, tc.want)
 		}
 	}
 }

@@ -109,7 +109,7 @@ func WithLease(size int64, ttl time.Duration) LimiterOption {
 // limit permits in any interval of the given length, across all instances.
 // limit must be in [0, 2^32-1]. The interval must be positive, and
 // divide into buckets of whole microseconds. A bad argument or option is an
-// error wrapping [ErrInvalidConfig] that names it and its value. A nil
+// error matching [slidegate.ErrInvalidConfig] that names it and its value. A nil
 // LimiterOption is no option.
 func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, opts ...LimiterOption) (*Limiter, error) {
 	o := limiterOptions{buckets: flowlimits.DefaultBuckets, lease: 1}
@@ -119,7 +119,7 @@ func (c *Cluster) NewLimiter(name string, limit int64, interval time.Duration, o
 		}
 	}
 	bad := func(format string, args ...any) (*Limiter, error) {
-		return nil, fmt.Errorf("%w: limiter %q: "+format, append([]any{ErrInvalidConfig, name}, args...)...)
+		return nil, fmt.Errorf("%w: limiter %q: "+format, append([]any{errInvalidConfig, name}, args...)...)
 	}
 	k := int64(o.buckets)
 	switch {
@@ -175,11 +175,11 @@ func (l *Limiter) Interval() time.Duration { return l.interval }
 
 // SetLimit changes the limit. Redis keeps the counts, which count against
 // the new limit from the next decision on. A limit outside
-// [0, 2^32-1] is an error wrapping [ErrInvalidConfig], and the limit
+// [0, 2^32-1] is an error matching [slidegate.ErrInvalidConfig], and the limit
 // in force stays.
 func (l *Limiter) SetLimit(limit int64) error {
 	if limit < 0 || limit > flowlimits.MaxLimit {
-		return fmt.Errorf("%w: limiter %q: limit = %d: must be between 0 and %d", ErrInvalidConfig, l.name, limit, int64(flowlimits.MaxLimit))
+		return fmt.Errorf("%w: limiter %q: limit = %d: must be between 0 and %d", errInvalidConfig, l.name, limit, int64(flowlimits.MaxLimit))
 	}
 	l.mu.Lock()
 	l.limit.Store(limit)

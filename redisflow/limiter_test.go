@@ -49,8 +49,8 @@ func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 			t.Errorf("New(%v) = nil error; want one naming %q", tc.want, tc.want)
 			continue
 		}
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("New: %v; want ErrInvalidConfig naming %q", err, tc.want)
+		if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New: %v; want errInvalidConfig naming %q", err, tc.want)
 		}
 	}
 }
@@ -81,8 +81,8 @@ func TestNewLimiterReturnsAnErrorNamingABadArgument(t *testing.T) {
 		{"a", 1, time.Second, []LimiterOption{WithLease(5, -time.Second)}, "lease ttl = -1s"},
 	} {
 		_, err := c.NewLimiter(tc.name, tc.limit, tc.interval, tc.opts...)
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewLimiter(%q, %d, %v): %v; want ErrInvalidConfig naming %q", tc.name, tc.limit, tc.interval, err, tc.want)
+		if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewLimiter(%q, %d, %v): %v; want errInvalidConfig naming %q", tc.name, tc.limit, tc.interval, err, tc.want)
 		}
 	}
 }

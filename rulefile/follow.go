@@ -108,7 +108,7 @@ func wordsFor(src Source) words {
 // puts them in force, logs at Warn why, and follows src. Otherwise it
 // returns the error and follows nothing. For rules with a problem the
 // error is a [*slidegate.RulesError]. A bad option, a nil g or a nil src
-// is an error wrapping [ErrInvalidConfig].
+// is an error matching [slidegate.ErrInvalidConfig].
 //
 // The first read takes as long as src.Rules does. A Source bounds its own
 // reads (etcdrules.WithTimeout).
@@ -118,11 +118,11 @@ func Follow(g *slidegate.Guard, src Source, opts ...Option) (*Follower, error) {
 
 func follow(ctx context.Context, g *slidegate.Guard, src Source, opts []Option) (*Follower, error) {
 	if src == nil {
-		return nil, fmt.Errorf("%w: source = nil: give a Source such as File(path)", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: source = nil: give a Source such as File(path)", errInvalidConfig)
 	}
 	s, err := newSettings(opts)
 	if err == nil && g == nil {
-		err = fmt.Errorf("%w: guard = nil: give the guard to put the rules in force in", ErrInvalidConfig)
+		err = fmt.Errorf("%w: guard = nil: give the guard to put the rules in force in", errInvalidConfig)
 	}
 	if err != nil {
 		src.Close()

@@ -643,15 +643,15 @@ func TestFollowRefusesBadArguments(t *testing.T) {
 		{"nil logger", newGuard(t), newFakeSource(limitRules(1), nil), WithLogger(nil), "logger = nil"},
 	} {
 		f, err := Follow(tc.g, tc.src, tc.opt)
-		if f != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: Follow: %v, %v; want an ErrInvalidConfig naming %q", tc.name, f, err, tc.want)
+		if f != nil || !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Follow: %v, %v; want an errInvalidConfig naming %q", tc.name, f, err, tc.want)
 		}
 		if n := tc.src.closeCount(); n != 1 {
 			t.Errorf("%s: the source closed %d times, want once", tc.name, n)
 		}
 	}
-	if f, err := Follow(newGuard(t), nil); f != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "source = nil") {
-		t.Errorf("Follow(nil source): %v, %v; want an ErrInvalidConfig naming the source", f, err)
+	if f, err := Follow(newGuard(t), nil); f != nil || !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), "source = nil") {
+		t.Errorf("Follow(nil source): %v, %v; want an errInvalidConfig naming the source", f, err)
 	}
 }
 

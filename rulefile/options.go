@@ -1,12 +1,12 @@
 package rulefile
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 )
 
 // An Option customises [Watch], [File] and [Follow]. Each takes the
@@ -46,15 +46,15 @@ func newSettings(opts []Option) (*settings, error) {
 	return s, s.err
 }
 
-// ErrInvalidConfig is wrapped by the error [Watch], [File] and [Follow]
+// errInvalidConfig is wrapped by the error [Watch], [File] and [Follow]
 // return for a bad option or argument. The message names the option and
 // its value.
-var ErrInvalidConfig = errors.New("rulefile: invalid configuration")
+var errInvalidConfig = config.Sentinel("rulefile")
 
 // bad records a bad option, unless one was found before.
 func (s *settings) bad(format string, args ...any) {
 	if s.err == nil {
-		s.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		s.err = fmt.Errorf("%w: "+format, append([]any{errInvalidConfig}, args...)...)
 	}
 }
 

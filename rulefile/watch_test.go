@@ -233,8 +233,8 @@ func TestWatchReturnsAnErrorNamingABadOption(t *testing.T) {
 		{WithSettle(0), "settle = 0s"},
 	} {
 		w, err := Watch(newGuard(t), path, tc.opt)
-		if w != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Watch: %v, %v; want an ErrInvalidConfig naming %q", w, err, tc.want)
+		if w != nil || !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Watch: %v, %v; want an errInvalidConfig naming %q", w, err, tc.want)
 		}
 	}
 }
