@@ -1,17 +1,19 @@
 package breaker
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/slidegate/slidegate/internal/blocked"
 	"github.com/slidegate/slidegate/internal/config"
 )
 
 // ErrBlocked is the error of a request the breaker blocks: its circuit is
 // open or its probe places are taken, or the SRE breaker blocked it at
-// random. Test for it with [errors.Is].
-var ErrBlocked = errors.New("breaker: blocked")
+// random. Test for it with [errors.Is]. It matches
+// [github.com/slidegate/slidegate/flow.ErrBlocked], which every refusal
+// of any package matches.
+var ErrBlocked = blocked.Sentinel("breaker")
 
 // errProbesBusy is the error of a request a half-open Circuit blocks
 // because every probe place is taken: it wraps ErrBlocked, and says why.

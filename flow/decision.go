@@ -1,10 +1,10 @@
 package flow
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/slidegate/slidegate/internal/blocked"
 	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 )
@@ -111,8 +111,10 @@ type Decision struct {
 var allowed = Decision{Allowed: true}
 
 // ErrBlocked is what every refusal of a request matches with errors.Is. A
-// [BlockError] matches it, and so does the guard's slidegate.BlockError.
-var ErrBlocked = errors.New("slidegate: blocked")
+// [BlockError] matches it, and so do the guard's
+// [github.com/slidegate/slidegate.BlockError] and
+// [github.com/slidegate/slidegate/breaker.ErrBlocked].
+var ErrBlocked = blocked.Err
 
 // A BlockError is the error of a refused Wait: why, and when a retry could
 // succeed (see [Decision]). It matches [ErrBlocked]; take it apart with
