@@ -44,6 +44,7 @@
 //	slidegate_flow_rule_limit                     gauge      resource, rule, type
 //	slidegate_breaker_rule_threshold              gauge      resource, rule, strategy
 //	slidegate_overload_limit                      gauge      resource, rule, type
+//	slidegate_overload_cap                        gauge      resource, rule, type
 //	slidegate_overload_in_flight                  gauge      resource, rule, type
 //	slidegate_overload_shedding                   gauge      resource, rule, type
 //	slidegate_overload_baseline_seconds           gauge      resource, rule, type
@@ -106,7 +107,11 @@
 // [slidegate.AdaptiveRule]) learn their limits from the traffic. So
 // slidegate_flow_rule_limit leaves them out. The overload families say what
 // each has learnt ([slidegate.Guard.Overload]):
-//   - slidegate_overload_limit: the most requests in flight it allows now.
+//   - slidegate_overload_limit: what it has learnt: an adaptive rule's
+//     limit, or the capacity a shed rule keeps to while it sheds.
+//   - slidegate_overload_cap: the most requests in flight it admits now
+//     ([slidegate.OverloadStatus].Cap). A shed rule caps nothing while the
+//     CPU is cool, and has no series then.
 //   - slidegate_overload_in_flight: the requests it allowed, not yet ended.
 //   - slidegate_overload_shedding, for a shed rule: 1 while it sheds, or 0.
 //   - slidegate_overload_baseline_seconds: an adaptive rule's baseline.

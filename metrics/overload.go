@@ -14,14 +14,17 @@ import (
 // rules (Guard.Overload): what each has learnt, one series per rule in
 // force, so that the rules bound them, not the traffic.
 type overload struct {
-	limit, inFlight, shedding, baseline *prometheus.Desc
-	cpu                                 *prometheus.Desc
+	limit, capacity, inFlight, shedding *prometheus.Desc
+	baseline, cpu                       *prometheus.Desc
 }
 
 func newOverload(desc func(name, help string, labels ...string) *prometheus.Desc) overload {
 	return overload{
 		limit: desc("overload_limit",
 			"Most requests in flight a shed or adaptive rule in force allows now: an adaptive rule's limit, or what a shed rule allows while it sheds, the service's capacity by Little's law (no series until it has learnt it).",
+			"resource", "rule", "type"),
+		capacity: desc("overload_cap",
+			"Most requests in flight a shed or adaptive rule in force admits now, before it refuses: an adaptive rule's limit, or the cap a shed rule applies at the CPU it reads (no series while it caps nothing).",
 			"resource", "rule", "type"),
 		inFlight: desc("overload_in_flight",
 			"Requests a shed or adaptive rule in force allowed and that have not ended.",
@@ -39,6 +42,7 @@ func newOverload(desc func(name, help string, labels ...string) *prometheus.Desc
 
 func (o *overload) describe(ch chan<- *prometheus.Desc) {
 	ch <- o.limit
+	ch <- o.capacity
 	ch <- o.inFlight
 	ch <- o.shedding
 	ch <- o.baseline
@@ -59,6 +63,9 @@ func (o *overload) collect(ch chan<- prometheus.Metric, rules []slidegate.Overlo
 		// every min() and graph of the family down.
 		if r.Limit >= 0 {
 			constMetric(ch, o.limit, prometheus.GaugeValue, float64(r.Limit), labels...)
+		}
+		if r.Cap >= 0 { // -1: it caps nothing now
+			constMetric(ch, o.capacity, prometheus.GaugeValue, float64(r.Cap), labels...)
 		}
 		constMetric(ch, o.inFlight, prometheus.GaugeValue, float64(r.InFlight), labels...)
 		kind := rulekind.Of(string(r.Type))

@@ -22,6 +22,7 @@ import (
 var overloadFamilies = []string{
 	"cpu_usage_ratio",
 	"overload_baseline_seconds",
+	"overload_cap",
 	"overload_in_flight",
 	"overload_limit",
 	"overload_shedding",
@@ -147,6 +148,15 @@ func TestScrapeShowsTheOverloadRules(t *testing.T) {
 		}
 	}
 	st := g.Overload()
+	for i, l := range []map[string]string{inbound, adaptive, search} {
+		if st[i].Cap < 0 {
+			t.Errorf("rule %v caps nothing with the CPU at its threshold: %+v", l, st[i])
+			continue
+		}
+		if got := f.value(t, "slidegate_overload_cap", l); got != float64(st[i].Cap) {
+			t.Errorf("slidegate_overload_cap%v = %v, want the guard's cap %d", l, got, st[i].Cap)
+		}
+	}
 	if got := f.value(t, "slidegate_overload_limit", adaptive); got != float64(st[1].Limit) {
 		t.Errorf("the adaptive rule's limit = %v, want the guard's %d", got, st[1].Limit)
 	}

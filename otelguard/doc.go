@@ -43,6 +43,7 @@
 //	slidegate.breaker.state               gauge (observable)         1           slidegate.resource, slidegate.rule.name, slidegate.breaker.strategy, slidegate.breaker.state
 //	slidegate.rule.limit                  gauge (observable)         {request}   slidegate.resource, slidegate.rule.name, slidegate.rule.type
 //	slidegate.overload.limit              gauge (observable)         {request}   slidegate.resource, slidegate.rule.name, slidegate.rule.type
+//	slidegate.overload.cap                gauge (observable)         {request}   slidegate.resource, slidegate.rule.name, slidegate.rule.type
 //	slidegate.cluster.healthy             gauge (observable)         1           -
 //	slidegate.cluster.failures            counter (observable)       {call}      -
 //	slidegate.cluster.fallbacks           counter (observable)       {decision}  -
@@ -82,9 +83,11 @@
 // sum over the value "open" counts the instances whose breaker is open.
 //
 // slidegate.rule.limit is each flow rule's Limit. Shed and adaptive rules
-// learn theirs, which slidegate.overload.limit tells: the most requests in
-// flight the rule allows now ([slidegate.Guard.Overload]). A shed rule that
-// has not learnt the service's capacity has no data point.
+// learn theirs, which slidegate.overload.limit tells ([slidegate.Guard.Overload]).
+// A shed rule that has not learnt the service's capacity has no data point.
+// slidegate.overload.cap is the most requests in flight the rule admits
+// now. A shed rule caps nothing while the CPU is cool, and has no data
+// point then.
 // slidegate.rule.name is the rule's name as [slidegate.Rules.Named] gives
 // it, as a [*slidegate.BlockError] names it. The cluster instruments have
 // data only for a guard whose cluster reports its health (a

@@ -24,6 +24,7 @@ type instruments struct {
 	inFlight, inboundInFlight         metric.Int64ObservableUpDownCounter
 	breakerState                      metric.Int64ObservableGauge
 	ruleLimit, overloadLimit          metric.Int64ObservableGauge
+	overloadCap                       metric.Int64ObservableGauge
 	clusterHealthy                    metric.Int64ObservableGauge
 	clusterFailures, clusterFallbacks metric.Int64ObservableCounter
 
@@ -97,8 +98,11 @@ func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (metr
 		metric.WithDescription("A flow rule's limit: requests per interval, or in flight for a concurrency rule."))
 	check("slidegate.rule.limit", err)
 	in.overloadLimit, err = m.Int64ObservableGauge("slidegate.overload.limit", metric.WithUnit("{request}"),
-		metric.WithDescription("The most requests in flight a shed or adaptive rule allows now."))
+		metric.WithDescription("What a shed or adaptive rule has learnt: an adaptive rule's limit, or the capacity a shed rule keeps to while it sheds."))
 	check("slidegate.overload.limit", err)
+	in.overloadCap, err = m.Int64ObservableGauge("slidegate.overload.cap", metric.WithUnit("{request}"),
+		metric.WithDescription("The most requests in flight a shed or adaptive rule admits now; none while a shed rule caps nothing."))
+	check("slidegate.overload.cap", err)
 	in.clusterHealthy, err = m.Int64ObservableGauge("slidegate.cluster.healthy", metric.WithUnit("1"),
 		metric.WithDescription("1 while the guard's cluster decides, 0 while its rules use their fallback."))
 	check("slidegate.cluster.healthy", err)
@@ -115,7 +119,7 @@ func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (metr
 		in.observe(g, o)
 		return nil
 	}, in.requests, in.inFlight, in.inboundRequests, in.inboundInFlight, in.breakerState,
-		in.ruleLimit, in.overloadLimit, in.clusterHealthy, in.clusterFailures, in.clusterFallbacks)
+		in.ruleLimit, in.overloadLimit, in.overloadCap, in.clusterHealthy, in.clusterFailures, in.clusterFallbacks)
 	if err != nil {
 		return nil, fmt.Errorf("otelguard: register callback: %w", err)
 	}
@@ -160,12 +164,14 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 	}
 	var overloadNames exported.RuleNames
 	for _, s := range g.Overload() {
-		if s.Limit < 0 { // a shed rule that has not learnt the capacity yet
-			continue
-		}
 		res := exported.Value(s.Resource)
-		o.ObserveInt64(in.overloadLimit, s.Limit, in.with(
-			ResourceKey.String(res), RuleKey.String(overloadNames.Of(res, s.Rule)), RuleTypeKey.String(string(s.Type))))
+		attrs := in.with(ResourceKey.String(res), RuleKey.String(overloadNames.Of(res, s.Rule)), RuleTypeKey.String(string(s.Type)))
+		if s.Limit >= 0 { // -1: a shed rule that has not learnt the capacity yet
+			o.ObserveInt64(in.overloadLimit, s.Limit, attrs)
+		}
+		if s.Cap >= 0 { // -1: it caps nothing now
+			o.ObserveInt64(in.overloadCap, s.Cap, attrs)
+		}
 	}
 	if h, ok := g.ClusterHealth(); ok {
 		var v int64

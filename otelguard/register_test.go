@@ -139,6 +139,9 @@ func TestBreakerStateAndRuleLimits(t *testing.T) {
 	if got := value(t, ms, "slidegate.overload.limit", "slidegate.resource", slidegate.InboundResource, "slidegate.rule.name", "adaptive", "slidegate.rule.type", "adaptive"); got != 20 {
 		t.Errorf("adaptive limit = %d, want 20", got)
 	}
+	if got := value(t, ms, "slidegate.overload.cap", "slidegate.resource", slidegate.InboundResource, "slidegate.rule.name", "adaptive", "slidegate.rule.type", "adaptive"); got != 20 {
+		t.Errorf("adaptive cap = %d, want its limit, 20", got)
+	}
 	if got := value(t, ms, "slidegate.requests", "slidegate.resource", "db", "slidegate.direction", "outbound",
 		"slidegate.outcome", "blocked", "slidegate.reason", "breaker_open"); got != 1 {
 		t.Errorf("blocked by the breaker = %d, want 1", got)
