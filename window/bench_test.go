@@ -227,3 +227,33 @@ func BenchmarkSketchSummary(b *testing.B) {
 		sinkInt += k.Summary().Count
 	}
 }
+
+// BenchmarkCounterSumAt reads one event over a Counter's whole interval of
+// 10 buckets, every one written.
+func BenchmarkCounterSumAt(b *testing.B) {
+	c, _ := NewCounter(10, time.Second)
+	now := int64(time.Hour)
+	for i := range int64(10) {
+		c.AddAt(now-i*int64(100*time.Millisecond), Allowed, 1)
+	}
+	var s int64
+	for i := 0; i < b.N; i++ {
+		s += c.SumAt(now, Allowed)
+	}
+	sinkInt = s
+}
+
+// BenchmarkBreakerSumsAt reads what a breaker reads on every request: the
+// sums of its events over the whole interval of 10 buckets.
+func BenchmarkBreakerSumsAt(b *testing.B) {
+	t, _ := NewTally(10, 10*time.Second, WithEvents(Succeeded, Failed, Blocked, Slow))
+	now := int64(time.Hour)
+	for i := range int64(10) {
+		t.AddAt(now-i*int64(time.Second), Failed, 1)
+	}
+	var s int64
+	for i := 0; i < b.N; i++ {
+		s += t.SumsAt(now)[Failed]
+	}
+	sinkInt = s
+}
