@@ -16,10 +16,10 @@ import (
 //
 // Summed events ([Allowed], [Blocked], [Succeeded], [Failed], [RT],
 // [Borrowed], [Slow]) are added. [MinRT] keeps the smallest value written
-// in a bucket, and [MaxConcurrency] the largest. One bucket holds values in
-// [MinValue, MaxValue], and sums saturate. Values for MinRT and
-// MaxConcurrency are clamped to lie strictly between the two bounds, which
-// mark an empty bucket.
+// in a bucket, and [MaxConcurrency] the largest. One bucket holds values
+// from -2^39 to 2^39-1, about ±5.5 × 10^11, and sums saturate there. Values
+// for MinRT and MaxConcurrency are clamped to lie strictly between the two
+// bounds, which mark an empty bucket.
 //
 // The ...At methods take the time explicitly, in nanoseconds on the
 // Counter's clock. A value for a time whose bucket the ring still holds is
@@ -69,8 +69,8 @@ var everyEvent = func() *layout {
 }()
 
 // NewCounter returns a Counter over interval divided into buckets buckets.
-// buckets must be from 1 to [MaxBuckets]. interval must divide into them
-// in whole nanoseconds, at least [MinWidth] each. A bad argument or
+// buckets must be from 1 to 65,536. interval must divide into them in
+// whole nanoseconds, at least 1 µs each. A bad argument or
 // [Option] is a [*ConfigError].
 func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, error) {
 	width, err := splitInterval(buckets, interval)
@@ -181,8 +181,8 @@ func (c *Counter) Interval() time.Duration { return time.Duration(c.r.width * c.
 // been replaced by a later one.
 func (c *Counter) Late() int64 { return c.r.late.Load() }
 
-// Sums holds one value per event, indexed by [Event].
-type Sums [NumEvents]int64
+// Sums holds one value for each of the nine events, indexed by [Event].
+type Sums [numEvents]int64
 
 // A View reads the last few buckets of a [Counter]. A view of k buckets at
 // time now covers the bucket holding now and the k-1 buckets before it. So

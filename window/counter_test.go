@@ -141,15 +141,15 @@ func TestMaxBucketFindsTheBusiestBucket(t *testing.T) {
 
 func TestSumsSaturateInsteadOfWrapping(t *testing.T) {
 	ctr, _ := newTestCounter(t, 1, time.Second)
-	ctr.Add(RT, MaxValue-1)
+	ctr.Add(RT, maxValue-1)
 	ctr.Add(RT, 5)
 	ctr.Add(RT, 1<<62) // beyond what a word holds: clamped first
-	if got := ctr.Sum(RT); got != MaxValue {
-		t.Fatalf("Sum = %d, want MaxValue %d", got, int64(MaxValue))
+	if got := ctr.Sum(RT); got != maxValue {
+		t.Fatalf("Sum = %d, want maxValue %d", got, int64(maxValue))
 	}
 	ctr.Add(Failed, -(1 << 62))
-	if got := ctr.Sum(Failed); got != MinValue {
-		t.Fatalf("Sum = %d, want MinValue %d", got, int64(MinValue))
+	if got := ctr.Sum(Failed); got != minValue {
+		t.Fatalf("Sum = %d, want minValue %d", got, int64(minValue))
 	}
 }
 
@@ -201,14 +201,14 @@ func TestTimesBeyondTheRangeAreClamped(t *testing.T) {
 	ctr, _ := newTestCounter(t, 2, 2*time.Second)
 	const huge = int64(1<<63 - 1)
 	ctr.AddAt(huge, Allowed, 1)
-	ctr.AddAt(MaxTime, Allowed, 1)
+	ctr.AddAt(maxTime, Allowed, 1)
 	if got := ctr.SumAt(huge, Allowed); got != 2 {
-		t.Fatalf("Sum at MaxInt64 = %d, want 2 (both clamped to MaxTime)", got)
+		t.Fatalf("Sum at MaxInt64 = %d, want 2 (both clamped to maxTime)", got)
 	}
 	ctr2, _ := newTestCounter(t, 2, 2*time.Second)
 	ctr2.AddAt(-huge-1, Allowed, 1)
-	if got := ctr2.SumAt(-MaxTime, Allowed); got != 1 {
-		t.Fatalf("Sum at -MaxTime = %d, want 1", got)
+	if got := ctr2.SumAt(-maxTime, Allowed); got != 1 {
+		t.Fatalf("Sum at -maxTime = %d, want 1", got)
 	}
 }
 
@@ -240,7 +240,7 @@ func TestInvalidShapesAreRejectedWithTheFieldAndValue(t *testing.T) {
 	}{
 		{0, time.Second, "buckets = 0"},
 		{-3, time.Second, "buckets = -3"},
-		{MaxBuckets + 1, time.Hour, "buckets = 65537"},
+		{maxBuckets + 1, time.Hour, "buckets = 65537"},
 		{10, 0, "interval = 0s"},
 		{10, -time.Second, "interval = -1s"},
 		{3, time.Second + 1, "interval = 1.000000001s"},
@@ -424,7 +424,7 @@ func TestAddPairAtIsTwoAddAts(t *testing.T) {
 	for i := range 20000 {
 		now += int64(rng.IntN(int(300 * time.Millisecond)))
 		at := now - int64(rng.IntN(int(2*time.Second))) // sometimes too late for the ring
-		e1, e2 := Event(rng.IntN(NumEvents)), Event(rng.IntN(NumEvents))
+		e1, e2 := Event(rng.IntN(eventCount)), Event(rng.IntN(eventCount))
 		v1, v2 := rng.Int64N(1000)-100, rng.Int64N(1000)-100
 		got := pair.AddPairAt(at, e1, v1, e2, v2)
 		ok1 := two.AddAt(at, e1, v1)
@@ -454,7 +454,7 @@ func TestWithEventsRecordsOnlyThoseEvents(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	kept := map[Event]bool{Failed: true, MinRT: true, Allowed: true}
 	for i := range 5000 {
-		e, v := Event(rng.IntN(NumEvents)), rng.Int64N(100)
+		e, v := Event(rng.IntN(eventCount)), rng.Int64N(100)
 		if got := few.AddAt(clk.Now(), e, v); got != kept[e] {
 			t.Fatalf("step %d: AddAt(%v) reported %v", i, e, got)
 		}
@@ -474,7 +474,7 @@ func TestWithEventsRecordsOnlyThoseEvents(t *testing.T) {
 	if got, want := len(few.r.words), 10*4; got != want {
 		t.Fatalf("%d words, want 10 slots of a state word and 3 events: %d", got, want)
 	}
-	for _, bad := range [][]Event{{}, {Allowed, Allowed}, {Event(NumEvents)}} {
+	for _, bad := range [][]Event{{}, {Allowed, Allowed}, {Event(eventCount)}} {
 		_, err := NewCounter(10, 10*time.Second, WithEvents(bad...))
 		if !errors.Is(err, ErrInvalidConfig) || !contains(err.Error(), "events = ") {
 			t.Errorf("WithEvents(%v): %v, want an error naming events", bad, err)
@@ -484,3 +484,6 @@ func TestWithEventsRecordsOnlyThoseEvents(t *testing.T) {
 		t.Error("WithEvents given to a Histogram: no error")
 	}
 }
+
+// eventCount is the number of events, as an int.
+const eventCount = int(numEvents)

@@ -13,7 +13,7 @@ import (
 // 2^-(sub+1) of the true value above the linear range, and by at most half a
 // unit within it, up to the top of the range, 2^39 ns (9 min 10 s). Longer
 // latencies fall in one overflow bin, reported as the maximum, which is kept
-// exactly up to MaxValue nanoseconds, the same 2^39 ns.
+// exactly up to maxValue nanoseconds, the same 2^39 ns.
 //
 // The default layout counts units of 8 ns in 64 bins per power of two: within
 // 1/128 (0.79%) from 1 µs up. Its 1,985 bins, the maximum and the state word
@@ -44,20 +44,17 @@ var (
 )
 
 const (
-	// HistogramRange is the longest latency a Histogram resolves into bins.
-	// Longer ones are counted in an overflow bin, whose quantiles report
-	// the maximum.
-	HistogramRange = time.Duration(1) << 39
+	// histogramRange is the longest latency a Histogram resolves into bins,
+	// 2^39 ns. Longer ones are counted in an overflow bin, whose quantiles
+	// report the maximum.
+	histogramRange = time.Duration(1) << 39
 
-	// HistogramBucketBytes is the memory one time bucket of a Histogram
+	// histogramBucketBytes is the memory one time bucket of a Histogram
 	// takes: one 8-byte word per bin (1,985 of them), the maximum and the
 	// bucket's state. A Compact histogram's bucket takes
-	// CompactBucketBytes.
-	HistogramBucketBytes = (1985 + 2) * 8
-
-	// CompactBucketBytes is the memory one time bucket of a Compact
-	// Histogram takes: 417 bins, the maximum and the state.
-	CompactBucketBytes = (417 + 2) * 8
+	// compactBucketBytes: 417 bins, the maximum and the state.
+	histogramBucketBytes = (1985 + 2) * 8
+	compactBucketBytes   = (417 + 2) * 8
 
 	maxBins = 2048 // more than any layout's bins
 )
@@ -92,11 +89,10 @@ func (l *histLayout) mid(i int) int64 {
 // log-linear histogram per bucket. It answers quantiles (P50, P99, ...) and
 // the maximum over the whole interval, or over a [HistogramView] of its
 // last part. Quantiles are within 0.79% of the true value from 1 µs to
-// [HistogramRange], over nine minutes. The maximum is exact up to the same
-// bound.
+// 2^39 ns, over nine minutes. The maximum is exact up to the same bound.
 //
-// Each bucket takes [HistogramBucketBytes] of memory, about 16 KiB. With
-// [Compact] it takes [CompactBucketBytes], about 3 KiB. The memory is
+// Each bucket takes 15,896 bytes of memory, about 16 KiB. With [Compact] it
+// takes 3,352 bytes, about 3 KiB. The memory is
 // allocated when the Histogram is made. Recording allocates nothing and
 // takes no lock. Times that go backwards are handled as a [Counter] handles
 // them. A Histogram is safe for concurrent use.
@@ -109,8 +105,8 @@ type Histogram struct {
 }
 
 // NewHistogram returns a Histogram over interval divided into buckets
-// buckets. buckets must be from 1 to [MaxBuckets]. interval must divide
-// into them in whole nanoseconds, at least [MinWidth] each. A bad argument
+// buckets. buckets must be from 1 to 65,536. interval must divide into them in
+// whole nanoseconds, at least 1 µs each. A bad argument
 // or [Option] is a [*ConfigError].
 func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogram, error) {
 	width, err := splitInterval(buckets, interval)
@@ -132,8 +128,8 @@ func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogr
 
 // Compact makes a [Histogram] count latencies in coarser bins. Its
 // quantiles are within 3.2% from 16 µs up, and within 0.52 µs below. A
-// bucket takes [CompactBucketBytes], about 3 KiB, instead of
-// [HistogramBucketBytes], about 16 KiB. It suits many histograms, such as
+// bucket takes 3,352 bytes, about 3 KiB, instead of 15,896 bytes,
+// about 16 KiB. It suits many histograms, such as
 // one per resource. It applies to a Histogram only.
 func Compact() Option {
 	return func(o *options) { o.compact = true }
@@ -215,7 +211,7 @@ type histCounts struct {
 // latencies are being recorded.
 func (v HistogramView) merge(now int64, c *histCounts) {
 	r, l := v.r, v.l
-	c.l, c.max = l, MinValue
+	c.l, c.max = l, minValue
 	bins := c.bins[:l.bins]
 	first := r.first(now, v.k)
 	for _, ws := range r.stripes() {

@@ -36,14 +36,14 @@ func checkBin(t *testing.T, d int64) {
 		if i < 0 || i >= l.bins {
 			t.Fatalf("%s: bin(%d) = %d, out of [0, %d)", lt.name, d, i, l.bins)
 		}
-		if d >= int64(HistogramRange) {
+		if d >= int64(histogramRange) {
 			if i != l.overflow {
 				t.Fatalf("%s: bin(%d) = %d, want the overflow bin %d", lt.name, d, i, l.overflow)
 			}
 			continue
 		}
 		if i == l.overflow {
-			t.Fatalf("%s: bin(%d) is the overflow bin below HistogramRange", lt.name, d)
+			t.Fatalf("%s: bin(%d) is the overflow bin below histogramRange", lt.name, d)
 		}
 		if d >= lt.from {
 			if e := relErr(l.mid(i), d); e > lt.rel {
@@ -56,7 +56,7 @@ func checkBin(t *testing.T, d int64) {
 }
 
 func TestHistogramBinsAreWithinOnePercent(t *testing.T) {
-	for _, d := range []int64{-5, 0, 1, 7, 8, 999, 1000, 1023, 1024, 1025, 2047, 2048, 1e6, 1e9, 6e10, int64(HistogramRange) - 1, int64(HistogramRange), math.MaxInt64} {
+	for _, d := range []int64{-5, 0, 1, 7, 8, 999, 1000, 1023, 1024, 1025, 2047, 2048, 1e6, 1e9, 6e10, int64(histogramRange) - 1, int64(histogramRange), math.MaxInt64} {
 		checkBin(t, d)
 	}
 	// Every bin edge, from both sides.
@@ -196,15 +196,15 @@ func TestHistogramQuantileEdges(t *testing.T) {
 	}
 	h.Record(-time.Second) // counts as 0
 	h.Record(10 * time.Minute)
-	if s := h.Summary(); s.Count != 2 || s.Max != MaxValue-1 || s.P999 != MaxValue-1 {
-		t.Fatalf("summary %+v: want count 2, max and P999 saturated at MaxValue-1 (10m is beyond the range)", s)
+	if s := h.Summary(); s.Count != 2 || s.Max != maxValue-1 || s.P999 != maxValue-1 {
+		t.Fatalf("summary %+v: want count 2, max and P999 saturated at maxValue-1 (10m is beyond the range)", s)
 	}
 	for _, q := range []float64{math.NaN(), -1, 0} {
 		if got := h.Quantile(q); got > 10*time.Nanosecond {
 			t.Fatalf("Quantile(%v) = %v, want the smallest latency", q, got)
 		}
 	}
-	if got := h.Quantile(2); got != MaxValue-1 {
+	if got := h.Quantile(2); got != maxValue-1 {
 		t.Fatalf("Quantile(2) = %v, want the largest latency", got)
 	}
 	var zero HistogramView
@@ -218,14 +218,14 @@ func TestHistogramBucketBytesIsWhatIsAllocated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(h.r.words) * 8 / 4; got != HistogramBucketBytes {
-		t.Fatalf("a bucket takes %d bytes, HistogramBucketBytes says %d", got, HistogramBucketBytes)
+	if got := len(h.r.words) * 8 / 4; got != histogramBucketBytes {
+		t.Fatalf("a bucket takes %d bytes, histogramBucketBytes says %d", got, histogramBucketBytes)
 	}
 	c, err := NewHistogram(4, 4*time.Second, Compact())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(c.r.words) * 8 / 4; got != CompactBucketBytes {
-		t.Fatalf("a compact bucket takes %d bytes, CompactBucketBytes says %d", got, CompactBucketBytes)
+	if got := len(c.r.words) * 8 / 4; got != compactBucketBytes {
+		t.Fatalf("a compact bucket takes %d bytes, compactBucketBytes says %d", got, compactBucketBytes)
 	}
 }

@@ -30,33 +30,33 @@ var (
 // ---- Arithmetic of the specification, written independently of ring.go ----
 
 func refClampTime(t int64) int64 {
-	if t > MaxTime {
-		return MaxTime
+	if t > maxTime {
+		return maxTime
 	}
-	if t < -MaxTime {
-		return -MaxTime
+	if t < -maxTime {
+		return -maxTime
 	}
 	return t
 }
 
 func refClampValue(v int64) int64 {
-	if v > MaxValue {
-		return MaxValue
+	if v > maxValue {
+		return maxValue
 	}
-	if v < MinValue {
-		return MinValue
+	if v < minValue {
+		return minValue
 	}
 	return v
 }
 
 // refClampEvent clamps a single value given for event e: a summed event's to
-// [MinValue, MaxValue]; a MinRT or MaxConcurrency strictly between the two,
+// [minValue, maxValue]; a MinRT or MaxConcurrency strictly between the two,
 // since the bounds mark a bucket with nothing recorded (see Counter).
 func refClampEvent(e Event, v int64) int64 {
 	if refKind(e) == kindSum {
 		return refClampValue(v)
 	}
-	return min(max(v, MinValue+1), MaxValue-1)
+	return min(max(v, minValue+1), maxValue-1)
 }
 
 // refFloorDiv returns floor(a / b) for b > 0, rounding towards -inf.
@@ -323,14 +323,14 @@ func modelRand64(src modelEntropy, n int64) int64 {
 // modelTimeline moves the clock the way the tests need: not at all, within a
 // bucket, by exactly a bucket, by several buckets, past the whole interval,
 // backwards (within the interval and far back), and, when extremes is set,
-// rarely to times near or beyond ±MaxTime. Going back and going to an extreme
+// rarely to times near or beyond ±maxTime. Going back and going to an extreme
 // are excursions: the clock soon returns to the present (the latest time it
 // reached otherwise), as a late writer's clock would, so that most adds are
 // accepted and the ring is exercised, not just its dropping of late values.
 type modelTimeline struct {
 	w, n, p  int64
 	extremes bool
-	cur      int64 // what the clock reads; may lie beyond ±MaxTime
+	cur      int64 // what the clock reads; may lie beyond ±maxTime
 	front    int64 // the present: the latest clamped time reached other than by an extreme
 	away     bool  // the clock jumped to an extreme and has not returned
 }
@@ -346,25 +346,25 @@ func newModelTimeline(n int, w, start int64) modelTimeline {
 func (tl *modelTimeline) extreme(src modelEntropy) int64 {
 	switch src.IntN(12) {
 	case 0:
-		return MaxTime
+		return maxTime
 	case 1:
-		return MaxTime - 1
+		return maxTime - 1
 	case 2:
-		return MaxTime - modelRand64(src, 3*tl.w)
+		return maxTime - modelRand64(src, 3*tl.w)
 	case 3:
-		return MaxTime + 1
+		return maxTime + 1
 	case 4:
-		return MaxTime + modelRand64(src, 1<<62)
+		return maxTime + modelRand64(src, 1<<62)
 	case 5:
 		return math.MaxInt64
 	case 6:
-		return -MaxTime
+		return -maxTime
 	case 7:
-		return -MaxTime + modelRand64(src, 3*tl.w)
+		return -maxTime + modelRand64(src, 3*tl.w)
 	case 8:
-		return -MaxTime - 1
+		return -maxTime - 1
 	case 9:
-		return -MaxTime - modelRand64(src, 1<<62)
+		return -maxTime - modelRand64(src, 1<<62)
 	case 10:
 		return math.MinInt64
 	}
@@ -449,8 +449,8 @@ func (tl *modelTimeline) probe(src modelEntropy) int64 {
 }
 
 var (
-	modelHugeValues = []int64{MaxValue, MaxValue - 1, MaxValue/2 + 1, MaxValue / 3, MaxValue + 1, 1 << 62, math.MaxInt64}
-	modelHugeNegs   = []int64{MinValue, MinValue + 1, MinValue/2 - 1, MinValue - 1, -(1 << 62), math.MinInt64}
+	modelHugeValues = []int64{maxValue, maxValue - 1, maxValue/2 + 1, maxValue / 3, maxValue + 1, 1 << 62, math.MaxInt64}
+	modelHugeNegs   = []int64{minValue, minValue + 1, minValue/2 - 1, minValue - 1, -(1 << 62), math.MinInt64}
 )
 
 // value draws a value: 0, small, medium, small negative, huge (saturating)
@@ -575,7 +575,7 @@ func (h *modelCounterHarness) doStep(src modelEntropy) {
 	h.clk.Set(h.tl.cur)
 	switch k := src.IntN(100); {
 	case k < 85:
-		e := Event(src.IntN(NumEvents))
+		e := Event(src.IntN(eventCount))
 		v := modelValue(src)
 		at, viaClock := h.tl.addTime(src)
 		h.checkIndex(&h.m.refSlots, at)
@@ -595,7 +595,7 @@ func (h *modelCounterHarness) doStep(src modelEntropy) {
 			}
 		}
 	case k < 88:
-		e := Event(NumEvents + src.IntN(256-NumEvents))
+		e := Event(eventCount + src.IntN(256-eventCount))
 		at, _ := h.tl.addTime(src)
 		h.note("AddAt(%d, %v, 1)", at, e)
 		if h.c.AddAt(at, e, 1) || h.m.add(at, e, 1) {
@@ -650,7 +650,7 @@ func (h *modelCounterHarness) checkReads(snap map[int64]refBucketVals, now int64
 	if got := v.AvgRTAt(now); got != wantAvg {
 		h.fail("view of %d buckets: AvgRTAt(%d) = %g, want %g", k, now, got, wantAvg)
 	}
-	e := Event(h.step % NumEvents)
+	e := Event(h.step % eventCount)
 	wantRate := float64(want[e]) / time.Duration(k64*h.m.w).Seconds()
 	if got := v.RateAt(now, e); got != wantRate {
 		h.fail("view of %d buckets: RateAt(%d, %v) = %g, want %g", k, now, e, got, wantRate)
@@ -806,8 +806,8 @@ var (
 
 // modelForEachShape runs body for every shape and two seeds: with the first the
 // clock keeps to ordinary times, with the second it also visits, rarely and
-// only in the last fifth of the run (a value written at +MaxTime takes its
-// slot for good), times near and beyond ±MaxTime.
+// only in the last fifth of the run (a value written at +maxTime takes its
+// slot for good), times near and beyond ±maxTime.
 func modelForEachShape(t *testing.T, body func(t *testing.T, label string, n int, w int64, seed uint64, extremes bool)) {
 	for _, n := range modelCounts {
 		for _, w := range modelWidths {
@@ -931,19 +931,19 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	sum(1, 3*ms, MinRT, 7)          //
 	sum(1, 2*ms, MinRT, 0)          // bucket 2 holds no MinRT
 	maxBucket(3, 4*ms, MinRT, 7)    // largest of the per-bucket minima 0, 7, 3
-	add(5*ms, Failed, MaxValue, true)
-	add(5*ms, Failed, 1, true)   // saturates at MaxValue
-	add(5*ms, Failed, -10, true) // from MaxValue, not from MaxValue+1
-	sum(1, 5*ms, Failed, MaxValue-10)
+	add(5*ms, Failed, maxValue, true)
+	add(5*ms, Failed, 1, true)   // saturates at maxValue
+	add(5*ms, Failed, -10, true) // from maxValue, not from maxValue+1
+	sum(1, 5*ms, Failed, maxValue-10)
 	add(5*ms, RT, math.MaxInt64, true) // a single value is clamped first
 	add(5*ms, RT, -1, true)
-	sum(1, 5*ms, RT, MaxValue-1)
-	add(math.MaxInt64, Allowed, 3, true) // clamped to MaxTime
-	add(MaxTime+1, Allowed, 4, true)     //
-	sum(1, MaxTime, Allowed, 7)          //
-	add(MaxTime-3*ms, Allowed, 1, false) // 3 buckets earlier: same slot, replaced
+	sum(1, 5*ms, RT, maxValue-1)
+	add(math.MaxInt64, Allowed, 3, true) // clamped to maxTime
+	add(maxTime+1, Allowed, 4, true)     //
+	sum(1, maxTime, Allowed, 7)          //
+	add(maxTime-3*ms, Allowed, 1, false) // 3 buckets earlier: same slot, replaced
 	late(3)
-	sum(3, math.MinInt64, Allowed, 0) // clamped to -MaxTime: nothing there
+	sum(3, math.MinInt64, Allowed, 0) // clamped to -maxTime: nothing there
 }
 
 // TestRollingWindowReduceAgreesWithWorkedExample pins ReduceAt on values
@@ -985,22 +985,22 @@ func TestRollingWindowReduceAgreesWithWorkedExample(t *testing.T) {
 
 // TestMinAndMaxEventsAtTheValueLimitsStillReadAsRecorded: MinRT keeps the
 // smallest value recorded and MaxConcurrency the largest, and only a view with
-// nothing recorded reads 0. An empty min word holds MaxValue and an empty max
-// word MinValue, so a value at (or clamped to) those limits must not be
+// nothing recorded reads 0. An empty min word holds maxValue and an empty max
+// word minValue, so a value at (or clamped to) those limits must not be
 // stored as is: it would read as "nothing recorded", 0. Such values are
-// clamped to lie strictly between MinValue and MaxValue.
+// clamped to lie strictly between minValue and maxValue.
 func TestMinAndMaxEventsAtTheValueLimitsStillReadAsRecorded(t *testing.T) {
 	for _, tc := range []struct {
 		e    Event
 		v    int64
 		want int64
 	}{
-		{MinRT, MaxValue, MaxValue - 1},
-		{MinRT, 1 << 62, MaxValue - 1},
-		{MinRT, MinValue, MinValue + 1},
-		{MaxConcurrency, MinValue, MinValue + 1},
-		{MaxConcurrency, math.MinInt64, MinValue + 1},
-		{MaxConcurrency, math.MaxInt64, MaxValue - 1},
+		{MinRT, maxValue, maxValue - 1},
+		{MinRT, 1 << 62, maxValue - 1},
+		{MinRT, minValue, minValue + 1},
+		{MaxConcurrency, minValue, minValue + 1},
+		{MaxConcurrency, math.MinInt64, minValue + 1},
+		{MaxConcurrency, math.MaxInt64, maxValue - 1},
 	} {
 		c, _ := NewCounter(2, 2*time.Second)
 		if !c.AddAt(0, tc.e, tc.v) {
@@ -1021,7 +1021,7 @@ func TestMinAndMaxEventsAtTheValueLimitsStillReadAsRecorded(t *testing.T) {
 // TestZeroViewReadsZeroEverywhere: the zero View is usable and reads 0.
 func TestZeroViewReadsZeroEverywhere(t *testing.T) {
 	var v View
-	for _, now := range []int64{0, 5, -MaxTime, math.MaxInt64} {
+	for _, now := range []int64{0, 5, -maxTime, math.MaxInt64} {
 		for e := Event(0); e <= numEvents; e++ {
 			if v.Sum(e) != 0 || v.SumAt(now, e) != 0 || v.Rate(e) != 0 || v.RateAt(now, e) != 0 ||
 				v.MaxBucket(e) != 0 || v.MaxBucketAt(now, e) != 0 {

@@ -33,7 +33,7 @@ type ConfigError struct {
 	//   - "events": the events given to WithEvents, a []Event.
 	//
 	// "interval" is also the option when the interval does not divide
-	// into the buckets, or into buckets of at least MinWidth. "events" is
+	// into the buckets, or into buckets of at least 1 µs. "events" is
 	// also the option when WithEvents is given to a type it does not apply
 	// to.
 	Option string

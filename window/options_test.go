@@ -97,7 +97,7 @@ func TestConfigErrorsNameTheOptionAndItsValue(t *testing.T) {
 		value  any
 	}{
 		{"NewCounter(0, 1s)", errOf(NewCounter(0, time.Second)), "buckets", 0},
-		{"NewHistogram(65537, 1h)", errOf(NewHistogram(MaxBuckets+1, time.Hour)), "buckets", MaxBuckets + 1},
+		{"NewHistogram(65537, 1h)", errOf(NewHistogram(maxBuckets+1, time.Hour)), "buckets", maxBuckets + 1},
 		{"NewRollingWindow(-1, 1s)", errOf(NewRollingWindow(-1, time.Second)), "buckets", -1},
 		{"NewCounter(10, 0)", errOf(NewCounter(10, 0)), "interval", time.Duration(0)},
 		{"NewRollingWindow(3, 1s)", errOf(NewRollingWindow(3, time.Second)), "interval", time.Second},

@@ -10,17 +10,16 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// MaxBuckets is the largest number of buckets a ring may have.
-const MaxBuckets = timegrid.MaxBuckets
-
-// MinWidth is the narrowest bucket a ring may have.
-const MinWidth = timegrid.MinWidth
-
-// MaxTime bounds the times the package accepts. Times are clamped to
-// [-MaxTime, MaxTime] nanoseconds, about 36 years either side of the
-// clock's origin, so that no bucket index overflows. [clock.System] starts
-// near zero when the process starts.
-const MaxTime = timegrid.MaxTime
+// The bounds of a ring: at most 65,536 buckets (maxBuckets), each at least
+// 1 µs wide (minWidth). Times are clamped to [-maxTime, maxTime]
+// nanoseconds, 2^60 ns or about 36 years either side of the clock's
+// origin, so that no bucket index overflows. clock.System starts near zero
+// when the process starts.
+const (
+	maxBuckets = timegrid.MaxBuckets
+	minWidth   = timegrid.MinWidth
+	maxTime    = timegrid.MaxTime
+)
 
 // A ring is the LeapArray: n slots reused in turn by time-aligned buckets of
 // width w. Every bucket type (counter, rolling window, histogram) is a layout
@@ -119,7 +118,7 @@ func (r *ring) add(t int64, i int, v int64) bool {
 // stripe ws. It is write's fast path: when the slot already holds the bucket
 // and the sum does not saturate, it is two loads and one CAS.
 func (r *ring) addIn(ws []atomic.Uint64, b uint64, s, i int, v int64) bool {
-	if ws[s].Load() == b<<1 && v >= MinValue && v <= MaxValue {
+	if ws[s].Load() == b<<1 && v >= minValue && v <= maxValue {
 		w := &ws[s+1+i]
 		old := w.Load()
 		// With the bias (see word.go), the sum is an add on the whole word;

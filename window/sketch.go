@@ -127,8 +127,8 @@ const sketchTotal = 2 * sketchSub
 
 // NewSketch returns a Sketch over interval, kept in two halves. The
 // interval must divide into two halves of whole nanoseconds, each at least
-// [MinWidth]. The only [Option] is [WithClock]. A bad argument or Option is
-// a [*ConfigError].
+// 1 µs. The only [Option] is [WithClock]. A bad argument or Option is a
+// [*ConfigError].
 func NewSketch(interval time.Duration, opts ...Option) (*Sketch, error) {
 	width, err := splitInterval(2, interval)
 	if err != nil {
@@ -210,7 +210,7 @@ func (k *Sketch) count(st *sketchStripe, b uint64, word *atomic.Uint64) bool {
 			old := word.Load()
 			switch {
 			case belongs(old, b):
-				if value(old) >= MaxValue || word.CompareAndSwap(old, old+1) {
+				if value(old) >= maxValue || word.CompareAndSwap(old, old+1) {
 					return true // saturated, or counted
 				}
 				k.contended()
@@ -322,7 +322,7 @@ type sketchCounts struct {
 // merge adds up the halves of the buckets holding now and the one before it
 // into c.
 func (k *Sketch) merge(now int64, c *sketchCounts) {
-	c.max = MinValue
+	c.max = minValue
 	b := k.grid.Index(now)
 	if m := k.more.Stripes(); m != nil {
 		for _, st := range m {
@@ -342,7 +342,7 @@ func (k *Sketch) merge(now int64, c *sketchCounts) {
 		c.total += c.over
 		top = int64(SketchRange)
 	}
-	if c.max == MinValue {
+	if c.max == minValue {
 		// Nothing recorded; or a latency counted in a half whose maximum its
 		// writer has not yet raised, which the highest bin stands for.
 		c.max = top

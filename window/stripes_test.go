@@ -77,7 +77,7 @@ func TestStripedCounterMatchesUnstriped(t *testing.T) {
 			latest += rng.Int64N(3 * w) // sometimes past a whole ring
 		}
 		at := latest - rng.Int64N((n-1)*w) // within the n buckets ending with latest's
-		e, v := Event(rng.IntN(NumEvents)), rng.Int64N(1000)-100
+		e, v := Event(rng.IntN(eventCount)), rng.Int64N(1000)-100
 		if a, b := striped.AddAt(at, e, v), plain.AddAt(at, e, v); a != b {
 			t.Fatalf("step %d: AddAt reported %v striped, %v plain", i, a, b)
 		}

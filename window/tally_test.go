@@ -39,7 +39,7 @@ func TestTallyMatchesACounterReadingTheWholeRing(t *testing.T) {
 			case 2, 3:
 				now += int64(src.IntN(int(width)))
 			default:
-				tl.AddAt(now, Event(src.IntN(NumEvents)), 1+src.Int64N(100))
+				tl.AddAt(now, Event(src.IntN(eventCount)), 1+src.Int64N(100))
 			}
 			if got, want := tl.SumsAt(now), tl.Counter().SumsAt(now); got != want {
 				t.Fatalf("%d buckets, step %d, t=%d: totals %v, ring %v", buckets, step, now, got, want)
