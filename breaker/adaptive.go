@@ -83,7 +83,7 @@ func (p BlockPolicy) String() string {
 // Whether to block is drawn from the source of [WithRandom]. While the window
 // holds no failure (nor, under [CountBlocks], a block), [Adaptive.Allow]
 // reads neither the window nor the source. The ratio is read in constant
-// time (see [window.Tally]).
+// time (see [window.CachedSums]).
 //
 // An Adaptive breaker is safe for concurrent use. Allowing and settling a
 // request allocate nothing. Its [State] is [Open] while the block ratio is
@@ -91,7 +91,7 @@ func (p BlockPolicy) String() string {
 type Adaptive struct {
 	calls
 	policy
-	t           *window.Tally
+	t           *window.Counter
 	clock       clock.Clock
 	interval    int64
 	k           float64
@@ -138,7 +138,7 @@ func NewAdaptive(opts ...Option) (*Adaptive, error) {
 	if s.blockPolicy > IgnoreBlocks {
 		return nil, fmt.Errorf("%w: block policy = %d: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks", ErrInvalidConfig, s.blockPolicy)
 	}
-	t, err := window.NewTally(s.buckets, s.interval, window.WithClock(s.clock), window.WithEvents(window.Succeeded, window.Failed, window.Blocked))
+	t, err := window.NewCounter(s.buckets, s.interval, window.WithClock(s.clock), window.WithEvents(window.Succeeded, window.Failed, window.Blocked), window.CachedSums())
 	if err != nil {
 		return nil, fmt.Errorf("%w: window: %w", ErrInvalidConfig, err)
 	}

@@ -246,7 +246,7 @@ func BenchmarkCounterSumAt(b *testing.B) {
 // BenchmarkBreakerSumsAt reads what a breaker reads on every request: the
 // sums of its events over the whole interval of 10 buckets.
 func BenchmarkBreakerSumsAt(b *testing.B) {
-	t, _ := NewTally(10, 10*time.Second, WithEvents(Succeeded, Failed, Blocked, Slow))
+	t, _ := NewCounter(10, 10*time.Second, WithEvents(Succeeded, Failed, Blocked, Slow), CachedSums())
 	now := int64(time.Hour)
 	for i := range int64(10) {
 		t.AddAt(now-i*int64(time.Second), Failed, 1)

@@ -34,10 +34,11 @@ import (
 //
 // The zero Counter is not usable. Make one with [NewCounter].
 type Counter struct {
-	r    *ring
-	word [numEvents]int8 // l.word, kept here: one load fewer on every add
-	l    *layout
-	all  View
+	r     *ring
+	word  [numEvents]int8 // l.word, kept here: one load fewer on every add
+	l     *layout
+	all   View
+	cache *sumsCache // nil unless made CachedSums
 }
 
 // A layout maps the events a Counter records to its data words.
@@ -90,6 +91,9 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 		c.r.tot = &totals{retired: make([]atomic.Int64, len(l.kinds))}
 	}
 	c.all = View{r: c.r, l: l, k: int64(buckets)}
+	if o.cached {
+		c.cache = new(sumsCache)
+	}
 	return c, nil
 }
 
@@ -144,17 +148,32 @@ func (c *Counter) AddAt(now int64, e Event, v int64) bool {
 
 // Sum returns event e over the whole interval at the current time. See
 // [View.Sum].
-func (c *Counter) Sum(e Event) int64 { return c.all.Sum(e) }
+func (c *Counter) Sum(e Event) int64 { return c.SumAt(c.r.clock.Now(), e) }
 
 // SumAt returns event e over the whole interval at time now. See
-// [View.SumAt].
-func (c *Counter) SumAt(now int64, e Event) int64 { return c.all.SumAt(now, e) }
+// [View.SumAt]. With [CachedSums] it costs constant time.
+func (c *Counter) SumAt(now int64, e Event) int64 {
+	if c.cache != nil && e < numEvents {
+		return c.cache.sumsAt(c, now)[e]
+	}
+	return c.all.SumAt(now, e)
+}
 
 // Sums returns every event over the whole interval at the current time.
-func (c *Counter) Sums() Sums { return c.all.Sums() }
+func (c *Counter) Sums() Sums { return c.SumsAt(c.r.clock.Now()) }
 
-// SumsAt returns every event over the whole interval at time now.
-func (c *Counter) SumsAt(now int64) Sums { return c.all.SumsAt(now) }
+// SumsAt returns every event over the whole interval at time now. With
+// [CachedSums] it costs constant time.
+func (c *Counter) SumsAt(now int64) Sums {
+	if c.cache != nil {
+		return c.cache.sumsAt(c, now)
+	}
+	return c.all.SumsAt(now)
+}
+
+// ringSumsAt returns every event over the whole interval at time now, read
+// from the ring.
+func (c *Counter) ringSumsAt(now int64) Sums { return c.all.SumsAt(now) }
 
 // All returns the view of the whole interval.
 func (c *Counter) All() View { return c.all }

@@ -8,8 +8,8 @@
 // now. These types are built on the ring:
 //
 //   - [Counter] counts events ([Allowed], [Blocked], [RT], ...) per bucket.
+//     With [CachedSums] its whole interval reads in constant time.
 //   - [View] reads the last part of a Counter's interval.
-//   - [Tally] is a Counter whose whole interval reads in constant time.
 //   - [RollingWindow] is go-zero's rolling window of sums and counts.
 //   - [Histogram] keeps one log-linear latency histogram per bucket.
 //   - [Sketch] keeps latencies in two halves of an interval.

@@ -30,6 +30,7 @@ type ConfigError struct {
 	//   - "compact": Compact, given to a type it does not apply to (true).
 	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise (true).
 	//   - "totals": WithTotals, given to a type it does not apply to (true).
+	//   - "cached_sums": CachedSums, likewise (true).
 	//   - "events": the events given to WithEvents, a []Event.
 	//
 	// "interval" is also the option when the interval does not divide
@@ -59,11 +60,12 @@ type options struct {
 	compact       bool
 	events        *layout // nil: every event
 	totals        bool
+	cached        bool
 	bad           *ConfigError // the first option found bad as it was applied
 }
 
-// An Option customises a [Counter], [Tally], [Histogram], [RollingWindow]
-// or [Sketch]. An Option that does not apply to the type being made is an
+// An Option customises a [Counter], [Histogram], [RollingWindow] or
+// [Sketch]. An Option that does not apply to the type being made is an
 // error, not ignored. A nil Option is no option.
 type Option func(*options)
 
@@ -79,7 +81,7 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
-// WithEvents makes a [Counter] or a [Tally] record only the events given.
+// WithEvents makes a [Counter] record only the events given.
 // The others are not recorded ([Counter.AddAt] reports false) and read 0.
 // Each event recorded costs 8 bytes per bucket. So a Counter that needs few
 // events, such as one per resource or per breaker, takes a fraction of the
@@ -144,9 +146,11 @@ func buildOptions(opts []Option, forType string) (options, error) {
 	case o.compact && forType != forHistogram:
 		return o, &ConfigError{Option: "compact", Value: true, Detail: "applies to a Histogram, not to " + forType}
 	case o.totals && forType != forCounter:
-		return o, &ConfigError{Option: "totals", Value: true, Detail: "applies to a Counter or a Tally, not to " + forType}
+		return o, &ConfigError{Option: "totals", Value: true, Detail: "applies to a Counter, not to " + forType}
+	case o.cached && forType != forCounter:
+		return o, &ConfigError{Option: "cached_sums", Value: true, Detail: "applies to a Counter, not to " + forType}
 	case o.events != nil && forType != forCounter:
-		return o, &ConfigError{Option: "events", Value: o.events.events, Detail: "applies to a Counter or a Tally, not to " + forType}
+		return o, &ConfigError{Option: "events", Value: o.events.events, Detail: "applies to a Counter, not to " + forType}
 	case o.ignoreCurrent && forType != forRollingWindow:
 		return o, &ConfigError{Option: "ignore_current_bucket", Value: true, Detail: "applies to a RollingWindow, not to " + forType}
 	}

@@ -202,14 +202,14 @@ func TestStripedStaleWritersNeverLeakIntoALaterBucket(t *testing.T) {
 	}
 }
 
-// TestStripedTallyAndHistogramReadEveryStripe checks the other readers of
-// a striped ring: a Tally's constant-time totals and a Histogram's
+// TestStripedCachedSumsAndHistogramReadEveryStripe checks the other readers
+// of a striped ring: a Counter's cached sums and a Histogram's
 // quantiles combine every stripe.
-func TestStripedTallyAndHistogramReadEveryStripe(t *testing.T) {
+func TestStripedCachedSumsAndHistogramReadEveryStripe(t *testing.T) {
 	spreadWrites(t)
 	clk := clock.NewManual(0)
-	tl, _ := NewTally(10, 10*time.Second, WithClock(clk))
-	tl.c.r.contended()
+	tl, _ := NewCounter(10, 10*time.Second, WithClock(clk), CachedSums())
+	tl.r.contended()
 	h, _ := NewHistogram(4, 4*time.Second, WithClock(clk))
 	h.r.contended()
 	plain, _ := NewHistogram(4, 4*time.Second, WithClock(clk))
@@ -223,7 +223,7 @@ func TestStripedTallyAndHistogramReadEveryStripe(t *testing.T) {
 		plain.Record(d)
 		if i%100 == 0 {
 			if got := tl.Sums(); got[Succeeded] != want[Succeeded] {
-				t.Fatalf("step %d: Tally reads %d successes, %d added", i, got[Succeeded], want[Succeeded])
+				t.Fatalf("step %d: cached sums read %d successes, %d added", i, got[Succeeded], want[Succeeded])
 			}
 		}
 		if i%1000 == 999 {
@@ -231,7 +231,7 @@ func TestStripedTallyAndHistogramReadEveryStripe(t *testing.T) {
 		}
 	}
 	if got := tl.Sums(); got[Succeeded] != want[Succeeded] {
-		t.Fatalf("Tally reads %d successes, %d added", got[Succeeded], want[Succeeded])
+		t.Fatalf("cached sums read %d successes, %d added", got[Succeeded], want[Succeeded])
 	}
 	if a, b := h.Summary(), plain.Summary(); a != b {
 		t.Fatalf("striped histogram %+v, plain %+v", a, b)

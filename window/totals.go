@@ -32,8 +32,7 @@ type totals struct {
 }
 
 // WithTotals makes a [Counter] keep the total of each summed event since it
-// was made (see [Counter.Totals]). It applies to a Counter or a [Tally]
-// only.
+// was made (see [Counter.Totals]). It applies to a Counter only.
 func WithTotals() Option {
 	return func(o *options) { o.totals = true }
 }
