@@ -25,9 +25,9 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		"Counter.Sum":       func() { sink += ctr.Sum(Allowed) },
 		"View.SumAt":        func() { sink += view.SumAt(c.Now(), Allowed) },
 		"View.SumsAt":       func() { sink += view.SumsAt(c.Now())[Allowed] },
-		"View.RateAt":       func() { sink += int64(view.RateAt(c.Now(), Allowed)) },
+		"View.RateAt":       func() { sink += int64(view.rateAt(c.Now(), Allowed)) },
 		"View.MaxBucketAt":  func() { sink += view.MaxBucketAt(c.Now(), Allowed) },
-		"View.AvgRTAt":      func() { sink += int64(view.AvgRTAt(c.Now())) },
+		"View.AvgRTAt":      func() { sink += int64(view.avgRTAt(c.Now())) },
 		"RollingWindow.Add": func() { rw.Add(3) },
 		"RollingWindow.Reduce": func() {
 			rw.Reduce(func(b Bucket) { sink += b.Sum })

@@ -86,7 +86,7 @@ func BenchmarkCounterAddAtParallel(b *testing.B) {
 
 // filledView returns a 1 s view of a 10 s counter of 100 buckets, every
 // bucket written, and the time to read it at.
-func filledView(b *testing.B) (View, int64) {
+func filledView(b *testing.B) (*Counter, int64) {
 	c, _ := NewCounter(100, 10*time.Second)
 	now := clock.System.Now()
 	for i := int64(0); i < 100; i++ {

@@ -8,15 +8,16 @@
 // now. These types are built on the ring:
 //
 //   - [Counter] counts events ([Allowed], [Blocked], [RT], ...) per bucket.
-//     With [CachedSums] its whole interval reads in constant time.
-//   - [View] reads the last part of a Counter's interval.
+//     [Counter.View] reads the last part of its interval. With [CachedSums]
+//     the whole interval reads in constant time.
 //   - [RollingWindow] is go-zero's rolling window of sums and counts.
 //   - [Histogram] keeps one log-linear latency histogram per bucket.
 //   - [Sketch] keeps latencies in two halves of an interval.
 //
-// A Histogram answers quantiles within 0.79% over any view. With [Compact]
-// it answers within 3.2%, in a fifth of the memory. A Sketch answers
-// quantiles within 4.43%, and the exact maximum. It also counts every
+// A Histogram answers quantiles within 0.79%, over its interval or any
+// view of it ([Histogram.View]). With [Compact] it answers within 3.2%, in
+// a fifth of the memory. A Sketch answers quantiles within 4.43%, and the
+// exact maximum. It also counts every
 // latency by bin since it was made ([Sketch.TotalsInto]), for histograms
 // that add up across processes. It takes a few hundred bytes, which grow
 // with the powers of two its latencies reach. So a Sketch suits one per

@@ -87,8 +87,8 @@ func (l *histLayout) mid(i int) int64 {
 
 // A Histogram records latencies in a ring of time-aligned buckets, one
 // log-linear histogram per bucket. It answers quantiles (P50, P99, ...) and
-// the maximum over the whole interval, or over a [HistogramView] of its
-// last part. Quantiles are within 0.79% of the true value from 1 µs to
+// the maximum over the whole interval. [Histogram.View] returns a Histogram
+// that reads its last part. Quantiles are within 0.79% of the true value from 1 µs to
 // 2^39 ns, over nine minutes. The maximum is exact up to the same bound.
 //
 // Each bucket takes 15,896 bytes of memory, about 16 KiB. With [Compact] it
@@ -99,9 +99,9 @@ func (l *histLayout) mid(i int) int64 {
 //
 // The zero Histogram is not usable. Make one with [NewHistogram].
 type Histogram struct {
-	r   *ring
-	l   *histLayout
-	all HistogramView
+	r *ring
+	l *histLayout
+	k int64 // the buckets read: the ring's n, or fewer for a view
 }
 
 // NewHistogram returns a Histogram over interval divided into buckets
@@ -121,9 +121,7 @@ func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogr
 	if o.compact {
 		l = compactBins
 	}
-	h := &Histogram{r: newRing(buckets, width, l.kinds, o.clock), l: l}
-	h.all = HistogramView{r: h.r, l: l, k: int64(buckets)}
-	return h, nil
+	return &Histogram{r: newRing(buckets, width, l.kinds, o.clock), l: l, k: int64(buckets)}, nil
 }
 
 // Compact makes a [Histogram] count latencies in coarser bins. Its
@@ -151,36 +149,27 @@ func (h *Histogram) RecordAt(now int64, d time.Duration) bool {
 	return r.writeSlot(ws, b, s, h.l.max, kindMax.clamp(max(int64(d), 0)))
 }
 
-// View returns a view of the last d of the interval. d must be a positive
-// multiple of the bucket width and at most the interval; otherwise the
-// error is a [*ConfigError].
-func (h *Histogram) View(d time.Duration) (HistogramView, error) {
-	k, err := h.r.viewBuckets(d)
-	if err != nil {
-		return HistogramView{}, err
+// View returns a Histogram that reads the last d of h's interval: a view.
+// It shares h's buckets, so it reads what h records, and what it records
+// goes to h. d must be a positive multiple of the bucket width, at most h's
+// interval. Otherwise the error is a [*ConfigError]. The view of the whole
+// interval is h itself.
+func (h *Histogram) View(d time.Duration) (*Histogram, error) {
+	k, err := h.r.viewBuckets(d, h.k)
+	switch {
+	case err != nil:
+		return nil, err
+	case k == h.k:
+		return h, nil
 	}
-	return HistogramView{r: h.r, l: h.l, k: k}, nil
+	return &Histogram{r: h.r, l: h.l, k: k}, nil
 }
-
-// Summary returns the count, maximum and main quantiles over the whole
-// interval at the current time.
-func (h *Histogram) Summary() Summary { return h.all.Summary() }
-
-// SummaryAt returns the count, maximum and main quantiles over the whole
-// interval at time now.
-func (h *Histogram) SummaryAt(now int64) Summary { return h.all.SummaryAt(now) }
-
-// Quantile returns the q-quantile over the whole interval at the current time.
-func (h *Histogram) Quantile(q float64) time.Duration { return h.all.Quantile(q) }
-
-// QuantileAt returns the q-quantile over the whole interval at time now.
-func (h *Histogram) QuantileAt(now int64, q float64) time.Duration { return h.all.QuantileAt(now, q) }
 
 // Late returns how many latencies were dropped because their bucket had
 // already been replaced by a later one.
 func (h *Histogram) Late() int64 { return h.r.late.Load() }
 
-// A Summary describes the latencies recorded over a view.
+// A Summary describes the latencies a [Histogram] or a [Sketch] holds.
 type Summary struct {
 	Count int64         // latencies recorded
 	Max   time.Duration // the longest latency, exact
@@ -188,14 +177,6 @@ type Summary struct {
 	P90   time.Duration
 	P99   time.Duration
 	P999  time.Duration
-}
-
-// A HistogramView reads the last few buckets of a [Histogram], as a [View]
-// does for a [Counter]. The zero HistogramView reads as empty.
-type HistogramView struct {
-	r *ring
-	l *histLayout
-	k int64
 }
 
 // histCounts is one view's latencies merged into one histogram.
@@ -206,16 +187,16 @@ type histCounts struct {
 	max   int64
 }
 
-// merge adds up the view's buckets at time now into c, reading every word
+// merge adds up the histogram's buckets at time now into c, reading every word
 // once, so that the quantiles computed from c agree with each other even while
 // latencies are being recorded.
-func (v HistogramView) merge(now int64, c *histCounts) {
-	r, l := v.r, v.l
+func (h *Histogram) merge(now int64, c *histCounts) {
+	r, l, k := h.r, h.l, h.k
 	c.l, c.max = l, minValue
 	bins := c.bins[:l.bins]
-	first := r.first(now, v.k)
+	first := r.first(now, k)
 	for _, ws := range r.stripes() {
-		for b := first; b-first < uint64(v.k); b++ {
+		for b := first; b-first < uint64(k); b++ {
 			s := r.slotOf(b)
 			if ws[s].Load() == b<<1 {
 				data := ws[s+1 : s+1+len(l.kinds)]
@@ -258,35 +239,15 @@ func (c *histCounts) quantile(q float64) time.Duration {
 	return time.Duration(c.max)
 }
 
-// now reads the view's clock; the zero HistogramView reads 0, and its ...At
-// methods return zeros.
-func (v HistogramView) now() int64 {
-	if v.r == nil {
-		return 0
-	}
-	return v.r.clock.Now()
-}
+// Summary returns the count, maximum and main quantiles over the whole
+// interval at the current time.
+func (h *Histogram) Summary() Summary { return h.SummaryAt(h.r.clock.Now()) }
 
-// Duration returns the length of the view.
-func (v HistogramView) Duration() time.Duration {
-	if v.r == nil {
-		return 0
-	}
-	return time.Duration(v.k * v.r.width)
-}
-
-// Summary returns the count, maximum and main quantiles over the view at the
-// current time.
-func (v HistogramView) Summary() Summary { return v.SummaryAt(v.now()) }
-
-// SummaryAt returns the count, maximum and main quantiles over the view at
-// time now, all computed from one consistent read.
-func (v HistogramView) SummaryAt(now int64) Summary {
-	if v.r == nil {
-		return Summary{}
-	}
+// SummaryAt returns the count, maximum and main quantiles over the whole
+// interval at time now, all computed from one consistent read.
+func (h *Histogram) SummaryAt(now int64) Summary {
 	var c histCounts
-	v.merge(now, &c)
+	h.merge(now, &c)
 	return summarize(c.total, c.max, c.quantile)
 }
 
@@ -312,18 +273,17 @@ func rankOf(q float64, total int64) int64 {
 	return max(int64(math.Ceil(min(q, 1)*float64(total))), 1)
 }
 
-// Quantile returns the q-quantile over the view at the current time.
-func (v HistogramView) Quantile(q float64) time.Duration { return v.QuantileAt(v.now(), q) }
+// Quantile returns the q-quantile over the whole interval at the current
+// time.
+func (h *Histogram) Quantile(q float64) time.Duration { return h.QuantileAt(h.r.clock.Now(), q) }
 
-// QuantileAt returns the q-quantile over the view at time now, by nearest
-// rank. That is the latency at or below which a fraction q of the recorded
-// latencies lie. It is within 0.79% of the true value, or 3.2% with
-// [Compact]. q is clamped to [0, 1]. An empty view returns 0.
-func (v HistogramView) QuantileAt(now int64, q float64) time.Duration {
-	if v.r == nil {
-		return 0
-	}
+// QuantileAt returns the q-quantile over the whole interval at time now, by
+// nearest rank. That is the latency at or below which a fraction q of the
+// recorded latencies lie. It is within 0.79% of the true value, or 3.2%
+// with [Compact]. q is clamped to [0, 1]. With nothing recorded it returns
+// 0.
+func (h *Histogram) QuantileAt(now int64, q float64) time.Duration {
 	var c histCounts
-	v.merge(now, &c)
+	h.merge(now, &c)
 	return c.quantile(q)
 }

@@ -536,7 +536,7 @@ func (h *modelRun) checkIndex(m *refSlots, t int64) {
 type modelCounterHarness struct {
 	modelRun
 	c     *Counter
-	views []View // views[k-1] reads k buckets
+	views []*Counter // views[k-1] reads k buckets
 	m     refCounter
 }
 
@@ -549,13 +549,13 @@ func newModelCounterHarness(t testing.TB, label string, n int, w int64, start in
 	}
 	h.c, h.r = c, c.r
 	h.m = refCounter{refSlots: newRefSlots(t, c.r)}
-	if c.Width() != time.Duration(w) || c.Interval() != time.Duration(int64(n)*w) {
-		t.Fatalf("Width, Interval = %v, %v; want %v, %v", c.Width(), c.Interval(), time.Duration(w), time.Duration(int64(n)*w))
+	if c.width() != time.Duration(w) || c.duration() != time.Duration(int64(n)*w) {
+		t.Fatalf("Width, Interval = %v, %v; want %v, %v", c.width(), c.duration(), time.Duration(w), time.Duration(int64(n)*w))
 	}
 	for k := 1; k <= n; k++ {
 		v, err := c.View(time.Duration(int64(k) * w))
-		if err != nil || v.Duration() != time.Duration(int64(k)*w) {
-			t.Fatalf("View(%v) = %v, %v", time.Duration(int64(k)*w), v.Duration(), err)
+		if err != nil || v.duration() != time.Duration(int64(k)*w) {
+			t.Fatalf("View(%v) = %v, %v", time.Duration(int64(k)*w), v.duration(), err)
 		}
 		h.views = append(h.views, v)
 	}
@@ -647,12 +647,12 @@ func (h *modelCounterHarness) checkReads(snap map[int64]refBucketVals, now int64
 	if want[Succeeded] != 0 {
 		wantAvg = float64(want[RT]) / float64(want[Succeeded])
 	}
-	if got := v.AvgRTAt(now); got != wantAvg {
+	if got := v.avgRTAt(now); got != wantAvg {
 		h.fail("view of %d buckets: AvgRTAt(%d) = %g, want %g", k, now, got, wantAvg)
 	}
 	e := Event(h.step % eventCount)
 	wantRate := float64(want[e]) / time.Duration(k64*h.m.w).Seconds()
-	if got := v.RateAt(now, e); got != wantRate {
+	if got := v.rateAt(now, e); got != wantRate {
 		h.fail("view of %d buckets: RateAt(%d, %v) = %g, want %g", k, now, e, got, wantRate)
 	}
 	if got := v.SumAt(now, numEvents+Event(h.step%3)); got != 0 {
@@ -670,7 +670,7 @@ func (h *modelCounterHarness) checkReads(snap map[int64]refBucketVals, now int64
 		if h.step%2 == 0 {
 			got = h.c.SumsAt(now)
 		} else {
-			got = h.c.All().SumsAt(now)
+			got = h.c.SumsAt(now)
 		}
 		if got != want {
 			h.fail("Counter.SumsAt(%d) (or All().SumsAt) = %v, want %v", now, got, want)
@@ -689,7 +689,7 @@ func (h *modelCounterHarness) checkReads(snap map[int64]refBucketVals, now int64
 			h.fail("view of %d buckets: MaxBucket(%v) = %d, want %d", k, e, got, want)
 		}
 	case 2:
-		if got := v.Rate(e); got != wantRate {
+		if got := v.rate(e); got != wantRate {
 			h.fail("view of %d buckets: Rate(%v) = %g, want %g", k, e, got, wantRate)
 		}
 	case 3:
@@ -697,7 +697,7 @@ func (h *modelCounterHarness) checkReads(snap map[int64]refBucketVals, now int64
 			h.fail("view of %d buckets: Sums() = %v, want %v", k, got, want)
 		}
 	case 4:
-		if got := v.AvgRT(); got != wantAvg {
+		if got := v.avgRT(); got != wantAvg {
 			h.fail("view of %d buckets: AvgRT() = %g, want %g", k, got, wantAvg)
 		}
 	case 5:
@@ -880,7 +880,7 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	}
 	sum := func(k, now int64, e Event, want int64) {
 		t.Helper()
-		v := View{r: c.r, l: c.l, k: k}
+		v := &Counter{r: c.r, word: c.word, l: c.l, k: k}
 		if got := v.SumAt(now, e); got != want {
 			t.Fatalf("Counter: view of %d buckets: SumAt(%d, %v) = %d, want %d", k, now, e, got, want)
 		}
@@ -890,7 +890,7 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	}
 	maxBucket := func(k, now int64, e Event, want int64) {
 		t.Helper()
-		v := View{r: c.r, l: c.l, k: k}
+		v := &Counter{r: c.r, word: c.word, l: c.l, k: k}
 		if got := v.MaxBucketAt(now, e); got != want {
 			t.Fatalf("Counter: view of %d buckets: MaxBucketAt(%d, %v) = %d, want %d", k, now, e, got, want)
 		}
@@ -1012,24 +1012,8 @@ func TestMinAndMaxEventsAtTheValueLimitsStillReadAsRecorded(t *testing.T) {
 		if got := c.SumsAt(0)[tc.e]; got != tc.want {
 			t.Errorf("after AddAt(0, %v, %d): SumsAt(0)[%v] = %d, want %d", tc.e, tc.v, tc.e, got, tc.want)
 		}
-		if got, want := c.All().MaxBucketAt(0, tc.e), max(tc.want, 0); got != want {
+		if got, want := c.MaxBucketAt(0, tc.e), max(tc.want, 0); got != want {
 			t.Errorf("after AddAt(0, %v, %d): MaxBucketAt(0, %v) = %d, want %d", tc.e, tc.v, tc.e, got, want)
-		}
-	}
-}
-
-// TestZeroViewReadsZeroEverywhere: the zero View is usable and reads 0.
-func TestZeroViewReadsZeroEverywhere(t *testing.T) {
-	var v View
-	for _, now := range []int64{0, 5, -maxTime, math.MaxInt64} {
-		for e := Event(0); e <= numEvents; e++ {
-			if v.Sum(e) != 0 || v.SumAt(now, e) != 0 || v.Rate(e) != 0 || v.RateAt(now, e) != 0 ||
-				v.MaxBucket(e) != 0 || v.MaxBucketAt(now, e) != 0 {
-				t.Fatalf("the zero View reads non-zero for %v at %d", e, now)
-			}
-		}
-		if v.Duration() != 0 || v.Sums() != (Sums{}) || v.SumsAt(now) != (Sums{}) || v.AvgRT() != 0 || v.AvgRTAt(now) != 0 {
-			t.Fatalf("the zero View reads non-zero at %d", now)
 		}
 	}
 }

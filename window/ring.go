@@ -272,12 +272,12 @@ func (r *ring) sum(t int64, i int, k int64) int64 {
 }
 
 // viewBuckets returns how many buckets a view of the last d covers, or an
-// error if d is not a positive multiple of the width within the interval.
-func (r *ring) viewBuckets(d time.Duration) (int64, error) {
+// error if d is not a positive multiple of the width within n buckets.
+func (r *ring) viewBuckets(d time.Duration, n int64) (int64, error) {
 	w := time.Duration(r.width)
-	if d <= 0 || d%w != 0 || int64(d/w) > r.n {
+	if d <= 0 || d%w != 0 || int64(d/w) > n {
 		return 0, &ConfigError{Option: "view", Value: d,
-			Detail: fmt.Sprintf("must be a positive multiple of the bucket width %v, at most the interval %v", w, w*time.Duration(r.n))}
+			Detail: fmt.Sprintf("must be a positive multiple of the bucket width %v, at most the interval %v", w, w*time.Duration(n))}
 	}
 	return int64(d / w), nil
 }
