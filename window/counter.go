@@ -25,8 +25,8 @@ import (
 // The ...At methods take the time explicitly, in nanoseconds on the
 // Counter's clock. A value for a time whose bucket the ring still holds is
 // recorded there, even if later times have been seen. A value for a time
-// whose slot a later bucket has since reused is dropped, and counted by
-// [Counter.Late]. No read at a later time could see it. A time far ahead
+// whose slot a later bucket has since reused is dropped: AddAt reports
+// false. No read at a later time could see it. A time far ahead
 // of the others leaves every older bucket outside what reads at that time
 // see. That is the same as clearing them.
 //
@@ -131,7 +131,7 @@ func (c *Counter) sumWord(e Event) int {
 // AddAt records v for event e at time now. It reports false if the value
 // was not recorded. That is when e is not an event the Counter records
 // (see [WithEvents]), or when now's bucket has already been replaced by a
-// later one (see [Counter.Late]).
+// later one.
 func (c *Counter) AddAt(now int64, e Event, v int64) bool {
 	if e >= numEvents {
 		return false
@@ -256,10 +256,6 @@ func (c *Counter) View(d time.Duration) (*Counter, error) {
 	}
 	return &Counter{r: c.r, word: c.word, l: c.l, k: k}, nil
 }
-
-// Late returns how many values were dropped because their bucket had already
-// been replaced by a later one.
-func (c *Counter) Late() int64 { return c.r.late.Load() }
 
 // Sums holds one value for each of the nine events, indexed by [Event].
 type Sums [numEvents]int64

@@ -169,7 +169,7 @@ func TestOlderTimesAreRecordedWhileTheirBucketIsHeld(t *testing.T) {
 	if ctr.AddAt(10*sec, Allowed, 1) {
 		t.Fatal("a value for a replaced bucket was recorded")
 	}
-	if got := ctr.Late(); got != 1 {
+	if got := ctr.r.late.Load(); got != 1 {
 		t.Fatalf("Late = %d, want 1", got)
 	}
 	if got := ctr.SumAt(14*sec, Allowed); got != 1 {
@@ -316,9 +316,9 @@ func TestStaleWritersNeverLeakIntoALaterBucket(t *testing.T) {
 		}
 		start.Done()
 		wg.Wait()
-		total := accepted[0].Load() + accepted[1].Load() + ctr.Late()
+		total := accepted[0].Load() + accepted[1].Load() + ctr.r.late.Load()
 		if total != writers*perWriter {
-			t.Fatalf("round %d: accepted %d + late %d != %d attempts", round, accepted[0].Load()+accepted[1].Load(), ctr.Late(), writers*perWriter)
+			t.Fatalf("round %d: accepted %d + late %d != %d attempts", round, accepted[0].Load()+accepted[1].Load(), ctr.r.late.Load(), writers*perWriter)
 		}
 		one, _ := ctr.View(time.Millisecond)
 		if got, want := one.SumAt(t1, Allowed), accepted[1].Load(); got != want {
@@ -432,8 +432,8 @@ func TestAddPairAtIsTwoAddAts(t *testing.T) {
 			t.Fatalf("step %d: sums %v after AddPairAt, %v after two AddAt", i, p, q)
 		}
 	}
-	if pair.Late() != two.Late() {
-		t.Fatalf("late: %d after AddPairAt, %d after two AddAt", pair.Late(), two.Late())
+	if pair.r.late.Load() != two.r.late.Load() {
+		t.Fatalf("late: %d after AddPairAt, %d after two AddAt", pair.r.late.Load(), two.r.late.Load())
 	}
 }
 

@@ -39,8 +39,8 @@
 // Counts are exact. A bucket's slot is reset exactly once, when a later
 // bucket takes it. A writer delayed while its slot was taken over can
 // neither add into the later bucket nor be wiped after it was counted.
-// Values for buckets already replaced are dropped and counted
-// ([Counter.Late]). Package flow builds limiters on these guarantees, and
+// Values for buckets already replaced are dropped, and the ...At method
+// that wrote them reports false. Package flow builds limiters on these guarantees, and
 // package breaker builds circuit breakers.
 //
 // docs/window.md says how the ring, its tags and its stripes work, and how

@@ -34,3 +34,9 @@ func (c *Counter) avgRTAt(now int64) float64 {
 
 // avgRT is avgRTAt at the current time.
 func (c *Counter) avgRT() float64 { return c.avgRTAt(c.r.clock.Now()) }
+
+// width returns the width of rw's buckets.
+func (rw *RollingWindow) width() time.Duration { return time.Duration(rw.r.width) }
+
+// interval returns how long rw covers: its buckets times their width.
+func (rw *RollingWindow) interval() time.Duration { return time.Duration(rw.r.width * rw.r.n) }

@@ -165,10 +165,6 @@ func (h *Histogram) View(d time.Duration) (*Histogram, error) {
 	return &Histogram{r: h.r, l: h.l, k: k}, nil
 }
 
-// Late returns how many latencies were dropped because their bucket had
-// already been replaced by a later one.
-func (h *Histogram) Late() int64 { return h.r.late.Load() }
-
 // A Summary describes the latencies a [Histogram] or a [Sketch] holds.
 type Summary struct {
 	Count int64         // latencies recorded

@@ -604,7 +604,7 @@ func (h *modelCounterHarness) doStep(src modelEntropy) {
 	default:
 		h.note("no add")
 	}
-	if got, want := h.c.Late(), h.m.late; got != want {
+	if got, want := h.c.r.late.Load(), h.m.late; got != want {
 		h.fail("Late() = %d, want %d", got, want)
 	}
 	snap := h.m.snapshot()
@@ -730,8 +730,8 @@ func newModelRollingHarness(t testing.TB, label string, n int, w int64, start in
 		t.Fatalf("NewRollingWindow(%d, %v, IgnoreCurrentBucket()): %v", n, time.Duration(int64(n)*w), err)
 	}
 	for _, rw := range []*RollingWindow{h.all, h.ign} {
-		if rw.Interval() != time.Duration(int64(n)*w) || rw.Width() != time.Duration(w) {
-			t.Fatalf("Interval, Width = %v, %v; want %v, %v", rw.Interval(), rw.Width(), time.Duration(int64(n)*w), time.Duration(w))
+		if rw.interval() != time.Duration(int64(n)*w) || rw.width() != time.Duration(w) {
+			t.Fatalf("Interval, Width = %v, %v; want %v, %v", rw.interval(), rw.width(), time.Duration(int64(n)*w), time.Duration(w))
 		}
 	}
 	h.r = h.all.r
@@ -900,8 +900,8 @@ func TestReferenceModelAgreesWithWorkedExample(t *testing.T) {
 	}
 	late := func(want int64) {
 		t.Helper()
-		if c.Late() != want || m.late != want {
-			t.Fatalf("Late() = %d, model late = %d, want %d", c.Late(), m.late, want)
+		if c.r.late.Load() != want || m.late != want {
+			t.Fatalf("Late() = %d, model late = %d, want %d", c.r.late.Load(), m.late, want)
 		}
 	}
 
@@ -978,7 +978,7 @@ func TestRollingWindowReduceAgreesWithWorkedExample(t *testing.T) {
 		{one, ms, []Bucket{}},
 	} {
 		if got := reduce(tc.w, tc.now); !slices.Equal(got, tc.want) {
-			t.Errorf("interval %v, IgnoreCurrentBucket=%v: ReduceAt(%d) passed %v, want %v", tc.w.Interval(), tc.w.ignoreCurrent, tc.now, got, tc.want)
+			t.Errorf("interval %v, IgnoreCurrentBucket=%v: ReduceAt(%d) passed %v, want %v", tc.w.interval(), tc.w.ignoreCurrent, tc.now, got, tc.want)
 		}
 	}
 }

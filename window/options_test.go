@@ -66,8 +66,8 @@ func TestNewRollingWindowTakesTheWholeInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rw.Width() != 100*time.Millisecond {
-		t.Fatalf("Width = %v, want 100ms", rw.Width())
+	if rw.width() != 100*time.Millisecond {
+		t.Fatalf("Width = %v, want 100ms", rw.width())
 	}
 	rw.AddAt(0, 1)
 	var sum, n int64

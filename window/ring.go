@@ -63,8 +63,8 @@ type ring struct {
 	words  []atomic.Uint64    // stripe 0 (see stripes.go)
 	one    [1][]atomic.Uint64 // words alone, what stripes returns before there are more
 	more   atomic.Pointer[[][]atomic.Uint64]
-	late   atomic.Int64
-	tot    *totals // nil unless the Counter keeps totals (see totals.go)
+	late   atomic.Int64 // values dropped as late; the tests read it
+	tot    *totals      // nil unless the Counter keeps totals (see totals.go)
 	clock  clock.Clock
 }
 

@@ -118,10 +118,3 @@ func (rw *RollingWindow) ReduceAt(now int64, fn func(Bucket)) {
 		fn(bk)
 	}
 }
-
-// Width returns the width of one bucket.
-func (rw *RollingWindow) Width() time.Duration { return time.Duration(rw.r.width) }
-
-// Interval returns the length of time the RollingWindow covers: its number of
-// buckets times their width.
-func (rw *RollingWindow) Interval() time.Duration { return time.Duration(rw.r.width * rw.r.n) }

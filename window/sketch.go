@@ -81,7 +81,7 @@ type Sketch struct {
 	clock clock.Clock
 	base  sketchStripe
 	more  stripe.Set[sketchStripe] // every stripe, base first, once contended
-	late  atomic.Int64
+	late  atomic.Int64             // latencies dropped as late; the tests read it
 }
 
 // A sketchStripe holds the two halves of one stripe: for each, its state
@@ -145,9 +145,8 @@ func NewSketch(interval time.Duration, opts ...Option) (*Sketch, error) {
 func (k *Sketch) Record(d time.Duration) { k.RecordAt(k.clock.Now(), d) }
 
 // RecordAt records latency d at time now. It reports false if the half
-// holding now has already been replaced by a later one ([Sketch.Late]
-// counts it). The latency is counted in the totals ([Sketch.TotalsInto])
-// all the same.
+// holding now has already been replaced by a later one. The latency is
+// counted in the totals ([Sketch.TotalsInto]) all the same.
 func (k *Sketch) RecordAt(now int64, d time.Duration) bool { return k.RecordBatchAt(now, d, 1) }
 
 // RecordBatchAt records latency d at time now for a batch of n operations
@@ -279,10 +278,6 @@ func (k *Sketch) pick() *sketchStripe { return k.more.Pick(&k.base, hint) }
 func (k *Sketch) contended() {
 	k.more.Grow(&k.base, stripeCount(), func() *sketchStripe { return &new(paddedSketchStripe).sketchStripe })
 }
-
-// Late returns how many latencies were dropped because their half had
-// already been replaced by a later one.
-func (k *Sketch) Late() int64 { return k.late.Load() }
 
 // Summary returns the count, maximum and main quantiles of the latencies
 // recorded in the last half to whole interval, at the current time.
