@@ -87,7 +87,7 @@ const MaxBuckets = 64
 // WithBuckets sets the upper bounds of the [Producer]'s histograms'
 // buckets. They are [DefaultBuckets] unless set. Each bound must be:
 //   - above zero.
-//   - below [window.SketchRange] (about 4 min 35 s).
+//   - below 2^38 ns (about 4 min 35 s).
 //   - above the one before.
 //
 // There may be at most [MaxBuckets] of them. None leaves only the bucket to
