@@ -2,7 +2,7 @@ package window
 
 import "time"
 
-// What the tests read of a Counter or a Histogram beyond its API: how long
+// What the tests read of a Counter or a RollingWindow beyond its API: how long
 // it reads, and the rates and means derived from its sums.
 
 // duration returns how long c reads: its buckets times their width.
@@ -10,9 +10,6 @@ func (c *Counter) duration() time.Duration { return time.Duration(c.k * c.r.widt
 
 // width returns the width of c's buckets.
 func (c *Counter) width() time.Duration { return time.Duration(c.r.width) }
-
-// duration returns how long h reads: its buckets times their width.
-func (h *Histogram) duration() time.Duration { return time.Duration(h.k * h.r.width) }
 
 // rateAt returns event e per second over what c reads at time now.
 func (c *Counter) rateAt(now int64, e Event) float64 {

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -156,6 +157,12 @@ func TestHistogramViewsSeeOnlyTheirBuckets(t *testing.T) {
 	last, err := h.View(time.Second)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if whole, err := h.View(10 * time.Second); err != nil || whole != h {
+		t.Fatalf("View(10s) = %p, %v; want the Histogram itself, %p", whole, err, h)
+	}
+	if _, err := last.View(2 * time.Second); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("View(2s) of a 1 s view: err = %v, want an ErrInvalidConfig", err)
 	}
 	// Nine seconds of 1 ms latencies, then one second of 100 ms latencies.
 	for sec := 0; sec < 10; sec++ {

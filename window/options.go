@@ -13,7 +13,7 @@ import (
 // argument or [Option]. Each such error is a [*ConfigError].
 var ErrInvalidConfig = errors.New("window: invalid configuration")
 
-// A ConfigError is the error a constructor or a [View] method returns for
+// A ConfigError is the error a constructor or a View method returns for
 // a bad argument or [Option]. It says which one, the value given, and what
 // is wrong with it. It wraps [ErrInvalidConfig], so
 // errors.Is(err, ErrInvalidConfig) holds. [errors.As] takes it apart. Its
