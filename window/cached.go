@@ -47,37 +47,6 @@ type sumsCache struct {
 	base [numEvents]atomic.Int64 // each event combined over the base's buckets, empty values unmapped (see finish)
 }
 
-// sumsAt returns every event of c, whose cache s is, over the whole
-// interval at time now, in constant time.
-func (s *sumsCache) sumsAt(c *Counter, now int64) Sums {
-	r := c.r
-	b := r.bucketOf(now)
-	want := b << 1
-	var out Sums
-	switch q := s.seq.Load(); {
-	case q == want:
-		for e := range out {
-			out[e] = s.base[e].Load()
-		}
-		if s.seq.Load() != want {
-			return c.ringSumsAt(now)
-		}
-	case q>>1 < b && q&1 == 0 && s.seq.CompareAndSwap(q, want|1):
-		out = c.before(b)
-		for e := range out {
-			s.base[e].Store(out[e])
-		}
-		s.seq.Store(want)
-	default:
-		return c.ringSumsAt(now)
-	}
-	r.mergeInto(c.l, &out, b)
-	for e := range out {
-		out[e] = finish(Event(e).kind(), out[e])
-	}
-	return out
-}
-
 // before combines every event over the buckets of the interval before bucket
 // b, leaving empty minimums and maximums unmapped so that the current bucket
 // can still be merged in: the base of a sumsCache.
