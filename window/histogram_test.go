@@ -232,3 +232,34 @@ func TestHistogramBucketBytesIsWhatIsAllocated(t *testing.T) {
 		t.Fatalf("a compact bucket takes %d bytes, compactBucketBytes says %d", got, compactBucketBytes)
 	}
 }
+
+// A Summary's quantiles, found in one walk of the bins, are those QuantileAt
+// finds one at a time, whatever the latencies: few or many, spread or
+// bunched, beyond the range or not, in either layout.
+func TestHistogramSummaryAgreesWithItsQuantiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 300 {
+		var opts []Option
+		if round%2 == 1 {
+			opts = append(opts, Compact())
+		}
+		h, err := NewHistogram(2, 2*time.Second, append(opts, WithClock(clock.NewManual(0)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := rng.IntN(2000)
+		top := int64(1) << (10 + rng.IntN(32)) // some rounds reach past 2^39 ns
+		for range n {
+			d := rng.Int64N(top)
+			if rng.IntN(4) == 0 {
+				d = top / int64(1+rng.IntN(3)) // bunched on a few values
+			}
+			h.RecordAt(0, time.Duration(d))
+		}
+		s := h.SummaryAt(0)
+		want := Summary{Count: int64(n), Max: s.Max, P50: h.QuantileAt(0, 0.5), P90: h.QuantileAt(0, 0.9), P99: h.QuantileAt(0, 0.99), P999: h.QuantileAt(0, 0.999)}
+		if s != want {
+			t.Fatalf("round %d, %d latencies below %v: summary %+v, quantiles %+v", round, n, time.Duration(top), s, want)
+		}
+	}
+}
