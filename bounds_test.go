@@ -12,7 +12,6 @@ import (
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/flowlimits"
-	"github.com/slidegate/slidegate/window"
 )
 
 // The guard's bounds: what a caller, or a client whose input names
@@ -140,8 +139,10 @@ func TestCountsAboveMaxLimitAreClampedAndTotalsNeverWrap(t *testing.T) {
 		last = tot
 	}
 	// Each batch ended in a bucket of its own, which holds at most
-	// window.MaxValue µs of response time.
-	if want := 5 * window.MaxValue * time.Microsecond; last.RT != want {
+	// maxBucketValue µs of response time: a window.Counter's bucket holds
+	// values up to 2^39-1.
+	const maxBucketValue = 1<<39 - 1
+	if want := 5 * maxBucketValue * time.Microsecond; last.RT != want {
 		t.Fatalf("RT total = %v, want five buckets' most, %v", last.RT, want)
 	}
 	// A batch of flowlimits.MaxLimit fits a limit of flowlimits.MaxLimit; nothing more does.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/window"
+	"github.com/slidegate/slidegate/internal/exported"
 )
 
 var bg = context.Background()
@@ -77,13 +77,13 @@ func TestEveryResourceKeepsStatistics(t *testing.T) {
 		MaxRT: 3 * time.Millisecond, Totals: Totals{Allowed: 3, Succeeded: 1, Failed: 2, RT: 5 * time.Millisecond}}
 	s := stats(t, g, "a")
 	// Two response times, 3 ms and 1 ms (a batch is one): the quantiles
-	// within window.SketchError.
+	// within exported.BinError.
 	for _, q := range []struct {
 		got  *time.Duration
 		want time.Duration
 	}{{&s.P50, time.Millisecond}, {&s.P90, 3 * time.Millisecond}, {&s.P99, 3 * time.Millisecond}} {
-		if d := float64(*q.got - q.want); math.Abs(d) > window.SketchError*float64(q.want) {
-			t.Errorf("quantile %v, want %v within %.2f%%", *q.got, q.want, window.SketchError*100)
+		if d := float64(*q.got - q.want); math.Abs(d) > exported.BinError*float64(q.want) {
+			t.Errorf("quantile %v, want %v within %.2f%%", *q.got, q.want, exported.BinError*100)
 		}
 		*q.got = 0
 	}
@@ -459,8 +459,8 @@ func TestLatencyQuantiles(t *testing.T) {
 		name      string
 		got, want time.Duration
 	}{{"P50", s.P50, 50 * time.Millisecond}, {"P90", s.P90, 90 * time.Millisecond}, {"P99", s.P99, 99 * time.Millisecond}, {"MaxRT", s.MaxRT, 100 * time.Millisecond}} {
-		if d := float64(c.got - c.want); math.Abs(d) > window.SketchError*float64(c.want) {
-			t.Errorf("%s = %v, want %v within %.2f%%", c.name, c.got, c.want, window.SketchError*100)
+		if d := float64(c.got - c.want); math.Abs(d) > exported.BinError*float64(c.want) {
+			t.Errorf("%s = %v, want %v within %.2f%%", c.name, c.got, c.want, exported.BinError*100)
 		}
 	}
 	if s.MaxRT != 100*time.Millisecond {

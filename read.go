@@ -81,7 +81,7 @@ type ResourceStats struct {
 	AvgRT time.Duration
 	// P50, P90, P99 and MaxRT describe the response times of the requests
 	// that ended in the last 5 to 10 seconds (the latencies are kept in two
-	// halves of 10 s), the quantiles within 4.43% (window.SketchError) from
+	// halves of 10 s), the quantiles within 4.43% from
 	// 2 µs up, the maximum exactly. A batch (WithCount) is one response
 	// time.
 	P50, P90, P99, MaxRT time.Duration

@@ -11,10 +11,10 @@ import (
 	"github.com/slidegate/slidegate/internal/exported"
 )
 
-// binOf is the bin of response time d in [0, window.SketchRange), found by
+// binOf is the bin of response time d in [0, exported.BinRange), found by
 // searching the edges exported.BinLow states.
 func binOf(d time.Duration) int {
-	for i := window.SketchBins - 1; i >= 0; i-- {
+	for i := exported.Bins - 1; i >= 0; i-- {
 		if exported.BinLow(i) <= d {
 			return i
 		}
@@ -39,7 +39,7 @@ func TestResponseTimeTotalsMatchAModel(t *testing.T) {
 		want[n] = new(window.SketchTotals)
 	}
 	count := func(into *window.SketchTotals, d time.Duration, n int64) {
-		if d >= window.SketchRange {
+		if d >= exported.BinRange {
 			into.Over += n
 		} else {
 			into.Bins[binOf(d)] += n
@@ -62,9 +62,9 @@ func TestResponseTimeTotalsMatchAModel(t *testing.T) {
 		case 0:
 			d = time.Duration(rng.Int64N(3000)) // the linear bins and just above
 		case 1:
-			d = max(exported.BinLow(rng.IntN(window.SketchBins))-time.Duration(rng.Int64N(2)), 0) // at an edge or just below
+			d = max(exported.BinLow(rng.IntN(exported.Bins))-time.Duration(rng.Int64N(2)), 0) // at an edge or just below
 		case 2:
-			d = window.SketchRange + time.Duration(rng.Int64N(int64(time.Minute)))
+			d = exported.BinRange + time.Duration(rng.Int64N(int64(time.Minute)))
 		default:
 			d = time.Duration(rng.Int64N(int64(3 * time.Second)))
 		}

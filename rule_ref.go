@@ -15,14 +15,18 @@ import (
 // reloads: a new set of rules makes it anew.
 type refRule struct {
 	holdsNothing
-	allowed window.View // the other resource's allowed requests over the interval
+	allowed *window.Counter // the other resource's allowed requests over the interval; nil reads none
 	limit   int64
 }
 
 func (*refRule) phase() phase { return phaseRef }
 
 func (r *refRule) admit(_ context.Context, e *entry, now int64, _ *hold) flow.Decision {
-	if r.allowed.SumAt(now, window.Allowed)+e.count <= r.limit {
+	var allowed int64
+	if r.allowed != nil {
+		allowed = r.allowed.SumAt(now, window.Allowed)
+	}
+	if allowed+e.count <= r.limit {
 		return flow.Decision{Allowed: true}
 	}
 	return flow.Decision{Reason: flow.RefLimited}

@@ -89,7 +89,7 @@ type Circuit struct {
 // from the window because it has an order, which buckets do not; the window
 // bounds it (see statsAt).
 type closedWindow struct {
-	t   *window.Tally
+	t   *window.Counter
 	run atomic.Int64 // failures counted since the latest success
 }
 
@@ -104,7 +104,7 @@ func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed b
 	if timed {
 		events = timedEvents
 	}
-	t, err := window.NewTally(buckets, interval, window.WithClock(c), events)
+	t, err := window.NewCounter(buckets, interval, window.WithClock(c), events, window.CachedSums())
 	if err != nil {
 		return nil, fmt.Errorf("%w: window: %w", errInvalidConfig, err)
 	}

@@ -19,8 +19,9 @@
 // probes decide. A probe that hangs times out. Outcomes from an earlier
 // generation are ignored. The open timeout can back off exponentially.
 //
-// Both count outcomes in a [window.Tally]: no outcome is lost or misplaced
-// when a bucket is reused, and the window reads in constant time. [Stats]
+// Both count outcomes in a [window.Counter] with [window.CachedSums]: no
+// outcome is lost or misplaced when a bucket is reused, and the window reads
+// in constant time. [Stats]
 // holds their state and counts, for metrics. Allowing and settling a request
 // allocate nothing. Time is monotonic nanoseconds from a [clock.Clock].
 // Every method that reads the clock has an ...At twin, for simulations on a

@@ -2,7 +2,7 @@ package breaker
 
 // A randomized differential test of Circuit against refCircuit, an independent
 // reference model written from the specification alone (not from circuit.go,
-// strategy.go or window.Tally). Both are driven through the same random
+// strategy.go or window.Counter). Both are driven through the same random
 // operation sequences on a manual clock and compared after every operation:
 // state, generation, errors, statistics, and for TripWhen every call of the
 // condition with the counts it was given.

@@ -73,14 +73,14 @@ const (
 // Whether to block is drawn at random. While the window holds no failure
 // (nor, under [CountBlocks], a block), [SRE.Allow] reads neither the window
 // nor the random source. The ratio is read in constant time (see
-// [window.Tally]).
+// [window.CachedSums]).
 //
 // An SRE breaker is safe for concurrent use. Allowing and settling a
 // request allocate nothing. Its [State] is [Open] while the block ratio is
 // above zero. The zero SRE is not usable; make one with [NewSRE].
 type SRE struct {
 	policy
-	t           *window.Tally
+	t           *window.Counter
 	clock       clock.Clock
 	interval    int64
 	k           float64
@@ -126,7 +126,7 @@ func NewSRE(opts ...Option) (*SRE, error) {
 	if s.blockPolicy > IgnoreBlocks {
 		return nil, fmt.Errorf("%w: block policy = %d: must be CountBlocksWhileFailing, CountBlocks or IgnoreBlocks", errInvalidConfig, s.blockPolicy)
 	}
-	t, err := window.NewTally(s.buckets, s.interval, window.WithClock(s.clock), window.WithEvents(window.Succeeded, window.Failed, window.Blocked))
+	t, err := window.NewCounter(s.buckets, s.interval, window.WithClock(s.clock), window.WithEvents(window.Succeeded, window.Failed, window.Blocked), window.CachedSums())
 	if err != nil {
 		return nil, fmt.Errorf("%w: window: %w", errInvalidConfig, err)
 	}

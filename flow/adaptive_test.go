@@ -45,7 +45,7 @@ func batch(t *testing.T, a *Adaptive, now int64, n int, rt time.Duration, overlo
 const ms = int64(time.Millisecond)
 
 // near reports whether a response time the limiter reports is want, within
-// the error of the bins it counts them in (window.SketchError).
+// the error of the bins it counts them in (4.43%).
 func near(got, want time.Duration) bool {
 	return math.Abs(float64(got-want)) <= 0.0443*float64(want)
 }

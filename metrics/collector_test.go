@@ -14,8 +14,8 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/exported"
 	"github.com/slidegate/slidegate/metrics"
-	"github.com/slidegate/slidegate/window"
 )
 
 // The families every scrape of a guard with resources, breakers and rules
@@ -169,15 +169,15 @@ func checkKnown(t *testing.T, f families, prefix string, lbl map[string]string, 
 	if s.GetSampleCount() != want.rtCount || s.GetSampleSum() != want.rtSum {
 		t.Errorf("%sresponse_time_seconds%v: count %d, sum %v; want %d, %v", prefix, lbl, s.GetSampleCount(), s.GetSampleSum(), want.rtCount, want.rtSum)
 	}
-	// The guard's quantiles are within window.SketchError of the response
+	// The guard's quantiles are within exported.BinError of the response
 	// times'; a stream with no request ended has none.
 	if n, want := len(s.GetQuantile()), map[bool]int{true: 0, false: 3}[math.IsNaN(want.p50)]; n != want {
 		t.Errorf("%sresponse_time_seconds%v has %d quantiles, want %d", prefix, lbl, n, want)
 	}
 	for _, q := range []struct{ rank, want float64 }{{0.5, want.p50}, {0.99, want.p99}} {
 		got := quantile(s, q.rank)
-		if math.IsNaN(q.want) != math.IsNaN(got) || math.Abs(got-q.want) > window.SketchError*q.want {
-			t.Errorf("%sresponse_time_seconds%v quantile %v = %v, want %v within %.2f%%", prefix, lbl, q.rank, got, q.want, window.SketchError*100)
+		if math.IsNaN(q.want) != math.IsNaN(got) || math.Abs(got-q.want) > exported.BinError*q.want {
+			t.Errorf("%sresponse_time_seconds%v quantile %v = %v, want %v within %.2f%%", prefix, lbl, q.rank, got, q.want, exported.BinError*100)
 		}
 	}
 }

@@ -165,7 +165,7 @@
 //
 // The response-time summary's quantiles are the guard's window quantiles,
 // not quantiles over all time. They cover the requests that ended in the
-// last 5 to 10 seconds, within 4.43% ([window.SketchError]). The summary's
+// last 5 to 10 seconds, within 4.43%. The summary's
 // _sum and _count are totals since the statistics began. Its _count is
 // succeeded plus failed.
 //
@@ -192,9 +192,9 @@
 // statistics began, never NaN. A resource whose requests never ended has a
 // histogram of zeros.
 //
-// The guard counts response times in bins, up to [window.SketchRange]
-// (about 4 min 35 s). It reports each bin as one response time, within
-// [window.SketchError] (4.43%) of every one in the bin. Below 2.048 µs it
+// The guard counts response times in bins, up to 2^38 ns (about 4 min
+// 35 s). It reports each bin as one response time, within 4.43% of every
+// one in the bin. Below 2.048 µs it
 // is within 128 ns. A histogram counts each bin where that response time
 // falls.
 //
@@ -202,7 +202,7 @@
 // (1 ms to 10 s by default). So le="B" counts every request up to
 // B/1.0443, and none above B×1.0443 (128 ns either way below 2.048 µs). The
 // requests within 4.43% of a bound may be on either side of it. Response
-// times of SketchRange and more count in +Inf alone.
+// times of 2^38 ns and more count in +Inf alone.
 //
 // The native buckets have schema 3: 8 buckets to each power of two of
 // seconds. Bucket i holds (2^((i-1)/8), 2^(i/8)] seconds. A request from
@@ -210,8 +210,8 @@
 // counted in the next one if it lies within 1.56% below that bucket's lower
 // bound. Below 2.048 µs, a request goes to the bucket of its bin's midpoint
 // (the bins are 256 ns wide there). Below 256 ns, it goes to the zero
-// bucket (zero threshold 256 ns). Response times of SketchRange and more
-// count in the bucket holding SketchRange, (256 s, 279.2 s].
+// bucket (zero threshold 256 ns). Response times of 2^38 ns and more
+// count in the bucket holding 2^38 ns, (256 s, 279.2 s].
 //
 // A scrape in the text format shows the classic buckets. A scrape in the
 // protobuf format carries both; a Prometheus with native histograms asks

@@ -36,7 +36,7 @@ const maxBuckets = 64
 // of 1, 2.5 and 5, thirteen of them. They suit a service's routes and the
 // calls it makes. Each bound must be:
 //   - above zero.
-//   - below [window.SketchRange] (about 4 min 35 s).
+//   - below 2^38 ns (about 4 min 35 s).
 //   - above the one before.
 //
 // There may be at most 64 of them. Bounds out of order, or out of
@@ -82,15 +82,15 @@ func nativeIndex(v float64) int {
 
 // nativeOf is the native bucket of each of the guard's bins (see
 // binning); bin 0 goes to the zero bucket and has none. nativeOver is the
-// bucket of the response times of window.SketchRange and more.
+// bucket of the response times of 2^38 ns (exported.BinRange) and more.
 var (
-	nativeOf = func() (t [window.SketchBins]int) {
-		for i := 1; i < window.SketchBins; i++ {
+	nativeOf = func() (t [exported.Bins]int) {
+		for i := 1; i < exported.Bins; i++ {
 			t[i] = nativeIndex(exported.BinValue(i).Seconds())
 		}
 		return t
 	}()
-	nativeOver = nativeIndex(window.SketchRange.Seconds())
+	nativeOver = nativeIndex(exported.BinRange.Seconds())
 )
 
 // A binning maps the guard's response-time bins to the classic buckets of a
@@ -99,7 +99,7 @@ var (
 // classicOf[i], or in +Inf only (len(bounds)).
 type binning struct {
 	bounds    []float64 // seconds
-	classicOf [window.SketchBins]int
+	classicOf [exported.Bins]int
 }
 
 func newBinning(bounds []time.Duration) *binning {

@@ -19,15 +19,14 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/metrics"
-	"github.com/slidegate/slidegate/window"
 
 	"github.com/slidegate/slidegate/internal/exported"
 )
 
-// binOf is the guard's bin of response time d in [0, window.SketchRange),
+// binOf is the guard's bin of response time d in [0, exported.BinRange),
 // found by searching the edges exported.BinLow states.
 func binOf(d time.Duration) int {
-	for i := window.SketchBins - 1; i >= 0; i-- {
+	for i := exported.Bins - 1; i >= 0; i-- {
 		if exported.BinLow(i) <= d {
 			return i
 		}
@@ -36,10 +35,10 @@ func binOf(d time.Duration) int {
 }
 
 // reported is the response time the guard reports for d: its bin's value,
-// or SketchRange for those beyond the bins.
+// or BinRange for those beyond the bins.
 func reported(d time.Duration) time.Duration {
-	if d >= window.SketchRange {
-		return window.SketchRange
+	if d >= exported.BinRange {
+		return exported.BinRange
 	}
 	return exported.BinValue(binOf(d))
 }
@@ -105,7 +104,7 @@ func TestRequestDurationMatchesAModel(t *testing.T) {
 		case 1:
 			d = bounds[rng.IntN(len(bounds))] + time.Duration(rng.Int64N(3)-1) // at a bound, give or take 1 ns
 		case 2:
-			d = window.SketchRange + time.Duration(rng.Int64N(int64(time.Hour)))
+			d = exported.BinRange + time.Duration(rng.Int64N(int64(time.Hour)))
 		default:
 			d = time.Duration(math.Exp2(10 + rng.Float64()*25)) // 1 µs to 9 min, log-uniform
 		}
@@ -161,8 +160,8 @@ func TestRequestDurationMatchesAModel(t *testing.T) {
 		}
 
 		// Classic: a request counts in le=B when the response time its bin
-		// reports is at most B; so every one up to B/(1+SketchError) does,
-		// and none above B×(1+SketchError), within 128 ns.
+		// reports is at most B; so every one up to B/(1+BinError) does,
+		// and none above B×(1+BinError), within 128 ns.
 		if len(h.GetBucket()) != len(bounds) {
 			t.Fatalf("%s: %d classic buckets, want %d", what, len(h.GetBucket()), len(bounds))
 		}
@@ -173,13 +172,13 @@ func TestRequestDurationMatchesAModel(t *testing.T) {
 			}
 			var want, surely, atMost uint64
 			for _, d := range c.m.times {
-				if reported(d) <= bound && d < window.SketchRange {
+				if reported(d) <= bound && d < exported.BinRange {
 					want++
 				}
-				if float64(d) <= float64(bound)/(1+window.SketchError)-128 {
+				if float64(d) <= float64(bound)/(1+exported.BinError)-128 {
 					surely++
 				}
-				if float64(d) <= float64(bound)*(1+window.SketchError)+128 {
+				if float64(d) <= float64(bound)*(1+exported.BinError)+128 {
 					atMost++
 				}
 			}
@@ -205,10 +204,10 @@ func TestRequestDurationMatchesAModel(t *testing.T) {
 			}
 			i := int(math.Ceil(8 * math.Log2(reported(d).Seconds())))
 			wantNative[i]++
-			// The stated bound: from 2.048 µs up and below SketchRange, a
+			// The stated bound: from 2.048 µs up and below BinRange, a
 			// request is in its own bucket, or in the next one up if it
 			// lies within 1.6% below that bucket's lower bound.
-			if d >= 2048 && d < window.SketchRange {
+			if d >= 2048 && d < exported.BinRange {
 				lower, upper := math.Exp2(float64(i-1)/8), math.Exp2(float64(i)/8)
 				if s := d.Seconds(); s > upper || s <= lower/1.016 {
 					t.Errorf("%s: %v in the bucket (%v, %v]", what, d, lower, upper)
@@ -239,8 +238,8 @@ func TestRequestDurationAtTheBounds(t *testing.T) {
 		g := newGuard(t, slidegate.WithClock(clk))
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(metrics.NewCollector(g, metrics.WithBuckets(bound)))
-		below := time.Duration(float64(bound) / (1 + window.SketchError))
-		above := time.Duration(float64(bound)*(1+window.SketchError)) + 1
+		below := time.Duration(float64(bound) / (1 + exported.BinError))
+		above := time.Duration(float64(bound)*(1+exported.BinError)) + 1
 		for _, d := range []time.Duration{below, above} {
 			e, err := g.EnterAt(context.Background(), clk.Now(), "r")
 			if err != nil {

@@ -106,10 +106,10 @@
 //
 // The buckets are [WithBuckets]'s. The guard bins
 // response times, and reports each bin as one response time within 4.43%
-// ([window.SketchError]) of every one in it. A bin counts in the bucket of
+// of every one in it. A bin counts in the bucket of
 // the lowest bound at or above that response time. So a bucket up to B
 // counts every request up to B/1.0443, and none above B×1.0443. Response
-// times of [window.SketchRange] (about 4 min 35 s) and more count in the
+// times of 2^38 ns (about 4 min 35 s) and more count in the
 // last bucket, to +Inf.
 //
 // Count is Totals.Succeeded plus Totals.Failed. A batch

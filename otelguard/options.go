@@ -89,7 +89,7 @@ const maxBuckets = 64
 // 50 ms, 75 ms, 100 ms, 250 ms, 500 ms, 750 ms, 1 s, 2.5 s, 5 s, 7.5 s and
 // 10 s. Each bound must be:
 //   - above zero.
-//   - below [window.SketchRange] (about 4 min 35 s).
+//   - below 2^38 ns (about 4 min 35 s).
 //   - above the one before.
 //
 // There may be at most 64 of them. None leaves only the bucket to

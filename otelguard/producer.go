@@ -34,7 +34,7 @@ type Producer struct {
 	g        *slidegate.Guard
 	attrs    []attribute.KeyValue // WithAttributes
 	bounds   []float64            // seconds
-	bucketOf [window.SketchBins]int
+	bucketOf [exported.Bins]int
 	now      func() time.Time
 
 	mu     sync.Mutex

@@ -86,7 +86,7 @@ func BenchmarkCounterAddAtParallel(b *testing.B) {
 
 // filledView returns a 1 s view of a 10 s counter of 100 buckets, every
 // bucket written, and the time to read it at.
-func filledView(b *testing.B) (View, int64) {
+func filledView(b *testing.B) (*Counter, int64) {
 	c, _ := NewCounter(100, 10*time.Second)
 	now := clock.System.Now()
 	for i := int64(0); i < 100; i++ {
@@ -187,8 +187,11 @@ func BenchmarkHistogramRecordParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkHistogramSummary1s reads a second of 100,000 latencies, on a
+// clock that stands still: on the system clock the second would empty
+// itself during the run, and the read with it.
 func BenchmarkHistogramSummary1s(b *testing.B) {
-	h, _ := NewHistogram(10, 10*time.Second)
+	h, _ := NewHistogram(10, 10*time.Second, WithClock(clock.NewManual(int64(time.Hour))))
 	for i := 0; i < 100000; i++ {
 		h.Record(time.Duration(i) * time.Microsecond)
 	}
@@ -219,11 +222,41 @@ func BenchmarkSketchRecordParallel(b *testing.B) {
 }
 
 func BenchmarkSketchSummary(b *testing.B) {
-	k, _ := NewSketch(10 * time.Second)
+	k, _ := NewSketch(10*time.Second, WithClock(clock.NewManual(int64(time.Hour))))
 	for i := 0; i < 100000; i++ {
 		k.Record(time.Duration(i) * time.Microsecond)
 	}
 	for i := 0; i < b.N; i++ {
 		sinkInt += k.Summary().Count
 	}
+}
+
+// BenchmarkCounterSumAt reads one event over a Counter's whole interval of
+// 10 buckets, every one written.
+func BenchmarkCounterSumAt(b *testing.B) {
+	c, _ := NewCounter(10, time.Second)
+	now := int64(time.Hour)
+	for i := range int64(10) {
+		c.AddAt(now-i*int64(100*time.Millisecond), Allowed, 1)
+	}
+	var s int64
+	for i := 0; i < b.N; i++ {
+		s += c.SumAt(now, Allowed)
+	}
+	sinkInt = s
+}
+
+// BenchmarkBreakerSumsAt reads what a breaker reads on every request: the
+// sums of its events over the whole interval of 10 buckets.
+func BenchmarkBreakerSumsAt(b *testing.B) {
+	t, _ := NewCounter(10, 10*time.Second, WithEvents(Succeeded, Failed, Blocked, Slow), CachedSums())
+	now := int64(time.Hour)
+	for i := range int64(10) {
+		t.AddAt(now-i*int64(time.Second), Failed, 1)
+	}
+	var s int64
+	for i := 0; i < b.N; i++ {
+		s += t.SumsAt(now)[Failed]
+	}
+	sinkInt = s
 }

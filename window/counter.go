@@ -11,21 +11,22 @@ import (
 //
 // The buckets have width interval/buckets, aligned to multiples of the
 // width on the clock. The Counter's methods read the whole interval. That
-// is the bucket holding now and the buckets-1 buckets before it. A [View]
-// reads a shorter stretch of the same ring.
+// is the bucket holding now and the buckets-1 buckets before it, the
+// newest partly elapsed. [Counter.View] returns a Counter that reads a
+// shorter stretch of the same ring.
 //
 // Summed events ([Allowed], [Blocked], [Succeeded], [Failed], [RT],
 // [Borrowed], [Slow]) are added. [MinRT] keeps the smallest value written
-// in a bucket, and [MaxConcurrency] the largest. One bucket holds values in
-// [MinValue, MaxValue], and sums saturate. Values for MinRT and
-// MaxConcurrency are clamped to lie strictly between the two bounds, which
-// mark an empty bucket.
+// in a bucket, and [MaxConcurrency] the largest. One bucket holds values
+// from -2^39 to 2^39-1, about ±5.5 × 10^11, and sums saturate there. Values
+// for MinRT and MaxConcurrency are clamped to lie strictly between the two
+// bounds, which mark an empty bucket.
 //
 // The ...At methods take the time explicitly, in nanoseconds on the
 // Counter's clock. A value for a time whose bucket the ring still holds is
 // recorded there, even if later times have been seen. A value for a time
-// whose slot a later bucket has since reused is dropped, and counted by
-// [Counter.Late]. No read at a later time could see it. A time far ahead
+// whose slot a later bucket has since reused is dropped: AddAt reports
+// false. No read at a later time could see it. A time far ahead
 // of the others leaves every older bucket outside what reads at that time
 // see. That is the same as clearing them.
 //
@@ -34,10 +35,11 @@ import (
 //
 // The zero Counter is not usable. Make one with [NewCounter].
 type Counter struct {
-	r    *ring
-	word [numEvents]int8 // l.word, kept here: one load fewer on every add
-	l    *layout
-	all  View
+	r     *ring
+	word  [numEvents]int8 // l.word, kept here: one load fewer on every add
+	l     *layout
+	k     int64      // the buckets read: the ring's n, or fewer for a view
+	cache *sumsCache // nil unless made CachedSums; never on a shorter view
 }
 
 // A layout maps the events a Counter records to its data words.
@@ -69,9 +71,9 @@ var everyEvent = func() *layout {
 }()
 
 // NewCounter returns a Counter over interval divided into buckets buckets.
-// buckets must be from 1 to [MaxBuckets]. interval must divide into them
-// in whole nanoseconds, at least [MinWidth] each. A bad argument or
-// [Option] is a [*ConfigError].
+// buckets must be from 1 to 65,536. interval must divide into them in
+// whole nanoseconds, at least 1 µs each. A bad argument or
+// [Option] is a configuration error.
 func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, error) {
 	width, err := splitInterval(buckets, interval)
 	if err != nil {
@@ -85,11 +87,13 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 	if o.events != nil {
 		l = o.events
 	}
-	c := &Counter{r: newRing(buckets, width, l.kinds, o.clock), word: l.word, l: l}
+	c := &Counter{r: newRing(buckets, width, l.kinds, o.clock), word: l.word, l: l, k: int64(buckets)}
 	if o.totals {
 		c.r.tot = &totals{retired: make([]atomic.Int64, len(l.kinds))}
 	}
-	c.all = View{r: c.r, l: l, k: int64(buckets)}
+	if o.cached {
+		c.cache = new(sumsCache)
+	}
 	return c, nil
 }
 
@@ -127,7 +131,7 @@ func (c *Counter) sumWord(e Event) int {
 // AddAt records v for event e at time now. It reports false if the value
 // was not recorded. That is when e is not an event the Counter records
 // (see [WithEvents]), or when now's bucket has already been replaced by a
-// later one (see [Counter.Late]).
+// later one.
 func (c *Counter) AddAt(now int64, e Event, v int64) bool {
 	if e >= numEvents {
 		return false
@@ -142,91 +146,21 @@ func (c *Counter) AddAt(now int64, e Event, v int64) bool {
 	return c.r.write(now, i, v)
 }
 
-// Sum returns event e over the whole interval at the current time. See
-// [View.Sum].
-func (c *Counter) Sum(e Event) int64 { return c.all.Sum(e) }
+// Sum returns event e over the whole interval at the current time.
+func (c *Counter) Sum(e Event) int64 { return c.SumAt(c.r.clock.Now(), e) }
 
-// SumAt returns event e over the whole interval at time now. See
-// [View.SumAt].
-func (c *Counter) SumAt(now int64, e Event) int64 { return c.all.SumAt(now, e) }
-
-// Sums returns every event over the whole interval at the current time.
-func (c *Counter) Sums() Sums { return c.all.Sums() }
-
-// SumsAt returns every event over the whole interval at time now.
-func (c *Counter) SumsAt(now int64) Sums { return c.all.SumsAt(now) }
-
-// All returns the view of the whole interval.
-func (c *Counter) All() View { return c.all }
-
-// View returns a view of the last d of the interval. d must be a positive
-// multiple of the bucket width and at most the interval; otherwise the
-// error is a [*ConfigError]. A 1 s view of a Counter over 10 s in 100
-// buckets reads 10 buckets, not 100.
-func (c *Counter) View(d time.Duration) (View, error) {
-	k, err := c.r.viewBuckets(d)
-	if err != nil {
-		return View{}, err
-	}
-	return View{r: c.r, l: c.l, k: k}, nil
-}
-
-// Width returns the width of one bucket.
-func (c *Counter) Width() time.Duration { return time.Duration(c.r.width) }
-
-// Interval returns the length of time the Counter covers.
-func (c *Counter) Interval() time.Duration { return time.Duration(c.r.width * c.r.n) }
-
-// Late returns how many values were dropped because their bucket had already
-// been replaced by a later one.
-func (c *Counter) Late() int64 { return c.r.late.Load() }
-
-// Sums holds one value per event, indexed by [Event].
-type Sums [NumEvents]int64
-
-// A View reads the last few buckets of a [Counter]. A view of k buckets at
-// time now covers the bucket holding now and the k-1 buckets before it. So
-// it spans between k-1 and k bucket widths of time, the newest bucket
-// being partly elapsed. A read costs k bucket loads and allocates nothing.
-//
-// The zero View reads zero everywhere. A View is a small value. Copy it
-// freely.
-type View struct {
-	r *ring
-	l *layout
-	k int64
-}
-
-// now reads the view's clock; the zero View reads 0, and its ...At methods
-// return zeros.
-func (v View) now() int64 {
-	if v.r == nil {
+// SumAt returns event e over the whole interval at time now. Summed events
+// are added up. [MinRT] is the smallest value over the buckets, and
+// [MaxConcurrency] the largest. An event with nothing recorded reads 0. It
+// costs one load per bucket, or constant time with [CachedSums].
+func (c *Counter) SumAt(now int64, e Event) int64 {
+	if e >= numEvents || c.word[e] < 0 {
 		return 0
 	}
-	return v.r.clock.Now()
-}
-
-// Duration returns the length of the view: its number of buckets times the
-// bucket width.
-func (v View) Duration() time.Duration {
-	if v.r == nil {
-		return 0
+	if c.cache != nil {
+		return c.SumsAt(now)[e]
 	}
-	return time.Duration(v.k * v.r.width)
-}
-
-// Sum returns event e over the view at the current time.
-func (v View) Sum(e Event) int64 { return v.SumAt(v.now(), e) }
-
-// SumAt returns event e over the view at time now. Summed events are added
-// up. [MinRT] is the smallest value over the view's buckets, and
-// [MaxConcurrency] the largest. A view with nothing recorded returns 0 for
-// every event.
-func (v View) SumAt(now int64, e Event) int64 {
-	if v.r == nil || e >= numEvents || v.l.word[e] < 0 {
-		return 0
-	}
-	return finish(e.kind(), v.r.fold(now, int(v.l.word[e]), v.k))
+	return finish(e.kind(), c.r.fold(now, int(c.word[e]), c.k))
 }
 
 // finish maps the empty value of a min or max word to 0.
@@ -237,23 +171,58 @@ func finish(k kind, x int64) int64 {
 	return x
 }
 
-// Sums returns every event over the view at the current time.
-func (v View) Sums() Sums { return v.SumsAt(v.now()) }
+// Sums returns every event over the whole interval at the current time.
+func (c *Counter) Sums() Sums { return c.SumsAt(c.r.clock.Now()) }
 
-// SumsAt returns every event over the view at time now, reading each bucket's
-// state once.
-func (v View) SumsAt(now int64) Sums {
-	var out Sums
-	if v.r == nil {
-		return out
+// SumsAt returns every event over the whole interval at time now, as
+// [Counter.SumAt] does, reading each bucket once. Divide a sum by the
+// interval for a rate, or [RT] by [Succeeded] for a mean response time.
+func (c *Counter) SumsAt(now int64) Sums {
+	s := c.cache
+	if s == nil {
+		return c.ringSumsAt(now)
 	}
-	r := v.r
+	// The cache's protocol is told on sumsCache. One function, not a call
+	// to a method of the cache: a breaker reads it on every request.
+	r := c.r
+	b := r.bucketOf(now)
+	want := b << 1
+	var out Sums
+	switch q := s.seq.Load(); {
+	case q == want:
+		for e := range out {
+			out[e] = s.base[e].Load()
+		}
+		if s.seq.Load() != want {
+			return c.ringSumsAt(now)
+		}
+	case q>>1 < b && q&1 == 0 && s.seq.CompareAndSwap(q, want|1):
+		out = c.before(b)
+		for e := range out {
+			s.base[e].Store(out[e])
+		}
+		s.seq.Store(want)
+	default:
+		return c.ringSumsAt(now)
+	}
+	r.mergeInto(c.l, &out, b)
+	for e := range out {
+		out[e] = finish(Event(e).kind(), out[e])
+	}
+	return out
+}
+
+// ringSumsAt returns every event over the whole interval at time now, read
+// from the ring.
+func (c *Counter) ringSumsAt(now int64) Sums {
+	var out Sums
+	r := c.r
 	for e := range out {
 		out[e] = Event(e).kind().empty()
 	}
-	first := r.first(now, v.k)
-	for b := first; b-first < uint64(v.k); b++ {
-		r.mergeInto(v.l, &out, b)
+	first := r.first(now, c.k)
+	for b := first; b-first < uint64(c.k); b++ {
+		r.mergeInto(c.l, &out, b)
 	}
 	for e := range out {
 		out[e] = finish(Event(e).kind(), out[e])
@@ -278,32 +247,20 @@ func (r *ring) mergeInto(l *layout, out *Sums, b uint64) {
 	}
 }
 
-// Rate returns event e per second over the view at the current time.
-func (v View) Rate(e Event) float64 { return v.RateAt(v.now(), e) }
-
-// RateAt returns event e per second over the view at time now. It is
-// [View.SumAt] divided by the view's duration in seconds.
-func (v View) RateAt(now int64, e Event) float64 {
-	if v.r == nil {
-		return 0
-	}
-	return float64(v.SumAt(now, e)) / v.Duration().Seconds()
-}
-
 // MaxBucket returns the largest value of event e in any one bucket of the
-// view at the current time.
-func (v View) MaxBucket(e Event) int64 { return v.MaxBucketAt(v.now(), e) }
+// interval at the current time.
+func (c *Counter) MaxBucket(e Event) int64 { return c.MaxBucketAt(c.r.clock.Now(), e) }
 
 // MaxBucketAt returns the largest value of event e in any one bucket of
-// the view at time now. Buckets with nothing recorded count as 0.
-func (v View) MaxBucketAt(now int64, e Event) int64 {
-	if v.r == nil || e >= numEvents || v.l.word[e] < 0 {
+// the interval at time now. Buckets with nothing recorded count as 0.
+func (c *Counter) MaxBucketAt(now int64, e Event) int64 {
+	if e >= numEvents || c.word[e] < 0 {
 		return 0
 	}
-	r, k, i := v.r, e.kind(), int(v.l.word[e])
+	r, k, i := c.r, e.kind(), int(c.word[e])
 	best := int64(0)
-	first := r.first(now, v.k)
-	for b := first; b-first < uint64(v.k); b++ {
+	first := r.first(now, c.k)
+	for b := first; b-first < uint64(c.k); b++ {
 		if x, ok := r.read(b, r.slotOf(b), i); ok {
 			best = max(best, finish(k, x))
 		}
@@ -311,17 +268,22 @@ func (v View) MaxBucketAt(now int64, e Event) int64 {
 	return best
 }
 
-// AvgRT returns the mean response time over the view at the current time, in
-// the unit RT is recorded in.
-func (v View) AvgRT() float64 { return v.AvgRTAt(v.now()) }
-
-// AvgRTAt returns the mean response time over the view at time now. It is
-// the sum of [RT] divided by the count of [Succeeded], or 0 when none
-// succeeded.
-func (v View) AvgRTAt(now int64) float64 {
-	n := v.SumAt(now, Succeeded)
-	if n == 0 {
-		return 0
+// View returns a Counter that reads the last d of c's interval: a view.
+// It shares c's buckets, so it reads what c records, and what it records
+// goes to c. d must be a positive multiple of the bucket width, at most
+// c's interval. Otherwise the error is a configuration error. A 1 s view of a
+// Counter over 10 s in 100 buckets reads 10 buckets, not 100. The view of
+// the whole interval is c itself.
+func (c *Counter) View(d time.Duration) (*Counter, error) {
+	k, err := c.r.viewBuckets(d, c.k)
+	switch {
+	case err != nil:
+		return nil, err
+	case k == c.k:
+		return c, nil
 	}
-	return float64(v.SumAt(now, RT)) / float64(n)
+	return &Counter{r: c.r, word: c.word, l: c.l, k: k}, nil
 }
+
+// Sums holds one value for each of the nine events, indexed by [Event].
+type Sums [numEvents]int64

@@ -8,15 +8,16 @@
 // now. These types are built on the ring:
 //
 //   - [Counter] counts events ([Allowed], [Blocked], [RT], ...) per bucket.
-//   - [View] reads the last part of a Counter's interval.
-//   - [Tally] is a Counter whose whole interval reads in constant time.
+//     [Counter.View] reads the last part of its interval. With [CachedSums]
+//     the whole interval reads in constant time.
 //   - [RollingWindow] is go-zero's rolling window of sums and counts.
 //   - [Histogram] keeps one log-linear latency histogram per bucket.
 //   - [Sketch] keeps latencies in two halves of an interval.
 //
-// A Histogram answers quantiles within 0.79% over any view. With [Compact]
-// it answers within 3.2%, in a fifth of the memory. A Sketch answers
-// quantiles within 4.43%, and the exact maximum. It also counts every
+// A Histogram answers quantiles within 0.79%, over its interval or any
+// view of it ([Histogram.View]). With [Compact] it answers within 3.2%, in
+// a fifth of the memory. A Sketch answers quantiles within 4.43%, and the
+// exact maximum. It also counts every
 // latency by bin since it was made ([Sketch.TotalsInto]), for histograms
 // that add up across processes. It takes a few hundred bytes, which grow
 // with the powers of two its latencies reach. So a Sketch suits one per
@@ -38,8 +39,8 @@
 // Counts are exact. A bucket's slot is reset exactly once, when a later
 // bucket takes it. A writer delayed while its slot was taken over can
 // neither add into the later bucket nor be wiped after it was counted.
-// Values for buckets already replaced are dropped and counted
-// ([Counter.Late]). Package flow builds limiters on these guarantees, and
+// Values for buckets already replaced are dropped, and the ...At method
+// that wrote them reports false. Package flow builds limiters on these guarantees, and
 // package breaker builds circuit breakers.
 //
 // docs/window.md says how the ring, its tags and its stripes work, and how

@@ -5,7 +5,7 @@ import "strconv"
 // An Event is something a [Counter] counts in each bucket.
 type Event uint8
 
-// The events a [Counter] records. Summed events come first.
+// The events a [Counter] records, nine of them. Summed events come first.
 const (
 	Allowed        Event = iota // requests allowed
 	Blocked                     // requests blocked
@@ -21,9 +21,6 @@ const (
 	// above MinRT, and its name to eventNames.
 	numEvents
 )
-
-// NumEvents is the number of events a [Counter] records.
-const NumEvents = int(numEvents)
 
 var eventNames = [numEvents]string{"allowed", "blocked", "succeeded", "failed", "rt", "borrowed", "slow", "min_rt", "max_concurrency"}
 

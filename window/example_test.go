@@ -29,11 +29,11 @@ func ExampleCounter() {
 	}
 	fmt.Println("allowed in 10 s:", ctr.Sum(window.Allowed))
 	fmt.Println("failed in 10 s:", ctr.Sum(window.Failed))
-	fmt.Println("QPS over the last second:", lastSecond.Rate(window.Allowed))
+	fmt.Println("allowed in the last second:", lastSecond.Sum(window.Allowed))
 	// Output:
 	// allowed in 10 s: 50
 	// failed in 10 s: 10
-	// QPS over the last second: 9
+	// allowed in the last second: 9
 }
 
 // The ...At methods take the time, for code that has already read the clock

@@ -18,11 +18,11 @@ import (
 
 // ---- Index and alignment arithmetic ----
 
-// fzWidth maps raw to a valid bucket width for n buckets: near MinWidth,
-// near the largest width (MaxTime/n), a power of two, raw>>3 itself (so that
+// fzWidth maps raw to a valid bucket width for n buckets: near minWidth,
+// near the largest width (maxTime/n), a power of two, raw>>3 itself (so that
 // seeds can name a width), or spread over every scale.
 func fzWidth(n int, raw uint64) int64 {
-	lo, hi := int64(MinWidth), int64(MaxTime)/int64(n)
+	lo, hi := int64(minWidth), int64(maxTime)/int64(n)
 	var w int64
 	switch raw % 8 {
 	case 0:
@@ -71,8 +71,8 @@ func fzCheckBucketArithmetic(t *testing.T, r *ring, x int64) {
 	if r.grid.Offset%w != 0 {
 		t.Fatalf("%s: offset %d is not a multiple of the width", shape, r.grid.Offset)
 	}
-	if r.grid.Offset > 4*MaxTime {
-		t.Fatalf("%s: offset %d is above 4*MaxTime: a time plus the offset may reach 2^63, beyond the divisor's range", shape, r.grid.Offset)
+	if r.grid.Offset > 4*maxTime {
+		t.Fatalf("%s: offset %d is above 4*maxTime: a time plus the offset may reach 2^63, beyond the divisor's range", shape, r.grid.Offset)
 	}
 	if want := refFloorDiv(ct, w) + r.grid.Offset/w; int64(b) != want {
 		t.Fatalf("%s: bucketOf(%d) = %d, want floor(%d/w) + offset/w = %d", shape, x, b, ct, want)
@@ -90,12 +90,12 @@ func fzCheckBucketArithmetic(t *testing.T, r *ring, x int64) {
 	if got := r.bucketOf(start + w - 1); got != b {
 		t.Fatalf("%s: bucketOf(start+w-1 = %d) = %d, want %d", shape, start+w-1, got, b)
 	}
-	if start-1 >= -MaxTime {
+	if start-1 >= -maxTime {
 		if got := r.bucketOf(start - 1); got != b-1 {
 			t.Fatalf("%s: bucketOf(start-1 = %d) = %d, want %d", shape, start-1, got, b-1)
 		}
 	}
-	if start+w <= MaxTime {
+	if start+w <= maxTime {
 		if got := r.bucketOf(start + w); got != b+1 {
 			t.Fatalf("%s: bucketOf(start+w = %d) = %d, want %d", shape, start+w, got, b+1)
 		}
@@ -139,19 +139,19 @@ func fzCheckMonotonic(t *testing.T, r *ring, t1, t2 int64) {
 func fzEdgeTimes(w int64) []int64 {
 	return []int64{
 		0, 1, -1, w - 1, w, -w, -w - 1, 7*w + w/2, -7*w - w/2,
-		MaxTime, MaxTime - 1, MaxTime + 1, MaxTime - w, MaxTime - MaxTime%w, MaxTime - MaxTime%w - 1,
-		-MaxTime, -MaxTime + 1, -MaxTime - 1, -MaxTime + w, -MaxTime + MaxTime%w, -MaxTime + MaxTime%w - 1,
+		maxTime, maxTime - 1, maxTime + 1, maxTime - w, maxTime - maxTime%w, maxTime - maxTime%w - 1,
+		-maxTime, -maxTime + 1, -maxTime - 1, -maxTime + w, -maxTime + maxTime%w, -maxTime + maxTime%w - 1,
 		math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1, 1 << 62, -(1 << 62),
 	}
 }
 
 // TestBucketIndexArithmeticHoldsForEdgeShapesAndTimes checks the index arithmetic for edge
-// shapes (smallest and largest widths, widths dividing MaxTime or not) at
-// edge times (around 0, bucket boundaries, ±MaxTime, the int64 limits).
+// shapes (smallest and largest widths, widths dividing maxTime or not) at
+// edge times (around 0, bucket boundaries, ±maxTime, the int64 limits).
 func TestBucketIndexArithmeticHoldsForEdgeShapesAndTimes(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 10, 16, 17, 1000, MaxBuckets} {
-		hi := int64(MaxTime) / int64(n)
-		for _, w := range []int64{int64(MinWidth), int64(MinWidth) + 1, 1024, 7000, 1e6, 5e8, 1 << 20, 3 << 30, hi - 1, hi} {
+	for _, n := range []int{1, 2, 3, 10, 16, 17, 1000, maxBuckets} {
+		hi := int64(maxTime) / int64(n)
+		for _, w := range []int64{int64(minWidth), int64(minWidth) + 1, 1024, 7000, 1e6, 5e8, 1 << 20, 3 << 30, hi - 1, hi} {
 			r := newRing(n, time.Duration(w), rollingKinds, nil)
 			times := fzEdgeTimes(w)
 			for i, x := range times {
@@ -173,16 +173,16 @@ func FuzzBucketIndexArithmetic(f *testing.F) {
 		{0, 1000, 0, -1},                              // 1 bucket of 1µs
 		{9, 7000, -1, 7000},                           // 10 buckets of 7µs
 		{15, 1e6, 123456789, -123456789},              // 16 buckets of 1ms
-		{2, 1024, MaxTime, MaxTime + 1},               // 3 buckets of 1024ns, which divides MaxTime
-		{0, MaxTime, math.MinInt64, math.MaxInt64},    // 1 bucket as wide as can be
-		{2, MaxTime / 3, -MaxTime, -MaxTime - 1},      //
-		{MaxBuckets - 1, 1000, MaxTime - 1, -MaxTime}, // 65536 buckets
+		{2, 1024, maxTime, maxTime + 1},               // 3 buckets of 1024ns, which divides maxTime
+		{0, maxTime, math.MinInt64, math.MaxInt64},    // 1 bucket as wide as can be
+		{2, maxTime / 3, -maxTime, -maxTime - 1},      //
+		{maxBuckets - 1, 1000, maxTime - 1, -maxTime}, // 65536 buckets
 		{999, 5e8, -(1 << 62), 1 << 62},               //
 	} {
 		f.Add(s.n, uint64(s.w)<<3|3, s.t1, s.t2)
 	}
 	f.Fuzz(func(t *testing.T, nRaw uint16, wRaw uint64, t1, t2 int64) {
-		n := int(nRaw)%MaxBuckets + 1
+		n := int(nRaw)%maxBuckets + 1
 		w := fzWidth(n, wRaw)
 		if err := timegrid.CheckWindow(time.Duration(int64(n)*w), n); err != nil {
 			t.Fatalf("fzWidth(%d, %d) = %d: %v", n, wRaw, w, err)
@@ -191,9 +191,9 @@ func FuzzBucketIndexArithmetic(f *testing.F) {
 		fzCheckBucketArithmetic(t, r, t1)
 		fzCheckBucketArithmetic(t, r, t2)
 		fzCheckMonotonic(t, r, t1, t2)
-		// The extremes clamp to the bucket of ±MaxTime.
-		if r.bucketOf(math.MaxInt64) != r.bucketOf(MaxTime) || r.bucketOf(math.MinInt64) != r.bucketOf(-MaxTime) {
-			t.Fatalf("%d buckets of %dns: the int64 limits do not clamp to ±MaxTime", n, w)
+		// The extremes clamp to the bucket of ±maxTime.
+		if r.bucketOf(math.MaxInt64) != r.bucketOf(maxTime) || r.bucketOf(math.MinInt64) != r.bucketOf(-maxTime) {
+			t.Fatalf("%d buckets of %dns: the int64 limits do not clamp to ±maxTime", n, w)
 		}
 	})
 }
@@ -235,7 +235,7 @@ func (b *fzBytes) exhausted() bool { return b.i >= len(b.data) }
 
 var (
 	fzCounts = []int{1, 2, 3, 4, 5, 8, 10, 16, 17}
-	fzWidths = []int64{1000, 1001, 1024, 7000, 1e6, 1 << 20, 5e8, -1, -2} // -1: MaxTime/n, -2: MaxTime/n - 1
+	fzWidths = []int64{1000, 1001, 1024, 7000, 1e6, 1 << 20, 5e8, -1, -2} // -1: maxTime/n, -2: maxTime/n - 1
 )
 
 // fzShape decodes a shape: the number of buckets, their width, the time the
@@ -245,9 +245,9 @@ func fzShape(shape uint16, src modelEntropy) (n int, w, start int64, extremes bo
 	w = fzWidths[int(shape)/len(fzCounts)%len(fzWidths)]
 	switch w {
 	case -1:
-		w = MaxTime / int64(n)
+		w = maxTime / int64(n)
 	case -2:
-		w = MaxTime/int64(n) - 1
+		w = maxTime/int64(n) - 1
 	}
 	extremes = shape&0x8000 != 0
 	span := int64(n) * w

@@ -13,7 +13,7 @@ import (
 // 2^-(sub+1) of the true value above the linear range, and by at most half a
 // unit within it, up to the top of the range, 2^39 ns (9 min 10 s). Longer
 // latencies fall in one overflow bin, reported as the maximum, which is kept
-// exactly up to MaxValue nanoseconds, the same 2^39 ns.
+// exactly up to maxValue nanoseconds, the same 2^39 ns.
 //
 // The default layout counts units of 8 ns in 64 bins per power of two: within
 // 1/128 (0.79%) from 1 µs up. Its 1,985 bins, the maximum and the state word
@@ -44,20 +44,17 @@ var (
 )
 
 const (
-	// HistogramRange is the longest latency a Histogram resolves into bins.
-	// Longer ones are counted in an overflow bin, whose quantiles report
-	// the maximum.
-	HistogramRange = time.Duration(1) << 39
+	// histogramRange is the longest latency a Histogram resolves into bins,
+	// 2^39 ns. Longer ones are counted in an overflow bin, whose quantiles
+	// report the maximum.
+	histogramRange = time.Duration(1) << 39
 
-	// HistogramBucketBytes is the memory one time bucket of a Histogram
+	// histogramBucketBytes is the memory one time bucket of a Histogram
 	// takes: one 8-byte word per bin (1,985 of them), the maximum and the
 	// bucket's state. A Compact histogram's bucket takes
-	// CompactBucketBytes.
-	HistogramBucketBytes = (1985 + 2) * 8
-
-	// CompactBucketBytes is the memory one time bucket of a Compact
-	// Histogram takes: 417 bins, the maximum and the state.
-	CompactBucketBytes = (417 + 2) * 8
+	// compactBucketBytes: 417 bins, the maximum and the state.
+	histogramBucketBytes = (1985 + 2) * 8
+	compactBucketBytes   = (417 + 2) * 8
 
 	maxBins = 2048 // more than any layout's bins
 )
@@ -90,28 +87,27 @@ func (l *histLayout) mid(i int) int64 {
 
 // A Histogram records latencies in a ring of time-aligned buckets, one
 // log-linear histogram per bucket. It answers quantiles (P50, P99, ...) and
-// the maximum over the whole interval, or over a [HistogramView] of its
-// last part. Quantiles are within 0.79% of the true value from 1 µs to
-// [HistogramRange], over nine minutes. The maximum is exact up to the same
-// bound.
+// the maximum over the whole interval. [Histogram.View] returns a Histogram
+// that reads its last part. Quantiles are within 0.79% of the true value from 1 µs to
+// 2^39 ns, over nine minutes. The maximum is exact up to the same bound.
 //
-// Each bucket takes [HistogramBucketBytes] of memory, about 16 KiB. With
-// [Compact] it takes [CompactBucketBytes], about 3 KiB. The memory is
+// Each bucket takes 15,896 bytes of memory, about 16 KiB. With [Compact] it
+// takes 3,352 bytes, about 3 KiB. The memory is
 // allocated when the Histogram is made. Recording allocates nothing and
 // takes no lock. Times that go backwards are handled as a [Counter] handles
 // them. A Histogram is safe for concurrent use.
 //
 // The zero Histogram is not usable. Make one with [NewHistogram].
 type Histogram struct {
-	r   *ring
-	l   *histLayout
-	all HistogramView
+	r *ring
+	l *histLayout
+	k int64 // the buckets read: the ring's n, or fewer for a view
 }
 
 // NewHistogram returns a Histogram over interval divided into buckets
-// buckets. buckets must be from 1 to [MaxBuckets]. interval must divide
-// into them in whole nanoseconds, at least [MinWidth] each. A bad argument
-// or [Option] is a [*ConfigError].
+// buckets. buckets must be from 1 to 65,536. interval must divide into them in
+// whole nanoseconds, at least 1 µs each. A bad argument
+// or [Option] is a configuration error.
 func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogram, error) {
 	width, err := splitInterval(buckets, interval)
 	if err != nil {
@@ -125,15 +121,13 @@ func NewHistogram(buckets int, interval time.Duration, opts ...Option) (*Histogr
 	if o.compact {
 		l = compactBins
 	}
-	h := &Histogram{r: newRing(buckets, width, l.kinds, o.clock), l: l}
-	h.all = HistogramView{r: h.r, l: l, k: int64(buckets)}
-	return h, nil
+	return &Histogram{r: newRing(buckets, width, l.kinds, o.clock), l: l, k: int64(buckets)}, nil
 }
 
 // Compact makes a [Histogram] count latencies in coarser bins. Its
 // quantiles are within 3.2% from 16 µs up, and within 0.52 µs below. A
-// bucket takes [CompactBucketBytes], about 3 KiB, instead of
-// [HistogramBucketBytes], about 16 KiB. It suits many histograms, such as
+// bucket takes 3,352 bytes, about 3 KiB, instead of 15,896 bytes,
+// about 16 KiB. It suits many histograms, such as
 // one per resource. It applies to a Histogram only.
 func Compact() Option {
 	return func(o *options) { o.compact = true }
@@ -155,36 +149,23 @@ func (h *Histogram) RecordAt(now int64, d time.Duration) bool {
 	return r.writeSlot(ws, b, s, h.l.max, kindMax.clamp(max(int64(d), 0)))
 }
 
-// View returns a view of the last d of the interval. d must be a positive
-// multiple of the bucket width and at most the interval; otherwise the
-// error is a [*ConfigError].
-func (h *Histogram) View(d time.Duration) (HistogramView, error) {
-	k, err := h.r.viewBuckets(d)
-	if err != nil {
-		return HistogramView{}, err
+// View returns a Histogram that reads the last d of h's interval: a view.
+// It shares h's buckets, so it reads what h records, and what it records
+// goes to h. d must be a positive multiple of the bucket width, at most h's
+// interval. Otherwise the error is a configuration error. The view of the whole
+// interval is h itself.
+func (h *Histogram) View(d time.Duration) (*Histogram, error) {
+	k, err := h.r.viewBuckets(d, h.k)
+	switch {
+	case err != nil:
+		return nil, err
+	case k == h.k:
+		return h, nil
 	}
-	return HistogramView{r: h.r, l: h.l, k: k}, nil
+	return &Histogram{r: h.r, l: h.l, k: k}, nil
 }
 
-// Summary returns the count, maximum and main quantiles over the whole
-// interval at the current time.
-func (h *Histogram) Summary() Summary { return h.all.Summary() }
-
-// SummaryAt returns the count, maximum and main quantiles over the whole
-// interval at time now.
-func (h *Histogram) SummaryAt(now int64) Summary { return h.all.SummaryAt(now) }
-
-// Quantile returns the q-quantile over the whole interval at the current time.
-func (h *Histogram) Quantile(q float64) time.Duration { return h.all.Quantile(q) }
-
-// QuantileAt returns the q-quantile over the whole interval at time now.
-func (h *Histogram) QuantileAt(now int64, q float64) time.Duration { return h.all.QuantileAt(now, q) }
-
-// Late returns how many latencies were dropped because their bucket had
-// already been replaced by a later one.
-func (h *Histogram) Late() int64 { return h.r.late.Load() }
-
-// A Summary describes the latencies recorded over a view.
+// A Summary describes the latencies a [Histogram] or a [Sketch] holds.
 type Summary struct {
 	Count int64         // latencies recorded
 	Max   time.Duration // the longest latency, exact
@@ -192,14 +173,6 @@ type Summary struct {
 	P90   time.Duration
 	P99   time.Duration
 	P999  time.Duration
-}
-
-// A HistogramView reads the last few buckets of a [Histogram], as a [View]
-// does for a [Counter]. The zero HistogramView reads as empty.
-type HistogramView struct {
-	r *ring
-	l *histLayout
-	k int64
 }
 
 // histCounts is one view's latencies merged into one histogram.
@@ -210,22 +183,25 @@ type histCounts struct {
 	max   int64
 }
 
-// merge adds up the view's buckets at time now into c, reading every word
+// merge adds up the histogram's buckets at time now into c, reading every word
 // once, so that the quantiles computed from c agree with each other even while
 // latencies are being recorded.
-func (v HistogramView) merge(now int64, c *histCounts) {
-	r, l := v.r, v.l
-	c.l, c.max = l, MinValue
+func (h *Histogram) merge(now int64, c *histCounts) {
+	r, l, k := h.r, h.l, h.k
+	c.l, c.max = l, minValue
 	bins := c.bins[:l.bins]
-	first := r.first(now, v.k)
+	var total int64 // counted as the bins are, not in a walk of its own
+	first := r.first(now, k)
 	for _, ws := range r.stripes() {
-		for b := first; b-first < uint64(v.k); b++ {
+		for b := first; b-first < uint64(k); b++ {
 			s := r.slotOf(b)
 			if ws[s].Load() == b<<1 {
 				data := ws[s+1 : s+1+len(l.kinds)]
 				for i := range bins {
 					if w := data[i].Load(); belongs(w, b) {
-						bins[i] += value(w)
+						v := value(w)
+						bins[i] += v
+						total += v
 					}
 				}
 				if w := data[l.max].Load(); belongs(w, b) {
@@ -234,9 +210,7 @@ func (v HistogramView) merge(now int64, c *histCounts) {
 			}
 		}
 	}
-	for _, n := range bins {
-		c.total += n
-	}
+	c.total = total
 	if c.total == 0 {
 		c.max = 0
 	}
@@ -262,36 +236,48 @@ func (c *histCounts) quantile(q float64) time.Duration {
 	return time.Duration(c.max)
 }
 
-// now reads the view's clock; the zero HistogramView reads 0, and its ...At
-// methods return zeros.
-func (v HistogramView) now() int64 {
-	if v.r == nil {
-		return 0
-	}
-	return v.r.clock.Now()
-}
+// Summary returns the count, maximum and main quantiles over the whole
+// interval at the current time.
+func (h *Histogram) Summary() Summary { return h.SummaryAt(h.r.clock.Now()) }
 
-// Duration returns the length of the view.
-func (v HistogramView) Duration() time.Duration {
-	if v.r == nil {
-		return 0
-	}
-	return time.Duration(v.k * v.r.width)
-}
-
-// Summary returns the count, maximum and main quantiles over the view at the
-// current time.
-func (v HistogramView) Summary() Summary { return v.SummaryAt(v.now()) }
-
-// SummaryAt returns the count, maximum and main quantiles over the view at
-// time now, all computed from one consistent read.
-func (v HistogramView) SummaryAt(now int64) Summary {
-	if v.r == nil {
-		return Summary{}
-	}
+// SummaryAt returns the count, maximum and main quantiles over the whole
+// interval at time now, all computed from one consistent read.
+func (h *Histogram) SummaryAt(now int64) Summary {
 	var c histCounts
-	v.merge(now, &c)
-	return summarize(c.total, c.max, c.quantile)
+	h.merge(now, &c)
+	return c.summary()
+}
+
+// summaryQuantiles are the quantiles a Summary holds, in increasing order.
+var summaryQuantiles = [4]float64{0.5, 0.9, 0.99, 0.999}
+
+// summary returns the Summary of c: what summarize returns with
+// c.quantile, found in one walk of the bins instead of one per quantile.
+func (c *histCounts) summary() Summary {
+	var q [len(summaryQuantiles)]time.Duration
+	j := 0
+	if c.total != 0 {
+		rank := rankOf(summaryQuantiles[0], c.total)
+		var seen int64
+	walk:
+		for i, n := range c.bins[:c.l.bins] {
+			seen += n
+			for seen >= rank {
+				if i == c.l.overflow {
+					break walk
+				}
+				q[j] = time.Duration(min(c.l.mid(i), c.max))
+				if j++; j == len(q) {
+					break walk
+				}
+				rank = rankOf(summaryQuantiles[j], c.total)
+			}
+		}
+		for ; j < len(q); j++ {
+			q[j] = time.Duration(c.max)
+		}
+	}
+	return Summary{Count: c.total, Max: time.Duration(c.max), P50: q[0], P90: q[1], P99: q[2], P999: q[3]}
 }
 
 // summarize returns the Summary of total latencies of maximum max whose
@@ -316,18 +302,17 @@ func rankOf(q float64, total int64) int64 {
 	return max(int64(math.Ceil(min(q, 1)*float64(total))), 1)
 }
 
-// Quantile returns the q-quantile over the view at the current time.
-func (v HistogramView) Quantile(q float64) time.Duration { return v.QuantileAt(v.now(), q) }
+// Quantile returns the q-quantile over the whole interval at the current
+// time.
+func (h *Histogram) Quantile(q float64) time.Duration { return h.QuantileAt(h.r.clock.Now(), q) }
 
-// QuantileAt returns the q-quantile over the view at time now, by nearest
-// rank. That is the latency at or below which a fraction q of the recorded
-// latencies lie. It is within 0.79% of the true value, or 3.2% with
-// [Compact]. q is clamped to [0, 1]. An empty view returns 0.
-func (v HistogramView) QuantileAt(now int64, q float64) time.Duration {
-	if v.r == nil {
-		return 0
-	}
+// QuantileAt returns the q-quantile over the whole interval at time now, by
+// nearest rank. That is the latency at or below which a fraction q of the
+// recorded latencies lie. It is within 0.79% of the true value, or 3.2%
+// with [Compact]. q is clamped to [0, 1]. With nothing recorded it returns
+// 0.
+func (h *Histogram) QuantileAt(now int64, q float64) time.Duration {
 	var c histCounts
-	v.merge(now, &c)
+	h.merge(now, &c)
 	return c.quantile(q)
 }

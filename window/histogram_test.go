@@ -1,6 +1,7 @@
 package window
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 )
 
 // relErr returns |got-want| / want.
@@ -36,14 +38,14 @@ func checkBin(t *testing.T, d int64) {
 		if i < 0 || i >= l.bins {
 			t.Fatalf("%s: bin(%d) = %d, out of [0, %d)", lt.name, d, i, l.bins)
 		}
-		if d >= int64(HistogramRange) {
+		if d >= int64(histogramRange) {
 			if i != l.overflow {
 				t.Fatalf("%s: bin(%d) = %d, want the overflow bin %d", lt.name, d, i, l.overflow)
 			}
 			continue
 		}
 		if i == l.overflow {
-			t.Fatalf("%s: bin(%d) is the overflow bin below HistogramRange", lt.name, d)
+			t.Fatalf("%s: bin(%d) is the overflow bin below histogramRange", lt.name, d)
 		}
 		if d >= lt.from {
 			if e := relErr(l.mid(i), d); e > lt.rel {
@@ -56,7 +58,7 @@ func checkBin(t *testing.T, d int64) {
 }
 
 func TestHistogramBinsAreWithinOnePercent(t *testing.T) {
-	for _, d := range []int64{-5, 0, 1, 7, 8, 999, 1000, 1023, 1024, 1025, 2047, 2048, 1e6, 1e9, 6e10, int64(HistogramRange) - 1, int64(HistogramRange), math.MaxInt64} {
+	for _, d := range []int64{-5, 0, 1, 7, 8, 999, 1000, 1023, 1024, 1025, 2047, 2048, 1e6, 1e9, 6e10, int64(histogramRange) - 1, int64(histogramRange), math.MaxInt64} {
 		checkBin(t, d)
 	}
 	// Every bin edge, from both sides.
@@ -157,6 +159,12 @@ func TestHistogramViewsSeeOnlyTheirBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if whole, err := h.View(10 * time.Second); err != nil || whole != h {
+		t.Fatalf("View(10s) = %p, %v; want the Histogram itself, %p", whole, err, h)
+	}
+	if _, err := last.View(2 * time.Second); !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("View(2s) of a 1 s view: err = %v, want an config.ErrInvalid", err)
+	}
 	// Nine seconds of 1 ms latencies, then one second of 100 ms latencies.
 	for sec := 0; sec < 10; sec++ {
 		d := time.Millisecond
@@ -196,20 +204,16 @@ func TestHistogramQuantileEdges(t *testing.T) {
 	}
 	h.Record(-time.Second) // counts as 0
 	h.Record(10 * time.Minute)
-	if s := h.Summary(); s.Count != 2 || s.Max != MaxValue-1 || s.P999 != MaxValue-1 {
-		t.Fatalf("summary %+v: want count 2, max and P999 saturated at MaxValue-1 (10m is beyond the range)", s)
+	if s := h.Summary(); s.Count != 2 || s.Max != maxValue-1 || s.P999 != maxValue-1 {
+		t.Fatalf("summary %+v: want count 2, max and P999 saturated at maxValue-1 (10m is beyond the range)", s)
 	}
 	for _, q := range []float64{math.NaN(), -1, 0} {
 		if got := h.Quantile(q); got > 10*time.Nanosecond {
 			t.Fatalf("Quantile(%v) = %v, want the smallest latency", q, got)
 		}
 	}
-	if got := h.Quantile(2); got != MaxValue-1 {
+	if got := h.Quantile(2); got != maxValue-1 {
 		t.Fatalf("Quantile(2) = %v, want the largest latency", got)
-	}
-	var zero HistogramView
-	if zero.Summary() != (Summary{}) || zero.Quantile(0.5) != 0 || zero.Duration() != 0 {
-		t.Fatal("the zero HistogramView must read as empty")
 	}
 }
 
@@ -218,14 +222,45 @@ func TestHistogramBucketBytesIsWhatIsAllocated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(h.r.words) * 8 / 4; got != HistogramBucketBytes {
-		t.Fatalf("a bucket takes %d bytes, HistogramBucketBytes says %d", got, HistogramBucketBytes)
+	if got := len(h.r.words) * 8 / 4; got != histogramBucketBytes {
+		t.Fatalf("a bucket takes %d bytes, histogramBucketBytes says %d", got, histogramBucketBytes)
 	}
 	c, err := NewHistogram(4, 4*time.Second, Compact())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(c.r.words) * 8 / 4; got != CompactBucketBytes {
-		t.Fatalf("a compact bucket takes %d bytes, CompactBucketBytes says %d", got, CompactBucketBytes)
+	if got := len(c.r.words) * 8 / 4; got != compactBucketBytes {
+		t.Fatalf("a compact bucket takes %d bytes, compactBucketBytes says %d", got, compactBucketBytes)
+	}
+}
+
+// A Summary's quantiles, found in one walk of the bins, are those QuantileAt
+// finds one at a time, whatever the latencies: few or many, spread or
+// bunched, beyond the range or not, in either layout.
+func TestHistogramSummaryAgreesWithItsQuantiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 300 {
+		var opts []Option
+		if round%2 == 1 {
+			opts = append(opts, Compact())
+		}
+		h, err := NewHistogram(2, 2*time.Second, append(opts, WithClock(clock.NewManual(0)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := rng.IntN(2000)
+		top := int64(1) << (10 + rng.IntN(32)) // some rounds reach past 2^39 ns
+		for range n {
+			d := rng.Int64N(top)
+			if rng.IntN(4) == 0 {
+				d = top / int64(1+rng.IntN(3)) // bunched on a few values
+			}
+			h.RecordAt(0, time.Duration(d))
+		}
+		s := h.SummaryAt(0)
+		want := Summary{Count: int64(n), Max: s.Max, P50: h.QuantileAt(0, 0.5), P90: h.QuantileAt(0, 0.9), P99: h.QuantileAt(0, 0.99), P999: h.QuantileAt(0, 0.999)}
+		if s != want {
+			t.Fatalf("round %d, %d latencies below %v: summary %+v, quantiles %+v", round, n, time.Duration(top), s, want)
+		}
 	}
 }

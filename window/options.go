@@ -1,56 +1,25 @@
 package window
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// ErrInvalidConfig is wrapped by every error this package returns for a bad
-// argument or [Option]. Each such error is a [*ConfigError].
-var ErrInvalidConfig = errors.New("window: invalid configuration")
-
-// A ConfigError is the error a constructor or a [View] method returns for
-// a bad argument or [Option]. It says which one, the value given, and what
-// is wrong with it. It wraps [ErrInvalidConfig], so
-// errors.Is(err, ErrInvalidConfig) holds. [errors.As] takes it apart. Its
-// message reads like this:
+// A configError is the error a constructor or a View method returns for
+// a bad argument or [Option]. It matches
+// [github.com/slidegate/slidegate.ErrInvalidConfig], and reads like this:
 //
 //	window: invalid configuration: buckets = 0: must be between 1 and 65536
-type ConfigError struct {
-	// Option names what was wrong. Value is of the type given here:
-	//
-	//   - "buckets": the number of buckets, an int.
-	//   - "interval": the interval, a time.Duration.
-	//   - "view": the duration given to View, a time.Duration.
-	//   - "clock": the clock.Clock given to WithClock.
-	//   - "compact": Compact, given to a type it does not apply to (true).
-	//   - "ignore_current_bucket": IgnoreCurrentBucket, likewise (true).
-	//   - "totals": WithTotals, given to a type it does not apply to (true).
-	//   - "events": the events given to WithEvents, a []Event.
-	//
-	// "interval" is also the option when the interval does not divide
-	// into the buckets, or into buckets of at least MinWidth. "events" is
-	// also the option when WithEvents is given to a type it does not apply
-	// to.
-	Option string
-	// Value is the value given, of the type listed for Option.
-	Value any
-	// Detail says what is wrong with the value, in lower case ("must be
-	// positive").
-	Detail string
-}
-
-// Error returns the package, the option, its value and what is wrong.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Option, e.Value, e.Detail)
-}
-
-// Unwrap returns [ErrInvalidConfig].
-func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+//
+// Field names what was wrong: "buckets", "interval", "view" (the duration
+// given to View), "clock", or the option given to a type it does not apply
+// to ("compact", "ignore_current_bucket", "totals", "cached_sums",
+// "events"). "interval" is also the field when the interval does not
+// divide into the buckets, or into buckets of at least 1 µs.
+type configError = config.Error
 
 // options are the settings shared by the constructors in this package.
 type options struct {
@@ -59,11 +28,12 @@ type options struct {
 	compact       bool
 	events        *layout // nil: every event
 	totals        bool
-	bad           *ConfigError // the first option found bad as it was applied
+	cached        bool
+	bad           *configError // the first option found bad as it was applied
 }
 
-// An Option customises a [Counter], [Tally], [Histogram], [RollingWindow]
-// or [Sketch]. An Option that does not apply to the type being made is an
+// An Option customises a [Counter], [Histogram], [RollingWindow] or
+// [Sketch]. An Option that does not apply to the type being made is an
 // error, not ignored. A nil Option is no option.
 type Option func(*options)
 
@@ -73,13 +43,13 @@ type Option func(*options)
 func WithClock(c clock.Clock) Option {
 	return func(o *options) {
 		if c == nil && o.bad == nil {
-			o.bad = &ConfigError{Option: "clock", Value: c, Detail: "must not be nil"}
+			o.bad = &configError{Pkg: "window", Field: "clock", Value: c, Detail: "must not be nil"}
 		}
 		o.clock = c
 	}
 }
 
-// WithEvents makes a [Counter] or a [Tally] record only the events given.
+// WithEvents makes a [Counter] record only the events given.
 // The others are not recorded ([Counter.AddAt] reports false) and read 0.
 // Each event recorded costs 8 bytes per bucket. So a Counter that needs few
 // events, such as one per resource or per breaker, takes a fraction of the
@@ -94,7 +64,7 @@ func WithEvents(events ...Event) Option {
 	return func(o *options) {
 		if detail != "" {
 			if o.bad == nil {
-				o.bad = &ConfigError{Option: "events", Value: ev, Detail: detail}
+				o.bad = &configError{Pkg: "window", Field: "events", Value: ev, Detail: detail}
 			}
 			return
 		}
@@ -142,13 +112,15 @@ func buildOptions(opts []Option, forType string) (options, error) {
 	case o.bad != nil:
 		return o, o.bad
 	case o.compact && forType != forHistogram:
-		return o, &ConfigError{Option: "compact", Value: true, Detail: "applies to a Histogram, not to " + forType}
+		return o, &configError{Pkg: "window", Field: "compact", Value: true, Detail: "applies to a Histogram, not to " + forType}
 	case o.totals && forType != forCounter:
-		return o, &ConfigError{Option: "totals", Value: true, Detail: "applies to a Counter or a Tally, not to " + forType}
+		return o, &configError{Pkg: "window", Field: "totals", Value: true, Detail: "applies to a Counter, not to " + forType}
+	case o.cached && forType != forCounter:
+		return o, &configError{Pkg: "window", Field: "cached_sums", Value: true, Detail: "applies to a Counter, not to " + forType}
 	case o.events != nil && forType != forCounter:
-		return o, &ConfigError{Option: "events", Value: o.events.events, Detail: "applies to a Counter or a Tally, not to " + forType}
+		return o, &configError{Pkg: "window", Field: "events", Value: o.events.events, Detail: "applies to a Counter, not to " + forType}
 	case o.ignoreCurrent && forType != forRollingWindow:
-		return o, &ConfigError{Option: "ignore_current_bucket", Value: true, Detail: "applies to a RollingWindow, not to " + forType}
+		return o, &configError{Pkg: "window", Field: "ignore_current_bucket", Value: true, Detail: "applies to a RollingWindow, not to " + forType}
 	}
 	return o, nil
 }
@@ -157,7 +129,7 @@ func buildOptions(opts []Option, forType string) (options, error) {
 // interval, or an error naming the bad argument.
 func splitInterval(buckets int, interval time.Duration) (time.Duration, error) {
 	if we := timegrid.CheckWindow(interval, buckets); we != nil {
-		return 0, &ConfigError{Option: we.Arg, Value: we.Value, Detail: we.Detail}
+		return 0, &configError{Pkg: "window", Field: we.Arg, Value: we.Value, Detail: we.Detail}
 	}
 	return interval / time.Duration(buckets), nil
 }

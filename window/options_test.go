@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/config"
 )
 
 // Each constructor, so that every test of options covers all three.
@@ -19,13 +20,13 @@ var constructors = map[string]func(buckets int, interval time.Duration, opts ...
 func TestWithClockNilIsAnError(t *testing.T) {
 	for name, build := range constructors {
 		err := build(10, time.Second, WithClock(nil))
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "clock = <nil>: must not be nil") {
-			t.Errorf("%s(10, 1s, WithClock(nil)) = %v, want ErrInvalidConfig naming the nil clock", name, err)
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "clock = <nil>: must not be nil") {
+			t.Errorf("%s(10, 1s, WithClock(nil)) = %v, want config.ErrInvalid naming the nil clock", name, err)
 		}
 		// A later WithClock does not hide the bad one.
 		err = build(10, time.Second, WithClock(nil), WithClock(clock.NewManual(0)))
-		if !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s(10, 1s, WithClock(nil), WithClock(m)) = %v, want ErrInvalidConfig", name, err)
+		if !errors.Is(err, config.ErrInvalid) {
+			t.Errorf("%s(10, 1s, WithClock(nil), WithClock(m)) = %v, want config.ErrInvalid", name, err)
 		}
 		if err := build(10, time.Second, nil, WithClock(clock.NewManual(0))); err != nil {
 			t.Errorf("%s with a nil Option and a clock: %v", name, err)
@@ -44,8 +45,8 @@ func TestAnOptionForAnotherTypeIsAnError(t *testing.T) {
 		{"NewCounter(IgnoreCurrentBucket())", errOf(NewCounter(10, time.Second, IgnoreCurrentBucket())), "ignore_current_bucket = true: applies to a RollingWindow, not to a Counter"},
 		{"NewHistogram(IgnoreCurrentBucket())", errOf(NewHistogram(10, time.Second, IgnoreCurrentBucket())), "ignore_current_bucket = true: applies to a RollingWindow, not to a Histogram"},
 	} {
-		if !errors.Is(tc.err, ErrInvalidConfig) || !strings.Contains(tc.err.Error(), tc.mention) {
-			t.Errorf("%s = %v, want ErrInvalidConfig saying %q", tc.name, tc.err, tc.mention)
+		if !errors.Is(tc.err, config.ErrInvalid) || !strings.Contains(tc.err.Error(), tc.mention) {
+			t.Errorf("%s = %v, want config.ErrInvalid saying %q", tc.name, tc.err, tc.mention)
 		}
 	}
 	if _, err := NewHistogram(10, time.Second, Compact()); err != nil {
@@ -66,8 +67,8 @@ func TestNewRollingWindowTakesTheWholeInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rw.Width() != 100*time.Millisecond {
-		t.Fatalf("Width = %v, want 100ms", rw.Width())
+	if rw.width() != 100*time.Millisecond {
+		t.Fatalf("Width = %v, want 100ms", rw.width())
 	}
 	rw.AddAt(0, 1)
 	var sum, n int64
@@ -80,13 +81,13 @@ func TestNewRollingWindowTakesTheWholeInterval(t *testing.T) {
 	if sum != 0 || n != 4 {
 		t.Fatalf("at 400ms: %d buckets summing %d, want 4 summing 0", n, sum)
 	}
-	if err := errOf(NewRollingWindow(3, time.Second+1)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "does not divide into 3 buckets") {
+	if err := errOf(NewRollingWindow(3, time.Second+1)); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "does not divide into 3 buckets") {
 		t.Fatalf("NewRollingWindow(3, 1s+1ns) = %v, want an error naming the interval", err)
 	}
 }
 
 // TestConfigErrorsNameTheOptionAndItsValue: every bad argument or Option is
-// a *ConfigError whose Option and Value say which one and what it was.
+// a *configError whose Option and Value say which one and what it was.
 func TestConfigErrorsNameTheOptionAndItsValue(t *testing.T) {
 	ctr, _ := NewCounter(10, time.Second)
 	hist, _ := NewHistogram(10, time.Second)
@@ -97,7 +98,7 @@ func TestConfigErrorsNameTheOptionAndItsValue(t *testing.T) {
 		value  any
 	}{
 		{"NewCounter(0, 1s)", errOf(NewCounter(0, time.Second)), "buckets", 0},
-		{"NewHistogram(65537, 1h)", errOf(NewHistogram(MaxBuckets+1, time.Hour)), "buckets", MaxBuckets + 1},
+		{"NewHistogram(65537, 1h)", errOf(NewHistogram(maxBuckets+1, time.Hour)), "buckets", maxBuckets + 1},
 		{"NewRollingWindow(-1, 1s)", errOf(NewRollingWindow(-1, time.Second)), "buckets", -1},
 		{"NewCounter(10, 0)", errOf(NewCounter(10, 0)), "interval", time.Duration(0)},
 		{"NewRollingWindow(3, 1s)", errOf(NewRollingWindow(3, time.Second)), "interval", time.Second},
@@ -109,13 +110,13 @@ func TestConfigErrorsNameTheOptionAndItsValue(t *testing.T) {
 		{"NewCounter(Compact())", errOf(NewCounter(10, time.Second, Compact())), "compact", true},
 		{"NewHistogram(IgnoreCurrentBucket())", errOf(NewHistogram(10, time.Second, IgnoreCurrentBucket())), "ignore_current_bucket", true},
 	} {
-		var ce *ConfigError
-		if !errors.As(tc.err, &ce) || !errors.Is(tc.err, ErrInvalidConfig) {
-			t.Errorf("%s = %v, want a *ConfigError wrapping ErrInvalidConfig", tc.name, tc.err)
+		var ce *configError
+		if !errors.As(tc.err, &ce) || !errors.Is(tc.err, config.ErrInvalid) {
+			t.Errorf("%s = %v, want a *configError wrapping config.ErrInvalid", tc.name, tc.err)
 			continue
 		}
-		if ce.Option != tc.option || ce.Value != tc.value || ce.Detail == "" {
-			t.Errorf("%s: Option %q, Value %#v, Detail %q; want %q, %#v and a detail", tc.name, ce.Option, ce.Value, ce.Detail, tc.option, tc.value)
+		if ce.Field != tc.option || ce.Value != tc.value || ce.Detail == "" {
+			t.Errorf("%s: Option %q, Value %#v, Detail %q; want %q, %#v and a detail", tc.name, ce.Field, ce.Value, ce.Detail, tc.option, tc.value)
 		}
 		if want := "window: invalid configuration: " + tc.option + " = "; !strings.HasPrefix(tc.err.Error(), want) {
 			t.Errorf("%s: message %q, want it to start %q", tc.name, tc.err, want)

@@ -10,17 +10,16 @@ import (
 	"github.com/slidegate/slidegate/internal/timegrid"
 )
 
-// MaxBuckets is the largest number of buckets a ring may have.
-const MaxBuckets = timegrid.MaxBuckets
-
-// MinWidth is the narrowest bucket a ring may have.
-const MinWidth = timegrid.MinWidth
-
-// MaxTime bounds the times the package accepts. Times are clamped to
-// [-MaxTime, MaxTime] nanoseconds, about 36 years either side of the
-// clock's origin, so that no bucket index overflows. [clock.System] starts
-// near zero when the process starts.
-const MaxTime = timegrid.MaxTime
+// The bounds of a ring: at most 65,536 buckets (maxBuckets), each at least
+// 1 µs wide (minWidth). Times are clamped to [-maxTime, maxTime]
+// nanoseconds, 2^60 ns or about 36 years either side of the clock's
+// origin, so that no bucket index overflows. clock.System starts near zero
+// when the process starts.
+const (
+	maxBuckets = timegrid.MaxBuckets
+	minWidth   = timegrid.MinWidth
+	maxTime    = timegrid.MaxTime
+)
 
 // A ring is the LeapArray: n slots reused in turn by time-aligned buckets of
 // width w. Every bucket type (counter, rolling window, histogram) is a layout
@@ -64,8 +63,8 @@ type ring struct {
 	words  []atomic.Uint64    // stripe 0 (see stripes.go)
 	one    [1][]atomic.Uint64 // words alone, what stripes returns before there are more
 	more   atomic.Pointer[[][]atomic.Uint64]
-	late   atomic.Int64
-	tot    *totals // nil unless the Counter keeps totals (see totals.go)
+	late   atomic.Int64 // values dropped as late; the tests read it
+	tot    *totals      // nil unless the Counter keeps totals (see totals.go)
 	clock  clock.Clock
 }
 
@@ -119,7 +118,7 @@ func (r *ring) add(t int64, i int, v int64) bool {
 // stripe ws. It is write's fast path: when the slot already holds the bucket
 // and the sum does not saturate, it is two loads and one CAS.
 func (r *ring) addIn(ws []atomic.Uint64, b uint64, s, i int, v int64) bool {
-	if ws[s].Load() == b<<1 && v >= MinValue && v <= MaxValue {
+	if ws[s].Load() == b<<1 && v >= minValue && v <= maxValue {
 		w := &ws[s+1+i]
 		old := w.Load()
 		// With the bias (see word.go), the sum is an add on the whole word;
@@ -273,12 +272,12 @@ func (r *ring) sum(t int64, i int, k int64) int64 {
 }
 
 // viewBuckets returns how many buckets a view of the last d covers, or an
-// error if d is not a positive multiple of the width within the interval.
-func (r *ring) viewBuckets(d time.Duration) (int64, error) {
+// error if d is not a positive multiple of the width within n buckets.
+func (r *ring) viewBuckets(d time.Duration, n int64) (int64, error) {
 	w := time.Duration(r.width)
-	if d <= 0 || d%w != 0 || int64(d/w) > r.n {
-		return 0, &ConfigError{Option: "view", Value: d,
-			Detail: fmt.Sprintf("must be a positive multiple of the bucket width %v, at most the interval %v", w, w*time.Duration(r.n))}
+	if d <= 0 || d%w != 0 || int64(d/w) > n {
+		return 0, &configError{Pkg: "window", Field: "view", Value: d,
+			Detail: fmt.Sprintf("must be a positive multiple of the bucket width %v, at most the interval %v", w, w*time.Duration(n))}
 	}
 	return int64(d / w), nil
 }

@@ -21,7 +21,7 @@ import "time"
 //
 // Values are int64, as in go-zero's breaker: integer sums are exact, where a
 // float64 sum drifts. Record durations in a fixed unit (microseconds, say).
-// One bucket's sum saturates at [MaxValue] and [MinValue].
+// One bucket's sum saturates at ±2^39, about ±5.5 × 10^11.
 //
 // A RollingWindow is safe for concurrent use, and it takes no lock. Add and
 // Reduce allocate nothing. Each of a bucket's two fields is exact, but a
@@ -57,9 +57,9 @@ func IgnoreCurrentBucket() Option {
 // NewRollingWindow returns a RollingWindow over interval divided into buckets
 // buckets, each interval/buckets wide. As with NewCounter, and unlike
 // go-zero's NewRollingWindow, the duration is the whole interval, not one
-// bucket's width. buckets must be in [1, MaxBuckets] and interval divide
-// into them in whole nanoseconds of at least MinWidth each; a bad argument
-// or Option is a *ConfigError.
+// bucket's width. buckets must be in [1, 65536] and interval divide
+// into them in whole nanoseconds of at least 1 µs each; a bad argument
+// or Option is a *configError.
 func NewRollingWindow(buckets int, interval time.Duration, opts ...Option) (*RollingWindow, error) {
 	width, err := splitInterval(buckets, interval)
 	if err != nil {
@@ -118,10 +118,3 @@ func (rw *RollingWindow) ReduceAt(now int64, fn func(Bucket)) {
 		fn(bk)
 	}
 }
-
-// Width returns the width of one bucket.
-func (rw *RollingWindow) Width() time.Duration { return time.Duration(rw.r.width) }
-
-// Interval returns the length of time the RollingWindow covers: its number of
-// buckets times their width.
-func (rw *RollingWindow) Interval() time.Duration { return time.Duration(rw.r.width * rw.r.n) }

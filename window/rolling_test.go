@@ -40,8 +40,8 @@ func TestRollingWindowReducesOldestFirst(t *testing.T) {
 	if got[0] != (Bucket{Sum: 5, Count: 1}) || got[1] != (Bucket{}) || got[2] != (Bucket{Sum: 7, Count: 1}) {
 		t.Fatalf("after sliding: %+v", got)
 	}
-	if rw.Interval() != 300*time.Millisecond || rw.Width() != 100*time.Millisecond {
-		t.Fatalf("Interval %v, Width %v", rw.Interval(), rw.Width())
+	if rw.interval() != 300*time.Millisecond || rw.width() != 100*time.Millisecond {
+		t.Fatalf("Interval %v, Width %v", rw.interval(), rw.width())
 	}
 }
 

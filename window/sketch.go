@@ -14,8 +14,8 @@ import (
 
 // Sketch bins. They are those of package latbin: 8 linear bins of 256 ns
 // below 2.048 µs, then 8 per power of two whose edges grow by 2^(1/8), each
-// reported as its geometric midpoint, within SketchError of every latency
-// in it. Latencies of SketchRange and more are counted apart and reported
+// reported as its geometric midpoint, within sketchError of every latency
+// in it. Latencies of sketchRange and more are counted apart and reported
 // as the maximum.
 //
 // Bins are kept by power of two, in chunks of 8 bins for each half of the
@@ -34,18 +34,18 @@ const (
 	sketchBins   = latbin.Bins
 	sketchLinear = latbin.Linear // latencies below 2^11 ns are binned linearly, in chunk 0
 
-	// SketchRange is the longest latency a Sketch bins: 2^38 ns, about
+	// sketchRange is the first latency a Sketch does not bin: 2^38 ns, about
 	// 4 min 35 s. Longer ones are counted and reported as the maximum.
-	SketchRange = time.Duration(latbin.Range)
+	sketchRange = time.Duration(latbin.Range)
 
-	// SketchError is the largest relative error of a Sketch's quantiles for
-	// latencies from 2.048 µs to SketchRange: 2^(1/16) - 1, about 4.4%.
+	// sketchError is the largest relative error of a Sketch's quantiles for
+	// latencies from 2.048 µs to sketchRange: 2^(1/16) - 1, about 4.43%.
 	// Below 2.048 µs they are within 128 ns.
-	SketchError = 0.0443
+	sketchError = latbin.Error
 )
 
 // sketchBin returns the chunk and the bin within it of latency d in [0,
-// SketchRange).
+// sketchRange).
 func sketchBin(d int64) (chunk, bin int) {
 	i := latbin.Of(d)
 	return i / sketchSub, i % sketchSub
@@ -56,7 +56,7 @@ func sketchValue(c, j int) int64 { return latbin.Value(c*sketchSub + j) }
 
 // A Sketch records latencies over a sliding interval kept in two halves.
 // It answers the exact maximum, and quantiles (P50, P99, ...) within
-// [SketchError]. Both cover the half in progress and the one before it:
+// 4.43%. Both cover the half in progress and the one before it:
 // the last half to whole interval. It also counts every latency by bin
 // since it was made ([Sketch.TotalsInto]), for histograms that add up
 // across processes.
@@ -81,13 +81,13 @@ type Sketch struct {
 	clock clock.Clock
 	base  sketchStripe
 	more  stripe.Set[sketchStripe] // every stripe, base first, once contended
-	late  atomic.Int64
+	late  atomic.Int64             // latencies dropped as late; the tests read it
 }
 
 // A sketchStripe holds the two halves of one stripe: for each, its state
 // word (as a ring slot's), its maximum (kindMax), its count of latencies
-// beyond SketchRange, and its bins, in chunks; and the stripe's totals: its
-// count of latencies beyond SketchRange since it was made, and, in the
+// beyond sketchRange, and its bins, in chunks; and the stripe's totals: its
+// count of latencies beyond sketchRange since it was made, and, in the
 // chunks, its count of each bin's.
 //
 // Each half is a bucket as in a Counter, and each word carries the tag of
@@ -127,8 +127,8 @@ const sketchTotal = 2 * sketchSub
 
 // NewSketch returns a Sketch over interval, kept in two halves. The
 // interval must divide into two halves of whole nanoseconds, each at least
-// [MinWidth]. The only [Option] is [WithClock]. A bad argument or Option is
-// a [*ConfigError].
+// 1 µs. The only [Option] is [WithClock]. A bad argument or Option is a
+// configuration error.
 func NewSketch(interval time.Duration, opts ...Option) (*Sketch, error) {
 	width, err := splitInterval(2, interval)
 	if err != nil {
@@ -145,9 +145,8 @@ func NewSketch(interval time.Duration, opts ...Option) (*Sketch, error) {
 func (k *Sketch) Record(d time.Duration) { k.RecordAt(k.clock.Now(), d) }
 
 // RecordAt records latency d at time now. It reports false if the half
-// holding now has already been replaced by a later one ([Sketch.Late]
-// counts it). The latency is counted in the totals ([Sketch.TotalsInto])
-// all the same.
+// holding now has already been replaced by a later one. The latency is
+// counted in the totals ([Sketch.TotalsInto]) all the same.
 func (k *Sketch) RecordAt(now int64, d time.Duration) bool { return k.RecordBatchAt(now, d, 1) }
 
 // RecordBatchAt records latency d at time now for a batch of n operations
@@ -161,7 +160,7 @@ func (k *Sketch) RecordBatchAt(now int64, d time.Duration, n int64) bool {
 	h := int(b & 1)
 	ns := max(int64(d), 0)
 	var word *atomic.Uint64
-	if ns >= int64(SketchRange) {
+	if ns >= int64(sketchRange) {
 		word = &st.over[h]
 		st.overTotal.Add(uint64(max(n, 1)))
 	} else {
@@ -210,7 +209,7 @@ func (k *Sketch) count(st *sketchStripe, b uint64, word *atomic.Uint64) bool {
 			old := word.Load()
 			switch {
 			case belongs(old, b):
-				if value(old) >= MaxValue || word.CompareAndSwap(old, old+1) {
+				if value(old) >= maxValue || word.CompareAndSwap(old, old+1) {
 					return true // saturated, or counted
 				}
 				k.contended()
@@ -280,10 +279,6 @@ func (k *Sketch) contended() {
 	k.more.Grow(&k.base, stripeCount(), func() *sketchStripe { return &new(paddedSketchStripe).sketchStripe })
 }
 
-// Late returns how many latencies were dropped because their half had
-// already been replaced by a later one.
-func (k *Sketch) Late() int64 { return k.late.Load() }
-
 // Summary returns the count, maximum and main quantiles of the latencies
 // recorded in the last half to whole interval, at the current time.
 func (k *Sketch) Summary() Summary { return k.SummaryAt(k.clock.Now()) }
@@ -302,9 +297,10 @@ func (k *Sketch) SummaryAt(now int64) Summary {
 func (k *Sketch) Quantile(q float64) time.Duration { return k.QuantileAt(k.clock.Now(), q) }
 
 // QuantileAt returns the q-quantile of the latencies recorded in the half
-// holding now and the one before it, by nearest rank. It is within
-// [SketchError], or 128 ns below 2.048 µs, and never above the maximum. q
-// is clamped to [0, 1]. With nothing recorded it returns 0.
+// holding now and the one before it, by nearest rank. It is within 4.43%,
+// or 128 ns below 2.048 µs, and never above the maximum. Latencies of 2^38
+// ns (about 4 min 35 s) and more report the maximum. q is clamped to [0,
+// 1]. With nothing recorded it returns 0.
 func (k *Sketch) QuantileAt(now int64, q float64) time.Duration {
 	var c sketchCounts
 	k.merge(now, &c)
@@ -322,7 +318,7 @@ type sketchCounts struct {
 // merge adds up the halves of the buckets holding now and the one before it
 // into c.
 func (k *Sketch) merge(now int64, c *sketchCounts) {
-	c.max = MinValue
+	c.max = minValue
 	b := k.grid.Index(now)
 	if m := k.more.Stripes(); m != nil {
 		for _, st := range m {
@@ -340,9 +336,9 @@ func (k *Sketch) merge(now int64, c *sketchCounts) {
 	}
 	if c.over != 0 {
 		c.total += c.over
-		top = int64(SketchRange)
+		top = int64(sketchRange)
 	}
-	if c.max == MinValue {
+	if c.max == minValue {
 		// Nothing recorded; or a latency counted in a half whose maximum its
 		// writer has not yet raised, which the highest bin stands for.
 		c.max = top
@@ -391,5 +387,5 @@ func (c *sketchCounts) quantile(q float64) time.Duration {
 			return time.Duration(min(sketchValue(i/sketchSub, i%sketchSub), c.max))
 		}
 	}
-	return time.Duration(c.max) // beyond SketchRange
+	return time.Duration(c.max) // beyond sketchRange
 }

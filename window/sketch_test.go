@@ -25,17 +25,17 @@ func newTestSketch(t testing.TB, interval time.Duration) (*Sketch, *clock.Manual
 }
 
 // sketchWithin reports whether got is within the Sketch's stated error of
-// want: SketchError relative from 2.048 µs up, 128 ns below.
+// want: sketchError relative from 2.048 µs up, 128 ns below.
 func sketchWithin(got, want int64) bool {
 	if want < 1<<sketchLinear {
 		return math.Abs(float64(got-want)) <= 128
 	}
-	return math.Abs(float64(got-want)) <= SketchError*float64(want)
+	return math.Abs(float64(got-want)) <= sketchError*float64(want)
 }
 
 // TestSketchBinsAreWithinTheStatedError reports, for latencies all over the
 // range and at every bin edge, the latency a bin of one reports: it must be
-// within SketchError of the latency.
+// within sketchError of the latency.
 func TestSketchBinsAreWithinTheStatedError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var worst float64
@@ -66,11 +66,11 @@ func TestSketchBinsAreWithinTheStatedError(t *testing.T) {
 			check(lo + rng.Int64N(lo))
 		}
 	}
-	check(int64(SketchRange) - 1)
+	check(int64(sketchRange) - 1)
 	if worst < 0.04 {
 		t.Fatalf("the worst error seen is %.4f: the bins are finer than the stated error says", worst)
 	}
-	t.Logf("worst relative error %.4f%% (stated %.2f%%)", worst*100, SketchError*100)
+	t.Logf("worst relative error %.4f%% (stated %.2f%%)", worst*100, sketchError*100)
 }
 
 // TestSketchQuantilesMatchExactOnes records latencies from several
@@ -82,7 +82,7 @@ func TestSketchQuantilesMatchExactOnes(t *testing.T) {
 		"lognormal ~1ms":    func(r *rand.Rand) int64 { return int64(math.Exp(r.NormFloat64()*1.5 + 13.8)) },
 		"bimodal 50µs / 3s": func(r *rand.Rand) int64 { return []int64{50e3, 3e9}[r.IntN(2)] + r.Int64N(1000) },
 		"sub-µs":            func(r *rand.Rand) int64 { return r.Int64N(3000) },
-		"beyond the range":  func(r *rand.Rand) int64 { return int64(SketchRange) + r.Int64N(1e9) - 1e8 },
+		"beyond the range":  func(r *rand.Rand) int64 { return int64(sketchRange) + r.Int64N(1e9) - 1e8 },
 	}
 	for name, dist := range dists {
 		t.Run(name, func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestSketchQuantilesMatchExactOnes(t *testing.T) {
 			for _, q := range []float64{0, 0.01, 0.5, 0.9, 0.99, 0.999, 1} {
 				want := all[max(int(math.Ceil(q*float64(len(all))))-1, 0)]
 				got := int64(k.Quantile(q))
-				if want >= int64(SketchRange) {
+				if want >= int64(sketchRange) {
 					if got != all[len(all)-1] {
 						t.Errorf("q %v: %d, want the maximum %d for latencies beyond the range", q, got, all[len(all)-1])
 					}
@@ -138,8 +138,8 @@ func TestSketchSlidesByHalves(t *testing.T) {
 	if s := k.Summary(); s != (Summary{}) {
 		t.Fatalf("an hour later: %+v", s)
 	}
-	if !k.RecordAt(clk.Now(), time.Second) || k.RecordAt(0, time.Second) || k.Late() != 1 {
-		t.Fatalf("a latency for a half long replaced must be dropped and counted as late, late = %d", k.Late())
+	if !k.RecordAt(clk.Now(), time.Second) || k.RecordAt(0, time.Second) || k.late.Load() != 1 {
+		t.Fatalf("a latency for a half long replaced must be dropped and counted as late, late = %d", k.late.Load())
 	}
 }
 

@@ -2,24 +2,20 @@ package window
 
 import "math"
 
-// SketchBins is how many bins a [Sketch] has below [SketchRange]. There
-// are 8 linear bins of 256 ns below 2.048 µs. Then there are 8 for each
-// power of two of nanoseconds up to SketchRange, from 2^11 to 2^38 ns.
-const SketchBins = sketchBins
-
 // SketchTotals are the latencies a [Sketch] recorded since it was made, by
 // bin. They are the counts a histogram exports. They only grow, and they
-// add up across processes, where quantiles do not. The bins are those of
-// [SketchBins]. A Sketch reports each bin's latencies within [SketchError],
-// or 128 ns below 2.048 µs.
+// add up across processes, where quantiles do not. There are 224 bins. The
+// first 8 are linear, 256 ns wide, below 2.048 µs. Then come 8 for each
+// power of two, from 2^11 ns up to 2^38 ns, about 4 min 35 s. A bin's
+// edges grow by 2^(1/8). A Sketch reports each bin's latencies within
+// 4.43%, or 128 ns below 2.048 µs.
 //
 // A SketchTotals is 1.8 KB. Keep one and fill it again
 // ([Sketch.TotalsInto]) rather than making one per read.
 type SketchTotals struct {
 	// Bins[i] counts the latencies recorded in bin i.
-	Bins [SketchBins]int64
-	// Over counts the latencies of SketchRange and more, which no bin
-	// holds.
+	Bins [sketchBins]int64
+	// Over counts the latencies of 2^38 ns and more, which no bin holds.
 	Over int64
 }
 

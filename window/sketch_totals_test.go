@@ -10,10 +10,10 @@ import (
 	"github.com/slidegate/slidegate/internal/latbin"
 )
 
-// modelBin is the bin of latency d in [0, SketchRange) found by searching
+// modelBin is the bin of latency d in [0, sketchRange) found by searching
 // the edges binLow states.
 func modelBin(d int64) int {
-	for i := SketchBins - 1; i >= 0; i-- {
+	for i := sketchBins - 1; i >= 0; i-- {
 		if int64(binLow(i)) <= d {
 			return i
 		}
@@ -26,12 +26,12 @@ func modelBin(d int64) int {
 // against what the Sketch records: a latency at an edge is counted in the
 // bin the edge opens, one a nanosecond below in the bin before.
 func TestSketchBinEdgesAreTheStatedOnes(t *testing.T) {
-	for i := 1; i <= SketchBins; i++ {
+	for i := 1; i <= sketchBins; i++ {
 		lo, prev := int64(binLow(i)), int64(binLow(i-1))
 		if lo <= prev {
 			t.Fatalf("bin %d starts at %d ns, not above bin %d's %d", i, lo, i-1, prev)
 		}
-		if i == SketchBins {
+		if i == sketchBins {
 			break
 		}
 		var want float64
@@ -71,9 +71,9 @@ func TestSketchTotalsMatchAModel(t *testing.T) {
 		case 0:
 			d = rng.Int64N(1 << sketchLinear) // linear bins
 		case 1:
-			d = int64(SketchRange) + rng.Int64N(1<<40) // beyond every bin
+			d = int64(sketchRange) + rng.Int64N(1<<40) // beyond every bin
 		case 2:
-			d = int64(binLow(rng.IntN(SketchBins))) - rng.Int64N(2) // an edge, or just below it
+			d = int64(binLow(rng.IntN(sketchBins))) - rng.Int64N(2) // an edge, or just below it
 		case 3:
 			d = -rng.Int64N(1000) // counts as 0
 		default:
@@ -89,7 +89,7 @@ func TestSketchTotalsMatchAModel(t *testing.T) {
 		}
 		k.RecordBatchAt(now, time.Duration(d), n)
 		switch dd := max(d, 0); {
-		case dd >= int64(SketchRange):
+		case dd >= int64(sketchRange):
 			want.Over += max(n, 1)
 		default:
 			want.Bins[modelBin(dd)] += max(n, 1)
@@ -106,7 +106,7 @@ func TestSketchTotalsMatchAModel(t *testing.T) {
 		}
 		t.Fatalf("over %d, want %d; count %d, want %d", got.Over, want.Over, got.Count(), want.Count())
 	}
-	if k.Late() == 0 {
+	if k.late.Load() == 0 {
 		t.Fatal("no latency was late: the test does not test what it says")
 	}
 }

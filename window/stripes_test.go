@@ -77,7 +77,7 @@ func TestStripedCounterMatchesUnstriped(t *testing.T) {
 			latest += rng.Int64N(3 * w) // sometimes past a whole ring
 		}
 		at := latest - rng.Int64N((n-1)*w) // within the n buckets ending with latest's
-		e, v := Event(rng.IntN(NumEvents)), rng.Int64N(1000)-100
+		e, v := Event(rng.IntN(eventCount)), rng.Int64N(1000)-100
 		if a, b := striped.AddAt(at, e, v), plain.AddAt(at, e, v); a != b {
 			t.Fatalf("step %d: AddAt reported %v striped, %v plain", i, a, b)
 		}
@@ -94,8 +94,8 @@ func TestStripedCounterMatchesUnstriped(t *testing.T) {
 			}
 		}
 	}
-	if striped.Late() != plain.Late() {
-		t.Fatalf("late %d striped, %d plain", striped.Late(), plain.Late())
+	if striped.r.late.Load() != plain.r.late.Load() {
+		t.Fatalf("late %d striped, %d plain", striped.r.late.Load(), plain.r.late.Load())
 	}
 }
 
@@ -192,7 +192,7 @@ func TestStripedStaleWritersNeverLeakIntoALaterBucket(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if total := accepted[0].Load() + accepted[1].Load() + ctr.Late(); total != writers*perWriter {
+		if total := accepted[0].Load() + accepted[1].Load() + ctr.r.late.Load(); total != writers*perWriter {
 			t.Fatalf("round %d: accepted + late = %d, want %d", round, total, writers*perWriter)
 		}
 		one, _ := ctr.View(time.Millisecond)
@@ -202,14 +202,14 @@ func TestStripedStaleWritersNeverLeakIntoALaterBucket(t *testing.T) {
 	}
 }
 
-// TestStripedTallyAndHistogramReadEveryStripe checks the other readers of
-// a striped ring: a Tally's constant-time totals and a Histogram's
+// TestStripedCachedSumsAndHistogramReadEveryStripe checks the other readers
+// of a striped ring: a Counter's cached sums and a Histogram's
 // quantiles combine every stripe.
-func TestStripedTallyAndHistogramReadEveryStripe(t *testing.T) {
+func TestStripedCachedSumsAndHistogramReadEveryStripe(t *testing.T) {
 	spreadWrites(t)
 	clk := clock.NewManual(0)
-	tl, _ := NewTally(10, 10*time.Second, WithClock(clk))
-	tl.c.r.contended()
+	tl, _ := NewCounter(10, 10*time.Second, WithClock(clk), CachedSums())
+	tl.r.contended()
 	h, _ := NewHistogram(4, 4*time.Second, WithClock(clk))
 	h.r.contended()
 	plain, _ := NewHistogram(4, 4*time.Second, WithClock(clk))
@@ -223,7 +223,7 @@ func TestStripedTallyAndHistogramReadEveryStripe(t *testing.T) {
 		plain.Record(d)
 		if i%100 == 0 {
 			if got := tl.Sums(); got[Succeeded] != want[Succeeded] {
-				t.Fatalf("step %d: Tally reads %d successes, %d added", i, got[Succeeded], want[Succeeded])
+				t.Fatalf("step %d: cached sums read %d successes, %d added", i, got[Succeeded], want[Succeeded])
 			}
 		}
 		if i%1000 == 999 {
@@ -231,7 +231,7 @@ func TestStripedTallyAndHistogramReadEveryStripe(t *testing.T) {
 		}
 	}
 	if got := tl.Sums(); got[Succeeded] != want[Succeeded] {
-		t.Fatalf("Tally reads %d successes, %d added", got[Succeeded], want[Succeeded])
+		t.Fatalf("cached sums read %d successes, %d added", got[Succeeded], want[Succeeded])
 	}
 	if a, b := h.Summary(), plain.Summary(); a != b {
 		t.Fatalf("striped histogram %+v, plain %+v", a, b)

@@ -32,8 +32,7 @@ type totals struct {
 }
 
 // WithTotals makes a [Counter] keep the total of each summed event since it
-// was made (see [Counter.Totals]). It applies to a Counter or a [Tally]
-// only.
+// was made (see [Counter.Totals]). It applies to a Counter only.
 func WithTotals() Option {
 	return func(o *options) { o.totals = true }
 }
@@ -70,7 +69,8 @@ func (t *totals) add(i int, v int64) {
 // Totals returns, for each summed event the Counter records, the sum of
 // every value recorded since the Counter was made. Values dropped as late
 // are included. Minimums, maximums and events not recorded read 0. A
-// Counter not made [WithTotals] returns zeros. Totals saturate at the
+// Counter not made [WithTotals] returns zeros. A view's totals are those
+// of the Counter it views. Totals saturate at the
 // bounds of an int64.
 //
 // Reading costs a load per word of the ring. Unlike other reads, Totals

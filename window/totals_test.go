@@ -38,7 +38,7 @@ func TestTotalsCountEveryValueEverAdded(t *testing.T) {
 				now += rng.Int64N(int64(time.Second))
 			}
 			at := now - rng.Int64N(int64(8*time.Second)) // sometimes late
-			e, v := Event(rng.IntN(NumEvents)), rng.Int64N(1000)-100
+			e, v := Event(rng.IntN(eventCount)), rng.Int64N(1000)-100
 			ctr.AddAt(at, e, v) // recorded, or dropped as late: either way in the totals
 			if e == Allowed || e == RT || e == Failed {
 				want[e] += v
@@ -47,7 +47,7 @@ func TestTotalsCountEveryValueEverAdded(t *testing.T) {
 				t.Fatalf("striped %v, step %d: totals %v, want %v", striped, i, got, want)
 			}
 		}
-		if ctr.Late() == 0 {
+		if ctr.r.late.Load() == 0 {
 			t.Fatal("no value was late: the test misses the late path")
 		}
 	}

@@ -2,8 +2,8 @@ package window
 
 // Words. A word is one 64-bit cell of a bucket. Its high tagBits bits hold the low
 // bits of the index of the bucket the value belongs to (the tag); its low
-// valueBits bits hold the value plus bias, so that they hold 0 for MinValue
-// and 2^valueBits-1 for MaxValue. With that offset, adding a value to a word
+// valueBits bits hold the value plus bias, so that they hold 0 for minValue
+// and 2^valueBits-1 for maxValue. With that offset, adding a value to a word
 // is an add on the whole word, and a sum that leaves the range carries into
 // or borrows from the tag, which the check of the tag catches.
 //
@@ -18,23 +18,24 @@ package window
 // the slot and its CAS for that many buckets (2^24 buckets of 1 ms is over four
 // hours) for its value to land in the wrong bucket.
 
-// MaxValue and MinValue bound the value one bucket holds for one event.
+// maxValue and minValue bound the value one bucket holds for one event:
+// 2^39-1 and -2^39.
 const (
 	tagBits   = 24
 	valueBits = 64 - tagBits
 	valueMask = 1<<valueBits - 1
 
-	// MaxValue is the largest value one bucket can hold for one event. Sums
-	// saturate at MaxValue instead of wrapping. With response times in
+	// maxValue is the largest value one bucket can hold for one event. Sums
+	// saturate at maxValue instead of wrapping. With response times in
 	// microseconds, it is over twelve days of summed time per bucket.
-	MaxValue = 1<<(valueBits-1) - 1
-	// MinValue is the smallest value one bucket can hold for one event.
-	MinValue = -MaxValue - 1
+	maxValue = 1<<(valueBits-1) - 1
+	// minValue is the smallest value one bucket can hold for one event.
+	minValue = -maxValue - 1
 
 	bias = 1 << (valueBits - 1)
 )
 
-// pack returns the word holding v for bucket b. v must lie in [MinValue, MaxValue].
+// pack returns the word holding v for bucket b. v must lie in [minValue, maxValue].
 func pack(b uint64, v int64) uint64 { return b<<valueBits | uint64(v+bias) }
 
 // belongs reports whether word w carries the tag of bucket b.
@@ -45,41 +46,41 @@ func value(w uint64) int64 { return int64(w&valueMask) - bias }
 
 // clampValue limits v to what a word can hold.
 func clampValue(v int64) int64 {
-	if v > MaxValue {
-		return MaxValue
+	if v > maxValue {
+		return maxValue
 	}
-	if v < MinValue {
-		return MinValue
+	if v < minValue {
+		return minValue
 	}
 	return v
 }
 
-// clamp limits v to what a word of this kind can be given. MinValue and
-// MaxValue mark an empty max or min word, so those kinds take values strictly
+// clamp limits v to what a word of this kind can be given. minValue and
+// maxValue mark an empty max or min word, so those kinds take values strictly
 // between them.
 func (k kind) clamp(v int64) int64 {
 	if k == kindSum {
 		return clampValue(v)
 	}
-	return min(max(v, MinValue+1), MaxValue-1)
+	return min(max(v, minValue+1), maxValue-1)
 }
 
 // A kind says how a word combines the values written to it.
 type kind uint8
 
 const (
-	kindSum kind = iota // values are added, saturating at MaxValue and MinValue
-	kindMin             // the word keeps the smallest value; empty is MaxValue
-	kindMax             // the word keeps the largest value; empty is MinValue
+	kindSum kind = iota // values are added, saturating at maxValue and minValue
+	kindMin             // the word keeps the smallest value; empty is maxValue
+	kindMax             // the word keeps the largest value; empty is minValue
 )
 
 // empty returns the value of a word of this kind that nothing was written to.
 func (k kind) empty() int64 {
 	switch k {
 	case kindMin:
-		return MaxValue
+		return maxValue
 	case kindMax:
-		return MinValue
+		return minValue
 	}
 	return 0
 }
@@ -93,7 +94,7 @@ func (k kind) combine(old, v int64) (int64, bool) {
 	case kindMax:
 		return v, v > old
 	}
-	// Both lie in [MinValue, MaxValue], so the sum cannot overflow an int64.
+	// Both lie in [minValue, maxValue], so the sum cannot overflow an int64.
 	return clampValue(old + v), v != 0
 }
 

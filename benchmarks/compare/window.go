@@ -98,7 +98,7 @@ var addNow = &Shape{
 
 // newFilledCounter returns a Counter over the ring with 1 added in each of
 // its buckets before now, and a view of its last second.
-func newFilledCounter(b *testing.B, now int64) (*window.Counter, window.View) {
+func newFilledCounter(b *testing.B, now int64) (*window.Counter, *window.Counter) {
 	c := must(window.NewCounter(ringBuckets, ringSpan))
 	for i := range ringBuckets {
 		c.AddAt(now-int64(i)*int64(bucketWidth), window.Allowed, 1)

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/slidegate/slidegate/internal/latbin"
-	"github.com/slidegate/slidegate/window"
 )
 
 // Value returns s as a label or attribute value: s itself if it is valid
@@ -47,8 +46,17 @@ func (n *RuleNames) Of(resource, name string) string {
 	return v
 }
 
+// The bins of a window.SketchTotals: how many there are, the first latency
+// none holds (2^38 ns), and the largest relative error of the latency a
+// window.Sketch reports for a bin (4.43%).
+const (
+	Bins     = latbin.Bins
+	BinRange = time.Duration(latbin.Range)
+	BinError = latbin.Error
+)
+
 // BinLow returns the lowest latency that bin i of a window.SketchTotals
-// holds, exactly; i = window.SketchBins gives window.SketchRange.
+// holds, exactly; i = Bins gives BinRange.
 func BinLow(i int) time.Duration { return time.Duration(latbin.Low(i)) }
 
 // BinValue returns the latency a window.Sketch reports for bin i: the
@@ -57,7 +65,7 @@ func BinValue(i int) time.Duration { return time.Duration(latbin.Value(i)) }
 
 // CheckBounds checks bounds, the upper bounds of the buckets of a histogram
 // made from a window.Sketch's bins: at most most of them, each above zero
-// and below window.SketchRange, and each above the one before. It returns
+// and below BinRange, and each above the one before. It returns
 // an error naming the first that is not ("buckets[2] = 0s: a bound must be
 // above zero"), or nil.
 func CheckBounds(bounds []time.Duration, most int) error {
@@ -68,8 +76,8 @@ func CheckBounds(bounds []time.Duration, most int) error {
 		switch {
 		case b <= 0:
 			return fmt.Errorf("buckets[%d] = %v: a bound must be above zero", i, b)
-		case b >= window.SketchRange:
-			return fmt.Errorf("buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, window.SketchRange)
+		case b >= BinRange:
+			return fmt.Errorf("buckets[%d] = %v: a bound must be below %v, the longest response time the guard bins", i, b, BinRange)
 		case i > 0 && b <= bounds[i-1]:
 			return fmt.Errorf("buckets[%d] = %v: a bound must be above the one before, %v", i, b, bounds[i-1])
 		}

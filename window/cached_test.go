@@ -11,19 +11,19 @@ import (
 	"github.com/slidegate/slidegate/clock"
 )
 
-func newTally(t testing.TB, buckets int, interval time.Duration, clk clock.Clock) *Tally {
+func newTally(t testing.TB, buckets int, interval time.Duration, clk clock.Clock) *Counter {
 	t.Helper()
-	tl, err := NewTally(buckets, interval, WithClock(clk))
+	tl, err := NewCounter(buckets, interval, WithClock(clk), CachedSums())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tl
 }
 
-// The constant-time totals equal a full read of the ring, for every event
+// The cached sums equal a full read of the ring, for every event
 // (sums, minimums and maximums), whatever the bucket count and however far
 // time jumps forwards.
-func TestTallyMatchesACounterReadingTheWholeRing(t *testing.T) {
+func TestCachedSumsMatchAReadOfTheWholeRing(t *testing.T) {
 	for _, buckets := range []int{1, 2, 3, 5, 40} {
 		src := rand.New(rand.NewPCG(uint64(buckets), 7))
 		interval := time.Duration(buckets) * 100 * time.Microsecond
@@ -39,9 +39,9 @@ func TestTallyMatchesACounterReadingTheWholeRing(t *testing.T) {
 			case 2, 3:
 				now += int64(src.IntN(int(width)))
 			default:
-				tl.AddAt(now, Event(src.IntN(NumEvents)), 1+src.Int64N(100))
+				tl.AddAt(now, Event(src.IntN(eventCount)), 1+src.Int64N(100))
 			}
-			if got, want := tl.SumsAt(now), tl.Counter().SumsAt(now); got != want {
+			if got, want := tl.SumsAt(now), tl.ringSumsAt(now); got != want {
 				t.Fatalf("%d buckets, step %d, t=%d: totals %v, ring %v", buckets, step, now, got, want)
 			}
 		}
@@ -50,14 +50,14 @@ func TestTallyMatchesACounterReadingTheWholeRing(t *testing.T) {
 
 // A reader whose time is in an older bucket than the base's reads the ring,
 // and a reader in a newer bucket computes a new base.
-func TestTallyReadsAtAnyTimeMatchTheRing(t *testing.T) {
+func TestCachedSumsReadAtAnyTimeMatchTheRing(t *testing.T) {
 	ms := int64(time.Millisecond)
 	tl := newTally(t, 4, time.Second, clock.NewManual(0)) // buckets of 250 ms
 	tl.AddAt(100*ms, Failed, 1)
 	tl.AddAt(300*ms, Failed, 2)
 	tl.AddAt(600*ms, Failed, 4)
 	for _, now := range []int64{600 * ms, 100 * ms, 350 * ms, 700 * ms, 1100 * ms, 1300 * ms, 200 * ms} {
-		if got, want := tl.SumAt(now, Failed), tl.Counter().SumAt(now, Failed); got != want {
+		if got, want := tl.SumAt(now, Failed), tl.ringSumsAt(now)[Failed]; got != want {
 			t.Fatalf("at %v: %d failures, the ring holds %d", time.Duration(now), got, want)
 		}
 	}
@@ -68,7 +68,7 @@ func TestTallyReadsAtAnyTimeMatchTheRing(t *testing.T) {
 
 // A value added for a bucket already in the base shows from the next bucket
 // on, as documented; a value for the current bucket shows at once.
-func TestTallyLateValueShowsFromTheNextBucket(t *testing.T) {
+func TestCachedSumsShowALateValueFromTheNextBucket(t *testing.T) {
 	ms := int64(time.Millisecond)
 	tl := newTally(t, 4, time.Second, clock.NewManual(0))
 	tl.AddAt(600*ms, Failed, 1)
@@ -90,7 +90,7 @@ func TestTallyLateValueShowsFromTheNextBucket(t *testing.T) {
 
 // Under concurrent writers and readers on a moving clock the totals never
 // exceed what was written, and equal it once the writers are done.
-func TestTallyConcurrentWritersAndReaders(t *testing.T) {
+func TestCachedSumsUnderConcurrentWritersAndReaders(t *testing.T) {
 	clk := clock.NewManual(0)
 	tl := newTally(t, 20, time.Second, clk) // buckets of 50 ms; the test stays within 1 s
 	const writers, per = 4, 5000
@@ -139,18 +139,17 @@ func TestTallyConcurrentWritersAndReaders(t *testing.T) {
 	}
 }
 
-func TestTallyRejectsWhatNewCounterRejects(t *testing.T) {
-	for _, tc := range []struct {
-		buckets  int
-		interval time.Duration
-	}{{0, time.Second}, {3, time.Second}, {10, 0}} {
-		if tl, err := NewTally(tc.buckets, tc.interval); tl != nil || !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewTally(%d, %v) = %v, %v; want an ErrInvalidConfig", tc.buckets, tc.interval, tl, err)
-		}
+func TestCachedSumsApplyToACounterOnly(t *testing.T) {
+	var ce *configError
+	if _, err := NewHistogram(2, time.Second, CachedSums()); !errors.As(err, &ce) || ce.Field != "cached_sums" {
+		t.Errorf("NewHistogram(CachedSums()) = %v, want a ConfigError naming cached_sums", err)
+	}
+	if _, err := NewCounter(2, time.Second, CachedSums()); err != nil {
+		t.Errorf("NewCounter(CachedSums()) = %v", err)
 	}
 }
 
-func TestTallyDoesNotAllocate(t *testing.T) {
+func TestCachedSumsDoNotAllocate(t *testing.T) {
 	clk := clock.NewManual(int64(time.Hour))
 	tl := newTally(t, 40, 10*time.Second, clk)
 	var sink int64
@@ -168,22 +167,22 @@ func TestTallyDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// The whole-interval read of a 40-bucket ring: a Tally against its Counter.
-func BenchmarkTallySumsAt(b *testing.B) {
+// The whole-interval read of a 40-bucket ring: cached, and from the ring.
+func BenchmarkCachedSumsAt(b *testing.B) {
 	tl := newTally(b, 40, 10*time.Second, clock.NewManual(0))
 	now := int64(5 * time.Second)
 	for x := int64(0); x < now; x += int64(100 * time.Millisecond) {
 		tl.AddAt(x, Succeeded, 1)
 	}
 	var sink int64
-	b.Run("Tally", func(b *testing.B) {
+	b.Run("Cached", func(b *testing.B) {
 		for range b.N {
 			sink += tl.SumsAt(now)[Succeeded]
 		}
 	})
-	b.Run("Counter", func(b *testing.B) {
+	b.Run("Ring", func(b *testing.B) {
 		for range b.N {
-			sink += tl.Counter().SumsAt(now)[Succeeded]
+			sink += tl.ringSumsAt(now)[Succeeded]
 		}
 	})
 	_ = sink
