@@ -28,7 +28,7 @@ test: $(GOBIN)/staticcheck
 		echo "== make $$step"; \
 		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
 	done; \
-	$(MAKE) --no-print-directory pool || failed="$$failed $$(cat .make-failed-jobs)"; \
+	$(MAKE) --no-print-directory pool || failed="$$failed $$(cat .make-failed-jobs 2>/dev/null || echo pool)"; \
 	rm -f .make-failed-jobs; \
 	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed"; exit 1; fi; \
 	echo "== make test: every step passed"
@@ -74,7 +74,7 @@ ALLOC_PACKAGES = for d in $$(go list -f "{{.Dir}}" ./...); do grep -qs "^func Te
 NORACE_RUN := Allocat|FitTheBound
 
 allocs:
-	@p=$$($(ALLOC_PACKAGES)); echo go test -count=1 -run '$(NORACE_RUN)' $$p; go test -count=1 -run '$(NORACE_RUN)' $$p
+	@p=$$($(ALLOC_PACKAGES)); echo go test -count=1 -run "$(NORACE_RUN)" $$p; go test -count=1 -run "$(NORACE_RUN)" $$p
 
 race:
 	go test -race -count=1 ./...
@@ -121,7 +121,7 @@ pool: $(GOBIN)/staticcheck go-work
 	@if [ -s .make-failed-jobs ]; then echo "== FAILED: $$(sort .make-failed-jobs | tr '\n' ' ')"; exit 1; fi
 
 MODULE_TEST = (cd {} && go vet -race ./... && GOFLAGS="$(RACE_GOFLAGS)" $(GOBIN)/staticcheck ./... && \
-	{ p=$$($(ALLOC_PACKAGES)); [ -z "$$p" ] || go test -count=1 -run '$(NORACE_RUN)' $$p; } && \
+	{ p=$$($(ALLOC_PACKAGES)); [ -z "$$p" ] || go test -count=1 -run "$(NORACE_RUN)" $$p; } && \
 	go test -race -count=1 ./...)
 
 # Benchmarks of the library, baselines included, six runs for benchstat.
