@@ -1,0 +1,345 @@
+package envoyrls
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowhook"
+)
+
+// Settings configure a [Service]. Every zero field takes its default.
+type Settings struct {
+	// KeyMemory is the heap, in bytes, that the per-key windows of every
+	// rule may hold together (default 64 MiB). Past it, keys are counted
+	// in sketches that may refuse them early, never late.
+	KeyMemory int64
+	// ShadowMode answers OK to every request, as envoyproxy/ratelimit's
+	// SHADOW_MODE does. Each descriptor's status still tells its decision.
+	ShadowMode bool
+	// Logger receives the reloads and the configs refused (default
+	// slog.Default()).
+	Logger *slog.Logger
+	// Clock is the clock the windows read (default clock.System).
+	Clock clock.Clock
+}
+
+// A Service answers Envoy's ShouldRateLimit from a [Config], with exact
+// sliding windows: at most requests_per_unit in any window of one unit,
+// wherever it starts, for each descriptor's key. docs/envoyrls.md says how
+// that differs from envoyproxy/ratelimit's fixed windows. A Service is safe
+// for concurrent use.
+type Service struct {
+	mem    *flow.KeyMemory
+	clock  clock.Clock
+	log    *slog.Logger
+	shadow bool
+	left   func(q *flow.KeyedQPS, now int64, key string) int64
+
+	setMu sync.Mutex // serialises SetConfig
+	state atomic.Pointer[state]
+	over  overrides
+}
+
+// A state is a config with the limiter of each of its rules.
+type state struct {
+	cfg *Config
+	lim map[*rule]*flow.KeyedQPS // nil for rules that allow nothing or everything
+}
+
+// New returns a Service of the given settings with an empty config: every
+// descriptor is allowed until [Service.SetConfig].
+func New(s Settings) (*Service, error) {
+	if s.KeyMemory == 0 {
+		s.KeyMemory = 64 << 20
+	}
+	mem, err := flow.NewKeyMemory(s.KeyMemory)
+	if err != nil {
+		return nil, fmt.Errorf("envoyrls: key memory: %w", err)
+	}
+	if s.Clock == nil {
+		s.Clock = clock.System
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	svc := &Service{mem: mem, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode}
+	svc.left = flowhook.KeyedLeftAt.(func(*flow.KeyedQPS, int64, string) int64)
+	svc.over.m = map[overrideShape]*overrideLimiter{}
+	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]*flow.KeyedQPS{}})
+	return svc, nil
+}
+
+// SetConfig puts c in force. A rule of the same domain and descriptor path
+// as one in force keeps its counts, its limit changed in place; one whose
+// unit changes starts counting afresh.
+func (s *Service) SetConfig(c *Config) error {
+	s.setMu.Lock()
+	defer s.setMu.Unlock()
+	old := s.state.Load()
+	byID := map[string]*flow.KeyedQPS{}
+	for r, q := range old.lim {
+		byID[r.id] = q
+	}
+	next := &state{cfg: c, lim: map[*rule]*flow.KeyedQPS{}}
+	var err error
+	walk(c, func(r *rule) {
+		if err != nil || r.unlimited || r.limit == 0 {
+			return
+		}
+		w := []flow.KeyWindow{{Limit: int64(r.limit), Interval: unitLength(r.unit)}}
+		if q := byID[r.id]; q != nil {
+			if e := q.SetAt(s.clock.Now(), w); e == nil {
+				next.lim[r] = q
+				delete(byID, r.id) // one rule per id; a second takes a limiter of its own
+				return
+			}
+		}
+		q, e := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: w, KeyMemory: s.mem, Clock: s.clock})
+		if e != nil {
+			err = fmt.Errorf("envoyrls: rule %s: %w", r.id, e)
+			return
+		}
+		next.lim[r] = q
+	})
+	if err != nil {
+		return err
+	}
+	s.state.Store(next)
+	return nil
+}
+
+// walk calls f for every rule of c.
+func walk(c *Config, f func(*rule)) {
+	var visit func(l *level)
+	visit = func(l *level) {
+		for _, n := range l.exact {
+			if n.rule != nil {
+				f(n.rule)
+			}
+			visit(&n.children)
+		}
+	}
+	for _, l := range c.domains {
+		visit(l)
+	}
+}
+
+// Register registers the service's ShouldRateLimit with a gRPC server.
+func (s *Service) Register(r grpc.ServiceRegistrar) {
+	rlsv3.RegisterRateLimitServiceServer(r, grpcService{s: s})
+}
+
+type grpcService struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	s *Service
+}
+
+func (g grpcService) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	return g.s.ShouldRateLimit(ctx, req)
+}
+
+// ShouldRateLimit decides a request now. See [Service.ShouldRateLimitAt].
+func (s *Service) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	return s.ShouldRateLimitAt(s.clock.Now(), req)
+}
+
+// An item is what a request's descriptor asks and what it was answered.
+type item struct {
+	rule      *rule
+	answer    *rlsv3.RateLimitResponse_RateLimit // current_limit
+	unit      time.Duration
+	lim       *flow.KeyedQPS // nil when the limit is 0
+	key       string
+	hits      int64
+	left      int64
+	limited   bool
+	unlimited bool
+	shadow    bool
+	quota     bool
+}
+
+// ShouldRateLimitAt decides a request arriving at time now, on the
+// service's clock. Each descriptor finds its rule as envoyproxy/ratelimit
+// finds it, and its hits (hits_addend) are checked against the rule's
+// window for its key. If every enforced window has room, each descriptor
+// that fits is counted; if one has not, the request is refused and none
+// is counted. A request that breaks a bound (no domain, no descriptors,
+// too many, too long) is an InvalidArgument status.
+func (s *Service) ShouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if err := checkRequest(req); err != nil {
+		return nil, err
+	}
+	st := s.state.Load()
+	items := make([]item, len(req.Descriptors))
+	dom := st.cfg.domains[req.Domain]
+	var replaced map[string]bool
+	for i, d := range req.Descriptors {
+		it := &items[i]
+		it.hits = hitsOf(req, d)
+		if dom == nil {
+			continue // an unknown domain has no limits, as in envoyproxy/ratelimit
+		}
+		if d.Limit != nil {
+			if err := s.over.take(s, now, i, d.Limit, it); err != nil {
+				return nil, err
+			}
+			it.key = descriptorKey(req.Domain, d.Entries, nil)
+			continue
+		}
+		m := dom.find(d.Entries)
+		r := m.rule
+		if r == nil {
+			continue
+		}
+		for _, x := range r.replaces {
+			if replaced == nil {
+				replaced = map[string]bool{}
+			}
+			replaced[x] = true
+		}
+		if r.unlimited {
+			it.unlimited = true
+			continue
+		}
+		it.rule, it.limited, it.answer = r, true, r.answer
+		it.unit, it.lim = unitLength(r.unit), st.lim[r]
+		it.shadow, it.quota = r.shadow, r.quota
+		it.key = descriptorKey(req.Domain, d.Entries, m.share)
+	}
+	for i := range items {
+		it := &items[i]
+		if it.rule != nil && it.rule.name != "" && replaced[it.rule.name] {
+			*it = item{hits: it.hits}
+		}
+	}
+
+	// First what each window has left, counting nothing; then, if the
+	// request is served, count it in each window it fits.
+	refused, quotas, quotasOver := false, 0, 0
+	for i := range items {
+		it := &items[i]
+		if !it.limited {
+			continue
+		}
+		if it.lim != nil {
+			it.left = s.left(it.lim, now, it.key)
+		}
+		fits := it.hits <= it.left
+		if it.quota {
+			quotas++
+			if !fits {
+				quotasOver++
+			}
+		} else if !fits && !it.shadow {
+			refused = true
+		}
+	}
+	if quotas > 0 && quotas == quotasOver {
+		refused = true
+	}
+	served := !refused || s.shadow
+	resp := &rlsv3.RateLimitResponse{
+		OverallCode: rlsv3.RateLimitResponse_OK,
+		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(items)),
+	}
+	if refused && !s.shadow {
+		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	for i := range items {
+		resp.Statuses[i] = s.status(now, &items[i], served)
+	}
+	return resp, nil
+}
+
+// status decides one descriptor and answers it: counted if the request is
+// served and it fits.
+func (s *Service) status(now int64, it *item, served bool) *rlsv3.RateLimitResponse_DescriptorStatus {
+	switch {
+	case it.unlimited:
+		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+	case !it.limited:
+		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+	}
+	st := &rlsv3.RateLimitResponse_DescriptorStatus{
+		Code:               rlsv3.RateLimitResponse_OK,
+		CurrentLimit:       it.answer,
+		DurationUntilReset: durationpb.New(it.unit),
+	}
+	fits := it.hits <= it.left
+	if fits && !served {
+		st.LimitRemaining = clampUint32(it.left) // nothing counted
+		return st
+	}
+	allowed := false
+	if it.lim != nil && it.hits > 0 {
+		d, _ := it.lim.AllowNAt(now, it.key, it.hits)
+		allowed = d.Allowed
+		if !allowed && d.RetryAfter > 0 {
+			st.DurationUntilReset = durationpb.New(d.RetryAfter)
+		}
+	} else {
+		allowed = fits
+	}
+	if allowed {
+		st.LimitRemaining = clampUint32(it.left - it.hits)
+		return st
+	}
+	if !it.shadow {
+		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	return st
+}
+
+func clampUint32(x int64) uint32 { return uint32(min(max(x, 0), math.MaxUint32)) }
+
+// hitsOf is how many hits descriptor d asks: its own hits_addend if set
+// (0 checks without counting), else the request's, at least 1.
+func hitsOf(req *rlsv3.RateLimitRequest, d *commonv3.RateLimitDescriptor) int64 {
+	h := uint64(max(req.HitsAddend, 1))
+	if d.HitsAddend != nil {
+		h = d.HitsAddend.Value
+	}
+	return int64(min(h, math.MaxInt64))
+}
+
+// descriptorKey is the key a descriptor is counted under: its domain, and
+// each entry's key and value, or the shared pattern that stands for the
+// value. Each part is preceded by its length, so that no two descriptors
+// share a key.
+func descriptorKey(domain string, entries []*commonv3.RateLimitDescriptor_Entry, share []string) string {
+	n := len(domain) + 4
+	for _, e := range entries {
+		n += len(e.Key) + len(e.Value) + 8
+	}
+	b := make([]byte, 0, n)
+	b = appendPart(b, domain)
+	for i, e := range entries {
+		v := e.Value
+		if i < len(share) && share[i] != "" {
+			v = share[i]
+		}
+		b = appendPart(appendPart(b, e.Key), v)
+	}
+	return string(b)
+}
+
+func appendPart(b []byte, s string) []byte {
+	n := uint64(len(s))
+	for n >= 0x80 {
+		b = append(b, byte(n)|0x80)
+		n >>= 7
+	}
+	return append(append(b, byte(n)), s...)
+}
