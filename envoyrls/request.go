@@ -156,4 +156,3 @@ func (o *overrides) evict(now int64) bool {
 	}
 	return false
 }
-
