@@ -298,7 +298,7 @@ func (l *loader) descriptor(n *yaml.Node, path, field string, lv *level) {
 	if key == "" {
 		here, prefix = path, field+"."
 	}
-	var keyNode, rl, children *yaml.Node
+	var keyNode, shareNode, rl, children *yaml.Node
 	var shadow, quota, detailed, toMetric, share bool
 	l.fields(n, here, prefix, descriptorFields, func(k string, v *yaml.Node) {
 		switch k {
@@ -320,7 +320,7 @@ func (l *loader) descriptor(n *yaml.Node, path, field string, lv *level) {
 		case "value_to_metric":
 			toMetric = l.bool(v, here, prefix+"value_to_metric")
 		case "share_threshold":
-			share = l.bool(v, here, prefix+"share_threshold")
+			share, shareNode = l.bool(v, here, prefix+"share_threshold"), v
 		case "metadata":
 			// Kept as envoyproxy/ratelimit keeps it: any YAML, unread.
 		}
@@ -340,7 +340,7 @@ func (l *loader) descriptor(n *yaml.Node, path, field string, lv *level) {
 	d := &descNode{children: level{exact: map[string]*descNode{}}}
 	if share {
 		if !strings.Contains(kv, "*") {
-			l.problem(keyNode, here, "share_threshold", "needs a value with a wildcard '*'")
+			l.problem(shareNode, here, "share_threshold", "needs a value with a wildcard '*'")
 		}
 		d.share = true
 	}

@@ -129,7 +129,7 @@ func (o *overrides) take(s *Service, now int64, i int, lim *commonv3.RateLimitDe
 		}
 		if lim.RequestsPerUnit > 0 {
 			q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{
-				Windows:   []flow.KeyWindow{{Limit: int64(lim.RequestsPerUnit), Interval: length}},
+				Windows:   []flow.KeyWindow{{Limit: int64(lim.RequestsPerUnit), Interval: length, Buckets: windowBuckets}},
 				KeyMemory: s.mem,
 				Clock:     s.clock,
 			})

@@ -98,7 +98,7 @@ func (s *Service) SetConfig(c *Config) error {
 		if err != nil || r.unlimited || r.limit == 0 {
 			return
 		}
-		w := []flow.KeyWindow{{Limit: int64(r.limit), Interval: unitLength(r.unit)}}
+		w := []flow.KeyWindow{{Limit: int64(r.limit), Interval: unitLength(r.unit), Buckets: windowBuckets}}
 		if q := byID[r.id]; q != nil {
 			if e := q.SetAt(s.clock.Now(), w); e == nil {
 				next.lim[r] = q
@@ -154,6 +154,11 @@ func (g grpcService) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRe
 func (s *Service) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	return s.ShouldRateLimitAt(s.clock.Now(), req)
 }
+
+// windowBuckets is how many buckets divide each window, flow's default: a
+// request counted leaves its window between one unit and one unit and a
+// bucket later.
+const windowBuckets = 20
 
 // An item is what a request's descriptor asks and what it was answered.
 type item struct {
@@ -275,7 +280,7 @@ func (s *Service) status(now int64, it *item, served bool) *rlsv3.RateLimitRespo
 	st := &rlsv3.RateLimitResponse_DescriptorStatus{
 		Code:               rlsv3.RateLimitResponse_OK,
 		CurrentLimit:       it.answer,
-		DurationUntilReset: durationpb.New(it.unit),
+		DurationUntilReset: durationpb.New(it.unit + it.unit/windowBuckets),
 	}
 	fits := it.hits <= it.left
 	if fits && !served {
