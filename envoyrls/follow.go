@@ -72,6 +72,7 @@ func (s *Service) follow(ctx context.Context, w *fsnotify.Watcher, dir string, s
 		case <-tick.C:
 		}
 		c, got, err := loadDir(dir)
+		s.reads.Add(1)
 		switch {
 		case got == sum && err == nil:
 		case err != nil:

@@ -50,6 +50,7 @@ type Service struct {
 	setMu sync.Mutex // serialises SetConfig
 	state atomic.Pointer[state]
 	over  overrides
+	reads atomic.Int64 // how many times Follow read the directory after the first
 }
 
 // A state is a config with the limiter of each of its rules.
