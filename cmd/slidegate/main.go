@@ -8,6 +8,10 @@
 //	                        standard input) and print every problem as
 //	                        FILE:LINE: RULE: FIELD: REASON; exit status 1 if
 //	                        any file has one
+//	slidegate serve --config DIR
+//	                        answer Envoy's rate limit service from
+//	                        envoyproxy/ratelimit's config files, over gRPC
+//	                        and JSON, with exact sliding windows
 //	slidegate version       print the module's version, the Go version and
 //	                        the VCS revision it was built from
 package main
@@ -33,6 +37,11 @@ const usage = `usage:
   slidegate check FILE... validate rules files (YAML or JSON) and print every
                           problem as FILE:LINE: RULE: FIELD: REASON; exit
                           status 1 if any file has one
+  slidegate serve --config DIR
+                          answer Envoy's rate limit service (ShouldRateLimit)
+                          from envoyproxy/ratelimit's config files, over gRPC
+                          and JSON, with exact sliding windows (see
+                          slidegate serve --help)
   slidegate version       print the module's version, the Go version and the
                           VCS revision it was built from
 `
@@ -49,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return check(args[1:], stdout, stderr)
 	case "demo":
 		return demo(args[1:], stdout, stderr)
+	case "serve":
+		return serve(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "slidegate: version takes no arguments\n%s", usage)
