@@ -14,7 +14,7 @@ const followB = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: sec
 // limitOf is the limit the service applies now to descriptor k=v of d.
 func limitOf(t *testing.T, svc *Service) uint32 {
 	t.Helper()
-	resp, err := svc.ShouldRateLimitAt(0, request("d", desc("k", "probe")))
+	resp, err := svc.shouldRateLimitAt(0, request("d", desc("k", "probe")))
 	if err != nil {
 		t.Fatal(err)
 	}

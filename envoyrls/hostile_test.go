@@ -118,12 +118,12 @@ func TestAFloodOfDistinctValuesStaysWithinTheKeyMemory(t *testing.T) {
 	for i := range n {
 		req := request("d", desc("a", fmt.Sprint("attacker-", i)))
 		req.HitsAddend = 6
-		if _, err := r.svc.ShouldRateLimitAt(r.clock.Now(), req); err != nil {
+		if _, err := r.svc.shouldRateLimitAt(r.clock.Now(), req); err != nil {
 			t.Fatal(err)
 		}
 		// The same value again: 6 + 6 is over its 10 a second.
 		if i%100 == 0 {
-			resp, _ := r.svc.ShouldRateLimitAt(r.clock.Now(), req)
+			resp, _ := r.svc.shouldRateLimitAt(r.clock.Now(), req)
 			if resp.OverallCode == over {
 				refusedSecond++
 			}

@@ -151,9 +151,15 @@ func (g grpcService) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRe
 	return g.s.ShouldRateLimit(ctx, req)
 }
 
-// ShouldRateLimit decides a request now. See [Service.ShouldRateLimitAt].
+// ShouldRateLimit decides a request now. Each descriptor finds its rule
+// as envoyproxy/ratelimit finds it. Its hits (hits_addend) are checked
+// against the rule's window for its key. If every enforced window has
+// room, each descriptor that fits is counted. If one has not, the request
+// is refused and counted in none. A request that breaks a bound (no
+// domain, no descriptors, too many, too long) gets an InvalidArgument
+// status naming the field.
 func (s *Service) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	return s.ShouldRateLimitAt(s.clock.Now(), req)
+	return s.shouldRateLimitAt(s.clock.Now(), req)
 }
 
 // windowBuckets is how many buckets divide each window, flow's default: a
@@ -176,14 +182,9 @@ type item struct {
 	quota     bool
 }
 
-// ShouldRateLimitAt decides a request arriving at time now, on the
-// service's clock. Each descriptor finds its rule as envoyproxy/ratelimit
-// finds it, and its hits (hits_addend) are checked against the rule's
-// window for its key. If every enforced window has room, each descriptor
-// that fits is counted; if one has not, the request is refused and none
-// is counted. A request that breaks a bound (no domain, no descriptors,
-// too many, too long) is an InvalidArgument status.
-func (s *Service) ShouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+// shouldRateLimitAt is ShouldRateLimit for a request arriving at time now,
+// on the service's clock.
+func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
