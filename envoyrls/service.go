@@ -175,7 +175,9 @@ type item struct {
 	lim       *flow.KeyedQPS // nil when the limit is 0
 	key       string
 	hits      int64
-	left      int64
+	left      int64 // what the key's window had left before the request
+	need      int64 // the hits of this descriptor and those before it of the same key
+	fits      bool  // need <= left
 	limited   bool
 	unlimited bool
 	shadow    bool
@@ -243,7 +245,15 @@ func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rl
 		if it.lim != nil {
 			it.left = s.left(it.lim, now, it.key)
 		}
-		fits := it.hits <= it.left
+		// A key asked twice in one request must fit both askings.
+		it.need = it.hits
+		for j := range items[:i] {
+			if o := &items[j]; o.limited && o.lim == it.lim && o.key == it.key {
+				it.need += o.hits
+			}
+		}
+		fits := it.need <= it.left
+		it.fits = fits
 		if it.quota {
 			quotas++
 			if !fits {
@@ -265,48 +275,59 @@ func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rl
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	for i := range items {
-		resp.Statuses[i] = s.status(now, &items[i], served)
+		it := &items[i]
+		var late bool
+		resp.Statuses[i], late = s.status(now, it, served)
+		if late && !it.shadow && !it.quota && !s.shadow {
+			// Another request took the room between the check and the
+			// count: refused, the descriptors before it staying counted.
+			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+		}
 	}
 	return resp, nil
 }
 
 // status decides one descriptor and answers it: counted if the request is
-// served and it fits.
-func (s *Service) status(now int64, it *item, served bool) *rlsv3.RateLimitResponse_DescriptorStatus {
+// served and it fits. It reports whether the descriptor fitted when checked
+// and was refused when counted.
+func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResponse_DescriptorStatus, bool) {
 	switch {
 	case it.unlimited:
-		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}, false
 	case !it.limited:
-		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}, false
 	}
 	st := &rlsv3.RateLimitResponse_DescriptorStatus{
 		Code:               rlsv3.RateLimitResponse_OK,
 		CurrentLimit:       it.answer,
 		DurationUntilReset: durationpb.New(it.unit + it.unit/windowBuckets),
 	}
-	fits := it.hits <= it.left
-	if fits && !served {
-		st.LimitRemaining = clampUint32(it.left) // nothing counted
-		return st
+	if !served && it.hits <= it.left {
+		// Not counted; refused only if the key was asked more than once.
+		st.LimitRemaining = clampUint32(it.left)
+		if !it.fits && !it.shadow {
+			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+		}
+		return st, false
 	}
-	allowed := false
+	allowed := it.hits <= it.left
 	if it.lim != nil && it.hits > 0 {
+		// Served, this counts the hits if they fit; not served, they do
+		// not fit, and it counts nothing, but says when they would.
 		d, _ := it.lim.AllowNAt(now, it.key, it.hits)
 		allowed = d.Allowed
 		if !allowed && d.RetryAfter > 0 {
 			st.DurationUntilReset = durationpb.New(d.RetryAfter)
 		}
-	} else {
-		allowed = fits
 	}
 	if allowed {
-		st.LimitRemaining = clampUint32(it.left - it.hits)
-		return st
+		st.LimitRemaining = clampUint32(it.left - it.need)
+		return st, false
 	}
 	if !it.shadow {
 		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	return st
+	return st, served && it.fits
 }
 
 func clampUint32(x int64) uint32 { return uint32(min(max(x, 0), math.MaxUint32)) }

@@ -236,3 +236,16 @@ func TestGlobalShadowModeAnswersOKAndTellsTheDecision(t *testing.T) {
 		t.Fatalf("shadow: %v %v", c, cs)
 	}
 }
+
+// A key asked by two descriptors of one request must fit both hits: with
+// room for one, the request is refused and counted in neither.
+func TestAKeyAskedTwiceInOneRequestMustFitBoth(t *testing.T) {
+	r := newRig(t, map[string]string{"d.yaml": hitsConfig}, Settings{})
+	twice := request("d", desc("b", "1"), desc("b", "1"))
+	if c, cs := codesOf(r.ask(t, twice)); c != over || !slices.Equal(cs, []rlsv3.RateLimitResponse_Code{ok, over}) {
+		t.Fatalf("b=1 twice with room for one: %v %v", c, cs)
+	}
+	if c := r.ask(t, request("d", desc("b", "1"))).OverallCode; c != ok {
+		t.Fatalf("b=1 once after the refused request: %v: it was counted", c)
+	}
+}
