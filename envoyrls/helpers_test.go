@@ -32,7 +32,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // newRig serves a service with the config files given (name: content),
 // and settings s (its clock and logger are the rig's).
-func newRig(t *testing.T, files map[string]string, s Settings) *rig {
+func newRig(t testing.TB, files map[string]string, s Settings) *rig {
 	t.Helper()
 	c := clock.NewManual(int64(time.Hour)) // away from 0, so that windows before the start are empty
 	s.Clock, s.Logger = c, quietLogger()
