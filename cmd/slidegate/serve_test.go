@@ -117,3 +117,26 @@ func TestServeRefusesAConfigWithProblemsAtTheStart(t *testing.T) {
 		}
 	}
 }
+
+// check --envoy validates a config directory of slidegate serve: the
+// examples of envoyproxy/ratelimit are good, a directory with problems
+// prints each with its file and line.
+func TestCheckEnvoyValidatesAConfigDirectory(t *testing.T) {
+	good := filepath.Join("..", "..", "envoyrls", "testdata", "envoyproxy", "examples")
+	if code, out, _ := runCmd("check", "--envoy", good); code != 0 || out != good+": ok: 2 domains\n" {
+		t.Fatalf("check --envoy of the examples: %d %q", code, out)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n")
+	writeFile(t, filepath.Join(dir, "b.yaml"), "domain: a\n")
+	code, out, _ := runCmd("check", "--envoy", dir)
+	for _, want := range []string{
+		filepath.Join(dir, "a.yaml") + `:4: a.k: rate_limit.unit: "fortnight" is not a unit`,
+		filepath.Join(dir, "b.yaml") + ":1: a: domain: duplicate: a.yaml defines it too",
+		dir + ": 2 problems\n",
+	} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("check --envoy: %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+}
