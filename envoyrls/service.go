@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
@@ -28,6 +30,12 @@ type Settings struct {
 	// ShadowMode answers OK to every request, as envoyproxy/ratelimit's
 	// SHADOW_MODE does. Each descriptor's status still tells its decision.
 	ShadowMode bool
+	// Headers adds RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
+	// to each answer, as envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED
+	// does, for Envoy to pass to the client. They tell the descriptor with
+	// the least remaining, or the last one over its limit. The reset is in
+	// whole seconds, rounded up.
+	Headers bool
 	// Logger receives the reloads and the configs refused (default
 	// slog.Default()).
 	Logger *slog.Logger
@@ -41,11 +49,12 @@ type Settings struct {
 // that differs from envoyproxy/ratelimit's fixed windows. A Service is safe
 // for concurrent use.
 type Service struct {
-	mem    *flow.KeyMemory
-	clock  clock.Clock
-	log    *slog.Logger
-	shadow bool
-	left   func(q *flow.KeyedQPS, now int64, key string) int64
+	mem     *flow.KeyMemory
+	clock   clock.Clock
+	log     *slog.Logger
+	shadow  bool
+	headers bool
+	left    func(q *flow.KeyedQPS, now int64, key string) int64
 
 	setMu sync.Mutex // serialises SetConfig
 	state atomic.Pointer[state]
@@ -75,7 +84,7 @@ func New(s Settings) (*Service, error) {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
-	svc := &Service{mem: mem, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode}
+	svc := &Service{mem: mem, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
 	svc.left = flowhook.KeyedLeftAt.(func(*flow.KeyedQPS, int64, string) int64)
 	svc.over.m = map[overrideShape]*overrideLimiter{}
 	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]*flow.KeyedQPS{}})
@@ -284,6 +293,9 @@ func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rl
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
 	}
+	if s.headers {
+		resp.ResponseHeadersToAdd = headersOf(resp.Statuses, items)
+	}
 	return resp, nil
 }
 
@@ -328,6 +340,33 @@ func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResp
 		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	return st, served && it.fits
+}
+
+// headersOf returns the RateLimit-* headers of the status with the least
+// remaining, or of the last one over its limit outside quota mode; none
+// if no status has a limit.
+func headersOf(sts []*rlsv3.RateLimitResponse_DescriptorStatus, items []item) []*corev3.HeaderValue {
+	var pick *rlsv3.RateLimitResponse_DescriptorStatus
+	least := uint32(math.MaxUint32)
+	for i, st := range sts {
+		switch {
+		case st.CurrentLimit == nil:
+		case st.Code == rlsv3.RateLimitResponse_OVER_LIMIT && !items[i].quota:
+			pick, least = st, 0
+		case st.LimitRemaining < least:
+			pick, least = st, st.LimitRemaining
+		}
+	}
+	if pick == nil {
+		return nil
+	}
+	reset := pick.DurationUntilReset.AsDuration()
+	secs := int64((reset + time.Second - 1) / time.Second)
+	return []*corev3.HeaderValue{
+		{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(pick.CurrentLimit.RequestsPerUnit), 10)},
+		{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(least), 10)},
+		{Key: "RateLimit-Reset", Value: strconv.FormatInt(secs, 10)},
+	}
 }
 
 func clampUint32(x int64) uint32 { return uint32(min(max(x, 0), math.MaxUint32)) }

@@ -3,6 +3,7 @@ package envoyrls
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,5 +248,36 @@ func TestAKeyAskedTwiceInOneRequestMustFitBoth(t *testing.T) {
 	}
 	if c := r.ask(t, request("d", desc("b", "1"))).OverallCode; c != ok {
 		t.Fatalf("b=1 once after the refused request: %v: it was counted", c)
+	}
+}
+
+// With the headers on, each answer tells the descriptor with the least
+// remaining, or the one over its limit, as RateLimit-* headers.
+func TestTheRateLimitHeadersTellTheTightestDescriptor(t *testing.T) {
+	r := newRig(t, map[string]string{"d.yaml": hitsConfig}, Settings{Headers: true})
+	headers := func(resp *rlsv3.RateLimitResponse) string {
+		var hs []string
+		for _, h := range resp.ResponseHeadersToAdd {
+			hs = append(hs, h.Key+": "+h.Value)
+		}
+		return strings.Join(hs, ", ")
+	}
+	both := request("d", desc("a", "1"), desc("files", "own/x"))
+	if got := headers(r.ask(t, both)); got != "RateLimit-Limit: 3, RateLimit-Remaining: 2, RateLimit-Reset: 63" {
+		t.Fatalf("first: %q", got)
+	}
+	r.ask(t, both)
+	r.ask(t, both)
+	r.clock.Advance(10 * time.Second) // the first hits leave 63 s after they came: 53 s from now
+	resp := r.ask(t, both)
+	if got := headers(resp); resp.OverallCode != over || got != "RateLimit-Limit: 3, RateLimit-Remaining: 0, RateLimit-Reset: 53" {
+		t.Fatalf("over: %v %q", resp.OverallCode, got)
+	}
+	if got := headers(r.ask(t, request("d", desc("nothing", "x")))); got != "" {
+		t.Fatalf("no limit: %q", got)
+	}
+	r2 := newRig(t, map[string]string{"d.yaml": hitsConfig}, Settings{})
+	if got := headers(r2.ask(t, both)); got != "" {
+		t.Fatalf("headers off: %q", got)
 	}
 }

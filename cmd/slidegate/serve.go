@@ -61,6 +61,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	httpAddr := fs.String("http", ":8080", "the HTTP address of /json and /healthcheck, as its PORT")
 	memory := fs.String("key-memory", "64MiB", "the heap the per-key windows may hold together (KiB, MiB, GiB)")
 	shadow := fs.Bool("shadow", false, "answer OK to every request; the statuses still tell each decision (SHADOW_MODE)")
+	headers := fs.Bool("headers", false, "add RateLimit-Limit, -Remaining and -Reset to the answers (LIMIT_RESPONSE_HEADERS_ENABLED)")
 	grace := fs.Duration("grace", 10*time.Second, "how long the requests in flight may take to finish at shutdown")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -79,7 +80,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	svc, err := envoyrls.New(envoyrls.Settings{KeyMemory: mem, ShadowMode: *shadow, Logger: log})
+	svc, err := envoyrls.New(envoyrls.Settings{KeyMemory: mem, ShadowMode: *shadow, Headers: *headers, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
 		return 2
