@@ -10,8 +10,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/slidegate/slidegate/flow"
 )
 
 // Bounds of a request: what a client sends cannot grow the service's
@@ -92,7 +90,7 @@ type overrideShape struct {
 }
 
 type overrideLimiter struct {
-	q      *flow.KeyedQPS
+	q      window
 	last   int64 // when a request last used it, under overrides.mu
 	length time.Duration
 	answer *rlsv3.RateLimitResponse_RateLimit
@@ -128,11 +126,7 @@ func (o *overrides) take(s *Service, now int64, i int, lim *commonv3.RateLimitDe
 			ol.answer.UnitMultiplier = wrapperspb.UInt32(mult)
 		}
 		if lim.RequestsPerUnit > 0 {
-			q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{
-				Windows:   []flow.KeyWindow{{Limit: int64(lim.RequestsPerUnit), Interval: length, Buckets: windowBuckets}},
-				KeyMemory: s.mem,
-				Clock:     s.clock,
-			})
+			q, err := s.windows.window(int64(lim.RequestsPerUnit), length)
 			if err != nil {
 				return status.Errorf(codes.InvalidArgument, "descriptors[%d].limit: %v", i, err)
 			}

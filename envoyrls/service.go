@@ -18,7 +18,6 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/internal/flowhook"
 )
 
 // Settings configure a [Service]. Every zero field takes its default.
@@ -54,7 +53,7 @@ type Service struct {
 	log     *slog.Logger
 	shadow  bool
 	headers bool
-	left    func(q *flow.KeyedQPS, now int64, key string) int64
+	windows backend
 
 	setMu sync.Mutex // serialises SetConfig
 	state atomic.Pointer[state]
@@ -65,7 +64,7 @@ type Service struct {
 // A state is a config with the limiter of each of its rules.
 type state struct {
 	cfg *Config
-	lim map[*rule]*flow.KeyedQPS // nil for rules that allow nothing or everything
+	lim map[*rule]window // none for rules that allow nothing or everything
 }
 
 // New returns a Service of the given settings with an empty config: every
@@ -85,9 +84,9 @@ func New(s Settings) (*Service, error) {
 		s.Logger = slog.Default()
 	}
 	svc := &Service{mem: mem, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
-	svc.left = flowhook.KeyedLeftAt.(func(*flow.KeyedQPS, int64, string) int64)
+	svc.windows = newLocal(mem, s.Clock)
 	svc.over.m = map[overrideShape]*overrideLimiter{}
-	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]*flow.KeyedQPS{}})
+	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]window{}})
 	return svc, nil
 }
 
@@ -98,25 +97,25 @@ func (s *Service) SetConfig(c *Config) error {
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
 	old := s.state.Load()
-	byID := map[string]*flow.KeyedQPS{}
+	byID := map[string]window{}
 	for r, q := range old.lim {
 		byID[r.id] = q
 	}
-	next := &state{cfg: c, lim: map[*rule]*flow.KeyedQPS{}}
+	next := &state{cfg: c, lim: map[*rule]window{}}
 	var err error
 	walk(c, func(r *rule) {
 		if err != nil || r.unlimited || r.limit == 0 {
 			return
 		}
-		w := []flow.KeyWindow{{Limit: int64(r.limit), Interval: unitLength(r.unit), Buckets: windowBuckets}}
+		limit, interval := int64(r.limit), unitLength(r.unit)
 		if q := byID[r.id]; q != nil {
-			if e := q.SetAt(s.clock.Now(), w); e == nil {
+			if e := q.reshape(s.clock.Now(), limit, interval); e == nil {
 				next.lim[r] = q
 				delete(byID, r.id) // one rule per id; a second takes a limiter of its own
 				return
 			}
 		}
-		q, e := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: w, KeyMemory: s.mem, Clock: s.clock})
+		q, e := s.windows.window(limit, interval)
 		if e != nil {
 			err = fmt.Errorf("envoyrls: rule %s: %w", r.id, e)
 			return
@@ -181,7 +180,7 @@ type item struct {
 	rule      *rule
 	answer    *rlsv3.RateLimitResponse_RateLimit // current_limit
 	unit      time.Duration
-	lim       *flow.KeyedQPS // nil when the limit is 0
+	lim       window // nil when the limit is 0
 	key       string
 	hits      int64
 	left      int64 // what the key's window had left before the request
@@ -252,7 +251,7 @@ func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rl
 			continue
 		}
 		if it.lim != nil {
-			it.left = s.left(it.lim, now, it.key)
+			it.left = it.lim.left(now, it.key)
 		}
 		// A key asked twice in one request must fit both askings.
 		it.need = it.hits
@@ -326,7 +325,7 @@ func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResp
 	if it.lim != nil && it.hits > 0 {
 		// Served, this counts the hits if they fit; not served, they do
 		// not fit, and it counts nothing, but says when they would.
-		d, _ := it.lim.AllowNAt(now, it.key, it.hits)
+		d := it.lim.allow(now, it.key, it.hits)
 		allowed = d.Allowed
 		if !allowed && d.RetryAfter > 0 {
 			st.DurationUntilReset = durationpb.New(d.RetryAfter)
