@@ -2,8 +2,10 @@ package envoyrls
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,17 +80,52 @@ func TestFollowReloadsAndKeepsTheConfigInForceWhenANewOneIsRefused(t *testing.T)
 	})
 }
 
-// A rule whose limit changes in a reload keeps its counts: what a key used
-// still counts against the new limit.
-func TestAReloadKeepsARulesCounts(t *testing.T) {
-	r := newRig(t, map[string]string{"d.yaml": followB}, Settings{})
+// A rule whose limit changes in a reload keeps what its keys used: it
+// counts against the new limit until it leaves the old window.
+func TestAReloadKeepsWhatARulesKeysUsed(t *testing.T) {
+	r := newRig(t, map[string]string{"d.yaml": followB}, Settings{}) // 5 a second
 	for range 4 {
 		r.ask(t, request("d", desc("k", "x")))
 	}
-	c, err := parseFiles(map[string]string{"d.yaml": "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 6}\n"})
-	must(t, err)
-	must(t, r.svc.SetConfig(c))
+	reload := func(limit string) {
+		t.Helper()
+		c, err := parseFiles(map[string]string{"d.yaml": "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: " + limit + "}\n"})
+		must(t, err)
+		must(t, r.svc.SetConfig(c))
+	}
+	reload("6")
 	if st := r.ask(t, request("d", desc("k", "x"))).Statuses[0]; st.Code != ok || st.LimitRemaining != 1 {
-		t.Fatalf("after the reload: %v, want OK with 1 of 6 remaining", st)
+		t.Fatalf("raised to 6 after 4: %v, want OK with 1 remaining", st)
+	}
+	reload("3") // 5 used in the last second: over 3 until they leave
+	if st := r.ask(t, request("d", desc("k", "x"))).Statuses[0]; st.Code != over {
+		t.Fatalf("lowered to 3 after 5: %v, want refused", st)
+	}
+	r.clock.Advance(time.Second + time.Second/20) // a unit and a bucket: the old hits have left
+	if st := r.ask(t, request("d", desc("k", "x"))).Statuses[0]; st.Code != ok || st.LimitRemaining != 2 {
+		t.Fatalf("a second later: %v, want OK with 2 of 3 remaining", st)
+	}
+}
+
+// Rules of one limit and unit share one window: a config of many rules
+// costs the windows of its distinct limits.
+func TestRulesOfOneLimitShareOneWindow(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("domain: d\ndescriptors:\n")
+	for i := range 500 {
+		fmt.Fprintf(&b, "  - key: tenant\n    value: t%d\n    rate_limit: {unit: second, requests_per_unit: %d}\n", i, 10+i%3)
+	}
+	r := newRig(t, map[string]string{"d.yaml": b.String()}, Settings{})
+	if n := len(r.svc.shapes.m); n != 3 {
+		t.Fatalf("%d windows for 500 rules of 3 limits", n)
+	}
+	// Each tenant is still limited on its own.
+	for i, want := range []uint32{9, 8} {
+		if st := r.ask(t, request("d", desc("tenant", "t0"))).Statuses[0]; st.LimitRemaining != want {
+			t.Fatalf("t0 request %d: %v", i, st)
+		}
+	}
+	if st := r.ask(t, request("d", desc("tenant", "t3"))).Statuses[0]; st.LimitRemaining != 9 {
+		t.Fatalf("t3 after t0: %v", st)
 	}
 }

@@ -145,8 +145,9 @@ func TestAFloodOfDistinctValuesStaysWithinTheKeyMemory(t *testing.T) {
 	t.Logf("key memory %d bytes for %d values", r.svc.mem.InUse(), n)
 }
 
-// Requests that set their own limits are held to 64 distinct limits at
-// once; a limit unused for its whole unit gives its place up.
+// Requests that set their own limits are held to 64 distinct limits that
+// no rule has at once; a limit unused for its whole unit gives its place
+// up. A limit that a rule has shares the rule's window.
 func TestLimitsSetByRequestsAreBounded(t *testing.T) {
 	r := newRig(t, map[string]string{"d.yaml": hitsConfig}, Settings{})
 	ask := func(limit uint32) error {
@@ -155,20 +156,23 @@ func TestLimitsSetByRequestsAreBounded(t *testing.T) {
 		_, err := r.call(request("d", d))
 		return err
 	}
-	for i := range uint32(maxOverrideShapes) {
+	for i := range uint32(maxLooseShapes) {
 		if err := ask(100 + i); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := ask(1); status.Code(err) != codes.ResourceExhausted {
+	if err := ask(7); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("a 65th limit: %v, want ResourceExhausted", err)
 	}
-	r.clock.Advance(2 * time.Second)
 	if err := ask(1); err != nil {
+		t.Fatalf("the limit of a rule in force (b, 1 a second): %v", err)
+	}
+	r.clock.Advance(2 * time.Second)
+	if err := ask(7); err != nil {
 		t.Fatalf("a new limit once the others idled: %v", err)
 	}
-	if len(r.svc.over.m) > maxOverrideShapes {
-		t.Fatalf("%d limiters for limits set by requests", len(r.svc.over.m))
+	if r.svc.shapes.loose > maxLooseShapes {
+		t.Fatalf("%d windows for limits set by requests", r.svc.shapes.loose)
 	}
 }
 

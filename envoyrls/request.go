@@ -1,7 +1,6 @@
 package envoyrls
 
 import (
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -20,9 +19,9 @@ const (
 	maxEntries      = 32
 	maxEntryBytes   = 4096    // a key and its value
 	maxRequestBytes = 1 << 16 // the domain and every entry's key and value
-	// maxOverrideShapes is how many distinct limits that requests set
-	// themselves (a descriptor's limit) are counted at once.
-	maxOverrideShapes = 64
+	// maxLooseShapes is how many windows of limits that no rule in force
+	// has (a descriptor's own limit) are kept at once.
+	maxLooseShapes = 64
 	// maxInterval is the longest window a request may set itself.
 	maxInterval = 20 * 365 * 24 * time.Hour
 )
@@ -75,78 +74,21 @@ func checkRequest(req *rlsv3.RateLimitRequest) error {
 	return nil
 }
 
-// overrides are the limiters of the limits that requests set themselves,
-// one per unit and limit, at most maxOverrideShapes. One that no request
-// used for a whole unit counts nothing any more, and gives its place up.
-type overrides struct {
-	mu sync.Mutex
-	m  map[overrideShape]*overrideLimiter
-}
-
-type overrideShape struct {
-	unit  rlsv3.RateLimitResponse_RateLimit_Unit
-	mult  uint32
-	limit uint32
-}
-
-type overrideLimiter struct {
-	q      window
-	last   int64 // when a request last used it, under overrides.mu
-	length time.Duration
-	answer *rlsv3.RateLimitResponse_RateLimit
-}
-
-// take fills it with the limiter of the limit lim that descriptor i sets
-// itself.
-func (o *overrides) take(s *Service, now int64, i int, lim *commonv3.RateLimitDescriptor_RateLimitOverride, it *item) error {
+// shapeOf returns the shape of the limit that descriptor i sets itself,
+// and what its answer's current_limit says.
+func shapeOf(i int, lim *commonv3.RateLimitDescriptor_RateLimitOverride) (shape, *rlsv3.RateLimitResponse_RateLimit, error) {
 	unit := rlsv3.RateLimitResponse_RateLimit_Unit(lim.Unit) // the same numbers, WEEK aside
 	length := unitLength(unit)
 	if length == 0 {
-		return status.Errorf(codes.InvalidArgument, "descriptors[%d].limit.unit: %v is not a unit", i, lim.Unit)
+		return shape{}, nil, status.Errorf(codes.InvalidArgument, "descriptors[%d].limit.unit: %v is not a unit", i, lim.Unit)
 	}
-	mult := uint32(1)
-	if lim.UnitMultiplier != nil && lim.UnitMultiplier.Value > 1 {
-		mult = lim.UnitMultiplier.Value
-		if int64(mult) > int64(maxInterval/length) {
-			return status.Errorf(codes.InvalidArgument, "descriptors[%d].limit.unit_multiplier: %d %v is longer than %v", i, mult, unit, maxInterval)
+	answer := &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: lim.RequestsPerUnit, Unit: unit}
+	if m := lim.UnitMultiplier; m != nil && m.Value > 1 {
+		if int64(m.Value) > int64(maxInterval/length) {
+			return shape{}, nil, status.Errorf(codes.InvalidArgument, "descriptors[%d].limit.unit_multiplier: %d %v is longer than %v", i, m.Value, unit, maxInterval)
 		}
+		length *= time.Duration(m.Value)
+		answer.UnitMultiplier = wrapperspb.UInt32(m.Value)
 	}
-	length *= time.Duration(mult)
-	it.limited, it.unit = true, length
-	sh := overrideShape{unit, mult, lim.RequestsPerUnit}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	ol := o.m[sh]
-	if ol == nil {
-		if len(o.m) >= maxOverrideShapes && !o.evict(now) {
-			return status.Errorf(codes.ResourceExhausted, "descriptors[%d].limit: more than %d distinct limits set by requests are in use", i, maxOverrideShapes)
-		}
-		ol = &overrideLimiter{length: length, answer: &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: lim.RequestsPerUnit, Unit: unit}}
-		if mult > 1 {
-			ol.answer.UnitMultiplier = wrapperspb.UInt32(mult)
-		}
-		if lim.RequestsPerUnit > 0 {
-			q, err := s.windows.window(int64(lim.RequestsPerUnit), length)
-			if err != nil {
-				return status.Errorf(codes.InvalidArgument, "descriptors[%d].limit: %v", i, err)
-			}
-			ol.q = q
-		}
-		o.m[sh] = ol
-	}
-	ol.last = max(ol.last, now)
-	it.lim, it.answer = ol.q, ol.answer
-	return nil
-}
-
-// evict drops one limiter that no request used for a whole unit, and
-// reports whether it found one.
-func (o *overrides) evict(now int64) bool {
-	for sh, ol := range o.m {
-		if now-ol.last > int64(ol.length) {
-			delete(o.m, sh)
-			return true
-		}
-	}
-	return false
+	return shape{limit: lim.RequestsPerUnit, interval: length}, answer, nil
 }

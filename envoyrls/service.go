@@ -14,6 +14,8 @@ import (
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/slidegate/slidegate/clock"
@@ -55,16 +57,30 @@ type Service struct {
 	headers bool
 	windows backend
 
-	setMu sync.Mutex // serialises SetConfig
-	state atomic.Pointer[state]
-	over  overrides
-	reads atomic.Int64 // how many times Follow read the directory after the first
+	setMu  sync.Mutex // serialises SetConfig
+	state  atomic.Pointer[state]
+	shapes shapes
+	reads  atomic.Int64 // how many times Follow read the directory after the first
 }
 
 // A state is a config with the limiter of each of its rules.
 type state struct {
-	cfg *Config
-	lim map[*rule]window // none for rules that allow nothing or everything
+	cfg  *Config
+	lim  map[*rule]window // none for rules that allow nothing or everything
+	prev map[*rule][]prevWindow
+}
+
+// maxPrev is how many earlier windows of a rule count, the newest: as
+// many changes of its limit within one unit.
+const maxPrev = 8
+
+// A prevWindow is a window a rule had before a reload changed its limit
+// or unit. Until its hits have left it, they count against the new limit
+// too: what a key used there is taken from what it has left.
+type prevWindow struct {
+	w     window
+	limit int64
+	until int64
 }
 
 // New returns a Service of the given settings with an empty config: every
@@ -85,46 +101,59 @@ func New(s Settings) (*Service, error) {
 	}
 	svc := &Service{mem: mem, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
 	svc.windows = newLocal(mem, s.Clock)
-	svc.over.m = map[overrideShape]*overrideLimiter{}
+	svc.shapes.m = map[shape]*shapeWindow{}
 	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]window{}})
 	return svc, nil
 }
 
-// SetConfig puts c in force. A rule of the same domain and descriptor path
-// as one in force keeps its counts, its limit changed in place; one whose
-// unit changes starts counting afresh.
+// SetConfig puts c in force. A rule keeps what its keys used: one of the
+// same limit and unit keeps its window; one whose limit or unit changed
+// takes a new window, and what its keys used in the old one counts against
+// the new limit until it has left the old window.
 func (s *Service) SetConfig(c *Config) error {
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
-	old := s.state.Load()
-	byID := map[string]window{}
-	for r, q := range old.lim {
-		byID[r.id] = q
-	}
-	next := &state{cfg: c, lim: map[*rule]window{}}
-	var err error
+	need := map[shape]bool{}
 	walk(c, func(r *rule) {
-		if err != nil || r.unlimited || r.limit == 0 {
-			return
+		if !r.unlimited && r.limit > 0 {
+			need[shape{r.limit, unitLength(r.unit)}] = true
 		}
-		limit, interval := int64(r.limit), unitLength(r.unit)
-		if q := byID[r.id]; q != nil {
-			if e := q.reshape(s.clock.Now(), limit, interval); e == nil {
-				next.lim[r] = q
-				delete(byID, r.id) // one rule per id; a second takes a limiter of its own
-				return
-			}
-		}
-		q, e := s.windows.window(limit, interval)
-		if e != nil {
-			err = fmt.Errorf("envoyrls: rule %s: %w", r.id, e)
-			return
-		}
-		next.lim[r] = q
 	})
+	ws, err := s.shapes.pin(s.windows, s.clock.Now(), need)
 	if err != nil {
 		return err
 	}
+	old := s.state.Load()
+	byID := make(map[string]*rule, len(old.lim))
+	for r := range old.lim {
+		byID[r.id] = r
+	}
+	now := s.clock.Now()
+	next := &state{cfg: c, lim: map[*rule]window{}, prev: map[*rule][]prevWindow{}}
+	walk(c, func(r *rule) {
+		w := ws[shape{r.limit, unitLength(r.unit)}]
+		if w == nil || r.unlimited {
+			return
+		}
+		next.lim[r] = w
+		o := byID[r.id]
+		if o == nil {
+			return
+		}
+		var prev []prevWindow
+		if old.lim[o] != w {
+			u := unitLength(o.unit)
+			prev = append(prev, prevWindow{w: old.lim[o], limit: int64(o.limit), until: now + int64(u+u/windowBuckets)})
+		}
+		for _, p := range old.prev[o] {
+			if p.until > now && p.w != w && len(prev) < maxPrev {
+				prev = append(prev, p)
+			}
+		}
+		if len(prev) > 0 {
+			next.prev[r] = prev
+		}
+	})
 	s.state.Store(next)
 	return nil
 }
@@ -181,9 +210,11 @@ type item struct {
 	answer    *rlsv3.RateLimitResponse_RateLimit // current_limit
 	unit      time.Duration
 	lim       window // nil when the limit is 0
+	prev      []prevWindow
 	key       string
 	hits      int64
-	left      int64 // what the key's window had left before the request
+	left      int64 // what the key's window had left before the request, less what it used in earlier windows
+	raw       int64 // what the key's window had left
 	need      int64 // the hits of this descriptor and those before it of the same key
 	fits      bool  // need <= left
 	limited   bool
@@ -209,10 +240,23 @@ func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rl
 			continue // an unknown domain has no limits, as in envoyproxy/ratelimit
 		}
 		if d.Limit != nil {
-			if err := s.over.take(s, now, i, d.Limit, it); err != nil {
+			k, answer, err := shapeOf(i, d.Limit)
+			if err != nil {
 				return nil, err
 			}
+			it.limited, it.unit, it.answer = true, k.interval, answer
 			it.key = descriptorKey(req.Domain, d.Entries, nil)
+			if k.limit == 0 {
+				continue // allows nothing: no window
+			}
+			w, room, err := s.shapes.take(s.windows, now, k)
+			switch {
+			case err != nil:
+				return nil, status.Errorf(codes.InvalidArgument, "descriptors[%d].limit: %v", i, err)
+			case !room:
+				return nil, status.Errorf(codes.ResourceExhausted, "descriptors[%d].limit: more than %d distinct limits that no rule has are in use", i, maxLooseShapes)
+			}
+			it.lim = w
 			continue
 		}
 		m := dom.find(d.Entries)
@@ -232,6 +276,7 @@ func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rl
 		}
 		it.rule, it.limited, it.answer = r, true, r.answer
 		it.unit, it.lim = unitLength(r.unit), st.lim[r]
+		it.prev = st.prev[r]
 		it.shadow, it.quota = r.shadow, r.quota
 		it.key = descriptorKey(req.Domain, d.Entries, m.share)
 	}
@@ -252,6 +297,12 @@ func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rl
 		}
 		if it.lim != nil {
 			it.left = it.lim.left(now, it.key)
+			it.raw = it.left
+			for _, p := range it.prev {
+				if now < p.until {
+					it.left = max(0, it.left-(p.limit-p.w.left(now, it.key)))
+				}
+			}
 		}
 		// A key asked twice in one request must fit both askings.
 		it.need = it.hits
@@ -313,32 +364,43 @@ func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResp
 		CurrentLimit:       it.answer,
 		DurationUntilReset: durationpb.New(it.unit + it.unit/windowBuckets),
 	}
-	if !served && it.hits <= it.left {
-		// Not counted; refused only if the key was asked more than once.
-		st.LimitRemaining = clampUint32(it.left)
-		if !it.fits && !it.shadow {
+	if !served || !it.fits {
+		// Not counted: the request is refused, or this descriptor is over
+		// its limit (in shadow or quota mode, or with the global shadow
+		// mode on, the request is served all the same).
+		if it.fits {
+			st.LimitRemaining = clampUint32(it.left)
+			return st, false
+		}
+		if it.lim != nil && it.hits > it.raw {
+			// Sure to be refused, and so counted nowhere: the window says
+			// when the hits would fit.
+			if d := it.lim.allow(now, it.key, it.hits); !d.Allowed && d.RetryAfter > 0 {
+				st.DurationUntilReset = durationpb.New(d.RetryAfter)
+			}
+		}
+		if !it.shadow {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
 		return st, false
 	}
-	allowed := it.hits <= it.left
-	if it.lim != nil && it.hits > 0 {
-		// Served, this counts the hits if they fit; not served, they do
-		// not fit, and it counts nothing, but says when they would.
-		d := it.lim.allow(now, it.key, it.hits)
-		allowed = d.Allowed
-		if !allowed && d.RetryAfter > 0 {
-			st.DurationUntilReset = durationpb.New(d.RetryAfter)
-		}
-	}
-	if allowed {
+	if it.lim == nil || it.hits == 0 {
 		st.LimitRemaining = clampUint32(it.left - it.need)
 		return st, false
+	}
+	d := it.lim.allow(now, it.key, it.hits)
+	if d.Allowed {
+		st.LimitRemaining = clampUint32(it.left - it.need)
+		return st, false
+	}
+	// Another request took the room between the check and the count.
+	if d.RetryAfter > 0 {
+		st.DurationUntilReset = durationpb.New(d.RetryAfter)
 	}
 	if !it.shadow {
 		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	return st, served && it.fits
+	return st, true
 }
 
 // headersOf returns the RateLimit-* headers of the status with the least

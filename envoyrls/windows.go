@@ -22,9 +22,6 @@ type window interface {
 	// allow counts n hits of key at now if they fit, and says when they
 	// would if they do not.
 	allow(now int64, key string, n int64) flow.Decision
-	// reshape changes the window's limit and interval in place, keeping
-	// what it counts where it can.
-	reshape(now int64, limit int64, interval time.Duration) error
 }
 
 // A backend makes windows.
@@ -66,8 +63,4 @@ func (w *localWindow) left(now int64, key string) int64 { return w.leftAt(w.q, n
 func (w *localWindow) allow(now int64, key string, n int64) flow.Decision {
 	d, _ := w.q.AllowNAt(now, key, n)
 	return d
-}
-
-func (w *localWindow) reshape(now int64, limit int64, interval time.Duration) error {
-	return w.q.SetAt(now, []flow.KeyWindow{{Limit: limit, Interval: interval, Buckets: windowBuckets}})
 }
