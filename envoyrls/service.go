@@ -106,10 +106,10 @@ func New(s Settings) (*Service, error) {
 	return svc, nil
 }
 
-// SetConfig puts c in force. A rule keeps what its keys used: one of the
-// same limit and unit keeps its window; one whose limit or unit changed
-// takes a new window, and what its keys used in the old one counts against
-// the new limit until it has left the old window.
+// SetConfig puts c in force. A rule keeps what its keys used. One of the
+// same limit and unit keeps its window. One whose limit or unit changed
+// takes a new window. What its keys used in the old one then counts
+// against the new limit, until it leaves the old window.
 func (s *Service) SetConfig(c *Config) error {
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
