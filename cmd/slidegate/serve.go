@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/slidegate/slidegate/envoyrls"
 )
@@ -111,7 +112,15 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
 		return 1
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(envoyrls.MaxMessageBytes))
+	gs := grpc.NewServer(
+		grpc.MaxRecvMsgSize(envoyrls.MaxMessageBytes),
+		grpc.MaxConcurrentStreams(1024),
+		// A connection lasts a day, as envoyproxy/ratelimit's do, so that
+		// Envoy spreads over new instances; pings every 10 s are welcome
+		// (gRPC's default cuts a client that pings more than every 5 min).
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 24 * time.Hour, MaxConnectionAgeGrace: time.Hour}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
 	svc.Register(gs)
 	hs := health.NewServer()
 	hs.SetServingStatus("envoy.service.ratelimit.v3.RateLimitService", healthpb.HealthCheckResponse_SERVING)
