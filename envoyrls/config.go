@@ -48,6 +48,11 @@ type descNode struct {
 	// pattern's value stands for them in the key.
 	share   bool
 	pattern string // the value with its '*', when share
+	// name is the descriptor in its rule's stats key: "key" or "key_value"
+	// as the file gives them. toMetric puts the request's value there
+	// instead, for a descriptor matched by its key alone or a pattern.
+	name     string
+	toMetric bool
 }
 
 // A rule is a descriptor's rate_limit.
@@ -63,8 +68,8 @@ type rule struct {
 	quota     bool
 	name      string
 	replaces  []string
-	detailed  bool
-	toMetric  bool
+	detailed  bool                               // a stats series per value
+	toMetric  bool                               // a descriptor on its path has value_to_metric
 	answer    *rlsv3.RateLimitResponse_RateLimit // current_limit, shared by every answer
 }
 
@@ -107,27 +112,15 @@ func (l *level) find(entries []*commonv3.RateLimitDescriptor_Entry) match {
 	var m match
 	cur := l
 	for i, e := range entries {
-		kv := e.Key + "_" + e.Value
-		n := cur.exact[kv]
-		if n == nil {
-			for _, w := range cur.wild {
-				if wildMatch(w.parts, kv) {
-					n = w.node
-					if n.share {
-						if m.share == nil {
-							m.share = make([]string, len(entries))
-						}
-						m.share[i] = n.pattern
-					}
-					break
-				}
-			}
-		}
-		if n == nil {
-			n = cur.exact[e.Key]
-		}
+		n, how := cur.step(e)
 		if n == nil {
 			return match{}
+		}
+		if how == byPattern && n.share {
+			if m.share == nil {
+				m.share = make([]string, len(entries))
+			}
+			m.share[i] = n.pattern
 		}
 		if i == len(entries)-1 {
 			m.rule = n.rule
@@ -139,6 +132,66 @@ func (l *level) find(entries []*commonv3.RateLimitDescriptor_Entry) match {
 		cur = &n.children
 	}
 	return match{}
+}
+
+// How a descriptor of the file matched a request's entry.
+const (
+	byValue = iota
+	byPattern
+	byKey
+)
+
+// step finds the descriptor of the level that entry e matches: by key and
+// value, then by the patterns in order, then by key alone.
+func (l *level) step(e *commonv3.RateLimitDescriptor_Entry) (*descNode, int) {
+	kv := e.Key + "_" + e.Value
+	if n := l.exact[kv]; n != nil {
+		return n, byValue
+	}
+	for _, w := range l.wild {
+		if wildMatch(w.parts, kv) {
+			return w.node, byPattern
+		}
+	}
+	return l.exact[e.Key], byKey
+}
+
+// statsKey returns the stats key of a descriptor whose rule asks for one
+// by value, as envoyproxy/ratelimit names it. With detailed, each entry
+// is its key and value (a shared pattern standing for the values it
+// matches). Otherwise each is its descriptor's name, but where
+// value_to_metric puts the request's value.
+func (l *level) statsKey(domain string, entries []*commonv3.RateLimitDescriptor_Entry, detailed bool) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	cur := l
+	for _, e := range entries {
+		n, how := cur.step(e)
+		if n == nil {
+			break
+		}
+		b.WriteByte('.')
+		switch {
+		case detailed && how == byPattern && n.share:
+			b.WriteString(e.Key + "_" + n.pattern)
+		case detailed:
+			b.WriteString(e.Key)
+			if e.Value != "" {
+				b.WriteString("_" + e.Value)
+			}
+		case how == byPattern && n.share:
+			b.WriteString(e.Key + "_" + n.pattern)
+		case how != byValue && n.toMetric:
+			b.WriteString(e.Key)
+			if e.Value != "" {
+				b.WriteString("_" + e.Value)
+			}
+		default:
+			b.WriteString(n.name)
+		}
+		cur = &n.children
+	}
+	return b.String()
 }
 
 // wildMatch reports whether s matches the pattern split at its '*'s, each

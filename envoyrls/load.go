@@ -230,7 +230,7 @@ func (l *loader) file(name string, data []byte) {
 	}
 	l.from[domain] = name
 	lv := &level{exact: map[string]*descNode{}}
-	l.descriptors(descs, domain, lv)
+	l.descriptors(descs, domain, lv, false)
 	l.cfg.domains[domain] = lv
 }
 
@@ -267,8 +267,9 @@ func (l *loader) fields(n *yaml.Node, path, prefix string, known []string, f fun
 	}
 }
 
-// descriptors reads the list n of descriptors under path into lv.
-func (l *loader) descriptors(n *yaml.Node, path string, lv *level) {
+// descriptors reads the list n of descriptors under path into lv;
+// toMetric says that a descriptor above has value_to_metric.
+func (l *loader) descriptors(n *yaml.Node, path string, lv *level, toMetric bool) {
 	if n == nil || isNull(n) {
 		return
 	}
@@ -282,13 +283,13 @@ func (l *loader) descriptors(n *yaml.Node, path string, lv *level) {
 			l.problem(d, path, field, "%s where a descriptor, a map of key, value and rate_limit, belongs", describe(d))
 			continue
 		}
-		l.descriptor(d, path, field, lv)
+		l.descriptor(d, path, field, lv, toMetric)
 	}
 }
 
 // descriptor reads map n, a descriptor under path, into lv. Its problems
 // name it by its path, once it has a key; field is its place in the list.
-func (l *loader) descriptor(n *yaml.Node, path, field string, lv *level) {
+func (l *loader) descriptor(n *yaml.Node, path, field string, lv *level, toMetricAbove bool) {
 	key, value := scalarField(n, "key"), scalarField(n, "value")
 	kv := key
 	if value != "" {
@@ -337,7 +338,7 @@ func (l *loader) descriptor(n *yaml.Node, path, field string, lv *level) {
 		l.problem(keyNode, here, "", "duplicate descriptor: key %q and value %q are given twice at this depth", key, value)
 		return
 	}
-	d := &descNode{children: level{exact: map[string]*descNode{}}}
+	d := &descNode{children: level{exact: map[string]*descNode{}}, name: kv, toMetric: toMetric}
 	if share {
 		if !strings.Contains(kv, "*") {
 			l.problem(shareNode, here, "share_threshold", "needs a value with a wildcard '*'")
@@ -348,10 +349,10 @@ func (l *loader) descriptor(n *yaml.Node, path, field string, lv *level) {
 		d.rule = l.rateLimit(rl, here, "rate_limit")
 		if d.rule != nil {
 			d.rule.id = here
-			d.rule.shadow, d.rule.quota, d.rule.detailed, d.rule.toMetric = shadow, quota, detailed, toMetric
+			d.rule.shadow, d.rule.quota, d.rule.detailed, d.rule.toMetric = shadow, quota, detailed, toMetric || toMetricAbove
 		}
 	}
-	l.descriptors(children, here, &d.children)
+	l.descriptors(children, here, &d.children, toMetric || toMetricAbove)
 	if strings.Contains(kv, "*") {
 		d.pattern = strings.TrimPrefix(kv, key+"_")
 		lv.wild = append(lv.wild, wildNode{parts: strings.Split(kv, "*"), node: d})

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,14 +61,16 @@ type Service struct {
 	setMu  sync.Mutex // serialises SetConfig
 	state  atomic.Pointer[state]
 	shapes shapes
+	stats  statsBook
 	reads  atomic.Int64 // how many times Follow read the directory after the first
 }
 
 // A state is a config with the limiter of each of its rules.
 type state struct {
-	cfg  *Config
-	lim  map[*rule]window // none for rules that allow nothing or everything
-	prev map[*rule][]prevWindow
+	cfg    *Config
+	series map[*rule]*series
+	lim    map[*rule]window // none for rules that allow nothing or everything
+	prev   map[*rule][]prevWindow
 }
 
 // maxPrev is how many earlier windows of a rule count, the newest: as
@@ -102,7 +105,7 @@ func New(s Settings) (*Service, error) {
 	svc := &Service{mem: mem, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
 	svc.windows = newLocal(mem, s.Clock)
 	svc.shapes.m = map[shape]*shapeWindow{}
-	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]window{}})
+	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]window{}, series: map[*rule]*series{}})
 	return svc, nil
 }
 
@@ -129,7 +132,7 @@ func (s *Service) SetConfig(c *Config) error {
 		byID[r.id] = r
 	}
 	now := s.clock.Now()
-	next := &state{cfg: c, lim: map[*rule]window{}, prev: map[*rule][]prevWindow{}}
+	next := &state{cfg: c, lim: map[*rule]window{}, prev: map[*rule][]prevWindow{}, series: s.stats.rules(c)}
 	walk(c, func(r *rule) {
 		w := ws[shape{r.limit, unitLength(r.unit)}]
 		if w == nil || r.unlimited {
@@ -226,6 +229,20 @@ type item struct {
 // shouldRateLimitAt is ShouldRateLimit for a request arriving at time now,
 // on the service's clock.
 func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	resp, err := s.decide(now, req)
+	switch {
+	case err != nil:
+		s.stats.invalid.Add(1)
+	case resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT:
+		s.stats.overLimit.Add(1)
+	default:
+		s.stats.requests.Add(1)
+	}
+	return resp, err
+}
+
+// decide is shouldRateLimitAt but for the service's counts of requests.
+func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -346,6 +363,13 @@ func (s *Service) shouldRateLimitAt(now int64, req *rlsv3.RateLimitRequest) (*rl
 	if s.headers {
 		resp.ResponseHeadersToAdd = headersOf(resp.Statuses, items)
 	}
+	for i := range items {
+		if it := &items[i]; it.limited {
+			if x := s.seriesOf(st, req, i, it); x != nil {
+				x.count(it, resp.Statuses[i].Code == rlsv3.RateLimitResponse_OVER_LIMIT)
+			}
+		}
+	}
 	return resp, nil
 }
 
@@ -401,6 +425,25 @@ func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResp
 		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	return st, true
+}
+
+// seriesOf returns the stats series of descriptor i: its value's, if its
+// rule counts values apart and there is room; else its rule's, or its
+// domain's for a limit of its own.
+func (s *Service) seriesOf(st *state, req *rlsv3.RateLimitRequest, i int, it *item) *series {
+	r := it.rule
+	if r == nil {
+		return s.stats.series(req.Domain, overrideRule, false)
+	}
+	if r.detailed || r.toMetric {
+		k := st.cfg.domains[req.Domain].statsKey(req.Domain, req.Descriptors[i].Entries, r.detailed)
+		if k = valueKey(strings.TrimPrefix(k, req.Domain+".")); k != ruleKey(r) {
+			if x := s.stats.series(req.Domain, k, true); x != nil {
+				return x
+			}
+		}
+	}
+	return st.series[r]
 }
 
 // headersOf returns the RateLimit-* headers of the status with the least
