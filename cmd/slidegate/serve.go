@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -34,7 +36,8 @@ at most requests_per_unit in any window of one unit, wherever it starts.
 DIR is reloaded when it changes; a config with a problem is logged and the
 one in force stays. A config with a problem at the start is an error.
 
-gRPC also serves the health service; HTTP serves GET /healthcheck. On
+gRPC also serves the health service; HTTP serves GET /healthcheck, and
+Prometheus metrics on GET /metrics: hits by domain, rule and outcome. On
 SIGINT or SIGTERM both report not serving, and the servers finish the
 requests in flight (for at most --grace) before they stop.
 
@@ -59,7 +62,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
 	dir := fs.String("config", "", "the directory of config files (required)")
 	grpcAddr := fs.String("grpc", ":8081", "the gRPC address, as envoyproxy/ratelimit's GRPC_PORT")
-	httpAddr := fs.String("http", ":8080", "the HTTP address of /json and /healthcheck, as its PORT")
+	httpAddr := fs.String("http", ":8080", "the HTTP address of /json, /healthcheck and /metrics, as its PORT")
 	memory := fs.String("key-memory", "64MiB", "the heap the per-key windows may hold together (KiB, MiB, GiB)")
 	shadow := fs.Bool("shadow", false, "answer OK to every request; the statuses still tell each decision (SHADOW_MODE)")
 	headers := fs.Bool("headers", false, "add RateLimit-Limit, -Remaining and -Reset to the answers (LIMIT_RESPONSE_HEADERS_ENABLED)")
@@ -128,8 +131,11 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 	var stopping sync.Once
 	var down = make(chan struct{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newServeCollector(svc))
 	mux := http.NewServeMux()
 	mux.Handle("/json", svc.JSONHandler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-down:

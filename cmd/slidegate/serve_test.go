@@ -93,6 +93,23 @@ func TestServeAnswersEnvoyAndStopsGracefully(t *testing.T) {
 		t.Fatalf("/json for the same address: %d, want 429", resp.StatusCode)
 	}
 
+	resp, err = http.Get("http://" + a.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`slidegate_ratelimit_hits_total{domain="edge",outcome="over_limit",rule="remote_address"} 2`,
+		`slidegate_ratelimit_hits_total{domain="edge",outcome="within_limit",rule="remote_address"} 2`,
+		`slidegate_ratelimit_requests_total{code="OVER_LIMIT"} 2`,
+		`slidegate_ratelimit_key_memory_limit_bytes 6.7108864e+07`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
+	}
+
 	cancel()
 	wg.Wait()
 	if status != 0 || !strings.Contains(stdout.String(), "stopped") {
