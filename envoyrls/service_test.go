@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -279,5 +280,42 @@ func TestTheRateLimitHeadersTellTheTightestDescriptor(t *testing.T) {
 	r2 := newRig(t, map[string]string{"d.yaml": hitsConfig}, Settings{})
 	if got := headers(r2.ask(t, both)); got != "" {
 		t.Fatalf("headers off: %q", got)
+	}
+}
+
+// The configurations of envoyproxy/ratelimit's integration tests decide
+// what those tests expect of it: values of a share_threshold pattern share
+// one limit, those of a plain pattern have one each; a key of 1 a minute
+// allows one; 20 a minute allows 20.
+func TestTheIntegrationConfigsDecideAsTheirTestsExpect(t *testing.T) {
+	r := newRig(t, readDir(t, "testdata/envoyproxy/integration"), Settings{})
+	const domain = "share-threshold-test"
+	for range 10 {
+		r.ask(t, request(domain, desc("files", "files/a.pdf")))
+	}
+	st := r.ask(t, request(domain, desc("files", "files/b.csv"))).Statuses[0]
+	if st.Code != over || st.CurrentLimit.RequestsPerUnit != 10 || st.CurrentLimit.Unit != rlsv3.RateLimitResponse_RateLimit_HOUR || st.LimitRemaining != 0 {
+		t.Fatalf("files/b.csv after 10 of files/a.pdf: %v", st)
+	}
+	for i := range 10 {
+		st := r.ask(t, request(domain, desc("files_no_share", fmt.Sprint("files_no_share/", i)))).Statuses[0]
+		if st.Code != ok || st.LimitRemaining != 9 {
+			t.Fatalf("files_no_share/%d: %v, want OK with 9 remaining", i, st)
+		}
+	}
+	if c, _ := codesOf(r.ask(t, request("basic", desc("one_per_minute", "x")))); c != ok {
+		t.Fatal("one_per_minute: the first refused")
+	}
+	if c, _ := codesOf(r.ask(t, request("basic", desc("one_per_minute", "x")))); c != over {
+		t.Fatal("one_per_minute: the second allowed")
+	}
+	for i := range 21 {
+		want := ok
+		if i == 20 {
+			want = over
+		}
+		if c, _ := codesOf(r.ask(t, request("another", desc("key2", "v")))); c != want {
+			t.Fatalf("key2 request %d: %v, want %v", i, c, want)
+		}
 	}
 }
