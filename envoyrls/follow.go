@@ -27,11 +27,14 @@ const (
 func (s *Service) Follow(ctx context.Context, dir string) error {
 	c, sum, err := loadDir(dir)
 	if err != nil {
+		s.stats.refused.Add(1)
 		return err
 	}
 	if err := s.SetConfig(c); err != nil {
+		s.stats.refused.Add(1)
 		return err
 	}
+	s.stats.loads.Add(1)
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("envoyrls: watching %s: %w", dir, err)
@@ -77,14 +80,17 @@ func (s *Service) follow(ctx context.Context, w *fsnotify.Watcher, dir string, s
 		case got == sum && err == nil:
 		case err != nil:
 			if got != refused {
+				s.stats.refused.Add(1)
 				refused = got
 				s.log.Warn("rate limit config refused; the one in force stays", "dir", dir, "problems", err.Error())
 			}
 		default:
 			if err := s.SetConfig(c); err != nil {
+				s.stats.refused.Add(1)
 				s.log.Warn("rate limit config refused; the one in force stays", "dir", dir, "err", err)
 				continue
 			}
+			s.stats.loads.Add(1)
 			sum, refused = got, 0
 			s.log.Info("rate limit config reloaded", "dir", dir, "domains", len(c.domains), "files", c.files)
 		}

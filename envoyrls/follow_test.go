@@ -67,17 +67,31 @@ func TestFollowReloadsAndKeepsTheConfigInForceWhenANewOneIsRefused(t *testing.T)
 
 	// A file with a problem: refused whole, the config in force stays.
 	before, reads := svc.state.Load(), svc.reads.Load()
-	write(t, filepath.Join(dir, "e.yaml"), "domain: e\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight}\n")
+	writeAtomic(t, filepath.Join(dir, "e.yaml"), "domain: e\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight}\n")
 	waitFor(t, "the watcher read the file with a problem", func() bool { return svc.reads.Load() > reads })
 	if svc.state.Load() != before || limitOf(t, svc) != 5 {
 		t.Fatal("a refused config changed the one in force")
 	}
 	// Mended, it loads.
-	write(t, filepath.Join(dir, "e.yaml"), "domain: e\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 3}\n")
+	writeAtomic(t, filepath.Join(dir, "e.yaml"), "domain: e\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 3}\n")
 	waitFor(t, "the mended file is in force", func() bool {
 		_, ok := svc.state.Load().cfg.domains["e"]
 		return ok
 	})
+	// Loaded at the start, after the swap and mended; refused once (a
+	// refused content is counted once, however often it is read).
+	if st := svc.Stats(); st.ConfigLoads != 3 || st.ConfigRefused != 1 {
+		t.Fatalf("%d configs loaded, %d refused; want 3 and 1", st.ConfigLoads, st.ConfigRefused)
+	}
+}
+
+// writeAtomic replaces the file at path by one of content, renamed over
+// it: the watcher never reads it half written.
+func writeAtomic(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	write(t, tmp, content)
+	must(t, os.Rename(tmp, path))
 }
 
 // A rule whose limit changes in a reload keeps what its keys used: it

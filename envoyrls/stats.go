@@ -28,6 +28,10 @@ type Stats struct {
 	// Requests counts the requests answered OK, OverLimit those answered
 	// OVER_LIMIT, and Invalid those refused with a status.
 	Requests, OverLimit, Invalid uint64
+	// ConfigLoads counts the configs that Follow put in force, and
+	// ConfigRefused those it refused for a problem, the one in force
+	// staying.
+	ConfigLoads, ConfigRefused uint64
 	// KeyMemory is the heap that the windows hold now, of KeyMemoryLimit.
 	KeyMemory, KeyMemoryLimit int64
 }
@@ -55,6 +59,7 @@ type series struct {
 // the service, at most maxValueSeries.
 type statsBook struct {
 	requests, overLimit, invalid atomic.Uint64
+	loads, refused               atomic.Uint64
 
 	mu     sync.Mutex
 	byKey  map[string]*series // every series ever made, by domain and key
@@ -148,6 +153,8 @@ func (s *Service) Stats() Stats {
 		Requests:       b.requests.Load(),
 		OverLimit:      b.overLimit.Load(),
 		Invalid:        b.invalid.Load(),
+		ConfigLoads:    b.loads.Load(),
+		ConfigRefused:  b.refused.Load(),
 		KeyMemory:      s.mem.InUse(),
 		KeyMemoryLimit: s.mem.Limit(),
 	}

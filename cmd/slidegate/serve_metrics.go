@@ -11,9 +11,9 @@ import (
 // windows' memory. Its series are as many as the rules in force and the
 // values counted apart (at most 1,000), whatever clients send.
 type serveCollector struct {
-	svc                 *envoyrls.Service
-	hits, requests      *prometheus.Desc
-	memory, memoryLimit *prometheus.Desc
+	svc                   *envoyrls.Service
+	hits, requests, loads *prometheus.Desc
+	memory, memoryLimit   *prometheus.Desc
 }
 
 func newServeCollector(svc *envoyrls.Service) *serveCollector {
@@ -25,6 +25,9 @@ func newServeCollector(svc *envoyrls.Service) *serveCollector {
 		requests: prometheus.NewDesc("slidegate_ratelimit_requests_total",
 			"ShouldRateLimit requests by answer: OK, OVER_LIMIT, or invalid (refused with a status).",
 			[]string{"code"}, nil),
+		loads: prometheus.NewDesc("slidegate_ratelimit_config_loads_total",
+			"Config directories read, by result: loaded (put in force) or refused (for a problem; the config in force stays).",
+			[]string{"result"}, nil),
 		memory: prometheus.NewDesc("slidegate_ratelimit_key_memory_bytes",
 			"Heap the per-key windows hold.", nil, nil),
 		memoryLimit: prometheus.NewDesc("slidegate_ratelimit_key_memory_limit_bytes",
@@ -35,6 +38,7 @@ func newServeCollector(svc *envoyrls.Service) *serveCollector {
 func (c *serveCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.hits
 	ch <- c.requests
+	ch <- c.loads
 	ch <- c.memory
 	ch <- c.memoryLimit
 }
@@ -52,6 +56,8 @@ func (c *serveCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(st.Requests), "OK")
 	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(st.OverLimit), "OVER_LIMIT")
 	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(st.Invalid), "invalid")
+	ch <- prometheus.MustNewConstMetric(c.loads, prometheus.CounterValue, float64(st.ConfigLoads), "loaded")
+	ch <- prometheus.MustNewConstMetric(c.loads, prometheus.CounterValue, float64(st.ConfigRefused), "refused")
 	ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(st.KeyMemory))
 	ch <- prometheus.MustNewConstMetric(c.memoryLimit, prometheus.GaugeValue, float64(st.KeyMemoryLimit))
 }

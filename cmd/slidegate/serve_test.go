@@ -104,6 +104,7 @@ func TestServeAnswersEnvoyAndStopsGracefully(t *testing.T) {
 		`slidegate_ratelimit_hits_total{domain="edge",outcome="within_limit",rule="remote_address"} 2`,
 		`slidegate_ratelimit_requests_total{code="OVER_LIMIT"} 2`,
 		`slidegate_ratelimit_key_memory_limit_bytes 6.7108864e+07`,
+		`slidegate_ratelimit_config_loads_total{result="loaded"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
