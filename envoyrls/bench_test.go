@@ -88,7 +88,7 @@ func BenchmarkHeapOfAMillionDistinctValues(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "heap-bytes")
-		b.ReportMetric(float64(svc.mem.InUse()), "key-memory-bytes")
+		b.ReportMetric(float64(svc.memInUse()), "key-memory-bytes")
 		runtime.KeepAlive(svc)
 		b.StartTimer()
 	}

@@ -133,7 +133,7 @@ func TestAFloodOfDistinctValuesStaysWithinTheKeyMemory(t *testing.T) {
 	if refusedSecond != (n+99)/100 {
 		t.Errorf("a value over its limit was allowed: %d of %d second asks refused", refusedSecond, (n+99)/100)
 	}
-	if got := r.svc.mem.InUse(); got > budget+512<<10 {
+	if got := r.svc.memInUse(); got > budget+512<<10 {
 		t.Errorf("key memory in use %d bytes, over the budget %d and the floor", got, budget)
 	}
 	var after runtime.MemStats
@@ -142,7 +142,7 @@ func TestAFloodOfDistinctValuesStaysWithinTheKeyMemory(t *testing.T) {
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 3*budget {
 		t.Errorf("the heap grew by %d bytes for %d distinct values, budget %d", grew, n, budget)
 	}
-	t.Logf("key memory %d bytes for %d values", r.svc.mem.InUse(), n)
+	t.Logf("key memory %d bytes for %d values", r.svc.memInUse(), n)
 }
 
 // Requests that set their own limits are held to 64 distinct limits that

@@ -52,6 +52,7 @@ type Settings struct {
 // for concurrent use.
 type Service struct {
 	mem     *flow.KeyMemory
+	memMax  int64
 	clock   clock.Clock
 	log     *slog.Logger
 	shadow  bool
@@ -102,7 +103,7 @@ func New(s Settings) (*Service, error) {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
-	svc := &Service{mem: mem, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
+	svc := &Service{mem: mem, memMax: s.KeyMemory, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
 	svc.windows = newLocal(mem, s.Clock)
 	svc.shapes.m = map[shape]*shapeWindow{}
 	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]window{}, series: map[*rule]*series{}})

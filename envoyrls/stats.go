@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowhook"
 )
 
 // Bounds of the stats: the series by value (detailed_metric,
@@ -145,6 +148,11 @@ func valueKey(k string) string {
 	return k + "…"
 }
 
+// memInUse is the heap the windows hold now.
+func (s *Service) memInUse() int64 {
+	return flowhook.KeyMemoryInUse.(func(*flow.KeyMemory) int64)(s.mem)
+}
+
 // Stats returns what the service decided since it started, the rules of
 // the config in force and the values counted apart.
 func (s *Service) Stats() Stats {
@@ -155,8 +163,8 @@ func (s *Service) Stats() Stats {
 		Invalid:        b.invalid.Load(),
 		ConfigLoads:    b.loads.Load(),
 		ConfigRefused:  b.refused.Load(),
-		KeyMemory:      s.mem.InUse(),
-		KeyMemoryLimit: s.mem.Limit(),
+		KeyMemory:      s.memInUse(),
+		KeyMemoryLimit: s.memMax,
 	}
 	b.mu.Lock()
 	all := make([]*series, 0, len(b.byKey))

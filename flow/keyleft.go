@@ -8,6 +8,7 @@ import (
 
 func init() {
 	flowhook.KeyedLeftAt = func(q *KeyedQPS, now int64, key string) int64 { return q.leftAt(now, key) }
+	flowhook.KeyMemoryInUse = func(m *KeyMemory) int64 { return m.used.Load() }
 }
 
 // leftAt is how many more requests the key may have at time now before a

@@ -13,3 +13,10 @@ package flowhook
 // says holds until the next decision for the key, or until time moves.
 // It cannot be typed here, for package flow imports this one.
 var KeyedLeftAt any
+
+// KeyMemoryInUse is set by package flow: a
+//
+//	func(m *flow.KeyMemory) int64
+//
+// that returns the bytes the limiters drawing from m hold now.
+var KeyMemoryInUse any
