@@ -106,9 +106,9 @@ go-work:
 # once it is done; the jobs that failed are named in .make-failed-jobs.
 # The longest jobs, measured from empty caches: the core's race tests;
 # then the modules whose tests start servers or whose dependencies take
-# long to compile (chromedp, etcd's client, gin), in that order.
+# long to compile (chromedp, etcd's client, Envoy's API, gin), in that order.
 JOBS ?= 3
-SLOW_MODULES := cmd/slidegate dashboard/browsertest etcdrules redisflow middleware/ginguard
+SLOW_MODULES := cmd/slidegate dashboard/browsertest etcdrules redisflow envoyrls middleware/ginguard
 POOL := race $(foreach m,$(SLOW_MODULES),$(filter $(m),$(MODULES))) compare-build $(filter-out $(SLOW_MODULES),$(MODULES))
 
 pool: $(GOBIN)/staticcheck go-work

@@ -8,6 +8,10 @@
 //	                        standard input) and print every problem as
 //	                        FILE:LINE: RULE: FIELD: REASON; exit status 1 if
 //	                        any file has one
+//	slidegate serve --config DIR
+//	                        answer Envoy's rate limit service from
+//	                        envoyproxy/ratelimit's config files, over gRPC
+//	                        and JSON, with exact sliding windows
 //	slidegate version       print the module's version, the Go version and
 //	                        the VCS revision it was built from
 package main
@@ -17,10 +21,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/envoyrls"
 	"github.com/slidegate/slidegate/rulefile"
 )
 
@@ -32,7 +38,13 @@ const usage = `usage:
                           slidegate demo --help)
   slidegate check FILE... validate rules files (YAML or JSON) and print every
                           problem as FILE:LINE: RULE: FIELD: REASON; exit
-                          status 1 if any file has one
+                          status 1 if any file has one (--envoy DIR...:
+                          the config directories of slidegate serve)
+  slidegate serve --config DIR
+                          answer Envoy's rate limit service (ShouldRateLimit)
+                          from envoyproxy/ratelimit's config files, over gRPC
+                          and JSON, with exact sliding windows (see
+                          slidegate serve --help)
   slidegate version       print the module's version, the Go version and the
                           VCS revision it was built from
 `
@@ -49,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return check(args[1:], stdout, stderr)
 	case "demo":
 		return demo(args[1:], stdout, stderr)
+	case "serve":
+		return serve(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "slidegate: version takes no arguments\n%s", usage)
@@ -65,6 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 const checkUsage = `usage: slidegate check FILE...
+       slidegate check --envoy DIR...
 
 Check validates each rules file (YAML, or JSON if its name ends in .json)
 and prints every problem of each, as compilers do, so that editors can jump
@@ -86,17 +101,26 @@ enter it. The exit status is 0 when every file is good, 1 when any file
 has a problem or cannot be read, and 2 when check is used wrongly. It fits a
 pre-commit hook, which passes it the files that changed. Names after --
 are files even when they start with -.
+
+With --envoy, each DIR is a directory of envoyproxy/ratelimit's config
+files, one domain each, as slidegate serve --config reads it. Every problem
+is printed as DIR/FILE:LINE: DESCRIPTOR: FIELD: REASON, then DIR: N
+problems, or DIR: ok: N domains.
 `
 
 // check validates the rules files named in args, reporting each by name.
 func check(args []string, stdout, stderr io.Writer) int {
 	var paths []string
+	envoy := false
 	for i, a := range args {
 		if a == "--" {
 			paths = append(paths, args[i+1:]...)
 			break
 		}
 		switch {
+		case a == "--envoy" || a == "-envoy":
+			envoy = true
+			continue
 		case a == "-h" || a == "-help" || a == "--help":
 			fmt.Fprint(stdout, checkUsage)
 			return 0
@@ -112,6 +136,12 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	status := 0
 	for _, path := range paths {
+		if envoy {
+			if !checkEnvoyDir(path, stdout, stderr) {
+				status = 1
+			}
+			continue
+		}
 		if !checkFile(path, stdout, stderr) {
 			status = 1
 		}
@@ -169,6 +199,28 @@ func checkFile(path string, stdout, stderr io.Writer) bool {
 	}
 	fmt.Fprintf(stdout, "%s: ok: %d flow rule%s%s, %d breaker%s\n", path,
 		len(r.Flow), plural(len(r.Flow)), kinds, len(r.Breakers), plural(len(r.Breakers)))
+	return true
+}
+
+// checkEnvoyDir validates the config directory dir of slidegate serve,
+// prints its problems and a summary, and reports whether it is good.
+func checkEnvoyDir(dir string, stdout, stderr io.Writer) bool {
+	c, err := envoyrls.LoadDir(dir)
+	var ce *envoyrls.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		for _, p := range ce.Problems {
+			p.File = filepath.Join(dir, p.File)
+			fmt.Fprintln(stdout, p)
+		}
+		fmt.Fprintf(stdout, "%s: %d problem%s\n", dir, len(ce.Problems), plural(len(ce.Problems)))
+		return false
+	case err != nil:
+		fmt.Fprintf(stderr, "slidegate: %v\n", err)
+		return false
+	}
+	n := len(c.Domains())
+	fmt.Fprintf(stdout, "%s: ok: %d domain%s\n", dir, n, plural(n))
 	return true
 }
 

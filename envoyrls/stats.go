@@ -1,0 +1,185 @@
+package envoyrls
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowhook"
+)
+
+// Bounds of the stats: the series by value (detailed_metric,
+// value_to_metric) are at most maxValueSeries, each key cut to
+// maxStatsKeyBytes; past them, a descriptor counts in its rule's series.
+const (
+	maxValueSeries   = 1000
+	maxStatsKeyBytes = 256
+)
+
+// overrideRule names, in a domain's stats, the descriptors that set their
+// own limit.
+const overrideRule = "(limit of the request)"
+
+// Stats are what a service decided since it started.
+type Stats struct {
+	// Rules are the hits of each rule, and of each value that a rule
+	// counts apart (detailed_metric, value_to_metric), by Domain and Key.
+	Rules []RuleStats
+	// Requests counts the requests answered OK, OverLimit those answered
+	// OVER_LIMIT, and Invalid those refused with a status.
+	Requests, OverLimit, Invalid uint64
+	// ConfigLoads counts the configs that Follow put in force, and
+	// ConfigRefused those it refused for a problem, the one in force
+	// staying.
+	ConfigLoads, ConfigRefused uint64
+	// KeyMemory is the heap that the windows hold now, of KeyMemoryLimit.
+	KeyMemory, KeyMemoryLimit int64
+}
+
+// RuleStats are the hits of one rule, or of one value of it.
+type RuleStats struct {
+	Domain string
+	// Key names the rule by its descriptors below the domain, as
+	// envoyproxy/ratelimit's stats do: "database_users", "foo.bar".
+	Key string
+	// Hits are the hits asked. Each is WithinLimit, OverLimit (refused),
+	// or ShadowMode (over the limit of a rule in shadow mode, allowed).
+	Hits, WithinLimit, OverLimit, ShadowMode uint64
+}
+
+// A series counts the hits of one stats key.
+type series struct {
+	domain, key                    string
+	byValue                        bool
+	hits, within, over, shadowMode atomic.Uint64
+}
+
+// statsBook holds the series of a service: those of the rules in force,
+// by rule, swapped with the config; and those by value, kept as long as
+// the service, at most maxValueSeries.
+type statsBook struct {
+	requests, overLimit, invalid atomic.Uint64
+	loads, refused               atomic.Uint64
+
+	mu     sync.Mutex
+	byKey  map[string]*series // every series ever made, by domain and key
+	values int                // the series by value among them
+}
+
+// series returns the series of domain and key, made if new; one by value
+// only while there is room, else nil.
+func (b *statsBook) series(domain, key string, byValue bool) *series {
+	full := domain + "\x00" + key
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.byKey[full]; s != nil {
+		return s
+	}
+	if byValue {
+		if b.values >= maxValueSeries {
+			return nil
+		}
+		b.values++
+	}
+	if b.byKey == nil {
+		b.byKey = map[string]*series{}
+	}
+	s := &series{domain: domain, key: key, byValue: byValue}
+	b.byKey[full] = s
+	return s
+}
+
+// rules returns the series of c's rules, and drops those of rules gone.
+func (b *statsBook) rules(c *Config) map[*rule]*series {
+	out := map[*rule]*series{}
+	keep := map[*series]bool{}
+	for d := range c.domains {
+		keep[b.series(d, overrideRule, false)] = true
+	}
+	walk(c, func(r *rule) {
+		d, _, _ := strings.Cut(r.id, ".")
+		x := b.series(d, ruleKey(r), false)
+		out[r], keep[x] = x, true
+	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, x := range b.byKey {
+		if !x.byValue && !keep[x] {
+			delete(b.byKey, k)
+		}
+	}
+	return out
+}
+
+// count adds a descriptor's hits to s, by how it was answered.
+func (s *series) count(it *item, over bool) {
+	s.hits.Add(uint64(it.hits))
+	switch {
+	case over:
+		s.over.Add(uint64(it.hits))
+	case !it.fits && it.shadow:
+		s.shadowMode.Add(uint64(it.hits))
+	default:
+		s.within.Add(uint64(it.hits))
+	}
+}
+
+// ruleKey is a rule's stats key below its domain.
+func ruleKey(r *rule) string {
+	_, k, _ := strings.Cut(r.id, ".")
+	return k
+}
+
+// valueKey cuts a stats key by value to maxStatsKeyBytes, on a character.
+func valueKey(k string) string {
+	if len(k) <= maxStatsKeyBytes {
+		return k
+	}
+	k = k[:maxStatsKeyBytes]
+	for len(k) > 0 && k[len(k)-1]&0xC0 == 0x80 {
+		k = k[:len(k)-1]
+	}
+	if len(k) > 0 && k[len(k)-1] >= 0xC0 {
+		k = k[:len(k)-1]
+	}
+	return k + "…"
+}
+
+// memInUse is the heap the windows hold now.
+func (s *Service) memInUse() int64 {
+	return flowhook.KeyMemoryInUse.(func(*flow.KeyMemory) int64)(s.mem)
+}
+
+// Stats returns what the service decided since it started, the rules of
+// the config in force and the values counted apart.
+func (s *Service) Stats() Stats {
+	b := &s.stats
+	st := Stats{
+		Requests:       b.requests.Load(),
+		OverLimit:      b.overLimit.Load(),
+		Invalid:        b.invalid.Load(),
+		ConfigLoads:    b.loads.Load(),
+		ConfigRefused:  b.refused.Load(),
+		KeyMemory:      s.memInUse(),
+		KeyMemoryLimit: s.memMax,
+	}
+	b.mu.Lock()
+	all := make([]*series, 0, len(b.byKey))
+	for _, x := range b.byKey {
+		all = append(all, x)
+	}
+	b.mu.Unlock()
+	for _, x := range all {
+		st.Rules = append(st.Rules, RuleStats{
+			Domain: x.domain, Key: x.key, Hits: x.hits.Load(),
+			WithinLimit: x.within.Load(), OverLimit: x.over.Load(), ShadowMode: x.shadowMode.Load(),
+		})
+	}
+	slices.SortFunc(st.Rules, func(a, b RuleStats) int {
+		return cmp.Or(cmp.Compare(a.Domain, b.Domain), cmp.Compare(a.Key, b.Key))
+	})
+	return st
+}

@@ -1,0 +1,66 @@
+package envoyrls
+
+import (
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/flowhook"
+)
+
+// A window holds one rule's keys to at most limit hits in any interval.
+// A request is decided in two steps over the windows of its descriptors:
+// left, which counts nothing, for every descriptor; then allow, for each
+// one that is counted. Where the windows are kept is the backend's
+// choice: in the process (local, below); in Redis, shared by many
+// instances, a backend to come, which would answer both steps for all of
+// a request's windows in one round trip.
+type window interface {
+	// left is how many hits key may have at now before the window
+	// refuses it.
+	left(now int64, key string) int64
+	// allow counts n hits of key at now if they fit, and says when they
+	// would if they do not.
+	allow(now int64, key string, n int64) flow.Decision
+}
+
+// A backend makes windows.
+type backend interface {
+	window(limit int64, interval time.Duration) (window, error)
+}
+
+// local keeps windows in the process: a flow.KeyedQPS each, every one
+// drawing from one key memory.
+type local struct {
+	mem    *flow.KeyMemory
+	clock  clock.Clock
+	leftAt func(q *flow.KeyedQPS, now int64, key string) int64
+}
+
+func newLocal(mem *flow.KeyMemory, c clock.Clock) *local {
+	return &local{mem: mem, clock: c, leftAt: flowhook.KeyedLeftAt.(func(*flow.KeyedQPS, int64, string) int64)}
+}
+
+func (l *local) window(limit int64, interval time.Duration) (window, error) {
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{
+		Windows:   []flow.KeyWindow{{Limit: limit, Interval: interval, Buckets: windowBuckets}},
+		KeyMemory: l.mem,
+		Clock:     l.clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &localWindow{q: q, leftAt: l.leftAt}, nil
+}
+
+type localWindow struct {
+	q      *flow.KeyedQPS
+	leftAt func(q *flow.KeyedQPS, now int64, key string) int64
+}
+
+func (w *localWindow) left(now int64, key string) int64 { return w.leftAt(w.q, now, key) }
+
+func (w *localWindow) allow(now int64, key string, n int64) flow.Decision {
+	d, _ := w.q.AllowNAt(now, key, n)
+	return d
+}
