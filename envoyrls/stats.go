@@ -7,8 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/internal/flowhook"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // Bounds of the stats: the series by value (detailed_metric,
@@ -150,7 +149,8 @@ func valueKey(k string) string {
 
 // memInUse is the heap the windows hold now.
 func (s *Service) memInUse() int64 {
-	return flowhook.KeyMemoryInUse.(func(*flow.KeyMemory) int64)(s.mem)
+	inUse, _ := flowstate.KeyMemory(s.mem)
+	return inUse
 }
 
 // Stats returns what the service decided since it started, the rules of

@@ -5,7 +5,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
-	"github.com/slidegate/slidegate/internal/flowhook"
+	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
 // A window holds one rule's keys to at most limit hits in any interval.
@@ -34,11 +34,11 @@ type backend interface {
 type local struct {
 	mem    *flow.KeyMemory
 	clock  clock.Clock
-	leftAt func(q *flow.KeyedQPS, now int64, key string) int64
+	leftAt func(q any, now int64, key string) int64
 }
 
 func newLocal(mem *flow.KeyMemory, c clock.Clock) *local {
-	return &local{mem: mem, clock: c, leftAt: flowhook.KeyedLeftAt.(func(*flow.KeyedQPS, int64, string) int64)}
+	return &local{mem: mem, clock: c, leftAt: flowstate.KeyedLeftAt}
 }
 
 func (l *local) window(limit int64, interval time.Duration) (window, error) {
@@ -55,7 +55,7 @@ func (l *local) window(limit int64, interval time.Duration) (window, error) {
 
 type localWindow struct {
 	q      *flow.KeyedQPS
-	leftAt func(q *flow.KeyedQPS, now int64, key string) int64
+	leftAt func(q any, now int64, key string) int64
 }
 
 func (w *localWindow) left(now int64, key string) int64 { return w.leftAt(w.q, now, key) }

@@ -1,15 +1,6 @@
 package flow
 
-import (
-	"math"
-
-	"github.com/slidegate/slidegate/internal/flowhook"
-)
-
-func init() {
-	flowhook.KeyedLeftAt = func(q *KeyedQPS, now int64, key string) int64 { return q.leftAt(now, key) }
-	flowhook.KeyMemoryInUse = func(m *KeyMemory) int64 { return m.used.Load() }
-}
+import "math"
 
 // leftAt is how many more requests the key may have at time now before a
 // window refuses it, as decide would judge them: in the key's hot entry if

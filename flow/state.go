@@ -14,6 +14,7 @@ func init() {
 		km := m.(*KeyMemory)
 		return km.inUse(), km.limit
 	}
+	flowstate.KeyedLeftAt = func(q any, now int64, key string) int64 { return q.(*KeyedQPS).leftAt(now, key) }
 	flowstate.Retries = func(b any) flowstate.RetryStats {
 		rb := b.(*RetryBudget)
 		return rb.statsAt(rb.clock.Now())

@@ -68,4 +68,10 @@ var (
 	// Retries returns what b, a *flow.RetryBudget, has counted, its
 	// interval read at its clock's time.
 	Retries func(b any) RetryStats
+	// KeyedLeftAt returns how many more requests key may have at time now
+	// before one of q's windows refuses it, q a *flow.KeyedQPS: the least,
+	// over the windows, of the key's limit less what the window counts of
+	// it. It counts nothing. What it says holds until the next decision
+	// for the key, or until time moves.
+	KeyedLeftAt func(q any, now int64, key string) int64
 )
