@@ -124,8 +124,10 @@ func TestAHostileReplyToALimiterNeitherPanicsNorDecides(t *testing.T) {
 				switch {
 				case h.honestFirst && !d.Allowed:
 					t.Fatalf("%+v; want allowed by the honest reply the bytes begin with (stats %+v)", d, s)
-				case !h.honestFirst && (d.Allowed || d.RetryAfter != 0 || s.Healthy || s.Failures == 0):
-					t.Fatalf("%+v, stats %+v; want the FailClosed fallback's block, Redis down, a failure counted", d, s)
+				case !h.honestFirst && (d.Allowed || d.RetryAfter != 0 || s.Failures == 0):
+					// Not s.Healthy: the probe, every 10 ms, may have found
+					// Redis honest again before Stats is read.
+					t.Fatalf("%+v, stats %+v; want the FailClosed fallback's block, a failure counted", d, s)
 				}
 				if !h.kept && !waitFor(5*time.Second, func() bool { return f.hungUp.Load() > 0 }) {
 					t.Fatal("the connection that carried the bytes is still open")
@@ -148,8 +150,8 @@ func TestAHostileReplyToAKeyedLimiterNeitherPanicsNorDecides(t *testing.T) {
 			l := keyed(t, c, "hostile", flow.KeyWindow{Limit: 100, Interval: time.Second})
 			f.answer("keyed", once(h.b))
 			d, j := l.allowKey(bg, "alice")
-			if s := c.Stats(); d.Allowed || j != 0 || d.RetryAfter != 0 || s.Healthy || s.Failures == 0 {
-				t.Fatalf("%+v by window %d, stats %+v; want the FailClosed fallback's refusal, Redis down, a failure counted", d, j, s)
+			if s := c.Stats(); d.Allowed || j != 0 || d.RetryAfter != 0 || s.Failures == 0 { // not s.Healthy: see above
+				t.Fatalf("%+v by window %d, stats %+v; want the FailClosed fallback's refusal, a failure counted", d, j, s)
 			}
 			afterHostile(t, f, c, func() bool { d, _ := l.allowKey(bg, "bob"); return d.Allowed })
 		})
