@@ -163,20 +163,36 @@ func (e *entry) waitedAt(now int64) int64 {
 // counts once. A pause still open at Exit ends there. Pause and Resume do
 // nothing on the zero Entry or after Exit.
 func (h Entry) Pause() {
+	if e := h.e; e != nil && e.seq.Load() == h.seq {
+		h.PauseAt(e.g.clock.Now())
+	}
+}
+
+// PauseAt is [Entry.Pause] at time now, in nanoseconds on the guard's
+// clock.
+func (h Entry) PauseAt(now int64) {
 	if e := h.e; e != nil && e.seq.Load() == h.seq && e.pauses.Add(1) == 1 {
-		e.pausedAt.Store(e.g.clock.Now())
+		e.pausedAt.Store(now)
 	}
 }
 
 // Resume ends a wait that Pause began.
 func (h Entry) Resume() {
+	if e := h.e; e != nil && e.seq.Load() == h.seq {
+		h.ResumeAt(e.g.clock.Now())
+	}
+}
+
+// ResumeAt is [Entry.Resume] at time now, in nanoseconds on the guard's
+// clock.
+func (h Entry) ResumeAt(now int64) {
 	e := h.e
 	if e == nil || e.seq.Load() != h.seq {
 		return
 	}
 	switch n := e.pauses.Add(-1); {
 	case n == 0:
-		e.waited.Add(max(e.g.clock.Now()-e.pausedAt.Load(), 0))
+		e.waited.Add(max(now-e.pausedAt.Load(), 0))
 	case n < 0:
 		e.pauses.Add(1) // a Resume without its Pause
 	}
