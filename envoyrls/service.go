@@ -49,8 +49,8 @@ type Settings struct {
 	// most requests_per_unit in any window of one unit across them all.
 	// A request's windows are counted together, all or none, in one
 	// round trip. While Redis is down, the cluster's fallback decides
-	// (docs/envoyrls.md). KeyMemory then bounds only the fallback's
-	// windows, which redisflow keeps.
+	// (docs/envoyrls.md). KeyMemory then bounds nothing: the fallback's
+	// windows are redisflow's, each limit's within 64 MiB of its own.
 	Cluster *redisflow.Cluster
 }
 
