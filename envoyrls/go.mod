@@ -4,13 +4,22 @@ go 1.26.0
 
 replace github.com/slidegate/slidegate => ../
 
+replace github.com/slidegate/slidegate/redisflow => ../redisflow
+
 require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/slidegate/slidegate v0.0.0-00010101000000-000000000000
+	github.com/slidegate/slidegate/redisflow v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v3 v3.0.6
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 )
 
 require (

@@ -49,6 +49,15 @@ func newRig(t testing.TB, files map[string]string, s Settings) *rig {
 			t.Fatal(err)
 		}
 	}
+	r := serveRig(t, svc)
+	r.clock = c
+	return r
+}
+
+// serveRig serves svc over gRPC on a loopback port, with Envoy's
+// generated client connected to it.
+func serveRig(t testing.TB, svc *Service) *rig {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +71,7 @@ func newRig(t testing.TB, files map[string]string, s Settings) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &rig{svc: svc, clock: c, client: rlsv3.NewRateLimitServiceClient(conn), conn: conn, addr: lis.Addr().String()}
+	return &rig{svc: svc, client: rlsv3.NewRateLimitServiceClient(conn), conn: conn, addr: lis.Addr().String()}
 }
 
 // ask sends a request through the gRPC client, failing the test on an error.

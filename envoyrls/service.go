@@ -21,6 +21,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/redisflow"
 )
 
 // Settings configure a [Service]. Every zero field takes its default.
@@ -43,6 +44,14 @@ type Settings struct {
 	Logger *slog.Logger
 	// Clock is the clock the windows read (default clock.System).
 	Clock clock.Clock
+	// Cluster, if not nil, keeps the windows in Redis through it, shared
+	// by every service given a cluster over the same Redis and prefix: at
+	// most requests_per_unit in any window of one unit across them all.
+	// A request's windows are counted together, all or none, in one
+	// round trip. While Redis is down, the cluster's fallback decides
+	// (docs/envoyrls.md). KeyMemory then bounds nothing: the fallback's
+	// windows are redisflow's, each limit's within 64 MiB of its own.
+	Cluster *redisflow.Cluster
 }
 
 // A Service answers Envoy's ShouldRateLimit from a [Config], with exact
@@ -105,6 +114,9 @@ func New(s Settings) (*Service, error) {
 	}
 	svc := &Service{mem: mem, memMax: s.KeyMemory, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
 	svc.windows = newLocal(mem, s.Clock)
+	if s.Cluster != nil {
+		svc.windows = &shared{c: s.Cluster}
+	}
 	svc.shapes.m = map[shape]*shapeWindow{}
 	svc.state.Store(&state{cfg: &Config{domains: map[string]*level{}}, lim: map[*rule]window{}, series: map[*rule]*series{}})
 	return svc, nil
@@ -217,10 +229,11 @@ type item struct {
 	prev      []prevWindow
 	key       string
 	hits      int64
-	left      int64 // what the key's window had left before the request, less what it used in earlier windows
-	raw       int64 // what the key's window had left
-	need      int64 // the hits of this descriptor and those before it of the same key
-	fits      bool  // need <= left
+	left      int64          // what the key's window had left before the request, less what it used in earlier windows
+	raw       int64          // what the key's window had left
+	need      int64          // the hits of this descriptor and those before it of the same key
+	counted   *flow.Decision // a joint backend's count of the descriptor, decided with the others'
+	fits      bool           // need <= left
 	limited   bool
 	unlimited bool
 	shadow    bool
@@ -351,10 +364,13 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 	if refused && !s.shadow {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
+	if j, ok := s.windows.(joint); ok && served {
+		served = s.countJointly(j, now, items)
+	}
 	for i := range items {
 		it := &items[i]
 		var late bool
-		resp.Statuses[i], late = s.status(now, it, served)
+		resp.Statuses[i], late = s.status(now, it, served || it.counted != nil)
 		if late && !it.shadow && !it.quota && !s.shadow {
 			// Another request took the room between the check and the
 			// count: refused, the descriptors before it staying counted.
@@ -397,7 +413,7 @@ func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResp
 			st.LimitRemaining = clampUint32(it.left)
 			return st, false
 		}
-		if it.lim != nil && it.hits > it.raw {
+		if _, joint := s.windows.(joint); it.lim != nil && it.hits > it.raw && !joint {
 			// Sure to be refused, and so counted nowhere: the window says
 			// when the hits would fit.
 			if d := it.lim.allow(now, it.key, it.hits); !d.Allowed && d.RetryAfter > 0 {
@@ -413,7 +429,12 @@ func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResp
 		st.LimitRemaining = clampUint32(it.left - it.need)
 		return st, false
 	}
-	d := it.lim.allow(now, it.key, it.hits)
+	var d flow.Decision
+	if it.counted != nil {
+		d = *it.counted
+	} else {
+		d = it.lim.allow(now, it.key, it.hits)
+	}
 	if d.Allowed {
 		st.LimitRemaining = clampUint32(it.left - it.need)
 		return st, false
@@ -427,6 +448,47 @@ func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResp
 	}
 	return st, true
 }
+
+// countJointly counts, through a joint backend, every descriptor of a
+// served request that fits, all or none, and sets each one's counted. A
+// descriptor that no longer fits (another request took the room since the
+// check) refuses the request, nothing counted: it reports false, and only
+// that descriptor has counted, its refusal. One in shadow or quota mode, or
+// any under the global shadow mode, refuses only itself: the others are
+// asked again without it.
+func (s *Service) countJointly(j joint, now int64, items []item) bool {
+	var asks []ask
+	var of []int // the item of each ask
+	for i := range items {
+		if it := &items[i]; it.limited && it.fits && it.lim != nil && it.hits > 0 {
+			asks = append(asks, ask{w: it.lim, key: it.key, n: it.hits})
+			of = append(of, i)
+		}
+	}
+	for len(asks) > 0 {
+		k, d := j.allowAll(now, asks)
+		if k < 0 {
+			for _, i := range of {
+				items[i].counted = &allowedDecision
+			}
+			return true
+		}
+		it := &items[of[k]]
+		it.counted = &d
+		if !it.shadow && !it.quota && !s.shadow {
+			for _, i := range of {
+				if i != of[k] {
+					items[i].counted = nil
+				}
+			}
+			return false
+		}
+		asks, of = append(asks[:k], asks[k+1:]...), append(of[:k], of[k+1:]...)
+	}
+	return true
+}
+
+var allowedDecision = flow.Decision{Allowed: true}
 
 // seriesOf returns the stats series of descriptor i: its value's, if its
 // rule counts values apart and there is room; else its rule's, or its

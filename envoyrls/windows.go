@@ -13,8 +13,8 @@ import (
 // left, which counts nothing, for every descriptor; then allow, for each
 // one that is counted. Where the windows are kept is the backend's
 // choice: in the process (local, below); in Redis, shared by many
-// instances, a backend to come, which would answer both steps for all of
-// a request's windows in one round trip.
+// instances (shared, in redis.go), whose backend is joint: it counts all
+// of a request's windows in one step, all or none.
 type window interface {
 	// left is how many hits key may have at now before the window
 	// refuses it.
@@ -27,6 +27,22 @@ type window interface {
 // A backend makes windows.
 type backend interface {
 	window(limit int64, interval time.Duration) (window, error)
+}
+
+// A joint backend counts a request's windows together: every ask, or,
+// when one does not fit, none.
+type joint interface {
+	// allowAll counts every ask at now and returns -1 and an allowed
+	// decision; or the index of an ask that does not fit and its
+	// decision, nothing counted.
+	allowAll(now int64, asks []ask) (int, flow.Decision)
+}
+
+// An ask is n hits of key in window w, one of the joint backend's.
+type ask struct {
+	w   window
+	key string
+	n   int64
 }
 
 // local keeps windows in the process: a flow.KeyedQPS each, every one

@@ -329,15 +329,15 @@ func (l *KeyedLimiter) AllowKeyNAt(ctx context.Context, now int64, key string, n
 // run runs the keyed script for n permits of key within ctx, one round
 // trip, and decodes its reply.
 func (l *KeyedLimiter) run(ctx context.Context, now int64, key string, n int64) (keyedReply, error) {
-	args := make([]any, 1, 1+3*len(l.windows)+2)
-	args[0] = n
+	args := make([]any, 0, 4*len(l.windows)+2)
+	nArg := any(n) // boxed once for every window
 	for j := range l.windows {
 		w := &l.windows[j]
 		limit := w.limitArg
 		if o, ok := w.overrides[key]; ok {
 			limit = o
 		}
-		args = append(args, limit, w.widthArg, w.bucketArg)
+		args = append(args, nArg, limit, w.widthArg, w.bucketArg)
 	}
 	if l.timeArgs {
 		us := now / int64(time.Microsecond)

@@ -1,12 +1,14 @@
--- One decision of a key's cluster-wide limits: n permits for one key, under
--- every window of its resource's per-key rules at once, all or none, on the
--- Redis server's clock.
+-- One decision of cluster-wide per-key limits: permits under several
+-- windows at once, all or none, on the Redis server's clock. A key's
+-- windows (5 a second and 100 a minute) take the same n each; the windows
+-- of several keys, decided together, may each take their own. No two KEYS
+-- are the same string.
 --
--- KEYS[j]       window j's state for the key, a string (absent: empty)
--- ARGV[1]       n      permits needed, at least 1
--- ARGV[3j-1]    limit  window j's limit for the key
--- ARGV[3j]      width  window j's bucket width, in microseconds
--- ARGV[3j+1]    k      window j's buckets per interval
+-- KEYS[j]       window j's state for its key, a string (absent: empty)
+-- ARGV[4j-3]    n      permits window j needs, at least 1
+-- ARGV[4j-2]    limit  window j's limit for its key
+-- ARGV[4j-1]    width  window j's bucket width, in microseconds
+-- ARGV[4j]      k      window j's buckets per interval
 --
 -- As in limit.lua, a window is the bucket the time falls in and the k
 -- buckets before it, and a grant is allowed only if every window holds,
@@ -30,16 +32,17 @@
 -- (the server's clock stepped back) counts in its newest bucket; if it
 -- stepped back more than an interval, the window is forgotten.
 --
--- Windows are counted in order, each as soon as it allows n. If one refuses
--- n, those counted before it get back what they held: their strings, byte
--- for byte, with the ttls they had, or none where nothing in a string
--- counted any more. The script is atomic: no one sees them in between.
+-- Windows are counted in order, each as soon as it allows its n. If one
+-- refuses its n, those counted before it get back what they held: their
+-- strings, byte for byte, with the ttls they had, or none where nothing in
+-- a string counted any more. The script is atomic: no one sees them in
+-- between.
 --
--- Returns now, the server's time in microseconds, when n is granted; else
--- {window, retry, now}: of the windows that refuse n, the one (0-based) that
--- frees last, first in order on a tie, and retry, the microseconds until n
--- fits it if nothing else were granted, at least 1. A lone integer, not an
--- array, costs Redis less to return.
+-- Returns now, the server's time in microseconds, when every n is granted;
+-- else {window, retry, now}: of the windows that refuse their n, the one
+-- (0-based) that frees last, first in order on a tie, and retry, the
+-- microseconds until its n fits it if nothing else were granted, at least
+-- 1. A lone integer, not an array, costs Redis less to return.
 --
 -- Redis 5 and later replicate a script by its effects, as one that reads
 -- TIME must be replicated; this script does not ask for it (limit.lua does,
@@ -48,13 +51,12 @@
 local tonumber, sunpack, spack, format = tonumber, struct.unpack, struct.pack, string.format
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local n = tonumber(ARGV[1])
 local vals
 if #KEYS == 1 then vals = { redis.call('GET', KEYS[1]) } else vals = redis.call('MGET', unpack(KEYS)) end
 local refused, retry, counted = -1, 0, #KEYS
 for j = 1, #KEYS do
-  local key, v, a = KEYS[j], vals[j], 3 * j
-  local limit, width, k = tonumber(ARGV[a - 1]), tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  local key, v, a = KEYS[j], vals[j], 4 * j
+  local n, limit, width, k = tonumber(ARGV[a - 3]), tonumber(ARGV[a - 2]), tonumber(ARGV[a - 1]), tonumber(ARGV[a])
   local size = k + 2
   local open = math.floor(now / width)
   -- last: the bucket the state last counted in, -1 if nothing counts;
@@ -120,8 +122,8 @@ for j = 1, #KEYS do
 end
 if refused < 0 then return now end
 for u = 1, counted do
-  local old, a = vals[u], 3 * u
-  local width, k = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  local old, a = vals[u], 4 * u
+  local width, k = tonumber(ARGV[a - 1]), tonumber(ARGV[a])
   local ttl = 0
   if old and #old == 8 + 8 * (k + 2) then
     ttl = math.ceil(((sunpack('<i8', old) + k + 1) * width - now) / 1000)

@@ -41,6 +41,12 @@ Prometheus metrics on GET /metrics: hits by domain, rule and outcome. On
 SIGINT or SIGTERM both report not serving, and the servers finish the
 requests in flight (for at most --grace) before they stop.
 
+With --redis ADDR, the windows are kept in that Redis, shared by every
+instance given it: the limits hold across them all, and a request's
+windows are counted together, all or none. While Redis is down, each
+instance limits on its own to its share of each limit, the instances
+counted through a heartbeat key, until Redis is back.
+
 Flags:
 `
 
@@ -66,6 +72,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	memory := fs.String("key-memory", "64MiB", "the heap the per-key windows may hold together (KiB, MiB, GiB)")
 	shadow := fs.Bool("shadow", false, "answer OK to every request; the statuses still tell each decision (SHADOW_MODE)")
 	headers := fs.Bool("headers", false, "add RateLimit-Limit, -Remaining and -Reset to the answers (LIMIT_RESPONSE_HEADERS_ENABLED)")
+	redisAddr := fs.String("redis", "", "keep the windows in the Redis at this address (host:port), shared by every instance given it")
 	grace := fs.Duration("grace", 10*time.Second, "how long the requests in flight may take to finish at shutdown")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -84,7 +91,17 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	svc, err := envoyrls.New(envoyrls.Settings{KeyMemory: mem, ShadowMode: *shadow, Headers: *headers, Logger: log})
+	settings := envoyrls.Settings{KeyMemory: mem, ShadowMode: *shadow, Headers: *headers, Logger: log}
+	if *redisAddr != "" {
+		c, closeCluster, err := joinServeCluster(*redisAddr, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
+			return 2
+		}
+		defer closeCluster()
+		settings.Cluster = c
+	}
+	svc, err := envoyrls.New(settings)
 	if err != nil {
 		fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
 		return 2

@@ -1,0 +1,36 @@
+// Package clusterkeys lets the rate limit service (module envoyrls) ask
+// redisflow's keyed limiters what redisflow does not export: a key's room,
+// counting nothing, and the keys of one request counted together, all or
+// none. Package redisflow sets each func as it is initialized, before any
+// package that imports it runs. A limiter is taken as an any: this package
+// cannot name redisflow's types, for redisflow is another module that
+// imports this one.
+package clusterkeys
+
+import (
+	"context"
+
+	"github.com/slidegate/slidegate/flow"
+)
+
+// An Ask is N permits of Key under every window of Limiter, a
+// *redisflow.KeyedLimiter.
+type Ask struct {
+	Limiter any
+	Key     string
+	N       int64
+}
+
+var (
+	// Left returns how many permits key may take at now under every window
+	// of l, a *redisflow.KeyedLimiter: the least, over the windows, of the
+	// key's limit less what the window holds. It counts nothing. While
+	// Redis cannot answer, it is the cluster's fallback's answer.
+	Left func(ctx context.Context, l any, now int64, key string) int64
+	// AllowAll counts every ask at now, all or none, and returns -1 and an
+	// allowed decision; or the index of an ask refused and its decision,
+	// nothing counted. Every limiter must be of one cluster. Asks of no
+	// permits are left out. While Redis cannot answer, the cluster's
+	// fallback decides.
+	AllowAll func(ctx context.Context, now int64, asks []Ask) (int, flow.Decision)
+)

@@ -1,0 +1,208 @@
+package redisflow
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/clusterkeys"
+	"github.com/slidegate/slidegate/internal/flowstate"
+)
+
+//go:embed left.lua
+var leftSource string
+
+var leftScript = &script{redis.NewScript(leftSource), "the keyed room script"}
+
+func init() {
+	clusterkeys.Left = func(ctx context.Context, l any, now int64, key string) int64 {
+		return l.(*KeyedLimiter).leftAt(ctx, now, key)
+	}
+	clusterkeys.AllowAll = allowKeySet
+}
+
+// leftAt returns how many permits key may take at now under every window:
+// the least room, at least 0. It counts nothing: one round trip to the
+// left script, or, while Redis cannot answer, the fallback's room.
+func (l *KeyedLimiter) leftAt(ctx context.Context, now int64, key string) int64 {
+	key = cut(key)
+	if l.c.down.Load() || ctx.Err() != nil {
+		return l.fallbackLeft(now, key)
+	}
+	rctx, cancel := context.WithTimeout(ctx, l.c.timeout)
+	defer cancel()
+	l.c.roundTrips.Add(1)
+	args := make([]any, 0, 3*len(l.windows))
+	least := int64(-1)
+	for j := range l.windows {
+		w := &l.windows[j]
+		limit := w.limitFor(key)
+		if least < 0 || limit < least {
+			least = limit
+		}
+		args = append(args, limit, w.widthArg, w.bucketArg)
+	}
+	cmd := l.c.runAs(rctx, leftScript, l.named, l.keys(key), args...)
+	err := cmd.Err()
+	var left int64
+	if err == nil {
+		v, ok := cmd.Val().(int64)
+		switch {
+		case !ok:
+			err = fmt.Errorf("%w: the keyed room script answered a %T; want an integer", ErrMalformedReply, cmd.Val())
+		case v > least:
+			err = fmt.Errorf("%w: the keyed room script answered %d; want at most the least limit, %d", ErrMalformedReply, v, least)
+		}
+		left = v
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			l.c.failed(err)
+		}
+		return l.fallbackLeft(now, key)
+	}
+	return max(left, 0)
+}
+
+// fallbackLeft is leftAt while Redis cannot answer: the room the fallback
+// would give key.
+func (l *KeyedLimiter) fallbackLeft(now int64, key string) int64 {
+	switch l.c.fallback {
+	case FailOpen:
+		least := l.windows[0].limitFor(key)
+		for j := range l.windows {
+			least = min(least, l.windows[j].limitFor(key))
+		}
+		return least
+	case FailClosed:
+		return 0
+	}
+	return max(flowstate.KeyedLeftAt(l.localFor(l.c.instances.Load()).q, now, key), 0)
+}
+
+// A keySetWindow is one window of a key set's decision: the window, whose
+// ask it counts for, and the permits it needs.
+type keySetWindow struct {
+	w   *keyWindow
+	ask int // the index of the ask, as given
+	n   int64
+}
+
+// allowKeySet decides asks together, all or none: one run of the keyed script
+// over every window of every ask's key. Asks of one limiter and key, and
+// any two that name one Redis string, are counted as one of their summed
+// permits. See clusterkeys.AllowAll.
+func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, flow.Decision) {
+	var c *Cluster
+	var keys []string
+	var ws []keySetWindow
+	index := map[string]int{} // a Redis key: its place in keys
+	for i, a := range asks {
+		if a.N <= 0 {
+			continue
+		}
+		l := a.Limiter.(*KeyedLimiter)
+		switch {
+		case c == nil:
+			c = l.c
+		case l.c != c:
+			return i, flow.Decision{Reason: flow.RateLimited}
+		}
+		key := cut(a.Key)
+		for j, rk := range l.keys(key) {
+			w := &l.windows[j]
+			if p, ok := index[rk]; ok {
+				ws[p].n += a.N
+				if ws[p].n > w.limitFor(key) {
+					return i, flow.Decision{Reason: flow.ExceedsLimit}
+				}
+				continue
+			}
+			if a.N > w.limitFor(key) {
+				return i, flow.Decision{Reason: flow.ExceedsLimit}
+			}
+			index[rk] = len(keys)
+			keys = append(keys, rk)
+			ws = append(ws, keySetWindow{w: w, ask: i, n: a.N})
+		}
+	}
+	if c == nil {
+		return -1, allowed
+	}
+	if c.down.Load() || ctx.Err() != nil {
+		return fallbackAll(now, asks, c)
+	}
+	args := make([]any, 0, 4*len(ws))
+	windows := make([]keyWindow, len(ws)) // for the reply's checks
+	for p, x := range ws {
+		limit := x.w.limitFor(cut(asks[x.ask].Key))
+		args = append(args, x.n, limit, x.w.widthArg, x.w.bucketArg)
+		windows[p] = *x.w
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	c.roundTrips.Add(1)
+	cmd := c.runAs(rctx, keyedScript, keys[0], keys, args...)
+	err := cmd.Err()
+	var r keyedReply
+	if err == nil {
+		r, err = decodeKeyedReply(cmd.Val(), windows)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.failed(err)
+		}
+		return fallbackAll(now, asks, c)
+	}
+	if r.window >= 0 {
+		return ws[r.window].ask, flow.Decision{Reason: flow.RateLimited, RetryAfter: r.retry}
+	}
+	return -1, allowed
+}
+
+// fallbackAll is allowKeySet while Redis cannot answer: the cluster's
+// fallback. With Local, every ask is checked against its limiter's Local
+// windows before any is counted; a request taking the room between the
+// check and the count refuses the rest, the asks counted before staying
+// counted (refused early, never allowed late).
+func fallbackAll(now int64, asks []clusterkeys.Ask, c *Cluster) (int, flow.Decision) {
+	c.fallbacks.Add(1)
+	switch c.fallback {
+	case FailOpen:
+		return -1, allowed
+	case FailClosed:
+		return 0, flow.Decision{Reason: flow.RateLimited}
+	}
+	instances := c.instances.Load()
+	need := map[*flow.KeyedQPS]map[string]int64{}
+	for i, a := range asks {
+		if a.N <= 0 {
+			continue
+		}
+		q := a.Limiter.(*KeyedLimiter).localFor(instances).q
+		key := cut(a.Key)
+		if need[q] == nil {
+			need[q] = map[string]int64{}
+		}
+		need[q][key] += a.N
+		if flowstate.KeyedLeftAt(q, now, key) < need[q][key] {
+			// Refused, and so counted nowhere: the window says when.
+			if d, _ := q.AllowNAt(now, key, need[q][key]); !d.Allowed {
+				return i, d
+			}
+			return i, flow.Decision{Reason: flow.RateLimited}
+		}
+	}
+	for i, a := range asks {
+		if a.N <= 0 {
+			continue
+		}
+		if d, _ := a.Limiter.(*KeyedLimiter).localFor(instances).q.AllowNAt(now, cut(a.Key), a.N); !d.Allowed {
+			return i, d
+		}
+	}
+	return -1, allowed
+}
