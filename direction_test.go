@@ -60,7 +60,7 @@ func TestInboundMarksTheResourceForGood(t *testing.T) {
 		t.Error("a blocked inbound request did not mark its resource inbound")
 	}
 
-	if !g.InboundStats().Inbound {
+	if in, _ := g.Stats(InboundResource); !in.Inbound {
 		t.Error("the guard's inbound traffic reads outbound")
 	}
 	for _, s := range g.Resources() {

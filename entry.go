@@ -42,7 +42,7 @@ func WithCount(n int64) EntryOption { return EntryOption{kind: optCount, count: 
 func WithPriority() EntryOption { return EntryOption{kind: optPriority} }
 
 // WithInbound marks the request as traffic into the service, a request it
-// serves. The guard also counts it in [Guard.InboundStats], and the rules
+// serves. The guard also counts it in [Guard.Stats] of [InboundResource], and the rules
 // of [InboundResource] apply to it. Without it, a request is outbound: a
 // call the service makes.
 func WithInbound() EntryOption { return EntryOption{kind: optInbound} }

@@ -308,7 +308,7 @@ func TestInboundTrafficIsCountedForTheGuard(t *testing.T) {
 	g, _ := newGuard(t, Rules{})
 	mustEnter(t, g, "a", WithInbound()).Exit(nil)
 	mustEnter(t, g, "b").Exit(nil)
-	if s := g.InboundStats(); s.Allowed != 1 || s.Succeeded != 1 {
+	if s, _ := g.Stats(InboundResource); s.Allowed != 1 || s.Succeeded != 1 {
 		t.Fatalf("inbound = %+v", s)
 	}
 }
@@ -503,7 +503,7 @@ func TestTotalsCountBlocksByReason(t *testing.T) {
 	if b.Totals.Failed != 1 || b.Totals.BlockedBy != want {
 		t.Errorf("b: %+v", b)
 	}
-	in := g.InboundStats()
+	in, _ := g.Stats(InboundResource)
 	want = [numReasons]int64{}
 	want[flow.ConcurrencyLimited] = 1
 	if in.Totals.Allowed != 1 || in.Totals.BlockedBy != want {

@@ -124,11 +124,16 @@ func (r *resource) statsAt(now int64) ResourceStats {
 
 // Stats returns the statistics of the resource called name over the last 10
 // seconds, and whether the guard keeps statistics for it.
+// Stats([InboundResource]) is the traffic into the service as a whole: the
+// requests entered with [WithInbound].
 func (g *Guard) Stats(name string) (ResourceStats, bool) { return g.StatsAt(g.clock.Now(), name) }
 
 // StatsAt is Stats at time now, in nanoseconds on the guard's clock.
 func (g *Guard) StatsAt(now int64, name string) (ResourceStats, bool) {
-	if name == OtherResource {
+	switch name {
+	case InboundResource:
+		return g.inbound.statsAt(now), true
+	case OtherResource:
 		return g.resources.other.statsAt(now), true
 	}
 	v, ok := g.resources.m.Load(name)
@@ -152,7 +157,11 @@ func (g *Guard) StatsAt(now int64, name string) (ResourceStats, bool) {
 // starts again from zero if it comes back. ResponseTimeTotals allocates
 // nothing: keep one window.SketchTotals and fill it again.
 func (g *Guard) ResponseTimeTotals(name string, into *window.SketchTotals) bool {
-	if name == OtherResource {
+	switch name {
+	case InboundResource:
+		g.inbound.lat.TotalsInto(into)
+		return true
+	case OtherResource:
 		g.resources.other.lat.TotalsInto(into)
 		return true
 	}
@@ -163,12 +172,6 @@ func (g *Guard) ResponseTimeTotals(name string, into *window.SketchTotals) bool 
 	}
 	v.(*resource).lat.TotalsInto(into)
 	return true
-}
-
-// InboundResponseTimeTotals is ResponseTimeTotals for the guard's inbound
-// traffic (see Inbound and InboundStats).
-func (g *Guard) InboundResponseTimeTotals(into *window.SketchTotals) {
-	g.inbound.lat.TotalsInto(into)
 }
 
 // Resources returns the statistics of every resource the guard keeps, and of
@@ -224,15 +227,6 @@ func (g *Guard) BreakersAt(now int64) []BreakerStatus {
 	}
 	return out
 }
-
-// InboundStats returns the statistics of the requests entered with the
-// option WithInbound, over the last 10 seconds: the traffic into the service as
-// a whole.
-func (g *Guard) InboundStats() ResourceStats { return g.InboundStatsAt(g.clock.Now()) }
-
-// InboundStatsAt is InboundStats at time now, in nanoseconds on the guard's
-// clock.
-func (g *Guard) InboundStatsAt(now int64) ResourceStats { return g.inbound.statsAt(now) }
 
 // ClusterHealth returns the health of the guard's Cluster, and false if the
 // guard has none or its Cluster does not report its health.

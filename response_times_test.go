@@ -93,7 +93,7 @@ func TestResponseTimeTotalsMatchAModel(t *testing.T) {
 			t.Errorf("%s: the bins count %d requests, Totals %d", name, got.Count(), s.Totals.Succeeded+s.Totals.Failed)
 		}
 	}
-	g.InboundResponseTimeTotals(&got)
+	g.ResponseTimeTotals(InboundResource, &got)
 	if got != *want["(inbound)"] {
 		t.Errorf("inbound: totals by bin differ from the model's: %d requests, want %d", got.Count(), want["(inbound)"].Count())
 	}
@@ -113,7 +113,7 @@ func TestResponseTimeTotalsAllocateNothing(t *testing.T) {
 	var into window.SketchTotals
 	if n := testing.AllocsPerRun(100, func() {
 		g.ResponseTimeTotals("a", &into)
-		g.InboundResponseTimeTotals(&into)
+		g.ResponseTimeTotals(InboundResource, &into)
 	}); n != 0 {
 		t.Fatalf("%v allocations per read", n)
 	}

@@ -34,7 +34,7 @@ func TestAStreamBehindTheGuardsMiddlewareHoldsNoPlace(t *testing.T) {
 	var ev eventJSON
 	s.next(t, "sample", &ev)
 
-	if in := f.g.InboundStats(); in.InFlight != 0 {
+	if in, _ := f.g.Stats(slidegate.InboundResource); in.InFlight != 0 {
 		t.Errorf("%d inbound requests in flight while only a stream is open", in.InFlight)
 	}
 	resp, err := http.Get(srv.URL + "/orders")

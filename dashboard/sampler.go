@@ -196,7 +196,7 @@ func (d *Dashboard) observe(now int64, record bool) (rulesChanged bool) {
 	breakers := d.g.BreakersAt(now)
 	d.overload = d.g.OverloadAt(now)
 	d.retries = d.retriesNow()
-	inbound := d.g.InboundStatsAt(now)
+	inbound, _ := d.g.StatsAt(now, slidegate.InboundResource)
 	rules := d.g.Rules()
 	if b, err := json.Marshal(rules); err == nil && !bytes.Equal(b, d.rulesJSON) {
 		// The page names every rule (Rules.Named), as the breakers and

@@ -190,7 +190,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 //   - the health of the guard's cluster, if it reports it.
 //
 // It reads them with [slidegate.Guard.Resources],
-// [slidegate.Guard.InboundStats], [slidegate.Guard.Breakers],
+// [slidegate.Guard.Stats] of [slidegate.InboundResource], [slidegate.Guard.Breakers],
 // [slidegate.Guard.Rules], [slidegate.Guard.Overload],
 // [slidegate.Guard.TopKeys], [slidegate.Guard.KeyMemory] and
 // [slidegate.Guard.ClusterHealth].
@@ -212,8 +212,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		s := r.stats
 		c.resources.collect(ch, s, r.rt, c.binning, shadowed[s.Resource], s.Resource, direction(s.Inbound))
 	}
-	in := c.guard.InboundStats()
-	c.guard.InboundResponseTimeTotals(&buf)
+	in, _ := c.guard.Stats(slidegate.InboundResource)
+	c.guard.ResponseTimeTotals(slidegate.InboundResource, &buf)
 	c.inbound.collect(ch, in, c.binning.read(&buf, in.Totals.RT), c.binning, shadowed[slidegate.InboundResource])
 	c.collectBreakers(ch, c.guard.Breakers())
 	c.collectRules(ch, rules)

@@ -201,7 +201,8 @@ func TestScrapeMatchesTheGuardsStatistics(t *testing.T) {
 	if got := len(f["slidegate_requests_blocked_total"].GetMetric()); got != len(rs)*len(reasonLabels) {
 		t.Errorf("slidegate_requests_blocked_total has %d series, want %d (every reason of every resource)", got, len(rs)*len(reasonLabels))
 	}
-	checkStats(t, f, "slidegate_inbound_", labels(), g.InboundStats())
+	in, _ := g.Stats(slidegate.InboundResource)
+	checkStats(t, f, "slidegate_inbound_", labels(), in)
 
 	bs := g.Breakers()
 	for _, b := range bs {

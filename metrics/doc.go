@@ -9,7 +9,7 @@
 //	prometheus.MustRegister(metrics.NewCollector(g))
 //
 // Each scrape reads the guard's statistics afresh
-// ([slidegate.Guard.Resources], [slidegate.Guard.InboundStats],
+// ([slidegate.Guard.Resources], [slidegate.Guard.Stats] of [slidegate.InboundResource],
 // [slidegate.Guard.Breakers], [slidegate.Guard.Rules]). The Collector keeps
 // no state of its own. There is nothing to update, reset or stop.
 //

@@ -24,7 +24,7 @@ import (
 //
 // A Producer reads the guard's own bins when the reader collects
 // ([slidegate.Guard.ResponseTimeTotals],
-// [slidegate.Guard.InboundResponseTimeTotals]). It hands the reader one
+// [slidegate.Guard.ResponseTimeTotals] of [slidegate.InboundResource]). It hands the reader one
 // cumulative histogram data point per resource. The request path does not
 // change. The histograms bypass the MeterProvider: its views do not apply
 // to them. They are cumulative whatever temporality the reader asks for.
@@ -115,8 +115,9 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		points[i].StartTime = p.start(seen, k, points[i].Count, now)
 		points[i].Time = now
 	}
-	p.g.InboundResponseTimeTotals(&p.buf)
-	inbound := p.point(p.g.InboundStats().Totals.RT, p.set())
+	p.g.ResponseTimeTotals(slidegate.InboundResource, &p.buf)
+	in, _ := p.g.Stats(slidegate.InboundResource)
+	inbound := p.point(in.Totals.RT, p.set())
 	inbound.StartTime, inbound.Time = p.start(seen, seriesKey{total: true}, inbound.Count, now), now
 	// Forget the resources the guard no longer keeps: the map is never
 	// larger than the guard's resources.

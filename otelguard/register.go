@@ -40,7 +40,7 @@ func (in *instruments) with(kv ...attribute.KeyValue) metric.ObserveOption {
 // Register makes the guard's instruments with a meter of mp named
 // [ScopeName]. It registers one callback that reads the guard whenever a
 // reader collects. The callback calls [slidegate.Guard.Resources],
-// [slidegate.Guard.InboundStats], [slidegate.Guard.Breakers],
+// [slidegate.Guard.Stats] of [slidegate.InboundResource], [slidegate.Guard.Breakers],
 // [slidegate.Guard.Rules], [slidegate.Guard.Overload] and
 // [slidegate.Guard.ClusterHealth].
 //
@@ -133,7 +133,7 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 		in.observeRequests(o, in.requests, s.Totals, attrs...)
 		o.ObserveInt64(in.inFlight, s.InFlight, in.with(attrs...))
 	}
-	inbound := g.InboundStats()
+	inbound, _ := g.Stats(slidegate.InboundResource)
 	in.observeRequests(o, in.inboundRequests, inbound.Totals)
 	o.ObserveInt64(in.inboundInFlight, inbound.InFlight, in.with())
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/flow"
 )
 
@@ -34,7 +35,8 @@ func TestOtherWorkOnTheMachineLeavesTheDemoItsStory(t *testing.T) {
 	}
 	for seed := range uint64(3) {
 		r := replayDemo(t, own.Usage, func(time.Duration) *phase { return &phases[1] }, 10*time.Second, seed)
-		in := r.g.InboundStats().Totals
+		st, _ := r.g.Stats(slidegate.InboundResource)
+		in := st.Totals
 		search, _ := r.g.Stats("GET /api/search")
 		if shed := in.BlockedBy[flow.Overloaded]; shed > 0 {
 			t.Errorf("seed %d: %d requests shed as overloaded while only other work keeps the CPU busy", seed, shed)

@@ -58,7 +58,8 @@ func (r *reporter) run(ctx context.Context) slidegate.Totals {
 	for {
 		select {
 		case <-ctx.Done():
-			return r.g.InboundStats().Totals
+			in, _ := r.g.Stats(slidegate.InboundResource)
+			return in.Totals
 		case now := <-tick.C:
 			r.watch()
 			if now.Sub(lastLine) < time.Second {

@@ -102,7 +102,7 @@ func TestRouteRuleBlocksTheSecondRequestWith429(t *testing.T) {
 	if s := stats(t, g, "GET /users/:id"); s.Allowed != 1 || s.Blocked != 1 {
 		t.Errorf("stats %+v, want 1 allowed and 1 blocked", s)
 	}
-	if in := g.InboundStats(); in.Allowed != 1 {
+	if in, _ := g.Stats(slidegate.InboundResource); in.Allowed != 1 {
 		t.Errorf("inbound allowed %d, want 1: Middleware enters as inbound traffic", in.Allowed)
 	}
 }

@@ -41,7 +41,7 @@ func TestUnaryClientBlockedCallNeverReachesTheNetwork(t *testing.T) {
 		t.Errorf("server got %d calls; want 1", n)
 	}
 	wantOutcomes(t, g, unaryMethod, 1, 1, 1, 0)
-	if in := g.InboundStats(); in.Allowed != 0 || in.Blocked != 0 {
+	if in, _ := g.Stats(slidegate.InboundResource); in.Allowed != 0 || in.Blocked != 0 {
 		t.Errorf("inbound pass %d block %d; want none (client calls are outbound)", in.Allowed, in.Blocked)
 	}
 }

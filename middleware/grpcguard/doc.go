@@ -22,7 +22,7 @@
 //
 // Server interceptors enter with [slidegate.WithInbound], so the guard
 // also counts the service's traffic as a whole
-// ([slidegate.Guard.InboundStats]). Client interceptors enter as outbound
+// ([slidegate.Guard.Stats] of [slidegate.InboundResource]). Client interceptors enter as outbound
 // traffic.
 //
 //	g, err := slidegate.New()

@@ -33,7 +33,7 @@ func TestUnaryServerAdmitsAndRecordsSuccess(t *testing.T) {
 		t.Errorf("handler ran %d times; want 1", n)
 	}
 	wantOutcomes(t, g, unaryMethod, 1, 0, 1, 0)
-	if in := g.InboundStats(); in.Allowed != 1 || in.Succeeded != 1 {
+	if in, _ := g.Stats(slidegate.InboundResource); in.Allowed != 1 || in.Succeeded != 1 {
 		t.Errorf("inbound pass %d success %d; want 1 1 (server RPCs are inbound)", in.Allowed, in.Succeeded)
 	}
 }
@@ -312,7 +312,7 @@ func TestStreamServer(t *testing.T) {
 		t.Errorf("handler ran %d times; want 3", calls)
 	}
 	wantOutcomes(t, g, serverStreamMethod, 3, 1, 2, 1)
-	if in := g.InboundStats(); in.Allowed != 3 || in.Blocked != 1 {
+	if in, _ := g.Stats(slidegate.InboundResource); in.Allowed != 3 || in.Blocked != 1 {
 		t.Errorf("inbound pass %d block %d; want 3 1", in.Allowed, in.Blocked)
 	}
 }

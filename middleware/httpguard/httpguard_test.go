@@ -80,7 +80,7 @@ func TestRouteResourceFromTheMux(t *testing.T) {
 			t.Errorf("%s: %+v, want %d passed and succeeded", name, s, want)
 		}
 	}
-	if in := g.InboundStats(); in.Allowed != 5 {
+	if in, _ := g.Stats(slidegate.InboundResource); in.Allowed != 5 {
 		t.Errorf("inbound passes = %d, want 5 (the middleware enters as inbound traffic)", in.Allowed)
 	}
 }
