@@ -7,24 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/internal/attwins"
 )
-
-// The package's rule for time (see internal/attwins): an exported method
-// that reads the clock has a twin named ...At that takes the time instead,
-// and only a method named ...At takes a time.
-func TestEveryMethodThatReadsTheClockHasAnAtTwin(t *testing.T) {
-	breaches, methods, err := attwins.Check(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if methods < 40 {
-		t.Fatalf("found %d exported methods: the test reads the wrong files", methods)
-	}
-	for _, b := range breaches {
-		t.Error(b)
-	}
-}
 
 // The twins added for the rule decide at the time they are given, and
 // their plain forms at the limiter's clock.
