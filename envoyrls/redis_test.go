@@ -2,12 +2,14 @@ package envoyrls
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -236,5 +238,42 @@ func TestLongValuesOverRedisKeepCountsOfTheirOwnInBoundedKeys(t *testing.T) {
 		if len(k) > 400 {
 			t.Errorf("a Redis key of %d bytes", len(k))
 		}
+	}
+}
+
+// One request that names a key twice, with hits 1 and 2^64-1, is refused
+// and counted nowhere: the hits summed once wrapped to a negative count,
+// answered OK, and lifted the key's limit in Redis.
+func TestHitsThatSumPastMaxInt64AreRefusedOverRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	r, c := sharedRig(t, srv, 1, map[string]string{"d.yaml": sharedConfig})
+	big := desc("narrow", "x")
+	big.HitsAddend = wrapperspb.UInt64(math.MaxUint64)
+	if resp := r.ask(t, request("d", desc("narrow", "x"), big)); resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("1 + 2^64-1 hits under a limit of 2: %v; want OVER_LIMIT", resp.OverallCode)
+	}
+	ok := 0
+	for range 20 {
+		if r.ask(t, request("d", desc("narrow", "x"))).OverallCode == rlsv3.RateLimitResponse_OK {
+			ok++
+		}
+	}
+	if s := c.Stats(); ok != 2 || !s.Healthy {
+		t.Errorf("then %d of 20 requests allowed in a minute under a limit of 2 (stats %+v); want 2, Redis healthy", ok, s)
+	}
+}
+
+// A Cluster on a Redis Cluster's client is refused: one decision cannot
+// span the slots a request's keys lie in.
+func TestARedisClusterIsRefused(t *testing.T) {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { rdb.Close() })
+	c, err := redisflow.New(rdb, redisflow.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := New(Settings{Cluster: c, Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "Redis Cluster") {
+		t.Errorf("New with a Redis Cluster's client: %v; want an error saying so", err)
 	}
 }

@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
+	"github.com/slidegate/slidegate/internal/clusterkeys"
 	"github.com/slidegate/slidegate/redisflow"
 )
 
@@ -115,6 +117,9 @@ func New(s Settings) (*Service, error) {
 	svc := &Service{mem: mem, memMax: s.KeyMemory, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
 	svc.windows = newLocal(mem, s.Clock)
 	if s.Cluster != nil {
+		if clusterkeys.OnRedisCluster(s.Cluster) {
+			return nil, errors.New("envoyrls: Cluster runs on a Redis Cluster's client: a request's keys may lie in several slots, which one decision cannot span; give it a single Redis")
+		}
 		svc.windows = &shared{c: s.Cluster}
 	}
 	svc.shapes.m = map[shape]*shapeWindow{}
@@ -339,7 +344,7 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 		it.need = it.hits
 		for j := range items[:i] {
 			if o := &items[j]; o.limited && o.lim == it.lim && o.key == it.key {
-				it.need += o.hits
+				it.need = satAdd(it.need, o.hits)
 			}
 		}
 		fits := it.need <= it.left
@@ -576,4 +581,13 @@ func appendPart(b []byte, s string) []byte {
 		n >>= 7
 	}
 	return append(append(b, byte(n)), s...)
+}
+
+// satAdd is a + b for hit counts, which are not negative, saturating at
+// math.MaxInt64 where the sum would wrap.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,6 +23,7 @@ func init() {
 		return l.(*KeyedLimiter).leftAt(ctx, now, key)
 	}
 	clusterkeys.AllowAll = allowKeySet
+	clusterkeys.OnRedisCluster = func(c any) bool { return c.(*Cluster).slots != nil }
 }
 
 // leftAt returns how many permits key may take at now under every window:
@@ -115,10 +117,12 @@ func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, f
 		for j, rk := range l.keys(key) {
 			w := &l.windows[j]
 			if p, ok := index[rk]; ok {
-				ws[p].n += a.N
-				if ws[p].n > w.limitFor(key) {
+				// ws[p].n is within the limit: the difference cannot
+				// overflow, where the sum could (a hostile count of 2^63-1).
+				if a.N > w.limitFor(key)-ws[p].n {
 					return i, flow.Decision{Reason: flow.ExceedsLimit}
 				}
+				ws[p].n += a.N
 				continue
 			}
 			if a.N > w.limitFor(key) {
@@ -133,6 +137,12 @@ func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, f
 		return -1, allowed
 	}
 	if c.down.Load() || ctx.Err() != nil {
+		return fallbackAll(now, asks, c)
+	}
+	if c.slots != nil && len(keys) > 1 {
+		// A Redis Cluster's keys of one request may lie in several slots,
+		// which one script run cannot span: the fallback decides, and
+		// Redis is not taken for down (envoyrls refuses such a cluster).
 		return fallbackAll(now, asks, c)
 	}
 	args := make([]any, 0, 4*len(ws))
@@ -187,7 +197,7 @@ func fallbackAll(now int64, asks []clusterkeys.Ask, c *Cluster) (int, flow.Decis
 		if need[q] == nil {
 			need[q] = map[string]int64{}
 		}
-		need[q][key] += a.N
+		need[q][key] = satAdd(need[q][key], a.N)
 		if flowstate.KeyedLeftAt(q, now, key) < need[q][key] {
 			// Refused, and so counted nowhere: the window says when.
 			if d, _ := q.AllowNAt(now, key, need[q][key]); !d.Allowed {
@@ -205,4 +215,13 @@ func fallbackAll(now int64, asks []clusterkeys.Ask, c *Cluster) (int, flow.Decis
 		}
 	}
 	return -1, allowed
+}
+
+// satAdd is a + b for counts that are not negative, saturating at
+// math.MaxInt64 where the sum would wrap.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

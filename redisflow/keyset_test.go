@@ -2,6 +2,7 @@ package redisflow
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -77,5 +78,54 @@ func TestAKeySetWhileRedisIsDownIsTheLocalFallbacks(t *testing.T) {
 	}
 	if c.Stats().Fallbacks == 0 {
 		t.Error("no fallback counted")
+	}
+}
+
+// Two asks of one key whose permits sum past 2^63-1 are refused, and leave
+// the key's window as it was: a count that wrapped to a negative sum was
+// written to Redis once, and lifted the key's limit on every instance.
+func TestAKeySetWhoseCountsSumPastMaxInt64IsRefusedAndCountsNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c := cluster(t, srv, WithInstances(1))
+	l := keyed(t, c, "narrow", flow.KeyWindow{Limit: 5, Interval: time.Minute})
+	ctx := context.Background()
+	now := c.clock.Now()
+	if j, d := clusterkeys.AllowAll(ctx, now, []clusterkeys.Ask{{Limiter: l, Key: "u", N: 1}, {Limiter: l, Key: "u", N: math.MaxInt64}}); j != 1 || d.Allowed {
+		t.Fatalf("1 + 2^63-1 permits under a limit of 5: ask %d, %+v; want the second refused", j, d)
+	}
+	allowed := 0
+	for range 100 {
+		if d, _ := l.AllowKeyNAt(ctx, now, "u", 1); d.Allowed {
+			allowed++
+		}
+	}
+	if s := c.Stats(); allowed != 5 || !s.Healthy || s.Fallbacks != 0 {
+		t.Errorf("then %d of 100 single permits allowed under a limit of 5 (stats %+v); want 5, by Redis", allowed, s)
+	}
+	if left := clusterkeys.Left(ctx, l, now, "u"); left != 0 || !c.Stats().Healthy {
+		t.Errorf("room left %d, stats %+v; want 0, Redis healthy", left, c.Stats())
+	}
+}
+
+// On a Redis Cluster, a key set over several slots cannot be one script
+// run: the fallback decides it, and Redis is not taken for down, so the
+// single-key limiters of the cluster go on deciding in Redis.
+func TestAKeySetAcrossSlotsOfARedisClusterDoesNotTakeRedisForDown(t *testing.T) {
+	rc := startRedisCluster(t, 3, 0)
+	c, err := New(clusterClient(t, rc), WithInstances(1), WithTimeout(testTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	l := keyed(t, c, "users", flow.KeyWindow{Limit: 5, Interval: time.Minute})
+	ctx := context.Background()
+	now := c.clock.Now()
+	clusterkeys.AllowAll(ctx, now, []clusterkeys.Ask{{Limiter: l, Key: "alice", N: 1}, {Limiter: l, Key: "bob", N: 1}})
+	if s := c.Stats(); !s.Healthy || s.Failures != 0 {
+		t.Fatalf("a key set over two slots took the cluster for down: %+v", s)
+	}
+	before := c.Stats().Fallbacks
+	if d, _ := l.AllowKeyNAt(ctx, now, "carol", 1); !d.Allowed || c.Stats().Fallbacks != before {
+		t.Errorf("a single key after it: %+v, stats %+v; want allowed by Redis", d, c.Stats())
 	}
 }
