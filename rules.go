@@ -21,13 +21,14 @@ type Rules struct {
 	Shadow bool `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 
-// InboundResource is the resource a flow rule names to hold for all the
-// inbound traffic of the guard (requests entered with WithInbound, as the
-// middleware's server side enters them) together, whatever resource each request enters: a shed rule
-// that protects the whole service, a concurrency limit on all it serves.
-// A request that enters an inbound resource is asked the rules of
-// InboundResource first, then those of its own resource. No breaker names
-// it, and no rule reads it as its RefResource.
+// InboundResource names all the inbound traffic of the guard together:
+// the requests entered with [WithInbound], as the middleware's server side
+// enters them, whatever resource each enters. A flow rule on it holds for
+// all of them: a shed rule that protects the whole service, a concurrency
+// limit on all it serves. A request that enters an inbound resource is
+// asked the rules of InboundResource first, then those of its own
+// resource. No breaker names it, and no rule reads it as its RefResource.
+// [Guard.Stats] of InboundResource is the inbound traffic's statistics.
 const InboundResource = "(inbound)"
 
 // A Duration is a time.Duration that is written as "500ms" or "1m30s" in
