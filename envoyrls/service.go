@@ -362,10 +362,7 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 		refused = true
 	}
 	served := !refused || s.shadow
-	resp := &rlsv3.RateLimitResponse{
-		OverallCode: rlsv3.RateLimitResponse_OK,
-		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(items)),
-	}
+	resp, sts, durs := newResponse(len(items))
 	if refused && !s.shadow {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
@@ -374,8 +371,7 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 	}
 	for i := range items {
 		it := &items[i]
-		var late bool
-		resp.Statuses[i], late = s.status(now, it, served || it.counted != nil)
+		late := s.status(now, it, served || it.counted != nil, &sts[i], &durs[i])
 		if late && !it.shadow && !it.quota && !s.shadow {
 			// Another request took the room between the check and the
 			// count: refused, the descriptors before it staying counted.
@@ -395,44 +391,80 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 	return resp, nil
 }
 
-// status decides one descriptor and answers it: counted if the request is
-// served and it fits. It reports whether the descriptor fitted when checked
-// and was refused when counted.
-func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResponse_DescriptorStatus, bool) {
+// A oneAnswer is the answer to a request of one descriptor, made in one
+// allocation: the messages Envoy's API asks for, side by side.
+type oneAnswer struct {
+	resp rlsv3.RateLimitResponse
+	ptrs [1]*rlsv3.RateLimitResponse_DescriptorStatus
+	sts  [1]rlsv3.RateLimitResponse_DescriptorStatus
+	durs [1]durationpb.Duration
+}
+
+// newResponse returns an OK response with n statuses, and the statuses
+// and durations they point to, to be filled in: in one allocation for one
+// descriptor, in four for more.
+func newResponse(n int) (*rlsv3.RateLimitResponse, []rlsv3.RateLimitResponse_DescriptorStatus, []durationpb.Duration) {
+	var (
+		resp *rlsv3.RateLimitResponse
+		sts  []rlsv3.RateLimitResponse_DescriptorStatus
+		durs []durationpb.Duration
+	)
+	if n == 1 {
+		a := new(oneAnswer)
+		resp, sts, durs = &a.resp, a.sts[:], a.durs[:]
+		resp.Statuses = a.ptrs[:]
+	} else {
+		resp = new(rlsv3.RateLimitResponse)
+		resp.Statuses = make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)
+		sts = make([]rlsv3.RateLimitResponse_DescriptorStatus, n)
+		durs = make([]durationpb.Duration, n)
+	}
+	resp.OverallCode = rlsv3.RateLimitResponse_OK
+	for i := range sts {
+		resp.Statuses[i] = &sts[i]
+	}
+	return resp, sts, durs
+}
+
+// status decides one descriptor and answers it in st, the status of its
+// answer, and, if it has a limit, in dur, st's duration_until_reset:
+// counted if the request is served and it fits. It reports whether the
+// descriptor fitted when checked and was refused when counted.
+func (s *Service) status(now int64, it *item, served bool, st *rlsv3.RateLimitResponse_DescriptorStatus, dur *durationpb.Duration) bool {
+	st.Code = rlsv3.RateLimitResponse_OK
 	switch {
 	case it.unlimited:
-		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}, false
+		st.LimitRemaining = math.MaxUint32
+		return false
 	case !it.limited:
-		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}, false
+		return false
 	}
-	st := &rlsv3.RateLimitResponse_DescriptorStatus{
-		Code:               rlsv3.RateLimitResponse_OK,
-		CurrentLimit:       it.answer,
-		DurationUntilReset: durationpb.New(it.unit + it.unit/windowBuckets),
-	}
+	st.CurrentLimit = it.answer
+	st.DurationUntilReset = dur
+	setDuration(dur, it.unit+it.unit/windowBuckets)
 	if !served || !it.fits {
 		// Not counted: the request is refused, or this descriptor is over
 		// its limit (in shadow or quota mode, or with the global shadow
 		// mode on, the request is served all the same).
 		if it.fits {
 			st.LimitRemaining = clampUint32(it.left)
-			return st, false
+			return false
 		}
 		if _, joint := s.windows.(joint); it.lim != nil && it.hits > it.raw && !joint {
 			// Sure to be refused, and so counted nowhere: the window says
 			// when the hits would fit.
 			if d := it.lim.allow(now, it.key, it.hits); !d.Allowed && d.RetryAfter > 0 {
-				st.DurationUntilReset = durationpb.New(d.RetryAfter)
+				setDuration(dur, d.RetryAfter)
 			}
 		}
 		if !it.shadow {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
-		return st, false
+		return false
 	}
 	if it.lim == nil || it.hits == 0 {
 		st.LimitRemaining = clampUint32(it.left - it.need)
-		return st, false
+		return false
 	}
 	var d flow.Decision
 	if it.counted != nil {
@@ -442,16 +474,22 @@ func (s *Service) status(now int64, it *item, served bool) (*rlsv3.RateLimitResp
 	}
 	if d.Allowed {
 		st.LimitRemaining = clampUint32(it.left - it.need)
-		return st, false
+		return false
 	}
 	// Another request took the room between the check and the count.
 	if d.RetryAfter > 0 {
-		st.DurationUntilReset = durationpb.New(d.RetryAfter)
+		setDuration(dur, d.RetryAfter)
 	}
 	if !it.shadow {
 		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	return st, true
+	return true
+}
+
+// setDuration sets dur to d, as durationpb.New(d) would make it.
+func setDuration(dur *durationpb.Duration, d time.Duration) {
+	dur.Seconds = int64(d / time.Second)
+	dur.Nanos = int32(d % time.Second)
 }
 
 // countJointly counts, through a joint backend, every descriptor of a
