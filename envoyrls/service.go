@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -266,7 +268,10 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 		return nil, err
 	}
 	st := s.state.Load()
-	items := make([]item, len(req.Descriptors))
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
+	items := sc.itemsOf(len(req.Descriptors))
+	_, reuse := s.windows.(*local) // local windows keep no key: its bytes may be reused
 	dom := st.cfg.domains[req.Domain]
 	var replaced map[string]bool
 	for i, d := range req.Descriptors {
@@ -281,7 +286,7 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 				return nil, err
 			}
 			it.limited, it.unit, it.answer = true, k.interval, answer
-			it.key = descriptorKey(req.Domain, d.Entries, nil)
+			it.key = sc.key(reuse, req.Domain, d.Entries, nil)
 			if k.limit == 0 {
 				continue // allows nothing: no window
 			}
@@ -314,7 +319,7 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 		it.unit, it.lim = unitLength(r.unit), st.lim[r]
 		it.prev = st.prev[r]
 		it.shadow, it.quota = r.shadow, r.quota
-		it.key = descriptorKey(req.Domain, d.Entries, m.share)
+		it.key = sc.key(reuse, req.Domain, d.Entries, m.share)
 	}
 	for i := range items {
 		it := &items[i]
@@ -596,11 +601,16 @@ func hitsOf(req *rlsv3.RateLimitRequest, d *commonv3.RateLimitDescriptor) int64 
 // value. Each part is preceded by its length, so that no two descriptors
 // share a key.
 func descriptorKey(domain string, entries []*commonv3.RateLimitDescriptor_Entry, share []string) string {
+	return string(appendKey(nil, domain, entries, share))
+}
+
+// appendKey appends descriptorKey(domain, entries, share) to b.
+func appendKey(b []byte, domain string, entries []*commonv3.RateLimitDescriptor_Entry, share []string) []byte {
 	n := len(domain) + 4
 	for _, e := range entries {
 		n += len(e.Key) + len(e.Value) + 8
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	b = appendPart(b, domain)
 	for i, e := range entries {
 		v := e.Value
@@ -609,7 +619,57 @@ func descriptorKey(domain string, entries []*commonv3.RateLimitDescriptor_Entry,
 		}
 		b = appendPart(appendPart(b, e.Key), v)
 	}
-	return string(b)
+	return b
+}
+
+// A scratch is the memory one decision works in: its items, and the bytes
+// of their keys. Decisions take scratches from scratchPool and give them
+// back, so that most allocate neither.
+type scratch struct {
+	items [8]item
+	n     int // the items in use; more than len(items) are allocated apart
+	keys  []byte
+}
+
+// maxScratchKeys is the most key bytes a scratch keeps for the next
+// decision; a larger buffer, made for one request of long keys, is
+// dropped.
+const maxScratchKeys = 4 << 10
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// itemsOf returns n zero items.
+func (sc *scratch) itemsOf(n int) []item {
+	if n > len(sc.items) {
+		return make([]item, n)
+	}
+	sc.n = n
+	return sc.items[:n]
+}
+
+// key returns descriptorKey(domain, entries, share). If reuse, its bytes
+// are the scratch's, valid until release: only for windows that keep no
+// key past a call.
+func (sc *scratch) key(reuse bool, domain string, entries []*commonv3.RateLimitDescriptor_Entry, share []string) string {
+	if !reuse {
+		return descriptorKey(domain, entries, share)
+	}
+	start := len(sc.keys)
+	sc.keys = appendKey(sc.keys, domain, entries, share)
+	b := sc.keys[start:]
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// release clears the scratch, so that it holds on to nothing of the
+// decision, and gives it back to scratchPool.
+func (sc *scratch) release() {
+	clear(sc.items[:sc.n])
+	sc.n = 0
+	sc.keys = sc.keys[:0]
+	if cap(sc.keys) > maxScratchKeys {
+		sc.keys = nil
+	}
+	scratchPool.Put(sc)
 }
 
 func appendPart(b []byte, s string) []byte {

@@ -69,6 +69,9 @@ func (l *local) window(limit int64, interval time.Duration) (window, error) {
 	return &localWindow{q: q, leftAt: l.leftAt}, nil
 }
 
+// A localWindow keeps no key past a call: flow's limiter counts a key by
+// its hash and copies the bytes it shows. So a decision may pass it keys
+// whose bytes it reuses afterwards (scratch.key).
 type localWindow struct {
 	q      *flow.KeyedQPS
 	leftAt func(q any, now int64, key string) int64
