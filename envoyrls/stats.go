@@ -56,6 +56,9 @@ type series struct {
 	hits, within, over, shadowMode atomic.Uint64
 }
 
+// A seriesKey is the domain and the key of a series.
+type seriesKey struct{ domain, key string }
+
 // statsBook holds the series of a service: those of the rules in force,
 // by rule, swapped with the config; and those by value, kept as long as
 // the service, at most maxValueSeries.
@@ -64,14 +67,14 @@ type statsBook struct {
 	loads, refused               atomic.Uint64
 
 	mu     sync.Mutex
-	byKey  map[string]*series // every series ever made, by domain and key
-	values int                // the series by value among them
+	byKey  map[seriesKey]*series // every series ever made, by domain and key
+	values int                   // the series by value among them
 }
 
 // series returns the series of domain and key, made if new; one by value
 // only while there is room, else nil.
 func (b *statsBook) series(domain, key string, byValue bool) *series {
-	full := domain + "\x00" + key
+	full := seriesKey{domain, key}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if s := b.byKey[full]; s != nil {
@@ -84,7 +87,7 @@ func (b *statsBook) series(domain, key string, byValue bool) *series {
 		b.values++
 	}
 	if b.byKey == nil {
-		b.byKey = map[string]*series{}
+		b.byKey = map[seriesKey]*series{}
 	}
 	s := &series{domain: domain, key: key, byValue: byValue}
 	b.byKey[full] = s
