@@ -349,7 +349,7 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 		it.need = it.hits
 		for j := range items[:i] {
 			if o := &items[j]; o.limited && o.lim == it.lim && o.key == it.key {
-				it.need = satAdd(it.need, o.hits)
+				it.need = clusterkeys.Sum(it.need, o.hits)
 			}
 		}
 		fits := it.need <= it.left
@@ -679,13 +679,4 @@ func appendPart(b []byte, s string) []byte {
 		n >>= 7
 	}
 	return append(append(b, byte(n)), s...)
-}
-
-// satAdd is a + b for hit counts, which are not negative, saturating at
-// math.MaxInt64 where the sum would wrap.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"math"
 
 	"github.com/redis/go-redis/v9"
 
@@ -197,7 +196,7 @@ func fallbackAll(now int64, asks []clusterkeys.Ask, c *Cluster) (int, flow.Decis
 		if need[q] == nil {
 			need[q] = map[string]int64{}
 		}
-		need[q][key] = satAdd(need[q][key], a.N)
+		need[q][key] = clusterkeys.Sum(need[q][key], a.N)
 		if flowstate.KeyedLeftAt(q, now, key) < need[q][key] {
 			// Refused, and so counted nowhere: the window says when.
 			if d, _ := q.AllowNAt(now, key, need[q][key]); !d.Allowed {
@@ -215,13 +214,4 @@ func fallbackAll(now int64, asks []clusterkeys.Ask, c *Cluster) (int, flow.Decis
 		}
 	}
 	return -1, allowed
-}
-
-// satAdd is a + b for counts that are not negative, saturating at
-// math.MaxInt64 where the sum would wrap.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

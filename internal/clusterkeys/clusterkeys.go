@@ -9,6 +9,7 @@ package clusterkeys
 
 import (
 	"context"
+	"math"
 
 	"github.com/slidegate/slidegate/flow"
 )
@@ -38,3 +39,13 @@ var (
 	// that one script run cannot span.
 	OnRedisCluster func(c any) bool
 )
+
+// Sum is a + b for counts of permits, which are not negative, saturating
+// at math.MaxInt64 where the sum would wrap: a hostile count must not
+// wrap a request's sum to one that fits.
+func Sum(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
