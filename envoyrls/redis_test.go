@@ -3,6 +3,7 @@ package envoyrls
 import (
 	"context"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,13 @@ func sharedRig(t *testing.T, srv *redistest.Server, instances int, files map[str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return rigOver(t, c, files), c
+}
+
+// rigOver serves a service whose windows are kept through c, with the
+// config files given.
+func rigOver(t *testing.T, c *redisflow.Cluster, files map[string]string) *rig {
+	t.Helper()
 	svc, err := New(Settings{Cluster: c, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +50,7 @@ func sharedRig(t *testing.T, srv *redistest.Server, instances int, files map[str
 	if err := svc.SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	return serveRig(t, svc), c
+	return serveRig(t, svc)
 }
 
 const sharedConfig = `domain: d
@@ -263,17 +271,132 @@ func TestHitsThatSumPastMaxInt64AreRefusedOverRedis(t *testing.T) {
 	}
 }
 
-// A Cluster on a Redis Cluster's client is refused: one decision cannot
-// span the slots a request's keys lie in.
-func TestARedisClusterIsRefused(t *testing.T) {
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+// clusterRig serves a service whose windows are in the Redis Cluster rc,
+// through a cluster of its own that counts instances sharing the limits.
+func clusterRig(t *testing.T, rc *redistest.Cluster, instances int, files map[string]string) (*rig, *redisflow.Cluster) {
+	t.Helper()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	c, err := redisflow.New(rdb, redisflow.WithLogger(quietLogger()))
+	// A wide timeout: a loaded machine must not take Redis for down.
+	c, err := redisflow.New(rdb, redisflow.WithTimeout(2*time.Second), redisflow.WithInstances(instances), redisflow.WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := New(Settings{Cluster: c, Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "Redis Cluster") {
-		t.Errorf("New with a Redis Cluster's client: %v; want an error saying so", err)
+	return rigOver(t, c, files), c
+}
+
+const clusterConfig = `domain: d
+descriptors:
+  - key: route
+    rate_limit: { unit: minute, requests_per_unit: 100 }
+  - key: user
+    rate_limit: { unit: minute, requests_per_unit: 5 }
+`
+
+// Two instances share limits over a Redis Cluster of three masters. A
+// request's descriptors lie in several slots, and are counted together all
+// the same: a request refused by its second descriptor leaves its first
+// counted nowhere. A master stopped mid-run leaves every request answered,
+// by the fallback, each instance to its share; once it is back, Redis
+// decides again.
+func TestTwoInstancesShareLimitsOverARedisClusterWithANodeStopped(t *testing.T) {
+	rc := redistest.StartCluster(t, 3, 0)
+	files := map[string]string{"d.yaml": clusterConfig}
+	one, c1 := clusterRig(t, rc, 2, files)
+	two, c2 := clusterRig(t, rc, 2, files)
+	rigs := []*rig{one, two}
+
+	// The route is counted first; the user refuses the 6th request on.
+	allowed := 0
+	for i := range 12 {
+		resp, err := rigs[i%2].call(request("d", desc("route", "r1"), desc("user", "alice")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.OverallCode == ok {
+			allowed++
+		}
 	}
+	if allowed != 5 {
+		t.Fatalf("%d of 12 requests allowed under a user limit of 5 a minute; want 5", allowed)
+	}
+	resp, err := two.call(request("d", desc("route", "r1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Statuses[0].LimitRemaining; resp.OverallCode != ok || got != 94 {
+		t.Fatalf("the route alone: %v, %d remaining; want OK, 94: counted for the 5 allowed and itself only", resp.OverallCode, got)
+	}
+	spread := map[string]bool{}
+	for _, m := range rc.Masters() {
+		if n, err := redistest.Do(m.Addr, "DBSIZE"); err == nil && n != "0" {
+			spread[m.Addr] = true
+		}
+	}
+	if len(spread) < 2 {
+		t.Errorf("the request's windows lie on %d master(s); want them on 2 at least, for the test to mean anything", len(spread))
+	}
+	for _, c := range []*redisflow.Cluster{c1, c2} {
+		if s := c.Stats(); !s.Healthy || s.Fallbacks != 0 {
+			t.Fatalf("stats %+v: want every decision Redis's", s)
+		}
+	}
+
+	// A master stops: every request is answered, each instance allowing at
+	// most its share (2 of 5) of a user it has not seen.
+	victim := rc.Masters()[1]
+	victim.Stop()
+	allowed = 0
+	for i := range 20 {
+		resp, err := rigs[i%2].call(request("d", desc("user", "bob"+strconv.Itoa(i/10))))
+		if err != nil {
+			t.Fatalf("request %d with a master stopped: %v", i, err)
+		}
+		if resp.OverallCode == ok {
+			allowed++
+		}
+	}
+	// Each of bob0 and bob1 is asked 5 times of each instance. A key whose
+	// slot still answers is Redis's (5 allowed); a key the fallback
+	// decides gets 2 an instance (4).
+	if allowed < 8 || allowed > 10 {
+		t.Errorf("%d of 20 allowed with a master stopped; want between 8 and 10 (5 a user in Redis, 4 from the fallback)", allowed)
+	}
+	if c1.Stats().Fallbacks+c2.Stats().Fallbacks == 0 {
+		t.Error("no decision made by the fallback with a master stopped")
+	}
+
+	victim.Restart()
+	rc.WaitOK(rc.Nodes...)
+	for _, c := range []*redisflow.Cluster{c1, c2} {
+		if !redistest.WaitFor(30*time.Second, func() bool {
+			one.call(request("d", desc("route", "probe")))
+			two.call(request("d", desc("route", "probe")))
+			return c.Stats().Healthy
+		}) {
+			t.Fatalf("Redis not deciding again 30s after the master came back: %+v", c.Stats())
+		}
+	}
+	before := c1.Stats().Fallbacks + c2.Stats().Fallbacks
+	allowed = 0
+	for i := range 8 {
+		if resp, err := rigs[i%2].call(request("d", desc("user", "carol"))); err == nil && resp.OverallCode == ok {
+			allowed++
+		}
+	}
+	if after := c1.Stats().Fallbacks + c2.Stats().Fallbacks; allowed != 5 || after != before {
+		t.Errorf("after the master came back: %d of 8 allowed, %d fallbacks; want 5, by Redis", allowed, after-before)
+	}
+}
+
+// quietRedis drops go-redis's own log lines (dial failures, which the
+// outage tests cause on purpose).
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietRedis{})
+	os.Exit(m.Run())
 }

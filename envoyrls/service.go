@@ -2,7 +2,6 @@ package envoyrls
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -119,9 +118,6 @@ func New(s Settings) (*Service, error) {
 	svc := &Service{mem: mem, memMax: s.KeyMemory, clock: s.Clock, log: s.Logger, shadow: s.ShadowMode, headers: s.Headers}
 	svc.windows = newLocal(mem, s.Clock)
 	if s.Cluster != nil {
-		if clusterkeys.OnRedisCluster(s.Cluster) {
-			return nil, errors.New("envoyrls: Cluster runs on a Redis Cluster's client: a request's keys may lie in several slots, which one decision cannot span; give it a single Redis")
-		}
 		svc.windows = &shared{c: s.Cluster}
 	}
 	svc.shapes.m = map[shape]*shapeWindow{}

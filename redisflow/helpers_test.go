@@ -137,20 +137,9 @@ func busiest(list []grant, interval int64) (most, end int64) {
 	return most, end
 }
 
-// waitFor polls cond until it holds or d passes, and reports whether it held.
-// Redis keeps real time, so tests of what Redis does over time poll.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds or d passes, and reports whether it held
+// (redistest.WaitFor).
+func waitFor(d time.Duration, cond func() bool) bool { return redistest.WaitFor(d, cond) }
 
 var bg = context.Background()
 

@@ -12,17 +12,21 @@ import (
 	"github.com/slidegate/slidegate/internal/flowstate"
 )
 
-//go:embed left.lua
-var leftSource string
+var (
+	//go:embed left.lua
+	leftSource string
+	//go:embed giveback.lua
+	giveBackSource string
 
-var leftScript = &script{redis.NewScript(leftSource), "the keyed room script"}
+	leftScript     = &script{redis.NewScript(leftSource), "the keyed room script"}
+	giveBackScript = &script{redis.NewScript(giveBackSource), "the give-back script"}
+)
 
 func init() {
 	clusterkeys.Left = func(ctx context.Context, l any, now int64, key string) int64 {
 		return l.(*KeyedLimiter).leftAt(ctx, now, key)
 	}
 	clusterkeys.AllowAll = allowKeySet
-	clusterkeys.OnRedisCluster = func(c any) bool { return c.(*Cluster).slots != nil }
 }
 
 // leftAt returns how many permits key may take at now under every window:
@@ -93,9 +97,11 @@ type keySetWindow struct {
 }
 
 // allowKeySet decides asks together, all or none: one run of the keyed script
-// over every window of every ask's key. Asks of one limiter and key, and
-// any two that name one Redis string, are counted as one of their summed
-// permits. See clusterkeys.AllowAll.
+// over every window of every ask's key. On a Redis Cluster, whose keys of
+// one set may lie in several slots, it is one run per slot, in turn; a run
+// that refuses has the runs before it give their permits back. Asks of one
+// limiter and key, and any two that name one Redis string, are counted as
+// one of their summed permits. See clusterkeys.AllowAll.
 func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, flow.Decision) {
 	var c *Cluster
 	var keys []string
@@ -138,38 +144,103 @@ func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, f
 	if c.down.Load() || ctx.Err() != nil {
 		return fallbackAll(now, asks, c)
 	}
-	if c.slots != nil && len(keys) > 1 {
-		// A Redis Cluster's keys of one request may lie in several slots,
-		// which one script run cannot span: the fallback decides, and
-		// Redis is not taken for down (envoyrls refuses such a cluster).
-		return fallbackAll(now, asks, c)
-	}
-	args := make([]any, 0, 4*len(ws))
-	windows := make([]keyWindow, len(ws)) // for the reply's checks
-	for p, x := range ws {
-		limit := x.w.limitFor(cut(asks[x.ask].Key))
-		args = append(args, x.n, limit, x.w.widthArg, x.w.bucketArg)
-		windows[p] = *x.w
-	}
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	c.roundTrips.Add(1)
-	cmd := c.runAs(rctx, keyedScript, keys[0], keys, args...)
-	err := cmd.Err()
-	var r keyedReply
-	if err == nil {
-		r, err = decodeKeyedReply(cmd.Val(), windows)
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			c.failed(err)
+	var granted []grantedRun
+	for _, run := range runsOf(c, keys) {
+		r, err := countRun(rctx, c, keys, ws, asks, run)
+		if err == nil && r.window < 0 {
+			granted = append(granted, grantedRun{run: run, at: r.now})
+			continue
 		}
-		return fallbackAll(now, asks, c)
-	}
-	if r.window >= 0 {
-		return ws[r.window].ask, flow.Decision{Reason: flow.RateLimited, RetryAfter: r.retry}
+		// Refused, or Redis failed: what the runs before counted is given
+		// back. A give-back that fails leaves it held, refused early.
+		failed := err
+		if gerr := giveBack(rctx, c, keys, ws, granted); failed == nil {
+			failed = gerr
+		}
+		if failed != nil && ctx.Err() == nil {
+			c.failed(failed)
+		}
+		if err != nil {
+			return fallbackAll(now, asks, c)
+		}
+		return ws[run[r.window]].ask, flow.Decision{Reason: flow.RateLimited, RetryAfter: r.retry}
 	}
 	return -1, allowed
+}
+
+// runsOf splits a key set's Redis keys into the runs of the keyed script
+// that count them: one run, or, on a Redis Cluster, one per slot, for one
+// script run cannot span slots. Each run lists places in keys.
+func runsOf(c *Cluster, keys []string) [][]int {
+	all := make([]int, len(keys))
+	for p := range all {
+		all[p] = p
+	}
+	if c.slots == nil || len(keys) == 1 {
+		return [][]int{all}
+	}
+	var runs [][]int
+	bySlot := map[int]int{} // a slot: its run
+	for p, k := range keys {
+		s := slot(k)
+		r, ok := bySlot[s]
+		if !ok {
+			r = len(runs)
+			bySlot[s] = r
+			runs = append(runs, nil)
+		}
+		runs[r] = append(runs[r], p)
+	}
+	return runs
+}
+
+// A grantedRun is a run of the keyed script that granted its permits, at
+// at, the server's time in microseconds.
+type grantedRun struct {
+	run []int
+	at  int64
+}
+
+// countRun runs the keyed script over the keys of run, all or none.
+func countRun(ctx context.Context, c *Cluster, keys []string, ws []keySetWindow, asks []clusterkeys.Ask, run []int) (keyedReply, error) {
+	rkeys := make([]string, len(run))
+	args := make([]any, 0, 4*len(run))
+	windows := make([]keyWindow, len(run)) // for the reply's checks
+	for i, p := range run {
+		x := ws[p]
+		rkeys[i] = keys[p]
+		args = append(args, x.n, x.w.limitFor(cut(asks[x.ask].Key)), x.w.widthArg, x.w.bucketArg)
+		windows[i] = *x.w
+	}
+	c.roundTrips.Add(1)
+	cmd := c.runAs(ctx, keyedScript, rkeys[0], rkeys, args...)
+	if err := cmd.Err(); err != nil {
+		return keyedReply{}, err
+	}
+	return decodeKeyedReply(cmd.Val(), windows)
+}
+
+// giveBack takes back what the runs of granted counted, for a key set
+// refused in a later run: one run of the give-back script each. Until
+// then, the permits are held, and others may be refused for them: a key
+// set over several slots is refused early, never allowed late.
+func giveBack(ctx context.Context, c *Cluster, keys []string, ws []keySetWindow, granted []grantedRun) error {
+	var first error
+	for _, g := range granted {
+		rkeys := make([]string, len(g.run))
+		args := make([]any, 0, 4*len(g.run))
+		for i, p := range g.run {
+			rkeys[i] = keys[p]
+			args = append(args, ws[p].n, g.at, ws[p].w.widthArg, ws[p].w.bucketArg)
+		}
+		c.roundTrips.Add(1)
+		if err := c.runAs(ctx, giveBackScript, rkeys[0], rkeys, args...).Err(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // fallbackAll is allowKeySet while Redis cannot answer: the cluster's

@@ -107,10 +107,10 @@ func TestAKeySetWhoseCountsSumPastMaxInt64IsRefusedAndCountsNothing(t *testing.T
 	}
 }
 
-// On a Redis Cluster, a key set over several slots cannot be one script
-// run: the fallback decides it, and Redis is not taken for down, so the
-// single-key limiters of the cluster go on deciding in Redis.
-func TestAKeySetAcrossSlotsOfARedisClusterDoesNotTakeRedisForDown(t *testing.T) {
+// On a Redis Cluster, a key set over several slots is counted a slot at a
+// time, all or none: a refusal in a later slot gives back what the earlier
+// counted, every decision Redis's, and Redis is not taken for down.
+func TestAKeySetAcrossSlotsOfARedisClusterIsCountedAllOrNone(t *testing.T) {
 	rc := startRedisCluster(t, 3, 0)
 	c, err := New(clusterClient(t, rc), WithInstances(1), WithTimeout(testTimeout))
 	if err != nil {
@@ -118,14 +118,71 @@ func TestAKeySetAcrossSlotsOfARedisClusterDoesNotTakeRedisForDown(t *testing.T) 
 	}
 	t.Cleanup(func() { c.Close() })
 	l := keyed(t, c, "users", flow.KeyWindow{Limit: 5, Interval: time.Minute})
+	ms := rc.masters()
+	a := rc.keyOn(ms[0], "a", func(name string) string { return l.keys(name)[0] })
+	b := rc.keyOn(ms[1], "b", func(name string) string { return l.keys(name)[0] })
 	ctx := context.Background()
 	now := c.clock.Now()
-	clusterkeys.AllowAll(ctx, now, []clusterkeys.Ask{{Limiter: l, Key: "alice", N: 1}, {Limiter: l, Key: "bob", N: 1}})
-	if s := c.Stats(); !s.Healthy || s.Failures != 0 {
-		t.Fatalf("a key set over two slots took the cluster for down: %+v", s)
+	if j, d := clusterkeys.AllowAll(ctx, now, []clusterkeys.Ask{{Limiter: l, Key: a, N: 1}, {Limiter: l, Key: b, N: 1}}); j != -1 || !d.Allowed {
+		t.Fatalf("a set of two slots with room: refused by %d, %+v", j, d)
 	}
-	before := c.Stats().Fallbacks
-	if d, _ := l.AllowKeyNAt(ctx, now, "carol", 1); !d.Allowed || c.Stats().Fallbacks != before {
-		t.Errorf("a single key after it: %+v, stats %+v; want allowed by Redis", d, c.Stats())
+	if d, _ := l.AllowKeyNAt(ctx, now, b, 4); !d.Allowed {
+		t.Fatalf("filling %s: %+v", b, d)
 	}
+	// a's slot is counted first, then b's refuses: a's 2 are given back.
+	if j, d := clusterkeys.AllowAll(ctx, now, []clusterkeys.Ask{{Limiter: l, Key: a, N: 2}, {Limiter: l, Key: b, N: 1}}); j != 1 || d.Allowed || d.RetryAfter <= 0 {
+		t.Fatalf("a set whose second slot is full: refused by %d, %+v; want 1, with a retry", j, d)
+	}
+	if got := clusterkeys.Left(ctx, l, now, a); got != 4 {
+		t.Errorf("%s's room after the refused set = %d; want 4: its 2 given back", a, got)
+	}
+	// b first refuses before a is counted.
+	if j, _ := clusterkeys.AllowAll(ctx, now, []clusterkeys.Ask{{Limiter: l, Key: b, N: 1}, {Limiter: l, Key: a, N: 1}}); j != 0 {
+		t.Errorf("b first: refused by %d; want 0", j)
+	}
+	if got := clusterkeys.Left(ctx, l, now, a); got != 4 {
+		t.Errorf("%s's room = %d; want 4", a, got)
+	}
+	if s := c.Stats(); !s.Healthy || s.Failures != 0 || s.Fallbacks != 0 {
+		t.Errorf("stats %+v: want every decision Redis's, Redis healthy", s)
+	}
+}
+
+// A give-back takes a grant out of its own bucket: the windows after the
+// grant's bucket leaves them hold what others were granted, no less. Given
+// back in the bucket it is given back in, a grant would be taken out of
+// windows that never held it, and let as many more in.
+func TestAGiveBackTakesAGrantOutOfItsOwnBucket(t *testing.T) {
+	srv := redistest.Start(t)
+	c := cluster(t, srv, WithInstances(1))
+	w := flow.KeyWindow{Limit: 10, Interval: time.Second, Buckets: 10}
+	l := keyedAt(t, c, "giveback", []flow.KeyWindow{w})
+	ctx := context.Background()
+	t0 := time.Unix(1_800_000_000, 50*int64(time.Millisecond)).UnixNano()
+	at := func(d time.Duration) int64 { return t0 + int64(d) }
+	grant := func(d time.Duration, n int64) {
+		t.Helper()
+		if got, _ := l.AllowKeyNAt(ctx, at(d), "k", n); !got.Allowed {
+			t.Fatalf("%d at +%v: %+v; want allowed", n, d, got)
+		}
+	}
+	room := func(d time.Duration, want int64) {
+		t.Helper()
+		if want > 0 {
+			grant(d, want)
+		}
+		if got, _ := l.AllowKeyNAt(ctx, at(d), "k", 1); got.Allowed {
+			t.Fatalf("at +%v, 1 more than a room of %d allowed", d, want)
+		}
+	}
+	grant(0, 3)
+	grant(250*time.Millisecond, 2)
+	grant(520*time.Millisecond, 1)
+	lw := &l.windows[0]
+	if err := c.runOnce(ctx, giveBackScript, l.keys("k"), 3, t0/1000, lw.widthArg, lw.bucketArg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	room(600*time.Millisecond, 7) // 10 less 2 and 1: the 3 given back
+	// At +1.4s the window holds buckets +400ms .. +1.4s: the 1 and the 7.
+	room(1400*time.Millisecond, 2)
 }

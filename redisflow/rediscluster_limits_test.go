@@ -405,8 +405,8 @@ func TestADecisionWaitsAtMostTheTimeoutWhileASlotMoves(t *testing.T) {
 		n    *redisNode
 		args []any
 	}{
-		{dst, []any{"CLUSTER", "SETSLOT", s, "IMPORTING", src.id}},
-		{src, []any{"CLUSTER", "SETSLOT", s, "MIGRATING", dst.id}},
+		{dst, []any{"CLUSTER", "SETSLOT", s, "IMPORTING", src.ID}},
+		{src, []any{"CLUSTER", "SETSLOT", s, "MIGRATING", dst.ID}},
 	} {
 		if err := step.n.admin.Do(bg, step.args...).Err(); err != nil {
 			t.Fatalf("%v on %s: %v", step.args, step.n.Addr, err)
@@ -432,7 +432,7 @@ func TestADecisionWaitsAtMostTheTimeoutWhileASlotMoves(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // decisions meet ASK
 	for _, n := range rc.masters() {
-		if err := n.admin.Do(bg, "CLUSTER", "SETSLOT", s, "NODE", dst.id).Err(); err != nil {
+		if err := n.admin.Do(bg, "CLUSTER", "SETSLOT", s, "NODE", dst.ID).Err(); err != nil {
 			t.Fatalf("CLUSTER SETSLOT NODE on %s: %v", n.Addr, err)
 		}
 	}

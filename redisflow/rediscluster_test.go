@@ -2,10 +2,8 @@ package redisflow
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,91 +13,40 @@ import (
 	"github.com/slidegate/slidegate/internal/redistest"
 )
 
-// A redisCluster is a Redis Cluster of redis-servers that a test started,
-// each on a free loopback port with its cluster configuration in a
-// directory of its own, stopped when the test ends.
+// A redisCluster is a Redis Cluster of redis-servers that a test started
+// (redistest.StartCluster), each node with a client to administer it.
 type redisCluster struct {
 	t     testing.TB
+	c     *redistest.Cluster
 	nodes []*redisNode // the masters first, then the replicas
 }
 
 // A redisNode is one server of a redisCluster.
 type redisNode struct {
-	*redistest.Server
-	id     string
+	*redistest.Node
 	master *redisNode // a replica's master; nil for a master
 	admin  *redis.Client
 }
 
 // clusterNodeTimeout is how long the nodes of a test cluster take to find
-// one of them failing: short, for failovers in a test's time, and long
-// enough that a loaded machine does not fail a node over on its own.
-const clusterNodeTimeout = 2 * time.Second
+// one of them failing.
+const clusterNodeTimeout = redistest.NodeTimeout
 
 // startRedisCluster starts a Redis Cluster of masters masters, each with
-// replicas replicas, the slots split evenly between the masters, and waits
-// until every node sees the whole cluster in state ok. It skips the test
-// when redis-server is not installed. args are given to every server.
+// replicas replicas (see redistest.StartCluster), with a client to
+// administer each node.
 func startRedisCluster(t testing.TB, masters, replicas int, args ...string) *redisCluster {
 	t.Helper()
-	rc := &redisCluster{t: t}
-	args = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10),
-		// A replica takes over however long ago it last heard its master.
-		"--cluster-replica-validity-factor", "0"}, args...)
-	for i := range masters * (1 + replicas) {
-		n := &redisNode{Server: redistest.Start(t, args...)}
-		n.admin = redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
-		t.Cleanup(func() { n.admin.Close() })
-		id, err := n.admin.ClusterMyID(bg).Result()
-		if err != nil {
-			t.Fatalf("rediscluster: CLUSTER MYID of %s: %v", n.Addr, err)
-		}
-		n.id = id
-		if i >= masters {
-			n.master = rc.nodes[(i-masters)%masters]
-		}
-		rc.nodes = append(rc.nodes, n)
+	rc := &redisCluster{t: t, c: redistest.StartCluster(t, masters, replicas, args...)}
+	of := map[*redistest.Node]*redisNode{}
+	for _, n := range rc.c.Nodes {
+		rn := &redisNode{Node: n, admin: redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})}
+		t.Cleanup(func() { rn.admin.Close() })
+		of[n] = rn
+		rc.nodes = append(rc.nodes, rn)
 	}
-	for i, n := range rc.masters() {
-		lo, hi := i*16384/masters, (i+1)*16384/masters-1
-		if err := n.admin.ClusterAddSlotsRange(bg, lo, hi).Err(); err != nil {
-			t.Fatalf("rediscluster: CLUSTER ADDSLOTSRANGE %d %d on %s: %v", lo, hi, n.Addr, err)
-		}
-	}
-	first := rc.nodes[0]
-	for _, n := range rc.nodes[1:] {
-		host, port, _ := net.SplitHostPort(n.Addr)
-		if err := first.admin.ClusterMeet(bg, host, port).Err(); err != nil {
-			t.Fatalf("rediscluster: CLUSTER MEET %s: %v", n.Addr, err)
-		}
-	}
-	for _, n := range rc.nodes {
-		if n.master == nil {
-			continue
-		}
-		// A replica can follow its master once it knows it.
-		var err error
-		if !waitFor(30*time.Second, func() bool {
-			err = n.admin.ClusterReplicate(bg, n.master.id).Err()
-			return err == nil
-		}) {
-			t.Fatalf("rediscluster: CLUSTER REPLICATE on %s: %v", n.Addr, err)
-		}
-	}
-	rc.waitOK(rc.nodes...)
-	for _, n := range rc.nodes {
-		if n.master == nil {
-			continue
-		}
-		// A replica that has not copied its master's data would not take
-		// over from it.
-		if !waitFor(30*time.Second, func() bool {
-			info, err := n.admin.Info(bg, "replication").Result()
-			return err == nil && strings.Contains(info, "master_link_status:up")
-		}) {
-			t.Fatalf("rediscluster: the replica %s did not copy its master %s within 30s", n.Addr, n.master.Addr)
-		}
+	for _, rn := range rc.nodes {
+		rn.master = of[rn.Master]
 	}
 	return rc
 }
@@ -115,40 +62,18 @@ func (rc *redisCluster) masters() []*redisNode {
 	return ms
 }
 
-// addrs returns the address of every node, for a ClusterClient to start
-// from.
-func (rc *redisCluster) addrs() []string {
-	var a []string
-	for _, n := range rc.nodes {
-		a = append(a, n.Addr)
-	}
-	return a
-}
+// addrs returns the address of every node.
+func (rc *redisCluster) addrs() []string { return rc.c.Addrs() }
 
-// waitOK waits until each of nodes says the cluster is ok, knows every node
-// and sees every slot served, and fails the test after 30s.
+// waitOK waits until each of nodes says the cluster is ok (see
+// redistest.Cluster.WaitOK).
 func (rc *redisCluster) waitOK(nodes ...*redisNode) {
 	rc.t.Helper()
-	var last string
-	if !waitFor(30*time.Second, func() bool {
-		for _, n := range nodes {
-			info, err := n.admin.ClusterInfo(bg).Result()
-			if err != nil {
-				last = fmt.Sprintf("%s: %v", n.Addr, err)
-				return false
-			}
-			for _, want := range []string{"cluster_state:ok", "cluster_slots_ok:16384",
-				"cluster_known_nodes:" + strconv.Itoa(len(rc.nodes))} {
-				if !strings.Contains(info, want) {
-					last = fmt.Sprintf("%s: no %s in\n%s", n.Addr, want, info)
-					return false
-				}
-			}
-		}
-		return true
-	}) {
-		rc.t.Fatalf("rediscluster: the cluster is not ok within 30s: %s", last)
+	ns := make([]*redistest.Node, len(nodes))
+	for i, n := range nodes {
+		ns[i] = n.Node
 	}
+	rc.c.WaitOK(ns...)
 }
 
 // owner returns the master that serves key's slot, as the first node that
@@ -173,7 +98,7 @@ func (rc *redisCluster) owner(key string) *redisNode {
 			}
 			for _, sn := range sh.Nodes {
 				for _, n := range rc.nodes {
-					if sn.Role == "master" && n.id == sn.ID {
+					if sn.Role == "master" && n.ID == sn.ID {
 						return n
 					}
 				}

@@ -34,10 +34,6 @@ var (
 	// permits are left out. While Redis cannot answer, the cluster's
 	// fallback decides.
 	AllowAll func(ctx context.Context, now int64, asks []Ask) (int, flow.Decision)
-	// OnRedisCluster reports whether c, a *redisflow.Cluster, runs on a
-	// Redis Cluster's client, whose keys of one request may lie in slots
-	// that one script run cannot span.
-	OnRedisCluster func(c any) bool
 )
 
 // Sum is a + b for counts of permits, which are not negative, saturating
