@@ -10,6 +10,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/redistest"
 )
 
 func BenchmarkBaselineTimeNow(b *testing.B) {
@@ -91,5 +92,30 @@ func BenchmarkHeapOfAMillionDistinctValues(b *testing.B) {
 		b.ReportMetric(float64(svc.memInUse()), "key-memory-bytes")
 		runtime.KeepAlive(svc)
 		b.StartTimer()
+	}
+}
+
+// Requests of one and of three descriptors decided over a redis-server that
+// the benchmark starts, on distinct values: the round trip and the script,
+// without gRPC.
+func BenchmarkDecideOverRedis(b *testing.B) {
+	srv := redistest.Start(b)
+	r, _ := sharedRig(b, srv, 1, map[string]string{"d.yaml": sharedConfig})
+	for _, n := range []int{1, 3} {
+		b.Run(strconv.Itoa(n)+"_descriptors", func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				v := "user-" + strconv.Itoa(i)
+				req := request("d", desc("wide", v))
+				if n == 3 {
+					req = request("d", desc("wide", v), desc("narrow", v), desc("a", v))
+				}
+				if _, err := r.svc.ShouldRateLimit(b.Context(), req); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }

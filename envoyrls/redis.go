@@ -19,9 +19,9 @@ import (
 //
 // It counts a request's windows together (jointly): one run of
 // redisflow's keyed script over every window the request is counted in,
-// all or none, atomic in Redis. The check before (left) is a read of each
-// window that counts nothing. While Redis cannot answer, the cluster's
-// fallback decides both.
+// all or none, atomic in Redis, which answers what each window had left
+// too (on a Redis Cluster, a run per slot). While Redis cannot answer, the
+// cluster's fallback decides.
 type shared struct {
 	c *redisflow.Cluster
 }
@@ -53,7 +53,11 @@ func (b *shared) allowAll(now int64, asks []ask) (int, flow.Decision) {
 	for i, a := range asks {
 		set[i] = clusterkeys.Ask{Limiter: a.w.(*sharedWindow).l, Key: redisKey(a.key), N: a.n}
 	}
-	return clusterkeys.AllowAll(context.Background(), now, set)
+	k, d := clusterkeys.AllowAll(context.Background(), now, set)
+	for i := range asks {
+		asks[i].room = set[i].Room
+	}
+	return k, d
 }
 
 // maxRedisKey is the longest key redisflow tells apart from the others: it

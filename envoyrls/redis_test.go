@@ -22,7 +22,7 @@ import (
 // through a cluster of its own that counts instances sharing the limits,
 // with the config files given. The service reads the system clock: Redis
 // decides on its own.
-func sharedRig(t *testing.T, srv *redistest.Server, instances int, files map[string]string) (*rig, *redisflow.Cluster) {
+func sharedRig(t testing.TB, srv *redistest.Server, instances int, files map[string]string) (*rig, *redisflow.Cluster) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
@@ -37,7 +37,7 @@ func sharedRig(t *testing.T, srv *redistest.Server, instances int, files map[str
 
 // rigOver serves a service whose windows are kept through c, with the
 // config files given.
-func rigOver(t *testing.T, c *redisflow.Cluster, files map[string]string) *rig {
+func rigOver(t testing.TB, c *redisflow.Cluster, files map[string]string) *rig {
 	t.Helper()
 	svc, err := New(Settings{Cluster: c, Logger: quietLogger()})
 	if err != nil {
@@ -268,6 +268,46 @@ func TestHitsThatSumPastMaxInt64AreRefusedOverRedis(t *testing.T) {
 	}
 	if s := c.Stats(); ok != 2 || !s.Healthy {
 		t.Errorf("then %d of 20 requests allowed in a minute under a limit of 2 (stats %+v); want 2, Redis healthy", ok, s)
+	}
+}
+
+// A request over Redis is one round trip, however many descriptors it has,
+// allowed or refused: the script that counts them answers what each had
+// left. Only a request served with a descriptor over its limit (in shadow
+// mode) takes a second, to count the others without it.
+func TestARequestOverRedisTakesOneRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	r, c := sharedRig(t, srv, 1, map[string]string{"d.yaml": sharedConfig + `  - key: quiet
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+    shadow_mode: true
+`})
+	trips := func(req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, uint64) {
+		t.Helper()
+		before := c.Stats().RoundTrips
+		resp, err := r.call(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, c.Stats().RoundTrips - before
+	}
+	three := request("d", desc("wide", "u"), desc("narrow", "u"), desc("a", "u"))
+	for i, want := range []struct {
+		code      rlsv3.RateLimitResponse_Code
+		remaining uint32 // narrow's
+	}{{ok, 1}, {ok, 0}, {over, 0}} {
+		resp, n := trips(three)
+		if n != 1 || resp.OverallCode != want.code || resp.Statuses[1].LimitRemaining != want.remaining {
+			t.Errorf("request %d of three descriptors: %d round trips, %v, narrow's remaining %d; want 1, %v, %d",
+				i, n, resp.OverallCode, resp.Statuses[1].LimitRemaining, want.code, want.remaining)
+		}
+	}
+	if resp, _ := trips(request("d", desc("wide", "u"))); resp.Statuses[0].LimitRemaining != 97 {
+		t.Errorf("wide's remaining %d; want 97: counted for the 2 allowed and this one", resp.Statuses[0].LimitRemaining)
+	}
+	trips(request("d", desc("quiet", "u")))
+	resp, n := trips(request("d", desc("wide", "v"), desc("quiet", "u")))
+	if n != 2 || resp.OverallCode != ok || resp.Statuses[0].LimitRemaining != 99 {
+		t.Errorf("with a shadow rule over its limit: %d round trips, %v, wide's remaining %d; want 2, OK, 99", n, resp.OverallCode, resp.Statuses[0].LimitRemaining)
 	}
 }
 

@@ -325,14 +325,18 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 	}
 
 	// First what each window has left, counting nothing; then, if the
-	// request is served, count it in each window it fits.
+	// request is served, count it in each window it fits. A joint backend
+	// reads what is left and counts in one step: the request as if every
+	// descriptor fits, all or none (see countAtOnce).
+	j, isJoint := s.windows.(joint)
+	read := isJoint && s.countAtOnce(j, now, items)
 	refused, quotas, quotasOver := false, 0, 0
 	for i := range items {
 		it := &items[i]
 		if !it.limited {
 			continue
 		}
-		if it.lim != nil {
+		if it.lim != nil && !(read && it.hits > 0) {
 			it.left = it.lim.left(now, it.key)
 			it.raw = it.left
 			for _, p := range it.prev {
@@ -367,7 +371,7 @@ func (s *Service) decide(now int64, req *rlsv3.RateLimitRequest) (*rlsv3.RateLim
 	if refused && !s.shadow {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	if j, ok := s.windows.(joint); ok && served {
+	if isJoint && served && !countedAll(items) {
 		served = s.countJointly(j, now, items)
 	}
 	for i := range items {
@@ -491,6 +495,58 @@ func (s *Service) status(now int64, it *item, served bool, st *rlsv3.RateLimitRe
 func setDuration(dur *durationpb.Duration, d time.Duration) {
 	dur.Seconds = int64(d / time.Second)
 	dur.Nanos = int32(d % time.Second)
+}
+
+// countAtOnce counts, through a joint backend, every descriptor of the
+// request with a window and hits, all or none, in the step that reads what
+// each has left, and sets each one's left, and its counted if all were
+// counted. The request is then decided as it would be had left been read
+// first: every descriptor fitted, or, when one did not, none was counted
+// and countJointly counts those that fit if the request is served. It
+// reports whether it read, and does not when a descriptor's rule changed
+// its limit within a unit: its previous window is read first.
+func (s *Service) countAtOnce(j joint, now int64, items []item) bool {
+	var asks []ask
+	for i := range items {
+		it := &items[i]
+		if !it.limited || it.lim == nil {
+			continue
+		}
+		for _, p := range it.prev {
+			if now < p.until {
+				return false
+			}
+		}
+		if it.hits > 0 {
+			asks = append(asks, ask{w: it.lim, key: it.key, n: it.hits})
+		}
+	}
+	if len(asks) == 0 {
+		return false
+	}
+	k, _ := j.allowAll(now, asks)
+	a := 0
+	for i := range items {
+		if it := &items[i]; it.limited && it.lim != nil && it.hits > 0 {
+			it.left, it.raw = asks[a].room, asks[a].room
+			if k < 0 {
+				it.counted = &allowedDecision
+			}
+			a++
+		}
+	}
+	return true
+}
+
+// countedAll reports whether every descriptor that fits and has hits in a
+// window was counted.
+func countedAll(items []item) bool {
+	for i := range items {
+		if it := &items[i]; it.limited && it.fits && it.lim != nil && it.hits > 0 && it.counted == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // countJointly counts, through a joint backend, every descriptor of a

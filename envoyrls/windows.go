@@ -34,15 +34,16 @@ type backend interface {
 type joint interface {
 	// allowAll counts every ask at now and returns -1 and an allowed
 	// decision; or the index of an ask that does not fit and its
-	// decision, nothing counted.
+	// decision, nothing counted. Either way it sets each ask's room.
 	allowAll(now int64, asks []ask) (int, flow.Decision)
 }
 
 // An ask is n hits of key in window w, one of the joint backend's.
 type ask struct {
-	w   window
-	key string
-	n   int64
+	w    window
+	key  string
+	n    int64
+	room int64 // what key had left in w before allowAll, as left says
 }
 
 // local keeps windows in the process: a flow.KeyedQPS each, every one

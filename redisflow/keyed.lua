@@ -44,6 +44,12 @@
 -- microseconds until its n fits it if nothing else were granted, at least
 -- 1. A lone integer, not an array, costs Redis less to return.
 --
+-- With one more argument, the string 'rooms', it returns {window, retry,
+-- now, room...}, window -1 and retry 0 when every n is granted, and after
+-- them each window's room before this call: its limit less what it held
+-- (negative when it holds more, a limit lowered). A key set's caller
+-- answers every key's room from this one call.
+--
 -- Redis 5 and later replicate a script by its effects, as one that reads
 -- TIME must be replicated; this script does not ask for it (limit.lua does,
 -- for older servers), which costs every call. It reads and writes its
@@ -54,6 +60,8 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local vals
 if #KEYS == 1 then vals = { redis.call('GET', KEYS[1]) } else vals = redis.call('MGET', unpack(KEYS)) end
 local refused, retry, counted = -1, 0, #KEYS
+local rooms
+if ARGV[4 * #KEYS + 1] == 'rooms' then rooms = {} end
 for j = 1, #KEYS do
   local key, v, a = KEYS[j], vals[j], 4 * j
   local n, limit, width, k = tonumber(ARGV[a - 3]), tonumber(ARGV[a - 2]), tonumber(ARGV[a - 1]), tonumber(ARGV[a])
@@ -74,6 +82,7 @@ for j = 1, #KEYS do
       base = sunpack('<i8', v, 9 + 8 * ((open - k - 1) % size))
     end
   end
+  if rooms then rooms[j] = limit - (top - base) end
   if top - base + n > limit then
     -- Bucket b leaves the window when bucket b+k+1 opens, freeing
     -- cum(b) - base: walk the oldest until they free enough.
@@ -120,7 +129,15 @@ for j = 1, #KEYS do
     end
   end
 end
-if refused < 0 then return now end
+local function answer()
+  local reply = { refused, retry, now }
+  for j = 1, #KEYS do reply[3 + j] = rooms[j] end
+  return reply
+end
+if refused < 0 then
+  if rooms then return answer() end
+  return now
+end
 for u = 1, counted do
   local old, a = vals[u], 4 * u
   local width, k = tonumber(ARGV[a - 1]), tonumber(ARGV[a])
@@ -134,4 +151,5 @@ for u = 1, counted do
     redis.call('DEL', KEYS[u])
   end
 end
+if rooms then return answer() end
 return { refused, retry, now }

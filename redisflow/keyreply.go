@@ -59,3 +59,34 @@ func decodeKeyedReply(v any, windows []keyWindow) (keyedReply, error) {
 	}
 	return keyedReply{}, fmt.Errorf("%w: the keyed script answered a %T; want an integer, or an array of %d integers", ErrMalformedReply, v, len(keyedRefusalFields))
 }
+
+// decodeRoomsReply checks and decodes the keyed script's answer with
+// rooms: the refusal's three integers, window -1 and retry 0 for a grant,
+// then each window's room before the call. A room above the window's limit
+// (limits[j]) is taken for the limit: no window holds less than nothing.
+func decodeRoomsReply(v any, windows []keyWindow, limits []int64) (keyedReply, []int64, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != len(keyedRefusalFields)+len(windows) {
+		return keyedReply{}, nil, fmt.Errorf("%w: the keyed script answered %T of %d elements; want an array of %d integers", ErrMalformedReply, v, len(a), len(keyedRefusalFields)+len(windows))
+	}
+	f := make([]int64, len(a))
+	for i, e := range a {
+		x, ok := e.(int64)
+		if !ok {
+			return keyedReply{}, nil, fmt.Errorf("%w: the keyed script's element %d is a %T; want an integer", ErrMalformedReply, i, e)
+		}
+		f[i] = x
+	}
+	rooms := f[len(keyedRefusalFields):]
+	for j := range rooms {
+		rooms[j] = min(rooms[j], limits[j])
+	}
+	if f[0] == -1 {
+		if f[1] != 0 || f[2] <= 0 {
+			return keyedReply{}, nil, fmt.Errorf("%w: the keyed script granted with retry %d at %dµs; want retry 0 at a positive time", ErrMalformedReply, f[1], f[2])
+		}
+		return keyedReply{window: -1, now: f[2]}, rooms, nil
+	}
+	r, err := decodeKeyedReply(a[:len(keyedRefusalFields)], windows)
+	return r, rooms, err
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -97,16 +99,21 @@ type keySetWindow struct {
 }
 
 // allowKeySet decides asks together, all or none: one run of the keyed script
-// over every window of every ask's key. On a Redis Cluster, whose keys of
-// one set may lie in several slots, it is one run per slot, in turn; a run
-// that refuses has the runs before it give their permits back. Asks of one
-// limiter and key, and any two that name one Redis string, are counted as
-// one of their summed permits. See clusterkeys.AllowAll.
+// over every window of every ask's key, which also answers each window's
+// room. On a Redis Cluster, whose keys of one set may lie in several
+// slots, it is one run per slot; if one refuses, every run that granted
+// gives its permits back. Asks of one limiter and key, and any two that
+// name one Redis string, are counted as one of their summed permits. See
+// clusterkeys.AllowAll.
 func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, flow.Decision) {
 	var c *Cluster
 	var keys []string
 	var ws []keySetWindow
 	index := map[string]int{} // a Redis key: its place in keys
+	refuse := func(i int, reason flow.Reason) (int, flow.Decision) {
+		roomsOf(ctx, now, asks)
+		return i, flow.Decision{Reason: reason}
+	}
 	for i, a := range asks {
 		if a.N <= 0 {
 			continue
@@ -116,7 +123,7 @@ func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, f
 		case c == nil:
 			c = l.c
 		case l.c != c:
-			return i, flow.Decision{Reason: flow.RateLimited}
+			return refuse(i, flow.RateLimited)
 		}
 		key := cut(a.Key)
 		for j, rk := range l.keys(key) {
@@ -125,13 +132,13 @@ func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, f
 				// ws[p].n is within the limit: the difference cannot
 				// overflow, where the sum could (a hostile count of 2^63-1).
 				if a.N > w.limitFor(key)-ws[p].n {
-					return i, flow.Decision{Reason: flow.ExceedsLimit}
+					return refuse(i, flow.ExceedsLimit)
 				}
 				ws[p].n += a.N
 				continue
 			}
 			if a.N > w.limitFor(key) {
-				return i, flow.Decision{Reason: flow.ExceedsLimit}
+				return refuse(i, flow.ExceedsLimit)
 			}
 			index[rk] = len(keys)
 			keys = append(keys, rk)
@@ -146,28 +153,64 @@ func allowKeySet(ctx context.Context, now int64, asks []clusterkeys.Ask) (int, f
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	room := make([]int64, len(keys)) // each window's room, before the call
 	var granted []grantedRun
+	refused, retry := -1, time.Duration(0)
+	var err error
 	for _, run := range runsOf(c, keys) {
-		r, err := countRun(rctx, c, keys, ws, asks, run)
-		if err == nil && r.window < 0 {
+		var r keyedReply
+		if r, err = countRun(rctx, c, keys, ws, asks, run, room); err != nil {
+			break
+		}
+		if r.window < 0 {
 			granted = append(granted, grantedRun{run: run, at: r.now})
+		} else if refused < 0 {
+			refused, retry = ws[run[r.window]].ask, r.retry
+		}
+	}
+	if err == nil && refused < 0 {
+		setRooms(asks, index, room)
+		return -1, allowed
+	}
+	// Refused, or Redis failed: what the runs counted is given back. A
+	// give-back that fails leaves it held, refused early.
+	failed := err
+	if gerr := giveBack(rctx, c, keys, ws, granted); failed == nil {
+		failed = gerr
+	}
+	if failed != nil && ctx.Err() == nil {
+		c.failed(failed)
+	}
+	if err != nil {
+		return fallbackAll(now, asks, c)
+	}
+	setRooms(asks, index, room)
+	return refused, flow.Decision{Reason: flow.RateLimited, RetryAfter: retry}
+}
+
+// setRooms sets each ask's room to the least room, at least 0, of the
+// windows of its key: room holds each Redis key's, by its place in index.
+func setRooms(asks []clusterkeys.Ask, index map[string]int, room []int64) {
+	for i, a := range asks {
+		if a.N <= 0 {
 			continue
 		}
-		// Refused, or Redis failed: what the runs before counted is given
-		// back. A give-back that fails leaves it held, refused early.
-		failed := err
-		if gerr := giveBack(rctx, c, keys, ws, granted); failed == nil {
-			failed = gerr
+		r := int64(math.MaxInt64)
+		for _, rk := range a.Limiter.(*KeyedLimiter).keys(cut(a.Key)) {
+			r = min(r, room[index[rk]])
 		}
-		if failed != nil && ctx.Err() == nil {
-			c.failed(failed)
-		}
-		if err != nil {
-			return fallbackAll(now, asks, c)
-		}
-		return ws[run[r.window]].ask, flow.Decision{Reason: flow.RateLimited, RetryAfter: r.retry}
+		asks[i].Room = max(r, 0)
 	}
-	return -1, allowed
+}
+
+// roomsOf sets the room of every ask of permits from its limiter, one
+// round trip each, for a set refused before it reached the script.
+func roomsOf(ctx context.Context, now int64, asks []clusterkeys.Ask) {
+	for i, a := range asks {
+		if a.N > 0 {
+			asks[i].Room = a.Limiter.(*KeyedLimiter).leftAt(ctx, now, a.Key)
+		}
+	}
 }
 
 // runsOf splits a key set's Redis keys into the runs of the keyed script
@@ -203,23 +246,33 @@ type grantedRun struct {
 	at  int64
 }
 
-// countRun runs the keyed script over the keys of run, all or none.
-func countRun(ctx context.Context, c *Cluster, keys []string, ws []keySetWindow, asks []clusterkeys.Ask, run []int) (keyedReply, error) {
+// countRun runs the keyed script over the keys of run, all or none, and
+// sets room[p], for each place p of run, to its window's room before.
+func countRun(ctx context.Context, c *Cluster, keys []string, ws []keySetWindow, asks []clusterkeys.Ask, run []int, room []int64) (keyedReply, error) {
 	rkeys := make([]string, len(run))
-	args := make([]any, 0, 4*len(run))
+	args := make([]any, 0, 4*len(run)+1)
 	windows := make([]keyWindow, len(run)) // for the reply's checks
+	limits := make([]int64, len(run))
 	for i, p := range run {
 		x := ws[p]
 		rkeys[i] = keys[p]
-		args = append(args, x.n, x.w.limitFor(cut(asks[x.ask].Key)), x.w.widthArg, x.w.bucketArg)
+		limits[i] = x.w.limitFor(cut(asks[x.ask].Key))
+		args = append(args, x.n, limits[i], x.w.widthArg, x.w.bucketArg)
 		windows[i] = *x.w
 	}
+	args = append(args, "rooms")
 	c.roundTrips.Add(1)
 	cmd := c.runAs(ctx, keyedScript, rkeys[0], rkeys, args...)
 	if err := cmd.Err(); err != nil {
 		return keyedReply{}, err
 	}
-	return decodeKeyedReply(cmd.Val(), windows)
+	r, rooms, err := decodeRoomsReply(cmd.Val(), windows, limits)
+	if err == nil {
+		for i, p := range run {
+			room[p] = rooms[i]
+		}
+	}
+	return r, err
 }
 
 // giveBack takes back what the runs of granted counted, for a key set
@@ -250,6 +303,11 @@ func giveBack(ctx context.Context, c *Cluster, keys []string, ws []keySetWindow,
 // counted (refused early, never allowed late).
 func fallbackAll(now int64, asks []clusterkeys.Ask, c *Cluster) (int, flow.Decision) {
 	c.fallbacks.Add(1)
+	for i, a := range asks {
+		if a.N > 0 {
+			asks[i].Room = a.Limiter.(*KeyedLimiter).fallbackLeft(now, cut(a.Key))
+		}
+	}
 	switch c.fallback {
 	case FailOpen:
 		return -1, allowed

@@ -26,6 +26,9 @@ func TestAKeySetOneKeyRefusesIsCountedInNone(t *testing.T) {
 		if j, d := clusterkeys.AllowAll(ctx, now, set); j != -1 || !d.Allowed {
 			t.Fatalf("set %d: refused by %d: %+v", i, j, d)
 		}
+		if set[0].Room != int64(100-i) || set[1].Room != int64(2-i) {
+			t.Fatalf("set %d: rooms %d and %d; want %d and %d, before it counted", i, set[0].Room, set[1].Room, 100-i, 2-i)
+		}
 	}
 	for range 3 {
 		if got := clusterkeys.Left(ctx, wide, now, "a"); got != 98 {
@@ -35,6 +38,9 @@ func TestAKeySetOneKeyRefusesIsCountedInNone(t *testing.T) {
 	j, d := clusterkeys.AllowAll(ctx, now, set)
 	if j != 1 || d.Allowed || d.Reason != flow.RateLimited || d.RetryAfter <= 0 {
 		t.Fatalf("third set: refused by %d, %+v; want 1, rate limited with a retry", j, d)
+	}
+	if set[0].Room != 98 || set[1].Room != 0 {
+		t.Errorf("third set: rooms %d and %d; want 98 and 0", set[0].Room, set[1].Room)
 	}
 	if got := clusterkeys.Left(ctx, wide, now, "a"); got != 98 {
 		t.Errorf("after the refusal, wide's room for a = %d; want 98: nothing counted", got)

@@ -15,11 +15,15 @@ import (
 )
 
 // An Ask is N permits of Key under every window of Limiter, a
-// *redisflow.KeyedLimiter.
+// *redisflow.KeyedLimiter. AllowAll sets Room.
 type Ask struct {
 	Limiter any
 	Key     string
 	N       int64
+	// Room is what Key had left under every window, at least 0, before
+	// AllowAll counted: Left's answer, read in the same step. It is not
+	// set for an ask of no permits.
+	Room int64
 }
 
 var (
@@ -30,9 +34,9 @@ var (
 	Left func(ctx context.Context, l any, now int64, key string) int64
 	// AllowAll counts every ask at now, all or none, and returns -1 and an
 	// allowed decision; or the index of an ask refused and its decision,
-	// nothing counted. Every limiter must be of one cluster. Asks of no
-	// permits are left out. While Redis cannot answer, the cluster's
-	// fallback decides.
+	// nothing counted. Either way it sets each ask's Room. Every limiter
+	// must be of one cluster. Asks of no permits are left out. While Redis
+	// cannot answer, the cluster's fallback decides.
 	AllowAll func(ctx context.Context, now int64, asks []Ask) (int, flow.Decision)
 )
 
