@@ -150,6 +150,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var down = make(chan struct{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newServeCollector(svc))
+	if settings.Cluster != nil {
+		reg.MustRegister(newRedisCollector(settings.Cluster))
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/json", svc.JSONHandler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
