@@ -194,6 +194,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		log.Error("a server stopped", "err", err)
 		status = 1
 	}
+	log.Info("stopping: finishing the requests in flight", "grace", grace.String())
 	stopping.Do(func() { close(down) })
 	hs.Shutdown() // every service NOT_SERVING
 	shutdown, done := context.WithTimeout(context.Background(), *grace)

@@ -40,6 +40,7 @@ func (l *lockedBuffer) String() string {
 // A served is a slidegate serve that a test started, on loopback ports.
 type served struct {
 	grpc, http string
+	dir        string // the config directory
 	stderr     *lockedBuffer
 	client     rlsv3.RateLimitServiceClient
 	stop       func() int // stops it and returns its status
@@ -59,7 +60,7 @@ func startServe(t *testing.T, files map[string]string, args ...string) *served {
 	serveReady = func(g, h string) { ready <- addrs{g, h} }
 	t.Cleanup(func() { serveReady = nil })
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &served{stderr: &lockedBuffer{}}
+	s := &served{dir: dir, stderr: &lockedBuffer{}}
 	status := make(chan int, 1)
 	go func() {
 		all := append([]string{"--config", dir, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...)
