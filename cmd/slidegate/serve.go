@@ -36,8 +36,11 @@ at most requests_per_unit in any window of one unit, wherever it starts.
 DIR is reloaded when it changes; a config with a problem is logged and the
 one in force stays. A config with a problem at the start is an error.
 
-gRPC also serves the health service; HTTP serves GET /healthcheck, and
-Prometheus metrics on GET /metrics: hits by domain, rule and outcome. On
+gRPC also serves the health service; HTTP serves GET /healthcheck,
+Prometheus metrics on GET /metrics (hits by domain, rule and outcome),
+and a live dashboard on GET /dashboard: per rule, the hits, over-limit,
+near-limit and shadow hits a second, the key memory, the configs loaded
+and refused, and Redis's health. On
 SIGINT or SIGTERM both report not serving, and the servers finish the
 requests in flight (for at most --grace) before they stop.
 
@@ -165,6 +168,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	mux := http.NewServeMux()
 	mux.Handle("/json", svc.JSONHandler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mountDashboard(mux, svc, settings.Cluster)
 	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-down:
