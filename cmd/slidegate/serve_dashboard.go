@@ -69,7 +69,7 @@ type dashboardRule struct {
 	Shadow uint64 `json:"shadow"`
 }
 
-// dashboardState reads what the service (and its cluster, if not nil)
+// readDashboard reads what the service (and its cluster, if not nil)
 // counted so far.
 func readDashboard(svc *envoyrls.Service, c *redisflow.Cluster, now time.Time) dashboardState {
 	st := svc.Stats()
