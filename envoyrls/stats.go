@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ type RuleStats struct {
 	// Hits are the hits asked. Each is WithinLimit, OverLimit (refused),
 	// or ShadowMode (over the limit of a rule in shadow mode, allowed).
 	Hits, WithinLimit, OverLimit, ShadowMode uint64
+	// NearLimit counts the hits within the limit that took their key's
+	// window past 80 % of the limit, as envoyproxy/ratelimit's near_limit
+	// with its default NEAR_LIMIT_RATIO.
+	NearLimit uint64
 }
 
 // A series counts the hits of one stats key.
@@ -54,6 +59,7 @@ type series struct {
 	domain, key                    string
 	byValue                        bool
 	hits, within, over, shadowMode atomic.Uint64
+	near                           atomic.Uint64
 }
 
 // A seriesKey is the domain and the key of a series.
@@ -126,7 +132,31 @@ func (s *series) count(it *item, over bool) {
 		s.shadowMode.Add(uint64(it.hits))
 	default:
 		s.within.Add(uint64(it.hits))
+		if n := nearLimit(it); n > 0 {
+			s.near.Add(n)
+		}
 	}
+}
+
+// nearLimitRatio is the share of a limit past which hits within it are
+// near it: envoyproxy/ratelimit's default NEAR_LIMIT_RATIO, in float32 as
+// there, so that the threshold is the same for every limit.
+const nearLimitRatio float32 = 0.8
+
+// nearLimit returns how many of a descriptor's hits, within its limit,
+// took its key's use past the near threshold, floor(limit x 0.8). The
+// use before them is what the key's window holds (less what it has left)
+// and what earlier descriptors of the same key in the request ask: of a
+// limit of 10, a key holding 7 that asks 3 more has 2 near.
+func nearLimit(it *item) uint64 {
+	limit := int64(it.answer.GetRequestsPerUnit())
+	threshold := int64(math.Floor(float64(float32(limit) * nearLimitRatio)))
+	before := max(limit-it.left, 0) + it.need - it.hits
+	after := before + it.hits
+	if it.hits <= 0 || after <= threshold {
+		return 0
+	}
+	return uint64(after - max(before, threshold))
 }
 
 // ruleKey is a rule's stats key below its domain.
@@ -179,6 +209,7 @@ func (s *Service) Stats() Stats {
 		st.Rules = append(st.Rules, RuleStats{
 			Domain: x.domain, Key: x.key, Hits: x.hits.Load(),
 			WithinLimit: x.within.Load(), OverLimit: x.over.Load(), ShadowMode: x.shadowMode.Load(),
+			NearLimit: x.near.Load(),
 		})
 	}
 	slices.SortFunc(st.Rules, func(a, b RuleStats) int {

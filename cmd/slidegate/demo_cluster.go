@@ -43,31 +43,6 @@ func joinCluster(addr string, log *slog.Logger) (*redisflow.Cluster, func(), err
 	return c, func() { _ = c.Close(); _ = rdb.Close() }, nil
 }
 
-// The service's cluster (slidegate serve --redis): every instance on one
-// Redis shares the windows kept under servePrefix. A decision waits for
-// Redis at most serveTimeout, then falls back to the instance's share.
-const (
-	servePrefix  = "slidegate-rls"
-	serveTimeout = 100 * time.Millisecond
-	// serveConns is the client's pool: the requests decided at once, each
-	// a round trip to Redis per window checked and one to count them.
-	serveConns = 256
-)
-
-// joinServeCluster returns the service's cluster over Redis at addr, and
-// what closes it, as joinCluster does the demo's.
-func joinServeCluster(addr string, log *slog.Logger) (*redisflow.Cluster, func(), error) {
-	quietRedis.Do(func() { redis.SetLogger(discardRedisLog{}) })
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: serveConns})
-	c, err := redisflow.New(rdb, redisflow.WithPrefix(servePrefix), redisflow.WithTimeout(serveTimeout),
-		redisflow.WithFallback(redisflow.Local), redisflow.WithLogger(log))
-	if err != nil {
-		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("--redis %s: %w", addr, err)
-	}
-	return c, func() { _ = c.Close(); _ = rdb.Close() }, nil
-}
-
 // clusterWide returns rules whose QPS rules are cluster-wide: in the
 // demo's own rules, the orders' 100 a second and their per-user 20 a
 // second and 900 a minute. The other kinds of rule cannot be (a

@@ -36,8 +36,11 @@ at most requests_per_unit in any window of one unit, wherever it starts.
 DIR is reloaded when it changes; a config with a problem is logged and the
 one in force stays. A config with a problem at the start is an error.
 
-gRPC also serves the health service; HTTP serves GET /healthcheck, and
-Prometheus metrics on GET /metrics: hits by domain, rule and outcome. On
+gRPC also serves the health service; HTTP serves GET /healthcheck,
+Prometheus metrics on GET /metrics (hits by domain, rule and outcome),
+and a live dashboard on GET /dashboard: per rule, the hits, over-limit,
+near-limit and shadow hits a second, the key memory, the configs loaded
+and refused, and Redis's health. On
 SIGINT or SIGTERM both report not serving, and the servers finish the
 requests in flight (for at most --grace) before they stop.
 
@@ -45,7 +48,11 @@ With --redis ADDR, the windows are kept in that Redis, shared by every
 instance given it: the limits hold across them all, and a request's
 windows are counted together, all or none. While Redis is down, each
 instance limits on its own to its share of each limit, the instances
-counted through a heartbeat key, until Redis is back.
+counted through a heartbeat key, until Redis is back. ADDR is host:port,
+or a URL: redis://user@host:port/db, rediss:// for TLS. The password is
+read from $SLIDEGATE_REDIS_PASSWORD (or the URL's, which ps shows).
+/metrics then tells whether Redis is up, and its round trips, failures
+and the decisions its fallback made.
 
 Flags:
 `
@@ -72,7 +79,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	memory := fs.String("key-memory", "64MiB", "the heap the per-key windows may hold together (KiB, MiB, GiB)")
 	shadow := fs.Bool("shadow", false, "answer OK to every request; the statuses still tell each decision (SHADOW_MODE)")
 	headers := fs.Bool("headers", false, "add RateLimit-Limit, -Remaining and -Reset to the answers (LIMIT_RESPONSE_HEADERS_ENABLED)")
-	redisAddr := fs.String("redis", "", "keep the windows in the Redis at this address (host:port), shared by every instance given it")
+	redisAddr := fs.String("redis", "", "keep the windows in this Redis, shared by every instance given it: host:port, or redis://[user@]host:port/db (rediss:// for TLS); the password from $"+redisPasswordEnv)
 	grace := fs.Duration("grace", 10*time.Second, "how long the requests in flight may take to finish at shutdown")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -93,7 +100,12 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	settings := envoyrls.Settings{KeyMemory: mem, ShadowMode: *shadow, Headers: *headers, Logger: log}
 	if *redisAddr != "" {
-		c, closeCluster, err := joinServeCluster(*redisAddr, log)
+		o, err := redisOptions(*redisAddr, os.Getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
+			return 2
+		}
+		c, closeCluster, err := joinServeCluster(o, *redisAddr, log)
 		if err != nil {
 			fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
 			return 2
@@ -150,9 +162,13 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var down = make(chan struct{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newServeCollector(svc))
+	if settings.Cluster != nil {
+		reg.MustRegister(newRedisCollector(settings.Cluster))
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/json", svc.JSONHandler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mountDashboard(mux, svc, settings.Cluster)
 	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-down:
@@ -166,7 +182,11 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	errs := make(chan error, 2)
 	go func() { errs <- gs.Serve(gl) }()
 	go func() { errs <- web.Serve(hl) }()
-	log.Info("serving", "grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", *dir)
+	attrs := []any{"grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", *dir}
+	if *redisAddr != "" {
+		attrs = append(attrs, "redis", redactRedis(*redisAddr))
+	}
+	log.Info("serving", attrs...)
 	if serveReady != nil {
 		serveReady(gl.Addr().String(), hl.Addr().String())
 	}
@@ -178,6 +198,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		log.Error("a server stopped", "err", err)
 		status = 1
 	}
+	log.Info("stopping: finishing the requests in flight", "grace", grace.String())
 	stopping.Do(func() { close(down) })
 	hs.Shutdown() // every service NOT_SERVING
 	shutdown, done := context.WithTimeout(context.Background(), *grace)

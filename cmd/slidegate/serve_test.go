@@ -102,6 +102,7 @@ func TestServeAnswersEnvoyAndStopsGracefully(t *testing.T) {
 	for _, want := range []string{
 		`slidegate_ratelimit_hits_total{domain="edge",outcome="over_limit",rule="remote_address"} 2`,
 		`slidegate_ratelimit_hits_total{domain="edge",outcome="within_limit",rule="remote_address"} 2`,
+		`slidegate_ratelimit_near_limit_total{domain="edge",rule="remote_address"} 1`,
 		`slidegate_ratelimit_requests_total{code="OVER_LIMIT"} 2`,
 		`slidegate_ratelimit_key_memory_limit_bytes 6.7108864e+07`,
 		`slidegate_ratelimit_config_loads_total{result="loaded"} 1`,

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slidegate/slidegate/redisflow"
+)
+
+// The service's cluster (slidegate serve --redis): every instance on one
+// Redis shares the windows kept under servePrefix. A decision waits for
+// Redis at most serveTimeout, then falls back to the instance's share.
+const (
+	servePrefix  = "slidegate-rls"
+	serveTimeout = 100 * time.Millisecond
+	// serveConns is the client's pool: the requests decided at once, each
+	// a round trip to Redis per window checked and one to count them.
+	serveConns = 256
+)
+
+// redisPasswordEnv names the environment variable of Redis's password,
+// so that it is not on the command line, where ps shows it.
+const redisPasswordEnv = "SLIDEGATE_REDIS_PASSWORD"
+
+// redisOptions reads the value of --redis: host:port, or a URL
+// (redis://user:password@host:port/db, rediss:// for TLS, with go-redis's
+// query options), the password of getenv(redisPasswordEnv) replacing the
+// URL's if set. Its error names the flag and the value, the password
+// hidden.
+func redisOptions(value string, getenv func(string) string) (*redis.Options, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("--redis %q: %s", redactRedis(value), redactIn(why, value, getenv(redisPasswordEnv)))
+	}
+	var o *redis.Options
+	if strings.Contains(value, "://") {
+		var err error
+		o, err = redis.ParseURL(value)
+		if err != nil {
+			if ue, ok := errors.AsType[*url.Error](err); ok {
+				err = ue.Err // without the URL, which holds the password
+			}
+			return nil, bad(strings.TrimPrefix(err.Error(), "redis: ") +
+				": write host:port, or a URL such as redis://user@host:6379/0 (rediss:// for TLS)")
+		}
+	} else {
+		_, port, err := net.SplitHostPort(value)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			return nil, bad("not host:port nor a redis:// or rediss:// URL")
+		}
+		o = &redis.Options{Addr: value}
+	}
+	if p := getenv(redisPasswordEnv); p != "" {
+		o.Password = p
+	}
+	o.ContextTimeoutEnabled = true // the cluster's timeout bounds each call
+	if o.PoolSize == 0 {
+		o.PoolSize = serveConns
+	}
+	return o, nil
+}
+
+// passwordIn returns where the password of the user information of a
+// --redis value lies, value[i:j], whether or not the value parses; ok is
+// false if it has none.
+func passwordIn(value string) (i, j int, ok bool) {
+	rest := value
+	if _, after, found := strings.Cut(value, "://"); found {
+		rest = after
+	}
+	host := rest
+	if k := strings.IndexAny(rest, "/?#"); k >= 0 {
+		host = rest[:k]
+	}
+	at := strings.LastIndex(host, "@")
+	colon := strings.Index(host, ":")
+	if at < 0 || colon < 0 || colon > at {
+		return 0, 0, false
+	}
+	off := len(value) - len(rest)
+	return off + colon + 1, off + at, true
+}
+
+// redactRedis returns the value of --redis with its password, if any,
+// replaced by xxxxx, as net/url's URL.Redacted does.
+func redactRedis(value string) string {
+	i, j, ok := passwordIn(value)
+	if !ok {
+		return value
+	}
+	return value[:i] + "xxxxx" + value[j:]
+}
+
+// redactIn returns s with each secret, and the password of value, as
+// written and decoded, replaced by xxxxx.
+func redactIn(s, value string, secrets ...string) string {
+	if i, j, ok := passwordIn(value); ok {
+		secrets = append(secrets, value[i:j])
+		if dec, err := url.PathUnescape(value[i:j]); err == nil {
+			secrets = append(secrets, dec)
+		}
+	}
+	for _, x := range secrets {
+		if x != "" {
+			s = strings.ReplaceAll(s, x, "xxxxx")
+		}
+	}
+	return s
+}
+
+// joinServeCluster returns the service's cluster over the Redis of o, and
+// what closes it. value is the one of --redis, named in an error, its
+// password and o's hidden. A Redis that cannot be reached is no error: the cluster falls
+// back until it can. One that refuses the cluster's commands (a password,
+// the ACL) is, as redisflow.New says.
+func joinServeCluster(o *redis.Options, value string, log *slog.Logger) (*redisflow.Cluster, func(), error) {
+	quietRedis.Do(func() { redis.SetLogger(discardRedisLog{}) })
+	rdb := redis.NewClient(o)
+	c, err := redisflow.New(rdb, redisflow.WithPrefix(servePrefix), redisflow.WithTimeout(serveTimeout),
+		redisflow.WithFallback(redisflow.Local), redisflow.WithLogger(log))
+	if err != nil {
+		_ = rdb.Close()
+		return nil, nil, fmt.Errorf("--redis %q: %s", redactRedis(value), redactIn(err.Error(), value, o.Password))
+	}
+	return c, func() { _ = c.Close(); _ = rdb.Close() }, nil
+}
