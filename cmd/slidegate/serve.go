@@ -51,7 +51,10 @@ instance limits on its own to its share of each limit, the instances
 counted through a heartbeat key, until Redis is back. ADDR is host:port,
 or a URL: redis://user@host:port/db, rediss:// for TLS. The password is
 read from $SLIDEGATE_REDIS_PASSWORD (or the URL's, which ps shows).
-/metrics then tells whether Redis is up, and its round trips, failures
+With --redis-cluster ADDRS, they are kept in a Redis Cluster, found from
+some of its nodes: host:port,host:port, or a URL whose addr parameters
+name more. A request's windows in several slots are counted a slot at a
+time, a refusal giving back what was counted. /metrics then tells whether Redis is up, and its round trips, failures
 and the decisions its fallback made.
 
 Flags:
@@ -80,6 +83,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	shadow := fs.Bool("shadow", false, "answer OK to every request; the statuses still tell each decision (SHADOW_MODE)")
 	headers := fs.Bool("headers", false, "add RateLimit-Limit, -Remaining and -Reset to the answers (LIMIT_RESPONSE_HEADERS_ENABLED)")
 	redisAddr := fs.String("redis", "", "keep the windows in this Redis, shared by every instance given it: host:port, or redis://[user@]host:port/db (rediss:// for TLS); the password from $"+redisPasswordEnv)
+	redisCluster := fs.String("redis-cluster", "", "keep the windows in this Redis Cluster, as --redis does: host:port,host:port of some of its nodes, or redis://[user@]host:port?addr=host:port (rediss:// for TLS)")
 	grace := fs.Duration("grace", 10*time.Second, "how long the requests in flight may take to finish at shutdown")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,13 +103,8 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	settings := envoyrls.Settings{KeyMemory: mem, ShadowMode: *shadow, Headers: *headers, Logger: log}
-	if *redisAddr != "" {
-		o, err := redisOptions(*redisAddr, os.Getenv)
-		if err != nil {
-			fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
-			return 2
-		}
-		c, closeCluster, err := joinServeCluster(o, *redisAddr, log)
+	if *redisAddr != "" || *redisCluster != "" {
+		c, closeCluster, err := serveRedis(*redisAddr, *redisCluster, log)
 		if err != nil {
 			fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
 			return 2
@@ -185,6 +184,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	attrs := []any{"grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", *dir}
 	if *redisAddr != "" {
 		attrs = append(attrs, "redis", redactRedis(*redisAddr))
+	}
+	if *redisCluster != "" {
+		attrs = append(attrs, "redis-cluster", redactRedis(*redisCluster))
 	}
 	log.Info("serving", attrs...)
 	if serveReady != nil {

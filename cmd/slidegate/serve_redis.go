@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,47 @@ func redisOptions(value string, getenv func(string) string) (*redis.Options, err
 	return o, nil
 }
 
+// redisClusterOptions reads the value of --redis-cluster: the addresses
+// of some of a Redis Cluster's nodes, host:port,host:port..., or a URL
+// (redis://user:password@host:port?addr=host:port&addr=..., rediss:// for
+// TLS, with go-redis's query options), the password of
+// getenv(redisPasswordEnv) replacing the URL's if set. Its error names the
+// flag and the value, the password hidden.
+func redisClusterOptions(value string, getenv func(string) string) (*redis.ClusterOptions, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("--redis-cluster %q: %s", redactRedis(value), redactIn(why, value, getenv(redisPasswordEnv)))
+	}
+	var o *redis.ClusterOptions
+	if strings.Contains(value, "://") {
+		var err error
+		o, err = redis.ParseClusterURL(value)
+		if err != nil {
+			if ue, ok := errors.AsType[*url.Error](err); ok {
+				err = ue.Err // without the URL, which holds the password
+			}
+			return nil, bad(strings.TrimPrefix(err.Error(), "redis: ") +
+				": write host:port,host:port, or a URL such as redis://user@host:6379?addr=host2:6379 (rediss:// for TLS)")
+		}
+	} else {
+		o = &redis.ClusterOptions{}
+		for _, a := range strings.Split(value, ",") {
+			_, port, err := net.SplitHostPort(a)
+			if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+				return nil, bad(fmt.Sprintf("%q is not host:port; write host:port,host:port, or a redis:// or rediss:// URL", a))
+			}
+			o.Addrs = append(o.Addrs, a)
+		}
+	}
+	if p := getenv(redisPasswordEnv); p != "" {
+		o.Password = p
+	}
+	o.ContextTimeoutEnabled = true // the cluster's timeout bounds each call
+	if o.PoolSize == 0 {
+		o.PoolSize = serveConns
+	}
+	return o, nil
+}
+
 // passwordIn returns where the password of the user information of a
 // --redis value lies, value[i:j], whether or not the value parses; ok is
 // false if it has none.
@@ -115,19 +157,45 @@ func redactIn(s, value string, secrets ...string) string {
 	return s
 }
 
-// joinServeCluster returns the service's cluster over the Redis of o, and
-// what closes it. value is the one of --redis, named in an error, its
-// password and o's hidden. A Redis that cannot be reached is no error: the cluster falls
-// back until it can. One that refuses the cluster's commands (a password,
-// the ACL) is, as redisflow.New says.
-func joinServeCluster(o *redis.Options, value string, log *slog.Logger) (*redisflow.Cluster, func(), error) {
+// A redisClient is a client of one Redis or of a Redis Cluster.
+type redisClient interface {
+	redis.Scripter
+	Close() error
+}
+
+// joinServeCluster returns the service's cluster over rdb, and what closes
+// both. flag and value are the flag that named the Redis and its value,
+// named in an error, its password and password hidden. A Redis that cannot
+// be reached is no error: the cluster falls back until it can. One that
+// refuses the cluster's commands (a password, the ACL) is, as redisflow.New
+// says.
+func joinServeCluster(rdb redisClient, flag, value, password string, log *slog.Logger) (*redisflow.Cluster, func(), error) {
 	quietRedis.Do(func() { redis.SetLogger(discardRedisLog{}) })
-	rdb := redis.NewClient(o)
 	c, err := redisflow.New(rdb, redisflow.WithPrefix(servePrefix), redisflow.WithTimeout(serveTimeout),
 		redisflow.WithFallback(redisflow.Local), redisflow.WithLogger(log))
 	if err != nil {
 		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("--redis %q: %s", redactRedis(value), redactIn(err.Error(), value, o.Password))
+		return nil, nil, fmt.Errorf("%s %q: %s", flag, redactRedis(value), redactIn(err.Error(), value, password))
 	}
 	return c, func() { _ = c.Close(); _ = rdb.Close() }, nil
+}
+
+// serveRedis returns the service's cluster as --redis or --redis-cluster
+// (one of them not empty) ask, and what closes it.
+func serveRedis(single, cluster string, log *slog.Logger) (*redisflow.Cluster, func(), error) {
+	if single != "" && cluster != "" {
+		return nil, nil, errors.New("--redis and --redis-cluster: give one of them")
+	}
+	if cluster != "" {
+		o, err := redisClusterOptions(cluster, os.Getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		return joinServeCluster(redis.NewClusterClient(o), "--redis-cluster", cluster, o.Password, log)
+	}
+	o, err := redisOptions(single, os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return joinServeCluster(redis.NewClient(o), "--redis", single, o.Password, log)
 }

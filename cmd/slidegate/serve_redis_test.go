@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,19 @@ import (
 // limits: what one allowed, the other counts.
 func TestServeWithRedisSharesTheLimitsBetweenInstances(t *testing.T) {
 	srv := redistest.Start(t)
+	twoInstancesShareALimit(t, "--redis", srv.Addr)
+}
+
+// Two instances given a Redis Cluster of three masters (--redis-cluster,
+// the addresses of its nodes) share its limits too.
+func TestServeWithARedisClusterSharesTheLimitsBetweenInstances(t *testing.T) {
+	rc := redistest.StartCluster(t, 3, 0)
+	twoInstancesShareALimit(t, "--redis-cluster", strings.Join(rc.Addrs(), ","))
+}
+
+// twoInstancesShareALimit runs two instances of slidegate serve given
+// flag value, and checks that they share a limit of 2 a minute.
+func twoInstancesShareALimit(t *testing.T, flag, value string) {
 	dir := t.TempDir()
 	cfg := "domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"
 	if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte(cfg), 0o644); err != nil {
@@ -37,7 +51,7 @@ func TestServeWithRedisSharesTheLimitsBetweenInstances(t *testing.T) {
 	for range 2 {
 		var stderr bytes.Buffer
 		wg.Go(func() {
-			args := []string{"--config", dir, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--redis", srv.Addr}
+			args := []string{"--config", dir, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", flag, value}
 			if status := serveUntil(ctx, args, &bytes.Buffer{}, &stderr); status != 0 {
 				t.Errorf("status %d: %s", status, stderr.String())
 			}

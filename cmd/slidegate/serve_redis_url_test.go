@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -12,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,6 +84,48 @@ func TestRedisFlagRefusesABadValueNamingItWithoutThePassword(t *testing.T) {
 		if !strings.Contains(msg, c.want) || strings.Contains(msg, "s3cret") || strings.Contains(msg, "s3/cret") {
 			t.Errorf("%q: error %q, want it to contain %q and no password", c.value, msg, c.want)
 		}
+	}
+}
+
+// --redis-cluster takes the addresses of some of a Redis Cluster's nodes,
+// or a URL that names more in addr parameters; a bad value is refused
+// naming the flag and the value, the password hidden, and so is giving
+// both --redis and --redis-cluster.
+func TestRedisClusterFlagTakesAddressesOrAURL(t *testing.T) {
+	none := func(string) string { return "" }
+	for _, c := range []struct {
+		value, password string
+		addrs           []string
+		tls             bool
+	}{
+		{value: "10.0.0.1:7000", addrs: []string{"10.0.0.1:7000"}},
+		{value: "a:7000,b:7001,[::1]:7002", addrs: []string{"a:7000", "b:7001", "[::1]:7002"}},
+		{value: "rediss://:s3cret@a:7000?addr=b:7001&addr=c:7002", password: "s3cret", addrs: []string{"a:7000", "b:7001", "c:7002"}, tls: true},
+	} {
+		o, err := redisClusterOptions(c.value, none)
+		if err != nil {
+			t.Errorf("%q: %v", c.value, err)
+			continue
+		}
+		if !slices.Equal(o.Addrs, c.addrs) || o.Password != c.password || (o.TLSConfig != nil) != c.tls || o.PoolSize != serveConns || !o.ContextTimeoutEnabled {
+			t.Errorf("%q: addrs %q password %q TLS %v pool %d timeouts %v", c.value, o.Addrs, o.Password, o.TLSConfig != nil, o.PoolSize, o.ContextTimeoutEnabled)
+		}
+	}
+	for _, c := range []struct{ value, want string }{
+		{"a:7000,b", `--redis-cluster "a:7000,b": "b" is not host:port`},
+		{"a:7000,,b:7001", `--redis-cluster "a:7000,,b:7001": "" is not host:port`},
+		{"http://a:7000", `--redis-cluster "http://a:7000": invalid URL scheme: http`},
+		{"redis://:s3cret@a:7000?nope=1", `--redis-cluster "redis://:xxxxx@a:7000?nope=1": unexpected option: nope`},
+	} {
+		_, err := redisClusterOptions(c.value, none)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: error %v; want it to contain %q and no password", c.value, err, c.want)
+		}
+	}
+	var stderr bytes.Buffer
+	args := []string{"--config", t.TempDir(), "--redis", "a:6379", "--redis-cluster", "b:7000"}
+	if status := serveUntil(context.Background(), args, &bytes.Buffer{}, &stderr); status != 2 || !strings.Contains(stderr.String(), "give one of them") {
+		t.Errorf("both flags: status %d, %q; want 2 and an error saying to give one", status, stderr.String())
 	}
 }
 
