@@ -18,6 +18,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/config"
 )
 
@@ -114,6 +115,8 @@ type Cluster struct {
 	heartbeat  time.Duration
 	probeMin   time.Duration
 	probeMax   time.Duration
+	keyMemory  *flow.KeyMemory // the keyed limiters' Local fallbacks draw from it; nil: one each
+	ownKeyMem  bool            // keyMemory came from WithKeyMemory
 
 	instances atomic.Int64 // configured, or last discovered (at least 1)
 	down      atomic.Bool
@@ -165,6 +168,15 @@ func WithFallback(f FallbackPolicy) Option { return func(c *Cluster) { c.fallbac
 // discover each other through a heartbeat key. An instance that has never
 // reached Redis counts 1, itself, and so falls back to the whole limit.
 func WithInstances(n int) Option { return func(c *Cluster) { c.configured = int64(n) } }
+
+// WithKeyMemory makes the [Local] fallbacks of every [KeyedLimiter] of the
+// cluster draw their per-key windows from m, so that a flood of keys while
+// Redis is down holds at most m's bytes in all. Without it, each keyed
+// limiter's fallback has a budget of its own, as [flow.NewKeyedQPS] gives
+// one. m must not be nil.
+func WithKeyMemory(m *flow.KeyMemory) Option {
+	return func(c *Cluster) { c.keyMemory, c.ownKeyMem = m, true }
+}
 
 // withHeartbeat sets how often an instance renews its heartbeat (default
 // 1s), between 1ms (more often would keep Redis busy for nothing) and 24h,
@@ -343,6 +355,8 @@ func (c *Cluster) check() error {
 		return bad("clock = nil: must not be nil")
 	case c.ownLog && c.log == nil:
 		return bad("logger = nil: must not be nil; leave WithLogger out for the default, or give slog.New(slog.DiscardHandler) to log nothing")
+	case c.ownKeyMem && c.keyMemory == nil:
+		return bad("key memory = nil: must not be nil; leave WithKeyMemory out for a budget per keyed limiter")
 	case c.ownID && c.id == "":
 		return bad(`instance id = "": must not be empty; leave the instance id out for the default`)
 	case c.fallback > FailClosed:

@@ -192,7 +192,7 @@ func (c *Cluster) NewKeyedLimiter(name string, windows []flow.KeyWindow) (*Keyed
 	// The Local fallback's constructor judges what is left (the limits and
 	// the overrides' limits), and the fallback is ready for the instances
 	// known now.
-	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: copied, Clock: c.clock})
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: copied, KeyMemory: c.keyMemory, Clock: c.clock})
 	if err != nil {
 		return bad("%w", err)
 	}
@@ -386,7 +386,7 @@ func (l *KeyedLimiter) localFor(instances int64) *keyedFallback {
 			}
 		}
 	}
-	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: windows, Clock: l.c.clock})
+	q, err := flow.NewKeyedQPS(flow.KeyedQPSSettings{Windows: windows, KeyMemory: l.c.keyMemory, Clock: l.c.clock})
 	if err != nil {
 		// Smaller limits than NewKeyedLimiter's constructor accepted:
 		// cannot fail. Keep deciding with the fallback there is.

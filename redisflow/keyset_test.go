@@ -3,11 +3,13 @@ package redisflow
 import (
 	"context"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/clusterkeys"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/internal/redistest"
 )
 
@@ -84,6 +86,34 @@ func TestAKeySetWhileRedisIsDownIsTheLocalFallbacks(t *testing.T) {
 	}
 	if c.Stats().Fallbacks == 0 {
 		t.Error("no fallback counted")
+	}
+}
+
+// While Redis is down, a flood of distinct keys over the Local fallbacks of
+// several keyed limiters holds at most the cluster's key memory in all:
+// without it, each limiter's fallback would hold a budget of its own.
+func TestAFloodOfKeysWhileRedisIsDownStaysWithinTheClustersKeyMemory(t *testing.T) {
+	srv := redistest.Start(t)
+	mem, err := flow.NewKeyMemory(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster(t, srv, WithInstances(1), WithKeyMemory(mem))
+	var ls []*KeyedLimiter
+	for i := range 4 {
+		ls = append(ls, keyed(t, c, "flood"+strconv.Itoa(i), flow.KeyWindow{Limit: 10, Interval: time.Minute}))
+	}
+	srv.Stop()
+	ctx := context.Background()
+	now := c.clock.Now()
+	for i := range 200_000 {
+		ls[i%len(ls)].AllowKeyNAt(ctx, now, "key-"+strconv.Itoa(i), 1)
+	}
+	if c.Stats().Fallbacks == 0 {
+		t.Fatal("no decision made by the fallback")
+	}
+	if inUse, limit := flowstate.KeyMemory(mem); inUse > limit || inUse < limit/2 {
+		t.Errorf("the fallbacks hold %d bytes of a key memory of %d; want within it, and most of it used", inUse, limit)
 	}
 }
 

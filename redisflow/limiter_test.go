@@ -38,6 +38,7 @@ func TestNewReturnsAnErrorNamingABadOption(t *testing.T) {
 		{good, []Option{WithClock(nil)}, "clock = nil"},
 		{good, []Option{WithLogger(nil)}, "logger = nil"},
 		{good, []Option{withInstanceID("")}, `instance id = ""`},
+		{good, []Option{WithKeyMemory(nil)}, "key memory = nil"},
 		{good, []Option{withHeartbeat(time.Microsecond)}, "heartbeat = 1µs: must be between 1ms and 24h0m0s"},
 		{good, []Option{withHeartbeat(math.MaxInt64)}, "heartbeat = 2562047h47m16.854775807s: must be between 1ms and 24h0m0s"},
 		{good, []Option{withProbeBackoff(time.Microsecond, time.Second)}, "probe backoff = 1µs..1s"},

@@ -79,7 +79,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	dir := fs.String("config", "", "the directory of config files (required)")
 	grpcAddr := fs.String("grpc", ":8081", "the gRPC address, as envoyproxy/ratelimit's GRPC_PORT")
 	httpAddr := fs.String("http", ":8080", "the HTTP address of /json, /healthcheck and /metrics, as its PORT")
-	memory := fs.String("key-memory", "64MiB", "the heap the per-key windows may hold together (KiB, MiB, GiB)")
+	memory := fs.String("key-memory", "64MiB", "the heap the per-key windows may hold together (KiB, MiB, GiB); with --redis, those of the fallback while Redis is down")
 	shadow := fs.Bool("shadow", false, "answer OK to every request; the statuses still tell each decision (SHADOW_MODE)")
 	headers := fs.Bool("headers", false, "add RateLimit-Limit, -Remaining and -Reset to the answers (LIMIT_RESPONSE_HEADERS_ENABLED)")
 	redisAddr := fs.String("redis", "", "keep the windows in this Redis, shared by every instance given it: host:port, or redis://[user@]host:port/db (rediss:// for TLS); the password from $"+redisPasswordEnv)
@@ -104,7 +104,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	settings := envoyrls.Settings{KeyMemory: mem, ShadowMode: *shadow, Headers: *headers, Logger: log}
 	if *redisAddr != "" || *redisCluster != "" {
-		c, closeCluster, err := serveRedis(*redisAddr, *redisCluster, log)
+		c, closeCluster, err := serveRedis(*redisAddr, *redisCluster, mem, log)
 		if err != nil {
 			fmt.Fprintf(stderr, "slidegate serve: %v\n", err)
 			return 2

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/redisflow"
 )
 
@@ -164,15 +165,20 @@ type redisClient interface {
 }
 
 // joinServeCluster returns the service's cluster over rdb, and what closes
-// both. flag and value are the flag that named the Redis and its value,
+// both. Its fallback's per-key windows hold at most mem bytes in all.
+// flag and value are the flag that named the Redis and its value,
 // named in an error, its password and password hidden. A Redis that cannot
 // be reached is no error: the cluster falls back until it can. One that
 // refuses the cluster's commands (a password, the ACL) is, as redisflow.New
 // says.
-func joinServeCluster(rdb redisClient, flag, value, password string, log *slog.Logger) (*redisflow.Cluster, func(), error) {
+func joinServeCluster(rdb redisClient, flag, value, password string, mem int64, log *slog.Logger) (*redisflow.Cluster, func(), error) {
 	quietRedis.Do(func() { redis.SetLogger(discardRedisLog{}) })
+	km, err := flow.NewKeyMemory(mem)
+	if err != nil {
+		return nil, nil, err
+	}
 	c, err := redisflow.New(rdb, redisflow.WithPrefix(servePrefix), redisflow.WithTimeout(serveTimeout),
-		redisflow.WithFallback(redisflow.Local), redisflow.WithLogger(log))
+		redisflow.WithFallback(redisflow.Local), redisflow.WithKeyMemory(km), redisflow.WithLogger(log))
 	if err != nil {
 		_ = rdb.Close()
 		return nil, nil, fmt.Errorf("%s %q: %s", flag, redactRedis(value), redactIn(err.Error(), value, password))
@@ -181,8 +187,9 @@ func joinServeCluster(rdb redisClient, flag, value, password string, log *slog.L
 }
 
 // serveRedis returns the service's cluster as --redis or --redis-cluster
-// (one of them not empty) ask, and what closes it.
-func serveRedis(single, cluster string, log *slog.Logger) (*redisflow.Cluster, func(), error) {
+// (one of them not empty) ask, its fallback within mem bytes, and what
+// closes it.
+func serveRedis(single, cluster string, mem int64, log *slog.Logger) (*redisflow.Cluster, func(), error) {
 	if single != "" && cluster != "" {
 		return nil, nil, errors.New("--redis and --redis-cluster: give one of them")
 	}
@@ -191,11 +198,11 @@ func serveRedis(single, cluster string, log *slog.Logger) (*redisflow.Cluster, f
 		if err != nil {
 			return nil, nil, err
 		}
-		return joinServeCluster(redis.NewClusterClient(o), "--redis-cluster", cluster, o.Password, log)
+		return joinServeCluster(redis.NewClusterClient(o), "--redis-cluster", cluster, o.Password, mem, log)
 	}
 	o, err := redisOptions(single, os.Getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	return joinServeCluster(redis.NewClient(o), "--redis", single, o.Password, log)
+	return joinServeCluster(redis.NewClient(o), "--redis", single, o.Password, mem, log)
 }
