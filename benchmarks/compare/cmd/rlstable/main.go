@@ -24,7 +24,7 @@
 //
 //	go run ./cmd/rlstable                                   # about 3 minutes
 //	go run ./cmd/rlstable -pattern-duration 3s -cost-duration 1s -values 100000
-//	go run ./cmd/rlstable -ratelimit /path/to/service_cmd -pipeline-window 150us
+//	go run ./cmd/rlstable -ratelimit /path/to/service_cmd -pipeline-window ""
 //
 // Progress goes to stderr, the tables to stdout.
 package main
@@ -74,8 +74,8 @@ func main() {
 	flag.DurationVar(&f.warmup, "warmup", 300*time.Millisecond, "unmeasured time before each cost run")
 	flag.IntVar(&f.values, "values", 1_000_000, "distinct values of the memory run (0: no memory table)")
 	flag.IntVar(&f.perRequest, "per-request", 64, "descriptors per request in the memory run")
-	flag.IntVar(&f.memoryConcurrency, "memory-concurrency", 8, "requests in flight in the memory run")
-	flag.StringVar(&f.pipelineWindow, "pipeline-window", "", "also run envoyproxy/ratelimit with this REDIS_PIPELINE_WINDOW (its documented recommendation is 150us-500us) in the accuracy and cost runs")
+	flag.IntVar(&f.memoryConcurrency, "memory-concurrency", 32, "requests in flight in the memory run")
+	flag.StringVar(&f.pipelineWindow, "pipeline-window", "300us", "also run envoyproxy/ratelimit with this REDIS_PIPELINE_WINDOW (its documented recommendation: 150us to 500us) in the accuracy and cost runs (\"\": not)")
 	flag.Uint64Var(&f.seed, "seed", 1, "seed of the Poisson bursts")
 	flag.BoolVar(&f.keep, "keep", false, "keep the temporary directory: binaries, configuration and each process's log")
 	flag.Parse()
