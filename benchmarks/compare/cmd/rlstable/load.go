@@ -32,6 +32,7 @@ type accuracyResult struct {
 	sent, allowed, failed int
 	maxBySend             int // most allowed in any 1 s of send times
 	maxByAnswer           int // most allowed in any 1 s of answer times
+	fallbacks             int // times slidegate serve --redis fell back from Redis during the run
 	firstErr              error
 }
 
@@ -52,6 +53,10 @@ func runAccuracy(ctx context.Context, svcs []*service, p pattern, limit int, d t
 	// Start on a whole second of the wall clock, at least 200 ms ahead:
 	// the fixed windows' edges are then at whole offsets.
 	start := time.Now().Add(200 * time.Millisecond).Truncate(time.Second).Add(time.Second)
+	marks := make([]int64, len(svcs))
+	for i, s := range svcs {
+		marks[i] = s.logMark()
+	}
 	for _, off := range sends {
 		if ctx.Err() != nil {
 			break
@@ -93,6 +98,7 @@ func runAccuracy(ctx context.Context, svcs []*service, p pattern, limit int, d t
 		slices.Sort(byAnswer)
 		res[i].maxBySend = maxInWindow(bySend, time.Second)
 		res[i].maxByAnswer = maxInWindow(byAnswer, time.Second)
+		res[i].fallbacks = svcs[i].fallbacks(marks[i])
 	}
 	return res
 }
@@ -103,6 +109,7 @@ type costResult struct {
 	elapsed                    time.Duration
 	p50, p99                   time.Duration
 	serviceCPU                 time.Duration // the service's process, user and system
+	fallbacks                  int           // times slidegate serve --redis fell back from Redis during the run
 	redis                      redisSnapshot // counts since CONFIG RESETSTAT; cpu is the run's
 	firstErr                   error
 }
@@ -176,6 +183,7 @@ func runCost(ctx context.Context, s *service, rs redisStats, conc, descriptors i
 	if err != nil {
 		return res, err
 	}
+	mark := s.logMark()
 	t0 := time.Now()
 	measuring.Store(true)
 	time.Sleep(d)
@@ -186,6 +194,7 @@ func runCost(ctx context.Context, s *service, rs redisStats, conc, descriptors i
 		return res, err
 	}
 	res.serviceCPU = cpu1 - cpu0
+	res.fallbacks = s.fallbacks(mark)
 	if s.redis {
 		after, err := rs.snapshot(ctx)
 		if err != nil {
@@ -242,7 +251,7 @@ func runMemory(ctx context.Context, s *service, rs redisStats, slidegate bool, n
 	if res.rssBefore, err = s.rss(); err != nil {
 		return res, err
 	}
-	mark := s.gcMark()
+	mark := s.logMark()
 	var next, allowed, failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup

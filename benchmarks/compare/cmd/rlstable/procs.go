@@ -186,9 +186,8 @@ func tail(path string, n int) string {
 // its end, and what it marked live, in MB.
 var gcLine = regexp.MustCompile(`^gc \d+ .* (\d+)->(\d+)->(\d+) MB`)
 
-// gcTrace is where a service's log ends now, to read the collections after
-// it.
-func (s *service) gcMark() int64 {
+// logMark is where a service's log ends now, to read what it logs after.
+func (s *service) logMark() int64 {
 	fi, err := os.Stat(s.log)
 	if err != nil {
 		return 0
@@ -227,6 +226,21 @@ func (s *service) liveHeap(from int64) (last, peak int64, after int, err error) 
 		last = 0
 	}
 	return last, peak, after, nil
+}
+
+// fallbackLine is what slidegate serve --redis logs (redisflow's cluster)
+// when Redis answers too late or not at all and the process's own windows
+// decide instead: its decisions are then not Redis's.
+const fallbackLine = "limiters fall back"
+
+// fallbacks counts the lines of the service's log after from that tell it
+// fell back from Redis.
+func (s *service) fallbacks(from int64) int {
+	b, err := os.ReadFile(s.log)
+	if err != nil || from > int64(len(b)) {
+		return 0
+	}
+	return bytes.Count(b[from:], []byte(fallbackLine))
 }
 
 // rss returns the resident memory of the service's process, in bytes.

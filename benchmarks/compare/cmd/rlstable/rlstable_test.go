@@ -203,3 +203,41 @@ func TestAPercentileIsTheValueAtItsRank(t *testing.T) {
 		t.Errorf("p50 of nothing %v, want 0", got)
 	}
 }
+
+func TestTheLiveHeapIsReadFromTheCollectionsBeforeAndAfterTheMark(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "svc.log")
+	before := "gc 1 @0.010s 1%: 0.01+0.2+0.01 ms clock, 0.02+0/0.1/0+0.02 ms cpu, 3->3->2 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 2 P\n" +
+		"time=... level=INFO msg=serving\n" +
+		"gc 2 @0.500s 1%: 0.01+0.2+0.01 ms clock, 0.02+0/0.1/0+0.02 ms cpu, 4->4->5 MB, 6 MB goal, 0 MB stacks, 0 MB globals, 2 P\n"
+	after := "gc 3 @1.000s 1%: 0.01+0.2+0.01 ms clock, 0.02+0/0.1/0+0.02 ms cpu, 30->31->28 MB, 40 MB goal, 0 MB stacks, 0 MB globals, 2 P\n" +
+		"gc 4 @1.200s 1%: 0.01+0.2+0.01 ms clock, 0.02+0/0.1/0+0.02 ms cpu, 50->52->41 MB, 60 MB goal, 0 MB stacks, 0 MB globals, 2 P\n" +
+		"gc 5 @1.400s 1%: 0.01+0.2+0.01 ms clock, 0.02+0/0.1/0+0.02 ms cpu, 70->70->39 MB, 80 MB goal, 0 MB stacks, 0 MB globals, 2 P\n" +
+		"level=WARN msg=\"redisflow: Redis is down; limiters fall back\" fallback=...\n"
+	if err := os.WriteFile(path, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &service{log: path}
+	mark := s.logMark()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(after)
+	f.Close()
+	last, peak, n, err := s.liveHeap(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != 5 || peak != 41 || n != 3 {
+		t.Errorf("live heap before %d, peak after %d, %d collections after; want 5, 41, 3", last, peak, n)
+	}
+	if got := s.fallbacks(mark); got != 1 {
+		t.Errorf("%d fallbacks after the mark, want 1", got)
+	}
+	if got := s.fallbacks(0); got != 1 {
+		t.Errorf("%d fallbacks in all, want 1", got)
+	}
+	if got := s.fallbacks(s.logMark()); got != 0 {
+		t.Errorf("%d fallbacks after the end, want 0", got)
+	}
+}
