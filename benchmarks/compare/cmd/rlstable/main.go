@@ -240,14 +240,14 @@ func run(ctx context.Context, f flags) error {
 		for i, p := range patterns {
 			progress("accuracy: %s, %v", p.name, f.patternDuration)
 			res := runAccuracy(ctx, svcs, p, f.limit, f.patternDuration, rng, fmt.Sprintf("acc%d-%s", i, nonce))
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			for j, s := range svcs {
 				if res[j].failed > 0 {
 					return fmt.Errorf("%s, %s: %d of %d requests failed: %v", s.name, p.name, res[j].failed, res[j].sent, res[j].firstErr)
 				}
 				rep.accuracy = append(rep.accuracy, accuracyRow{p, s.name, res[j]})
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
 			}
 		}
 		rep.writeAccuracy(w, f.patternDuration)
@@ -258,6 +258,9 @@ func run(ctx context.Context, f flags) error {
 				for _, s := range svcs {
 					progress("cost: %s, %d descriptor(s), concurrency %d", s.name, d, c)
 					res, err := runCost(ctx, s, rs, c, d, f.warmup, f.costDuration, fmt.Sprintf("cost%d-%d-%s", d, c, nonce))
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
 					if err != nil {
 						return fmt.Errorf("%s: %v", s.name, err)
 					}
@@ -277,6 +280,9 @@ func run(ctx context.Context, f flags) error {
 			}
 			progress("memory: %s, %d values", s.name, f.values)
 			res, err := runMemory(ctx, s, rs, strings.HasPrefix(s.name, "slidegate"), f.values, f.perRequest, f.memoryConcurrency, "mem-"+nonce)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if err != nil {
 				return err
 			}
