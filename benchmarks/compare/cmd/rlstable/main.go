@@ -16,9 +16,10 @@
 //
 // It builds envoyproxy/ratelimit with go install (or takes -ratelimit) and
 // slidegate with go build (or takes -slidegate), starts redis-server on a
-// free loopback port, then envoyproxy/ratelimit over it, slidegate serve
-// over it (--redis) and slidegate serve alone (local), waits for each to
-// answer its health check, and kills every process at the end.
+// free loopback port, then envoyproxy/ratelimit over it (with its
+// defaults, and with -pipeline-window as REDIS_PIPELINE_WINDOW), slidegate
+// serve over it (--redis) and slidegate serve alone (local), waits for each
+// to answer its health check, and kills every process at the end.
 //
 // Usage:
 //
