@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,40 +33,56 @@ const (
 // so that it is not on the command line, where ps shows it.
 const redisPasswordEnv = "SLIDEGATE_REDIS_PASSWORD"
 
+// A redisFlag is the value of --redis or --redis-cluster, read.
+type redisFlag struct {
+	name, value string
+	password    string // of the environment, or ""
+}
+
+// bad returns an error naming the flag and its value, saying why, the
+// password hidden.
+func (f redisFlag) bad(why string) error {
+	return fmt.Errorf("%s %q: %s", f.name, redactRedis(f.value), redactIn(why, f.value, f.password))
+}
+
+// badURL is bad for go-redis's error parsing the flag's URL: without the
+// URL, which holds the password, and with an example of a good value.
+func (f redisFlag) badURL(err error, example string) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
+	}
+	return f.bad(strings.TrimPrefix(err.Error(), "redis: ") + ": write " + example)
+}
+
+// isHostPort reports whether a is host:port, the port from 1 to 65535.
+func isHostPort(a string) bool {
+	_, port, err := net.SplitHostPort(a)
+	n, perr := strconv.Atoi(port)
+	return err == nil && perr == nil && n >= 1 && n <= 65535
+}
+
 // redisOptions reads the value of --redis: host:port, or a URL
 // (redis://user:password@host:port/db, rediss:// for TLS, with go-redis's
 // query options), the password of getenv(redisPasswordEnv) replacing the
 // URL's if set. Its error names the flag and the value, the password
 // hidden.
 func redisOptions(value string, getenv func(string) string) (*redis.Options, error) {
-	bad := func(why string) error {
-		return fmt.Errorf("--redis %q: %s", redactRedis(value), redactIn(why, value, getenv(redisPasswordEnv)))
-	}
-	var o *redis.Options
-	if strings.Contains(value, "://") {
+	f := redisFlag{name: "--redis", value: value, password: getenv(redisPasswordEnv)}
+	o := &redis.Options{Addr: value}
+	switch {
+	case strings.Contains(value, "://"):
 		var err error
-		o, err = redis.ParseURL(value)
-		if err != nil {
-			if ue, ok := errors.AsType[*url.Error](err); ok {
-				err = ue.Err // without the URL, which holds the password
-			}
-			return nil, bad(strings.TrimPrefix(err.Error(), "redis: ") +
-				": write host:port, or a URL such as redis://user@host:6379/0 (rediss:// for TLS)")
+		if o, err = redis.ParseURL(value); err != nil {
+			return nil, f.badURL(err, "host:port, or a URL such as redis://user@host:6379/0 (rediss:// for TLS)")
 		}
-	} else {
-		_, port, err := net.SplitHostPort(value)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-			return nil, bad("not host:port nor a redis:// or rediss:// URL")
-		}
-		o = &redis.Options{Addr: value}
+	case !isHostPort(value):
+		return nil, f.bad("not host:port nor a redis:// or rediss:// URL")
 	}
-	if p := getenv(redisPasswordEnv); p != "" {
-		o.Password = p
+	if f.password != "" {
+		o.Password = f.password
 	}
 	o.ContextTimeoutEnabled = true // the cluster's timeout bounds each call
-	if o.PoolSize == 0 {
-		o.PoolSize = serveConns
-	}
+	o.PoolSize = cmp.Or(o.PoolSize, serveConns)
 	return o, nil
 }
 
@@ -76,37 +93,26 @@ func redisOptions(value string, getenv func(string) string) (*redis.Options, err
 // getenv(redisPasswordEnv) replacing the URL's if set. Its error names the
 // flag and the value, the password hidden.
 func redisClusterOptions(value string, getenv func(string) string) (*redis.ClusterOptions, error) {
-	bad := func(why string) error {
-		return fmt.Errorf("--redis-cluster %q: %s", redactRedis(value), redactIn(why, value, getenv(redisPasswordEnv)))
-	}
-	var o *redis.ClusterOptions
+	f := redisFlag{name: "--redis-cluster", value: value, password: getenv(redisPasswordEnv)}
+	o := &redis.ClusterOptions{}
 	if strings.Contains(value, "://") {
 		var err error
-		o, err = redis.ParseClusterURL(value)
-		if err != nil {
-			if ue, ok := errors.AsType[*url.Error](err); ok {
-				err = ue.Err // without the URL, which holds the password
-			}
-			return nil, bad(strings.TrimPrefix(err.Error(), "redis: ") +
-				": write host:port,host:port, or a URL such as redis://user@host:6379?addr=host2:6379 (rediss:// for TLS)")
+		if o, err = redis.ParseClusterURL(value); err != nil {
+			return nil, f.badURL(err, "host:port,host:port, or a URL such as redis://user@host:6379?addr=host2:6379 (rediss:// for TLS)")
 		}
 	} else {
-		o = &redis.ClusterOptions{}
 		for _, a := range strings.Split(value, ",") {
-			_, port, err := net.SplitHostPort(a)
-			if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-				return nil, bad(fmt.Sprintf("%q is not host:port; write host:port,host:port, or a redis:// or rediss:// URL", a))
+			if !isHostPort(a) {
+				return nil, f.bad(fmt.Sprintf("%q is not host:port; write host:port,host:port, or a redis:// or rediss:// URL", a))
 			}
 			o.Addrs = append(o.Addrs, a)
 		}
 	}
-	if p := getenv(redisPasswordEnv); p != "" {
-		o.Password = p
+	if f.password != "" {
+		o.Password = f.password
 	}
 	o.ContextTimeoutEnabled = true // the cluster's timeout bounds each call
-	if o.PoolSize == 0 {
-		o.PoolSize = serveConns
-	}
+	o.PoolSize = cmp.Or(o.PoolSize, serveConns)
 	return o, nil
 }
 
