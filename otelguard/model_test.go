@@ -26,6 +26,13 @@ import (
 // data point of slidegate.requests and slidegate.in_flight_requests, and
 // the histograms' counts, sums and order (by name).
 func TestCollectionsSayWhatResourcesSays(t *testing.T) {
+	t.Run("valid names", func(t *testing.T) { collectAgainstResources(t, nil) })
+	t.Run("invalid names", func(t *testing.T) { collectAgainstResources(t, []string{"a\xff", "a\xfe", "a\uFFFD", "b\xc0"}) })
+}
+
+// collectAgainstResources is TestCollectionsSayWhatResourcesSays with the
+// names extra among those entered.
+func collectAgainstResources(t *testing.T, extra []string) {
 	clk := clock.NewManual(1 << 40)
 	g, err := slidegate.New(slidegate.WithClock(clk), slidegate.WithMaxResources(30))
 	if err != nil {
@@ -47,7 +54,7 @@ func TestCollectionsSayWhatResourcesSays(t *testing.T) {
 	if _, err := otelguard.Register(g, mp, otelguard.WithAttributes(attribute.String("service", "s"))); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"r1", "r2", "r3", "a\xff", "a\xfe", "a\uFFFD", "b\xc0"}
+	names := append([]string{"r1", "r2", "r3"}, extra...)
 	for i := range 40 {
 		names = append(names, fmt.Sprint("n", i))
 	}
@@ -75,11 +82,13 @@ func TestCollectionsSayWhatResourcesSays(t *testing.T) {
 				e.ExitAt(clk.Now()+int64(rng.IntN(int(time.Second))), nil)
 			}
 		}
-		var rm metricdata.ResourceMetrics
-		if err := reader.Collect(bg, &rm); err != nil {
-			t.Fatal(err)
+		for range 2 { // the second with the same resources as the first
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(bg, &rm); err != nil {
+				t.Fatal(err)
+			}
+			checkAgainstResources(t, round, g, rm)
 		}
-		checkAgainstResources(t, round, g, rm)
 	}
 }
 
