@@ -268,18 +268,28 @@ func (g *Guard) TopKeys(name string, n int, byBlocked bool) []KeyStat {
 
 // TopKeysAt is TopKeys at time now, in nanoseconds on the guard's clock.
 func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeyStat {
+	q := g.keyed(name)
+	if q == nil {
+		return nil
+	}
+	top := flowstate.TopKeys(q, now, n, byBlocked)
+	out := make([]KeyStat, len(top))
+	for i, t := range top {
+		out[i] = KeyStat(t)
+	}
+	return out
+}
+
+// keyed returns the limiter of the first local per-key QPS rule of the
+// resource called name, or nil.
+func (g *Guard) keyed(name string) any {
 	b := g.snap.Load().by[name]
 	if b == nil {
 		return nil
 	}
 	for _, ch := range b.checks {
 		if k, ok := ch.rule.(*keyedRule); ok {
-			top := flowstate.TopKeys(k.q, now, n, byBlocked)
-			out := make([]KeyStat, len(top))
-			for i, t := range top {
-				out[i] = KeyStat(t)
-			}
-			return out
+			return k.q
 		}
 	}
 	return nil

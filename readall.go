@@ -1,9 +1,19 @@
 package slidegate
 
-import "github.com/slidegate/slidegate/internal/hooks"
+import (
+	"github.com/slidegate/slidegate/internal/flowstate"
+	"github.com/slidegate/slidegate/internal/hooks"
+)
 
 func init() {
 	hooks.Resources = func(g any, f func(*hooks.Resource)) { g.(*Guard).eachResource(f) }
+	hooks.Keys = func(g any, name string) []flowstate.KeyStat {
+		gd := g.(*Guard)
+		if q := gd.keyed(name); q != nil {
+			return flowstate.Keys(q, gd.clock.Now())
+		}
+		return nil
+	}
 }
 
 // eachResource calls f with the totals of each resource Resources

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/flowstate"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -35,3 +36,10 @@ type Resource struct {
 // of the last seconds: the exporters of totals (otelguard) read every
 // resource at each collection without the quantiles they do not send.
 var Resources func(g any, f func(r *Resource))
+
+// Keys returns the keys of the resource called name that
+// slidegate.Guard.TopKeys chooses from, at its clock's time, in no order;
+// nil for a resource without local per-key QPS rules. A reader that adds
+// keys up further before it chooses the busiest (the Prometheus
+// collector) so sorts none.
+var Keys func(g any, name string) []flowstate.KeyStat
