@@ -84,9 +84,11 @@ func (c *Collector) collectKeys(ch chan<- prometheus.Metric, rules slidegate.Rul
 			if _, ok := byResource[l]; ok {
 				shared[l] = true
 			}
+			all := slices.Grow(byResource[l], len(ks))
 			for _, k := range ks {
-				byResource[l] = append(byResource[l], slidegate.KeyStat(k))
+				all = append(all, slidegate.KeyStat(k))
 			}
+			byResource[l] = all
 		}
 	}
 	for _, resource := range slices.Sorted(maps.Keys(byResource)) {
