@@ -22,9 +22,9 @@ import (
 //	p, err := otelguard.NewProducer(g)
 //	reader := sdkmetric.NewPeriodicReader(exporter, sdkmetric.WithProducer(p))
 //
-// A Producer reads the guard's own bins when the reader collects
-// ([slidegate.Guard.ResponseTimeTotals],
-// [slidegate.Guard.ResponseTimeTotals] of [slidegate.InboundResource]). It hands the reader one
+// A Producer reads the guard's own bins when the reader collects: those
+// [slidegate.Guard.ResponseTimeTotals] reads, of every resource once, and of
+// [slidegate.InboundResource]. It hands the reader one
 // cumulative histogram data point per resource. The request path does not
 // change. The histograms bypass the MeterProvider: its views do not apply
 // to them. They are cumulative whatever temporality the reader asks for.

@@ -46,7 +46,8 @@ func (in *instruments) with(kv ...attribute.KeyValue) metric.ObserveOption {
 
 // Register makes the guard's instruments with a meter of mp named
 // [ScopeName]. It registers one callback that reads the guard whenever a
-// reader collects. The callback calls [slidegate.Guard.Resources],
+// reader collects. The callback reads the totals of every resource
+// [slidegate.Guard.Resources] returns, once each, and calls
 // [slidegate.Guard.Stats] of [slidegate.InboundResource], [slidegate.Guard.Breakers],
 // [slidegate.Guard.Rules], [slidegate.Guard.Overload] and
 // [slidegate.Guard.ClusterHealth].
