@@ -100,7 +100,10 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	p.resources.read(p.g, func(k seriesKey) *series {
 		return &series{attrs: p.set(ResourceKey.String(k.resource), DirectionKey.String(direction(k.inbound)))}
 	})
-	points := make([]metricdata.HistogramDataPoint[float64], len(p.resources.rows))
+	var points []metricdata.HistogramDataPoint[float64] // nil for no resource, as before
+	if n := len(p.resources.rows); n > 0 {
+		points = make([]metricdata.HistogramDataPoint[float64], n)
+	}
 	for i := range p.resources.rows {
 		r, s := &p.resources.rows[i], p.resources.entries[i].v
 		r.Latency.TotalsInto(&p.buf)
