@@ -105,21 +105,26 @@ func (r *resource) statsAt(now int64) ResourceStats {
 	}
 	l := r.lat.SummaryAt(now)
 	out.P50, out.P90, out.P99, out.MaxRT = l.P50, l.P90, l.P99, l.Max
+	out.Totals, out.InFlight, out.Inbound = r.totals()
+	return out
+}
+
+// totals returns the resource's totals, its requests in flight, and
+// whether it is inbound.
+func (r *resource) totals() (Totals, int64, bool) {
 	t := r.stats.Totals()
 	// Read after the counts: Enter marks a resource inbound before it
 	// counts the request, so counts that include an inbound request are
 	// never read with the resource still outbound.
-	out.Inbound = r.inbound.Load()
-	out.InFlight = inFlight(t)
-	out.Totals = Totals{
+	inbound := r.inbound.Load()
+	return Totals{
 		Allowed:      t[window.Allowed],
 		Succeeded:    t[window.Succeeded],
 		Failed:       t[window.Failed],
 		RT:           time.Duration(min(t[window.RT], math.MaxInt64/int64(time.Microsecond)) * int64(time.Microsecond)),
 		BlockedBy:    r.blockedBy(),
 		WouldBlockBy: r.wouldBlockBy(),
-	}
-	return out
+	}, inFlight(t), inbound
 }
 
 // Stats returns the statistics of the resource called name over the last 10
@@ -263,18 +268,28 @@ func (g *Guard) TopKeys(name string, n int, byBlocked bool) []KeyStat {
 
 // TopKeysAt is TopKeys at time now, in nanoseconds on the guard's clock.
 func (g *Guard) TopKeysAt(now int64, name string, n int, byBlocked bool) []KeyStat {
+	q := g.keyed(name)
+	if q == nil {
+		return nil
+	}
+	top := flowstate.TopKeys(q, now, n, byBlocked)
+	out := make([]KeyStat, len(top))
+	for i, t := range top {
+		out[i] = KeyStat(t)
+	}
+	return out
+}
+
+// keyed returns the limiter of the first local per-key QPS rule of the
+// resource called name, or nil.
+func (g *Guard) keyed(name string) any {
 	b := g.snap.Load().by[name]
 	if b == nil {
 		return nil
 	}
 	for _, ch := range b.checks {
 		if k, ok := ch.rule.(*keyedRule); ok {
-			top := flowstate.TopKeys(k.q, now, n, byBlocked)
-			out := make([]KeyStat, len(top))
-			for i, t := range top {
-				out[i] = KeyStat(t)
-			}
-			return out
+			return k.q
 		}
 	}
 	return nil

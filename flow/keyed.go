@@ -4,14 +4,15 @@ import (
 	"cmp"
 	"hash/maphash"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/flowstate"
+	"github.com/slidegate/slidegate/internal/topn"
 )
 
 // A KeyedQPS holds each key to its own sliding-window limits. A key is a
@@ -154,14 +155,28 @@ func (q *KeyedQPS) AllowNAt(now int64, key string, n int64) (Decision, int) {
 type keyStat = flowstate.KeyStat
 
 // topAt returns the hot keys the limiter counts most of at time now, at
-// most n of them (see flowstate.TopKeys). A hot key has an entry, and uses
-// more than half its first window's limit, was refused, or has an
-// override. Keys are cut to 64 bytes and made valid UTF-8; keys that then
-// read the same are added up into one. It takes each shard's mutex in
-// turn, and allocates its result.
+// most n of them (see flowstate.TopKeys): keysAt's, the first n selected
+// (topn.Select), not all sorted. It allocates its result.
 func (q *KeyedQPS) topAt(now int64, n int, byBlocked bool) []keyStat {
-	at := map[string]int{}
+	all := q.keysAt(now)
+	return topn.Select(all, n, func(a, b keyStat) int {
+		x, y := a.Allowed, b.Allowed
+		if byBlocked {
+			x, y = a.Blocked, b.Blocked
+		}
+		return cmp.Or(cmp.Compare(y, x), strings.Compare(a.Key, b.Key))
+	})
+}
+
+// keysAt returns the hot keys at time now, in no order. A hot key has an
+// entry, and uses more than half its first window's limit, was refused,
+// or has an override. Keys are cut to 64 bytes and made valid UTF-8; keys
+// that then read the same are added up into one: only keys cut or not
+// valid UTF-8 can, so the others are not looked up. It takes each shard's
+// mutex in turn, and allocates its result.
+func (q *KeyedQPS) keysAt(now int64) []keyStat {
 	var all []keyStat
+	merge := false
 	for i := range q.shards {
 		s := &q.shards[i]
 		s.mu.Lock()
@@ -171,25 +186,29 @@ func (q *KeyedQPS) topAt(now int64, n int, byBlocked bool) []keyStat {
 			if st.Blocked == 0 && (hk.pin == nil && 2*st.Allowed <= s.cfg.wins[0].limit || st.Allowed == 0) {
 				continue
 			}
-			st.Key = strings.ToValidUTF8(st.Key, "\uFFFD")
-			if j, ok := at[st.Key]; ok {
-				all[j].Allowed += st.Allowed
-				all[j].Blocked += st.Blocked
-				continue
+			if len(st.Key) == flowlimits.MaxShownKeyLength || !utf8.ValidString(st.Key) {
+				merge = true
 			}
-			at[st.Key] = len(all)
 			all = append(all, st)
 		}
 		s.mu.Unlock()
 	}
-	slices.SortFunc(all, func(a, b keyStat) int {
-		x, y := a.Allowed, b.Allowed
-		if byBlocked {
-			x, y = a.Blocked, b.Blocked
+	if !merge {
+		return all
+	}
+	at := make(map[string]int, len(all))
+	out := all[:0]
+	for _, st := range all {
+		st.Key = strings.ToValidUTF8(st.Key, "\uFFFD")
+		if j, ok := at[st.Key]; ok {
+			out[j].Allowed += st.Allowed
+			out[j].Blocked += st.Blocked
+			continue
 		}
-		return cmp.Or(cmp.Compare(y, x), strings.Compare(a.Key, b.Key))
-	})
-	return all[:min(max(n, 0), len(all))]
+		at[st.Key] = len(out)
+		out = append(out, st)
+	}
+	return out
 }
 
 // bytes returns the heap the limiter takes now: what it holds of its

@@ -8,6 +8,7 @@ func init() {
 	flowstate.TopKeys = func(q any, now int64, n int, byBlocked bool) []flowstate.KeyStat {
 		return q.(*KeyedQPS).topAt(now, n, byBlocked)
 	}
+	flowstate.Keys = func(q any, now int64) []flowstate.KeyStat { return q.(*KeyedQPS).keysAt(now) }
 	flowstate.Shedder = func(s any, now int64) flowstate.Overload { return s.(*Shedder).stateAt(now) }
 	flowstate.Adaptive = func(a any) flowstate.Overload { return a.(*Adaptive).state() }
 	flowstate.KeyMemory = func(m any) (int64, int64) {

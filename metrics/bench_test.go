@@ -60,3 +60,29 @@ func BenchmarkCollectTopKeys(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCollectManyKeys measures the key families of one Collect of a
+// guard whose per-key rule tracks 4,096 keys, each at 60% of its limit:
+// WithTopKeys(10) against WithTopKeys(0), which reads none.
+func BenchmarkCollectManyKeys(b *testing.B) {
+	g, _ := keyedGuard(b, 10)
+	for i := range 4096 {
+		send(b, g, "GET /api", "user-"+strconv.Itoa(i), 6)
+	}
+	if n := len(g.TopKeys("GET /api", 1<<20, false)); n != 4096 {
+		b.Fatalf("%d keys tracked, want 4096", n)
+	}
+	for _, n := range []int{metrics.DefaultTopKeys, 0} {
+		b.Run("top="+strconv.Itoa(n), func(b *testing.B) {
+			c := metrics.NewCollector(g, metrics.WithTopKeys(n))
+			ch := make(chan prometheus.Metric, 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Collect(ch)
+				for len(ch) > 0 {
+					<-ch
+				}
+			}
+		})
+	}
+}

@@ -192,8 +192,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // It reads them with [slidegate.Guard.Resources],
 // [slidegate.Guard.Stats] of [slidegate.InboundResource], [slidegate.Guard.Breakers],
 // [slidegate.Guard.Rules], [slidegate.Guard.Overload],
-// [slidegate.Guard.TopKeys], [slidegate.Guard.KeyMemory] and
-// [slidegate.Guard.ClusterHealth].
+// [slidegate.Guard.KeyMemory] and [slidegate.Guard.ClusterHealth]. It
+// reads the keys [slidegate.Guard.TopKeys] chooses from, unsorted, and
+// chooses itself.
 //
 // The breakers and the rules are read separately. So a scrape that races
 // [slidegate.Guard.SetRules] may show the breakers or the overload rules of

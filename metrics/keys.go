@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/internal/exported"
 	"github.com/slidegate/slidegate/internal/flowlimits"
+	"github.com/slidegate/slidegate/internal/hooks"
+	"github.com/slidegate/slidegate/internal/topn"
 )
 
 // defaultTopKeys is how many keys of each resource with per-key rules the
@@ -66,24 +67,32 @@ func (c *Collector) collectKeys(ch chan<- prometheus.Metric, rules slidegate.Rul
 	// bounded by the rules, not by the traffic. Resources whose names read
 	// the same as label values share their keys.
 	byResource := map[string][]slidegate.KeyStat{}
+	shared := map[string]bool{} // labels of more than one resource
 	asked := map[string]bool{}
 	for _, f := range rules.Flow {
 		if !f.PerKey || asked[f.Resource] {
 			continue
 		}
 		asked[f.Resource] = true
-		// Every key the guard tracks, not the first topKeys: keys that
-		// read the same once cut and made label values are added up
-		// before the busiest are chosen. The guard tracks a bounded number
-		// of keys (those its key memory holds entries for, and the
-		// overrides).
-		if ks := c.guard.TopKeys(f.Resource, math.MaxInt, false); len(ks) > 0 {
+		// Every key the guard tracks, in no order, not the first topKeys:
+		// keys that read the same once cut and made label values are
+		// added up before the busiest are chosen. The guard tracks a
+		// bounded number of keys (those its key memory holds entries for,
+		// and the overrides).
+		if ks := hooks.Keys(c.guard, f.Resource); len(ks) > 0 {
 			l := exported.Value(f.Resource)
-			byResource[l] = append(byResource[l], ks...)
+			if _, ok := byResource[l]; ok {
+				shared[l] = true
+			}
+			all := slices.Grow(byResource[l], len(ks))
+			for _, k := range ks {
+				all = append(all, slidegate.KeyStat(k))
+			}
+			byResource[l] = all
 		}
 	}
 	for _, resource := range slices.Sorted(maps.Keys(byResource)) {
-		keys := byKeyLabel(byResource[resource])
+		keys := byKeyLabel(byResource[resource], shared[resource])
 		sendTop(ch, c.keyAllowed, resource, keys, c.topKeys, func(k slidegate.KeyStat) int64 { return k.Allowed })
 		sendTop(ch, c.keyBlocked, resource, keys, c.topKeys, func(k slidegate.KeyStat) int64 { return k.Blocked })
 	}
@@ -98,10 +107,18 @@ func keyLabel(key string) string {
 
 // byKeyLabel returns ks with their keys made label values, those that share
 // a label added up into one, for two series with the same labels would
-// fail the whole scrape.
-func byKeyLabel(ks []slidegate.KeyStat) []slidegate.KeyStat {
+// fail the whole scrape. The keys of one resource are distinct: unless
+// shared (the keys of several resources), they can share a label only if
+// making one a label value changed it, and are then returned as they are.
+func byKeyLabel(ks []slidegate.KeyStat, shared bool) []slidegate.KeyStat {
+	changed := false
 	for i := range ks {
-		ks[i].Key = keyLabel(ks[i].Key)
+		if l := keyLabel(ks[i].Key); l != ks[i].Key {
+			ks[i].Key, changed = l, true
+		}
+	}
+	if !changed && !shared {
+		return ks
 	}
 	slices.SortFunc(ks, func(a, b slidegate.KeyStat) int { return strings.Compare(a.Key, b.Key) })
 	out := ks[:0]
@@ -117,15 +134,13 @@ func byKeyLabel(ks []slidegate.KeyStat) []slidegate.KeyStat {
 }
 
 // sendTop sends the n keys of keys with the largest value, above zero,
-// ties broken by key so that a scrape is stable.
+// ties broken by key so that a scrape is stable. It selects them
+// (topn.Select), reordering keys, without sorting the rest.
 func sendTop(ch chan<- prometheus.Metric, d *prometheus.Desc, resource string, keys []slidegate.KeyStat, n int, value func(slidegate.KeyStat) int64) {
-	slices.SortFunc(keys, func(a, b slidegate.KeyStat) int {
-		if c := cmp.Compare(value(b), value(a)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
+	top := topn.Select(keys, n, func(a, b slidegate.KeyStat) int {
+		return cmp.Or(cmp.Compare(value(b), value(a)), strings.Compare(a.Key, b.Key))
 	})
-	for _, k := range keys[:min(n, len(keys))] {
+	for _, k := range top {
 		if value(k) <= 0 {
 			break
 		}

@@ -22,9 +22,9 @@ import (
 //	p, err := otelguard.NewProducer(g)
 //	reader := sdkmetric.NewPeriodicReader(exporter, sdkmetric.WithProducer(p))
 //
-// A Producer reads the guard's own bins when the reader collects
-// ([slidegate.Guard.ResponseTimeTotals],
-// [slidegate.Guard.ResponseTimeTotals] of [slidegate.InboundResource]). It hands the reader one
+// A Producer reads the guard's own bins when the reader collects: those
+// [slidegate.Guard.ResponseTimeTotals] reads, of every resource once, and of
+// [slidegate.InboundResource]. It hands the reader one
 // cumulative histogram data point per resource. The request path does not
 // change. The histograms bypass the MeterProvider: its views do not apply
 // to them. They are cumulative whatever temporality the reader asks for.
@@ -37,22 +37,24 @@ type Producer struct {
 	bucketOf [exported.Bins]int
 	now      func() time.Time
 
-	mu     sync.Mutex
-	buf    window.SketchTotals
-	series map[seriesKey]series
+	mu        sync.Mutex
+	buf       window.SketchTotals
+	resources reading[*series] // a resource's series is forgotten when the guard no longer keeps it
+	inbound   *series          // the guard's inbound traffic as a whole
 }
 
-// seriesKey names one histogram: a resource's, or the inbound traffic's
-// (inbound, with no name).
+// seriesKey names one resource's series: its name as an attribute value,
+// and its direction.
 type seriesKey struct {
 	resource string
 	inbound  bool
-	total    bool // the guard's inbound traffic as a whole
 }
 
 // series is what a Producer remembers of a histogram between collections:
-// when it began counting, and its count then.
+// its attributes, when it began counting, and its count then.
 type series struct {
+	attrs attribute.Set
+	seen  bool // by a collection before
 	start time.Time
 	count uint64
 }
@@ -67,7 +69,7 @@ func NewProducer(g *slidegate.Guard, opts ...Option) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer{g: g, now: o.now, attrs: o.attrs, bounds: make([]float64, len(o.buckets)), series: map[seriesKey]series{}}
+	p := &Producer{g: g, now: o.now, attrs: o.attrs, bounds: make([]float64, len(o.buckets))}
 	for i, b := range o.buckets {
 		p.bounds[i] = b.Seconds()
 	}
@@ -95,33 +97,32 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	seen := make(map[seriesKey]series, len(p.series))
-	var points []metricdata.HistogramDataPoint[float64]
-	at := map[seriesKey]int{}
-	for _, s := range p.g.Resources() {
-		if !p.g.ResponseTimeTotals(s.Resource, &p.buf) {
-			continue // evicted since Resources read it
-		}
-		k := seriesKey{resource: exported.Value(s.Resource), inbound: s.Inbound}
-		pt := p.point(s.Totals.RT, p.set(ResourceKey.String(k.resource), DirectionKey.String(direction(k.inbound))))
-		if i, ok := at[k]; ok { // names that read the same as attribute values
-			addPoint(&points[i], pt)
-			continue
-		}
-		at[k] = len(points)
-		points = append(points, pt)
+	p.resources.read(p.g, func(k seriesKey) *series {
+		return &series{attrs: p.set(ResourceKey.String(k.resource), DirectionKey.String(direction(k.inbound)))}
+	})
+	var points []metricdata.HistogramDataPoint[float64] // nil for no resource, as before
+	if n := len(p.resources.rows); n > 0 {
+		points = make([]metricdata.HistogramDataPoint[float64], n)
 	}
-	for k, i := range at {
-		points[i].StartTime = p.start(seen, k, points[i].Count, now)
-		points[i].Time = now
+	for i := range p.resources.rows {
+		r, s := &p.resources.rows[i], p.resources.entries[i].v
+		r.Latency.TotalsInto(&p.buf)
+		pt := &points[i]
+		p.point(pt, r.sum(), s.attrs)
+		for _, l := range r.more { // names that read the same as attribute values
+			l.TotalsInto(&p.buf)
+			p.add(pt)
+		}
+		pt.StartTime, pt.Time = s.restart(pt.Count, now), now
 	}
 	p.g.ResponseTimeTotals(slidegate.InboundResource, &p.buf)
 	in, _ := p.g.Stats(slidegate.InboundResource)
-	inbound := p.point(in.Totals.RT, p.set())
-	inbound.StartTime, inbound.Time = p.start(seen, seriesKey{total: true}, inbound.Count, now), now
-	// Forget the resources the guard no longer keeps: the map is never
-	// larger than the guard's resources.
-	p.series = seen
+	if p.inbound == nil {
+		p.inbound = &series{attrs: p.set()}
+	}
+	var inbound metricdata.HistogramDataPoint[float64]
+	p.point(&inbound, in.Totals.RT.Seconds(), p.inbound.attrs)
+	inbound.StartTime, inbound.Time = p.inbound.restart(inbound.Count, now), now
 	return []metricdata.ScopeMetrics{{
 		Scope: instrumentation.Scope{Name: ScopeName},
 		Metrics: []metricdata.Metrics{
@@ -142,15 +143,20 @@ func (p *Producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	}}, nil
 }
 
-// point returns the histogram of the totals in p.buf, whose response
-// times sum to sum.
-func (p *Producer) point(sum time.Duration, attrs attribute.Set) metricdata.HistogramDataPoint[float64] {
-	pt := metricdata.HistogramDataPoint[float64]{
+// point sets *pt to the histogram of the totals in p.buf, whose response
+// times sum to sum seconds.
+func (p *Producer) point(pt *metricdata.HistogramDataPoint[float64], sum float64, attrs attribute.Set) {
+	*pt = metricdata.HistogramDataPoint[float64]{
 		Attributes:   attrs,
 		Bounds:       p.bounds,
 		BucketCounts: make([]uint64, len(p.bounds)+1),
-		Sum:          sum.Seconds(),
+		Sum:          sum,
 	}
+	p.add(pt)
+}
+
+// add adds the counts of the totals in p.buf to pt's.
+func (p *Producer) add(pt *metricdata.HistogramDataPoint[float64]) {
 	for i, n := range p.buf.Bins {
 		if n > 0 {
 			pt.BucketCounts[p.bucketOf[i]] += uint64(n)
@@ -161,7 +167,6 @@ func (p *Producer) point(sum time.Duration, attrs attribute.Set) metricdata.Hist
 		pt.BucketCounts[len(p.bounds)] += uint64(p.buf.Over)
 		pt.Count += uint64(p.buf.Over)
 	}
-	return pt
 }
 
 // set returns the attribute set of kv and the WithAttributes ones.
@@ -169,27 +174,16 @@ func (p *Producer) set(kv ...attribute.KeyValue) attribute.Set {
 	return attribute.NewSet(append(slices.Clip(p.attrs), kv...)...)
 }
 
-// addPoint adds o's counts and sum to pt's.
-func addPoint(pt *metricdata.HistogramDataPoint[float64], o metricdata.HistogramDataPoint[float64]) {
-	for i, n := range o.BucketCounts {
-		pt.BucketCounts[i] += n
-	}
-	pt.Count += o.Count
-	pt.Sum += o.Sum
-}
-
-// start returns the start time of series k, whose count is count now,
-// and records it in seen. A series begins when the Producer first sees
-// it, or again when its count falls: the guard evicted the resource and
-// began counting it afresh (the guard does not keep when a resource
-// began). A resource evicted and back with more requests than before
-// between two collections is not told apart.
-func (p *Producer) start(seen map[seriesKey]series, k seriesKey, count uint64, now time.Time) time.Time {
-	s, ok := p.series[k]
-	if !ok || count < s.count {
+// restart returns the start time of the series, whose count is count
+// now. A series begins when the Producer first reads it, or again when
+// its count falls: the guard evicted the resource and began counting it
+// afresh (the guard does not keep when a resource began). A resource
+// evicted and back with more requests than before between two collections
+// is not told apart.
+func (s *series) restart(count uint64, now time.Time) time.Time {
+	if !s.seen || count < s.count {
 		s.start = now
 	}
-	s.count = count
-	seen[k] = s
+	s.seen, s.count = true, count
 	return s.start
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -29,6 +30,12 @@ type instruments struct {
 	clusterFailures, clusterFallbacks metric.Int64ObservableCounter
 
 	attrs []attribute.KeyValue // WithAttributes, on every data point
+
+	// mu keeps one collection at a time in resources and inbound: each
+	// reader of the MeterProvider collects on its own.
+	mu        sync.Mutex
+	resources reading[*requestSeries]
+	inbound   *requestSeries
 }
 
 // with returns the option that observes with the attributes kv and those
@@ -39,7 +46,8 @@ func (in *instruments) with(kv ...attribute.KeyValue) metric.ObserveOption {
 
 // Register makes the guard's instruments with a meter of mp named
 // [ScopeName]. It registers one callback that reads the guard whenever a
-// reader collects. The callback calls [slidegate.Guard.Resources],
+// reader collects. The callback reads the totals of every resource
+// [slidegate.Guard.Resources] returns, once each, and calls
 // [slidegate.Guard.Stats] of [slidegate.InboundResource], [slidegate.Guard.Breakers],
 // [slidegate.Guard.Rules], [slidegate.Guard.Overload] and
 // [slidegate.Guard.ClusterHealth].
@@ -72,7 +80,7 @@ func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (metr
 		return nil, errors.New("otelguard: WithBuckets sets the Producer's histograms, and Register makes none: give it to NewProducer")
 	}
 	m := mp.Meter(ScopeName)
-	in := instruments{attrs: o.attrs}
+	in := &instruments{attrs: o.attrs}
 	var errs []error
 	check := func(name string, err error) {
 		if err != nil {
@@ -128,14 +136,22 @@ func Register(g *slidegate.Guard, mp metric.MeterProvider, opts ...Option) (metr
 
 // observe reads the guard once and observes every instrument.
 func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
-	for _, s := range mergeByAttributes(g.Resources()) {
-		attrs := []attribute.KeyValue{ResourceKey.String(s.Resource), DirectionKey.String(direction(s.Inbound))}
-		in.observeRequests(o, in.requests, s.Totals, attrs...)
-		o.ObserveInt64(in.inFlight, s.InFlight, in.with(attrs...))
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.resources.read(g, func(k seriesKey) *requestSeries {
+		return in.newSeries(ResourceKey.String(k.resource), DirectionKey.String(direction(k.inbound)))
+	})
+	for i, r := range in.resources.rows {
+		s := in.resources.entries[i].v
+		in.observeRequests(o, in.requests, s, slidegate.Totals(r.Totals))
+		o.ObserveInt64(in.inFlight, r.InFlight, s.inFlight)
 	}
 	inbound, _ := g.Stats(slidegate.InboundResource)
-	in.observeRequests(o, in.inboundRequests, inbound.Totals)
-	o.ObserveInt64(in.inboundInFlight, inbound.InFlight, in.with())
+	if in.inbound == nil {
+		in.inbound = in.newSeries()
+	}
+	in.observeRequests(o, in.inboundRequests, in.inbound, inbound.Totals)
+	o.ObserveInt64(in.inboundInFlight, inbound.InFlight, in.inbound.inFlight)
 
 	var breakerNames exported.RuleNames
 	for _, b := range g.Breakers() {
@@ -184,6 +200,33 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 	}
 }
 
+// A requestSeries is the attribute sets of one resource's data points, or
+// of the inbound traffic's, made once while the guard keeps the resource:
+// making a set (sorting and hashing its attributes) took more than the
+// SDK's own work for the data point.
+type requestSeries struct {
+	kv                                   []attribute.KeyValue // the resource's, after WithAttributes
+	allowed, succeeded, failed, inFlight metric.ObserveOption
+	// blocked and wouldBlock, by reason, are made when first sent: most
+	// resources never block.
+	blocked, wouldBlock [len(reasons)]metric.ObserveOption
+}
+
+// newSeries returns the series of a resource of attributes kv.
+func (in *instruments) newSeries(kv ...attribute.KeyValue) *requestSeries {
+	s := &requestSeries{kv: append(slices.Clip(in.attrs), kv...)}
+	s.allowed = s.with(OutcomeKey.String("allowed"))
+	s.succeeded = s.with(OutcomeKey.String("succeeded"))
+	s.failed = s.with(OutcomeKey.String("failed"))
+	s.inFlight = s.with()
+	return s
+}
+
+// with returns the option that observes with the series' attributes and kv.
+func (s *requestSeries) with(kv ...attribute.KeyValue) metric.ObserveOption {
+	return metric.WithAttributeSet(attribute.NewSet(slices.Concat(s.kv, kv)...)) // NewSet may sort what it is given
+}
+
 // observeRequests observes totals on a requests counter: allowed,
 // succeeded and failed, zeros included, and blocked and would_block for
 // each reason that blocked, or would have blocked, any request. Zero
@@ -192,19 +235,22 @@ func (in *instruments) observe(g *slidegate.Guard, o metric.Observer) {
 // fold into its overflow series from 117 resources on; a blocked series
 // appears with its first request, and its start time (the SDK's) says it
 // counted from zero since then.
-func (in *instruments) observeRequests(o metric.Observer, c metric.Int64ObservableCounter, t slidegate.Totals, attrs ...attribute.KeyValue) {
-	with := func(kv ...attribute.KeyValue) metric.ObserveOption {
-		return in.with(append(slices.Clip(attrs), kv...)...)
-	}
-	o.ObserveInt64(c, t.Allowed, with(OutcomeKey.String("allowed")))
-	o.ObserveInt64(c, t.Succeeded, with(OutcomeKey.String("succeeded")))
-	o.ObserveInt64(c, t.Failed, with(OutcomeKey.String("failed")))
-	for _, r := range reasons {
+func (in *instruments) observeRequests(o metric.Observer, c metric.Int64ObservableCounter, s *requestSeries, t slidegate.Totals) {
+	o.ObserveInt64(c, t.Allowed, s.allowed)
+	o.ObserveInt64(c, t.Succeeded, s.succeeded)
+	o.ObserveInt64(c, t.Failed, s.failed)
+	for i, r := range reasons {
 		if n := t.BlockedBy[r.reason]; n > 0 {
-			o.ObserveInt64(c, n, with(OutcomeKey.String("blocked"), ReasonKey.String(r.value)))
+			if s.blocked[i] == nil {
+				s.blocked[i] = s.with(OutcomeKey.String("blocked"), ReasonKey.String(r.value))
+			}
+			o.ObserveInt64(c, n, s.blocked[i])
 		}
 		if n := t.WouldBlockBy[r.reason]; n > 0 {
-			o.ObserveInt64(c, n, with(OutcomeKey.String("would_block"), ReasonKey.String(r.value)))
+			if s.wouldBlock[i] == nil {
+				s.wouldBlock[i] = s.with(OutcomeKey.String("would_block"), ReasonKey.String(r.value))
+			}
+			o.ObserveInt64(c, n, s.wouldBlock[i])
 		}
 	}
 }
@@ -215,49 +261,4 @@ func saturate(n uint64) int64 {
 		return 1<<63 - 1
 	}
 	return int64(n)
-}
-
-// mergeByAttributes returns the resources with their names made attribute
-// values, those that then share a name and a direction added up into one:
-// two observations of one attribute set in a collection would be one
-// series told twice. Names are almost always valid UTF-8, and then rs is
-// returned as it is.
-func mergeByAttributes(rs []slidegate.ResourceStats) []slidegate.ResourceStats {
-	valid := true
-	for _, s := range rs {
-		if exported.Value(s.Resource) != s.Resource {
-			valid = false
-			break
-		}
-	}
-	if valid {
-		return rs
-	}
-	type key struct {
-		name    string
-		inbound bool
-	}
-	at := make(map[key]int, len(rs))
-	out := make([]slidegate.ResourceStats, 0, len(rs))
-	for _, s := range rs {
-		s.Resource = exported.Value(s.Resource)
-		k := key{s.Resource, s.Inbound}
-		i, ok := at[k]
-		if !ok {
-			at[k] = len(out)
-			out = append(out, s)
-			continue
-		}
-		m := &out[i]
-		m.InFlight += s.InFlight
-		m.Totals.Allowed += s.Totals.Allowed
-		m.Totals.Succeeded += s.Totals.Succeeded
-		m.Totals.Failed += s.Totals.Failed
-		m.Totals.RT += s.Totals.RT
-		for r := range m.Totals.BlockedBy {
-			m.Totals.BlockedBy[r] += s.Totals.BlockedBy[r]
-			m.Totals.WouldBlockBy[r] += s.Totals.WouldBlockBy[r]
-		}
-	}
-	return out
 }

@@ -58,6 +58,10 @@ var (
 	// added up into one. It takes each shard's mutex in turn, and
 	// allocates its result.
 	TopKeys func(q any, now int64, n int, byBlocked bool) []KeyStat
+	// Keys returns every key TopKeys chooses from, in no order: for a
+	// reader that adds keys up further before it chooses (the Prometheus
+	// collector, whose label values may read the same).
+	Keys func(q any, now int64) []KeyStat
 	// Shedder returns what s, a *flow.Shedder, has learnt at time now.
 	Shedder func(s any, now int64) Overload
 	// Adaptive returns what a, a *flow.Adaptive, has learnt.
