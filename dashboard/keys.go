@@ -10,6 +10,7 @@ import (
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/internal/flowlimits"
 	"github.com/slidegate/slidegate/internal/rulekind"
+	"github.com/slidegate/slidegate/internal/topn"
 )
 
 // The top keys. A resource with per-key rules (slidegate.FlowRule.PerKey)
@@ -96,19 +97,18 @@ func topKeys(ks []slidegate.KeyStat, n int) []keyJSON {
 	byAllowed := func(a, b slidegate.KeyStat) int {
 		return cmp.Or(cmp.Compare(b.Allowed, a.Allowed), cmp.Compare(b.Blocked, a.Blocked), strings.Compare(a.Key, b.Key))
 	}
-	// The union of the n most blocked and the n busiest.
-	slices.SortFunc(merged, byBlocked)
+	// The union of the n most blocked and the n busiest, each selected
+	// without sorting the rest.
 	top := make([]slidegate.KeyStat, 0, 2*n)
 	chosen := make(map[string]bool, n)
-	for _, k := range merged[:min(n, len(merged))] {
+	for _, k := range topn.Select(merged, n, byBlocked) {
 		if k.Blocked == 0 {
 			break
 		}
 		top = append(top, k)
 		chosen[k.Key] = true
 	}
-	slices.SortFunc(merged, byAllowed)
-	for _, k := range merged[:min(n, len(merged))] {
+	for _, k := range topn.Select(merged, n, byAllowed) {
 		if !chosen[k.Key] {
 			top = append(top, k)
 		}
