@@ -41,10 +41,13 @@ func (s *snapshot) names() *named {
 
 // A binding is what Enter asks for one resource: its rules, in phase order
 // (see phase), each with its name for the *BlockError of a request it
-// blocks.
+// blocks. An inbound request is asked the rules of InboundResource first:
+// inbound is that list, made once when the rules are set, so that Enter
+// walks one list either way.
 type binding struct {
-	res    *resource
-	checks []check
+	res     *resource
+	checks  []check
+	inbound []check // the snapshot's inbound rules, then checks; checks itself when there are none
 }
 
 // A check is one rule of a binding, or the per-key QPS rules of its
@@ -303,6 +306,12 @@ func (c *compiling) bind() {
 			s.by[ch.resource] = b
 		}
 		b.checks = append(b.checks, ch.check)
+	}
+	for _, b := range s.by {
+		b.inbound = b.checks
+		if len(s.inbound) > 0 {
+			b.inbound = slices.Concat(s.inbound, b.checks)
+		}
 	}
 }
 
