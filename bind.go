@@ -11,7 +11,7 @@ import (
 // it, and indexed by resource. It is never changed once published: a new
 // set of rules is a new snapshot, swapped in whole.
 type snapshot struct {
-	rules    Rules
+	kept     keptRules // the rules as given
 	by       map[string]*binding
 	flows    []rule // the flow rules' enforcers, in rule order; a per-key group's rules share one
 	breakers []*breakerRule
@@ -34,7 +34,8 @@ func (s *snapshot) names() *named {
 		return n
 	}
 	n := &named{}
-	n.flows, n.breakers = s.rules.names()
+	rules := s.kept.rules()
+	n.flows, n.breakers = rules.names()
 	s.named.CompareAndSwap(nil, n)
 	return s.named.Load()
 }
@@ -73,14 +74,14 @@ type check struct {
 // its limits, if it can (resizer, keyResizer; rules of one shape are
 // paired in their order). Every other rule starts afresh.
 func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
-	c := &compiling{g: g, rules: rules, prev: prev, s: &snapshot{
-		rules:    rules,
+	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prev.kept.rules(), s: &snapshot{
+		kept:     keep(rules),
 		by:       map[string]*binding{},
 		flows:    make([]rule, len(rules.Flow)),
 		breakers: make([]*breakerRule, len(rules.Breakers)),
 	}}
 	c.flowNames, c.breakerNames = rules.ownNames()
-	c.prevFlowNames, c.prevBreakerNames = prev.rules.ownNames()
+	c.prevFlowNames, c.prevBreakerNames = c.prevRules.ownNames()
 	for _, step := range []func(){c.breakers, c.sameFlows, c.keyGroups, c.resizedFlows, c.newFlows} {
 		step()
 	}
@@ -100,9 +101,11 @@ type compiling struct {
 	g     *Guard
 	rules Rules
 	prev  *snapshot
-	s     *snapshot
-	ps    []Problem
-	buf   []byte // a rule's key, written
+	// prevRules are the rules of prev, read whole once.
+	prevRules Rules
+	s         *snapshot
+	ps        []Problem
+	buf       []byte // a rule's key, written
 
 	// The names the rules have of their own, new and in force.
 	flowNames, breakerNames, prevFlowNames, prevBreakerNames []string
@@ -140,9 +143,9 @@ func (c *compiling) breakers() {
 	for i := range c.rules.Breakers {
 		keys[i] = breakerKey(&c.rules.Breakers[i], &c.buf)
 	}
-	prevKeys := make([]string, len(c.prev.rules.Breakers))
-	for i := range c.prev.rules.Breakers {
-		prevKeys[i] = breakerKey(&c.prev.rules.Breakers[i], &c.buf)
+	prevKeys := make([]string, len(c.prevRules.Breakers))
+	for i := range c.prevRules.Breakers {
+		prevKeys[i] = breakerKey(&c.prevRules.Breakers[i], &c.buf)
 	}
 	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
 	for i, r := range c.rules.Breakers {
@@ -168,15 +171,15 @@ func (c *compiling) sameFlows() {
 			keys[i] = flowKey(&c.rules.Flow[i], &c.buf)
 		}
 	}
-	prevKeys := make([]string, len(c.prev.rules.Flow))
-	for i := range c.prev.rules.Flow {
-		if !c.prev.rules.Flow[i].keyedTogether() { // those keep their group's enforcer
-			prevKeys[i] = flowKey(&c.prev.rules.Flow[i], &c.buf)
+	prevKeys := make([]string, len(c.prevRules.Flow))
+	for i := range c.prevRules.Flow {
+		if !c.prevRules.Flow[i].keyedTogether() { // those keep their group's enforcer
+			prevKeys[i] = flowKey(&c.prevRules.Flow[i], &c.buf)
 		}
 	}
 	c.same = takeOnce(prevKeys, c.prev.flows, c.prevFlowNames)
 	c.s.flows, _ = c.same.takeAll(keys, c.flowNames, func(i, j int) bool {
-		return sameOverrides(c.rules.Flow[i].Overrides, c.prev.rules.Flow[j].Overrides)
+		return sameOverrides(c.rules.Flow[i].Overrides, c.prevRules.Flow[j].Overrides)
 	})
 }
 
@@ -216,7 +219,7 @@ func (c *compiling) resizedFlows() {
 	var leftNames []string
 	for i, old := range c.prev.flows {
 		if !c.same.taken[i] && canResize(old) {
-			shape := c.prev.rules.Flow[i].shape()
+			shape := c.prevRules.Flow[i].shape()
 			leftKeys, left = append(leftKeys, flowKey(&shape, &c.buf)), append(left, limited{old, i})
 			leftNames = append(leftNames, c.prevFlowNames[i])
 		}
@@ -321,14 +324,14 @@ func (c *compiling) bind() {
 // limiter may refuse one) puts back those changed before it, and leaves
 // the rules in force as they were.
 func (c *compiling) setLimits() error {
-	rules, prev := c.rules, c.prev
+	rules, prev := c.rules, c.prevRules
 	for k, l := range c.resized {
 		i := c.resizedAt[k]
 		if err := setLimits(l.rule, rules.Flow[i]); err != nil {
 			for _, back := range c.resized[:k] {
-				_ = setLimits(back.rule, prev.rules.Flow[back.was])
+				_ = setLimits(back.rule, prev.Flow[back.was])
 			}
-			c.g.resources.unpinAllBut(prev.by, prev.rules.refs(), c.g.clock.Now())
+			c.g.resources.unpinAllBut(c.prev.by, prev.refs(), c.g.clock.Now())
 			return &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: cmp.Or(fieldOf(err), "limit"), Reason: err.Error()}}}
 		}
 	}

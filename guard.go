@@ -297,7 +297,7 @@ func (g *Guard) SetRules(rules Rules) error {
 	now := g.clock.Now()
 	// Told before they are in force, so that a breaker of the new rules
 	// changing state is told after the rule that made it.
-	if changes := ruleChanges(prev.rules, rules); len(changes) > 0 {
+	if changes := ruleChanges(prev.kept.rules(), rules); len(changes) > 0 {
 		more := max(len(changes)-bounds.MaxEventChanges, 0)
 		g.events.record(Event{At: now, Kind: rulesChanged, Changes: slices.Clone(changes[:len(changes)-more]), MoreChanges: more})
 	}
