@@ -255,26 +255,30 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 // EnterAt is Enter at time now, in nanoseconds on the guard's clock. A
 // request that a throttle makes wait still waits on the guard's clock.
 func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...EntryOption) (Entry, error) {
+	return g.enterAt(ctx, now, name, nil, opts)
+}
+
+// enterAt is EnterAt on the resource called name, or, if r is not nil, on
+// r's resource (see Resource).
+func (g *Guard) enterAt(ctx context.Context, now int64, name string, r *Resource, opts []EntryOption) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
-	if len(name) > bounds.MaxNameLength {
-		name = OtherResource // no rule names it: see 256
-	}
 	snap := g.snap.Load()
-	b := snap.by[name]
+	var b *binding
 	var res *resource
-	if b != nil {
-		res = b.res // named by a rule: pinned, so never evicted and never touched
+	if r != nil {
+		b, res = r.at(snap, now)
 	} else {
-		res = g.resources.get(name, now)
+		if len(name) > bounds.MaxNameLength {
+			name = OtherResource // no rule names it: see 256
+		}
+		if b = snap.by[name]; b != nil {
+			res = b.res // named by a rule: pinned, so never evicted and never touched
+		} else {
+			res = g.resources.get(name, now)
+		}
 	}
-	return g.enter(ctx, now, snap, b, res, opts)
-}
-
-// enter is EnterAt once the resource is found: res, bound by b in snap
-// (nil if no rule of snap names it).
-func (g *Guard) enter(ctx context.Context, now int64, snap *snapshot, b *binding, res *resource, opts []EntryOption) (Entry, error) {
 	count, priority, inbound, key := int64(1), false, false, ""
 	for _, o := range opts {
 		switch o.kind {

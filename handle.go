@@ -45,11 +45,12 @@ func (r *Resource) Enter(ctx context.Context, opts ...EntryOption) (Entry, error
 
 // EnterAt is [Guard.EnterAt] on the resource.
 func (r *Resource) EnterAt(ctx context.Context, now int64, opts ...EntryOption) (Entry, error) {
-	if err := ctx.Err(); err != nil {
-		return Entry{}, err
-	}
-	g := r.g
-	snap := g.snap.Load()
+	return r.g.enterAt(ctx, now, r.name, r, opts)
+}
+
+// at returns the resource's binding under snap (nil if no rule names it)
+// and its resource.
+func (r *Resource) at(snap *snapshot, now int64) (*binding, *resource) {
 	f := r.found.Load()
 	switch {
 	case f == nil || f.snap != snap || f.b == nil && f.res.evicted.Load():
@@ -57,7 +58,7 @@ func (r *Resource) EnterAt(ctx context.Context, now int64, opts ...EntryOption) 
 	case f.b == nil:
 		f.res.touch(now) // as the table does when it finds the name
 	}
-	return g.enter(ctx, now, snap, f.b, f.res, opts)
+	return f.b, f.res
 }
 
 // find looks the name up under snap, as Guard.EnterAt does, and keeps what
