@@ -42,7 +42,7 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 // power of two, at most 64), each a little smaller than the resource: a hot
 // resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
 // own state: a QPS rule and an error-ratio breaker, with their defaults,
-// about 1.9 KB more (at most 2 KiB).
+// about 1.7 KB more (at most 1,800 bytes).
 const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of
