@@ -62,7 +62,7 @@ type check struct {
 }
 
 // compile builds the rules' enforcers, reusing those of the rules in force
-// in prev, and binds them to their resources, making those; rules must have
+// in prev (whose rules, read whole, are prevRules), and binds them to their resources, making those; rules must have
 // passed Validate. If a rule cannot be built, compile returns every problem
 // and leaves the guard as it was.
 //
@@ -73,8 +73,8 @@ type check struct {
 // a per-key rule's overrides) takes over that one's enforcer and changes
 // its limits, if it can (resizer, keyResizer; rules of one shape are
 // paired in their order). Every other rule starts afresh.
-func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
-	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prev.kept.rules(), s: &snapshot{
+func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot, error) {
+	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prevRules, s: &snapshot{
 		kept:     keep(rules),
 		by:       map[string]*binding{},
 		flows:    make([]rule, len(rules.Flow)),
