@@ -68,6 +68,16 @@ func BenchmarkResourceEnterExitQPSAndBreaker(b *testing.B) {
 	}
 }
 
+func BenchmarkResourceEnterExitQPSAndBreakerParallel(b *testing.B) {
+	r := benchGuard(b).Resource("a")
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			e, _ := r.Enter(bg)
+			e.Exit(nil)
+		}
+	})
+}
+
 func BenchmarkEnterExitQPSAndBreakerParallel(b *testing.B) {
 	g := benchGuard(b)
 	b.RunParallel(func(pb *testing.PB) {
