@@ -11,9 +11,13 @@ import (
 // it, and indexed by resource. It is never changed once published: a new
 // set of rules is a new snapshot, swapped in whole.
 type snapshot struct {
-	kept     keptRules // the rules as given
+	// gen counts the snapshots of a guard: a Resource handle checks it to
+	// know the binding it keeps is still the one in force, without keeping
+	// the snapshot alive.
+	gen      uint64
 	by       map[string]*binding
-	flows    []rule // the flow rules' enforcers, in rule order; a per-key group's rules share one
+	kept     keptRules // the rules as given
+	flows    []rule    // the flow rules' enforcers, in rule order; a per-key group's rules share one
 	breakers []*breakerRule
 	groups   map[string]rule // the per-key groups' enforcers, by resource and shape
 	inbound  []check         // the rules of InboundResource, in phase order
@@ -75,6 +79,7 @@ type check struct {
 // paired in their order). Every other rule starts afresh.
 func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot, error) {
 	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prevRules, s: &snapshot{
+		gen:      prev.gen + 1,
 		kept:     keep(rules),
 		by:       map[string]*binding{},
 		flows:    make([]rule, len(rules.Flow)),

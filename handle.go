@@ -19,18 +19,21 @@ type Resource struct {
 }
 
 // found is what a Resource's name was found to be under one snapshot of
-// the rules: its binding (nil if no rule names it) and its resource.
-// A resource no rule names is kept only while the guard's table holds it:
-// one evicted, or the table's OtherResource standing for a name it had no
-// room for, is looked up again.
+// the rules (gen, not the snapshot: a handle left idle keeps its own
+// binding alive, not every rule of the rules since replaced): its binding
+// (nil if no rule names it) and its resource. A resource no rule names is
+// kept only while the guard's table holds it: one evicted, or the table's
+// OtherResource standing for a name it had no room for, is looked up
+// again.
 type found struct {
-	snap *snapshot
-	b    *binding
-	res  *resource
+	gen uint64
+	b   *binding
+	res *resource
 }
 
 // Resource returns a handle on the resource called name. A name longer
-// than 256 bytes is [OtherResource], as for [Guard.Enter].
+// than 256 bytes is [OtherResource], as for [Guard.Enter]. It makes
+// nothing in the guard until it is entered.
 func (g *Guard) Resource(name string) *Resource {
 	if len(name) > bounds.MaxNameLength {
 		name = OtherResource
@@ -53,7 +56,7 @@ func (r *Resource) EnterAt(ctx context.Context, now int64, opts ...EntryOption) 
 func (r *Resource) at(snap *snapshot, now int64) (*binding, *resource) {
 	f := r.found.Load()
 	switch {
-	case f == nil || f.snap != snap || f.b == nil && f.res.evicted.Load():
+	case f == nil || f.gen != snap.gen || f.b == nil && f.res.evicted.Load():
 		f = r.find(snap, now)
 	case f.b == nil:
 		f.res.touch(now) // as the table does when it finds the name
@@ -64,7 +67,7 @@ func (r *Resource) at(snap *snapshot, now int64) (*binding, *resource) {
 // find looks the name up under snap, as Guard.EnterAt does, and keeps what
 // it found for the next requests if it is the name's own resource.
 func (r *Resource) find(snap *snapshot, now int64) *found {
-	f := &found{snap: snap, b: snap.by[r.name]}
+	f := &found{gen: snap.gen, b: snap.by[r.name]}
 	if f.b != nil {
 		f.res = f.b.res
 	} else {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 )
 
 // TestAResourceHandleDecidesAsEnterByName drives two guards on one manual
@@ -160,4 +162,27 @@ func TestAResourceHandleFollowsTheRules(t *testing.T) {
 	if s := stats(t, g, OtherResource); s.Allowed != 1 {
 		t.Fatalf("a name over 256 bytes: %s %+v, want its request", OtherResource, s)
 	}
+}
+
+// TestAnIdleResourceHandleKeepsNoReplacedRules: a handle entered under
+// some rules and left idle once they are replaced keeps at most its own
+// resource's binding, not the replaced snapshot of every rule.
+func TestAnIdleResourceHandleKeepsNoReplacedRules(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 5}, {Resource: "b", Limit: 5}}})
+	a := g.Resource("a")
+	e, err := a.Enter(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Exit(nil)
+	replaced := weak.Make(g.snap.Load())
+	if err := g.SetRules(Rules{}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.GC()
+	if replaced.Value() != nil {
+		t.Fatal("the replaced rules are still reachable while a handle entered under them is idle")
+	}
+	runtime.KeepAlive(a)
 }
