@@ -58,6 +58,26 @@ func BenchmarkEnterExitQPSAndBreaker(b *testing.B) {
 	}
 }
 
+// The same through a handle on the resource (Guard.Resource): no lookup
+// of the name.
+func BenchmarkResourceEnterExitQPSAndBreaker(b *testing.B) {
+	r := benchGuard(b).Resource("a")
+	for i := 0; i < b.N; i++ {
+		e, _ := r.Enter(bg)
+		e.Exit(nil)
+	}
+}
+
+func BenchmarkResourceEnterExitQPSAndBreakerParallel(b *testing.B) {
+	r := benchGuard(b).Resource("a")
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			e, _ := r.Enter(bg)
+			e.Exit(nil)
+		}
+	})
+}
+
 func BenchmarkEnterExitQPSAndBreakerParallel(b *testing.B) {
 	g := benchGuard(b)
 	b.RunParallel(func(pb *testing.PB) {

@@ -11,9 +11,13 @@ import (
 // it, and indexed by resource. It is never changed once published: a new
 // set of rules is a new snapshot, swapped in whole.
 type snapshot struct {
-	rules    Rules
+	// gen counts the snapshots of a guard: a Resource handle checks it to
+	// know the binding it keeps is still the one in force, without keeping
+	// the snapshot alive.
+	gen      uint64
 	by       map[string]*binding
-	flows    []rule // the flow rules' enforcers, in rule order; a per-key group's rules share one
+	kept     keptRules // the rules as given
+	flows    []rule    // the flow rules' enforcers, in rule order; a per-key group's rules share one
 	breakers []*breakerRule
 	groups   map[string]rule // the per-key groups' enforcers, by resource and shape
 	inbound  []check         // the rules of InboundResource, in phase order
@@ -34,17 +38,21 @@ func (s *snapshot) names() *named {
 		return n
 	}
 	n := &named{}
-	n.flows, n.breakers = s.rules.names()
+	rules := s.kept.rules()
+	n.flows, n.breakers = rules.names()
 	s.named.CompareAndSwap(nil, n)
 	return s.named.Load()
 }
 
 // A binding is what Enter asks for one resource: its rules, in phase order
 // (see phase), each with its name for the *BlockError of a request it
-// blocks.
+// blocks. An inbound request is asked the rules of InboundResource first:
+// inbound is that list, made once when the rules are set, so that Enter
+// walks one list either way.
 type binding struct {
-	res    *resource
-	checks []check
+	res     *resource
+	checks  []check
+	inbound []check // the snapshot's inbound rules, then checks; checks itself when there are none
 }
 
 // A check is one rule of a binding, or the per-key QPS rules of its
@@ -58,7 +66,7 @@ type check struct {
 }
 
 // compile builds the rules' enforcers, reusing those of the rules in force
-// in prev, and binds them to their resources, making those; rules must have
+// in prev (whose rules, read whole, are prevRules), and binds them to their resources, making those; rules must have
 // passed Validate. If a rule cannot be built, compile returns every problem
 // and leaves the guard as it was.
 //
@@ -69,15 +77,16 @@ type check struct {
 // a per-key rule's overrides) takes over that one's enforcer and changes
 // its limits, if it can (resizer, keyResizer; rules of one shape are
 // paired in their order). Every other rule starts afresh.
-func (g *Guard) compile(rules Rules, prev *snapshot) (*snapshot, error) {
-	c := &compiling{g: g, rules: rules, prev: prev, s: &snapshot{
-		rules:    rules,
+func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot, error) {
+	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prevRules, s: &snapshot{
+		gen:      prev.gen + 1,
+		kept:     keep(rules),
 		by:       map[string]*binding{},
 		flows:    make([]rule, len(rules.Flow)),
 		breakers: make([]*breakerRule, len(rules.Breakers)),
 	}}
 	c.flowNames, c.breakerNames = rules.ownNames()
-	c.prevFlowNames, c.prevBreakerNames = prev.rules.ownNames()
+	c.prevFlowNames, c.prevBreakerNames = c.prevRules.ownNames()
 	for _, step := range []func(){c.breakers, c.sameFlows, c.keyGroups, c.resizedFlows, c.newFlows} {
 		step()
 	}
@@ -97,9 +106,11 @@ type compiling struct {
 	g     *Guard
 	rules Rules
 	prev  *snapshot
-	s     *snapshot
-	ps    []Problem
-	buf   []byte // a rule's key, written
+	// prevRules are the rules of prev, read whole once.
+	prevRules Rules
+	s         *snapshot
+	ps        []Problem
+	buf       []byte // a rule's key, written
 
 	// The names the rules have of their own, new and in force.
 	flowNames, breakerNames, prevFlowNames, prevBreakerNames []string
@@ -137,9 +148,9 @@ func (c *compiling) breakers() {
 	for i := range c.rules.Breakers {
 		keys[i] = breakerKey(&c.rules.Breakers[i], &c.buf)
 	}
-	prevKeys := make([]string, len(c.prev.rules.Breakers))
-	for i := range c.prev.rules.Breakers {
-		prevKeys[i] = breakerKey(&c.prev.rules.Breakers[i], &c.buf)
+	prevKeys := make([]string, len(c.prevRules.Breakers))
+	for i := range c.prevRules.Breakers {
+		prevKeys[i] = breakerKey(&c.prevRules.Breakers[i], &c.buf)
 	}
 	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
 	for i, r := range c.rules.Breakers {
@@ -165,15 +176,15 @@ func (c *compiling) sameFlows() {
 			keys[i] = flowKey(&c.rules.Flow[i], &c.buf)
 		}
 	}
-	prevKeys := make([]string, len(c.prev.rules.Flow))
-	for i := range c.prev.rules.Flow {
-		if !c.prev.rules.Flow[i].keyedTogether() { // those keep their group's enforcer
-			prevKeys[i] = flowKey(&c.prev.rules.Flow[i], &c.buf)
+	prevKeys := make([]string, len(c.prevRules.Flow))
+	for i := range c.prevRules.Flow {
+		if !c.prevRules.Flow[i].keyedTogether() { // those keep their group's enforcer
+			prevKeys[i] = flowKey(&c.prevRules.Flow[i], &c.buf)
 		}
 	}
 	c.same = takeOnce(prevKeys, c.prev.flows, c.prevFlowNames)
 	c.s.flows, _ = c.same.takeAll(keys, c.flowNames, func(i, j int) bool {
-		return sameOverrides(c.rules.Flow[i].Overrides, c.prev.rules.Flow[j].Overrides)
+		return sameOverrides(c.rules.Flow[i].Overrides, c.prevRules.Flow[j].Overrides)
 	})
 }
 
@@ -213,7 +224,7 @@ func (c *compiling) resizedFlows() {
 	var leftNames []string
 	for i, old := range c.prev.flows {
 		if !c.same.taken[i] && canResize(old) {
-			shape := c.prev.rules.Flow[i].shape()
+			shape := c.prevRules.Flow[i].shape()
 			leftKeys, left = append(leftKeys, flowKey(&shape, &c.buf)), append(left, limited{old, i})
 			leftNames = append(leftNames, c.prevFlowNames[i])
 		}
@@ -304,6 +315,12 @@ func (c *compiling) bind() {
 		}
 		b.checks = append(b.checks, ch.check)
 	}
+	for _, b := range s.by {
+		b.inbound = b.checks
+		if len(s.inbound) > 0 {
+			b.inbound = slices.Concat(s.inbound, b.checks)
+		}
+	}
 }
 
 // setLimits gives the enforcers taken over to resize their new limits.
@@ -312,14 +329,14 @@ func (c *compiling) bind() {
 // limiter may refuse one) puts back those changed before it, and leaves
 // the rules in force as they were.
 func (c *compiling) setLimits() error {
-	rules, prev := c.rules, c.prev
+	rules, prev := c.rules, c.prevRules
 	for k, l := range c.resized {
 		i := c.resizedAt[k]
 		if err := setLimits(l.rule, rules.Flow[i]); err != nil {
 			for _, back := range c.resized[:k] {
-				_ = setLimits(back.rule, prev.rules.Flow[back.was])
+				_ = setLimits(back.rule, prev.Flow[back.was])
 			}
-			c.g.resources.unpinAllBut(prev.by, prev.rules.refs(), c.g.clock.Now())
+			c.g.resources.unpinAllBut(c.prev.by, prev.refs(), c.g.clock.Now())
 			return &RulesError{Problems: []Problem{{Rule: ruleAt("flow", i), Resource: rules.Flow[i].Resource, Field: cmp.Or(fieldOf(err), "limit"), Reason: err.Error()}}}
 		}
 	}

@@ -134,6 +134,9 @@ func (h Entry) exit(now int64, given bool, err error) {
 	served := e.start + d
 	for i := range e.held {
 		h := &e.held[i]
+		if h.undoOnly {
+			continue
+		}
 		h.overloaded = overloaded
 		h.by.release(h, served, o, false)
 	}
@@ -252,8 +255,29 @@ func (g *Guard) Enter(ctx context.Context, name string, opts ...EntryOption) (En
 // EnterAt is Enter at time now, in nanoseconds on the guard's clock. A
 // request that a throttle makes wait still waits on the guard's clock.
 func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...EntryOption) (Entry, error) {
+	return g.enterAt(ctx, now, name, nil, opts)
+}
+
+// enterAt is EnterAt on the resource called name, or, if r is not nil, on
+// r's resource (see Resource).
+func (g *Guard) enterAt(ctx context.Context, now int64, name string, r *Resource, opts []EntryOption) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
+	}
+	snap := g.snap.Load()
+	var b *binding
+	var res *resource
+	if r != nil {
+		b, res = r.at(snap, now)
+	} else {
+		if len(name) > bounds.MaxNameLength {
+			name = OtherResource // no rule names it: see 256
+		}
+		if b = snap.by[name]; b != nil {
+			res = b.res // named by a rule: pinned, so never evicted and never touched
+		} else {
+			res = g.resources.get(name, now)
+		}
 	}
 	count, priority, inbound, key := int64(1), false, false, ""
 	for _, o := range opts {
@@ -268,19 +292,8 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 			inbound = true
 		}
 	}
-	if len(name) > bounds.MaxNameLength {
-		name = OtherResource // no rule names it: see 256
-	}
 	if now >= g.unusedAt.Load() {
 		g.checkUnused(now)
-	}
-	snap := g.snap.Load()
-	b := snap.by[name]
-	var res *resource
-	if b != nil {
-		res = b.res // named by a rule: pinned, so never evicted and never touched
-	} else {
-		res = g.resources.get(name, now)
 	}
 	if inbound {
 		res.markInbound()
@@ -291,18 +304,28 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	}
 	e.g, e.res, e.count, e.inbound, e.priority, e.key = g, res, count, inbound, priority, key
 	e.would = flow.NotBlocked // a pooled entry keeps the last request's: admit may not run
-	e.pauses.Store(0)
-	e.waited.Store(0)
-	var first []check // the rules of all the inbound traffic, asked first
-	if inbound {
-		first = snap.inbound
+	// Loaded first: a store is a locked exchange, and these are zero
+	// unless the entry's last request paused.
+	if e.pauses.Load() != 0 {
+		e.pauses.Store(0)
 	}
-	if b != nil || len(first) > 0 {
-		var own []check
-		if b != nil {
-			own = b.checks
-		}
-		if err := admit(ctx, g.clock, e, now, first, own); err != nil {
+	if e.waited.Load() != 0 {
+		e.waited.Store(0)
+	}
+	// The rules to ask: the resource's, after those of all the inbound
+	// traffic for an inbound request, in one list made when the rules
+	// were set.
+	var checks []check
+	switch {
+	case b != nil && inbound:
+		checks = b.inbound
+	case b != nil:
+		checks = b.checks
+	case inbound:
+		checks = snap.inbound
+	}
+	if len(checks) > 0 {
+		if err := admit(ctx, g.clock, e, now, checks); err != nil {
 			if be, blocked := err.(*BlockError); blocked {
 				res.block(now, be.Reason, count)
 				if inbound {
@@ -328,17 +351,17 @@ func (g *Guard) EnterAt(ctx context.Context, now int64, name string, opts ...Ent
 	return Entry{e: e, seq: e.seq.Load()}, nil
 }
 
-// admit asks the rules of two lists (those of the inbound traffic, then the
-// resource's, each in phase order), in order, whether entry e may go at
-// time now, and leaves in e what the request holds of them. When a rule
+// admit asks the rules of a list (those of the inbound traffic, then the
+// resource's, each in phase order: see binding), in order, whether entry e
+// may go at time now, and leaves in e what the request holds of them. When a rule
 // blocks it, the rules before give back what they gave. It sets e.start to
 // the time the request may go: now, or later if a throttle or a borrowed
 // place makes it wait. A rule that panics (a cluster's client on a reply
 // it cannot read, a user's limiter) is answered the same way: the rules
 // before it give back what they gave, and the panic goes on.
-func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then []check) (err error) {
+func admit(ctx context.Context, c clock.Clock, e *entry, now int64, checks []check) (err error) {
 	e.start, e.would = now, flow.NotBlocked
-	if n := len(first) + len(then); cap(e.held) < n {
+	if n := len(checks); cap(e.held) < n {
 		e.held = make([]hold, 0, n)
 	}
 	returned := false
@@ -347,24 +370,19 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, first, then 
 			e.undo(now)
 		}
 	}()
-	err = decide(ctx, c, e, now, first, then)
+	err = decide(ctx, c, e, now, checks)
 	returned = true
 	return err
 }
 
 // decide is admit but for panics.
-func decide(ctx context.Context, c clock.Clock, e *entry, now int64, first, then []check) error {
+func decide(ctx context.Context, c clock.Clock, e *entry, now int64, checks []check) error {
 	var wait time.Duration
-	for i := range len(first) + len(then) {
-		var ch *check
-		if i < len(first) {
-			ch = &first[i]
-		} else {
-			ch = &then[i-len(first)]
-		}
+	for i := range checks {
+		ch := &checks[i]
 		e.held = e.held[:len(e.held)+1]
 		h := &e.held[len(e.held)-1]
-		h.by, h.shadow = nil, ch.shadow // the hold of an earlier use of the entry
+		h.by, h.shadow, h.undoOnly = nil, ch.shadow, false // the hold of an earlier use of the entry
 		e.window = -1
 		d := ch.rule.admit(ctx, e, now, h)
 		if h.by == nil {

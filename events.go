@@ -353,7 +353,7 @@ func (g *Guard) breakerChanged(c *breaker.Circuit, t breaker.Transition) {
 	s := g.snap.Load()
 	for i, b := range s.breakers {
 		if cb, ok := b.b.(*breaker.Circuit); ok && cb == c {
-			g.events.record(Event{At: t.At, Kind: breakerChanged, Resource: s.rules.Breakers[i].Resource, Rule: s.rules.breakerName(i), Breaker: t})
+			g.events.record(Event{At: t.At, Kind: breakerChanged, Resource: s.kept.breakers[i].resource, Rule: s.kept.breakerName(i), Breaker: t})
 			return
 		}
 	}

@@ -289,7 +289,8 @@ func (g *Guard) SetRules(rules Rules) error {
 	g.load.Lock()
 	defer g.load.Unlock()
 	prev := g.snap.Load()
-	s, err := g.compile(rules, prev)
+	was := prev.kept.rules() // read whole once, for compile and for the changes
+	s, err := g.compile(rules, prev, was)
 	if err != nil {
 		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err})
 		return err
@@ -297,7 +298,7 @@ func (g *Guard) SetRules(rules Rules) error {
 	now := g.clock.Now()
 	// Told before they are in force, so that a breaker of the new rules
 	// changing state is told after the rule that made it.
-	if changes := ruleChanges(prev.rules, rules); len(changes) > 0 {
+	if changes := ruleChanges(was, rules); len(changes) > 0 {
 		more := max(len(changes)-bounds.MaxEventChanges, 0)
 		g.events.record(Event{At: now, Kind: rulesChanged, Changes: slices.Clone(changes[:len(changes)-more]), MoreChanges: more})
 	}

@@ -70,11 +70,14 @@ func TestEnterExitDoNotAllocate(t *testing.T) {
 	})
 	defer g.OnEvent(func(Event) {})()
 	mustEnter(t, g, "a").Exit(nil) // fills the pooled entry's slices
+	a, b := g.Resource("a"), g.Resource("b")
 	for name, f := range map[string]func(){
-		"rules":    func() { e, _ := g.Enter(bg, "a"); e.Exit(nil) },
-		"no rules": func() { e, _ := g.Enter(bg, "b"); e.Exit(nil) },
-		"inbound":  func() { e, _ := g.Enter(bg, "a", WithInbound(), WithCount(2)); e.Exit(nil) },
-		"Do":       func() { _ = g.Do(bg, "a", func() error { return nil }) },
+		"rules":            func() { e, _ := g.Enter(bg, "a"); e.Exit(nil) },
+		"no rules":         func() { e, _ := g.Enter(bg, "b"); e.Exit(nil) },
+		"inbound":          func() { e, _ := g.Enter(bg, "a", WithInbound(), WithCount(2)); e.Exit(nil) },
+		"Do":               func() { _ = g.Do(bg, "a", func() error { return nil }) },
+		"handle":           func() { e, _ := a.Enter(bg); e.Exit(nil) },
+		"handle, no rules": func() { e, _ := b.Enter(bg); e.Exit(nil) },
 	} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
 			t.Errorf("%s: %v allocations per Enter+Exit", name, n)

@@ -203,7 +203,10 @@ func (g *Guard) ResourcesAt(now int64) []ResourceStats {
 func (g *Guard) Clock() clock.Clock { return g.clock }
 
 // Rules returns a copy of the rules in force.
-func (g *Guard) Rules() Rules { return g.snap.Load().rules.clone() }
+func (g *Guard) Rules() Rules {
+	s := g.snap.Load()
+	return s.kept.rules().clone()
+}
 
 // A BreakerStatus is a breaker rule in force and the state of its breaker.
 type BreakerStatus struct {
@@ -226,9 +229,9 @@ func (g *Guard) BreakersAt(now int64) []BreakerStatus {
 	out := make([]BreakerStatus, 0, len(s.breakers))
 	names := s.names().breakers
 	for i, b := range s.breakers {
-		r := s.rules.Breakers[i]
+		r := s.kept.breakerAt(i)
 		out = append(out, BreakerStatus{Resource: r.Resource, Rule: names[i], Strategy: r.Strategy,
-			Shadow: r.Shadow || s.rules.Shadow, Stats: b.b.StatsAt(now)})
+			Shadow: r.Shadow || s.kept.shadow, Stats: b.b.StatsAt(now)})
 	}
 	return out
 }
@@ -339,7 +342,7 @@ func (g *Guard) OverloadAt(now int64) []OverloadStatus {
 		if !ok {
 			continue
 		}
-		r := s.rules.Flow[i]
+		r := s.kept.flowAt(i)
 		st := o.statusAt(now, r, g.cpu)
 		if names == nil {
 			names = s.names().flows

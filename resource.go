@@ -42,7 +42,7 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 // power of two, at most 64), each a little smaller than the resource: a hot
 // resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
 // own state: a QPS rule and an error-ratio breaker, with their defaults,
-// about 1.9 KB more (at most 2 KiB).
+// about 1.7 KB more (at most 1,800 bytes).
 const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of
@@ -60,6 +60,7 @@ type resource struct {
 	lastUse atomic.Int64 // roughly: updated at most once a second
 	pinned  atomic.Bool  // a rule names it: never evicted
 	inbound atomic.Bool  // a request entered it with Inbound: sticky
+	evicted atomic.Bool  // taken out of the table: a Resource handle holding it looks the name up again
 }
 
 func newResource(name string, c clock.Clock) *resource {
@@ -343,6 +344,7 @@ func (t *resourceTable) evict(now int64) bool {
 		// to the evicted copy, lost with it (a resource idle for a whole
 		// window, so a request or two).
 		if idle(r) && t.m.CompareAndDelete(r.name, r) {
+			r.evicted.Store(true)
 			t.n.Add(-1)
 			t.evictions.Add(1)
 		}

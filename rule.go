@@ -76,6 +76,10 @@ type holdState struct {
 	// (IsOverloaded): set by Exit for every hold before release.
 	overloaded bool
 	shadow     bool // the rule that holds it is in shadow
+	// undoOnly says that the rule takes back nothing when the request
+	// exits, only when a later rule blocks it (a QPS rule's grant): Exit
+	// skips the hold.
+	undoOnly bool
 }
 
 // A phase is a rule's place in the order Enter asks a resource's rules: the

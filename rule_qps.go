@@ -107,11 +107,13 @@ func (*qpsRule) phase() phase { return phaseQPS }
 func (r *qpsRule) admit(_ context.Context, e *entry, now int64, h *hold) flow.Decision {
 	d, g := r.q.GrantNAt(now, e.count)
 	if d.Allowed {
-		h.by, h.grant = r, g
+		h.by, h.grant, h.undoOnly = r, g, true
 	}
 	return d
 }
 
+// release gives the grant back if the request was blocked: Exit skips it
+// otherwise (hold.undoOnly).
 func (r *qpsRule) release(h *hold, _ int64, _ breaker.Outcome, blocked bool) {
 	if blocked {
 		r.q.GiveBack(h.grant)

@@ -46,14 +46,14 @@ func (g *Guard) checkUnused(now int64) {
 	}
 	names := s.names()
 	var changes []RuleChange
-	for i, f := range s.rules.Flow {
-		if unused(f.Resource) {
-			changes = append(changes, RuleChange{Resource: f.Resource, Rule: names.flows[i], Change: "unused"})
+	for i, f := range s.kept.flow {
+		if unused(f.resource) {
+			changes = append(changes, RuleChange{Resource: f.resource, Rule: names.flows[i], Change: "unused"})
 		}
 	}
-	for i, b := range s.rules.Breakers {
-		if unused(b.Resource) {
-			changes = append(changes, RuleChange{Resource: b.Resource, Rule: names.breakers[i], Breaker: true, Change: "unused"})
+	for i, b := range s.kept.breakers {
+		if unused(b.resource) {
+			changes = append(changes, RuleChange{Resource: b.resource, Rule: names.breakers[i], Breaker: true, Change: "unused"})
 		}
 	}
 	if len(changes) == 0 {

@@ -82,6 +82,20 @@ var guardEntryExit = &Shape{
 				return 1
 			})
 		}},
+		// The same through a handle on the resource, made once: no lookup
+		// of the name.
+		{Name: "slidegate Resource.Enter+Exit", Role: Ours, Setup: func(b *testing.B) Op {
+			r := newGuard(b).Resource(guardResource)
+			ctx := context.Background()
+			return allows(b, "slidegate Resource.Enter", func() int64 {
+				e, err := r.Enter(ctx)
+				if err != nil {
+					return 0
+				}
+				e.Exit(nil)
+				return 1
+			})
+		}},
 		// The same in one call, with a static function.
 		{Name: "slidegate Guard.Do", Role: Ours, Setup: func(b *testing.B) Op {
 			g := newGuard(b)
