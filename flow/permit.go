@@ -89,7 +89,11 @@ func (p *Permit) end(now int64, timed bool, o Outcome) {
 	}
 	switch p.kind {
 	case byConcurrency:
-		(*Concurrency)(p.from).inflight.Add(-n)
+		if pl := &(*Concurrency)(p.from).places; pl.cells.Load() == nil {
+			pl.word.Add(-uint64(n)) // placePool.release, inline
+		} else {
+			pl.releaseStriped(n)
+		}
 	case byKeyedConcurrency:
 		(*keyConcurrency)(p.from).done(p, n)
 	case byShedder:
