@@ -126,7 +126,7 @@ type Adaptive struct {
 	fair  *fairShare // the requests in flight, by lane
 	// The current window's samples: their response times by bin, and the
 	// requests that ended overloaded.
-	samples    *rtBins
+	samples    *rtStripes
 	overloaded atomic.Int64
 	peak       atomic.Int64
 	// A drain's: its limit (0 when none), when its queue was found drained
@@ -161,7 +161,7 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 		return nil, err
 	}
 	a := &Adaptive{s: s, aimd: s.Algorithm == "aimd", clock: s.Clock, lim: float64(s.InitialLimit), slowStart: true,
-		fair: newFairShare(), samples: new(rtBins), drained: new(rtBins)}
+		fair: newFairShare(), samples: new(rtStripes), drained: new(rtBins)}
 	a.limit.Store(s.InitialLimit)
 	a.measureFrom.Store(math.MaxInt64)
 	now := a.clock.Now()
@@ -250,10 +250,13 @@ func (a *Adaptive) AcquireAt(now int64, p *Permit, key string) Decision {
 		return Decision{Reason: ExceedsLimit}
 	}
 	pk := a.fair.pick(key)
-	if !a.fair.admit(now, a.limit.Load(), pk) {
+	if !a.fair.admit(now, a.limit.Load(), &pk) {
 		return Decision{Reason: Overloaded}
 	}
-	if cur := a.fair.inflight.Load(); cur > a.peak.Load() {
+	// The places taken, not the sum of the processors' counts: under
+	// contention they count the free places the processors keep besides,
+	// at most an eighth of the limit (fairSpare).
+	if cur := a.fair.pool.taken(); cur > a.peak.Load() {
 		storeMax(&a.peak, cur)
 	}
 	p.start, p.lane = now, pk.lane
@@ -294,7 +297,7 @@ func (a *Adaptive) done(p *Permit, now int64, timed bool, o Outcome) {
 	case o == FailedOverloaded:
 		a.overloaded.Add(1)
 	case rt > 0: // a clock that went back gives no sample
-		a.samples.add(rt)
+		a.samples.add(rt, a.fair.pool.cells.Load() != nil)
 		if a.drainLimit.Load() > 0 {
 			a.measure(now, p.start, rt)
 		}
@@ -308,7 +311,7 @@ func (a *Adaptive) done(p *Permit, now int64, timed bool, o Outcome) {
 // is over: the next request to end closes it.
 func (a *Adaptive) measure(now, start, rt int64) {
 	from := a.measureFrom.Load()
-	if from == math.MaxInt64 && a.fair.inflight.Load() <= a.drainLimit.Load() {
+	if from == math.MaxInt64 && a.fair.inFlight() <= a.drainLimit.Load() {
 		a.measureFrom.CompareAndSwap(math.MaxInt64, now)
 		return
 	}
@@ -328,7 +331,7 @@ func (a *Adaptive) closeWindow(now int64) {
 	if now < a.windowEnd.Load() {
 		return // another request closed it first
 	}
-	n, over := a.samples.count.Load(), a.overloaded.Load()
+	n, over := a.samples.count(), a.overloaded.Load()
 	if n+over < a.s.MinSamples {
 		return // too few to judge by: the window goes on
 	}
@@ -336,7 +339,7 @@ func (a *Adaptive) closeWindow(now int64) {
 	// next: a window is statistics, not a promise.
 	over = a.overloaded.Swap(0)
 	n, rt := a.samples.take()
-	peak := a.peak.Swap(a.fair.inflight.Load())
+	peak := a.peak.Swap(a.fair.inFlight())
 	a.windows++
 	// The baseline is a mean of many requests, not the fastest one: a
 	// few fast answers (cache hits, quick errors) among slow ones must not
@@ -437,7 +440,7 @@ func (a *Adaptive) drainAfter(now int64) int64 {
 func (a *Adaptive) limitNow() int64 { return a.limit.Load() }
 
 // inFlight returns the requests admitted and not yet done.
-func (a *Adaptive) inFlight() int64 { return a.fair.inflight.Load() }
+func (a *Adaptive) inFlight() int64 { return a.fair.inFlight() }
 
 // baselineNow returns the mean response time the limiter judges queueing
 // by; 0 until it has one.

@@ -95,7 +95,7 @@ func (c *Concurrency) AcquireN(p *Permit, key string, n int64) Decision {
 	if n > limit {
 		return Decision{Reason: ExceedsLimit}
 	}
-	// The pool word alone until it is contended: placePool.acquire, inline.
+	// The pool word alone until it is contended (placePool.acquireSlow).
 	if pl.cells.Load() == nil {
 		if w := pl.word.Load(); int64(w&takenMask)+n <= limit && pl.word.CompareAndSwap(w, w+uint64(n)) {
 			p.fill(byConcurrency, unsafe.Pointer(c), n)

@@ -19,7 +19,7 @@ func TestFairShareKeepsEachKeysShare(t *testing.T) {
 	take := func(key string) bool {
 		now += recount // requests a millisecond apart, each with a fresh count of the busy lanes
 		p := f.pick(key)
-		if !f.admit(now, limit, p) {
+		if !f.admit(now, limit, &p) {
 			return false
 		}
 		held[key] = append(held[key], p.lane)
@@ -39,14 +39,14 @@ func TestFairShareKeepsEachKeysShare(t *testing.T) {
 	for _, key := range apart(f, 2, "slow") {
 		for i := range 2 {
 			if !take(key) {
-				t.Fatalf("%s refused its request %d with %d in flight: below its share", key, i+1, f.inflight.Load())
+				t.Fatalf("%s refused its request %d with %d in flight: below its share", key, i+1, f.inFlight())
 			}
 		}
 	}
 	if take("slow") {
 		t.Fatal("the key over its share was admitted at the limit")
 	}
-	if got := f.inflight.Load(); got > 2*limit {
+	if got := f.inFlight(); got > 2*limit {
 		t.Fatalf("%d in flight, above twice the limit", got)
 	}
 	// The slow key's requests end: while in flight stays at the limit, it
@@ -55,8 +55,8 @@ func TestFairShareKeepsEachKeysShare(t *testing.T) {
 		f.leave(lane)
 	}
 	held["slow"] = held["slow"][4:]
-	if f.inflight.Load() != limit {
-		t.Fatalf("%d in flight, want the limit", f.inflight.Load())
+	if f.inFlight() != limit {
+		t.Fatalf("%d in flight, want the limit", f.inFlight())
 	}
 	if take("slow") {
 		t.Fatal("the key over its share was admitted at the limit after some of its requests ended")
@@ -82,10 +82,10 @@ func TestFairShareBoundsWhatGoesOverTheLimit(t *testing.T) {
 			}
 			key := fmt.Sprint(rng.IntN(1 + rng.IntN(300)))
 			p := f.pick(key)
-			if f.admit(int64(i)*int64(time.Millisecond), limit, p) {
+			if f.admit(int64(i)*int64(time.Millisecond), limit, &p) {
 				lanes = append(lanes, p.lane)
 			}
-			if got := f.inflight.Load(); got > 2*limit {
+			if got := f.inFlight(); got > 2*limit {
 				t.Fatalf("seed %d, limit %d: %d in flight", seed, limit, got)
 			}
 		}
@@ -96,7 +96,7 @@ func TestFairShareBoundsWhatGoesOverTheLimit(t *testing.T) {
 		for i := range f.lanes {
 			busy = busy || f.lanes[i].Load() != 0
 		}
-		if f.inflight.Load() != 0 || busy {
+		if f.inFlight() != 0 || busy {
 			t.Fatalf("seed %d: counts left after every request ended", seed)
 		}
 	}

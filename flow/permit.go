@@ -90,7 +90,7 @@ func (p *Permit) end(now int64, timed bool, o Outcome) {
 	switch p.kind {
 	case byConcurrency:
 		if pl := &(*Concurrency)(p.from).places; pl.cells.Load() == nil {
-			pl.word.Add(-uint64(n)) // placePool.release, inline
+			pl.word.Add(-uint64(n)) // until the pool is contended (placePool.releaseStriped)
 		} else {
 			pl.releaseStriped(n)
 		}

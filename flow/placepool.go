@@ -11,9 +11,9 @@ import (
 // count of a Concurrency limiter, and of the requests an overload
 // protection admits.
 //
-// One word counted every place taken and given back, so every request
-// wrote it twice, and its cache line travelled between the cores on every
-// acquisition and every release. An exact limit cannot lease places the way
+// One word counting every place taken and given back would be written
+// twice by every request, its cache line travelling between the cores on
+// every acquisition and every release. An exact limit cannot lease places the way
 // the QPS limiter does (a place is given back later, maybe on another
 // processor), but it can keep free places near the processors that give
 // them back. The pool word counts the places taken out of the pool: held by
@@ -45,7 +45,8 @@ import (
 // pool word it read taken from, so a release that read the pool before set
 // gives its places to the pool once set has emptied its cell, and one whose
 // places landed first had them swept. Once set returns, every free place in
-// a cell was put there under the new limit.
+// a cell was put there under the new limit. (The generation has 24 bits: a
+// release would have to stall across 16 million sets to be fooled.)
 //
 // What it costs is refusals, never admissions: a request is refused when
 // the pool is full and no cell holds its places, read one after another; a
@@ -53,13 +54,17 @@ import (
 // the pool in a sweep, is then not seen. Only concurrent releases can do
 // that, and they make the next request's room; with one caller at a time
 // the count is exact. Free places wait in cells, at most cellCap each (the
-// limit / (2 × cells), at most maxLease), and a request that finds its own
-// cell empty and the pool full takes them from the others.
+// limit / (spare × cells), at most maxLease), and a request that finds its own
+// cell empty and the pool full takes them from the others. Past the limit
+// (a fair share's admission), the cells keep nothing: see acquireOver.
 type placePool struct {
 	word  atomic.Uint64 // the pool: generation<<genShift | taken
 	limit atomic.Int64
 	cells atomic.Pointer[poolCells] // nil until the pool word is contended
 	mu    sync.Mutex                // serializes set
+	// spare is how many times the cells' free places the limit is at least:
+	// a cell keeps limit / (spare × cells) at most; 0 means 2.
+	spare uint8
 }
 
 // poolCells are the cells of a placePool, one per processor, each alone on a
@@ -101,27 +106,17 @@ func (p *placePool) held() int64 {
 }
 
 // cellCap is the most free places a cell keeps under limit: few enough
-// that they are a small share of it, and none for a limit below twice the
-// cells, where every place goes through the pool and the count is exact.
-func (cs *poolCells) cellCap(limit int64) uint64 {
-	return uint64(min(maxLease, limit/int64(2*len(cs.cells))))
+// that they are a small share of it, and none for a limit below the
+// spare × cells, where every place goes through the pool and the count is
+// exact.
+func (p *placePool) cellCap(cs *poolCells, limit int64) uint64 {
+	return uint64(min(maxLease, limit/(int64(max(p.spare, 2))*int64(len(cs.cells)))))
 }
 
-// acquire takes n places, n >= 1, under the limit, from the caller's cell
+// acquireSlow takes n places, n >= 1, under the limit, once a first try
+// on the pool word alone failed (the caller's, inline: see
+// Concurrency.AcquireN) or the cells are made: from the caller's cell
 // first.
-// Until the pool word is contended, that is the pool word alone, and no
-// processor's index is read.
-func (p *placePool) acquire(n int64) bool {
-	if p.cells.Load() == nil {
-		w := p.word.Load()
-		if int64(w&takenMask)+n <= p.limit.Load() && p.word.CompareAndSwap(w, w+uint64(n)) {
-			return true
-		}
-	}
-	return p.acquireSlow(n)
-}
-
-// acquireSlow is acquire after its first try.
 func (p *placePool) acquireSlow(n int64) bool {
 	if p.cells.Load() == nil {
 		if p.fromPool(n) {
@@ -162,7 +157,7 @@ func (p *placePool) acquireOn(hint int, n int64) bool {
 	if n == 1 {
 		return false // every cell was empty
 	}
-	p.sweep(cs, nil)
+	p.sweep(cs, false)
 	return p.fromPool(n)
 }
 
@@ -181,16 +176,11 @@ func (p *placePool) fromPool(n int64) bool {
 	}
 }
 
-// release gives back n places, n >= 1, to the caller's cell or the pool.
-func (p *placePool) release(n int64) {
-	if p.cells.Load() == nil {
-		p.word.Add(-uint64(n))
-		return
-	}
-	p.releaseStriped(n)
-}
-
-// releaseStriped is release once the cells are made.
+// releaseStriped gives back n places, n >= 1, to the caller's cell or the
+// pool, once the cells are made; until then a release is an add to the
+// pool word (the caller's, inline: see Permit.end).
+//
+//go:noinline
 func (p *placePool) releaseStriped(n int64) { p.releaseOn(stripe.Hint(), n) }
 
 // releaseOn is release for the caller of processor hint.
@@ -213,7 +203,7 @@ func (p *placePool) deposit(cs *poolCells, hint int, n int64, w uint64, lim int6
 		return false
 	}
 	c := &cs.cells[hint&cs.mask].word
-	gen, limit := w>>genShift, cs.cellCap(lim)
+	gen, limit := w>>genShift, p.cellCap(cs, lim)
 	for v := c.Load(); v>>genShift == gen && v&takenMask+uint64(n) <= limit; v = c.Load() {
 		if c.CompareAndSwap(v, v+uint64(n)) {
 			return true
@@ -243,17 +233,17 @@ func (p *placePool) grow() {
 	p.cells.Store(cs)
 }
 
-// sweep empties every cell into the pool. With gen, each cell takes that
-// generation (set's sweep); without, each keeps its own, for a sweep that
-// ran beside a set must not give a cell back an older generation.
-func (p *placePool) sweep(cs *poolCells, gen *uint64) {
+// sweep empties every cell into the pool. With regen, each cell takes the
+// pool's generation as it is then (never an older one, whatever sweeps run
+// beside it); without, each keeps its own.
+func (p *placePool) sweep(cs *poolCells, regen bool) {
 	for i := range cs.cells {
 		c := &cs.cells[i].word
 		for {
 			v := c.Load()
 			next := v &^ takenMask
-			if gen != nil {
-				next = *gen << genShift
+			if regen {
+				next = p.word.Load() &^ takenMask
 			}
 			if v == next {
 				break
@@ -268,6 +258,27 @@ func (p *placePool) sweep(cs *poolCells, gen *uint64) {
 	}
 }
 
+// acquireOver takes n places past the limit while taken stays within over
+// (a fair share's admission, for a request below its share at the limit).
+// The cells' free places then go back to the pool, and the generation
+// moves on: while more than the limit is taken, no cell keeps a free place,
+// which would admit a request at the limit without its share.
+func (p *placePool) acquireOver(n, over int64) bool {
+	for {
+		w := p.word.Load()
+		if int64(w&takenMask)+n > over {
+			return false
+		}
+		if p.word.CompareAndSwap(w, w+uint64(n)+1<<genShift) {
+			break
+		}
+	}
+	if cs := p.cells.Load(); cs != nil {
+		p.sweep(cs, true)
+	}
+	return true
+}
+
 // set makes limit the limit. The places held count against it; the free
 // places of the cells go back to the pool, so that none admits a request
 // over a lowered limit once set returns.
@@ -275,8 +286,8 @@ func (p *placePool) set(limit int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.limit.Store(limit)
-	gen := p.word.Add(1<<genShift) >> genShift
+	p.word.Add(1 << genShift)
 	if cs := p.cells.Load(); cs != nil {
-		p.sweep(cs, &gen)
+		p.sweep(cs, true)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/slidegate/slidegate/internal/latbin"
+	"github.com/slidegate/slidegate/internal/stripe"
 )
 
 // outlierFactor is how many times its window's median a response time
@@ -37,19 +38,32 @@ func (b *rtBins) add(rt int64) {
 // now or left for the next take (its count and its sum may part, by one
 // sample: a window is statistics, not a promise).
 func (b *rtBins) take() (n, mean int64) {
-	var counts [latbin.Bins]int32
+	var counts [latbin.Bins]int64
+	n, exact := b.takeInto(&counts)
+	return n, meanOf(&counts, n, exact)
+}
+
+// takeInto empties the bins, adding their counts to counts, and returns
+// how many response times they held and their exact sum.
+func (b *rtBins) takeInto(counts *[latbin.Bins]int64) (n, exact int64) {
 	for i := range b.bins {
-		counts[i] = b.bins[i].Swap(0)
-		n += int64(counts[i])
+		c := int64(b.bins[i].Swap(0))
+		counts[i] += c
+		n += c
 	}
 	b.count.Add(-n)
-	exact := b.sum.Swap(0)
+	return n, b.sum.Swap(0)
+}
+
+// meanOf returns the mean of n response times counted in bins counts,
+// summing exact, outliers left out; 0 if n is 0.
+func meanOf(counts *[latbin.Bins]int64, n, exact int64) int64 {
 	if n == 0 {
-		return 0, 0
+		return 0
 	}
 	half, seen, limit := (n+1)/2, int64(0), int64(0)
 	for i, c := range counts {
-		if seen += int64(c); seen >= half {
+		if seen += c; seen >= half {
 			limit = outlierFactor * latbin.Value(i)
 			break
 		}
@@ -59,11 +73,57 @@ func (b *rtBins) take() (n, mean int64) {
 		if latbin.Low(i) > limit {
 			break // the rest are outliers
 		}
-		sum += int64(c) * latbin.Value(i)
-		kept += int64(c)
+		sum += c * latbin.Value(i)
+		kept += c
 	}
 	if kept == n {
-		return n, max(exact, 0) / n
+		return max(exact, 0) / n
 	}
-	return n, sum / kept
+	return sum / kept
+}
+
+// rtStripes are a window's rtBins, one per processor once the limiter's
+// requests contend (each about 1 KiB), so that two cores ending requests
+// at once do not pass the same lines back and forth: the window is their
+// sum.
+type rtStripes struct {
+	base rtBins
+	set  stripe.Set[rtBins]
+}
+
+// add counts response time rt in the caller's processor's bins; contended
+// says that the limiter's requests contend, which makes the stripes.
+func (s *rtStripes) add(rt int64, contended bool) {
+	if contended && s.set.Stripes() == nil {
+		s.set.Grow(&s.base, stripe.Count(), func() *rtBins { return new(rtBins) })
+	}
+	s.set.Pick(&s.base, stripe.Hint).add(rt)
+}
+
+// count returns how many response times the bins hold.
+func (s *rtStripes) count() int64 {
+	all := s.set.Stripes()
+	if all == nil {
+		return s.base.count.Load()
+	}
+	n := int64(0)
+	for _, b := range all {
+		n += b.count.Load()
+	}
+	return n
+}
+
+// take is rtBins.take of every processor's bins together.
+func (s *rtStripes) take() (n, mean int64) {
+	all := s.set.Stripes()
+	if all == nil {
+		return s.base.take()
+	}
+	var counts [latbin.Bins]int64
+	var exact int64
+	for _, b := range all {
+		m, e := b.takeInto(&counts)
+		n, exact = n+m, exact+e
+	}
+	return n, meanOf(&counts, n, exact)
 }
