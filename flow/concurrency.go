@@ -97,6 +97,8 @@ func (c *Concurrency) AcquireN(p *Permit, key string, n int64) Decision {
 	}
 	// The pool word alone until it is contended (placePool.acquireSlow).
 	if pl.cells.Load() == nil {
+		var mark byte
+		pl.note(uintptr(unsafe.Pointer(&mark)))
 		if w := pl.word.Load(); int64(w&takenMask)+n <= limit && pl.word.CompareAndSwap(w, w+uint64(n)) {
 			p.fill(byConcurrency, unsafe.Pointer(c), n)
 			return allowed

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/slidegate/slidegate/internal/stripe"
 )
@@ -186,6 +187,10 @@ func (f *fairShare) admit(now int64, limit int64, p *pick) bool {
 		pl.set(limit) // a new limit, or a shedder's new bound: once per change
 	}
 	// The pool word alone until it is contended (placePool.acquireSlow).
+	if pl.cells.Load() == nil {
+		var mark byte
+		pl.note(uintptr(unsafe.Pointer(&mark)))
+	}
 	if w := pl.word.Load(); pl.cells.Load() != nil || int64(w&takenMask) >= limit || !pl.word.CompareAndSwap(w, w+1) {
 		if !pl.acquireSlow(1) {
 			return f.admitPast(now, limit, p)

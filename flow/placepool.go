@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -17,9 +18,10 @@ import (
 // the QPS limiter does (a place is given back later, maybe on another
 // processor), but it can keep free places near the processors that give
 // them back. The pool word counts the places taken out of the pool: held by
-// requests, or free in a processor's cell. A cell (one per processor, on a
-// cache line of its own, made the first time a compare-and-swap on the pool
-// word fails) holds free places that only a request can take:
+// requests, or free in a processor's cell. A cell (one per processor, on
+// cache lines of its own, made once goroutines take turns at the pool, see
+// note, or a compare-and-swap on the pool word fails) holds free places
+// that only a request can take:
 //
 //   - Acquiring n places takes them from the caller's cell if it holds n
 //     (one compare-and-swap on its own line), else from the pool word while
@@ -60,18 +62,30 @@ import (
 type placePool struct {
 	word  atomic.Uint64 // the pool: generation<<genShift | taken
 	limit atomic.Int64
-	cells atomic.Pointer[poolCells] // nil until the pool word is contended
-	mu    sync.Mutex                // serializes set
+	cells atomic.Pointer[poolCells] // nil until the pool is contended
+	// callers, until the cells are made, is the stack block of the last
+	// goroutine that acquired<<8 | how many times it changed (at most 255):
+	// see note.
+	callers atomic.Uint64
+	mu      sync.Mutex // serializes set
 	// spare is how many times the cells' free places the limit is at least:
 	// a cell keeps limit / (spare × cells) at most; 0 means 2.
 	spare uint8
 }
 
-// poolCells are the cells of a placePool, one per processor, each alone on a
-// cache line (see leaseCell): generation<<genShift | free places.
+// poolCells are the cells of a placePool, one per processor:
+// generation<<genShift | free places.
 type poolCells struct {
-	cells []leaseCell
+	cells []poolCell
 	mask  int
+}
+
+// A poolCell is one processor's cell, alone on 128 bytes: the cells are one
+// allocation of a multiple of 128 bytes, which the allocator aligns to
+// them, and some processors fetch lines two by two.
+type poolCell struct {
+	word atomic.Uint64
+	_    [120]byte
 }
 
 const (
@@ -111,6 +125,35 @@ func (p *placePool) held() int64 {
 // exact.
 func (p *placePool) cellCap(cs *poolCells, limit int64) uint64 {
 	return uint64(min(maxLease, limit/(int64(max(p.spare, 2))*int64(len(cs.cells)))))
+}
+
+// growAfter is how many changes of the goroutine acquiring make the cells:
+// a compare-and-swap on the pool word seldom fails, even with two cores
+// writing it on every request (a core fetches its line to write it), so
+// that contention alone would make them only by chance.
+const growAfter = 64
+
+// note notes an acquisition by the goroutine whose stack holds sp, before
+// the cells are made: a load and a compare while one goroutine acquires,
+// a store when another does. Goroutines that take turns (which, with
+// more than one processor, may run at once) make the cells after
+// growAfter changes. A goroutine is told by the 2 KiB block of its stack
+// that sp is in: the least a stack takes, aligned to its size (one
+// goroutine acquiring from frames in different blocks looks like several,
+// and only makes the cells early).
+func (p *placePool) note(sp uintptr) {
+	if p.callers.Load()>>8 != uint64(sp>>11) {
+		p.noteChange(sp)
+	}
+}
+
+// noteChange is note when the goroutine changed.
+func (p *placePool) noteChange(sp uintptr) {
+	n := min(p.callers.Load()&255+1, 255)
+	p.callers.Store(uint64(sp>>11)<<8 | n)
+	if n == growAfter && runtime.GOMAXPROCS(0) > 1 {
+		p.grow()
+	}
 }
 
 // acquireSlow takes n places, n >= 1, under the limit, once a first try
@@ -225,7 +268,7 @@ func (p *placePool) grow() {
 		return
 	}
 	n := stripe.Count()
-	cs := &poolCells{cells: make([]leaseCell, n), mask: n - 1}
+	cs := &poolCells{cells: make([]poolCell, n), mask: n - 1}
 	gen := p.word.Load() >> genShift
 	for i := range cs.cells {
 		cs.cells[i].word.Store(gen << genShift)

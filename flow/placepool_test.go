@@ -243,3 +243,45 @@ func TestAReleaseThatReadThePoolBeforeAnAdmissionPastTheLimitKeepsNoPlaceInACell
 		}
 	}
 }
+
+// TestAPlacePoolMakesItsCellsOnlyForGoroutinesThatTakeTurns: one goroutine
+// acquiring and releasing alone never pays for cells; goroutines that take
+// turns (which on more than one processor may run at once) make them.
+func TestAPlacePoolMakesItsCellsOnlyForGoroutinesThatTakeTurns(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("the cells are made only with more than one processor")
+	}
+	c, _ := NewConcurrency(ConcurrencySettings{Limit: 10})
+	for range 10 * growAfter {
+		var p Permit
+		c.Acquire(&p, "")
+		p.Done(Succeeded)
+	}
+	if c.places.cells.Load() != nil {
+		t.Fatal("one goroutine alone made the cells")
+	}
+	turn := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		for range turn {
+			var p Permit
+			c.Acquire(&p, "")
+			p.Done(Succeeded)
+			done <- struct{}{}
+		}
+	}()
+	for range growAfter {
+		var p Permit
+		c.Acquire(&p, "")
+		p.Done(Succeeded)
+		turn <- struct{}{}
+		<-done
+	}
+	close(turn)
+	if c.places.cells.Load() == nil {
+		t.Fatalf("two goroutines taking %d turns did not make the cells: %x", growAfter, c.places.callers.Load())
+	}
+	if c.InFlight("") != 0 {
+		t.Fatalf("InFlight = %d after every permit was done", c.InFlight(""))
+	}
+}
