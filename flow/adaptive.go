@@ -102,6 +102,10 @@ type AdaptiveSettings struct {
 // 4.4%. Acquiring is a compare-and-swap on the requests in flight; ending
 // adds the sample with a few atomics, and the request that finds the
 // window over closes it under a mutex that no other request waits for.
+// Under contention the requests in flight, the lanes and the samples are
+// kept per processor (see fairShare and rtStripes); the peak in flight
+// then counts the free places the processors keep, at most an eighth of
+// the limit more than the requests held.
 
 // An Adaptive limiter is a concurrency limit that finds itself. It admits a
 // request while fewer than its limit are in flight, as [Concurrency] does.
