@@ -27,6 +27,18 @@ func BenchmarkBaselineAtomicAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkBaselineAtomicAddParallel adds to one word from every
+// processor: each add waits for the word's cache line to come from the
+// core that wrote it last, so its time is about one transfer of a line.
+func BenchmarkBaselineAtomicAddParallel(b *testing.B) {
+	var x atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			x.Add(1)
+		}
+	})
+}
+
 // An unreachable limit, so that every decision allows and counts.
 func BenchmarkQPSAllow(b *testing.B) {
 	q := mustQPS(b, QPSSettings{Limit: maxLimit, Interval: time.Second})
