@@ -301,7 +301,11 @@ func (a *Adaptive) done(p *Permit, now int64, timed bool, o Outcome) {
 	case o == FailedOverloaded:
 		a.overloaded.Add(1)
 	case rt > 0: // a clock that went back gives no sample
-		a.samples.add(rt, a.fair.pool.cells.Load() != nil)
+		if a.fair.pool.cells.Load() != nil { // contended: per processor
+			a.samples.addStriped(rt)
+		} else {
+			a.samples.base.add(rt)
+		}
 		if a.drainLimit.Load() > 0 {
 			a.measure(now, p.start, rt)
 		}

@@ -186,21 +186,24 @@ func (f *fairShare) admit(now int64, limit int64, p *pick) bool {
 	if pl.limit.Load() != limit {
 		pl.set(limit) // a new limit, or a shedder's new bound: once per change
 	}
-	// The pool word alone until it is contended (placePool.acquireSlow).
+	// The pool word alone until it is contended (placePool.acquireSlow),
+	// and the lanes with it (the stripes are made only once the cells are).
 	if pl.cells.Load() == nil {
 		var mark byte
 		pl.note(uintptr(unsafe.Pointer(&mark)))
-	}
-	if w := pl.word.Load(); pl.cells.Load() != nil || int64(w&takenMask) >= limit || !pl.word.CompareAndSwap(w, w+1) {
-		if !pl.acquireSlow(1) {
+		w := pl.word.Load()
+		if int64(w&takenMask) < limit && pl.word.CompareAndSwap(w, w+1) {
+			f.lanes[p.lane].Add(1)
+			return true
+		}
+		if int64(w&takenMask) >= limit && pl.cells.Load() == nil {
 			return f.admitPast(now, limit, p)
 		}
 	}
-	if f.stripes.Stripes() != nil || pl.cells.Load() != nil { // f.join, its first case inline
-		f.join(p.lane)
-		return true
+	if !pl.acquireSlow(1) {
+		return f.admitPast(now, limit, p)
 	}
-	f.lanes[p.lane].Add(1)
+	f.join(p.lane)
 	return true
 }
 
@@ -234,23 +237,24 @@ func (f *fairShare) grow() {
 	f.stripes.Grow(&f.lanes, stripe.Count(), func() *laneCounts { return new(laneCounts) })
 }
 
-// leaveStriped is leave once the lanes are striped.
-func (f *fairShare) leaveStriped(all []*laneCounts, lane uint8) {
+// leaveStriped is leave once the pool has its cells (the lanes may not
+// have their stripes yet: then the lanes are the only stripe).
+func (f *fairShare) leaveStriped(lane uint8) {
 	h := stripe.Hint()
-	all[h&(len(all)-1)][lane].Add(-1)
+	ls := &f.lanes
+	if all := f.stripes.Stripes(); all != nil {
+		ls = all[h&(len(all)-1)]
+	}
+	ls[lane].Add(-1)
 	f.pool.releaseOn(h, 1)
 }
 
 // leave takes a request of the given lane out of flight.
 func (f *fairShare) leave(lane uint8) {
-	if all := f.stripes.Stripes(); all != nil {
-		f.leaveStriped(all, lane)
+	if f.pool.cells.Load() != nil {
+		f.leaveStriped(lane)
 		return
 	}
-	f.lanes[lane].Add(-1)
-	if f.pool.cells.Load() == nil {
-		f.pool.word.Add(^uint64(0)) // until the pool is contended (placePool.releaseStriped)
-		return
-	}
-	f.pool.releaseStriped(1)
+	f.lanes[lane%fairLanes].Add(-1)
+	f.pool.word.Add(^uint64(0)) // until the pool is contended (placePool.releaseStriped)
 }

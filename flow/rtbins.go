@@ -91,13 +91,16 @@ type rtStripes struct {
 	set  stripe.Set[rtBins]
 }
 
-// add counts response time rt in the caller's processor's bins; contended
-// says that the limiter's requests contend, which makes the stripes.
-func (s *rtStripes) add(rt int64, contended bool) {
-	if contended && s.set.Stripes() == nil {
+// addStriped counts response time rt in the caller's processor's bins,
+// making them the first time: for a limiter whose requests contend (the
+// others add to base alone).
+func (s *rtStripes) addStriped(rt int64) {
+	all := s.set.Stripes()
+	if all == nil {
 		s.set.Grow(&s.base, stripe.Count(), func() *rtBins { return new(rtBins) })
+		all = s.set.Stripes()
 	}
-	s.set.Pick(&s.base, stripe.Hint).add(rt)
+	all[stripe.Hint()&(len(all)-1)].add(rt)
 }
 
 // count returns how many response times the bins hold.
