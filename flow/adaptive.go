@@ -263,7 +263,7 @@ func (a *Adaptive) AcquireAt(now int64, p *Permit, key string) Decision {
 	if cur := a.fair.pool.taken(); cur > a.peak.Load() {
 		storeMax(&a.peak, cur)
 	}
-	p.start, p.lane = now, pk.lane
+	p.start, p.lane, p.cell = now, pk.lane, pk.cell
 	p.fill(byAdaptive, unsafe.Pointer(a), 1)
 	return allowed
 }
@@ -284,7 +284,7 @@ func storeMax(v *atomic.Int64, x int64) {
 // back off, its response time no sample. Failed or Ignored, it only leaves
 // the requests in flight.
 func (a *Adaptive) done(p *Permit, now int64, timed bool, o Outcome) {
-	a.fair.leave(p.lane)
+	a.fair.leave(p.lane, p.cell)
 	if o != Succeeded && o != FailedOverloaded {
 		return
 	}

@@ -1,6 +1,10 @@
 package flow
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/slidegate/slidegate/internal/stripe"
+)
 
 // A Concurrency limiter allows a request only while fewer than its limit
 // are in flight. Deciding and counting are one compare-and-swap, so no
@@ -105,13 +109,16 @@ func (c *Concurrency) AcquireN(p *Permit, key string, n int64) Decision {
 		pl.note(uintptr(unsafe.Pointer(&mark)))
 		if w := pl.word.Load(); int64(w&takenMask)+n <= limit && pl.word.CompareAndSwap(w, w+uint64(n)) {
 			p.fill(byConcurrency, unsafe.Pointer(c), n)
+			p.cell = 0
 			return allowed
 		}
 	}
-	if !pl.acquireSlow(n) {
+	ok, h := pl.acquireSlow(n)
+	if !ok {
 		return Decision{Reason: ConcurrencyLimited}
 	}
 	p.fill(byConcurrency, unsafe.Pointer(c), n)
+	p.cell = uint8(h % stripe.Max)
 	return allowed
 }
 

@@ -90,24 +90,25 @@ func newFairShare() *fairShare {
 type pick struct {
 	lane, other     uint8
 	held, otherHeld int64
+	// cell is the caller's processor's index (0 until the lanes have
+	// stripes), which admit takes places with and the permit gives them
+	// back to.
+	cell uint8
 }
 
 // pick returns the lane a request of key joins: the less busy of the two
 // lanes the key hashes to, as the caller's processor counted them.
 func (f *fairShare) pick(key string) pick {
 	a, b := f.lanesOf(key)
-	ls := &f.lanes
 	if all := f.stripes.Stripes(); all != nil {
-		ls = localOf(all)
+		h := stripe.Hint()
+		ls := all[h&(len(all)-1)]
+		p := choose(a, b, ls[a].Load(), ls[b].Load())
+		p.cell = uint8(h % stripe.Max)
+		return p
 	}
-	return choose(a, b, ls[a].Load(), ls[b].Load())
+	return choose(a, b, f.lanes[a].Load(), f.lanes[b].Load())
 }
-
-// localOf returns the stripe of the caller's processor. Not inlined, so
-// that the paths before contention are.
-//
-//go:noinline
-func localOf(all []*laneCounts) *laneCounts { return all[stripe.Hint()&(len(all)-1)] }
 
 // choose returns the pick of the less busy of lanes a and b, holding na and
 // nb.
@@ -188,6 +189,7 @@ func (f *fairShare) admit(now int64, limit int64, p *pick) bool {
 	}
 	// The pool word alone until it is contended (placePool.acquireSlow),
 	// and the lanes with it (the stripes are made only once the cells are).
+	var ok bool
 	if pl.cells.Load() == nil {
 		var mark byte
 		pl.note(uintptr(unsafe.Pointer(&mark)))
@@ -199,37 +201,46 @@ func (f *fairShare) admit(now int64, limit int64, p *pick) bool {
 		if int64(w&takenMask) >= limit && pl.cells.Load() == nil {
 			return f.admitPast(now, limit, p)
 		}
+		var h int
+		ok, h = pl.acquireSlow(1)
+		p.cell = uint8(h % stripe.Max)
+	} else {
+		ok = pl.acquireOn(int(p.cell), 1)
 	}
-	if !pl.acquireSlow(1) {
+	if !ok {
 		return f.admitPast(now, limit, p)
 	}
-	f.join(p.lane)
+	f.join(p.lane, p.cell)
 	return true
 }
 
 // admitPast is admit at the limit: p's lane below its share.
 func (f *fairShare) admitPast(now int64, limit int64, p *pick) bool {
 	if f.stripes.Stripes() != nil { // the share is judged by the sums
+		cell := p.cell
 		*p = choose(p.lane, p.other, f.laneHeld(p.lane), f.laneHeld(p.other))
+		p.cell = cell
 	}
 	if f.pool.taken() >= 2*limit || !f.underShare(now, *p, limit) || !f.pool.acquireOver(1, 2*limit) {
 		return false
 	}
-	f.join(p.lane)
+	f.join(p.lane, p.cell)
 	return true
 }
 
-// join counts a request admitted in its lane, on its processor's stripe
-// once the pool has found contention.
-func (f *fairShare) join(lane uint8) {
-	if all := f.stripes.Stripes(); all != nil {
-		localOf(all)[lane].Add(1)
+// join counts a request admitted in its lane, on the stripe of processor
+// cell once the pool has found contention.
+func (f *fairShare) join(lane, cell uint8) {
+	all := f.stripes.Stripes()
+	if all == nil && f.pool.cells.Load() != nil {
+		f.grow()
+		all = f.stripes.Stripes()
+	}
+	if all == nil {
+		f.lanes[lane].Add(1)
 		return
 	}
-	if f.pool.cells.Load() != nil {
-		f.grow()
-	}
-	f.lanes[lane].Add(1)
+	all[int(cell)&(len(all)-1)][lane].Add(1)
 }
 
 // grow makes the stripes of the lanes, once.
@@ -239,22 +250,24 @@ func (f *fairShare) grow() {
 
 // leaveStriped is leave once the pool has its cells (the lanes may not
 // have their stripes yet: then the lanes are the only stripe).
-func (f *fairShare) leaveStriped(lane uint8) {
-	h := stripe.Hint()
+//
+//go:noinline
+func (f *fairShare) leaveStriped(cs *poolCells, lane, cell uint8) {
 	ls := &f.lanes
 	if all := f.stripes.Stripes(); all != nil {
-		ls = all[h&(len(all)-1)]
+		ls = all[int(cell)&(len(all)-1)]
 	}
 	ls[lane].Add(-1)
-	f.pool.releaseOn(h, 1)
+	f.pool.releaseTo(cs, int(cell), 1)
 }
 
-// leave takes a request of the given lane out of flight.
-func (f *fairShare) leave(lane uint8) {
-	if f.pool.cells.Load() != nil {
-		f.leaveStriped(lane)
+// leave takes a request of the given lane, admitted by processor cell,
+// out of flight.
+func (f *fairShare) leave(lane, cell uint8) {
+	if cs := f.pool.cells.Load(); cs != nil {
+		f.leaveStriped(cs, lane, cell)
 		return
 	}
 	f.lanes[lane%fairLanes].Add(-1)
-	f.pool.word.Add(^uint64(0)) // until the pool is contended (placePool.releaseStriped)
+	f.pool.word.Add(^uint64(0)) // until the pool is contended (placePool.releaseTo)
 }

@@ -33,7 +33,7 @@ func testFairShareKeepsEachKeysShare(t *testing.T, stripes bool) {
 		stripedShare(f)
 	}
 	const limit = 12
-	held := map[string][]uint8{}
+	held := map[string][]pick{}
 	now := int64(0)
 	take := func(key string) bool {
 		now += recount // requests a millisecond apart, each with a fresh count of the busy lanes
@@ -41,7 +41,7 @@ func testFairShareKeepsEachKeysShare(t *testing.T, stripes bool) {
 		if !f.admit(now, limit, &p) {
 			return false
 		}
-		held[key] = append(held[key], p.lane)
+		held[key] = append(held[key], p)
 		return true
 	}
 	for range limit {
@@ -70,8 +70,8 @@ func testFairShareKeepsEachKeysShare(t *testing.T, stripes bool) {
 	}
 	// The slow key's requests end: while in flight stays at the limit, it
 	// gets none back.
-	for _, lane := range held["slow"][:4] {
-		f.leave(lane)
+	for _, p := range held["slow"][:4] {
+		f.leave(p.lane, p.cell)
 	}
 	held["slow"] = held["slow"][4:]
 	if f.inFlight() != limit {
@@ -93,11 +93,11 @@ func TestFairShareBoundsWhatGoesOverTheLimit(t *testing.T) {
 			stripedShare(f)
 		}
 		limit := 1 + rng.Int64N(100)
-		var lanes []uint8
+		var lanes []pick
 		for i := range 20000 {
 			if len(lanes) > 0 && rng.IntN(2) == 0 {
 				i := rng.IntN(len(lanes))
-				f.leave(lanes[i])
+				f.leave(lanes[i].lane, lanes[i].cell)
 				lanes[i] = lanes[len(lanes)-1]
 				lanes = lanes[:len(lanes)-1]
 				continue
@@ -105,14 +105,14 @@ func TestFairShareBoundsWhatGoesOverTheLimit(t *testing.T) {
 			key := fmt.Sprint(rng.IntN(1 + rng.IntN(300)))
 			p := f.pick(key)
 			if f.admit(int64(i)*int64(time.Millisecond), limit, &p) {
-				lanes = append(lanes, p.lane)
+				lanes = append(lanes, p)
 			}
 			if got := f.inFlight(); got > 2*limit || got != int64(len(lanes)) {
 				t.Fatalf("seed %d, limit %d: %d in flight, %d admitted", seed, limit, got, len(lanes))
 			}
 		}
 		for _, l := range lanes {
-			f.leave(l)
+			f.leave(l.lane, l.cell)
 		}
 		busy := false
 		for i := range uint8(fairLanes) {

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -28,11 +29,14 @@ import (
 //     taken + n <= limit, else from any other cell that holds n; for n > 1
 //     it then sweeps every cell back into the pool and tries the pool once
 //     more.
-//   - Releasing n places puts them in the caller's cell while the cell
+//   - Releasing n places puts them in the cell they were taken from (or
+//     that of the processor that took them from the pool) while the cell
 //     holds at most cellCap, and the pool holds no more than the limit
 //     (taken <= limit); else it gives them back to the pool word.
 //
-// So a processor that acquires and releases in turn writes only its cell.
+// So a processor that acquires and releases in turn writes only its cell,
+// and reads its index once per request. A request that ends on another
+// processor writes its first processor's cell: one line's transfer.
 //
 // The invariant: held + Σ cells = taken, every place being either held by a
 // request or free in one cell (the sweep's moment between a cell and the
@@ -78,6 +82,7 @@ type placePool struct {
 type poolCells struct {
 	cells []poolCell
 	mask  int
+	shift uint // log2(spare × cells): limit>>shift is cellCap's share
 }
 
 // A poolCell is one processor's cell, alone on 128 bytes: the cells are one
@@ -123,8 +128,8 @@ func (p *placePool) held() int64 {
 // that they are a small share of it, and none for a limit below the
 // spare × cells, where every place goes through the pool and the count is
 // exact.
-func (p *placePool) cellCap(cs *poolCells, limit int64) uint64 {
-	return uint64(min(maxLease, limit/(int64(max(p.spare, 2))*int64(len(cs.cells)))))
+func (cs *poolCells) cellCap(limit int64) uint64 {
+	return uint64(min(maxLease, limit>>cs.shift))
 }
 
 // growAfter is how many changes of the goroutine acquiring make the cells:
@@ -159,17 +164,18 @@ func (p *placePool) noteChange(sp uintptr) {
 // acquireSlow takes n places, n >= 1, under the limit, once a first try
 // on the pool word alone failed (the caller's, inline: see
 // Concurrency.AcquireN) or the cells are made: from the caller's cell
-// first.
-func (p *placePool) acquireSlow(n int64) bool {
+// first. It returns the caller's processor's index, for the release.
+func (p *placePool) acquireSlow(n int64) (bool, int) {
 	if p.cells.Load() == nil {
 		if p.fromPool(n) {
-			return true
+			return true, 0
 		}
 		if p.cells.Load() == nil {
-			return false
+			return false, 0
 		}
 	}
-	return p.acquireOn(stripe.Hint(), n)
+	h := stripe.Hint()
+	return p.acquireOn(h, n), h
 }
 
 // acquireOn is acquire for the caller of processor hint.
@@ -219,22 +225,29 @@ func (p *placePool) fromPool(n int64) bool {
 	}
 }
 
-// releaseStriped gives back n places, n >= 1, to the caller's cell or the
-// pool, once the cells are made; until then a release is an add to the
-// pool word (the caller's, inline: see Permit.end).
-//
-//go:noinline
-func (p *placePool) releaseStriped(n int64) { p.releaseOn(stripe.Hint(), n) }
-
-// releaseOn is release for the caller of processor hint.
+// releaseOn gives back n places, n >= 1, taken by the caller of processor
+// hint: to that processor's cell, or the pool.
 func (p *placePool) releaseOn(hint int, n int64) {
 	if cs := p.cells.Load(); cs != nil {
-		w := p.word.Load()
-		if p.deposit(cs, hint, n, w, p.limit.Load()) {
-			return
-		}
+		p.releaseTo(cs, hint, n)
+		return
 	}
 	p.word.Add(-uint64(n))
+}
+
+// releaseTo gives back n places, n >= 1, to the cell of processor hint, or
+// the pool: a release once the cells are made. The places go to the cell
+// of the processor that took them (the permit keeps it), which reads no
+// processor's index again and keeps each cell even with what it gives;
+// until the cells are made, a release is an add to the pool word (the
+// caller's, inline: see Permit.end).
+//
+//go:noinline
+func (p *placePool) releaseTo(cs *poolCells, hint int, n int64) {
+	w := p.word.Load()
+	if !p.deposit(cs, hint, n, w, p.limit.Load()) {
+		p.word.Add(-uint64(n))
+	}
 }
 
 // deposit puts n released places in the cell of processor hint, and
@@ -246,7 +259,7 @@ func (p *placePool) deposit(cs *poolCells, hint int, n int64, w uint64, lim int6
 		return false
 	}
 	c := &cs.cells[hint&cs.mask].word
-	gen, limit := w>>genShift, p.cellCap(cs, lim)
+	gen, limit := w>>genShift, cs.cellCap(lim)
 	for v := c.Load(); v>>genShift == gen && v&takenMask+uint64(n) <= limit; v = c.Load() {
 		if c.CompareAndSwap(v, v+uint64(n)) {
 			return true
@@ -268,7 +281,8 @@ func (p *placePool) grow() {
 		return
 	}
 	n := stripe.Count()
-	cs := &poolCells{cells: make([]poolCell, n), mask: n - 1}
+	spare := max(int(p.spare), 2) // a power of two, as n is
+	cs := &poolCells{cells: make([]poolCell, n), mask: n - 1, shift: uint(bits.Len(uint(spare*n)) - 1)}
 	gen := p.word.Load() >> genShift
 	for i := range cs.cells {
 		cs.cells[i].word.Store(gen << genShift)

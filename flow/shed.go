@@ -169,7 +169,7 @@ func (s *Shedder) AcquireAt(now int64, p *Permit, key string) Decision {
 			return Decision{Reason: Overloaded}
 		}
 	}
-	p.start, p.lane = now, pk.lane
+	p.start, p.lane, p.cell = now, pk.lane, pk.cell
 	p.fill(byShedder, unsafe.Pointer(s), 1)
 	return allowed
 }
@@ -239,7 +239,7 @@ const rtUnit = 100
 // it is Ignored, its response time (now minus when it was admitted, to the
 // nearest tenth of a microsecond, at least that) is counted in the window.
 func (s *Shedder) done(p *Permit, now int64, timed bool, o Outcome) {
-	s.fair.leave(p.lane)
+	s.fair.leave(p.lane, p.cell)
 	if o >= Ignored {
 		return
 	}
