@@ -188,15 +188,19 @@ func apart(f *fairShare, n int, keys ...string) []string {
 }
 
 // TestAFairShareUnderContentionKeepsItsBounds admits requests from many
-// goroutines on every processor, through an adaptive limit held at 6: with
+// goroutines on every processor, through an adaptive limit held at 6 (its
+// counts per processor or not): with
 // one key, never more than the limit inside at once (a key alone gets no
 // share past it); with many, never more than twice the limit.
 func TestAFairShareUnderContentionKeepsItsBounds(t *testing.T) {
-	for _, keys := range []int{1, 5} {
+	for i, keys := range []int{1, 5, 1, 5} {
 		const limit = 6
 		a, err := NewAdaptive(AdaptiveSettings{InitialLimit: limit, MinLimit: limit, MaxLimit: limit})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if i >= 2 { // with the counts per processor, as contention on enough processors makes them
+			stripedShare(a.fair)
 		}
 		var inside, worst, allowed atomic.Int64
 		var wg sync.WaitGroup

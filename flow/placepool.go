@@ -138,6 +138,16 @@ func (cs *poolCells) cellCap(limit int64) uint64 {
 // that contention alone would make them only by chance.
 const growAfter = 64
 
+// cellsFromProcs is the fewest processors (GOMAXPROCS) for which
+// goroutines taking turns make the cells. A request through the cells
+// costs about 12 ns more than one through the pool word alone (a
+// processor's index read, its cell's line): measured on two processors,
+// where a line's transfer cost about 2 ns, that is more than the transfers
+// it saves (BENCHMARKS.md, "The last numbers: limiters that scale with
+// cores"). The transfers grow with the processors, and the cells' cost does
+// not.
+const cellsFromProcs = 4
+
 // note notes an acquisition by the goroutine whose stack holds sp, before
 // the cells are made: a load and a compare while one goroutine acquires,
 // a store when another does. Goroutines that take turns (which, with
@@ -156,7 +166,7 @@ func (p *placePool) note(sp uintptr) {
 func (p *placePool) noteChange(sp uintptr) {
 	n := min(p.callers.Load()&255+1, 255)
 	p.callers.Store(uint64(sp>>11)<<8 | n)
-	if n == growAfter && runtime.GOMAXPROCS(0) > 1 {
+	if n == growAfter && runtime.GOMAXPROCS(0) >= cellsFromProcs {
 		p.grow()
 	}
 }
