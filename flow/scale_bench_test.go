@@ -27,6 +27,16 @@ func BenchmarkScaling(b *testing.B) {
 				p.Done(Succeeded)
 			}
 		}},
+		// Through the cells from the first request, as on four processors
+		// or more: what a request through them costs.
+		{"Concurrency/cells", func(b *testing.B) func(int, *Permit) {
+			c, _ := NewConcurrency(ConcurrencySettings{Limit: 100})
+			c.places.grow()
+			return func(_ int, p *Permit) {
+				c.Acquire(p, "")
+				p.Done(Succeeded)
+			}
+		}},
 		{"Adaptive", func(b *testing.B) func(int, *Permit) {
 			a, err := NewAdaptive(AdaptiveSettings{InitialLimit: 10000, MinLimit: 10000, MaxLimit: 10000})
 			if err != nil {
