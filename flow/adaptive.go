@@ -102,8 +102,8 @@ type AdaptiveSettings struct {
 // 4.4%. Acquiring is a compare-and-swap on the requests in flight; ending
 // adds the sample with a few atomics, and the request that finds the
 // window over closes it under a mutex that no other request waits for.
-// Under contention the requests in flight, the lanes and the samples are
-// kept per processor (see fairShare and rtStripes); the peak in flight
+// Under contention on four processors or more, the requests in flight,
+// the lanes and the samples are kept per processor (see fairShare and rtStripes); the peak in flight
 // then counts the free places the processors keep, at most an eighth of
 // the limit more than the requests held.
 

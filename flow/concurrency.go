@@ -9,10 +9,11 @@ import (
 // A Concurrency limiter allows a request only while fewer than its limit
 // are in flight. Deciding and counting are one compare-and-swap, so no
 // number of concurrent callers can push the count past the limit. Under
-// contention each processor keeps a few free places of the limit, so that
-// requests that come and go on one processor write only its own cache
-// line; a request may then be refused while another processor frees a
-// place at the same moment, never admitted over the limit.
+// contention on four processors or more, each processor keeps a few free
+// places of the limit, so that requests that come and go on one processor
+// write only its own cache line. A request may then be refused while
+// another processor frees a place at the same moment, never admitted over
+// the limit.
 //
 // A limiter per key ([ConcurrencySettings.PerKey]) limits each key to its
 // own number in flight: a key is a user, a tenant or a client address. At

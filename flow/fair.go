@@ -42,7 +42,8 @@ const fairLanes = 64
 // a millisecond: a count a millisecond old can only make a share a little
 // larger or smaller for that millisecond.
 //
-// Under contention the counts are kept per processor, so that a request
+// Under contention on four processors or more (see cellsFromProcs), the
+// counts are kept per processor, so that a request
 // that comes and goes on one processor writes only lines of its own: the
 // requests in flight in a placePool (its free places, a share of the
 // limit, wait in each processor's cell), and the lanes in a stripe of
