@@ -102,10 +102,6 @@ type AdaptiveSettings struct {
 // 4.4%. Acquiring is a compare-and-swap on the requests in flight; ending
 // adds the sample with a few atomics, and the request that finds the
 // window over closes it under a mutex that no other request waits for.
-// Under contention on four processors or more, the requests in flight,
-// the lanes and the samples are kept per processor (see fairShare and rtStripes); the peak in flight
-// then counts the free places the processors keep, at most an eighth of
-// the limit more than the requests held.
 
 // An Adaptive limiter is a concurrency limit that finds itself. It admits a
 // request while fewer than its limit are in flight, as [Concurrency] does.
@@ -130,7 +126,7 @@ type Adaptive struct {
 	fair  *fairShare // the requests in flight, by lane
 	// The current window's samples: their response times by bin, and the
 	// requests that ended overloaded.
-	samples    *rtStripes
+	samples    *rtBins
 	overloaded atomic.Int64
 	peak       atomic.Int64
 	// A drain's: its limit (0 when none), when its queue was found drained
@@ -165,7 +161,7 @@ func NewAdaptive(s AdaptiveSettings) (*Adaptive, error) {
 		return nil, err
 	}
 	a := &Adaptive{s: s, aimd: s.Algorithm == "aimd", clock: s.Clock, lim: float64(s.InitialLimit), slowStart: true,
-		fair: newFairShare(), samples: new(rtStripes), drained: new(rtBins)}
+		fair: newFairShare(), samples: new(rtBins), drained: new(rtBins)}
 	a.limit.Store(s.InitialLimit)
 	a.measureFrom.Store(math.MaxInt64)
 	now := a.clock.Now()
@@ -254,16 +250,13 @@ func (a *Adaptive) AcquireAt(now int64, p *Permit, key string) Decision {
 		return Decision{Reason: ExceedsLimit}
 	}
 	pk := a.fair.pick(key)
-	if !a.fair.admit(now, a.limit.Load(), &pk) {
+	if !a.fair.admit(now, a.limit.Load(), pk) {
 		return Decision{Reason: Overloaded}
 	}
-	// The places taken, not the sum of the processors' counts: under
-	// contention they count the free places the processors keep besides,
-	// at most an eighth of the limit (fairSpare).
-	if cur := a.fair.pool.taken(); cur > a.peak.Load() {
+	if cur := a.fair.inflight.Load(); cur > a.peak.Load() {
 		storeMax(&a.peak, cur)
 	}
-	p.start, p.lane, p.cell = now, pk.lane, pk.cell
+	p.start, p.lane = now, pk.lane
 	p.fill(byAdaptive, unsafe.Pointer(a), 1)
 	return allowed
 }
@@ -284,7 +277,7 @@ func storeMax(v *atomic.Int64, x int64) {
 // back off, its response time no sample. Failed or Ignored, it only leaves
 // the requests in flight.
 func (a *Adaptive) done(p *Permit, now int64, timed bool, o Outcome) {
-	a.fair.leave(p.lane, p.cell)
+	a.fair.leave(p.lane)
 	if o != Succeeded && o != FailedOverloaded {
 		return
 	}
@@ -301,11 +294,7 @@ func (a *Adaptive) done(p *Permit, now int64, timed bool, o Outcome) {
 	case o == FailedOverloaded:
 		a.overloaded.Add(1)
 	case rt > 0: // a clock that went back gives no sample
-		if a.fair.pool.cells.Load() != nil { // contended: per processor
-			a.samples.addStriped(rt)
-		} else {
-			a.samples.base.add(rt)
-		}
+		a.samples.add(rt)
 		if a.drainLimit.Load() > 0 {
 			a.measure(now, p.start, rt)
 		}
@@ -319,7 +308,7 @@ func (a *Adaptive) done(p *Permit, now int64, timed bool, o Outcome) {
 // is over: the next request to end closes it.
 func (a *Adaptive) measure(now, start, rt int64) {
 	from := a.measureFrom.Load()
-	if from == math.MaxInt64 && a.fair.inFlight() <= a.drainLimit.Load() {
+	if from == math.MaxInt64 && a.fair.inflight.Load() <= a.drainLimit.Load() {
 		a.measureFrom.CompareAndSwap(math.MaxInt64, now)
 		return
 	}
@@ -339,7 +328,7 @@ func (a *Adaptive) closeWindow(now int64) {
 	if now < a.windowEnd.Load() {
 		return // another request closed it first
 	}
-	n, over := a.samples.count(), a.overloaded.Load()
+	n, over := a.samples.count.Load(), a.overloaded.Load()
 	if n+over < a.s.MinSamples {
 		return // too few to judge by: the window goes on
 	}
@@ -347,7 +336,7 @@ func (a *Adaptive) closeWindow(now int64) {
 	// next: a window is statistics, not a promise.
 	over = a.overloaded.Swap(0)
 	n, rt := a.samples.take()
-	peak := a.peak.Swap(a.fair.inFlight())
+	peak := a.peak.Swap(a.fair.inflight.Load())
 	a.windows++
 	// The baseline is a mean of many requests, not the fastest one: a
 	// few fast answers (cache hits, quick errors) among slow ones must not
@@ -448,7 +437,7 @@ func (a *Adaptive) drainAfter(now int64) int64 {
 func (a *Adaptive) limitNow() int64 { return a.limit.Load() }
 
 // inFlight returns the requests admitted and not yet done.
-func (a *Adaptive) inFlight() int64 { return a.fair.inFlight() }
+func (a *Adaptive) inFlight() int64 { return a.fair.inflight.Load() }
 
 // baselineNow returns the mean response time the limiter judges queueing
 // by; 0 until it has one.

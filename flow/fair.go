@@ -5,9 +5,6 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
-	"unsafe"
-
-	"github.com/slidegate/slidegate/internal/stripe"
 )
 
 // fairLanes is how many lanes a fair limit spreads the keys of its requests
@@ -41,47 +38,20 @@ const fairLanes = 64
 // the limit, where a request would otherwise be refused, and at most once
 // a millisecond: a count a millisecond old can only make a share a little
 // larger or smaller for that millisecond.
-//
-// Under contention on four processors or more (see cellsFromProcs), the
-// counts are kept per processor, so that a request
-// that comes and goes on one processor writes only lines of its own: the
-// requests in flight in a placePool (its free places, a share of the
-// limit, wait in each processor's cell), and the lanes in a stripe of
-// counts per processor, which the share's reads add up. A request then
-// joins the less busy of its lanes as its own processor counted them, a
-// near choice; at the limit, where the share is judged, it chooses by the
-// sums. In flight past the limit, no cell keeps a free place (see
-// placePool.acquireOver).
 type fairShare struct {
-	seed maphash.Seed
-	pool placePool // the requests in flight, of every lane; past the limit too
+	seed     maphash.Seed
+	inflight atomic.Int64 // the requests in flight, of every lane
 	// active is how many lanes held requests at countedAt.
 	active, countedAt atomic.Int64
-	_                 [64]byte // the lanes written on lines of their own
-	lanes             laneCounts
-	stripes           stripe.Set[laneCounts] // the lanes per processor, lanes first, once the pool is contended
+	lanes             [fairLanes]atomic.Int64
 }
-
-// laneCounts are the requests in flight of each lane (of one processor's,
-// striped: the sums of every processor's are the lanes').
-type laneCounts [fairLanes]atomic.Int64
 
 // recount is how long a count of the busy lanes serves.
 const recount = int64(time.Millisecond)
 
-// fairSpare keeps the free places of a fair share's cells within an
-// eighth of its limit, so that what an adaptive limit reads of the places
-// taken (its peak in flight) is within an eighth of it.
-const fairSpare = 8
-
-// noCap is a limit in flight that is never reached: a shedder's, while the
-// CPU is cool.
-const noCap = 1 << 36
-
 // newFairShare returns a fairShare with a random seed.
 func newFairShare() *fairShare {
 	f := &fairShare{seed: maphash.MakeSeed()}
-	f.pool.spare = fairSpare
 	f.countedAt.Store(math.MinInt64) // never
 	return f
 }
@@ -89,53 +59,20 @@ func newFairShare() *fairShare {
 // A pick is the lane a request joins, and what it and the key's other lane
 // held when the request came.
 type pick struct {
-	lane, other     uint8
+	lane            uint8
 	held, otherHeld int64
-	// cell is the caller's processor's index (0 until the lanes have
-	// stripes), which admit takes places with and the permit gives them
-	// back to.
-	cell uint8
 }
 
 // pick returns the lane a request of key joins: the less busy of the two
-// lanes the key hashes to, as the caller's processor counted them.
+// lanes the key hashes to.
 func (f *fairShare) pick(key string) pick {
 	a, b := f.lanesOf(key)
-	if all := f.stripes.Stripes(); all != nil {
-		h := stripe.Hint()
-		ls := all[h&(len(all)-1)]
-		p := choose(a, b, ls[a].Load(), ls[b].Load())
-		p.cell = uint8(h % stripe.Max)
-		return p
-	}
-	return choose(a, b, f.lanes[a].Load(), f.lanes[b].Load())
-}
-
-// choose returns the pick of the less busy of lanes a and b, holding na and
-// nb.
-func choose(a, b uint8, na, nb int64) pick {
+	na, nb := f.lanes[a].Load(), f.lanes[b].Load()
 	if nb < na {
-		return pick{lane: b, other: a, held: nb, otherHeld: na}
+		return pick{lane: b, held: nb, otherHeld: na}
 	}
-	return pick{lane: a, other: b, held: na, otherHeld: nb}
+	return pick{lane: a, held: na, otherHeld: nb}
 }
-
-// laneHeld returns the requests in flight of lane l: exact with one caller at a
-// time.
-func (f *fairShare) laneHeld(l uint8) int64 {
-	all := f.stripes.Stripes()
-	if all == nil {
-		return f.lanes[l].Load()
-	}
-	n := int64(0)
-	for _, ls := range all {
-		n += ls[l].Load()
-	}
-	return n
-}
-
-// inFlight returns the requests in flight, of every lane.
-func (f *fairShare) inFlight() int64 { return f.pool.held() }
 
 // lanesOf returns the two lanes of key.
 func (f *fairShare) lanesOf(key string) (a, b uint8) {
@@ -154,8 +91,8 @@ func (f *fairShare) lanesOf(key string) (a, b uint8) {
 func (f *fairShare) underShare(now int64, p pick, limit int64) bool {
 	if at := f.countedAt.Load(); at == math.MinInt64 || now-at >= recount || now < at {
 		n := int64(0)
-		for i := range uint8(fairLanes) {
-			if f.laneHeld(i) > 0 {
+		for i := range f.lanes {
+			if f.lanes[i].Load() > 0 {
 				n++
 			}
 		}
@@ -181,94 +118,35 @@ func (f *fairShare) underShare(now int64, p pick, limit int64) bool {
 // admit takes a place in flight for a request picked p at time now: at
 // once while fewer than limit are in flight, and at the limit only while
 // its lane is below its share and fewer than twice the limit are in
-// flight. It reports whether it took one, and p's lane is then the one
-// the request joined.
-func (f *fairShare) admit(now int64, limit int64, p *pick) bool {
-	pl := &f.pool
-	if pl.limit.Load() != limit {
-		pl.set(limit) // a new limit, or a shedder's new bound: once per change
-	}
-	// The pool word alone until it is contended (placePool.acquireSlow),
-	// and the lanes with it (the stripes are made only once the cells are).
-	var ok bool
-	if pl.cells.Load() == nil {
-		var mark byte
-		pl.note(uintptr(unsafe.Pointer(&mark)))
-		w := pl.word.Load()
-		if int64(w&takenMask) < limit && pl.word.CompareAndSwap(w, w+1) {
+// flight. It reports whether it took one.
+func (f *fairShare) admit(now int64, limit int64, p pick) bool {
+	checked := false
+	for {
+		cur := f.inflight.Load()
+		if cur >= limit {
+			if cur >= 2*limit {
+				return false
+			}
+			if !checked && !f.underShare(now, p, limit) {
+				return false
+			}
+			checked = true // the share does not change in the few tries a race costs
+		}
+		if f.inflight.CompareAndSwap(cur, cur+1) {
 			f.lanes[p.lane].Add(1)
 			return true
 		}
-		if int64(w&takenMask) >= limit && pl.cells.Load() == nil {
-			return f.admitPast(now, limit, p)
-		}
-		var h int
-		ok, h = pl.acquireSlow(1)
-		p.cell = uint8(h % stripe.Max)
-	} else {
-		ok = pl.acquireOn(int(p.cell), 1)
 	}
-	if !ok {
-		return f.admitPast(now, limit, p)
-	}
-	f.join(p.lane, p.cell)
-	return true
 }
 
-// admitPast is admit at the limit: p's lane below its share.
-func (f *fairShare) admitPast(now int64, limit int64, p *pick) bool {
-	if f.stripes.Stripes() != nil { // the share is judged by the sums
-		cell := p.cell
-		*p = choose(p.lane, p.other, f.laneHeld(p.lane), f.laneHeld(p.other))
-		p.cell = cell
-	}
-	if f.pool.taken() >= 2*limit || !f.underShare(now, *p, limit) || !f.pool.acquireOver(1, 2*limit) {
-		return false
-	}
-	f.join(p.lane, p.cell)
-	return true
+// take counts a request admitted without a limit in flight, in its lane.
+func (f *fairShare) take(lane uint8) {
+	f.inflight.Add(1)
+	f.lanes[lane].Add(1)
 }
 
-// join counts a request admitted in its lane, on the stripe of processor
-// cell once the pool has found contention.
-func (f *fairShare) join(lane, cell uint8) {
-	all := f.stripes.Stripes()
-	if all == nil && f.pool.cells.Load() != nil {
-		f.grow()
-		all = f.stripes.Stripes()
-	}
-	if all == nil {
-		f.lanes[lane].Add(1)
-		return
-	}
-	all[int(cell)&(len(all)-1)][lane].Add(1)
-}
-
-// grow makes the stripes of the lanes, once.
-func (f *fairShare) grow() {
-	f.stripes.Grow(&f.lanes, stripe.Count(), func() *laneCounts { return new(laneCounts) })
-}
-
-// leaveStriped is leave once the pool has its cells (the lanes may not
-// have their stripes yet: then the lanes are the only stripe).
-//
-//go:noinline
-func (f *fairShare) leaveStriped(cs *poolCells, lane, cell uint8) {
-	ls := &f.lanes
-	if all := f.stripes.Stripes(); all != nil {
-		ls = all[int(cell)&(len(all)-1)]
-	}
-	ls[lane].Add(-1)
-	f.pool.releaseTo(cs, int(cell), 1)
-}
-
-// leave takes a request of the given lane, admitted by processor cell,
-// out of flight.
-func (f *fairShare) leave(lane, cell uint8) {
-	if cs := f.pool.cells.Load(); cs != nil {
-		f.leaveStriped(cs, lane, cell)
-		return
-	}
-	f.lanes[lane%fairLanes].Add(-1)
-	f.pool.word.Add(^uint64(0)) // until the pool is contended (placePool.releaseTo)
+// leave takes a request of the given lane out of flight.
+func (f *fairShare) leave(lane uint8) {
+	f.lanes[lane].Add(-1)
+	f.inflight.Add(-1)
 }

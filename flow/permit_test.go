@@ -85,7 +85,7 @@ func TestAnAdaptiveLimitLearnsOnlyFromSuccessAndOverload(t *testing.T) {
 		var p Permit
 		a.AcquireAt(0, &p, "")
 		p.DoneAt(int64(time.Millisecond), c.o)
-		if got, over := a.samples.count(), a.overloaded.Load(); got != c.samples || over != c.overloaded {
+		if got, over := a.samples.count.Load(), a.overloaded.Load(); got != c.samples || over != c.overloaded {
 			t.Errorf("outcome %d: %d samples and %d overloaded, want %d and %d", c.o, got, over, c.samples, c.overloaded)
 		}
 	}

@@ -10,8 +10,7 @@ import (
 )
 
 // A placePool is a limit of places in flight that scales with cores: the
-// count of a Concurrency limiter, and of the requests an overload
-// protection admits.
+// count of a Concurrency limiter.
 //
 // One word counting every place taken and given back would be written
 // twice by every request, its cache line travelling between the cores on
@@ -60,9 +59,8 @@ import (
 // the pool in a sweep, is then not seen. Only concurrent releases can do
 // that, and they make the next request's room; with one caller at a time
 // the count is exact. Free places wait in cells, at most cellCap each (the
-// limit / (spare × cells), at most maxLease), and a request that finds its own
-// cell empty and the pool full takes them from the others. Past the limit
-// (a fair share's admission), the cells keep nothing: see acquireOver.
+// limit / (2 × cells), at most maxLease), and a request that finds its own
+// cell empty and the pool full takes them from the others.
 type placePool struct {
 	word  atomic.Uint64 // the pool: generation<<genShift | taken
 	limit atomic.Int64
@@ -72,9 +70,6 @@ type placePool struct {
 	// see note.
 	callers atomic.Uint64
 	mu      sync.Mutex // serializes set
-	// spare is how many times the cells' free places the limit is at least:
-	// a cell keeps limit / (spare × cells) at most; 0 means 2.
-	spare uint8
 }
 
 // poolCells are the cells of a placePool, one per processor:
@@ -82,7 +77,7 @@ type placePool struct {
 type poolCells struct {
 	cells []poolCell
 	mask  int
-	shift uint // log2(spare × cells): limit>>shift is cellCap's share
+	shift uint // log2(2 × cells): limit>>shift is cellCap's share
 }
 
 // A poolCell is one processor's cell, alone on 128 bytes: the cells are one
@@ -126,7 +121,7 @@ func (p *placePool) held() int64 {
 
 // cellCap is the most free places a cell keeps under limit: few enough
 // that they are a small share of it, and none for a limit below the
-// spare × cells, where every place goes through the pool and the count is
+// 2 × cells, where every place goes through the pool and the count is
 // exact.
 func (cs *poolCells) cellCap(limit int64) uint64 {
 	return uint64(min(maxLease, limit>>cs.shift))
@@ -291,8 +286,7 @@ func (p *placePool) grow() {
 		return
 	}
 	n := stripe.Count()
-	spare := max(int(p.spare), 2) // a power of two, as n is
-	cs := &poolCells{cells: make([]poolCell, n), mask: n - 1, shift: uint(bits.Len(uint(spare*n)) - 1)}
+	cs := &poolCells{cells: make([]poolCell, n), mask: n - 1, shift: uint(bits.Len(uint(2*n)) - 1)}
 	gen := p.word.Load() >> genShift
 	for i := range cs.cells {
 		cs.cells[i].word.Store(gen << genShift)
@@ -323,27 +317,6 @@ func (p *placePool) sweep(cs *poolCells, regen bool) {
 			}
 		}
 	}
-}
-
-// acquireOver takes n places past the limit while taken stays within over
-// (a fair share's admission, for a request below its share at the limit).
-// The cells' free places then go back to the pool, and the generation
-// moves on: while more than the limit is taken, no cell keeps a free place,
-// which would admit a request at the limit without its share.
-func (p *placePool) acquireOver(n, over int64) bool {
-	for {
-		w := p.word.Load()
-		if int64(w&takenMask)+n > over {
-			return false
-		}
-		if p.word.CompareAndSwap(w, w+uint64(n)+1<<genShift) {
-			break
-		}
-	}
-	if cs := p.cells.Load(); cs != nil {
-		p.sweep(cs, true)
-	}
-	return true
 }
 
 // set makes limit the limit. The places held count against it; the free

@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 
 	"github.com/slidegate/slidegate/internal/latbin"
-	"github.com/slidegate/slidegate/internal/stripe"
 )
 
 // outlierFactor is how many times its window's median a response time
@@ -38,32 +37,19 @@ func (b *rtBins) add(rt int64) {
 // now or left for the next take (its count and its sum may part, by one
 // sample: a window is statistics, not a promise).
 func (b *rtBins) take() (n, mean int64) {
-	var counts [latbin.Bins]int64
-	n, exact := b.takeInto(&counts)
-	return n, meanOf(&counts, n, exact)
-}
-
-// takeInto empties the bins, adding their counts to counts, and returns
-// how many response times they held and their exact sum.
-func (b *rtBins) takeInto(counts *[latbin.Bins]int64) (n, exact int64) {
+	var counts [latbin.Bins]int32
 	for i := range b.bins {
-		c := int64(b.bins[i].Swap(0))
-		counts[i] += c
-		n += c
+		counts[i] = b.bins[i].Swap(0)
+		n += int64(counts[i])
 	}
 	b.count.Add(-n)
-	return n, b.sum.Swap(0)
-}
-
-// meanOf returns the mean of n response times counted in bins counts,
-// summing exact, outliers left out; 0 if n is 0.
-func meanOf(counts *[latbin.Bins]int64, n, exact int64) int64 {
+	exact := b.sum.Swap(0)
 	if n == 0 {
-		return 0
+		return 0, 0
 	}
 	half, seen, limit := (n+1)/2, int64(0), int64(0)
 	for i, c := range counts {
-		if seen += c; seen >= half {
+		if seen += int64(c); seen >= half {
 			limit = outlierFactor * latbin.Value(i)
 			break
 		}
@@ -73,60 +59,11 @@ func meanOf(counts *[latbin.Bins]int64, n, exact int64) int64 {
 		if latbin.Low(i) > limit {
 			break // the rest are outliers
 		}
-		sum += c * latbin.Value(i)
-		kept += c
+		sum += int64(c) * latbin.Value(i)
+		kept += int64(c)
 	}
 	if kept == n {
-		return max(exact, 0) / n
+		return n, max(exact, 0) / n
 	}
-	return sum / kept
-}
-
-// rtStripes are a window's rtBins, one per processor once the limiter's
-// requests contend (each about 1 KiB), so that two cores ending requests
-// at once do not pass the same lines back and forth: the window is their
-// sum.
-type rtStripes struct {
-	base rtBins
-	set  stripe.Set[rtBins]
-}
-
-// addStriped counts response time rt in the caller's processor's bins,
-// making them the first time: for a limiter whose requests contend (the
-// others add to base alone).
-func (s *rtStripes) addStriped(rt int64) {
-	all := s.set.Stripes()
-	if all == nil {
-		s.set.Grow(&s.base, stripe.Count(), func() *rtBins { return new(rtBins) })
-		all = s.set.Stripes()
-	}
-	all[stripe.Hint()&(len(all)-1)].add(rt)
-}
-
-// count returns how many response times the bins hold.
-func (s *rtStripes) count() int64 {
-	all := s.set.Stripes()
-	if all == nil {
-		return s.base.count.Load()
-	}
-	n := int64(0)
-	for _, b := range all {
-		n += b.count.Load()
-	}
-	return n
-}
-
-// take is rtBins.take of every processor's bins together.
-func (s *rtStripes) take() (n, mean int64) {
-	all := s.set.Stripes()
-	if all == nil {
-		return s.base.take()
-	}
-	var counts [latbin.Bins]int64
-	var exact int64
-	for _, b := range all {
-		m, e := b.takeInto(&counts)
-		n, exact = n+m, exact+e
-	}
-	return n, meanOf(&counts, n, exact)
+	return n, sum / kept
 }

@@ -153,12 +153,12 @@ func (s *Shedder) AcquireAt(now int64, p *Permit, key string) Decision {
 	hot := s.cpu != nil && usage >= s.threshold
 	switch bound := s.maxInFlight(now); {
 	case bound == math.MaxInt64 || usage < s.threshold/2 && !s.cooling(now):
-		s.fair.admit(now, noCap, &pk) // cool: no cap at all
+		s.fair.take(pk.lane) // cool: no cap at all
 	default:
 		if !hot && !s.cooling(now) {
 			bound *= 2 // warm: room for the traffic to grow
 		}
-		if !s.fair.admit(now, bound, &pk) {
+		if !s.fair.admit(now, bound, pk) {
 			// The cool-off runs from the last request shed with the CPU
 			// hot: one shed in the cool-off itself must not renew it. One
 			// store per shed request would make every one write the same
@@ -169,7 +169,7 @@ func (s *Shedder) AcquireAt(now int64, p *Permit, key string) Decision {
 			return Decision{Reason: Overloaded}
 		}
 	}
-	p.start, p.lane, p.cell = now, pk.lane, pk.cell
+	p.start, p.lane = now, pk.lane
 	p.fill(byShedder, unsafe.Pointer(s), 1)
 	return allowed
 }
@@ -239,7 +239,7 @@ const rtUnit = 100
 // it is Ignored, its response time (now minus when it was admitted, to the
 // nearest tenth of a microsecond, at least that) is counted in the window.
 func (s *Shedder) done(p *Permit, now int64, timed bool, o Outcome) {
-	s.fair.leave(p.lane, p.cell)
+	s.fair.leave(p.lane)
 	if o >= Ignored {
 		return
 	}
@@ -250,7 +250,7 @@ func (s *Shedder) done(p *Permit, now int64, timed bool, o Outcome) {
 }
 
 // inFlight returns the requests admitted and not yet done.
-func (s *Shedder) inFlight() int64 { return s.fair.inFlight() }
+func (s *Shedder) inFlight() int64 { return s.fair.inflight.Load() }
 
 // sheddingAt reports whether the shedder sheds at time now: the CPU is at
 // or above its threshold, or it shed with the CPU there within the
