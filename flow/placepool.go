@@ -147,7 +147,7 @@ const cellsFromProcs = 4
 // the cells are made: a load and a compare while one goroutine acquires,
 // a store when another does. Goroutines that take turns (which, with
 // more than one processor, may run at once) make the cells after
-// growAfter changes. A goroutine is told by the 2 KiB block of its stack
+// growAfter changes, on cellsFromProcs processors or more. A goroutine is told by the 2 KiB block of its stack
 // that sp is in: the least a stack takes, aligned to its size (one
 // goroutine acquiring from frames in different blocks looks like several,
 // and only makes the cells early).
