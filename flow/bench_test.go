@@ -27,6 +27,18 @@ func BenchmarkBaselineAtomicAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkBaselineAtomicAddParallel adds to one word from every
+// processor: each add waits for the word's cache line to come from the
+// core that wrote it last, so its time is about one transfer of a line.
+func BenchmarkBaselineAtomicAddParallel(b *testing.B) {
+	var x atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			x.Add(1)
+		}
+	})
+}
+
 // An unreachable limit, so that every decision allows and counts.
 func BenchmarkQPSAllow(b *testing.B) {
 	q := mustQPS(b, QPSSettings{Limit: maxLimit, Interval: time.Second})
@@ -161,6 +173,43 @@ func BenchmarkKeyedQPS(b *testing.B) {
 				now += 100
 				q.AllowNAt(now, tc.key(i), 1)
 			}
+		})
+	}
+}
+
+// BenchmarkKeyedQPSParallel is BenchmarkKeyedQPS from every processor, the
+// time given, each goroutine taking the keys of a million from its own
+// place in turn.
+func BenchmarkKeyedQPSParallel(b *testing.B) {
+	keys := make([]string, 1<<20)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	for _, tc := range []struct {
+		name string
+		key  func(i int) string
+	}{
+		{"random of 1M", func(i int) string { return keys[i&(len(keys)-1)] }},
+		{"one key", func(int) string { return "hot" }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := clock.NewManual(0)
+			q, _ := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 100, Interval: time.Second}}, Clock: c})
+			for i := range len(keys) {
+				q.AllowNAt(0, tc.key(i), 1)
+			}
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(next.Add(1) << 16)
+				now := int64(0)
+				for pb.Next() {
+					now += 100
+					q.AllowNAt(now, tc.key(i), 1)
+					i++
+				}
+			})
 		})
 	}
 }

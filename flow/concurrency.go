@@ -1,13 +1,19 @@
 package flow
 
 import (
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/slidegate/slidegate/internal/stripe"
 )
 
 // A Concurrency limiter allows a request only while fewer than its limit
 // are in flight. Deciding and counting are one compare-and-swap, so no
-// number of concurrent callers can push the count past the limit.
+// number of concurrent callers can push the count past the limit. Under
+// contention on four processors or more, each processor keeps a few free
+// places of the limit, so that requests that come and go on one processor
+// write only its own cache line. A request may then be refused while
+// another processor frees a place at the same moment, never admitted over
+// the limit.
 //
 // A limiter per key ([ConcurrencySettings.PerKey]) limits each key to its
 // own number in flight: a key is a user, a tenant or a client address. At
@@ -26,9 +32,8 @@ import (
 // caller's to bound. The zero Concurrency is not usable; make one with
 // [NewConcurrency].
 type Concurrency struct {
-	limit    atomic.Int64
-	inflight atomic.Int64
-	keys     *keyConcurrency // per key: the keys' places; nil otherwise
+	places placePool       // not per key: the places in flight, by processor
+	keys   *keyConcurrency // per key: the keys' places; nil otherwise
 }
 
 // ConcurrencySettings configure a [Concurrency] limiter.
@@ -70,7 +75,7 @@ func NewConcurrency(s ConcurrencySettings) (*Concurrency, error) {
 	case s.KeyMemory != nil:
 		return nil, &configError{Pkg: "flow", Field: "key_memory", Value: s.KeyMemory.limit, Detail: "applies only to a limiter per key"}
 	}
-	c.limit.Store(s.Limit)
+	c.places.init(s.Limit)
 	return c, nil
 }
 
@@ -94,30 +99,39 @@ func (c *Concurrency) AcquireN(p *Permit, key string, n int64) Decision {
 	if n <= 0 {
 		return allowed
 	}
-	limit := c.limit.Load()
+	pl := &c.places
+	limit := pl.limit.Load()
 	if n > limit {
 		return Decision{Reason: ExceedsLimit}
 	}
-	for {
-		cur := c.inflight.Load()
-		if cur+n > limit {
-			return Decision{Reason: ConcurrencyLimited}
-		}
-		if c.inflight.CompareAndSwap(cur, cur+n) {
+	// The pool word alone until it is contended (placePool.acquireSlow).
+	if pl.cells.Load() == nil {
+		var mark byte
+		pl.note(uintptr(unsafe.Pointer(&mark)))
+		if w := pl.word.Load(); int64(w&takenMask)+n <= limit && pl.word.CompareAndSwap(w, w+uint64(n)) {
 			p.fill(byConcurrency, unsafe.Pointer(c), n)
+			p.cell = 0
 			return allowed
 		}
 	}
+	ok, h := pl.acquireSlow(n)
+	if !ok {
+		return Decision{Reason: ConcurrencyLimited}
+	}
+	p.fill(byConcurrency, unsafe.Pointer(c), n)
+	p.cell = uint8(h % stripe.Max)
+	return allowed
 }
 
-// InFlight returns the places taken (key's, per key). Per key it is exact
+// InFlight returns the places taken (key's, per key). Not per key it is
+// exact while no request is acquiring or releasing at the same moment. Per key it is exact
 // for a key with an override, otherwise the key's estimate in the sketch,
 // which is never below them, and may be above when keys share counters.
 func (c *Concurrency) InFlight(key string) int64 {
 	if c.keys != nil {
 		return c.keys.inFlight(key)
 	}
-	return c.inflight.Load()
+	return c.places.held()
 }
 
 // limitNow returns the most places that can be taken at once (a key's
@@ -126,7 +140,7 @@ func (c *Concurrency) limitNow() int64 {
 	if c.keys != nil {
 		return c.keys.limitNow()
 	}
-	return c.limit.Load()
+	return c.places.limit.Load()
 }
 
 // Set changes the limit, and per key the overrides, keeping the requests
@@ -146,6 +160,6 @@ func (c *Concurrency) Set(limit int64, overrides map[string]int64) error {
 	if overrides != nil {
 		return &configError{Pkg: "flow", Field: "overrides", Value: len(overrides), Detail: "apply only to a limiter per key"}
 	}
-	c.limit.Store(limit)
+	c.places.set(limit)
 	return nil
 }

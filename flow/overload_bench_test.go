@@ -115,3 +115,28 @@ func BenchmarkAdaptiveAcquireDoneParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAdaptiveAcquireDone is BenchmarkAdaptiveAcquireDoneParallel from
+// one goroutine: the serial time its parallel twin is measured against.
+func BenchmarkAdaptiveAcquireDone(b *testing.B) {
+	a, err := NewAdaptive(AdaptiveSettings{InitialLimit: 10000, MinLimit: 10000, MaxLimit: 10000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var p Permit
+	for b.Loop() {
+		a.Acquire(&p, "")
+		p.Done(Succeeded)
+	}
+}
+
+// BenchmarkShedderAcquireDoneWarm is BenchmarkShedderAcquireDoneParallel
+// from one goroutine: the CPU between half the threshold and the threshold.
+func BenchmarkShedderAcquireDoneWarm(b *testing.B) {
+	s, now := benchShedder(b, 0.5)
+	var p Permit
+	for b.Loop() {
+		s.AcquireAt(now, &p, "")
+		p.DoneAt(now+1000, Succeeded)
+	}
+}

@@ -47,6 +47,9 @@ type Permit struct {
 	from unsafe.Pointer
 	kind permitKind
 	lane uint8 // a Shedder's or an Adaptive limit's: the request's fair-share lane
+	// cell is the processor whose cell of a place pool the places were
+	// taken from or for (see placePool), to give them back to.
+	cell uint8
 	// start is a Shedder's or an Adaptive limit's: when the request was
 	// admitted.
 	start int64
@@ -89,7 +92,11 @@ func (p *Permit) end(now int64, timed bool, o Outcome) {
 	}
 	switch p.kind {
 	case byConcurrency:
-		(*Concurrency)(p.from).inflight.Add(-n)
+		if pl := &(*Concurrency)(p.from).places; pl.cells.Load() == nil {
+			pl.word.Add(-uint64(n)) // until the pool is contended (placePool.releaseTo)
+		} else {
+			pl.releaseTo(pl.cells.Load(), int(p.cell), n)
+		}
 	case byKeyedConcurrency:
 		(*keyConcurrency)(p.from).done(p, n)
 	case byShedder:
