@@ -144,29 +144,43 @@ func BenchmarkThrottleAllowWarmUp(b *testing.B) {
 	}
 }
 
-// BenchmarkKeyedQPS decides for keys drawn at random from a million, as a
-// per-key rule on a public API sees them, and for one hot key.
-func BenchmarkKeyedQPS(b *testing.B) {
+// A keyedCase is a way of drawing keys for the keyed benchmarks.
+type keyedCase struct {
+	name string
+	key  func(i int) string
+}
+
+// keyedCases are keys drawn from a million, as a per-key rule on a public
+// API sees them, and one hot key; warm returns a limiter that has seen
+// each of the case's first million keys once, at time 0.
+func keyedCases() (cases []keyedCase, warm func(tc keyedCase) *KeyedQPS) {
 	keys := make([]string, 1<<20)
 	for i := range keys {
 		keys[i] = "user-" + strconv.Itoa(i)
 	}
-	for _, tc := range []struct {
-		name string
-		key  func(i int) string
-	}{
+	cases = []keyedCase{
 		// In order: the hash scatters them as it would any keys, and the
 		// benchmark does not measure its own reads of a 16 MiB slice of keys.
 		{"random of 1M", func(i int) string { return keys[i&(len(keys)-1)] }},
 		{"one key", func(int) string { return "hot" }},
-	} {
+	}
+	warm = func(tc keyedCase) *KeyedQPS {
+		q, _ := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 100, Interval: time.Second}}, Clock: clock.NewManual(0)})
+		for i := range len(keys) {
+			q.AllowNAt(0, tc.key(i), 1)
+		}
+		return q
+	}
+	return cases, warm
+}
+
+// BenchmarkKeyedQPS decides for the keyed cases' keys.
+func BenchmarkKeyedQPS(b *testing.B) {
+	cases, warm := keyedCases()
+	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			c := clock.NewManual(0)
-			q, _ := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 100, Interval: time.Second}}, Clock: c})
+			q := warm(tc)
 			now := int64(0)
-			for i := range len(keys) {
-				q.AllowNAt(now, tc.key(i), 1)
-			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
@@ -181,23 +195,10 @@ func BenchmarkKeyedQPS(b *testing.B) {
 // time given, each goroutine taking the keys of a million from its own
 // place in turn.
 func BenchmarkKeyedQPSParallel(b *testing.B) {
-	keys := make([]string, 1<<20)
-	for i := range keys {
-		keys[i] = "user-" + strconv.Itoa(i)
-	}
-	for _, tc := range []struct {
-		name string
-		key  func(i int) string
-	}{
-		{"random of 1M", func(i int) string { return keys[i&(len(keys)-1)] }},
-		{"one key", func(int) string { return "hot" }},
-	} {
+	cases, warm := keyedCases()
+	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			c := clock.NewManual(0)
-			q, _ := NewKeyedQPS(KeyedQPSSettings{Windows: []KeyWindow{{Limit: 100, Interval: time.Second}}, Clock: c})
-			for i := range len(keys) {
-				q.AllowNAt(0, tc.key(i), 1)
-			}
+			q := warm(tc)
 			var next atomic.Int64
 			b.ReportAllocs()
 			b.ResetTimer()
