@@ -1,41 +1,22 @@
 package etcdrules
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/etcdrules/internal/etcdtest"
+	"github.com/slidegate/slidegate/internal/syncbuf"
 	"github.com/slidegate/slidegate/rulefile"
 )
 
 // These tests follow a key with rulefile.Follow, as a program would.
-
-// logBuffer is a log destination that tests read while the follower writes.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func newGuard(t *testing.T) *slidegate.Guard {
 	t.Helper()
@@ -111,7 +92,7 @@ func TestFollowKeepsTheRulesWhenTheKeyIsDeletedOrInvalid(t *testing.T) {
 	c := srv.Client()
 	put(t, c, rulesKey, doc(100))
 	g := newGuard(t)
-	var log logBuffer
+	var log syncbuf.Buffer
 	got := make(reloads, 16)
 	follow(t, g, newSource(t, c, rulesKey, WithMaxSize(4096)),
 		got.option(), rulefile.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))

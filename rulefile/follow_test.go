@@ -15,6 +15,7 @@ import (
 
 	"github.com/slidegate/slidegate"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/syncbuf"
 )
 
 // fakeSource is a Source whose rules and read error the test sets, and
@@ -138,9 +139,9 @@ var errUnreachable = errors.New("dial tcp 10.0.0.1:2379: connect: connection ref
 // following starts a follower of src for g with opts, logging to the
 // buffer it returns, and returns a function that waits for the follower's
 // next OnReload call (10 s at most) and returns its error.
-func following(t *testing.T, g *slidegate.Guard, src Source, opts ...Option) (*Follower, *lockedBuffer, func() error) {
+func following(t *testing.T, g *slidegate.Guard, src Source, opts ...Option) (*Follower, *syncbuf.Buffer, func() error) {
 	t.Helper()
-	log := &lockedBuffer{}
+	log := &syncbuf.Buffer{}
 	reloads := make(chan error, 100)
 	opts = append([]Option{WithLogger(slog.New(slog.NewTextHandler(log, nil))), OnReload(func(err error) { reloads <- err })}, opts...)
 	f, err := Follow(g, src, opts...)
@@ -547,7 +548,7 @@ func TestFollowIgnoresACorruptLastGoodFile(t *testing.T) {
 	for _, content := range []string{`{"flow": [{"resource": "a", "limit": 1`, `{"flow": [{"resource": "a", "limit": -1}]}`, ""} {
 		lastGood := filepath.Join(t.TempDir(), "last.json")
 		write(t, lastGood, content)
-		var log lockedBuffer
+		var log syncbuf.Buffer
 		g := newGuard(t)
 		_, err := Follow(g, newFakeSource(slidegate.Rules{}, errUnreachable), WithLastGood(lastGood),
 			WithLogger(slog.New(slog.NewTextHandler(&log, nil))))

@@ -1,7 +1,6 @@
 package rulefile
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate"
+	"github.com/slidegate/slidegate/internal/syncbuf"
 )
 
 // reloadsOf watches path for g and returns the watcher and a function that
@@ -61,25 +61,6 @@ func reloadsOf(t *testing.T, g *slidegate.Guard, path string, opts ...Option) (*
 // rulesWithLimit is a rules file whose one flow rule has limit n.
 func rulesWithLimit(n string) string { return "flow:\n  - resource: a\n    limit: " + n + "\n" }
 
-// lockedBuffer is a log's destination that a test reads while the watcher
-// writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestWatcherFollowsAKubernetesConfigMapUpdate performs what kubelet does to
 // a ConfigMap mounted as a directory, twice: the file the service reads is
 // a link to ..data/rules.yaml, and ..data a link swapped in one rename to a
@@ -114,7 +95,7 @@ func TestWatcherFollowsAKubernetesConfigMapUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newGuard(t)
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	_, next := reloadsOf(t, g, path, WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	if got := g.Rules().Flow[0].Limit; got != 1 {
 		t.Fatalf("limit = %d at first, want 1", got)

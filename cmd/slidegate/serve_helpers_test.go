@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -14,34 +13,16 @@ import (
 
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/slidegate/slidegate/internal/syncbuf"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
-
-// A lockedBuffer is a bytes.Buffer that a server writes while a test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A served is a slidegate serve that a test started, on loopback ports.
 type served struct {
 	grpc, http string
 	dir        string // the config directory
-	stderr     *lockedBuffer
+	stderr     *syncbuf.Buffer
 	client     rlsv3.RateLimitServiceClient
 	stop       func() int // stops it and returns its status
 }
@@ -60,7 +41,7 @@ func startServe(t *testing.T, files map[string]string, args ...string) *served {
 	serveReady = func(g, h string) { ready <- addrs{g, h} }
 	t.Cleanup(func() { serveReady = nil })
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &served{dir: dir, stderr: &lockedBuffer{}}
+	s := &served{dir: dir, stderr: &syncbuf.Buffer{}}
 	status := make(chan int, 1)
 	go func() {
 		all := append([]string{"--config", dir, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...)

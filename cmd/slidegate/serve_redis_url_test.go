@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slidegate/slidegate/internal/redistest"
+	"github.com/slidegate/slidegate/internal/syncbuf"
 )
 
 // --redis takes host:port as before, or a redis:// or rediss:// URL with
@@ -146,7 +147,7 @@ func TestServeReachesRedisOverTLSWithThePasswordOfTheEnvironment(t *testing.T) {
 	withPass := fmt.Sprintf("rediss://:url-pass@127.0.0.1:%d/3?skip_verify=true", tlsPort)
 
 	t.Setenv(redisPasswordEnv, "wrong-"+password)
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	if c := serveUntil(context.Background(), []string{"--config", dir, "--redis", url}, &stderr, &stderr); c != 2 {
 		t.Fatalf("status %d with a wrong password, want 2: %s", c, stderr.String())
 	}
