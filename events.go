@@ -18,6 +18,7 @@ import (
 	"github.com/slidegate/slidegate/internal/bounds"
 	"github.com/slidegate/slidegate/internal/hooks"
 	"github.com/slidegate/slidegate/internal/notify"
+	"github.com/slidegate/slidegate/internal/textcut"
 )
 
 // The kinds of event (Event.Kind).
@@ -125,7 +126,7 @@ const maxEventText = 4096
 // String describes the event in one line of at most 4 KiB, as the guard
 // logs it.
 func (e Event) String() string {
-	return cut(strings.ReplaceAll(e.text(), "\n\t", "; "), maxEventText)
+	return textcut.Cut(strings.ReplaceAll(e.text(), "\n\t", "; "), maxEventText)
 }
 
 func (e Event) text() string {
@@ -338,7 +339,7 @@ func (e *events) full(now, evicted int64, overflowed bool) {
 // err records nothing.
 func (g *Guard) reportRefused(source string, err error) {
 	if err != nil {
-		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err, Source: cut(source, bounds.MaxNameLength)})
+		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err, Source: textcut.Cut(source, bounds.MaxNameLength)})
 	}
 }
 
@@ -589,25 +590,13 @@ func changedFields(before, after map[string]string, more []string) []string {
 		if !ok {
 			a = unset(before[k])
 		}
-		out = append(out, cut(k, maxFieldValue)+": "+cut(b, maxFieldValue)+" → "+cut(a, maxFieldValue))
+		out = append(out, textcut.Cut(k, maxFieldValue)+": "+textcut.Cut(b, maxFieldValue)+" → "+textcut.Cut(a, maxFieldValue))
 	}
 	out = append(out, more...)
 	if n := len(out) - maxChangedFields; n > 0 {
 		out = append(out[:maxChangedFields], fmt.Sprintf("and %d more", n))
 	}
 	return out
-}
-
-// cut returns s cut to at most n bytes at a character boundary, with "…"
-// after it when cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // unset returns how a field left out reads, beside its value v on the

@@ -24,6 +24,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/clusterkeys"
+	"github.com/slidegate/slidegate/internal/textcut"
 	"github.com/slidegate/slidegate/redisflow"
 )
 
@@ -600,7 +601,7 @@ func (s *Service) seriesOf(st *state, req *rlsv3.RateLimitRequest, i int, it *it
 	}
 	if r.detailed || r.toMetric {
 		k := st.cfg.domains[req.Domain].statsKey(req.Domain, req.Descriptors[i].Entries, r.detailed)
-		if k = valueKey(strings.TrimPrefix(k, req.Domain+".")); k != ruleKey(r) {
+		if k = textcut.Cut(strings.TrimPrefix(k, req.Domain+"."), maxStatsKeyBytes); k != ruleKey(r) {
 			if x := s.stats.series(req.Domain, k, true); x != nil {
 				return x
 			}

@@ -165,21 +165,6 @@ func ruleKey(r *rule) string {
 	return k
 }
 
-// valueKey cuts a stats key by value to maxStatsKeyBytes, on a character.
-func valueKey(k string) string {
-	if len(k) <= maxStatsKeyBytes {
-		return k
-	}
-	k = k[:maxStatsKeyBytes]
-	for len(k) > 0 && k[len(k)-1]&0xC0 == 0x80 {
-		k = k[:len(k)-1]
-	}
-	if len(k) > 0 && k[len(k)-1] >= 0xC0 {
-		k = k[:len(k)-1]
-	}
-	return k + "…"
-}
-
 // memInUse is the heap the windows hold now.
 func (s *Service) memInUse() int64 {
 	inUse, _ := flowstate.KeyMemory(s.mem)

@@ -2,7 +2,8 @@ package rulefile
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/slidegate/slidegate/internal/textcut"
 )
 
 // A rules file is read in two steps. Its format's reader (readYAML,
@@ -79,14 +80,7 @@ func describe(n *node) string {
 	case mapping:
 		return "a group of fields"
 	}
-	s := n.text
-	if len(s) > maxQuoted {
-		cut := maxQuoted
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
+	s := textcut.Cut(n.text, maxQuoted)
 	if n.isText {
 		return strconv.Quote(s)
 	}

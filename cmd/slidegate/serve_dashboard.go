@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/envoyrls"
+	"github.com/slidegate/slidegate/internal/textcut"
 	"github.com/slidegate/slidegate/redisflow"
 )
 
@@ -90,26 +91,11 @@ func readDashboard(svc *envoyrls.Service, c *redisflow.Cluster, now time.Time) d
 	slices.SortStableFunc(rules, func(a, b envoyrls.RuleStats) int { return cmp.Compare(b.Hits, a.Hits) })
 	for _, r := range rules[:min(len(rules), dashRules)] {
 		d.Rules = append(d.Rules, dashboardRule{
-			Domain: cutName(r.Domain), Rule: cutName(r.Key),
+			Domain: textcut.Cut(r.Domain, dashNameBytes), Rule: textcut.Cut(r.Key, dashNameBytes),
 			Hits: r.Hits, Within: r.WithinLimit, Over: r.OverLimit, Near: r.NearLimit, Shadow: r.ShadowMode,
 		})
 	}
 	return d
-}
-
-// cutName cuts s to dashNameBytes, on a character, marking the cut.
-func cutName(s string) string {
-	if len(s) <= dashNameBytes {
-		return s
-	}
-	s = s[:dashNameBytes]
-	for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
-		s = s[:len(s)-1]
-	}
-	if len(s) > 0 && s[len(s)-1] >= 0xC0 {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }
 
 // mountDashboard serves the dashboard of svc (and of c, if not nil) on mux.
