@@ -137,8 +137,8 @@ func runCost(ctx context.Context, s *service, rs redisStats, conc, descriptors i
 	var res costResult
 	var measuring, stop atomic.Bool
 	var next atomic.Int64
-	var allowed, failed, total atomic.Int64
-	var firstErr atomic.Value
+	var total atomic.Int64
+	var out outcomes
 	lats := make([][]time.Duration, conc)
 	var wg sync.WaitGroup
 	for g := range conc {
@@ -157,13 +157,7 @@ func runCost(ctx context.Context, s *service, rs redisStats, conc, descriptors i
 				}
 				total.Add(1)
 				lats[g] = append(lats[g], lat)
-				switch {
-				case err != nil:
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				case r.OverallCode == rlsv3.RateLimitResponse_OK:
-					allowed.Add(1)
-				}
+				out.count(r, err)
 			}
 		}()
 	}
@@ -205,10 +199,8 @@ func runCost(ctx context.Context, s *service, rs redisStats, conc, descriptors i
 	}
 	stop.Store(true)
 	wg.Wait()
-	res.decisions, res.allowed, res.failed = total.Load(), allowed.Load(), failed.Load()
-	if e, ok := firstErr.Load().(error); ok {
-		res.firstErr = e
-	}
+	res.decisions = total.Load()
+	res.allowed, res.failed, res.firstErr = out.read()
 	var all []time.Duration
 	for _, l := range lats {
 		all = append(all, l...)
@@ -252,8 +244,8 @@ func runMemory(ctx context.Context, s *service, rs redisStats, slidegate bool, n
 		return res, err
 	}
 	mark := s.logMark()
-	var next, allowed, failed atomic.Int64
-	var firstErr atomic.Value
+	var next atomic.Int64
+	var out outcomes
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	for range conc {
@@ -273,22 +265,13 @@ func runMemory(ctx context.Context, s *service, rs redisStats, slidegate bool, n
 				rctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 				r, err := s.client.ShouldRateLimit(rctx, request(d...))
 				cancel()
-				switch {
-				case err != nil:
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				case r.OverallCode == rlsv3.RateLimitResponse_OK:
-					allowed.Add(1)
-				}
+				out.count(r, err)
 			}
 		}()
 	}
 	wg.Wait()
 	res.elapsed = time.Since(t0)
-	res.allowed, res.failed = allowed.Load(), failed.Load()
-	if e, ok := firstErr.Load().(error); ok {
-		res.firstErr = e
-	}
+	res.allowed, res.failed, res.firstErr = out.read()
 	if res.rssAfter, err = s.rss(); err != nil {
 		return res, err
 	}
@@ -311,4 +294,28 @@ func runMemory(ctx context.Context, s *service, rs redisStats, slidegate bool, n
 		return res, fmt.Errorf("%s: %d of the memory run's requests failed: %v", s.name, res.failed, res.firstErr)
 	}
 	return res, nil
+}
+
+// outcomes counts the answers of requests sent from many goroutines: those
+// allowed, those that failed, and the first failure.
+type outcomes struct {
+	allowed, failed atomic.Int64
+	firstErr        atomic.Value
+}
+
+// count counts one answer, r or err.
+func (o *outcomes) count(r *rlsv3.RateLimitResponse, err error) {
+	switch {
+	case err != nil:
+		o.failed.Add(1)
+		o.firstErr.CompareAndSwap(nil, err)
+	case r.OverallCode == rlsv3.RateLimitResponse_OK:
+		o.allowed.Add(1)
+	}
+}
+
+// read returns what was counted.
+func (o *outcomes) read() (allowed, failed int64, firstErr error) {
+	firstErr, _ = o.firstErr.Load().(error)
+	return o.allowed.Load(), o.failed.Load(), firstErr
 }
