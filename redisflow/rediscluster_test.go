@@ -51,16 +51,8 @@ func startRedisCluster(t testing.TB, masters, replicas int, args ...string) *red
 	return rc
 }
 
-// masters returns the nodes started as masters.
-func (rc *redisCluster) masters() []*redisNode {
-	var ms []*redisNode
-	for _, n := range rc.nodes {
-		if n.master == nil {
-			ms = append(ms, n)
-		}
-	}
-	return ms
-}
+// masters returns the nodes started as masters: the first of nodes.
+func (rc *redisCluster) masters() []*redisNode { return rc.nodes[:len(rc.c.Masters())] }
 
 // addrs returns the address of every node.
 func (rc *redisCluster) addrs() []string { return rc.c.Addrs() }
