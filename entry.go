@@ -92,7 +92,8 @@ type entry struct {
 	pauses   atomic.Int32
 	pausedAt atomic.Int64
 	waited   atomic.Int64
-	_        [128 - 112]byte
+	mark     mark // the bucket of the resource's counter the request was counted in as it entered
+
 }
 
 var entries = sync.Pool{New: func() any { return new(entry) }}
@@ -126,9 +127,9 @@ func (h Entry) exit(now int64, given bool, err error) {
 	// The response time is the service's: the time the request waited on
 	// its client is taken out, and its rules end it that much earlier.
 	d := max(now-e.start-e.waitedAt(now), 0)
-	e.res.exit(now, d, e.count, err != nil)
+	e.res.exit(e.mark, now, d, e.count, err != nil)
 	if e.inbound {
-		e.g.inbound.exit(now, d, e.count, err != nil)
+		e.g.inbound.exit(mark{}, now, d, e.count, err != nil)
 	}
 	overloaded := err != nil && IsOverloaded(err)
 	served := e.start + d
@@ -338,7 +339,7 @@ func (g *Guard) enterAt(ctx context.Context, now int64, name string, r *Resource
 		now = e.start // after any wait
 	}
 	e.start = now
-	res.allow(now, count)
+	e.mark = res.allow(now, count)
 	if inbound {
 		g.inbound.allow(now, count)
 	}
