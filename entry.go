@@ -92,7 +92,8 @@ type entry struct {
 	pauses   atomic.Int32
 	pausedAt atomic.Int64
 	waited   atomic.Int64
-	_        [128 - 112]byte
+	mark     mark // the bucket of the resource's counter the request was counted in as it entered
+
 }
 
 var entries = sync.Pool{New: func() any { return new(entry) }}
@@ -126,9 +127,9 @@ func (h Entry) exit(now int64, given bool, err error) {
 	// The response time is the service's: the time the request waited on
 	// its client is taken out, and its rules end it that much earlier.
 	d := max(now-e.start-e.waitedAt(now), 0)
-	e.res.exit(now, d, e.count, err != nil)
+	e.res.exit(e.mark, now, d, e.count, err != nil)
 	if e.inbound {
-		e.g.inbound.exit(now, d, e.count, err != nil)
+		e.g.inbound.exit(mark{}, now, d, e.count, err != nil)
 	}
 	overloaded := err != nil && IsOverloaded(err)
 	served := e.start + d
@@ -279,30 +280,33 @@ func (g *Guard) enterAt(ctx context.Context, now int64, name string, r *Resource
 			res = g.resources.get(name, now)
 		}
 	}
-	count, priority, inbound, key := int64(1), false, false, ""
+	// The options are read into the entry itself: locals would be kept on
+	// the stack across the calls below, and copied in after. A pooled
+	// entry's key is "" (release).
+	e := entries.Get().(*entry)
+	e.g, e.res, e.count, e.inbound, e.priority = g, res, 1, false, false
 	for _, o := range opts {
 		switch o.kind {
 		case optKey:
-			key = o.key
+			e.key = o.key
+			if len(e.key) > bounds.MaxKeyLength {
+				e.key = e.key[:bounds.MaxKeyLength]
+			}
 		case optCount:
-			count = min(max(o.count, 1), flowlimits.MaxLimit)
+			e.count = min(max(o.count, 1), flowlimits.MaxLimit)
 		case optPriority:
-			priority = true
+			e.priority = true
 		case optInbound:
-			inbound = true
+			e.inbound = true
 		}
 	}
+	count, inbound := e.count, e.inbound
 	if now >= g.unusedAt.Load() {
 		g.checkUnused(now)
 	}
 	if inbound {
 		res.markInbound()
 	}
-	e := entries.Get().(*entry)
-	if len(key) > bounds.MaxKeyLength {
-		key = key[:bounds.MaxKeyLength]
-	}
-	e.g, e.res, e.count, e.inbound, e.priority, e.key = g, res, count, inbound, priority, key
 	e.would = flow.NotBlocked // a pooled entry keeps the last request's: admit may not run
 	// Loaded first: a store is a locked exchange, and these are zero
 	// unless the entry's last request paused.
@@ -338,7 +342,7 @@ func (g *Guard) enterAt(ctx context.Context, now int64, name string, r *Resource
 		now = e.start // after any wait
 	}
 	e.start = now
-	res.allow(now, count)
+	e.mark = res.allow(now, count)
 	if inbound {
 		g.inbound.allow(now, count)
 	}
@@ -358,7 +362,8 @@ func (g *Guard) enterAt(ctx context.Context, now int64, name string, r *Resource
 // the time the request may go: now, or later if a throttle or a borrowed
 // place makes it wait. A rule that panics (a cluster's client on a reply
 // it cannot read, a user's limiter) is answered the same way: the rules
-// before it give back what they gave, and the panic goes on.
+// before it give back what they gave, and the panic goes on. One function,
+// not a loop called under the deferred undo: a call fewer on every request.
 func admit(ctx context.Context, c clock.Clock, e *entry, now int64, checks []check) (err error) {
 	e.start, e.would = now, flow.NotBlocked
 	if n := len(checks); cap(e.held) < n {
@@ -370,13 +375,6 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, checks []che
 			e.undo(now)
 		}
 	}()
-	err = decide(ctx, c, e, now, checks)
-	returned = true
-	return err
-}
-
-// decide is admit but for panics.
-func decide(ctx context.Context, c clock.Clock, e *entry, now int64, checks []check) error {
 	var wait time.Duration
 	for i := range checks {
 		ch := &checks[i]
@@ -398,6 +396,7 @@ func decide(ctx context.Context, c clock.Clock, e *entry, now int64, checks []ch
 		}
 		if !d.Allowed {
 			e.undo(now)
+			returned = true
 			be := &BlockError{Resource: e.res.name, Rule: ch.name, Reason: d.Reason, RetryAfter: d.RetryAfter}
 			if ch.keyed {
 				// A copy: the key may be a piece of a large string (a
@@ -414,10 +413,12 @@ func decide(ctx context.Context, c clock.Clock, e *entry, now int64, checks []ch
 	if wait > 0 {
 		if err := clock.Sleep(ctx, c, wait); err != nil {
 			e.undo(now)
+			returned = true
 			return err
 		}
 		e.start = now + int64(wait)
 	}
+	returned = true
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/stripe"
+	"github.com/slidegate/slidegate/internal/windowhook"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -87,10 +88,28 @@ func (r *resource) markInbound() {
 	}
 }
 
-// allow counts n requests allowed at time now.
-func (r *resource) allow(now, n int64) {
-	r.stats.AddAt(now, window.Allowed, n)
+// allow counts n requests allowed at time now. It returns the mark of the
+// bucket it counted in, for exit (see internal/windowhook).
+func (r *resource) allow(now, n int64) mark {
+	b, s := enterAt(r.stats, now, window.Allowed, n)
+	return mark{b: b, s: int32(s)}
 }
+
+// A mark is the bucket of a resource's counter that a request was counted
+// in as it entered, and that bucket's slot: exit counts the request's
+// outcome there without looking the bucket up while the bucket still holds
+// the time. The zero mark holds no time.
+type mark struct {
+	b uint64
+	s int32
+}
+
+// The resource's counter's two counts of a request, the second reusing the
+// bucket the first found (internal/windowhook).
+var (
+	enterAt = windowhook.EnterAt.(func(*window.Counter, int64, window.Event, int64) (uint64, int))
+	exitAt  = windowhook.ExitAt.(func(*window.Counter, uint64, int, int64, window.Event, int64, window.Event, int64) bool)
+)
 
 // block counts n requests blocked at time now for reason.
 func (r *resource) block(now int64, reason flow.Reason, n int64) {
@@ -109,8 +128,8 @@ func (r *resource) wouldBlock(reason flow.Reason, n int64) {
 }
 
 // exit counts n requests that ended at time now after d nanoseconds, with an
-// error or not.
-func (r *resource) exit(now, d, n int64, failed bool) {
+// error or not; m is what allow returned for them, or the zero mark.
+func (r *resource) exit(m mark, now, d, n int64, failed bool) {
 	ev := window.Succeeded
 	if failed {
 		ev = window.Failed
@@ -125,7 +144,7 @@ func (r *resource) exit(now, d, n int64, failed bool) {
 	// Rounded to the nearest microsecond, so that the total (Totals.RT)
 	// is off by at most half a microsecond per request either way, not
 	// short by up to one.
-	r.stats.AddPairAt(now, ev, n, window.RT, rt/int64(time.Microsecond)+min(rt%int64(time.Microsecond)/500, 1))
+	exitAt(r.stats, m.b, int(m.s), now, ev, n, window.RT, rt/int64(time.Microsecond)+min(rt%int64(time.Microsecond)/500, 1))
 	r.lat.RecordBatchAt(now, time.Duration(d), n)
 }
 

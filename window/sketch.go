@@ -165,11 +165,29 @@ func (k *Sketch) RecordBatchAt(now int64, d time.Duration, n int64) bool {
 		st.overTotal.Add(uint64(max(n, 1)))
 	} else {
 		c, j := sketchBin(ns)
-		p := st.chunk(c)
+		p := st.chunks[c].Load()
+		if p == nil {
+			p = st.chunk(c)
+		}
 		word = &p[h*sketchSub+j]
 		// The one write the totals cost: the bin found, the chunk loaded,
 		// the word on the stripe the window writes.
 		p[sketchTotal+j].Add(uint64(max(n, 1)))
+	}
+	// The fast path of count and raise, written out: the half holds b, the
+	// bin's word carries b's tag and is counted, and the maximum, read
+	// after the half is seen to hold b still, is not below ns. Anything
+	// else takes them.
+	state, want := &st.state[h], b<<1
+	if state.Load() == want {
+		if old := word.Load(); belongs(old, b) && value(old) < maxValue && word.CompareAndSwap(old, old+1) {
+			if state.Load() == want {
+				if m := st.max[h].Load(); belongs(m, b) && value(m) >= ns {
+					return true
+				}
+			}
+			return k.raise(st, b, kindMax.clamp(ns))
+		}
 	}
 	if !k.count(st, b, word) {
 		return false
