@@ -63,7 +63,7 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 					overfull.Add(1)
 				}
 				flight.Unlock()
-				place := &c.probes[slotOf(ticket)]
+				place := &c.away.Load().probes[slotOf(ticket)]
 				for i := 0; i < 3; i++ {
 					s1 := c.state.Load()
 					tk, start := place.ticket.Load(), place.start.Load()
