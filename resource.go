@@ -61,6 +61,10 @@ type resource struct {
 	pinned  atomic.Bool  // a rule names it: never evicted
 	inbound atomic.Bool  // a request entered it with Inbound: sticky
 	evicted atomic.Bool  // taken out of the table: a Resource handle holding it looks the name up again
+	// shared is the breaker rule whose circuit reads the resource's
+	// counter, if one does: Exit tells it of every request (see
+	// breakerRule.exited).
+	shared atomic.Pointer[breakerRule]
 }
 
 func newResource(name string, c clock.Clock) *resource {
@@ -378,6 +382,13 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 	defer t.mu.Unlock()
 	t.m.Range(func(k, v any) bool {
 		name, r := k.(string), v.(*resource)
+		var shared *breakerRule
+		if b := keep[name]; b != nil {
+			shared = b.shared
+		}
+		if r.shared.Load() != shared {
+			r.shared.Store(shared)
+		}
 		if keep[name] == nil && !refs[name] && r.pinned.Load() {
 			r.lastUse.Store(now)
 			r.pinned.Store(false)

@@ -57,6 +57,7 @@ type Circuit struct {
 	buckets     int32
 	nprobes     int32  // probe places of a half-open spell
 	timed       bool   // a closed circuit needs requests' start times (SlowRatio)
+	shared      bool   // it reads its resource's counter (see shared.go)
 	opens       uint32 // consecutive times probing failed, for the backoff; under mu
 
 	// state is the state word: generation<<2 | State. Outcomes carry the
@@ -103,8 +104,13 @@ type openState struct {
 // buckets do not; the window bounds it (see statsAt). A closed circuit
 // blocks nothing: the requests it blocks are counted in its openState.
 type closedWindow struct {
-	t   *window.Counter
-	run atomic.Int64 // failures counted since the latest success
+	// t is the window of outcomes: the circuit's own, or its resource's
+	// counter, read with from, cell and x (see shared.go).
+	t    *window.Counter
+	run  atomic.Int64 // failures counted since the latest success
+	from atomic.Int64
+	cell [2]atomic.Int64 // by Outcome, Success and Failure
+	x    atomic.Pointer[window.Counter]
 }
 
 // The events a closed Circuit counts (slow requests only for SlowRatio), and
@@ -138,7 +144,8 @@ func (c *Circuit) newOpenState() *openState {
 	return &openState{blocked: t, probes: make([]probe, c.nprobes)}
 }
 
-// statsAt returns the window's counts at time now.
+// statsAt returns the window's counts at time now: of its own window, or,
+// shared, of its resource's counter (see shared.go).
 //
 // The run of failures in the window is the smaller of the run counted and
 // the window's failures, when outcomes are counted in the order of their
@@ -148,8 +155,13 @@ func (c *Circuit) newOpenState() *openState {
 // window's failures, and is the answer. If the success has left the window,
 // so have the failures before it: every failure in the window is part of the
 // run, and their number is the answer.
-func (w *closedWindow) statsAt(now int64) Stats {
-	s := w.t.SumsAt(now)
+func (w *closedWindow) statsAt(now int64, shared bool) Stats {
+	var s window.Sums
+	if shared {
+		s = w.sharedSumsAt(now)
+	} else {
+		s = w.t.SumsAt(now)
+	}
 	succ, fail := s[window.Succeeded], s[window.Failed]
 	return Stats{
 		Requests:            succ + fail,
@@ -215,10 +227,16 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		return nil, fmt.Errorf("%w: probe timeout = %v: must be positive", errInvalidConfig, st.probeTimeout)
 	}
 	// The window first: it checks the buckets, which the circuit keeps in
-	// fewer bits.
+	// fewer bits. A circuit that shares is given its window (see share).
 	w, err := newClosedWindow(st.buckets, st.interval, st.clock, s.kind == slowRatio)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
+	case st.shared:
+		if err := canShare(s, st); err != nil {
+			return nil, err
+		}
+		w = nil
 	}
 	c := &Circuit{
 		policy:       policy{st.outcomeOf},
@@ -229,11 +247,14 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		buckets:      int32(st.buckets),
 		nprobes:      int32(st.probes),
 		timed:        s.kind == slowRatio,
+		shared:       st.shared,
 		probeTimeout: int64(st.probeTimeout),
 		openTimeout:  st.openTimeout,
 		maxOpen:      st.maxOpenTimeout,
 	}
-	c.stats.Store(w)
+	if w != nil {
+		c.stats.Store(w)
+	}
 	c.hook = st.onTransition
 	if f := st.onStateChange; f != nil {
 		c.notify = notify.New(func(t Transition) {
@@ -371,8 +392,8 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 	}
 	gen := p.token
 	w := c.stats.Load() // before the state word: see stats
-	if o == Ignored || c.state.Load() != gen {
-		return
+	if o == Ignored || c.shared || c.state.Load() != gen {
+		return // a shared circuit counts with its resource: see settleShared
 	}
 	slow := c.timed && c.strategy.slow(now-p.start)
 	if o == Success {
@@ -390,7 +411,7 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 		w.t.AddAt(now, window.Slow, 1)
 	}
 	if slow || (o == Failure && !c.timed) {
-		if n := w.statsAt(now); c.strategy.meets(n, c.minRequests) {
+		if n := w.statsAt(now, false); c.strategy.meets(n, c.minRequests) {
 			c.transition(gen, Open, now, tripped, n)
 		}
 	}
@@ -477,6 +498,10 @@ func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) b
 		a.successes = 0
 	case Closed:
 		c.opens = 0
+		if c.shared {
+			c.restart(now)
+			break
+		}
 		w, err := newClosedWindow(int(c.buckets), c.interval, c.clock, c.timed)
 		if err != nil {
 			panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
@@ -519,7 +544,10 @@ func (c *Circuit) StatsAt(now int64) Stats {
 	now = timegrid.Clamp(now)
 	w := c.stats.Load()
 	st := c.state.Load()
-	s := w.statsAt(now)
+	var s Stats
+	if w != nil { // nil: a shared circuit not given its counter yet
+		s = w.statsAt(now, c.shared)
+	}
 	s.State, s.Generation = State(st&3), st>>2
 	a := c.away.Load()
 	if s.State == Closed || a == nil { // nil: closed since the state word was read

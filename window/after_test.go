@@ -1,0 +1,49 @@
+package window
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestSumsAfterIsTheBucketsAfterATime holds sumsAfter to a sum of the
+// values added, by bucket, on random times that go forward.
+func TestSumsAfterIsTheBucketsAfterATime(t *testing.T) {
+	const w = int64(time.Second)
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 50 {
+		c, err := NewCounter(10, 10*time.Second, WithEvents(Succeeded, Failed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type add struct{ at, v int64 }
+		var adds []add
+		now := r.Int64N(100 * w)
+		for range 200 {
+			now += r.Int64N(w / 2)
+			v := 1 + r.Int64N(5)
+			c.AddAt(now, Succeeded, v)
+			adds = append(adds, add{now, v})
+			after := now - r.Int64N(14*w)
+			want := int64(0)
+			for _, a := range adds {
+				// In the interval at now, and in a bucket after the one holding after.
+				if b := bucket(a.at, w); b > bucket(now, w)-10 && b > bucket(after, w) {
+					want += a.v
+				}
+			}
+			if got := c.sumsAfter(now, after)[Succeeded]; got != want {
+				t.Fatalf("round %d: sums after %d at %d = %d, want %d", round, after, now, got, want)
+			}
+		}
+	}
+}
+
+// bucket returns the bucket of width w holding time t: buckets start at
+// multiples of w, before the clock's origin too.
+func bucket(t, w int64) int64 {
+	if t < 0 {
+		return -((-t + w - 1) / w)
+	}
+	return t / w
+}
