@@ -4,11 +4,13 @@ import (
 	"context"
 
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
+	"github.com/slidegate/slidegate/internal/breakerhook"
 )
 
 // The circuit of a breaker rule of the default window reads its resource's
@@ -26,7 +28,9 @@ func breakerOf(t *testing.T, g *Guard) breaker.Stats {
 }
 
 // sharedGuard returns a guard, on a manual clock at the start of a second,
-// whose one breaker rule, on "db", shares the resource's counter.
+// whose one breaker rule, on "db", shares the resource's counter. The
+// clock is a second on, past the bucket in which the breaker began: the
+// breaker counts that one itself, and reads the resource's after it.
 func sharedGuard(t *testing.T, b BreakerRule) (*Guard, *clock.Manual) {
 	t.Helper()
 	b.Resource = "db"
@@ -34,6 +38,7 @@ func sharedGuard(t *testing.T, b BreakerRule) (*Guard, *clock.Manual) {
 	if g.snap.Load().breakers[0].shared == nil {
 		t.Fatalf("the breaker of %+v has a window of its own", b)
 	}
+	clk.Advance(time.Second)
 	return g, clk
 }
 
@@ -228,4 +233,125 @@ func TestARuleSetReloadedKeepsItsSharedBreakersCounts(t *testing.T) {
 		t.Fatalf("the resource still tells a breaker no longer in force")
 	}
 	mustEnter(t, g, "db").Exit(errBoom)
+}
+
+// TestASharedBreakerCountsWhatAWindowOfItsOwnWould runs random requests
+// through a guard whose breaker shares its resource's counter, and the same
+// requests through a circuit of the same settings with a window of its own,
+// settled as the guard settles its promises: after each step, the two must
+// agree on their state and every count.
+func TestASharedBreakerCountsWhatAWindowOfItsOwnWould(t *testing.T) {
+	three := int64(3)
+	for _, rule := range []BreakerRule{
+		{Strategy: ErrorRatioBreaker, Threshold: 0.5, MinRequests: &three, OpenTimeout: Duration(time.Second)},
+		{Strategy: ErrorCountBreaker, Count: 3, MinRequests: &three, OpenTimeout: Duration(2 * time.Second), Probes: 2},
+		{Strategy: ConsecutiveFailuresBreaker, Count: 2, OpenTimeout: Duration(time.Second)},
+	} {
+		for seed := range uint64(30) {
+			t.Run(fmt.Sprintf("%s/%d", rule.Strategy, seed), func(t *testing.T) {
+				sharedAgreesWithItsOwnWindow(t, rule, seed)
+			})
+		}
+	}
+}
+
+func sharedAgreesWithItsOwnWindow(t *testing.T, rule BreakerRule, seed uint64) {
+	rule.Resource = "db"
+	clk := clock.NewManual(int64(time.Hour) + int64(seed)*int64(37*time.Millisecond))
+	g, err := New(WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRules(Rules{Breakers: []BreakerRule{rule}}); err != nil {
+		t.Fatal(err)
+	}
+	if g.snap.Load().breakers[0].shared == nil {
+		t.Fatal("the breaker does not share")
+	}
+	// The same settings, with a window of its own, read as the shared one
+	// reads the resource's counter: every bucket, no cache.
+	n := rule.normal()
+	opts := []breaker.Option{breaker.WithClock(clk), breakerhook.Uncached.(func() breaker.Option)(),
+		breaker.WithMinRequests(*n.MinRequests), breaker.WithOpenTimeout(time.Duration(n.OpenTimeout), 0),
+		breaker.WithProbes(n.Probes, 0)}
+	s := breaker.ConsecutiveFailures(rule.Count)
+	switch rule.Strategy {
+	case ErrorRatioBreaker:
+		s = breaker.ErrorRatio(rule.Threshold)
+	case ErrorCountBreaker:
+		s = breaker.ErrorCount(rule.Count)
+	}
+	ref, err := breaker.NewCircuit(s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type request struct {
+		e      Entry
+		p      breaker.Promise
+		start  int64
+		paused int64
+		n      int64
+	}
+	var held []request
+	r := rand.New(rand.NewPCG(seed, 29))
+	for step := range 400 {
+		now := clk.Now()
+		var what string
+		switch k := r.IntN(10); {
+		case k < 4:
+			n := int64(1)
+			if r.IntN(4) == 0 {
+				n = 1 + int64(r.IntN(3))
+			}
+			e, gerr := g.Enter(bg, "db", WithCount(n))
+			p, rerr := ref.AllowAt(now)
+			what = fmt.Sprintf("enter %d: guard %v, own %v", n, gerr, rerr)
+			if (gerr == nil) != (rerr == nil) {
+				t.Fatalf("step %d: %s", step, what)
+			}
+			if gerr == nil {
+				held = append(held, request{e: e, p: p, start: now, n: n})
+			}
+		case k < 8 && len(held) > 0:
+			i := r.IntN(len(held))
+			q := held[i]
+			held = append(held[:i], held[i+1:]...)
+			var err error
+			o := breaker.Success
+			switch r.IntN(5) {
+			case 0, 1:
+				err, o = errBoom, breaker.Failure
+			case 2:
+				err, o = context.Canceled, breaker.Ignored
+			}
+			served := q.start + max(now-q.start-q.paused, 0)
+			if (served-int64(time.Hour))/int64(time.Second) != (now-int64(time.Hour))/int64(time.Second) {
+				// Served in an earlier bucket: the shared circuit checks
+				// its strategy as of the exit, a window of its own as of
+				// served (see breaker's shared.go). Ignored by both, the
+				// request still tells what the resource counted.
+				err, o = context.Canceled, breaker.Ignored
+			}
+			q.e.Exit(err)
+			recordAt(q.p, served, o)
+			what = fmt.Sprintf("exit of %d started %v ago, paused %v: %v", q.n, time.Duration(now-q.start), time.Duration(q.paused), err)
+		case k < 9 && len(held) > 0:
+			i := r.IntN(len(held))
+			d := time.Duration(r.Int64N(int64(3 * time.Second)))
+			held[i].e.Pause()
+			clk.Advance(d)
+			held[i].e.Resume()
+			held[i].paused += int64(d)
+			what = fmt.Sprintf("pause of %v", d)
+		default:
+			d := time.Duration(r.Int64N(int64(1500 * time.Millisecond)))
+			clk.Advance(d)
+			what = fmt.Sprintf("advance %v", d)
+		}
+		now = clk.Now()
+		got, want := breakerOf(t, g), ref.StatsAt(now)
+		if got != want {
+			t.Fatalf("step %d, after %s:\nshared %+v\nown    %+v", step, what, got, want)
+		}
+	}
 }

@@ -58,6 +58,7 @@ type Circuit struct {
 	nprobes     int32  // probe places of a half-open spell
 	timed       bool   // a closed circuit needs requests' start times (SlowRatio)
 	shared      bool   // it reads its resource's counter (see shared.go)
+	uncached    bool   // its own window reads every bucket (see uncached)
 	opens       uint32 // consecutive times probing failed, for the backoff; under mu
 
 	// state is the state word: generation<<2 | State. Outcomes carry the
@@ -121,12 +122,16 @@ var (
 	blockedEvents = window.WithEvents(window.Blocked)
 )
 
-func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed bool) (*closedWindow, error) {
+func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed, uncached bool) (*closedWindow, error) {
 	events := circuitEvents
 	if timed {
 		events = timedEvents
 	}
-	t, err := window.NewCounter(buckets, interval, window.WithClock(c), events, window.CachedSums())
+	cache := window.CachedSums()
+	if uncached {
+		cache = nil
+	}
+	t, err := window.NewCounter(buckets, interval, window.WithClock(c), events, cache)
 	if err != nil {
 		return nil, fmt.Errorf("%w: window: %w", errInvalidConfig, err)
 	}
@@ -228,7 +233,7 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	}
 	// The window first: it checks the buckets, which the circuit keeps in
 	// fewer bits. A circuit that shares is given its window (see share).
-	w, err := newClosedWindow(st.buckets, st.interval, st.clock, s.kind == slowRatio)
+	w, err := newClosedWindow(st.buckets, st.interval, st.clock, s.kind == slowRatio, st.uncached)
 	switch {
 	case err != nil:
 		return nil, err
@@ -248,6 +253,7 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		nprobes:      int32(st.probes),
 		timed:        s.kind == slowRatio,
 		shared:       st.shared,
+		uncached:     st.uncached,
 		probeTimeout: int64(st.probeTimeout),
 		openTimeout:  st.openTimeout,
 		maxOpen:      st.maxOpenTimeout,
@@ -502,7 +508,7 @@ func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) b
 			c.restart(now)
 			break
 		}
-		w, err := newClosedWindow(int(c.buckets), c.interval, c.clock, c.timed)
+		w, err := newClosedWindow(int(c.buckets), c.interval, c.clock, c.timed, c.uncached)
 		if err != nil {
 			panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
 		}

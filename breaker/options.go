@@ -65,6 +65,7 @@ type settings struct {
 	onStateChange  func(Transition)
 	onTransition   func(*Circuit, Transition)
 	shared         bool // a Circuit reads its resource's counter (see shared.go)
+	uncached       bool // a Circuit's own window reads every bucket (see uncached)
 }
 
 func (s *settings) mark(id optionID) { s.given |= 1 << id }
@@ -216,6 +217,7 @@ func init() {
 	breakerhook.Uncounted = (*Circuit).uncounted
 	breakerhook.Unshare = (*Circuit).unshare
 	breakerhook.Shares = (*Circuit).shares
+	breakerhook.Uncached = uncached
 }
 
 // build applies opts over the defaults and checks what every breaker shares.

@@ -33,6 +33,9 @@ import (
 //   - The resource counts a batch (a request entered as n) n times, at the
 //     time the request exited; the circuit counts it once, at the time it
 //     was served (exited less the time it paused). x holds the difference.
+//     A failure is checked against the strategy over the window as of the
+//     exit, not as of served as a window of its own is: the resource may
+//     have reused the slot of the bucket that was the oldest at served.
 //
 // Most requests need none of it: one the circuit counts, alone, that ends
 // in a bucket after from and did not pause across a bucket's end is counted
@@ -49,6 +52,12 @@ const unset = math.MinInt64
 var sharedGrid = timegrid.New(breakerlimits.DefaultInterval/breakerlimits.DefaultCircuitBuckets, breakerlimits.DefaultCircuitBuckets)
 
 var sumsAfter = windowhook.SumsAfter.(func(*window.Counter, int64, int64) window.Sums)
+
+// uncached is the option of a circuit whose window of its own reads every
+// bucket, without the cache of window.CachedSums, whose reads of a value
+// added late for an older bucket lag by a bucket: tests hold a shared
+// circuit, which reads its resource's counter so, to one.
+func uncached() Option { return func(s *settings) { s.uncached = true } }
 
 // shared is the option of a circuit that shares its resource's counter.
 func shared() Option { return func(s *settings) { s.shared = true; s.mark(optShared) } }
@@ -94,7 +103,7 @@ func (c *Circuit) unshare() {
 	if !c.shared || c.stats.Load() != nil {
 		panic("breaker: Unshare of a circuit not made Shared, or given its counter")
 	}
-	w, err := newClosedWindow(int(c.buckets), c.interval, c.clock, c.timed)
+	w, err := newClosedWindow(int(c.buckets), c.interval, c.clock, c.timed, c.uncached)
 	if err != nil {
 		panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
 	}
@@ -243,7 +252,10 @@ func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
 		}
 	} else {
 		w.run.Add(1)
-		if s := w.statsAt(served, true); c.strategy.meets(s, c.minRequests) {
+		// Read as of the exit: where the request paused across a
+		// bucket's end, the resource, which counted it at its exit, may
+		// have reused the slot of the oldest bucket as of served.
+		if s := w.statsAt(max(served, exited), true); c.strategy.meets(s, c.minRequests) {
 			c.transition(gen, Open, served, tripped, s)
 		}
 	}

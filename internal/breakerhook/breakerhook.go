@@ -102,3 +102,12 @@ var Unshare any
 //
 // that reports whether c, made with Shared, has been given its counter.
 var Shares any
+
+// Uncached is a
+//
+//	func() breaker.Option
+//
+// whose option makes a circuit's window of its own read every bucket,
+// without the cache that makes a value added late for an older bucket
+// show a bucket later: tests hold a shared circuit to one.
+var Uncached any
