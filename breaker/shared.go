@@ -51,7 +51,7 @@ const unset = math.MinInt64
 // default one, the resource's.
 var sharedGrid = timegrid.New(breakerlimits.DefaultInterval/breakerlimits.DefaultCircuitBuckets, breakerlimits.DefaultCircuitBuckets)
 
-var sumsAfter = windowhook.SumsAfter.(func(*window.Counter, int64, int64) window.Sums)
+var outcomesAfter = windowhook.OutcomesAfter.(func(*window.Counter, int64, int64) (int64, int64))
 
 // uncached is the option of a circuit whose window of its own reads every
 // bucket, without the cache of window.CachedSums, whose reads of a value
@@ -133,12 +133,11 @@ func (w *closedWindow) sharedSumsAt(now int64) window.Sums {
 	if from == unset {
 		return out
 	}
-	s := sumsAfter(w.t, now, from)
-	out[window.Succeeded], out[window.Failed] = s[window.Succeeded], s[window.Failed]
+	out[window.Succeeded], out[window.Failed] = outcomesAfter(w.t, now, from)
 	if x := w.x.Load(); x != nil {
-		xs := sumsAfter(x, now, from)
-		out[window.Succeeded] -= xs[window.Succeeded]
-		out[window.Failed] -= xs[window.Failed]
+		succ, fail := outcomesAfter(x, now, from)
+		out[window.Succeeded] -= succ
+		out[window.Failed] -= fail
 	}
 	if bf, bn := sharedGrid.Index(from), sharedGrid.Index(now); bf <= bn && bn-bf < breakerlimits.DefaultCircuitBuckets {
 		out[window.Succeeded] += w.cell[Success].Load()
@@ -228,12 +227,16 @@ func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
 	}
 	// Counted: one of o at served, where the resource counted n of e at
 	// exited; served's bucket is from's at the earliest.
-	from := w.from.Load()
-	bs, be := sharedGrid.Index(max(served, from)), sharedGrid.Index(exited)
+	from := w.from.Load() // set: the state word is stored after it
+	bf, be := sharedGrid.Index(from), sharedGrid.Index(exited)
+	bs := be
+	if served != exited || be < bf {
+		bs = sharedGrid.Index(max(served, from))
+	}
 	switch {
-	case bs == sharedGrid.Index(from):
+	case bs == bf:
 		w.cell[o].Add(1)
-		if w.after(exited) {
+		if be > bf {
 			w.take(exited, e, n)
 		}
 	case bs == be:
@@ -242,7 +245,7 @@ func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
 		}
 	default:
 		w.take(served, e, -1)
-		if w.after(exited) {
+		if be > bf {
 			w.take(exited, e, n)
 		}
 	}

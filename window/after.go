@@ -2,27 +2,38 @@ package window
 
 import "github.com/slidegate/slidegate/internal/windowhook"
 
-func init() { windowhook.SumsAfter = (*Counter).sumsAfter }
+func init() { windowhook.OutcomesAfter = (*Counter).outcomesAfter }
 
-// sumsAfter returns every event over the buckets of the interval at time
-// now that come after the bucket holding time t, read from the ring as
-// SumsAt reads them without the cache. A circuit breaker that shares its
-// resource's counter reads it so (see internal/windowhook).
-func (c *Counter) sumsAfter(now, t int64) Sums {
-	var out Sums
+// outcomesAfter returns [Succeeded] and [Failed] summed over the buckets of
+// the interval at time now that come after the bucket holding time t, read
+// from the ring as SumsAt reads them without the cache. An event the
+// Counter does not record reads 0. A circuit breaker that shares its
+// resource's counter reads it so, at each failure (see
+// internal/windowhook): two words a bucket, not every event's.
+func (c *Counter) outcomesAfter(now, t int64) (succeeded, failed int64) {
 	r := c.r
-	for e := range out {
-		out[e] = Event(e).kind().empty()
-	}
+	is, ifl := int(c.word[Succeeded]), int(c.word[Failed])
 	first, last := r.first(now, c.k), r.bucketOf(now)
 	if after := r.bucketOf(t) + 1; after > first {
 		first = after
 	}
 	for b := first; b <= last; b++ {
-		r.mergeInto(c.l, &out, b)
+		s := r.slotOf(b)
+		for _, ws := range r.stripes() {
+			if ws[s].Load() != b<<1 {
+				continue
+			}
+			if is >= 0 {
+				if w := ws[s+1+is].Load(); belongs(w, b) {
+					succeeded += value(w)
+				}
+			}
+			if ifl >= 0 {
+				if w := ws[s+1+ifl].Load(); belongs(w, b) {
+					failed += value(w)
+				}
+			}
+		}
 	}
-	for e := range out {
-		out[e] = finish(Event(e).kind(), out[e])
-	}
-	return out
+	return succeeded, failed
 }

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// TestSumsAfterIsTheBucketsAfterATime holds sumsAfter to a sum of the
+// TestOutcomesAfterIsTheBucketsAfterATime holds sumsAfter to a sum of the
 // values added, by bucket, on random times that go forward.
-func TestSumsAfterIsTheBucketsAfterATime(t *testing.T) {
+func TestOutcomesAfterIsTheBucketsAfterATime(t *testing.T) {
 	const w = int64(time.Second)
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 50 {
@@ -16,24 +16,31 @@ func TestSumsAfterIsTheBucketsAfterATime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		type add struct{ at, v int64 }
+		type add struct {
+			at, v int64
+			e     Event
+		}
 		var adds []add
 		now := r.Int64N(100 * w)
 		for range 200 {
 			now += r.Int64N(w / 2)
 			v := 1 + r.Int64N(5)
-			c.AddAt(now, Succeeded, v)
-			adds = append(adds, add{now, v})
+			e := Succeeded
+			if r.IntN(3) == 0 {
+				e, v = Failed, -v // a failure, and a negative value: a breaker takes values away
+			}
+			c.AddAt(now, e, v)
+			adds = append(adds, add{at: now, v: v, e: e})
 			after := now - r.Int64N(14*w)
-			want := int64(0)
+			var want [numEvents]int64
 			for _, a := range adds {
 				// In the interval at now, and in a bucket after the one holding after.
 				if b := bucket(a.at, w); b > bucket(now, w)-10 && b > bucket(after, w) {
-					want += a.v
+					want[a.e] += a.v
 				}
 			}
-			if got := c.sumsAfter(now, after)[Succeeded]; got != want {
-				t.Fatalf("round %d: sums after %d at %d = %d, want %d", round, after, now, got, want)
+			if succ, fail := c.outcomesAfter(now, after); succ != want[Succeeded] || fail != want[Failed] {
+				t.Fatalf("round %d: outcomes after %d at %d = %d and %d, want %d and %d", round, after, now, succ, fail, want[Succeeded], want[Failed])
 			}
 		}
 	}

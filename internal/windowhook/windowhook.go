@@ -1,5 +1,5 @@
 // Package windowhook holds what package window keeps out of its API for
-// the packages of this module. SumsAfter reads the part of a counter's
+// the packages of this module. OutcomesAfter reads the part of a counter's
 // interval that follows a given time: a circuit breaker that reads its
 // resource's counter counts only what came after it last closed.
 //
@@ -8,11 +8,12 @@
 // this one: each comment gives the type to assert.
 package windowhook
 
-// SumsAfter is a
+// OutcomesAfter is a
 //
-//	func(c *window.Counter, now, t int64) window.Sums
+//	func(c *window.Counter, now, t int64) (succeeded, failed int64)
 //
-// that returns every event over the buckets of c's interval at time now
-// that come after the bucket holding time t, as Counter.SumsAt reads them.
-// If that bucket is older than the interval, it is the whole interval.
-var SumsAfter any
+// that returns window.Succeeded and window.Failed summed over the buckets
+// of c's interval at time now that come after the bucket holding time t,
+// as Counter.SumsAt reads them. If that bucket is older than the interval,
+// it is the whole interval.
+var OutcomesAfter any
