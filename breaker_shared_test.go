@@ -355,3 +355,38 @@ func sharedAgreesWithItsOwnWindow(t *testing.T, rule BreakerRule, seed uint64) {
 		}
 	}
 }
+
+func TestASharedBreakerAllocatesNothingPerRequest(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector makes sync.Pool drop entries; make test runs this test without it (make allocs)")
+	}
+	g, clk := sharedGuard(t, BreakerRule{Strategy: ErrorRatioBreaker, Threshold: 0.9})
+	i := 0
+	f := func() {
+		// Every kind of exit: counted where the resource counts it, a
+		// failure read against the strategy, and what the breaker takes
+		// away (a canceled request, a batch, a pause across a bucket).
+		i++
+		e, err := g.Enter(bg, "db", WithCount(int64(1+i%2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 0 {
+			e.Pause()
+			clk.Advance(time.Second)
+			e.Resume()
+		}
+		switch i % 3 {
+		case 0:
+			e.Exit(nil)
+		case 1:
+			e.Exit(errBoom)
+		default:
+			e.Exit(context.Canceled)
+		}
+	}
+	f() // makes the counter of what the breaker takes away, once
+	if n := testing.AllocsPerRun(1000, f); n != 0 {
+		t.Errorf("%v allocations per Enter+Exit", n)
+	}
+}

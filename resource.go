@@ -42,7 +42,8 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 // power of two, at most 64), each a little smaller than the resource: a hot
 // resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
 // own state: a QPS rule and an error-ratio breaker, with their defaults,
-// about 1.7 KB more (at most 1,800 bytes).
+// about 1 KB more (at most 1,100 bytes): the breaker reads the resource's
+// counts.
 const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of
