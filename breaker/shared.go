@@ -37,6 +37,10 @@ import (
 //     exit, not as of served as a window of its own is: the resource may
 //     have reused the slot of the bucket that was the oldest at served.
 //
+// It reads every bucket at each failure, two words a bucket: not through
+// the cache of window.CachedSums, so a value added late for an older bucket
+// shows at once, not from the next bucket on.
+//
 // Most requests need none of it: one the circuit counts, alone, that ends
 // in a bucket after from and did not pause across a bucket's end is counted
 // by the resource as the circuit would, and the circuit writes nothing.

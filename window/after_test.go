@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestOutcomesAfterIsTheBucketsAfterATime holds sumsAfter to a sum of the
+// TestOutcomesAfterIsTheBucketsAfterATime holds outcomesAfter to a sum of the
 // values added, by bucket, on random times that go forward.
 func TestOutcomesAfterIsTheBucketsAfterATime(t *testing.T) {
 	const w = int64(time.Second)
