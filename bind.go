@@ -52,7 +52,8 @@ func (s *snapshot) names() *named {
 type binding struct {
 	res     *resource
 	checks  []check
-	inbound []check // the snapshot's inbound rules, then checks; checks itself when there are none
+	inbound []check      // the snapshot's inbound rules, then checks; checks itself when there are none
+	shared  *breakerRule // the breaker of checks that reads res's counter, if one does
 }
 
 // A check is one rule of a binding, or the per-key QPS rules of its
@@ -316,6 +317,7 @@ func (c *compiling) bind() {
 		b.checks = append(b.checks, ch.check)
 	}
 	for _, b := range s.by {
+		b.shared = bindShared(b.checks, b.res)
 		b.inbound = b.checks
 		if len(s.inbound) > 0 {
 			b.inbound = slices.Concat(s.inbound, b.checks)

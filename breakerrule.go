@@ -200,6 +200,10 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 	if onChange != nil {
 		opts = append(opts, onTransition(onChange))
 	}
+	shared := sharesWindow(b)
+	if shared {
+		opts = append(opts, sharedOption())
+	}
 	var s breaker.Strategy
 	switch b.Strategy {
 	case ErrorRatioBreaker:
@@ -215,7 +219,30 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 	if err != nil {
 		return nil, err
 	}
+	if shared {
+		return &breakerRule{b: circuit, shared: circuit}, nil
+	}
 	return &breakerRule{b: circuit}, nil
+}
+
+// sharesWindow reports whether the circuit of breaker rule b can read its
+// resource's counter instead of a window of its own (see breakerRule): its
+// window is the resource's, and its strategy reads outcomes only.
+func sharesWindow(b BreakerRule) bool {
+	switch b.Strategy {
+	case ErrorRatioBreaker, ErrorCountBreaker, ConsecutiveFailuresBreaker:
+	default:
+		return false
+	}
+	interval, buckets := time.Duration(b.Interval), b.Buckets
+	if interval == 0 {
+		interval = breakerlimits.DefaultInterval
+	}
+	if buckets == 0 {
+		buckets = breakerlimits.DefaultCircuitBuckets
+	}
+	return interval == statsInterval && buckets == statsBuckets &&
+		breakerlimits.DefaultInterval == statsInterval && breakerlimits.DefaultCircuitBuckets == statsBuckets
 }
 
 // strategyNames lists the breaker strategies, as rule files write them.

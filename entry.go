@@ -141,6 +141,9 @@ func (h Entry) exit(now int64, given bool, err error) {
 		h.overloaded = overloaded
 		h.by.release(h, served, o, false)
 	}
+	if r := e.res.shared.Load(); r != nil {
+		r.exited(e, now, served, o)
+	}
 	e.release()
 }
 

@@ -71,8 +71,9 @@ func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
 }
 
 // ruleBytes is what ResourceBytes's doc says a QPS rule and an error-ratio
-// breaker add: the limiter's 26 count words (about 400 bytes), the breaker's
-// window of 10 buckets and its state (about 900), the rules as the guard
-// keeps them, a resource and a limit, a strategy and a threshold (under
-// 100: keptRules), and their bindings (about 180).
-const ruleBytes = 1800
+// breaker add: the limiter's 26 count words (about 400 bytes), the
+// breaker's state and what it keeps of the resource's counter, its window
+// being the resource's (about 250), the rules as the guard keeps them, a
+// resource and a limit, a strategy and a threshold (under 100: keptRules),
+// and their bindings (about 200).
+const ruleBytes = 1100

@@ -43,7 +43,8 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 // power of two, at most 64), each a little smaller than the resource: a hot
 // resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
 // own state: a QPS rule and an error-ratio breaker, with their defaults,
-// about 1.7 KB more (at most 1,800 bytes).
+// about 1 KB more (at most 1,100 bytes): the breaker reads the resource's
+// counts.
 const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of
@@ -62,6 +63,10 @@ type resource struct {
 	pinned  atomic.Bool  // a rule names it: never evicted
 	inbound atomic.Bool  // a request entered it with Inbound: sticky
 	evicted atomic.Bool  // taken out of the table: a Resource handle holding it looks the name up again
+	// shared is the breaker rule whose circuit reads the resource's
+	// counter, if one does: Exit tells it of every request (see
+	// breakerRule.exited).
+	shared atomic.Pointer[breakerRule]
 }
 
 func newResource(name string, c clock.Clock) *resource {
@@ -397,6 +402,13 @@ func (t *resourceTable) unpinAllBut(keep map[string]*binding, refs map[string]bo
 	defer t.mu.Unlock()
 	t.m.Range(func(k, v any) bool {
 		name, r := k.(string), v.(*resource)
+		var shared *breakerRule
+		if b := keep[name]; b != nil {
+			shared = b.shared
+		}
+		if r.shared.Load() != shared {
+			r.shared.Store(shared)
+		}
 		if keep[name] == nil && !refs[name] && r.pinned.Load() {
 			r.lastUse.Store(now)
 			r.pinned.Store(false)

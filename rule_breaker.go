@@ -7,12 +7,22 @@ import (
 	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/flow"
 	"github.com/slidegate/slidegate/internal/breakerhook"
+	"github.com/slidegate/slidegate/window"
 )
 
 // A breakerRule puts a circuit breaker in front of a resource: a request
 // that is allowed holds the breaker's promise, settled with the request's
 // outcome when it exits, or as ignored if a later rule blocks it.
-type breakerRule struct{ b breaker.Breaker }
+//
+// A circuit of the default window whose strategy reads outcomes only reads
+// its resource's counter instead of a window of its own (shared; see
+// breaker's shared.go): one such circuit a resource, the resource's
+// shared. Exit settles its promise once the resource has counted the
+// request (exited), and tells it of the requests it did not allow.
+type breakerRule struct {
+	b      breaker.Breaker
+	shared *breaker.Circuit // b, if it shares its resource's counter
+}
 
 // What breaker keeps out of its API for the guard (see internal/breakerhook).
 // onTransition tells the guard of a circuit's changes of state as they
@@ -23,6 +33,12 @@ var (
 	onTransition = breakerhook.OnTransition.(func(func(*breaker.Circuit, breaker.Transition)) breaker.Option)
 	recordAt     = breakerhook.RecordAt.(func(breaker.Promise, int64, breaker.Outcome))
 	retryAfterAt = breakerhook.RetryAfterAt.(func(*breaker.Circuit, int64) time.Duration)
+	sharedOption = breakerhook.Shared.(func() breaker.Option)
+	share        = breakerhook.Share.(func(*breaker.Circuit, *window.Counter, func()))
+	settleShared = breakerhook.SettleShared.(func(breaker.Promise, int64, int64, breaker.Outcome, int64))
+	uncounted    = breakerhook.Uncounted.(func(*breaker.Circuit, int64, bool, int64))
+	unshare      = breakerhook.Unshare.(func(*breaker.Circuit))
+	shares       = breakerhook.Shares.(func(*breaker.Circuit) bool)
 )
 
 func (*breakerRule) phase() phase { return phaseBreaker }
@@ -41,8 +57,60 @@ func (r *breakerRule) admit(_ context.Context, _ *entry, now int64, h *hold) flo
 }
 
 func (r *breakerRule) release(h *hold, now int64, o breaker.Outcome, blocked bool) {
-	if blocked {
-		o = breaker.Ignored
+	switch {
+	case blocked:
+		o = breaker.Ignored // counted blocked by the resource: nothing to take away
+	case r.shared != nil:
+		return // settled by exited, once the resource has counted the request
 	}
 	recordAt(h.promise, now, o)
+}
+
+// exited tells r, its resource's shared circuit, of the request of entry e,
+// which the resource has counted: it ended at time now, served until time
+// served, with outcome o. The request holds the promise of at most one
+// shared circuit (one a resource in each set of rules): r's, or, allowed
+// under rules no longer in force, another's, settled here too; r takes
+// away from its counts a request it did not allow.
+func (r *breakerRule) exited(e *entry, now, served int64, o breaker.Outcome) {
+	for i := range e.held {
+		h := &e.held[i]
+		if b, ok := h.by.(*breakerRule); ok && b.shared != nil {
+			settleShared(h.promise, served, now, o, e.count)
+			if b == r {
+				return
+			}
+			break
+		}
+	}
+	uncounted(r.shared, now, o != breaker.Success, e.count)
+}
+
+// bindShared gives the first circuit of checks that shares its resource's
+// counter that counter, res's, and returns its rule; a circuit that reads
+// it already comes first. The others are given windows of their own. It
+// returns nil if no circuit of checks shares.
+func bindShared(checks []check, res *resource) *breakerRule {
+	var first *breakerRule
+	for _, ch := range checks {
+		if b, ok := ch.rule.(*breakerRule); ok && b.shared != nil && shares(b.shared) {
+			first = b // taken over from the rules in force
+			break
+		}
+	}
+	for _, ch := range checks {
+		b, ok := ch.rule.(*breakerRule)
+		switch {
+		case !ok || b.shared == nil || b == first:
+		case first == nil:
+			first = b
+		default: // new, so not in force: none reads it yet
+			unshare(b.shared)
+			b.shared = nil
+		}
+	}
+	if first != nil {
+		share(first.shared, res.stats, func() { res.shared.Store(first) })
+	}
+	return first
 }

@@ -54,8 +54,12 @@ type Circuit struct {
 	minRequests int64
 	clock       clock.Clock
 	interval    time.Duration
-	buckets     int
-	timed       bool // a closed circuit needs requests' start times (SlowRatio)
+	buckets     int32
+	nprobes     int32  // probe places of a half-open spell
+	timed       bool   // a closed circuit needs requests' start times (SlowRatio)
+	shared      bool   // it reads its resource's counter (see shared.go)
+	uncached    bool   // its own window reads every bucket (see uncached)
+	opens       uint32 // consecutive times probing failed, for the backoff; under mu
 
 	// state is the state word: generation<<2 | State. Outcomes carry the
 	// word that allowed them and count only while it is unchanged.
@@ -67,52 +71,86 @@ type Circuit struct {
 	// circuit cannot close without opening first), or, if the circuit
 	// moves on between its check and its write, writes to the window it
 	// loaded, which the new generation no longer reads.
-	stats     atomic.Pointer[closedWindow]
-	openUntil atomic.Int64 // while open: when a probe may be allowed
+	stats atomic.Pointer[closedWindow]
+	// away is what the circuit keeps from when it opens to when it closes
+	// again (see openState): nil while closed, so that a closed circuit,
+	// the common one, keeps no probe places and no count of blocks.
+	away atomic.Pointer[openState]
 
-	probes       []probe
 	probeTimeout int64
 
 	mu          sync.Mutex // held to change state, and to take or free a probe place
-	tickets     uint64     // the sequence of probe tickets
-	successes   int        // probes that succeeded in this half-open generation
-	opens       uint       // consecutive times probing failed, for the backoff
+	tickets     uint64     // the sequence of probe tickets, never reset: a ticket is never issued twice
 	openTimeout time.Duration
 	maxOpen     time.Duration
 	notify      *notify.Queue[Transition]
 	hook        func(*Circuit, Transition) // onTransition's
 }
 
-// A closedWindow is what a Circuit counts from one closing to the next: the
-// window of outcomes (and, while open or half-open, of blocked requests),
-// and the run of failures since the latest success. The run is kept apart
-// from the window because it has an order, which buckets do not; the window
-// bounds it (see statsAt).
-type closedWindow struct {
-	t   *window.Counter
-	run atomic.Int64 // failures counted since the latest success
+// An openState is what a Circuit keeps while it is open or half-open: made
+// when it opens from Closed, kept while it opens again from HalfOpen, and
+// dropped when it closes. Readers load it after the state word; one that
+// finds it nil, or finds it no longer the circuit's, has seen the circuit
+// close meanwhile, and reads the state word again or does nothing.
+type openState struct {
+	until     atomic.Int64    // while open: when a probe may be allowed
+	blocked   *window.Counter // the requests blocked since the circuit opened
+	successes int             // probes that succeeded in this half-open spell; under mu
+	probes    []probe
 }
 
-// The events a Circuit counts: slow requests only for SlowRatio.
+// A closedWindow is what a Circuit counts from one closing to the next: the
+// window of outcomes, and the run of failures since the latest success.
+// The run is kept apart from the window because it has an order, which
+// buckets do not; the window bounds it (see statsAt). A closed circuit
+// blocks nothing: the requests it blocks are counted in its openState.
+type closedWindow struct {
+	// t is the window of outcomes: the circuit's own, or its resource's
+	// counter, read with from, cell and x (see shared.go).
+	t    *window.Counter
+	run  atomic.Int64 // failures counted since the latest success
+	from atomic.Int64
+	cell [2]atomic.Int64 // by Outcome, Success and Failure
+	x    atomic.Pointer[window.Counter]
+}
+
+// The events a closed Circuit counts (slow requests only for SlowRatio), and
+// those an open one does.
 var (
-	circuitEvents = window.WithEvents(window.Succeeded, window.Failed, window.Blocked)
-	timedEvents   = window.WithEvents(window.Succeeded, window.Failed, window.Blocked, window.Slow)
+	circuitEvents = window.WithEvents(window.Succeeded, window.Failed)
+	timedEvents   = window.WithEvents(window.Succeeded, window.Failed, window.Slow)
+	blockedEvents = window.WithEvents(window.Blocked)
 )
 
-func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed bool) (*closedWindow, error) {
+func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed, uncached bool) (*closedWindow, error) {
 	events := circuitEvents
 	if timed {
 		events = timedEvents
 	}
-	t, err := window.NewCounter(buckets, interval, window.WithClock(c), events, window.CachedSums())
+	cache := window.CachedSums()
+	if uncached {
+		cache = nil
+	}
+	t, err := window.NewCounter(buckets, interval, window.WithClock(c), events, cache)
 	if err != nil {
 		return nil, fmt.Errorf("%w: window: %w", errInvalidConfig, err)
 	}
 	return &closedWindow{t: t}, nil
 }
 
-// statsAt returns the window's counts at time now, and how many requests it
-// blocked.
+// newOpenState returns the openState of a circuit that opens now: no
+// probe place taken, no block counted. Its window is the closed window's
+// shape, which NewCircuit checked.
+func (c *Circuit) newOpenState() *openState {
+	t, err := window.NewCounter(int(c.buckets), c.interval, window.WithClock(c.clock), blockedEvents)
+	if err != nil {
+		panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
+	}
+	return &openState{blocked: t, probes: make([]probe, c.nprobes)}
+}
+
+// statsAt returns the window's counts at time now: of its own window, or,
+// shared, of its resource's counter (see shared.go).
 //
 // The run of failures in the window is the smaller of the run counted and
 // the window's failures, when outcomes are counted in the order of their
@@ -122,8 +160,13 @@ func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed b
 // window's failures, and is the answer. If the success has left the window,
 // so have the failures before it: every failure in the window is part of the
 // run, and their number is the answer.
-func (w *closedWindow) statsAt(now int64) Stats {
-	s := w.t.SumsAt(now)
+func (w *closedWindow) statsAt(now int64, shared bool) Stats {
+	var s window.Sums
+	if shared {
+		s = w.sharedSumsAt(now)
+	} else {
+		s = w.t.SumsAt(now)
+	}
 	succ, fail := s[window.Succeeded], s[window.Failed]
 	return Stats{
 		Requests:            succ + fail,
@@ -131,14 +174,14 @@ func (w *closedWindow) statsAt(now int64) Stats {
 		Failures:            fail,
 		Slow:                s[window.Slow],
 		ConsecutiveFailures: min(w.run.Load(), fail),
-		Blocked:             s[window.Blocked],
 	}
 }
 
 // A probe is one place for a half-open circuit's probe: the holder's ticket
 // (0 when free) and its start time. Places are taken and freed only under the
-// Circuit's mutex, and every transition to HalfOpen frees them all, so a place
-// never changes hands behind its holder's back. Requests read them without
+// Circuit's mutex, and every transition to HalfOpen frees them all (a
+// closing drops them with their openState), so a place never changes hands
+// behind its holder's back. Requests read them without
 // the lock to find a free place or a timed-out probe, and check again under
 // it before acting.
 type probe struct {
@@ -188,24 +231,36 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	if st.probeTimeout < 0 {
 		return nil, fmt.Errorf("%w: probe timeout = %v: must be positive", errInvalidConfig, st.probeTimeout)
 	}
+	// The window first: it checks the buckets, which the circuit keeps in
+	// fewer bits. A circuit that shares is given its window (see share).
+	w, err := newClosedWindow(st.buckets, st.interval, st.clock, s.kind == slowRatio, st.uncached)
+	switch {
+	case err != nil:
+		return nil, err
+	case st.shared:
+		if err := canShare(s, st); err != nil {
+			return nil, err
+		}
+		w = nil
+	}
 	c := &Circuit{
 		policy:       policy{st.outcomeOf},
 		strategy:     s,
 		minRequests:  st.minRequests,
 		clock:        st.clock,
 		interval:     st.interval,
-		buckets:      st.buckets,
+		buckets:      int32(st.buckets),
+		nprobes:      int32(st.probes),
 		timed:        s.kind == slowRatio,
-		probes:       make([]probe, st.probes),
+		shared:       st.shared,
+		uncached:     st.uncached,
 		probeTimeout: int64(st.probeTimeout),
 		openTimeout:  st.openTimeout,
 		maxOpen:      st.maxOpenTimeout,
 	}
-	w, err := newClosedWindow(c.buckets, c.interval, c.clock, c.timed)
-	if err != nil {
-		return nil, err
+	if w != nil {
+		c.stats.Store(w)
 	}
-	c.stats.Store(w)
 	c.hook = st.onTransition
 	if f := st.onStateChange; f != nil {
 		c.notify = notify.New(func(t Transition) {
@@ -248,36 +303,42 @@ func (c *Circuit) AllowAt(now int64) (Promise, error) {
 func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 	for {
 		st := c.state.Load()
-		switch State(st & 3) {
-		case Closed:
+		if State(st&3) == Closed {
 			return Promise{rec: (*circuitRecorder)(c), token: st, start: now}, nil
-		case Open:
-			if now < c.openUntil.Load() {
-				c.stats.Load().t.AddAt(now, window.Blocked, 1)
+		}
+		// Loaded after the state word: nil, the circuit has closed since.
+		a := c.away.Load()
+		if a == nil {
+			continue
+		}
+		if State(st&3) == Open {
+			if now < a.until.Load() {
+				a.blocked.AddAt(now, window.Blocked, 1)
 				return Promise{}, ErrBlocked
 			}
 			c.transition(st, HalfOpen, now, openTimeoutPassed, Stats{})
-		default:
-			if c.expired(st, now) {
-				continue
-			}
-			if p, ok := c.claim(st, now); ok {
-				return p, nil
-			}
-			if c.state.Load() != st {
-				continue
-			}
-			c.stats.Load().t.AddAt(now, window.Blocked, 1)
-			return Promise{}, errProbesBusy
+			continue
 		}
+		if c.expired(a, st, now) {
+			continue
+		}
+		if p, ok := c.claim(a, st, now); ok {
+			return p, nil
+		}
+		if c.state.Load() != st {
+			continue
+		}
+		a.blocked.AddAt(now, window.Blocked, 1)
+		return Promise{}, errProbesBusy
 	}
 }
 
-// claim takes a free probe place for half-open state word st, if there is
-// one and the circuit is still in that state.
-func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
-	for i := range c.probes {
-		if c.probes[i].ticket.Load() != 0 {
+// claim takes a free probe place of a, loaded after half-open state word st,
+// if there is one and the circuit is still in that state (so a is still
+// its openState).
+func (c *Circuit) claim(a *openState, st uint64, now int64) (Promise, bool) {
+	for i := range a.probes {
+		if a.probes[i].ticket.Load() != 0 {
 			continue
 		}
 		c.mu.Lock()
@@ -285,7 +346,7 @@ func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
 			c.mu.Unlock()
 			return Promise{}, false
 		}
-		p := &c.probes[i]
+		p := &a.probes[i]
 		if p.ticket.Load() != 0 {
 			c.mu.Unlock()
 			continue
@@ -300,11 +361,12 @@ func (c *Circuit) claim(st uint64, now int64) (Promise, bool) {
 	return Promise{}, false
 }
 
-// expired opens the circuit if a probe of half-open state word st has been
-// in flight for the probe timeout, and reports whether it did.
-func (c *Circuit) expired(st uint64, now int64) bool {
-	for i := range c.probes {
-		p := &c.probes[i]
+// expired opens the circuit if a probe of a, loaded after half-open state
+// word st, has been in flight for the probe timeout, and reports whether it
+// did.
+func (c *Circuit) expired(a *openState, st uint64, now int64) bool {
+	for i := range a.probes {
+		p := &a.probes[i]
 		if t := p.ticket.Load(); t == 0 || now-p.start.Load() < c.probeTimeout {
 			continue
 		}
@@ -336,8 +398,8 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 	}
 	gen := p.token
 	w := c.stats.Load() // before the state word: see stats
-	if o == Ignored || c.state.Load() != gen {
-		return
+	if o == Ignored || c.shared || c.state.Load() != gen {
+		return // a shared circuit counts with its resource: see settleShared
 	}
 	slow := c.timed && c.strategy.slow(now-p.start)
 	if o == Success {
@@ -355,7 +417,7 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 		w.t.AddAt(now, window.Slow, 1)
 	}
 	if slow || (o == Failure && !c.timed) {
-		if n := w.statsAt(now); c.strategy.meets(n, c.minRequests) {
+		if n := w.statsAt(now, false); c.strategy.meets(n, c.minRequests) {
 			c.transition(gen, Open, now, tripped, n)
 		}
 	}
@@ -380,11 +442,15 @@ func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
 	case c.timed:
 		o = Success // SlowRatio judges time only
 	}
-	place := &c.probes[slotOf(ticket)]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.state.Load()
-	if place.ticket.Load() != ticket || State(st&3) != HalfOpen {
+	a := c.away.Load()
+	if a == nil || State(st&3) != HalfOpen { // closed since: the places went with it
+		return
+	}
+	place := &a.probes[slotOf(ticket)]
+	if place.ticket.Load() != ticket {
 		return
 	}
 	place.ticket.Store(0)
@@ -392,7 +458,7 @@ func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
 	case Failure:
 		c.change(st, Open, now, why, Stats{})
 	case Success:
-		if c.successes++; c.successes >= len(c.probes) {
+		if a.successes++; a.successes >= len(a.probes) {
 			c.change(st, Closed, now, probesSucceeded, Stats{})
 		}
 	}
@@ -415,32 +481,43 @@ func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) b
 	tr := Transition{From: State(from & 3), To: to, At: now, Generation: next >> 2, ProbeTimedOut: why == probeTimedOut}
 	switch to {
 	case Open:
+		a := c.away.Load()
 		if tr.From == HalfOpen {
 			c.opens++
 		} else {
 			c.opens = 0
+			a = c.newOpenState()
 		}
 		tr.OpenFor = c.openTimeoutAfter(c.opens)
 		// |now| ≤ 2^60, so adding at most 2^62 cannot overflow; 2^62 ns
 		// (146 years) is forever.
-		c.openUntil.Store(now + min(int64(tr.OpenFor), 1<<62))
+		a.until.Store(now + min(int64(tr.OpenFor), 1<<62))
+		c.away.Store(a) // before the state word: see openState
 		if why == tripped {
 			tr.Stats = w
 		}
 	case HalfOpen:
-		for i := range c.probes {
-			c.probes[i].ticket.Store(0)
+		a := c.away.Load()
+		for i := range a.probes {
+			a.probes[i].ticket.Store(0)
 		}
-		c.successes = 0
+		a.successes = 0
 	case Closed:
 		c.opens = 0
-		w, err := newClosedWindow(c.buckets, c.interval, c.clock, c.timed)
+		if c.shared {
+			c.restart(now)
+			break
+		}
+		w, err := newClosedWindow(int(c.buckets), c.interval, c.clock, c.timed, c.uncached)
 		if err != nil {
 			panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
 		}
 		c.stats.Store(w)
 	}
 	c.state.Store(next)
+	if to == Closed {
+		c.away.Store(nil) // after the state word: see openState
+	}
 	if c.hook != nil {
 		c.hook(c, tr)
 	}
@@ -452,7 +529,7 @@ func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) b
 
 // openTimeoutAfter returns the open timeout after probing failed n times in
 // a row: the open timeout doubled n times, at most the backoff maximum.
-func (c *Circuit) openTimeoutAfter(n uint) time.Duration {
+func (c *Circuit) openTimeoutAfter(n uint32) time.Duration {
 	d := c.openTimeout
 	for ; n > 0 && d < c.maxOpen; n-- {
 		d *= 2
@@ -473,19 +550,27 @@ func (c *Circuit) StatsAt(now int64) Stats {
 	now = timegrid.Clamp(now)
 	w := c.stats.Load()
 	st := c.state.Load()
-	s := w.statsAt(now)
+	var s Stats
+	if w != nil { // nil: a shared circuit not given its counter yet
+		s = w.statsAt(now, c.shared)
+	}
 	s.State, s.Generation = State(st&3), st>>2
+	a := c.away.Load()
+	if s.State == Closed || a == nil { // nil: closed since the state word was read
+		return s
+	}
+	s.Blocked = a.blocked.SumAt(now, window.Blocked)
 	switch s.State {
 	case Open:
 		s.BlockRatio = 1
-		s.RetryAfter = time.Duration(max(0, c.openUntil.Load()-now))
+		s.RetryAfter = time.Duration(max(0, a.until.Load()-now))
 	case HalfOpen:
-		for i := range c.probes {
-			if c.probes[i].ticket.Load() != 0 {
+		for i := range a.probes {
+			if a.probes[i].ticket.Load() != 0 {
 				s.ProbesInFlight++
 			}
 		}
-		s.BlockRatio = float64(s.ProbesInFlight) / float64(len(c.probes))
+		s.BlockRatio = float64(s.ProbesInFlight) / float64(len(a.probes))
 	}
 	return s
 }
@@ -497,5 +582,9 @@ func (c *Circuit) retryAfterAt(now int64) time.Duration {
 	if State(c.state.Load()&3) != Open {
 		return 0
 	}
-	return time.Duration(max(0, c.openUntil.Load()-timegrid.Clamp(now)))
+	a := c.away.Load() // after the state word: see openState
+	if a == nil {
+		return 0
+	}
+	return time.Duration(max(0, a.until.Load()-timegrid.Clamp(now)))
 }

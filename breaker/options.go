@@ -30,15 +30,16 @@ const (
 	optProbes
 	optListener
 	optHook
+	optShared
 	numOptions
 )
 
 var optionNames = [numOptions]string{"WithFormula", "withRandom", "WithBlockPolicy",
-	"WithOpenTimeout", "WithProbes", "OnStateChange", "OnTransition"}
+	"WithOpenTimeout", "WithProbes", "OnStateChange", "OnTransition", "Shared"}
 
 const (
 	sreOnly     = 1<<optFormula | 1<<optRandom | 1<<optBlockPolicy
-	circuitOnly = 1<<optOpenTimeout | 1<<optProbes | 1<<optListener | 1<<optHook
+	circuitOnly = 1<<optOpenTimeout | 1<<optProbes | 1<<optListener | 1<<optHook | 1<<optShared
 )
 
 // settings are every option's value; each constructor reads its own.
@@ -63,6 +64,8 @@ type settings struct {
 	probeTimeout   time.Duration
 	onStateChange  func(Transition)
 	onTransition   func(*Circuit, Transition)
+	shared         bool // a Circuit reads its resource's counter (see shared.go)
+	uncached       bool // a Circuit's own window reads every bucket (see uncached)
 }
 
 func (s *settings) mark(id optionID) { s.given |= 1 << id }
@@ -208,6 +211,13 @@ func init() {
 	breakerhook.WithRandom = withRandom
 	breakerhook.RecordAt = Promise.recordAt
 	breakerhook.RetryAfterAt = (*Circuit).retryAfterAt
+	breakerhook.Shared = shared
+	breakerhook.Share = (*Circuit).share
+	breakerhook.SettleShared = Promise.settleShared
+	breakerhook.Uncounted = (*Circuit).uncounted
+	breakerhook.Unshare = (*Circuit).unshare
+	breakerhook.Shares = (*Circuit).shares
+	breakerhook.Uncached = uncached
 }
 
 // build applies opts over the defaults and checks what every breaker shares.

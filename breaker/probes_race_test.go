@@ -63,8 +63,11 @@ func TestCircuitProbePlaceIsNeverTakenFromItsHolder(t *testing.T) {
 					overfull.Add(1)
 				}
 				flight.Unlock()
-				place := &c.probes[slotOf(ticket)]
-				for i := 0; i < 3; i++ {
+				// Nil once the circuit has closed; while the state word
+				// is the probe's, it is the probe's spell's.
+				a := c.away.Load()
+				for i := 0; i < 3 && a != nil; i++ {
+					place := &a.probes[slotOf(ticket)]
 					s1 := c.state.Load()
 					tk, start := place.ticket.Load(), place.start.Load()
 					if s2 := c.state.Load(); s1 == gen && s2 == gen {

@@ -47,3 +47,67 @@ var RetryAfterAt any
 // whose option makes an SRE breaker draw from f, which returns a number in
 // [0, 1), instead of rand.Float64. A nil f is an error.
 var WithRandom any
+
+// Shared is a
+//
+//	func() breaker.Option
+//
+// whose option makes a circuit that reads the counter of the resource it
+// protects instead of a window of its own: Share gives it that counter,
+// before the circuit is used. Only a circuit of the default window whose
+// strategy is an error ratio, an error count or consecutive failures can
+// share; another is an error.
+var Shared any
+
+// Share is a
+//
+//	func(c *breaker.Circuit, ctr *window.Counter, publish func())
+//
+// that gives c, made with Shared and not given one yet, the counter ctr of
+// its resource, which counts every request's outcome (Succeeded or Failed)
+// over the default window. It calls publish, which makes the resource tell
+// c of every request that ends (SettleShared, Uncounted), before c begins
+// to count: a request that ends before publish is never counted.
+var Share any
+
+// SettleShared is a
+//
+//	func(p breaker.Promise, served, exited int64, o breaker.Outcome, n int64)
+//
+// that settles p, a promise of a circuit made with Shared, with outcome o
+// at time served, once its resource's counter has counted the request: n
+// requests at time exited, failed unless o is Success.
+var SettleShared any
+
+// Uncounted is a
+//
+//	func(c *breaker.Circuit, exited int64, failed bool, n int64)
+//
+// that tells c, made with Shared, that its resource's counter counted n
+// requests that ended at time exited, failed or not, and that c did not
+// allow: they were allowed before c was given the counter.
+var Uncounted any
+
+// Unshare is a
+//
+//	func(c *breaker.Circuit)
+//
+// that gives c, made with Shared and not given a counter, a window of its
+// own: another circuit reads its resource's counter.
+var Unshare any
+
+// Shares is a
+//
+//	func(c *breaker.Circuit) bool
+//
+// that reports whether c, made with Shared, has been given its counter.
+var Shares any
+
+// Uncached is a
+//
+//	func() breaker.Option
+//
+// whose option makes a circuit's window of its own read every bucket,
+// without the cache that makes a value added late for an older bucket
+// show a bucket later: tests hold a shared circuit to one.
+var Uncached any

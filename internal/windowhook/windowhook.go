@@ -1,6 +1,9 @@
 // Package windowhook holds what package window keeps out of its API for
-// the guard: a request's two counts in a resource's Counter, the second
-// taking the bucket the first found while it still holds the time.
+// the packages of this module. EnterAt and ExitAt are a request's two
+// counts in its resource's Counter, the second taking the bucket the first
+// found while it still holds the time. OutcomesAfter reads the part of a
+// counter's interval that follows a given time: a circuit breaker that
+// reads its resource's counter counts only what came after it last closed.
 //
 // Package window sets each as it is initialized, before any package that
 // imports window. They cannot be typed here, for package window imports
@@ -25,3 +28,13 @@ var EnterAt any
 // bucket when now falls in it, and looks now's bucket up otherwise. It
 // reports whether both values were recorded.
 var ExitAt any
+
+// OutcomesAfter is a
+//
+//	func(c *window.Counter, now, t int64) (succeeded, failed int64)
+//
+// that returns window.Succeeded and window.Failed summed over the buckets
+// of c's interval at time now that come after the bucket holding time t,
+// as Counter.SumsAt reads them. If that bucket is older than the interval,
+// it is the whole interval.
+var OutcomesAfter any

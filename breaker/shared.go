@@ -1,0 +1,291 @@
+package breaker
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/slidegate/slidegate/internal/breakerlimits"
+	"github.com/slidegate/slidegate/internal/timegrid"
+	"github.com/slidegate/slidegate/internal/windowhook"
+	"github.com/slidegate/slidegate/window"
+)
+
+// A circuit made with the shared option (through internal/breakerhook, for
+// the guard) keeps no window of its own: it reads the counter of the
+// resource it protects, which counts every request's outcome in buckets of
+// the same shape. What it counts stays what a window of its own would hold
+// (closedWindow), though the resource counts more, and elsewhere:
+//
+//   - It counts from when it last closed. The closing notes the time, from,
+//     and the circuit reads the resource's buckets after the one holding
+//     from; what it counts in that bucket goes to the cell, its own two
+//     words. A closing publishes the new window first, with from unset,
+//     then reads the clock for from: a request that the resource counted
+//     before the new window could be seen ended no later, in a bucket the
+//     new window does not read. Until from is set, the window reads empty.
+//   - The resource counts outcomes that the circuit does not: a request
+//     that ended with context.Canceled (a failure to the resource, ignored
+//     by the circuit), one allowed in an earlier generation (before the
+//     circuit opened, say) or as a probe, and one allowed before the
+//     circuit was given the counter. The circuit is told of each after the
+//     resource counted it, and adds it to x, a counter of what to take
+//     away, made when first needed. Between the two, a reader counts it.
+//   - The resource counts a batch (a request entered as n) n times, at the
+//     time the request exited; the circuit counts it once, at the time it
+//     was served (exited less the time it paused). x holds the difference.
+//     A failure is checked against the strategy over the window as of the
+//     exit, not as of served as a window of its own is: the resource may
+//     have reused the slot of the bucket that was the oldest at served.
+//
+// It reads every bucket at each failure, two words a bucket: not through
+// the cache of window.CachedSums, so a value added late for an older bucket
+// shows at once, not from the next bucket on.
+//
+// Most requests need none of it: one the circuit counts, alone, that ends
+// in a bucket after from and did not pause across a bucket's end is counted
+// by the resource as the circuit would, and the circuit writes nothing.
+// Only the default window shares (the resource's), and only the strategies
+// that read outcomes: a slow-call ratio times requests, which the
+// resource's counter does not count apart.
+
+// unset is from before the closing has read the clock.
+const unset = math.MinInt64
+
+// sharedGrid numbers the buckets of the window a circuit shares: the
+// default one, the resource's.
+var sharedGrid = timegrid.New(breakerlimits.DefaultInterval/breakerlimits.DefaultCircuitBuckets, breakerlimits.DefaultCircuitBuckets)
+
+var outcomesAfter = windowhook.OutcomesAfter.(func(*window.Counter, int64, int64) (int64, int64))
+
+// uncached is the option of a circuit whose window of its own reads every
+// bucket, without the cache of window.CachedSums, whose reads of a value
+// added late for an older bucket lag by a bucket: tests hold a shared
+// circuit, which reads its resource's counter so, to one.
+func uncached() Option { return func(s *settings) { s.uncached = true } }
+
+// shared is the option of a circuit that shares its resource's counter.
+func shared() Option { return func(s *settings) { s.shared = true; s.mark(optShared) } }
+
+// canShare reports why a circuit of strategy s and settings st cannot
+// share its resource's counter, or nil if it can.
+func canShare(s Strategy, st settings) error {
+	switch {
+	case s.kind != errorRatio && s.kind != errorCount && s.kind != consecutiveFailures:
+		return fmt.Errorf("%w: a shared window reads outcomes only: not a %v strategy", errInvalidConfig, s.kind)
+	case st.interval != breakerlimits.DefaultInterval || st.buckets != breakerlimits.DefaultCircuitBuckets:
+		return fmt.Errorf("%w: window = %d buckets over %v: only the default window is shared", errInvalidConfig, st.buckets, st.interval)
+	case st.outcomeOf != nil:
+		return fmt.Errorf("%w: WithOutcomeOf: a shared window takes the resource's outcomes", errInvalidConfig)
+	}
+	return nil
+}
+
+// share gives c, made shared, the counter of its resource, if it has none
+// yet (see internal/breakerhook's Share).
+func (c *Circuit) share(ctr *window.Counter, publish func()) {
+	if !c.shared {
+		panic("breaker: Share of a circuit not made Shared")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stats.Load() != nil {
+		publish()
+		return
+	}
+	w := &closedWindow{t: ctr}
+	w.from.Store(unset)
+	c.stats.Store(w)
+	publish()
+	w.from.Store(c.clock.Now())
+}
+
+// unshare gives c, made shared and given no counter, a window of its own
+// (see internal/breakerhook's Unshare).
+func (c *Circuit) unshare() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.shared || c.stats.Load() != nil {
+		panic("breaker: Unshare of a circuit not made Shared, or given its counter")
+	}
+	w, err := newClosedWindow(int(c.buckets), c.interval, c.clock, c.timed, c.uncached)
+	if err != nil {
+		panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
+	}
+	c.shared = false
+	c.stats.Store(w)
+}
+
+// shares reports whether c, made shared, was given its counter.
+func (c *Circuit) shares() bool { return c.shared && c.stats.Load() != nil }
+
+// restart begins the window of a shared circuit that closes at time now,
+// with the mutex held, before the state word says Closed (see the doc
+// above for the order).
+func (c *Circuit) restart(now int64) {
+	w := &closedWindow{t: c.stats.Load().t}
+	w.from.Store(unset)
+	c.stats.Store(w)
+	w.from.Store(max(now, timegrid.Clamp(c.clock.Now())))
+}
+
+// sharedSumsAt returns the outcomes a shared circuit counted in the window
+// at time now: the resource's after from's bucket, less x, and the cell
+// while from's bucket is in the window.
+func (w *closedWindow) sharedSumsAt(now int64) window.Sums {
+	var out window.Sums
+	from := w.from.Load()
+	if from == unset {
+		return out
+	}
+	out[window.Succeeded], out[window.Failed] = outcomesAfter(w.t, now, from)
+	if x := w.x.Load(); x != nil {
+		succ, fail := outcomesAfter(x, now, from)
+		out[window.Succeeded] -= succ
+		out[window.Failed] -= fail
+	}
+	if bf, bn := sharedGrid.Index(from), sharedGrid.Index(now); bf <= bn && bn-bf < breakerlimits.DefaultCircuitBuckets {
+		out[window.Succeeded] += w.cell[Success].Load()
+		out[window.Failed] += w.cell[Failure].Load()
+	}
+	return out
+}
+
+// after reports whether time t is in a bucket the window reads from its
+// resource: after from's, or any while from is unset.
+func (w *closedWindow) after(t int64) bool {
+	from := w.from.Load()
+	return from == unset || sharedGrid.Index(t) > sharedGrid.Index(from)
+}
+
+// take adds v of event e at time at to what the window takes away from
+// its resource's counts, making x if it has none.
+func (w *closedWindow) take(at int64, e window.Event, v int64) {
+	x := w.x.Load()
+	if x == nil {
+		n, err := window.NewCounter(breakerlimits.DefaultCircuitBuckets, breakerlimits.DefaultInterval, window.WithEvents(window.Succeeded, window.Failed))
+		if err != nil {
+			panic("breaker: the default window cannot be made: " + err.Error())
+		}
+		if !w.x.CompareAndSwap(nil, n) {
+			n = w.x.Load()
+		}
+		x = n
+	}
+	x.AddAt(at, e, v)
+}
+
+// eventOf is the event the resource counted for a request that failed or
+// not.
+func eventOf(failed bool) window.Event {
+	if failed {
+		return window.Failed
+	}
+	return window.Succeeded
+}
+
+// uncounted takes away from c's window n requests its resource counted at
+// time exited that c does not count (see internal/breakerhook's
+// Uncounted).
+func (c *Circuit) uncounted(exited int64, failed bool, n int64) {
+	c.takeFrom(c.stats.Load(), timegrid.Clamp(exited), eventOf(failed), n)
+}
+
+// takeFrom takes n of event e at time exited away from window w, and from
+// each window that replaced it since: a request the resource counted
+// before a closing whose clock read it did not precede is read by the new
+// window too.
+func (c *Circuit) takeFrom(w *closedWindow, exited int64, e window.Event, n int64) {
+	for w != nil {
+		if w.after(exited) {
+			w.take(exited, e, n)
+		}
+		next := c.stats.Load()
+		if next == w {
+			return
+		}
+		w = next
+	}
+}
+
+// settleShared settles p, of a shared circuit, once the resource counted
+// its request: n at time exited, failed unless o is Success (see
+// internal/breakerhook's SettleShared).
+func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
+	r, ok := p.rec.(*circuitRecorder)
+	if !ok || !r.shared || o > Ignored {
+		return
+	}
+	c := (*Circuit)(r)
+	served, exited = timegrid.Clamp(served), timegrid.Clamp(exited)
+	e := eventOf(o != Success)
+	if p.token&probeBit != 0 {
+		c.settleProbe(p.token&^probeBit, p.start, served, o)
+		c.takeFrom(c.stats.Load(), exited, e, n)
+		return
+	}
+	gen := p.token
+	w := c.stats.Load() // before the state word: see Circuit.stats
+	if o == Ignored || c.state.Load() != gen {
+		c.takeFrom(w, exited, e, n)
+		return
+	}
+	// Counted: one of o at served, where the resource counted n of e at
+	// exited; served's bucket is from's at the earliest.
+	from := w.from.Load() // set: the state word is stored after it
+	bf, be := sharedGrid.Index(from), sharedGrid.Index(exited)
+	bs := be
+	if served != exited || be < bf {
+		bs = sharedGrid.Index(max(served, from))
+	}
+	switch {
+	case bs == bf:
+		w.cell[o].Add(1)
+		if be > bf {
+			w.take(exited, e, n)
+		}
+	case bs == be:
+		if n > 1 {
+			w.take(exited, e, n-1)
+		}
+	default:
+		w.take(served, e, -1)
+		if be > bf {
+			w.take(exited, e, n)
+		}
+	}
+	if o == Success {
+		if w.run.Load() != 0 {
+			w.run.Store(0)
+		}
+	} else {
+		w.run.Add(1)
+		// Read as of the exit: where the request paused across a
+		// bucket's end, the resource, which counted it at its exit, may
+		// have reused the slot of the oldest bucket as of served.
+		if s := w.statsAt(max(served, exited), true); c.strategy.meets(s, c.minRequests) {
+			c.transition(gen, Open, served, tripped, s)
+		}
+	}
+	// Closed again since w was loaded: the new window does not count the
+	// request, and may read where the resource counted it.
+	if next := c.stats.Load(); next != w {
+		c.takeFrom(next, exited, e, n)
+	}
+}
+
+// String names a strategy's kind in errors.
+func (k strategyKind) String() string {
+	switch k {
+	case errorRatio:
+		return "error ratio"
+	case errorCount:
+		return "error count"
+	case slowRatio:
+		return "slow ratio"
+	case consecutiveFailures:
+		return "consecutive failures"
+	case tripWhen:
+		return "TripWhen"
+	}
+	return "zero"
+}
