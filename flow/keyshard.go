@@ -122,7 +122,9 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 	if e, ok := s.index.find(h, s.hot); ok {
 		return s.decideHot(e, now, n)
 	}
-	est, at, sl0 := s.estimates(q, h, now) // per window: previous and current generation
+	var est [flowlimits.MaxKeyWindows][2]int64 // per window: previous and current generation
+	var at [flowlimits.MaxKeyWindows]uint64
+	sl0 := s.estimates(q, h, now, &est, &at)
 	if e, ok := s.promote(q, h, key, now, n, &est, &at); ok {
 		return s.decideHot(e, now, n)
 	}
@@ -307,23 +309,35 @@ func (s *keyShard) seed(e int32, est *[flowlimits.MaxKeyWindows][2]int64, at *[f
 	return calm
 }
 
-// estimates returns the key's estimates in the sketch of every window, the
-// buckets they count in, at time now, and its slots in the first.
-func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [flowlimits.MaxKeyWindows][2]int64, at [flowlimits.MaxKeyWindows]uint64, sl0 keySlots) {
+// estimates puts in est and at the key's estimates in the sketch of every
+// window and the buckets they count in, at time now, and returns its
+// slots in the first.
+func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64, est *[flowlimits.MaxKeyWindows][2]int64, at *[flowlimits.MaxKeyWindows]uint64) keySlots {
+	var sl0 keySlots
 	for j := range s.cfg.wins {
 		at[j] = s.advanceSketch(q, j, now)
-		sl := s.sketch[j].slots(h)
-		est[j] = s.sketch[j].estimate(&sl)
+		k := &s.sketch[j]
+		sl := k.slots(h)
+		est[j] = k.estimate(&sl)
 		if j == 0 {
 			sl0 = sl
 		}
 	}
-	return est, at, sl0
+	return sl0
 }
 
 // advanceSketch moves sketch j on to time now (keySketch.advance), and
 // halves it if its last generation had few keys.
 func (s *keyShard) advanceSketch(q *KeyedQPS, j int, now int64) uint64 {
+	if k := &s.sketch[j]; now >= k.from && now < k.to {
+		return k.bucket // the bucket of the last decision: nothing moves
+	}
+	return s.advanceSketchTo(q, j, now)
+}
+
+// advanceSketchTo is advanceSketch for a time outside the sketch's last
+// bucket.
+func (s *keyShard) advanceSketchTo(q *KeyedQPS, j int, now int64) uint64 {
 	k := &s.sketch[j]
 	gen := k.gen
 	b, quiet := k.advance(&s.cfg.wins[j], now)
