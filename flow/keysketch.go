@@ -168,6 +168,42 @@ type keySlots struct {
 
 // slots returns where the key of hash h has its counters.
 func (k *keySketch) slots(h uint64) keySlots {
+	var sl keySlots
+	k.find(h, &sl)
+	return sl
+}
+
+// look puts in sl where the key of hash h has its counters, and returns
+// its estimates: find and estimate in one call, for a decision.
+func (k *keySketch) look(h uint64, sl *keySlots) [2]int64 {
+	base := int32(h&k.mask) * blockWords
+	pm := k.pairs() - 1
+	x := h >> 20
+	a, d, f := x&pm, (x>>6)&pm|1, (x>>12)&pm&^1
+	if f == 0 {
+		f = 2
+	}
+	b, c := a^d, a^f
+	sh := (k.shift + 1) & 7
+	a, b, c = a<<sh, b<<sh, c<<sh
+	wa, wb, wc := base+int32(a>>6), base+int32(b>>6), base+int32(c>>6)
+	oa, ob, oc := uint8(a&63), uint8(b&63), uint8(c&63)
+	sl.mask = k.mask
+	sl.words = [sketchProbes]int32{wa, wb, wc}
+	sl.offs = [sketchProbes]uint8{oa, ob, oc}
+	top := k.top()
+	cells := k.cells
+	w := uint(1) << (k.shift & 7)
+	cw := uint(k.gen&1) * w & 63
+	pw := (w - cw) & 63
+	v0 := cells[wa] >> oa
+	v1 := cells[wb] >> ob
+	v2 := cells[wc] >> oc
+	return [2]int64{int64(min(v0>>pw&top, v1>>pw&top, v2>>pw&top)), int64(min(v0>>cw&top, v1>>cw&top, v2>>cw&top))}
+}
+
+// find puts in sl where the key of hash h has its counters.
+func (k *keySketch) find(h uint64, sl *keySlots) {
 	base := int32(h&k.mask) * blockWords
 	// Three distinct pairs of the block: a, and a with two different
 	// nonzero offsets xored in.
@@ -180,11 +216,9 @@ func (k *keySketch) slots(h uint64) keySlots {
 	b, c := a^d, a^f // d is odd, f even and nonzero: a, b, c differ
 	sh := (k.shift + 1) & 7
 	a, b, c = a<<sh, b<<sh, c<<sh // bit offsets in the block
-	return keySlots{
-		mask:  k.mask,
-		words: [sketchProbes]int32{base + int32(a>>6), base + int32(b>>6), base + int32(c>>6)},
-		offs:  [sketchProbes]uint8{uint8(a & 63), uint8(b & 63), uint8(c & 63)},
-	}
+	sl.mask = k.mask
+	sl.words = [sketchProbes]int32{base + int32(a>>6), base + int32(b>>6), base + int32(c>>6)}
+	sl.offs = [sketchProbes]uint8{uint8(a & 63), uint8(b & 63), uint8(c & 63)}
 }
 
 // estimate returns the estimates in the previous and the current
@@ -205,14 +239,14 @@ func (k *keySketch) estimate(sl *keySlots) [2]int64 {
 	return [2]int64{int64(prev), int64(cur)}
 }
 
-// add counts the key of hash h and slots sl in the current generation,
-// where its estimate is to become v (the requests allowed added): the
-// conservative update raises each of its counters to v, no further. It
-// reports whether the sketch should grow: the generation's keys outnumber
-// one per sketchLoad pairs.
-func (k *keySketch) add(h uint64, sl *keySlots, v int64) bool {
-	k.raise(sl, k.gen, v)
-	return h>>38&(keySample-1) == 0 && k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate()*keySample >= k.room()
+// sampled counts the key of hash h, one in keySample of those a decision
+// counts (h>>38&(keySample-1) == 0), in seen, and reports whether the
+// sketch should grow: the generation's keys outnumber one per sketchLoad
+// pairs. A decision counts a key in the current generation with raise:
+// the conservative update raises each of its counters to its estimate
+// plus what it was allowed, no further.
+func (k *keySketch) sampled(h uint64) bool {
+	return k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate()*keySample >= k.room()
 }
 
 // raise makes the estimate in generation g of the key of slots sl at

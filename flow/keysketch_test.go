@@ -68,6 +68,10 @@ func TestASketchKeepsEachKeysCountersWhereThePlainFormulaPutsThem(t *testing.T) 
 			if got, want := k.estimate(&sl), refEstimate(&k, h); got != want {
 				t.Fatalf("limit %d, hash %#x, generation %d: estimate %v, want %v", limit, h, k.gen, got, want)
 			}
+			var looked keySlots
+			if got, want := k.look(h, &looked), refEstimate(&k, h); got != want || looked != sl {
+				t.Fatalf("limit %d, hash %#x, generation %d: look %v at %+v, want %v at %+v", limit, h, k.gen, got, looked, want, sl)
+			}
 			v := int64(r.Uint64N(k.top() + 3))
 			g := k.gen - r.Uint64N(2)
 			before := refEstimate(&k, h)
