@@ -187,6 +187,7 @@ func BenchmarkKeyedQPS(b *testing.B) {
 				now += 100
 				q.AllowNAt(now, tc.key(i), 1)
 			}
+			b.ReportMetric(float64(q.bytes())/(1<<20), "held-MiB")
 		})
 	}
 }

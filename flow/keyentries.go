@@ -384,7 +384,9 @@ func (s *keyShard) pin(q *KeyedQPS, id int, now int64) {
 		e, ok := s.index.find(p.hash, s.hot)
 		if !ok {
 			// A cold key until now: its counts in the sketch come along.
-			est, at, _ := s.estimates(q, p.hash, now)
+			var est [flowlimits.MaxKeyWindows][2]int64
+			var at [flowlimits.MaxKeyWindows]uint64
+			s.estimates(q, p.hash, now, &est, &at)
 			e = s.take(p.hash, p.key)
 			s.seed(e, &est, &at)
 		}

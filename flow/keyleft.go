@@ -1,6 +1,10 @@
 package flow
 
-import "math"
+import (
+	"math"
+
+	"github.com/slidegate/slidegate/internal/flowlimits"
+)
 
 // leftAt is how many more requests the key may have at time now before a
 // window refuses it, as decide would judge them: in the key's hot entry if
@@ -28,7 +32,9 @@ func (q *KeyedQPS) leftAt(now int64, key string) int64 {
 		}
 		return max(left, 0)
 	}
-	est, _, _ := s.estimates(q, h, now)
+	var est [flowlimits.MaxKeyWindows][2]int64
+	var at [flowlimits.MaxKeyWindows]uint64
+	s.estimates(q, h, now, &est, &at)
 	for j := range cfg.wins {
 		left = min(left, cfg.wins[j].limit-est[j][0]-est[j][1])
 	}

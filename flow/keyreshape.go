@@ -51,6 +51,7 @@ func (s *keyShard) reshape(q *KeyedQPS, id int, cfg *keyConfig, now int64) {
 		if need := widthFor(w.limit); need > sketch[j].shift {
 			sketch[j] = sketch[j].widened(need)
 		}
+		sketch[j].forget() // its window may be another
 		bytes += sketch[j].bytes()
 	}
 	if !same {
@@ -135,6 +136,7 @@ func (k *keySketch) carried(w *keyWindow, now int64) keySketch {
 	n := *k
 	n.cells = make([]uint64, len(k.cells))
 	n.seen = newKeyCount()
+	n.forget()
 	n.gen = w.grid.Index(now) / w.k
 	bits := uint(1) << k.shift
 	top := k.top()

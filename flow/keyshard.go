@@ -122,8 +122,15 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 	if e, ok := s.index.find(h, s.hot); ok {
 		return s.decideHot(e, now, n)
 	}
-	est, at, sl0 := s.estimates(q, h, now) // per window: previous and current generation
-	if e, ok := s.promote(q, h, key, now, n, &est, &at); ok {
+	var est [flowlimits.MaxKeyWindows][2]int64 // per window: previous and current generation
+	var at [flowlimits.MaxKeyWindows]uint64
+	sl0 := s.estimates(q, h, now, &est, &at)
+	if len(s.hot) == cap(s.hot) && s.overN == 0 && s.skip > 0 && s.spared(&est, n) {
+		// promote's first two cases cannot apply, and its third does: the
+		// last search that found nothing speaks for the key (most
+		// newcomers in a flood).
+		s.skip--
+	} else if e, ok := s.promote(q, h, key, now, n, &est, &at); ok {
 		return s.decideHot(e, now, n)
 	}
 	cfg := s.cfg
@@ -148,7 +155,9 @@ func (s *keyShard) decide(q *KeyedQPS, h uint64, key string, now int64, n int64)
 			x := s.sketch[j].slots(h)
 			sl = &x
 		}
-		if s.sketch[j].add(h, sl, est[j][1]+n) {
+		k := &s.sketch[j]
+		k.raise(sl, k.gen, est[j][1]+n)
+		if h>>38&(keySample-1) == 0 && k.sampled(h) {
 			s.growSketch(q, j)
 		}
 	}
@@ -307,23 +316,39 @@ func (s *keyShard) seed(e int32, est *[flowlimits.MaxKeyWindows][2]int64, at *[f
 	return calm
 }
 
-// estimates returns the key's estimates in the sketch of every window, the
-// buckets they count in, at time now, and its slots in the first.
-func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64) (est [flowlimits.MaxKeyWindows][2]int64, at [flowlimits.MaxKeyWindows]uint64, sl0 keySlots) {
+// estimates puts in est and at the key's estimates in the sketch of every
+// window and the buckets they count in, at time now, and returns its
+// slots in the first.
+func (s *keyShard) estimates(q *KeyedQPS, h uint64, now int64, est *[flowlimits.MaxKeyWindows][2]int64, at *[flowlimits.MaxKeyWindows]uint64) keySlots {
+	var sl0, sl keySlots
 	for j := range s.cfg.wins {
-		at[j] = s.advanceSketch(q, j, now)
-		sl := s.sketch[j].slots(h)
-		est[j] = s.sketch[j].estimate(&sl)
+		k := &s.sketch[j]
+		if now >= k.from && now < k.to {
+			at[j] = k.bucket // the bucket of the last decision: nothing moves
+		} else {
+			at[j] = s.advanceSketchTo(q, j, now)
+		}
 		if j == 0 {
-			sl0 = sl
+			est[j] = k.look(h, &sl0)
+		} else {
+			est[j] = k.look(h, &sl)
 		}
 	}
-	return est, at, sl0
+	return sl0
 }
 
 // advanceSketch moves sketch j on to time now (keySketch.advance), and
 // halves it if its last generation had few keys.
 func (s *keyShard) advanceSketch(q *KeyedQPS, j int, now int64) uint64 {
+	if k := &s.sketch[j]; now >= k.from && now < k.to {
+		return k.bucket
+	}
+	return s.advanceSketchTo(q, j, now)
+}
+
+// advanceSketchTo is advanceSketch for a time outside the sketch's last
+// bucket.
+func (s *keyShard) advanceSketchTo(q *KeyedQPS, j int, now int64) uint64 {
 	k := &s.sketch[j]
 	gen := k.gen
 	b, quiet := k.advance(&s.cfg.wins[j], now)

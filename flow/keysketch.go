@@ -41,6 +41,11 @@ type keySketch struct {
 	// seen counts the current generation's keys, one in keySample; once
 	// they fill the sketch's room, it asks to grow.
 	seen keyCount
+	// The bucket the last advance returned, of the current generation,
+	// and the times it spans, [from, to): a decision in it finds its
+	// bucket without dividing (to <= from: none yet).
+	bucket   uint64
+	from, to int64
 }
 
 const (
@@ -90,11 +95,14 @@ func newKeySketch(limit int64) keySketch {
 // bytes is the heap the sketch takes.
 func (k *keySketch) bytes() int64 { return int64(len(k.cells)) * 8 }
 
+// tops[s] is the largest value of a counter 1<<s bits wide.
+var tops = [8]uint64{2: 1<<4 - 1, 3: 1<<8 - 1, 4: 1<<16 - 1, 5: 1<<32 - 1}
+
 // top is a counter's largest value.
-func (k *keySketch) top() uint64 { return uint64(1)<<(1<<k.shift) - 1 }
+func (k *keySketch) top() uint64 { return tops[k.shift&7] }
 
 // pairs is the number of pairs in a block.
-func (k *keySketch) pairs() uint64 { return 256 >> k.shift }
+func (k *keySketch) pairs() uint64 { return 256 >> (k.shift & 7) }
 
 // advance moves the sketch on to the generation of time now, clearing the
 // one that leaves the window, and returns the bucket the key counts in: the
@@ -102,12 +110,21 @@ func (k *keySketch) pairs() uint64 { return 256 >> k.shift }
 // it. It reports whether the sketch should halve: the generation that
 // ended had few keys.
 func (k *keySketch) advance(w *keyWindow, now int64) (uint64, bool) {
+	if now >= k.from && now < k.to {
+		return k.bucket, false
+	}
+	return k.advanceTo(w, now)
+}
+
+// advanceTo is advance for a time outside the bucket it returned last.
+func (k *keySketch) advanceTo(w *keyWindow, now int64) (uint64, bool) {
 	b := w.grid.Index(now)
 	g := b / w.k
 	if g <= k.gen {
 		if g < k.gen {
 			return k.gen * w.k, false
 		}
+		k.remember(w, b)
 		return b, false
 	}
 	quiet := true
@@ -123,8 +140,19 @@ func (k *keySketch) advance(w *keyWindow, now int64) (uint64, bool) {
 	k.gen = g
 	k.seen = newKeyCount()
 	k.full = false
+	k.remember(w, b)
 	return b, quiet && k.mask+1 > minSketchBlocks
 }
+
+// remember notes bucket b of window w, of the current generation, as the
+// one advance returns for the times it spans.
+func (k *keySketch) remember(w *keyWindow, b uint64) {
+	k.bucket, k.from, k.to = b, w.grid.Start(b), w.grid.Start(b+1)
+}
+
+// forget drops the bucket advance remembers: its generation or its
+// window is to change.
+func (k *keySketch) forget() { k.from, k.to = 0, 0 }
 
 // room is the keys a generation may have before the sketch grows.
 func (k *keySketch) room() float64 { return float64(k.mask+1) * float64(k.pairs()) / sketchLoad }
@@ -140,8 +168,43 @@ type keySlots struct {
 
 // slots returns where the key of hash h has its counters.
 func (k *keySketch) slots(h uint64) keySlots {
-	sl := keySlots{mask: k.mask}
-	base := int(h&k.mask) * blockWords
+	var sl keySlots
+	k.find(h, &sl)
+	return sl
+}
+
+// look puts in sl where the key of hash h has its counters, and returns
+// its estimates: find and estimate in one call, for a decision.
+func (k *keySketch) look(h uint64, sl *keySlots) [2]int64 {
+	base := int32(h&k.mask) * blockWords
+	pm := k.pairs() - 1
+	x := h >> 20
+	a, d, f := x&pm, (x>>6)&pm|1, (x>>12)&pm&^1
+	if f == 0 {
+		f = 2
+	}
+	b, c := a^d, a^f
+	sh := (k.shift + 1) & 7
+	a, b, c = a<<sh, b<<sh, c<<sh
+	wa, wb, wc := base+int32(a>>6), base+int32(b>>6), base+int32(c>>6)
+	oa, ob, oc := uint8(a&63), uint8(b&63), uint8(c&63)
+	sl.mask = k.mask
+	sl.words = [sketchProbes]int32{wa, wb, wc}
+	sl.offs = [sketchProbes]uint8{oa, ob, oc}
+	top := k.top()
+	cells := k.cells
+	w := uint(1) << (k.shift & 7)
+	cw := uint(k.gen&1) * w & 63
+	pw := (w - cw) & 63
+	v0 := cells[wa] >> oa
+	v1 := cells[wb] >> ob
+	v2 := cells[wc] >> oc
+	return [2]int64{int64(min(v0>>pw&top, v1>>pw&top, v2>>pw&top)), int64(min(v0>>cw&top, v1>>cw&top, v2>>cw&top))}
+}
+
+// find puts in sl where the key of hash h has its counters.
+func (k *keySketch) find(h uint64, sl *keySlots) {
+	base := int32(h&k.mask) * blockWords
 	// Three distinct pairs of the block: a, and a with two different
 	// nonzero offsets xored in.
 	pm := k.pairs() - 1
@@ -151,36 +214,39 @@ func (k *keySketch) slots(h uint64) keySlots {
 		f = 2
 	}
 	b, c := a^d, a^f // d is odd, f even and nonzero: a, b, c differ
-	for i, p := range [sketchProbes]uint64{a, b, c} {
-		bit := p << (k.shift + 1)
-		sl.words[i], sl.offs[i] = int32(base+int(bit>>6)), uint8(bit&63)
-	}
-	return sl
+	sh := (k.shift + 1) & 7
+	a, b, c = a<<sh, b<<sh, c<<sh // bit offsets in the block
+	sl.mask = k.mask
+	sl.words = [sketchProbes]int32{base + int32(a>>6), base + int32(b>>6), base + int32(c>>6)}
+	sl.offs = [sketchProbes]uint8{uint8(a & 63), uint8(b & 63), uint8(c & 63)}
 }
 
 // estimate returns the estimates in the previous and the current
 // generation of the key of slots sl.
 func (k *keySketch) estimate(sl *keySlots) [2]int64 {
-	w := uint(1) << k.shift
 	top := k.top()
-	cur := uint(k.gen & 1)
-	est := [2]uint64{top, top}
-	for i := range sl.words {
-		v := k.cells[sl.words[i]] >> sl.offs[i]
-		est[0] = min(est[0], v>>((1-cur)*w)&top)
-		est[1] = min(est[1], v>>(cur*w)&top)
-	}
-	return [2]int64{int64(est[0]), int64(est[1])}
+	cells := k.cells
+	// The current generation's counters are cw bits above the pair's
+	// start, the previous one's pw.
+	w := uint(1) << (k.shift & 7)
+	cw := uint(k.gen&1) * w & 63
+	pw := (w - cw) & 63
+	v0 := cells[sl.words[0]] >> (sl.offs[0] & 63)
+	v1 := cells[sl.words[1]] >> (sl.offs[1] & 63)
+	v2 := cells[sl.words[2]] >> (sl.offs[2] & 63)
+	prev := min(v0>>pw&top, v1>>pw&top, v2>>pw&top)
+	cur := min(v0>>cw&top, v1>>cw&top, v2>>cw&top)
+	return [2]int64{int64(prev), int64(cur)}
 }
 
-// add counts the key of hash h and slots sl in the current generation,
-// where its estimate is to become v (the requests allowed added): the
-// conservative update raises each of its counters to v, no further. It
-// reports whether the sketch should grow: the generation's keys outnumber
-// one per sketchLoad pairs.
-func (k *keySketch) add(h uint64, sl *keySlots, v int64) bool {
-	k.raise(sl, k.gen, v)
-	return h>>38&(keySample-1) == 0 && k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate()*keySample >= k.room()
+// sampled counts the key of hash h, one in keySample of those a decision
+// counts (h>>38&(keySample-1) == 0), in seen, and reports whether the
+// sketch should grow: the generation's keys outnumber one per sketchLoad
+// pairs. A decision counts a key in the current generation with raise:
+// the conservative update raises each of its counters to its estimate
+// plus what it was allowed, no further.
+func (k *keySketch) sampled(h uint64) bool {
+	return k.seen.add(h) && !k.full && k.mask+1 < maxSketchBlocks && k.seen.estimate()*keySample >= k.room()
 }
 
 // raise makes the estimate in generation g of the key of slots sl at
@@ -191,10 +257,11 @@ func (k *keySketch) raise(sl *keySlots, g uint64, v int64) {
 	}
 	top := k.top()
 	nv := min(uint64(v), top)
-	sh := uint(g&1) << k.shift
-	for i := range sl.words {
-		c := &k.cells[sl.words[i]]
-		at := uint(sl.offs[i]) + sh
+	sh := uint(g&1) << (k.shift & 7)
+	cells := k.cells
+	for i := range sketchProbes {
+		c := &cells[sl.words[i]]
+		at := (uint(sl.offs[i]) + sh) & 63
 		if *c>>at&top < nv {
 			*c = *c&^(top<<at) | nv<<at
 		}
