@@ -242,7 +242,26 @@ func (c *compiling) resizedFlows() {
 		if c.s.flows[i] == nil && !r.keyedTogether() && reshaped[i] {
 			c.s.flows[i] = shaped[i].rule
 			c.resized, c.resizedAt = append(c.resized, shaped[i]), append(c.resizedAt, i)
+			c.judgeResized(i, shaped[i].rule)
 		}
+	}
+}
+
+// judgeResized judges flow rule i, whose limits enforcer r takes, as
+// Validate would by building it, unless r's resizing refuses just what the
+// build would (a QPS limiter's: the limit alone) or Validate has judged it
+// (builtAlike).
+func (c *compiling) judgeResized(i int, r rule) {
+	switch r.(type) {
+	case *qpsRule, *borrowingRule:
+		return
+	}
+	f := c.rules.Flow[i]
+	if !builtAlike(&f) {
+		return
+	}
+	if err := checkFlow(f); err != nil {
+		c.problem(false, i, fieldOf(err), err)
 	}
 }
 

@@ -286,8 +286,8 @@ const (
 
 // check adds the problems of f, at place rule, to into: its fields one by
 // one, those its kind adds (kind.check), then, if it has none, those the
-// limiters find in its fields together.
-func (f FlowRule) check(rule string, into []Problem) []Problem {
+// limiters find in its fields together, if judge.
+func (f FlowRule) check(rule string, into []Problem, judge bool) []Problem {
 	p := problems{rule: rule, resource: f.Resource, list: into}
 	p.name("resource", f.Resource, true)
 	p.ruleName(f.Name)
@@ -351,7 +351,7 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	if k != nil && k.check != nil {
 		k.check(f, &p)
 	}
-	if len(p.list) == len(into) {
+	if judge && len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor
 		// judge them together (bucket widths, interval splits).
 		if err := checkFlow(f); err != nil {

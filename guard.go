@@ -281,7 +281,11 @@ func New(opts ...Option) (*Guard, error) {
 // Either way it records an event (OnEvent): "rules_refused" with the error, or
 // "rules_changed" with what changed, when anything did.
 func (g *Guard) SetRules(rules Rules) error {
-	if err := rules.Validate(); err != nil {
+	// The rules that compile builds are judged by their build, not built
+	// twice; should anything fail, Validate judges them all, so that the
+	// error is the one it gives.
+	if rules.validate(judgeUnbuilt) != nil {
+		err := rules.Validate()
 		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err})
 		return err
 	}
@@ -292,6 +296,9 @@ func (g *Guard) SetRules(rules Rules) error {
 	was := prev.kept.rules() // read whole once, for compile and for the changes
 	s, err := g.compile(rules, prev, was)
 	if err != nil {
+		if verr := rules.Validate(); verr != nil {
+			err = verr
+		}
 		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err})
 		return err
 	}
