@@ -81,10 +81,13 @@ func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot
 	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prevRules, s: &snapshot{
 		gen:      prev.gen + 1,
 		kept:     keep(rules),
-		by:       map[string]*binding{},
+		by:       make(map[string]*binding, max(len(prev.by), len(rules.Flow), len(rules.Breakers))),
 		flows:    make([]rule, len(rules.Flow)),
 		breakers: make([]*breakerRule, len(rules.Breakers)),
 	}}
+	n := &named{}
+	n.flows, n.breakers = rules.names()
+	c.s.named.Store(n) // bind's, and the changes'
 	c.flowNames, c.breakerNames = rules.ownNames()
 	c.prevFlowNames, c.prevBreakerNames = c.prevRules.ownNames()
 	for _, step := range []func(){c.breakers, c.sameFlows, c.keyGroups, c.resizedFlows, c.newFlows} {
@@ -146,7 +149,9 @@ func (c *compiling) problem(breakers bool, i int, field string, err error) {
 func (c *compiling) breakers() {
 	keys := make([]string, len(c.rules.Breakers))
 	for i := range c.rules.Breakers {
-		keys[i] = breakerKey(&c.rules.Breakers[i], &c.buf)
+		if len(c.prevRules.Breakers) > 0 { // else none to take over: "" takes none
+			keys[i] = breakerKey(&c.rules.Breakers[i], &c.buf)
+		}
 	}
 	prevKeys := make([]string, len(c.prevRules.Breakers))
 	for i := range c.prevRules.Breakers {
@@ -172,7 +177,7 @@ func (c *compiling) breakers() {
 func (c *compiling) sameFlows() {
 	keys := make([]string, len(c.rules.Flow))
 	for i := range c.rules.Flow {
-		if !c.rules.Flow[i].keyedTogether() {
+		if len(c.prevRules.Flow) > 0 && !c.rules.Flow[i].keyedTogether() {
 			keys[i] = flowKey(&c.rules.Flow[i], &c.buf)
 		}
 	}
@@ -231,7 +236,7 @@ func (c *compiling) resizedFlows() {
 	}
 	keys := make([]string, len(c.rules.Flow))
 	for i, r := range c.rules.Flow {
-		if c.s.flows[i] == nil && !r.keyedTogether() {
+		if len(left) > 0 && c.s.flows[i] == nil && !r.keyedTogether() {
 			shape := r.shape()
 			keys[i] = flowKey(&shape, &c.buf)
 		}
@@ -288,20 +293,22 @@ func (c *compiling) newFlows() {
 func (c *compiling) bind() {
 	type bound struct {
 		resource string
+		phase    phase
 		check
 	}
-	var all []bound
 	rules, s := c.rules, c.s
-	flowNames, breakerNames := rules.names()
+	all := make([]bound, 0, len(s.breakers)+len(s.flows))
+	flowNames, breakerNames := s.names().flows, s.names().breakers
 	for i, b := range s.breakers {
-		all = append(all, bound{rules.Breakers[i].Resource, check{name: breakerNames[i], shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
+		all = append(all, bound{rules.Breakers[i].Resource, b.phase(), check{name: breakerNames[i], shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
 	}
 	for _, kg := range c.groups {
 		names := make([]string, len(kg.at))
 		for j, i := range kg.at {
 			names[j] = flowNames[i]
 		}
-		all = append(all, bound{kg.resource, check{name: names[0], names: &names, keyed: true, shadow: rules.Shadow || rules.Flow[kg.at[0]].Shadow, rule: s.flows[kg.at[0]]}})
+		r := s.flows[kg.at[0]]
+		all = append(all, bound{kg.resource, r.phase(), check{name: names[0], names: &names, keyed: true, shadow: rules.Shadow || rules.Flow[kg.at[0]].Shadow, rule: r}})
 	}
 	for i, f := range s.flows {
 		r := rules.Flow[i]
@@ -315,10 +322,23 @@ func (c *compiling) bind() {
 			f = &refRule{allowed: allowed, limit: r.Limit}
 			s.flows[i] = f
 		}
-		all = append(all, bound{r.Resource, check{name: flowNames[i], keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
+		all = append(all, bound{r.Resource, f.phase(), check{name: flowNames[i], keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
 	}
-	slices.SortStableFunc(all, func(a, b bound) int { return int(a.rule.phase()) - int(b.rule.phase()) })
-	for _, ch := range all {
+	// In phase order, each phase in rule order: a counting sort, for
+	// phases are few.
+	var at [phaseCluster + 2]int
+	for _, b := range all {
+		at[b.phase+1]++
+	}
+	for p := 1; p < len(at); p++ {
+		at[p] += at[p-1]
+	}
+	sorted := make([]bound, len(all))
+	for _, b := range all {
+		sorted[at[b.phase]] = b
+		at[b.phase]++
+	}
+	for _, ch := range sorted {
 		if ch.resource == InboundResource {
 			s.inbound = append(s.inbound, ch.check)
 			continue

@@ -221,10 +221,10 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 // strategyNames lists the breaker strategies, as rule files write them.
 const strategyNames = "sre, error_ratio, error_count, slow_ratio, consecutive_failures"
 
-// check adds the problems of b, at place rule, to into: its fields, then,
+// check adds the problems of b, rule at of list, to into: its fields, then,
 // if it has none and judge, those its breaker's constructor finds.
-func (b BreakerRule) check(rule string, into []Problem, judge bool) []Problem {
-	p := problems{rule: rule, resource: b.Resource, list: into}
+func (b BreakerRule) check(list string, at int, into []Problem, judge bool) []Problem {
+	p := problems{in: list, at: at, resource: b.Resource, list: into}
 	p.name("resource", b.Resource, true)
 	p.ruleName(b.Name)
 	if b.Resource == InboundResource {

@@ -284,11 +284,11 @@ const (
 	shareByKey      = "key"
 )
 
-// check adds the problems of f, at place rule, to into: its fields one by
+// check adds the problems of f, rule at of list, to into: its fields one by
 // one, those its kind adds (kind.check), then, if it has none, those the
 // limiters find in its fields together, if judge.
-func (f FlowRule) check(rule string, into []Problem, judge bool) []Problem {
-	p := problems{rule: rule, resource: f.Resource, list: into}
+func (f FlowRule) check(list string, at int, into []Problem, judge bool) []Problem {
+	p := problems{in: list, at: at, resource: f.Resource, list: into}
 	p.name("resource", f.Resource, true)
 	p.ruleName(f.Name)
 	p.name("ref_resource", f.RefResource, false)

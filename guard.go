@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -293,8 +292,7 @@ func (g *Guard) SetRules(rules Rules) error {
 	g.load.Lock()
 	defer g.load.Unlock()
 	prev := g.snap.Load()
-	was := prev.kept.rules() // read whole once, for compile and for the changes
-	s, err := g.compile(rules, prev, was)
+	s, err := g.compile(rules, prev, prev.kept.rules())
 	if err != nil {
 		if verr := rules.Validate(); verr != nil {
 			err = verr
@@ -305,9 +303,8 @@ func (g *Guard) SetRules(rules Rules) error {
 	now := g.clock.Now()
 	// Told before they are in force, so that a breaker of the new rules
 	// changing state is told after the rule that made it.
-	if changes := ruleChanges(was, rules); len(changes) > 0 {
-		more := max(len(changes)-bounds.MaxEventChanges, 0)
-		g.events.record(Event{At: now, Kind: rulesChanged, Changes: slices.Clone(changes[:len(changes)-more]), MoreChanges: more})
+	if changes, all := changesOf(&prev.kept, &s.kept, prev.names(), s.names(), bounds.MaxEventChanges); all > 0 {
+		g.events.record(Event{At: now, Kind: rulesChanged, Changes: changes, MoreChanges: all - len(changes)})
 	}
 	g.snap.Store(s)
 	g.resources.unpinAllBut(s.by, rules.refs(), now)

@@ -1,6 +1,6 @@
 package slidegate
 
-import "reflect"
+import "math"
 
 // keptRules are the rules in force as they were given, which Guard.Rules
 // returns and a new set of rules is matched against. Most rules are a
@@ -45,7 +45,7 @@ func keep(rules Rules) keptRules {
 	for i := range rules.Flow {
 		f := &rules.Flow[i]
 		k.flow[i] = keptFlow{resource: f.Resource, limit: f.Limit}
-		if rest := *f; !isZero(restOfFlow(&rest)) {
+		if !f.plain() {
 			whole := *f // a copy: a pointer into rules would keep all of them
 			k.flow[i].whole = &whole
 		}
@@ -53,7 +53,7 @@ func keep(rules Rules) keptRules {
 	for i := range rules.Breakers {
 		b := &rules.Breakers[i]
 		k.breakers[i] = keptBreaker{resource: b.Resource, strategy: b.Strategy, threshold: b.Threshold, count: b.Count}
-		if rest := *b; !isZero(restOfBreaker(&rest)) {
+		if !b.plain() {
 			whole := *b
 			k.breakers[i].whole = &whole
 		}
@@ -61,21 +61,27 @@ func keep(rules Rules) keptRules {
 	return k
 }
 
-// restOfFlow clears in f the fields a keptFlow keeps, and returns it.
-func restOfFlow(f *FlowRule) *FlowRule {
-	f.Resource, f.Limit = "", 0
-	return f
+// plain reports whether f is a resource and a limit alone: every other
+// field zero, a float's bits too (-0 is kept as given). A field added to
+// FlowRule must be added here: TestKeptRulesComeBackAsGiven sets each
+// field in turn, and fails for one left out.
+func (f *FlowRule) plain() bool {
+	return f.Name == "" && f.Type == "" && f.Interval == 0 && f.Buckets == 0 && f.MaxWait == 0 &&
+		f.WarmUp == 0 && zeroBits(f.ColdFactor) && f.Borrow == 0 && f.RefResource == "" && !f.Cluster &&
+		f.Lease == 0 && !f.PerKey && f.Overrides == nil && zeroBits(f.CPUThreshold) && f.Algorithm == "" &&
+		f.MinLimit == 0 && f.MaxLimit == 0 && zeroBits(f.Tolerance) && f.Share == "" && !f.Shadow
 }
 
-// restOfBreaker clears in b the fields a keptBreaker keeps, and returns it.
-func restOfBreaker(b *BreakerRule) *BreakerRule {
-	b.Resource, b.Strategy, b.Threshold, b.Count = "", "", 0, 0
-	return b
+// plain reports whether b is a resource, a strategy, a threshold and a
+// count alone, as FlowRule.plain.
+func (b *BreakerRule) plain() bool {
+	return b.Name == "" && b.MaxRT == 0 && b.MinRequests == nil && b.Interval == 0 && b.Buckets == 0 &&
+		b.OpenTimeout == 0 && b.MaxOpenTimeout == 0 && b.Probes == 0 && b.ProbeTimeout == 0 &&
+		zeroBits(b.K) && b.Protection == nil && b.BlockPolicy == "" && !b.Shadow
 }
 
-// isZero reports whether every field of the struct p points to is zero:
-// read by reflection, so that a field added to a rule is never left out.
-func isZero[T any](p *T) bool { return reflect.ValueOf(p).Elem().IsZero() }
+// zeroBits reports whether v is +0: -0 is not.
+func zeroBits(v float64) bool { return math.Float64bits(v) == 0 }
 
 // flowAt returns flow rule i.
 func (k *keptRules) flowAt(i int) FlowRule {

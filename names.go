@@ -152,11 +152,11 @@ func trimSpace(s string) string {
 func sameNames(r Rules, into []Problem) []Problem {
 	type named struct{ resource, name string }
 	first := map[named]string{}
-	note := func(rule, resource, name string) {
+	note := func(list string, i int, resource, name string) {
 		if name == "" {
 			return
 		}
-		k := named{resource, name}
+		k, rule := named{resource, name}, ruleAt(list, i)
 		if at, ok := first[k]; ok {
 			into = append(into, Problem{Rule: rule, Resource: resource, Field: "name",
 				Reason: fmt.Sprintf("%q is the name of %s too: the rules of a resource have names of their own", name, at)})
@@ -165,10 +165,10 @@ func sameNames(r Rules, into []Problem) []Problem {
 		first[k] = rule
 	}
 	for i, f := range r.Flow {
-		note(ruleAt("flow", i), f.Resource, f.Name)
+		note("flow", i, f.Resource, f.Name)
 	}
 	for i, b := range r.Breakers {
-		note(ruleAt("breakers", i), b.Resource, b.Name)
+		note("breakers", i, b.Resource, b.Name)
 	}
 	return into
 }

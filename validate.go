@@ -106,10 +106,10 @@ const (
 func (r Rules) validate(judge int) error {
 	var ps []Problem
 	for i, f := range r.Flow {
-		ps = f.check(ruleAt("flow", i), ps, judge == judgeAll || !builtAlike(&f))
+		ps = f.check("flow", i, ps, judge == judgeAll || !builtAlike(&f))
 	}
 	for i, b := range r.Breakers {
-		ps = b.check(ruleAt("breakers", i), ps, judge == judgeAll)
+		ps = b.check("breakers", i, ps, judge == judgeAll)
 	}
 	ps = sameNames(r, ps)
 	ps = sharedClusterCounts(r.Flow, ps)
@@ -186,14 +186,17 @@ func mixedShadow(rules []FlowRule, into []Problem) []Problem {
 // ruleAt names the rule at index i of list: "flow[2]".
 func ruleAt(list string, i int) string { return list + "[" + strconv.Itoa(i) + "]" }
 
-// problems collects the problems of one rule.
+// problems collects the problems of one rule, rule at of list in (its
+// place is written only for a problem: most rules have none).
 type problems struct {
-	rule, resource string
-	list           []Problem
+	in       string
+	at       int
+	resource string
+	list     []Problem
 }
 
 func (p *problems) add(field, format string, args ...any) {
-	p.list = append(p.list, Problem{Rule: p.rule, Resource: p.resource, Field: field, Reason: fmt.Sprintf(format, args...)})
+	p.list = append(p.list, Problem{Rule: ruleAt(p.in, p.at), Resource: p.resource, Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
 // ruleName checks a rule's name.
