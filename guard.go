@@ -3,6 +3,7 @@ package slidegate
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math"
 	"sync"
@@ -307,9 +308,28 @@ func (g *Guard) SetRules(rules Rules) error {
 		g.events.record(Event{At: now, Kind: rulesChanged, Changes: changes, MoreChanges: all - len(changes)})
 	}
 	g.snap.Store(s)
-	g.resources.unpinAllBut(s.by, rules.refs(), now)
+	g.resources.unpin(unpinned(prev, s, rules.refs()), now)
 	g.unusedAt.Store(now + int64(unusedAfter)) // see unused.go
 	return nil
+}
+
+// unpinned returns the names of the resources that the rules of prev pin
+// (bind one, or are read as a RefResource) and those of next, whose rules
+// read refs, do not.
+func unpinned(prev, next *snapshot, refs map[string]bool) iter.Seq[string] {
+	gone := func(name string) bool { return next.by[name] == nil && !refs[name] }
+	return func(yield func(string) bool) {
+		for name := range prev.by {
+			if gone(name) && !yield(name) {
+				return
+			}
+		}
+		for i := range prev.kept.flow {
+			if w := prev.kept.flow[i].whole; w != nil && w.RefResource != "" && gone(w.RefResource) && !yield(w.RefResource) {
+				return
+			}
+		}
+	}
 }
 
 // discard is a slog.Handler that drops everything.

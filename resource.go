@@ -1,6 +1,7 @@
 package slidegate
 
 import (
+	"iter"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -361,13 +362,32 @@ func (t *resourceTable) evict(now int64) bool {
 func (t *resourceTable) pin(name string) *resource {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
+	v, loaded := t.m.Load(name) // made by a request already: none to make
+	if !loaded {
+		v, loaded = t.m.LoadOrStore(name, newResource(name, t.clock))
+	}
 	if !loaded {
 		t.n.Add(1)
 	}
 	r := v.(*resource)
 	r.pinned.Store(true)
 	return r
+}
+
+// unpin lets the resources called by the names of gone be evicted again,
+// as unpinAllBut does those it does not keep: gone are the names the rules
+// in force no longer pin, so that a reload need not read the whole table.
+func (t *resourceTable) unpin(gone iter.Seq[string], now int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range gone {
+		if v, ok := t.m.Load(name); ok {
+			if r := v.(*resource); r.pinned.Load() {
+				r.lastUse.Store(now)
+				r.pinned.Store(false)
+			}
+		}
+	}
 }
 
 // unpinAllBut lets resources that the rules no longer name be evicted again,

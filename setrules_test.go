@@ -1,7 +1,10 @@
 package slidegate
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -63,5 +66,73 @@ func TestSetRulesRefusesWhatValidateRefusesWithItsError(t *testing.T) {
 				t.Error("a third request in the second was allowed: the rule in force lost its count")
 			}
 		})
+	}
+}
+
+// TestAResourceNoRuleNamesAnyMoreCanBeEvictedAgain: a reload unpins the
+// resources the rules no longer bind or read (a RefResource), so that an
+// idle one makes room for a new name, and keeps pinned those still named.
+func TestAResourceNoRuleNamesAnyMoreCanBeEvictedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first Rules
+	}{
+		{"bound", Rules{Flow: []FlowRule{{Resource: "a", Limit: 5}}, Breakers: []BreakerRule{{Resource: "r", Strategy: ErrorRatioBreaker, Threshold: 0.5}}}},
+		{"read", Rules{Flow: []FlowRule{{Resource: "a", Limit: 5, RefResource: "r"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, clk := newGuard(t, tc.first, WithMaxResources(2))
+			if err := g.SetRules(Rules{Flow: []FlowRule{{Resource: "c", Limit: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(statsInterval + 2*time.Second) // a and r idle
+			mustEnter(t, g, "d").Exit(nil)
+			if _, ok := g.Stats("d"); !ok {
+				t.Fatal("d found no room: the resources no rule names any more are still pinned")
+			}
+			if _, ok := g.Stats("c"); !ok {
+				t.Fatal("c, which a rule names, was evicted")
+			}
+		})
+	}
+}
+
+// TestDefaultNamesAreTheNumberedNames holds the names of rules that all
+// have their default names, without a number, to the general way of
+// naming rules, on random sets: of few resources (names repeat, the
+// general way numbers them) and many, with names of their own or not.
+func TestDefaultNamesAreTheNumberedNames(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	types := []FlowType{"", QPSRule, ThrottleRule, ConcurrencyRule, ShedRule, AdaptiveRule}
+	fast := 0
+	for range 2000 {
+		var r Rules
+		resources := 1 + rnd.IntN(8)
+		for range rnd.IntN(6) {
+			f := FlowRule{Resource: "r" + strconv.Itoa(rnd.IntN(resources)), Type: types[rnd.IntN(len(types))], PerKey: rnd.IntN(3) == 0}
+			if rnd.IntN(10) == 0 {
+				f.Name = "n" + strconv.Itoa(rnd.IntN(3))
+			}
+			r.Flow = append(r.Flow, f)
+		}
+		for range rnd.IntN(3) {
+			b := BreakerRule{Resource: "r" + strconv.Itoa(rnd.IntN(resources))}
+			if rnd.IntN(10) == 0 {
+				b.Name = "n" + strconv.Itoa(rnd.IntN(3))
+			}
+			r.Breakers = append(r.Breakers, b)
+		}
+		wantF, wantB := r.numberedNames()
+		gotF, gotB, ok := r.defaultNames()
+		if !ok {
+			continue
+		}
+		fast++
+		if !slices.Equal(gotF, wantF) || !slices.Equal(gotB, wantB) {
+			t.Fatalf("rules %+v: default names %q %q, numbered %q %q", r, gotF, gotB, wantF, wantB)
+		}
+	}
+	if fast < 200 {
+		t.Fatalf("only %d of 2000 sets were named by default: the test tests little", fast)
 	}
 }
