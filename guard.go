@@ -289,10 +289,16 @@ func (g *Guard) SetRules(rules Rules) error {
 		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err})
 		return err
 	}
-	rules = rules.clone() // the caller may change its slices afterwards
 	g.load.Lock()
 	defer g.load.Unlock()
 	prev := g.snap.Load()
+	if prev.kept.same(&rules) {
+		// The rules in force, given again: the snapshot in force is the
+		// one compile would make, every enforcer taken over as it is.
+		g.unusedAt.Store(g.clock.Now() + int64(unusedAfter))
+		return nil
+	}
+	rules = rules.clone() // the caller may change its slices afterwards
 	s, err := g.compile(rules, prev, prev.kept.rules())
 	if err != nil {
 		if verr := rules.Validate(); verr != nil {

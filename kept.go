@@ -83,6 +83,43 @@ func (b *BreakerRule) plain() bool {
 // zeroBits reports whether v is +0: -0 is not.
 func zeroBits(v float64) bool { return math.Float64bits(v) == 0 }
 
+// same reports whether r are the rules kept, as given: each rule equal
+// field by field, in the same order. A rule kept whole is compared by its
+// key written exactly (appendKey), which writes every field.
+func (k *keptRules) same(r *Rules) bool {
+	if r.Shadow != k.shadow || len(r.Flow) != len(k.flow) || len(r.Breakers) != len(k.breakers) ||
+		(r.Flow == nil) != (k.flow == nil) || (r.Breakers == nil) != (k.breakers == nil) {
+		return false
+	}
+	var a, b []byte
+	for i := range r.Flow {
+		f, kf := &r.Flow[i], &k.flow[i]
+		if f.Resource != kf.resource || f.Limit != kf.limit || f.plain() != (kf.whole == nil) {
+			return false
+		}
+		if kf.whole != nil {
+			a, b = f.appendKey(a[:0], true), kf.whole.appendKey(b[:0], true)
+			if string(a) != string(b) || (f.Overrides == nil) != (kf.whole.Overrides == nil) {
+				return false
+			}
+		}
+	}
+	for i := range r.Breakers {
+		x, kb := &r.Breakers[i], &k.breakers[i]
+		if x.Resource != kb.resource || x.Strategy != kb.strategy || math.Float64bits(x.Threshold) != math.Float64bits(kb.threshold) ||
+			x.Count != kb.count || x.plain() != (kb.whole == nil) {
+			return false
+		}
+		if kb.whole != nil {
+			a, b = x.appendKey(a[:0]), kb.whole.appendKey(b[:0])
+			if string(a) != string(b) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // flowAt returns flow rule i.
 func (k *keptRules) flowAt(i int) FlowRule {
 	f := &k.flow[i]

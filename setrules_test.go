@@ -136,3 +136,38 @@ func TestDefaultNamesAreTheNumberedNames(t *testing.T) {
 		t.Fatalf("only %d of 2000 sets were named by default: the test tests little", fast)
 	}
 }
+
+// TestRulesGivenAgainKeepTheirStateAndComeBackAsGiven: the rules in force
+// given again, equal or spelt otherwise (a default written out, overrides
+// empty instead of none), keep every enforcer's state, and the guard
+// returns them as last given.
+func TestRulesGivenAgainKeepTheirStateAndComeBackAsGiven(t *testing.T) {
+	first := Rules{
+		Flow:     []FlowRule{{Resource: "a", Limit: 2}, {Resource: "b", Limit: 1, PerKey: true}},
+		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorRatioBreaker, Threshold: 0.5}},
+	}
+	spelt := Rules{
+		Flow:     []FlowRule{{Resource: "a", Limit: 2, Interval: Duration(time.Second)}, {Resource: "b", Limit: 1, PerKey: true, Overrides: map[string]int64{}}},
+		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorRatioBreaker, Threshold: 0.5, Interval: Duration(10 * time.Second)}},
+	}
+	empty := first.clone()
+	empty.Flow[1].Overrides = map[string]int64{}
+	for _, again := range []Rules{first, first.clone(), spelt, empty} {
+		g, _ := newGuard(t, first)
+		mustEnter(t, g, "a").Exit(nil)
+		mustEnter(t, g, "b", WithKey("k")).Exit(nil)
+		if err := g.SetRules(again); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Rules(); !reflect.DeepEqual(got, again) {
+			t.Errorf("rules in force %+v, want %+v as given", got, again)
+		}
+		mustEnter(t, g, "a").Exit(nil)
+		if _, err := g.Enter(t.Context(), "a"); err == nil {
+			t.Errorf("given %+v again: a third request on a was allowed; its QPS rule lost its count", again.Flow[0])
+		}
+		if _, err := g.Enter(t.Context(), "b", WithKey("k")); err == nil {
+			t.Errorf("given %+v again: a second request of key k was allowed; its per-key rule lost its count", again.Flow[1])
+		}
+	}
+}
