@@ -3,7 +3,9 @@ package slidegate
 import (
 	"cmp"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -158,18 +160,41 @@ func (c *compiling) breakers() {
 		prevKeys[i] = breakerKey(&c.prevRules.Breakers[i], &c.buf)
 	}
 	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
-	for i, r := range c.rules.Breakers {
-		if kept[i] {
-			c.s.breakers[i] = old[i]
-			continue
+	errs := make([]error, len(c.rules.Breakers))
+	inParallel(len(c.rules.Breakers), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if kept[i] {
+				c.s.breakers[i] = old[i]
+				continue
+			}
+			c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, c.g.onTransition)
 		}
-		b, err := buildBreaker(r, c.g.clock, c.g.onTransition)
+	})
+	for i, err := range errs {
 		if err != nil {
 			c.problem(true, i, "", err)
-			continue
 		}
-		c.s.breakers[i] = b
 	}
+}
+
+// inParallel calls f on the parts of [0, n), on up to GOMAXPROCS
+// goroutines when n is large, and returns when every call has. Making the
+// enforcers and resources of many rules is most of putting them in force,
+// and each is made alone: what f calls must be the guard's own code (not
+// a Cluster's, which may not expect concurrent calls), and write only its
+// part.
+func inParallel(n int, f func(lo, hi int)) {
+	const least = 4096 // a part worth a goroutine
+	parts := min(runtime.GOMAXPROCS(0), n/least)
+	if parts <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { f(k*n/parts, (k+1)*n/parts) })
+	}
+	wg.Wait()
 }
 
 // sameFlows takes over the enforcers of the flow rules in force that the
@@ -270,22 +295,32 @@ func (c *compiling) judgeResized(i int, r rule) {
 	}
 }
 
-// newFlows builds the enforcers of the flow rules left.
+// newFlows builds the enforcers of the flow rules left: those of the
+// guard's own limiters in parallel, a cluster's one by one.
 func (c *compiling) newFlows() {
+	on := builder{clock: c.g.clock, cluster: c.g.cluster, cpu: c.g.cpu, keys: c.g.keys}
+	errs := make([]error, len(c.rules.Flow))
+	inParallel(len(c.rules.Flow), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if r := &c.rules.Flow[i]; c.s.flows[i] == nil && !r.keyedTogether() && !r.Cluster {
+				c.s.flows[i], errs[i] = buildFlow(*r, on)
+			}
+		}
+	})
 	for i, r := range c.rules.Flow {
-		if c.s.flows[i] != nil || r.keyedTogether() {
-			continue
+		switch {
+		case !r.Cluster || c.s.flows[i] != nil || r.keyedTogether():
+		case c.g.cluster == nil:
+			errs[i] = &fieldError{field: "cluster", err: errNoCluster}
+		default:
+			c.s.flows[i], errs[i] = buildFlow(r, on)
 		}
-		if r.Cluster && c.g.cluster == nil {
-			c.problem(false, i, "cluster", errNoCluster)
-			continue
-		}
-		f, err := buildFlow(r, builder{clock: c.g.clock, cluster: c.g.cluster, cpu: c.g.cpu, keys: c.g.keys})
+	}
+	for i, err := range errs {
 		if err != nil {
+			c.s.flows[i] = nil
 			c.problem(false, i, fieldOf(err), err)
-			continue
 		}
-		c.s.flows[i] = f
 	}
 }
 
@@ -338,20 +373,36 @@ func (c *compiling) bind() {
 		sorted[at[b.phase]] = b
 		at[b.phase]++
 	}
+	// The resources the rules in force bind are pinned already, so still
+	// the table's; the others are made in parallel, then pinned in turn.
+	var fresh []string
+	for _, ch := range sorted {
+		if ch.resource == InboundResource || s.by[ch.resource] != nil {
+			continue
+		}
+		b := &binding{}
+		if was := c.prev.by[ch.resource]; was != nil {
+			b.res = was.res
+		} else {
+			fresh = append(fresh, ch.resource)
+		}
+		s.by[ch.resource] = b
+	}
+	made := make([]*resource, len(fresh))
+	inParallel(len(fresh), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			made[k] = c.g.resources.made(fresh[k])
+		}
+	})
+	for k, name := range fresh {
+		s.by[name].res = c.g.resources.pinMade(name, made[k])
+	}
 	for _, ch := range sorted {
 		if ch.resource == InboundResource {
 			s.inbound = append(s.inbound, ch.check)
 			continue
 		}
 		b := s.by[ch.resource]
-		if b == nil {
-			if was := c.prev.by[ch.resource]; was != nil {
-				b = &binding{res: was.res} // pinned already, so still the table's
-			} else {
-				b = &binding{res: c.g.resources.pin(ch.resource)}
-			}
-			s.by[ch.resource] = b
-		}
 		b.checks = append(b.checks, ch.check)
 	}
 	for _, b := range s.by {

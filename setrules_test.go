@@ -1,6 +1,7 @@
 package slidegate
 
 import (
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -169,5 +170,39 @@ func TestRulesGivenAgainKeepTheirStateAndComeBackAsGiven(t *testing.T) {
 		if _, err := g.Enter(t.Context(), "b", WithKey("k")); err == nil {
 			t.Errorf("given %+v again: a second request of key k was allowed; its per-key rule lost its count", again.Flow[1])
 		}
+	}
+}
+
+// TestManyRulesAreBuiltAsFewAre loads enough rules that their enforcers
+// and resources are made on several goroutines: every rule is in force
+// and enforced, and a set the build refuses names its problems in rule
+// order, nothing in force lost (run it with -race).
+func TestManyRulesAreBuiltAsFewAre(t *testing.T) {
+	const n = 9000
+	r := qpsAndBreakers(n, 0)
+	for i := range r.Flow {
+		r.Flow[i].Limit = 2
+	}
+	g, _ := newGuard(t, r, WithMaxResources(2*n))
+	if got := g.Rules(); !reflect.DeepEqual(got, r) {
+		t.Fatal("the rules in force are not the rules given")
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		name := r.Flow[i].Resource
+		mustEnter(t, g, name).Exit(nil)
+		mustEnter(t, g, name).Exit(nil)
+		if _, err := g.Enter(t.Context(), name); err == nil {
+			t.Errorf("%s: a third request was allowed by a limit of 2", name)
+		}
+	}
+	bad := qpsAndBreakers(n, 1)
+	bad.Flow[n-1].Cluster, bad.Flow[1].Cluster = true, true // no cluster to keep their counts
+	err := g.SetRules(bad)
+	var re *RulesError
+	if !errors.As(err, &re) || len(re.Problems) != 2 || re.Problems[0].Rule != "flow[1]" || re.Problems[1].Rule != ruleAt("flow", n-1) {
+		t.Fatalf("SetRules of two cluster rules without a cluster: %v", err)
+	}
+	if got := g.Rules(); !reflect.DeepEqual(got, r) {
+		t.Fatal("a refused set changed the rules in force")
 	}
 }
