@@ -1,6 +1,9 @@
 package slidegate
 
-import "math"
+import (
+	"maps"
+	"math"
+)
 
 // keptRules are the rules in force as they were given, which Guard.Rules
 // returns and a new set of rules is matched against. Most rules are a
@@ -85,7 +88,7 @@ func zeroBits(v float64) bool { return math.Float64bits(v) == 0 }
 
 // same reports whether r are the rules kept, as given: each rule equal
 // field by field, in the same order. A rule kept whole is compared by its
-// key written exactly (appendKey), which writes every field.
+// key (appendKey), which writes every field, and its overrides.
 func (k *keptRules) same(r *Rules) bool {
 	if r.Shadow != k.shadow || len(r.Flow) != len(k.flow) || len(r.Breakers) != len(k.breakers) ||
 		(r.Flow == nil) != (k.flow == nil) || (r.Breakers == nil) != (k.breakers == nil) {
@@ -98,8 +101,10 @@ func (k *keptRules) same(r *Rules) bool {
 			return false
 		}
 		if kf.whole != nil {
-			a, b = f.appendKey(a[:0], true), kf.whole.appendKey(b[:0], true)
-			if string(a) != string(b) || (f.Overrides == nil) != (kf.whole.Overrides == nil) {
+			// Overrides by their hash first (thousands of them: none
+			// sorted), then for certain.
+			a, b = f.appendKey(a[:0], false), kf.whole.appendKey(b[:0], false)
+			if string(a) != string(b) || (f.Overrides == nil) != (kf.whole.Overrides == nil) || !maps.Equal(f.Overrides, kf.whole.Overrides) {
 				return false
 			}
 		}
