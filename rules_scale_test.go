@@ -172,3 +172,39 @@ func BenchmarkSetRulesQPSAndBreakers(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMakingWhatRulesNeed makes, alone, what SetRules of
+// BenchmarkSetRulesQPSAndBreakers makes for 20,000 resources: their
+// resources (counter and latency sketch), QPS limiters and breakers; the
+// floor of a first load, which the guard's own work comes on top of.
+func BenchmarkMakingWhatRulesNeed(b *testing.B) {
+	c := clock.NewManual(int64(time.Hour))
+	rs := qpsAndBreakers(20000, 0)
+	b.Run("resources", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			made := make([]*resource, len(rs.Flow))
+			for i := range made {
+				made[i] = newResource(rs.Flow[i].Resource, c)
+			}
+		}
+	})
+	b.Run("qps", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			made := make([]rule, len(rs.Flow))
+			for i := range made {
+				made[i], _ = buildFlow(rs.Flow[i], builder{clock: c})
+			}
+		}
+	})
+	b.Run("breakers", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			made := make([]*breakerRule, len(rs.Breakers))
+			for i := range made {
+				made[i], _ = buildBreaker(rs.Breakers[i], c, nil)
+			}
+		}
+	})
+}
