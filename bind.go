@@ -360,18 +360,22 @@ func (c *compiling) bind() {
 		all = append(all, bound{r.Resource, f.phase(), check{name: flowNames[i], keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
 	}
 	// In phase order, each phase in rule order: a counting sort, for
-	// phases are few.
-	var at [phaseCluster + 2]int
-	for _, b := range all {
-		at[b.phase+1]++
-	}
-	for p := 1; p < len(at); p++ {
-		at[p] += at[p-1]
-	}
-	sorted := make([]bound, len(all))
-	for _, b := range all {
-		sorted[at[b.phase]] = b
-		at[b.phase]++
+	// phases are few; none when they are in order (breakers, then QPS
+	// rules).
+	sorted := all
+	if !slices.IsSortedFunc(all, func(a, b bound) int { return int(a.phase) - int(b.phase) }) {
+		var at [phaseCluster + 2]int
+		for _, b := range all {
+			at[b.phase+1]++
+		}
+		for p := 1; p < len(at); p++ {
+			at[p] += at[p-1]
+		}
+		sorted = make([]bound, len(all))
+		for _, b := range all {
+			sorted[at[b.phase]] = b
+			at[b.phase]++
+		}
 	}
 	// The resources the rules in force bind are pinned already, so still
 	// the table's; the others are made in parallel, then pinned in turn.

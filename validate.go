@@ -105,8 +105,9 @@ const (
 // validate is Validate, judging the rules that judge says.
 func (r Rules) validate(judge int) error {
 	var ps []Problem
-	for i, f := range r.Flow {
-		ps = f.check("flow", i, ps, judge == judgeAll || !builtAlike(&f))
+	for i := range r.Flow {
+		f := &r.Flow[i]
+		ps = f.check("flow", i, ps, judge == judgeAll || !builtAlike(f))
 	}
 	for i, b := range r.Breakers {
 		ps = b.check("breakers", i, ps, judge == judgeAll)
