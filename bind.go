@@ -3,7 +3,9 @@ package slidegate
 import (
 	"cmp"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -82,10 +84,13 @@ func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot
 	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prevRules, s: &snapshot{
 		gen:      prev.gen + 1,
 		kept:     keep(rules),
-		by:       map[string]*binding{},
+		by:       make(map[string]*binding, max(len(prev.by), len(rules.Flow), len(rules.Breakers))),
 		flows:    make([]rule, len(rules.Flow)),
 		breakers: make([]*breakerRule, len(rules.Breakers)),
 	}}
+	n := &named{}
+	n.flows, n.breakers = rules.names()
+	c.s.named.Store(n) // bind's, and the changes'
 	c.flowNames, c.breakerNames = rules.ownNames()
 	c.prevFlowNames, c.prevBreakerNames = c.prevRules.ownNames()
 	for _, step := range []func(){c.breakers, c.sameFlows, c.keyGroups, c.resizedFlows, c.newFlows} {
@@ -147,25 +152,50 @@ func (c *compiling) problem(breakers bool, i int, field string, err error) {
 func (c *compiling) breakers() {
 	keys := make([]string, len(c.rules.Breakers))
 	for i := range c.rules.Breakers {
-		keys[i] = breakerKey(&c.rules.Breakers[i], &c.buf)
+		if len(c.prevRules.Breakers) > 0 { // else none to take over: "" takes none
+			keys[i] = breakerKey(&c.rules.Breakers[i], &c.buf)
+		}
 	}
 	prevKeys := make([]string, len(c.prevRules.Breakers))
 	for i := range c.prevRules.Breakers {
 		prevKeys[i] = breakerKey(&c.prevRules.Breakers[i], &c.buf)
 	}
 	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
-	for i, r := range c.rules.Breakers {
-		if kept[i] {
-			c.s.breakers[i] = old[i]
-			continue
+	errs := make([]error, len(c.rules.Breakers))
+	inParallel(len(c.rules.Breakers), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if kept[i] {
+				c.s.breakers[i] = old[i]
+				continue
+			}
+			c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, c.g.onTransition)
 		}
-		b, err := buildBreaker(r, c.g.clock, c.g.onTransition)
+	})
+	for i, err := range errs {
 		if err != nil {
 			c.problem(true, i, "", err)
-			continue
 		}
-		c.s.breakers[i] = b
 	}
+}
+
+// inParallel calls f on the parts of [0, n), on up to GOMAXPROCS
+// goroutines when n is large, and returns when every call has. Making the
+// enforcers and resources of many rules is most of putting them in force,
+// and each is made alone: what f calls must be the guard's own code (not
+// a Cluster's, which may not expect concurrent calls), and write only its
+// part.
+func inParallel(n int, f func(lo, hi int)) {
+	const least = 4096 // a part worth a goroutine
+	parts := min(runtime.GOMAXPROCS(0), n/least)
+	if parts <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { f(k*n/parts, (k+1)*n/parts) })
+	}
+	wg.Wait()
 }
 
 // sameFlows takes over the enforcers of the flow rules in force that the
@@ -173,7 +203,7 @@ func (c *compiling) breakers() {
 func (c *compiling) sameFlows() {
 	keys := make([]string, len(c.rules.Flow))
 	for i := range c.rules.Flow {
-		if !c.rules.Flow[i].keyedTogether() {
+		if len(c.prevRules.Flow) > 0 && !c.rules.Flow[i].keyedTogether() {
 			keys[i] = flowKey(&c.rules.Flow[i], &c.buf)
 		}
 	}
@@ -232,7 +262,7 @@ func (c *compiling) resizedFlows() {
 	}
 	keys := make([]string, len(c.rules.Flow))
 	for i, r := range c.rules.Flow {
-		if c.s.flows[i] == nil && !r.keyedTogether() {
+		if len(left) > 0 && c.s.flows[i] == nil && !r.keyedTogether() {
 			shape := r.shape()
 			keys[i] = flowKey(&shape, &c.buf)
 		}
@@ -243,26 +273,55 @@ func (c *compiling) resizedFlows() {
 		if c.s.flows[i] == nil && !r.keyedTogether() && reshaped[i] {
 			c.s.flows[i] = shaped[i].rule
 			c.resized, c.resizedAt = append(c.resized, shaped[i]), append(c.resizedAt, i)
+			c.judgeResized(i, shaped[i].rule)
 		}
 	}
 }
 
-// newFlows builds the enforcers of the flow rules left.
+// judgeResized judges flow rule i, whose limits enforcer r takes, as
+// Validate would by building it, unless r's resizing refuses just what the
+// build would (a QPS limiter's: the limit alone) or Validate has judged it
+// (builtAlike).
+func (c *compiling) judgeResized(i int, r rule) {
+	switch r.(type) {
+	case *qpsRule, *borrowingRule:
+		return
+	}
+	f := c.rules.Flow[i]
+	if !builtAlike(&f) {
+		return
+	}
+	if err := checkFlow(f); err != nil {
+		c.problem(false, i, fieldOf(err), err)
+	}
+}
+
+// newFlows builds the enforcers of the flow rules left: those of the
+// guard's own limiters in parallel, a cluster's one by one.
 func (c *compiling) newFlows() {
+	on := builder{clock: c.g.clock, cluster: c.g.cluster, cpu: c.g.cpu, keys: c.g.keys}
+	errs := make([]error, len(c.rules.Flow))
+	inParallel(len(c.rules.Flow), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if r := &c.rules.Flow[i]; c.s.flows[i] == nil && !r.keyedTogether() && !r.Cluster {
+				c.s.flows[i], errs[i] = buildFlow(*r, on)
+			}
+		}
+	})
 	for i, r := range c.rules.Flow {
-		if c.s.flows[i] != nil || r.keyedTogether() {
-			continue
+		switch {
+		case !r.Cluster || c.s.flows[i] != nil || r.keyedTogether():
+		case c.g.cluster == nil:
+			errs[i] = &fieldError{field: "cluster", err: errNoCluster}
+		default:
+			c.s.flows[i], errs[i] = buildFlow(r, on)
 		}
-		if r.Cluster && c.g.cluster == nil {
-			c.problem(false, i, "cluster", errNoCluster)
-			continue
-		}
-		f, err := buildFlow(r, builder{clock: c.g.clock, cluster: c.g.cluster, cpu: c.g.cpu, keys: c.g.keys})
+	}
+	for i, err := range errs {
 		if err != nil {
+			c.s.flows[i] = nil
 			c.problem(false, i, fieldOf(err), err)
-			continue
 		}
-		c.s.flows[i] = f
 	}
 }
 
@@ -270,20 +329,22 @@ func (c *compiling) newFlows() {
 func (c *compiling) bind() {
 	type bound struct {
 		resource string
+		phase    phase
 		check
 	}
-	var all []bound
 	rules, s := c.rules, c.s
-	flowNames, breakerNames := rules.names()
+	all := make([]bound, 0, len(s.breakers)+len(s.flows))
+	flowNames, breakerNames := s.names().flows, s.names().breakers
 	for i, b := range s.breakers {
-		all = append(all, bound{rules.Breakers[i].Resource, check{name: breakerNames[i], shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
+		all = append(all, bound{rules.Breakers[i].Resource, b.phase(), check{name: breakerNames[i], shadow: rules.Shadow || rules.Breakers[i].Shadow, rule: b}})
 	}
 	for _, kg := range c.groups {
 		names := make([]string, len(kg.at))
 		for j, i := range kg.at {
 			names[j] = flowNames[i]
 		}
-		all = append(all, bound{kg.resource, check{name: names[0], names: &names, keyed: true, shadow: rules.Shadow || rules.Flow[kg.at[0]].Shadow, rule: s.flows[kg.at[0]]}})
+		r := s.flows[kg.at[0]]
+		all = append(all, bound{kg.resource, r.phase(), check{name: names[0], names: &names, keyed: true, shadow: rules.Shadow || rules.Flow[kg.at[0]].Shadow, rule: r}})
 	}
 	for i, f := range s.flows {
 		r := rules.Flow[i]
@@ -297,23 +358,56 @@ func (c *compiling) bind() {
 			f = &refRule{allowed: allowed, limit: r.Limit}
 			s.flows[i] = f
 		}
-		all = append(all, bound{r.Resource, check{name: flowNames[i], keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
+		all = append(all, bound{r.Resource, f.phase(), check{name: flowNames[i], keyed: r.PerKey, shadow: rules.Shadow || r.Shadow, rule: f}})
 	}
-	slices.SortStableFunc(all, func(a, b bound) int { return int(a.rule.phase()) - int(b.rule.phase()) })
-	for _, ch := range all {
+	// In phase order, each phase in rule order: a counting sort, for
+	// phases are few; none when they are in order (breakers, then QPS
+	// rules).
+	sorted := all
+	if !slices.IsSortedFunc(all, func(a, b bound) int { return int(a.phase) - int(b.phase) }) {
+		var at [phaseCluster + 2]int
+		for _, b := range all {
+			at[b.phase+1]++
+		}
+		for p := 1; p < len(at); p++ {
+			at[p] += at[p-1]
+		}
+		sorted = make([]bound, len(all))
+		for _, b := range all {
+			sorted[at[b.phase]] = b
+			at[b.phase]++
+		}
+	}
+	// The resources the rules in force bind are pinned already, so still
+	// the table's; the others are made in parallel, then pinned in turn.
+	var fresh []string
+	for _, ch := range sorted {
+		if ch.resource == InboundResource || s.by[ch.resource] != nil {
+			continue
+		}
+		b := &binding{}
+		if was := c.prev.by[ch.resource]; was != nil {
+			b.res = was.res
+		} else {
+			fresh = append(fresh, ch.resource)
+		}
+		s.by[ch.resource] = b
+	}
+	made := make([]*resource, len(fresh))
+	inParallel(len(fresh), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			made[k] = c.g.resources.made(fresh[k])
+		}
+	})
+	for k, name := range fresh {
+		s.by[name].res = c.g.resources.pinMade(name, made[k])
+	}
+	for _, ch := range sorted {
 		if ch.resource == InboundResource {
 			s.inbound = append(s.inbound, ch.check)
 			continue
 		}
 		b := s.by[ch.resource]
-		if b == nil {
-			if was := c.prev.by[ch.resource]; was != nil {
-				b = &binding{res: was.res} // pinned already, so still the table's
-			} else {
-				b = &binding{res: c.g.resources.pin(ch.resource)}
-			}
-			s.by[ch.resource] = b
-		}
 		b.checks = append(b.checks, ch.check)
 	}
 	for _, b := range s.by {

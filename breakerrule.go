@@ -248,8 +248,10 @@ func sharesWindow(b BreakerRule) bool {
 // strategyNames lists the breaker strategies, as rule files write them.
 const strategyNames = "sre, error_ratio, error_count, slow_ratio, consecutive_failures"
 
-func (b BreakerRule) check(rule string, into []Problem) []Problem {
-	p := problems{rule: rule, resource: b.Resource, list: into}
+// check adds the problems of b, rule at of list, to into: its fields, then,
+// if it has none and judge, those its breaker's constructor finds.
+func (b BreakerRule) check(list string, at int, into []Problem, judge bool) []Problem {
+	p := problems{in: list, at: at, resource: b.Resource, list: into}
 	p.name("resource", b.Resource, true)
 	p.ruleName(b.Name)
 	if b.Resource == InboundResource {
@@ -335,7 +337,7 @@ func (b BreakerRule) check(rule string, into []Problem) []Problem {
 	default:
 		p.add("strategy", "%q is not one of %s", b.Strategy, strategyNames)
 	}
-	if len(p.list) == len(into) {
+	if judge && len(p.list) == len(into) {
 		if _, err := buildBreaker(b, nil, nil); err != nil {
 			p.add(fieldOf(err), "%v", err)
 		}

@@ -368,32 +368,63 @@ func (g *Guard) breakerChanged(c *breaker.Circuit, t breaker.Transition) {
 // so that a reload of many rules costs little: only changed rules are told
 // field by field.
 func ruleChanges(before, after Rules) []RuleChange {
+	b, a := keep(before), keep(after)
+	bn, an := &named{}, &named{}
+	bn.flows, bn.breakers = before.names()
+	an.flows, an.breakers = after.names()
+	out, _ := changesOf(&b, &a, bn, an, math.MaxInt)
+	return out
+}
+
+// changesOf is ruleChanges of the rules kept before and after, named
+// beforeNames and afterNames, listing at most max changes: it returns
+// those and how many there are in all. A rule kept as its resource and
+// limits alone (keptFlow, keptBreaker) is compared by those, without
+// writing its key: such rules are the same rule when they are equal.
+func changesOf(before, after *keptRules, beforeNames, afterNames *named, max int) (out []RuleChange, all int) {
 	type id struct {
 		resource, name string
 		breaker        bool
 	}
-	oldFlows, oldBreakers := before.names()
-	newFlows, newBreakers := after.names()
-	old := make(map[id]int, len(before.Flow)+len(before.Breakers)) // flow i at i, breaker i at len(before.Flow)+i
-	for i, f := range before.Flow {
-		old[id{f.Resource, oldFlows[i], false}] = i
+	add := func(c RuleChange) {
+		if len(out) < max {
+			out = append(out, c)
+		}
+		all++
 	}
-	for i, b := range before.Breakers {
-		old[id{b.Resource, oldBreakers[i], true}] = len(before.Flow) + i
+	oldFlows, oldBreakers := beforeNames.flows, beforeNames.breakers
+	newFlows, newBreakers := afterNames.flows, afterNames.breakers
+	nf := len(before.flow)
+	old := make(map[id]int, nf+len(before.breakers)) // flow i at i, breaker i at nf+i
+	for i := range before.flow {
+		old[id{before.flow[i].resource, oldFlows[i], false}] = i
 	}
-	kept := make([]bool, len(before.Flow)+len(before.Breakers))
-	var out []RuleChange
+	for i := range before.breakers {
+		old[id{before.breakers[i].resource, oldBreakers[i], true}] = nf + i
+	}
+	kept := make([]bool, nf+len(before.breakers))
+	sameShadow := before.shadow == after.shadow
 	var ka, kb []byte
-	for i, f := range after.Flow {
-		k := id{f.Resource, newFlows[i], false}
+	for i := range after.flow {
+		k := id{after.flow[i].resource, newFlows[i], false}
 		j, ok := old[k]
 		if !ok {
-			out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Change: "added"})
+			add(RuleChange{Resource: k.resource, Rule: k.name, Change: "added"})
 			continue
 		}
 		kept[j] = true
-		a, b := before.Flow[j].normal(), f.normal()
-		a.Shadow, b.Shadow = before.Flow[j].Shadow || before.Shadow, f.Shadow || after.Shadow
+		if x, y := &before.flow[j], &after.flow[i]; sameShadow && x.whole == nil && y.whole == nil {
+			if x.limit == y.limit {
+				continue
+			}
+			if len(out) >= max {
+				all++ // changed: only the limit differs
+				continue
+			}
+		}
+		was, is := before.flowAt(j), after.flowAt(i)
+		a, b := was.normal(), is.normal()
+		a.Shadow, b.Shadow = was.Shadow || before.shadow, is.Shadow || after.shadow
 		ka, kb = a.appendKey(ka[:0], false), b.appendKey(kb[:0], false)
 		if string(ka) == string(kb) && sameOverrides(a.Overrides, b.Overrides) {
 			continue
@@ -402,18 +433,28 @@ func ruleChanges(before, after Rules) []RuleChange {
 		if len(out) < bounds.MaxEventChanges {
 			c.Fields = changedFields(fieldsOf(a), fieldsOf(b), overrideChanges(a.Overrides, b.Overrides))
 		}
-		out = append(out, c)
+		add(c)
 	}
-	for i, r := range after.Breakers {
-		k := id{r.Resource, newBreakers[i], true}
+	for i := range after.breakers {
+		k := id{after.breakers[i].resource, newBreakers[i], true}
 		j, ok := old[k]
 		if !ok {
-			out = append(out, RuleChange{Resource: k.resource, Rule: k.name, Breaker: true, Change: "added"})
+			add(RuleChange{Resource: k.resource, Rule: k.name, Breaker: true, Change: "added"})
 			continue
 		}
 		kept[j] = true
-		a, b := before.Breakers[j-len(before.Flow)].normal(), r.normal()
-		a.Shadow, b.Shadow = before.Breakers[j-len(before.Flow)].Shadow || before.Shadow, r.Shadow || after.Shadow
+		if x, y := &before.breakers[j-nf], &after.breakers[i]; sameShadow && x.whole == nil && y.whole == nil {
+			if x.strategy == y.strategy && x.threshold == y.threshold && x.count == y.count {
+				continue
+			}
+			if len(out) >= max {
+				all++
+				continue
+			}
+		}
+		was, is := before.breakerAt(j-nf), after.breakerAt(i)
+		a, b := was.normal(), is.normal()
+		a.Shadow, b.Shadow = was.Shadow || before.shadow, is.Shadow || after.shadow
 		ka, kb = a.appendKey(ka[:0]), b.appendKey(kb[:0])
 		if string(ka) == string(kb) {
 			continue
@@ -422,19 +463,19 @@ func ruleChanges(before, after Rules) []RuleChange {
 		if len(out) < bounds.MaxEventChanges {
 			c.Fields = changedFields(fieldsOf(a), fieldsOf(b), nil)
 		}
-		out = append(out, c)
+		add(c)
 	}
-	for i, f := range before.Flow {
+	for i := range before.flow {
 		if !kept[i] {
-			out = append(out, RuleChange{Resource: f.Resource, Rule: oldFlows[i], Change: "removed"})
+			add(RuleChange{Resource: before.flow[i].resource, Rule: oldFlows[i], Change: "removed"})
 		}
 	}
-	for i, b := range before.Breakers {
-		if !kept[len(before.Flow)+i] {
-			out = append(out, RuleChange{Resource: b.Resource, Rule: oldBreakers[i], Breaker: true, Change: "removed"})
+	for i := range before.breakers {
+		if !kept[nf+i] {
+			add(RuleChange{Resource: before.breakers[i].resource, Rule: oldBreakers[i], Breaker: true, Change: "removed"})
 		}
 	}
-	return out
+	return out, all
 }
 
 // Bounds of what a RuleChange says, so that an event, its log line and

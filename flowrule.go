@@ -142,25 +142,25 @@ type FlowRule struct {
 // (kind.fields).
 var flowFields = []struct {
 	field string
-	set   func(FlowRule) bool
+	set   func(*FlowRule) bool
 }{
-	{"limit", func(f FlowRule) bool { return f.Limit != 0 }},
-	{"interval", func(f FlowRule) bool { return f.Interval != 0 }},
-	{"buckets", func(f FlowRule) bool { return f.Buckets != 0 }},
-	{"per_key", func(f FlowRule) bool { return f.PerKey }},
-	{"cpu_threshold", func(f FlowRule) bool { return f.CPUThreshold != 0 }},
-	{"algorithm", func(f FlowRule) bool { return f.Algorithm != "" }},
-	{"min_limit", func(f FlowRule) bool { return f.MinLimit != 0 }},
-	{"max_limit", func(f FlowRule) bool { return f.MaxLimit != 0 }},
-	{"tolerance", func(f FlowRule) bool { return f.Tolerance != 0 }},
-	{"share", func(f FlowRule) bool { return f.Share != "" }},
-	{"max_wait", func(f FlowRule) bool { return f.MaxWait != 0 }},
-	{"warm_up", func(f FlowRule) bool { return f.WarmUp != 0 }},
-	{"cold_factor", func(f FlowRule) bool { return f.ColdFactor != 0 }},
-	{"borrow", func(f FlowRule) bool { return f.Borrow != 0 }},
-	{"ref_resource", func(f FlowRule) bool { return f.RefResource != "" }},
-	{"cluster", func(f FlowRule) bool { return f.Cluster }},
-	{"lease", func(f FlowRule) bool { return f.Lease != 0 }},
+	{"limit", func(f *FlowRule) bool { return f.Limit != 0 }},
+	{"interval", func(f *FlowRule) bool { return f.Interval != 0 }},
+	{"buckets", func(f *FlowRule) bool { return f.Buckets != 0 }},
+	{"per_key", func(f *FlowRule) bool { return f.PerKey }},
+	{"cpu_threshold", func(f *FlowRule) bool { return f.CPUThreshold != 0 }},
+	{"algorithm", func(f *FlowRule) bool { return f.Algorithm != "" }},
+	{"min_limit", func(f *FlowRule) bool { return f.MinLimit != 0 }},
+	{"max_limit", func(f *FlowRule) bool { return f.MaxLimit != 0 }},
+	{"tolerance", func(f *FlowRule) bool { return f.Tolerance != 0 }},
+	{"share", func(f *FlowRule) bool { return f.Share != "" }},
+	{"max_wait", func(f *FlowRule) bool { return f.MaxWait != 0 }},
+	{"warm_up", func(f *FlowRule) bool { return f.WarmUp != 0 }},
+	{"cold_factor", func(f *FlowRule) bool { return f.ColdFactor != 0 }},
+	{"borrow", func(f *FlowRule) bool { return f.Borrow != 0 }},
+	{"ref_resource", func(f *FlowRule) bool { return f.RefResource != "" }},
+	{"cluster", func(f *FlowRule) bool { return f.Cluster }},
+	{"lease", func(f *FlowRule) bool { return f.Lease != 0 }},
 }
 
 // appendKey writes every field of f; its overrides whole if exact, else by
@@ -284,11 +284,11 @@ const (
 	shareByKey      = "key"
 )
 
-// check adds the problems of f, at place rule, to into: its fields one by
+// check adds the problems of f, rule at of list, to into: its fields one by
 // one, those its kind adds (kind.check), then, if it has none, those the
-// limiters find in its fields together.
-func (f FlowRule) check(rule string, into []Problem) []Problem {
-	p := problems{rule: rule, resource: f.Resource, list: into}
+// limiters find in its fields together, if judge.
+func (f *FlowRule) check(list string, at int, into []Problem, judge bool) []Problem {
+	p := problems{in: list, at: at, resource: f.Resource, list: into}
 	p.name("resource", f.Resource, true)
 	p.ruleName(f.Name)
 	p.name("ref_resource", f.RefResource, false)
@@ -349,12 +349,12 @@ func (f FlowRule) check(rule string, into []Problem) []Problem {
 	}
 	f.checkKeys(&p)
 	if k != nil && k.check != nil {
-		k.check(f, &p)
+		k.check(*f, &p)
 	}
-	if len(p.list) == len(into) {
+	if judge && len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor
 		// judge them together (bucket widths, interval splits).
-		if err := checkFlow(f); err != nil {
+		if err := checkFlow(*f); err != nil {
 			p.add(fieldOf(err), "%v", err)
 		}
 	}

@@ -3,9 +3,9 @@ package slidegate
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -281,31 +281,76 @@ func New(opts ...Option) (*Guard, error) {
 // Either way it records an event (OnEvent): "rules_refused" with the error, or
 // "rules_changed" with what changed, when anything did.
 func (g *Guard) SetRules(rules Rules) error {
-	if err := rules.Validate(); err != nil {
+	// The rules that compile builds are judged by their build, not built
+	// twice; should anything fail, Validate judges them all, so that the
+	// error is the one it gives.
+	if rules.validate(judgeUnbuilt) != nil {
+		err := rules.Validate()
 		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err})
 		return err
 	}
-	rules = rules.clone() // the caller may change its slices afterwards
 	g.load.Lock()
 	defer g.load.Unlock()
 	prev := g.snap.Load()
-	was := prev.kept.rules() // read whole once, for compile and for the changes
-	s, err := g.compile(rules, prev, was)
+	if prev.kept.same(&rules) {
+		// The rules in force, given again: the snapshot in force is the
+		// one compile would make, every enforcer taken over as it is.
+		g.unusedAt.Store(g.clock.Now() + int64(unusedAfter))
+		return nil
+	}
+	rules = rules.clone() // the caller may change its slices afterwards
+	s, err := g.compile(rules, prev, prev.kept.rules())
 	if err != nil {
+		if verr := rules.Validate(); verr != nil {
+			err = verr
+		}
 		g.events.record(Event{At: g.clock.Now(), Kind: rulesRefused, Err: err})
 		return err
 	}
 	now := g.clock.Now()
 	// Told before they are in force, so that a breaker of the new rules
 	// changing state is told after the rule that made it.
-	if changes := ruleChanges(was, rules); len(changes) > 0 {
-		more := max(len(changes)-bounds.MaxEventChanges, 0)
-		g.events.record(Event{At: now, Kind: rulesChanged, Changes: slices.Clone(changes[:len(changes)-more]), MoreChanges: more})
+	if changes, all := changesOf(&prev.kept, &s.kept, prev.names(), s.names(), bounds.MaxEventChanges); all > 0 {
+		g.events.record(Event{At: now, Kind: rulesChanged, Changes: changes, MoreChanges: all - len(changes)})
 	}
 	g.snap.Store(s)
-	g.resources.unpinAllBut(s.by, rules.refs(), now)
+	unshared(prev, s)
+	g.resources.unpin(unpinned(prev, s, rules.refs()), now)
 	g.unusedAt.Store(now + int64(unusedAfter)) // see unused.go
 	return nil
+}
+
+// unshared stops the resources of prev's bindings telling a breaker that
+// read their counter and is not in force in next. A breaker of next that
+// reads one was given it when next was compiled (bindShared).
+func unshared(prev, next *snapshot) {
+	for name, b := range prev.by {
+		if b.shared == nil {
+			continue
+		}
+		if nb := next.by[name]; nb == nil || nb.shared == nil {
+			b.res.shared.CompareAndSwap(b.shared, nil)
+		}
+	}
+}
+
+// unpinned returns the names of the resources that the rules of prev pin
+// (bind one, or are read as a RefResource) and those of next, whose rules
+// read refs, do not.
+func unpinned(prev, next *snapshot, refs map[string]bool) iter.Seq[string] {
+	gone := func(name string) bool { return next.by[name] == nil && !refs[name] }
+	return func(yield func(string) bool) {
+		for name := range prev.by {
+			if gone(name) && !yield(name) {
+				return
+			}
+		}
+		for i := range prev.kept.flow {
+			if w := prev.kept.flow[i].whole; w != nil && w.RefResource != "" && gone(w.RefResource) && !yield(w.RefResource) {
+				return
+			}
+		}
+	}
 }
 
 // discard is a slog.Handler that drops everything.

@@ -1,6 +1,9 @@
 package slidegate
 
-import "reflect"
+import (
+	"maps"
+	"math"
+)
 
 // keptRules are the rules in force as they were given, which Guard.Rules
 // returns and a new set of rules is matched against. Most rules are a
@@ -45,7 +48,7 @@ func keep(rules Rules) keptRules {
 	for i := range rules.Flow {
 		f := &rules.Flow[i]
 		k.flow[i] = keptFlow{resource: f.Resource, limit: f.Limit}
-		if rest := *f; !isZero(restOfFlow(&rest)) {
+		if !f.plain() {
 			whole := *f // a copy: a pointer into rules would keep all of them
 			k.flow[i].whole = &whole
 		}
@@ -53,7 +56,7 @@ func keep(rules Rules) keptRules {
 	for i := range rules.Breakers {
 		b := &rules.Breakers[i]
 		k.breakers[i] = keptBreaker{resource: b.Resource, strategy: b.Strategy, threshold: b.Threshold, count: b.Count}
-		if rest := *b; !isZero(restOfBreaker(&rest)) {
+		if !b.plain() {
 			whole := *b
 			k.breakers[i].whole = &whole
 		}
@@ -61,21 +64,66 @@ func keep(rules Rules) keptRules {
 	return k
 }
 
-// restOfFlow clears in f the fields a keptFlow keeps, and returns it.
-func restOfFlow(f *FlowRule) *FlowRule {
-	f.Resource, f.Limit = "", 0
-	return f
+// plain reports whether f is a resource and a limit alone: every other
+// field zero, a float's bits too (-0 is kept as given). A field added to
+// FlowRule must be added here: TestKeptRulesComeBackAsGiven sets each
+// field in turn, and fails for one left out.
+func (f *FlowRule) plain() bool {
+	return f.Name == "" && f.Type == "" && f.Interval == 0 && f.Buckets == 0 && f.MaxWait == 0 &&
+		f.WarmUp == 0 && zeroBits(f.ColdFactor) && f.Borrow == 0 && f.RefResource == "" && !f.Cluster &&
+		f.Lease == 0 && !f.PerKey && f.Overrides == nil && zeroBits(f.CPUThreshold) && f.Algorithm == "" &&
+		f.MinLimit == 0 && f.MaxLimit == 0 && zeroBits(f.Tolerance) && f.Share == "" && !f.Shadow
 }
 
-// restOfBreaker clears in b the fields a keptBreaker keeps, and returns it.
-func restOfBreaker(b *BreakerRule) *BreakerRule {
-	b.Resource, b.Strategy, b.Threshold, b.Count = "", "", 0, 0
-	return b
+// plain reports whether b is a resource, a strategy, a threshold and a
+// count alone, as FlowRule.plain.
+func (b *BreakerRule) plain() bool {
+	return b.Name == "" && b.MaxRT == 0 && b.MinRequests == nil && b.Interval == 0 && b.Buckets == 0 &&
+		b.OpenTimeout == 0 && b.MaxOpenTimeout == 0 && b.Probes == 0 && b.ProbeTimeout == 0 &&
+		zeroBits(b.K) && b.Protection == nil && b.BlockPolicy == "" && !b.Shadow
 }
 
-// isZero reports whether every field of the struct p points to is zero:
-// read by reflection, so that a field added to a rule is never left out.
-func isZero[T any](p *T) bool { return reflect.ValueOf(p).Elem().IsZero() }
+// zeroBits reports whether v is +0: -0 is not.
+func zeroBits(v float64) bool { return math.Float64bits(v) == 0 }
+
+// same reports whether r are the rules kept, as given: each rule equal
+// field by field, in the same order. A rule kept whole is compared by its
+// key (appendKey), which writes every field, and its overrides.
+func (k *keptRules) same(r *Rules) bool {
+	if r.Shadow != k.shadow || len(r.Flow) != len(k.flow) || len(r.Breakers) != len(k.breakers) ||
+		(r.Flow == nil) != (k.flow == nil) || (r.Breakers == nil) != (k.breakers == nil) {
+		return false
+	}
+	var a, b []byte
+	for i := range r.Flow {
+		f, kf := &r.Flow[i], &k.flow[i]
+		if f.Resource != kf.resource || f.Limit != kf.limit || f.plain() != (kf.whole == nil) {
+			return false
+		}
+		if kf.whole != nil {
+			// Overrides by their hash first (thousands of them: none
+			// sorted), then for certain.
+			a, b = f.appendKey(a[:0], false), kf.whole.appendKey(b[:0], false)
+			if string(a) != string(b) || (f.Overrides == nil) != (kf.whole.Overrides == nil) || !maps.Equal(f.Overrides, kf.whole.Overrides) {
+				return false
+			}
+		}
+	}
+	for i := range r.Breakers {
+		x, kb := &r.Breakers[i], &k.breakers[i]
+		if x.Resource != kb.resource || x.Strategy != kb.strategy || math.Float64bits(x.Threshold) != math.Float64bits(kb.threshold) ||
+			x.Count != kb.count || x.plain() != (kb.whole == nil) {
+			return false
+		}
+		if kb.whole != nil {
+			a, b = x.appendKey(a[:0]), kb.whole.appendKey(b[:0])
+			if string(a) != string(b) {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // flowAt returns flow rule i.
 func (k *keptRules) flowAt(i int) FlowRule {

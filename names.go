@@ -2,7 +2,9 @@ package slidegate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -37,6 +39,14 @@ func (r Rules) Named() Rules {
 // names returns the name of every flow rule and every breaker rule of r, as
 // Named gives them.
 func (r Rules) names() (flows, breakers []string) {
+	if flows, breakers, ok := r.defaultNames(); ok {
+		return flows, breakers
+	}
+	return r.numberedNames()
+}
+
+// numberedNames is names, for any rules.
+func (r Rules) numberedNames() (flows, breakers []string) {
 	flows, breakers = make([]string, len(r.Flow)), make([]string, len(r.Breakers))
 	taken := map[[2]string]bool{} // resource, name
 	for i, f := range r.Flow {
@@ -103,6 +113,59 @@ func (r Rules) breakerName(i int) string {
 	return names[at]
 }
 
+// defaultNames returns the names of the rules of r as names does, when
+// every rule's is its default and none needs a number: no rule has a name
+// of its own, and no resource two rules of one default name. ok is false
+// otherwise. It asks one map lookup of each rule's resource, where names
+// asks several of the resource and the name.
+func (r Rules) defaultNames() (flows, breakers []string, ok bool) {
+	bases := defaultBases()
+	const breakerBit = 1 << 15 // beside those of the kinds' bases (2 a kind)
+	if len(bases) > 15 {
+		return nil, nil, false
+	}
+	used := make(map[string]uint16, max(len(r.Flow), len(r.Breakers)))
+	flows = make([]string, len(r.Flow))
+	for i := range r.Flow {
+		f := &r.Flow[i]
+		k := slices.Index(kinds, f.kind())
+		if f.Name != "" || k < 0 {
+			return nil, nil, false
+		}
+		if f.PerKey {
+			k = 2*k + 1
+		} else {
+			k = 2 * k
+		}
+		bit := uint16(1) << k
+		if used[f.Resource]&bit != 0 {
+			return nil, nil, false
+		}
+		used[f.Resource] |= bit
+		flows[i] = bases[k]
+	}
+	breakers = make([]string, len(r.Breakers))
+	for i := range r.Breakers {
+		b := &r.Breakers[i]
+		if b.Name != "" || used[b.Resource]&breakerBit != 0 {
+			return nil, nil, false
+		}
+		used[b.Resource] |= breakerBit
+		breakers[i] = "breaker"
+	}
+	return flows, breakers, true
+}
+
+// defaultBases returns the default names of flow rules, 2k for kind k and
+// 2k+1 for a per-key rule of it: "qps", "qps_per_key", ...
+var defaultBases = sync.OnceValue(func() []string {
+	var b []string
+	for _, k := range kinds {
+		b = append(b, k.Name, k.Name+"_per_key")
+	}
+	return b
+})
+
 // ownNames returns the names the rules of r have of their own (Name), ""
 // for those without.
 func (r Rules) ownNames() (flows, breakers []string) {
@@ -152,11 +215,11 @@ func trimSpace(s string) string {
 func sameNames(r Rules, into []Problem) []Problem {
 	type named struct{ resource, name string }
 	first := map[named]string{}
-	note := func(rule, resource, name string) {
+	note := func(list string, i int, resource, name string) {
 		if name == "" {
 			return
 		}
-		k := named{resource, name}
+		k, rule := named{resource, name}, ruleAt(list, i)
 		if at, ok := first[k]; ok {
 			into = append(into, Problem{Rule: rule, Resource: resource, Field: "name",
 				Reason: fmt.Sprintf("%q is the name of %s too: the rules of a resource have names of their own", name, at)})
@@ -165,10 +228,10 @@ func sameNames(r Rules, into []Problem) []Problem {
 		first[k] = rule
 	}
 	for i, f := range r.Flow {
-		note(ruleAt("flow", i), f.Resource, f.Name)
+		note("flow", i, f.Resource, f.Name)
 	}
 	for i, b := range r.Breakers {
-		note(ruleAt("breakers", i), b.Resource, b.Name)
+		note("breakers", i, b.Resource, b.Name)
 	}
 	return into
 }

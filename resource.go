@@ -1,6 +1,7 @@
 package slidegate
 
 import (
+	"iter"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -382,16 +383,45 @@ func (t *resourceTable) evict(now int64) bool {
 
 // pin returns the resource called name, making it whatever the table holds:
 // rules name it. Pinned resources are never evicted.
-func (t *resourceTable) pin(name string) *resource {
+func (t *resourceTable) pin(name string) *resource { return t.pinMade(name, t.made(name)) }
+
+// made returns the resource called name in the table, or a new one, not
+// in it: what pinMade pins. It may be called from several goroutines.
+func (t *resourceTable) made(name string) *resource {
+	if v, ok := t.m.Load(name); ok { // made by a request already
+		return v.(*resource)
+	}
+	return newResource(name, t.clock)
+}
+
+// pinMade is pin, given made, the resource made (made) for name: kept if
+// the table has none of that name by now.
+func (t *resourceTable) pinMade(name string, made *resource) *resource {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v, loaded := t.m.LoadOrStore(name, newResource(name, t.clock))
+	v, loaded := t.m.LoadOrStore(name, made)
 	if !loaded {
 		t.n.Add(1)
 	}
 	r := v.(*resource)
 	r.pinned.Store(true)
 	return r
+}
+
+// unpin lets the resources called by the names of gone be evicted again,
+// as unpinAllBut does those it does not keep: gone are the names the rules
+// in force no longer pin, so that a reload need not read the whole table.
+func (t *resourceTable) unpin(gone iter.Seq[string], now int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range gone {
+		if v, ok := t.m.Load(name); ok {
+			if r := v.(*resource); r.pinned.Load() {
+				r.lastUse.Store(now)
+				r.pinned.Store(false)
+			}
+		}
+	}
 }
 
 // unpinAllBut lets resources that the rules no longer name be evicted again,

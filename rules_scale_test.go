@@ -112,3 +112,99 @@ func TestARuleOfTenThousandOverridesReloadsInMilliseconds(t *testing.T) {
 		}
 	}
 }
+
+// qpsAndBreakers returns rules of n resources, each with a QPS rule and an
+// error-ratio breaker, the limits those of the k-th variant: k = 0 and
+// k = 1 differ in every limit and every threshold.
+func qpsAndBreakers(n, k int) Rules {
+	r := Rules{Flow: make([]FlowRule, n), Breakers: make([]BreakerRule, n)}
+	for i := range n {
+		name := "GET /api/v1/resource-" + strconv.Itoa(i)
+		r.Flow[i] = FlowRule{Resource: name, Limit: int64(1000 + k)}
+		r.Breakers[i] = BreakerRule{Resource: name, Strategy: ErrorRatioBreaker, Threshold: 0.5 + float64(k)/10}
+	}
+	return r
+}
+
+// BenchmarkSetRulesQPSAndBreakers puts the rules of 20,000 resources in
+// force, each a QPS rule and an error-ratio breaker: into a new guard
+// (first), again into a guard that has them (same), and with every limit
+// and threshold changed (changed), end to end, from validation to the new
+// rules in force and their event.
+func BenchmarkSetRulesQPSAndBreakers(b *testing.B) {
+	const n = 20000
+	rs := [2]Rules{qpsAndBreakers(n, 0), qpsAndBreakers(n, 1)}
+	newGuard := func(b *testing.B) *Guard {
+		g, err := New(WithClock(clock.NewManual(int64(time.Hour))), WithMaxResources(2*n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return g
+	}
+	set := func(b *testing.B, g *Guard, r Rules) {
+		if err := g.SetRules(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			g := newGuard(b)
+			b.StartTimer()
+			set(b, g, rs[0])
+		}
+	})
+	b.Run("same", func(b *testing.B) {
+		g := newGuard(b)
+		set(b, g, rs[0])
+		b.ReportAllocs()
+		for b.Loop() {
+			set(b, g, rs[0])
+		}
+	})
+	b.Run("changed", func(b *testing.B) {
+		g := newGuard(b)
+		set(b, g, rs[0])
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			set(b, g, rs[(i+1)%2])
+		}
+	})
+}
+
+// BenchmarkMakingWhatRulesNeed makes, alone, what SetRules of
+// BenchmarkSetRulesQPSAndBreakers makes for 20,000 resources: their
+// resources (counter and latency sketch), QPS limiters and breakers; the
+// floor of a first load, which the guard's own work comes on top of.
+func BenchmarkMakingWhatRulesNeed(b *testing.B) {
+	c := clock.NewManual(int64(time.Hour))
+	rs := qpsAndBreakers(20000, 0)
+	b.Run("resources", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			made := make([]*resource, len(rs.Flow))
+			for i := range made {
+				made[i] = newResource(rs.Flow[i].Resource, c)
+			}
+		}
+	})
+	b.Run("qps", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			made := make([]rule, len(rs.Flow))
+			for i := range made {
+				made[i], _ = buildFlow(rs.Flow[i], builder{clock: c})
+			}
+		}
+	})
+	b.Run("breakers", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			made := make([]*breakerRule, len(rs.Breakers))
+			for i := range made {
+				made[i], _ = buildBreaker(rs.Breakers[i], c, nil)
+			}
+		}
+	})
+}

@@ -88,13 +88,29 @@ func (e *RulesError) Error() string {
 
 // Validate checks every rule and returns a *RulesError listing every
 // problem, or nil.
-func (r Rules) Validate() error {
+func (r Rules) Validate() error { return r.validate(judgeAll) }
+
+// Whom validate has judge rules by building their enforcers: the
+// limiters' and breakers' constructors judge a rule's fields together
+// (bucket widths, interval splits), once each field is sound alone.
+const (
+	judgeAll = iota
+	// judgeUnbuilt leaves out the rules that compile builds with the
+	// constructor that would judge them, to the same verdict: a breaker,
+	// and a flow rule that is neither per key nor a cluster rule (those
+	// compile builds otherwise). SetRules then judges by the build itself.
+	judgeUnbuilt
+)
+
+// validate is Validate, judging the rules that judge says.
+func (r Rules) validate(judge int) error {
 	var ps []Problem
-	for i, f := range r.Flow {
-		ps = f.check(ruleAt("flow", i), ps)
+	for i := range r.Flow {
+		f := &r.Flow[i]
+		ps = f.check("flow", i, ps, judge == judgeAll || !builtAlike(f))
 	}
 	for i, b := range r.Breakers {
-		ps = b.check(ruleAt("breakers", i), ps)
+		ps = b.check("breakers", i, ps, judge == judgeAll)
 	}
 	ps = sameNames(r, ps)
 	ps = sharedClusterCounts(r.Flow, ps)
@@ -107,6 +123,11 @@ func (r Rules) Validate() error {
 	}
 	return &RulesError{Problems: ps}
 }
+
+// builtAlike reports whether compile builds flow rule f's enforcer as
+// validate judges it: with the same constructor and settings, so that the
+// build refuses f if and only if the judging would.
+func builtAlike(f *FlowRule) bool { return !f.PerKey && !f.Cluster }
 
 // sharedClusterCounts finds cluster rules that would keep one count: a
 // cluster keeps a count per resource, interval and buckets, which two such
@@ -166,14 +187,17 @@ func mixedShadow(rules []FlowRule, into []Problem) []Problem {
 // ruleAt names the rule at index i of list: "flow[2]".
 func ruleAt(list string, i int) string { return list + "[" + strconv.Itoa(i) + "]" }
 
-// problems collects the problems of one rule.
+// problems collects the problems of one rule, rule at of list in (its
+// place is written only for a problem: most rules have none).
 type problems struct {
-	rule, resource string
-	list           []Problem
+	in       string
+	at       int
+	resource string
+	list     []Problem
 }
 
 func (p *problems) add(field, format string, args ...any) {
-	p.list = append(p.list, Problem{Rule: p.rule, Resource: p.resource, Field: field, Reason: fmt.Sprintf(format, args...)})
+	p.list = append(p.list, Problem{Rule: ruleAt(p.in, p.at), Resource: p.resource, Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
 // ruleName checks a rule's name.

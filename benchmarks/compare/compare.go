@@ -65,6 +65,9 @@ type Shape struct {
 	// Setups skip the benchmark then; TestRows and comparetable leave its
 	// rows out.
 	Unavailable func() string
+	// Serial, if true, gives the shape a serial row only: an operation
+	// that callers do not run side by side, such as loading rules.
+	Serial bool
 }
 
 // Shapes lists the comparisons in table order.
@@ -89,12 +92,16 @@ type Row struct {
 	Unavailable func() string
 }
 
-// Rows returns a serial and a parallel row for every Impl of every Shape,
-// grouped by shape and mode.
+// Rows returns a serial and a parallel row for every Impl of every Shape
+// (a serial row only for a Serial Shape), grouped by shape and mode.
 func Rows() []Row {
 	var rows []Row
 	for _, s := range Shapes {
-		for _, mode := range []string{"serial", "parallel"} {
+		modes := []string{"serial", "parallel"}
+		if s.Serial {
+			modes = modes[:1]
+		}
+		for _, mode := range modes {
 			for _, im := range s.Impls {
 				rows = append(rows, Row{
 					Name:        s.ID + "/" + mode + "/" + im.Name,
