@@ -390,3 +390,54 @@ func TestASharedBreakerAllocatesNothingPerRequest(t *testing.T) {
 		t.Errorf("%v allocations per Enter+Exit", n)
 	}
 }
+
+// inExitGap runs read in every Exit of the test between the resource's
+// counting of the request and the breakers' settling of it.
+func inExitGap(t *testing.T, read func()) {
+	t.Helper()
+	exitCounted = read
+	t.Cleanup(func() { exitCounted = nil })
+}
+
+func TestASharedBreakerNeverReadsACanceledBatchAsFailures(t *testing.T) {
+	g, _ := sharedGuard(t, BreakerRule{Strategy: ErrorCountBreaker, Count: 1000})
+	var seen []breaker.Stats
+	inExitGap(t, func() { seen = append(seen, breakerOf(t, g)) })
+	mustEnter(t, g, "db", WithCount(1000)).Exit(context.Canceled)
+	mustEnter(t, g, "db", WithCount(1000)).Exit(errBoom) // counted once
+	mustEnter(t, g, "db").Exit(errBoom)
+	want := []int64{0, 1, 2} // after each Exit, what the breaker's own window holds
+	for i, s := range seen {
+		if s.Failures > want[i] || s.Failures < 0 || s.Successes < 0 || s.State != breaker.Closed {
+			t.Errorf("within Exit %d the breaker read %+v: more than the %d failures it counts", i+1, s, want[i])
+		}
+	}
+	if s := breakerOf(t, g); s.Failures != 2 || s.State != breaker.Closed {
+		t.Errorf("after the Exits: %+v, want 2 failures, closed", s)
+	}
+}
+
+func TestASharedBreakerNeverReadsABatchOfAnEarlierStateAsFailures(t *testing.T) {
+	g, clk := sharedGuard(t, BreakerRule{Strategy: ErrorCountBreaker, Count: 3})
+	old := mustEnter(t, g, "db", WithCount(1000)) // allowed while closed
+	for i := 0; breakerOf(t, g).State != breaker.Open; i++ {
+		if i == 10 {
+			t.Fatalf("after %d failures: %+v, want open", i, breakerOf(t, g))
+		}
+		mustEnter(t, g, "db").Exit(errBoom)
+	}
+	clk.Advance(time.Minute) // past the open timeout: a probe closes it
+	mustEnter(t, g, "db").Exit(nil)
+	if s := breakerOf(t, g); s.State != breaker.Closed {
+		t.Fatalf("after the probe's success: %+v, want closed", s)
+	}
+	clk.Advance(time.Second) // the closing's bucket is the breaker's own
+	var seen []breaker.Stats
+	inExitGap(t, func() { seen = append(seen, breakerOf(t, g)) })
+	old.Exit(errBoom) // of the earlier state: not counted
+	for _, s := range seen {
+		if s.Failures != 0 || s.State != breaker.Closed {
+			t.Errorf("within the Exit of a request of an earlier state the breaker read %+v", s)
+		}
+	}
+}

@@ -27,9 +27,11 @@ import (
 //     that ended with context.Canceled (a failure to the resource, ignored
 //     by the circuit), one allowed in an earlier generation (before the
 //     circuit opened, say) or as a probe, and one allowed before the
-//     circuit was given the counter. The circuit is told of each after the
-//     resource counted it, and adds it to x, a counter of what to take
-//     away, made when first needed. Between the two, a reader counts it.
+//     circuit was given the counter. The circuit is told of each before the
+//     resource counts it, and adds it to x, a counter of what to take
+//     away, made when first needed: a reader in between counts less, not
+//     more. What the circuit adds (the cell, a batch's one at served) it
+//     adds after the resource counted, for the same reason.
 //   - The resource counts a batch (a request entered as n) n times, at the
 //     time the request exited; the circuit counts it once, at the time it
 //     was served (exited less the time it paused). x holds the difference.
@@ -147,6 +149,9 @@ func (w *closedWindow) sharedSumsAt(now int64) window.Sums {
 		out[window.Succeeded] += w.cell[Success].Load()
 		out[window.Failed] += w.cell[Failure].Load()
 	}
+	// What is taken away before the resource counts it reads short a
+	// moment: never below none.
+	out[window.Succeeded], out[window.Failed] = max(out[window.Succeeded], 0), max(out[window.Failed], 0)
 	return out
 }
 
@@ -183,75 +188,111 @@ func eventOf(failed bool) window.Event {
 	return window.Succeeded
 }
 
-// uncounted takes away from c's window n requests its resource counted at
-// time exited that c does not count (see internal/breakerhook's
+// uncounted takes away from c's window n requests its resource is about
+// to count at time exited that c does not count, and returns the window it
+// took from last, for uncountedAfter (see internal/breakerhook's
 // Uncounted).
-func (c *Circuit) uncounted(exited int64, failed bool, n int64) {
-	c.takeFrom(c.stats.Load(), timegrid.Clamp(exited), eventOf(failed), n)
+func (c *Circuit) uncounted(exited int64, failed bool, n int64) any {
+	return c.takeFrom(c.stats.Load(), timegrid.Clamp(exited), eventOf(failed), n)
+}
+
+// uncountedAfter takes the requests of uncounted, now counted by the
+// resource, away from each window that replaced w since.
+func (c *Circuit) uncountedAfter(w any, exited int64, failed bool, n int64) {
+	if next := c.stats.Load(); next != w {
+		c.takeFrom(next, timegrid.Clamp(exited), eventOf(failed), n)
+	}
 }
 
 // takeFrom takes n of event e at time exited away from window w, and from
-// each window that replaced it since: a request the resource counted
-// before a closing whose clock read it did not precede is read by the new
-// window too.
-func (c *Circuit) takeFrom(w *closedWindow, exited int64, e window.Event, n int64) {
+// each window that replaced it since, and returns the last: a request the
+// resource counts before a closing whose clock read it did not precede is
+// read by the new window too.
+func (c *Circuit) takeFrom(w *closedWindow, exited int64, e window.Event, n int64) *closedWindow {
 	for w != nil {
 		if w.after(exited) {
 			w.take(exited, e, n)
 		}
 		next := c.stats.Load()
 		if next == w {
-			return
+			return w
 		}
 		w = next
 	}
+	return nil
+}
+
+// buckets returns the buckets of from, of served and of exited, for a
+// request of w served at served and exited at exited: served's bucket is
+// from's at the earliest.
+func (w *closedWindow) buckets(served, exited int64) (bf, bs, be uint64) {
+	from := w.from.Load() // set: the state word is stored after it
+	bf, be = sharedGrid.Index(from), sharedGrid.Index(exited)
+	bs = be
+	if served != exited || be < bf {
+		bs = sharedGrid.Index(max(served, from))
+	}
+	return bf, bs, be
+}
+
+// takeShared takes away, before the resource counts p's request (n at
+// time exited, failed unless o is Success), what p's shared circuit will
+// not count of it: a reader in between counts less, never more. It
+// returns the window it took from last, and whether the circuit counts
+// the request there, for settleShared (see internal/breakerhook's
+// TakeShared). Only takeShared takes away; settleShared only adds.
+func (p Promise) takeShared(served, exited int64, o Outcome, n int64) (any, bool) {
+	r, ok := p.rec.(*circuitRecorder)
+	if !ok || !r.shared || o > Ignored {
+		return nil, false
+	}
+	c := (*Circuit)(r)
+	served, exited = timegrid.Clamp(served), timegrid.Clamp(exited)
+	e := eventOf(o != Success)
+	w := c.stats.Load() // before the state word: see Circuit.stats
+	if p.token&probeBit != 0 || o == Ignored || c.state.Load() != p.token {
+		return c.takeFrom(w, exited, e, n), false
+	}
+	// Counted: one of o at served, where the resource counts n of e at
+	// exited.
+	bf, bs, be := w.buckets(served, exited)
+	switch {
+	case bs == be && bs != bf:
+		if n > 1 {
+			w.take(exited, e, n-1)
+		}
+	case be > bf:
+		w.take(exited, e, n)
+	}
+	return w, true
 }
 
 // settleShared settles p, of a shared circuit, once the resource counted
-// its request: n at time exited, failed unless o is Success (see
-// internal/breakerhook's SettleShared).
-func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
+// its request: n at time exited, failed unless o is Success; w and counted
+// are what takeShared returned (see internal/breakerhook's SettleShared).
+func (p Promise) settleShared(t any, counted bool, served, exited int64, o Outcome, n int64) {
 	r, ok := p.rec.(*circuitRecorder)
 	if !ok || !r.shared || o > Ignored {
 		return
 	}
 	c := (*Circuit)(r)
+	w, _ := t.(*closedWindow)
 	served, exited = timegrid.Clamp(served), timegrid.Clamp(exited)
-	e := eventOf(o != Success)
-	if p.token&probeBit != 0 {
-		c.settleProbe(p.token&^probeBit, p.start, served, o)
-		c.takeFrom(c.stats.Load(), exited, e, n)
+	if !counted {
+		if p.token&probeBit != 0 {
+			c.settleProbe(p.token&^probeBit, p.start, served, o)
+		}
+		if next := c.stats.Load(); next != w {
+			c.takeFrom(next, exited, eventOf(o != Success), n)
+		}
 		return
 	}
-	gen := p.token
-	w := c.stats.Load() // before the state word: see Circuit.stats
-	if o == Ignored || c.state.Load() != gen {
-		c.takeFrom(w, exited, e, n)
-		return
-	}
-	// Counted: one of o at served, where the resource counted n of e at
-	// exited; served's bucket is from's at the earliest.
-	from := w.from.Load() // set: the state word is stored after it
-	bf, be := sharedGrid.Index(from), sharedGrid.Index(exited)
-	bs := be
-	if served != exited || be < bf {
-		bs = sharedGrid.Index(max(served, from))
-	}
+	bf, bs, be := w.buckets(served, exited)
 	switch {
 	case bs == bf:
 		w.cell[o].Add(1)
-		if be > bf {
-			w.take(exited, e, n)
-		}
-	case bs == be:
-		if n > 1 {
-			w.take(exited, e, n-1)
-		}
-	default:
-		w.take(served, e, -1)
-		if be > bf {
-			w.take(exited, e, n)
-		}
+	case bs != be:
+		w.take(served, eventOf(o != Success), -1)
 	}
 	if o == Success {
 		if w.run.Load() != 0 {
@@ -263,13 +304,13 @@ func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
 		// bucket's end, the resource, which counted it at its exit, may
 		// have reused the slot of the oldest bucket as of served.
 		if s := w.statsAt(max(served, exited), true); c.strategy.meets(s, c.minRequests) {
-			c.transition(gen, Open, served, tripped, s)
+			c.transition(p.token, Open, served, tripped, s)
 		}
 	}
 	// Closed again since w was loaded: the new window does not count the
 	// request, and may read where the resource counted it.
 	if next := c.stats.Load(); next != w {
-		c.takeFrom(next, exited, e, n)
+		c.takeFrom(next, exited, eventOf(o != Success), n)
 	}
 }
 
