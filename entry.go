@@ -155,7 +155,7 @@ func (h Entry) exit(now int64, given bool, err error) {
 		h.overloaded = overloaded
 		h.by.release(h, served, o, false)
 	}
-	if shared != nil {
+	if shared != nil && (taken.add != 0 || given) {
 		shared.exited(e, taken, now, served, o)
 	}
 	e.release()

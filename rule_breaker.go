@@ -35,8 +35,8 @@ var (
 	retryAfterAt   = breakerhook.RetryAfterAt.(func(*breaker.Circuit, int64) time.Duration)
 	sharedOption   = breakerhook.Shared.(func() breaker.Option)
 	share          = breakerhook.Share.(func(*breaker.Circuit, *window.Counter, func()))
-	takeShared     = breakerhook.TakeShared.(func(breaker.Promise, int64, int64, breaker.Outcome, int64) (any, bool))
-	settleShared   = breakerhook.SettleShared.(func(breaker.Promise, any, bool, int64, int64, breaker.Outcome, int64))
+	takeShared     = breakerhook.TakeShared.(func(breaker.Promise, int64, int64, breaker.Outcome, int64) (any, int))
+	settleShared   = breakerhook.SettleShared.(func(breaker.Promise, any, int, int64, int64, breaker.Outcome, int64))
 	uncounted      = breakerhook.Uncounted.(func(*breaker.Circuit, int64, bool, int64) any)
 	uncountedAfter = breakerhook.UncountedAfter.(func(*breaker.Circuit, any, int64, bool, int64))
 	unshare        = breakerhook.Unshare.(func(*breaker.Circuit))
@@ -68,12 +68,12 @@ func (r *breakerRule) release(h *hold, now int64, o breaker.Outcome, blocked boo
 	recordAt(h.promise, now, o)
 }
 
-// sharedTake is what breakerRule.exiting took away, for exited.
+// sharedTake is what breakerRule.exiting did, for exited.
 type sharedTake struct {
-	w, u    any  // the windows taken from last: the promise's, and r's if not its
-	held    int  // the index in the entry's holds of the shared promise, or -1
-	counted bool // whether the promise's circuit counts the request
-	other   bool // whether r took the request away: it did not allow it
+	w, u  any   // the windows taken from last: the promise's, and r's if not its
+	held  int32 // the index in the entry's holds of the shared promise, or -1
+	add   int8  // what exited adds (see breaker's takeShared)
+	other bool  // whether r took the request away: it did not allow it
 }
 
 // exiting tells r, its resource's shared circuit, of the request of entry
@@ -88,8 +88,10 @@ func (r *breakerRule) exiting(e *entry, now, served int64, o breaker.Outcome) (t
 	for i := range e.held {
 		h := &e.held[i]
 		if b, ok := h.by.(*breakerRule); ok && b.shared != nil {
-			t.held = i
-			t.w, t.counted = takeShared(h.promise, served, now, o, e.count)
+			var add int
+			t.held = int32(i)
+			t.w, add = takeShared(h.promise, served, now, o, e.count)
+			t.add = int8(add)
 			if b == r {
 				return t
 			}
@@ -101,10 +103,13 @@ func (r *breakerRule) exiting(e *entry, now, served int64, o breaker.Outcome) (t
 	return t
 }
 
-// exited ends exiting once the resource has counted the request.
+// exited ends exiting once the resource has counted the request. Only
+// what t adds needs it, or a window published since exiting that reads
+// the bucket of now: one whose closing read the clock before now, so
+// only where now was given.
 func (r *breakerRule) exited(e *entry, t sharedTake, now, served int64, o breaker.Outcome) {
 	if t.held >= 0 {
-		settleShared(e.held[t.held].promise, t.w, t.counted, served, now, o, e.count)
+		settleShared(e.held[t.held].promise, t.w, int(t.add), served, now, o, e.count)
 	}
 	if t.other {
 		uncountedAfter(r.shared, t.u, now, o != breaker.Success, e.count)

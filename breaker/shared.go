@@ -222,55 +222,79 @@ func (c *Circuit) takeFrom(w *closedWindow, exited int64, e window.Event, n int6
 	return nil
 }
 
-// buckets returns the buckets of from, of served and of exited, for a
-// request of w served at served and exited at exited: served's bucket is
-// from's at the earliest.
-func (w *closedWindow) buckets(served, exited int64) (bf, bs, be uint64) {
-	from := w.from.Load() // set: the state word is stored after it
-	bf, be = sharedGrid.Index(from), sharedGrid.Index(exited)
-	bs = be
-	if served != exited || be < bf {
-		bs = sharedGrid.Index(max(served, from))
-	}
-	return bf, bs, be
-}
+// What settleShared has to do of a request takeShared found counted, in
+// the bits of its second result: add it to the cell, add it where it was
+// served, count a failure.
+const (
+	addCell = 1 << iota
+	addServed
+	addFailure
+)
 
-// takeShared takes away, before the resource counts p's request (n at
-// time exited, failed unless o is Success), what p's shared circuit will
-// not count of it: a reader in between counts less, never more. It
-// returns the window it took from last, and whether the circuit counts
-// the request there, for settleShared (see internal/breakerhook's
-// TakeShared). Only takeShared takes away; settleShared only adds.
-func (p Promise) takeShared(served, exited int64, o Outcome, n int64) (any, bool) {
+// takeShared does, before the resource counts p's request (n at time
+// exited, failed unless o is Success), what of settling it with p's shared
+// circuit takes away: what the circuit will not count of it, a success's
+// end of the run of failures. A reader in between counts less, never
+// more. It returns the window it took from last, for settleShared, and
+// what settleShared has to add; none if it has only to look for a window
+// published since, which reads exited's bucket only if exited is later
+// than the clock at the publishing (see internal/breakerhook's
+// TakeShared).
+func (p Promise) takeShared(served, exited int64, o Outcome, n int64) (any, int) {
 	r, ok := p.rec.(*circuitRecorder)
 	if !ok || !r.shared || o > Ignored {
-		return nil, false
+		return nil, 0
 	}
 	c := (*Circuit)(r)
 	served, exited = timegrid.Clamp(served), timegrid.Clamp(exited)
 	e := eventOf(o != Success)
+	if p.token&probeBit != 0 {
+		c.settleProbe(p.token&^probeBit, p.start, served, o)
+		return c.takeFrom(c.stats.Load(), exited, e, n), 0
+	}
 	w := c.stats.Load() // before the state word: see Circuit.stats
-	if p.token&probeBit != 0 || o == Ignored || c.state.Load() != p.token {
-		return c.takeFrom(w, exited, e, n), false
+	if o == Ignored || c.state.Load() != p.token {
+		return c.takeFrom(w, exited, e, n), 0
 	}
 	// Counted: one of o at served, where the resource counts n of e at
-	// exited.
-	bf, bs, be := w.buckets(served, exited)
+	// exited; served's bucket is from's at the earliest.
+	from := w.from.Load() // set: the state word is stored after it
+	bf, be := sharedGrid.Index(from), sharedGrid.Index(exited)
+	bs := be
+	if served != exited || be < bf {
+		bs = sharedGrid.Index(max(served, from))
+	}
+	add := 0
 	switch {
-	case bs == be && bs != bf:
+	case bs == bf:
+		add = addCell
+		if be > bf {
+			w.take(exited, e, n)
+		}
+	case bs == be:
 		if n > 1 {
 			w.take(exited, e, n-1)
 		}
-	case be > bf:
-		w.take(exited, e, n)
+	default:
+		add = addServed
+		if be > bf {
+			w.take(exited, e, n)
+		}
 	}
-	return w, true
+	if o == Success {
+		if w.run.Load() != 0 {
+			w.run.Store(0)
+		}
+	} else {
+		add |= addFailure
+	}
+	return w, add
 }
 
-// settleShared settles p, of a shared circuit, once the resource counted
-// its request: n at time exited, failed unless o is Success; w and counted
-// are what takeShared returned (see internal/breakerhook's SettleShared).
-func (p Promise) settleShared(t any, counted bool, served, exited int64, o Outcome, n int64) {
+// settleShared ends takeShared once the resource has counted p's request:
+// t and add are what takeShared returned (see internal/breakerhook's
+// SettleShared).
+func (p Promise) settleShared(t any, add int, served, exited int64, o Outcome, n int64) {
 	r, ok := p.rec.(*circuitRecorder)
 	if !ok || !r.shared || o > Ignored {
 		return
@@ -278,27 +302,13 @@ func (p Promise) settleShared(t any, counted bool, served, exited int64, o Outco
 	c := (*Circuit)(r)
 	w, _ := t.(*closedWindow)
 	served, exited = timegrid.Clamp(served), timegrid.Clamp(exited)
-	if !counted {
-		if p.token&probeBit != 0 {
-			c.settleProbe(p.token&^probeBit, p.start, served, o)
-		}
-		if next := c.stats.Load(); next != w {
-			c.takeFrom(next, exited, eventOf(o != Success), n)
-		}
-		return
-	}
-	bf, bs, be := w.buckets(served, exited)
-	switch {
-	case bs == bf:
+	if add&addCell != 0 {
 		w.cell[o].Add(1)
-	case bs != be:
+	}
+	if add&addServed != 0 {
 		w.take(served, eventOf(o != Success), -1)
 	}
-	if o == Success {
-		if w.run.Load() != 0 {
-			w.run.Store(0)
-		}
-	} else {
+	if add&addFailure != 0 {
 		w.run.Add(1)
 		// Read as of the exit: where the request paused across a
 		// bucket's end, the resource, which counted it at its exit, may

@@ -72,7 +72,7 @@ var Share any
 
 // TakeShared is a
 //
-//	func(p breaker.Promise, served, exited int64, o breaker.Outcome, n int64) (w any, counted bool)
+//	func(p breaker.Promise, served, exited int64, o breaker.Outcome, n int64) (w any, add int)
 //
 // that takes away from p's circuit, made with Shared, what it will not
 // count of p's request, before its resource's counter counts it: n
@@ -82,7 +82,7 @@ var TakeShared any
 
 // SettleShared is a
 //
-//	func(p breaker.Promise, w any, counted bool, served, exited int64, o breaker.Outcome, n int64)
+//	func(p breaker.Promise, w any, add int, served, exited int64, o breaker.Outcome, n int64)
 //
 // that settles p with outcome o at time served once the resource's
 // counter has counted the request, given what TakeShared returned.
