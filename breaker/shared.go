@@ -35,9 +35,26 @@ import (
 //   - The resource counts a batch (a request entered as n) n times, at the
 //     time the request exited; the circuit counts it once, at the time it
 //     was served (exited less the time it paused). x holds the difference.
-//     A failure is checked against the strategy over the window as of the
-//     exit, not as of served as a window of its own is: the resource may
-//     have reused the slot of the bucket that was the oldest at served.
+//
+// Three differences remain, each small:
+//
+//   - A failure is checked against the strategy over the window as of the
+//     exit, from the resource's ring, in which a later request (an Enter
+//     is enough) reuses the slot of the oldest bucket. An exit timed
+//     (ExitAt) before the latest bucket the resource wrote, or two exits
+//     racing across a bucket's end, miss the oldest bucket's outcomes: a
+//     window of its own, moved by outcomes only, holds them. It reads
+//     fewer failures, never more (an error ratio: that of the rest).
+//   - A request the circuit allowed but served in a bucket before from's
+//     (entered at a time given before the closing, or one that read the
+//     clock before the closing did) counts in the cell, from's bucket: it
+//     leaves the window as many buckets later as from's bucket is after
+//     its own, where a window of its own drops it at once if older than
+//     the window.
+//   - x, about 600 bytes, is made by the first request it takes away in a
+//     bucket after from's (one canceled, one batch, one paused across a
+//     bucket's end, one of an earlier state or from before the rule) and
+//     kept until the next closing.
 //
 // It reads every bucket at each failure, two words a bucket: not through
 // the cache of window.CachedSums, so a value added late for an older bucket
