@@ -256,6 +256,7 @@ func TestASharedBreakerCountsWhatAWindowOfItsOwnWould(t *testing.T) {
 }
 
 func sharedAgreesWithItsOwnWindow(t *testing.T, rule BreakerRule, seed uint64) {
+	t.Cleanup(func() { exitCounted = nil })
 	rule.Resource = "db"
 	clk := clock.NewManual(int64(time.Hour) + int64(seed)*int64(37*time.Millisecond))
 	g, err := New(WithClock(clk))
@@ -332,9 +333,18 @@ func sharedAgreesWithItsOwnWindow(t *testing.T, rule BreakerRule, seed uint64) {
 				// request still tells what the resource counted.
 				err, o = context.Canceled, breaker.Ignored
 			}
+			var gap breaker.Stats
+			exitCounted = func() { gap = breakerOf(t, g) }
 			q.e.Exit(err)
+			exitCounted = nil
 			recordAt(q.p, served, o)
 			what = fmt.Sprintf("exit of %d started %v ago, paused %v: %v", q.n, time.Duration(now-q.start), time.Duration(q.paused), err)
+			// Read within Exit, the shared circuit counts no more than
+			// its own window holds once the request is settled.
+			if own := ref.StatsAt(now); own.State == breaker.Closed && gap.State == breaker.Closed &&
+				(gap.Failures > own.Failures || gap.Successes > own.Successes || gap.Failures < 0 || gap.Successes < 0) {
+				t.Fatalf("step %d, within %s:\nshared %+v\nown    %+v after", step, what, gap, own)
+			}
 		case k < 9 && len(held) > 0:
 			i := r.IntN(len(held))
 			d := time.Duration(r.Int64N(int64(3 * time.Second)))
