@@ -256,6 +256,7 @@ func TestASharedBreakerCountsWhatAWindowOfItsOwnWould(t *testing.T) {
 }
 
 func sharedAgreesWithItsOwnWindow(t *testing.T, rule BreakerRule, seed uint64) {
+	t.Cleanup(func() { exitCounted = nil })
 	rule.Resource = "db"
 	clk := clock.NewManual(int64(time.Hour) + int64(seed)*int64(37*time.Millisecond))
 	g, err := New(WithClock(clk))
@@ -332,9 +333,18 @@ func sharedAgreesWithItsOwnWindow(t *testing.T, rule BreakerRule, seed uint64) {
 				// request still tells what the resource counted.
 				err, o = context.Canceled, breaker.Ignored
 			}
+			var gap breaker.Stats
+			exitCounted = func() { gap = breakerOf(t, g) }
 			q.e.Exit(err)
+			exitCounted = nil
 			recordAt(q.p, served, o)
 			what = fmt.Sprintf("exit of %d started %v ago, paused %v: %v", q.n, time.Duration(now-q.start), time.Duration(q.paused), err)
+			// Read within Exit, the shared circuit counts no more than
+			// its own window holds once the request is settled.
+			if own := ref.StatsAt(now); own.State == breaker.Closed && gap.State == breaker.Closed &&
+				(gap.Failures > own.Failures || gap.Successes > own.Successes || gap.Failures < 0 || gap.Successes < 0) {
+				t.Fatalf("step %d, within %s:\nshared %+v\nown    %+v after", step, what, gap, own)
+			}
 		case k < 9 && len(held) > 0:
 			i := r.IntN(len(held))
 			d := time.Duration(r.Int64N(int64(3 * time.Second)))
@@ -388,5 +398,56 @@ func TestASharedBreakerAllocatesNothingPerRequest(t *testing.T) {
 	f() // makes the counter of what the breaker takes away, once
 	if n := testing.AllocsPerRun(1000, f); n != 0 {
 		t.Errorf("%v allocations per Enter+Exit", n)
+	}
+}
+
+// inExitGap runs read in every Exit of the test between the resource's
+// counting of the request and the breakers' settling of it.
+func inExitGap(t *testing.T, read func()) {
+	t.Helper()
+	exitCounted = read
+	t.Cleanup(func() { exitCounted = nil })
+}
+
+func TestASharedBreakerNeverReadsACanceledBatchAsFailures(t *testing.T) {
+	g, _ := sharedGuard(t, BreakerRule{Strategy: ErrorCountBreaker, Count: 1000})
+	var seen []breaker.Stats
+	inExitGap(t, func() { seen = append(seen, breakerOf(t, g)) })
+	mustEnter(t, g, "db", WithCount(1000)).Exit(context.Canceled)
+	mustEnter(t, g, "db", WithCount(1000)).Exit(errBoom) // counted once
+	mustEnter(t, g, "db").Exit(errBoom)
+	want := []int64{0, 1, 2} // after each Exit, what the breaker's own window holds
+	for i, s := range seen {
+		if s.Failures > want[i] || s.Failures < 0 || s.Successes < 0 || s.State != breaker.Closed {
+			t.Errorf("within Exit %d the breaker read %+v: more than the %d failures it counts", i+1, s, want[i])
+		}
+	}
+	if s := breakerOf(t, g); s.Failures != 2 || s.State != breaker.Closed {
+		t.Errorf("after the Exits: %+v, want 2 failures, closed", s)
+	}
+}
+
+func TestASharedBreakerNeverReadsABatchOfAnEarlierStateAsFailures(t *testing.T) {
+	g, clk := sharedGuard(t, BreakerRule{Strategy: ErrorCountBreaker, Count: 3})
+	old := mustEnter(t, g, "db", WithCount(1000)) // allowed while closed
+	for i := 0; breakerOf(t, g).State != breaker.Open; i++ {
+		if i == 10 {
+			t.Fatalf("after %d failures: %+v, want open", i, breakerOf(t, g))
+		}
+		mustEnter(t, g, "db").Exit(errBoom)
+	}
+	clk.Advance(time.Minute) // past the open timeout: a probe closes it
+	mustEnter(t, g, "db").Exit(nil)
+	if s := breakerOf(t, g); s.State != breaker.Closed {
+		t.Fatalf("after the probe's success: %+v, want closed", s)
+	}
+	clk.Advance(time.Second) // the closing's bucket is the breaker's own
+	var seen []breaker.Stats
+	inExitGap(t, func() { seen = append(seen, breakerOf(t, g)) })
+	old.Exit(errBoom) // of the earlier state: not counted
+	for _, s := range seen {
+		if s.Failures != 0 || s.State != breaker.Closed {
+			t.Errorf("within the Exit of a request of an earlier state the breaker read %+v", s)
+		}
 	}
 }

@@ -96,6 +96,10 @@ type entry struct {
 
 }
 
+// exitCounted, for tests, runs in Exit once the resource has counted the
+// request: a breaker read then must count no more than it will after.
+var exitCounted func()
+
 var entries = sync.Pool{New: func() any { return new(entry) }}
 
 // Exit ends the request: it records err (nil for success) and the response
@@ -127,12 +131,22 @@ func (h Entry) exit(now int64, given bool, err error) {
 	// The response time is the service's: the time the request waited on
 	// its client is taken out, and its rules end it that much earlier.
 	d := max(now-e.start-e.waitedAt(now), 0)
+	served := e.start + d
+	// A shared breaker takes away what it will not count before the
+	// resource counts the request: in between, it reads less, never more.
+	shared := e.res.shared.Load()
+	var taken sharedTake
+	if shared != nil {
+		taken = shared.exiting(e, now, served, o)
+	}
 	e.res.exit(e.mark, now, d, e.count, err != nil)
+	if exitCounted != nil {
+		exitCounted()
+	}
 	if e.inbound {
 		e.g.inbound.exit(mark{}, now, d, e.count, err != nil)
 	}
 	overloaded := err != nil && IsOverloaded(err)
-	served := e.start + d
 	for i := range e.held {
 		h := &e.held[i]
 		if h.undoOnly {
@@ -141,8 +155,8 @@ func (h Entry) exit(now int64, given bool, err error) {
 		h.overloaded = overloaded
 		h.by.release(h, served, o, false)
 	}
-	if r := e.res.shared.Load(); r != nil {
-		r.exited(e, now, served, o)
+	if shared != nil && (taken.add != 0 || given) {
+		shared.exited(e, taken, now, served, o)
 	}
 	e.release()
 }

@@ -45,7 +45,9 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 // resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
 // own state: a QPS rule and an error-ratio breaker, with their defaults,
 // about 1 KB more (at most 1,100 bytes): the breaker reads the resource's
-// counts.
+// counts. That holds until the breaker first sets a request apart from
+// what the resource counted (one canceled, one batch, one paused across a
+// bucket's end): then about 600 bytes more, until it next closes.
 const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of

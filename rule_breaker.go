@@ -30,15 +30,17 @@ type breakerRule struct {
 // outcome the guard has classified. retryAfterAt is an open circuit's rest
 // of its timeout.
 var (
-	onTransition = breakerhook.OnTransition.(func(func(*breaker.Circuit, breaker.Transition)) breaker.Option)
-	recordAt     = breakerhook.RecordAt.(func(breaker.Promise, int64, breaker.Outcome))
-	retryAfterAt = breakerhook.RetryAfterAt.(func(*breaker.Circuit, int64) time.Duration)
-	sharedOption = breakerhook.Shared.(func() breaker.Option)
-	share        = breakerhook.Share.(func(*breaker.Circuit, *window.Counter, func()))
-	settleShared = breakerhook.SettleShared.(func(breaker.Promise, int64, int64, breaker.Outcome, int64))
-	uncounted    = breakerhook.Uncounted.(func(*breaker.Circuit, int64, bool, int64))
-	unshare      = breakerhook.Unshare.(func(*breaker.Circuit))
-	shares       = breakerhook.Shares.(func(*breaker.Circuit) bool)
+	onTransition   = breakerhook.OnTransition.(func(func(*breaker.Circuit, breaker.Transition)) breaker.Option)
+	recordAt       = breakerhook.RecordAt.(func(breaker.Promise, int64, breaker.Outcome))
+	retryAfterAt   = breakerhook.RetryAfterAt.(func(*breaker.Circuit, int64) time.Duration)
+	sharedOption   = breakerhook.Shared.(func() breaker.Option)
+	share          = breakerhook.Share.(func(*breaker.Circuit, *window.Counter, func()))
+	takeShared     = breakerhook.TakeShared.(func(breaker.Promise, int64, int64, breaker.Outcome, int64) (any, int))
+	settleShared   = breakerhook.SettleShared.(func(breaker.Promise, any, int, int64, int64, breaker.Outcome, int64))
+	uncounted      = breakerhook.Uncounted.(func(*breaker.Circuit, int64, bool, int64) any)
+	uncountedAfter = breakerhook.UncountedAfter.(func(*breaker.Circuit, any, int64, bool, int64))
+	unshare        = breakerhook.Unshare.(func(*breaker.Circuit))
+	shares         = breakerhook.Shares.(func(*breaker.Circuit) bool)
 )
 
 func (*breakerRule) phase() phase { return phaseBreaker }
@@ -66,24 +68,52 @@ func (r *breakerRule) release(h *hold, now int64, o breaker.Outcome, blocked boo
 	recordAt(h.promise, now, o)
 }
 
-// exited tells r, its resource's shared circuit, of the request of entry e,
-// which the resource has counted: it ended at time now, served until time
-// served, with outcome o. The request holds the promise of at most one
-// shared circuit (one a resource in each set of rules): r's, or, allowed
-// under rules no longer in force, another's, settled here too; r takes
-// away from its counts a request it did not allow.
-func (r *breakerRule) exited(e *entry, now, served int64, o breaker.Outcome) {
+// sharedTake is what breakerRule.exiting did, for exited.
+type sharedTake struct {
+	w, u  any   // the windows taken from last: the promise's, and r's if not its
+	held  int32 // the index in the entry's holds of the shared promise, or -1
+	add   int8  // what exited adds (see breaker's takeShared)
+	other bool  // whether r took the request away: it did not allow it
+}
+
+// exiting tells r, its resource's shared circuit, of the request of entry
+// e before the resource counts it: it ended at time now, served until time
+// served, with outcome o. What a circuit will not count of it is taken
+// away first, so that a read in between counts less, never more. The
+// request holds the promise of at most one shared circuit (one a resource
+// in each set of rules): r's, or, allowed under rules no longer in force,
+// another's, settled too; r takes away a request it did not allow.
+func (r *breakerRule) exiting(e *entry, now, served int64, o breaker.Outcome) (t sharedTake) {
+	t.held = -1
 	for i := range e.held {
 		h := &e.held[i]
 		if b, ok := h.by.(*breakerRule); ok && b.shared != nil {
-			settleShared(h.promise, served, now, o, e.count)
+			var add int
+			t.held = int32(i)
+			t.w, add = takeShared(h.promise, served, now, o, e.count)
+			t.add = int8(add)
 			if b == r {
-				return
+				return t
 			}
 			break
 		}
 	}
-	uncounted(r.shared, now, o != breaker.Success, e.count)
+	t.other = true
+	t.u = uncounted(r.shared, now, o != breaker.Success, e.count)
+	return t
+}
+
+// exited ends exiting once the resource has counted the request. Only
+// what t adds needs it, or a window published since exiting that reads
+// the bucket of now: one whose closing read the clock before now, so
+// only where now was given.
+func (r *breakerRule) exited(e *entry, t sharedTake, now, served int64, o breaker.Outcome) {
+	if t.held >= 0 {
+		settleShared(e.held[t.held].promise, t.w, int(t.add), served, now, o, e.count)
+	}
+	if t.other {
+		uncountedAfter(r.shared, t.u, now, o != breaker.Success, e.count)
+	}
 }
 
 // bindShared gives the first circuit of checks that shares its resource's

@@ -213,8 +213,10 @@ func init() {
 	breakerhook.RetryAfterAt = (*Circuit).retryAfterAt
 	breakerhook.Shared = shared
 	breakerhook.Share = (*Circuit).share
+	breakerhook.TakeShared = Promise.takeShared
 	breakerhook.SettleShared = Promise.settleShared
 	breakerhook.Uncounted = (*Circuit).uncounted
+	breakerhook.UncountedAfter = (*Circuit).uncountedAfter
 	breakerhook.Unshare = (*Circuit).unshare
 	breakerhook.Shares = (*Circuit).shares
 	breakerhook.Uncached = uncached

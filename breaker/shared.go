@@ -27,15 +27,34 @@ import (
 //     that ended with context.Canceled (a failure to the resource, ignored
 //     by the circuit), one allowed in an earlier generation (before the
 //     circuit opened, say) or as a probe, and one allowed before the
-//     circuit was given the counter. The circuit is told of each after the
-//     resource counted it, and adds it to x, a counter of what to take
-//     away, made when first needed. Between the two, a reader counts it.
+//     circuit was given the counter. The circuit is told of each before the
+//     resource counts it, and adds it to x, a counter of what to take
+//     away, made when first needed: a reader in between counts less, not
+//     more. What the circuit adds (the cell, a batch's one at served) it
+//     adds after the resource counted, for the same reason.
 //   - The resource counts a batch (a request entered as n) n times, at the
 //     time the request exited; the circuit counts it once, at the time it
 //     was served (exited less the time it paused). x holds the difference.
-//     A failure is checked against the strategy over the window as of the
-//     exit, not as of served as a window of its own is: the resource may
-//     have reused the slot of the bucket that was the oldest at served.
+//
+// Three differences remain, each small:
+//
+//   - A failure is checked against the strategy over the window as of the
+//     exit, from the resource's ring, in which a later request (an Enter
+//     is enough) reuses the slot of the oldest bucket. An exit timed
+//     (ExitAt) before the latest bucket the resource wrote, or two exits
+//     racing across a bucket's end, miss the oldest bucket's outcomes: a
+//     window of its own, moved by outcomes only, holds them. It reads
+//     fewer failures, never more (an error ratio: that of the rest).
+//   - A request the circuit allowed but served in a bucket before from's
+//     (entered at a time given before the closing, or one that read the
+//     clock before the closing did) counts in the cell, from's bucket: it
+//     leaves the window as many buckets later as from's bucket is after
+//     its own, where a window of its own drops it at once if older than
+//     the window.
+//   - x, about 600 bytes, is made by the first request it takes away in a
+//     bucket after from's (one canceled, one batch, one paused across a
+//     bucket's end, one of an earlier state or from before the rule) and
+//     kept until the next closing.
 //
 // It reads every bucket at each failure, two words a bucket: not through
 // the cache of window.CachedSums, so a value added late for an older bucket
@@ -147,6 +166,9 @@ func (w *closedWindow) sharedSumsAt(now int64) window.Sums {
 		out[window.Succeeded] += w.cell[Success].Load()
 		out[window.Failed] += w.cell[Failure].Load()
 	}
+	// What is taken away before the resource counts it reads short a
+	// moment: never below none.
+	out[window.Succeeded], out[window.Failed] = max(out[window.Succeeded], 0), max(out[window.Failed], 0)
 	return out
 }
 
@@ -183,53 +205,75 @@ func eventOf(failed bool) window.Event {
 	return window.Succeeded
 }
 
-// uncounted takes away from c's window n requests its resource counted at
-// time exited that c does not count (see internal/breakerhook's
+// uncounted takes away from c's window n requests its resource is about
+// to count at time exited that c does not count, and returns the window it
+// took from last, for uncountedAfter (see internal/breakerhook's
 // Uncounted).
-func (c *Circuit) uncounted(exited int64, failed bool, n int64) {
-	c.takeFrom(c.stats.Load(), timegrid.Clamp(exited), eventOf(failed), n)
+func (c *Circuit) uncounted(exited int64, failed bool, n int64) any {
+	return c.takeFrom(c.stats.Load(), timegrid.Clamp(exited), eventOf(failed), n)
+}
+
+// uncountedAfter takes the requests of uncounted, now counted by the
+// resource, away from each window that replaced w since.
+func (c *Circuit) uncountedAfter(w any, exited int64, failed bool, n int64) {
+	if next := c.stats.Load(); next != w {
+		c.takeFrom(next, timegrid.Clamp(exited), eventOf(failed), n)
+	}
 }
 
 // takeFrom takes n of event e at time exited away from window w, and from
-// each window that replaced it since: a request the resource counted
-// before a closing whose clock read it did not precede is read by the new
-// window too.
-func (c *Circuit) takeFrom(w *closedWindow, exited int64, e window.Event, n int64) {
+// each window that replaced it since, and returns the last: a request the
+// resource counts before a closing whose clock read it did not precede is
+// read by the new window too.
+func (c *Circuit) takeFrom(w *closedWindow, exited int64, e window.Event, n int64) *closedWindow {
 	for w != nil {
 		if w.after(exited) {
 			w.take(exited, e, n)
 		}
 		next := c.stats.Load()
 		if next == w {
-			return
+			return w
 		}
 		w = next
 	}
+	return nil
 }
 
-// settleShared settles p, of a shared circuit, once the resource counted
-// its request: n at time exited, failed unless o is Success (see
-// internal/breakerhook's SettleShared).
-func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
+// What settleShared has to do of a request takeShared found counted, in
+// the bits of its second result: add it to the cell, add it where it was
+// served, count a failure.
+const (
+	addCell = 1 << iota
+	addServed
+	addFailure
+)
+
+// takeShared does, before the resource counts p's request (n at time
+// exited, failed unless o is Success), what of settling it with p's shared
+// circuit takes away: what the circuit will not count of it, a success's
+// end of the run of failures. A reader in between counts less, never
+// more. It returns the window it took from last, for settleShared, and
+// what settleShared has to add; none if it has only to look for a window
+// published since, which reads exited's bucket only if exited is later
+// than the clock at the publishing (see internal/breakerhook's
+// TakeShared).
+func (p Promise) takeShared(served, exited int64, o Outcome, n int64) (any, int) {
 	r, ok := p.rec.(*circuitRecorder)
 	if !ok || !r.shared || o > Ignored {
-		return
+		return nil, 0
 	}
 	c := (*Circuit)(r)
 	served, exited = timegrid.Clamp(served), timegrid.Clamp(exited)
 	e := eventOf(o != Success)
 	if p.token&probeBit != 0 {
 		c.settleProbe(p.token&^probeBit, p.start, served, o)
-		c.takeFrom(c.stats.Load(), exited, e, n)
-		return
+		return c.takeFrom(c.stats.Load(), exited, e, n), 0
 	}
-	gen := p.token
 	w := c.stats.Load() // before the state word: see Circuit.stats
-	if o == Ignored || c.state.Load() != gen {
-		c.takeFrom(w, exited, e, n)
-		return
+	if o == Ignored || c.state.Load() != p.token {
+		return c.takeFrom(w, exited, e, n), 0
 	}
-	// Counted: one of o at served, where the resource counted n of e at
+	// Counted: one of o at served, where the resource counts n of e at
 	// exited; served's bucket is from's at the earliest.
 	from := w.from.Load() // set: the state word is stored after it
 	bf, be := sharedGrid.Index(from), sharedGrid.Index(exited)
@@ -237,9 +281,10 @@ func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
 	if served != exited || be < bf {
 		bs = sharedGrid.Index(max(served, from))
 	}
+	add := 0
 	switch {
 	case bs == bf:
-		w.cell[o].Add(1)
+		add = addCell
 		if be > bf {
 			w.take(exited, e, n)
 		}
@@ -248,7 +293,7 @@ func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
 			w.take(exited, e, n-1)
 		}
 	default:
-		w.take(served, e, -1)
+		add = addServed
 		if be > bf {
 			w.take(exited, e, n)
 		}
@@ -258,18 +303,41 @@ func (p Promise) settleShared(served, exited int64, o Outcome, n int64) {
 			w.run.Store(0)
 		}
 	} else {
+		add |= addFailure
+	}
+	return w, add
+}
+
+// settleShared ends takeShared once the resource has counted p's request:
+// t and add are what takeShared returned (see internal/breakerhook's
+// SettleShared).
+func (p Promise) settleShared(t any, add int, served, exited int64, o Outcome, n int64) {
+	r, ok := p.rec.(*circuitRecorder)
+	if !ok || !r.shared || o > Ignored {
+		return
+	}
+	c := (*Circuit)(r)
+	w, _ := t.(*closedWindow)
+	served, exited = timegrid.Clamp(served), timegrid.Clamp(exited)
+	if add&addCell != 0 {
+		w.cell[o].Add(1)
+	}
+	if add&addServed != 0 {
+		w.take(served, eventOf(o != Success), -1)
+	}
+	if add&addFailure != 0 {
 		w.run.Add(1)
 		// Read as of the exit: where the request paused across a
 		// bucket's end, the resource, which counted it at its exit, may
 		// have reused the slot of the oldest bucket as of served.
 		if s := w.statsAt(max(served, exited), true); c.strategy.meets(s, c.minRequests) {
-			c.transition(gen, Open, served, tripped, s)
+			c.transition(p.token, Open, served, tripped, s)
 		}
 	}
 	// Closed again since w was loaded: the new window does not count the
 	// request, and may read where the resource counted it.
 	if next := c.stats.Load(); next != w {
-		c.takeFrom(next, exited, e, n)
+		c.takeFrom(next, exited, eventOf(o != Success), n)
 	}
 }
 

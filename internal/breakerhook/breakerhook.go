@@ -70,23 +70,40 @@ var Shared any
 // to count: a request that ends before publish is never counted.
 var Share any
 
+// TakeShared is a
+//
+//	func(p breaker.Promise, served, exited int64, o breaker.Outcome, n int64) (w any, add int)
+//
+// that takes away from p's circuit, made with Shared, what it will not
+// count of p's request, before its resource's counter counts it: n
+// requests at time exited, failed unless o is Success. Its results go to
+// SettleShared.
+var TakeShared any
+
 // SettleShared is a
 //
-//	func(p breaker.Promise, served, exited int64, o breaker.Outcome, n int64)
+//	func(p breaker.Promise, w any, add int, served, exited int64, o breaker.Outcome, n int64)
 //
-// that settles p, a promise of a circuit made with Shared, with outcome o
-// at time served, once its resource's counter has counted the request: n
-// requests at time exited, failed unless o is Success.
+// that settles p with outcome o at time served once the resource's
+// counter has counted the request, given what TakeShared returned.
 var SettleShared any
 
 // Uncounted is a
 //
-//	func(c *breaker.Circuit, exited int64, failed bool, n int64)
+//	func(c *breaker.Circuit, exited int64, failed bool, n int64) (w any)
 //
-// that tells c, made with Shared, that its resource's counter counted n
-// requests that ended at time exited, failed or not, and that c did not
-// allow: they were allowed before c was given the counter.
+// that tells c, made with Shared, that its resource's counter is about to
+// count n requests that ended at time exited, failed or not, and that c
+// did not allow: they were allowed before c was given the counter. Its
+// result goes to UncountedAfter.
 var Uncounted any
+
+// UncountedAfter is a
+//
+//	func(c *breaker.Circuit, w any, exited int64, failed bool, n int64)
+//
+// that ends Uncounted once the resource's counter has counted the requests.
+var UncountedAfter any
 
 // Unshare is a
 //
