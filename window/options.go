@@ -6,6 +6,7 @@ import (
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/timegrid"
+	"github.com/slidegate/slidegate/internal/windowhook"
 )
 
 // A configError is the error a constructor or a View method returns for
@@ -123,6 +124,13 @@ func buildOptions(opts []Option, forType string) (options, error) {
 		return o, &configError{Pkg: "window", Field: "ignore_current_bucket", Value: true, Detail: "applies to a RollingWindow, not to " + forType}
 	}
 	return o, nil
+}
+
+func init() {
+	windowhook.CheckCounter = func(buckets int, interval time.Duration) error {
+		_, err := splitInterval(buckets, interval)
+		return err
+	}
 }
 
 // splitInterval returns the width of each of buckets buckets spanning
