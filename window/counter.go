@@ -87,15 +87,51 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 	if o.events != nil {
 		l = o.events
 	}
-	c := &Counter{r: newRing(buckets, width, l.kinds, o.clock), word: l.word, l: l, k: int64(buckets)}
-	if o.totals {
-		c.r.tot = &totals{retired: make([]atomic.Int64, len(l.kinds))}
+	// The Counter, its ring and its totals or its cache in one allocation
+	// (the same size class as the three apart), the ring's words, which
+	// hold no pointer, in another.
+	var c *Counter
+	switch {
+	case o.totals:
+		p := new(counterWithTotals)
+		c = &p.c
+		c.r = &p.r
+		c.r.tot = &p.t
+	case o.cached:
+		p := new(counterWithCache)
+		c = &p.c
+		c.r = &p.r
+		c.cache = &p.cache
+	default:
+		c = &Counter{r: new(ring)}
 	}
-	if o.cached {
-		c.cache = new(sumsCache)
+	tot := c.r.tot
+	c.r.init(buckets, width, l.kinds, o.clock)
+	c.word, c.l, c.k = l.word, l, int64(buckets)
+	if o.totals {
+		c.r.tot = tot
+		tot.retired = make([]atomic.Int64, len(l.kinds))
+		if o.cached {
+			c.cache = new(sumsCache)
+		}
 	}
 	return c, nil
 }
+
+// The parts of a Counter made with totals, or with a cache, allocated
+// together.
+type (
+	counterWithTotals struct {
+		c Counter
+		r ring
+		t totals
+	}
+	counterWithCache struct {
+		c     Counter
+		r     ring
+		cache sumsCache
+	}
+)
 
 // Add records v for event e at the current time. For summed events v is
 // added. For [MinRT] and [MaxConcurrency] it is compared.

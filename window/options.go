@@ -1,6 +1,7 @@
 package window
 
 import (
+	"sync"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
@@ -100,15 +101,25 @@ const (
 	forSketch        = "a Sketch"
 )
 
+// building holds the options being built, reused: an Option is called
+// through its function value, so options given to it are on the heap, and
+// one per constructor would be an allocation per Counter or Sketch made. An
+// Option keeps no pointer to the options it sets.
+var building = sync.Pool{New: func() any { return new(options) }}
+
 // buildOptions applies opts for the type named by forType and returns the
 // first bad option's error.
 func buildOptions(opts []Option, forType string) (options, error) {
-	o := options{clock: clock.System}
+	p := building.Get().(*options)
+	*p = options{clock: clock.System}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			opt(p)
 		}
 	}
+	o := *p
+	*p = options{} // keeps no clock or layout alive
+	building.Put(p)
 	switch {
 	case o.bad != nil:
 		return o, o.bad
