@@ -162,13 +162,14 @@ func (c *compiling) breakers() {
 	}
 	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
 	errs := make([]error, len(c.rules.Breakers))
+	hook := onTransition(c.g.onTransition) // one option for every circuit
 	inParallel(len(c.rules.Breakers), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if kept[i] {
 				c.s.breakers[i] = old[i]
 				continue
 			}
-			c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, c.g.onTransition)
+			c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, hook)
 		}
 	})
 	for i, err := range errs {
