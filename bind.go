@@ -58,6 +58,28 @@ type binding struct {
 	shared  *breakerRule // the breaker of checks that reads res's counter, if one does
 }
 
+// newBinding returns a binding with room for n checks: for one or two, in
+// the same allocation (the same size class as the two apart).
+func newBinding(n int) *binding {
+	switch n {
+	case 1:
+		p := new(struct {
+			b binding
+			c [1]check
+		})
+		p.b.checks = p.c[:0]
+		return &p.b
+	case 2:
+		p := new(struct {
+			b binding
+			c [2]check
+		})
+		p.b.checks = p.c[:0]
+		return &p.b
+	}
+	return &binding{checks: make([]check, 0, n)}
+}
+
 // A check is one rule of a binding, or the per-key QPS rules of its
 // resource, decided together.
 type check struct {
@@ -162,13 +184,14 @@ func (c *compiling) breakers() {
 	}
 	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
 	errs := make([]error, len(c.rules.Breakers))
+	hook := onTransition(c.g.onTransition) // one option for every circuit
 	inParallel(len(c.rules.Breakers), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if kept[i] {
 				c.s.breakers[i] = old[i]
 				continue
 			}
-			c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, c.g.onTransition)
+			c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, hook)
 		}
 	})
 	for i, err := range errs {
@@ -378,37 +401,57 @@ func (c *compiling) bind() {
 			at[b.phase]++
 		}
 	}
-	// The resources the rules in force bind are pinned already, so still
-	// the table's; the others are made in parallel, then pinned in turn.
-	var fresh []string
-	for _, ch := range sorted {
-		if ch.resource == InboundResource || s.by[ch.resource] != nil {
+	// One binding a resource, made with room for its checks, counted
+	// first. Each binding is an allocation of its own: a handle that keeps
+	// one keeps no other resource's rules. The resources the rules in force
+	// bind are pinned already, so still the table's; the others are made
+	// in parallel, then pinned in turn.
+	of := make([]int32, len(sorted)) // the binding of each check, -1 for an inbound one
+	index := make(map[string]int32, min(len(sorted), len(s.breakers)+len(rules.Flow)))
+	var names []string // the resources bound, in the order of their first check
+	var counts []int32 // the checks of each
+	for i, ch := range sorted {
+		if ch.resource == InboundResource {
+			of[i] = -1
 			continue
 		}
-		b := &binding{}
-		if was := c.prev.by[ch.resource]; was != nil {
+		k, ok := index[ch.resource]
+		if !ok {
+			k = int32(len(names))
+			index[ch.resource] = k
+			names = append(names, ch.resource)
+			counts = append(counts, 0)
+		}
+		of[i] = k
+		counts[k]++
+	}
+	bs := make([]*binding, len(names))
+	var fresh []int32
+	for k, name := range names {
+		b := newBinding(int(counts[k]))
+		if was := c.prev.by[name]; was != nil {
 			b.res = was.res
 		} else {
-			fresh = append(fresh, ch.resource)
+			fresh = append(fresh, int32(k))
 		}
-		s.by[ch.resource] = b
+		bs[k] = b
+		s.by[name] = b
 	}
 	made := make([]*resource, len(fresh))
 	inParallel(len(fresh), func(lo, hi int) {
-		for k := lo; k < hi; k++ {
-			made[k] = c.g.resources.made(fresh[k])
+		for j := lo; j < hi; j++ {
+			made[j] = c.g.resources.made(names[fresh[j]])
 		}
 	})
-	for k, name := range fresh {
-		s.by[name].res = c.g.resources.pinMade(name, made[k])
+	for j, k := range fresh {
+		bs[k].res = c.g.resources.pinMade(names[k], made[j])
 	}
-	for _, ch := range sorted {
-		if ch.resource == InboundResource {
+	for i, ch := range sorted {
+		if k := of[i]; k < 0 {
 			s.inbound = append(s.inbound, ch.check)
-			continue
+		} else {
+			bs[k].checks = append(bs[k].checks, ch.check)
 		}
-		b := s.by[ch.resource]
-		b.checks = append(b.checks, ch.check)
 	}
 	for _, b := range s.by {
 		b.shared = bindShared(b.checks, b.res)

@@ -156,17 +156,23 @@ var blockPolicies = map[string]breaker.BlockPolicy{
 
 // buildBreaker makes the rule that enforces breaker rule b, read as Validate
 // leaves it. A nil clock is clock.System; a circuit tells its changes of
-// state to onChange, if not nil.
-func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, breaker.Transition)) (*breakerRule, error) {
+// state through hook, onTransition's option, if not nil.
+func buildBreaker(b BreakerRule, c clock.Clock, hook breaker.Option) (*breakerRule, error) {
 	if c == nil {
 		c = clock.System
 	}
-	opts := []breaker.Option{breaker.WithClock(c)}
+	// Room for every option below, set by index: an option appended might
+	// move to the heap with the slice, in the compiler's view.
+	var buf [8]breaker.Option
+	buf[0] = breaker.WithClock(c)
+	opts := buf[:1]
 	if b.MinRequests != nil {
-		opts = append(opts, breaker.WithMinRequests(*b.MinRequests))
+		opts = buf[:len(opts)+1]
+		opts[len(opts)-1] = breaker.WithMinRequests(*b.MinRequests)
 	}
 	if b.Interval != 0 || b.Buckets != 0 {
-		opts = append(opts, breaker.WithWindow(b.Buckets, time.Duration(b.Interval))) // 0: the breaker's default
+		opts = buf[:len(opts)+1]
+		opts[len(opts)-1] = breaker.WithWindow(b.Buckets, time.Duration(b.Interval)) // 0: the breaker's default
 	}
 	if b.Strategy == SREBreaker {
 		if b.K != 0 || b.Protection != nil {
@@ -174,9 +180,11 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 			if b.Protection != nil {
 				protection = *b.Protection
 			}
-			opts = append(opts, breaker.WithFormula(b.K, protection)) // K 0: the default
+			opts = buf[:len(opts)+1]
+			opts[len(opts)-1] = breaker.WithFormula(b.K, protection) // K 0: the default
 		}
-		opts = append(opts, breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy]))
+		opts = buf[:len(opts)+1]
+		opts[len(opts)-1] = breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy])
 		a, err := breaker.NewSRE(opts...)
 		if err != nil {
 			return nil, err
@@ -188,21 +196,25 @@ func buildBreaker(b BreakerRule, c clock.Clock, onChange func(*breaker.Circuit, 
 		if d == 0 {
 			d = breakerlimits.DefaultOpenTimeout
 		}
-		opts = append(opts, breaker.WithOpenTimeout(d, time.Duration(b.MaxOpenTimeout)))
+		opts = buf[:len(opts)+1]
+		opts[len(opts)-1] = breaker.WithOpenTimeout(d, time.Duration(b.MaxOpenTimeout))
 	}
 	if b.Probes != 0 || b.ProbeTimeout != 0 {
 		n := b.Probes
 		if n == 0 {
 			n = 1
 		}
-		opts = append(opts, breaker.WithProbes(n, time.Duration(b.ProbeTimeout)))
+		opts = buf[:len(opts)+1]
+		opts[len(opts)-1] = breaker.WithProbes(n, time.Duration(b.ProbeTimeout))
 	}
-	if onChange != nil {
-		opts = append(opts, onTransition(onChange))
+	if hook != nil {
+		opts = buf[:len(opts)+1]
+		opts[len(opts)-1] = hook
 	}
 	shared := sharesWindow(b)
 	if shared {
-		opts = append(opts, sharedOption())
+		opts = buf[:len(opts)+1]
+		opts[len(opts)-1] = sharedOption()
 	}
 	var s breaker.Strategy
 	switch b.Strategy {

@@ -176,6 +176,7 @@ func TestAnIdleResourceHandleKeepsNoReplacedRules(t *testing.T) {
 	}
 	e.Exit(nil)
 	replaced := weak.Make(g.snap.Load())
+	other := weak.Make(g.snap.Load().by["b"])
 	if err := g.SetRules(Rules{}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +184,9 @@ func TestAnIdleResourceHandleKeepsNoReplacedRules(t *testing.T) {
 	runtime.GC()
 	if replaced.Value() != nil {
 		t.Fatal("the replaced rules are still reachable while a handle entered under them is idle")
+	}
+	if other.Value() != nil {
+		t.Fatal("another resource's binding is still reachable while a handle entered under the replaced rules is idle")
 	}
 	runtime.KeepAlive(a)
 }

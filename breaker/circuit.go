@@ -10,6 +10,7 @@ import (
 	"github.com/slidegate/slidegate/internal/breakerlimits"
 	"github.com/slidegate/slidegate/internal/notify"
 	"github.com/slidegate/slidegate/internal/timegrid"
+	"github.com/slidegate/slidegate/internal/windowhook"
 	"github.com/slidegate/slidegate/window"
 )
 
@@ -122,6 +123,18 @@ var (
 	blockedEvents = window.WithEvents(window.Blocked)
 )
 
+// checkWindow returns the error newClosedWindow returns for buckets and
+// interval, or nil, without making the window: a shared circuit's window is
+// its resource's counter.
+func checkWindow(buckets int, interval time.Duration) error {
+	if err := checkCounter(buckets, interval); err != nil {
+		return fmt.Errorf("%w: window: %w", errInvalidConfig, err)
+	}
+	return nil
+}
+
+var checkCounter = windowhook.CheckCounter.(func(int, time.Duration) error)
+
 func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed, uncached bool) (*closedWindow, error) {
 	events := circuitEvents
 	if timed {
@@ -233,7 +246,12 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	}
 	// The window first: it checks the buckets, which the circuit keeps in
 	// fewer bits. A circuit that shares is given its window (see share).
-	w, err := newClosedWindow(st.buckets, st.interval, st.clock, s.kind == slowRatio, st.uncached)
+	var w *closedWindow
+	if st.shared {
+		err = checkWindow(st.buckets, st.interval)
+	} else {
+		w, err = newClosedWindow(st.buckets, st.interval, st.clock, s.kind == slowRatio, st.uncached)
+	}
 	switch {
 	case err != nil:
 		return nil, err
@@ -241,7 +259,6 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		if err := canShare(s, st); err != nil {
 			return nil, err
 		}
-		w = nil
 	}
 	c := &Circuit{
 		policy:       policy{st.outcomeOf},

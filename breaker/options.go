@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
@@ -222,16 +223,26 @@ func init() {
 	breakerhook.Uncached = uncached
 }
 
+// building holds the settings being built, reused: an Option is called
+// through its function value, so settings given to it are on the heap, and
+// one per constructor would be an allocation per breaker made. An Option
+// keeps no pointer to the settings it sets.
+var building = sync.Pool{New: func() any { return new(settings) }}
+
 // build applies opts over the defaults and checks what every breaker shares.
 // only is the set of kind-specific options this breaker takes.
 func build(opts []Option, defaults settings, only uint32, kind string) (settings, error) {
-	s := defaults
-	s.clock = clock.System
+	p := building.Get().(*settings)
+	*p = defaults
+	p.clock = clock.System
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&s)
+			opt(p)
 		}
 	}
+	s := *p
+	*p = settings{} // keeps nothing alive
+	building.Put(p)
 	if s.bad != nil {
 		return s, s.bad
 	}

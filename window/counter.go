@@ -3,6 +3,7 @@ package window
 import (
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // A Counter counts events (see [Event]) in a ring of time-aligned buckets.
@@ -87,14 +88,82 @@ func NewCounter(buckets int, interval time.Duration, opts ...Option) (*Counter, 
 	if o.events != nil {
 		l = o.events
 	}
-	c := &Counter{r: newRing(buckets, width, l.kinds, o.clock), word: l.word, l: l, k: int64(buckets)}
-	if o.totals {
-		c.r.tot = &totals{retired: make([]atomic.Int64, len(l.kinds))}
+	// The Counter, its ring and its totals or its cache in one allocation
+	// (the same size class as the three apart), the ring's words, which
+	// hold no pointer, in another.
+	var c *Counter
+	switch {
+	case o.totals:
+		c = newWithTotals(len(l.kinds))
+	case o.cached:
+		p := new(counterWithCache)
+		c = &p.c
+		c.r = &p.r
+		c.cache = &p.cache
+	default:
+		c = &Counter{r: new(ring)}
 	}
-	if o.cached {
-		c.cache = new(sumsCache)
+	tot := c.r.tot
+	c.r.init(buckets, width, l.kinds, o.clock)
+	c.word, c.l, c.k = l.word, l, int64(buckets)
+	if o.totals {
+		c.r.tot = tot
+		if o.cached {
+			c.cache = new(sumsCache)
+		}
 	}
 	return c, nil
+}
+
+// counterWithTotals is a Counter with totals, its ring, and its totals'
+// retired sums, one for each of its data words (an array of their number,
+// A), allocated together: no more bytes than the four apart.
+type counterWithTotals[A any] struct {
+	c       Counter
+	r       ring
+	t       totals
+	retired A
+}
+
+// counterWithCache is a Counter with a cache, its ring and its cache,
+// allocated together: no more bytes than the three apart.
+type counterWithCache struct {
+	c     Counter
+	r     ring
+	cache sumsCache
+}
+
+// newWithTotals returns a Counter with totals of k data words, its ring
+// (zero: for ring.init) and its totals made.
+func newWithTotals(k int) *Counter {
+	switch k {
+	case 1:
+		return withTotals[[1]atomic.Int64](k)
+	case 2:
+		return withTotals[[2]atomic.Int64](k)
+	case 3:
+		return withTotals[[3]atomic.Int64](k)
+	case 4:
+		return withTotals[[4]atomic.Int64](k)
+	case 5:
+		return withTotals[[5]atomic.Int64](k)
+	case 6:
+		return withTotals[[6]atomic.Int64](k)
+	case 7:
+		return withTotals[[7]atomic.Int64](k)
+	case 8:
+		return withTotals[[8]atomic.Int64](k)
+	}
+	return withTotals[[numEvents]atomic.Int64](k) // k ≤ numEvents
+}
+
+// withTotals is newWithTotals for A, an array of k atomic.Int64.
+func withTotals[A any](k int) *Counter {
+	p := new(counterWithTotals[A])
+	p.c.r = &p.r
+	p.r.tot = &p.t
+	p.t.retired = unsafe.Slice((*atomic.Int64)(unsafe.Pointer(&p.retired)), k)
+	return &p.c
 }
 
 // Add records v for event e at the current time. For summed events v is

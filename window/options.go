@@ -1,11 +1,13 @@
 package window
 
 import (
+	"sync"
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/config"
 	"github.com/slidegate/slidegate/internal/timegrid"
+	"github.com/slidegate/slidegate/internal/windowhook"
 )
 
 // A configError is the error a constructor or a View method returns for
@@ -99,15 +101,25 @@ const (
 	forSketch        = "a Sketch"
 )
 
+// building holds the options being built, reused: an Option is called
+// through its function value, so options given to it are on the heap, and
+// one per constructor would be an allocation per Counter or Sketch made. An
+// Option keeps no pointer to the options it sets.
+var building = sync.Pool{New: func() any { return new(options) }}
+
 // buildOptions applies opts for the type named by forType and returns the
 // first bad option's error.
 func buildOptions(opts []Option, forType string) (options, error) {
-	o := options{clock: clock.System}
+	p := building.Get().(*options)
+	*p = options{clock: clock.System}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			opt(p)
 		}
 	}
+	o := *p
+	*p = options{} // keeps no clock or layout alive
+	building.Put(p)
 	switch {
 	case o.bad != nil:
 		return o, o.bad
@@ -123,6 +135,13 @@ func buildOptions(opts []Option, forType string) (options, error) {
 		return o, &configError{Pkg: "window", Field: "ignore_current_bucket", Value: true, Detail: "applies to a RollingWindow, not to " + forType}
 	}
 	return o, nil
+}
+
+func init() {
+	windowhook.CheckCounter = func(buckets int, interval time.Duration) error {
+		_, err := splitInterval(buckets, interval)
+		return err
+	}
 }
 
 // splitInterval returns the width of each of buckets buckets spanning

@@ -72,8 +72,16 @@ type ring struct {
 // laid out as kinds, every slot empty. n buckets of the width must form a
 // window that passes timegrid.CheckWindow.
 func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
+	r := new(ring)
+	r.init(n, width, kinds, c)
+	return r
+}
+
+// init makes r, which must be zero, what newRing returns: for a ring made
+// in one allocation with its Counter.
+func (r *ring) init(n int, width time.Duration, kinds []kind, c clock.Clock) {
 	w := int64(width)
-	r := &ring{
+	*r = ring{
 		grid:   timegrid.New(width, int64(n)),
 		width:  w,
 		n:      int64(n),
@@ -86,7 +94,6 @@ func newRing(n int, width time.Duration, kinds []kind, c clock.Clock) *ring {
 	// starts empty and its first writer resets it.
 	r.words = make([]atomic.Uint64, n*r.stride)
 	r.one[0] = r.words
-	return r
 }
 
 // bucketOf returns the index of the bucket holding time t.

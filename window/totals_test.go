@@ -162,3 +162,38 @@ func TestTotalsWaitForASlotTakenButNotYetRetired(t *testing.T) {
 		t.Fatalf("totals read %d while a slot was being taken, want 5", v)
 	}
 }
+
+// TestTotalsOfEveryNumberOfEventsCountEveryValue: a Counter keeping
+// totals of 1 to every event (made with its retired sums in its own
+// allocation, sized by their number) adds every value of each summed event
+// it records, across whole rings, and keeps each event's apart.
+func TestTotalsOfEveryNumberOfEventsCountEveryValue(t *testing.T) {
+	for k := 1; k <= eventCount; k++ {
+		events := make([]Event, k)
+		for i := range events {
+			events[i] = Event(eventCount - 1 - i) // the summed ones last
+		}
+		ctr, err := NewCounter(4, 4*time.Second, WithTotals(), WithEvents(events...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(ctr.r.tot.retired); n != k {
+			t.Fatalf("%d events: %d retired sums", k, n)
+		}
+		var want Sums
+		now := int64(time.Hour)
+		for i := range 200 {
+			now += int64(700 * time.Millisecond) // every bucket retired many times
+			for j, e := range events {
+				v := int64(i*10 + j + 1)
+				ctr.AddAt(now, e, v)
+				if e < MinRT {
+					want[e] += v
+				}
+			}
+		}
+		if got := ctr.Totals(); got != want {
+			t.Fatalf("%d events %v: totals %v, want %v", k, events, got, want)
+		}
+	}
+}

@@ -38,3 +38,12 @@ var ExitAt any
 // as Counter.SumsAt reads them. If that bucket is older than the interval,
 // it is the whole interval.
 var OutcomesAfter any
+
+// CheckCounter is a
+//
+//	func(buckets int, interval time.Duration) error
+//
+// that returns the error window.NewCounter returns for buckets and
+// interval, or nil: a circuit breaker that will read its resource's counter
+// checks its window so, without making one.
+var CheckCounter any
