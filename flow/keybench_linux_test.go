@@ -24,14 +24,5 @@ func BenchmarkBaselineMissHugePages(b *testing.B) {
 	if err := syscall.Madvise(m[at:at+size], syscall.MADV_HUGEPAGE); err != nil {
 		b.Skip("no huge pages:", err)
 	}
-	s := unsafe.Slice((*uint64)(unsafe.Pointer(&m[at])), size/8)
-	for i := range s {
-		s[i] = uint64(i)
-	}
-	lines := uint64(len(s) / 8)
-	x := uint64(1)
-	for b.Loop() {
-		x = x*0x9E3779B97F4A7C15 + s[(x>>32)*lines>>32*8]&1
-	}
-	sinkMiss = x
+	missLoop(b, unsafe.Slice((*uint64)(unsafe.Pointer(&m[at])), size/8))
 }

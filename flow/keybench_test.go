@@ -56,18 +56,24 @@ func keyCases() []struct {
 func BenchmarkBaselineMiss(b *testing.B) {
 	for _, mib := range []int{1, 24} {
 		b.Run(strconv.Itoa(mib)+"MiB", func(b *testing.B) {
-			s := make([]uint64, mib<<20/8)
-			for i := range s {
-				s[i] = uint64(i)
-			}
-			lines := uint64(len(s) / 8)
-			x := uint64(1)
-			for b.Loop() {
-				x = x*0x9E3779B97F4A7C15 + s[(x>>32)*lines>>32*8]&1
-			}
-			sinkMiss = x
+			missLoop(b, make([]uint64, mib<<20/8))
 		})
 	}
+}
+
+// missLoop writes every word of s, then reads, per operation, the first
+// word of a line of s drawn by a multiplicative hash of the last read:
+// each read waits for the one before, so no other work hides its miss.
+func missLoop(b *testing.B, s []uint64) {
+	for i := range s {
+		s[i] = uint64(i)
+	}
+	lines := uint64(len(s) / 8)
+	x := uint64(1)
+	for b.Loop() {
+		x = x*0x9E3779B97F4A7C15 + s[(x>>32)*lines>>32*8]&1
+	}
+	sinkMiss = x
 }
 
 var sinkMiss uint64
