@@ -93,7 +93,6 @@ type entry struct {
 	pausedAt atomic.Int64
 	waited   atomic.Int64
 	mark     mark // the bucket of the resource's counter the request was counted in as it entered
-
 }
 
 // exitCounted, for tests, runs in Exit once the resource has counted the
