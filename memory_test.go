@@ -1,9 +1,13 @@
 package slidegate
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/slidegate/slidegate/clock"
 )
 
 // heapPerResource returns the heap that making n resources with make takes,
@@ -73,7 +77,48 @@ func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
 // ruleBytes is what ResourceBytes's doc says a QPS rule and an error-ratio
 // breaker add: the limiter's 26 count words (about 400 bytes), the
 // breaker's state and what it keeps of the resource's counter, its window
-// being the resource's (about 250), the rules as the guard keeps them, a
-// resource and a limit, a strategy and a threshold (under 100: keptRules),
-// and their bindings (about 200).
-const ruleBytes = 1100
+// being the resource's, with what it takes away from it in 10 buckets
+// (about 490), the rules as the guard keeps them, a resource and a limit,
+// a strategy and a threshold (under 100: keptRules), and their bindings
+// (about 200).
+const ruleBytes = 1350
+
+// TestABreakerThatTookARequestAwayTakesNoMoreMemory measures a resource
+// with a QPS rule and an error-ratio breaker after one canceled request a
+// second after the rules: the breaker takes it away from the resource's
+// counts, which must not add to what the resource takes.
+func TestABreakerThatTookARequestAwayTakesNoMoreMemory(t *testing.T) {
+	const n = 1000
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("GET /orders/%05d", i)
+	}
+	guard := func(n int, exit error) any {
+		c := clock.NewManual(int64(time.Hour))
+		g, err := New(WithMaxResources(n), WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rules Rules
+		for _, name := range names[:n] {
+			rules.Flow = append(rules.Flow, FlowRule{Resource: name, Limit: 1 << 30})
+			rules.Breakers = append(rules.Breakers, BreakerRule{Resource: name, Strategy: ErrorRatioBreaker, Threshold: 0.5})
+		}
+		if err := g.SetRules(rules); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+		for _, name := range names[:n] {
+			mustEnter(t, g, name).Exit(exit)
+		}
+		return g
+	}
+	succeeded := heapPerResource(n, func(n int) any { return guard(n, nil) })
+	canceled := heapPerResource(n, func(n int) any { return guard(n, context.Canceled) })
+	t.Logf("bytes per resource with a QPS rule and an error-ratio breaker: %.0f after a success, %.0f after a canceled request", succeeded, canceled)
+	// The heap is measured to a few bytes; 64 is far below what a
+	// structure made for the request would take.
+	if canceled-succeeded > 64 {
+		t.Errorf("after a canceled request a resource takes %.0f bytes, %.0f more than after a success", canceled, canceled-succeeded)
+	}
+}

@@ -44,10 +44,9 @@ var resourceEvents = window.WithEvents(window.Allowed, window.Blocked, window.Su
 // power of two, at most 64), each a little smaller than the resource: a hot
 // resource on 8 cores takes up to about 8 × ResourceBytes. Rules add their
 // own state: a QPS rule and an error-ratio breaker, with their defaults,
-// about 1 KB more (at most 1,100 bytes): the breaker reads the resource's
-// counts. That holds until the breaker first sets a request apart from
-// what the resource counted (one canceled, one batch, one paused across a
-// bucket's end): then about 600 bytes more, until it next closes.
+// about 1.3 KB more (at most 1,350 bytes): the breaker reads the resource's
+// counts, and keeps beside them, in the same bytes, what it sets apart
+// from them (a request canceled, batched or paused across a bucket's end).
 const ResourceBytes = 1800
 
 // OtherResource is the name under which a guard counts the traffic of

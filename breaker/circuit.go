@@ -112,7 +112,7 @@ type closedWindow struct {
 	run  atomic.Int64 // failures counted since the latest success
 	from atomic.Int64
 	cell [2]atomic.Int64 // by Outcome, Success and Failure
-	x    atomic.Pointer[window.Counter]
+	x    taken           // what a shared window takes from its resource's counts
 }
 
 // The events a closed Circuit counts (slow requests only for SlowRatio), and

@@ -28,15 +28,15 @@ import (
 //     by the circuit), one allowed in an earlier generation (before the
 //     circuit opened, say) or as a probe, and one allowed before the
 //     circuit was given the counter. The circuit is told of each before the
-//     resource counts it, and adds it to x, a counter of what to take
-//     away, made when first needed: a reader in between counts less, not
-//     more. What the circuit adds (the cell, a batch's one at served) it
+//     resource counts it, and adds it to x, what to take away (a taken,
+//     the default window's Succeeded and Failed in 10 buckets, kept in the
+//     window's own bytes): a reader in between counts less, not more. What the circuit adds (the cell, a batch's one at served) it
 //     adds after the resource counted, for the same reason.
 //   - The resource counts a batch (a request entered as n) n times, at the
 //     time the request exited; the circuit counts it once, at the time it
 //     was served (exited less the time it paused). x holds the difference.
 //
-// Three differences remain, each small:
+// Two differences remain, each small:
 //
 //   - A failure is checked against the strategy over the window as of the
 //     exit, from the resource's ring, in which a later request (an Enter
@@ -51,12 +51,9 @@ import (
 //     leaves the window as many buckets later as from's bucket is after
 //     its own, where a window of its own drops it at once if older than
 //     the window.
-//   - x, about 600 bytes, is made by the first request it takes away in a
-//     bucket after from's (one canceled, one batch, one paused across a
-//     bucket's end, one of an earlier state or from before the rule) and
-//     kept until the next closing.
 //
-// It reads every bucket at each failure, two words a bucket: not through
+// It reads every bucket at each failure, two words a bucket and x's state
+// word (its two words too once written in the window): not through
 // the cache of window.CachedSums, so a value added late for an older bucket
 // shows at once, not from the next bucket on.
 //
@@ -157,11 +154,9 @@ func (w *closedWindow) sharedSumsAt(now int64) window.Sums {
 		return out
 	}
 	out[window.Succeeded], out[window.Failed] = outcomesAfter(w.t, now, from)
-	if x := w.x.Load(); x != nil {
-		succ, fail := outcomesAfter(x, now, from)
-		out[window.Succeeded] -= succ
-		out[window.Failed] -= fail
-	}
+	succ, fail := w.x.sumsAfter(now, from)
+	out[window.Succeeded] -= succ
+	out[window.Failed] -= fail
 	if bf, bn := sharedGrid.Index(from), sharedGrid.Index(now); bf <= bn && bn-bf < breakerlimits.DefaultCircuitBuckets {
 		out[window.Succeeded] += w.cell[Success].Load()
 		out[window.Failed] += w.cell[Failure].Load()
@@ -180,21 +175,8 @@ func (w *closedWindow) after(t int64) bool {
 }
 
 // take adds v of event e at time at to what the window takes away from
-// its resource's counts, making x if it has none.
-func (w *closedWindow) take(at int64, e window.Event, v int64) {
-	x := w.x.Load()
-	if x == nil {
-		n, err := window.NewCounter(breakerlimits.DefaultCircuitBuckets, breakerlimits.DefaultInterval, window.WithEvents(window.Succeeded, window.Failed))
-		if err != nil {
-			panic("breaker: the default window cannot be made: " + err.Error())
-		}
-		if !w.x.CompareAndSwap(nil, n) {
-			n = w.x.Load()
-		}
-		x = n
-	}
-	x.AddAt(at, e, v)
-}
+// its resource's counts, x.
+func (w *closedWindow) take(at int64, e window.Event, v int64) { w.x.addAt(at, e, v) }
 
 // eventOf is the event the resource counted for a request that failed or
 // not.
