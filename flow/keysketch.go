@@ -169,41 +169,13 @@ type keySlots struct {
 // slots returns where the key of hash h has its counters.
 func (k *keySketch) slots(h uint64) keySlots {
 	var sl keySlots
-	k.find(h, &sl)
+	k.look(h, &sl)
 	return sl
 }
 
 // look puts in sl where the key of hash h has its counters, and returns
-// its estimates: find and estimate in one call, for a decision.
+// its estimates in the previous and the current generation.
 func (k *keySketch) look(h uint64, sl *keySlots) [2]int64 {
-	base := int32(h&k.mask) * blockWords
-	pm := k.pairs() - 1
-	x := h >> 20
-	a, d, f := x&pm, (x>>6)&pm|1, (x>>12)&pm&^1
-	if f == 0 {
-		f = 2
-	}
-	b, c := a^d, a^f
-	sh := (k.shift + 1) & 7
-	a, b, c = a<<sh, b<<sh, c<<sh
-	wa, wb, wc := base+int32(a>>6), base+int32(b>>6), base+int32(c>>6)
-	oa, ob, oc := uint8(a&63), uint8(b&63), uint8(c&63)
-	sl.mask = k.mask
-	sl.words = [sketchProbes]int32{wa, wb, wc}
-	sl.offs = [sketchProbes]uint8{oa, ob, oc}
-	top := k.top()
-	cells := k.cells
-	w := uint(1) << (k.shift & 7)
-	cw := uint(k.gen&1) * w & 63
-	pw := (w - cw) & 63
-	v0 := cells[wa] >> oa
-	v1 := cells[wb] >> ob
-	v2 := cells[wc] >> oc
-	return [2]int64{int64(min(v0>>pw&top, v1>>pw&top, v2>>pw&top)), int64(min(v0>>cw&top, v1>>cw&top, v2>>cw&top))}
-}
-
-// find puts in sl where the key of hash h has its counters.
-func (k *keySketch) find(h uint64, sl *keySlots) {
 	base := int32(h&k.mask) * blockWords
 	// Three distinct pairs of the block: a, and a with two different
 	// nonzero offsets xored in.
@@ -216,14 +188,11 @@ func (k *keySketch) find(h uint64, sl *keySlots) {
 	b, c := a^d, a^f // d is odd, f even and nonzero: a, b, c differ
 	sh := (k.shift + 1) & 7
 	a, b, c = a<<sh, b<<sh, c<<sh // bit offsets in the block
+	wa, wb, wc := base+int32(a>>6), base+int32(b>>6), base+int32(c>>6)
+	oa, ob, oc := uint8(a&63), uint8(b&63), uint8(c&63)
 	sl.mask = k.mask
-	sl.words = [sketchProbes]int32{base + int32(a>>6), base + int32(b>>6), base + int32(c>>6)}
-	sl.offs = [sketchProbes]uint8{uint8(a & 63), uint8(b & 63), uint8(c & 63)}
-}
-
-// estimate returns the estimates in the previous and the current
-// generation of the key of slots sl.
-func (k *keySketch) estimate(sl *keySlots) [2]int64 {
+	sl.words = [sketchProbes]int32{wa, wb, wc}
+	sl.offs = [sketchProbes]uint8{oa, ob, oc}
 	top := k.top()
 	cells := k.cells
 	// The current generation's counters are cw bits above the pair's
@@ -231,12 +200,10 @@ func (k *keySketch) estimate(sl *keySlots) [2]int64 {
 	w := uint(1) << (k.shift & 7)
 	cw := uint(k.gen&1) * w & 63
 	pw := (w - cw) & 63
-	v0 := cells[sl.words[0]] >> (sl.offs[0] & 63)
-	v1 := cells[sl.words[1]] >> (sl.offs[1] & 63)
-	v2 := cells[sl.words[2]] >> (sl.offs[2] & 63)
-	prev := min(v0>>pw&top, v1>>pw&top, v2>>pw&top)
-	cur := min(v0>>cw&top, v1>>cw&top, v2>>cw&top)
-	return [2]int64{int64(prev), int64(cur)}
+	v0 := cells[wa] >> oa
+	v1 := cells[wb] >> ob
+	v2 := cells[wc] >> oc
+	return [2]int64{int64(min(v0>>pw&top, v1>>pw&top, v2>>pw&top)), int64(min(v0>>cw&top, v1>>cw&top, v2>>cw&top))}
 }
 
 // sampled counts the key of hash h, one in keySample of those a decision
