@@ -45,26 +45,9 @@ func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
 		}
 		return g
 	})
-	ruled := heapPerResource(n, func(n int) any {
-		g, err := New(WithMaxResources(n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rules Rules
-		for _, name := range names[:n] {
-			rules.Flow = append(rules.Flow, FlowRule{Resource: name, Limit: 1 << 30})
-			rules.Breakers = append(rules.Breakers, BreakerRule{Resource: name, Strategy: ErrorRatioBreaker, Threshold: 0.5})
-		}
-		if err := g.SetRules(rules); err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range names[:n] {
-			mustEnter(t, g, name).Exit(nil)
-		}
-		// The rules as given are the caller's: what the guard keeps is
-		// measured, not the slice that described it.
-		return g
-	})
+	// The rules as given are the caller's: what the guard keeps is
+	// measured, not the slice that described it.
+	ruled := heapPerResource(n, func(n int) any { return ruledGuard(t, names[:n], nil, nil) })
 	t.Logf("bytes per resource: %.0f entered once, %.0f with a QPS rule and an error-ratio breaker", bare, ruled)
 	if bare > ResourceBytes || bare < ResourceBytes*0.85 {
 		t.Errorf("a resource entered once takes %.0f bytes; ResourceBytes says %d", bare, ResourceBytes)
@@ -72,6 +55,37 @@ func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
 	if ruled-bare > ruleBytes {
 		t.Errorf("a QPS rule and an error-ratio breaker take %.0f bytes, over the %d the docs say", ruled-bare, ruleBytes)
 	}
+}
+
+// ruledGuard returns a guard of the resources names, each with a QPS rule
+// and an error-ratio breaker, each entered once and exited with exit. On a
+// manual clock c (nil: the system's), the requests come a second after the
+// rules.
+func ruledGuard(t *testing.T, names []string, c *clock.Manual, exit error) *Guard {
+	t.Helper()
+	opts := []Option{WithMaxResources(len(names))}
+	if c != nil {
+		opts = append(opts, WithClock(c))
+	}
+	g, err := New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules Rules
+	for _, name := range names {
+		rules.Flow = append(rules.Flow, FlowRule{Resource: name, Limit: 1 << 30})
+		rules.Breakers = append(rules.Breakers, BreakerRule{Resource: name, Strategy: ErrorRatioBreaker, Threshold: 0.5})
+	}
+	if err := g.SetRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	if c != nil {
+		c.Advance(time.Second)
+	}
+	for _, name := range names {
+		mustEnter(t, g, name).Exit(exit)
+	}
+	return g
 }
 
 // ruleBytes is what ResourceBytes's doc says a QPS rule and an error-ratio
@@ -94,24 +108,7 @@ func TestABreakerThatTookARequestAwayTakesNoMoreMemory(t *testing.T) {
 		names[i] = fmt.Sprintf("GET /orders/%05d", i)
 	}
 	guard := func(n int, exit error) any {
-		c := clock.NewManual(int64(time.Hour))
-		g, err := New(WithMaxResources(n), WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rules Rules
-		for _, name := range names[:n] {
-			rules.Flow = append(rules.Flow, FlowRule{Resource: name, Limit: 1 << 30})
-			rules.Breakers = append(rules.Breakers, BreakerRule{Resource: name, Strategy: ErrorRatioBreaker, Threshold: 0.5})
-		}
-		if err := g.SetRules(rules); err != nil {
-			t.Fatal(err)
-		}
-		c.Advance(time.Second)
-		for _, name := range names[:n] {
-			mustEnter(t, g, name).Exit(exit)
-		}
-		return g
+		return ruledGuard(t, names[:n], clock.NewManual(int64(time.Hour)), exit)
 	}
 	succeeded := heapPerResource(n, func(n int) any { return guard(n, nil) })
 	canceled := heapPerResource(n, func(n int) any { return guard(n, context.Canceled) })
