@@ -162,38 +162,28 @@ var setRulesFirst = &Shape{
 }
 
 // setRulesSame loads again the rules in force, in new values.
-var setRulesSame = &Shape{
-	ID:     "SetRulesSame",
-	Name:   "Load the same rules of 20,000 resources again (the rules in force, read anew)",
-	Serial: true,
-	Impls: []Impl{
-		{Name: "slidegate Guard.SetRules", Role: Ours, Setup: func(b *testing.B) Op {
-			rs := [2]slidegate.Rules{slidegateRules(0), slidegateRules(0)}
-			return reloadGuard(b, rs)
-		}},
-		{Name: "sentinel flow.LoadRules + circuitbreaker.LoadRules", Setup: func(b *testing.B) Op {
-			rs := [2]sentinelRules{newSentinelRules(0), newSentinelRules(0)}
-			return reloadSentinel(b, rs)
-		}},
-	},
-}
+var setRulesSame = reloadShape("SetRulesSame", "Load the same rules of 20,000 resources again (the rules in force, read anew)", 0)
 
 // setRulesChanged loads rules that change every limit and threshold of
 // the rules in force.
-var setRulesChanged = &Shape{
-	ID:     "SetRulesChanged",
-	Name:   "Load the rules of 20,000 resources with every limit and threshold changed",
-	Serial: true,
-	Impls: []Impl{
-		{Name: "slidegate Guard.SetRules", Role: Ours, Setup: func(b *testing.B) Op {
-			rs := [2]slidegate.Rules{slidegateRules(0), slidegateRules(1)}
-			return reloadGuard(b, rs)
-		}},
-		{Name: "sentinel flow.LoadRules + circuitbreaker.LoadRules", Setup: func(b *testing.B) Op {
-			rs := [2]sentinelRules{newSentinelRules(0), newSentinelRules(1)}
-			return reloadSentinel(b, rs)
-		}},
-	},
+var setRulesChanged = reloadShape("SetRulesChanged", "Load the rules of 20,000 resources with every limit and threshold changed", 1)
+
+// reloadShape returns a row that puts in force, in turn, the rules of
+// seed 0 and those of seed next, in slidegate and in sentinel.
+func reloadShape(id, name string, next int) *Shape {
+	return &Shape{
+		ID:     id,
+		Name:   name,
+		Serial: true,
+		Impls: []Impl{
+			{Name: "slidegate Guard.SetRules", Role: Ours, Setup: func(b *testing.B) Op {
+				return reloadGuard(b, [2]slidegate.Rules{slidegateRules(0), slidegateRules(next)})
+			}},
+			{Name: "sentinel flow.LoadRules + circuitbreaker.LoadRules", Setup: func(b *testing.B) Op {
+				return reloadSentinel(b, [2]sentinelRules{newSentinelRules(0), newSentinelRules(next)})
+			}},
+		},
+	}
 }
 
 // reloadGuard returns an operation that puts rs[1], rs[0], rs[1], ... in
