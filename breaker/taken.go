@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/slidegate/slidegate/internal/breakerlimits"
+	"github.com/slidegate/slidegate/internal/tagword"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/window"
 )
@@ -23,10 +24,8 @@ var takenSlots = timegrid.NewSlots(breakerlimits.DefaultCircuitBuckets)
 // width and spare), and bucket b lives in slot b mod n. A slot is a state
 // word and two data words, by Outcome. The state word holds b<<1 for the
 // bucket the slot holds, with the low bit set while a writer resets the
-// slot for b. A data word holds a value with its bucket's tag, packed as
-// the window package packs a word: the tag's takenTagBits bits high, the
-// value plus takenBias low, so that an add is an add on the whole word
-// and one that leaves the value's range changes the tag.
+// slot for b. A data word holds a value with its bucket's tag, packed by
+// internal/tagword, as the window package packs a word.
 //
 // The protocol:
 //
@@ -54,26 +53,6 @@ type takenSlot struct {
 	word  [2]atomic.Uint64
 }
 
-// The packing of a taken's data words, the window package's: a 24-bit
-// tag and a 40-bit value, saturating at takenMax and takenMin.
-const (
-	takenTagBits   = 24
-	takenValueBits = 64 - takenTagBits
-	takenValueMask = 1<<takenValueBits - 1
-	takenMax       = 1<<(takenValueBits-1) - 1
-	takenMin       = -takenMax - 1
-	takenBias      = 1 << (takenValueBits - 1)
-)
-
-// takenPack returns the data word holding v for bucket b.
-func takenPack(b uint64, v int64) uint64 { return b<<takenValueBits | uint64(v+takenBias) }
-
-// takenBelongs reports whether data word w carries the tag of bucket b.
-func takenBelongs(w, b uint64) bool { return (w^b<<takenValueBits)>>takenValueBits == 0 }
-
-// takenValue returns the value held in data word w.
-func takenValue(w uint64) int64 { return int64(w&takenValueMask) - takenBias }
-
 // takenWord is the data word of event e, Succeeded or Failed.
 func takenWord(e window.Event) Outcome {
 	if e == window.Failed {
@@ -85,7 +64,7 @@ func takenWord(e window.Event) Outcome {
 // addAt adds v of event e, Succeeded or Failed, to the bucket holding time
 // at, following the protocol on taken.
 func (t *taken) addAt(at int64, e window.Event, v int64) {
-	v = min(max(v, takenMin), takenMax)
+	v = min(max(v, tagword.Min), tagword.Max)
 	b := sharedGrid.Index(at)
 	sl := &t.slots[takenSlots.Of(b)]
 	word := &sl.word[takenWord(e)]
@@ -94,11 +73,11 @@ func (t *taken) addAt(at int64, e window.Event, v int64) {
 		st := sl.state.Load()
 		if st == want {
 			old := word.Load()
-			if !takenBelongs(old, b) {
+			if !tagword.Belongs(old, b) {
 				continue // the slot moved on after the state was read
 			}
-			nv := min(max(takenValue(old)+v, takenMin), takenMax)
-			if v == 0 || word.CompareAndSwap(old, takenPack(b, nv)) {
+			nv := min(max(tagword.Value(old)+v, tagword.Min), tagword.Max)
+			if v == 0 || word.CompareAndSwap(old, tagword.Pack(b, nv)) {
 				return
 			}
 			continue
@@ -109,8 +88,8 @@ func (t *taken) addAt(at int64, e window.Event, v int64) {
 		case st&1 != 0:
 			runtime.Gosched() // a reset, a few stores, is under way
 		case sl.state.CompareAndSwap(st, want|1):
-			sl.word[Success].Store(takenPack(b, 0))
-			sl.word[Failure].Store(takenPack(b, 0))
+			sl.word[Success].Store(tagword.Pack(b, 0))
+			sl.word[Failure].Store(tagword.Pack(b, 0))
 			sl.state.Store(want)
 		}
 	}
@@ -130,11 +109,11 @@ func (t *taken) sumsAfter(now, from int64) (succeeded, failed int64) {
 		if sl.state.Load() != b<<1 {
 			continue
 		}
-		if w := sl.word[Success].Load(); takenBelongs(w, b) {
-			succeeded += takenValue(w)
+		if w := sl.word[Success].Load(); tagword.Belongs(w, b) {
+			succeeded += tagword.Value(w)
 		}
-		if w := sl.word[Failure].Load(); takenBelongs(w, b) {
-			failed += takenValue(w)
+		if w := sl.word[Failure].Load(); tagword.Belongs(w, b) {
+			failed += tagword.Value(w)
 		}
 	}
 	return succeeded, failed

@@ -1,5 +1,7 @@
 package window
 
+import "github.com/slidegate/slidegate/internal/tagword"
+
 // Words. A word is one 64-bit cell of a bucket. Its high tagBits bits hold the low
 // bits of the index of the bucket the value belongs to (the tag); its low
 // valueBits bits hold the value plus bias, so that they hold 0 for minValue
@@ -19,30 +21,29 @@ package window
 // hours) for its value to land in the wrong bucket.
 
 // maxValue and minValue bound the value one bucket holds for one event:
-// 2^39-1 and -2^39.
+// 2^39-1 and -2^39. The packing is internal/tagword's.
 const (
-	tagBits   = 24
-	valueBits = 64 - tagBits
-	valueMask = 1<<valueBits - 1
+	tagBits   = tagword.TagBits
+	valueBits = tagword.ValueBits
+	valueMask = tagword.ValueMask
+	bias      = tagword.Bias
 
 	// maxValue is the largest value one bucket can hold for one event. Sums
 	// saturate at maxValue instead of wrapping. With response times in
 	// microseconds, it is over twelve days of summed time per bucket.
-	maxValue = 1<<(valueBits-1) - 1
+	maxValue = tagword.Max
 	// minValue is the smallest value one bucket can hold for one event.
-	minValue = -maxValue - 1
-
-	bias = 1 << (valueBits - 1)
+	minValue = tagword.Min
 )
 
 // pack returns the word holding v for bucket b. v must lie in [minValue, maxValue].
-func pack(b uint64, v int64) uint64 { return b<<valueBits | uint64(v+bias) }
+func pack(b uint64, v int64) uint64 { return tagword.Pack(b, v) }
 
 // belongs reports whether word w carries the tag of bucket b.
-func belongs(w, b uint64) bool { return (w^b<<valueBits)>>valueBits == 0 }
+func belongs(w, b uint64) bool { return tagword.Belongs(w, b) }
 
 // value returns the value held in w.
-func value(w uint64) int64 { return int64(w&valueMask) - bias }
+func value(w uint64) int64 { return tagword.Value(w) }
 
 // clampValue limits v to what a word can hold.
 func clampValue(v int64) int64 {
