@@ -87,7 +87,10 @@ type check struct {
 	names  *[]string // for the per-key QPS rules: each rule's name, the window a refusal names picks one (a pointer: most checks have none, and a resource's checks are part of its memory)
 	keyed  bool      // a per-key rule: the key is named when it blocks
 	shadow bool      // decides and counts, but never blocks: see FlowRule.Shadow
-	rule   rule
+	// pair marks the first check of a binding whose checks are a breaker
+	// and a plain QPS rule, in force: Enter asks them by admitPair.
+	pair bool
+	rule rule
 }
 
 // compile builds the rules' enforcers, reusing those of the rules in force
@@ -455,6 +458,7 @@ func (c *compiling) bind() {
 	}
 	for _, b := range s.by {
 		b.shared = bindShared(b.checks, b.res)
+		markPair(b.checks)
 		b.inbound = b.checks
 		if len(s.inbound) > 0 {
 			b.inbound = slices.Concat(s.inbound, b.checks)

@@ -345,7 +345,13 @@ func (g *Guard) enterAt(ctx context.Context, now int64, name string, r *Resource
 		checks = snap.inbound
 	}
 	if len(checks) > 0 {
-		if err := admit(ctx, g.clock, e, now, checks); err != nil {
+		var err error
+		if checks[0].pair {
+			err = admitPair(ctx, e, now, checks)
+		} else {
+			err = admit(ctx, g.clock, e, now, checks)
+		}
+		if err != nil {
 			if be, blocked := err.(*BlockError); blocked {
 				res.block(now, be.Reason, count)
 				if inbound {
@@ -435,6 +441,43 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, checks []che
 		e.start = now + int64(wait)
 	}
 	returned = true
+	return nil
+}
+
+// markPair sets check.pair on the first of checks if they are a breaker
+// and a plain QPS rule, neither in shadow.
+func markPair(checks []check) {
+	if len(checks) != 2 || checks[0].shadow || checks[1].shadow {
+		return
+	}
+	_, br := checks[0].rule.(*breakerRule)
+	_, qps := checks[1].rule.(*qpsRule)
+	checks[0].pair = br && qps
+}
+
+// admitPair is admit for checks that markPair marked: it decides as admit
+// does, calling the two rules directly. Neither calls code but the
+// guard's, so no undo is deferred against a panic; neither makes a request
+// wait; and the QPS rule, the last, gives the request nothing to hold:
+// what it counted is given back only if a later rule blocks the request.
+func admitPair(ctx context.Context, e *entry, now int64, checks []check) error {
+	br, q := checks[0].rule.(*breakerRule), checks[1].rule.(*qpsRule)
+	e.start = now
+	if cap(e.held) < 2 {
+		e.held = make([]hold, 0, 2)
+	}
+	e.held = e.held[:1]
+	h := &e.held[0]
+	h.shadow, h.undoOnly = false, false
+	if d := br.admit(ctx, e, now, h); !d.Allowed {
+		e.clearHeld()
+		return &BlockError{Resource: e.res.name, Rule: checks[0].name, Reason: d.Reason, RetryAfter: d.RetryAfter}
+	}
+	if d := q.q.AllowNAt(now, e.count); !d.Allowed {
+		br.release(h, now, breaker.Ignored, true)
+		e.clearHeld()
+		return &BlockError{Resource: e.res.name, Rule: checks[1].name, Reason: d.Reason, RetryAfter: d.RetryAfter}
+	}
 	return nil
 }
 

@@ -65,12 +65,12 @@ func TestEnterExitDoNotAllocate(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool drop entries; make test runs this test without it (make allocs)")
 	}
 	g, _ := newGuard(t, Rules{
-		Flow:     []FlowRule{{Resource: "a", Limit: 1 << 30}, {Resource: "a", Type: ConcurrencyRule, Limit: 1 << 20}},
-		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorRatioBreaker, Threshold: 0.5}, {Resource: "a", Strategy: SREBreaker}},
+		Flow:     []FlowRule{{Resource: "a", Limit: 1 << 30}, {Resource: "a", Type: ConcurrencyRule, Limit: 1 << 20}, {Resource: "p", Limit: 1 << 30}},
+		Breakers: []BreakerRule{{Resource: "a", Strategy: ErrorRatioBreaker, Threshold: 0.5}, {Resource: "a", Strategy: SREBreaker}, {Resource: "p", Strategy: ErrorRatioBreaker, Threshold: 0.5}},
 	})
 	defer g.OnEvent(func(Event) {})()
 	mustEnter(t, g, "a").Exit(nil) // fills the pooled entry's slices
-	a, b := g.Resource("a"), g.Resource("b")
+	a, b, p := g.Resource("a"), g.Resource("b"), g.Resource("p")
 	for name, f := range map[string]func(){
 		"rules":            func() { e, _ := g.Enter(bg, "a"); e.Exit(nil) },
 		"no rules":         func() { e, _ := g.Enter(bg, "b"); e.Exit(nil) },
@@ -78,6 +78,8 @@ func TestEnterExitDoNotAllocate(t *testing.T) {
 		"Do":               func() { _ = g.Do(bg, "a", func() error { return nil }) },
 		"handle":           func() { e, _ := a.Enter(bg); e.Exit(nil) },
 		"handle, no rules": func() { e, _ := b.Enter(bg); e.Exit(nil) },
+		"a pair":           func() { e, _ := g.Enter(bg, "p"); e.Exit(nil) },
+		"a pair, handle":   func() { e, _ := p.Enter(bg); e.Exit(nil) },
 	} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
 			t.Errorf("%s: %v allocations per Enter+Exit", name, n)
