@@ -349,7 +349,9 @@ func (f *FlowRule) check(list string, at int, into []Problem, judge bool) []Prob
 	}
 	f.checkKeys(&p)
 	if k != nil && k.check != nil {
-		k.check(*f, &p)
+		for _, x := range k.check(f) {
+			p.add(x.field, "%s", x.reason)
+		}
 	}
 	if judge && len(p.list) == len(into) {
 		// The fields are sound one by one: let the limiter's constructor

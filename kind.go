@@ -29,12 +29,17 @@ type kind struct {
 	// that a rule and the same rule with a default spelled out are one
 	// rule (see ruleKey). Nil: none.
 	normal func(f *FlowRule)
-	// check adds the problems of a rule of the kind beyond those of its
-	// fields one by one. Nil: none.
-	check func(f FlowRule, p *problems)
+	// check returns the problems of a rule of the kind beyond those of its
+	// fields one by one, nil if none. (Returned, not added to a problems:
+	// a pointer given to a function value escapes, and every rule would
+	// allocate one.) Nil: none.
+	check func(f *FlowRule) []kindProblem
 	// build makes the enforcer of rule f, read as Validate leaves it.
 	build func(f FlowRule, on builder) (rule, error)
 }
+
+// A kindProblem is a problem a kind's check finds: the field and why.
+type kindProblem struct{ field, reason string }
 
 // kinds are the kinds of flow rule, in the order messages list them. The
 // first is the kind of a rule that leaves its type out. (Set by init: the

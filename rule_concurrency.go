@@ -17,10 +17,11 @@ const ConcurrencyRule FlowType = "concurrency"
 var concurrencyKind = kind{
 	Kind:   rulekind.Kind{Name: string(ConcurrencyRule)},
 	fields: []string{"limit", "per_key"},
-	check: func(f FlowRule, p *problems) {
+	check: func(f *FlowRule) []kindProblem {
 		if f.PerKey && f.Cluster {
-			p.add("cluster", "a concurrency rule is not cluster-wide")
+			return []kindProblem{{"cluster", "a concurrency rule is not cluster-wide"}}
 		}
+		return nil
 	},
 	build: buildConcurrency,
 }

@@ -3,6 +3,7 @@ package slidegate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -28,10 +29,11 @@ var qpsKind = kind{
 	normal: func(f *FlowRule) {
 		f.Interval, f.Buckets = Duration(f.interval()), f.buckets()
 	},
-	check: func(f FlowRule, p *problems) {
+	check: func(f *FlowRule) []kindProblem {
 		if k := f.buckets(); f.PerKey && k > flowlimits.MaxKeyBuckets {
-			p.add("buckets", "%d: a per-key rule has at most %d buckets", k, flowlimits.MaxKeyBuckets)
+			return []kindProblem{{"buckets", fmt.Sprintf("%d: a per-key rule has at most %d buckets", k, flowlimits.MaxKeyBuckets)}}
 		}
+		return nil
 	},
 	build: buildQPS,
 }

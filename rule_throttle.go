@@ -19,13 +19,14 @@ var throttleKind = kind{
 	Kind:   rulekind.Kind{Name: string(ThrottleRule)},
 	fields: []string{"limit", "interval", "buckets", "per_key", "max_wait", "warm_up", "cold_factor"},
 	normal: func(f *FlowRule) { f.Interval = Duration(f.interval()) },
-	check: func(f FlowRule, p *problems) {
+	check: func(f *FlowRule) (ps []kindProblem) {
 		if f.WarmUp == 0 && f.Buckets != 0 {
-			p.add("buckets", "a throttle's buckets divide its warm-up: it has none (warm_up)")
+			ps = append(ps, kindProblem{"buckets", "a throttle's buckets divide its warm-up: it has none (warm_up)"})
 		}
 		if f.PerKey && f.Limit == 0 {
-			p.add("limit", "0: a per-key throttle paces at least 1 request per interval; block keys with overrides of 0")
+			ps = append(ps, kindProblem{"limit", "0: a per-key throttle paces at least 1 request per interval; block keys with overrides of 0"})
 		}
+		return ps
 	},
 	build: buildThrottle,
 }
