@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/slidegate/slidegate/breaker"
 )
 
 // A snapshot is a guard's rules, each bound to the rule value that enforces
@@ -148,6 +150,15 @@ type compiling struct {
 	regrouped []*keyGroup  // the groups that keep their enforcer
 	resized   []limited    // the enforcers that take new limits, with the rules they had
 	resizedAt []int        // and the rules they enforce
+
+	thresholds []newThreshold // the circuits that take new thresholds
+}
+
+// A newThreshold is a circuit of the rules in force and the thresholds of
+// a new rule, for it to take (setThresholds).
+type newThreshold struct {
+	c  *breaker.Circuit
+	th any
 }
 
 // A limited is an enforcer of the rules in force that takes the limits of
@@ -169,8 +180,11 @@ func (c *compiling) problem(breakers bool, i int, field string, err error) {
 }
 
 // breakers takes over the breakers of the same rules in force, each rule
-// with a name of its own preferring the one of its name, and builds the
-// others.
+// with a name of its own preferring the one of its name, then the circuits
+// of the rules left over that differ from a new rule only in their
+// thresholds (BreakerRule.shape), and builds the others. A circuit taken
+// over so takes the new thresholds in setLimits, once the new rules are
+// sure to be put in force: until then it is the rules in force's.
 func (c *compiling) breakers() {
 	keys := make([]string, len(c.rules.Breakers))
 	for i := range c.rules.Breakers {
@@ -182,23 +196,68 @@ func (c *compiling) breakers() {
 	for i := range c.prevRules.Breakers {
 		prevKeys[i] = breakerKey(&c.prevRules.Breakers[i], &c.buf)
 	}
-	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
+	same := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames)
+	old, kept := same.takeAll(keys, c.breakerNames, nil)
+	reshaped := c.reshapedBreakers(same, kept, old)
 	errs := make([]error, len(c.rules.Breakers))
+	var ths []any
+	if reshaped != nil {
+		ths = make([]any, len(c.rules.Breakers))
+	}
 	hook := onTransition(c.g.onTransition) // one option for every circuit
 	inParallel(len(c.rules.Breakers), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			if kept[i] {
+			switch {
+			case reshaped != nil && reshaped[i]:
 				c.s.breakers[i] = old[i]
-				continue
+				ths[i], errs[i] = newThresholds(&c.rules.Breakers[i], old[i].b.(*breaker.Circuit), c.g.clock)
+			case kept[i]:
+				c.s.breakers[i] = old[i]
+			default:
+				c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, hook)
 			}
-			c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, hook)
 		}
 	})
 	for i, err := range errs {
 		if err != nil {
 			c.problem(true, i, "", err)
+		} else if reshaped != nil && reshaped[i] {
+			c.thresholds = append(c.thresholds, newThreshold{c.s.breakers[i].b.(*breaker.Circuit), ths[i]})
 		}
 	}
+}
+
+// reshapedBreakers gives each new circuit rule not taken over (kept) the
+// circuit of a rule in force left over by same, of its shape, if there is
+// one, in old, and reports which rules got one (nil if none did). Rules
+// of one shape are paired as takeAll pairs them.
+func (c *compiling) reshapedBreakers(same *reuse[*breakerRule], kept []bool, old []*breakerRule) []bool {
+	var leftKeys, leftNames []string
+	var left []*breakerRule
+	for i, b := range c.prev.breakers {
+		if r := &c.prevRules.Breakers[i]; !same.taken[i] && r.Strategy != SREBreaker {
+			shape := r.shape()
+			leftKeys, left = append(leftKeys, breakerKey(&shape, &c.buf)), append(left, b)
+			leftNames = append(leftNames, c.prevBreakerNames[i])
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	keys := make([]string, len(c.rules.Breakers))
+	for i := range c.rules.Breakers {
+		if r := &c.rules.Breakers[i]; !kept[i] && r.Strategy != SREBreaker {
+			shape := r.shape()
+			keys[i] = breakerKey(&shape, &c.buf)
+		}
+	}
+	shaped, reshaped := takeOnce(leftKeys, left, leftNames).takeAll(keys, c.breakerNames, nil)
+	for i, ok := range reshaped {
+		if ok {
+			old[i] = shaped[i]
+		}
+	}
+	return reshaped
 }
 
 // inParallel calls f on the parts of [0, n), on up to GOMAXPROCS
@@ -462,7 +521,8 @@ func (c *compiling) bind() {
 	}
 }
 
-// setLimits gives the enforcers taken over to resize their new limits.
+// setLimits gives the enforcers taken over to resize their new limits, and
+// the circuits taken over their new thresholds.
 // They are shared with the rules in force: their limits change only once
 // the new rules are sure to replace them. A limit refused (a cluster's
 // limiter may refuse one) puts back those changed before it, and leaves
@@ -481,6 +541,10 @@ func (c *compiling) setLimits() error {
 	}
 	for _, kg := range c.regrouped {
 		kg.setLimits(c.s.flows[kg.at[0]], rules.Flow)
+	}
+	// Last: nothing can refuse the new rules now.
+	for _, t := range c.thresholds {
+		setThresholds(t.c, t.th)
 	}
 	return nil
 }

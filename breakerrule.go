@@ -124,6 +124,16 @@ func (b BreakerRule) normal() BreakerRule {
 	return b
 }
 
+// shape returns the rule, normal, without its thresholds: the fields that
+// a circuit takes in place (newThresholds). Two circuit rules of one shape
+// differ only in those.
+func (b BreakerRule) shape() BreakerRule {
+	b = b.normal()
+	b.Threshold, b.Count, b.MaxRT, b.MinRequests = 0, 0, 0, nil
+	b.OpenTimeout, b.MaxOpenTimeout, b.Probes, b.ProbeTimeout = 0, 0, 0, 0
+	return b
+}
+
 // appendKey writes every field of r.
 func (r *BreakerRule) appendKey(b []byte) []byte {
 	b = appendString(b, r.Resource)
@@ -158,21 +168,67 @@ var blockPolicies = map[string]breaker.BlockPolicy{
 // leaves it. A nil clock is clock.System; a circuit tells its changes of
 // state through hook, onTransition's option, if not nil.
 func buildBreaker(b BreakerRule, c clock.Clock, hook breaker.Option) (*breakerRule, error) {
+	// Room for every option, set by index: an option appended might move
+	// to the heap with the slice, in the compiler's view.
+	var buf [8]breaker.Option
+	opts := breakerOptions(&b, c, hook, &buf)
+	if b.Strategy == SREBreaker {
+		a, err := breaker.NewSRE(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &breakerRule{b: a}, nil
+	}
+	circuit, err := breaker.NewCircuit(circuitStrategy(&b), opts...)
+	if err != nil {
+		return nil, err
+	}
+	if sharesWindow(b) {
+		return &breakerRule{b: circuit, shared: circuit}, nil
+	}
+	return &breakerRule{b: circuit}, nil
+}
+
+// newThresholds returns the thresholds of breaker rule b, read as Validate
+// leaves it, for circuit c, which enforces a rule of b's shape, to give c
+// with setThresholds; or the error buildBreaker would return for b.
+func newThresholds(b *BreakerRule, c *breaker.Circuit, clk clock.Clock) (any, error) {
+	var buf [8]breaker.Option
+	return thresholdsOf(c, circuitStrategy(b), breakerOptions(b, clk, nil, &buf)...)
+}
+
+// circuitStrategy returns the strategy of breaker rule b, not an SRE one.
+func circuitStrategy(b *BreakerRule) breaker.Strategy {
+	switch b.Strategy {
+	case ErrorRatioBreaker:
+		return breaker.ErrorRatio(b.Threshold)
+	case ErrorCountBreaker:
+		return breaker.ErrorCount(b.Count)
+	case SlowRatioBreaker:
+		return breaker.SlowRatio(time.Duration(b.MaxRT), b.Threshold)
+	case ConsecutiveFailuresBreaker:
+		return breaker.ConsecutiveFailures(b.Count)
+	}
+	return breaker.Strategy{}
+}
+
+// breakerOptions returns the options of the breaker of rule b, in buf. A
+// nil clock is clock.System; hook, if not nil, is a circuit's.
+func breakerOptions(b *BreakerRule, c clock.Clock, hook breaker.Option, buf *[8]breaker.Option) []breaker.Option {
 	if c == nil {
 		c = clock.System
 	}
-	// Room for every option below, set by index: an option appended might
-	// move to the heap with the slice, in the compiler's view.
-	var buf [8]breaker.Option
 	buf[0] = breaker.WithClock(c)
 	opts := buf[:1]
-	if b.MinRequests != nil {
+	add := func(o breaker.Option) {
 		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithMinRequests(*b.MinRequests)
+		opts[len(opts)-1] = o
+	}
+	if b.MinRequests != nil {
+		add(breaker.WithMinRequests(*b.MinRequests))
 	}
 	if b.Interval != 0 || b.Buckets != 0 {
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithWindow(b.Buckets, time.Duration(b.Interval)) // 0: the breaker's default
+		add(breaker.WithWindow(b.Buckets, time.Duration(b.Interval))) // 0: the breaker's default
 	}
 	if b.Strategy == SREBreaker {
 		if b.K != 0 || b.Protection != nil {
@@ -180,61 +236,32 @@ func buildBreaker(b BreakerRule, c clock.Clock, hook breaker.Option) (*breakerRu
 			if b.Protection != nil {
 				protection = *b.Protection
 			}
-			opts = buf[:len(opts)+1]
-			opts[len(opts)-1] = breaker.WithFormula(b.K, protection) // K 0: the default
+			add(breaker.WithFormula(b.K, protection)) // K 0: the default
 		}
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy])
-		a, err := breaker.NewSRE(opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &breakerRule{b: a}, nil
+		add(breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy]))
+		return opts
 	}
 	if b.OpenTimeout != 0 || b.MaxOpenTimeout != 0 {
 		d := time.Duration(b.OpenTimeout)
 		if d == 0 {
 			d = breakerlimits.DefaultOpenTimeout
 		}
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithOpenTimeout(d, time.Duration(b.MaxOpenTimeout))
+		add(breaker.WithOpenTimeout(d, time.Duration(b.MaxOpenTimeout)))
 	}
 	if b.Probes != 0 || b.ProbeTimeout != 0 {
 		n := b.Probes
 		if n == 0 {
 			n = 1
 		}
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithProbes(n, time.Duration(b.ProbeTimeout))
+		add(breaker.WithProbes(n, time.Duration(b.ProbeTimeout)))
 	}
 	if hook != nil {
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = hook
+		add(hook)
 	}
-	shared := sharesWindow(b)
-	if shared {
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = sharedOption()
+	if sharesWindow(*b) {
+		add(sharedOption())
 	}
-	var s breaker.Strategy
-	switch b.Strategy {
-	case ErrorRatioBreaker:
-		s = breaker.ErrorRatio(b.Threshold)
-	case ErrorCountBreaker:
-		s = breaker.ErrorCount(b.Count)
-	case SlowRatioBreaker:
-		s = breaker.SlowRatio(time.Duration(b.MaxRT), b.Threshold)
-	case ConsecutiveFailuresBreaker:
-		s = breaker.ConsecutiveFailures(b.Count)
-	}
-	circuit, err := breaker.NewCircuit(s, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if shared {
-		return &breakerRule{b: circuit, shared: circuit}, nil
-	}
-	return &breakerRule{b: circuit}, nil
+	return opts
 }
 
 // sharesWindow reports whether the circuit of breaker rule b can read its
