@@ -141,7 +141,9 @@ func bindShared(checks []check, res *resource) *breakerRule {
 			b.shared = nil
 		}
 	}
-	if first != nil {
+	// A circuit taken over that the resource tells already needs nothing:
+	// it has its counter.
+	if first != nil && res.shared.Load() != first {
 		share(first.shared, res.stats, func() { res.shared.Store(first) })
 	}
 	return first
