@@ -124,16 +124,6 @@ func (b BreakerRule) normal() BreakerRule {
 	return b
 }
 
-// shape returns the rule, normal, without its thresholds: the fields that
-// a circuit takes in place (newThresholds). Two circuit rules of one shape
-// differ only in those.
-func (b BreakerRule) shape() BreakerRule {
-	b = b.normal()
-	b.Threshold, b.Count, b.MaxRT, b.MinRequests = 0, 0, 0, nil
-	b.OpenTimeout, b.MaxOpenTimeout, b.Probes, b.ProbeTimeout = 0, 0, 0, 0
-	return b
-}
-
 // appendKey writes every field of r.
 func (r *BreakerRule) appendKey(b []byte) []byte {
 	b = appendString(b, r.Resource)
@@ -191,10 +181,10 @@ func buildBreaker(b BreakerRule, c clock.Clock, hook breaker.Option) (*breakerRu
 
 // newThresholds returns the thresholds of breaker rule b, read as Validate
 // leaves it, for circuit c, which enforces a rule of b's shape, to give c
-// with setThresholds; or the error buildBreaker would return for b.
-func newThresholds(b *BreakerRule, c *breaker.Circuit, clk clock.Clock) (any, error) {
-	var buf [8]breaker.Option
-	return thresholdsOf(c, circuitStrategy(b), breakerOptions(b, clk, nil, &buf)...)
+// with setThresholds; or the error buildBreaker would return for b. buf is
+// room for the options, reused from one rule to the next.
+func newThresholds(b *BreakerRule, c *breaker.Circuit, buf *[8]breaker.Option) (any, error) {
+	return thresholdsOf(c, circuitStrategy(b), breakerOptions(b, nil, nil, buf)...)
 }
 
 // circuitStrategy returns the strategy of breaker rule b, not an SRE one.
@@ -213,16 +203,16 @@ func circuitStrategy(b *BreakerRule) breaker.Strategy {
 }
 
 // breakerOptions returns the options of the breaker of rule b, in buf. A
-// nil clock is clock.System; hook, if not nil, is a circuit's.
+// nil clock is the breaker's default, clock.System; hook, if not nil, is a
+// circuit's.
 func breakerOptions(b *BreakerRule, c clock.Clock, hook breaker.Option, buf *[8]breaker.Option) []breaker.Option {
-	if c == nil {
-		c = clock.System
-	}
-	buf[0] = breaker.WithClock(c)
-	opts := buf[:1]
+	opts := buf[:0]
 	add := func(o breaker.Option) {
 		opts = buf[:len(opts)+1]
 		opts[len(opts)-1] = o
+	}
+	if c != nil {
+		add(breaker.WithClock(c))
 	}
 	if b.MinRequests != nil {
 		add(breaker.WithMinRequests(*b.MinRequests))
