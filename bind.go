@@ -103,7 +103,9 @@ type check struct {
 // flow rule that differs from one left over only in its limits (its limit,
 // a per-key rule's overrides) takes over that one's enforcer and changes
 // its limits, if it can (resizer, keyResizer; rules of one shape are
-// paired in their order). Every other rule starts afresh.
+// paired in their order), and a circuit rule that differs from one left
+// over only in its thresholds takes over that one's circuit, which takes
+// them (breakerShape, newThresholds). Every other rule starts afresh.
 func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot, error) {
 	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prevRules, s: &snapshot{
 		gen:      prev.gen + 1,

@@ -25,6 +25,16 @@ const (
 // A BreakerRule puts a circuit breaker (package breaker) in front of a
 // resource. A request that ends with an error (Entry.Exit with a non-nil
 // error) is a failure.
+//
+// A reload that keeps the rule keeps its breaker, with its state and
+// counts, whatever its Name and Shadow. So does a reload that changes
+// only a circuit's thresholds: Threshold, Count, MaxRT, MinRequests,
+// OpenTimeout, MaxOpenTimeout, Probes and ProbeTimeout. The circuit
+// judges its next failure by the new ones, over the counts it holds. An
+// open circuit stays open until the time set when it opened. A half-open
+// one keeps its probes; its next half-open spell has the new number. Any
+// other change makes a new breaker: a strategy, a window, an SRE
+// breaker's fields.
 type BreakerRule struct {
 	// Resource is the name of the resource the breaker protects.
 	Resource string `json:"resource" yaml:"resource"`
