@@ -207,6 +207,7 @@ func (c *compiling) breakers() {
 		ths = make([]any, len(c.rules.Breakers))
 	}
 	hook := onTransition(c.g.onTransition) // one option for every circuit
+	clk := breaker.WithClock(c.g.clock)    // and one for every breaker
 	inParallel(len(c.rules.Breakers), func(lo, hi int) {
 		var buf [8]breaker.Option // newThresholds' options, made once a part
 		for i := lo; i < hi; i++ {
@@ -217,7 +218,7 @@ func (c *compiling) breakers() {
 			case kept[i]:
 				c.s.breakers[i] = old[i]
 			default:
-				c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, hook)
+				c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], clk, hook)
 			}
 		}
 	})

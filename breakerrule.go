@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
-	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/breakerlimits"
 )
 
@@ -165,13 +164,12 @@ var blockPolicies = map[string]breaker.BlockPolicy{
 }
 
 // buildBreaker makes the rule that enforces breaker rule b, read as Validate
-// leaves it. A nil clock is clock.System; a circuit tells its changes of
-// state through hook, onTransition's option, if not nil.
-func buildBreaker(b BreakerRule, c clock.Clock, hook breaker.Option) (*breakerRule, error) {
-	// Room for every option, set by index: an option appended might move
-	// to the heap with the slice, in the compiler's view.
+// leaves it. The breaker reads its clock through clk, a breaker.WithClock
+// made once for every breaker, or clock.System if nil; a circuit tells its
+// changes of state through hook, onTransition's option, if not nil.
+func buildBreaker(b BreakerRule, clk, hook breaker.Option) (*breakerRule, error) {
 	var buf [8]breaker.Option
-	opts := breakerOptions(&b, c, hook, &buf)
+	opts := breakerOptions(&b, clk, hook, &buf)
 	if b.Strategy == SREBreaker {
 		a, err := breaker.NewSRE(opts...)
 		if err != nil {
@@ -212,17 +210,18 @@ func circuitStrategy(b *BreakerRule) breaker.Strategy {
 	return breaker.Strategy{}
 }
 
-// breakerOptions returns the options of the breaker of rule b, in buf. A
-// nil clock is the breaker's default, clock.System; hook, if not nil, is a
-// circuit's.
-func breakerOptions(b *BreakerRule, c clock.Clock, hook breaker.Option, buf *[8]breaker.Option) []breaker.Option {
+// breakerOptions returns the options of the breaker of rule b, in buf:
+// clk and hook (buildBreaker's) if not nil, then b's. Each option b sets
+// is a closure on the heap (it goes into buf, which outlives this call):
+// a plain rule sets none.
+func breakerOptions(b *BreakerRule, clk, hook breaker.Option, buf *[8]breaker.Option) []breaker.Option {
 	opts := buf[:0]
 	add := func(o breaker.Option) {
 		opts = buf[:len(opts)+1]
 		opts[len(opts)-1] = o
 	}
-	if c != nil {
-		add(breaker.WithClock(c))
+	if clk != nil {
+		add(clk)
 	}
 	if b.MinRequests != nil {
 		add(breaker.WithMinRequests(*b.MinRequests))
