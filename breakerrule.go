@@ -212,8 +212,8 @@ func circuitStrategy(b *BreakerRule) breaker.Strategy {
 
 // breakerOptions returns the options of the breaker of rule b, in buf:
 // clk and hook (buildBreaker's) if not nil, then b's. Each option b sets
-// is a closure on the heap (it goes into buf, which outlives this call):
-// a plain rule sets none.
+// is a closure on the heap, as it was when buildBreaker made them: a
+// plain rule sets none.
 func breakerOptions(b *BreakerRule, clk, hook breaker.Option, buf *[8]breaker.Option) []breaker.Option {
 	opts := buf[:0]
 	add := func(o breaker.Option) {
