@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/slidegate/slidegate/breaker"
 )
 
 // A snapshot is a guard's rules, each bound to the rule value that enforces
@@ -104,7 +106,9 @@ type check struct {
 // flow rule that differs from one left over only in its limits (its limit,
 // a per-key rule's overrides) takes over that one's enforcer and changes
 // its limits, if it can (resizer, keyResizer; rules of one shape are
-// paired in their order). Every other rule starts afresh.
+// paired in their order), and a circuit rule that differs from one left
+// over only in its thresholds takes over that one's circuit, which takes
+// them (breakerShape, newThresholds). Every other rule starts afresh.
 func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot, error) {
 	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prevRules, s: &snapshot{
 		gen:      prev.gen + 1,
@@ -141,16 +145,25 @@ type compiling struct {
 	prevRules Rules
 	s         *snapshot
 	ps        []Problem
-	buf       []byte // a rule's key, written
+	keys      keyer // writes the rules' keys
 
 	// The names the rules have of their own, new and in force.
 	flowNames, breakerNames, prevFlowNames, prevBreakerNames []string
 
-	same      *reuse[rule] // the enforcers of the flow rules in force, by key
-	groups    []*keyGroup  // the per-key QPS rules, by resource
-	regrouped []*keyGroup  // the groups that keep their enforcer
-	resized   []limited    // the enforcers that take new limits, with the rules they had
-	resizedAt []int        // and the rules they enforce
+	same      *reuse[matchKey, rule] // the enforcers of the flow rules in force, by key
+	groups    []*keyGroup            // the per-key QPS rules, by resource
+	regrouped []*keyGroup            // the groups that keep their enforcer
+	resized   []limited              // the enforcers that take new limits, with the rules they had
+	resizedAt []int                  // and the rules they enforce
+
+	thresholds []newThreshold // the circuits that take new thresholds
+}
+
+// A newThreshold is a circuit of the rules in force and the thresholds of
+// a new rule, for it to take (setThresholds).
+type newThreshold struct {
+	c  *breaker.Circuit
+	th any
 }
 
 // A limited is an enforcer of the rules in force that takes the limits of
@@ -172,36 +185,83 @@ func (c *compiling) problem(breakers bool, i int, field string, err error) {
 }
 
 // breakers takes over the breakers of the same rules in force, each rule
-// with a name of its own preferring the one of its name, and builds the
-// others.
+// with a name of its own preferring the one of its name, then the circuits
+// of the rules left over that differ from a new rule only in their
+// thresholds (breakerShape), and builds the others. A circuit taken
+// over so takes the new thresholds in setLimits, once the new rules are
+// sure to be put in force: until then it is the rules in force's.
 func (c *compiling) breakers() {
-	keys := make([]string, len(c.rules.Breakers))
+	keys := make([]matchKey, len(c.rules.Breakers))
 	for i := range c.rules.Breakers {
-		if len(c.prevRules.Breakers) > 0 { // else none to take over: "" takes none
-			keys[i] = breakerKey(&c.rules.Breakers[i], &c.buf)
+		if len(c.prevRules.Breakers) > 0 { // else none to take over: none takes none
+			keys[i] = c.keys.breaker(&c.rules.Breakers[i])
 		}
 	}
-	prevKeys := make([]string, len(c.prevRules.Breakers))
+	prevKeys := make([]matchKey, len(c.prevRules.Breakers))
 	for i := range c.prevRules.Breakers {
-		prevKeys[i] = breakerKey(&c.prevRules.Breakers[i], &c.buf)
+		prevKeys[i] = c.keys.breaker(&c.prevRules.Breakers[i])
 	}
-	old, kept := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
+	same := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames)
+	old, kept := same.takeAll(keys, c.breakerNames, nil)
+	reshaped := c.reshapedBreakers(same, kept, old)
 	errs := make([]error, len(c.rules.Breakers))
+	var ths []any
+	if reshaped != nil {
+		ths = make([]any, len(c.rules.Breakers))
+	}
 	hook := onTransition(c.g.onTransition) // one option for every circuit
+	clk := breaker.WithClock(c.g.clock)    // and one for every breaker
 	inParallel(len(c.rules.Breakers), func(lo, hi int) {
+		var buf [8]breaker.Option // newThresholds' options, made once a part
 		for i := lo; i < hi; i++ {
-			if kept[i] {
+			switch {
+			case reshaped != nil && reshaped[i]:
 				c.s.breakers[i] = old[i]
-				continue
+				ths[i], errs[i] = newThresholds(&c.rules.Breakers[i], old[i].b.(*breaker.Circuit), &buf)
+			case kept[i]:
+				c.s.breakers[i] = old[i]
+			default:
+				c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], clk, hook)
 			}
-			c.s.breakers[i], errs[i] = buildBreaker(c.rules.Breakers[i], c.g.clock, hook)
 		}
 	})
 	for i, err := range errs {
 		if err != nil {
 			c.problem(true, i, "", err)
+		} else if reshaped != nil && reshaped[i] {
+			c.thresholds = append(c.thresholds, newThreshold{c.s.breakers[i].b.(*breaker.Circuit), ths[i]})
 		}
 	}
+}
+
+// reshapedBreakers gives each new circuit rule not taken over (kept) the
+// circuit of a rule in force left over by same, of its shape, if there is
+// one, in old, and reports which rules got one (nil if none did). Rules
+// of one shape are paired as takeAll pairs them.
+func (c *compiling) reshapedBreakers(same *reuse[matchKey, *breakerRule], kept []bool, old []*breakerRule) []bool {
+	leftKeys := make([]breakerShape, len(c.prev.breakers)) // none for those taken, and SRE breakers
+	left := false
+	for i := range c.prev.breakers {
+		if r := &c.prevRules.Breakers[i]; !same.taken[i] && r.Strategy != SREBreaker {
+			leftKeys[i], left = circuitShape(r), true
+		}
+	}
+	if !left {
+		return nil
+	}
+	keys := make([]breakerShape, len(c.rules.Breakers))
+	for i := range c.rules.Breakers {
+		if r := &c.rules.Breakers[i]; !kept[i] && r.Strategy != SREBreaker {
+			keys[i] = circuitShape(r)
+		}
+	}
+	shaped, reshaped := takeOnce(leftKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
+	for i, ok := range reshaped {
+		if ok {
+			old[i] = shaped[i]
+		}
+	}
+	return reshaped
 }
 
 // inParallel calls f on the parts of [0, n), on up to GOMAXPROCS
@@ -227,16 +287,16 @@ func inParallel(n int, f func(lo, hi int)) {
 // sameFlows takes over the enforcers of the flow rules in force that the
 // new rules repeat, but the per-key QPS rules (keyGroups).
 func (c *compiling) sameFlows() {
-	keys := make([]string, len(c.rules.Flow))
+	keys := make([]matchKey, len(c.rules.Flow))
 	for i := range c.rules.Flow {
 		if len(c.prevRules.Flow) > 0 && !c.rules.Flow[i].keyedTogether() {
-			keys[i] = flowKey(&c.rules.Flow[i], &c.buf)
+			keys[i] = c.keys.flow(&c.rules.Flow[i])
 		}
 	}
-	prevKeys := make([]string, len(c.prevRules.Flow))
+	prevKeys := make([]matchKey, len(c.prevRules.Flow))
 	for i := range c.prevRules.Flow {
 		if !c.prevRules.Flow[i].keyedTogether() { // those keep their group's enforcer
-			prevKeys[i] = flowKey(&c.prevRules.Flow[i], &c.buf)
+			prevKeys[i] = c.keys.flow(&c.prevRules.Flow[i])
 		}
 	}
 	c.same = takeOnce(prevKeys, c.prev.flows, c.prevFlowNames)
@@ -276,25 +336,25 @@ func (c *compiling) keyGroups() {
 // that differ from a new rule only in their limits, and can take its
 // limits in place.
 func (c *compiling) resizedFlows() {
-	var leftKeys []string
-	var left []limited
-	var leftNames []string
+	leftKeys := make([]matchKey, len(c.prev.flows)) // none for those taken, and those that cannot resize
+	left := make([]limited, len(c.prev.flows))
+	n := 0
 	for i, old := range c.prev.flows {
 		if !c.same.taken[i] && canResize(old) {
 			shape := c.prevRules.Flow[i].shape()
-			leftKeys, left = append(leftKeys, flowKey(&shape, &c.buf)), append(left, limited{old, i})
-			leftNames = append(leftNames, c.prevFlowNames[i])
+			leftKeys[i], left[i] = c.keys.flow(&shape), limited{old, i}
+			n++
 		}
 	}
-	keys := make([]string, len(c.rules.Flow))
+	keys := make([]matchKey, len(c.rules.Flow))
 	for i, r := range c.rules.Flow {
-		if len(left) > 0 && c.s.flows[i] == nil && !r.keyedTogether() {
+		if n > 0 && c.s.flows[i] == nil && !r.keyedTogether() {
 			shape := r.shape()
-			keys[i] = flowKey(&shape, &c.buf)
+			keys[i] = c.keys.flow(&shape)
 		}
 	}
 	// Shapes have no overrides: their keys are whole.
-	shaped, reshaped := takeOnce(leftKeys, left, leftNames).takeAll(keys, c.flowNames, nil)
+	shaped, reshaped := takeOnce(leftKeys, left, c.prevFlowNames).takeAll(keys, c.flowNames, nil)
 	for i, r := range c.rules.Flow {
 		if c.s.flows[i] == nil && !r.keyedTogether() && reshaped[i] {
 			c.s.flows[i] = shaped[i].rule
@@ -466,7 +526,8 @@ func (c *compiling) bind() {
 	}
 }
 
-// setLimits gives the enforcers taken over to resize their new limits.
+// setLimits gives the enforcers taken over to resize their new limits, and
+// the circuits taken over their new thresholds.
 // They are shared with the rules in force: their limits change only once
 // the new rules are sure to replace them. A limit refused (a cluster's
 // limiter may refuse one) puts back those changed before it, and leaves
@@ -486,49 +547,69 @@ func (c *compiling) setLimits() error {
 	for _, kg := range c.regrouped {
 		kg.setLimits(c.s.flows[kg.at[0]], rules.Flow)
 	}
+	// Last: nothing can refuse the new rules now.
+	for _, t := range c.thresholds {
+		setThresholds(t.c, t.th)
+	}
 	return nil
 }
 
 // A reuse hands out the enforcers of the rules in force by the key of their
 // rule, each at most once, in rule order.
-type reuse[T any] struct {
-	by    map[string][]int // indexes into in, by key
+type reuse[K comparable, T any] struct {
+	first map[K]int32 // the first index into in of each key
+	next  []int32     // the next index of the same key, or -1
 	in    []T
 	names []string // the names of the rules of in
 	taken []bool
 }
 
-// takeOnce returns the enforcers in of the rules of keys keys ("" for
-// none), named names, to be taken over (takeAll).
-func takeOnce[T any](keys []string, in []T, names []string) *reuse[T] {
-	r := &reuse[T]{by: make(map[string][]int, len(in)), in: in, names: names, taken: make([]bool, len(in))}
-	for i, k := range keys {
-		if k != "" {
-			r.by[k] = append(r.by[k], i)
+// takeOnce returns the enforcers in of the rules of keys keys (the zero
+// key for none), named names, to be taken over (takeAll).
+func takeOnce[K comparable, T any](keys []K, in []T, names []string) *reuse[K, T] {
+	var none K
+	n := 0
+	for _, k := range keys {
+		if k != none {
+			n++
 		}
+	}
+	r := &reuse[K, T]{first: make(map[K]int32, n), next: make([]int32, len(in)), in: in, names: names, taken: make([]bool, len(in))}
+	for i := len(keys) - 1; i >= 0; i-- { // from the last, so that each key's list is in rule order
+		k := keys[i]
+		if k == none {
+			continue
+		}
+		r.next[i] = -1
+		if j, ok := r.first[k]; ok {
+			r.next[i] = j
+		}
+		r.first[k] = int32(i)
 	}
 	return r
 }
 
-// takeAll gives each new rule i, of key keys[i] ("" for none) and name of
-// its own names[i] ("" for none), an enforcer of the same key not taken
-// yet, if there is one, and reports which rules got one. A rule with a
-// name takes the enforcer of the rule of that name first: every rule that
-// finds one does, then the others take the first left of their key, in
-// rule order. So named rules of the same settings reordered keep each its
-// own counts and state. (A name the guard gives is not preferred: it
-// follows the rule's place, so a reordering changes it.) same, if not nil,
-// tells whether new rule i and old rule j of one key are the same: a key
-// holds only a hash of a rule's overrides.
-func (r *reuse[T]) takeAll(keys, names []string, same func(i, j int) bool) ([]T, []bool) {
+// takeAll gives each new rule i, of key keys[i] (the zero key for none)
+// and name of its own names[i] ("" for none), an enforcer of the same key
+// not taken yet, if there is one, and reports which rules got one. A rule
+// with a name takes the enforcer of the rule of that name first: every
+// rule that finds one does, then the others take the first left of their
+// key, in rule order. So named rules of the same settings reordered keep
+// each its own counts and state. (A name the guard gives is not
+// preferred: it follows the rule's place, so a reordering changes it.)
+// same, if not nil, tells whether new rule i and old rule j of one key are
+// the same: a key holds only a hash of a rule's overrides.
+func (r *reuse[K, T]) takeAll(keys []K, names []string, same func(i, j int) bool) ([]T, []bool) {
 	out, ok := make([]T, len(keys)), make([]bool, len(keys))
+	var none K
 	for pass := range 2 {
 		for i, k := range keys {
-			if k == "" || ok[i] {
+			if k == none || ok[i] || pass == 0 && names[i] == "" {
 				continue
 			}
-			for _, j := range r.by[k] {
-				if !r.taken[j] && (pass == 1 || names[i] != "" && r.names[j] == names[i]) && (same == nil || same(i, j)) {
+			j, found := r.first[k]
+			for ; found && j >= 0; j = r.next[j] {
+				if !r.taken[j] && (pass == 1 || r.names[j] == names[i]) && (same == nil || same(i, int(j))) {
 					r.taken[j], out[i], ok[i] = true, r.in[j], true
 					break
 				}

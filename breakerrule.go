@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
-	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/breakerlimits"
 )
 
@@ -25,6 +24,16 @@ const (
 // A BreakerRule puts a circuit breaker (package breaker) in front of a
 // resource. A request that ends with an error (Entry.Exit with a non-nil
 // error) is a failure.
+//
+// A reload that keeps the rule keeps its breaker, with its state and
+// counts, whatever its Name and Shadow. So does a reload that changes
+// only a circuit's thresholds: Threshold, Count, MaxRT, MinRequests,
+// OpenTimeout, MaxOpenTimeout, Probes and ProbeTimeout. The circuit
+// judges its next failure by the new ones, over the counts it holds. An
+// open circuit stays open until the time set when it opened. A half-open
+// one keeps its probes; its next half-open spell has the new number. Any
+// other change makes a new breaker: a strategy, a window, an SRE
+// breaker's fields.
 type BreakerRule struct {
 	// Resource is the name of the resource the breaker protects.
 	Resource string `json:"resource" yaml:"resource"`
@@ -155,24 +164,70 @@ var blockPolicies = map[string]breaker.BlockPolicy{
 }
 
 // buildBreaker makes the rule that enforces breaker rule b, read as Validate
-// leaves it. A nil clock is clock.System; a circuit tells its changes of
-// state through hook, onTransition's option, if not nil.
-func buildBreaker(b BreakerRule, c clock.Clock, hook breaker.Option) (*breakerRule, error) {
-	if c == nil {
-		c = clock.System
-	}
-	// Room for every option below, set by index: an option appended might
-	// move to the heap with the slice, in the compiler's view.
+// leaves it. The breaker reads its clock through clk, a breaker.WithClock
+// made once for every breaker, or clock.System if nil; a circuit tells its
+// changes of state through hook, onTransition's option, if not nil.
+func buildBreaker(b BreakerRule, clk, hook breaker.Option) (*breakerRule, error) {
 	var buf [8]breaker.Option
-	buf[0] = breaker.WithClock(c)
-	opts := buf[:1]
-	if b.MinRequests != nil {
+	opts := breakerOptions(&b, clk, hook, &buf)
+	if b.Strategy == SREBreaker {
+		a, err := breaker.NewSRE(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &breakerRule{b: a}, nil
+	}
+	circuit, err := breaker.NewCircuit(circuitStrategy(&b), opts...)
+	if err != nil {
+		return nil, err
+	}
+	if sharesWindow(b) {
+		return &breakerRule{b: circuit, shared: circuit}, nil
+	}
+	return &breakerRule{b: circuit}, nil
+}
+
+// newThresholds returns the thresholds of breaker rule b, read as Validate
+// leaves it, for circuit c, which enforces a rule of b's shape, to give c
+// with setThresholds; or the error buildBreaker would return for b. buf is
+// room for the options, reused from one rule to the next.
+func newThresholds(b *BreakerRule, c *breaker.Circuit, buf *[8]breaker.Option) (any, error) {
+	return thresholdsOf(c, circuitStrategy(b), breakerOptions(b, nil, nil, buf)...)
+}
+
+// circuitStrategy returns the strategy of breaker rule b, not an SRE one.
+func circuitStrategy(b *BreakerRule) breaker.Strategy {
+	switch b.Strategy {
+	case ErrorRatioBreaker:
+		return breaker.ErrorRatio(b.Threshold)
+	case ErrorCountBreaker:
+		return breaker.ErrorCount(b.Count)
+	case SlowRatioBreaker:
+		return breaker.SlowRatio(time.Duration(b.MaxRT), b.Threshold)
+	case ConsecutiveFailuresBreaker:
+		return breaker.ConsecutiveFailures(b.Count)
+	}
+	return breaker.Strategy{}
+}
+
+// breakerOptions returns the options of the breaker of rule b, in buf:
+// clk and hook (buildBreaker's) if not nil, then b's. Each option b sets
+// is a closure on the heap, as it was when buildBreaker made them: a
+// plain rule sets none.
+func breakerOptions(b *BreakerRule, clk, hook breaker.Option, buf *[8]breaker.Option) []breaker.Option {
+	opts := buf[:0]
+	add := func(o breaker.Option) {
 		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithMinRequests(*b.MinRequests)
+		opts[len(opts)-1] = o
+	}
+	if clk != nil {
+		add(clk)
+	}
+	if b.MinRequests != nil {
+		add(breaker.WithMinRequests(*b.MinRequests))
 	}
 	if b.Interval != 0 || b.Buckets != 0 {
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithWindow(b.Buckets, time.Duration(b.Interval)) // 0: the breaker's default
+		add(breaker.WithWindow(b.Buckets, time.Duration(b.Interval))) // 0: the breaker's default
 	}
 	if b.Strategy == SREBreaker {
 		if b.K != 0 || b.Protection != nil {
@@ -180,61 +235,32 @@ func buildBreaker(b BreakerRule, c clock.Clock, hook breaker.Option) (*breakerRu
 			if b.Protection != nil {
 				protection = *b.Protection
 			}
-			opts = buf[:len(opts)+1]
-			opts[len(opts)-1] = breaker.WithFormula(b.K, protection) // K 0: the default
+			add(breaker.WithFormula(b.K, protection)) // K 0: the default
 		}
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy])
-		a, err := breaker.NewSRE(opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &breakerRule{b: a}, nil
+		add(breaker.WithBlockPolicy(blockPolicies[b.BlockPolicy]))
+		return opts
 	}
 	if b.OpenTimeout != 0 || b.MaxOpenTimeout != 0 {
 		d := time.Duration(b.OpenTimeout)
 		if d == 0 {
 			d = breakerlimits.DefaultOpenTimeout
 		}
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithOpenTimeout(d, time.Duration(b.MaxOpenTimeout))
+		add(breaker.WithOpenTimeout(d, time.Duration(b.MaxOpenTimeout)))
 	}
 	if b.Probes != 0 || b.ProbeTimeout != 0 {
 		n := b.Probes
 		if n == 0 {
 			n = 1
 		}
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = breaker.WithProbes(n, time.Duration(b.ProbeTimeout))
+		add(breaker.WithProbes(n, time.Duration(b.ProbeTimeout)))
 	}
 	if hook != nil {
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = hook
+		add(hook)
 	}
-	shared := sharesWindow(b)
-	if shared {
-		opts = buf[:len(opts)+1]
-		opts[len(opts)-1] = sharedOption()
+	if sharesWindow(*b) {
+		add(sharedOption())
 	}
-	var s breaker.Strategy
-	switch b.Strategy {
-	case ErrorRatioBreaker:
-		s = breaker.ErrorRatio(b.Threshold)
-	case ErrorCountBreaker:
-		s = breaker.ErrorCount(b.Count)
-	case SlowRatioBreaker:
-		s = breaker.SlowRatio(time.Duration(b.MaxRT), b.Threshold)
-	case ConsecutiveFailuresBreaker:
-		s = breaker.ConsecutiveFailures(b.Count)
-	}
-	circuit, err := breaker.NewCircuit(s, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if shared {
-		return &breakerRule{b: circuit, shared: circuit}, nil
-	}
-	return &breakerRule{b: circuit}, nil
+	return opts
 }
 
 // sharesWindow reports whether the circuit of breaker rule b can read its

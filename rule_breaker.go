@@ -41,6 +41,8 @@ var (
 	uncountedAfter = breakerhook.UncountedAfter.(func(*breaker.Circuit, any, int64, bool, int64))
 	unshare        = breakerhook.Unshare.(func(*breaker.Circuit))
 	shares         = breakerhook.Shares.(func(*breaker.Circuit) bool)
+	thresholdsOf   = breakerhook.Thresholds.(func(*breaker.Circuit, breaker.Strategy, ...breaker.Option) (any, error))
+	setThresholds  = breakerhook.SetThresholds.(func(*breaker.Circuit, any))
 )
 
 func (*breakerRule) phase() phase { return phaseBreaker }
@@ -139,7 +141,9 @@ func bindShared(checks []check, res *resource) *breakerRule {
 			b.shared = nil
 		}
 	}
-	if first != nil {
+	// A circuit taken over that the resource tells already needs nothing:
+	// it has its counter.
+	if first != nil && res.shared.Load() != first {
 		share(first.shared, res.stats, func() { res.shared.Store(first) })
 	}
 	return first

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slidegate/slidegate/breaker"
 	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/internal/bounds"
 )
@@ -199,11 +200,12 @@ func BenchmarkMakingWhatRulesNeed(b *testing.B) {
 		}
 	})
 	b.Run("breakers", func(b *testing.B) {
+		clk := breaker.WithClock(c) // one for every breaker, as SetRules makes
 		b.ReportAllocs()
 		for b.Loop() {
 			made := make([]*breakerRule, len(rs.Breakers))
 			for i := range made {
-				made[i], _ = buildBreaker(rs.Breakers[i], c, nil)
+				made[i], _ = buildBreaker(rs.Breakers[i], clk, nil)
 			}
 		}
 	})

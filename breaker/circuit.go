@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/clock"
-	"github.com/slidegate/slidegate/internal/breakerlimits"
 	"github.com/slidegate/slidegate/internal/notify"
 	"github.com/slidegate/slidegate/internal/timegrid"
 	"github.com/slidegate/slidegate/internal/windowhook"
@@ -51,16 +50,18 @@ import (
 // allow one. The zero Circuit is not usable; make one with [NewCircuit].
 type Circuit struct {
 	policy
-	strategy    Strategy
-	minRequests int64
-	clock       clock.Clock
-	interval    time.Duration
-	buckets     int32
-	nprobes     int32  // probe places of a half-open spell
-	timed       bool   // a closed circuit needs requests' start times (SlowRatio)
-	shared      bool   // it reads its resource's counter (see shared.go)
-	uncached    bool   // its own window reads every bucket (see uncached)
-	opens       uint32 // consecutive times probing failed, for the backoff; under mu
+	// th is what the circuit judges by: its strategy's threshold, minimum
+	// volume, timeouts and probes, one immutable value (see thresholds).
+	// It points to first until a guard's reload gives the circuit others.
+	th       atomic.Pointer[thresholds]
+	first    thresholds
+	clock    clock.Clock
+	interval time.Duration
+	buckets  int32
+	timed    bool   // a closed circuit needs requests' start times (SlowRatio)
+	shared   bool   // it reads its resource's counter (see shared.go)
+	uncached bool   // its own window reads every bucket (see uncached)
+	opens    uint32 // consecutive times probing failed, for the backoff; under mu
 
 	// state is the state word: generation<<2 | State. Outcomes carry the
 	// word that allowed them and count only while it is unchanged.
@@ -78,21 +79,19 @@ type Circuit struct {
 	// the common one, keeps no probe places and no count of blocks.
 	away atomic.Pointer[openState]
 
-	probeTimeout int64
-
-	mu          sync.Mutex // held to change state, and to take or free a probe place
-	tickets     uint64     // the sequence of probe tickets, never reset: a ticket is never issued twice
-	openTimeout time.Duration
-	maxOpen     time.Duration
-	notify      *notify.Queue[Transition]
-	hook        func(*Circuit, Transition) // onTransition's
+	mu      sync.Mutex // held to change state, and to take or free a probe place
+	tickets uint64     // the sequence of probe tickets, never reset: a ticket is never issued twice
+	notify  *notify.Queue[Transition]
+	hook    func(*Circuit, Transition) // onTransition's
 }
 
 // An openState is what a Circuit keeps while it is open or half-open: made
 // when it opens from Closed, kept while it opens again from HalfOpen, and
-// dropped when it closes. Readers load it after the state word; one that
-// finds it nil, or finds it no longer the circuit's, has seen the circuit
-// close meanwhile, and reads the state word again or does nothing.
+// dropped when it closes. A half-open spell whose number of probes was
+// changed (see thresholds) gets a new one, with the same count of blocks.
+// Readers load it after the state word; one that finds it nil, or finds it
+// no longer the circuit's, has seen the circuit close or move on
+// meanwhile, and reads the state word again or does nothing.
 type openState struct {
 	until     atomic.Int64    // while open: when a probe may be allowed
 	blocked   *window.Counter // the requests blocked since the circuit opened
@@ -154,12 +153,12 @@ func newClosedWindow(buckets int, interval time.Duration, c clock.Clock, timed, 
 // newOpenState returns the openState of a circuit that opens now: no
 // probe place taken, no block counted. Its window is the closed window's
 // shape, which NewCircuit checked.
-func (c *Circuit) newOpenState() *openState {
+func (c *Circuit) newOpenState(th *thresholds) *openState {
 	t, err := window.NewCounter(int(c.buckets), c.interval, window.WithClock(c.clock), blockedEvents)
 	if err != nil {
 		panic("breaker: a window that NewCircuit made cannot be made again: " + err.Error())
 	}
-	return &openState{blocked: t, probes: make([]probe, c.nprobes)}
+	return &openState{blocked: t, probes: make([]probe, th.probes)}
 }
 
 // statsAt returns the window's counts at time now: of its own window, or,
@@ -216,33 +215,9 @@ func slotOf(ticket uint64) int { return int(ticket & (maxProbes - 1)) }
 // a time ([WithProbes]). A bad strategy or option is an error wrapping
 // [github.com/slidegate/slidegate.ErrInvalidConfig].
 func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	st, err := build(opts, settings{
-		interval: breakerlimits.DefaultInterval, buckets: breakerlimits.DefaultCircuitBuckets, minRequests: s.minRequests(),
-		openTimeout: breakerlimits.DefaultOpenTimeout, probes: breakerlimits.DefaultProbes,
-	}, circuitOnly, "a Circuit")
+	st, th, err := circuitSettings(s, opts)
 	if err != nil {
 		return nil, err
-	}
-	if st.openTimeout <= 0 {
-		return nil, fmt.Errorf("%w: open timeout = %v: must be positive", errInvalidConfig, st.openTimeout)
-	}
-	if st.maxOpenTimeout == 0 {
-		st.maxOpenTimeout = st.openTimeout
-	}
-	if st.maxOpenTimeout < st.openTimeout {
-		return nil, fmt.Errorf("%w: open timeout max = %v: must be 0 or at least the open timeout %v", errInvalidConfig, st.maxOpenTimeout, st.openTimeout)
-	}
-	if st.probes < 1 || st.probes > maxProbes {
-		return nil, fmt.Errorf("%w: probes = %d: must be between 1 and %d", errInvalidConfig, st.probes, maxProbes)
-	}
-	if st.given&(1<<optProbes) == 0 || st.probeTimeout == 0 {
-		st.probeTimeout = st.openTimeout
-	}
-	if st.probeTimeout < 0 {
-		return nil, fmt.Errorf("%w: probe timeout = %v: must be positive", errInvalidConfig, st.probeTimeout)
 	}
 	// The window first: it checks the buckets, which the circuit keeps in
 	// fewer bits. A circuit that shares is given its window (see share).
@@ -261,20 +236,16 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		}
 	}
 	c := &Circuit{
-		policy:       policy{st.outcomeOf},
-		strategy:     s,
-		minRequests:  st.minRequests,
-		clock:        st.clock,
-		interval:     st.interval,
-		buckets:      int32(st.buckets),
-		nprobes:      int32(st.probes),
-		timed:        s.kind == slowRatio,
-		shared:       st.shared,
-		uncached:     st.uncached,
-		probeTimeout: int64(st.probeTimeout),
-		openTimeout:  st.openTimeout,
-		maxOpen:      st.maxOpenTimeout,
+		policy:   policy{st.outcomeOf},
+		first:    th,
+		clock:    st.clock,
+		interval: st.interval,
+		buckets:  int32(st.buckets),
+		timed:    s.kind == slowRatio,
+		shared:   st.shared,
+		uncached: st.uncached,
 	}
+	c.th.Store(&c.first)
 	if w != nil {
 		c.stats.Store(w)
 	}
@@ -382,15 +353,16 @@ func (c *Circuit) claim(a *openState, st uint64, now int64) (Promise, bool) {
 // word st, has been in flight for the probe timeout, and reports whether it
 // did.
 func (c *Circuit) expired(a *openState, st uint64, now int64) bool {
+	timeout := c.th.Load().probeTimeout
 	for i := range a.probes {
 		p := &a.probes[i]
-		if t := p.ticket.Load(); t == 0 || now-p.start.Load() < c.probeTimeout {
+		if t := p.ticket.Load(); t == 0 || now-p.start.Load() < timeout {
 			continue
 		}
 		c.mu.Lock()
 		opened := false
 		// Under the lock the place and the state are stable: check again.
-		if c.state.Load() == st && p.ticket.Load() != 0 && now-p.start.Load() >= c.probeTimeout {
+		if c.state.Load() == st && p.ticket.Load() != 0 && now-p.start.Load() >= timeout {
 			opened = c.change(st, Open, now, probeTimedOut, Stats{})
 		}
 		c.mu.Unlock()
@@ -418,7 +390,12 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 	if o == Ignored || c.shared || c.state.Load() != gen {
 		return // a shared circuit counts with its resource: see settleShared
 	}
-	slow := c.timed && c.strategy.slow(now-p.start)
+	var th *thresholds
+	slow := false
+	if c.timed {
+		th = c.th.Load()
+		slow = th.strategy.slow(now - p.start)
+	}
 	if o == Success {
 		w.t.AddAt(now, window.Succeeded, 1)
 		// Most successes follow successes: read the run, which stays in
@@ -434,7 +411,10 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 		w.t.AddAt(now, window.Slow, 1)
 	}
 	if slow || (o == Failure && !c.timed) {
-		if n := w.statsAt(now, false); c.strategy.meets(n, c.minRequests) {
+		if th == nil {
+			th = c.th.Load()
+		}
+		if n := w.statsAt(now, false); th.strategy.meets(n, th.minRequests) {
 			c.transition(gen, Open, now, tripped, n)
 		}
 	}
@@ -450,11 +430,12 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 // and a ticket is never issued twice.
 func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
 	why := probeFailed
+	th := c.th.Load()
 	switch rt := now - start; {
-	case rt >= c.probeTimeout: // even an ignored result: the probe hung
+	case rt >= th.probeTimeout: // even an ignored result: the probe hung
 		o, why = Failure, probeTimedOut
 	case o == Ignored:
-	case c.strategy.slow(rt):
+	case th.strategy.slow(rt):
 		o = Failure
 	case c.timed:
 		o = Success // SlowRatio judges time only
@@ -466,10 +447,12 @@ func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
 	if a == nil || State(st&3) != HalfOpen { // closed since: the places went with it
 		return
 	}
-	place := &a.probes[slotOf(ticket)]
-	if place.ticket.Load() != ticket {
+	// A spell of fewer places than the probe's (see thresholds) is not its.
+	slot := slotOf(ticket)
+	if slot >= len(a.probes) || a.probes[slot].ticket.Load() != ticket {
 		return
 	}
+	place := &a.probes[slot]
 	place.ticket.Store(0)
 	switch o {
 	case Failure:
@@ -496,6 +479,7 @@ func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) b
 	}
 	next := (from>>2+1)<<2 | uint64(to)
 	tr := Transition{From: State(from & 3), To: to, At: now, Generation: next >> 2, ProbeTimedOut: why == probeTimedOut}
+	th := c.th.Load()
 	switch to {
 	case Open:
 		a := c.away.Load()
@@ -503,9 +487,9 @@ func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) b
 			c.opens++
 		} else {
 			c.opens = 0
-			a = c.newOpenState()
+			a = c.newOpenState(th)
 		}
-		tr.OpenFor = c.openTimeoutAfter(c.opens)
+		tr.OpenFor = th.openTimeoutAfter(c.opens)
 		// |now| ≤ 2^60, so adding at most 2^62 cannot overflow; 2^62 ns
 		// (146 years) is forever.
 		a.until.Store(now + min(int64(tr.OpenFor), 1<<62))
@@ -515,6 +499,13 @@ func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) b
 		}
 	case HalfOpen:
 		a := c.away.Load()
+		if n := int(th.probes); len(a.probes) != n {
+			// The number of probes changed while open: this spell has the
+			// new number of places, none taken, and counts blocks on.
+			a = &openState{blocked: a.blocked, probes: make([]probe, n)}
+			c.away.Store(a) // before the state word: see openState
+			break
+		}
 		for i := range a.probes {
 			a.probes[i].ticket.Store(0)
 		}
@@ -546,12 +537,12 @@ func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) b
 
 // openTimeoutAfter returns the open timeout after probing failed n times in
 // a row: the open timeout doubled n times, at most the backoff maximum.
-func (c *Circuit) openTimeoutAfter(n uint32) time.Duration {
-	d := c.openTimeout
-	for ; n > 0 && d < c.maxOpen; n-- {
+func (th *thresholds) openTimeoutAfter(n uint32) time.Duration {
+	d := th.openTimeout
+	for ; n > 0 && d < th.maxOpen; n-- {
 		d *= 2
-		if d <= 0 || d > c.maxOpen { // past the maximum, or overflowed
-			return c.maxOpen
+		if d <= 0 || d > th.maxOpen { // past the maximum, or overflowed
+			return th.maxOpen
 		}
 	}
 	return d

@@ -230,12 +230,12 @@ func TestCircuitBacksOffExponentially(t *testing.T) {
 func TestCircuitBackoffDoesNotOverflow(t *testing.T) {
 	c, _ := newCircuit(t, ErrorRatio(0.5), WithOpenTimeout(time.Second, time.Duration(1<<62)))
 	for _, n := range []uint32{0, 1, 61, 62, 63, 64, 1000} {
-		d := c.openTimeoutAfter(n)
+		d := c.th.Load().openTimeoutAfter(n)
 		if d < time.Second || d > time.Duration(1<<62) {
 			t.Fatalf("open timeout after %d failures = %v, out of [1s, max]", n, d)
 		}
 	}
-	if d := c.openTimeoutAfter(1000); d != time.Duration(1<<62) {
+	if d := c.th.Load().openTimeoutAfter(1000); d != time.Duration(1<<62) {
 		t.Fatalf("open timeout after 1000 failures = %v, want the maximum", d)
 	}
 }

@@ -221,6 +221,8 @@ func init() {
 	breakerhook.Unshare = (*Circuit).unshare
 	breakerhook.Shares = (*Circuit).shares
 	breakerhook.Uncached = uncached
+	breakerhook.Thresholds = (*Circuit).thresholdsFor
+	breakerhook.SetThresholds = (*Circuit).setThresholds
 }
 
 // building holds the settings being built, reused: an Option is called

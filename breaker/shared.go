@@ -312,7 +312,8 @@ func (p Promise) settleShared(t any, add int, served, exited int64, o Outcome, n
 		// Read as of the exit: where the request paused across a
 		// bucket's end, the resource, which counted it at its exit, may
 		// have reused the slot of the oldest bucket as of served.
-		if s := w.statsAt(max(served, exited), true); c.strategy.meets(s, c.minRequests) {
+		th := c.th.Load()
+		if s := w.statsAt(max(served, exited), true); th.strategy.meets(s, th.minRequests) {
 			c.transition(p.token, Open, served, tripped, s)
 		}
 	}

@@ -128,3 +128,26 @@ var Shares any
 // without the cache that makes a value added late for an older bucket
 // show a bucket later: tests hold a shared circuit to one.
 var Uncached any
+
+// Thresholds is a
+//
+//	func(c *breaker.Circuit, s breaker.Strategy, opts ...breaker.Option) (th any, err error)
+//
+// that returns the thresholds of a circuit made as c with strategy s and
+// options opts, for SetThresholds, or the error breaker.NewCircuit would
+// return for them. Thresholds are the strategy's threshold, count or slow
+// time, the minimum volume, the open timeout and its maximum, the probes
+// and their timeout. Anything else in s and opts must be c's: the kind of
+// strategy, the window, the sharing; else the result is an error.
+var Thresholds any
+
+// SetThresholds is a
+//
+//	func(c *breaker.Circuit, th any)
+//
+// that gives c thresholds th, which Thresholds returned for c, in one
+// atomic step: c keeps its state, its counts and its probes in flight. Its
+// next judgement of an outcome uses the new ones; an open circuit stays
+// open until the time set when it opened; a half-open spell keeps its
+// places, the next has the new number; a probe's timeout applies at once.
+var SetThresholds any
