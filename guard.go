@@ -278,6 +278,11 @@ func New(opts ...Option) (*Guard, error) {
 // step. Otherwise it returns a *RulesError listing every problem, and the
 // rules in force stay in force.
 //
+// A rule the new rules keep keeps its state: its limiter's counts, its
+// breaker's state. So does a rule that changes only its limit, unless it
+// warms up, and a breaker rule that changes only its thresholds
+// ([BreakerRule] says which).
+//
 // Either way it records an event (OnEvent): "rules_refused" with the error, or
 // "rules_changed" with what changed, when anything did.
 func (g *Guard) SetRules(rules Rules) error {
