@@ -255,7 +255,7 @@ func (c *compiling) reshapedBreakers(same *reuse[matchKey, *breakerRule], kept [
 			keys[i] = circuitShape(r)
 		}
 	}
-	shaped, reshaped := takeOnce(leftKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, nil)
+	shaped, reshaped := takeOnce(leftKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, ownNamed(c.breakerNames, c.prevBreakerNames))
 	for i, ok := range reshaped {
 		if ok {
 			old[i] = shaped[i]
@@ -354,7 +354,7 @@ func (c *compiling) resizedFlows() {
 		}
 	}
 	// Shapes have no overrides: their keys are whole.
-	shaped, reshaped := takeOnce(leftKeys, left, c.prevFlowNames).takeAll(keys, c.flowNames, nil)
+	shaped, reshaped := takeOnce(leftKeys, left, c.prevFlowNames).takeAll(keys, c.flowNames, ownNamed(c.flowNames, c.prevFlowNames))
 	for i, r := range c.rules.Flow {
 		if c.s.flows[i] == nil && !r.keyedTogether() && reshaped[i] {
 			c.s.flows[i] = shaped[i].rule
@@ -617,6 +617,16 @@ func (r *reuse[K, T]) takeAll(keys []K, names []string, same func(i, j int) bool
 		}
 	}
 	return out, ok
+}
+
+// ownNamed is takeAll's same for rules that differ from those in force in
+// their limits or thresholds: a new rule of names[i] (its name of its own,
+// "" for none) takes only the enforcer of a rule of the same name, or of
+// none if it has none. A rule whose limits change keeps its state; one of
+// another name is another rule, and must not take the state of a rule
+// removed (a breaker's open circuit, say).
+func ownNamed(names, prevNames []string) func(i, j int) bool {
+	return func(i, j int) bool { return names[i] == prevNames[j] }
 }
 
 // clone returns a copy of r that shares no memory with it.
