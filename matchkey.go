@@ -40,9 +40,12 @@ func (k *keyer) flow(f *FlowRule) matchKey {
 		}
 		return matchKey{f.Resource, k.flowRest}
 	}
-	rest := *f
+	// Normal before the resource is left out: a default may follow from
+	// it (an overload rule's share on InboundResource).
+	rest := f.normal()
 	rest.Resource = ""
-	return matchKey{f.Resource, flowKey(&rest, &k.buf)}
+	k.buf = rest.appendKey(k.buf[:0], false)
+	return matchKey{f.Resource, string(k.buf)}
 }
 
 // breaker returns the matchKey of breaker rule b.
