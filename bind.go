@@ -108,8 +108,9 @@ type check struct {
 // its limits, if it can (resizer, keyResizer; rules of one shape are
 // paired in their order), and a circuit rule that differs from one left
 // over only in its thresholds takes over that one's circuit, which takes
-// them (breakerShape, newThresholds). Every other rule starts afresh.
-func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot, error) {
+// them (breakerShape, newThresholds): compile returns them, for SetRules
+// to give once the change is told. Every other rule starts afresh.
+func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot, []newThreshold, error) {
 	c := &compiling{g: g, rules: rules, prev: prev, prevRules: prevRules, s: &snapshot{
 		gen:      prev.gen + 1,
 		kept:     keep(rules),
@@ -126,13 +127,13 @@ func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot
 		step()
 	}
 	if len(c.ps) > 0 {
-		return nil, &RulesError{Problems: c.ps}
+		return nil, nil, &RulesError{Problems: c.ps}
 	}
 	c.bind()
 	if err := c.setLimits(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c.s, nil
+	return c.s, c.thresholds, nil
 }
 
 // compiling is a compile under way: the snapshot it makes, and the
@@ -160,7 +161,9 @@ type compiling struct {
 }
 
 // A newThreshold is a circuit of the rules in force and the thresholds of
-// a new rule, for it to take (setThresholds).
+// a new rule, for it to take (setThresholds) once nothing can refuse the
+// new rules, and their change is told: a circuit that trips on its new
+// thresholds is told after the rule that changed them.
 type newThreshold struct {
 	c  *breaker.Circuit
 	th any
@@ -526,8 +529,7 @@ func (c *compiling) bind() {
 	}
 }
 
-// setLimits gives the enforcers taken over to resize their new limits, and
-// the circuits taken over their new thresholds.
+// setLimits gives the enforcers taken over to resize their new limits.
 // They are shared with the rules in force: their limits change only once
 // the new rules are sure to replace them. A limit refused (a cluster's
 // limiter may refuse one) puts back those changed before it, and leaves
@@ -546,10 +548,6 @@ func (c *compiling) setLimits() error {
 	}
 	for _, kg := range c.regrouped {
 		kg.setLimits(c.s.flows[kg.at[0]], rules.Flow)
-	}
-	// Last: nothing can refuse the new rules now.
-	for _, t := range c.thresholds {
-		setThresholds(t.c, t.th)
 	}
 	return nil
 }

@@ -304,7 +304,7 @@ func (g *Guard) SetRules(rules Rules) error {
 		return nil
 	}
 	rules = rules.clone() // the caller may change its slices afterwards
-	s, err := g.compile(rules, prev, prev.kept.rules())
+	s, thresholds, err := g.compile(rules, prev, prev.kept.rules())
 	if err != nil {
 		if verr := rules.Validate(); verr != nil {
 			err = verr
@@ -317,6 +317,9 @@ func (g *Guard) SetRules(rules Rules) error {
 	// changing state is told after the rule that made it.
 	if changes, all := changesOf(&prev.kept, &s.kept, prev.names(), s.names(), bounds.MaxEventChanges); all > 0 {
 		g.events.record(Event{At: now, Kind: rulesChanged, Changes: changes, MoreChanges: all - len(changes)})
+	}
+	for _, t := range thresholds {
+		setThresholds(t.c, t.th)
 	}
 	g.snap.Store(s)
 	unshared(prev, s)
