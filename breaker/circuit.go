@@ -52,9 +52,10 @@ type Circuit struct {
 	policy
 	// th is what the circuit judges by: its strategy's threshold, minimum
 	// volume, timeouts and probes, one immutable value (see thresholds).
-	// It points to first until a guard's reload gives the circuit others.
+	// The value is an allocation of its own, not a field: one that a
+	// guard's reload replaces is freed, so the circuit takes no more
+	// memory after a reload than before.
 	th       atomic.Pointer[thresholds]
-	first    thresholds
 	clock    clock.Clock
 	interval time.Duration
 	buckets  int32
@@ -237,7 +238,6 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 	}
 	c := &Circuit{
 		policy:   policy{st.outcomeOf},
-		first:    th,
 		clock:    st.clock,
 		interval: st.interval,
 		buckets:  int32(st.buckets),
@@ -245,7 +245,7 @@ func NewCircuit(s Strategy, opts ...Option) (*Circuit, error) {
 		shared:   st.shared,
 		uncached: st.uncached,
 	}
-	c.th.Store(&c.first)
+	c.th.Store(&th)
 	if w != nil {
 		c.stats.Store(w)
 	}
