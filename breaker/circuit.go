@@ -304,7 +304,7 @@ func (c *Circuit) allowNotClosed(now int64) (Promise, error) {
 				a.blocked.AddAt(now, window.Blocked, 1)
 				return Promise{}, ErrBlocked
 			}
-			c.transition(st, HalfOpen, now, openTimeoutPassed, Stats{})
+			c.transition(st, HalfOpen, now, openTimeoutPassed, Stats{}, c.th.Load())
 			continue
 		}
 		if c.expired(a, st, now) {
@@ -353,7 +353,8 @@ func (c *Circuit) claim(a *openState, st uint64, now int64) (Promise, bool) {
 // word st, has been in flight for the probe timeout, and reports whether it
 // did.
 func (c *Circuit) expired(a *openState, st uint64, now int64) bool {
-	timeout := c.th.Load().probeTimeout
+	th := c.th.Load()
+	timeout := th.probeTimeout
 	for i := range a.probes {
 		p := &a.probes[i]
 		if t := p.ticket.Load(); t == 0 || now-p.start.Load() < timeout {
@@ -363,7 +364,7 @@ func (c *Circuit) expired(a *openState, st uint64, now int64) bool {
 		opened := false
 		// Under the lock the place and the state are stable: check again.
 		if c.state.Load() == st && p.ticket.Load() != 0 && now-p.start.Load() >= timeout {
-			opened = c.change(st, Open, now, probeTimedOut, Stats{})
+			opened = c.change(st, Open, now, probeTimedOut, Stats{}, th)
 		}
 		c.mu.Unlock()
 		if opened {
@@ -415,7 +416,7 @@ func (c *Circuit) record(p Promise, now int64, o Outcome) {
 			th = c.th.Load()
 		}
 		if n := w.statsAt(now, false); th.strategy.meets(n, th.minRequests) {
-			c.transition(gen, Open, now, tripped, n)
+			c.transition(gen, Open, now, tripped, n, th)
 		}
 	}
 }
@@ -456,30 +457,31 @@ func (c *Circuit) settleProbe(ticket uint64, start, now int64, o Outcome) {
 	place.ticket.Store(0)
 	switch o {
 	case Failure:
-		c.change(st, Open, now, why, Stats{})
+		c.change(st, Open, now, why, Stats{}, th)
 	case Success:
 		if a.successes++; a.successes >= len(a.probes) {
-			c.change(st, Closed, now, probesSucceeded, Stats{})
+			c.change(st, Closed, now, probesSucceeded, Stats{}, th)
 		}
 	}
 }
 
 // transition moves the circuit from state word from to state to, unless the
-// state word has changed meanwhile, and reports whether it did.
-func (c *Circuit) transition(from uint64, to State, now int64, why cause, w Stats) bool {
+// state word has changed meanwhile, and reports whether it did. th are the
+// thresholds the caller judged by: the transition takes its open timeout
+// and probes from the same set, not from one a reload gave since.
+func (c *Circuit) transition(from uint64, to State, now int64, why cause, w Stats, th *thresholds) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.change(from, to, now, why, w)
+	return c.change(from, to, now, why, w, th)
 }
 
 // change is transition with the mutex held.
-func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats) bool {
+func (c *Circuit) change(from uint64, to State, now int64, why cause, w Stats, th *thresholds) bool {
 	if c.state.Load() != from {
 		return false
 	}
 	next := (from>>2+1)<<2 | uint64(to)
 	tr := Transition{From: State(from & 3), To: to, At: now, Generation: next >> 2, ProbeTimedOut: why == probeTimedOut}
-	th := c.th.Load()
 	switch to {
 	case Open:
 		a := c.away.Load()

@@ -314,7 +314,7 @@ func (p Promise) settleShared(t any, add int, served, exited int64, o Outcome, n
 		// have reused the slot of the oldest bucket as of served.
 		th := c.th.Load()
 		if s := w.statsAt(max(served, exited), true); th.strategy.meets(s, th.minRequests) {
-			c.transition(p.token, Open, served, tripped, s)
+			c.transition(p.token, Open, served, tripped, s, th)
 		}
 	}
 	// Closed again since w was loaded: the new window does not count the

@@ -37,3 +37,21 @@ func TestACircuitTakesOnlyThresholdsInPlace(t *testing.T) {
 	p.settle(Failure)
 	mustState(t, c, Open)
 }
+
+// A circuit that trips opens for the open timeout of the thresholds it
+// judged by, even if a reload gave it others in between.
+func TestATripOpensForTheTimeoutOfTheThresholdsItWasJudgedBy(t *testing.T) {
+	c, clk := newCircuit(t, ErrorCount(1), WithMinRequests(0), WithOpenTimeout(time.Second, 0))
+	judged := c.th.Load()
+	later, err := c.thresholdsFor(ErrorCount(1), WithClock(clk), WithMinRequests(0), WithOpenTimeout(time.Minute, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.setThresholds(later) // a reload between the judging and the trip
+	if !c.transition(c.state.Load(), Open, clk.Now(), tripped, Stats{}, judged) {
+		t.Fatal("the circuit did not open")
+	}
+	if got := time.Duration(c.away.Load().until.Load() - clk.Now()); got != time.Second {
+		t.Errorf("open for %v, want the %v of the thresholds it was judged by", got, time.Second)
+	}
+}

@@ -138,7 +138,9 @@ var Uncached any
 // return for them. Thresholds are the strategy's threshold, count or slow
 // time, the minimum volume, the open timeout and its maximum, the probes
 // and their timeout. Anything else in s and opts must be c's: the kind of
-// strategy, the window, the sharing; else the result is an error.
+// strategy, the window, no classifier of its own; else the result is an
+// error. Whether c shares its resource's counter is not an option: c keeps
+// it.
 var Thresholds any
 
 // SetThresholds is a
