@@ -191,8 +191,8 @@ func (c *compiling) problem(breakers bool, i int, field string, err error) {
 // with a name of its own preferring the one of its name, then the circuits
 // of the rules left over that differ from a new rule only in their
 // thresholds (breakerShape), and builds the others. A circuit taken
-// over so takes the new thresholds in setLimits, once the new rules are
-// sure to be put in force: until then it is the rules in force's.
+// over so takes the new thresholds once the new rules are sure to be put
+// in force, and told (SetRules): until then it is the rules in force's.
 func (c *compiling) breakers() {
 	keys := make([]matchKey, len(c.rules.Breakers))
 	for i := range c.rules.Breakers {
