@@ -31,20 +31,8 @@ func heapPerResource(n int, make func(n int) any) float64 {
 // breaker (their enforcers, and the rules as the guard keeps them).
 func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
 	const n = 1000
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("GET /orders/%05d", i) // 17 bytes, as a route might be
-	}
-	bare := heapPerResource(n, func(n int) any {
-		g, err := New(WithMaxResources(n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range names[:n] {
-			mustEnter(t, g, name).Exit(nil)
-		}
-		return g
-	})
+	names := routeNames(n)
+	bare := heapPerResource(n, func(n int) any { return enteredGuard(t, names[:n], Rules{}) })
 	// The rules as given are the caller's: what the guard keeps is
 	// measured, not the slice that described it.
 	ruled := heapPerResource(n, func(n int) any { return ruledGuard(t, names[:n], nil, nil) })
@@ -55,6 +43,41 @@ func TestResourceBytesIsWhatAResourceTakes(t *testing.T) {
 	if ruled-bare > ruleBytes {
 		t.Errorf("a QPS rule and an error-ratio breaker take %.0f bytes, over the %d the docs say", ruled-bare, ruleBytes)
 	}
+}
+
+// routeNames returns n names of 17 bytes, as routes might be.
+func routeNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("GET /orders/%05d", i)
+	}
+	return names
+}
+
+// enteredGuard returns a guard of rules whose resources names are each
+// entered once.
+func enteredGuard(t *testing.T, names []string, rules Rules) *Guard {
+	t.Helper()
+	g, err := New(WithMaxResources(len(names)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setRules(t, g, rules)
+	for _, name := range names {
+		mustEnter(t, g, name).Exit(nil)
+	}
+	return g
+}
+
+// qpsAndBreaker returns a QPS rule and an error-ratio breaker of
+// threshold for each of names.
+func qpsAndBreaker(names []string, threshold float64) Rules {
+	var r Rules
+	for _, name := range names {
+		r.Flow = append(r.Flow, FlowRule{Resource: name, Limit: 1 << 30})
+		r.Breakers = append(r.Breakers, BreakerRule{Resource: name, Strategy: ErrorRatioBreaker, Threshold: threshold})
+	}
+	return r
 }
 
 // ruledGuard returns a guard of the resources names, each with a QPS rule
@@ -71,14 +94,7 @@ func ruledGuard(t *testing.T, names []string, c *clock.Manual, exit error) *Guar
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rules Rules
-	for _, name := range names {
-		rules.Flow = append(rules.Flow, FlowRule{Resource: name, Limit: 1 << 30})
-		rules.Breakers = append(rules.Breakers, BreakerRule{Resource: name, Strategy: ErrorRatioBreaker, Threshold: 0.5})
-	}
-	if err := g.SetRules(rules); err != nil {
-		t.Fatal(err)
-	}
+	setRules(t, g, qpsAndBreaker(names, 0.5))
 	if c != nil {
 		c.Advance(time.Second)
 	}
@@ -103,10 +119,7 @@ const ruleBytes = 1350
 // counts, which must not add to what the resource takes.
 func TestABreakerThatTookARequestAwayTakesNoMoreMemory(t *testing.T) {
 	const n = 1000
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("GET /orders/%05d", i)
-	}
+	names := routeNames(n)
 	guard := func(n int, exit error) any {
 		return ruledGuard(t, names[:n], clock.NewManual(int64(time.Hour)), exit)
 	}
@@ -117,5 +130,31 @@ func TestABreakerThatTookARequestAwayTakesNoMoreMemory(t *testing.T) {
 	// structure made for the request would take.
 	if canceled-succeeded > 64 {
 		t.Errorf("after a canceled request a resource takes %.0f bytes, %.0f more than after a success", canceled, canceled-succeeded)
+	}
+}
+
+// TestABreakerWhoseThresholdChangedTakesNoMoreMemory measures a resource
+// with a QPS rule and an error-ratio breaker after a reload that changes
+// the breaker's threshold, which the breaker takes in place: it must take
+// what the same rules made afresh take, within a few words, and so stay
+// within ruleBytes, the bound the docs give a QPS rule and a breaker.
+func TestABreakerWhoseThresholdChangedTakesNoMoreMemory(t *testing.T) {
+	const n = 1000
+	names := routeNames(n)
+	bare := heapPerResource(n, func(n int) any { return enteredGuard(t, names[:n], Rules{}) })
+	fresh := heapPerResource(n, func(n int) any { return enteredGuard(t, names[:n], qpsAndBreaker(names[:n], 0.4)) })
+	reloaded := heapPerResource(n, func(n int) any {
+		g := ruledGuard(t, names[:n], nil, nil) // threshold 0.5
+		setRules(t, g, qpsAndBreaker(names[:n], 0.4))
+		return g
+	})
+	t.Logf("bytes per resource over one entered once: %.0f with the rules made afresh, %.0f after the threshold changed in place", fresh-bare, reloaded-bare)
+	// The heap is measured to a few bytes; 64 is below what a structure
+	// kept for each breaker would take.
+	if reloaded-fresh > 64 {
+		t.Errorf("after its threshold changed a resource takes %.0f bytes more than with the same rules made afresh", reloaded-fresh)
+	}
+	if reloaded-bare > ruleBytes {
+		t.Errorf("after its threshold changed a QPS rule and an error-ratio breaker take %.0f bytes, over the %d the docs say", reloaded-bare, ruleBytes)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slidegate/slidegate/breaker"
+	"github.com/slidegate/slidegate/clock"
 	"github.com/slidegate/slidegate/flow"
 )
 
@@ -143,15 +144,24 @@ func TestAClosedBreakerJudgesItsNewThresholdWithTheCountsItHolds(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// probingGuard returns a guard whose one rule, an error-count breaker of
+// count 1 on "a" with probes places, has opened on a failure and waited
+// its open timeout: the next request is its first probe.
+func probingGuard(t *testing.T, probes int) (BreakerRule, *Guard, *clock.Manual) {
+	t.Helper()
+	rule := BreakerRule{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64),
+		OpenTimeout: Duration(time.Second), Probes: probes}
+	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{rule}})
+	mustEnter(t, g, "a").Exit(errBoom)
+	clk.Advance(time.Second)
+	return rule, g, clk
+}
+
 // A half-open circuit whose thresholds change keeps its probes: the places
 // of its spell, and the probes in flight, which decide as before. Its next
 // spell has the new number of places.
 func TestAHalfOpenBreakerKeepsItsProbesAcrossAReload(t *testing.T) {
-	rule := BreakerRule{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64),
-		OpenTimeout: Duration(time.Second), Probes: 2}
-	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{rule}})
-	mustEnter(t, g, "a").Exit(errBoom)
-	clk.Advance(time.Second)
+	rule, g, clk := probingGuard(t, 2)
 	p1 := mustEnter(t, g, "a") // the first probe: half-open
 	rule.Count, rule.Probes = 3, 1
 	setRules(t, g, Rules{Breakers: []BreakerRule{rule}})
@@ -181,11 +191,7 @@ func TestAHalfOpenBreakerKeepsItsProbesAcrossAReload(t *testing.T) {
 // the new number of places at its next spell, and a probe of the spell
 // before, settled late, decides nothing.
 func TestABreakerReopenedAfterAReloadProbesWithTheNewNumber(t *testing.T) {
-	rule := BreakerRule{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64),
-		OpenTimeout: Duration(time.Second), Probes: 3}
-	g, clk := newGuard(t, Rules{Breakers: []BreakerRule{rule}})
-	mustEnter(t, g, "a").Exit(errBoom)
-	clk.Advance(time.Second)
+	rule, g, clk := probingGuard(t, 3)
 	var probes []Entry
 	for range 3 {
 		probes = append(probes, mustEnter(t, g, "a"))
