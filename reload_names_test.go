@@ -61,3 +61,40 @@ func TestNamedBreakersThatSwapTheirCountsKeepEachItsOwnCircuit(t *testing.T) {
 		t.Errorf("y, closed before a reload that changed only its count, is %v: it took x's circuit", s.State)
 	}
 }
+
+// A rule whose name the guard gave is given that name of its own, by
+// Rules.Named, in the reload that changes its count: its name is the same
+// ("a default name survives a change of the rule's limit"), and only its
+// thresholds change, so its circuit stays, open.
+func TestABreakerNamedByItsDefaultNameWhileItsCountChangesKeepsItsCircuit(t *testing.T) {
+	rule := BreakerRule{Resource: "a", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64)}
+	g, _ := newGuard(t, Rules{Breakers: []BreakerRule{rule}})
+	mustEnter(t, g, "a").Exit(errBoom) // opens it
+	named := g.Rules().Named()
+	if named.Breakers[0].Name != "breaker" {
+		t.Fatalf("the breaker's default name is %q, want %q", named.Breakers[0].Name, "breaker")
+	}
+	named.Breakers[0].Count = 2
+	setRules(t, g, named)
+	if s := breakerState(t, g, 0); s.State != breaker.Open {
+		t.Errorf("the breaker, open before a reload that spelt out its name and changed its count, is %v: a new breaker", s.State)
+	}
+}
+
+// The same for a QPS rule whose limit changes: it keeps its counts.
+func TestAQPSRuleNamedByItsDefaultNameWhileItsLimitChangesKeepsItsCounts(t *testing.T) {
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{{Resource: "a", Limit: 2}}})
+	mustEnter(t, g, "a").Exit(nil)
+	mustEnter(t, g, "a").Exit(nil) // 2 of 2
+	named := g.Rules().Named()
+	if named.Flow[0].Name != "qps" {
+		t.Fatalf("the rule's default name is %q, want %q", named.Flow[0].Name, "qps")
+	}
+	named.Flow[0].Limit = 3
+	setRules(t, g, named)
+	mustEnter(t, g, "a").Exit(nil) // 3 of 3
+	if e, err := g.Enter(bg, "a"); err == nil {
+		e.Exit(nil)
+		t.Error("a fourth request in the window passed a limit of 3: the rule lost its counts in the reload that spelt out its name and changed its limit")
+	}
+}
