@@ -123,6 +123,11 @@ func (g *Guard) compile(rules Rules, prev *snapshot, prevRules Rules) (*snapshot
 	c.s.named.Store(n) // bind's, and the changes'
 	c.flowNames, c.breakerNames = rules.ownNames()
 	c.prevFlowNames, c.prevBreakerNames = c.prevRules.ownNames()
+	shown := prev.names()
+	c.flowIDs = identities{c.flowNames, c.prevFlowNames, n.flows, shown.flows,
+		func(i int) string { return rules.Flow[i].Resource }, func(j int) string { return prevRules.Flow[j].Resource }}
+	c.breakerIDs = identities{c.breakerNames, c.prevBreakerNames, n.breakers, shown.breakers,
+		func(i int) string { return rules.Breakers[i].Resource }, func(j int) string { return prevRules.Breakers[j].Resource }}
 	for _, step := range []func(){c.breakers, c.sameFlows, c.keyGroups, c.resizedFlows, c.newFlows} {
 		step()
 	}
@@ -150,6 +155,9 @@ type compiling struct {
 
 	// The names the rules have of their own, new and in force.
 	flowNames, breakerNames, prevFlowNames, prevBreakerNames []string
+	// What the names say of which new rule may take over which rule in
+	// force.
+	flowIDs, breakerIDs identities
 
 	same      *reuse[matchKey, rule] // the enforcers of the flow rules in force, by key
 	groups    []*keyGroup            // the per-key QPS rules, by resource
@@ -205,7 +213,7 @@ func (c *compiling) breakers() {
 		prevKeys[i] = c.keys.breaker(&c.prevRules.Breakers[i])
 	}
 	same := takeOnce(prevKeys, c.prev.breakers, c.prevBreakerNames)
-	old, kept := same.takeAll(keys, c.breakerNames, nil)
+	old, kept := same.takeAll(keys, c.breakerNames, c.breakerIDs.mayTake())
 	reshaped := c.reshapedBreakers(same, kept, old)
 	errs := make([]error, len(c.rules.Breakers))
 	var ths []any
@@ -258,7 +266,7 @@ func (c *compiling) reshapedBreakers(same *reuse[matchKey, *breakerRule], kept [
 			keys[i] = circuitShape(r)
 		}
 	}
-	shaped, reshaped := takeOnce(leftKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, ownNamed(c.breakerNames, c.prevBreakerNames))
+	shaped, reshaped := takeOnce(leftKeys, c.prev.breakers, c.prevBreakerNames).takeAll(keys, c.breakerNames, c.breakerIDs.same)
 	for i, ok := range reshaped {
 		if ok {
 			old[i] = shaped[i]
@@ -303,8 +311,9 @@ func (c *compiling) sameFlows() {
 		}
 	}
 	c.same = takeOnce(prevKeys, c.prev.flows, c.prevFlowNames)
+	mayTake := c.flowIDs.mayTake()
 	c.s.flows, _ = c.same.takeAll(keys, c.flowNames, func(i, j int) bool {
-		return sameOverrides(c.rules.Flow[i].Overrides, c.prevRules.Flow[j].Overrides)
+		return sameOverrides(c.rules.Flow[i].Overrides, c.prevRules.Flow[j].Overrides) && (mayTake == nil || mayTake(i, j))
 	})
 }
 
@@ -357,7 +366,7 @@ func (c *compiling) resizedFlows() {
 		}
 	}
 	// Shapes have no overrides: their keys are whole.
-	shaped, reshaped := takeOnce(leftKeys, left, c.prevFlowNames).takeAll(keys, c.flowNames, ownNamed(c.flowNames, c.prevFlowNames))
+	shaped, reshaped := takeOnce(leftKeys, left, c.prevFlowNames).takeAll(keys, c.flowNames, c.flowIDs.same)
 	for i, r := range c.rules.Flow {
 		if c.s.flows[i] == nil && !r.keyedTogether() && reshaped[i] {
 			c.s.flows[i] = shaped[i].rule
@@ -617,14 +626,64 @@ func (r *reuse[K, T]) takeAll(keys []K, names []string, same func(i, j int) bool
 	return out, ok
 }
 
-// ownNamed is takeAll's same for rules that differ from those in force in
-// their limits or thresholds: a new rule of names[i] (its name of its own,
-// "" for none) takes only the enforcer of a rule of the same name, or of
-// none if it has none. A rule whose limits change keeps its state; one of
-// another name is another rule, and must not take the state of a rule
-// removed (a breaker's open circuit, say).
-func ownNamed(names, prevNames []string) func(i, j int) bool {
-	return func(i, j int) bool { return names[i] == prevNames[j] }
+// identities are the names of a list of rules, new and in force, as
+// takeAll pairs them: names of their own ("" for none), and names as shown
+// (Rules.Named), and the resource of each.
+//
+// A name of its own is a rule's identity in its resource, where names are
+// unique. A rule takes over the state of a rule of another name only in a
+// rename: its name is new to its resource, and the other's is gone from
+// it. So no rule takes the state of one that goes on: two named rules that
+// swap their settings keep each its own. A rule without a name of its own
+// has no identity to keep: it may take over a rule without one, or one
+// whose name is gone.
+type identities struct {
+	own, prevOwn           []string
+	shown, prevShown       []string
+	resource, prevResource func(i int) string
+}
+
+// mayTake returns takeAll's same for the rules equal to those in force:
+// whether new rule i may take over rule j in force, by their names.
+func (ids identities) mayTake() func(i, j int) bool {
+	var had, has map[[2]string]bool // (resource, name): the names of their own in force, and new
+	for j, name := range ids.prevOwn {
+		if name != "" {
+			if had == nil {
+				had = map[[2]string]bool{}
+			}
+			had[[2]string{ids.prevResource(j), name}] = true
+		}
+	}
+	for i, name := range ids.own {
+		if name != "" {
+			if has == nil {
+				has = map[[2]string]bool{}
+			}
+			has[[2]string{ids.resource(i), name}] = true
+		}
+	}
+	if had == nil && has == nil {
+		return nil // no names of their own: any
+	}
+	return func(i, j int) bool {
+		n, m := ids.own[i], ids.prevOwn[j]
+		if n == m {
+			return true
+		}
+		r := ids.resource(i) // rule j's too: their keys are equal
+		return (n == "" || !had[[2]string{r, n}]) && (m == "" || !has[[2]string{r, m}])
+	}
+}
+
+// same is takeAll's same for rules that differ from those in force in
+// their limits or thresholds: whether new rule i is rule j in force, by
+// its name of its own, or, for a rule given the name it was shown by
+// (Rules.Named), by that name. A rule whose limits change keeps its
+// state; one of another name is another rule, and must not take the
+// state of a rule removed (a breaker's open circuit, say).
+func (ids identities) same(i, j int) bool {
+	return ids.own[i] == ids.prevOwn[j] || ids.shown[i] == ids.prevShown[j]
 }
 
 // clone returns a copy of r that shares no memory with it.

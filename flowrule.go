@@ -24,6 +24,9 @@ type FlowRule struct {
 	// its event ("rules_changed") tells it as a rule removed and one added:
 	// names tell rules apart. Among rules of a resource with the same
 	// settings, a reload gives each the counts of the rule of its name.
+	// A rule never takes the counts of a rule of another name that the
+	// new rules keep: two named rules that swap their limits keep each
+	// its own counts.
 	Name string `json:"name,omitempty" yaml:"name,omitempty"`
 	// Type is the kind of rule: QPSRule (the default), ThrottleRule,
 	// ConcurrencyRule, ShedRule or AdaptiveRule.

@@ -98,3 +98,56 @@ func TestAQPSRuleNamedByItsDefaultNameWhileItsLimitChangesKeepsItsCounts(t *test
 		t.Error("a fourth request in the window passed a limit of 3: the rule lost its counts in the reload that spelt out its name and changed its limit")
 	}
 }
+
+// A named circuit rule whose count alone changes keeps its circuit (see
+// BreakerRule), even when a new rule of another name takes the settings it
+// had: a rule's name is what events and Breakers tell it by, and the
+// event of this reload says that rule x changed its count and rule y is
+// new.
+func TestANamedBreakerWhoseThresholdChangesKeepsItsCircuitWhenANewRuleTakesItsOldSettings(t *testing.T) {
+	x := BreakerRule{Resource: "a", Name: "x", Strategy: ErrorCountBreaker, Count: 1, MinRequests: new(int64)}
+	g, _ := newGuard(t, Rules{Breakers: []BreakerRule{x}})
+	mustEnter(t, g, "a").Exit(errBoom) // opens x
+	if s := breakerState(t, g, 0); s.State != breaker.Open {
+		t.Fatalf("x is %v after a failure of count 1, want open", s.State)
+	}
+	y := x
+	y.Name = "y"
+	x.Count = 2
+	setRules(t, g, Rules{Breakers: []BreakerRule{y, x}})
+	for _, b := range g.Breakers() {
+		want := breaker.Closed // y: new
+		if b.Rule == "x" {
+			want = breaker.Open // its own circuit, open until its timeout
+		}
+		if b.Stats.State != want {
+			t.Errorf("rule %s is %v after the reload, want %v", b.Rule, b.Stats.State, want)
+		}
+	}
+}
+
+// Two named flow rules that swap their limits keep each its own limiter,
+// taking the other's limit in place: neither takes the other's counts.
+func TestNamedFlowRulesThatSwapTheirLimitsKeepEachItsOwnLimiter(t *testing.T) {
+	x := FlowRule{Resource: "a", Name: "x", Limit: 5}
+	y := FlowRule{Resource: "a", Name: "y", Limit: 10}
+	g, _ := newGuard(t, Rules{Flow: []FlowRule{x, y}})
+	was := g.snap.Load().flows
+	x.Limit, y.Limit = 10, 5
+	setRules(t, g, Rules{Flow: []FlowRule{x, y}})
+	now := g.snap.Load().flows
+	if now[0] != was[0] || now[1] != was[1] {
+		t.Errorf("after the swap x holds the limiter of %s, y that of %s; want each its own", whose(was, now[0]), whose(was, now[1]))
+	}
+}
+
+// whose names the rule of was, x or y, whose enforcer r is.
+func whose(was []rule, r rule) string {
+	switch r {
+	case was[0]:
+		return "x"
+	case was[1]:
+		return "y"
+	}
+	return "neither"
+}
