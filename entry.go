@@ -419,16 +419,7 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, checks []che
 		if !d.Allowed {
 			e.undo(now)
 			returned = true
-			be := &BlockError{Resource: e.res.name, Rule: ch.name, Reason: d.Reason, RetryAfter: d.RetryAfter}
-			if ch.keyed {
-				// A copy: the key may be a piece of a large string (a
-				// header) the error must not keep alive.
-				be.Key = strings.Clone(e.key)
-			}
-			if ch.names != nil && e.window >= 0 && int(e.window) < len(*ch.names) {
-				be.Rule = (*ch.names)[e.window]
-			}
-			return be
+			return refusal(e, ch, d)
 		}
 		wait = max(wait, d.Wait)
 	}
@@ -442,6 +433,21 @@ func admit(ctx context.Context, c clock.Clock, e *entry, now int64, checks []che
 	}
 	returned = true
 	return nil
+}
+
+// refusal returns the error of the request of entry e, which check ch
+// refused with decision d.
+func refusal(e *entry, ch *check, d flow.Decision) *BlockError {
+	be := &BlockError{Resource: e.res.name, Rule: ch.name, Reason: d.Reason, RetryAfter: d.RetryAfter}
+	if ch.keyed {
+		// A copy: the key may be a piece of a large string (a header) the
+		// error must not keep alive.
+		be.Key = strings.Clone(e.key)
+	}
+	if ch.names != nil && e.window >= 0 && int(e.window) < len(*ch.names) {
+		be.Rule = (*ch.names)[e.window]
+	}
+	return be
 }
 
 // markPair sets check.pair on the first of checks if they are a breaker
@@ -471,12 +477,12 @@ func admitPair(ctx context.Context, e *entry, now int64, checks []check) error {
 	h.shadow, h.undoOnly = false, false
 	if d := br.admit(ctx, e, now, h); !d.Allowed {
 		e.clearHeld()
-		return &BlockError{Resource: e.res.name, Rule: checks[0].name, Reason: d.Reason, RetryAfter: d.RetryAfter}
+		return refusal(e, &checks[0], d)
 	}
 	if d := q.q.AllowNAt(now, e.count); !d.Allowed {
 		br.release(h, now, breaker.Ignored, true)
 		e.clearHeld()
-		return &BlockError{Resource: e.res.name, Rule: checks[1].name, Reason: d.Reason, RetryAfter: d.RetryAfter}
+		return refusal(e, &checks[1], d)
 	}
 	return nil
 }
